@@ -1,0 +1,67 @@
+//! `loopx goal list`.
+
+use anyhow::Result;
+use serde::Serialize;
+
+use crate::ctx::Ctx;
+use crate::error::Exit;
+use crate::model::{GoalId, TodoStatus};
+use crate::tx;
+
+/// List the goals
+#[derive(clap::Args, Debug)]
+pub struct Args {}
+
+#[derive(Serialize)]
+struct Row<'a> {
+    id: &'a GoalId,
+    status: &'static str,
+    objective: &'a str,
+    open_todos: usize,
+}
+
+#[derive(Serialize)]
+struct Wire<'a> {
+    goals: Vec<Row<'a>>,
+}
+
+pub fn run(ctx: &Ctx, _args: &Args) -> Result<Exit> {
+    let snap = tx::load(ctx)?;
+    let rows: Vec<Row> = snap
+        .state
+        .goals
+        .values()
+        .map(|g| Row {
+            id: &g.id,
+            status: g.status.as_str(),
+            objective: &g.objective,
+            open_todos: snap
+                .state
+                .todos
+                .values()
+                .filter(|t| t.goal == g.id && t.status != TodoStatus::Done)
+                .count(),
+        })
+        .collect();
+    let wire = Wire { goals: rows };
+    ctx.out.emit(&wire, || {
+        if wire.goals.is_empty() {
+            return "No goals yet. Add one with `loopx goal add ID --objective TEXT`.".to_owned();
+        }
+        let w = wire.goals.iter().map(|r| r.id.as_str().len()).max().unwrap_or(0);
+        wire.goals
+            .iter()
+            .map(|r| {
+                format!(
+                    "{:w$}  {:6}  {:>3} open  {}",
+                    r.id.as_str(),
+                    r.status,
+                    r.open_todos,
+                    r.objective
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    })?;
+    Ok(Exit::Ok)
+}

@@ -1,0 +1,66 @@
+//! `loopx goal set`: a human changes a goal.
+
+use anyhow::Result;
+use serde::Serialize;
+
+use crate::cmd::TickWire;
+use crate::ctx::Ctx;
+use crate::error::Exit;
+use crate::model::{GoalId, GoalStatus};
+use crate::op::Change;
+use crate::time::Span;
+use crate::tx;
+
+/// Change a goal's objective, status, scope, guards or quota (humans only)
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The goal's id
+    id: String,
+    /// A new objective
+    #[arg(long, value_name = "TEXT")]
+    objective: Option<String>,
+    /// active, paused or done
+    #[arg(long, value_name = "STATUS")]
+    status: Option<GoalStatus>,
+    /// A path (glob) agents may write; replaces the scope (can be repeated)
+    #[arg(long, value_name = "PATH")]
+    scope: Vec<String>,
+    /// A rule agents must follow; replaces the guards (can be repeated)
+    #[arg(long, value_name = "TEXT")]
+    guard: Vec<String>,
+    /// Turns each agent may spend per window
+    #[arg(long, value_name = "N")]
+    quota_slots: Option<u32>,
+    /// The rolling quota window, such as 24h
+    #[arg(long, value_name = "DURATION")]
+    quota_window: Option<Span>,
+}
+
+#[derive(Serialize)]
+struct Wire<'a> {
+    goal: &'a GoalId,
+    #[serde(flatten)]
+    tick: TickWire,
+}
+
+pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
+    let done = tx::commit(ctx, |state| {
+        let goal = state.goal(&args.id)?.id.clone();
+        Ok(ctx.op(Change::GoalSet {
+            goal,
+            objective: args.objective.clone(),
+            status: args.status,
+            scope: (!args.scope.is_empty()).then(|| args.scope.clone()),
+            guards: (!args.guard.is_empty()).then(|| args.guard.clone()),
+            quota_slots: args.quota_slots,
+            quota_window: args.quota_window,
+        })?)
+    })?;
+    let Change::GoalSet { goal, .. } = &done.op.change else {
+        unreachable!("built a GoalSet")
+    };
+    ctx.out.emit(&Wire { goal, tick: TickWire::of(&done) }, || {
+        format!("Updated goal {goal}: {}.", done.effect.subject.trim_start_matches(&format!("goal set {goal} ")))
+    })?;
+    Ok(Exit::Ok)
+}

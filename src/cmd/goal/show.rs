@@ -1,0 +1,39 @@
+//! `loopx goal show`.
+
+use anyhow::Result;
+
+use crate::ctx::Ctx;
+use crate::error::Exit;
+use crate::tx;
+
+/// Show one goal
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The goal's id
+    id: String,
+}
+
+pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
+    let snap = tx::load(ctx)?;
+    let g = snap.state.goal(&args.id)?;
+    ctx.out.emit(g, || {
+        let mut s = format!(
+            "goal {}  ({})\nobjective: {}\nquota: {} slots per {} per agent\ncreated {} by {}",
+            g.id,
+            g.status.as_str(),
+            g.objective,
+            g.quota.slots,
+            g.quota.window,
+            g.created_at,
+            g.created_by.name()
+        );
+        if !g.scope.is_empty() {
+            s.push_str(&format!("\nscope: {}", g.scope.join(", ")));
+        }
+        for guard in &g.guards {
+            s.push_str(&format!("\nguard: {guard}"));
+        }
+        s
+    })?;
+    Ok(Exit::Ok)
+}

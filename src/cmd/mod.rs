@@ -1,0 +1,68 @@
+//! One file per command: each holds its clap `Args` and a `run` that returns
+//! the exit status. Verb groups (`goal`, `agent`, `todo`) are directories.
+//! This module dispatches and holds the small helpers commands share.
+
+pub mod agent;
+pub mod goal;
+pub mod init;
+pub mod status;
+pub mod todo;
+
+use anyhow::Result;
+use serde::Serialize;
+
+use crate::cli::Command;
+use crate::ctx::Ctx;
+use crate::error::{Exit, Refusal};
+use crate::model::{GoalId, State};
+use crate::tx::Committed;
+
+pub fn run(ctx: &Ctx, command: &Command) -> Result<Exit> {
+    match command {
+        Command::Init(args) => init::run(ctx, args),
+        Command::Status(args) => status::run(ctx, args),
+        Command::Goal(c) => goal::run(ctx, c),
+        Command::Agent(c) => agent::run(ctx, c),
+        Command::Todo(c) => todo::run(ctx, c),
+    }
+}
+
+/// The fields every tick's JSON output carries.
+#[derive(Serialize)]
+pub struct TickWire {
+    pub tick: u64,
+    pub commit: String,
+    pub op: &'static str,
+    pub subject: String,
+}
+
+impl TickWire {
+    pub fn of(done: &Committed) -> Self {
+        TickWire {
+            tick: done.tip.tick,
+            commit: done.tip.commit.to_string(),
+            op: done.op.change.kind(),
+            subject: done.effect.subject.clone(),
+        }
+    }
+}
+
+/// The goal a command acts on: `--goal`, else git config `loopx.goal`, else
+/// the only active goal.
+pub fn pick_goal(ctx: &Ctx, state: &State, flag: Option<&str>) -> Result<GoalId, Refusal> {
+    if let Some(g) = flag {
+        return state.goal(g).map(|g| g.id.clone());
+    }
+    if let Some(g) = ctx.store.config("loopx.goal") {
+        return state
+            .goal(&g)
+            .map(|g| g.id.clone())
+            .map_err(|r| r.with_hint("git config loopx.goal names it; fix or unset that setting"));
+    }
+    state.default_goal().map(|g| g.id.clone())
+}
+
+/// Parses a slug id given on the command line.
+pub fn slug<T>(kind: &str, s: &str, new: impl Fn(&str) -> Result<T, String>) -> Result<T, Refusal> {
+    new(s).map_err(|e| Refusal::usage("bad-id", e).with_hint(format!("choose another {kind} id")))
+}

@@ -1,0 +1,192 @@
+//! `loopx status`: one screen of what is happening.
+
+use anyhow::Result;
+use serde::Serialize;
+
+use crate::ctx::Ctx;
+use crate::error::Exit;
+use crate::model::{AgentId, AgentStatus, GoalId, State, TodoId, TodoStatus};
+use crate::op::{message, rules};
+use crate::time::Timestamp;
+use crate::tx;
+
+/// Show goals, who owns what, what is ready, and the last few ticks
+#[derive(clap::Args, Debug)]
+pub struct Args {}
+
+/// At most this many claims and ticks are listed, so the output stays
+/// bounded however large the board grows.
+const MAX_CLAIMS: usize = 10;
+const RECENT: usize = 5;
+
+#[derive(Serialize)]
+struct Wire<'a> {
+    #[serde(rename = "ref")]
+    state_ref: &'a str,
+    tick: u64,
+    commit: String,
+    goals: Vec<GoalRow<'a>>,
+    agents: usize,
+    counts: Counts,
+    claims: Vec<ClaimRow<'a>>,
+    claims_total: usize,
+    recent: Vec<TickRow>,
+}
+
+#[derive(Serialize)]
+struct GoalRow<'a> {
+    id: &'a GoalId,
+    status: &'static str,
+    objective: &'a str,
+}
+
+#[derive(Serialize, Default)]
+struct Counts {
+    ready: usize,
+    open: usize,
+    waiting: usize,
+    claimed: usize,
+    blocked: usize,
+    deferred: usize,
+    done: usize,
+}
+
+#[derive(Serialize)]
+struct ClaimRow<'a> {
+    todo: &'a TodoId,
+    title: &'a str,
+    owner: &'a AgentId,
+    lease_until: Timestamp,
+    expired: bool,
+}
+
+#[derive(Serialize)]
+struct TickRow {
+    tick: u64,
+    at: String,
+    subject: String,
+}
+
+pub fn run(ctx: &Ctx, _args: &Args) -> Result<Exit> {
+    let snap = tx::load(ctx)?;
+    let state = &snap.state;
+    let counts = counts(state, ctx.now);
+    let mut claims: Vec<ClaimRow> = state
+        .todos
+        .values()
+        .filter_map(|t| {
+            let c = t.claim.as_ref()?;
+            Some(ClaimRow {
+                todo: &t.id,
+                title: &t.title,
+                owner: &c.owner,
+                lease_until: c.lease_until,
+                expired: c.lease_until <= ctx.now,
+            })
+        })
+        .collect();
+    claims.sort_by(|a, b| (a.owner, a.lease_until).cmp(&(b.owner, b.lease_until)));
+    let claims_total = claims.len();
+    claims.truncate(MAX_CLAIMS);
+    let recent = ctx
+        .store
+        .first_parents(snap.tip.commit, RECENT)?
+        .into_iter()
+        .map(|e| TickRow {
+            tick: message::tick_of(&e.message).unwrap_or(0),
+            at: Timestamp::from_unix(e.time).to_string(),
+            subject: e.message.lines().next().unwrap_or_default().to_owned(),
+        })
+        .collect();
+    let wire = Wire {
+        state_ref: ctx.store.state_ref(),
+        tick: snap.tip.tick,
+        commit: snap.tip.commit.to_string(),
+        goals: state
+            .goals
+            .values()
+            .map(|g| GoalRow {
+                id: &g.id,
+                status: g.status.as_str(),
+                objective: &g.objective,
+            })
+            .collect(),
+        agents: state.agents.values().filter(|a| a.status == AgentStatus::Active).count(),
+        counts,
+        claims,
+        claims_total,
+        recent,
+    };
+    ctx.out.emit(&wire, || human(&wire, ctx.now))?;
+    Ok(Exit::Ok)
+}
+
+fn counts(state: &State, now: Timestamp) -> Counts {
+    let mut c = Counts::default();
+    let agents: Vec<_> = state
+        .agents
+        .values()
+        .filter(|a| a.status == AgentStatus::Active)
+        .collect();
+    for t in state.todos.values() {
+        match t.status {
+            TodoStatus::Open => {
+                let deps_done = t
+                    .after
+                    .iter()
+                    .all(|a| state.todos.get(a).is_some_and(|x| x.status == TodoStatus::Done));
+                if deps_done { c.open += 1 } else { c.waiting += 1 }
+            }
+            TodoStatus::Claimed => c.claimed += 1,
+            TodoStatus::Blocked => c.blocked += 1,
+            TodoStatus::Deferred => c.deferred += 1,
+            TodoStatus::Done => c.done += 1,
+        }
+        if agents.iter().any(|a| rules::ready(state, t, a, now).is_ok()) {
+            c.ready += 1;
+        }
+    }
+    c
+}
+
+fn human(w: &Wire, now: Timestamp) -> String {
+    let mut s = format!("loopx  {}  tick {}\n", w.state_ref, w.tick);
+    if w.goals.is_empty() {
+        s.push_str("No goals yet: add one with `loopx goal add ID --objective TEXT`.\n");
+    }
+    for g in &w.goals {
+        s.push_str(&format!("goal {} ({}): {}\n", g.id, g.status, g.objective));
+    }
+    let c = &w.counts;
+    s.push_str(&format!(
+        "todos: {} ready, {} open, {} waiting, {} claimed, {} blocked, {} deferred, {} done; {} agent{}\n",
+        c.ready,
+        c.open,
+        c.waiting,
+        c.claimed,
+        c.blocked,
+        c.deferred,
+        c.done,
+        w.agents,
+        if w.agents == 1 { "" } else { "s" }
+    ));
+    if !w.claims.is_empty() {
+        s.push_str("claims:\n");
+        for r in &w.claims {
+            let left = if r.expired {
+                "lease expired".to_owned()
+            } else {
+                format!("{} left", r.lease_until.since(now))
+            };
+            s.push_str(&format!("  {}  {}  {}  ({left})\n", r.owner, r.todo, r.title));
+        }
+        if w.claims_total > w.claims.len() {
+            s.push_str(&format!("  … and {} more\n", w.claims_total - w.claims.len()));
+        }
+    }
+    s.push_str("recent:\n");
+    for r in &w.recent {
+        s.push_str(&format!("  {:>4}  {}  {}\n", r.tick, r.at, r.subject));
+    }
+    s
+}

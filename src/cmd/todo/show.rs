@@ -1,0 +1,88 @@
+//! `loopx todo show`.
+
+use anyhow::Result;
+use serde::Serialize;
+
+use crate::ctx::{Caller, Ctx};
+use crate::error::Exit;
+use crate::model::{Todo, files};
+use crate::op::rules;
+use crate::tx;
+
+/// Show one todo with its claim and notes
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The todo's id or a unique prefix
+    id: String,
+}
+
+#[derive(Serialize)]
+struct Wire<'a> {
+    #[serde(flatten)]
+    todo: &'a Todo,
+    path: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    not_ready: Option<String>,
+}
+
+pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
+    let snap = tx::load(ctx)?;
+    let state = &snap.state;
+    let id = state.resolve_todo(&args.id)?;
+    let t = &state.todos[&id];
+    // Whether the acting agent could claim it now, and why not.
+    let not_ready = match ctx.caller() {
+        Caller::Agent(a) => state.agents.get(a).and_then(|agent| {
+            if t.owner() == Some(a) {
+                None
+            } else {
+                rules::ready(state, t, agent, ctx.now).err().map(|why| why.to_string())
+            }
+        }),
+        _ => None,
+    };
+    let wire = Wire {
+        todo: t,
+        path: files::todo_path(&t.id),
+        not_ready,
+    };
+    ctx.out.emit(&wire, || {
+        let mut s = format!("{}  {}  {}  {}\n{}", t.id, t.priority, t.status, t.goal, t.title);
+        if let Some(c) = &t.claim {
+            let live = if c.lease_until > ctx.now { "" } else { " (expired)" };
+            s.push_str(&format!(
+                "\nclaimed by {} since {}, lease until {}{live}, epoch {}",
+                c.owner, c.since, c.lease_until, t.epoch
+            ));
+        }
+        if let Some(d) = t.done_at {
+            s.push_str(&format!("\ndone at {d}"));
+        }
+        if !t.after.is_empty() {
+            let after: Vec<String> = t
+                .after
+                .iter()
+                .map(|a| {
+                    let st = state.todos.get(a).map_or("missing", |x| x.status.as_str());
+                    format!("{a} ({st})")
+                })
+                .collect();
+            s.push_str(&format!("\nafter: {}", after.join(", ")));
+        }
+        if !t.capabilities.is_empty() {
+            s.push_str(&format!("\nneeds: {}", t.capabilities.join(", ")));
+        }
+        if !t.scope.is_empty() {
+            s.push_str(&format!("\nscope: {}", t.scope.join(", ")));
+        }
+        if let Some(n) = &wire.not_ready {
+            s.push_str(&format!("\nnot ready for you: {n}"));
+        }
+        s.push_str(&format!("\ncreated {} by {}", t.created_at, t.created_by.name()));
+        for n in &t.notes {
+            s.push_str(&format!("\n  {} {}: {}", n.at, n.by.name(), n.text));
+        }
+        s
+    })?;
+    Ok(Exit::Ok)
+}

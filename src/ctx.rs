@@ -1,0 +1,285 @@
+//! The resolved context of one invocation: repository, clock, identity, id
+//! source and output. The only reader of the environment; nothing later looks
+//! at flags or environment variables again.
+
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use sha2::{Digest, Sha256};
+
+use crate::error::Refusal;
+use crate::model::{Actor, AgentId, OpId};
+use crate::op::{Change, Op};
+use crate::output::{Format, Out};
+use crate::store::{Person, Store};
+use crate::time::Timestamp;
+
+/// The identity recorded when a human has no git identity.
+pub const FALLBACK_HUMAN: (&str, &str) = ("unknown human", "human@loopx.invalid");
+/// The committer recorded when git has no identity configured.
+pub const FALLBACK_COMMITTER: (&str, &str) = ("loopx", "loopx@loopx.invalid");
+
+/// Environment variables loopx reads, captured once.
+#[derive(Clone, Debug, Default)]
+pub struct Env {
+    vars: BTreeMap<String, String>,
+}
+
+impl Env {
+    /// The variables loopx cares about from the process environment.
+    pub fn capture() -> Self {
+        let vars = std::env::vars_os()
+            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+            .filter(|(k, _)| {
+                k.starts_with("LOOPX_")
+                    || k == "NO_COLOR"
+                    || k.starts_with("CLAUDE")
+                    || k.starts_with("CODEX_")
+                    || k.starts_with("GEMINI_")
+                    || k.starts_with("CURSOR_")
+            })
+            .collect();
+        Env { vars }
+    }
+
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.vars.get(key).map(String::as_str).filter(|v| !v.is_empty())
+    }
+}
+
+/// Where the caller's identity came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Caller {
+    /// `--agent` or `LOOPX_AGENT`, or derived from a runtime session.
+    Agent(AgentId),
+    /// A runtime marker without a session id: refused when identity matters.
+    UnknownAgent { runtime: &'static str, marker: &'static str },
+    Human,
+}
+
+/// Decides who is calling (DESIGN §4 "Who is acting").
+pub fn caller(flag: Option<&str>, env: &Env) -> Result<Caller, Refusal> {
+    if let Some(id) = flag.or(env.get("LOOPX_AGENT")) {
+        return AgentId::new(id)
+            .map(Caller::Agent)
+            .map_err(|e| Refusal::usage("bad-id", e));
+    }
+    // (runtime, marker variables, session-id variable)
+    let runtimes: [(&'static str, &[&'static str], &'static str); 4] = [
+        ("claude-code", &["CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT", "CLAUDE_CODE_SESSION_ID"], "CLAUDE_CODE_SESSION_ID"),
+        ("codex", &["CODEX_THREAD_ID", "CODEX_SANDBOX"], "CODEX_THREAD_ID"),
+        ("gemini", &["GEMINI_CLI", "GEMINI_SESSION_ID"], "GEMINI_SESSION_ID"),
+        ("cursor", &["CURSOR_AGENT", "CURSOR_CONVERSATION_ID"], "CURSOR_CONVERSATION_ID"),
+    ];
+    for (runtime, markers, session) in runtimes {
+        let Some(marker) = markers.iter().find(|m| env.get(m).is_some()) else {
+            continue;
+        };
+        return match env.get(session).and_then(|s| derive_agent(runtime, s)) {
+            Some(id) => Ok(Caller::Agent(id)),
+            None => Ok(Caller::UnknownAgent { runtime, marker }),
+        };
+    }
+    Ok(Caller::Human)
+}
+
+/// `<runtime>-<first 8 characters of the session id>`, lowercased, keeping
+/// only characters a slug allows.
+pub fn derive_agent(runtime: &str, session: &str) -> Option<AgentId> {
+    let short: String = session
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .take(8)
+        .collect::<String>()
+        .to_ascii_lowercase();
+    if short.is_empty() {
+        return None;
+    }
+    AgentId::new(&format!("{runtime}-{short}")).ok()
+}
+
+/// Generates random ids, deterministically when `LOOPX_SEED` is set.
+pub struct IdGen {
+    seed: Option<String>,
+    salt: i64,
+    counter: Cell<u64>,
+}
+
+impl IdGen {
+    pub fn new(seed: Option<String>, salt: i64) -> Self {
+        IdGen {
+            seed,
+            salt,
+            counter: Cell::new(0),
+        }
+    }
+
+    /// `n` lowercase hex digits.
+    pub fn hex(&self, n: usize) -> String {
+        let mut bytes = [0u8; 32];
+        match &self.seed {
+            Some(seed) => {
+                let c = self.counter.get();
+                self.counter.set(c + 1);
+                let digest = Sha256::new()
+                    .chain_update(seed.as_bytes())
+                    .chain_update(self.salt.to_le_bytes())
+                    .chain_update(c.to_le_bytes())
+                    .finalize();
+                bytes.copy_from_slice(&digest);
+            }
+            None => getrandom::fill(&mut bytes).expect("the OS random source is available"),
+        }
+        let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        hex[..n.min(64)].to_owned()
+    }
+}
+
+pub struct Ctx {
+    pub store: Store,
+    pub out: Out,
+    pub now: Timestamp,
+    pub env: Env,
+    pub ids: IdGen,
+    caller: Caller,
+    actor: RefCell<Option<Actor>>,
+}
+
+impl Ctx {
+    pub fn new(dir: Option<PathBuf>, format: Format, agent_flag: Option<&str>) -> Result<Ctx> {
+        let env = Env::capture();
+        let out = Out::new(format, env.get("NO_COLOR").is_some());
+        let now = match env.get("LOOPX_NOW") {
+            Some(s) => Timestamp::parse(s)
+                .map_err(|e| Refusal::usage("bad-env", format!("LOOPX_NOW: {e}")))?,
+            None => Timestamp::system_now(),
+        };
+        let caller = caller(agent_flag, &env)?;
+        let dir = match dir {
+            Some(d) => d,
+            None => std::env::current_dir().context("reading the current directory")?,
+        };
+        let store = Store::discover(&dir)?;
+        let ids = IdGen::new(env.get("LOOPX_SEED").map(str::to_owned), now.unix());
+        Ok(Ctx {
+            store,
+            out,
+            now,
+            env,
+            ids,
+            caller,
+            actor: RefCell::new(None),
+        })
+    }
+
+    pub fn caller(&self) -> &Caller {
+        &self.caller
+    }
+
+    /// The acting agent or human. A human without a git identity is recorded
+    /// under the fallback identity and told once how to set one.
+    pub fn actor(&self) -> Result<Actor, Refusal> {
+        if let Some(a) = self.actor.borrow().as_ref() {
+            return Ok(a.clone());
+        }
+        let actor = match &self.caller {
+            Caller::Agent(id) => Actor::Agent(id.clone()),
+            Caller::UnknownAgent { runtime, marker } => {
+                return Err(Refusal::rule(
+                    "agent-unknown",
+                    format!(
+                        "this shell runs under {runtime} ({marker} is set) but its session id is not available, so loopx cannot tell which agent is acting"
+                    ),
+                )
+                .with_hint("set LOOPX_AGENT to the agent's id (or pass --agent ID)"));
+            }
+            Caller::Human => match self.store.user() {
+                Some(p) => Actor::Human {
+                    name: p.name,
+                    email: p.email,
+                },
+                None => {
+                    self.hint_identity_once();
+                    Actor::Human {
+                        name: FALLBACK_HUMAN.0.to_owned(),
+                        email: FALLBACK_HUMAN.1.to_owned(),
+                    }
+                }
+            },
+        };
+        *self.actor.borrow_mut() = Some(actor.clone());
+        Ok(actor)
+    }
+
+    fn hint_identity_once(&self) {
+        let marker = self.store.common_dir().join("loopx").join("identity-hint-shown");
+        if marker.exists() {
+            return;
+        }
+        self.out.hint(&format!(
+            "git has no identity for you, so this is recorded as \"{} <{}>\"; set yours with `git config --global user.name \"Your Name\"` and `git config --global user.email you@example.com`",
+            FALLBACK_HUMAN.0, FALLBACK_HUMAN.1
+        ));
+        let _ = std::fs::create_dir_all(marker.parent().expect("has a parent"))
+            .and_then(|()| std::fs::write(&marker, b"shown\n"));
+    }
+
+    /// The committer of ticks: git's configured committer, else loopx's.
+    pub fn committer(&self) -> Person {
+        self.store.committer().unwrap_or_else(|| Person {
+            name: FALLBACK_COMMITTER.0.to_owned(),
+            email: FALLBACK_COMMITTER.1.to_owned(),
+        })
+    }
+
+    /// An operation by the current actor, now, with a fresh op id.
+    pub fn op(&self, change: Change) -> Result<Op, Refusal> {
+        Ok(Op {
+            id: OpId::from_hex(&self.ids.hex(16)),
+            at: self.now,
+            actor: self.actor()?,
+            change,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> Env {
+        Env {
+            vars: pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect(),
+        }
+    }
+
+    #[test]
+    fn the_flag_beats_the_environment_and_markers() {
+        let e = env(&[("LOOPX_AGENT", "from-env"), ("CLAUDECODE", "1")]);
+        assert_eq!(caller(Some("flag"), &e).unwrap(), Caller::Agent(AgentId::new("flag").unwrap()));
+        assert_eq!(caller(None, &e).unwrap(), Caller::Agent(AgentId::new("from-env").unwrap()));
+    }
+
+    #[test]
+    fn runtime_markers_derive_one_id() {
+        let e = env(&[("CLAUDECODE", "1"), ("CLAUDE_CODE_SESSION_ID", "1A2B3C4D-5e6f-7788")]);
+        assert_eq!(
+            caller(None, &e).unwrap(),
+            Caller::Agent(AgentId::new("claude-code-1a2b3c4d").unwrap())
+        );
+        let e = env(&[("GEMINI_CLI", "1")]);
+        assert!(matches!(caller(None, &e).unwrap(), Caller::UnknownAgent { runtime: "gemini", .. }));
+        assert_eq!(caller(None, &env(&[])).unwrap(), Caller::Human);
+    }
+
+    #[test]
+    fn seeded_ids_repeat_and_differ_by_salt() {
+        let a = IdGen::new(Some("s".into()), 1);
+        let b = IdGen::new(Some("s".into()), 1);
+        assert_eq!(a.hex(8), b.hex(8));
+        assert_ne!(a.hex(8), a.hex(8));
+        assert_ne!(IdGen::new(Some("s".into()), 2).hex(8), IdGen::new(Some("s".into()), 1).hex(8));
+    }
+}

@@ -1,0 +1,50 @@
+//! loopx: a control plane for long-running AI-agent work, with its state as
+//! TOML files in commits on a dedicated git ref.
+//!
+//! Layers, outermost first: [`cli`] parses, [`ctx`] resolves the context
+//! (the only reader of the environment), [`cmd`] holds one file per command,
+//! [`tx`] runs a tick, [`op`] holds the rules (pure), [`model`] the data
+//! (serde only), and [`store`] is the only user of gix. [`output`] is the
+//! only writer to the terminal.
+
+pub mod cli;
+pub mod cmd;
+pub mod ctx;
+pub mod error;
+pub mod model;
+pub mod op;
+pub mod output;
+pub mod store;
+pub mod time;
+pub mod tx;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use crate::error::{Exit, exit_of};
+use crate::output::{Out, is_broken_pipe};
+
+/// Parses the command line, runs the command, and maps the result to an
+/// exit status.
+pub fn main() -> ExitCode {
+    let cli = match cli::Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { Exit::Usage.code() } else { 0 });
+        }
+    };
+    let format = cli.global.format();
+    let result = ctx::Ctx::new(cli.global.dir.clone(), format, cli.global.agent.as_deref())
+        .and_then(|ctx| cmd::run(&ctx, &cli.command));
+    match result {
+        Ok(exit) => ExitCode::from(exit.code()),
+        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) => {
+            let exit = exit_of(&e);
+            Out::new(format, true).error(&e, exit);
+            ExitCode::from(exit.code())
+        }
+    }
+}

@@ -1,0 +1,188 @@
+//! The state as files: paths, canonical TOML, and the reverse.
+//!
+//! Every entity is one file whose path follows from its id, so a file's
+//! history is the entity's history (`git log -p refs/loopx/state -- <path>`).
+//! Serialization is canonical (fixed key order and formatting): the same
+//! state always gives the same bytes, blobs and tree ids.
+
+use serde::{Serialize, de::DeserializeOwned};
+
+use super::{Agent, AgentId, FORMAT, Goal, GoalId, Meta, State, Todo, TodoId};
+use crate::error::Refusal;
+
+/// The format file at the root of the tree.
+pub const META: &str = "loopx.toml";
+
+pub fn goal_path(id: &GoalId) -> String {
+    format!("goals/{id}.toml")
+}
+
+pub fn agent_path(id: &AgentId) -> String {
+    format!("agents/{id}.toml")
+}
+
+/// Todos fan out by the first two hex digits of the id, so no tree object
+/// grows past a few hundred entries at 10,000 todos.
+pub fn todo_path(id: &TodoId) -> String {
+    format!("todos/{}/{id}.toml", &id.hex()[..2])
+}
+
+/// A file to write (`Some(bytes)`) or delete (`None`).
+pub type Change = (String, Option<Vec<u8>>);
+
+/// Canonical TOML of one entity.
+pub fn encode<T: Serialize>(value: &T) -> Vec<u8> {
+    toml::to_string(value)
+        .expect("model types always serialize to TOML")
+        .into_bytes()
+}
+
+/// Every file of a state, for the first tick.
+pub fn encode_all(state: &State) -> Vec<Change> {
+    let empty = State {
+        meta: state.meta.clone(),
+        ..State::default()
+    };
+    let mut out = vec![(META.to_owned(), Some(encode(&state.meta)))];
+    out.extend(changes(&empty, state));
+    out
+}
+
+/// The files that differ between two states: entities compared in memory,
+/// only the changed ones serialized.
+pub fn changes(old: &State, new: &State) -> Vec<Change> {
+    let mut out = Vec::new();
+    if old.meta != new.meta {
+        out.push((META.to_owned(), Some(encode(&new.meta))));
+    }
+    diff_map(&old.goals, &new.goals, goal_path, &mut out);
+    diff_map(&old.agents, &new.agents, agent_path, &mut out);
+    diff_map(&old.todos, &new.todos, todo_path, &mut out);
+    out
+}
+
+fn diff_map<K: Ord, V: PartialEq + Serialize>(
+    old: &std::collections::BTreeMap<K, V>,
+    new: &std::collections::BTreeMap<K, V>,
+    path: impl Fn(&K) -> String,
+    out: &mut Vec<Change>,
+) {
+    for (k, v) in new {
+        if old.get(k) != Some(v) {
+            out.push((path(k), Some(encode(v))));
+        }
+    }
+    for k in old.keys() {
+        if !new.contains_key(k) {
+            out.push((path(k), None));
+        }
+    }
+}
+
+/// What kind of file a path is, by the layout of `docs/format.md`.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Kind {
+    Meta,
+    Goal,
+    Agent,
+    Todo,
+    /// Not part of the layout this binary knows.
+    Unknown,
+}
+
+pub fn kind_of(path: &str) -> Kind {
+    let parts: Vec<&str> = path.split('/').collect();
+    match parts.as_slice() {
+        [META] => Kind::Meta,
+        ["goals", f] if f.ends_with(".toml") => Kind::Goal,
+        ["agents", f] if f.ends_with(".toml") => Kind::Agent,
+        ["todos", _, f] if f.ends_with(".toml") => Kind::Todo,
+        _ => Kind::Unknown,
+    }
+}
+
+/// A state file that does not parse, or does not belong where it is.
+pub fn corrupt(path: &str, why: impl std::fmt::Display) -> Refusal {
+    Refusal::error(
+        "corrupt-state",
+        format!("the state file {path} is corrupt: {why}"),
+    )
+    .with_hint(
+        "run `loopx doctor` for details; the previous tick's file is shown by `git show refs/loopx/state~1:<path>`",
+    )
+}
+
+fn parse<T: DeserializeOwned>(path: &str, bytes: &[u8]) -> Result<T, Refusal> {
+    let text = std::str::from_utf8(bytes).map_err(|e| corrupt(path, format!("not UTF-8 ({e})")))?;
+    toml::from_str(text).map_err(|e| corrupt(path, one_line(&e.to_string())))
+}
+
+/// toml's messages span several lines with a caret; keep the first line and
+/// the message, which name the line and column.
+fn one_line(msg: &str) -> String {
+    let mut lines = msg.lines().filter(|l| !l.trim().is_empty());
+    let head = lines.next().unwrap_or_default().trim().to_owned();
+    let tail = msg.lines().last().unwrap_or_default().trim();
+    if tail.is_empty() || head.contains(tail) {
+        head
+    } else {
+        format!("{head}: {tail}")
+    }
+}
+
+/// Reads the meta file first and refuses a format newer than this binary.
+pub fn check_meta(bytes: Option<&[u8]>) -> Result<Meta, Refusal> {
+    let bytes = bytes.ok_or_else(|| corrupt(META, "the file is missing"))?;
+    let meta: Meta = parse(META, bytes)?;
+    if meta.format > FORMAT {
+        return Err(Refusal::error(
+            "format-too-new",
+            format!(
+                "the state has format {} but this loopx understands format {FORMAT} at most",
+                meta.format
+            ),
+        )
+        .with_hint("upgrade loopx"));
+    }
+    Ok(meta)
+}
+
+/// Builds the state from the files of a tree. Unknown paths are ignored here
+/// (`doctor` reports them).
+pub fn decode<'a>(files: impl IntoIterator<Item = (&'a str, &'a [u8])>) -> Result<State, Refusal> {
+    let files: Vec<(&str, &[u8])> = files.into_iter().collect();
+    let meta_bytes = files.iter().find(|(p, _)| *p == META).map(|(_, b)| *b);
+    let mut state = State {
+        meta: check_meta(meta_bytes)?,
+        ..State::default()
+    };
+    for (path, bytes) in files {
+        match kind_of(path) {
+            Kind::Meta | Kind::Unknown => {}
+            Kind::Goal => {
+                let g: Goal = parse(path, bytes)?;
+                expect_path(path, &goal_path(&g.id))?;
+                state.goals.insert(g.id.clone(), g);
+            }
+            Kind::Agent => {
+                let a: Agent = parse(path, bytes)?;
+                expect_path(path, &agent_path(&a.id))?;
+                state.agents.insert(a.id.clone(), a);
+            }
+            Kind::Todo => {
+                let t: Todo = parse(path, bytes)?;
+                expect_path(path, &todo_path(&t.id))?;
+                state.todos.insert(t.id.clone(), t);
+            }
+        }
+    }
+    Ok(state)
+}
+
+fn expect_path(path: &str, want: &str) -> Result<(), Refusal> {
+    if path == want {
+        Ok(())
+    } else {
+        Err(corrupt(path, format!("its id belongs at {want}")))
+    }
+}

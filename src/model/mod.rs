@@ -1,0 +1,151 @@
+//! The state: plain serde data, no I/O, no git.
+//!
+//! [`State`] is the whole board at one tick. [`files`] maps it to and from the
+//! canonical TOML files of the tree (DESIGN §2, `docs/format.md`); the rules
+//! that change it live in `op`.
+
+pub mod actor;
+pub mod agent;
+pub mod files;
+pub mod goal;
+pub mod id;
+pub mod todo;
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+pub use actor::Actor;
+pub use agent::{Agent, AgentStatus, Runtime};
+pub use goal::{Goal, GoalStatus, QuotaPolicy};
+pub use id::{AgentId, GoalId, OpId, TodoId};
+pub use todo::{Claim, Note, Priority, Todo, TodoStatus};
+
+use crate::error::Refusal;
+use crate::time::Span;
+
+/// The format version this binary writes, in `loopx.toml`.
+pub const FORMAT: u32 = 1;
+
+/// The whole state at one tick.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct State {
+    pub meta: Meta,
+    pub goals: BTreeMap<GoalId, Goal>,
+    pub agents: BTreeMap<AgentId, Agent>,
+    pub todos: BTreeMap<TodoId, Todo>,
+}
+
+/// `loopx.toml`: the format version and settings shared by every machine.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Meta {
+    pub format: u32,
+    #[serde(default)]
+    pub settings: Settings,
+}
+
+impl Default for Meta {
+    fn default() -> Self {
+        Meta {
+            format: FORMAT,
+            settings: Settings::default(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Settings {
+    /// Lease given by `todo claim` when no `--ttl` is passed.
+    pub lease: Span,
+    /// Grace added to every lease before it counts as expired, for machines
+    /// whose clocks disagree.
+    pub clock_skew: Span,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            lease: Span::minutes(45),
+            clock_skew: Span::seconds(30),
+        }
+    }
+}
+
+impl State {
+    /// The goal a command means when it names none: the only active goal.
+    pub fn default_goal(&self) -> Result<&Goal, Refusal> {
+        let active: Vec<&Goal> = self
+            .goals
+            .values()
+            .filter(|g| g.status == GoalStatus::Active)
+            .collect();
+        match active.as_slice() {
+            [one] => Ok(one),
+            [] if self.goals.is_empty() => Err(Refusal::rule(
+                "no-goal",
+                "there is no goal yet",
+            )
+            .with_hint("add one with `loopx goal add ID --objective TEXT`")),
+            [] => Err(Refusal::rule("no-active-goal", "no goal is active")
+                .with_hint("name one with --goal, or set git config loopx.goal")),
+            many => Err(Refusal::usage(
+                "ambiguous-goal",
+                format!(
+                    "{} goals are active ({}), so the goal must be named",
+                    many.len(),
+                    many.iter().map(|g| g.id.as_str()).collect::<Vec<_>>().join(", ")
+                ),
+            )
+            .with_hint("pass --goal ID, or set git config loopx.goal")),
+        }
+    }
+
+    pub fn goal(&self, id: &str) -> Result<&Goal, Refusal> {
+        let gid = GoalId::new(id).map_err(|e| Refusal::usage("bad-id", e))?;
+        self.goals.get(&gid).ok_or_else(|| {
+            Refusal::error("unknown-goal", format!("there is no goal {gid}"))
+                .with_hint("`loopx goal list` shows the goals")
+        })
+    }
+
+    pub fn agent(&self, id: &str) -> Result<&Agent, Refusal> {
+        let aid = AgentId::new(id).map_err(|e| Refusal::usage("bad-id", e))?;
+        self.agents.get(&aid).ok_or_else(|| {
+            Refusal::error("unknown-agent", format!("there is no agent {aid}"))
+                .with_hint("`loopx agent list` shows the registered agents")
+        })
+    }
+
+    /// Resolves what a user typed (a full id or a unique prefix) to a todo.
+    pub fn resolve_todo(&self, typed: &str) -> Result<TodoId, Refusal> {
+        resolve(&self.todos, TodoId::PREFIX, TodoId::KIND, typed, |id| id.hex())
+    }
+}
+
+/// Finds the one key whose hex part starts with what the user typed.
+fn resolve<K: Clone + Ord + std::fmt::Display, V>(
+    map: &BTreeMap<K, V>,
+    prefix: &str,
+    kind: &str,
+    typed: &str,
+    hex: impl Fn(&K) -> &str,
+) -> Result<K, Refusal> {
+    let want = id::prefix_of(prefix, kind, typed).map_err(|e| Refusal::usage("bad-id", e))?;
+    let mut found = map.keys().filter(|k| hex(k).starts_with(&want));
+    match (found.next(), found.next()) {
+        (Some(k), None) => Ok(k.clone()),
+        (None, _) => Err(Refusal::error(
+            "unknown-id",
+            format!("there is no {kind} {prefix}-{want}"),
+        )
+        .with_hint(format!("`loopx {kind} list` shows them"))),
+        (Some(a), Some(b)) => {
+            let more = map.keys().filter(|k| hex(k).starts_with(&want)).count();
+            Err(Refusal::usage(
+                "ambiguous-id",
+                format!("{typed:?} matches {more} {kind}s ({a}, {b}, …)"),
+            )
+            .with_hint("type more characters of the id"))
+        }
+    }
+}

@@ -1,0 +1,120 @@
+//! Rules for `init`, `goal.add` and `goal.set`.
+
+use super::{Change, Effect, Op, rules::human_only, short};
+use crate::error::Refusal;
+use crate::model::{Goal, GoalId, GoalStatus, QuotaPolicy, State};
+
+pub(super) fn init(
+    state: &mut State,
+    op: &Op,
+    goal: Option<&GoalId>,
+    objective: Option<&str>,
+) -> Result<Effect, Refusal> {
+    if !(state.goals.is_empty() && state.agents.is_empty() && state.todos.is_empty()) {
+        return Err(Refusal::rule("already-initialized", "the state already exists"));
+    }
+    match (goal, objective) {
+        (Some(goal), Some(objective)) => {
+            add(state, op, goal, objective)?;
+            Ok(Effect::new(format!("init with goal {goal}")))
+        }
+        (None, None) => Ok(Effect::new("init")),
+        _ => Err(Refusal::usage(
+            "goal-needs-objective",
+            "--goal and --objective go together",
+        )),
+    }
+}
+
+pub(super) fn add(state: &mut State, op: &Op, id: &GoalId, objective: &str) -> Result<Effect, Refusal> {
+    human_only(&op.actor, "add a goal")?;
+    if state.goals.contains_key(id) {
+        return Err(Refusal::rule("goal-exists", format!("goal {id} already exists"))
+            .with_hint(format!("change it with `loopx goal set {id} …`")));
+    }
+    let objective = non_empty(objective, "objective")?;
+    state.goals.insert(
+        id.clone(),
+        Goal {
+            id: id.clone(),
+            objective: objective.clone(),
+            status: GoalStatus::Active,
+            scope: Vec::new(),
+            guards: Vec::new(),
+            quota: QuotaPolicy::default(),
+            created_at: op.at,
+            created_by: op.actor.clone(),
+            updated_at: op.at,
+        },
+    );
+    Ok(Effect::new(format!("goal add {id} \"{}\"", short(&objective))))
+}
+
+pub(super) fn set(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
+    let Change::GoalSet {
+        goal,
+        objective,
+        status,
+        scope,
+        guards,
+        quota_slots,
+        quota_window,
+    } = &op.change
+    else {
+        unreachable!("dispatched on GoalSet")
+    };
+    human_only(&op.actor, "change a goal")?;
+    let g = state.goals.get_mut(goal).ok_or_else(|| {
+        Refusal::error("unknown-goal", format!("there is no goal {goal}"))
+            .with_hint("`loopx goal list` shows the goals")
+    })?;
+    let objective = objective.as_deref().map(|o| non_empty(o, "objective")).transpose()?;
+    if *quota_slots == Some(0) {
+        return Err(Refusal::usage("bad-quota", "--quota-slots must be at least 1")
+            .with_hint("pause the goal instead with --status paused"));
+    }
+    if quota_window.is_some_and(|w| w.as_secs() == 0) {
+        return Err(Refusal::usage("bad-quota", "--quota-window must be longer than 0s"));
+    }
+    let mut what = Vec::new();
+    if let Some(o) = objective {
+        g.objective = o;
+        what.push("objective".to_owned());
+    }
+    if let Some(s) = status {
+        g.status = *s;
+        what.push(format!("status={}", s.as_str()));
+    }
+    if let Some(s) = scope {
+        g.scope.clone_from(s);
+        what.push("scope".to_owned());
+    }
+    if let Some(gs) = guards {
+        g.guards.clone_from(gs);
+        what.push("guards".to_owned());
+    }
+    if let Some(n) = quota_slots {
+        g.quota.slots = *n;
+        what.push(format!("quota-slots={n}"));
+    }
+    if let Some(w) = quota_window {
+        g.quota.window = *w;
+        what.push(format!("quota-window={w}"));
+    }
+    if what.is_empty() {
+        return Err(Refusal::usage("nothing-to-set", "goal set needs something to change")
+            .with_hint("pass --objective, --status, --scope, --guard, --quota-slots or --quota-window"));
+    }
+    g.updated_at = op.at;
+    Ok(Effect::new(format!("goal set {goal} {}", what.join(" "))))
+}
+
+/// Trims text a user gave and refuses it when nothing is left.
+pub(super) fn non_empty(text: &str, what: &str) -> Result<String, Refusal> {
+    let t = text.trim();
+    if t.is_empty() {
+        Err(Refusal::usage("empty-text", format!("the {what} is empty")))
+    } else {
+        Ok(t.to_owned())
+    }
+}

@@ -1,0 +1,149 @@
+//! The rules every command shares: who may act, and whether a todo is ready
+//! for an agent. Defined once; `apply`, `todo list --ready`, `claim --next`
+//! and (later) `should-run` all ask here.
+
+use std::fmt;
+
+use crate::error::Refusal;
+use crate::model::{Actor, Agent, AgentId, AgentStatus, GoalStatus, State, Todo, TodoId, TodoStatus};
+use crate::time::Timestamp;
+
+/// Why a todo is not ready for an agent.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NotReady {
+    Done,
+    Status(TodoStatus),
+    /// Another agent holds a live claim.
+    ClaimedBy { owner: AgentId, until: Timestamp },
+    /// These `after` todos are not done yet.
+    Waiting(Vec<TodoId>),
+    /// The agent lacks these capabilities.
+    Lacks(Vec<String>),
+    /// The todo's goal is paused or done.
+    Goal(GoalStatus),
+}
+
+impl fmt::Display for NotReady {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            NotReady::Done => f.write_str("it is done"),
+            NotReady::Status(s) => write!(f, "it is {s}"),
+            NotReady::ClaimedBy { owner, until } => {
+                write!(f, "{owner} holds it until {until}")
+            }
+            NotReady::Waiting(ids) => write!(
+                f,
+                "it waits for {}",
+                ids.iter().map(TodoId::as_str).collect::<Vec<_>>().join(", ")
+            ),
+            NotReady::Lacks(caps) => write!(f, "it needs capability {}", caps.join(", ")),
+            NotReady::Goal(s) => write!(f, "its goal is {}", s.as_str()),
+        }
+    }
+}
+
+impl NotReady {
+    /// As a refusal: a live claim by another is a conflict (exit 4), the rest
+    /// are rules (exit 3).
+    pub fn refusal(&self, todo: &Todo) -> Refusal {
+        let msg = format!("{} is not ready: {self}", todo.id);
+        match self {
+            NotReady::ClaimedBy { owner, .. } => Refusal::conflict("claimed", msg)
+                .with_hint(format!("{owner} won it; pick another with `loopx todo list --ready`")),
+            NotReady::Done => Refusal::rule("todo-done", msg)
+                .with_hint("`loopx todo list --ready` shows what is left"),
+            NotReady::Waiting(_) => Refusal::rule("waiting", msg)
+                .with_hint("finish those first, or `loopx todo list --ready` for other work"),
+            NotReady::Lacks(_) => Refusal::rule("missing-capability", msg)
+                .with_hint("register the agent with --capability, or leave it to an agent that has it"),
+            NotReady::Goal(_) => Refusal::rule("goal-not-active", msg)
+                .with_hint("a human can resume it with `loopx goal set ID --status active`"),
+            NotReady::Status(_) => Refusal::rule("not-open", msg)
+                .with_hint("reopen it with `loopx todo update ID --status open`"),
+        }
+    }
+}
+
+/// `ready(todo, agent)` of DESIGN §4: the todo is open, or claimed with an
+/// expired lease; every `after` is done; the agent has the required
+/// capabilities; its goal is active. A todo with a live claim, even the
+/// agent's own, is not ready: callers treat their own claims separately.
+pub fn ready(state: &State, todo: &Todo, agent: &Agent, now: Timestamp) -> Result<(), NotReady> {
+    match todo.status {
+        TodoStatus::Open => {}
+        TodoStatus::Claimed => {
+            if let Some(c) = todo.live_claim(now, state.meta.settings.clock_skew) {
+                return Err(NotReady::ClaimedBy {
+                    owner: c.owner.clone(),
+                    until: c.lease_until,
+                });
+            }
+        }
+        TodoStatus::Done => return Err(NotReady::Done),
+        s => return Err(NotReady::Status(s)),
+    }
+    if let Some(goal) = state.goals.get(&todo.goal) {
+        if goal.status != GoalStatus::Active {
+            return Err(NotReady::Goal(goal.status));
+        }
+    }
+    let waiting: Vec<TodoId> = todo
+        .after
+        .iter()
+        .filter(|id| state.todos.get(*id).is_none_or(|t| t.status != TodoStatus::Done))
+        .cloned()
+        .collect();
+    if !waiting.is_empty() {
+        return Err(NotReady::Waiting(waiting));
+    }
+    let lacks: Vec<String> = todo
+        .capabilities
+        .iter()
+        .filter(|c| !agent.capabilities.contains(c))
+        .cloned()
+        .collect();
+    if !lacks.is_empty() {
+        return Err(NotReady::Lacks(lacks));
+    }
+    Ok(())
+}
+
+/// The registered, active agent behind an actor, or why there is none.
+pub fn acting_agent<'s>(state: &'s State, actor: &Actor, action: &str) -> Result<&'s Agent, Refusal> {
+    let Some(id) = actor.agent() else {
+        return Err(Refusal::rule(
+            "agents-only",
+            format!("only a registered agent may {action}: claims belong to registered agents"),
+        )
+        .with_hint("pass --agent ID (or set LOOPX_AGENT) for an agent registered with `loopx agent register`"));
+    };
+    registered(state, id)
+}
+
+/// An agent acting must be registered and not retired.
+pub fn registered<'s>(state: &'s State, id: &AgentId) -> Result<&'s Agent, Refusal> {
+    match state.agents.get(id) {
+        Some(a) if a.status == AgentStatus::Active => Ok(a),
+        Some(_) => Err(Refusal::rule("agent-retired", format!("agent {id} is retired"))
+            .with_hint(format!("register it again with `loopx agent register {id}`"))),
+        None => Err(Refusal::rule("not-registered", format!("agent {id} is not registered"))
+            .with_hint(format!("register it first: `loopx agent register {id}`"))),
+    }
+}
+
+/// Human-only actions (DESIGN §4's table) refuse agents with exit 3.
+pub fn human_only(actor: &Actor, action: &str) -> Result<(), Refusal> {
+    match actor {
+        Actor::Human { .. } => Ok(()),
+        Actor::Agent(id) => Err(Refusal::rule(
+            "humans-only",
+            format!("only a human may {action}; {id} is an agent"),
+        )
+        .with_hint("ask a human to run it, from a shell with no --agent, LOOPX_AGENT or agent-runtime session")),
+    }
+}
+
+/// Orders todos as work should be picked: priority, then age, then id.
+pub fn pick_order(a: &Todo, b: &Todo) -> std::cmp::Ordering {
+    (a.priority, a.created_at, &a.id).cmp(&(b.priority, b.created_at, &b.id))
+}

@@ -1,0 +1,403 @@
+//! The only module that uses gix: the state ref, its trees and blobs, and
+//! the compare-and-swap that moves it.
+//!
+//! The store knows files (paths and bytes) and commits, never the model. It
+//! never touches HEAD, the index, the worktree or `refs/heads/*`, and it
+//! never walks history to read the tip.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use anyhow::{Context, Result, anyhow};
+use gix::bstr::ByteSlice;
+use gix::objs::tree::EntryKind;
+use gix::refs::transaction::{Change, LogChange, PreviousValue, RefEdit, RefLog};
+use gix::refs::Target;
+
+use crate::error::Refusal;
+
+/// The default state ref; git config `loopx.ref` overrides it.
+pub const DEFAULT_REF: &str = "refs/loopx/state";
+
+/// An object id, opaque outside the store.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+pub struct Oid(gix::ObjectId);
+
+impl Oid {
+    /// The first `n` hex digits, for display.
+    pub fn short(&self, n: usize) -> String {
+        let s = self.0.to_string();
+        s[..n.min(s.len())].to_owned()
+    }
+}
+
+impl std::fmt::Display for Oid {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// The commit a ref points at, with its tree and tick number.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Tip {
+    pub commit: Oid,
+    pub tree: Oid,
+    pub tick: u64,
+}
+
+/// A name and email for a commit signature.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Person {
+    pub name: String,
+    pub email: String,
+}
+
+/// Why a compare-and-swap did not move the ref.
+#[derive(Debug)]
+pub enum CasError {
+    /// Another writer moved (or deleted, or created) the ref first.
+    Moved,
+    /// The ref's lock file is held; `age` is how old the lock file is.
+    Locked { lock: PathBuf, age: Option<Duration> },
+    Other(anyhow::Error),
+}
+
+pub struct Store {
+    repo: gix::Repository,
+    state_ref: String,
+}
+
+impl Store {
+    /// Opens the repository containing `dir`, as git would find it.
+    pub fn discover(dir: &Path) -> Result<Store> {
+        let repo = gix::discover(dir).map_err(|e| {
+            anyhow::Error::new(
+                Refusal::error(
+                    "not-a-repository",
+                    format!("{} is not inside a git repository", dir.display()),
+                )
+                .with_hint("run loopx inside a git repository (`git init` makes one), or pass -C PATH"),
+            )
+            .context(format!("{e}"))
+        })?;
+        let state_ref = match repo.config_snapshot().string("loopx.ref") {
+            Some(name) => {
+                let name = name.to_str_lossy().into_owned();
+                if !name.starts_with("refs/") || gix::refs::FullName::try_from(name.as_str()).is_err() {
+                    return Err(Refusal::usage(
+                        "bad-config",
+                        format!("git config loopx.ref = {name:?} is not a full ref name"),
+                    )
+                    .with_hint("use a name such as refs/loopx/state, or unset it")
+                    .into());
+                }
+                name
+            }
+            None => DEFAULT_REF.to_owned(),
+        };
+        Ok(Store { repo, state_ref })
+    }
+
+    /// The ref that holds the state.
+    pub fn state_ref(&self) -> &str {
+        &self.state_ref
+    }
+
+    /// The directory shared by all worktrees of the repository.
+    pub fn common_dir(&self) -> &Path {
+        self.repo.common_dir()
+    }
+
+    /// The worktree root, or the git dir of a bare repository.
+    pub fn root(&self) -> &Path {
+        self.repo.workdir().unwrap_or_else(|| self.repo.git_dir())
+    }
+
+    /// A git config value as a string.
+    pub fn config(&self, key: &str) -> Option<String> {
+        self.repo
+            .config_snapshot()
+            .string(key)
+            .map(|v| v.to_str_lossy().into_owned())
+    }
+
+    /// A git config value as a boolean.
+    pub fn config_bool(&self, key: &str) -> Option<bool> {
+        self.repo.config_snapshot().boolean(key)
+    }
+
+    /// The user's configured identity (`user.name`/`user.email`, or the
+    /// `GIT_AUTHOR_*` environment), if complete.
+    pub fn user(&self) -> Option<Person> {
+        let sig = self.repo.author()?.ok()?;
+        let name = sig.name.to_str_lossy().trim().to_owned();
+        let email = sig.email.to_str_lossy().trim().to_owned();
+        (!name.is_empty() && !email.is_empty()).then_some(Person { name, email })
+    }
+
+    /// The configured committer, if complete.
+    pub fn committer(&self) -> Option<Person> {
+        let sig = self.repo.committer()?.ok()?;
+        let name = sig.name.to_str_lossy().trim().to_owned();
+        let email = sig.email.to_str_lossy().trim().to_owned();
+        (!name.is_empty() && !email.is_empty()).then_some(Person { name, email })
+    }
+
+    /// The commit the state ref points at, if the ref exists.
+    pub fn tip(&self) -> Result<Option<Tip>> {
+        self.resolve(&self.state_ref)
+    }
+
+    /// The commit a ref points at, with its tree and tick.
+    pub fn resolve(&self, name: &str) -> Result<Option<Tip>> {
+        let Some(mut r) = self
+            .repo
+            .try_find_reference(name)
+            .with_context(|| format!("reading the ref {name}"))?
+        else {
+            return Ok(None);
+        };
+        let id = r
+            .peel_to_id()
+            .with_context(|| format!("resolving the ref {name}"))?
+            .detach();
+        self.tip_at(Oid(id)).map(Some)
+    }
+
+    /// The tree and tick of a commit.
+    pub fn tip_at(&self, commit: Oid) -> Result<Tip> {
+        let c = self
+            .repo
+            .find_commit(commit.0)
+            .with_context(|| format!("reading commit {commit}"))?;
+        let tree = c.tree_id().with_context(|| format!("reading the tree of {commit}"))?;
+        let msg = c.message_raw_sloppy().to_str_lossy();
+        let tick = crate::op::message::tick_of(&msg).unwrap_or(0);
+        Ok(Tip {
+            commit,
+            tree: Oid(tree.detach()),
+            tick,
+        })
+    }
+
+    /// The full message of a commit.
+    pub fn message(&self, commit: Oid) -> Result<String> {
+        let c = self
+            .repo
+            .find_commit(commit.0)
+            .with_context(|| format!("reading commit {commit}"))?;
+        Ok(c.message_raw_sloppy().to_str_lossy().into_owned())
+    }
+
+    /// Every blob under a tree, with its slash-separated path, in tree order.
+    pub fn read_files(&self, tree: Oid) -> Result<Vec<(String, Vec<u8>)>> {
+        let mut out = Vec::new();
+        self.walk(tree.0, String::new(), &mut out)
+            .with_context(|| format!("reading the state tree {tree}"))?;
+        Ok(out)
+    }
+
+    fn walk(&self, tree: gix::ObjectId, prefix: String, out: &mut Vec<(String, Vec<u8>)>) -> Result<()> {
+        let tree = self.repo.find_tree(tree)?;
+        let entries: Vec<(EntryKind, String, gix::ObjectId)> = tree
+            .decode()?
+            .entries
+            .iter()
+            .map(|e| (e.mode.kind(), e.filename.to_str_lossy().into_owned(), e.oid.to_owned()))
+            .collect();
+        for (kind, name, oid) in entries {
+            let path = if prefix.is_empty() {
+                name
+            } else {
+                format!("{prefix}/{name}")
+            };
+            match kind {
+                EntryKind::Tree => self.walk(oid, path, out)?,
+                EntryKind::Blob | EntryKind::BlobExecutable => {
+                    let data = self
+                        .repo
+                        .find_blob(oid)
+                        .with_context(|| format!("reading {path}"))?
+                        .take_data();
+                    out.push((path, data));
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes the changed files on top of `base` (or an empty tree) and a
+    /// commit with `parent`, without moving any ref. Returns the commit.
+    pub fn write_commit(
+        &self,
+        parent: Option<&Tip>,
+        changes: &[(String, Option<Vec<u8>>)],
+        message: &str,
+        author: &Person,
+        committer: &Person,
+        time_secs: i64,
+    ) -> Result<Tip> {
+        let base = match parent {
+            Some(p) => p.tree.0,
+            None => gix::ObjectId::empty_tree(self.repo.object_hash()),
+        };
+        let mut editor = self.repo.edit_tree(base).context("editing the state tree")?;
+        for (path, bytes) in changes {
+            match bytes {
+                Some(bytes) => {
+                    let blob = self
+                        .repo
+                        .write_blob(bytes)
+                        .with_context(|| format!("writing {path}"))?;
+                    editor
+                        .upsert(path.as_str(), EntryKind::Blob, blob.detach())
+                        .with_context(|| format!("adding {path} to the tree"))?;
+                }
+                None => {
+                    editor
+                        .remove_leaf(path.as_str())
+                        .with_context(|| format!("removing {path} from the tree"))?;
+                }
+            }
+        }
+        let tree = editor.write().context("writing the state tree")?.detach();
+        let sig = |p: &'_ Person| gix::actor::Signature {
+            name: p.name.as_str().into(),
+            email: p.email.as_str().into(),
+            time: gix::date::Time::new(time_secs, 0),
+        };
+        let (a, c) = (sig(author), sig(committer));
+        let mut buf_a = gix::date::parse::TimeBuf::default();
+        let mut buf_c = gix::date::parse::TimeBuf::default();
+        let commit = self
+            .repo
+            .new_commit_as(
+                c.to_ref(&mut buf_c),
+                a.to_ref(&mut buf_a),
+                message,
+                tree,
+                parent.map(|p| p.commit.0),
+            )
+            .context("writing the tick commit")?;
+        Ok(Tip {
+            commit: Oid(commit.id),
+            tree: Oid(tree),
+            tick: parent.map_or(0, |p| p.tick) + 1,
+        })
+    }
+
+    /// Moves the state ref to `new` only if it still points at `expected`
+    /// (`None`: only if it does not exist yet).
+    pub fn cas(&self, new: Oid, expected: Option<Oid>, reflog: &str, committer: &Person) -> Result<(), CasError> {
+        self.cas_ref(&self.state_ref.clone(), new, expected, reflog, committer)
+    }
+
+    /// Compare-and-swap on any ref loopx owns.
+    pub fn cas_ref(
+        &self,
+        name: &str,
+        new: Oid,
+        expected: Option<Oid>,
+        reflog: &str,
+        committer: &Person,
+    ) -> Result<(), CasError> {
+        let full: gix::refs::FullName = name
+            .try_into()
+            .map_err(|e| CasError::Other(anyhow!("{name} is not a valid ref name: {e}")))?;
+        let edit = RefEdit {
+            name: full,
+            deref: false,
+            change: Change::Update {
+                log: LogChange {
+                    mode: RefLog::AndReference,
+                    force_create_reflog: false,
+                    message: reflog.into(),
+                },
+                expected: match expected {
+                    Some(old) => PreviousValue::MustExistAndMatch(Target::Object(old.0)),
+                    None => PreviousValue::MustNotExist,
+                },
+                new: Target::Object(new.0),
+            },
+        };
+        let who = gix::actor::Signature {
+            name: committer.name.as_str().into(),
+            email: committer.email.as_str().into(),
+            time: gix::date::Time::now_utc(),
+        };
+        let mut buf = gix::date::parse::TimeBuf::default();
+        match self.repo.edit_references_as([edit], Some(who.to_ref(&mut buf))) {
+            Ok(_) => Ok(()),
+            Err(e) => {
+                if e.classify().is_conflict() || (expected.is_some() && e.classify().is_not_found()) {
+                    Err(CasError::Moved)
+                } else if e.classify().is_retryable() {
+                    let lock = self.lock_path_of(name);
+                    let age = std::fs::metadata(&lock)
+                        .and_then(|m| m.modified())
+                        .ok()
+                        .and_then(|t| SystemTime::now().duration_since(t).ok());
+                    Err(CasError::Locked { lock, age })
+                } else {
+                    Err(CasError::Other(anyhow::Error::new(e).context(format!("moving {name}"))))
+                }
+            }
+        }
+    }
+
+    /// The lock file git and gix create while updating the state ref.
+    pub fn lock_path(&self) -> PathBuf {
+        self.lock_path_of(&self.state_ref)
+    }
+
+    fn lock_path_of(&self, name: &str) -> PathBuf {
+        self.common_dir().join(format!("{name}.lock"))
+    }
+}
+
+/// One commit of the state's history.
+#[derive(Clone, Debug)]
+pub struct Entry {
+    pub commit: Oid,
+    pub tree: Oid,
+    pub parent: Option<Oid>,
+    pub message: String,
+    /// Author time, seconds since the epoch.
+    pub time: i64,
+}
+
+impl Store {
+    /// Reads one commit of the history.
+    pub fn entry(&self, commit: Oid) -> Result<Entry> {
+        let c = self
+            .repo
+            .find_commit(commit.0)
+            .with_context(|| format!("reading commit {commit}"))?;
+        let decoded = c.decode().with_context(|| format!("decoding commit {commit}"))?;
+        let time = decoded.author().map(|a| a.seconds()).unwrap_or(0);
+        Ok(Entry {
+            commit,
+            tree: Oid(decoded.tree()),
+            parent: decoded.parents().next().map(Oid),
+            message: decoded.message.to_str_lossy().into_owned(),
+            time,
+        })
+    }
+
+    /// Up to `limit` commits following first parents from `start`, newest
+    /// first. Costs `limit` object reads, however long the history.
+    pub fn first_parents(&self, start: Oid, limit: usize) -> Result<Vec<Entry>> {
+        let mut out = Vec::new();
+        let mut next = Some(start);
+        while let Some(id) = next {
+            if out.len() >= limit {
+                break;
+            }
+            let e = self.entry(id)?;
+            next = e.parent;
+            out.push(e);
+        }
+        Ok(out)
+    }
+}

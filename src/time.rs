@@ -1,0 +1,214 @@
+//! Instants and durations as loopx writes them.
+//!
+//! A [`Timestamp`] is UTC with whole seconds, written RFC 3339
+//! (`2026-11-30T09:00:00Z`); a [`Span`] is a count of seconds written as
+//! `30s`, `45m`, `2h`, `1d` or combinations (`1h30m`). Both serialize as
+//! strings, so the stored TOML is canonical. The clock itself lives in the
+//! context (`LOOPX_NOW`); nothing here reads the environment.
+
+use std::fmt;
+use std::str::FromStr;
+
+use chrono::{DateTime, SecondsFormat, TimeZone, Utc};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// A UTC instant with whole-second precision.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Timestamp(i64);
+
+impl Timestamp {
+    /// The instant `secs` seconds after the Unix epoch.
+    pub fn from_unix(secs: i64) -> Self {
+        Timestamp(secs)
+    }
+
+    /// The system clock, truncated to whole seconds.
+    pub fn system_now() -> Self {
+        Timestamp(Utc::now().timestamp())
+    }
+
+    /// Seconds since the Unix epoch.
+    pub fn unix(self) -> i64 {
+        self.0
+    }
+
+    /// Parses RFC 3339 (`2026-11-30T09:00:00Z`, any offset; fractions are
+    /// truncated).
+    pub fn parse(s: &str) -> Result<Self, String> {
+        DateTime::parse_from_rfc3339(s.trim())
+            .map(|t| Timestamp(t.timestamp()))
+            .map_err(|e| format!("{s:?} is not an RFC 3339 time such as 2026-11-30T09:00:00Z ({e})"))
+    }
+
+    pub fn plus(self, span: Span) -> Self {
+        Timestamp(self.0.saturating_add(span.0))
+    }
+
+    pub fn minus(self, span: Span) -> Self {
+        Timestamp(self.0.saturating_sub(span.0))
+    }
+
+    /// The span from `earlier` to `self`, zero when `earlier` is later.
+    pub fn since(self, earlier: Timestamp) -> Span {
+        Span((self.0 - earlier.0).max(0))
+    }
+
+    fn datetime(self) -> DateTime<Utc> {
+        Utc.timestamp_opt(self.0, 0)
+            .single()
+            .unwrap_or(DateTime::<Utc>::MIN_UTC)
+    }
+}
+
+impl fmt::Display for Timestamp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.datetime().to_rfc3339_opts(SecondsFormat::Secs, true))
+    }
+}
+
+impl FromStr for Timestamp {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Timestamp::parse(s)
+    }
+}
+
+impl Serialize for Timestamp {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Timestamp {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        Timestamp::parse(&s).map_err(serde::de::Error::custom)
+    }
+}
+
+/// A non-negative duration in whole seconds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Span(i64);
+
+impl Span {
+    pub const fn seconds(secs: i64) -> Self {
+        Span(secs)
+    }
+
+    pub const fn minutes(m: i64) -> Self {
+        Span(m * 60)
+    }
+
+    pub const fn hours(h: i64) -> Self {
+        Span(h * 3600)
+    }
+
+    pub fn as_secs(self) -> i64 {
+        self.0
+    }
+
+    /// Parses `30s`, `45m`, `2h`, `1d`, `1w` and combinations such as `1h30m`.
+    pub fn parse(s: &str) -> Result<Self, String> {
+        let bad = || {
+            format!("{s:?} is not a duration: write it as 30s, 45m, 2h, 1d or a combination such as 1h30m")
+        };
+        let mut total: i64 = 0;
+        let mut digits = String::new();
+        let mut any = false;
+        for c in s.trim().chars() {
+            if c.is_ascii_digit() {
+                digits.push(c);
+                continue;
+            }
+            let unit = match c {
+                's' => 1,
+                'm' => 60,
+                'h' => 3600,
+                'd' => 86_400,
+                'w' => 604_800,
+                _ => return Err(bad()),
+            };
+            let n: i64 = digits.parse().map_err(|_| bad())?;
+            total = n
+                .checked_mul(unit)
+                .and_then(|v| total.checked_add(v))
+                .ok_or_else(bad)?;
+            digits.clear();
+            any = true;
+        }
+        if !digits.is_empty() || !any {
+            return Err(bad());
+        }
+        Ok(Span(total))
+    }
+}
+
+impl fmt::Display for Span {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0 == 0 {
+            return f.write_str("0s");
+        }
+        let mut rest = self.0;
+        for (unit, secs) in [("d", 86_400), ("h", 3600), ("m", 60), ("s", 1)] {
+            if rest >= secs {
+                write!(f, "{}{unit}", rest / secs)?;
+                rest %= secs;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl FromStr for Span {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Span::parse(s)
+    }
+}
+
+impl Serialize for Span {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Span {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        Span::parse(&s).map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spans_parse_and_print_canonically() {
+        for (input, secs, shown) in [
+            ("30s", 30, "30s"),
+            ("45m", 2700, "45m"),
+            ("2h", 7200, "2h"),
+            ("1d", 86_400, "1d"),
+            ("1h30m", 5400, "1h30m"),
+            ("90m", 5400, "1h30m"),
+            ("1w", 604_800, "7d"),
+        ] {
+            let span = Span::parse(input).expect(input);
+            assert_eq!(span.as_secs(), secs, "{input}");
+            assert_eq!(span.to_string(), shown, "{input}");
+        }
+        for bad in ["", "10", "m", "1x", "-5m", "1.5h", "99999999999999999999d"] {
+            assert!(Span::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn timestamps_round_trip_rfc3339() {
+        let t = Timestamp::parse("2026-11-30T09:00:00+01:00").unwrap();
+        assert_eq!(t.to_string(), "2026-11-30T08:00:00Z");
+        assert_eq!(Timestamp::parse(&t.to_string()).unwrap(), t);
+        assert_eq!(t.plus(Span::minutes(45)).to_string(), "2026-11-30T08:45:00Z");
+        assert!(Timestamp::parse("yesterday").is_err());
+    }
+}
