@@ -14,7 +14,12 @@ use crate::output::Format;
 /// files in commits on refs/loopx/state. Every change is one commit (a tick);
 /// claims are compare-and-swap races on that ref.
 #[derive(Parser, Debug)]
-#[command(name = "loopx", version, propagate_version = true, max_term_width = 100)]
+#[command(
+    name = "loopx",
+    version,
+    propagate_version = true,
+    max_term_width = 100
+)]
 pub struct Cli {
     #[command(flatten)]
     pub global: Global,

@@ -45,7 +45,10 @@ impl Env {
     }
 
     pub fn get(&self, key: &str) -> Option<&str> {
-        self.vars.get(key).map(String::as_str).filter(|v| !v.is_empty())
+        self.vars
+            .get(key)
+            .map(String::as_str)
+            .filter(|v| !v.is_empty())
     }
 }
 
@@ -55,7 +58,10 @@ pub enum Caller {
     /// `--agent` or `LOOPX_AGENT`, or derived from a runtime session.
     Agent(AgentId),
     /// A runtime marker without a session id: refused when identity matters.
-    UnknownAgent { runtime: &'static str, marker: &'static str },
+    UnknownAgent {
+        runtime: &'static str,
+        marker: &'static str,
+    },
     Human,
 }
 
@@ -68,10 +74,30 @@ pub fn caller(flag: Option<&str>, env: &Env) -> Result<Caller, Refusal> {
     }
     // (runtime, marker variables, session-id variable)
     let runtimes: [(&'static str, &[&'static str], &'static str); 4] = [
-        ("claude-code", &["CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT", "CLAUDE_CODE_SESSION_ID"], "CLAUDE_CODE_SESSION_ID"),
-        ("codex", &["CODEX_THREAD_ID", "CODEX_SANDBOX"], "CODEX_THREAD_ID"),
-        ("gemini", &["GEMINI_CLI", "GEMINI_SESSION_ID"], "GEMINI_SESSION_ID"),
-        ("cursor", &["CURSOR_AGENT", "CURSOR_CONVERSATION_ID"], "CURSOR_CONVERSATION_ID"),
+        (
+            "claude-code",
+            &[
+                "CLAUDECODE",
+                "CLAUDE_CODE_ENTRYPOINT",
+                "CLAUDE_CODE_SESSION_ID",
+            ],
+            "CLAUDE_CODE_SESSION_ID",
+        ),
+        (
+            "codex",
+            &["CODEX_THREAD_ID", "CODEX_SANDBOX"],
+            "CODEX_THREAD_ID",
+        ),
+        (
+            "gemini",
+            &["GEMINI_CLI", "GEMINI_SESSION_ID"],
+            "GEMINI_SESSION_ID",
+        ),
+        (
+            "cursor",
+            &["CURSOR_AGENT", "CURSOR_CONVERSATION_ID"],
+            "CURSOR_CONVERSATION_ID",
+        ),
     ];
     for (runtime, markers, session) in runtimes {
         let Some(marker) = markers.iter().find(|m| env.get(m).is_some()) else {
@@ -214,7 +240,11 @@ impl Ctx {
     }
 
     fn hint_identity_once(&self) {
-        let marker = self.store.common_dir().join("loopx").join("identity-hint-shown");
+        let marker = self
+            .store
+            .common_dir()
+            .join("loopx")
+            .join("identity-hint-shown");
         if marker.exists() {
             return;
         }
@@ -251,26 +281,44 @@ mod tests {
 
     fn env(pairs: &[(&str, &str)]) -> Env {
         Env {
-            vars: pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect(),
+            vars: pairs
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
         }
     }
 
     #[test]
     fn the_flag_beats_the_environment_and_markers() {
         let e = env(&[("LOOPX_AGENT", "from-env"), ("CLAUDECODE", "1")]);
-        assert_eq!(caller(Some("flag"), &e).unwrap(), Caller::Agent(AgentId::new("flag").unwrap()));
-        assert_eq!(caller(None, &e).unwrap(), Caller::Agent(AgentId::new("from-env").unwrap()));
+        assert_eq!(
+            caller(Some("flag"), &e).unwrap(),
+            Caller::Agent(AgentId::new("flag").unwrap())
+        );
+        assert_eq!(
+            caller(None, &e).unwrap(),
+            Caller::Agent(AgentId::new("from-env").unwrap())
+        );
     }
 
     #[test]
     fn runtime_markers_derive_one_id() {
-        let e = env(&[("CLAUDECODE", "1"), ("CLAUDE_CODE_SESSION_ID", "1A2B3C4D-5e6f-7788")]);
+        let e = env(&[
+            ("CLAUDECODE", "1"),
+            ("CLAUDE_CODE_SESSION_ID", "1A2B3C4D-5e6f-7788"),
+        ]);
         assert_eq!(
             caller(None, &e).unwrap(),
             Caller::Agent(AgentId::new("claude-code-1a2b3c4d").unwrap())
         );
         let e = env(&[("GEMINI_CLI", "1")]);
-        assert!(matches!(caller(None, &e).unwrap(), Caller::UnknownAgent { runtime: "gemini", .. }));
+        assert!(matches!(
+            caller(None, &e).unwrap(),
+            Caller::UnknownAgent {
+                runtime: "gemini",
+                ..
+            }
+        ));
         assert_eq!(caller(None, &env(&[])).unwrap(), Caller::Human);
     }
 
@@ -280,6 +328,9 @@ mod tests {
         let b = IdGen::new(Some("s".into()), 1);
         assert_eq!(a.hex(8), b.hex(8));
         assert_ne!(a.hex(8), a.hex(8));
-        assert_ne!(IdGen::new(Some("s".into()), 2).hex(8), IdGen::new(Some("s".into()), 1).hex(8));
+        assert_ne!(
+            IdGen::new(Some("s".into()), 2).hex(8),
+            IdGen::new(Some("s".into()), 1).hex(8)
+        );
     }
 }

@@ -32,7 +32,11 @@ pub fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => {
             let _ = e.print();
-            return ExitCode::from(if e.use_stderr() { Exit::Usage.code() } else { 0 });
+            return ExitCode::from(if e.use_stderr() {
+                Exit::Usage.code()
+            } else {
+                0
+            });
         }
     };
     let format = cli.global.format();

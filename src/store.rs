@@ -11,8 +11,8 @@ use std::time::{Duration, SystemTime};
 use anyhow::{Context, Result, anyhow};
 use gix::bstr::ByteSlice;
 use gix::objs::tree::EntryKind;
-use gix::refs::transaction::{Change, LogChange, PreviousValue, RefEdit, RefLog};
 use gix::refs::Target;
+use gix::refs::transaction::{Change, LogChange, PreviousValue, RefEdit, RefLog};
 
 use crate::error::Refusal;
 
@@ -58,7 +58,10 @@ pub enum CasError {
     /// Another writer moved (or deleted, or created) the ref first.
     Moved,
     /// The ref's lock file is held; `age` is how old the lock file is.
-    Locked { lock: PathBuf, age: Option<Duration> },
+    Locked {
+        lock: PathBuf,
+        age: Option<Duration>,
+    },
     Other(anyhow::Error),
 }
 
@@ -71,19 +74,25 @@ impl Store {
     /// Opens the repository containing `dir`, as git would find it.
     pub fn discover(dir: &Path) -> Result<Store> {
         let repo = gix::discover(dir).map_err(|e| {
-            anyhow::Error::new(
-                Refusal::error(
-                    "not-a-repository",
-                    format!("{} is not inside a git repository", dir.display()),
+            let text = e.to_string();
+            let message = if text.contains("Could not find a git repository") {
+                format!("{} is not inside a git repository", dir.display())
+            } else {
+                format!(
+                    "cannot open the git repository at {}: {text}",
+                    dir.display()
                 )
-                .with_hint("run loopx inside a git repository (`git init` makes one), or pass -C PATH"),
+            };
+            Refusal::error("not-a-repository", message).with_hint(
+                "run loopx inside a git repository (`git init` makes one), or pass -C PATH",
             )
-            .context(format!("{e}"))
         })?;
         let state_ref = match repo.config_snapshot().string("loopx.ref") {
             Some(name) => {
                 let name = name.to_str_lossy().into_owned();
-                if !name.starts_with("refs/") || gix::refs::FullName::try_from(name.as_str()).is_err() {
+                if !name.starts_with("refs/")
+                    || gix::refs::FullName::try_from(name.as_str()).is_err()
+                {
                     return Err(Refusal::usage(
                         "bad-config",
                         format!("git config loopx.ref = {name:?} is not a full ref name"),
@@ -170,7 +179,9 @@ impl Store {
             .repo
             .find_commit(commit.0)
             .with_context(|| format!("reading commit {commit}"))?;
-        let tree = c.tree_id().with_context(|| format!("reading the tree of {commit}"))?;
+        let tree = c
+            .tree_id()
+            .with_context(|| format!("reading the tree of {commit}"))?;
         let msg = c.message_raw_sloppy().to_str_lossy();
         let tick = crate::op::message::tick_of(&msg).unwrap_or(0);
         Ok(Tip {
@@ -197,13 +208,24 @@ impl Store {
         Ok(out)
     }
 
-    fn walk(&self, tree: gix::ObjectId, prefix: String, out: &mut Vec<(String, Vec<u8>)>) -> Result<()> {
+    fn walk(
+        &self,
+        tree: gix::ObjectId,
+        prefix: String,
+        out: &mut Vec<(String, Vec<u8>)>,
+    ) -> Result<()> {
         let tree = self.repo.find_tree(tree)?;
         let entries: Vec<(EntryKind, String, gix::ObjectId)> = tree
             .decode()?
             .entries
             .iter()
-            .map(|e| (e.mode.kind(), e.filename.to_str_lossy().into_owned(), e.oid.to_owned()))
+            .map(|e| {
+                (
+                    e.mode.kind(),
+                    e.filename.to_str_lossy().into_owned(),
+                    e.oid.to_owned(),
+                )
+            })
             .collect();
         for (kind, name, oid) in entries {
             let path = if prefix.is_empty() {
@@ -242,7 +264,10 @@ impl Store {
             Some(p) => p.tree.0,
             None => gix::ObjectId::empty_tree(self.repo.object_hash()),
         };
-        let mut editor = self.repo.edit_tree(base).context("editing the state tree")?;
+        let mut editor = self
+            .repo
+            .edit_tree(base)
+            .context("editing the state tree")?;
         for (path, bytes) in changes {
             match bytes {
                 Some(bytes) => {
@@ -289,7 +314,13 @@ impl Store {
 
     /// Moves the state ref to `new` only if it still points at `expected`
     /// (`None`: only if it does not exist yet).
-    pub fn cas(&self, new: Oid, expected: Option<Oid>, reflog: &str, committer: &Person) -> Result<(), CasError> {
+    pub fn cas(
+        &self,
+        new: Oid,
+        expected: Option<Oid>,
+        reflog: &str,
+        committer: &Person,
+    ) -> Result<(), CasError> {
         self.cas_ref(&self.state_ref.clone(), new, expected, reflog, committer)
     }
 
@@ -327,10 +358,14 @@ impl Store {
             time: gix::date::Time::now_utc(),
         };
         let mut buf = gix::date::parse::TimeBuf::default();
-        match self.repo.edit_references_as([edit], Some(who.to_ref(&mut buf))) {
+        match self
+            .repo
+            .edit_references_as([edit], Some(who.to_ref(&mut buf)))
+        {
             Ok(_) => Ok(()),
             Err(e) => {
-                if e.classify().is_conflict() || (expected.is_some() && e.classify().is_not_found()) {
+                if e.classify().is_conflict() || (expected.is_some() && e.classify().is_not_found())
+                {
                     Err(CasError::Moved)
                 } else if e.classify().is_retryable() {
                     let lock = self.lock_path_of(name);
@@ -340,7 +375,9 @@ impl Store {
                         .and_then(|t| SystemTime::now().duration_since(t).ok());
                     Err(CasError::Locked { lock, age })
                 } else {
-                    Err(CasError::Other(anyhow::Error::new(e).context(format!("moving {name}"))))
+                    Err(CasError::Other(
+                        anyhow::Error::new(e).context(format!("moving {name}")),
+                    ))
                 }
             }
         }
@@ -374,7 +411,9 @@ impl Store {
             .repo
             .find_commit(commit.0)
             .with_context(|| format!("reading commit {commit}"))?;
-        let decoded = c.decode().with_context(|| format!("decoding commit {commit}"))?;
+        let decoded = c
+            .decode()
+            .with_context(|| format!("decoding commit {commit}"))?;
         let time = decoded.author().map(|a| a.seconds()).unwrap_or(0);
         Ok(Entry {
             commit,

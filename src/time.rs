@@ -37,7 +37,9 @@ impl Timestamp {
     pub fn parse(s: &str) -> Result<Self, String> {
         DateTime::parse_from_rfc3339(s.trim())
             .map(|t| Timestamp(t.timestamp()))
-            .map_err(|e| format!("{s:?} is not an RFC 3339 time such as 2026-11-30T09:00:00Z ({e})"))
+            .map_err(|e| {
+                format!("{s:?} is not an RFC 3339 time such as 2026-11-30T09:00:00Z ({e})")
+            })
     }
 
     pub fn plus(self, span: Span) -> Self {
@@ -110,7 +112,9 @@ impl Span {
     /// Parses `30s`, `45m`, `2h`, `1d`, `1w` and combinations such as `1h30m`.
     pub fn parse(s: &str) -> Result<Self, String> {
         let bad = || {
-            format!("{s:?} is not a duration: write it as 30s, 45m, 2h, 1d or a combination such as 1h30m")
+            format!(
+                "{s:?} is not a duration: write it as 30s, 45m, 2h, 1d or a combination such as 1h30m"
+            )
         };
         let mut total: i64 = 0;
         let mut digits = String::new();
@@ -208,7 +212,10 @@ mod tests {
         let t = Timestamp::parse("2026-11-30T09:00:00+01:00").unwrap();
         assert_eq!(t.to_string(), "2026-11-30T08:00:00Z");
         assert_eq!(Timestamp::parse(&t.to_string()).unwrap(), t);
-        assert_eq!(t.plus(Span::minutes(45)).to_string(), "2026-11-30T08:45:00Z");
+        assert_eq!(
+            t.plus(Span::minutes(45)).to_string(),
+            "2026-11-30T08:45:00Z"
+        );
         assert!(Timestamp::parse("yesterday").is_err());
     }
 }

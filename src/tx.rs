@@ -85,7 +85,10 @@ pub fn init(ctx: &Ctx, op: Op) -> Result<Committed> {
     })
 }
 
-fn run(ctx: &Ctx, mut attempt: impl FnMut(&Ctx) -> Result<(Option<Tip>, State, Op)>) -> Result<Committed> {
+fn run(
+    ctx: &Ctx,
+    mut attempt: impl FnMut(&Ctx) -> Result<(Option<Tip>, State, Op)>,
+) -> Result<Committed> {
     let started = Instant::now();
     let mut backoff = Duration::from_millis(1);
     let mut tries = 0u32;
@@ -105,14 +108,21 @@ fn run(ctx: &Ctx, mut attempt: impl FnMut(&Ctx) -> Result<(Option<Tip>, State, O
             name: op.actor.name().to_owned(),
             email: op.actor.email(),
         };
-        let new = ctx
-            .store
-            .write_commit(tip.as_ref(), &changes, &msg, &author, &committer, op.at.unix())?;
+        let new = ctx.store.write_commit(
+            tip.as_ref(),
+            &changes,
+            &msg,
+            &author,
+            &committer,
+            op.at.unix(),
+        )?;
         let reflog = format!("loopx: {}", effect.subject);
-        match ctx
-            .store
-            .cas(new.commit, tip.as_ref().map(|t| t.commit), &reflog, &committer)
-        {
+        match ctx.store.cas(
+            new.commit,
+            tip.as_ref().map(|t| t.commit),
+            &reflog,
+            &committer,
+        ) {
             Ok(()) => {
                 return Ok(Committed {
                     op,
@@ -158,7 +168,9 @@ fn jitter() -> f64 {
 }
 
 fn stale_lock(lock: &std::path::Path, age: Option<Duration>) -> Refusal {
-    let age = age.map_or("of unknown age".to_owned(), |a| format!("{}s old", a.as_secs()));
+    let age = age.map_or("of unknown age".to_owned(), |a| {
+        format!("{}s old", a.as_secs())
+    });
     Refusal::error(
         "stale-lock",
         format!("the state ref is locked by {} ({age})", lock.display()),

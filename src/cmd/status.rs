@@ -111,7 +111,11 @@ pub fn run(ctx: &Ctx, _args: &Args) -> Result<Exit> {
                 objective: &g.objective,
             })
             .collect(),
-        agents: state.agents.values().filter(|a| a.status == AgentStatus::Active).count(),
+        agents: state
+            .agents
+            .values()
+            .filter(|a| a.status == AgentStatus::Active)
+            .count(),
         counts,
         claims,
         claims_total,
@@ -131,18 +135,27 @@ fn counts(state: &State, now: Timestamp) -> Counts {
     for t in state.todos.values() {
         match t.status {
             TodoStatus::Open => {
-                let deps_done = t
-                    .after
-                    .iter()
-                    .all(|a| state.todos.get(a).is_some_and(|x| x.status == TodoStatus::Done));
-                if deps_done { c.open += 1 } else { c.waiting += 1 }
+                let deps_done = t.after.iter().all(|a| {
+                    state
+                        .todos
+                        .get(a)
+                        .is_some_and(|x| x.status == TodoStatus::Done)
+                });
+                if deps_done {
+                    c.open += 1
+                } else {
+                    c.waiting += 1
+                }
             }
             TodoStatus::Claimed => c.claimed += 1,
             TodoStatus::Blocked => c.blocked += 1,
             TodoStatus::Deferred => c.deferred += 1,
             TodoStatus::Done => c.done += 1,
         }
-        if agents.iter().any(|a| rules::ready(state, t, a, now).is_ok()) {
+        if agents
+            .iter()
+            .any(|a| rules::ready(state, t, a, now).is_ok())
+        {
             c.ready += 1;
         }
     }
@@ -178,10 +191,16 @@ fn human(w: &Wire, now: Timestamp) -> String {
             } else {
                 format!("{} left", r.lease_until.since(now))
             };
-            s.push_str(&format!("  {}  {}  {}  ({left})\n", r.owner, r.todo, r.title));
+            s.push_str(&format!(
+                "  {}  {}  {}  ({left})\n",
+                r.owner, r.todo, r.title
+            ));
         }
         if w.claims_total > w.claims.len() {
-            s.push_str(&format!("  … and {} more\n", w.claims_total - w.claims.len()));
+            s.push_str(&format!(
+                "  … and {} more\n",
+                w.claims_total - w.claims.len()
+            ));
         }
     }
     s.push_str("recent:\n");

@@ -92,7 +92,11 @@ mod tests {
 
     #[test]
     fn actors_round_trip_as_strings() {
-        for s in ["agent:agent-a", "human:Ada Lovelace <ada@example.com>", "human:x <>"] {
+        for s in [
+            "agent:agent-a",
+            "human:Ada Lovelace <ada@example.com>",
+            "human:x <>",
+        ] {
             assert_eq!(Actor::parse(s).unwrap().to_string(), s);
         }
         assert!(Actor::parse("robot:x").is_err());

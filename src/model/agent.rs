@@ -56,7 +56,9 @@ impl std::str::FromStr for Runtime {
         Runtime::ALL
             .into_iter()
             .find(|r| r.as_str() == s)
-            .ok_or_else(|| format!("{s:?} is not a runtime: use claude-code, codex, cursor, gemini or custom"))
+            .ok_or_else(|| {
+                format!("{s:?} is not a runtime: use claude-code, codex, cursor, gemini or custom")
+            })
     }
 }
 

@@ -28,7 +28,9 @@ pub fn check_slug(kind: &str, s: &str) -> Result<(), String> {
     }
     let first = s.as_bytes()[0];
     if !(first.is_ascii_lowercase() || first.is_ascii_digit()) {
-        return Err(format!("the {kind} id {s:?} must start with a lowercase letter or digit: {fix}"));
+        return Err(format!(
+            "the {kind} id {s:?} must start with a lowercase letter or digit: {fix}"
+        ));
     }
     if let Some(c) = s
         .chars()
@@ -202,7 +204,7 @@ random_id!(
 /// Normalises what a user typed for a prefixed id: `3fa9`, `t-3fa9` and
 /// `T-3FA9` all become the hex prefix `3fa9`. Returns an explanation when the
 /// text cannot be a prefix of such an id.
-pub fn prefix_of<'a>(prefix: &str, kind: &str, typed: &'a str) -> Result<String, String> {
+pub fn prefix_of(prefix: &str, kind: &str, typed: &str) -> Result<String, String> {
     let t = typed.trim().to_ascii_lowercase();
     let hex = t
         .strip_prefix(&format!("{prefix}-"))
@@ -226,7 +228,18 @@ mod tests {
             assert!(GoalId::new(ok).is_ok(), "{ok}");
         }
         for bad in [
-            "", "../x", "a/b", "A", "-a", ".a", "a..b", "a b", "a.lock", "a.", "é", &"x".repeat(65),
+            "",
+            "../x",
+            "a/b",
+            "A",
+            "-a",
+            ".a",
+            "a..b",
+            "a b",
+            "a.lock",
+            "a.",
+            "é",
+            &"x".repeat(65),
         ] {
             assert!(AgentId::new(bad).is_err(), "{bad:?}");
         }

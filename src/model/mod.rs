@@ -81,11 +81,8 @@ impl State {
             .collect();
         match active.as_slice() {
             [one] => Ok(one),
-            [] if self.goals.is_empty() => Err(Refusal::rule(
-                "no-goal",
-                "there is no goal yet",
-            )
-            .with_hint("add one with `loopx goal add ID --objective TEXT`")),
+            [] if self.goals.is_empty() => Err(Refusal::rule("no-goal", "there is no goal yet")
+                .with_hint("add one with `loopx goal add ID --objective TEXT`")),
             [] => Err(Refusal::rule("no-active-goal", "no goal is active")
                 .with_hint("name one with --goal, or set git config loopx.goal")),
             many => Err(Refusal::usage(
@@ -93,7 +90,10 @@ impl State {
                 format!(
                     "{} goals are active ({}), so the goal must be named",
                     many.len(),
-                    many.iter().map(|g| g.id.as_str()).collect::<Vec<_>>().join(", ")
+                    many.iter()
+                        .map(|g| g.id.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ),
             )
             .with_hint("pass --goal ID, or set git config loopx.goal")),
@@ -118,7 +118,9 @@ impl State {
 
     /// Resolves what a user typed (a full id or a unique prefix) to a todo.
     pub fn resolve_todo(&self, typed: &str) -> Result<TodoId, Refusal> {
-        resolve(&self.todos, TodoId::PREFIX, TodoId::KIND, typed, |id| id.hex())
+        resolve(&self.todos, TodoId::PREFIX, TodoId::KIND, typed, |id| {
+            id.hex()
+        })
     }
 }
 

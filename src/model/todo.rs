@@ -148,7 +148,9 @@ impl FromStr for Priority {
     fn from_str(s: &str) -> Result<Self, String> {
         match s.as_bytes() {
             [b'P' | b'p', d @ b'0'..=b'4'] => Ok(Priority(d - b'0')),
-            _ => Err(format!("{s:?} is not a priority: use P0 (most urgent) to P4")),
+            _ => Err(format!(
+                "{s:?} is not a priority: use P0 (most urgent) to P4"
+            )),
         }
     }
 }

@@ -11,14 +11,14 @@ pub(super) fn register(
     runtime: Runtime,
     capabilities: &[String],
 ) -> Result<Effect, Refusal> {
-    if let Actor::Agent(me) = &op.actor {
-        if me != id {
-            return Err(Refusal::rule(
-                "register-self-only",
-                format!("agent {me} may register only itself, not {id}"),
-            )
-            .with_hint("a human registers other agents"));
-        }
+    if let Actor::Agent(me) = &op.actor
+        && me != id
+    {
+        return Err(Refusal::rule(
+            "register-self-only",
+            format!("agent {me} may register only itself, not {id}"),
+        )
+        .with_hint("a human registers other agents"));
     }
     let mut caps: Vec<String> = capabilities
         .iter()
@@ -49,5 +49,8 @@ pub(super) fn register(
             registered_by: op.actor.clone(),
         },
     );
-    Ok(Effect::new(format!("{verb} agent {id} ({})", runtime.as_str())))
+    Ok(Effect::new(format!(
+        "{verb} agent {id} ({})",
+        runtime.as_str()
+    )))
 }

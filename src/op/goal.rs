@@ -11,7 +11,10 @@ pub(super) fn init(
     objective: Option<&str>,
 ) -> Result<Effect, Refusal> {
     if !(state.goals.is_empty() && state.agents.is_empty() && state.todos.is_empty()) {
-        return Err(Refusal::rule("already-initialized", "the state already exists"));
+        return Err(Refusal::rule(
+            "already-initialized",
+            "the state already exists",
+        ));
     }
     match (goal, objective) {
         (Some(goal), Some(objective)) => {
@@ -26,11 +29,18 @@ pub(super) fn init(
     }
 }
 
-pub(super) fn add(state: &mut State, op: &Op, id: &GoalId, objective: &str) -> Result<Effect, Refusal> {
+pub(super) fn add(
+    state: &mut State,
+    op: &Op,
+    id: &GoalId,
+    objective: &str,
+) -> Result<Effect, Refusal> {
     human_only(&op.actor, "add a goal")?;
     if state.goals.contains_key(id) {
-        return Err(Refusal::rule("goal-exists", format!("goal {id} already exists"))
-            .with_hint(format!("change it with `loopx goal set {id} …`")));
+        return Err(
+            Refusal::rule("goal-exists", format!("goal {id} already exists"))
+                .with_hint(format!("change it with `loopx goal set {id} …`")),
+        );
     }
     let objective = non_empty(objective, "objective")?;
     state.goals.insert(
@@ -47,7 +57,10 @@ pub(super) fn add(state: &mut State, op: &Op, id: &GoalId, objective: &str) -> R
             updated_at: op.at,
         },
     );
-    Ok(Effect::new(format!("goal add {id} \"{}\"", short(&objective))))
+    Ok(Effect::new(format!(
+        "goal add {id} \"{}\"",
+        short(&objective)
+    )))
 }
 
 pub(super) fn set(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
@@ -68,13 +81,21 @@ pub(super) fn set(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         Refusal::error("unknown-goal", format!("there is no goal {goal}"))
             .with_hint("`loopx goal list` shows the goals")
     })?;
-    let objective = objective.as_deref().map(|o| non_empty(o, "objective")).transpose()?;
+    let objective = objective
+        .as_deref()
+        .map(|o| non_empty(o, "objective"))
+        .transpose()?;
     if *quota_slots == Some(0) {
-        return Err(Refusal::usage("bad-quota", "--quota-slots must be at least 1")
-            .with_hint("pause the goal instead with --status paused"));
+        return Err(
+            Refusal::usage("bad-quota", "--quota-slots must be at least 1")
+                .with_hint("pause the goal instead with --status paused"),
+        );
     }
     if quota_window.is_some_and(|w| w.as_secs() == 0) {
-        return Err(Refusal::usage("bad-quota", "--quota-window must be longer than 0s"));
+        return Err(Refusal::usage(
+            "bad-quota",
+            "--quota-window must be longer than 0s",
+        ));
     }
     let mut what = Vec::new();
     if let Some(o) = objective {
@@ -102,8 +123,11 @@ pub(super) fn set(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         what.push(format!("quota-window={w}"));
     }
     if what.is_empty() {
-        return Err(Refusal::usage("nothing-to-set", "goal set needs something to change")
-            .with_hint("pass --objective, --status, --scope, --guard, --quota-slots or --quota-window"));
+        return Err(
+            Refusal::usage("nothing-to-set", "goal set needs something to change").with_hint(
+                "pass --objective, --status, --scope, --guard, --quota-slots or --quota-window",
+            ),
+        );
     }
     g.updated_at = op.at;
     Ok(Effect::new(format!("goal set {goal} {}", what.join(" "))))

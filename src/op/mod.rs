@@ -172,7 +172,9 @@ pub fn apply(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
     // Work on a copy only where a rule may refuse after a partial change;
     // every function below checks all preconditions before mutating.
     match &op.change {
-        Change::Init { goal, objective } => goal::init(state, op, goal.as_ref(), objective.as_deref()),
+        Change::Init { goal, objective } => {
+            goal::init(state, op, goal.as_ref(), objective.as_deref())
+        }
         Change::GoalAdd { goal, objective } => goal::add(state, op, goal, objective),
         Change::GoalSet { .. } => goal::set(state, op),
         Change::AgentRegister {
@@ -189,7 +191,9 @@ pub fn apply(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
             status,
             note,
         } => todo::update(state, op, todo, *epoch, *status, note.as_deref()),
-        Change::TodoDone { todo, epoch, note } => todo::done(state, op, todo, *epoch, note.as_deref()),
+        Change::TodoDone { todo, epoch, note } => {
+            todo::done(state, op, todo, *epoch, note.as_deref())
+        }
     }
 }
 

@@ -5,7 +5,9 @@
 use std::fmt;
 
 use crate::error::Refusal;
-use crate::model::{Actor, Agent, AgentId, AgentStatus, GoalStatus, State, Todo, TodoId, TodoStatus};
+use crate::model::{
+    Actor, Agent, AgentId, AgentStatus, GoalStatus, State, Todo, TodoId, TodoStatus,
+};
 use crate::time::Timestamp;
 
 /// Why a todo is not ready for an agent.
@@ -14,7 +16,10 @@ pub enum NotReady {
     Done,
     Status(TodoStatus),
     /// Another agent holds a live claim.
-    ClaimedBy { owner: AgentId, until: Timestamp },
+    ClaimedBy {
+        owner: AgentId,
+        until: Timestamp,
+    },
     /// These `after` todos are not done yet.
     Waiting(Vec<TodoId>),
     /// The agent lacks these capabilities.
@@ -34,7 +39,10 @@ impl fmt::Display for NotReady {
             NotReady::Waiting(ids) => write!(
                 f,
                 "it waits for {}",
-                ids.iter().map(TodoId::as_str).collect::<Vec<_>>().join(", ")
+                ids.iter()
+                    .map(TodoId::as_str)
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
             NotReady::Lacks(caps) => write!(f, "it needs capability {}", caps.join(", ")),
             NotReady::Goal(s) => write!(f, "its goal is {}", s.as_str()),
@@ -48,14 +56,16 @@ impl NotReady {
     pub fn refusal(&self, todo: &Todo) -> Refusal {
         let msg = format!("{} is not ready: {self}", todo.id);
         match self {
-            NotReady::ClaimedBy { owner, .. } => Refusal::conflict("claimed", msg)
-                .with_hint(format!("{owner} won it; pick another with `loopx todo list --ready`")),
+            NotReady::ClaimedBy { owner, .. } => Refusal::conflict("claimed", msg).with_hint(
+                format!("{owner} won it; pick another with `loopx todo list --ready`"),
+            ),
             NotReady::Done => Refusal::rule("todo-done", msg)
                 .with_hint("`loopx todo list --ready` shows what is left"),
             NotReady::Waiting(_) => Refusal::rule("waiting", msg)
                 .with_hint("finish those first, or `loopx todo list --ready` for other work"),
-            NotReady::Lacks(_) => Refusal::rule("missing-capability", msg)
-                .with_hint("register the agent with --capability, or leave it to an agent that has it"),
+            NotReady::Lacks(_) => Refusal::rule("missing-capability", msg).with_hint(
+                "register the agent with --capability, or leave it to an agent that has it",
+            ),
             NotReady::Goal(_) => Refusal::rule("goal-not-active", msg)
                 .with_hint("a human can resume it with `loopx goal set ID --status active`"),
             NotReady::Status(_) => Refusal::rule("not-open", msg)
@@ -82,15 +92,20 @@ pub fn ready(state: &State, todo: &Todo, agent: &Agent, now: Timestamp) -> Resul
         TodoStatus::Done => return Err(NotReady::Done),
         s => return Err(NotReady::Status(s)),
     }
-    if let Some(goal) = state.goals.get(&todo.goal) {
-        if goal.status != GoalStatus::Active {
-            return Err(NotReady::Goal(goal.status));
-        }
+    if let Some(goal) = state.goals.get(&todo.goal)
+        && goal.status != GoalStatus::Active
+    {
+        return Err(NotReady::Goal(goal.status));
     }
     let waiting: Vec<TodoId> = todo
         .after
         .iter()
-        .filter(|id| state.todos.get(*id).is_none_or(|t| t.status != TodoStatus::Done))
+        .filter(|id| {
+            state
+                .todos
+                .get(*id)
+                .is_none_or(|t| t.status != TodoStatus::Done)
+        })
         .cloned()
         .collect();
     if !waiting.is_empty() {
@@ -109,7 +124,11 @@ pub fn ready(state: &State, todo: &Todo, agent: &Agent, now: Timestamp) -> Resul
 }
 
 /// The registered, active agent behind an actor, or why there is none.
-pub fn acting_agent<'s>(state: &'s State, actor: &Actor, action: &str) -> Result<&'s Agent, Refusal> {
+pub fn acting_agent<'s>(
+    state: &'s State,
+    actor: &Actor,
+    action: &str,
+) -> Result<&'s Agent, Refusal> {
     let Some(id) = actor.agent() else {
         return Err(Refusal::rule(
             "agents-only",
@@ -124,10 +143,15 @@ pub fn acting_agent<'s>(state: &'s State, actor: &Actor, action: &str) -> Result
 pub fn registered<'s>(state: &'s State, id: &AgentId) -> Result<&'s Agent, Refusal> {
     match state.agents.get(id) {
         Some(a) if a.status == AgentStatus::Active => Ok(a),
-        Some(_) => Err(Refusal::rule("agent-retired", format!("agent {id} is retired"))
-            .with_hint(format!("register it again with `loopx agent register {id}`"))),
-        None => Err(Refusal::rule("not-registered", format!("agent {id} is not registered"))
-            .with_hint(format!("register it first: `loopx agent register {id}`"))),
+        Some(_) => Err(
+            Refusal::rule("agent-retired", format!("agent {id} is retired")).with_hint(format!(
+                "register it again with `loopx agent register {id}`"
+            )),
+        ),
+        None => Err(
+            Refusal::rule("not-registered", format!("agent {id} is not registered"))
+                .with_hint(format!("register it first: `loopx agent register {id}`")),
+        ),
     }
 }
 

@@ -29,15 +29,24 @@ pub(super) fn add(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
             .with_hint("`loopx goal list` shows the goals")
     })?;
     if g.status == GoalStatus::Done {
-        return Err(Refusal::rule("goal-done", format!("goal {goal} is done"))
-            .with_hint(format!("a human can reopen it with `loopx goal set {goal} --status active`")));
+        return Err(
+            Refusal::rule("goal-done", format!("goal {goal} is done")).with_hint(format!(
+                "a human can reopen it with `loopx goal set {goal} --status active`"
+            )),
+        );
     }
     if state.todos.contains_key(todo) {
-        return Err(Refusal::conflict("id-taken", format!("todo {todo} already exists")));
+        return Err(Refusal::conflict(
+            "id-taken",
+            format!("todo {todo} already exists"),
+        ));
     }
     if let Some(missing) = after.iter().find(|id| !state.todos.contains_key(*id)) {
-        return Err(Refusal::rule("unknown-after", format!("--after names {missing}, which does not exist"))
-            .with_hint("`loopx todo list --all` shows the todos"));
+        return Err(Refusal::rule(
+            "unknown-after",
+            format!("--after names {missing}, which does not exist"),
+        )
+        .with_hint("`loopx todo list --all` shows the todos"));
     }
     let title = non_empty(title, "title")?;
     let mut after = after.clone();
@@ -75,11 +84,20 @@ pub(super) fn add(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
     Ok(Effect::new(subject))
 }
 
-pub(super) fn claim(state: &mut State, op: &Op, id: &TodoId, epoch: u64, lease: Span) -> Result<Effect, Refusal> {
+pub(super) fn claim(
+    state: &mut State,
+    op: &Op,
+    id: &TodoId,
+    epoch: u64,
+    lease: Span,
+) -> Result<Effect, Refusal> {
     let agent = rules::acting_agent(state, &op.actor, "claim a todo")?.clone();
     let todo = get(state, id)?;
     if lease.as_secs() <= 0 {
-        return Err(Refusal::usage("bad-ttl", "the lease must be longer than 0s"));
+        return Err(Refusal::usage(
+            "bad-ttl",
+            "the lease must be longer than 0s",
+        ));
     }
     // Renew: the owner claims again; the epoch stays.
     if todo.owner() == Some(&agent.id) && todo.status == TodoStatus::Claimed {
@@ -117,7 +135,12 @@ pub(super) fn claim(state: &mut State, op: &Op, id: &TodoId, epoch: u64, lease: 
     })
 }
 
-pub(super) fn release(state: &mut State, op: &Op, id: &TodoId, epoch: u64) -> Result<Effect, Refusal> {
+pub(super) fn release(
+    state: &mut State,
+    op: &Op,
+    id: &TodoId,
+    epoch: u64,
+) -> Result<Effect, Refusal> {
     if let Actor::Agent(a) = &op.actor {
         rules::registered(state, a)?;
     }
@@ -151,11 +174,18 @@ pub(super) fn update(
 ) -> Result<Effect, Refusal> {
     let todo = writable(state, op, id, epoch, "update")?;
     if todo.status == TodoStatus::Done && status.is_none_or(|s| s != TodoStatus::Open) {
-        return Err(Refusal::rule("todo-done", format!("{id} is done"))
-            .with_hint(format!("reopen it with `loopx todo update {id} --status open`")));
+        return Err(
+            Refusal::rule("todo-done", format!("{id} is done")).with_hint(format!(
+                "reopen it with `loopx todo update {id} --status open`"
+            )),
+        );
     }
     if let Some(s @ (TodoStatus::Claimed | TodoStatus::Done)) = status {
-        let cmd = if s == TodoStatus::Done { "todo done" } else { "todo claim" };
+        let cmd = if s == TodoStatus::Done {
+            "todo done"
+        } else {
+            "todo claim"
+        };
         return Err(Refusal::usage(
             "bad-status",
             format!("--status {s} is set by `loopx {cmd}`, not by update"),
@@ -163,7 +193,10 @@ pub(super) fn update(
     }
     let note = note.map(|n| non_empty(n, "note")).transpose()?;
     if status.is_none() && note.is_none() {
-        return Err(Refusal::usage("nothing-to-update", "todo update needs --status or --note"));
+        return Err(Refusal::usage(
+            "nothing-to-update",
+            "todo update needs --status or --note",
+        ));
     }
     let title = short(&todo.title);
     let t = todo_mut(state, id);
@@ -185,10 +218,19 @@ pub(super) fn update(
         what.push("note".to_owned());
     }
     t.updated_at = op.at;
-    Ok(Effect::new(format!("update {id} \"{title}\" {}", what.join(" "))))
+    Ok(Effect::new(format!(
+        "update {id} \"{title}\" {}",
+        what.join(" ")
+    )))
 }
 
-pub(super) fn done(state: &mut State, op: &Op, id: &TodoId, epoch: u64, note: Option<&str>) -> Result<Effect, Refusal> {
+pub(super) fn done(
+    state: &mut State,
+    op: &Op,
+    id: &TodoId,
+    epoch: u64,
+    note: Option<&str>,
+) -> Result<Effect, Refusal> {
     let todo = writable(state, op, id, epoch, "complete")?;
     if todo.status == TodoStatus::Done {
         return Err(Refusal::rule("todo-done", format!("{id} is already done")));
@@ -212,23 +254,29 @@ pub(super) fn done(state: &mut State, op: &Op, id: &TodoId, epoch: u64, note: Op
 
 /// Checks that the actor may write this todo: a registered agent or a human,
 /// and if it is claimed, its owner; and that the epoch matches.
-fn writable<'s>(state: &'s State, op: &Op, id: &TodoId, epoch: u64, verb: &str) -> Result<&'s Todo, Refusal> {
+fn writable<'s>(
+    state: &'s State,
+    op: &Op,
+    id: &TodoId,
+    epoch: u64,
+    verb: &str,
+) -> Result<&'s Todo, Refusal> {
     if let Actor::Agent(a) = &op.actor {
         rules::registered(state, a)?;
     }
     let todo = get(state, id)?;
-    if let Some(owner) = todo.owner() {
-        if op.actor.agent() != Some(owner) {
-            return Err(Refusal::conflict(
-                "claimed",
-                format!("{id} is claimed by {owner}; only its owner may {verb} it"),
-            )
-            .with_hint(if op.actor.is_human() {
-                format!("ask {owner} to release it, or free it with `loopx todo release {id} --force`")
-            } else {
-                "pick other work with `loopx todo list --ready`".to_owned()
-            }));
-        }
+    if let Some(owner) = todo.owner()
+        && op.actor.agent() != Some(owner)
+    {
+        return Err(Refusal::conflict(
+            "claimed",
+            format!("{id} is claimed by {owner}; only its owner may {verb} it"),
+        )
+        .with_hint(if op.actor.is_human() {
+            format!("ask {owner} to release it, or free it with `loopx todo release {id} --force`")
+        } else {
+            "pick other work with `loopx todo list --ready`".to_owned()
+        }));
     }
     fence(todo, epoch)?;
     Ok(todo)
@@ -245,7 +293,10 @@ fn fence(todo: &Todo, epoch: u64) -> Result<(), Refusal> {
     };
     Err(Refusal::conflict(
         "stale-epoch",
-        format!("{} changed hands since epoch {epoch} was read: {now}", todo.id),
+        format!(
+            "{} changed hands since epoch {epoch} was read: {now}",
+            todo.id
+        ),
     )
     .with_hint(format!("look again with `loopx todo show {}`", todo.id)))
 }
@@ -258,7 +309,10 @@ fn get<'s>(state: &'s State, id: &TodoId) -> Result<&'s Todo, Refusal> {
 }
 
 fn todo_mut<'s>(state: &'s mut State, id: &TodoId) -> &'s mut Todo {
-    state.todos.get_mut(id).expect("checked by get() before mutating")
+    state
+        .todos
+        .get_mut(id)
+        .expect("checked by get() before mutating")
 }
 
 fn sorted(v: &[String]) -> Vec<String> {

@@ -39,7 +39,11 @@ pub fn run(ctx: &Ctx, _args: &Args) -> Result<Exit> {
                 runtime: a.runtime.as_str(),
                 status: a.status.as_str(),
                 capabilities: &a.capabilities,
-                claims: state.todos.values().filter(|t| t.owner() == Some(&a.id)).count(),
+                claims: state
+                    .todos
+                    .values()
+                    .filter(|t| t.owner() == Some(&a.id))
+                    .count(),
             })
             .collect(),
     };
@@ -47,7 +51,12 @@ pub fn run(ctx: &Ctx, _args: &Args) -> Result<Exit> {
         if wire.agents.is_empty() {
             return "No agents yet. Register one with `loopx agent register ID`.".to_owned();
         }
-        let w = wire.agents.iter().map(|r| r.id.as_str().len()).max().unwrap_or(0);
+        let w = wire
+            .agents
+            .iter()
+            .map(|r| r.id.as_str().len())
+            .max()
+            .unwrap_or(0);
         wire.agents
             .iter()
             .map(|r| {

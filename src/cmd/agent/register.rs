@@ -42,13 +42,20 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     // Registering the same agent the same way again is a no-op without a
     // tick, so hooks can register at every session start.
     let snap = tx::load(ctx)?;
-    if let Some(a) = snap.state.agents.get(&agent) {
-        if a.status == AgentStatus::Active && a.runtime == args.runtime && a.capabilities == caps {
-            ctx.out.emit(&Wire { agent: &agent, changed: false, tick: None }, || {
-                format!("Agent {agent} is already registered.")
-            })?;
-            return Ok(Exit::Ok);
-        }
+    if let Some(a) = snap.state.agents.get(&agent)
+        && a.status == AgentStatus::Active
+        && a.runtime == args.runtime
+        && a.capabilities == caps
+    {
+        ctx.out.emit(
+            &Wire {
+                agent: &agent,
+                changed: false,
+                tick: None,
+            },
+            || format!("Agent {agent} is already registered."),
+        )?;
+        return Ok(Exit::Ok);
     }
     let done = tx::commit(ctx, |_| {
         Ok(ctx.op(Change::AgentRegister {
@@ -58,7 +65,11 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         })?)
     })?;
     ctx.out.emit(
-        &Wire { agent: &agent, changed: true, tick: Some(TickWire::of(&done)) },
+        &Wire {
+            agent: &agent,
+            changed: true,
+            tick: Some(TickWire::of(&done)),
+        },
         || format!("Registered agent {agent} ({}).", args.runtime.as_str()),
     )?;
     Ok(Exit::Ok)

@@ -35,8 +35,12 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             objective: args.objective.clone(),
         })?)
     })?;
-    ctx.out.emit(&Wire { goal: &goal, tick: TickWire::of(&done) }, || {
-        format!("Added goal {goal}.")
-    })?;
+    ctx.out.emit(
+        &Wire {
+            goal: &goal,
+            tick: TickWire::of(&done),
+        },
+        || format!("Added goal {goal}."),
+    )?;
     Ok(Exit::Ok)
 }

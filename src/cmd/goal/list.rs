@@ -48,7 +48,12 @@ pub fn run(ctx: &Ctx, _args: &Args) -> Result<Exit> {
         if wire.goals.is_empty() {
             return "No goals yet. Add one with `loopx goal add ID --objective TEXT`.".to_owned();
         }
-        let w = wire.goals.iter().map(|r| r.id.as_str().len()).max().unwrap_or(0);
+        let w = wire
+            .goals
+            .iter()
+            .map(|r| r.id.as_str().len())
+            .max()
+            .unwrap_or(0);
         wire.goals
             .iter()
             .map(|r| {

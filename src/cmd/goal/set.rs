@@ -59,8 +59,19 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let Change::GoalSet { goal, .. } = &done.op.change else {
         unreachable!("built a GoalSet")
     };
-    ctx.out.emit(&Wire { goal, tick: TickWire::of(&done) }, || {
-        format!("Updated goal {goal}: {}.", done.effect.subject.trim_start_matches(&format!("goal set {goal} ")))
-    })?;
+    ctx.out.emit(
+        &Wire {
+            goal,
+            tick: TickWire::of(&done),
+        },
+        || {
+            format!(
+                "Updated goal {goal}: {}.",
+                done.effect
+                    .subject
+                    .trim_start_matches(&format!("goal set {goal} "))
+            )
+        },
+    )?;
     Ok(Exit::Ok)
 }

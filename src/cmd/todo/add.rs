@@ -69,7 +69,14 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         })?)
     })?;
     let id = done.op.change.todo().expect("a todo.add names its todo");
-    ctx.out.emit(&Wire { todo: id, tick: TickWire::of(&done) }, || id.to_string())?;
-    ctx.out.status(&format!("Added {id} \"{}\".", args.title.trim()));
+    ctx.out.emit(
+        &Wire {
+            todo: id,
+            tick: TickWire::of(&done),
+        },
+        || id.to_string(),
+    )?;
+    ctx.out
+        .status(&format!("Added {id} \"{}\".", args.title.trim()));
     Ok(Exit::Ok)
 }

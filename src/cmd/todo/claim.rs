@@ -44,15 +44,28 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     })?;
     let id = done.op.change.todo().expect("a claim names its todo");
     let t = &done.state.todos[id];
-    ctx.out.emit(&Wire { todo: TodoRef::of(t), tick: TickWire::of(&done) }, || {
-        let until = t.claim.as_ref().map(|c| c.lease_until.to_string()).unwrap_or_default();
-        let verb = done.effect.subject.split(' ').next().unwrap_or("claim");
-        let verb = match verb {
-            "renew" => "Renewed",
-            "steal" => "Took over",
-            _ => "Claimed",
-        };
-        format!("{verb} {id} \"{}\" until {until} (epoch {}).", t.title, t.epoch)
-    })?;
+    ctx.out.emit(
+        &Wire {
+            todo: TodoRef::of(t),
+            tick: TickWire::of(&done),
+        },
+        || {
+            let until = t
+                .claim
+                .as_ref()
+                .map(|c| c.lease_until.to_string())
+                .unwrap_or_default();
+            let verb = done.effect.subject.split(' ').next().unwrap_or("claim");
+            let verb = match verb {
+                "renew" => "Renewed",
+                "steal" => "Took over",
+                _ => "Claimed",
+            };
+            format!(
+                "{verb} {id} \"{}\" until {until} (epoch {}).",
+                t.title, t.epoch
+            )
+        },
+    )?;
     Ok(Exit::Ok)
 }

@@ -39,8 +39,12 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     })?;
     let id = done.op.change.todo().expect("done names its todo");
     let t = &done.state.todos[id];
-    ctx.out.emit(&Wire { todo: TodoRef::of(t), tick: TickWire::of(&done) }, || {
-        format!("Done {id} \"{}\".", t.title)
-    })?;
+    ctx.out.emit(
+        &Wire {
+            todo: TodoRef::of(t),
+            tick: TickWire::of(&done),
+        },
+        || format!("Done {id} \"{}\".", t.title),
+    )?;
     Ok(Exit::Ok)
 }

@@ -58,9 +58,12 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let agent = match ctx.caller() {
         Caller::Agent(id) if args.ready || args.mine => Some(rules::registered(state, id)?),
         _ if args.mine => {
-            return Err(Refusal::usage("agents-only", "--mine lists an agent's claims, and no agent is acting")
-                .with_hint("pass --agent ID or set LOOPX_AGENT")
-                .into());
+            return Err(Refusal::usage(
+                "agents-only",
+                "--mine lists an agent's claims, and no agent is acting",
+            )
+            .with_hint("pass --agent ID or set LOOPX_AGENT")
+            .into());
         }
         _ => None,
     };
@@ -89,12 +92,19 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             })
             .collect(),
     };
-    ctx.out.emit(&wire, || table(&wire.todos, args.ready && state.agents.is_empty()))?;
+    ctx.out.emit(&wire, || {
+        table(&wire.todos, args.ready && state.agents.is_empty())
+    })?;
     Ok(Exit::Ok)
 }
 
 /// For an agent, ready for it; for a human, ready for some registered agent.
-fn ready_for_someone(state: &State, t: &Todo, agent: Option<&crate::model::Agent>, ctx: &Ctx) -> bool {
+fn ready_for_someone(
+    state: &State,
+    t: &Todo,
+    agent: Option<&crate::model::Agent>,
+    ctx: &Ctx,
+) -> bool {
     match agent {
         Some(a) => rules::ready(state, t, a, ctx.now).is_ok(),
         None => state

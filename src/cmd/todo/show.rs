@@ -36,7 +36,9 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             if t.owner() == Some(a) {
                 None
             } else {
-                rules::ready(state, t, agent, ctx.now).err().map(|why| why.to_string())
+                rules::ready(state, t, agent, ctx.now)
+                    .err()
+                    .map(|why| why.to_string())
             }
         }),
         _ => None,
@@ -47,9 +49,16 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         not_ready,
     };
     ctx.out.emit(&wire, || {
-        let mut s = format!("{}  {}  {}  {}\n{}", t.id, t.priority, t.status, t.goal, t.title);
+        let mut s = format!(
+            "{}  {}  {}  {}\n{}",
+            t.id, t.priority, t.status, t.goal, t.title
+        );
         if let Some(c) = &t.claim {
-            let live = if c.lease_until > ctx.now { "" } else { " (expired)" };
+            let live = if c.lease_until > ctx.now {
+                ""
+            } else {
+                " (expired)"
+            };
             s.push_str(&format!(
                 "\nclaimed by {} since {}, lease until {}{live}, epoch {}",
                 c.owner, c.since, c.lease_until, t.epoch
@@ -78,7 +87,11 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         if let Some(n) = &wire.not_ready {
             s.push_str(&format!("\nnot ready for you: {n}"));
         }
-        s.push_str(&format!("\ncreated {} by {}", t.created_at, t.created_by.name()));
+        s.push_str(&format!(
+            "\ncreated {} by {}",
+            t.created_at,
+            t.created_by.name()
+        ));
         for n in &t.notes {
             s.push_str(&format!("\n  {} {}: {}", n.at, n.by.name(), n.text));
         }

@@ -36,7 +36,9 @@ struct Wire<'a> {
 
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     if args.status.is_none() && args.note.is_none() {
-        return Err(Refusal::usage("nothing-to-update", "todo update needs --status or --note").into());
+        return Err(
+            Refusal::usage("nothing-to-update", "todo update needs --status or --note").into(),
+        );
     }
     let done = tx::commit(ctx, |state| {
         let todo = state.resolve_todo(&args.id)?;
@@ -50,8 +52,12 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     })?;
     let id = done.op.change.todo().expect("an update names its todo");
     let t = &done.state.todos[id];
-    ctx.out.emit(&Wire { todo: TodoRef::of(t), tick: TickWire::of(&done) }, || {
-        format!("Updated {id} \"{}\" ({}).", t.title, t.status)
-    })?;
+    ctx.out.emit(
+        &Wire {
+            todo: TodoRef::of(t),
+            tick: TickWire::of(&done),
+        },
+        || format!("Updated {id} \"{}\" ({}).", t.title, t.status),
+    )?;
     Ok(Exit::Ok)
 }

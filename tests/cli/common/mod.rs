@@ -1,0 +1,313 @@
+//! The one test harness: real `loopx` processes against real git
+//! repositories in temp dirs.
+//!
+//! Every command runs with a cleared environment (so agent-runtime markers of
+//! the shell running the tests cannot leak in), git config isolated from the
+//! machine's, `LOOPX_NOW` advanced by a minute per command and `LOOPX_SEED`
+//! fixed, so outputs are reproducible and can be asserted whole.
+
+#![allow(dead_code)]
+
+use std::cell::Cell;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use tempfile::TempDir;
+
+/// 2026-11-30T09:00:00Z, the first command's clock.
+pub const START: i64 = 1_796_029_200;
+
+pub struct TestEnv {
+    tmp: TempDir,
+    /// The repository commands run in.
+    pub repo: PathBuf,
+    clock: Cell<i64>,
+    pub seed: String,
+}
+
+impl TestEnv {
+    /// A fresh non-bare repository whose user is Ada Lovelace.
+    pub fn new() -> Self {
+        let env = Self::empty();
+        git_in(&env.repo, &["init", "-q", "-b", "main", "."]);
+        env.git(&["config", "user.name", "Ada Lovelace"]);
+        env.git(&["config", "user.email", "ada@example.com"]);
+        env
+    }
+
+    /// A temp dir with an empty `repo` folder, no git repository yet.
+    pub fn empty() -> Self {
+        let tmp = tempfile::Builder::new()
+            .prefix("loopx-test")
+            .tempdir()
+            .expect("temp dir");
+        let repo = tmp.path().join("repo");
+        std::fs::create_dir_all(&repo).expect("mkdir repo");
+        std::fs::create_dir_all(tmp.path().join("home")).expect("mkdir home");
+        TestEnv {
+            tmp,
+            repo,
+            clock: Cell::new(START),
+            seed: "test".to_owned(),
+        }
+    }
+
+    /// A repository with a state, goal `main`, and agents `agent-a`, `agent-b`.
+    pub fn with_board() -> Self {
+        let env = Self::new();
+        env.loopx(&["init", "--goal", "main", "--objective", "Ship the parser"])
+            .ok();
+        env.loopx(&["agent", "register", "agent-a"]).ok();
+        env.loopx(&["agent", "register", "agent-b"]).ok();
+        env
+    }
+
+    pub fn root(&self) -> &Path {
+        self.tmp.path()
+    }
+
+    /// The time the next command will see, as RFC 3339.
+    pub fn now(&self) -> String {
+        rfc3339(self.clock.get())
+    }
+
+    /// Moves the clock forward by `secs` (on top of the minute per command).
+    pub fn advance(&self, secs: i64) {
+        self.clock.set(self.clock.get() + secs);
+    }
+
+    /// A `loopx` command with the isolated environment, in the repository.
+    pub fn command(&self) -> Command {
+        let mut c = self.spawner().command();
+        c.env("LOOPX_NOW", self.now()).env("LOOPX_SEED", &self.seed);
+        self.advance(60);
+        c
+    }
+
+    /// A handle that threads can use to start `loopx` processes at once
+    /// (with the real clock and random ids).
+    pub fn spawner(&self) -> Spawner {
+        Spawner {
+            root: self.tmp.path().to_path_buf(),
+            repo: self.repo.clone(),
+        }
+    }
+
+    /// Runs `loopx ARGS` as the repository's human.
+    #[must_use]
+    pub fn loopx(&self, args: &[&str]) -> Output {
+        run(self.command().args(args))
+    }
+
+    /// Runs `loopx ARGS` as agent `agent` (through `LOOPX_AGENT`).
+    #[must_use]
+    pub fn agent(&self, agent: &str, args: &[&str]) -> Output {
+        run(self.command().env("LOOPX_AGENT", agent).args(args))
+    }
+
+    /// Runs `git ARGS` in the repository and returns its stdout; panics on
+    /// failure.
+    pub fn git(&self, args: &[&str]) -> String {
+        git_in(&self.repo, args)
+    }
+
+    /// The tip commit of the state ref, or None.
+    pub fn tip(&self) -> Option<String> {
+        let out = Command::new("git")
+            .args(["rev-parse", "-q", "--verify", "refs/loopx/state"])
+            .current_dir(&self.repo)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .output()
+            .expect("git runs");
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+    }
+
+    /// Number of commits on the state ref.
+    pub fn ticks(&self) -> usize {
+        self.git(&["rev-list", "--count", "refs/loopx/state"])
+            .trim()
+            .parse()
+            .expect("a count")
+    }
+
+    /// Adds a todo as the human and returns its id.
+    pub fn add(&self, title: &str, extra: &[&str]) -> String {
+        let mut args = vec!["todo", "add", title];
+        args.extend_from_slice(extra);
+        self.loopx(&args).ok().stdout.trim().to_owned()
+    }
+
+    /// Replaces the temp dir path by `$TMP` and commit ids by `<commit>`.
+    pub fn normalize(&self, text: &str) -> String {
+        let tmp = self.tmp.path().to_string_lossy().into_owned();
+        let mut out = text.replace(&tmp, "$TMP");
+        // Long hex runs (commit and tree ids) vary with every format change.
+        let mut result = String::new();
+        let mut run = String::new();
+        for c in out.drain(..) {
+            if c.is_ascii_hexdigit() && !c.is_ascii_uppercase() {
+                run.push(c);
+            } else {
+                flush_hex(&mut run, &mut result);
+                result.push(c);
+            }
+        }
+        flush_hex(&mut run, &mut result);
+        result
+    }
+}
+
+fn flush_hex(run: &mut String, out: &mut String) {
+    if run.len() >= 40 {
+        out.push_str("<commit>");
+    } else {
+        out.push_str(run);
+    }
+    run.clear();
+}
+
+/// Starts `loopx` processes from any thread.
+#[derive(Clone)]
+pub struct Spawner {
+    root: PathBuf,
+    repo: PathBuf,
+}
+
+impl Spawner {
+    pub fn command(&self) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_loopx"));
+        isolate(&mut c, &self.root);
+        c.current_dir(&self.repo);
+        c
+    }
+}
+
+/// Clears the environment and points git's config away from the machine's.
+pub fn isolate(c: &mut Command, tmp: &Path) {
+    c.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", tmp.join("home"))
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("LANG", "C")
+        .env("NO_COLOR", "1");
+}
+
+/// Runs git in `dir` with an isolated config; panics with its stderr on
+/// failure.
+pub fn git_in(dir: &Path, args: &[&str]) -> String {
+    let home = dir
+        .parent()
+        .map_or_else(|| dir.to_path_buf(), |p| p.join("home"));
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("HOME", &home)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_AUTHOR_DATE", "2026-11-30T09:00:00Z")
+        .env("GIT_COMMITTER_DATE", "2026-11-30T09:00:00Z")
+        .output()
+        .expect("git runs");
+    assert!(
+        out.status.success(),
+        "git {args:?} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+pub fn rfc3339(secs: i64) -> String {
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    let (y, m, d) = civil_from_days(days);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// Howard Hinnant's days-to-civil algorithm, so the harness needs no clock crate.
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+/// What a command did. The functions that run a command are `#[must_use]`:
+/// check the status with `.ok()` or `.code(n)`.
+#[derive(Debug, Clone)]
+pub struct Output {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Output {
+    /// Asserts exit 0 and returns self.
+    #[track_caller]
+    pub fn ok(self) -> Self {
+        self.code(0)
+    }
+
+    /// Asserts the exit status.
+    #[track_caller]
+    pub fn code(self, want: i32) -> Self {
+        assert_eq!(
+            self.code, want,
+            "exit status {} (wanted {want})\n--- stdout\n{}--- stderr\n{}",
+            self.code, self.stdout, self.stderr
+        );
+        self
+    }
+
+    /// Parses stdout as one JSON document.
+    #[track_caller]
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{}", self.stdout))
+    }
+}
+
+#[must_use]
+pub fn run(c: &mut Command) -> Output {
+    let out = c.stdin(Stdio::null()).output().expect("loopx runs");
+    Output {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// Asserts two texts are equal, showing a line diff when they are not.
+#[track_caller]
+pub fn assert_text(actual: &str, expected: &str) {
+    if actual == expected {
+        return;
+    }
+    let diff = similar::TextDiff::from_lines(expected, actual);
+    let mut shown = String::new();
+    for change in diff.iter_all_changes() {
+        let sign = match change.tag() {
+            similar::ChangeTag::Delete => "-",
+            similar::ChangeTag::Insert => "+",
+            similar::ChangeTag::Equal => " ",
+        };
+        shown.push_str(&format!("{sign}{change}"));
+        if change.missing_newline() {
+            shown.push('\n');
+        }
+    }
+    panic!("text differs (- expected, + actual):\n{shown}\n--- actual, whole:\n{actual}");
+}

@@ -1,0 +1,35 @@
+//! The integration tests: one binary, one module per command area.
+
+mod common;
+
+mod test_agent;
+mod test_errors;
+mod test_goal;
+mod test_identity;
+mod test_init;
+mod test_race;
+mod test_status;
+mod test_todo;
+
+/// Every `test_*.rs` file in this folder is listed above.
+#[test]
+fn no_forgotten_test_files() {
+    let main = include_str!("main.rs");
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cli");
+    for entry in std::fs::read_dir(dir).expect("tests/cli exists") {
+        let name = entry
+            .expect("dir entry")
+            .file_name()
+            .into_string()
+            .expect("utf-8");
+        if let Some(module) = name
+            .strip_prefix("test_")
+            .and_then(|n| n.strip_suffix(".rs"))
+        {
+            assert!(
+                main.contains(&format!("mod test_{module};")),
+                "tests/cli/{name} is not listed in main.rs"
+            );
+        }
+    }
+}

@@ -1,0 +1,85 @@
+use crate::common::{TestEnv, assert_text, run};
+
+#[test]
+fn a_human_without_a_git_identity_is_recorded_under_the_fallback_and_told_once() {
+    let env = TestEnv::new();
+    env.git(&["config", "--unset", "user.name"]);
+    env.git(&["config", "--unset", "user.email"]);
+    let first = env
+        .loopx(&["init", "--goal", "main", "--objective", "x"])
+        .ok();
+    assert!(
+        first.stderr.contains("hint: git has no identity for you, so this is recorded as \"unknown human <human@loopx.invalid>\""),
+        "{}",
+        first.stderr
+    );
+    let second = env.loopx(&["todo", "add", "A"]).ok();
+    assert!(
+        !second.stderr.contains("hint:"),
+        "told only once: {}",
+        second.stderr
+    );
+    assert_text(
+        &env.git(&["log", "--format=%an <%ae> / %cn <%ce>", "refs/loopx/state"]),
+        "unknown human <human@loopx.invalid> / loopx <loopx@loopx.invalid>\nunknown human <human@loopx.invalid> / loopx <loopx@loopx.invalid>\n",
+    );
+}
+
+#[test]
+fn the_author_is_the_acting_agent() {
+    let env = TestEnv::with_board();
+    let t = env.add("A", &[]);
+    env.agent("agent-a", &["todo", "claim", &t]).ok();
+    assert_text(
+        &env.git(&[
+            "log",
+            "-1",
+            "--format=%an <%ae> / %cn <%ce>%n%(trailers:key=Loopx-Agent,valueonly)",
+            "refs/loopx/state",
+        ]),
+        "agent-a <agent-a@agents.loopx.invalid> / Ada Lovelace <ada@example.com>\nagent-a\n\n",
+    );
+}
+
+#[test]
+fn agent_runtime_markers_name_the_agent() {
+    let env = TestEnv::with_board();
+    let t = env.add("A", &[]);
+    // Claude Code with a session id: the derived id, registered first.
+    let session = |c: &mut std::process::Command| {
+        c.env("CLAUDECODE", "1")
+            .env("CLAUDE_CODE_SESSION_ID", "1A2B3C4D-aaaa-bbbb");
+    };
+    let mut c = env.command();
+    session(&mut c);
+    run(c.args([
+        "agent",
+        "register",
+        "claude-code-1a2b3c4d",
+        "--runtime",
+        "claude-code",
+    ]))
+    .ok();
+    let mut c = env.command();
+    session(&mut c);
+    let out = run(c.args(["todo", "claim", &t])).ok();
+    assert!(out.stdout.starts_with("Claimed"), "{}", out.stdout);
+    assert_text(
+        &env.git(&["log", "-1", "--format=%an", "refs/loopx/state"]),
+        "claude-code-1a2b3c4d\n",
+    );
+    // An agent with a marker but no session id is refused for writes…
+    let mut c = env.command();
+    let out = run(c.env("GEMINI_CLI", "1").args(["todo", "add", "B"])).code(3);
+    assert_text(
+        &out.stderr,
+        "error: this shell runs under gemini (GEMINI_CLI is set) but its session id is not available, so loopx cannot tell which agent is acting\nhint: set LOOPX_AGENT to the agent's id (or pass --agent ID)\n",
+    );
+    // …and may still read.
+    let mut c = env.command();
+    run(c.env("GEMINI_CLI", "1").args(["status"])).ok();
+    // A marker makes a caller an agent: human-only actions are refused.
+    let mut c = env.command();
+    session(&mut c);
+    run(c.args(["goal", "add", "x", "--objective", "y"])).code(3);
+}
