@@ -63,3 +63,13 @@ pub enum Command {
     #[command(subcommand)]
     Todo(cmd::todo::Command),
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_tree_is_consistent() {
+        super::Cli::command().debug_assert();
+    }
+}
