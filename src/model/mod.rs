@@ -7,6 +7,7 @@
 pub mod actor;
 pub mod agent;
 pub mod files;
+pub mod glob;
 pub mod goal;
 pub mod id;
 pub mod todo;
