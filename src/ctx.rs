@@ -142,8 +142,10 @@ impl IdGen {
         }
     }
 
-    /// `n` lowercase hex digits.
-    pub fn hex(&self, n: usize) -> String {
+    /// `n` lowercase hex digits. With a seed they follow from the seed, the
+    /// clock, a per-process counter and `context` (what the id is for), so
+    /// two commands at the same instant still draw different ids.
+    pub fn hex(&self, n: usize, context: &[u8]) -> String {
         let mut bytes = [0u8; 32];
         match &self.seed {
             Some(seed) => {
@@ -153,6 +155,7 @@ impl IdGen {
                     .chain_update(seed.as_bytes())
                     .chain_update(self.salt.to_le_bytes())
                     .chain_update(c.to_le_bytes())
+                    .chain_update(context)
                     .finalize();
                 bytes.copy_from_slice(&digest);
             }
@@ -266,8 +269,9 @@ impl Ctx {
 
     /// An operation by the current actor, now, with a fresh op id.
     pub fn op(&self, change: Change) -> Result<Op, Refusal> {
+        let context = toml::to_string(&change).unwrap_or_default();
         Ok(Op {
-            id: OpId::from_hex(&self.ids.hex(16)),
+            id: OpId::from_hex(&self.ids.hex(16, context.as_bytes())),
             at: self.now,
             actor: self.actor()?,
             change,
@@ -326,11 +330,10 @@ mod tests {
     fn seeded_ids_repeat_and_differ_by_salt() {
         let a = IdGen::new(Some("s".into()), 1);
         let b = IdGen::new(Some("s".into()), 1);
-        assert_eq!(a.hex(8), b.hex(8));
-        assert_ne!(a.hex(8), a.hex(8));
-        assert_ne!(
-            IdGen::new(Some("s".into()), 2).hex(8),
-            IdGen::new(Some("s".into()), 1).hex(8)
-        );
+        assert_eq!(a.hex(8, b"x"), b.hex(8, b"x"));
+        assert_ne!(a.hex(8, b"x"), a.hex(8, b"x"));
+        let fresh = |salt| IdGen::new(Some("s".into()), salt);
+        assert_ne!(fresh(2).hex(8, b"x"), fresh(1).hex(8, b"x"));
+        assert_ne!(fresh(1).hex(8, b"x"), fresh(1).hex(8, b"y"));
     }
 }

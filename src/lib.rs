@@ -14,6 +14,7 @@ pub mod error;
 pub mod model;
 pub mod op;
 pub mod output;
+pub mod run;
 pub mod store;
 pub mod time;
 pub mod tx;

@@ -183,12 +183,38 @@ impl Store {
             .tree_id()
             .with_context(|| format!("reading the tree of {commit}"))?;
         let msg = c.message_raw_sloppy().to_str_lossy();
-        let tick = crate::op::message::tick_of(&msg).unwrap_or(0);
+        let tick = match crate::op::message::tick_of(&msg) {
+            Some(t) => t,
+            // Someone committed onto the ref by hand: count on from the
+            // newest real tick below it, so numbering stays consecutive.
+            None => self.tick_below(commit)?,
+        };
         Ok(Tip {
             commit,
             tree: Oid(tree.detach()),
             tick,
         })
+    }
+
+    /// The tick number a commit without a `Loopx-Tick` trailer stands for:
+    /// the newest trailer below it plus the commits in between.
+    fn tick_below(&self, commit: Oid) -> Result<u64> {
+        let mut steps = 0;
+        let mut next = Some(commit);
+        while let Some(id) = next {
+            let c = self
+                .repo
+                .find_commit(id.0)
+                .with_context(|| format!("reading commit {id}"))?;
+            if steps > 0
+                && let Some(t) = crate::op::message::tick_of(&c.message_raw_sloppy().to_str_lossy())
+            {
+                return Ok(t + steps);
+            }
+            steps += 1;
+            next = c.parent_ids().next().map(|p| Oid(p.detach()));
+        }
+        Ok(steps)
     }
 
     /// The full message of a commit.
@@ -200,18 +226,45 @@ impl Store {
         Ok(c.message_raw_sloppy().to_str_lossy().into_owned())
     }
 
-    /// Every blob under a tree, with its slash-separated path, in tree order.
+    /// Every blob of the live state under a tree, with its slash-separated
+    /// path, in tree order. The `archive/` folder is skipped, so reads stay
+    /// proportional to the live state; see [`Store::read_files_under`].
     pub fn read_files(&self, tree: Oid) -> Result<Vec<(String, Vec<u8>)>> {
         let mut out = Vec::new();
-        self.walk(tree.0, String::new(), &mut out)
+        self.walk(tree.0, String::new(), Some("archive"), &mut out)
             .with_context(|| format!("reading the state tree {tree}"))?;
         Ok(out)
     }
 
+    /// Every blob under the folder `dir` of a tree (paths from the root), or
+    /// nothing if the folder does not exist.
+    pub fn read_files_under(&self, tree: Oid, dir: &str) -> Result<Vec<(String, Vec<u8>)>> {
+        let root = self
+            .repo
+            .find_tree(tree.0)
+            .with_context(|| format!("reading the state tree {tree}"))?;
+        let Some(entry) = root
+            .lookup_entry_by_path(dir)
+            .with_context(|| format!("looking up {dir} in the state tree"))?
+        else {
+            return Ok(Vec::new());
+        };
+        if !entry.mode().is_tree() {
+            return Ok(Vec::new());
+        }
+        let mut out = Vec::new();
+        self.walk(entry.object_id(), dir.to_owned(), None, &mut out)
+            .with_context(|| format!("reading {dir} in the state tree"))?;
+        Ok(out)
+    }
+
+    /// Reads every blob below `tree`; `skip` names a top-level folder to
+    /// leave out.
     fn walk(
         &self,
         tree: gix::ObjectId,
         prefix: String,
+        skip: Option<&str>,
         out: &mut Vec<(String, Vec<u8>)>,
     ) -> Result<()> {
         let tree = self.repo.find_tree(tree)?;
@@ -234,7 +287,8 @@ impl Store {
                 format!("{prefix}/{name}")
             };
             match kind {
-                EntryKind::Tree => self.walk(oid, path, out)?,
+                EntryKind::Tree if skip == Some(path.as_str()) => {}
+                EntryKind::Tree => self.walk(oid, path, None, out)?,
                 EntryKind::Blob | EntryKind::BlobExecutable => {
                     let data = self
                         .repo

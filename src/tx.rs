@@ -41,6 +41,17 @@ pub fn load_at(ctx: &Ctx, tip: Tip) -> Result<Snapshot> {
     Ok(Snapshot { tip, state })
 }
 
+/// Reads the archived todos of a snapshot (not part of the live state).
+pub fn load_archive(
+    ctx: &Ctx,
+    snap: &Snapshot,
+) -> Result<std::collections::BTreeMap<crate::model::TodoId, crate::model::Todo>> {
+    let files = ctx.store.read_files_under(snap.tip.tree, files::ARCHIVE)?;
+    Ok(files::decode_archive(
+        files.iter().map(|(p, b)| (p.as_str(), b.as_slice())),
+    )?)
+}
+
 /// Reads the current state, or says how to create one.
 pub fn load(ctx: &Ctx) -> Result<Snapshot> {
     match ctx.store.tip()? {

@@ -81,7 +81,9 @@ pub fn run(ctx: &Ctx, _args: &Args) -> Result<Exit> {
                 title: &t.title,
                 owner: &c.owner,
                 lease_until: c.lease_until,
-                expired: c.lease_until <= ctx.now,
+                expired: t
+                    .live_claim(ctx.now, state.meta.settings.clock_skew)
+                    .is_none(),
             })
         })
         .collect();

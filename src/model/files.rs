@@ -27,6 +27,14 @@ pub fn todo_path(id: &TodoId) -> String {
     format!("todos/{}/{id}.toml", &id.hex()[..2])
 }
 
+/// Archived todos keep their fan-out under `archive/`.
+pub fn archived_todo_path(id: &TodoId) -> String {
+    format!("archive/{}", todo_path(id))
+}
+
+/// The folder that holds the archive.
+pub const ARCHIVE: &str = "archive";
+
 /// A file to write (`Some(bytes)`) or delete (`None`).
 pub type Change = (String, Option<Vec<u8>>);
 
@@ -58,6 +66,11 @@ pub fn changes(old: &State, new: &State) -> Vec<Change> {
     diff_map(&old.goals, &new.goals, goal_path, &mut out);
     diff_map(&old.agents, &new.agents, agent_path, &mut out);
     diff_map(&old.todos, &new.todos, todo_path, &mut out);
+    for (id, t) in &new.archived {
+        if old.archived.get(id) != Some(t) {
+            out.push((archived_todo_path(id), Some(encode(t))));
+        }
+    }
     out
 }
 
@@ -86,6 +99,8 @@ pub enum Kind {
     Goal,
     Agent,
     Todo,
+    /// A todo in the archive: not loaded with the state.
+    Archived,
     /// Not part of the layout this binary knows.
     Unknown,
 }
@@ -97,6 +112,7 @@ pub fn kind_of(path: &str) -> Kind {
         ["goals", f] if f.ends_with(".toml") => Kind::Goal,
         ["agents", f] if f.ends_with(".toml") => Kind::Agent,
         ["todos", _, f] if f.ends_with(".toml") => Kind::Todo,
+        ["archive", "todos", _, f] if f.ends_with(".toml") => Kind::Archived,
         _ => Kind::Unknown,
     }
 }
@@ -158,7 +174,7 @@ pub fn decode<'a>(files: impl IntoIterator<Item = (&'a str, &'a [u8])>) -> Resul
     };
     for (path, bytes) in files {
         match kind_of(path) {
-            Kind::Meta | Kind::Unknown => {}
+            Kind::Meta | Kind::Unknown | Kind::Archived => {}
             Kind::Goal => {
                 let g: Goal = parse(path, bytes)?;
                 expect_path(path, &goal_path(&g.id))?;
@@ -184,5 +200,37 @@ fn expect_path(path: &str, want: &str) -> Result<(), Refusal> {
         Ok(())
     } else {
         Err(corrupt(path, format!("its id belongs at {want}")))
+    }
+}
+
+/// Parses archived todo files (from the `archive/` subtree).
+pub fn decode_archive<'a>(
+    files: impl IntoIterator<Item = (&'a str, &'a [u8])>,
+) -> Result<std::collections::BTreeMap<TodoId, Todo>, Refusal> {
+    let mut out = std::collections::BTreeMap::new();
+    for (path, bytes) in files {
+        if kind_of(path) == Kind::Archived {
+            let t: Todo = parse(path, bytes)?;
+            expect_path(path, &archived_todo_path(&t.id))?;
+            out.insert(t.id.clone(), t);
+        }
+    }
+    Ok(out)
+}
+
+/// Parses one file by its path, for `doctor`: every error, not just the
+/// first.
+pub fn check_file(path: &str, bytes: &[u8]) -> Result<(), Refusal> {
+    match kind_of(path) {
+        Kind::Meta => check_meta(Some(bytes)).map(drop),
+        Kind::Goal => parse::<Goal>(path, bytes).and_then(|g| expect_path(path, &goal_path(&g.id))),
+        Kind::Agent => {
+            parse::<Agent>(path, bytes).and_then(|a| expect_path(path, &agent_path(&a.id)))
+        }
+        Kind::Todo => parse::<Todo>(path, bytes).and_then(|t| expect_path(path, &todo_path(&t.id))),
+        Kind::Archived => {
+            parse::<Todo>(path, bytes).and_then(|t| expect_path(path, &archived_todo_path(&t.id)))
+        }
+        Kind::Unknown => Ok(()),
     }
 }

@@ -10,6 +10,7 @@ pub mod files;
 pub mod glob;
 pub mod goal;
 pub mod id;
+pub mod run;
 pub mod todo;
 
 use std::collections::BTreeMap;
@@ -20,7 +21,7 @@ pub use actor::Actor;
 pub use agent::{Agent, AgentStatus, Runtime};
 pub use goal::{Goal, GoalStatus, QuotaPolicy};
 pub use id::{AgentId, GoalId, OpId, TodoId};
-pub use todo::{Claim, Note, Priority, Todo, TodoStatus};
+pub use todo::{Claim, Note, Priority, Todo, TodoStatus, Validation};
 
 use crate::error::Refusal;
 use crate::time::Span;
@@ -35,6 +36,10 @@ pub struct State {
     pub goals: BTreeMap<GoalId, Goal>,
     pub agents: BTreeMap<AgentId, Agent>,
     pub todos: BTreeMap<TodoId, Todo>,
+    /// Todos moved to the archive by the op being applied. The archive itself
+    /// is never loaded with the state, so reads stay proportional to the
+    /// live set; `files::changes` writes these under `archive/`.
+    pub archived: BTreeMap<TodoId, Todo>,
 }
 
 /// `loopx.toml`: the format version and settings shared by every machine.
@@ -119,10 +124,14 @@ impl State {
 
     /// Resolves what a user typed (a full id or a unique prefix) to a todo.
     pub fn resolve_todo(&self, typed: &str) -> Result<TodoId, Refusal> {
-        resolve(&self.todos, TodoId::PREFIX, TodoId::KIND, typed, |id| {
-            id.hex()
-        })
+        resolve_todo_in(&self.todos, typed)
     }
+}
+
+/// Resolves a typed todo id or prefix within any set of todos (the live
+/// state, or the archive).
+pub fn resolve_todo_in(todos: &BTreeMap<TodoId, Todo>, typed: &str) -> Result<TodoId, Refusal> {
+    resolve(todos, TodoId::PREFIX, TodoId::KIND, typed, |id| id.hex())
 }
 
 /// Finds the one key whose hex part starts with what the user typed.

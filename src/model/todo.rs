@@ -29,6 +29,9 @@ pub struct Todo {
     /// Paths (globs) its owner will write.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub scope: Vec<String>,
+    /// The command `todo done` runs first; completion needs it to pass.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub validate: Option<Validation>,
     /// Bumped by every change of owner; ops on a claimed todo carry the epoch
     /// their writer read (fencing).
     pub epoch: u64,
@@ -55,6 +58,14 @@ impl Todo {
             .as_ref()
             .filter(|c| now < c.lease_until.plus(skew))
     }
+}
+
+/// A validation command: an argv run without a shell in the repository
+/// root, with a timeout.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Validation {
+    pub argv: Vec<String>,
+    pub timeout: Span,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -1,8 +1,8 @@
 //! Rules for `agent.register`.
 
-use super::{Effect, Op};
+use super::{Effect, Op, rules};
 use crate::error::Refusal;
-use crate::model::{Actor, Agent, AgentId, AgentStatus, Runtime, State};
+use crate::model::{Actor, Agent, AgentId, AgentStatus, Note, Runtime, State, TodoStatus};
 
 pub(super) fn register(
     state: &mut State,
@@ -20,13 +20,7 @@ pub(super) fn register(
         )
         .with_hint("a human registers other agents"));
     }
-    let mut caps: Vec<String> = capabilities
-        .iter()
-        .map(|c| c.trim().to_owned())
-        .filter(|c| !c.is_empty())
-        .collect();
-    caps.sort();
-    caps.dedup();
+    let caps = normalize(capabilities);
     let verb = match state.agents.get(id) {
         None => "register",
         Some(a) if a.status == AgentStatus::Retired => "re-register",
@@ -37,7 +31,11 @@ pub(super) fn register(
         }
         Some(_) => "re-register",
     };
-    let registered_at = state.agents.get(id).map_or(op.at, |a| a.registered_at);
+    // The first registration is kept: who registered the agent, and when.
+    let (registered_at, registered_by) =
+        state.agents.get(id).map_or((op.at, op.actor.clone()), |a| {
+            (a.registered_at, a.registered_by.clone())
+        });
     state.agents.insert(
         id.clone(),
         Agent {
@@ -46,11 +44,69 @@ pub(super) fn register(
             status: AgentStatus::Active,
             capabilities: caps,
             registered_at,
-            registered_by: op.actor.clone(),
+            registered_by,
         },
     );
     Ok(Effect::new(format!(
         "{verb} agent {id} ({})",
         runtime.as_str()
     )))
+}
+
+/// Capabilities as stored: trimmed, without empties, sorted, deduplicated.
+pub fn normalize(capabilities: &[String]) -> Vec<String> {
+    let mut caps: Vec<String> = capabilities
+        .iter()
+        .map(|c| c.trim().to_owned())
+        .filter(|c| !c.is_empty())
+        .collect();
+    caps.sort();
+    caps.dedup();
+    caps
+}
+
+/// Retires an agent (a human, or the agent itself) and releases its claims,
+/// each with a note saying why.
+pub(super) fn retire(state: &mut State, op: &Op, id: &AgentId) -> Result<Effect, Refusal> {
+    if let Actor::Agent(me) = &op.actor
+        && me != id
+    {
+        return Err(Refusal::rule(
+            "retire-self-only",
+            format!("agent {me} may retire only itself, not {id}"),
+        )
+        .with_hint("a human retires other agents"));
+    }
+    rules::registered(state, id)?;
+    let held: Vec<_> = state
+        .todos
+        .values()
+        .filter(|t| t.owner() == Some(id))
+        .map(|t| t.id.clone())
+        .collect();
+    for tid in &held {
+        let t = state.todos.get_mut(tid).expect("collected above");
+        t.claim = None;
+        t.status = TodoStatus::Open;
+        t.updated_at = op.at;
+        t.notes.push(Note {
+            at: op.at,
+            by: op.actor.clone(),
+            text: format!("released because {id} retired"),
+        });
+    }
+    let a = state.agents.get_mut(id).expect("registered above");
+    a.status = AgentStatus::Retired;
+    let released = if held.is_empty() {
+        String::new()
+    } else {
+        format!(
+            ", released {}",
+            held.iter()
+                .map(|t| t.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
+    Ok(Effect::new(format!("retire agent {id}{released}")))
 }

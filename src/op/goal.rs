@@ -107,11 +107,22 @@ pub(super) fn set(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         what.push(format!("status={}", s.as_str()));
     }
     if let Some(s) = scope {
-        g.scope.clone_from(s);
+        let mut scope: Vec<String> = s
+            .iter()
+            .map(|p| p.trim().to_owned())
+            .filter(|p| !p.is_empty())
+            .collect();
+        scope.sort();
+        scope.dedup();
+        g.scope = scope;
         what.push("scope".to_owned());
     }
     if let Some(gs) = guards {
-        g.guards.clone_from(gs);
+        g.guards = gs
+            .iter()
+            .map(|p| p.trim().to_owned())
+            .filter(|p| !p.is_empty())
+            .collect();
         what.push("guards".to_owned());
     }
     if let Some(n) = quota_slots {

@@ -7,7 +7,7 @@
 //! live command and sync's replay call the same function, so a rule holds
 //! the same way on every machine. Nothing here knows about git.
 
-mod agent;
+pub mod agent;
 mod goal;
 pub mod message;
 pub mod rules;
@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::Refusal;
 use crate::model::{
     Actor, AgentId, GoalId, GoalStatus, OpId, Priority, Runtime, State, TodoId, TodoStatus,
+    Validation, run::CommandRun,
 };
 use crate::time::{Span, Timestamp};
 
@@ -80,6 +81,8 @@ pub enum Change {
         scope: Vec<String>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         note: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        validate: Option<Validation>,
     },
     /// Claim, renew (the owner claims again) or steal an expired lease.
     #[serde(rename = "todo.claim")]
@@ -89,8 +92,30 @@ pub enum Change {
         epoch: u64,
         lease: Span,
     },
+    /// The owner extends its lease; the epoch stays.
+    #[serde(rename = "todo.renew")]
+    TodoRenew {
+        todo: TodoId,
+        epoch: u64,
+        lease: Span,
+    },
+    /// The owner (or a human) gives the claim to another agent.
+    #[serde(rename = "todo.handoff")]
+    TodoHandoff {
+        todo: TodoId,
+        epoch: u64,
+        to: AgentId,
+        lease: Span,
+        note: String,
+    },
+    /// The owner gives the claim up; a human may `force` it off any owner.
     #[serde(rename = "todo.release")]
-    TodoRelease { todo: TodoId, epoch: u64 },
+    TodoRelease {
+        todo: TodoId,
+        epoch: u64,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        force: bool,
+    },
     #[serde(rename = "todo.update")]
     TodoUpdate {
         todo: TodoId,
@@ -106,7 +131,33 @@ pub enum Change {
         epoch: u64,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         note: Option<String>,
+        /// The todo's validation, run once before the tick.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        validation: Option<CommandRun>,
     },
+    #[serde(rename = "todo.edit")]
+    TodoEdit {
+        todo: TodoId,
+        epoch: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        title: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        priority: Option<Priority>,
+        /// Replaces the `after` list.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        after: Option<Vec<TodoId>>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        note: Option<String>,
+    },
+    /// A done, blocked or deferred todo becomes open again.
+    #[serde(rename = "todo.reopen")]
+    TodoReopen { todo: TodoId, epoch: u64 },
+    /// Moves done todos out of the live set.
+    #[serde(rename = "todo.archive")]
+    TodoArchive { todos: Vec<TodoId> },
+    /// The agent stops; its claims are released.
+    #[serde(rename = "agent.retire")]
+    AgentRetire { agent: AgentId },
 }
 
 impl Change {
@@ -119,9 +170,15 @@ impl Change {
             Change::AgentRegister { .. } => "agent.register",
             Change::TodoAdd { .. } => "todo.add",
             Change::TodoClaim { .. } => "todo.claim",
+            Change::TodoRenew { .. } => "todo.renew",
+            Change::TodoHandoff { .. } => "todo.handoff",
             Change::TodoRelease { .. } => "todo.release",
             Change::TodoUpdate { .. } => "todo.update",
             Change::TodoDone { .. } => "todo.done",
+            Change::TodoEdit { .. } => "todo.edit",
+            Change::TodoReopen { .. } => "todo.reopen",
+            Change::TodoArchive { .. } => "todo.archive",
+            Change::AgentRetire { .. } => "agent.retire",
         }
     }
 
@@ -134,9 +191,15 @@ impl Change {
         "agent.register",
         "todo.add",
         "todo.claim",
+        "todo.renew",
+        "todo.handoff",
         "todo.release",
         "todo.update",
         "todo.done",
+        "todo.edit",
+        "todo.reopen",
+        "todo.archive",
+        "agent.retire",
     ];
 
     /// The todo this change is about, if any.
@@ -144,9 +207,13 @@ impl Change {
         match self {
             Change::TodoAdd { todo, .. }
             | Change::TodoClaim { todo, .. }
+            | Change::TodoRenew { todo, .. }
+            | Change::TodoHandoff { todo, .. }
             | Change::TodoRelease { todo, .. }
             | Change::TodoUpdate { todo, .. }
-            | Change::TodoDone { todo, .. } => Some(todo),
+            | Change::TodoDone { todo, .. }
+            | Change::TodoEdit { todo, .. }
+            | Change::TodoReopen { todo, .. } => Some(todo),
             _ => None,
         }
     }
@@ -169,8 +236,7 @@ impl Effect {
 
 /// Applies `op` to `state`, or refuses and leaves `state` unchanged.
 pub fn apply(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
-    // Work on a copy only where a rule may refuse after a partial change;
-    // every function below checks all preconditions before mutating.
+    // Every function below checks all its preconditions before it mutates.
     match &op.change {
         Change::Init { goal, objective } => {
             goal::init(state, op, goal.as_ref(), objective.as_deref())
@@ -184,16 +250,40 @@ pub fn apply(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         } => agent::register(state, op, agent, *runtime, capabilities),
         Change::TodoAdd { .. } => todo::add(state, op),
         Change::TodoClaim { todo, epoch, lease } => todo::claim(state, op, todo, *epoch, *lease),
-        Change::TodoRelease { todo, epoch } => todo::release(state, op, todo, *epoch),
+        Change::TodoRenew { todo, epoch, lease } => todo::renew(state, op, todo, *epoch, *lease),
+        Change::TodoHandoff {
+            todo,
+            epoch,
+            to,
+            lease,
+            note,
+        } => todo::handoff(state, op, todo, *epoch, to, *lease, note),
+        Change::TodoRelease { todo, epoch, force } => {
+            todo::release(state, op, todo, *epoch, *force)
+        }
         Change::TodoUpdate {
             todo,
             epoch,
             status,
             note,
         } => todo::update(state, op, todo, *epoch, *status, note.as_deref()),
-        Change::TodoDone { todo, epoch, note } => {
-            todo::done(state, op, todo, *epoch, note.as_deref())
-        }
+        Change::TodoDone {
+            todo,
+            epoch,
+            note,
+            validation,
+        } => todo::done(
+            state,
+            op,
+            todo,
+            *epoch,
+            note.as_deref(),
+            validation.as_ref(),
+        ),
+        Change::TodoEdit { .. } => todo::edit(state, op),
+        Change::TodoReopen { todo, epoch } => todo::reopen(state, op, todo, *epoch),
+        Change::TodoArchive { todos } => todo::archive(state, op, todos),
+        Change::AgentRetire { agent } => agent::retire(state, op, agent),
     }
 }
 

@@ -2,11 +2,12 @@
 //! for an agent. Defined once; `apply`, `todo list --ready`, `claim --next`
 //! and (later) `should-run` all ask here.
 
+use std::collections::BTreeMap;
 use std::fmt;
 
 use crate::error::Refusal;
 use crate::model::{
-    Actor, Agent, AgentId, AgentStatus, GoalStatus, State, Todo, TodoId, TodoStatus,
+    Actor, Agent, AgentId, AgentStatus, GoalStatus, State, Todo, TodoId, TodoStatus, glob,
 };
 use crate::time::Timestamp;
 
@@ -15,7 +16,7 @@ use crate::time::Timestamp;
 pub enum NotReady {
     Done,
     Status(TodoStatus),
-    /// Another agent holds a live claim.
+    /// Someone holds a live claim.
     ClaimedBy {
         owner: AgentId,
         until: Timestamp,
@@ -26,6 +27,28 @@ pub enum NotReady {
     Lacks(Vec<String>),
     /// The todo's goal is paused or done.
     Goal(GoalStatus),
+    /// Another agent's live claim writes an overlapping path.
+    ScopeBusy {
+        holder: AgentId,
+        todo: TodoId,
+        ours: String,
+        theirs: String,
+    },
+}
+
+impl NotReady {
+    /// A short stable name, for counting reasons.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            NotReady::Done => "done",
+            NotReady::Status(_) => "not open",
+            NotReady::ClaimedBy { .. } => "claimed",
+            NotReady::Waiting(_) => "waiting",
+            NotReady::Lacks(_) => "missing capability",
+            NotReady::Goal(_) => "goal not active",
+            NotReady::ScopeBusy { .. } => "scope busy",
+        }
+    }
 }
 
 impl fmt::Display for NotReady {
@@ -46,19 +69,39 @@ impl fmt::Display for NotReady {
             ),
             NotReady::Lacks(caps) => write!(f, "it needs capability {}", caps.join(", ")),
             NotReady::Goal(s) => write!(f, "its goal is {}", s.as_str()),
+            NotReady::ScopeBusy {
+                holder,
+                todo,
+                ours,
+                theirs,
+            } => {
+                if ours == theirs {
+                    write!(f, "{holder} holds {todo}, which also writes {ours}")
+                } else {
+                    write!(
+                        f,
+                        "{holder} holds {todo}, which writes {theirs}, overlapping {ours}"
+                    )
+                }
+            }
         }
     }
 }
 
 impl NotReady {
-    /// As a refusal: a live claim by another is a conflict (exit 4), the rest
-    /// are rules (exit 3).
+    /// As a refusal: a live claim by another (on the todo or on an
+    /// overlapping scope) is a conflict (exit 4), the rest are rules (exit 3).
     pub fn refusal(&self, todo: &Todo) -> Refusal {
         let msg = format!("{} is not ready: {self}", todo.id);
         match self {
             NotReady::ClaimedBy { owner, .. } => Refusal::conflict("claimed", msg).with_hint(
                 format!("{owner} won it; pick another with `loopx todo list --ready`"),
             ),
+            NotReady::ScopeBusy { holder, .. } => {
+                Refusal::conflict("scope-busy", msg).with_hint(format!(
+                    "wait for {holder} to finish, or pick other work with `loopx todo list --ready`"
+                ))
+            }
             NotReady::Done => Refusal::rule("todo-done", msg)
                 .with_hint("`loopx todo list --ready` shows what is left"),
             NotReady::Waiting(_) => Refusal::rule("waiting", msg)
@@ -68,16 +111,16 @@ impl NotReady {
             ),
             NotReady::Goal(_) => Refusal::rule("goal-not-active", msg)
                 .with_hint("a human can resume it with `loopx goal set ID --status active`"),
-            NotReady::Status(_) => Refusal::rule("not-open", msg)
-                .with_hint("reopen it with `loopx todo update ID --status open`"),
+            NotReady::Status(_) => {
+                Refusal::rule("not-open", msg).with_hint("reopen it with `loopx todo reopen ID`")
+            }
         }
     }
 }
 
 /// `ready(todo, agent)` of DESIGN §4: the todo is open, or claimed with an
-/// expired lease; every `after` is done; the agent has the required
-/// capabilities; its goal is active. A todo with a live claim, even the
-/// agent's own, is not ready: callers treat their own claims separately.
+/// expired lease; and it [`fits`] the agent. A todo with a live claim, even
+/// the agent's own, is not ready: callers treat their own claims separately.
 pub fn ready(state: &State, todo: &Todo, agent: &Agent, now: Timestamp) -> Result<(), NotReady> {
     match todo.status {
         TodoStatus::Open => {}
@@ -92,6 +135,14 @@ pub fn ready(state: &State, todo: &Todo, agent: &Agent, now: Timestamp) -> Resul
         TodoStatus::Done => return Err(NotReady::Done),
         s => return Err(NotReady::Status(s)),
     }
+    fits(state, todo, agent, now)
+}
+
+/// Whether the agent could hold the todo, whatever its claim: the goal is
+/// active, every `after` is done (an id no longer in the live set was
+/// archived, which only happens to done todos), the agent has the required
+/// capabilities, and no other agent's live claim writes an overlapping path.
+pub fn fits(state: &State, todo: &Todo, agent: &Agent, now: Timestamp) -> Result<(), NotReady> {
     if let Some(goal) = state.goals.get(&todo.goal)
         && goal.status != GoalStatus::Active
     {
@@ -104,7 +155,7 @@ pub fn ready(state: &State, todo: &Todo, agent: &Agent, now: Timestamp) -> Resul
             state
                 .todos
                 .get(*id)
-                .is_none_or(|t| t.status != TodoStatus::Done)
+                .is_some_and(|t| t.status != TodoStatus::Done)
         })
         .cloned()
         .collect();
@@ -120,7 +171,74 @@ pub fn ready(state: &State, todo: &Todo, agent: &Agent, now: Timestamp) -> Resul
     if !lacks.is_empty() {
         return Err(NotReady::Lacks(lacks));
     }
+    if !todo.scope.is_empty() {
+        let skew = state.meta.settings.clock_skew;
+        for other in state.todos.values() {
+            if other.id == todo.id || other.scope.is_empty() {
+                continue;
+            }
+            let Some(c) = other.live_claim(now, skew) else {
+                continue;
+            };
+            if c.owner == agent.id {
+                continue;
+            }
+            if let Some((ours, theirs)) = glob::first_overlap(&todo.scope, &other.scope) {
+                return Err(NotReady::ScopeBusy {
+                    holder: c.owner.clone(),
+                    todo: other.id.clone(),
+                    ours: ours.to_owned(),
+                    theirs: theirs.to_owned(),
+                });
+            }
+        }
+    }
     Ok(())
+}
+
+/// Orders todos as work should be picked: priority, then age, then id.
+pub fn pick_order(a: &Todo, b: &Todo) -> std::cmp::Ordering {
+    (a.priority, a.created_at, &a.id).cmp(&(b.priority, b.created_at, &b.id))
+}
+
+/// The best ready todo for an agent (priority, then age), optionally within
+/// one goal; or a summary of why none is.
+pub fn best_ready<'s>(
+    state: &'s State,
+    agent: &Agent,
+    goal: Option<&crate::model::GoalId>,
+    now: Timestamp,
+) -> Result<&'s Todo, Refusal> {
+    let mut why: BTreeMap<&'static str, usize> = BTreeMap::new();
+    let mut best: Option<&Todo> = None;
+    for t in state.todos.values() {
+        if goal.is_some_and(|g| &t.goal != g) || t.status == TodoStatus::Done {
+            continue;
+        }
+        match ready(state, t, agent, now) {
+            Ok(()) => {
+                if best.is_none_or(|b| pick_order(t, b).is_lt()) {
+                    best = Some(t);
+                }
+            }
+            Err(n) => *why.entry(n.kind()).or_default() += 1,
+        }
+    }
+    best.ok_or_else(|| {
+        let detail = if why.is_empty() {
+            "there are no open todos".to_owned()
+        } else {
+            why.iter()
+                .map(|(k, n)| format!("{n} {k}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        Refusal::rule(
+            "nothing-ready",
+            format!("no todo is ready for {}: {detail}", agent.id),
+        )
+        .with_hint("add work with `loopx todo add`, or look with `loopx todo list`")
+    })
 }
 
 /// The registered, active agent behind an actor, or why there is none.
@@ -134,7 +252,9 @@ pub fn acting_agent<'s>(
             "agents-only",
             format!("only a registered agent may {action}: claims belong to registered agents"),
         )
-        .with_hint("pass --agent ID (or set LOOPX_AGENT) for an agent registered with `loopx agent register`"));
+        .with_hint(
+            "pass --agent ID (or set LOOPX_AGENT) for an agent registered with `loopx agent register`",
+        ));
     };
     registered(state, id)
 }
@@ -163,11 +283,8 @@ pub fn human_only(actor: &Actor, action: &str) -> Result<(), Refusal> {
             "humans-only",
             format!("only a human may {action}; {id} is an agent"),
         )
-        .with_hint("ask a human to run it, from a shell with no --agent, LOOPX_AGENT or agent-runtime session")),
+        .with_hint(
+            "ask a human to run it, from a shell with no --agent, LOOPX_AGENT or agent-runtime session",
+        )),
     }
-}
-
-/// Orders todos as work should be picked: priority, then age, then id.
-pub fn pick_order(a: &Todo, b: &Todo) -> std::cmp::Ordering {
-    (a.priority, a.created_at, &a.id).cmp(&(b.priority, b.created_at, &b.id))
 }

@@ -135,6 +135,7 @@ fn add(hex: &str, title: &str) -> Change {
         capabilities: Vec::new(),
         scope: Vec::new(),
         note: None,
+        validate: None,
     }
 }
 
@@ -150,6 +151,7 @@ fn release(hex: &str, epoch: u64) -> Change {
     Change::TodoRelease {
         todo: tid(hex),
         epoch,
+        force: false,
     }
 }
 
@@ -167,6 +169,7 @@ fn done(hex: &str, epoch: u64, note: Option<&str>) -> Change {
         todo: tid(hex),
         epoch,
         note: note.map(str::to_owned),
+        validation: None,
     }
 }
 
@@ -565,7 +568,8 @@ fn goal_set_applies_every_field() {
     let g = &s.goals[&gid("main")];
     assert_eq!(g.objective, "Ship the parser and docs");
     assert_eq!(g.status, GoalStatus::Paused);
-    assert_eq!(g.scope, strings(&["src/**", "docs/**"]));
+    // Scopes are stored sorted.
+    assert_eq!(g.scope, strings(&["docs/**", "src/**"]));
     assert_eq!(g.guards, strings(&["no unsafe"]));
     assert_eq!(
         g.quota,
@@ -727,9 +731,9 @@ fn changing_the_runtime_re_registers() {
     assert_eq!(a.runtime, Runtime::Codex);
     assert_eq!(a.capabilities, strings(&["rust"]));
     assert_eq!(a.status, AgentStatus::Active);
-    // First registration time kept; the latest registrar recorded.
+    // The first registration is kept: its time and who made it.
     assert_eq!(a.registered_at, t("2026-01-01T09:00:00Z"));
-    assert_eq!(a.registered_by, agent("agent-a"));
+    assert_eq!(a.registered_by, human());
 }
 
 #[test]
@@ -807,6 +811,7 @@ fn todo_add_by_a_human() {
             after: Vec::new(),
             capabilities: Vec::new(),
             scope: Vec::new(),
+            validate: None,
             epoch: 0,
             created_at: t("2026-01-01T09:01:00Z"),
             created_by: human(),
@@ -829,6 +834,7 @@ fn todo_add_subject_and_registered_agent_author() {
         after: Vec::new(),
         capabilities: Vec::new(),
         scope: Vec::new(),
+        validate: None,
         note: None,
     };
     let subject = ok(
@@ -863,6 +869,7 @@ fn todo_add_refuses_an_unknown_goal() {
         after: Vec::new(),
         capabilities: Vec::new(),
         scope: Vec::new(),
+        validate: None,
         note: None,
     };
     let r = refuse(
@@ -916,6 +923,7 @@ fn add_with(after: &[&str], caps: &[&str], scope: &[&str], note: Option<&str>) -
         after: after.iter().map(|h| tid(h)).collect(),
         capabilities: strings(caps),
         scope: strings(scope),
+        validate: None,
         note: note.map(str::to_owned),
     }
 }

@@ -4,7 +4,9 @@
 
 use super::{Change, Effect, Op, goal::non_empty, rules, short};
 use crate::error::Refusal;
-use crate::model::{Actor, Claim, GoalStatus, Note, State, Todo, TodoId, TodoStatus};
+use crate::model::{
+    Actor, Claim, GoalStatus, Note, State, Todo, TodoId, TodoStatus, run::CommandRun,
+};
 use crate::time::Span;
 
 pub(super) fn add(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
@@ -17,10 +19,25 @@ pub(super) fn add(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         capabilities,
         scope,
         note,
+        validate,
     } = &op.change
     else {
         unreachable!("dispatched on TodoAdd")
     };
+    if let Some(v) = validate {
+        if v.argv.is_empty() || v.argv[0].trim().is_empty() {
+            return Err(
+                Refusal::usage("bad-validation", "the validation command is empty")
+                    .with_hint("put the command after `--`: loopx todo add TITLE -- cargo test"),
+            );
+        }
+        if v.timeout.as_secs() <= 0 {
+            return Err(Refusal::usage(
+                "bad-validation",
+                "--validate-timeout must be longer than 0s",
+            ));
+        }
+    }
     if let Actor::Agent(id) = &op.actor {
         rules::registered(state, id)?;
     }
@@ -72,6 +89,7 @@ pub(super) fn add(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
             after,
             capabilities: sorted(capabilities),
             scope: sorted(scope),
+            validate: validate.clone(),
             epoch: 0,
             created_at: op.at,
             created_by: op.actor.clone(),
@@ -140,20 +158,31 @@ pub(super) fn release(
     op: &Op,
     id: &TodoId,
     epoch: u64,
+    force: bool,
 ) -> Result<Effect, Refusal> {
     if let Actor::Agent(a) = &op.actor {
         rules::registered(state, a)?;
     }
+    if force {
+        rules::human_only(&op.actor, "force a claim off its owner")?;
+    }
     let todo = get(state, id)?;
-    let Some(owner) = todo.owner() else {
+    let Some(owner) = todo.owner().cloned() else {
         return Err(Refusal::rule("not-claimed", format!("{id} is not claimed")));
     };
-    if op.actor.agent() != Some(owner) {
+    if !force && op.actor.agent() != Some(&owner) {
+        let hint = if op.actor.is_human() {
+            format!(
+                "only the owner releases a claim; a human can free it with `loopx todo release {id} --force`"
+            )
+        } else {
+            "only the owner releases a claim".to_owned()
+        };
         return Err(Refusal::conflict(
             "claimed",
             format!("{id} is claimed by {owner}, not by {}", op.actor.name()),
         )
-        .with_hint("only the owner releases a claim"));
+        .with_hint(hint));
     }
     fence(todo, epoch)?;
     let title = short(&todo.title);
@@ -161,7 +190,124 @@ pub(super) fn release(
     t.claim = None;
     t.status = TodoStatus::Open;
     t.updated_at = op.at;
+    if force {
+        t.notes.push(Note {
+            at: op.at,
+            by: op.actor.clone(),
+            text: format!("released the claim of {owner} by force"),
+        });
+        return Ok(Effect::new(format!(
+            "release {id} \"{title}\" from {owner} by force"
+        )));
+    }
     Ok(Effect::new(format!("release {id} \"{title}\"")))
+}
+
+/// The owner extends its lease; a lease already taken over is a conflict.
+pub(super) fn renew(
+    state: &mut State,
+    op: &Op,
+    id: &TodoId,
+    epoch: u64,
+    lease: Span,
+) -> Result<Effect, Refusal> {
+    let agent = rules::acting_agent(state, &op.actor, "renew a lease")?
+        .id
+        .clone();
+    let todo = get(state, id)?;
+    if lease.as_secs() <= 0 {
+        return Err(Refusal::usage(
+            "bad-ttl",
+            "the lease must be longer than 0s",
+        ));
+    }
+    match todo.owner() {
+        Some(o) if *o == agent => {}
+        Some(o) => {
+            return Err(Refusal::conflict(
+                "claimed",
+                format!("{id} is claimed by {o}, not by {agent}"),
+            )
+            .with_hint(
+                "your lease was taken over; pick other work with `loopx todo list --ready`",
+            ));
+        }
+        None => {
+            return Err(
+                Refusal::rule("not-claimed", format!("{id} is not claimed by {agent}"))
+                    .with_hint(format!("claim it with `loopx todo claim {id}`")),
+            );
+        }
+    }
+    fence(todo, epoch)?;
+    let title = short(&todo.title);
+    let t = todo_mut(state, id);
+    let c = t.claim.as_mut().expect("owner() saw a claim");
+    c.lease_until = op.at.plus(lease);
+    t.updated_at = op.at;
+    Ok(Effect::new(format!("renew {id} \"{title}\"")))
+}
+
+/// An explicit transfer: the new owner gets a fresh lease, the epoch bumps,
+/// and the note is recorded for the new owner to read.
+pub(super) fn handoff(
+    state: &mut State,
+    op: &Op,
+    id: &TodoId,
+    epoch: u64,
+    to: &crate::model::AgentId,
+    lease: Span,
+    note: &str,
+) -> Result<Effect, Refusal> {
+    if let Actor::Agent(a) = &op.actor {
+        rules::registered(state, a)?;
+    }
+    let todo = get(state, id)?;
+    let Some(owner) = todo.owner().cloned() else {
+        return Err(Refusal::rule(
+            "not-claimed",
+            format!("{id} is not claimed, so there is nothing to hand off"),
+        )
+        .with_hint(format!("{to} can claim it with `loopx todo claim {id}`")));
+    };
+    if op.actor.agent().is_some_and(|a| *a != owner) {
+        return Err(Refusal::conflict(
+            "claimed",
+            format!("{id} is claimed by {owner}; only its owner (or a human) hands it off"),
+        ));
+    }
+    if *to == owner {
+        return Err(Refusal::usage(
+            "handoff-to-self",
+            format!("{id} already belongs to {to}"),
+        ));
+    }
+    let target = rules::registered(state, to)?.clone();
+    rules::fits(state, todo, &target, op.at).map_err(|why| {
+        let mut r = why.refusal(todo);
+        r.message = format!("{id} cannot go to {to}: {why}");
+        r
+    })?;
+    fence(todo, epoch)?;
+    let note = non_empty(note, "handoff note")?;
+    let title = short(&todo.title);
+    let t = todo_mut(state, id);
+    t.epoch += 1;
+    t.claim = Some(Claim {
+        owner: to.clone(),
+        since: op.at,
+        lease_until: op.at.plus(lease),
+    });
+    t.status = TodoStatus::Claimed;
+    t.updated_at = op.at;
+    t.notes.push(Note {
+        at: op.at,
+        by: op.actor.clone(),
+        text: format!("handoff from {owner} to {to}: {note}"),
+    });
+    Ok(Effect::new(format!(
+        "handoff {id} \"{title}\" from {owner} to {to}"
+    )))
 }
 
 pub(super) fn update(
@@ -230,10 +376,57 @@ pub(super) fn done(
     id: &TodoId,
     epoch: u64,
     note: Option<&str>,
+    validation: Option<&CommandRun>,
 ) -> Result<Effect, Refusal> {
     let todo = writable(state, op, id, epoch, "complete")?;
     if todo.status == TodoStatus::Done {
         return Err(Refusal::rule("todo-done", format!("{id} is already done")));
+    }
+    if let Some(v) = &todo.validate {
+        match validation {
+            None => {
+                return Err(Refusal::rule(
+                    "validation-missing",
+                    format!(
+                        "{id} has a validation command ({}) and this completion did not run it",
+                        v.argv.join(" ")
+                    ),
+                )
+                .with_hint(format!("run `loopx todo done {id}`, which runs it first")));
+            }
+            Some(run) if run.argv != v.argv => {
+                return Err(Refusal::conflict(
+                    "validation-changed",
+                    format!(
+                        "{id}'s validation command changed to `{}` after `{}` ran",
+                        v.argv.join(" "),
+                        run.argv.join(" ")
+                    ),
+                )
+                .with_hint(format!("run `loopx todo done {id}` again")));
+            }
+            Some(run) if !run.passed() => {
+                let tail = run.output_tail.lines().rev().take(5).collect::<Vec<_>>();
+                let tail: Vec<&str> = tail.into_iter().rev().collect();
+                let shown = if tail.is_empty() {
+                    String::new()
+                } else {
+                    format!("\n{}", tail.join("\n"))
+                };
+                return Err(Refusal::rule(
+                    "validation-failed",
+                    format!(
+                        "{id} is not done: its validation `{}` failed ({}){shown}",
+                        run.argv.join(" "),
+                        run.outcome()
+                    ),
+                )
+                .with_hint(
+                    "fix what it reports and run `loopx todo done` again; nothing was marked done",
+                ));
+            }
+            Some(_) => {}
+        }
     }
     let note = note.map(|n| non_empty(n, "note")).transpose()?;
     let title = short(&todo.title);
@@ -250,6 +443,155 @@ pub(super) fn done(
         });
     }
     Ok(Effect::new(format!("done {id} \"{title}\"")))
+}
+
+pub(super) fn edit(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
+    let Change::TodoEdit {
+        todo: id,
+        epoch,
+        title,
+        priority,
+        after,
+        note,
+    } = &op.change
+    else {
+        unreachable!("dispatched on TodoEdit")
+    };
+    let todo = writable(state, op, id, *epoch, "edit")?;
+    let title = title
+        .as_deref()
+        .map(|t| non_empty(t, "title"))
+        .transpose()?;
+    let note = note.as_deref().map(|n| non_empty(n, "note")).transpose()?;
+    let after = match after {
+        Some(list) => {
+            let mut list = list.clone();
+            list.sort();
+            list.dedup();
+            if let Some(missing) = list.iter().find(|a| !state.todos.contains_key(*a)) {
+                return Err(Refusal::rule(
+                    "unknown-after",
+                    format!("--after names {missing}, which is not a live todo"),
+                ));
+            }
+            if let Some(cycle) = list.iter().find(|a| *a == id || waits_for(state, a, id)) {
+                return Err(Refusal::rule(
+                    "after-cycle",
+                    format!("{id} cannot wait for {cycle}: {cycle} already waits for {id}"),
+                ));
+            }
+            Some(list)
+        }
+        None => None,
+    };
+    if title.is_none() && priority.is_none() && after.is_none() && note.is_none() {
+        return Err(Refusal::usage(
+            "nothing-to-edit",
+            "todo edit needs --title, --priority, --after, --no-after or --note",
+        ));
+    }
+    let old_title = short(&todo.title);
+    let t = todo_mut(state, id);
+    let mut what = Vec::new();
+    if let Some(v) = title {
+        t.title = v;
+        what.push("title".to_owned());
+    }
+    if let Some(p) = priority {
+        t.priority = *p;
+        what.push(format!("priority={p}"));
+    }
+    if let Some(a) = after {
+        t.after = a;
+        what.push("after".to_owned());
+    }
+    if let Some(text) = note {
+        t.notes.push(Note {
+            at: op.at,
+            by: op.actor.clone(),
+            text,
+        });
+        what.push("note".to_owned());
+    }
+    t.updated_at = op.at;
+    Ok(Effect::new(format!(
+        "edit {id} \"{old_title}\" {}",
+        what.join(" ")
+    )))
+}
+
+/// Whether `from` waits (directly or through others) for `target`.
+fn waits_for(state: &State, from: &TodoId, target: &TodoId) -> bool {
+    let mut stack = vec![from];
+    let mut seen = std::collections::BTreeSet::new();
+    while let Some(id) = stack.pop() {
+        if !seen.insert(id) {
+            continue;
+        }
+        if let Some(t) = state.todos.get(id) {
+            for a in &t.after {
+                if a == target {
+                    return true;
+                }
+                stack.push(a);
+            }
+        }
+    }
+    false
+}
+
+pub(super) fn reopen(
+    state: &mut State,
+    op: &Op,
+    id: &TodoId,
+    epoch: u64,
+) -> Result<Effect, Refusal> {
+    let todo = writable(state, op, id, epoch, "reopen")?;
+    if matches!(todo.status, TodoStatus::Open | TodoStatus::Claimed) {
+        return Err(Refusal::rule(
+            "not-closed",
+            format!("{id} is {}, not done, blocked or deferred", todo.status),
+        ));
+    }
+    let was = todo.status;
+    let title = short(&todo.title);
+    let t = todo_mut(state, id);
+    t.status = TodoStatus::Open;
+    t.done_at = None;
+    t.updated_at = op.at;
+    Ok(Effect::new(format!("reopen {id} \"{title}\" (was {was})")))
+}
+
+/// Moves the listed todos that are still done out of the live set.
+pub(super) fn archive(state: &mut State, op: &Op, ids: &[TodoId]) -> Result<Effect, Refusal> {
+    if let Actor::Agent(a) = &op.actor {
+        rules::registered(state, a)?;
+    }
+    let moving: Vec<TodoId> = ids
+        .iter()
+        .filter(|id| {
+            state
+                .todos
+                .get(*id)
+                .is_some_and(|t| t.status == TodoStatus::Done)
+        })
+        .cloned()
+        .collect();
+    if moving.is_empty() {
+        return Err(Refusal::rule(
+            "nothing-to-archive",
+            "no done todos to archive",
+        ));
+    }
+    for id in &moving {
+        let t = state.todos.remove(id).expect("filtered on presence");
+        state.archived.insert(id.clone(), t);
+    }
+    let n = moving.len();
+    Ok(Effect::new(format!(
+        "archive {n} done todo{}",
+        if n == 1 { "" } else { "s" }
+    )))
 }
 
 /// Checks that the actor may write this todo: a registered agent or a human,

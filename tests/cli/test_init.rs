@@ -77,7 +77,7 @@ fn the_commit_message_reads_as_a_story_and_carries_the_op() {
         &env.normalize(&msg),
         r#"init with goal main — Ada Lovelace
 
-id = "o-610c020fd11f910f"
+id = "o-d133b4a588765e4c"
 at = "2026-11-30T09:00:00Z"
 actor = "human:Ada Lovelace <ada@example.com>"
 

@@ -17,7 +17,7 @@ claims:
   agent-a  T  Write the parser  (44m left)
 recent:
      7  2026-11-30T09:06:00Z  claim T "Write the parser" — agent-a
-     6  2026-11-30T09:05:00Z  add t-bd083f8d "Write docs" — Ada Lovelace
+     6  2026-11-30T09:05:00Z  add t-9f36c3b9 "Write docs" — Ada Lovelace
      5  2026-11-30T09:04:00Z  add U "Test the parser" — Ada Lovelace
      4  2026-11-30T09:03:00Z  add T "Write the parser" — Ada Lovelace
      3  2026-11-30T09:02:00Z  register agent agent-b (custom) — Ada Lovelace

@@ -2,6 +2,7 @@
 
 pub mod list;
 pub mod register;
+pub mod retire;
 pub mod show;
 
 use anyhow::Result;
@@ -14,6 +15,7 @@ pub enum Command {
     Register(register::Args),
     List(list::Args),
     Show(show::Args),
+    Retire(retire::Args),
 }
 
 pub fn run(ctx: &Ctx, c: &Command) -> Result<Exit> {
@@ -21,5 +23,6 @@ pub fn run(ctx: &Ctx, c: &Command) -> Result<Exit> {
         Command::Register(a) => register::run(ctx, a),
         Command::List(a) => list::run(ctx, a),
         Command::Show(a) => show::run(ctx, a),
+        Command::Retire(a) => retire::run(ctx, a),
     }
 }

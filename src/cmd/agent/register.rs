@@ -36,9 +36,7 @@ struct Wire<'a> {
 
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let agent = slug("agent", &args.id, AgentId::new)?;
-    let mut caps = args.capability.clone();
-    caps.sort();
-    caps.dedup();
+    let caps = crate::op::agent::normalize(&args.capability);
     // Registering the same agent the same way again is a no-op without a
     // tick, so hooks can register at every session start.
     let snap = tx::load(ctx)?;

@@ -1,22 +1,42 @@
 //! `loopx agent show`.
 
 use anyhow::Result;
+use serde::Serialize;
 
+use crate::cmd::todo::TodoRef;
 use crate::ctx::Ctx;
 use crate::error::Exit;
+use crate::model::Agent;
 use crate::tx;
 
-/// Show one agent
+/// Show one agent and the claims it holds
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// The agent's id
     id: String,
 }
 
+#[derive(Serialize)]
+struct Wire<'a> {
+    #[serde(flatten)]
+    agent: &'a Agent,
+    claims: Vec<TodoRef<'a>>,
+}
+
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let snap = tx::load(ctx)?;
     let a = snap.state.agent(&args.id)?;
-    ctx.out.emit(a, || {
+    let wire = Wire {
+        agent: a,
+        claims: snap
+            .state
+            .todos
+            .values()
+            .filter(|t| t.owner() == Some(&a.id))
+            .map(TodoRef::of)
+            .collect(),
+    };
+    ctx.out.emit(&wire, || {
         let mut s = format!(
             "agent {}  ({}, {})\nregistered {} by {}",
             a.id,
@@ -28,15 +48,11 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         if !a.capabilities.is_empty() {
             s.push_str(&format!("\ncapabilities: {}", a.capabilities.join(", ")));
         }
-        let held: Vec<String> = snap
-            .state
-            .todos
-            .values()
-            .filter(|t| t.owner() == Some(&a.id))
-            .map(|t| format!("  {}  {}", t.id, t.title))
-            .collect();
-        if !held.is_empty() {
-            s.push_str(&format!("\nclaims:\n{}", held.join("\n")));
+        if !wire.claims.is_empty() {
+            s.push_str("\nclaims:");
+            for c in &wire.claims {
+                s.push_str(&format!("\n  {}  {}", c.id, c.title));
+            }
         }
         s
     })?;

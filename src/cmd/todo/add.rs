@@ -6,11 +6,16 @@ use serde::Serialize;
 use crate::cmd::{TickWire, pick_goal};
 use crate::ctx::Ctx;
 use crate::error::Exit;
-use crate::model::{Priority, TodoId, id::RANDOM_HEX};
+use crate::model::{Priority, TodoId, Validation, id::RANDOM_HEX};
 use crate::op::Change;
+use crate::time::Span;
 use crate::tx;
 
 /// Add a todo and print its id
+///
+/// A command after `--` becomes the todo's validation: `todo done` runs it
+/// (no shell, in the repository root) and completes the todo only if it
+/// passes.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// What to do, in a line
@@ -33,6 +38,12 @@ pub struct Args {
     /// A first note
     #[arg(long, value_name = "TEXT")]
     note: Option<String>,
+    /// How long the validation may run
+    #[arg(long, value_name = "DURATION", default_value = "5m")]
+    validate_timeout: Span,
+    /// The validation command and its arguments
+    #[arg(last = true, value_name = "CMD")]
+    validate: Vec<String>,
 }
 
 #[derive(Serialize)]
@@ -43,6 +54,10 @@ struct Wire<'a> {
 }
 
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
+    let validate = (!args.validate.is_empty()).then(|| Validation {
+        argv: args.validate.clone(),
+        timeout: args.validate_timeout,
+    });
     let done = tx::commit(ctx, |state| {
         let goal = pick_goal(ctx, state, args.goal.as_deref())?;
         let after = args
@@ -52,7 +67,8 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             .collect::<Result<Vec<_>, _>>()?;
         // A fresh id that no todo has, drawn again on the rare collision.
         let todo = loop {
-            let id = TodoId::from_hex(&ctx.ids.hex(RANDOM_HEX));
+            let context = format!("{}\n{}", args.title, state.todos.len());
+            let id = TodoId::from_hex(&ctx.ids.hex(RANDOM_HEX, context.as_bytes()));
             if !state.todos.contains_key(&id) {
                 break id;
             }
@@ -66,6 +82,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             capabilities: args.capability.clone(),
             scope: args.scope.clone(),
             note: args.note.clone(),
+            validate: validate.clone(),
         })?)
     })?;
     let id = done.op.change.todo().expect("a todo.add names its todo");

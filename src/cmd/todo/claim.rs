@@ -1,25 +1,34 @@
-//! `loopx todo claim`: take a todo, race-safe.
+//! `loopx todo claim`: take a todo, race-safe; `--next` picks the best one.
 
 use anyhow::Result;
 use serde::Serialize;
 
 use super::TodoRef;
-use crate::cmd::TickWire;
+use crate::cmd::{TickWire, pick_goal};
 use crate::ctx::Ctx;
 use crate::error::Exit;
-use crate::op::Change;
+use crate::op::{Change, rules};
 use crate::time::Span;
 use crate::tx;
 
 /// Claim a todo for the acting agent (registered agents only)
 ///
-/// Claiming a todo you already hold renews its lease. A todo claimed by
-/// another agent whose lease has expired is taken over (stolen). If another
-/// agent wins the race, this exits 4 and names the winner.
+/// Claiming a todo you already hold renews its lease. A todo whose lease has
+/// expired is taken over (and the previous holder is recorded). If another
+/// agent wins the race, this exits 4 and names the winner. With --next, the
+/// most urgent ready todo (then the oldest) is picked and claimed in the same
+/// compare-and-swap, and its id is printed.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// The todo's id or a unique prefix
-    id: String,
+    #[arg(required_unless_present = "next", conflicts_with = "next")]
+    id: Option<String>,
+    /// Pick the best ready todo and print its id
+    #[arg(long)]
+    next: bool,
+    /// With --next, pick only within this goal
+    #[arg(long, value_name = "G", requires = "next")]
+    goal: Option<String>,
     /// How long the lease lasts [default: the state's lease setting, 45m]
     #[arg(long, value_name = "DURATION")]
     ttl: Option<Span>,
@@ -34,7 +43,20 @@ struct Wire<'a> {
 
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let done = tx::commit(ctx, |state| {
-        let todo = state.resolve_todo(&args.id)?;
+        let todo = match &args.id {
+            Some(id) => state.resolve_todo(id)?,
+            None => {
+                let actor = ctx.actor()?;
+                let agent = rules::acting_agent(state, &actor, "claim a todo")?;
+                let goal = match &args.goal {
+                    Some(g) => Some(pick_goal(ctx, state, Some(g))?),
+                    None => None,
+                };
+                rules::best_ready(state, agent, goal.as_ref(), ctx.now)?
+                    .id
+                    .clone()
+            }
+        };
         let epoch = state.todos[&todo].epoch;
         Ok(ctx.op(Change::TodoClaim {
             todo,
@@ -50,15 +72,17 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             tick: TickWire::of(&done),
         },
         || {
+            if args.next {
+                return id.to_string();
+            }
             let until = t
                 .claim
                 .as_ref()
                 .map(|c| c.lease_until.to_string())
                 .unwrap_or_default();
-            let verb = done.effect.subject.split(' ').next().unwrap_or("claim");
-            let verb = match verb {
-                "renew" => "Renewed",
-                "steal" => "Took over",
+            let verb = match done.effect.subject.split(' ').next() {
+                Some("renew") => "Renewed",
+                Some("steal") => "Took over",
                 _ => "Claimed",
             };
             format!(
@@ -67,5 +91,11 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             )
         },
     )?;
+    if args.next {
+        ctx.out.status(&format!(
+            "Claimed {id} \"{}\" (epoch {}).",
+            t.title, t.epoch
+        ));
+    }
     Ok(Exit::Ok)
 }

@@ -30,7 +30,7 @@ pub struct Args {
     /// Only this goal's todos
     #[arg(long, value_name = "G")]
     goal: Option<String>,
-    /// Include done todos
+    /// Include done and archived todos
     #[arg(long)]
     all: bool,
 }
@@ -41,6 +41,8 @@ struct Row<'a> {
     todo: TodoRef<'a>,
     priority: Priority,
     goal: &'a GoalId,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    archived: bool,
 }
 
 #[derive(Serialize)]
@@ -82,14 +84,32 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         .filter(|t| !args.ready || ready_for_someone(state, t, agent, ctx))
         .collect();
     todos.sort_by(|a, b| rules::pick_order(a, b));
+    // The archive is read only when asked for: it can be far larger than the
+    // live state.
+    let wants_done = args.status.is_empty() || args.status.contains(&TodoStatus::Done);
+    let archive = if args.all && wants_done && !args.ready && !args.mine {
+        tx::load_archive(ctx, &snap)?
+    } else {
+        Default::default()
+    };
+    let mut archived: Vec<&Todo> = archive
+        .values()
+        .filter(|t| goal.as_ref().is_none_or(|g| &t.goal == g))
+        .collect();
+    archived.sort_by(|a, b| rules::pick_order(a, b));
+    fn row(t: &Todo, archived: bool) -> Row<'_> {
+        Row {
+            todo: TodoRef::of(t),
+            priority: t.priority,
+            goal: &t.goal,
+            archived,
+        }
+    }
     let wire = Wire {
         todos: todos
             .iter()
-            .map(|t| Row {
-                todo: TodoRef::of(t),
-                priority: t.priority,
-                goal: &t.goal,
-            })
+            .map(|t| row(t, false))
+            .chain(archived.iter().map(|t| row(t, true)))
             .collect(),
     };
     ctx.out.emit(&wire, || {
@@ -126,9 +146,14 @@ fn table(rows: &[Row], no_agents: bool) -> String {
     rows.iter()
         .map(|r| {
             let owner = r.todo.owner.map_or("-", |o| o.as_str());
+            let status = if r.archived {
+                "archived"
+            } else {
+                r.todo.status
+            };
             format!(
                 "{}  {}  {:8}  {:12}  {}",
-                r.todo.id, r.priority, r.todo.status, owner, r.todo.title
+                r.todo.id, r.priority, status, owner, r.todo.title
             )
         })
         .collect::<Vec<_>>()

@@ -1,10 +1,15 @@
 //! `loopx todo …`: the work itself.
 
 pub mod add;
+pub mod archive;
 pub mod claim;
 pub mod done;
+pub mod edit;
+pub mod handoff;
 pub mod list;
 pub mod release;
+pub mod renew;
+pub mod reopen;
 pub mod show;
 pub mod update;
 
@@ -22,9 +27,14 @@ pub enum Command {
     List(list::Args),
     Show(show::Args),
     Claim(claim::Args),
+    Renew(renew::Args),
+    Handoff(handoff::Args),
     Release(release::Args),
     Update(update::Args),
+    Edit(edit::Args),
     Done(done::Args),
+    Reopen(reopen::Args),
+    Archive(archive::Args),
 }
 
 pub fn run(ctx: &Ctx, c: &Command) -> Result<Exit> {
@@ -33,9 +43,14 @@ pub fn run(ctx: &Ctx, c: &Command) -> Result<Exit> {
         Command::List(a) => list::run(ctx, a),
         Command::Show(a) => show::run(ctx, a),
         Command::Claim(a) => claim::run(ctx, a),
+        Command::Renew(a) => renew::run(ctx, a),
+        Command::Handoff(a) => handoff::run(ctx, a),
         Command::Release(a) => release::run(ctx, a),
         Command::Update(a) => update::run(ctx, a),
+        Command::Edit(a) => edit::run(ctx, a),
         Command::Done(a) => done::run(ctx, a),
+        Command::Reopen(a) => reopen::run(ctx, a),
+        Command::Archive(a) => archive::run(ctx, a),
     }
 }
 

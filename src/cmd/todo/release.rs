@@ -11,10 +11,16 @@ use crate::op::Change;
 use crate::tx;
 
 /// Release your claim on a todo, so others may take it
+///
+/// A human may free another agent's claim with --force (recorded in the
+/// todo's notes and the history).
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// The todo's id or a unique prefix
     id: String,
+    /// Free another agent's claim (humans only)
+    #[arg(long)]
+    force: bool,
 }
 
 #[derive(Serialize)]
@@ -28,7 +34,11 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let done = tx::commit(ctx, |state| {
         let todo = state.resolve_todo(&args.id)?;
         let epoch = state.todos[&todo].epoch;
-        Ok(ctx.op(Change::TodoRelease { todo, epoch })?)
+        Ok(ctx.op(Change::TodoRelease {
+            todo,
+            epoch,
+            force: args.force,
+        })?)
     })?;
     let id = done.op.change.todo().expect("a release names its todo");
     let t = &done.state.todos[id];

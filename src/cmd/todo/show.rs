@@ -21,15 +21,35 @@ struct Wire<'a> {
     #[serde(flatten)]
     todo: &'a Todo,
     path: String,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    archived: bool,
+    /// The status of each `after` todo (`archived` once it left the live set).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    after_status: Vec<AfterStatus<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     not_ready: Option<String>,
+}
+
+#[derive(Serialize)]
+struct AfterStatus<'a> {
+    id: &'a crate::model::TodoId,
+    status: &'static str,
 }
 
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let snap = tx::load(ctx)?;
     let state = &snap.state;
-    let id = state.resolve_todo(&args.id)?;
-    let t = &state.todos[&id];
+    // Archived todos are found too, after the live ones.
+    let archive;
+    let (t, archived) = match state.resolve_todo(&args.id) {
+        Ok(id) => (&state.todos[&id], false),
+        Err(live) if live.code == "unknown-id" => {
+            archive = tx::load_archive(ctx, &snap)?;
+            let id = crate::model::resolve_todo_in(&archive, &args.id).map_err(|_| live)?;
+            (&archive[&id], true)
+        }
+        Err(e) => return Err(e.into()),
+    };
     // Whether the acting agent could claim it now, and why not.
     let not_ready = match ctx.caller() {
         Caller::Agent(a) => state.agents.get(a).and_then(|agent| {
@@ -45,7 +65,20 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     };
     let wire = Wire {
         todo: t,
-        path: files::todo_path(&t.id),
+        path: if archived {
+            files::archived_todo_path(&t.id)
+        } else {
+            files::todo_path(&t.id)
+        },
+        archived,
+        after_status: t
+            .after
+            .iter()
+            .map(|a| AfterStatus {
+                id: a,
+                status: state.todos.get(a).map_or("archived", |x| x.status.as_str()),
+            })
+            .collect(),
         not_ready,
     };
     ctx.out.emit(&wire, || {
@@ -67,14 +100,11 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         if let Some(d) = t.done_at {
             s.push_str(&format!("\ndone at {d}"));
         }
-        if !t.after.is_empty() {
-            let after: Vec<String> = t
-                .after
+        if !wire.after_status.is_empty() {
+            let after: Vec<String> = wire
+                .after_status
                 .iter()
-                .map(|a| {
-                    let st = state.todos.get(a).map_or("missing", |x| x.status.as_str());
-                    format!("{a} ({st})")
-                })
+                .map(|a| format!("{} ({})", a.id, a.status))
                 .collect();
             s.push_str(&format!("\nafter: {}", after.join(", ")));
         }

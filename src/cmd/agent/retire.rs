@@ -1,0 +1,51 @@
+//! `loopx agent retire`: stop an agent and release what it holds.
+
+use anyhow::Result;
+use serde::Serialize;
+
+use crate::cmd::{TickWire, slug};
+use crate::ctx::Ctx;
+use crate::error::Exit;
+use crate::model::AgentId;
+use crate::op::Change;
+use crate::tx;
+
+/// Retire an agent: it may no longer act, and its claims are released
+///
+/// A human retires any agent; an agent may retire only itself. Each released
+/// claim gets a note saying why. `agent register` brings it back.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The agent's id
+    id: String,
+}
+
+#[derive(Serialize)]
+struct Wire<'a> {
+    agent: &'a AgentId,
+    #[serde(flatten)]
+    tick: TickWire,
+}
+
+pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
+    let agent = slug("agent", &args.id, AgentId::new)?;
+    let done = tx::commit(ctx, |_| {
+        Ok(ctx.op(Change::AgentRetire {
+            agent: agent.clone(),
+        })?)
+    })?;
+    ctx.out.emit(
+        &Wire {
+            agent: &agent,
+            tick: TickWire::of(&done),
+        },
+        || {
+            let what = done
+                .effect
+                .subject
+                .trim_start_matches(&format!("retire agent {agent}"));
+            format!("Retired agent {agent}{what}.")
+        },
+    )?;
+    Ok(Exit::Ok)
+}

@@ -1,0 +1,80 @@
+//! `loopx todo edit`: change a todo's title, priority or dependencies.
+
+use anyhow::Result;
+use serde::Serialize;
+
+use super::TodoRef;
+use crate::cmd::TickWire;
+use crate::ctx::Ctx;
+use crate::error::Exit;
+use crate::model::Priority;
+use crate::op::Change;
+use crate::tx;
+
+/// Change a todo's title, priority or `after` list, or add a note
+///
+/// Only the owner edits a claimed todo. --after replaces the whole list.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The todo's id or a unique prefix
+    id: String,
+    /// A new title
+    #[arg(long, value_name = "TEXT")]
+    title: Option<String>,
+    /// A new priority, P0 to P4
+    #[arg(long, value_name = "P")]
+    priority: Option<Priority>,
+    /// A todo that must be done first; replaces the list (can be repeated)
+    #[arg(long, value_name = "ID", conflicts_with = "no_after")]
+    after: Vec<String>,
+    /// Wait for nothing
+    #[arg(long)]
+    no_after: bool,
+    /// A note
+    #[arg(long, value_name = "TEXT")]
+    note: Option<String>,
+}
+
+#[derive(Serialize)]
+struct Wire<'a> {
+    todo: TodoRef<'a>,
+    #[serde(flatten)]
+    tick: TickWire,
+}
+
+pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
+    let done = tx::commit(ctx, |state| {
+        let todo = state.resolve_todo(&args.id)?;
+        let epoch = state.todos[&todo].epoch;
+        let after = if args.no_after {
+            Some(Vec::new())
+        } else if args.after.is_empty() {
+            None
+        } else {
+            Some(
+                args.after
+                    .iter()
+                    .map(|a| state.resolve_todo(a))
+                    .collect::<Result<Vec<_>, _>>()?,
+            )
+        };
+        Ok(ctx.op(Change::TodoEdit {
+            todo,
+            epoch,
+            title: args.title.clone(),
+            priority: args.priority,
+            after,
+            note: args.note.clone(),
+        })?)
+    })?;
+    let id = done.op.change.todo().expect("an edit names its todo");
+    let t = &done.state.todos[id];
+    ctx.out.emit(
+        &Wire {
+            todo: TodoRef::of(t),
+            tick: TickWire::of(&done),
+        },
+        || format!("Edited {id} \"{}\".", t.title),
+    )?;
+    Ok(Exit::Ok)
+}

@@ -1,0 +1,43 @@
+//! The record of a command loopx ran (a validation, later `evidence run`):
+//! what ran, how it ended, how long it took, and a bounded tail of its
+//! output. Part of the op, so retries and replays reuse it and never run the
+//! command again.
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CommandRun {
+    pub argv: Vec<String>,
+    /// The exit status; absent when the command was killed (timeout, signal)
+    /// or could not start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit: Option<i32>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub timed_out: bool,
+    /// Why it could not start, if it did not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    pub duration_ms: u64,
+    /// SHA-256 of the whole output (stdout then stderr), hex.
+    pub output_sha256: String,
+    /// The last few KiB of the output, secrets redacted.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub output_tail: String,
+}
+
+impl CommandRun {
+    pub fn passed(&self) -> bool {
+        self.exit == Some(0)
+    }
+
+    /// How it ended, in a few words: `exit 0`, `exit 1`, `timed out after
+    /// 5m`, `could not start: …`.
+    pub fn outcome(&self) -> String {
+        match (&self.error, self.exit, self.timed_out) {
+            (Some(e), _, _) => format!("could not start: {e}"),
+            (None, _, true) => format!("timed out after {}s", self.duration_ms / 1000),
+            (None, Some(code), false) => format!("exit {code}"),
+            (None, None, false) => "killed by a signal".to_owned(),
+        }
+    }
+}
