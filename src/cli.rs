@@ -62,6 +62,8 @@ pub enum Command {
     /// Add, claim, update and finish todos
     #[command(subcommand)]
     Todo(cmd::todo::Command),
+    Doctor(cmd::doctor::Args),
+    Gc(cmd::gc::Args),
 }
 
 #[cfg(test)]

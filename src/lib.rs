@@ -11,6 +11,7 @@ pub mod cli;
 pub mod cmd;
 pub mod ctx;
 pub mod error;
+pub mod git;
 pub mod model;
 pub mod op;
 pub mod output;

@@ -135,6 +135,7 @@ fn run(
             &committer,
         ) {
             Ok(()) => {
+                auto_pack(ctx, new.tick);
                 return Ok(Committed {
                     op,
                     effect,
@@ -170,6 +171,23 @@ fn run(
     }
 }
 
+/// Every `loopx.autoPack` ticks (default 200, 0 turns it off), starts a
+/// geometric repack in the background, so loose objects stay bounded without
+/// stalling any tick.
+fn auto_pack(ctx: &Ctx, tick: u64) {
+    let every = ctx
+        .store
+        .config("loopx.autoPack")
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .unwrap_or(AUTO_PACK);
+    if every > 0 && tick.is_multiple_of(every) {
+        crate::git::spawn_detached(ctx.store.common_dir(), &crate::git::REPACK);
+    }
+}
+
+/// Ticks between background repacks when git config says nothing.
+pub const AUTO_PACK: u64 = 200;
+
 /// A random fraction in [0, 1). Not from the seeded id source, or racing
 /// test processes with the same seed would retry in lockstep.
 fn jitter() -> f64 {
@@ -187,7 +205,7 @@ fn stale_lock(lock: &std::path::Path, age: Option<Duration>) -> Refusal {
         format!("the state ref is locked by {} ({age})", lock.display()),
     )
     .with_hint(format!(
-        "a writer died while holding it; if no loopx or git process is running, remove it: rm {}",
+        "a writer died while holding it; if no loopx or git process is running, `loopx doctor --fix` removes it (or: rm {})",
         lock.display()
     ))
 }

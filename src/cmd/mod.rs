@@ -3,6 +3,8 @@
 //! This module dispatches and holds the small helpers commands share.
 
 pub mod agent;
+pub mod doctor;
+pub mod gc;
 pub mod goal;
 pub mod init;
 pub mod status;
@@ -24,6 +26,8 @@ pub fn run(ctx: &Ctx, command: &Command) -> Result<Exit> {
         Command::Goal(c) => goal::run(ctx, c),
         Command::Agent(c) => agent::run(ctx, c),
         Command::Todo(c) => todo::run(ctx, c),
+        Command::Doctor(args) => doctor::run(ctx, args),
+        Command::Gc(args) => gc::run(ctx, args),
     }
 }
 

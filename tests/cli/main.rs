@@ -3,11 +3,16 @@
 mod common;
 
 mod test_agent;
+mod test_doctor;
 mod test_errors;
 mod test_goal;
 mod test_identity;
 mod test_init;
+mod test_kill;
+mod test_lease;
+mod test_lifecycle;
 mod test_race;
+mod test_repos;
 mod test_status;
 mod test_todo;
 

@@ -89,48 +89,7 @@ fn a_corrupt_state_file_is_named() {
     let t = env.add("A", &[]);
     // Someone commits a broken file onto the ref with plain git.
     let path = format!("todos/{}/{t}.toml", &t[2..4]);
-    let blob = {
-        let mut c = std::process::Command::new("git");
-        crate::common::isolate(&mut c, env.root());
-        let mut child = c
-            .args(["hash-object", "-w", "--stdin"])
-            .current_dir(&env.repo)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        use std::io::Write;
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(b"id = \"t-\nbroken")
-            .unwrap();
-        String::from_utf8(child.wait_with_output().unwrap().stdout)
-            .unwrap()
-            .trim()
-            .to_owned()
-    };
-    env.git(&["read-tree", "refs/loopx/state"]);
-    env.git(&[
-        "update-index",
-        "--cacheinfo",
-        &format!("100644,{blob},{path}"),
-    ]);
-    let tree = env.git(&["write-tree"]).trim().to_owned();
-    env.git(&["read-tree", "--empty"]);
-    let commit = env
-        .git(&[
-            "commit-tree",
-            &tree,
-            "-p",
-            "refs/loopx/state",
-            "-m",
-            "hand edit",
-        ])
-        .trim()
-        .to_owned();
-    env.git(&["update-ref", "refs/loopx/state", &commit]);
+    let commit = env.commit_file(&path, b"id = \"t-\nbroken");
     let out = env.loopx(&["status"]).code(1);
     assert!(
         out.stderr.starts_with(&format!("error: the state file {path} is corrupt: TOML parse error at line 2, column 7: key with no value")),

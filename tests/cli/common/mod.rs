@@ -139,6 +139,71 @@ impl TestEnv {
         self.loopx(&args).ok().stdout.trim().to_owned()
     }
 
+    /// Commits `bytes` at `path` onto the state ref with plain git plumbing,
+    /// as someone editing the state by hand would; returns the new commit.
+    pub fn commit_file(&self, path: &str, bytes: &[u8]) -> String {
+        let blob = {
+            let mut c = Command::new("git");
+            isolate(&mut c, self.root());
+            let mut child = c
+                .args(["hash-object", "-w", "--stdin"])
+                .current_dir(&self.repo)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .spawn()
+                .expect("git runs");
+            use std::io::Write;
+            child
+                .stdin
+                .take()
+                .expect("stdin")
+                .write_all(bytes)
+                .expect("write");
+            let out = child.wait_with_output().expect("git hash-object");
+            String::from_utf8_lossy(&out.stdout).trim().to_owned()
+        };
+        let index = self.root().join("hand-index");
+        let with_index = |args: &[&str]| {
+            let mut c = Command::new("git");
+            isolate(&mut c, self.root());
+            let out = c
+                .args(args)
+                .current_dir(&self.repo)
+                .env("GIT_INDEX_FILE", &index)
+                .env("GIT_AUTHOR_NAME", "Hand Editor")
+                .env("GIT_AUTHOR_EMAIL", "hand@example.com")
+                .env("GIT_COMMITTER_NAME", "Hand Editor")
+                .env("GIT_COMMITTER_EMAIL", "hand@example.com")
+                .output()
+                .expect("git runs");
+            assert!(
+                out.status.success(),
+                "git {args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            String::from_utf8_lossy(&out.stdout).trim().to_owned()
+        };
+        with_index(&["read-tree", "refs/loopx/state"]);
+        with_index(&[
+            "update-index",
+            "--add",
+            "--cacheinfo",
+            &format!("100644,{blob},{path}"),
+        ]);
+        let tree = with_index(&["write-tree"]);
+        let commit = with_index(&[
+            "commit-tree",
+            &tree,
+            "-p",
+            "refs/loopx/state",
+            "-m",
+            "hand edit",
+        ]);
+        with_index(&["update-ref", "refs/loopx/state", &commit]);
+        let _ = std::fs::remove_file(&index);
+        commit
+    }
+
     /// Replaces the temp dir path by `$TMP` and commit ids by `<commit>`.
     pub fn normalize(&self, text: &str) -> String {
         let tmp = self.tmp.path().to_string_lossy().into_owned();
