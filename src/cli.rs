@@ -62,6 +62,12 @@ pub enum Command {
     /// Add, claim, update and finish todos
     #[command(subcommand)]
     Todo(cmd::todo::Command),
+    /// Open, answer and list gates: questions that block a scope
+    #[command(subcommand)]
+    Gate(cmd::gate::Command),
+    /// Record and list evidence of what was tried
+    #[command(subcommand)]
+    Evidence(cmd::evidence::Command),
     Doctor(cmd::doctor::Args),
     Gc(cmd::gc::Args),
 }

@@ -168,6 +168,9 @@ impl IdGen {
 
 pub struct Ctx {
     pub store: Store,
+    /// Where loopx runs (`-C`, else the current directory): commands that
+    /// run user commands or read user paths start here.
+    pub cwd: PathBuf,
     pub out: Out,
     pub now: Timestamp,
     pub env: Env,
@@ -191,9 +194,11 @@ impl Ctx {
             None => std::env::current_dir().context("reading the current directory")?,
         };
         let store = Store::discover(&dir)?;
+        let cwd = dir;
         let ids = IdGen::new(env.get("LOOPX_SEED").map(str::to_owned), now.unix());
         Ok(Ctx {
             store,
+            cwd,
             out,
             now,
             env,

@@ -70,3 +70,17 @@ pub fn count_objects(git_dir: &Path) -> Result<ObjectCount> {
 /// loose objects and small packs into geometrically sized packs, so the
 /// work per run stays small however long the history grows.
 pub const REPACK: [&str; 4] = ["repack", "-d", "--geometric=2", "-q"];
+
+/// Whether the worktree has uncommitted changes or untracked files (ignored
+/// files do not count). A repository without a worktree is never dirty.
+pub fn is_dirty(workdir: Option<&Path>) -> bool {
+    let Some(dir) = workdir else { return false };
+    Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["status", "--porcelain", "--ignore-submodules"])
+        .stdin(Stdio::null())
+        .output()
+        .map(|o| o.status.success() && !o.stdout.is_empty())
+        .unwrap_or(false)
+}

@@ -152,6 +152,17 @@ impl Store {
         (!name.is_empty() && !email.is_empty()).then_some(Person { name, email })
     }
 
+    /// The commit HEAD points at, if it is born (the project's code, for
+    /// evidence records; loopx never moves HEAD).
+    pub fn head(&self) -> Option<String> {
+        self.repo.head_id().ok().map(|id| id.to_string())
+    }
+
+    /// The worktree, if the repository has one.
+    pub fn workdir(&self) -> Option<&Path> {
+        self.repo.workdir()
+    }
+
     /// The commit the state ref points at, if the ref exists.
     pub fn tip(&self) -> Result<Option<Tip>> {
         self.resolve(&self.state_ref)
@@ -227,11 +238,12 @@ impl Store {
     }
 
     /// Every blob of the live state under a tree, with its slash-separated
-    /// path, in tree order. The `archive/` folder is skipped, so reads stay
-    /// proportional to the live state; see [`Store::read_files_under`].
+    /// path, in tree order. The `archive/` and `evidence/` folders only grow
+    /// and are skipped, so reads stay proportional to the live state; see
+    /// [`Store::read_files_under`].
     pub fn read_files(&self, tree: Oid) -> Result<Vec<(String, Vec<u8>)>> {
         let mut out = Vec::new();
-        self.walk(tree.0, String::new(), Some("archive"), &mut out)
+        self.walk(tree.0, String::new(), &["archive", "evidence"], &mut out)
             .with_context(|| format!("reading the state tree {tree}"))?;
         Ok(out)
     }
@@ -253,18 +265,18 @@ impl Store {
             return Ok(Vec::new());
         }
         let mut out = Vec::new();
-        self.walk(entry.object_id(), dir.to_owned(), None, &mut out)
+        self.walk(entry.object_id(), dir.to_owned(), &[], &mut out)
             .with_context(|| format!("reading {dir} in the state tree"))?;
         Ok(out)
     }
 
-    /// Reads every blob below `tree`; `skip` names a top-level folder to
+    /// Reads every blob below `tree`; `skip` names top-level folders to
     /// leave out.
     fn walk(
         &self,
         tree: gix::ObjectId,
         prefix: String,
-        skip: Option<&str>,
+        skip: &[&str],
         out: &mut Vec<(String, Vec<u8>)>,
     ) -> Result<()> {
         let tree = self.repo.find_tree(tree)?;
@@ -287,8 +299,8 @@ impl Store {
                 format!("{prefix}/{name}")
             };
             match kind {
-                EntryKind::Tree if skip == Some(path.as_str()) => {}
-                EntryKind::Tree => self.walk(oid, path, None, out)?,
+                EntryKind::Tree if skip.contains(&path.as_str()) => {}
+                EntryKind::Tree => self.walk(oid, path, &[], out)?,
                 EntryKind::Blob | EntryKind::BlobExecutable => {
                     let data = self
                         .repo

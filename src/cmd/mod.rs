@@ -4,6 +4,8 @@
 
 pub mod agent;
 pub mod doctor;
+pub mod evidence;
+pub mod gate;
 pub mod gc;
 pub mod goal;
 pub mod init;
@@ -26,6 +28,8 @@ pub fn run(ctx: &Ctx, command: &Command) -> Result<Exit> {
         Command::Goal(c) => goal::run(ctx, c),
         Command::Agent(c) => agent::run(ctx, c),
         Command::Todo(c) => todo::run(ctx, c),
+        Command::Gate(c) => gate::run(ctx, c),
+        Command::Evidence(c) => evidence::run(ctx, c),
         Command::Doctor(args) => doctor::run(ctx, args),
         Command::Gc(args) => gc::run(ctx, args),
     }

@@ -3,9 +3,10 @@
 use anyhow::Result;
 use serde::Serialize;
 
+use crate::cmd::gate::GateRef;
 use crate::ctx::Ctx;
 use crate::error::Exit;
-use crate::model::{AgentId, AgentStatus, GoalId, State, TodoId, TodoStatus};
+use crate::model::{AgentId, AgentStatus, Gate, GoalId, State, TodoId, TodoStatus};
 use crate::op::{message, rules};
 use crate::time::Timestamp;
 use crate::tx;
@@ -25,6 +26,8 @@ struct Wire<'a> {
     state_ref: &'a str,
     tick: u64,
     commit: String,
+    /// Open gates, those waiting on a human first.
+    gates: Vec<GateRef<'a>>,
     goals: Vec<GoalRow<'a>>,
     agents: usize,
     counts: Counts,
@@ -100,7 +103,10 @@ pub fn run(ctx: &Ctx, _args: &Args) -> Result<Exit> {
             subject: e.message.lines().next().unwrap_or_default().to_owned(),
         })
         .collect();
+    let mut open: Vec<&Gate> = state.gates.values().filter(|g| g.is_open()).collect();
+    open.sort_by_key(|g| (!g.kind.human_only(), g.opened_at, g.id.clone()));
     let wire = Wire {
+        gates: open.iter().map(|g| GateRef::of(g)).collect(),
         state_ref: ctx.store.state_ref(),
         tick: snap.tip.tick,
         commit: snap.tip.commit.to_string(),
@@ -166,6 +172,19 @@ fn counts(state: &State, now: Timestamp) -> Counts {
 
 fn human(w: &Wire, now: Timestamp) -> String {
     let mut s = format!("loopx  {}  tick {}\n", w.state_ref, w.tick);
+    let (human, other): (Vec<&GateRef>, Vec<&GateRef>) = w.gates.iter().partition(|g| g.human_only);
+    if !human.is_empty() {
+        s.push_str("waiting on a human:\n");
+        for g in human {
+            s.push_str(&format!("  {}\n", g.line()));
+        }
+    }
+    if !other.is_empty() {
+        s.push_str("open decisions:\n");
+        for g in other {
+            s.push_str(&format!("  {}\n", g.line()));
+        }
+    }
     if w.goals.is_empty() {
         s.push_str("No goals yet: add one with `loopx goal add ID --objective TEXT`.\n");
     }

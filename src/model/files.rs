@@ -7,7 +7,9 @@
 
 use serde::{Serialize, de::DeserializeOwned};
 
-use super::{Agent, AgentId, FORMAT, Goal, GoalId, Meta, State, Todo, TodoId};
+use super::{
+    Agent, AgentId, Evidence, FORMAT, Gate, GateId, Goal, GoalId, Meta, State, Todo, TodoId,
+};
 use crate::error::Refusal;
 
 /// The format file at the root of the tree.
@@ -26,6 +28,20 @@ pub fn agent_path(id: &AgentId) -> String {
 pub fn todo_path(id: &TodoId) -> String {
     format!("todos/{}/{id}.toml", &id.hex()[..2])
 }
+
+pub fn gate_path(id: &GateId) -> String {
+    format!("gates/{id}.toml")
+}
+
+/// Evidence fans out by month, then by the first two hex digits of its id,
+/// so a month's records can be read alone.
+pub fn evidence_path(e: &Evidence) -> String {
+    let month = &e.at.to_string()[..7];
+    format!("{EVIDENCE}/{month}/{}/{}.toml", &e.id.hex()[..2], e.id)
+}
+
+/// The folder that holds the evidence.
+pub const EVIDENCE: &str = "evidence";
 
 /// Archived todos keep their fan-out under `archive/`.
 pub fn archived_todo_path(id: &TodoId) -> String {
@@ -66,6 +82,10 @@ pub fn changes(old: &State, new: &State) -> Vec<Change> {
     diff_map(&old.goals, &new.goals, goal_path, &mut out);
     diff_map(&old.agents, &new.agents, agent_path, &mut out);
     diff_map(&old.todos, &new.todos, todo_path, &mut out);
+    diff_map(&old.gates, &new.gates, gate_path, &mut out);
+    for e in new.evidence.iter().skip(old.evidence.len()) {
+        out.push((evidence_path(e), Some(encode(e))));
+    }
     for (id, t) in &new.archived {
         if old.archived.get(id) != Some(t) {
             out.push((archived_todo_path(id), Some(encode(t))));
@@ -101,6 +121,9 @@ pub enum Kind {
     Todo,
     /// A todo in the archive: not loaded with the state.
     Archived,
+    Gate,
+    /// An evidence record: not loaded with the state.
+    Evidence,
     /// Not part of the layout this binary knows.
     Unknown,
 }
@@ -113,6 +136,8 @@ pub fn kind_of(path: &str) -> Kind {
         ["agents", f] if f.ends_with(".toml") => Kind::Agent,
         ["todos", _, f] if f.ends_with(".toml") => Kind::Todo,
         ["archive", "todos", _, f] if f.ends_with(".toml") => Kind::Archived,
+        ["gates", f] if f.ends_with(".toml") => Kind::Gate,
+        ["evidence", _, _, f] if f.ends_with(".toml") => Kind::Evidence,
         _ => Kind::Unknown,
     }
 }
@@ -174,7 +199,12 @@ pub fn decode<'a>(files: impl IntoIterator<Item = (&'a str, &'a [u8])>) -> Resul
     };
     for (path, bytes) in files {
         match kind_of(path) {
-            Kind::Meta | Kind::Unknown | Kind::Archived => {}
+            Kind::Meta | Kind::Unknown | Kind::Archived | Kind::Evidence => {}
+            Kind::Gate => {
+                let g: Gate = parse(path, bytes)?;
+                expect_path(path, &gate_path(&g.id))?;
+                state.gates.insert(g.id.clone(), g);
+            }
             Kind::Goal => {
                 let g: Goal = parse(path, bytes)?;
                 expect_path(path, &goal_path(&g.id))?;
@@ -231,6 +261,26 @@ pub fn check_file(path: &str, bytes: &[u8]) -> Result<(), Refusal> {
         Kind::Archived => {
             parse::<Todo>(path, bytes).and_then(|t| expect_path(path, &archived_todo_path(&t.id)))
         }
+        Kind::Gate => parse::<Gate>(path, bytes).and_then(|g| expect_path(path, &gate_path(&g.id))),
+        Kind::Evidence => {
+            parse::<Evidence>(path, bytes).and_then(|e| expect_path(path, &evidence_path(&e)))
+        }
         Kind::Unknown => Ok(()),
     }
+}
+
+/// Parses evidence files (from the `evidence/` subtree), oldest first.
+pub fn decode_evidence<'a>(
+    files: impl IntoIterator<Item = (&'a str, &'a [u8])>,
+) -> Result<Vec<Evidence>, Refusal> {
+    let mut out = Vec::new();
+    for (path, bytes) in files {
+        if kind_of(path) == Kind::Evidence {
+            let e: Evidence = parse(path, bytes)?;
+            expect_path(path, &evidence_path(&e))?;
+            out.push(e);
+        }
+    }
+    out.sort_by(|a, b| (a.at, &a.id).cmp(&(b.at, &b.id)));
+    Ok(out)
 }

@@ -6,7 +6,9 @@
 
 pub mod actor;
 pub mod agent;
+pub mod evidence;
 pub mod files;
+pub mod gate;
 pub mod glob;
 pub mod goal;
 pub mod id;
@@ -19,8 +21,10 @@ use serde::{Deserialize, Serialize};
 
 pub use actor::Actor;
 pub use agent::{Agent, AgentStatus, Runtime};
+pub use evidence::{Evidence, EvidenceKind};
+pub use gate::{Blocks, Gate, GateKind, GateStatus};
 pub use goal::{Goal, GoalStatus, QuotaPolicy};
-pub use id::{AgentId, GoalId, OpId, TodoId};
+pub use id::{AgentId, EvidenceId, GateId, GoalId, OpId, TodoId};
 pub use todo::{Claim, Note, Priority, Todo, TodoStatus, Validation};
 
 use crate::error::Refusal;
@@ -36,6 +40,10 @@ pub struct State {
     pub goals: BTreeMap<GoalId, Goal>,
     pub agents: BTreeMap<AgentId, Agent>,
     pub todos: BTreeMap<TodoId, Todo>,
+    pub gates: BTreeMap<GateId, Gate>,
+    /// Evidence recorded by the op being applied. Evidence only grows, so it
+    /// is never loaded with the state; `files::changes` appends these.
+    pub evidence: Vec<Evidence>,
     /// Todos moved to the archive by the op being applied. The archive itself
     /// is never loaded with the state, so reads stay proportional to the
     /// live set; `files::changes` writes these under `archive/`.
@@ -125,6 +133,15 @@ impl State {
     /// Resolves what a user typed (a full id or a unique prefix) to a todo.
     pub fn resolve_todo(&self, typed: &str) -> Result<TodoId, Refusal> {
         resolve_todo_in(&self.todos, typed)
+    }
+}
+
+impl State {
+    /// Resolves a typed gate id or prefix.
+    pub fn resolve_gate(&self, typed: &str) -> Result<GateId, Refusal> {
+        resolve(&self.gates, GateId::PREFIX, GateId::KIND, typed, |id| {
+            id.hex()
+        })
     }
 }
 

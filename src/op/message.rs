@@ -8,7 +8,7 @@
 //! actor = "agent:agent-a"
 //!
 //! [change]
-//! kind = "todo.claim"
+//! op = "todo.claim"
 //! …
 //!
 //! Loopx-Op: todo.claim                                ← trailers

@@ -8,6 +8,8 @@
 //! the same way on every machine. Nothing here knows about git.
 
 pub mod agent;
+mod evidence;
+mod gate;
 mod goal;
 pub mod message;
 pub mod rules;
@@ -17,8 +19,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::Refusal;
 use crate::model::{
-    Actor, AgentId, GoalId, GoalStatus, OpId, Priority, Runtime, State, TodoId, TodoStatus,
-    Validation, run::CommandRun,
+    Actor, AgentId, Blocks, EvidenceId, EvidenceKind, GateId, GateKind, GoalId, GoalStatus, OpId,
+    Priority, Runtime, State, TodoId, TodoStatus, Validation,
+    evidence::{Artifact, Code},
+    run::CommandRun,
 };
 use crate::time::{Span, Timestamp};
 
@@ -31,9 +35,9 @@ pub struct Op {
     pub change: Change,
 }
 
-/// What an operation changes. The `kind` tag is the `Loopx-Op` trailer.
+/// What an operation changes. The `op` tag is the `Loopx-Op` trailer.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind")]
+#[serde(tag = "op")]
 pub enum Change {
     #[serde(rename = "init")]
     Init {
@@ -158,6 +162,42 @@ pub enum Change {
     /// The agent stops; its claims are released.
     #[serde(rename = "agent.retire")]
     AgentRetire { agent: AgentId },
+    #[serde(rename = "gate.open")]
+    GateOpen {
+        gate: GateId,
+        goal: GoalId,
+        question: String,
+        options: Vec<String>,
+        kind: GateKind,
+        blocks: Blocks,
+    },
+    #[serde(rename = "gate.answer")]
+    GateAnswer {
+        gate: GateId,
+        choice: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        note: Option<String>,
+    },
+    #[serde(rename = "gate.withdraw")]
+    GateWithdraw { gate: GateId },
+    /// A record of what was tried: a note, an artifact, or a command's run.
+    /// Its id, time (the op's) and code commit are part of the op, so a
+    /// replay writes the same record.
+    #[serde(rename = "evidence.add")]
+    EvidenceAdd {
+        evidence: EvidenceId,
+        goal: GoalId,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        todo: Option<TodoId>,
+        kind: EvidenceKind,
+        summary: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        code: Option<Code>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        run: Option<CommandRun>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        artifact: Option<Artifact>,
+    },
 }
 
 impl Change {
@@ -179,6 +219,10 @@ impl Change {
             Change::TodoReopen { .. } => "todo.reopen",
             Change::TodoArchive { .. } => "todo.archive",
             Change::AgentRetire { .. } => "agent.retire",
+            Change::GateOpen { .. } => "gate.open",
+            Change::GateAnswer { .. } => "gate.answer",
+            Change::GateWithdraw { .. } => "gate.withdraw",
+            Change::EvidenceAdd { .. } => "evidence.add",
         }
     }
 
@@ -200,6 +244,10 @@ impl Change {
         "todo.reopen",
         "todo.archive",
         "agent.retire",
+        "gate.open",
+        "gate.answer",
+        "gate.withdraw",
+        "evidence.add",
     ];
 
     /// The todo this change is about, if any.
@@ -214,6 +262,11 @@ impl Change {
             | Change::TodoDone { todo, .. }
             | Change::TodoEdit { todo, .. }
             | Change::TodoReopen { todo, .. } => Some(todo),
+            Change::EvidenceAdd { todo, .. } => todo.as_ref(),
+            Change::GateOpen {
+                blocks: Blocks::Todo(todo),
+                ..
+            } => Some(todo),
             _ => None,
         }
     }
@@ -284,6 +337,12 @@ pub fn apply(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         Change::TodoReopen { todo, epoch } => todo::reopen(state, op, todo, *epoch),
         Change::TodoArchive { todos } => todo::archive(state, op, todos),
         Change::AgentRetire { agent } => agent::retire(state, op, agent),
+        Change::GateOpen { .. } => gate::open(state, op),
+        Change::GateAnswer { gate, choice, note } => {
+            gate::answer(state, op, gate, choice, note.as_deref())
+        }
+        Change::GateWithdraw { gate } => gate::withdraw(state, op, gate),
+        Change::EvidenceAdd { .. } => evidence::add(state, op),
     }
 }
 

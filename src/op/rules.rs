@@ -7,7 +7,8 @@ use std::fmt;
 
 use crate::error::Refusal;
 use crate::model::{
-    Actor, Agent, AgentId, AgentStatus, GoalStatus, State, Todo, TodoId, TodoStatus, glob,
+    Actor, Agent, AgentId, AgentStatus, Blocks, Gate, GateId, GoalStatus, State, Todo, TodoId,
+    TodoStatus, glob,
 };
 use crate::time::Timestamp;
 
@@ -27,6 +28,11 @@ pub enum NotReady {
     Lacks(Vec<String>),
     /// The todo's goal is paused or done.
     Goal(GoalStatus),
+    /// An open gate covers the goal, the agent or the todo.
+    Gated {
+        gate: GateId,
+        question: String,
+    },
     /// Another agent's live claim writes an overlapping path.
     ScopeBusy {
         holder: AgentId,
@@ -47,6 +53,7 @@ impl NotReady {
             NotReady::Lacks(_) => "missing capability",
             NotReady::Goal(_) => "goal not active",
             NotReady::ScopeBusy { .. } => "scope busy",
+            NotReady::Gated { .. } => "gated",
         }
     }
 }
@@ -69,6 +76,9 @@ impl fmt::Display for NotReady {
             ),
             NotReady::Lacks(caps) => write!(f, "it needs capability {}", caps.join(", ")),
             NotReady::Goal(s) => write!(f, "its goal is {}", s.as_str()),
+            NotReady::Gated { gate, question } => {
+                write!(f, "gate {gate} is open: \"{question}\"")
+            }
             NotReady::ScopeBusy {
                 holder,
                 todo,
@@ -111,6 +121,9 @@ impl NotReady {
             ),
             NotReady::Goal(_) => Refusal::rule("goal-not-active", msg)
                 .with_hint("a human can resume it with `loopx goal set ID --status active`"),
+            NotReady::Gated { gate, .. } => Refusal::rule("gate-open", msg).with_hint(format!(
+                "wait for the answer (`loopx gate show {gate}`), or pick work outside its scope with `loopx todo list --ready`"
+            )),
             NotReady::Status(_) => {
                 Refusal::rule("not-open", msg).with_hint("reopen it with `loopx todo reopen ID`")
             }
@@ -143,6 +156,12 @@ pub fn ready(state: &State, todo: &Todo, agent: &Agent, now: Timestamp) -> Resul
 /// archived, which only happens to done todos), the agent has the required
 /// capabilities, and no other agent's live claim writes an overlapping path.
 pub fn fits(state: &State, todo: &Todo, agent: &Agent, now: Timestamp) -> Result<(), NotReady> {
+    if let Some(g) = gate_on(state, todo, agent) {
+        return Err(NotReady::Gated {
+            gate: g.id.clone(),
+            question: g.question.clone(),
+        });
+    }
     if let Some(goal) = state.goals.get(&todo.goal)
         && goal.status != GoalStatus::Active
     {
@@ -194,6 +213,33 @@ pub fn fits(state: &State, todo: &Todo, agent: &Agent, now: Timestamp) -> Result
         }
     }
     Ok(())
+}
+
+/// The first open gate that stops `agent` from taking `todo`.
+pub fn gate_on<'s>(state: &'s State, todo: &Todo, agent: &Agent) -> Option<&'s Gate> {
+    state
+        .gates
+        .values()
+        .find(|g| g.covers(&todo.goal, &agent.id, &todo.id))
+}
+
+/// The open gates that concern an agent: on its goal, on itself, or on a
+/// todo it holds.
+pub fn gates_for<'s>(
+    state: &'s State,
+    agent: &AgentId,
+    goal: Option<&crate::model::GoalId>,
+) -> Vec<&'s Gate> {
+    state
+        .gates
+        .values()
+        .filter(|g| g.is_open())
+        .filter(|g| match &g.blocks {
+            Blocks::Goal => goal.is_none_or(|x| *x == g.goal),
+            Blocks::Agent(a) => a == agent,
+            Blocks::Todo(t) => state.todos.get(t).is_some_and(|t| t.owner() == Some(agent)),
+        })
+        .collect()
 }
 
 /// Orders todos as work should be picked: priority, then age, then id.

@@ -5,6 +5,8 @@ mod common;
 mod test_agent;
 mod test_doctor;
 mod test_errors;
+mod test_evidence;
+mod test_gate;
 mod test_goal;
 mod test_identity;
 mod test_init;

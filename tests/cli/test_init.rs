@@ -77,12 +77,12 @@ fn the_commit_message_reads_as_a_story_and_carries_the_op() {
         &env.normalize(&msg),
         r#"init with goal main — Ada Lovelace
 
-id = "o-d133b4a588765e4c"
+id = "o-240e3c258fc0fc82"
 at = "2026-11-30T09:00:00Z"
 actor = "human:Ada Lovelace <ada@example.com>"
 
 [change]
-kind = "init"
+op = "init"
 goal = "main"
 objective = "Ship it"
 

@@ -1,0 +1,118 @@
+//! `loopx evidence add`: record a note, a review or an artifact.
+
+use std::path::Path;
+
+use anyhow::Result;
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use super::{code_now, fresh_id, target};
+use crate::cmd::TickWire;
+use crate::ctx::Ctx;
+use crate::error::{Exit, Refusal};
+use crate::model::{Evidence, EvidenceKind, evidence::Artifact};
+use crate::op::Change;
+use crate::tx;
+
+/// Record evidence: what was checked, reviewed or produced
+///
+/// An artifact is recorded with its SHA-256 and size. Every record carries
+/// the code commit (HEAD, and whether the worktree was dirty).
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// What it shows, in a line
+    #[arg(long, value_name = "TEXT")]
+    summary: String,
+    /// The todo it is for
+    #[arg(long, value_name = "T")]
+    todo: Option<String>,
+    /// The goal it is for [default: the todo's goal, or the only active goal]
+    #[arg(long, value_name = "G")]
+    goal: Option<String>,
+    /// test, build, bench, review, note or artifact [default: note, or artifact with --artifact]
+    #[arg(long, value_name = "KIND")]
+    kind: Option<EvidenceKind>,
+    /// A file it points at, hashed now
+    #[arg(long, value_name = "PATH")]
+    artifact: Option<String>,
+}
+
+#[derive(Serialize)]
+struct Wire<'a> {
+    evidence: &'a Evidence,
+    #[serde(flatten)]
+    tick: TickWire,
+}
+
+pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
+    let artifact = args
+        .artifact
+        .as_deref()
+        .map(|p| hash_file(ctx, p))
+        .transpose()?;
+    let kind = args.kind.unwrap_or(if artifact.is_some() {
+        EvidenceKind::Artifact
+    } else {
+        EvidenceKind::Note
+    });
+    let code = code_now(ctx);
+    let id = fresh_id(ctx, &args.summary);
+    let done = tx::commit(ctx, |state| {
+        let (todo, goal) = target(ctx, state, args.todo.as_deref(), args.goal.as_deref())?;
+        Ok(ctx.op(Change::EvidenceAdd {
+            evidence: id.clone(),
+            goal,
+            todo,
+            kind,
+            summary: args.summary.clone(),
+            code: Some(code.clone()),
+            run: None,
+            artifact: artifact.clone(),
+        })?)
+    })?;
+    let e = done.state.evidence.last().expect("the op added one record");
+    ctx.out.emit(
+        &Wire {
+            evidence: e,
+            tick: TickWire::of(&done),
+        },
+        || e.id.to_string(),
+    )?;
+    ctx.out.status(&format!(
+        "Recorded {} ({}): \"{}\".",
+        e.id, e.kind, e.summary
+    ));
+    Ok(Exit::Ok)
+}
+
+/// Hashes a file given relative to where loopx runs; records its path
+/// relative to the repository root when it is inside it.
+fn hash_file(ctx: &Ctx, typed: &str) -> Result<Artifact> {
+    let path = ctx.cwd.join(typed);
+    let bytes = std::fs::read(&path).map_err(|e| {
+        anyhow::Error::new(
+            Refusal::usage(
+                "bad-artifact",
+                format!("cannot read the artifact {}: {e}", path.display()),
+            )
+            .with_hint("give the path of an existing file"),
+        )
+    })?;
+    let shown = ctx
+        .store
+        .workdir()
+        .and_then(|root| {
+            let root = root.canonicalize().ok()?;
+            let abs = path.canonicalize().ok()?;
+            abs.strip_prefix(root).ok().map(Path::to_path_buf)
+        })
+        .unwrap_or(path.clone());
+    Ok(Artifact {
+        path: shown.to_string_lossy().into_owned(),
+        sha256: Sha256::digest(&bytes)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect(),
+        bytes: bytes.len() as u64,
+    })
+}

@@ -1,0 +1,109 @@
+//! `loopx evidence run`: run a command and record how it went.
+
+use anyhow::Result;
+use serde::Serialize;
+
+use super::{code_now, fresh_id, target};
+use crate::cmd::TickWire;
+use crate::ctx::Ctx;
+use crate::error::Exit;
+use crate::model::{Evidence, EvidenceKind};
+use crate::op::Change;
+use crate::time::Span;
+use crate::{run, tx};
+
+/// Run a command (no shell) and record it as evidence; exit 0 if it passed, 3 if not
+///
+/// Records argv, exit status, duration, the SHA-256 of the whole output and
+/// its last 4 KiB with common secret patterns redacted. A failing command is
+/// evidence, not a loopx error: it is recorded, and loopx exits 3.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The todo it is for
+    #[arg(long, value_name = "T")]
+    todo: Option<String>,
+    /// The goal it is for [default: the todo's goal, or the only active goal]
+    #[arg(long, value_name = "G")]
+    goal: Option<String>,
+    /// test, build, bench, review, note or artifact
+    #[arg(long, value_name = "KIND", default_value = "test")]
+    kind: EvidenceKind,
+    /// What it shows [default: the command line]
+    #[arg(long, value_name = "TEXT")]
+    summary: Option<String>,
+    /// How long the command may run
+    #[arg(long, value_name = "DURATION", default_value = "10m")]
+    timeout: Span,
+    /// Keep no output tail (the hash is still recorded)
+    #[arg(long)]
+    no_output: bool,
+    /// The command and its arguments
+    #[arg(last = true, required = true, value_name = "CMD")]
+    command: Vec<String>,
+}
+
+#[derive(Serialize)]
+struct Wire<'a> {
+    passed: bool,
+    evidence: &'a Evidence,
+    #[serde(flatten)]
+    tick: TickWire,
+}
+
+pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
+    // Check the target before running anything, so a typo costs no run.
+    {
+        let snap = tx::load(ctx)?;
+        target(ctx, &snap.state, args.todo.as_deref(), args.goal.as_deref())?;
+    }
+    let code = code_now(ctx);
+    let mut record = run::run(&args.command, &ctx.cwd, args.timeout);
+    if args.no_output {
+        record.output_tail.clear();
+    }
+    let summary = args
+        .summary
+        .clone()
+        .unwrap_or_else(|| args.command.join(" "));
+    let id = fresh_id(ctx, &summary);
+    let done = tx::commit(ctx, |state| {
+        let (todo, goal) = target(ctx, state, args.todo.as_deref(), args.goal.as_deref())?;
+        Ok(ctx.op(Change::EvidenceAdd {
+            evidence: id.clone(),
+            goal,
+            todo,
+            kind: args.kind,
+            summary: summary.clone(),
+            code: Some(code.clone()),
+            run: Some(record.clone()),
+            artifact: None,
+        })?)
+    })?;
+    let e = done.state.evidence.last().expect("the op added one record");
+    let passed = record.passed();
+    ctx.out.emit(
+        &Wire {
+            passed,
+            evidence: e,
+            tick: TickWire::of(&done),
+        },
+        || {
+            let verdict = if passed { "Passed" } else { "Failed" };
+            let mut s = format!(
+                "{verdict}: `{}` ({}, {} ms); recorded {}.",
+                record.argv.join(" "),
+                record.outcome(),
+                record.duration_ms,
+                e.id
+            );
+            if !passed && !record.output_tail.is_empty() {
+                let tail: Vec<&str> = record.output_tail.lines().rev().take(10).collect();
+                for line in tail.into_iter().rev() {
+                    s.push_str(&format!("\n  {line}"));
+                }
+            }
+            s
+        },
+    )?;
+    Ok(if passed { Exit::Ok } else { Exit::Refused })
+}

@@ -1,0 +1,75 @@
+//! Rules for evidence: who may record it and what it must name. Records are
+//! append-only; a failing command is evidence too, not a refusal.
+
+use super::{Change, Effect, Op, goal::non_empty, rules, short};
+use crate::error::Refusal;
+use crate::model::{Actor, Evidence, State};
+
+pub(super) fn add(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
+    let Change::EvidenceAdd {
+        evidence,
+        goal,
+        todo,
+        kind,
+        summary,
+        code,
+        run,
+        artifact,
+    } = &op.change
+    else {
+        unreachable!("dispatched on EvidenceAdd")
+    };
+    if let Actor::Agent(a) = &op.actor {
+        rules::registered(state, a)?;
+    }
+    if !state.goals.contains_key(goal) {
+        return Err(Refusal::error(
+            "unknown-goal",
+            format!("there is no goal {goal}"),
+        ));
+    }
+    if let Some(t) = todo {
+        match state.todos.get(t) {
+            None => {
+                return Err(Refusal::rule(
+                    "unknown-todo",
+                    format!("{t} is not a live todo"),
+                ));
+            }
+            Some(x) if x.goal != *goal => {
+                return Err(Refusal::usage(
+                    "wrong-goal",
+                    format!("{t} belongs to goal {}, not {goal}", x.goal),
+                ));
+            }
+            Some(_) => {}
+        }
+    }
+    let summary = non_empty(summary, "summary")?;
+    let outcome = match run {
+        Some(r) if r.passed() => " passed".to_owned(),
+        Some(r) => format!(" failed ({})", r.outcome()),
+        None => String::new(),
+    };
+    let on = todo
+        .as_ref()
+        .map(|t| format!(" on {t}"))
+        .unwrap_or_default();
+    let subject = format!(
+        "evidence {evidence} {kind}{outcome}{on}: \"{}\"",
+        short(&summary)
+    );
+    state.evidence.push(Evidence {
+        id: evidence.clone(),
+        goal: goal.clone(),
+        todo: todo.clone(),
+        kind: *kind,
+        summary,
+        by: op.actor.clone(),
+        at: op.at,
+        code: code.clone(),
+        run: run.clone(),
+        artifact: artifact.clone(),
+    });
+    Ok(Effect::new(subject))
+}

@@ -1,0 +1,182 @@
+//! Rules for gates: open, answer, withdraw. Human-only kinds refuse agents
+//! here, inside `apply`, so a replayed answer is judged the same way.
+
+use super::{Change, Effect, Op, goal::non_empty, rules, short};
+use crate::error::Refusal;
+use crate::model::{
+    Actor, Blocks, Gate, GateId, GateStatus, GoalStatus, State,
+    gate::{Answer, Withdrawn},
+};
+
+pub(super) fn open(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
+    let Change::GateOpen {
+        gate,
+        goal,
+        question,
+        options,
+        kind,
+        blocks,
+    } = &op.change
+    else {
+        unreachable!("dispatched on GateOpen")
+    };
+    if let Actor::Agent(a) = &op.actor {
+        rules::registered(state, a)?;
+    }
+    let g = state.goals.get(goal).ok_or_else(|| {
+        Refusal::error("unknown-goal", format!("there is no goal {goal}"))
+            .with_hint("`loopx goal list` shows the goals")
+    })?;
+    if g.status == GoalStatus::Done {
+        return Err(Refusal::rule("goal-done", format!("goal {goal} is done")));
+    }
+    match blocks {
+        Blocks::Goal => {}
+        Blocks::Agent(a) => {
+            if !state.agents.contains_key(a) {
+                return Err(Refusal::rule(
+                    "not-registered",
+                    format!("--blocks names agent {a}, which is not registered"),
+                ));
+            }
+        }
+        Blocks::Todo(t) => match state.todos.get(t) {
+            None => {
+                return Err(Refusal::rule(
+                    "unknown-todo",
+                    format!("--blocks names {t}, which is not a live todo"),
+                ));
+            }
+            Some(todo) if todo.goal != *goal => {
+                return Err(Refusal::usage(
+                    "wrong-goal",
+                    format!("{t} belongs to goal {}, not {goal}", todo.goal),
+                ));
+            }
+            Some(_) => {}
+        },
+    }
+    if state.gates.contains_key(gate) {
+        return Err(Refusal::conflict(
+            "id-taken",
+            format!("gate {gate} already exists"),
+        ));
+    }
+    let question = non_empty(question, "question")?;
+    let mut opts: Vec<String> = Vec::new();
+    for o in options {
+        let o = o.trim();
+        if o.is_empty() {
+            return Err(Refusal::usage("empty-option", "an --option is empty"));
+        }
+        if !opts.iter().any(|x| x == o) {
+            opts.push(o.to_owned());
+        }
+    }
+    if opts.len() < 2 {
+        return Err(Refusal::usage(
+            "too-few-options",
+            "a gate needs at least two options",
+        ));
+    }
+    let subject = format!(
+        "gate open {gate} {} on {blocks}: \"{}\"",
+        kind.as_str(),
+        short(&question)
+    );
+    state.gates.insert(
+        gate.clone(),
+        Gate {
+            id: gate.clone(),
+            goal: goal.clone(),
+            question,
+            options: opts,
+            kind: *kind,
+            blocks: blocks.clone(),
+            status: GateStatus::Open,
+            opened_at: op.at,
+            opened_by: op.actor.clone(),
+            answer: None,
+            withdrawn: None,
+        },
+    );
+    Ok(Effect::new(subject))
+}
+
+pub(super) fn answer(
+    state: &mut State,
+    op: &Op,
+    id: &GateId,
+    choice: &str,
+    note: Option<&str>,
+) -> Result<Effect, Refusal> {
+    let gate = closable(state, op, id, "answer")?;
+    let choice = choice.trim();
+    if !gate.options.iter().any(|o| o == choice) {
+        return Err(Refusal::usage(
+            "bad-choice",
+            format!(
+                "{choice:?} is not an option of {id}: choose {}",
+                gate.options.join(" or ")
+            ),
+        ));
+    }
+    let note = note.map(|n| non_empty(n, "note")).transpose()?;
+    let g = state.gates.get_mut(id).expect("checked by closable");
+    g.status = GateStatus::Answered;
+    g.answer = Some(Answer {
+        choice: choice.to_owned(),
+        by: op.actor.clone(),
+        at: op.at,
+        note,
+    });
+    Ok(Effect::new(format!(
+        "gate answer {id} {choice}: \"{}\"",
+        short(&g.question)
+    )))
+}
+
+pub(super) fn withdraw(state: &mut State, op: &Op, id: &GateId) -> Result<Effect, Refusal> {
+    closable(state, op, id, "withdraw")?;
+    let g = state.gates.get_mut(id).expect("checked by closable");
+    g.status = GateStatus::Withdrawn;
+    g.withdrawn = Some(Withdrawn {
+        by: op.actor.clone(),
+        at: op.at,
+    });
+    Ok(Effect::new(format!(
+        "gate withdraw {id}: \"{}\"",
+        short(&g.question)
+    )))
+}
+
+/// The gate exists, is open, and the actor may close it: human-only kinds
+/// refuse every agent, whatever it passes.
+fn closable<'s>(state: &'s State, op: &Op, id: &GateId, verb: &str) -> Result<&'s Gate, Refusal> {
+    let gate = state.gates.get(id).ok_or_else(|| {
+        Refusal::error("unknown-gate", format!("there is no gate {id}"))
+            .with_hint("`loopx gate list` shows the gates")
+    })?;
+    if let Actor::Agent(a) = &op.actor {
+        if gate.kind.human_only() {
+            return Err(Refusal::rule(
+                "humans-only",
+                format!(
+                    "{id} is a {} gate: only a human may {verb} it, and {a} is an agent",
+                    gate.kind.as_str()
+                ),
+            )
+            .with_hint(format!(
+                "ask a human to run `loopx gate {verb} {id}` from their own shell"
+            )));
+        }
+        rules::registered(state, a)?;
+    }
+    if !gate.is_open() {
+        return Err(Refusal::rule(
+            "gate-closed",
+            format!("{id} is already {}", gate.status.as_str()),
+        ));
+    }
+    Ok(gate)
+}
