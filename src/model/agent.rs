@@ -15,6 +15,59 @@ pub struct Agent {
     pub capabilities: Vec<String>,
     pub registered_at: Timestamp,
     pub registered_by: Actor,
+    /// The last time it made a validated writeback (an owner's todo update,
+    /// a done that passed, evidence that passed, a refresh that advanced or
+    /// blocked): `spend-slot` needs one at or after its turn began.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_writeback: Option<Timestamp>,
+    /// How its last turn ended, for the next turn's brief and `no-change`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_turn: Option<LastTurn>,
+}
+
+/// The record `refresh-state` (or `settle`) leaves on the agent.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LastTurn {
+    pub at: Timestamp,
+    pub goal: super::GoalId,
+    pub outcome: Outcome,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub todo: Option<super::TodoId>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_action: Option<String>,
+    /// A hash of what concerned the agent then: its claims, the todos it
+    /// could take, the gates on its scopes, others' evidence on its todos.
+    pub digest: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Outcome {
+    Advanced,
+    Unchanged,
+    Blocked,
+}
+
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Advanced => "advanced",
+            Outcome::Unchanged => "unchanged",
+            Outcome::Blocked => "blocked",
+        }
+    }
+}
+
+impl std::str::FromStr for Outcome {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        [Outcome::Advanced, Outcome::Unchanged, Outcome::Blocked]
+            .into_iter()
+            .find(|o| o.as_str() == s)
+            .ok_or_else(|| format!("{s:?} is not an outcome: use advanced, unchanged or blocked"))
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

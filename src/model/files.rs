@@ -29,6 +29,10 @@ pub fn todo_path(id: &TodoId) -> String {
     format!("todos/{}/{id}.toml", &id.hex()[..2])
 }
 
+pub fn quota_path(agent: &AgentId) -> String {
+    format!("quota/{agent}.toml")
+}
+
 pub fn gate_path(id: &GateId) -> String {
     format!("gates/{id}.toml")
 }
@@ -83,6 +87,7 @@ pub fn changes(old: &State, new: &State) -> Vec<Change> {
     diff_map(&old.agents, &new.agents, agent_path, &mut out);
     diff_map(&old.todos, &new.todos, todo_path, &mut out);
     diff_map(&old.gates, &new.gates, gate_path, &mut out);
+    diff_map(&old.quota, &new.quota, quota_path, &mut out);
     for e in new.evidence.iter().skip(old.evidence.len()) {
         out.push((evidence_path(e), Some(encode(e))));
     }
@@ -122,6 +127,7 @@ pub enum Kind {
     /// A todo in the archive: not loaded with the state.
     Archived,
     Gate,
+    Quota,
     /// An evidence record: not loaded with the state.
     Evidence,
     /// Not part of the layout this binary knows.
@@ -137,6 +143,7 @@ pub fn kind_of(path: &str) -> Kind {
         ["todos", _, f] if f.ends_with(".toml") => Kind::Todo,
         ["archive", "todos", _, f] if f.ends_with(".toml") => Kind::Archived,
         ["gates", f] if f.ends_with(".toml") => Kind::Gate,
+        ["quota", f] if f.ends_with(".toml") => Kind::Quota,
         ["evidence", _, _, f] if f.ends_with(".toml") => Kind::Evidence,
         _ => Kind::Unknown,
     }
@@ -200,6 +207,11 @@ pub fn decode<'a>(files: impl IntoIterator<Item = (&'a str, &'a [u8])>) -> Resul
     for (path, bytes) in files {
         match kind_of(path) {
             Kind::Meta | Kind::Unknown | Kind::Archived | Kind::Evidence => {}
+            Kind::Quota => {
+                let q: super::quota::Ledger = parse(path, bytes)?;
+                expect_path(path, &quota_path(&q.agent))?;
+                state.quota.insert(q.agent.clone(), q);
+            }
             Kind::Gate => {
                 let g: Gate = parse(path, bytes)?;
                 expect_path(path, &gate_path(&g.id))?;
@@ -262,6 +274,8 @@ pub fn check_file(path: &str, bytes: &[u8]) -> Result<(), Refusal> {
             parse::<Todo>(path, bytes).and_then(|t| expect_path(path, &archived_todo_path(&t.id)))
         }
         Kind::Gate => parse::<Gate>(path, bytes).and_then(|g| expect_path(path, &gate_path(&g.id))),
+        Kind::Quota => parse::<super::quota::Ledger>(path, bytes)
+            .and_then(|q| expect_path(path, &quota_path(&q.agent))),
         Kind::Evidence => {
             parse::<Evidence>(path, bytes).and_then(|e| expect_path(path, &evidence_path(&e)))
         }

@@ -12,6 +12,7 @@ pub mod gate;
 pub mod glob;
 pub mod goal;
 pub mod id;
+pub mod quota;
 pub mod run;
 pub mod todo;
 
@@ -20,7 +21,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 pub use actor::Actor;
-pub use agent::{Agent, AgentStatus, Runtime};
+pub use agent::{Agent, AgentStatus, LastTurn, Outcome, Runtime};
 pub use evidence::{Evidence, EvidenceKind};
 pub use gate::{Blocks, Gate, GateKind, GateStatus};
 pub use goal::{Goal, GoalStatus, QuotaPolicy};
@@ -41,6 +42,8 @@ pub struct State {
     pub agents: BTreeMap<AgentId, Agent>,
     pub todos: BTreeMap<TodoId, Todo>,
     pub gates: BTreeMap<GateId, Gate>,
+    /// Each agent's spends, bounded by the quota windows.
+    pub quota: BTreeMap<AgentId, quota::Ledger>,
     /// Evidence recorded by the op being applied. Evidence only grows, so it
     /// is never loaded with the state; `files::changes` appends these.
     pub evidence: Vec<Evidence>,

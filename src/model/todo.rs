@@ -44,6 +44,18 @@ pub struct Todo {
     pub claim: Option<Claim>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<Note>,
+    /// The newest evidence recorded on it (the records live under
+    /// `evidence/`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_evidence: Option<EvidenceRef>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EvidenceRef {
+    pub id: super::EvidenceId,
+    pub at: Timestamp,
+    pub by: Actor,
+    pub passed: bool,
 }
 
 impl Todo {

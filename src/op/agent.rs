@@ -32,10 +32,12 @@ pub(super) fn register(
         Some(_) => "re-register",
     };
     // The first registration is kept: who registered the agent, and when.
-    let (registered_at, registered_by) =
-        state.agents.get(id).map_or((op.at, op.actor.clone()), |a| {
-            (a.registered_at, a.registered_by.clone())
-        });
+    let old = state.agents.get(id);
+    let (registered_at, registered_by) = old.map_or((op.at, op.actor.clone()), |a| {
+        (a.registered_at, a.registered_by.clone())
+    });
+    let (last_writeback, last_turn) =
+        old.map_or((None, None), |a| (a.last_writeback, a.last_turn.clone()));
     state.agents.insert(
         id.clone(),
         Agent {
@@ -45,6 +47,8 @@ pub(super) fn register(
             capabilities: caps,
             registered_at,
             registered_by,
+            last_writeback,
+            last_turn,
         },
     );
     Ok(Effect::new(format!(

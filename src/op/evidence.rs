@@ -3,7 +3,7 @@
 
 use super::{Change, Effect, Op, goal::non_empty, rules, short};
 use crate::error::Refusal;
-use crate::model::{Actor, Evidence, State};
+use crate::model::{Actor, Evidence, State, todo::EvidenceRef};
 
 pub(super) fn add(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
     let Change::EvidenceAdd {
@@ -59,6 +59,19 @@ pub(super) fn add(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         "evidence {evidence} {kind}{outcome}{on}: \"{}\"",
         short(&summary)
     );
+    let passed = run.as_ref().is_none_or(|r| r.passed());
+    if let Some(t) = todo {
+        let t = state.todos.get_mut(t).expect("checked above");
+        t.last_evidence = Some(EvidenceRef {
+            id: evidence.clone(),
+            at: op.at,
+            by: op.actor.clone(),
+            passed,
+        });
+    }
+    if passed {
+        super::wrote_back(state, op);
+    }
     state.evidence.push(Evidence {
         id: evidence.clone(),
         goal: goal.clone(),

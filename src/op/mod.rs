@@ -346,6 +346,14 @@ pub fn apply(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
     }
 }
 
+/// Records that the acting agent made a validated writeback now, for
+/// `spend-slot` (DESIGN §4). Humans and unknown agents leave no mark.
+fn wrote_back(state: &mut State, op: &Op) {
+    if let Some(a) = op.actor.agent().and_then(|id| state.agents.get_mut(id)) {
+        a.last_writeback = Some(op.at);
+    }
+}
+
 /// A title shortened for a one-line subject.
 pub(crate) fn short(title: &str) -> String {
     const MAX: usize = 60;

@@ -819,6 +819,7 @@ fn todo_add_by_a_human() {
             done_at: None,
             claim: None,
             notes: Vec::new(),
+            last_evidence: None,
         }
     );
 }

@@ -97,6 +97,7 @@ pub(super) fn add(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
             done_at: None,
             claim: None,
             notes,
+            last_evidence: None,
         },
     );
     Ok(Effect::new(subject))
@@ -345,6 +346,7 @@ pub(super) fn update(
         ));
     }
     let title = short(&todo.title);
+    let owned_by_actor = todo.owner().is_some_and(|o| op.actor.agent() == Some(o));
     let t = todo_mut(state, id);
     let mut what = Vec::new();
     if let Some(s) = status {
@@ -364,6 +366,9 @@ pub(super) fn update(
         what.push("note".to_owned());
     }
     t.updated_at = op.at;
+    if owned_by_actor {
+        super::wrote_back(state, op);
+    }
     Ok(Effect::new(format!(
         "update {id} \"{title}\" {}",
         what.join(" ")
@@ -442,6 +447,7 @@ pub(super) fn done(
             text,
         });
     }
+    super::wrote_back(state, op);
     Ok(Effect::new(format!("done {id} \"{title}\"")))
 }
 
