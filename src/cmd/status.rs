@@ -5,14 +5,23 @@ use serde::Serialize;
 
 use crate::ctx::Ctx;
 use crate::error::Exit;
+use crate::history::{self, Rev};
 use crate::model::{AgentId, AgentStatus, GoalId, State, TodoId, TodoStatus};
 use crate::op::{message, rules};
 use crate::time::Timestamp;
 use crate::tx;
 
 /// Show goals, who owns what, what is ready, and the last few ticks
+///
+/// With --at, the state as it was then: leases and readiness are judged at
+/// that time, and the last ticks are those before it.
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+pub struct Args {
+    /// Show the state at a tick number, or at an RFC 3339 time (the newest
+    /// tick at or before it); commit id prefixes and ref names work too
+    #[arg(long, value_name = "TICK|TIME")]
+    at: Option<Rev>,
+}
 
 /// At most this many claims and ticks are listed, so the output stays
 /// bounded however large the board grows.
@@ -25,6 +34,11 @@ struct Wire<'a> {
     state_ref: &'a str,
     tick: u64,
     commit: String,
+    /// With --at: the time the state is shown at, and the tip's tick.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    as_of: Option<Timestamp>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tip_tick: Option<u64>,
     goals: Vec<GoalRow<'a>>,
     agents: usize,
     counts: Counts,
@@ -67,10 +81,21 @@ struct TickRow {
     subject: String,
 }
 
-pub fn run(ctx: &Ctx, _args: &Args) -> Result<Exit> {
-    let snap = tx::load(ctx)?;
+pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
+    let (snap, now, tip_tick) = match &args.at {
+        None => (tx::load(ctx)?, ctx.now, None),
+        Some(rev) => {
+            let tip = history::tip(ctx)?;
+            let entry = history::resolve(ctx, rev)?;
+            let at = match rev {
+                Rev::Time(t) => *t,
+                _ => Timestamp::from_unix(entry.time),
+            };
+            (history::load(ctx, &entry)?, at, Some(tip.tick))
+        }
+    };
     let state = &snap.state;
-    let counts = counts(state, ctx.now);
+    let counts = counts(state, now);
     let mut claims: Vec<ClaimRow> = state
         .todos
         .values()
@@ -81,7 +106,7 @@ pub fn run(ctx: &Ctx, _args: &Args) -> Result<Exit> {
                 title: &t.title,
                 owner: &c.owner,
                 lease_until: c.lease_until,
-                expired: c.lease_until <= ctx.now,
+                expired: c.lease_until <= now,
             })
         })
         .collect();
@@ -102,6 +127,8 @@ pub fn run(ctx: &Ctx, _args: &Args) -> Result<Exit> {
         state_ref: ctx.store.state_ref(),
         tick: snap.tip.tick,
         commit: snap.tip.commit.to_string(),
+        as_of: args.at.is_some().then_some(now),
+        tip_tick,
         goals: state
             .goals
             .values()
@@ -121,7 +148,7 @@ pub fn run(ctx: &Ctx, _args: &Args) -> Result<Exit> {
         claims_total,
         recent,
     };
-    ctx.out.emit(&wire, || human(&wire, ctx.now))?;
+    ctx.out.emit(&wire, || human(&wire, now))?;
     Ok(Exit::Ok)
 }
 
@@ -163,7 +190,11 @@ fn counts(state: &State, now: Timestamp) -> Counts {
 }
 
 fn human(w: &Wire, now: Timestamp) -> String {
-    let mut s = format!("loopx  {}  tick {}\n", w.state_ref, w.tick);
+    let mut s = format!("loopx  {}  tick {}", w.state_ref, w.tick);
+    if let (Some(at), Some(tip)) = (w.as_of, w.tip_tick) {
+        s.push_str(&format!(", as of {at} (the tip is tick {tip})"));
+    }
+    s.push('\n');
     if w.goals.is_empty() {
         s.push_str("No goals yet: add one with `loopx goal add ID --objective TEXT`.\n");
     }

@@ -3,11 +3,14 @@
 mod common;
 
 mod test_agent;
+mod test_diff;
 mod test_errors;
 mod test_goal;
 mod test_identity;
 mod test_init;
+mod test_log;
 mod test_race;
+mod test_show;
 mod test_status;
 mod test_todo;
 
