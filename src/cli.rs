@@ -53,6 +53,9 @@ impl Global {
 pub enum Command {
     Init(cmd::init::Args),
     Status(cmd::status::Args),
+    Log(cmd::log::Args),
+    Show(cmd::show::Args),
+    Diff(cmd::diff::Args),
     /// Add, list, show and change goals
     #[command(subcommand)]
     Goal(cmd::goal::Command),

@@ -176,6 +176,9 @@ pub struct Ctx {
     pub env: Env,
     pub ids: IdGen,
     caller: Caller,
+    /// The agent named by `--agent` itself (not by `LOOPX_AGENT` or a
+    /// runtime marker): `log` reads it as a filter.
+    agent_flag: Option<AgentId>,
     actor: RefCell<Option<Actor>>,
 }
 
@@ -189,6 +192,10 @@ impl Ctx {
             None => Timestamp::system_now(),
         };
         let caller = caller(agent_flag, &env)?;
+        let agent_flag = match (&caller, agent_flag) {
+            (Caller::Agent(id), Some(_)) => Some(id.clone()),
+            _ => None,
+        };
         let dir = match dir {
             Some(d) => d,
             None => std::env::current_dir().context("reading the current directory")?,
@@ -204,12 +211,18 @@ impl Ctx {
             env,
             ids,
             caller,
+            agent_flag,
             actor: RefCell::new(None),
         })
     }
 
     pub fn caller(&self) -> &Caller {
         &self.caller
+    }
+
+    /// The agent `--agent` named on the command line, if it was given.
+    pub fn agent_flag(&self) -> Option<&AgentId> {
+        self.agent_flag.as_ref()
     }
 
     /// The acting agent or human. A human without a git identity is recorded

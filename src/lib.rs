@@ -5,13 +5,17 @@
 //! (the only reader of the environment), [`cmd`] holds one file per command,
 //! [`tx`] runs a tick, [`op`] holds the rules (pure), [`model`] the data
 //! (serde only), and [`store`] is the only user of gix. [`output`] is the
-//! only writer to the terminal.
+//! only writer to the terminal. The read-only history commands go through
+//! [`history`] (ticks of the state ref, resolved and parsed) and [`diff`]
+//! (file diffs and semantic summaries, pure).
 
 pub mod cli;
 pub mod cmd;
 pub mod ctx;
+pub mod diff;
 pub mod error;
 pub mod git;
+pub mod history;
 pub mod model;
 pub mod op;
 pub mod output;

@@ -118,6 +118,53 @@ impl Out {
     }
 }
 
+/// A stream of records on stdout (`log`): JSON Lines, or one human block
+/// per record, through one buffered lock, so a long history is written as it
+/// is read instead of collected first.
+pub struct Stream {
+    json: bool,
+    out: io::BufWriter<io::StdoutLock<'static>>,
+}
+
+impl Out {
+    /// Starts a stream of records in this output's format.
+    pub fn stream(&self) -> Stream {
+        Stream {
+            json: self.is_json(),
+            out: io::BufWriter::new(io::stdout().lock()),
+        }
+    }
+}
+
+impl Stream {
+    /// Writes one record: `data` as a JSON line, or the human text (a
+    /// newline is added when it lacks one; empty text writes nothing).
+    pub fn emit<T: Serialize>(
+        &mut self,
+        data: &T,
+        human: impl FnOnce() -> String,
+    ) -> io::Result<()> {
+        if self.json {
+            serde_json::to_writer(&mut self.out, data).map_err(io::Error::other)?;
+            return self.out.write_all(b"\n");
+        }
+        let text = human();
+        if text.is_empty() {
+            return Ok(());
+        }
+        self.out.write_all(text.as_bytes())?;
+        if !text.ends_with('\n') {
+            self.out.write_all(b"\n")?;
+        }
+        Ok(())
+    }
+
+    /// Flushes what is buffered; call it once the stream is complete.
+    pub fn finish(mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+}
+
 /// Whether an error is a closed stdout (`loopx log | head`), which exits
 /// quietly.
 pub fn is_broken_pipe(err: &anyhow::Error) -> bool {

@@ -60,7 +60,8 @@ pub fn load(ctx: &Ctx) -> Result<Snapshot> {
     }
 }
 
-fn no_state(ctx: &Ctx) -> Refusal {
+/// The state ref does not exist: says how to create or fetch it.
+pub fn no_state(ctx: &Ctx) -> Refusal {
     Refusal::error(
         "no-state",
         format!("there is no loopx state here ({} does not exist)", ctx.store.state_ref()),

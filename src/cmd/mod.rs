@@ -3,12 +3,15 @@
 //! This module dispatches and holds the small helpers commands share.
 
 pub mod agent;
+pub mod diff;
 pub mod doctor;
 pub mod evidence;
 pub mod gate;
 pub mod gc;
 pub mod goal;
 pub mod init;
+pub mod log;
+pub mod show;
 pub mod status;
 pub mod todo;
 
@@ -25,6 +28,9 @@ pub fn run(ctx: &Ctx, command: &Command) -> Result<Exit> {
     match command {
         Command::Init(args) => init::run(ctx, args),
         Command::Status(args) => status::run(ctx, args),
+        Command::Log(args) => log::run(ctx, args),
+        Command::Show(args) => show::run(ctx, args),
+        Command::Diff(args) => diff::run(ctx, args),
         Command::Goal(c) => goal::run(ctx, c),
         Command::Agent(c) => agent::run(ctx, c),
         Command::Todo(c) => todo::run(ctx, c),

@@ -6,14 +6,23 @@ use serde::Serialize;
 use crate::cmd::gate::GateRef;
 use crate::ctx::Ctx;
 use crate::error::Exit;
+use crate::history::{self, Rev};
 use crate::model::{AgentId, AgentStatus, Gate, GoalId, State, TodoId, TodoStatus};
 use crate::op::{message, rules};
 use crate::time::Timestamp;
 use crate::tx;
 
 /// Show goals, who owns what, what is ready, and the last few ticks
+///
+/// With --at, the state as it was then: leases and readiness are judged at
+/// that time, and the last ticks are those before it.
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+pub struct Args {
+    /// Show the state at a tick number, or at an RFC 3339 time (the newest
+    /// tick at or before it); commit id prefixes and ref names work too
+    #[arg(long, value_name = "TICK|TIME")]
+    at: Option<Rev>,
+}
 
 /// At most this many claims and ticks are listed, so the output stays
 /// bounded however large the board grows.
@@ -28,6 +37,11 @@ struct Wire<'a> {
     commit: String,
     /// Open gates, those waiting on a human first.
     gates: Vec<GateRef<'a>>,
+    /// With --at: the time the state is shown at, and the tip's tick.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    as_of: Option<Timestamp>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tip_tick: Option<u64>,
     goals: Vec<GoalRow<'a>>,
     agents: usize,
     counts: Counts,
@@ -70,10 +84,21 @@ struct TickRow {
     subject: String,
 }
 
-pub fn run(ctx: &Ctx, _args: &Args) -> Result<Exit> {
-    let snap = tx::load(ctx)?;
+pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
+    let (snap, now, tip_tick) = match &args.at {
+        None => (tx::load(ctx)?, ctx.now, None),
+        Some(rev) => {
+            let tip = history::tip(ctx)?;
+            let entry = history::resolve(ctx, rev)?;
+            let at = match rev {
+                Rev::Time(t) => *t,
+                _ => Timestamp::from_unix(entry.time),
+            };
+            (history::load(ctx, &entry)?, at, Some(tip.tick))
+        }
+    };
     let state = &snap.state;
-    let counts = counts(state, ctx.now);
+    let counts = counts(state, now);
     let mut claims: Vec<ClaimRow> = state
         .todos
         .values()
@@ -84,9 +109,7 @@ pub fn run(ctx: &Ctx, _args: &Args) -> Result<Exit> {
                 title: &t.title,
                 owner: &c.owner,
                 lease_until: c.lease_until,
-                expired: t
-                    .live_claim(ctx.now, state.meta.settings.clock_skew)
-                    .is_none(),
+                expired: t.live_claim(now, state.meta.settings.clock_skew).is_none(),
             })
         })
         .collect();
@@ -110,6 +133,8 @@ pub fn run(ctx: &Ctx, _args: &Args) -> Result<Exit> {
         state_ref: ctx.store.state_ref(),
         tick: snap.tip.tick,
         commit: snap.tip.commit.to_string(),
+        as_of: args.at.is_some().then_some(now),
+        tip_tick,
         goals: state
             .goals
             .values()
@@ -129,7 +154,7 @@ pub fn run(ctx: &Ctx, _args: &Args) -> Result<Exit> {
         claims_total,
         recent,
     };
-    ctx.out.emit(&wire, || human(&wire, ctx.now))?;
+    ctx.out.emit(&wire, || human(&wire, now))?;
     Ok(Exit::Ok)
 }
 
@@ -171,7 +196,11 @@ fn counts(state: &State, now: Timestamp) -> Counts {
 }
 
 fn human(w: &Wire, now: Timestamp) -> String {
-    let mut s = format!("loopx  {}  tick {}\n", w.state_ref, w.tick);
+    let mut s = format!("loopx  {}  tick {}", w.state_ref, w.tick);
+    if let (Some(at), Some(tip)) = (w.as_of, w.tip_tick) {
+        s.push_str(&format!(", as of {at} (the tip is tick {tip})"));
+    }
+    s.push('\n');
     let (human, other): (Vec<&GateRef>, Vec<&GateRef>) = w.gates.iter().partition(|g| g.human_only);
     if !human.is_empty() {
         s.push_str("waiting on a human:\n");

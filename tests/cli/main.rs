@@ -3,6 +3,7 @@
 mod common;
 
 mod test_agent;
+mod test_diff;
 mod test_doctor;
 mod test_errors;
 mod test_evidence;
@@ -13,8 +14,10 @@ mod test_init;
 mod test_kill;
 mod test_lease;
 mod test_lifecycle;
+mod test_log;
 mod test_race;
 mod test_repos;
+mod test_show;
 mod test_status;
 mod test_todo;
 

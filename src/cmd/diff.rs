@@ -1,0 +1,115 @@
+//! `loopx diff`: what changed between two states, as a semantic summary
+//! (todos added, claimed, released, done …) and, with `-p`, file diffs.
+
+use anyhow::Result;
+use serde::Serialize;
+
+use crate::ctx::Ctx;
+use crate::diff::{self, Item};
+use crate::error::Exit;
+use crate::history::{self, FileDiff, Rev, Tick};
+use crate::store::Entry;
+use crate::time::Timestamp;
+
+/// Summarize what changed between two states
+///
+/// A and B are tick numbers (bare digits), commit id prefixes, full ref
+/// names or RFC 3339 times; B defaults to the tip. The summary compares the
+/// two states: todos added, claimed, released, renewed, stolen, done,
+/// reopened or updated; goals added or changed; agents registered.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The state to compare from
+    #[arg(value_name = "A")]
+    from: Rev,
+    /// The state to compare to [default: the tip]
+    #[arg(value_name = "B")]
+    to: Option<Rev>,
+    /// Also show the diff of each changed file
+    #[arg(short = 'p', long = "patch")]
+    patch: bool,
+}
+
+#[derive(Serialize)]
+struct Wire {
+    from: End,
+    to: End,
+    changes: Vec<Item>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    files: Option<Vec<FileDiff>>,
+}
+
+/// One side of the comparison.
+#[derive(Serialize)]
+struct End {
+    /// `None` for a commit that is not a loopx tick.
+    tick: Option<u64>,
+    commit: String,
+    time: Timestamp,
+}
+
+impl End {
+    fn of(entry: &Entry) -> Self {
+        let tick = Tick::read(entry.clone());
+        End {
+            tick: tick.number(),
+            commit: entry.commit.to_string(),
+            time: tick.time(),
+        }
+    }
+
+    fn label(&self) -> String {
+        match self.tick {
+            Some(n) => format!("tick {n} ({})", self.time),
+            None => format!(
+                "commit {} ({})",
+                &self.commit[..12.min(self.commit.len())],
+                self.time
+            ),
+        }
+    }
+}
+
+pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
+    let a = history::resolve(ctx, &args.from)?;
+    let b = match &args.to {
+        Some(rev) => history::resolve(ctx, rev)?,
+        None => ctx.store.entry(history::tip(ctx)?.commit)?,
+    };
+    let state_a = history::load(ctx, &a)?.state;
+    let state_b = history::load(ctx, &b)?.state;
+    let color = ctx.out.color() && !ctx.out.is_json();
+    let files = if args.patch {
+        Some(history::file_diffs(
+            &ctx.store.diff_trees(Some(a.tree), b.tree)?,
+            color,
+        ))
+    } else {
+        None
+    };
+    let wire = Wire {
+        from: End::of(&a),
+        to: End::of(&b),
+        changes: diff::summary(&state_a, &state_b),
+        files,
+    };
+    ctx.out.emit(&wire, || {
+        let mut s = format!("{} → {}\n", wire.from.label(), wire.to.label());
+        if wire.changes.is_empty() {
+            s.push_str("No changes.\n");
+        }
+        for item in &wire.changes {
+            s.push_str(&item.human());
+            s.push('\n');
+        }
+        let files = wire.files.as_deref().unwrap_or_default();
+        if !files.is_empty() {
+            s.push('\n');
+        }
+        for f in files {
+            s.push_str(&f.diff);
+        }
+        s
+    })?;
+    Ok(Exit::Ok)
+}

@@ -1,0 +1,339 @@
+//! `loopx log`: the ticks of the state ref, newest first, one line each
+//! (with `-p`, each changed file's diff), streamed as they are read: `-n 50`
+//! reads 50 commits however long the history is.
+
+use std::collections::HashMap;
+
+use anyhow::Result;
+use serde::{Deserialize, Serialize};
+
+use crate::ctx::Ctx;
+use crate::error::{Exit, Refusal};
+use crate::history::{self, FileDiff, Tick};
+use crate::model::id::RANDOM_HEX;
+use crate::model::{AgentId, GoalId, TodoId, files};
+use crate::op::Change;
+use crate::time::Timestamp;
+use crate::tx;
+
+/// Show the ticks, newest first: who did what, and when
+///
+/// One line per tick: tick number, time, actor, operation and subject. The
+/// filters combine. The global --agent flag, given here, shows only that
+/// agent's ticks (LOOPX_AGENT does not filter). With --format json, one JSON
+/// record per line.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Only ticks about this goal, its todos included
+    #[arg(long, value_name = "G")]
+    goal: Option<String>,
+    /// Only ticks about this todo (its id or a unique prefix)
+    #[arg(long, value_name = "T")]
+    todo: Option<String>,
+    /// Only this operation (todo.claim), or a group of them (todo)
+    #[arg(long = "op", value_name = "KIND")]
+    op: Option<String>,
+    /// Only ticks at or after this time (RFC 3339)
+    #[arg(long, value_name = "TIME")]
+    since: Option<Timestamp>,
+    /// Show at most N ticks
+    #[arg(short = 'n', long = "max-count", value_name = "N")]
+    max_count: Option<usize>,
+    /// Also show the diff of each changed file
+    #[arg(short = 'p', long = "patch")]
+    patch: bool,
+}
+
+/// `--since` stops the walk after this many ticks in a row older than the
+/// time (as `git log --since` does), so a few ticks whose times are out of
+/// order, as sync's replays can leave, are still found.
+const SINCE_SLOP: usize = 5;
+
+/// One tick, as a JSON line.
+#[derive(Serialize)]
+struct Record<'a> {
+    /// `None` for a commit that is not a loopx tick.
+    tick: Option<u64>,
+    commit: String,
+    time: Timestamp,
+    /// The actor as the state records it: `agent:<id>` or `human:<name> <<email>>`.
+    actor: Option<String>,
+    /// `None` for a commit that is not a tick this loopx can read.
+    op: Option<&'a str>,
+    subject: String,
+    /// For a commit whose op is `None`: who committed it, and why it does
+    /// not read as a tick.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    author: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    not_a_tick: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    files: Option<Vec<FileDiff>>,
+}
+
+/// What the filters ask for, resolved once.
+struct Filter {
+    goal: Option<GoalId>,
+    agent: Option<AgentId>,
+    todo: Option<TodoId>,
+    op: Option<String>,
+}
+
+pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
+    let tip = history::tip(ctx)?;
+    let filter = Filter {
+        goal: args
+            .goal
+            .as_deref()
+            .map(|g| existing_goal(ctx, tip.tree, g))
+            .transpose()?,
+        agent: ctx
+            .agent_flag()
+            .map(|a| existing_agent(ctx, tip.tree, a))
+            .transpose()?,
+        todo: args.todo.as_deref().map(|t| todo_id(ctx, t)).transpose()?,
+        op: args.op.as_deref().map(op_kind).transpose()?,
+    };
+    let color = ctx.out.color() && !ctx.out.is_json();
+    let mut goals: HashMap<TodoId, Option<GoalId>> = HashMap::new();
+    if args.max_count == Some(0) {
+        return Ok(Exit::Ok);
+    }
+    let mut stream = ctx.out.stream();
+    let mut shown = 0usize;
+    let mut older = 0usize;
+    for entry in ctx.store.history(tip.commit) {
+        let tick = Tick::read(entry?);
+        if let Some(since) = args.since
+            && tick.time() < since
+        {
+            older += 1;
+            if older >= SINCE_SLOP {
+                break;
+            }
+            continue;
+        }
+        older = 0;
+        if !matches(ctx, &filter, &tick, &mut goals)? {
+            continue;
+        }
+        let files = if args.patch {
+            Some(history::file_diffs(
+                &history::changed_files(ctx, &tick.entry)?,
+                color,
+            ))
+        } else {
+            None
+        };
+        let record = Record {
+            tick: tick.number(),
+            commit: tick.entry.commit.to_string(),
+            time: tick.time(),
+            actor: tick.op().map(|op| op.actor.to_string()),
+            op: tick.op().map(|op| op.change.kind()),
+            subject: tick.subject(),
+            author: tick.op().is_none().then(|| tick.author()),
+            not_a_tick: tick.parsed.as_ref().err().map(String::as_str),
+            files,
+        };
+        let first = shown == 0;
+        stream.emit(&record, || {
+            let mut s = String::new();
+            if args.patch && !first {
+                s.push('\n');
+            }
+            s.push_str(&line(&tick));
+            s.push('\n');
+            for f in record.files.iter().flatten() {
+                s.push_str(&f.diff);
+            }
+            s
+        })?;
+        shown += 1;
+        if args.max_count.is_some_and(|n| shown >= n) {
+            break;
+        }
+    }
+    stream.finish()?;
+    Ok(Exit::Ok)
+}
+
+/// `  12  2026-11-30T09:06:00Z  agent-a       todo.claim      claim t-… "…"`
+fn line(tick: &Tick) -> String {
+    let number = tick
+        .number()
+        .map_or_else(|| "-".to_owned(), |n| n.to_string());
+    format!(
+        "{number:>4}  {}  {:<12}  {:<14}  {}",
+        tick.time(),
+        tick.actor_name(),
+        tick.kind(),
+        tick.subject()
+    )
+    .trim_end()
+    .to_owned()
+}
+
+fn matches(
+    ctx: &Ctx,
+    filter: &Filter,
+    tick: &Tick,
+    goals: &mut HashMap<TodoId, Option<GoalId>>,
+) -> Result<bool> {
+    let any = filter.goal.is_some()
+        || filter.agent.is_some()
+        || filter.todo.is_some()
+        || filter.op.is_some();
+    let Some(op) = tick.op() else {
+        // A commit that is not a tick is about nothing a filter names.
+        return Ok(!any);
+    };
+    if let Some(kind) = &filter.op
+        && !kind_matches(kind, op.change.kind())
+    {
+        return Ok(false);
+    }
+    if let Some(agent) = &filter.agent
+        && op.actor.agent() != Some(agent)
+    {
+        return Ok(false);
+    }
+    if let Some(todo) = &filter.todo
+        && op.change.todo() != Some(todo)
+    {
+        return Ok(false);
+    }
+    if let Some(goal) = &filter.goal {
+        let about = match &op.change {
+            Change::Init { goal, .. } => goal.clone(),
+            Change::GoalAdd { goal, .. } | Change::GoalSet { goal, .. } => Some(goal.clone()),
+            Change::TodoAdd { todo, goal, .. } => {
+                goals.insert(todo.clone(), Some(goal.clone()));
+                Some(goal.clone())
+            }
+            Change::AgentRegister { .. } => None,
+            other => match other.todo() {
+                Some(todo) => goal_of(ctx, tick, todo, goals)?,
+                None => None,
+            },
+        };
+        if about.as_ref() != Some(goal) {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// `todo.claim` matches itself; `todo` matches every `todo.*`.
+fn kind_matches(wanted: &str, kind: &str) -> bool {
+    kind == wanted
+        || kind
+            .strip_prefix(wanted)
+            .is_some_and(|rest| rest.starts_with('.'))
+}
+
+fn op_kind(typed: &str) -> Result<String, Refusal> {
+    if Change::KINDS.iter().any(|k| kind_matches(typed, k)) {
+        return Ok(typed.to_owned());
+    }
+    Err(Refusal::usage(
+        "unknown-op",
+        format!("{typed:?} is not an operation loopx knows"),
+    )
+    .with_hint(format!(
+        "use a group ({}) or a kind such as todo.claim; `loopx log --help` explains",
+        groups().join(", ")
+    )))
+}
+
+/// The op groups: the part of each kind before the dot.
+fn groups() -> Vec<&'static str> {
+    let mut g: Vec<&str> = Vec::new();
+    for k in Change::KINDS {
+        let group = k.split('.').next().unwrap_or(k);
+        if !g.contains(&group) {
+            g.push(group);
+        }
+    }
+    g
+}
+
+/// The goal of a todo: it never changes, so it is read once, from the
+/// todo's file in the tick's tree (or its parent's, if the tick removed it).
+fn goal_of(
+    ctx: &Ctx,
+    tick: &Tick,
+    todo: &TodoId,
+    goals: &mut HashMap<TodoId, Option<GoalId>>,
+) -> Result<Option<GoalId>> {
+    if let Some(goal) = goals.get(todo) {
+        return Ok(goal.clone());
+    }
+    #[derive(Deserialize)]
+    struct GoalOf {
+        goal: GoalId,
+    }
+    let path = files::todo_path(todo);
+    let mut bytes = ctx.store.read_file(tick.entry.tree, &path)?;
+    if bytes.is_none()
+        && let Some(parent) = tick.entry.parent
+    {
+        bytes = ctx.store.read_file(ctx.store.entry(parent)?.tree, &path)?;
+    }
+    let goal = bytes
+        .and_then(|b| String::from_utf8(b).ok())
+        .and_then(|text| toml::from_str::<GoalOf>(&text).ok())
+        .map(|g| g.goal);
+    goals.insert(todo.clone(), goal.clone());
+    Ok(goal)
+}
+
+fn existing_goal(ctx: &Ctx, tree: crate::store::Oid, typed: &str) -> Result<GoalId> {
+    let id = GoalId::new(typed).map_err(|e| Refusal::usage("bad-id", e))?;
+    if ctx.store.read_file(tree, &files::goal_path(&id))?.is_none() {
+        return Err(
+            Refusal::error("unknown-goal", format!("there is no goal {id}"))
+                .with_hint("`loopx goal list` shows the goals")
+                .into(),
+        );
+    }
+    Ok(id)
+}
+
+fn existing_agent(ctx: &Ctx, tree: crate::store::Oid, id: &AgentId) -> Result<AgentId> {
+    if ctx.store.read_file(tree, &files::agent_path(id))?.is_none() {
+        return Err(
+            Refusal::error("unknown-agent", format!("there is no agent {id}"))
+                .with_hint("`loopx agent list` shows the registered agents")
+                .into(),
+        );
+    }
+    Ok(id.clone())
+}
+
+/// A todo of the current state, by id or unique prefix; a complete id that
+/// is no longer in the live state is taken as it is.
+fn todo_id(ctx: &Ctx, typed: &str) -> Result<TodoId> {
+    let snap = tx::load(ctx)?;
+    match snap.state.resolve_todo(typed) {
+        Ok(id) => Ok(id),
+        Err(e) => match TodoId::new(typed.trim()) {
+            Ok(id) if id.hex().len() == RANDOM_HEX => Ok(id),
+            _ => Err(e.into()),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::kind_matches;
+
+    #[test]
+    fn op_groups_match_their_kinds() {
+        assert!(kind_matches("todo.claim", "todo.claim"));
+        assert!(kind_matches("todo", "todo.claim"));
+        assert!(!kind_matches("todo", "goal.add"));
+        assert!(!kind_matches("todo.c", "todo.claim"));
+        assert!(!kind_matches("init", "goal.add"));
+    }
+}

@@ -1,0 +1,147 @@
+//! `loopx show`: one tick in full: its operation with the arguments, the
+//! actor, the time, the trailers, and the diff of each file it changed.
+
+use std::collections::BTreeMap;
+
+use anyhow::Result;
+use serde::Serialize;
+
+use crate::ctx::Ctx;
+use crate::error::Exit;
+use crate::history::{self, FileDiff, Rev, Tick};
+use crate::op::message::Parsed;
+use crate::op::{Change, Op};
+use crate::time::Timestamp;
+
+/// Show one tick: its operation, actor, time, trailers and file diffs
+///
+/// TICK is a tick number (bare digits), a commit id prefix (at least 4 hex
+/// digits), a full ref name (refs/loopx/state) or an RFC 3339 time (the
+/// newest tick at or before it).
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The tick to show
+    #[arg(value_name = "TICK")]
+    tick: Rev,
+}
+
+#[derive(Serialize)]
+struct Wire<'a> {
+    /// `None` for a commit that is not a loopx tick.
+    tick: Option<u64>,
+    commit: String,
+    parent: Option<String>,
+    time: Timestamp,
+    actor: Option<String>,
+    op: Option<&'static str>,
+    op_id: Option<String>,
+    subject: String,
+    /// The op's change as recorded, `kind` included.
+    change: Option<&'a Change>,
+    trailers: BTreeMap<&'a str, &'a str>,
+    /// For a commit that is not a loopx tick: who made it, its whole
+    /// message, and why it is not a tick.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    author: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    message: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    not_a_tick: Option<&'a str>,
+    files: Vec<FileDiff>,
+}
+
+pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
+    let entry = history::resolve(ctx, &args.tick)?;
+    let tick = Tick::read(entry);
+    let color = ctx.out.color() && !ctx.out.is_json();
+    let files = history::file_diffs(&history::changed_files(ctx, &tick.entry)?, color);
+    let op = tick.op();
+    let wire = Wire {
+        tick: tick.number(),
+        commit: tick.entry.commit.to_string(),
+        parent: tick.entry.parent.map(|p| p.to_string()),
+        time: tick.time(),
+        actor: op.map(|op| op.actor.to_string()),
+        op: op.map(|op| op.change.kind()),
+        op_id: op.map(|op| op.id.to_string()),
+        subject: tick.subject(),
+        change: op.map(|op| &op.change),
+        trailers: tick
+            .parsed
+            .as_ref()
+            .map(|p| {
+                p.trailers
+                    .iter()
+                    .map(|(k, v)| (k.as_str(), v.as_str()))
+                    .collect()
+            })
+            .unwrap_or_default(),
+        author: op.is_none().then(|| tick.author()),
+        message: op.is_none().then_some(tick.entry.message.as_str()),
+        not_a_tick: tick.parsed.as_ref().err().map(String::as_str),
+        files,
+    };
+    ctx.out.emit(&wire, || human(&tick, &wire))?;
+    Ok(Exit::Ok)
+}
+
+fn human(tick: &Tick, w: &Wire) -> String {
+    let mut s = match (&tick.parsed, tick.op()) {
+        (Ok(p), Some(op)) => head(p, op, w),
+        _ => {
+            let mut s = match tick.number() {
+                Some(n) => format!("tick {n} {}: {}\n", tick.kind(), w.subject),
+                None => format!("{}: {}\n", tick.kind(), w.subject),
+            };
+            s.push_str(&format!("commit:    {}\n", w.commit));
+            s.push_str(&format!("time:      {}\n", w.time));
+            s.push_str(&format!("author:    {}\n", tick.author()));
+            if let Some(why) = w.not_a_tick {
+                s.push_str(&format!("why:       {why}\n"));
+            }
+            s.push_str("message:\n");
+            for l in tick.entry.message.trim_end().lines() {
+                s.push_str(format!("  {l}").trim_end());
+                s.push('\n');
+            }
+            s
+        }
+    };
+    if !w.files.is_empty() {
+        s.push('\n');
+    }
+    for f in &w.files {
+        s.push_str(&f.diff);
+    }
+    s
+}
+
+fn head(p: &Parsed, op: &Op, w: &Wire) -> String {
+    let mut s = format!("tick {}: {}\n", p.tick, w.subject);
+    s.push_str(&format!("commit:    {}\n", w.commit));
+    s.push_str(&format!("time:      {}\n", op.at));
+    s.push_str(&format!("actor:     {}\n", op.actor));
+    s.push_str(&format!("op:        {} ({})\n", op.change.kind(), op.id));
+    let args = arguments(&op.change);
+    if !args.is_empty() {
+        s.push_str("arguments:\n");
+        for a in args {
+            s.push_str(&format!("  {a}\n"));
+        }
+    }
+    s.push_str("trailers:\n");
+    for (k, v) in &p.trailers {
+        s.push_str(&format!("  {k}: {v}\n"));
+    }
+    s
+}
+
+/// The change's arguments as the TOML lines of the commit message, without
+/// the `kind` line the op line already shows.
+fn arguments(change: &Change) -> Vec<String> {
+    let text = toml::to_string(change).unwrap_or_default();
+    text.lines()
+        .filter(|l| !l.starts_with("op = ") && !l.trim().is_empty())
+        .map(str::to_owned)
+        .collect()
+}

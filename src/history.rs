@@ -1,0 +1,316 @@
+//! The history of the state ref, read-only: what a tick argument names, and
+//! each commit with its tick message parsed. `log`, `show`, `diff` and
+//! `status --at` read through here; nothing here writes.
+//!
+//! A tick argument ([`Rev`]) is a tick number (bare digits), a commit id
+//! prefix (at least 4 hex digits), a full ref name (`refs/…`) or an RFC 3339
+//! time (the newest commit at or before it). Tick numbers are found by
+//! walking first parents from the tip, which stops as soon as the tick is
+//! reached, since tick numbers decrease along the chain.
+
+use std::fmt;
+use std::str::FromStr;
+
+use anyhow::Result;
+use serde::Serialize;
+
+use crate::ctx::Ctx;
+use crate::diff::{self, FileStatus};
+use crate::error::Refusal;
+use crate::op::Op;
+use crate::op::message::{self, Parsed};
+use crate::store::{Entry, FileChange, PrefixMatch, Tip};
+use crate::time::Timestamp;
+use crate::tx;
+
+/// Shown in place of the operation for a commit that is not a loopx tick.
+pub const NOT_A_TICK: &str = "(not a loopx tick)";
+/// Shown in place of the operation for a tick this loopx cannot read (an
+/// operation from a newer loopx, a damaged message).
+pub const UNREADABLE: &str = "(unreadable tick)";
+
+/// What a tick argument names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Rev {
+    /// A tick number, from 1.
+    Tick(u64),
+    /// The newest commit at or before this time.
+    Time(Timestamp),
+    /// A commit id prefix, lowercase hex.
+    Commit(String),
+    /// A full ref name, `refs/…`.
+    Ref(String),
+}
+
+impl FromStr for Rev {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let t = s.trim();
+        if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
+            let n: u64 = t
+                .parse()
+                .map_err(|_| format!("{s:?} is too large for a tick number"))?;
+            if n == 0 {
+                return Err("there is no tick 0: ticks start at 1".to_owned());
+            }
+            return Ok(Rev::Tick(n));
+        }
+        if t.starts_with("refs/") {
+            return Ok(Rev::Ref(t.to_owned()));
+        }
+        if let Ok(time) = Timestamp::parse(t) {
+            return Ok(Rev::Time(time));
+        }
+        if (4..=64).contains(&t.len()) && t.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Ok(Rev::Commit(t.to_ascii_lowercase()));
+        }
+        Err(format!(
+            "{s:?} names no tick: give a tick number (7), a commit id prefix of at least 4 hex digits, a full ref name (refs/loopx/state) or an RFC 3339 time (2026-11-30T09:00:00Z)"
+        ))
+    }
+}
+
+impl fmt::Display for Rev {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Rev::Tick(n) => write!(f, "tick {n}"),
+            Rev::Time(t) => write!(f, "{t}"),
+            Rev::Commit(hex) => write!(f, "commit {hex}"),
+            Rev::Ref(name) => f.write_str(name),
+        }
+    }
+}
+
+/// One commit of the state's history, with its message parsed when it is
+/// a loopx tick.
+pub struct Tick {
+    pub entry: Entry,
+    /// The parsed message, or why this commit is not a loopx tick (someone
+    /// committed onto the ref by hand).
+    pub parsed: Result<Parsed, String>,
+}
+
+impl Tick {
+    pub fn read(entry: Entry) -> Tick {
+        let parsed = message::parse(&entry.message);
+        Tick { entry, parsed }
+    }
+
+    /// The tick number: from the parsed message, else from a `Loopx-Tick`
+    /// trailer alone.
+    pub fn number(&self) -> Option<u64> {
+        match &self.parsed {
+            Ok(p) => Some(p.tick),
+            Err(_) => message::tick_of(&self.entry.message),
+        }
+    }
+
+    /// The operation kind, or what stands in for it: [`NOT_A_TICK`], or
+    /// [`UNREADABLE`] for a message with a tick number that does not parse.
+    pub fn kind(&self) -> &'static str {
+        match (self.op(), self.number()) {
+            (Some(op), _) => op.change.kind(),
+            (None, Some(_)) => UNREADABLE,
+            (None, None) => NOT_A_TICK,
+        }
+    }
+
+    pub fn op(&self) -> Option<&Op> {
+        self.parsed.as_ref().ok().map(|p| &p.op)
+    }
+
+    /// The op's time for a tick, the commit's author time otherwise.
+    pub fn time(&self) -> Timestamp {
+        self.op()
+            .map_or(Timestamp::from_unix(self.entry.time), |op| op.at)
+    }
+
+    /// The subject without the actor that ends it: `claim t-… "…"`.
+    pub fn subject(&self) -> String {
+        match &self.parsed {
+            Ok(p) => {
+                let suffix = format!(" — {}", p.op.actor.name());
+                p.subject
+                    .strip_suffix(&suffix)
+                    .unwrap_or(&p.subject)
+                    .to_owned()
+            }
+            Err(_) => self
+                .entry
+                .message
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .to_owned(),
+        }
+    }
+
+    /// The acting agent or human; for a commit that is not a tick, its
+    /// author's name.
+    pub fn actor_name(&self) -> &str {
+        match self.op() {
+            Some(op) => op.actor.name(),
+            None => &self.entry.author.name,
+        }
+    }
+
+    /// The commit's author as git shows it: `Name <email>`.
+    pub fn author(&self) -> String {
+        format!("{} <{}>", self.entry.author.name, self.entry.author.email)
+    }
+}
+
+/// The tip of the state ref, or how to create one.
+pub fn tip(ctx: &Ctx) -> Result<Tip> {
+    ctx.store.tip()?.ok_or_else(|| tx::no_state(ctx).into())
+}
+
+/// The commit a tick argument names.
+pub fn resolve(ctx: &Ctx, rev: &Rev) -> Result<Entry> {
+    match rev {
+        Rev::Tick(n) => find_tick(ctx, &tip(ctx)?, *n),
+        Rev::Time(t) => at_time(ctx, &tip(ctx)?, *t),
+        Rev::Commit(hex) => match ctx.store.commit_by_prefix(hex)? {
+            PrefixMatch::One(id) => ctx.store.entry(id),
+            PrefixMatch::None => Err(Refusal::error(
+                "unknown-commit",
+                format!("no commit id starts with {hex}"),
+            )
+            .with_hint("`loopx log` lists the ticks with their tick numbers")
+            .into()),
+            PrefixMatch::Many(n) => Err(Refusal::usage(
+                "ambiguous-commit",
+                format!("{hex} is the start of {n} commit ids"),
+            )
+            .with_hint("type more digits of the commit id")
+            .into()),
+        },
+        Rev::Ref(name) => match ctx.store.resolve(name)? {
+            Some(tip) => ctx.store.entry(tip.commit),
+            None => Err(
+                Refusal::error("unknown-ref", format!("there is no ref {name}"))
+                    .with_hint(format!(
+                        "give a full ref name such as {}",
+                        ctx.store.state_ref()
+                    ))
+                    .into(),
+            ),
+        },
+    }
+}
+
+/// Tick number `n`, walking first parents from `tip` and stopping as soon
+/// as the tick numbers fall to `n` or below.
+fn find_tick(ctx: &Ctx, tip: &Tip, n: u64) -> Result<Entry> {
+    let mut newest = None;
+    for entry in ctx.store.history(tip.commit) {
+        let entry = entry?;
+        let Some(tick) = message::tick_of(&entry.message) else {
+            continue;
+        };
+        let newest = *newest.get_or_insert(tick);
+        if tick == n {
+            return Ok(entry);
+        }
+        if tick < n {
+            return Err(no_tick(n, newest));
+        }
+    }
+    Err(no_tick(n, newest.unwrap_or(0)))
+}
+
+fn no_tick(n: u64, newest: u64) -> anyhow::Error {
+    Refusal::error(
+        "unknown-tick",
+        format!("there is no tick {n}; the newest is {newest}"),
+    )
+    .with_hint("`loopx log` lists the ticks")
+    .into()
+}
+
+/// The newest commit at or before `t`.
+fn at_time(ctx: &Ctx, tip: &Tip, t: Timestamp) -> Result<Entry> {
+    let mut first = None;
+    for entry in ctx.store.history(tip.commit) {
+        let entry = entry?;
+        if entry.time <= t.unix() {
+            return Ok(entry);
+        }
+        first = Some(entry.time);
+    }
+    let first = first.map_or_else(String::new, |f| {
+        format!("; the first tick is at {}", Timestamp::from_unix(f))
+    });
+    Err(Refusal::error(
+        "before-history",
+        format!("there was no loopx state yet at {t}{first}"),
+    )
+    .with_hint("give a later time, or a tick number")
+    .into())
+}
+
+/// The state as a commit of the history holds it.
+pub fn load(ctx: &Ctx, entry: &Entry) -> Result<tx::Snapshot> {
+    let tip = Tip {
+        commit: entry.commit,
+        tree: entry.tree,
+        tick: message::tick_of(&entry.message).unwrap_or(0),
+    };
+    tx::load_at(ctx, tip)
+}
+
+/// The files a commit changed, compared with its first parent (an empty
+/// tree for the first tick).
+pub fn changed_files(ctx: &Ctx, entry: &Entry) -> Result<Vec<FileChange>> {
+    let base = match entry.parent {
+        Some(p) => Some(ctx.store.entry(p)?.tree),
+        None => None,
+    };
+    ctx.store.diff_trees(base, entry.tree)
+}
+
+/// One changed file with its unified diff, as `log -p`, `show` and
+/// `diff -p` print it.
+#[derive(Serialize)]
+pub struct FileDiff {
+    pub path: String,
+    pub change: FileStatus,
+    pub diff: String,
+}
+
+/// The unified diff of each changed file; coloured only when `color`.
+pub fn file_diffs(changes: &[FileChange], color: bool) -> Vec<FileDiff> {
+    changes
+        .iter()
+        .map(|c| FileDiff {
+            path: c.path.clone(),
+            change: FileStatus::of(c.old.as_deref(), c.new.as_deref()),
+            diff: diff::unified(&c.path, c.old.as_deref(), c.new.as_deref(), color),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tick_arguments_parse_by_shape() {
+        assert_eq!("7".parse(), Ok(Rev::Tick(7)));
+        assert_eq!(
+            "refs/loopx/state".parse(),
+            Ok(Rev::Ref("refs/loopx/state".into()))
+        );
+        assert_eq!(
+            "2026-11-30T09:00:00Z".parse(),
+            Ok(Rev::Time(Timestamp::parse("2026-11-30T09:00:00Z").unwrap()))
+        );
+        assert_eq!("3FA9c2".parse(), Ok(Rev::Commit("3fa9c2".into())));
+        // Bare digits are always a tick number, never a commit prefix.
+        assert_eq!("1234".parse(), Ok(Rev::Tick(1234)));
+        for bad in ["", "0", "abc", "tip", "HEAD~1", "99999999999999999999999"] {
+            assert!(bad.parse::<Rev>().is_err(), "{bad:?}");
+        }
+    }
+}
