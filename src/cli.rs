@@ -71,6 +71,11 @@ pub enum Command {
     /// Record and list evidence of what was tried
     #[command(subcommand)]
     Evidence(cmd::evidence::Command),
+    /// The turn's gate: should this agent run now, and the slots turns spend
+    #[command(subcommand)]
+    Quota(cmd::quota::Command),
+    RefreshState(cmd::refresh_state::Args),
+    Settle(cmd::settle::Args),
     Doctor(cmd::doctor::Args),
     Gc(cmd::gc::Args),
 }

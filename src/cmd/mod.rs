@@ -3,6 +3,7 @@
 //! This module dispatches and holds the small helpers commands share.
 
 pub mod agent;
+pub mod brief;
 pub mod diff;
 pub mod doctor;
 pub mod evidence;
@@ -11,6 +12,9 @@ pub mod gc;
 pub mod goal;
 pub mod init;
 pub mod log;
+pub mod quota;
+pub mod refresh_state;
+pub mod settle;
 pub mod show;
 pub mod status;
 pub mod todo;
@@ -36,6 +40,9 @@ pub fn run(ctx: &Ctx, command: &Command) -> Result<Exit> {
         Command::Todo(c) => todo::run(ctx, c),
         Command::Gate(c) => gate::run(ctx, c),
         Command::Evidence(c) => evidence::run(ctx, c),
+        Command::Quota(c) => quota::run(ctx, c),
+        Command::RefreshState(args) => refresh_state::run(ctx, args),
+        Command::Settle(args) => settle::run(ctx, args),
         Command::Doctor(args) => doctor::run(ctx, args),
         Command::Gc(args) => gc::run(ctx, args),
     }

@@ -48,6 +48,17 @@ struct Wire<'a> {
     claims: Vec<ClaimRow<'a>>,
     claims_total: usize,
     recent: Vec<TickRow>,
+    /// Slots used per active agent on each active goal.
+    quota: Vec<QuotaRow<'a>>,
+}
+
+#[derive(Serialize)]
+struct QuotaRow<'a> {
+    agent: &'a AgentId,
+    goal: &'a GoalId,
+    used: u32,
+    slots: u32,
+    window: String,
 }
 
 #[derive(Serialize)]
@@ -152,6 +163,28 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         counts,
         claims,
         claims_total,
+        quota: state
+            .goals
+            .values()
+            .filter(|g| g.status == crate::model::GoalStatus::Active)
+            .flat_map(|g| {
+                state
+                    .agents
+                    .values()
+                    .filter(|a| a.status == AgentStatus::Active)
+                    .map(move |a| (g, a))
+            })
+            .map(|(g, a)| {
+                let s = crate::op::turn::slots(state, &a.id, g, now);
+                QuotaRow {
+                    agent: &a.id,
+                    goal: &g.id,
+                    used: s.used,
+                    slots: s.slots,
+                    window: s.window.to_string(),
+                }
+            })
+            .collect(),
         recent,
     };
     ctx.out.emit(&wire, || human(&wire, now))?;
@@ -250,6 +283,25 @@ fn human(w: &Wire, now: Timestamp) -> String {
             s.push_str(&format!(
                 "  … and {} more\n",
                 w.claims_total - w.claims.len()
+            ));
+        }
+    }
+    let goals: Vec<&GoalId> = {
+        let mut g: Vec<&GoalId> = w.quota.iter().map(|q| q.goal).collect();
+        g.dedup();
+        g
+    };
+    for goal in goals {
+        let rows: Vec<&QuotaRow> = w.quota.iter().filter(|q| q.goal == goal).collect();
+        if let Some(first) = rows.first() {
+            let used: Vec<String> = rows
+                .iter()
+                .map(|q| format!("{} {}/{}", q.agent, q.used, q.slots))
+                .collect();
+            s.push_str(&format!(
+                "quota {goal} per {}: {}\n",
+                first.window,
+                used.join(", ")
             ));
         }
     }

@@ -89,7 +89,8 @@ impl Default for Settings {
 }
 
 impl State {
-    /// The goal a command means when it names none: the only active goal.
+    /// The goal a command means when it names none: the only active goal,
+    /// or the only goal.
     pub fn default_goal(&self) -> Result<&Goal, Refusal> {
         let active: Vec<&Goal> = self
             .goals
@@ -98,6 +99,9 @@ impl State {
             .collect();
         match active.as_slice() {
             [one] => Ok(one),
+            // A lone goal is the default whatever its status, so commands
+            // can say that it is paused or done.
+            [] if self.goals.len() == 1 => Ok(self.goals.values().next().expect("one goal")),
             [] if self.goals.is_empty() => Err(Refusal::rule("no-goal", "there is no goal yet")
                 .with_hint("add one with `loopx goal add ID --objective TEXT`")),
             [] => Err(Refusal::rule("no-active-goal", "no goal is active")

@@ -14,13 +14,14 @@ mod goal;
 pub mod message;
 pub mod rules;
 mod todo;
+pub mod turn;
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::Refusal;
 use crate::model::{
     Actor, AgentId, Blocks, EvidenceId, EvidenceKind, GateId, GateKind, GoalId, GoalStatus, OpId,
-    Priority, Runtime, State, TodoId, TodoStatus, Validation,
+    Outcome, Priority, Runtime, State, TodoId, TodoStatus, Validation,
     evidence::{Artifact, Code},
     run::CommandRun,
 };
@@ -180,6 +181,36 @@ pub enum Change {
     },
     #[serde(rename = "gate.withdraw")]
     GateWithdraw { gate: GateId },
+    /// The agent records how its turn ended (and what concerned it then).
+    #[serde(rename = "turn.refresh")]
+    RefreshState {
+        goal: GoalId,
+        outcome: Outcome,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        turn: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        todo: Option<TodoId>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        next_action: Option<String>,
+    },
+    /// One slot spent for a turn that made a validated writeback.
+    #[serde(rename = "quota.spend")]
+    QuotaSpend {
+        goal: GoalId,
+        turn: String,
+        issued: Timestamp,
+    },
+    /// A human voids a spend: it stops counting and stays recorded.
+    #[serde(rename = "quota.void")]
+    QuotaVoid {
+        agent: AgentId,
+        turn: String,
+        reason: String,
+    },
+    /// A whole turn's writeback in one tick: the steps apply in order, all
+    /// or nothing.
+    #[serde(rename = "turn.settle")]
+    Settle { turn: String, steps: Vec<Change> },
     /// A record of what was tried: a note, an artifact, or a command's run.
     /// Its id, time (the op's) and code commit are part of the op, so a
     /// replay writes the same record.
@@ -223,6 +254,10 @@ impl Change {
             Change::GateAnswer { .. } => "gate.answer",
             Change::GateWithdraw { .. } => "gate.withdraw",
             Change::EvidenceAdd { .. } => "evidence.add",
+            Change::RefreshState { .. } => "turn.refresh",
+            Change::QuotaSpend { .. } => "quota.spend",
+            Change::QuotaVoid { .. } => "quota.void",
+            Change::Settle { .. } => "turn.settle",
         }
     }
 
@@ -248,6 +283,10 @@ impl Change {
         "gate.answer",
         "gate.withdraw",
         "evidence.add",
+        "turn.refresh",
+        "turn.settle",
+        "quota.spend",
+        "quota.void",
     ];
 
     /// The todo this change is about, if any.
@@ -262,7 +301,8 @@ impl Change {
             | Change::TodoDone { todo, .. }
             | Change::TodoEdit { todo, .. }
             | Change::TodoReopen { todo, .. } => Some(todo),
-            Change::EvidenceAdd { todo, .. } => todo.as_ref(),
+            Change::EvidenceAdd { todo, .. } | Change::RefreshState { todo, .. } => todo.as_ref(),
+            Change::Settle { steps, .. } => steps.iter().find_map(Change::todo),
             Change::GateOpen {
                 blocks: Blocks::Todo(todo),
                 ..
@@ -343,6 +383,14 @@ pub fn apply(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         }
         Change::GateWithdraw { gate } => gate::withdraw(state, op, gate),
         Change::EvidenceAdd { .. } => evidence::add(state, op),
+        Change::RefreshState { .. } => turn::refresh(state, op),
+        Change::QuotaSpend { goal, turn, issued } => turn::spend(state, op, goal, turn, *issued),
+        Change::QuotaVoid {
+            agent,
+            turn,
+            reason,
+        } => turn::void(state, op, agent, turn, reason),
+        Change::Settle { steps, .. } => turn::settle(state, op, steps),
     }
 }
 
@@ -355,7 +403,7 @@ fn wrote_back(state: &mut State, op: &Op) {
 }
 
 /// A title shortened for a one-line subject.
-pub(crate) fn short(title: &str) -> String {
+pub fn short(title: &str) -> String {
     const MAX: usize = 60;
     let one_line = title.split_whitespace().collect::<Vec<_>>().join(" ");
     if one_line.chars().count() <= MAX {

@@ -223,8 +223,22 @@ pub fn gate_on<'s>(state: &'s State, todo: &Todo, agent: &Agent) -> Option<&'s G
         .find(|g| g.covers(&todo.goal, &agent.id, &todo.id))
 }
 
-/// The open gates that concern an agent: on its goal, on itself, or on a
-/// todo it holds.
+/// Whether a gate concerns an agent: it is on the agent's goal (when one is
+/// given), on the agent itself, or on a todo the agent holds.
+pub fn gate_concerns(
+    state: &State,
+    g: &Gate,
+    agent: &AgentId,
+    goal: Option<&crate::model::GoalId>,
+) -> bool {
+    match &g.blocks {
+        Blocks::Goal => goal.is_none_or(|x| *x == g.goal),
+        Blocks::Agent(a) => a == agent,
+        Blocks::Todo(t) => state.todos.get(t).is_some_and(|t| t.owner() == Some(agent)),
+    }
+}
+
+/// The open gates that concern an agent.
 pub fn gates_for<'s>(
     state: &'s State,
     agent: &AgentId,
@@ -233,12 +247,7 @@ pub fn gates_for<'s>(
     state
         .gates
         .values()
-        .filter(|g| g.is_open())
-        .filter(|g| match &g.blocks {
-            Blocks::Goal => goal.is_none_or(|x| *x == g.goal),
-            Blocks::Agent(a) => a == agent,
-            Blocks::Todo(t) => state.todos.get(t).is_some_and(|t| t.owner() == Some(agent)),
-        })
+        .filter(|g| g.is_open() && gate_concerns(state, g, agent, goal))
         .collect()
 }
 

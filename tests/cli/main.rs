@@ -20,6 +20,7 @@ mod test_repos;
 mod test_show;
 mod test_status;
 mod test_todo;
+mod test_turn;
 
 /// Every `test_*.rs` file in this folder is listed above.
 #[test]

@@ -15,6 +15,7 @@ goal main (active): Ship the parser
 todos: 1 ready, 1 open, 1 waiting, 1 claimed, 0 blocked, 0 deferred, 0 done; 2 agents
 claims:
   agent-a  T  Write the parser  (44m left)
+quota main per 1d: agent-a 0/48, agent-b 0/48
 recent:
      7  2026-11-30T09:06:00Z  claim T "Write the parser" — agent-a
      6  2026-11-30T09:05:00Z  add t-9f36c3b9 "Write docs" — Ada Lovelace
@@ -81,6 +82,8 @@ todos: 0 ready, 0 open, 0 waiting, 2 claimed, 0 blocked, 0 deferred, 0 done; 2 a
 claims:
   agent-a  t-19e5a72f  Write the parser  (43m left)
   agent-b  t-09f33d6a  Write the manual  (45m left)
+quota docs per 1d: agent-a 0/48, agent-b 0/48
+quota main per 1d: agent-a 0/48, agent-b 0/48
 recent:
      9  2026-11-30T09:08:00Z  claim t-09f33d6a "Write the manual" — agent-b
      8  2026-11-30T09:07:00Z  update t-19e5a72f "Write the parser" note — agent-a
@@ -97,6 +100,8 @@ recent:
 goal docs (active): Write the manual
 goal main (active): Ship the parser
 todos: 1 ready, 1 open, 0 waiting, 0 claimed, 0 blocked, 0 deferred, 1 done; 2 agents
+quota docs per 1d: agent-a 0/48, agent-b 0/48
+quota main per 1d: agent-a 0/48, agent-b 0/48
 recent:
     11  2026-11-30T09:10:00Z  done t-19e5a72f "Write the parser" — agent-a
     10  2026-11-30T09:09:00Z  release t-09f33d6a "Write the manual" — agent-b

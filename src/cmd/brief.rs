@@ -1,0 +1,210 @@
+//! The brief an agent's next turn should see, printed by `refresh-state`
+//! and `settle`: the objective, gates, its claims, the next ready todos,
+//! others' evidence since its last turn, and quota. Bounded: a few items per
+//! list and short titles, so it stays under 1 KB on a large board.
+
+use serde::Serialize;
+
+use crate::model::{AgentId, GateId, Goal, State, TodoId, TodoStatus};
+use crate::op::{rules, short, turn};
+use crate::time::Timestamp;
+
+const CLAIMS: usize = 5;
+const READY: usize = 3;
+const EVIDENCE: usize = 3;
+const GATES: usize = 5;
+
+#[derive(Serialize, Debug)]
+pub struct Brief {
+    pub goal: GoalRef,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub gates: Vec<GateLine>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub claims: Vec<TodoLine>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ready: Vec<TodoLine>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub evidence: Vec<EvidenceLine>,
+    pub slots_left: u32,
+    pub slots: u32,
+    pub window: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_action: Option<String>,
+}
+
+#[derive(Serialize, Debug)]
+pub struct GoalRef {
+    pub id: String,
+    pub objective: String,
+}
+
+#[derive(Serialize, Debug)]
+pub struct GateLine {
+    pub id: GateId,
+    pub status: &'static str,
+    pub question: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub choice: Option<String>,
+}
+
+#[derive(Serialize, Debug)]
+pub struct TodoLine {
+    pub id: TodoId,
+    pub title: String,
+    pub priority: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lease_left: Option<String>,
+}
+
+#[derive(Serialize, Debug)]
+pub struct EvidenceLine {
+    pub todo: TodoId,
+    pub id: String,
+    pub by: String,
+    pub passed: bool,
+}
+
+/// Builds the brief; `since` is the end of the agent's previous turn.
+pub fn build(
+    state: &State,
+    agent: &AgentId,
+    goal: &Goal,
+    now: Timestamp,
+    since: Option<Timestamp>,
+) -> Brief {
+    // Open gates that concern the agent, and those answered since its last
+    // turn.
+    let gates = state
+        .gates
+        .values()
+        .filter(|g| g.goal == goal.id && rules::gate_concerns(state, g, agent, Some(&goal.id)))
+        .filter(|g| {
+            g.is_open()
+                || g.answer
+                    .as_ref()
+                    .is_some_and(|a| since.is_none_or(|s| a.at > s))
+        })
+        .take(GATES)
+        .map(|g| GateLine {
+            id: g.id.clone(),
+            status: g.status.as_str(),
+            question: short(&g.question),
+            choice: g.answer.as_ref().map(|a| a.choice.clone()),
+        })
+        .collect();
+    let mut claims: Vec<_> = state
+        .todos
+        .values()
+        .filter(|t| {
+            t.goal == goal.id && t.status == TodoStatus::Claimed && t.owner() == Some(agent)
+        })
+        .collect();
+    claims.sort_by(|a, b| rules::pick_order(a, b));
+    let claims = claims
+        .into_iter()
+        .take(CLAIMS)
+        .map(|t| TodoLine {
+            id: t.id.clone(),
+            title: short(&t.title),
+            priority: t.priority.to_string(),
+            lease_left: t.claim.as_ref().map(|c| {
+                if c.lease_until > now {
+                    c.lease_until.since(now).to_string()
+                } else {
+                    "expired".to_owned()
+                }
+            }),
+        })
+        .collect();
+    let ready = match state.agents.get(agent) {
+        Some(a) => {
+            let mut r: Vec<_> = state
+                .todos
+                .values()
+                .filter(|t| t.goal == goal.id && rules::ready(state, t, a, now).is_ok())
+                .collect();
+            r.sort_by(|a, b| rules::pick_order(a, b));
+            r.into_iter()
+                .take(READY)
+                .map(|t| TodoLine {
+                    id: t.id.clone(),
+                    title: short(&t.title),
+                    priority: t.priority.to_string(),
+                    lease_left: None,
+                })
+                .collect()
+        }
+        None => Vec::new(),
+    };
+    let evidence = state
+        .todos
+        .values()
+        .filter(|t| t.goal == goal.id && t.owner() == Some(agent))
+        .filter_map(|t| {
+            let e = t.last_evidence.as_ref()?;
+            (e.by.agent() != Some(agent) && since.is_none_or(|s| e.at > s)).then(|| EvidenceLine {
+                todo: t.id.clone(),
+                id: e.id.to_string(),
+                by: e.by.name().to_owned(),
+                passed: e.passed,
+            })
+        })
+        .take(EVIDENCE)
+        .collect();
+    let s = turn::slots(state, agent, goal, now);
+    Brief {
+        goal: GoalRef {
+            id: goal.id.to_string(),
+            objective: goal.objective.clone(),
+        },
+        gates,
+        claims,
+        ready,
+        evidence,
+        slots_left: s.left(),
+        slots: s.slots,
+        window: s.window.to_string(),
+        next_action: state
+            .agents
+            .get(agent)
+            .and_then(|a| a.last_turn.as_ref())
+            .and_then(|t| t.next_action.clone()),
+    }
+}
+
+impl Brief {
+    pub fn human(&self) -> String {
+        let mut s = format!("goal {}: {}\n", self.goal.id, self.goal.objective);
+        for g in &self.gates {
+            match &g.choice {
+                Some(c) => s.push_str(&format!("gate {} answered {c}: \"{}\"\n", g.id, g.question)),
+                None => s.push_str(&format!("gate {} {}: \"{}\"\n", g.id, g.status, g.question)),
+            }
+        }
+        for c in &self.claims {
+            let left = c.lease_left.as_deref().unwrap_or("-");
+            s.push_str(&format!(
+                "yours: {} {} \"{}\" ({left} left)\n",
+                c.id, c.priority, c.title
+            ));
+        }
+        for r in &self.ready {
+            s.push_str(&format!("ready: {} {} \"{}\"\n", r.id, r.priority, r.title));
+        }
+        for e in &self.evidence {
+            let verdict = if e.passed { "passed" } else { "failed" };
+            s.push_str(&format!(
+                "evidence: {} on {} by {} {verdict}\n",
+                e.id, e.todo, e.by
+            ));
+        }
+        if let Some(n) = &self.next_action {
+            s.push_str(&format!("next action: {n}\n"));
+        }
+        s.push_str(&format!(
+            "quota: {} of {} slots left per {}\n",
+            self.slots_left, self.slots, self.window
+        ));
+        s
+    }
+}

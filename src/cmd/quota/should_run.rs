@@ -1,0 +1,194 @@
+//! `loopx quota should-run`: may this agent run one turn now, and on what?
+//! Read-only: a quiet poll costs neither quota nor history.
+
+use anyhow::Result;
+use serde::Serialize;
+
+use super::new_token;
+use crate::cmd::pick_goal;
+use crate::ctx::Ctx;
+use crate::error::{Exit, Refusal};
+use crate::model::{GateId, TodoId};
+use crate::op::{short, turn};
+use crate::tx;
+
+/// Answer run (exit 0) or skip (exit 3) for the acting agent's next turn
+///
+/// A run names the todo to work on (your own claim first, else the best
+/// ready one), the gates that concern you, the slots left and a turn token
+/// for `spend-slot`. A skip gives the reason: not-registered, goal-paused,
+/// goal-done, gate-open, quota-exhausted, nothing-ready or no-change.
+/// Writes nothing.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The goal [default: the only active goal]
+    #[arg(long, value_name = "G")]
+    goal: Option<String>,
+}
+
+#[derive(Serialize)]
+struct Wire<'a> {
+    decision: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<ReasonWire<'a>>,
+    goal: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    todo: Option<TodoWire<'a>>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    gates: Vec<GateWire<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    slots: Option<SlotsWire>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    turn_token: Option<String>,
+}
+
+#[derive(Serialize)]
+struct ReasonWire<'a> {
+    code: &'static str,
+    message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    gate: Option<&'a GateId>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    question: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    frees_at: Option<String>,
+}
+
+#[derive(Serialize)]
+struct TodoWire<'a> {
+    id: &'a TodoId,
+    title: String,
+    own: bool,
+}
+
+#[derive(Serialize)]
+struct GateWire<'a> {
+    id: &'a GateId,
+    kind: &'static str,
+    question: String,
+}
+
+#[derive(Serialize)]
+struct SlotsWire {
+    left: u32,
+    of: u32,
+    window: String,
+}
+
+pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
+    let actor = ctx.actor()?;
+    let Some(agent) = actor.agent() else {
+        return Err(Refusal::rule(
+            "agents-only",
+            "should-run answers for an agent, and no agent is acting",
+        )
+        .with_hint("pass --agent ID (or set LOOPX_AGENT); humans read `loopx status`")
+        .into());
+    };
+    let snap = tx::load(ctx)?;
+    let state = &snap.state;
+    let goal = state.goal(pick_goal(ctx, state, args.goal.as_deref())?.as_str())?;
+    let d = turn::decide(state, agent, goal, ctx.now);
+    let reason = d.skip.as_ref().map(|r| {
+        let (gate, question, frees_at, message) = match r {
+            turn::Reason::NotRegistered => (
+                None,
+                None,
+                None,
+                format!("agent {agent} is not registered or is retired"),
+            ),
+            turn::Reason::GoalPaused => (None, None, None, format!("goal {} is paused", goal.id)),
+            turn::Reason::GoalDone => (None, None, None, format!("goal {} is done", goal.id)),
+            turn::Reason::GateOpen { gate, question } => (
+                Some(gate),
+                Some(question.as_str()),
+                None,
+                format!("gate {gate} is open: \"{question}\""),
+            ),
+            turn::Reason::QuotaExhausted { frees_at } => (
+                None,
+                None,
+                Some(frees_at.to_string()),
+                format!("all slots are used; the next frees at {frees_at}"),
+            ),
+            turn::Reason::NothingReady { detail } => (None, None, None, detail.clone()),
+            turn::Reason::NoChange => (
+                None,
+                None,
+                None,
+                "your last turn ended unchanged and nothing that concerns you has changed since"
+                    .to_owned(),
+            ),
+        };
+        ReasonWire {
+            code: r.code(),
+            message,
+            gate,
+            question,
+            frees_at,
+        }
+    });
+    let todo = d.todo.as_ref().map(|(id, own)| TodoWire {
+        id,
+        title: short(&state.todos[id].title),
+        own: *own,
+    });
+    let gates = d
+        .gates
+        .iter()
+        .map(|g| {
+            let gate = &state.gates[g];
+            GateWire {
+                id: g,
+                kind: gate.kind.as_str(),
+                question: short(&gate.question),
+            }
+        })
+        .collect();
+    let run = d.skip.is_none();
+    let token = run.then(|| new_token(agent, &goal.id, &snap.tip, ctx.now).to_string());
+    let wire = Wire {
+        decision: if run { "run" } else { "skip" },
+        reason,
+        goal: goal.id.as_str(),
+        todo: if run { todo } else { None },
+        gates,
+        slots: d.slots.map(|s| SlotsWire {
+            left: s.left(),
+            of: s.slots,
+            window: s.window.to_string(),
+        }),
+        turn_token: token,
+    };
+    ctx.out.emit(&wire, || human(&wire))?;
+    Ok(if run { Exit::Ok } else { Exit::Refused })
+}
+
+fn human(w: &Wire) -> String {
+    let mut s = String::new();
+    match (&w.reason, &w.todo) {
+        (Some(r), _) => s.push_str(&format!("skip: {} — {}\n", r.code, r.message)),
+        (None, Some(t)) => {
+            let whose = if t.own {
+                "your claim"
+            } else {
+                "ready; claim it"
+            };
+            s.push_str(&format!("run: {} \"{}\" ({whose})\n", t.id, t.title));
+        }
+        (None, None) => s.push_str("run\n"),
+    }
+    for g in &w.gates {
+        s.push_str(&format!("gate {} ({}): \"{}\"\n", g.id, g.kind, g.question));
+    }
+    if let Some(sl) = &w.slots {
+        s.push_str(&format!(
+            "slots: {} of {} left per {}\n",
+            sl.left, sl.of, sl.window
+        ));
+    }
+    if let Some(t) = &w.turn_token {
+        s.push_str(&format!("turn: {t}\n"));
+    }
+    s
+}

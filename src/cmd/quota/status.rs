@@ -1,0 +1,106 @@
+//! `loopx quota status`: slots used and left, per agent and goal.
+
+use anyhow::Result;
+use serde::Serialize;
+
+use crate::ctx::Ctx;
+use crate::error::Exit;
+use crate::model::{AgentId, AgentStatus, GoalId, GoalStatus, quota::Spend};
+use crate::op::turn;
+use crate::time::Timestamp;
+use crate::tx;
+
+/// Show slots used and left per agent and goal, with the spends in the window
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Only this agent
+    #[arg(long, value_name = "A")]
+    agent: Option<String>,
+}
+
+#[derive(Serialize)]
+struct Row<'a> {
+    agent: &'a AgentId,
+    goal: &'a GoalId,
+    used: u32,
+    slots: u32,
+    left: u32,
+    window: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    frees_at: Option<Timestamp>,
+    spends: Vec<&'a Spend>,
+}
+
+#[derive(Serialize)]
+struct Wire<'a> {
+    quota: Vec<Row<'a>>,
+}
+
+pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
+    let snap = tx::load(ctx)?;
+    let state = &snap.state;
+    let only = args
+        .agent
+        .as_deref()
+        .map(|a| state.agent(a).map(|a| a.id.clone()))
+        .transpose()?;
+    let mut rows = Vec::new();
+    for a in state
+        .agents
+        .values()
+        .filter(|a| a.status == AgentStatus::Active)
+    {
+        if only.as_ref().is_some_and(|o| *o != a.id) {
+            continue;
+        }
+        for g in state
+            .goals
+            .values()
+            .filter(|g| g.status != GoalStatus::Done)
+        {
+            let s = turn::slots(state, &a.id, g, ctx.now);
+            let spends = state
+                .quota
+                .get(&a.id)
+                .map(|l| l.spends.iter().filter(|x| x.goal == g.id).collect())
+                .unwrap_or_default();
+            rows.push(Row {
+                agent: &a.id,
+                goal: &g.id,
+                used: s.used,
+                slots: s.slots,
+                left: s.left(),
+                window: s.window.to_string(),
+                frees_at: s.frees_at,
+                spends,
+            });
+        }
+    }
+    let wire = Wire { quota: rows };
+    ctx.out.emit(&wire, || {
+        if wire.quota.is_empty() {
+            return "No agents or goals yet.".to_owned();
+        }
+        wire.quota
+            .iter()
+            .map(|r| {
+                let frees = r
+                    .frees_at
+                    .map(|t| format!(", next frees at {t}"))
+                    .unwrap_or_default();
+                let voided = r.spends.iter().filter(|s| s.void.is_some()).count();
+                let voided = if voided > 0 {
+                    format!(", {voided} voided")
+                } else {
+                    String::new()
+                };
+                format!(
+                    "{}  {}  {} of {} used per {}{frees}{voided}",
+                    r.agent, r.goal, r.used, r.slots, r.window
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    })?;
+    Ok(Exit::Ok)
+}

@@ -1,0 +1,113 @@
+//! `loopx refresh-state`: record how the turn ended and print the brief
+//! the next turn should see.
+
+use anyhow::Result;
+use serde::Serialize;
+
+use super::brief::{self, Brief};
+use super::quota::{own_token, parse_token};
+use super::{TickWire, pick_goal};
+use crate::ctx::Ctx;
+use crate::error::{Exit, Refusal};
+use crate::model::Outcome;
+use crate::op::{self, Change};
+use crate::tx;
+
+/// Record how your turn ended, and print the brief for the next one
+///
+/// advanced or blocked count as a validated writeback for `spend-slot`;
+/// unchanged lets the next `should-run` skip while nothing that concerns
+/// you changes. The brief: objective, gates, your claims, the next ready
+/// todos, others' evidence since your last turn, quota left.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// advanced, unchanged or blocked
+    #[arg(long, value_name = "O")]
+    outcome: Outcome,
+    /// What the next turn should do first
+    #[arg(long, value_name = "TEXT")]
+    next_action: Option<String>,
+    /// The todo the turn was about
+    #[arg(long, value_name = "T")]
+    todo: Option<String>,
+    /// The turn token from `quota should-run`
+    #[arg(long, value_name = "TOKEN")]
+    turn: Option<String>,
+    /// The goal [default: the token's goal, or the only active goal]
+    #[arg(long, value_name = "G")]
+    goal: Option<String>,
+    /// Print the brief without writing
+    #[arg(long)]
+    dry_run: bool,
+}
+
+#[derive(Serialize)]
+struct Wire {
+    outcome: &'static str,
+    dry_run: bool,
+    brief: Brief,
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    tick: Option<TickWire>,
+}
+
+pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
+    let token = args.turn.as_deref().map(parse_token).transpose()?;
+    if let Some(t) = &token {
+        own_token(ctx, t)?;
+    }
+    let actor = ctx.actor()?;
+    let Some(agent) = actor.agent().cloned() else {
+        return Err(Refusal::rule(
+            "agents-only",
+            "refresh-state records an agent's turn, and no agent is acting",
+        )
+        .with_hint("pass --agent ID (or set LOOPX_AGENT)")
+        .into());
+    };
+    let build = |state: &crate::model::State| -> Result<Change> {
+        let goal = match (&args.goal, &token) {
+            (None, Some(t)) => t.goal.clone(),
+            (g, _) => pick_goal(ctx, state, g.as_deref())?,
+        };
+        let todo = args
+            .todo
+            .as_deref()
+            .map(|t| state.resolve_todo(t))
+            .transpose()?;
+        Ok(Change::RefreshState {
+            goal,
+            outcome: args.outcome,
+            turn: token.as_ref().map(|t| t.turn.clone()),
+            todo,
+            next_action: args.next_action.clone(),
+        })
+    };
+    let snap = tx::load(ctx)?;
+    let since = snap
+        .state
+        .agents
+        .get(&agent)
+        .and_then(|a| a.last_turn.as_ref())
+        .map(|t| t.at);
+    let (state, tick) = if args.dry_run {
+        let mut after = snap.state.clone();
+        op::apply(&mut after, &ctx.op(build(&snap.state)?)?)?;
+        (after, None)
+    } else {
+        let done = tx::commit(ctx, |state| Ok(ctx.op(build(state)?)?))?;
+        let tick = TickWire::of(&done);
+        (done.state, Some(tick))
+    };
+    let Some(crate::model::LastTurn { goal, .. }) = state.agents[&agent].last_turn.clone() else {
+        unreachable!("refresh sets the last turn")
+    };
+    let brief = brief::build(&state, &agent, &state.goals[&goal], ctx.now, since);
+    let wire = Wire {
+        outcome: args.outcome.as_str(),
+        dry_run: args.dry_run,
+        brief,
+        tick,
+    };
+    ctx.out.emit(&wire, || wire.brief.human())?;
+    Ok(Exit::Ok)
+}

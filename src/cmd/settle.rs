@@ -1,0 +1,207 @@
+//! `loopx settle`: end a whole turn in one command and one tick.
+
+use anyhow::Result;
+use serde::Serialize;
+
+use super::TickWire;
+use super::brief::{self, Brief};
+use super::evidence::{code_now, fresh_id};
+use super::quota::{own_token, parse_token};
+use crate::ctx::Ctx;
+use crate::error::{Exit, Refusal};
+use crate::model::{EvidenceKind, Outcome, TodoStatus, run::CommandRun};
+use crate::op::Change;
+use crate::time::Span;
+use crate::{run, tx};
+
+/// End a turn in one tick: run the check, update the todo, refresh, spend
+///
+/// 1. runs the command after `--` (recorded as `evidence run`);
+/// 2. with --done, runs the todo's validation;
+/// 3. if both pass, writes one tick holding the todo's update, the evidence,
+///    the refresh and the spend, and prints the brief;
+/// 4. if either fails, writes one tick holding only the evidence and exits 3:
+///    nothing is spent and the todo is not done.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The turn token from `quota should-run`
+    #[arg(long, value_name = "TOKEN")]
+    turn: String,
+    /// The todo the turn worked on
+    #[arg(long, value_name = "T")]
+    todo: String,
+    /// advanced, unchanged or blocked
+    #[arg(long, value_name = "O")]
+    outcome: Outcome,
+    /// Mark the todo done (its validation runs first)
+    #[arg(long, conflicts_with = "status")]
+    done: bool,
+    /// Set the todo's status: open, blocked or deferred
+    #[arg(long, value_name = "S")]
+    status: Option<TodoStatus>,
+    /// A note on the todo
+    #[arg(long, value_name = "TEXT")]
+    note: Option<String>,
+    /// What the next turn should do first
+    #[arg(long, value_name = "TEXT")]
+    next_action: Option<String>,
+    /// How long the command may run
+    #[arg(long, value_name = "DURATION", default_value = "10m")]
+    timeout: Span,
+    /// The check to run and record, and its arguments
+    #[arg(last = true, value_name = "CMD")]
+    command: Vec<String>,
+}
+
+#[derive(Serialize)]
+struct Wire<'a> {
+    settled: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    check: Option<&'a CommandRun>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    validation: Option<&'a CommandRun>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    brief: Option<Brief>,
+    #[serde(flatten)]
+    tick: TickWire,
+}
+
+pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
+    let token = parse_token(&args.turn)?;
+    own_token(ctx, &token)?;
+    let snap = tx::load(ctx)?;
+    let todo = snap.state.resolve_todo(&args.todo)?;
+    let goal = snap.state.todos[&todo].goal.clone();
+    if goal != token.goal {
+        return Err(Refusal::usage(
+            "wrong-goal",
+            format!(
+                "{todo} belongs to goal {goal}, but the turn is for goal {}",
+                token.goal
+            ),
+        )
+        .into());
+    }
+    let since = snap
+        .state
+        .agents
+        .get(&token.agent)
+        .and_then(|a| a.last_turn.as_ref())
+        .map(|t| t.at);
+    let code = code_now(ctx);
+    // The side effects run once, before the tick.
+    let check = (!args.command.is_empty()).then(|| run::run(&args.command, &ctx.cwd, args.timeout));
+    let validation = match (&snap.state.todos[&todo].validate, args.done) {
+        (Some(v), true) if check.as_ref().is_none_or(CommandRun::passed) => {
+            ctx.out
+                .status(&format!("Validating {todo}: {}", v.argv.join(" ")));
+            Some(run::run(&v.argv, ctx.store.root(), v.timeout))
+        }
+        _ => None,
+    };
+    let evidence = |run: &CommandRun, kind: EvidenceKind, what: &str| Change::EvidenceAdd {
+        evidence: fresh_id(ctx, &format!("{what}\n{}", run.argv.join(" "))),
+        goal: goal.clone(),
+        todo: Some(todo.clone()),
+        kind,
+        summary: format!("{what}: {}", run.argv.join(" ")),
+        code: Some(code.clone()),
+        run: Some(run.clone()),
+        artifact: None,
+    };
+    let mut records = Vec::new();
+    if let Some(c) = &check {
+        records.push(evidence(c, EvidenceKind::Test, "settle check"));
+    }
+    if let Some(v) = &validation {
+        records.push(evidence(v, EvidenceKind::Test, "validation"));
+    }
+    let failed = check.as_ref().is_some_and(|c| !c.passed())
+        || validation.as_ref().is_some_and(|v| !v.passed());
+    let steps = |state: &crate::model::State| -> Result<Vec<Change>> {
+        let mut steps = records.clone();
+        if failed {
+            return Ok(steps);
+        }
+        let epoch =
+            state.todos.get(&todo).map(|t| t.epoch).ok_or_else(|| {
+                Refusal::error("unknown-todo", format!("{todo} is no longer live"))
+            })?;
+        if args.done {
+            steps.push(Change::TodoDone {
+                todo: todo.clone(),
+                epoch,
+                note: args.note.clone(),
+                validation: validation.clone(),
+            });
+        } else if args.status.is_some() || args.note.is_some() {
+            steps.push(Change::TodoUpdate {
+                todo: todo.clone(),
+                epoch,
+                status: args.status,
+                note: args.note.clone(),
+            });
+        }
+        steps.push(Change::RefreshState {
+            goal: goal.clone(),
+            outcome: args.outcome,
+            turn: Some(token.turn.clone()),
+            todo: Some(todo.clone()),
+            next_action: args.next_action.clone(),
+        });
+        steps.push(Change::QuotaSpend {
+            goal: goal.clone(),
+            turn: token.turn.clone(),
+            issued: token.issued,
+        });
+        Ok(steps)
+    };
+    let done = tx::commit(ctx, |state| {
+        Ok(ctx.op(Change::Settle {
+            turn: token.turn.clone(),
+            steps: steps(state)?,
+        })?)
+    })?;
+    let brief = (!failed).then(|| {
+        brief::build(
+            &done.state,
+            &token.agent,
+            &done.state.goals[&goal],
+            ctx.now,
+            since,
+        )
+    });
+    let wire = Wire {
+        settled: !failed,
+        check: check.as_ref(),
+        validation: validation.as_ref(),
+        brief,
+        tick: TickWire::of(&done),
+    };
+    ctx.out.emit(&wire, || {
+        let mut s = String::new();
+        for (what, r) in [("check", &check), ("validation", &validation)] {
+            if let Some(r) = r {
+                let verdict = if r.passed() { "passed" } else { "FAILED" };
+                s.push_str(&format!("{what} {verdict}: `{}` ({})\n", r.argv.join(" "), r.outcome()));
+                if !r.passed() {
+                    for line in r.output_tail.lines().rev().take(5).collect::<Vec<_>>().into_iter().rev() {
+                        s.push_str(&format!("  {line}\n"));
+                    }
+                }
+            }
+        }
+        match &wire.brief {
+            Some(b) => {
+                s.push_str(&format!("Settled turn {}: {}.\n", token.turn, done.effect.subject.trim_start_matches("settle ")));
+                s.push_str(&b.human());
+            }
+            None => s.push_str(&format!(
+                "Not settled: the evidence is recorded (tick {}); nothing was spent and {todo} is not done.\n",
+                done.tip.tick
+            )),
+        }
+        s
+    })?;
+    Ok(if failed { Exit::Refused } else { Exit::Ok })
+}

@@ -1,0 +1,416 @@
+//! The agent's turn: the read-only `should-run` decision, and the ops that
+//! close a turn (`refresh-state`, `spend-slot`, `void-slot`, and `settle`,
+//! which holds several of them in one tick).
+
+use sha2::{Digest, Sha256};
+
+use super::{Change, Effect, Op, apply, goal::non_empty, rules, wrote_back};
+use crate::error::Refusal;
+use crate::model::{
+    AgentId, AgentStatus, Blocks, GateId, Goal, GoalId, GoalStatus, LastTurn, Outcome, State,
+    TodoId, TodoStatus,
+    quota::{Ledger, Spend, Void},
+};
+use crate::time::{Span, Timestamp};
+
+/// Why `should-run` says skip.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Reason {
+    NotRegistered,
+    GoalPaused,
+    GoalDone,
+    GateOpen { gate: GateId, question: String },
+    QuotaExhausted { frees_at: Timestamp },
+    NothingReady { detail: String },
+    NoChange,
+}
+
+impl Reason {
+    pub fn code(&self) -> &'static str {
+        match self {
+            Reason::NotRegistered => "not-registered",
+            Reason::GoalPaused => "goal-paused",
+            Reason::GoalDone => "goal-done",
+            Reason::GateOpen { .. } => "gate-open",
+            Reason::QuotaExhausted { .. } => "quota-exhausted",
+            Reason::NothingReady { .. } => "nothing-ready",
+            Reason::NoChange => "no-change",
+        }
+    }
+}
+
+/// Slots of one agent on one goal at one moment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Slots {
+    pub slots: u32,
+    pub used: u32,
+    pub window: Span,
+    /// When the oldest counted spend leaves the window.
+    pub frees_at: Option<Timestamp>,
+}
+
+impl Slots {
+    pub fn left(&self) -> u32 {
+        self.slots.saturating_sub(self.used)
+    }
+}
+
+pub fn slots(state: &State, agent: &AgentId, goal: &Goal, now: Timestamp) -> Slots {
+    let counting = state
+        .quota
+        .get(agent)
+        .map(|l| l.counting(&goal.id, goal.quota.window, now))
+        .unwrap_or_default();
+    Slots {
+        slots: goal.quota.slots,
+        used: counting.len() as u32,
+        window: goal.quota.window,
+        frees_at: counting.first().map(|s| s.at.plus(goal.quota.window)),
+    }
+}
+
+/// What `should-run` answers.
+#[derive(Clone, Debug)]
+pub struct Decision {
+    pub skip: Option<Reason>,
+    /// The todo to work on, and whether the agent already holds it.
+    pub todo: Option<(TodoId, bool)>,
+    /// Open gates that concern the agent.
+    pub gates: Vec<GateId>,
+    pub slots: Option<Slots>,
+}
+
+/// The read-only decision of DESIGN §4: run or skip, with the reason, the
+/// todo (own claim first, else the best ready one), the gates that concern
+/// the agent and the slots left.
+pub fn decide(state: &State, agent: &AgentId, goal: &Goal, now: Timestamp) -> Decision {
+    let mut d = Decision {
+        skip: None,
+        todo: None,
+        gates: rules::gates_for(state, agent, Some(&goal.id))
+            .iter()
+            .map(|g| g.id.clone())
+            .collect(),
+        slots: None,
+    };
+    let Some(a) = state
+        .agents
+        .get(agent)
+        .filter(|a| a.status == AgentStatus::Active)
+    else {
+        d.skip = Some(Reason::NotRegistered);
+        return d;
+    };
+    match goal.status {
+        GoalStatus::Paused => d.skip = Some(Reason::GoalPaused),
+        GoalStatus::Done => d.skip = Some(Reason::GoalDone),
+        GoalStatus::Active => {}
+    }
+    if d.skip.is_some() {
+        return d;
+    }
+    if let Some(g) = state.gates.values().find(|g| {
+        g.is_open()
+            && match &g.blocks {
+                Blocks::Goal => g.goal == goal.id,
+                Blocks::Agent(x) => x == agent,
+                Blocks::Todo(_) => false,
+            }
+    }) {
+        d.skip = Some(Reason::GateOpen {
+            gate: g.id.clone(),
+            question: g.question.clone(),
+        });
+        return d;
+    }
+    let s = slots(state, agent, goal, now);
+    d.slots = Some(s);
+    if s.left() == 0 {
+        d.skip = Some(Reason::QuotaExhausted {
+            frees_at: s.frees_at.unwrap_or(now),
+        });
+        return d;
+    }
+    let own = state
+        .todos
+        .values()
+        .filter(|t| {
+            t.goal == goal.id && t.status == TodoStatus::Claimed && t.owner() == Some(agent)
+        })
+        .min_by(|x, y| rules::pick_order(x, y));
+    d.todo = match own {
+        Some(t) => Some((t.id.clone(), true)),
+        None => match rules::best_ready(state, a, Some(&goal.id), now) {
+            Ok(t) => Some((t.id.clone(), false)),
+            Err(r) => {
+                d.skip = Some(Reason::NothingReady { detail: r.message });
+                return d;
+            }
+        },
+    };
+    if let Some(last) = &a.last_turn
+        && last.outcome == Outcome::Unchanged
+        && last.goal == goal.id
+        && last.digest == digest(state, agent, &goal.id, now)
+    {
+        d.skip = Some(Reason::NoChange);
+    }
+    d
+}
+
+/// A hash of what concerns an agent on a goal: its claims, the todos it
+/// could take, the gates on its scopes (with their status, so an answer
+/// shows), and others' evidence on its todos. Equal digests mean nothing
+/// that concerns the agent changed.
+pub fn digest(state: &State, agent: &AgentId, goal: &GoalId, now: Timestamp) -> String {
+    let mut h = Sha256::new();
+    let a = state.agents.get(agent);
+    for t in state.todos.values().filter(|t| &t.goal == goal) {
+        if t.owner() == Some(agent) {
+            h.update(format!("claim {} {} {}\n", t.id, t.epoch, t.status));
+            if let Some(e) = t
+                .last_evidence
+                .as_ref()
+                .filter(|e| e.by.agent() != Some(agent))
+            {
+                h.update(format!("evidence {} {}\n", t.id, e.id));
+            }
+        } else if a.is_some_and(|a| rules::ready(state, t, a, now).is_ok()) {
+            h.update(format!("ready {} {}\n", t.id, t.updated_at));
+        }
+    }
+    for g in state.gates.values() {
+        if &g.goal == goal && rules::gate_concerns(state, g, agent, Some(goal)) {
+            h.update(format!("gate {} {}\n", g.id, g.status.as_str()));
+        }
+    }
+    h.finalize()[..8]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+pub(super) fn refresh(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
+    let Change::RefreshState {
+        goal,
+        outcome,
+        turn,
+        todo,
+        next_action,
+    } = &op.change
+    else {
+        unreachable!("dispatched on RefreshState")
+    };
+    let agent = rules::acting_agent(state, &op.actor, "refresh its state")?
+        .id
+        .clone();
+    if !state.goals.contains_key(goal) {
+        return Err(Refusal::error(
+            "unknown-goal",
+            format!("there is no goal {goal}"),
+        ));
+    }
+    if let Some(t) = todo
+        && !state.todos.contains_key(t)
+    {
+        return Err(Refusal::rule(
+            "unknown-todo",
+            format!("{t} is not a live todo"),
+        ));
+    }
+    let next_action = next_action
+        .as_deref()
+        .map(|n| non_empty(n, "next action"))
+        .transpose()?;
+    let digest = digest(state, &agent, goal, op.at);
+    let a = state
+        .agents
+        .get_mut(&agent)
+        .expect("acting_agent checked it");
+    a.last_turn = Some(LastTurn {
+        at: op.at,
+        goal: goal.clone(),
+        outcome: *outcome,
+        turn: turn.clone(),
+        todo: todo.clone(),
+        next_action: next_action.clone(),
+        digest,
+    });
+    if *outcome != Outcome::Unchanged {
+        wrote_back(state, op);
+    }
+    let next = next_action
+        .map(|n| format!(": next {}", super::short(&n)))
+        .unwrap_or_default();
+    Ok(Effect::new(format!(
+        "refresh {agent} {}{next}",
+        outcome.as_str()
+    )))
+}
+
+pub(super) fn spend(
+    state: &mut State,
+    op: &Op,
+    goal: &GoalId,
+    turn: &str,
+    issued: Timestamp,
+) -> Result<Effect, Refusal> {
+    let agent = rules::acting_agent(state, &op.actor, "spend a slot")?.clone();
+    let g = state
+        .goals
+        .get(goal)
+        .ok_or_else(|| Refusal::error("unknown-goal", format!("there is no goal {goal}")))?;
+    let window = g.quota.window;
+    if state
+        .quota
+        .get(&agent.id)
+        .is_some_and(|l| l.spent(turn).is_some())
+    {
+        return Err(Refusal::rule(
+            "already-spent",
+            format!("turn {turn} of {} was already spent", agent.id),
+        ));
+    }
+    if agent.last_writeback.is_none_or(|w| w < issued) {
+        return Err(Refusal::rule(
+            "no-writeback",
+            format!(
+                "{} has made no validated writeback since its turn began at {issued}, so no slot is spent",
+                agent.id
+            ),
+        )
+        .with_hint(
+            "record the turn first: `loopx todo update` on your claim, `loopx todo done`, `loopx evidence run` that passes, `loopx evidence add`, or `loopx refresh-state --outcome advanced|blocked`",
+        ));
+    }
+    let windows: std::collections::BTreeMap<GoalId, Span> = state
+        .goals
+        .values()
+        .map(|g| (g.id.clone(), g.quota.window))
+        .collect();
+    let ledger = state
+        .quota
+        .entry(agent.id.clone())
+        .or_insert_with(|| Ledger {
+            agent: agent.id.clone(),
+            spends: Vec::new(),
+        });
+    // Spends that have left their goal's window no longer count; the
+    // history keeps them.
+    ledger
+        .spends
+        .retain(|s| s.at > op.at.minus(windows.get(&s.goal).copied().unwrap_or(window)));
+    ledger.spends.push(Spend {
+        turn: turn.to_owned(),
+        goal: goal.clone(),
+        at: op.at,
+        void: None,
+    });
+    let used = ledger.counting(goal, window, op.at).len();
+    let slots = g_slots(state, goal);
+    Ok(Effect::new(format!(
+        "spend {} turn {turn} ({used} of {slots} in {window})",
+        agent.id
+    )))
+}
+
+fn g_slots(state: &State, goal: &GoalId) -> u32 {
+    state.goals.get(goal).map_or(0, |g| g.quota.slots)
+}
+
+pub(super) fn void(
+    state: &mut State,
+    op: &Op,
+    agent: &AgentId,
+    turn: &str,
+    reason: &str,
+) -> Result<Effect, Refusal> {
+    rules::human_only(&op.actor, "void a spent slot")?;
+    let reason = non_empty(reason, "reason")?;
+    let spend = state
+        .quota
+        .get_mut(agent)
+        .and_then(|l| l.spends.iter_mut().find(|s| s.turn == turn))
+        .ok_or_else(|| {
+            Refusal::error(
+                "unknown-spend",
+                format!("{agent} has no spend for turn {turn}"),
+            )
+            .with_hint(format!(
+                "`loopx quota status --agent {agent}` lists its spends"
+            ))
+        })?;
+    if spend.void.is_some() {
+        return Err(Refusal::rule(
+            "already-voided",
+            format!("turn {turn} of {agent} is already voided"),
+        ));
+    }
+    spend.void = Some(Void {
+        by: op.actor.clone(),
+        at: op.at,
+        reason: reason.clone(),
+    });
+    Ok(Effect::new(format!(
+        "void {agent} turn {turn}: {}",
+        super::short(&reason)
+    )))
+}
+
+/// Several changes in one tick, all or nothing, in order.
+pub(super) fn settle(state: &mut State, op: &Op, steps: &[Change]) -> Result<Effect, Refusal> {
+    if steps.is_empty() {
+        return Err(Refusal::usage(
+            "empty-settle",
+            "settle has nothing to record",
+        ));
+    }
+    let mut work = state.clone();
+    let mut parts = Vec::new();
+    for step in steps {
+        if matches!(step, Change::Settle { .. }) {
+            return Err(Refusal::usage(
+                "nested-settle",
+                "a settle cannot hold another settle",
+            ));
+        }
+        let sub = Op {
+            id: op.id.clone(),
+            at: op.at,
+            actor: op.actor.clone(),
+            change: step.clone(),
+        };
+        apply(&mut work, &sub)?;
+        parts.push(match step {
+            Change::EvidenceAdd { run: Some(r), .. } if !r.passed() => "evidence failed".to_owned(),
+            Change::EvidenceAdd { .. } => "evidence passed".to_owned(),
+            Change::TodoDone { .. } => "done".to_owned(),
+            Change::TodoUpdate {
+                status: Some(s), ..
+            } => s.to_string(),
+            Change::TodoUpdate { .. } => "noted".to_owned(),
+            Change::RefreshState { outcome, .. } => outcome.as_str().to_owned(),
+            Change::QuotaSpend { goal, .. } => {
+                let agent = op.actor.agent().cloned();
+                match (agent, work.goals.get(goal)) {
+                    (Some(a), Some(g)) => {
+                        let s = slots(&work, &a, g, op.at);
+                        format!("spent {} of {}", s.used, s.slots)
+                    }
+                    _ => "spent".to_owned(),
+                }
+            }
+            other => other.kind().to_owned(),
+        });
+    }
+    let what = match steps
+        .iter()
+        .find_map(Change::todo)
+        .and_then(|t| work.todos.get(t))
+    {
+        Some(t) => format!("{} \"{}\"", t.id, super::short(&t.title)),
+        None => "turn".to_owned(),
+    };
+    *state = work;
+    Ok(Effect::new(format!("settle {what}: {}", parts.join(", "))))
+}
