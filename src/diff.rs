@@ -13,7 +13,10 @@ use std::fmt::Write as _;
 use serde::Serialize;
 use similar::{ChangeTag, TextDiff};
 
-use crate::model::{Agent, AgentId, Goal, Meta, State, Todo, TodoStatus};
+use crate::model::{
+    Agent, AgentId, Gate, GateStatus, Goal, Meta, State, Todo, TodoStatus,
+    quota::{Ledger, Spend},
+};
 use crate::time::Timestamp;
 
 /// Lines of context around each change, as git shows them.
@@ -100,6 +103,8 @@ pub enum Entity {
     Goal,
     Agent,
     Todo,
+    Gate,
+    Quota,
 }
 
 impl Entity {
@@ -109,6 +114,8 @@ impl Entity {
             Entity::Goal => "goal",
             Entity::Agent => "agent",
             Entity::Todo => "todo",
+            Entity::Gate => "gate",
+            Entity::Quota => "quota",
         }
     }
 }
@@ -128,6 +135,13 @@ pub enum What {
     Released,
     Done,
     Updated,
+    Archived,
+    Opened,
+    Answered,
+    Withdrawn,
+    Refreshed,
+    Spent,
+    Voided,
 }
 
 impl What {
@@ -144,6 +158,13 @@ impl What {
             What::Released => "released",
             What::Done => "done",
             What::Updated => "updated",
+            What::Archived => "archived",
+            What::Opened => "opened",
+            What::Answered => "answered",
+            What::Withdrawn => "withdrawn",
+            What::Refreshed => "refreshed",
+            What::Spent => "spent",
+            What::Voided => "voided",
         }
     }
 }
@@ -236,7 +257,67 @@ pub fn summary(a: &State, b: &State) -> Vec<Item> {
     each(&a.todos, &b.todos, &mut out, |_, old, new, out| {
         todo(old, new, out)
     });
+    each(&a.gates, &b.gates, &mut out, |_, old, new, out| {
+        gate(old, new, out)
+    });
+    each(&a.quota, &b.quota, &mut out, |id, old, new, out| {
+        quota(id.as_str(), old, new, out)
+    });
     out
+}
+
+fn gate(a: Option<&Gate>, b: Option<&Gate>, out: &mut Vec<Item>) {
+    let Some(g) = b.or(a) else { return };
+    let was = a.map(|g| g.status);
+    let what = match (was, b.map(|g| g.status)) {
+        (None, Some(GateStatus::Open)) => What::Opened,
+        (_, Some(GateStatus::Answered)) if was != Some(GateStatus::Answered) => What::Answered,
+        (_, Some(GateStatus::Withdrawn)) if was != Some(GateStatus::Withdrawn) => What::Withdrawn,
+        (_, None) => What::Removed,
+        _ => What::Changed,
+    };
+    let mut item = Item::new(Entity::Gate, g.id.as_str(), what).titled(&g.question);
+    match (what, &g.answer) {
+        (What::Answered, Some(ans)) => {
+            item.details
+                .push(format!("{} by {}", ans.choice, ans.by.name()));
+        }
+        (What::Opened, _) => {
+            item.details
+                .push(format!("{} on {}", g.kind.as_str(), g.blocks));
+        }
+        _ => {}
+    }
+    // Opened and answered between the two states: say both.
+    if was.is_none() && what != What::Opened && what != What::Removed {
+        item.details.insert(0, "opened".to_owned());
+    }
+    out.push(item);
+}
+
+fn quota(agent: &str, a: Option<&Ledger>, b: Option<&Ledger>, out: &mut Vec<Item>) {
+    let old: Vec<&Spend> = a.map(|l| l.spends.iter().collect()).unwrap_or_default();
+    for s in b.map(|l| l.spends.as_slice()).unwrap_or_default() {
+        match old.iter().find(|o| o.turn == s.turn) {
+            None => {
+                let mut item = Item::new(Entity::Quota, agent, What::Spent);
+                item.details.push(format!("turn {} on {}", s.turn, s.goal));
+                if s.void.is_some() {
+                    item.details.push("voided".to_owned());
+                }
+                out.push(item);
+            }
+            Some(o) if o.void.is_none() && s.void.is_some() => {
+                let mut item = Item::new(Entity::Quota, agent, What::Voided);
+                item.details.push(format!("turn {}", s.turn));
+                if let Some(v) = &s.void {
+                    item.details.push(v.reason.clone());
+                }
+                out.push(item);
+            }
+            Some(_) => {}
+        }
+    }
 }
 
 /// Calls `f` with both sides of every key present in either map, in key
@@ -333,6 +414,16 @@ fn agent(id: &str, a: Option<&Agent>, b: Option<&Agent>, out: &mut Vec<Item>) {
                 item.details = d;
                 out.push(item);
             }
+            if a.last_turn != b.last_turn
+                && let Some(t) = &b.last_turn
+            {
+                let mut item = Item::new(Entity::Agent, id, What::Refreshed);
+                item.details.push(t.outcome.as_str().to_owned());
+                if let Some(n) = &t.next_action {
+                    item.details.push(format!("next: {n}"));
+                }
+                out.push(item);
+            }
         }
         (None, None) => {}
     }
@@ -344,7 +435,13 @@ fn agent(id: &str, a: Option<&Agent>, b: Option<&Agent>, out: &mut Vec<Item>) {
 fn todo(a: Option<&Todo>, b: Option<&Todo>, out: &mut Vec<Item>) {
     let b = match (a, b) {
         (Some(a), None) => {
-            out.push(Item::new(Entity::Todo, a.id.as_str(), What::Removed).titled(&a.title));
+            // Only done todos leave the live set, into the archive.
+            let what = if a.status == TodoStatus::Done {
+                What::Archived
+            } else {
+                What::Removed
+            };
+            out.push(Item::new(Entity::Todo, a.id.as_str(), what).titled(&a.title));
             return;
         }
         (_, Some(b)) => b,

@@ -137,11 +137,20 @@ fn head(p: &Parsed, op: &Op, w: &Wire) -> String {
 }
 
 /// The change's arguments as the TOML lines of the commit message, without
-/// the `kind` line the op line already shows.
+/// the `op` line the op line already shows.
 fn arguments(change: &Change) -> Vec<String> {
     let text = toml::to_string(change).unwrap_or_default();
+    let mut first_op = true;
     text.lines()
-        .filter(|l| !l.starts_with("op = ") && !l.trim().is_empty())
+        .filter(|l| {
+            // The first `op = ` line is the op shown above; a settle's steps
+            // keep theirs.
+            if first_op && l.starts_with("op = ") {
+                first_op = false;
+                return false;
+            }
+            !l.trim().is_empty()
+        })
         .map(str::to_owned)
         .collect()
 }

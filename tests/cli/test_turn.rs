@@ -500,3 +500,55 @@ fn the_brief_stays_small_on_a_large_board() {
         .stdout;
     assert!(json.len() < 1024, "{} bytes: {json}", json.len());
 }
+
+#[test]
+fn diff_and_log_tell_the_turn() {
+    let env = TestEnv::with_board();
+    let t = env.add("A", &[]);
+    let start = env.ticks().to_string();
+    let g = env
+        .loopx(&["gate", "open", "--question", "Use nom?"])
+        .ok()
+        .stdout
+        .trim()
+        .to_owned();
+    env.loopx(&[
+        "gate", "answer", &g, "--choice", "approve", "--note", "fine",
+    ])
+    .ok();
+    let tok = token(&env, "agent-a");
+    env.agent("agent-a", &["todo", "claim", &t]).ok();
+    env.agent(
+        "agent-a",
+        &[
+            "settle",
+            "--turn",
+            &tok,
+            "--todo",
+            &t,
+            "--outcome",
+            "advanced",
+            "--done",
+        ],
+    )
+    .ok();
+    let out = env.loopx(&["diff", &start]).ok().stdout;
+    let body: Vec<&str> = out.lines().skip(1).collect();
+    assert_text(
+        &body
+            .join("\n")
+            .replace(&t, "T")
+            .replace(&g, "G")
+            .replace(&tok.split('.').nth(3).unwrap().to_owned(), "TURN"),
+        "refreshed  agent agent-a: advanced\ndone       todo T \"A\"\nanswered   gate G \"Use nom?\": opened, approve by Ada Lovelace\nspent      quota agent-a: turn TURN on main",
+    );
+    let log = env.loopx(&["log", "-n", "1"]).ok().stdout;
+    assert!(
+        log.contains(
+            "turn.settle     settle T \"A\": done, advanced, spent 1 of 48"
+                .replace('T', &t)
+                .as_str()
+        ),
+        "{log}"
+    );
+}
