@@ -1,10 +1,9 @@
 //! `loopx todo claim`: take a todo, race-safe; `--next` picks the best one.
 
 use anyhow::Result;
-use serde::Serialize;
 
-use super::TodoRef;
-use crate::cmd::{TickWire, pick_goal};
+use super::report;
+use crate::cmd::pick_goal;
 use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::op::{Change, rules};
@@ -34,13 +33,6 @@ pub struct Args {
     ttl: Option<Span>,
 }
 
-#[derive(Serialize)]
-struct Wire<'a> {
-    todo: TodoRef<'a>,
-    #[serde(flatten)]
-    tick: TickWire,
-}
-
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let done = tx::commit(ctx, |state| {
         let todo = match &args.id {
@@ -64,38 +56,31 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             lease: args.ttl.unwrap_or(state.meta.settings.lease),
         })?)
     })?;
-    let id = done.op.change.todo().expect("a claim names its todo");
-    let t = &done.state.todos[id];
-    ctx.out.emit(
-        &Wire {
-            todo: TodoRef::of(t),
-            tick: TickWire::of(&done),
-        },
-        || {
-            if args.next {
-                return id.to_string();
-            }
-            let until = t
-                .claim
-                .as_ref()
-                .map(|c| c.lease_until.to_string())
-                .unwrap_or_default();
-            let verb = match done.effect.subject.split(' ').next() {
-                Some("renew") => "Renewed",
-                Some("steal") => "Took over",
-                _ => "Claimed",
-            };
-            format!(
-                "{verb} {id} \"{}\" until {until} (epoch {}).",
-                t.title, t.epoch
-            )
-        },
-    )?;
+    let exit = report(ctx, &done, |t| {
+        if args.next {
+            return t.id.to_string();
+        }
+        let until = t
+            .claim
+            .as_ref()
+            .map(|c| c.lease_until.to_string())
+            .unwrap_or_default();
+        let verb = match done.effect.subject.split(' ').next() {
+            Some("renew") => "Renewed",
+            Some("steal") => "Took over",
+            _ => "Claimed",
+        };
+        format!(
+            "{verb} {} \"{}\" until {until} (epoch {}).",
+            t.id, t.title, t.epoch
+        )
+    })?;
     if args.next {
+        let t = &done.state.todos[done.op.change.todo().expect("a claim names its todo")];
         ctx.out.status(&format!(
-            "Claimed {id} \"{}\" (epoch {}).",
-            t.title, t.epoch
+            "Claimed {} \"{}\" (epoch {}).",
+            t.id, t.title, t.epoch
         ));
     }
-    Ok(Exit::Ok)
+    Ok(exit)
 }

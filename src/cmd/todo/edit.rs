@@ -1,10 +1,8 @@
 //! `loopx todo edit`: change a todo's title, priority or dependencies.
 
 use anyhow::Result;
-use serde::Serialize;
 
-use super::TodoRef;
-use crate::cmd::TickWire;
+use super::report;
 use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::model::Priority;
@@ -35,13 +33,6 @@ pub struct Args {
     note: Option<String>,
 }
 
-#[derive(Serialize)]
-struct Wire<'a> {
-    todo: TodoRef<'a>,
-    #[serde(flatten)]
-    tick: TickWire,
-}
-
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let done = tx::commit(ctx, |state| {
         let todo = state.resolve_todo(&args.id)?;
@@ -67,14 +58,5 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             note: args.note.clone(),
         })?)
     })?;
-    let id = done.op.change.todo().expect("an edit names its todo");
-    let t = &done.state.todos[id];
-    ctx.out.emit(
-        &Wire {
-            todo: TodoRef::of(t),
-            tick: TickWire::of(&done),
-        },
-        || format!("Edited {id} \"{}\".", t.title),
-    )?;
-    Ok(Exit::Ok)
+    report(ctx, &done, |t| format!("Edited {} \"{}\".", t.id, t.title))
 }

@@ -16,10 +16,13 @@ pub mod update;
 use anyhow::Result;
 use serde::Serialize;
 
+use crate::cmd::TickWire;
 use crate::ctx::Ctx;
 use crate::error::Exit;
-use crate::model::{AgentId, TodoId};
+use crate::model::{AgentId, State, Todo, TodoId};
+use crate::op::Change;
 use crate::time::Timestamp;
+use crate::tx::{self, Committed};
 
 #[derive(clap::Subcommand, Debug)]
 pub enum Command {
@@ -78,4 +81,41 @@ impl<'a> TodoRef<'a> {
             lease_until: t.claim.as_ref().map(|c| c.lease_until),
         }
     }
+}
+
+/// One tick on a todo the user named: resolves the id (or prefix) against
+/// the state the tick sees, reads the epoch the writer relies on (fencing),
+/// and lets `make` build the change.
+pub fn tick_on(
+    ctx: &Ctx,
+    typed: &str,
+    make: impl Fn(&State, TodoId, u64) -> Change,
+) -> Result<Committed> {
+    tx::commit(ctx, |state| {
+        let todo = state.resolve_todo(typed)?;
+        let epoch = state.todos[&todo].epoch;
+        Ok(ctx.op(make(state, todo, epoch))?)
+    })
+}
+
+/// The tick commands' output: the todo after the tick, and the tick.
+#[derive(Serialize)]
+struct Wire<'a> {
+    todo: TodoRef<'a>,
+    #[serde(flatten)]
+    tick: TickWire,
+}
+
+/// Prints the todo a tick changed: JSON, or the human line `human` makes.
+pub fn report(ctx: &Ctx, done: &Committed, human: impl FnOnce(&Todo) -> String) -> Result<Exit> {
+    let id = done.op.change.todo().expect("a todo tick names its todo");
+    let t = &done.state.todos[id];
+    ctx.out.emit(
+        &Wire {
+            todo: TodoRef::of(t),
+            tick: TickWire::of(done),
+        },
+        || human(t),
+    )?;
+    Ok(Exit::Ok)
 }

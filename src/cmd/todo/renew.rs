@@ -1,15 +1,12 @@
 //! `loopx todo renew`: extend your lease without changing the epoch.
 
 use anyhow::Result;
-use serde::Serialize;
 
-use super::TodoRef;
-use crate::cmd::TickWire;
+use super::{report, tick_on};
 use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::op::Change;
 use crate::time::Span;
-use crate::tx;
 
 /// Extend your lease on a todo you hold
 ///
@@ -23,41 +20,21 @@ pub struct Args {
     ttl: Option<Span>,
 }
 
-#[derive(Serialize)]
-struct Wire<'a> {
-    todo: TodoRef<'a>,
-    #[serde(flatten)]
-    tick: TickWire,
-}
-
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
-    let done = tx::commit(ctx, |state| {
-        let todo = state.resolve_todo(&args.id)?;
-        let epoch = state.todos[&todo].epoch;
-        Ok(ctx.op(Change::TodoRenew {
-            todo,
-            epoch,
-            lease: args.ttl.unwrap_or(state.meta.settings.lease),
-        })?)
+    let done = tick_on(ctx, &args.id, |state, todo, epoch| Change::TodoRenew {
+        todo,
+        epoch,
+        lease: args.ttl.unwrap_or(state.meta.settings.lease),
     })?;
-    let id = done.op.change.todo().expect("a renew names its todo");
-    let t = &done.state.todos[id];
-    ctx.out.emit(
-        &Wire {
-            todo: TodoRef::of(t),
-            tick: TickWire::of(&done),
-        },
-        || {
-            let until = t
-                .claim
-                .as_ref()
-                .map(|c| c.lease_until.to_string())
-                .unwrap_or_default();
-            format!(
-                "Renewed {id} \"{}\" until {until} (epoch {}).",
-                t.title, t.epoch
-            )
-        },
-    )?;
-    Ok(Exit::Ok)
+    report(ctx, &done, |t| {
+        let until = t
+            .claim
+            .as_ref()
+            .map(|c| c.lease_until.to_string())
+            .unwrap_or_default();
+        format!(
+            "Renewed {} \"{}\" until {until} (epoch {}).",
+            t.id, t.title, t.epoch
+        )
+    })
 }
