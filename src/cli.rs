@@ -51,6 +51,7 @@ impl Global {
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
+    Demo(cmd::demo::Args),
     Init(cmd::init::Args),
     Status(cmd::status::Args),
     Log(cmd::log::Args),

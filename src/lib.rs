@@ -46,8 +46,15 @@ pub fn main() -> ExitCode {
         }
     };
     let format = cli.global.format();
-    let result = ctx::Ctx::new(cli.global.dir.clone(), format, cli.global.agent.as_deref())
-        .and_then(|ctx| cmd::run(&ctx, &cli.command));
+    let result = match &cli.command {
+        // The demo makes its own repositories; it needs none to start in.
+        cli::Command::Demo(args) => {
+            let env = ctx::Env::capture();
+            cmd::demo::run(args, format, env.get("LOOPX_NOW"))
+        }
+        command => ctx::Ctx::new(cli.global.dir.clone(), format, cli.global.agent.as_deref())
+            .and_then(|ctx| cmd::run(&ctx, command)),
+    };
     match result {
         Ok(exit) => ExitCode::from(exit.code()),
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,

@@ -165,6 +165,13 @@ impl Stream {
     }
 }
 
+/// Writes narration straight to stdout (the demo's running commentary).
+pub fn print_stdout(text: &str) {
+    let mut out = io::stdout().lock();
+    let _ = out.write_all(text.as_bytes());
+    let _ = out.flush();
+}
+
 /// Whether an error is a closed stdout (`loopx log | head`), which exits
 /// quietly.
 pub fn is_broken_pipe(err: &anyhow::Error) -> bool {

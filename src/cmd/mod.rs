@@ -4,6 +4,7 @@
 
 pub mod agent;
 pub mod brief;
+pub mod demo;
 pub mod diff;
 pub mod doctor;
 pub mod evidence;
@@ -31,6 +32,7 @@ use crate::tx::Committed;
 pub fn run(ctx: &Ctx, command: &Command) -> Result<Exit> {
     match command {
         Command::Init(args) => init::run(ctx, args),
+        Command::Demo(_) => unreachable!("the demo runs before a context exists (lib::main)"),
         Command::Status(args) => status::run(ctx, args),
         Command::Log(args) => log::run(ctx, args),
         Command::Show(args) => show::run(ctx, args),

@@ -1,0 +1,520 @@
+//! `loopx demo`: the main job in one command. It builds a throwaway
+//! workspace (a bare hub and two clones standing for two machines), then runs
+//! real turns through the real commands, as separate processes of this very
+//! binary, and narrates each step for someone who has never heard of loopx.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use anyhow::{Context, Result, bail};
+use serde::Serialize;
+
+use crate::error::Exit;
+use crate::output::{Format, Out};
+use crate::time::Timestamp;
+
+/// Show what loopx is for: two machines, two agents and a human, for real
+///
+/// Creates a workspace with a bare hub repository and two clones (machine-a
+/// and machine-b), then runs agent turns, a failing check, a human-only gate
+/// and a claim race across machines, with the real commands. It takes a few
+/// seconds and leaves the workspace to explore. With LOOPX_NOW set, every
+/// step's clock is fixed and the output is reproducible.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Put the workspace here (it must not exist, or be empty)
+    #[arg(long, value_name = "PATH")]
+    dir: Option<PathBuf>,
+    /// Keep the workspace (it is always kept; this flag is accepted for scripts)
+    #[arg(long)]
+    keep: bool,
+}
+
+#[derive(Serialize)]
+struct Wire {
+    workspace: String,
+    commands: usize,
+    ticks: usize,
+}
+
+/// Runs the demo. It needs no repository of its own: it makes them.
+pub fn run(args: &Args, format: Format, env_now: Option<&str>) -> Result<Exit> {
+    let out = Out::new(format, true);
+    let root = match &args.dir {
+        Some(d) => {
+            if d.exists() && d.read_dir().map(|mut r| r.next().is_some()).unwrap_or(true) {
+                bail!(
+                    crate::error::Refusal::usage(
+                        "dir-not-empty",
+                        format!("{} exists and is not empty", d.display())
+                    )
+                    .with_hint(
+                        "give a new or empty folder to --dir, or leave it out for a temporary one"
+                    )
+                );
+            }
+            std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
+            d.canonicalize()
+                .with_context(|| format!("resolving {}", d.display()))?
+        }
+        None => tempfile::Builder::new()
+            .prefix("loopx-demo-")
+            .tempdir()
+            .context("creating a temporary workspace")?
+            .keep(),
+    };
+    let clock = match env_now {
+        Some(s) => Some(
+            Timestamp::parse(s)
+                .map_err(|e| crate::error::Refusal::usage("bad-env", format!("LOOPX_NOW: {e}")))?,
+        ),
+        None => None,
+    };
+    let mut demo = Demo {
+        exe: std::env::current_exe().context("finding the loopx binary")?,
+        root,
+        clock,
+        quiet: out.is_json(),
+        commands: 0,
+    };
+    demo.play()?;
+    let ticks = demo.count_ticks()?;
+    out.emit(
+        &Wire {
+            workspace: demo.root.display().to_string(),
+            commands: demo.commands,
+            ticks,
+        },
+        String::new,
+    )?;
+    Ok(Exit::Ok)
+}
+
+struct Demo {
+    exe: PathBuf,
+    root: PathBuf,
+    /// The fixed clock, advanced a minute per command, when LOOPX_NOW is set.
+    clock: Option<Timestamp>,
+    quiet: bool,
+    commands: usize,
+}
+
+/// What one command printed, and how it exited.
+struct Ran {
+    code: i32,
+    stdout: String,
+}
+
+const HUMAN: (&str, &str) = ("Ada Lovelace", "ada@example.com");
+
+impl Demo {
+    fn say(&self, text: &str) {
+        if !self.quiet {
+            crate::output::print_stdout(&format!("{text}\n"));
+        }
+    }
+
+    fn act(&self, n: u32, title: &str, text: &str) {
+        self.say(&format!("\n== Act {n}: {title}\n{text}"));
+    }
+
+    fn machine(&self, name: &str) -> PathBuf {
+        self.root.join(name)
+    }
+
+    /// Runs `loopx ARGS` on a machine, as `agent` (or the human), and shows
+    /// the command and its output.
+    fn loopx(
+        &mut self,
+        machine: &str,
+        agent: Option<&str>,
+        args: &[&str],
+        want: &[i32],
+    ) -> Result<Ran> {
+        let mut c = Command::new(&self.exe);
+        c.args(args).current_dir(self.machine(machine));
+        self.isolate(&mut c);
+        if let Some(a) = agent {
+            c.env("LOOPX_AGENT", a);
+        }
+        if let Some(now) = self.clock {
+            c.env("LOOPX_NOW", now.to_string())
+                .env("LOOPX_SEED", "demo");
+            self.clock = Some(now.plus(crate::time::Span::minutes(1)));
+        }
+        let who = agent.map_or("human".to_owned(), |a| format!("LOOPX_AGENT={a}"));
+        self.say(&format!("  [{machine}, {who}] $ loopx {}", shown(args)));
+        let out = c
+            .output()
+            .with_context(|| format!("running loopx {}", args.join(" ")))?;
+        self.commands += 1;
+        let ran = Ran {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        };
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        for line in ran.stdout.lines().chain(stderr.lines()) {
+            self.say(&format!("    {line}"));
+        }
+        if ran.code != 0 {
+            self.say(&format!("    (exit {})", ran.code));
+        }
+        if !want.contains(&ran.code) {
+            bail!(
+                "the demo expected `loopx {}` to exit {:?}, and it exited {}",
+                args.join(" "),
+                want,
+                ran.code
+            );
+        }
+        Ok(ran)
+    }
+
+    /// Runs git quietly (set-up steps nobody needs to read).
+    fn git(&self, dir: &Path, args: &[&str]) -> Result<String> {
+        let mut c = Command::new("git");
+        c.args(args).current_dir(dir).stdin(Stdio::null());
+        self.isolate(&mut c);
+        if let Some(now) = self.clock {
+            c.env("GIT_AUTHOR_DATE", now.to_string())
+                .env("GIT_COMMITTER_DATE", now.to_string());
+        }
+        let out = c
+            .output()
+            .with_context(|| format!("running git {}: is git installed?", args.join(" ")))?;
+        if !out.status.success() {
+            bail!(
+                "git {} failed: {}",
+                args.join(" "),
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    /// Keeps the user's git config and agent-runtime markers out.
+    fn isolate(&self, c: &mut Command) {
+        for (k, _) in std::env::vars_os() {
+            let k = k.to_string_lossy().into_owned();
+            if k.starts_with("LOOPX_")
+                || k.starts_with("CLAUDE")
+                || k.starts_with("CODEX_")
+                || k.starts_with("GEMINI_")
+                || k.starts_with("CURSOR_")
+                || k.starts_with("GIT_")
+            {
+                c.env_remove(&k);
+            }
+        }
+        c.env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null());
+    }
+
+    fn todo_id(ran: &Ran) -> String {
+        ran.stdout.trim().to_owned()
+    }
+
+    fn token(ran: &Ran) -> Result<String> {
+        let v: serde_json::Value =
+            serde_json::from_str(&ran.stdout).context("reading should-run's JSON")?;
+        v["turn_token"]
+            .as_str()
+            .map(str::to_owned)
+            .context("should-run gave no turn token")
+    }
+
+    fn play(&mut self) -> Result<()> {
+        self.say(&format!(
+            "loopx demo: a workspace with a hub and two machines, at\n  {}",
+            self.root.display()
+        ));
+
+        // Set-up: a bare hub and two clones, each with its own identity.
+        let hub = self.root.join("hub.git");
+        std::fs::create_dir_all(&hub)?;
+        self.git(&hub, &["init", "-q", "--bare", "-b", "main"])?;
+        let a = self.machine("machine-a");
+        std::fs::create_dir_all(&a)?;
+        self.git(&a, &["init", "-q", "-b", "main"])?;
+        for (k, v) in [("user.name", HUMAN.0), ("user.email", HUMAN.1)] {
+            self.git(&a, &["config", k, v])?;
+        }
+        std::fs::write(a.join("README.md"), "# parser\n")?;
+        self.git(&a, &["add", "README.md"])?;
+        self.git(&a, &["commit", "-q", "-m", "Start the parser"])?;
+        self.git(&a, &["remote", "add", "origin", "../hub.git"])?;
+        self.git(&a, &["push", "-q", "origin", "main"])?;
+
+        self.act(
+            1,
+            "one goal, shared through git",
+            "Ada, a human, sets a goal and some work on machine A. loopx keeps it as\n\
+             TOML files in commits on refs/loopx/state: no server, no database.\n\
+             She shares it through an ordinary git remote, the hub.",
+        );
+        self.loopx(
+            "machine-a",
+            None,
+            &[
+                "init",
+                "--goal",
+                "release",
+                "--objective",
+                "Ship v1.0 of the parser",
+            ],
+            &[0],
+        )?;
+        let parser = Self::todo_id(&self.loopx(
+            "machine-a",
+            None,
+            &["todo", "add", "Write the parser", "--priority", "P1"],
+            &[0],
+        )?);
+        let notes = Self::todo_id(&self.loopx(
+            "machine-a",
+            None,
+            &[
+                "todo",
+                "add",
+                "Write the release notes",
+                "--",
+                "test",
+                "-f",
+                "RELEASE_NOTES.md",
+            ],
+            &[0],
+        )?);
+        let bench = Self::todo_id(&self.loopx(
+            "machine-a",
+            None,
+            &["todo", "add", "Benchmark the parser", "--priority", "P3"],
+            &[0],
+        )?);
+        self.loopx(
+            "machine-a",
+            None,
+            &["agent", "register", "builder", "--runtime", "claude-code"],
+            &[0],
+        )?;
+        self.loopx("machine-a", None, &["sync"], &[0])?;
+        self.say("  Machine B clones the project; its first sync adopts the shared state.");
+        self.git(&self.root, &["clone", "-q", "hub.git", "machine-b"])?;
+        let b = self.machine("machine-b");
+        for (k, v) in [("user.name", HUMAN.0), ("user.email", HUMAN.1)] {
+            self.git(&b, &["config", k, v])?;
+        }
+        self.loopx("machine-b", None, &["sync"], &[0])?;
+        self.loopx(
+            "machine-b",
+            Some("tester"),
+            &["agent", "register", "tester", "--runtime", "codex"],
+            &[0],
+        )?;
+        self.loopx("machine-b", None, &["sync"], &[0])?;
+        self.loopx("machine-a", None, &["sync"], &[0])?;
+
+        self.act(
+            2,
+            "an agent's turn",
+            "The agent `builder` asks whether to run, claims the work, records a real\n\
+             check as evidence, and settles the turn: one tick holds the todo's update,\n\
+             the evidence, the outcome and the quota it spent.",
+        );
+        let ran = self.loopx(
+            "machine-a",
+            Some("builder"),
+            &["quota", "should-run", "--json"],
+            &[0],
+        )?;
+        let token = Self::token(&ran)?;
+        self.loopx(
+            "machine-a",
+            Some("builder"),
+            &["todo", "claim", &parser],
+            &[0],
+        )?;
+        self.loopx(
+            "machine-a",
+            Some("builder"),
+            &[
+                "evidence",
+                "run",
+                "--todo",
+                &parser,
+                "--",
+                "git",
+                "--version",
+            ],
+            &[0],
+        )?;
+        self.loopx(
+            "machine-a",
+            Some("builder"),
+            &[
+                "settle",
+                "--turn",
+                &token,
+                "--todo",
+                &parser,
+                "--outcome",
+                "advanced",
+                "--done",
+                "--note",
+                "parser merged",
+            ],
+            &[0],
+        )?;
+        self.loopx("machine-a", None, &["sync"], &[0])?;
+
+        self.act(
+            3,
+            "a check that fails",
+            "On machine B, `tester` takes the release notes. The todo carries a check\n\
+             (the file must exist). It does not pass, so nothing is marked done and\n\
+             no quota is spent; the failure is kept as evidence.",
+        );
+        self.loopx("machine-b", None, &["sync"], &[0])?;
+        let ran = self.loopx(
+            "machine-b",
+            Some("tester"),
+            &["quota", "should-run", "--json"],
+            &[0],
+        )?;
+        let token_b = Self::token(&ran)?;
+        self.loopx(
+            "machine-b",
+            Some("tester"),
+            &["todo", "claim", &notes],
+            &[0],
+        )?;
+        self.loopx(
+            "machine-b",
+            Some("tester"),
+            &[
+                "settle",
+                "--turn",
+                &token_b,
+                "--todo",
+                &notes,
+                "--outcome",
+                "advanced",
+                "--done",
+            ],
+            &[3],
+        )?;
+        self.loopx(
+            "machine-b",
+            None,
+            &["quota", "status", "--agent", "tester"],
+            &[0],
+        )?;
+        self.loopx("machine-b", None, &["sync"], &[0])?;
+
+        self.act(
+            4,
+            "a question only a human may answer",
+            "Publishing is for humans. Ada opens a publish gate; an agent that tries to\n\
+             answer it is refused, whatever it claims to be. Ada answers, and her\n\
+             answer is recorded with her name.",
+        );
+        self.loopx("machine-a", None, &["sync"], &[0])?;
+        let gate = Self::todo_id(&self.loopx(
+            "machine-a",
+            None,
+            &[
+                "gate",
+                "open",
+                "--kind",
+                "publish",
+                "--question",
+                "May we publish v1.0 to crates.io?",
+            ],
+            &[0],
+        )?);
+        self.loopx(
+            "machine-a",
+            Some("builder"),
+            &["gate", "answer", &gate, "--choice", "approve"],
+            &[3],
+        )?;
+        self.loopx("machine-a", Some("builder"), &["quota", "should-run"], &[3])?;
+        self.loopx(
+            "machine-a",
+            None,
+            &[
+                "gate",
+                "answer",
+                &gate,
+                "--choice",
+                "approve",
+                "--note",
+                "release notes first",
+            ],
+            &[0],
+        )?;
+        self.loopx("machine-a", None, &["sync"], &[0])?;
+
+        self.act(
+            5,
+            "two machines, one todo",
+            "Both agents claim the benchmark at the same moment, each on its own\n\
+             machine. Locally both succeed. Then both sync: the first push wins, and the\n\
+             other machine replays its claim on top, sees it lost, and is told who won.",
+        );
+        self.loopx("machine-b", None, &["sync"], &[0])?;
+        self.loopx(
+            "machine-a",
+            Some("builder"),
+            &["todo", "claim", &bench],
+            &[0],
+        )?;
+        self.loopx(
+            "machine-b",
+            Some("tester"),
+            &["todo", "claim", &bench],
+            &[0],
+        )?;
+        self.loopx("machine-a", Some("builder"), &["sync"], &[0])?;
+        self.loopx("machine-b", Some("tester"), &["sync"], &[4])?;
+        self.loopx("machine-b", None, &["todo", "show", &bench], &[0])?;
+
+        self.act(
+            6,
+            "what happened",
+            "Every change was one commit. loopx reads the history back, and so does\n\
+             plain git: the trail needs no loopx to audit.",
+        );
+        self.loopx("machine-a", None, &["sync"], &[0])?;
+        self.loopx("machine-a", None, &["log", "-n", "12"], &[0])?;
+        self.loopx("machine-a", None, &["status"], &[0])?;
+        self.say(&format!(
+            "\nExplore it yourself:\n  cd {}\n  loopx status\n  git log --oneline refs/loopx/state\n  git log -p refs/loopx/state -- todos/",
+            self.machine("machine-a").display()
+        ));
+        Ok(())
+    }
+
+    fn count_ticks(&self) -> Result<usize> {
+        let n = self.git(
+            &self.machine("machine-a"),
+            &["rev-list", "--count", "refs/loopx/state"],
+        )?;
+        n.trim().parse().context("counting ticks")
+    }
+}
+
+/// An argument list as a person would type it: quoted where it has spaces.
+fn shown(args: &[&str]) -> String {
+    args.iter()
+        .map(|a| {
+            if a.contains(' ') || a.is_empty() {
+                format!("\"{a}\"")
+            } else {
+                (*a).to_owned()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
