@@ -9,6 +9,7 @@ mod test_errors;
 mod test_evidence;
 mod test_gate;
 mod test_goal;
+mod test_hook;
 mod test_identity;
 mod test_init;
 mod test_kill;
