@@ -92,7 +92,7 @@ pub fn run(bare: &Bare, args: &Args) -> Result<Exit> {
             checks.push(check_git(bare, &base));
         }
     }
-    let wired = checks.iter().any(|c| c.status == "wired");
+    let wired = checks.iter().any(|c| !c.events.is_empty());
     let ok = checks.iter().all(|c| c.problems.is_empty()) && (loopx.is_some() || !wired);
     let wire = Wire {
         loopx: loopx.as_ref().map(|p| p.display().to_string()),

@@ -169,7 +169,12 @@ fn install_mcp(path: &Path, base: &Path, dry_run: bool) -> Result<Change> {
     })?;
     let fragment: toml_edit::DocumentMut =
         CODEX_MCP.parse().context("the built-in MCP fragment")?;
-    let wanted = fragment["mcp_servers"]["loopx"].clone();
+    let mut wanted = fragment["mcp_servers"]["loopx"].clone();
+    // The template's comment is for people reading hooks/, not for the
+    // user's file.
+    if let Some(t) = wanted.as_table_mut() {
+        t.decor_mut().clear();
+    }
     let mut change = Change {
         runtime: "codex",
         file: shown(path, base),
