@@ -17,6 +17,7 @@ mod test_kill;
 mod test_lease;
 mod test_lifecycle;
 mod test_log;
+mod test_mcp;
 mod test_race;
 mod test_repos;
 mod test_show;
