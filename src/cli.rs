@@ -79,6 +79,27 @@ pub enum Command {
     Settle(cmd::settle::Args),
     Doctor(cmd::doctor::Args),
     Gc(cmd::gc::Args),
+    Hook(cmd::hook::Args),
+    /// Install, remove and check the hooks that wire agent runtimes and git to loopx
+    #[command(subcommand)]
+    Hooks(cmd::hooks::Command),
+    Mcp(cmd::mcp::Args),
+}
+
+/// Whether the command line calls `loopx hook`, found without clap: a bad
+/// `loopx hook` command line still exits 0 (some runtimes read exit 2 as
+/// "block").
+pub fn is_hook_call(args: impl IntoIterator<Item = std::ffi::OsString>) -> bool {
+    let mut args = args.into_iter().skip(1);
+    while let Some(a) = args.next() {
+        let a = a.to_string_lossy();
+        if matches!(a.as_ref(), "-C" | "--format" | "--agent") {
+            args.next();
+        } else if !a.starts_with('-') {
+            return a == "hook";
+        }
+    }
+    false
 }
 
 #[cfg(test)]
@@ -88,5 +109,15 @@ mod tests {
     #[test]
     fn the_command_tree_is_consistent() {
         super::Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn a_hook_call_is_found_past_global_flags() {
+        let call = |s: &str| super::is_hook_call(s.split(' ').map(std::ffi::OsString::from));
+        assert!(call("loopx hook claude Stop"));
+        assert!(call("loopx -C /r --format json hook"));
+        assert!(call("loopx --json hook --bogus"));
+        assert!(!call("loopx -C hook status"));
+        assert!(!call("loopx status hook"));
     }
 }

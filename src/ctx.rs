@@ -35,6 +35,8 @@ impl Env {
             .filter(|(k, _)| {
                 k.starts_with("LOOPX_")
                     || k == "NO_COLOR"
+                    || k == "HOME"
+                    || k == "PATH"
                     || k.starts_with("CLAUDE")
                     || k.starts_with("CODEX_")
                     || k.starts_with("GEMINI_")
@@ -166,6 +168,39 @@ impl IdGen {
     }
 }
 
+/// The context of commands that also run outside a repository (`hooks`,
+/// `mcp`, and `hook` before it knows where it runs): the environment, where
+/// loopx runs, and output. A repository, if there is one, is opened on
+/// demand.
+pub struct Bare {
+    pub env: Env,
+    /// `-C`, else the current directory.
+    pub cwd: PathBuf,
+    pub out: Out,
+}
+
+impl Bare {
+    pub fn new(dir: Option<PathBuf>, format: Format) -> Result<Bare> {
+        let env = Env::capture();
+        let out = Out::new(format, env.get("NO_COLOR").is_some());
+        let cwd = match dir {
+            Some(d) => d,
+            None => std::env::current_dir().context("reading the current directory")?,
+        };
+        Ok(Bare { env, cwd, out })
+    }
+
+    /// The repository loopx runs in, or why there is none.
+    pub fn store(&self) -> Result<Store> {
+        Store::discover(&self.cwd)
+    }
+
+    /// The user's home directory (`HOME`).
+    pub fn home(&self) -> Option<PathBuf> {
+        self.env.get("HOME").map(PathBuf::from)
+    }
+}
+
 pub struct Ctx {
     pub store: Store,
     /// Where loopx runs (`-C`, else the current directory): commands that
@@ -184,8 +219,7 @@ pub struct Ctx {
 
 impl Ctx {
     pub fn new(dir: Option<PathBuf>, format: Format, agent_flag: Option<&str>) -> Result<Ctx> {
-        let env = Env::capture();
-        let out = Out::new(format, env.get("NO_COLOR").is_some());
+        let Bare { env, cwd: dir, out } = Bare::new(dir, format)?;
         let now = match env.get("LOOPX_NOW") {
             Some(s) => Timestamp::parse(s)
                 .map_err(|e| Refusal::usage("bad-env", format!("LOOPX_NOW: {e}")))?,
@@ -195,10 +229,6 @@ impl Ctx {
         let agent_flag = match (&caller, agent_flag) {
             (Caller::Agent(id), Some(_)) => Some(id.clone()),
             _ => None,
-        };
-        let dir = match dir {
-            Some(d) => d,
-            None => std::env::current_dir().context("reading the current directory")?,
         };
         let store = Store::discover(&dir)?;
         let cwd = dir;

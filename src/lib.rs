@@ -7,7 +7,9 @@
 //! (serde only), and [`store`] is the only user of gix. [`output`] is the
 //! only writer to the terminal. The read-only history commands go through
 //! [`history`] (ticks of the state ref, resolved and parsed) and [`diff`]
-//! (file diffs and semantic summaries, pure).
+//! (file diffs and semantic summaries, pure). Agent runtimes reach loopx
+//! through [`hook`] (their hook formats and the tool guard, pure, answered
+//! by `loopx hook`) and [`mcp`] (the JSON-RPC loop of `loopx mcp`).
 
 pub mod cli;
 pub mod cmd;
@@ -16,6 +18,8 @@ pub mod diff;
 pub mod error;
 pub mod git;
 pub mod history;
+pub mod hook;
+pub mod mcp;
 pub mod model;
 pub mod op;
 pub mod output;
@@ -36,6 +40,15 @@ use crate::output::{Out, is_broken_pipe};
 pub fn main() -> ExitCode {
     let cli = match cli::Cli::try_parse() {
         Ok(cli) => cli,
+        Err(e) if e.use_stderr() && cli::is_hook_call(std::env::args_os()) => {
+            let first = e.to_string();
+            let first = first.lines().next().unwrap_or_default().to_owned();
+            Out::new(output::Format::Human, true).status(&format!(
+                "loopx hook: {}; answering nothing.",
+                first.trim_start_matches("error: ")
+            ));
+            return ExitCode::SUCCESS;
+        }
         Err(e) => {
             let _ = e.print();
             return ExitCode::from(if e.use_stderr() {
@@ -45,16 +58,11 @@ pub fn main() -> ExitCode {
             });
         }
     };
+    if let cli::Command::Hook(args) = &cli.command {
+        return cmd::hook::main(&cli.global, args);
+    }
     let format = cli.global.format();
-    let result = match &cli.command {
-        // The demo makes its own repositories; it needs none to start in.
-        cli::Command::Demo(args) => {
-            let env = ctx::Env::capture();
-            cmd::demo::run(args, format, env.get("LOOPX_NOW"))
-        }
-        command => ctx::Ctx::new(cli.global.dir.clone(), format, cli.global.agent.as_deref())
-            .and_then(|ctx| cmd::run(&ctx, command)),
-    };
+    let result = cmd::run_cli(&cli.global, &cli.command);
     match result {
         Ok(exit) => ExitCode::from(exit.code()),
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,

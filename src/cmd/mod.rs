@@ -11,8 +11,11 @@ pub mod evidence;
 pub mod gate;
 pub mod gc;
 pub mod goal;
+pub mod hook;
+pub mod hooks;
 pub mod init;
 pub mod log;
+pub mod mcp;
 pub mod quota;
 pub mod refresh_state;
 pub mod settle;
@@ -23,16 +26,35 @@ pub mod todo;
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::cli::Command;
+use crate::cli::{Command, Global};
 use crate::ctx::Ctx;
 use crate::error::{Exit, Refusal};
 use crate::model::{GoalId, State};
 use crate::tx::Committed;
 
+/// Runs a command from the command line: `hooks` and `mcp` also work
+/// outside a repository and build their own context; the rest get a full
+/// one. (`hook` never gets here: it always exits 0, see `cmd::hook::main`.)
+pub fn run_cli(global: &Global, command: &Command) -> Result<Exit> {
+    match command {
+        Command::Hooks(c) => hooks::run(global, c),
+        Command::Mcp(args) => mcp::run(global, args),
+        // The demo makes its own repositories; it needs none to start in.
+        Command::Demo(args) => {
+            let env = crate::ctx::Env::capture();
+            demo::run(args, global.format(), env.get("LOOPX_NOW"))
+        }
+        command => {
+            let ctx = Ctx::new(global.dir.clone(), global.format(), global.agent.as_deref())?;
+            run(&ctx, command)
+        }
+    }
+}
+
 pub fn run(ctx: &Ctx, command: &Command) -> Result<Exit> {
     match command {
         Command::Init(args) => init::run(ctx, args),
-        Command::Demo(_) => unreachable!("the demo runs before a context exists (lib::main)"),
+        Command::Demo(_) => unreachable!("run_cli runs the demo without a Ctx"),
         Command::Status(args) => status::run(ctx, args),
         Command::Log(args) => log::run(ctx, args),
         Command::Show(args) => show::run(ctx, args),
@@ -47,6 +69,9 @@ pub fn run(ctx: &Ctx, command: &Command) -> Result<Exit> {
         Command::Settle(args) => settle::run(ctx, args),
         Command::Doctor(args) => doctor::run(ctx, args),
         Command::Gc(args) => gc::run(ctx, args),
+        Command::Hook(_) | Command::Hooks(_) | Command::Mcp(_) => {
+            unreachable!("run_cli and lib::main dispatch these without a Ctx")
+        }
     }
 }
 

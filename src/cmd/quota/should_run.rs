@@ -8,7 +8,7 @@ use super::new_token;
 use crate::cmd::pick_goal;
 use crate::ctx::Ctx;
 use crate::error::{Exit, Refusal};
-use crate::model::{GateId, TodoId};
+use crate::model::{AgentId, GateId, GoalId, TodoId};
 use crate::op::{short, turn};
 use crate::tx;
 
@@ -90,39 +90,16 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let goal = state.goal(pick_goal(ctx, state, args.goal.as_deref())?.as_str())?;
     let d = turn::decide(state, agent, goal, ctx.now);
     let reason = d.skip.as_ref().map(|r| {
-        let (gate, question, frees_at, message) = match r {
-            turn::Reason::NotRegistered => (
-                None,
-                None,
-                None,
-                format!("agent {agent} is not registered or is retired"),
-            ),
-            turn::Reason::GoalPaused => (None, None, None, format!("goal {} is paused", goal.id)),
-            turn::Reason::GoalDone => (None, None, None, format!("goal {} is done", goal.id)),
-            turn::Reason::GateOpen { gate, question } => (
-                Some(gate),
-                Some(question.as_str()),
-                None,
-                format!("gate {gate} is open: \"{question}\""),
-            ),
-            turn::Reason::QuotaExhausted { frees_at } => (
-                None,
-                None,
-                Some(frees_at.to_string()),
-                format!("all slots are used; the next frees at {frees_at}"),
-            ),
-            turn::Reason::NothingReady { detail } => (None, None, None, detail.clone()),
-            turn::Reason::NoChange => (
-                None,
-                None,
-                None,
-                "your last turn ended unchanged and nothing that concerns you has changed since"
-                    .to_owned(),
-            ),
+        let (gate, question, frees_at) = match r {
+            turn::Reason::GateOpen { gate, question } => {
+                (Some(gate), Some(question.as_str()), None)
+            }
+            turn::Reason::QuotaExhausted { frees_at } => (None, None, Some(frees_at.to_string())),
+            _ => (None, None, None),
         };
         ReasonWire {
             code: r.code(),
-            message,
+            message: reason_message(r, agent, &goal.id),
             gate,
             question,
             frees_at,
@@ -162,6 +139,24 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     };
     ctx.out.emit(&wire, || human(&wire))?;
     Ok(if run { Exit::Ok } else { Exit::Refused })
+}
+
+/// The sentence that explains a skip, as `should-run` and the hooks say it.
+pub fn reason_message(r: &turn::Reason, agent: &AgentId, goal: &GoalId) -> String {
+    match r {
+        turn::Reason::NotRegistered => format!("agent {agent} is not registered or is retired"),
+        turn::Reason::GoalPaused => format!("goal {goal} is paused"),
+        turn::Reason::GoalDone => format!("goal {goal} is done"),
+        turn::Reason::GateOpen { gate, question } => format!("gate {gate} is open: \"{question}\""),
+        turn::Reason::QuotaExhausted { frees_at } => {
+            format!("all slots are used; the next frees at {frees_at}")
+        }
+        turn::Reason::NothingReady { detail } => detail.clone(),
+        turn::Reason::NoChange => {
+            "your last turn ended unchanged and nothing that concerns you has changed since"
+                .to_owned()
+        }
+    }
 }
 
 fn human(w: &Wire) -> String {

@@ -355,6 +355,29 @@ pub fn run(c: &mut Command) -> Output {
     }
 }
 
+/// Runs a command with `input` on its stdin (then closed), as agent
+/// runtimes run their hooks.
+#[must_use]
+pub fn run_stdin(c: &mut Command, input: &[u8]) -> Output {
+    use std::io::Write;
+    let mut child = c
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("loopx runs");
+    let mut stdin = child.stdin.take().expect("stdin");
+    // A hook may answer without reading everything; a closed pipe is fine.
+    let _ = stdin.write_all(input);
+    drop(stdin);
+    let out = child.wait_with_output().expect("loopx finishes");
+    Output {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
 /// Asserts two texts are equal, showing a line diff when they are not.
 #[track_caller]
 pub fn assert_text(actual: &str, expected: &str) {

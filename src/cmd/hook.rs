@@ -1,0 +1,620 @@
+//! `loopx hook <runtime> <event>`: the one entry point every runtime's hook
+//! (and git's) calls. It reads the runtime's JSON on stdin (at most 1 MiB,
+//! for at most 2 s), normalises it ([`crate::hook`]), maps the event to the
+//! turn, and answers in the runtime's own JSON.
+//!
+//! It always exits 0 and never prints anything but the answer on stdout:
+//! anything unexpected fails open with one line on stderr. The one place
+//! that fails closed is the opt-in tool guard, when a command it covers
+//! cannot be checked. Only session start and end write ticks (registering
+//! the agent, recording the turn's end); a prompt and a tool call only read.
+//! Per-session counters live in `<git common dir>/loopx/hooks/`, never on
+//! the state ref.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, Result, anyhow};
+use serde::{Deserialize, Serialize};
+
+use super::brief;
+use super::quota::new_token;
+use super::quota::should_run::reason_message;
+use crate::cli::Global;
+use crate::ctx::{Ctx, Env, derive_agent};
+use crate::error::refusal_of;
+use crate::hook::{self, Answer, Event, Input, Runtime, guard, view};
+use crate::model::{AgentId, AgentStatus, Outcome, TodoStatus};
+use crate::op::{Change, rules, short, turn};
+use crate::output::{Format, Out};
+use crate::time::Timestamp;
+use crate::tx;
+
+/// Answer an agent runtime's hook: read its JSON on stdin, reply in its own JSON
+///
+/// Runtimes: claude-code (or claude), codex, cursor, gemini, and git for the
+/// git shims. Events as each runtime names them: SessionStart,
+/// UserPromptSubmit, PreToolUse, Stop, SessionEnd, PreCompact (Claude Code,
+/// Codex); sessionStart, beforeSubmitPrompt, beforeShellExecution, stop,
+/// sessionEnd (Cursor); SessionStart, BeforeAgent, BeforeTool, AfterAgent,
+/// SessionEnd (Gemini CLI); pre-push, post-merge (git). Always exits 0.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// claude-code, codex, cursor, gemini or git
+    #[arg(allow_hyphen_values = true)]
+    runtime: Option<String>,
+    /// The event, spelled as the runtime names it
+    #[arg(allow_hyphen_values = true)]
+    event: Option<String>,
+    /// What the runtime passes after the event (git's pre-push: remote and URL)
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
+    rest: Vec<String>,
+}
+
+/// The most stdin a hook reads, and how long it waits for it.
+const STDIN_LIMIT: u64 = 1 << 20;
+const STDIN_WAIT: Duration = Duration::from_secs(2);
+/// Stop continuations per session when git config `loopx.stopContinuations`
+/// says nothing: below Cursor's default loop limit (5) and Claude Code's own
+/// cap (8).
+const CONTINUATIONS: u32 = 3;
+
+/// Runs the hook; never fails, always exits 0.
+pub fn main(global: &Global, args: &Args) -> ExitCode {
+    let json = Out::new(Format::Json, true);
+    let text = Out::new(Format::Human, true);
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(global, args)));
+    match result {
+        Ok(Ok(reply)) => {
+            for n in &reply.notes {
+                text.status(n);
+            }
+            if let Answer::Note(n) = &reply.answer {
+                text.status(n);
+            }
+            if let Some(doc) = hook::render(reply.runtime, reply.event, &reply.answer) {
+                let _ = json.json_line(&doc);
+            }
+        }
+        Ok(Err(e)) => text.status(&format!("loopx hook: {e:#}; answering nothing.")),
+        Err(_) => text.status("loopx hook: internal error; answering nothing."),
+    }
+    ExitCode::SUCCESS
+}
+
+/// What the hook answers, plus lines for people on stderr.
+struct Reply {
+    runtime: Runtime,
+    event: Event,
+    answer: Answer,
+    notes: Vec<String>,
+}
+
+fn run(global: &Global, args: &Args) -> Result<Reply> {
+    let env = Env::capture();
+    let name = args.runtime.as_deref().unwrap_or("");
+    let runtime = Runtime::parse(name).ok_or_else(|| {
+        anyhow!("unknown runtime {name:?} (use claude-code, codex, cursor, gemini or git)")
+    })?;
+    let typed = args.event.as_deref().unwrap_or("");
+    let (_, event) = runtime.event(typed).ok_or_else(|| {
+        let names: Vec<_> = runtime.events().iter().map(|(n, _)| *n).collect();
+        anyhow!(
+            "{typed:?} is not a {} event loopx answers ({})",
+            runtime.as_str(),
+            names.join(", ")
+        )
+    })?;
+    let mut reply = Reply {
+        runtime,
+        event,
+        answer: Answer::Nothing,
+        notes: Vec::new(),
+    };
+    if runtime == Runtime::Git {
+        reply.answer = git_event(global, &env, event, &args.rest)?;
+        return Ok(reply);
+    }
+    let input = hook::parse_input(runtime, event, &read_stdin()?).map_err(|e| anyhow!(e))?;
+    let explicit = env.get("LOOPX_AGENT").map(str::to_owned);
+    let agent = match &explicit {
+        Some(a) => Some(AgentId::new(a).map_err(|e| anyhow!("LOOPX_AGENT: {e}"))?),
+        None => input
+            .session
+            .as_deref()
+            .and_then(|s| derive_agent(runtime.as_str(), s)),
+    };
+    let dir = global.dir.clone().or_else(|| {
+        input
+            .cwd
+            .as_deref()
+            .map(PathBuf::from)
+            .filter(|p| p.is_dir())
+    });
+    if event == Event::Tool {
+        reply.answer = tool(dir, agent.as_ref(), runtime, &input);
+        return Ok(reply);
+    }
+    let Some(agent) = agent else {
+        return Err(anyhow!(
+            "the hook's input has no session id, so loopx cannot tell which agent this is; set LOOPX_AGENT"
+        ));
+    };
+    let ctx = match Ctx::new(dir, Format::Json, Some(agent.as_str())) {
+        Ok(ctx) => ctx,
+        Err(e) if quiet(&e) => return Ok(reply),
+        Err(e) => return Err(e),
+    };
+    let session = SessionFile::new(&ctx, runtime, input.session.as_deref());
+    let outcome = match event {
+        Event::Start => start(&ctx, runtime, &agent, &input, &session).inspect(|_| {
+            if runtime == Runtime::ClaudeCode && explicit.is_none() {
+                export_agent(&ctx.env, &agent);
+            }
+        }),
+        Event::Prompt => prompt(&ctx, &agent, &session),
+        Event::Stop => stop(&ctx, &agent, &input, &session),
+        Event::End => end(&ctx, &agent, &input, &session, &mut reply.notes),
+        Event::PreCompact | Event::Tool | Event::PrePush | Event::PostMerge => Ok(Answer::Nothing),
+    };
+    match outcome {
+        Ok(a) => reply.answer = a,
+        Err(e) if quiet(&e) => {}
+        Err(e) => return Err(e),
+    }
+    Ok(reply)
+}
+
+/// Errors that mean loopx is not in use here: say nothing.
+fn quiet(e: &anyhow::Error) -> bool {
+    refusal_of(e).is_some_and(|r| matches!(r.code, "not-a-repository" | "no-state"))
+}
+
+/// Reads the hook's stdin, bounded in size and time.
+fn read_stdin() -> Result<Vec<u8>> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        let r = std::io::stdin()
+            .lock()
+            .take(STDIN_LIMIT + 1)
+            .read_to_end(&mut buf);
+        let _ = tx.send(r.map(|_| buf));
+    });
+    match rx.recv_timeout(STDIN_WAIT) {
+        Ok(Ok(buf)) if buf.len() as u64 > STDIN_LIMIT => Err(anyhow!("stdin is over 1 MiB")),
+        Ok(Ok(buf)) => Ok(buf),
+        Ok(Err(e)) => Err(anyhow!("reading stdin: {e}")),
+        Err(_) => Err(anyhow!("stdin did not close within 2 s")),
+    }
+}
+
+/// Session start (also resume, clear and compaction): register the agent
+/// if it is new, and prime the session with the brief or a stand-down.
+fn start(
+    ctx: &Ctx,
+    runtime: Runtime,
+    agent: &AgentId,
+    input: &Input,
+    session: &SessionFile,
+) -> Result<Answer> {
+    let snap = tx::load(ctx)?;
+    let (state, tip) = match snap.state.agents.get(agent) {
+        Some(a) if a.status == AgentStatus::Retired => {
+            return Ok(context(
+                agent,
+                format!(
+                    "loopx: you are agent {agent}, which a human retired: take no loopx work in this session."
+                ),
+            ));
+        }
+        Some(_) => (snap.state, snap.tip),
+        None => {
+            let done = tx::commit(ctx, |_| {
+                Ok(ctx.op(Change::AgentRegister {
+                    agent: agent.clone(),
+                    runtime: runtime.model(),
+                    capabilities: Vec::new(),
+                })?)
+            })?;
+            (done.state, done.tip)
+        }
+    };
+    let mut s = session.load();
+    let keep = matches!(input.source.as_deref(), Some("resume" | "compact"));
+    if !keep || s.started.is_none() {
+        s.started = Some(ctx.now);
+    }
+    s.continuations = 0;
+    s.nudged = Some(ctx.now);
+    let goal = match super::pick_goal(ctx, &state, None) {
+        Ok(g) => state.goals[&g].clone(),
+        Err(r) => {
+            session.save(&s);
+            let hint = r.hint.map(|h| format!(" ({h})")).unwrap_or_default();
+            return Ok(context(
+                agent,
+                format!("loopx: you are agent {agent}. {}{hint}.", r.message),
+            ));
+        }
+    };
+    s.view = Some(view::view(&state, agent, Some(&goal), ctx.now));
+    session.save(&s);
+    let since = state
+        .agents
+        .get(agent)
+        .and_then(|a| a.last_turn.as_ref())
+        .map(|t| t.at);
+    let d = turn::decide(&state, agent, &goal, ctx.now);
+    let b = brief::build(&state, agent, &goal, ctx.now, since);
+    let mut text = format!("loopx: you are agent {agent}.\n{}", b.human());
+    match (&d.skip, &d.todo) {
+        (Some(r), _) => text.push_str(&format!(
+            "Stand down ({}): {}. Take no loopx work until that changes; the user's own requests come first.\n",
+            r.code(),
+            reason_message(r, agent, &goal.id)
+        )),
+        (None, Some((id, own))) => {
+            let title = short(&state.todos[id].title);
+            let token = new_token(agent, &goal.id, &tip, ctx.now);
+            if *own {
+                text.push_str(&format!("Next: go on with your claim {id} \"{title}\".\n"));
+            } else {
+                text.push_str(&format!(
+                    "Next: claim {id} \"{title}\" with `loopx todo claim {id}`.\n"
+                ));
+            }
+            text.push_str(&format!(
+                "Turn token: {token}. End the turn with `loopx settle --turn {token} --todo {id} --outcome advanced|blocked|unchanged [--done] [-- CHECK]`.\n"
+            ));
+        }
+        (None, None) => {}
+    }
+    Ok(context(agent, text))
+}
+
+fn context(agent: &AgentId, text: String) -> Answer {
+    Answer::Context {
+        text: text.trim_end().to_owned(),
+        agent: Some(agent.to_string()),
+    }
+}
+
+/// Claude Code's SessionStart may append `export` lines to the file named by
+/// `CLAUDE_ENV_FILE`, which later shell commands source: the agent id
+/// there keeps every loopx call in the session on the same agent.
+fn export_agent(env: &Env, agent: &AgentId) {
+    let Some(path) = env.get("CLAUDE_ENV_FILE") else {
+        return;
+    };
+    let line = format!("export LOOPX_AGENT={agent}\n");
+    let old = std::fs::read_to_string(path).unwrap_or_default();
+    if old.contains(&line) {
+        return;
+    }
+    let _ = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, line.as_bytes()));
+}
+
+/// A prompt is submitted: what changed since the previous one. Reads the
+/// state, writes only the session file.
+fn prompt(ctx: &Ctx, agent: &AgentId, session: &SessionFile) -> Result<Answer> {
+    let snap = tx::load(ctx)?;
+    let state = &snap.state;
+    let goal = super::pick_goal(ctx, state, None)
+        .ok()
+        .and_then(|g| state.goals.get(&g));
+    let now = view::view(state, agent, goal, ctx.now);
+    let mut s = session.load();
+    let lines = match &s.view {
+        Some(old) => view::delta(old, &now, state, agent),
+        None => Vec::new(),
+    };
+    s.view = Some(now);
+    s.continuations = 0;
+    s.nudged = Some(ctx.now);
+    session.save(&s);
+    if lines.is_empty() {
+        return Ok(Answer::Nothing);
+    }
+    let mut text = "loopx: since your last prompt:".to_owned();
+    for l in lines {
+        text.push_str(&format!("\n- {l}"));
+    }
+    Ok(Answer::Context { text, agent: None })
+}
+
+/// Before a shell command runs (opt-in): deny what an open human-only gate
+/// covers. Fails closed only for a command the guard covers whose gates
+/// cannot be read.
+fn tool(dir: Option<PathBuf>, agent: Option<&AgentId>, runtime: Runtime, input: &Input) -> Answer {
+    let (Some(tool), Some(command)) = (input.tool.as_deref(), input.command.as_deref()) else {
+        return Answer::Nothing;
+    };
+    let shell = match runtime {
+        Runtime::ClaudeCode | Runtime::Codex => hook::claude::is_shell(tool),
+        Runtime::Gemini => hook::gemini::is_shell(tool),
+        Runtime::Cursor | Runtime::Git => true,
+    };
+    if !shell || guard::risks(command).is_empty() {
+        return Answer::Nothing;
+    }
+    let loaded = Ctx::new(dir, Format::Json, agent.map(AgentId::as_str))
+        .and_then(|ctx| tx::load(&ctx).map(|s| s.state));
+    match loaded {
+        Ok(state) => guard::check(command, &state, agent).map_or(Answer::Nothing, Answer::Deny),
+        Err(e) if quiet(&e) => Answer::Nothing,
+        Err(e) => Answer::Deny(format!(
+            "loopx could not read its state to check this command against open gates ({e:#}); it is refused until `loopx status` works again."
+        )),
+    }
+}
+
+/// The agent wants to stop: keep it going while it holds a claim, quota
+/// remains and neither the runtime's loop guard nor loopx's own count says
+/// stop. Writes only the session file.
+fn stop(ctx: &Ctx, agent: &AgentId, input: &Input, session: &SessionFile) -> Result<Answer> {
+    if input.stop_active || input.stop_aborted {
+        return Ok(Answer::Nothing);
+    }
+    let mut s = session.load();
+    let max = ctx
+        .store
+        .config("loopx.stopContinuations")
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(CONTINUATIONS);
+    if s.continuations >= max {
+        return Ok(Answer::Nothing);
+    }
+    let snap = tx::load(ctx)?;
+    let state = &snap.state;
+    let Some(a) = state.agents.get(agent) else {
+        return Ok(Answer::Nothing);
+    };
+    // The agent closed its turn as blocked or unchanged since it was last
+    // prompted or nudged: it has said why it stops.
+    if let (Some(t), Some(n)) = (&a.last_turn, s.nudged)
+        && t.outcome != Outcome::Advanced
+        && t.at >= n
+    {
+        return Ok(Answer::Nothing);
+    }
+    let Ok(goal) = super::pick_goal(ctx, state, None) else {
+        return Ok(Answer::Nothing);
+    };
+    let goal = &state.goals[&goal];
+    let d = turn::decide(state, agent, goal, ctx.now);
+    let (None, Some((id, true)), Some(slots)) = (&d.skip, &d.todo, d.slots) else {
+        return Ok(Answer::Nothing);
+    };
+    let t = &state.todos[id];
+    let left = t
+        .claim
+        .as_ref()
+        .filter(|c| c.lease_until > ctx.now)
+        .map(|c| format!(", lease {} left", c.lease_until.since(ctx.now)))
+        .unwrap_or_default();
+    let token = new_token(agent, &goal.id, &snap.tip, ctx.now);
+    s.continuations += 1;
+    s.nudged = Some(ctx.now);
+    session.save(&s);
+    Ok(Answer::Continue(format!(
+        "loopx: you still hold {id} \"{}\"{left}, and {} of {} slots remain: keep working on it. Record each step with `loopx settle --turn {token} --todo {id} --outcome advanced [--done] [-- CHECK]`. To stop instead, say why with `loopx refresh-state --outcome blocked --todo {id} --next-action TEXT`, or give it up with `loopx todo update {id} --status open`.",
+        short(&t.title),
+        slots.left(),
+        slots.slots
+    )))
+}
+
+/// The session ends: record the end of the turn if the agent did loopx work
+/// in it without recording it, and say what it still holds. Releases
+/// nothing.
+fn end(
+    ctx: &Ctx,
+    agent: &AgentId,
+    input: &Input,
+    session: &SessionFile,
+    notes: &mut Vec<String>,
+) -> Result<Answer> {
+    let s = session.load();
+    session.remove();
+    let snap = tx::load(ctx)?;
+    let state = &snap.state;
+    let Some(a) = state
+        .agents
+        .get(agent)
+        .filter(|a| a.status == AgentStatus::Active)
+    else {
+        return Ok(Answer::Nothing);
+    };
+    let mut claims: Vec<_> = state
+        .todos
+        .values()
+        .filter(|t| t.status == TodoStatus::Claimed && t.owner() == Some(agent))
+        .collect();
+    claims.sort_by(|x, y| rules::pick_order(x, y));
+    let since = |at: Option<Timestamp>| match (at, s.started) {
+        (Some(at), Some(start)) => at >= start,
+        _ => false,
+    };
+    let recorded = since(a.last_turn.as_ref().map(|t| t.at));
+    let wrote = since(a.last_writeback);
+    if !recorded && (wrote || !claims.is_empty()) {
+        let goal = match claims.first() {
+            Some(t) => Some(t.goal.clone()),
+            None => super::pick_goal(ctx, state, None).ok(),
+        };
+        if let Some(goal) = goal {
+            let why = input
+                .reason
+                .as_deref()
+                .map(|r| format!(" (the session ended: {r})"))
+                .unwrap_or_default();
+            let next_action = claims
+                .first()
+                .map(|t| format!("resume {} \"{}\"{why}", t.id, short(&t.title)));
+            let todo = claims.first().map(|t| t.id.clone());
+            let outcome = if wrote {
+                Outcome::Advanced
+            } else {
+                Outcome::Unchanged
+            };
+            tx::commit(ctx, |_| {
+                Ok(ctx.op(Change::RefreshState {
+                    goal: goal.clone(),
+                    outcome,
+                    turn: None,
+                    todo: todo.clone(),
+                    next_action: next_action.clone(),
+                })?)
+            })?;
+        }
+    }
+    for t in claims {
+        let until = t
+            .claim
+            .as_ref()
+            .map(|c| c.lease_until.to_string())
+            .unwrap_or_default();
+        notes.push(format!(
+            "loopx: {agent} keeps {} \"{}\" until {until}; nothing was released (`loopx todo release {}` gives it up).",
+            t.id,
+            short(&t.title),
+            t.id
+        ));
+    }
+    Ok(Answer::Nothing)
+}
+
+/// git's pre-push and post-merge: a note when the local state differs from
+/// a remote's last fetched copy. Reads only; nothing while loopx's own sync
+/// runs git.
+fn git_event(global: &Global, env: &Env, event: Event, rest: &[String]) -> Result<Answer> {
+    if env.get("LOOPX_IN_SYNC").is_some() {
+        return Ok(Answer::Nothing);
+    }
+    let dir = match &global.dir {
+        Some(d) => d.clone(),
+        None => std::env::current_dir().context("reading the current directory")?,
+    };
+    let Ok(store) = crate::store::Store::discover(&dir) else {
+        return Ok(Answer::Nothing);
+    };
+    let Some(tip) = store.tip()? else {
+        return Ok(Answer::Nothing);
+    };
+    let refs = crate::git::output(
+        store.common_dir(),
+        &[
+            "for-each-ref",
+            "--format=%(refname) %(objectname)",
+            "refs/remotes/",
+        ],
+    )?;
+    let tip = tip.commit.to_string();
+    let only = match event {
+        Event::PrePush => rest.first().map(String::as_str),
+        _ => None,
+    };
+    let differs: Vec<&str> = refs
+        .lines()
+        .filter_map(|l| l.split_once(' '))
+        .filter_map(|(name, oid)| {
+            let remote = name
+                .strip_prefix("refs/remotes/")?
+                .strip_suffix("/loopx/state")?;
+            (oid != tip && only.is_none_or(|o| o == remote)).then_some(remote)
+        })
+        .collect();
+    if differs.is_empty() {
+        return Ok(Answer::Nothing);
+    }
+    Ok(Answer::Note(
+        differs
+            .iter()
+            .map(|r| {
+                format!(
+                    "loopx: the loopx state differs from {r}'s last fetched copy; `loopx sync {r}` reconciles them (a plain git push does not carry it)."
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+    ))
+}
+
+/// What a hook remembers about one session between its calls.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct Session {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    started: Option<Timestamp>,
+    /// Stop continuations since the last prompt.
+    #[serde(default)]
+    continuations: u32,
+    /// The last prompt or continuation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    nudged: Option<Timestamp>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    view: Option<view::View>,
+}
+
+/// `<git common dir>/loopx/hooks/<runtime>-<session>.json`; without a
+/// session id, nothing is remembered.
+struct SessionFile {
+    path: Option<PathBuf>,
+}
+
+impl SessionFile {
+    fn new(ctx: &Ctx, runtime: Runtime, session: Option<&str>) -> Self {
+        let path = session.and_then(|s| {
+            let key: String = s
+                .chars()
+                .filter(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
+                .take(64)
+                .collect();
+            (!key.is_empty()).then(|| {
+                dir(ctx.store.common_dir()).join(format!("{}-{key}.json", runtime.as_str()))
+            })
+        });
+        SessionFile { path }
+    }
+
+    fn load(&self) -> Session {
+        self.path
+            .as_ref()
+            .and_then(|p| std::fs::read(p).ok())
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default()
+    }
+
+    fn save(&self, s: &Session) {
+        let Some(path) = &self.path else { return };
+        let Ok(bytes) = serde_json::to_vec(s) else {
+            return;
+        };
+        if std::fs::read(path).is_ok_and(|old| old == bytes) {
+            return;
+        }
+        let tmp = path.with_extension("json.tmp");
+        let _ = path
+            .parent()
+            .map_or(Ok(()), std::fs::create_dir_all)
+            .and_then(|()| std::fs::write(&tmp, &bytes))
+            .and_then(|()| std::fs::rename(&tmp, path));
+    }
+
+    fn remove(&self) {
+        if let Some(p) = &self.path {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+/// Where hooks keep their per-session files.
+fn dir(common: &Path) -> PathBuf {
+    common.join("loopx").join("hooks")
+}

@@ -1,0 +1,274 @@
+//! `loopx hooks doctor`: check the wiring the way the runtimes will see it,
+//! and tell the human the trust step each runtime needs. Writes nothing, and
+//! never another tool's trust settings.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use serde::Serialize;
+use serde_json::Value;
+
+use super::{
+    GIT_HOOKS, GIT_MARKER, Scope, Which, backup_path, base, git_hooks_dir, hook_file, owned,
+    read_json, shown,
+};
+use crate::ctx::Bare;
+use crate::error::Exit;
+use crate::hook::Runtime;
+
+/// Check the hooks: loopx on PATH, files that parse, known events, no empty matchers
+///
+/// Also says which trust step each runtime needs before its hooks run
+/// (approving Codex hooks, trusting the Gemini folder, …); loopx never
+/// writes another tool's trust settings. Exits 1 when something is wrong.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Which runtime to check
+    #[arg(long, value_enum, value_name = "RUNTIME", default_value = "all")]
+    pub runtime: Which,
+    /// project (this repository) or user (the home directory)
+    #[arg(long, value_enum, value_name = "SCOPE", default_value = "project")]
+    pub scope: Scope,
+}
+
+#[derive(Serialize)]
+struct Wire {
+    loopx: Option<String>,
+    ok: bool,
+    checks: Vec<Check>,
+}
+
+#[derive(Serialize)]
+struct Check {
+    runtime: &'static str,
+    file: String,
+    /// wired, absent or broken.
+    status: &'static str,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    events: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    problems: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    trust: Option<&'static str>,
+}
+
+/// The step a human takes before a runtime runs project hooks.
+fn trust(runtime: Runtime, scope: Scope) -> Option<&'static str> {
+    match (runtime, scope) {
+        (Runtime::ClaudeCode, _) => Some(
+            "Claude Code reads hooks at session start: restart it or review them in /hooks, and accept the workspace trust prompt",
+        ),
+        (Runtime::Codex, Scope::Project) => Some(
+            "Codex runs project hooks only in a trusted project, and each hook only once approved in /hooks (again after every change)",
+        ),
+        (Runtime::Codex, Scope::User) => {
+            Some("approve the hooks in Codex's /hooks (again after every change)")
+        }
+        (Runtime::Cursor, _) => Some(
+            "Cursor reloads hooks.json on save: check the Hooks tab of its settings for errors",
+        ),
+        (Runtime::Gemini, Scope::Project) => Some(
+            "Gemini CLI ignores .gemini/settings.json in an untrusted folder: trust this folder when it asks",
+        ),
+        (Runtime::Gemini, Scope::User) => {
+            Some("Gemini CLI runs hooks since v0.27; check them with /hooks")
+        }
+        (Runtime::Git, _) => None,
+    }
+}
+
+pub fn run(bare: &Bare, args: &Args) -> Result<Exit> {
+    let base = base(bare, args.scope)?;
+    let loopx = on_path(bare.env.get("PATH").unwrap_or(""), "loopx");
+    let mut checks = Vec::new();
+    for runtime in args.runtime.runtimes() {
+        if let Some(file) = hook_file(runtime, &base) {
+            let mut c = check_json(runtime, &file.path, &base);
+            if c.status != "absent" {
+                c.trust = trust(runtime, args.scope);
+            }
+            checks.push(c);
+        } else if args.scope == Scope::Project {
+            checks.push(check_git(bare, &base));
+        }
+    }
+    let wired = checks.iter().any(|c| !c.events.is_empty());
+    let ok = checks.iter().all(|c| c.problems.is_empty()) && (loopx.is_some() || !wired);
+    let wire = Wire {
+        loopx: loopx.as_ref().map(|p| p.display().to_string()),
+        ok,
+        checks,
+    };
+    bare.out.emit(&wire, || human(&wire, wired))?;
+    Ok(if ok { Exit::Ok } else { Exit::Error })
+}
+
+fn human(w: &Wire, wired: bool) -> String {
+    let mut s = match &w.loopx {
+        Some(p) => format!("loopx on PATH: {p}\n"),
+        None if wired => {
+            "problem: loopx is not on PATH, so every hook fails (silently in most runtimes); install it or put it on the PATH the runtimes start with\n".to_owned()
+        }
+        None => "loopx is not on PATH\n".to_owned(),
+    };
+    for c in &w.checks {
+        let events = if c.events.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", c.events.join(", "))
+        };
+        s.push_str(&format!(
+            "{:<12} {}: {}{events}\n",
+            c.runtime, c.file, c.status
+        ));
+        for p in &c.problems {
+            s.push_str(&format!("  problem: {p}\n"));
+        }
+        if let Some(t) = c.trust {
+            s.push_str(&format!("  trust: {t}\n"));
+        }
+    }
+    s
+}
+
+/// The first executable `name` on `path`.
+fn on_path(path: &str, name: &str) -> Option<PathBuf> {
+    std::env::split_paths(path)
+        .map(|d| d.join(name))
+        .find(|p| is_executable(p))
+}
+
+fn is_executable(p: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        p.metadata()
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    }
+    #[cfg(not(unix))]
+    {
+        p.is_file()
+    }
+}
+
+fn check_json(runtime: Runtime, path: &Path, base: &Path) -> Check {
+    let mut c = Check {
+        runtime: runtime.as_str(),
+        file: shown(path, base),
+        status: "absent",
+        events: Vec::new(),
+        problems: Vec::new(),
+        trust: None,
+    };
+    let doc = match read_json(path) {
+        Ok(Some((_, v))) => v,
+        Ok(None) => return c,
+        Err(e) => {
+            c.status = "broken";
+            c.problems.push(format!("{e:#}"));
+            return c;
+        }
+    };
+    let Some(hooks) = doc.get("hooks").and_then(Value::as_object) else {
+        return c;
+    };
+    for (event, list) in hooks {
+        if !runtime.known_events().contains(&event.as_str()) {
+            c.problems.push(format!(
+                "{event} is not a {} event (a typo is silently ignored)",
+                runtime.as_str()
+            ));
+        }
+        let Some(list) = list.as_array() else {
+            c.problems.push(format!("hooks.{event} is not a list"));
+            continue;
+        };
+        for entry in list {
+            if entry.get("matcher").and_then(Value::as_str) == Some("") {
+                c.problems.push(format!(
+                    "hooks.{event} has an empty matcher; leave the key out to match everything"
+                ));
+            }
+            let handlers: Vec<&Value> = match entry.get("hooks").and_then(Value::as_array) {
+                Some(hs) => hs.iter().collect(),
+                None => vec![entry],
+            };
+            for h in handlers {
+                let cmd = h.get("command").and_then(Value::as_str).unwrap_or("");
+                if !owned(cmd) {
+                    continue;
+                }
+                let mut words = cmd.split_whitespace().skip(2);
+                let (r, e) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
+                let answers = Runtime::parse(r).and_then(|r| r.event(e)).is_some();
+                if !answers || !e.eq_ignore_ascii_case(event) {
+                    c.problems.push(format!(
+                        "hooks.{event} runs `{cmd}`, which loopx does not answer there"
+                    ));
+                }
+                if !c.events.contains(event) {
+                    c.events.push(event.clone());
+                }
+            }
+        }
+    }
+    c.status = if !c.problems.is_empty() {
+        "broken"
+    } else if c.events.is_empty() {
+        "absent"
+    } else {
+        "wired"
+    };
+    c
+}
+
+fn check_git(bare: &Bare, base: &Path) -> Check {
+    let mut c = Check {
+        runtime: "git",
+        file: "-".to_owned(),
+        status: "absent",
+        events: Vec::new(),
+        problems: Vec::new(),
+        trust: None,
+    };
+    let dir = match git_hooks_dir(bare) {
+        Ok(d) => d,
+        Err(e) => {
+            c.problems.push(format!("{e:#}"));
+            c.status = "broken";
+            return c;
+        }
+    };
+    c.file = shown(&dir, base);
+    for (name, _) in GIT_HOOKS {
+        let path = dir.join(name);
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        if !text.contains(GIT_MARKER) {
+            continue;
+        }
+        c.events.push(name.to_owned());
+        if !is_executable(&path) {
+            c.problems.push(format!(
+                "{} is not executable (chmod +x)",
+                shown(&path, base)
+            ));
+        }
+        let chained = backup_path(&path);
+        if chained.exists() && !is_executable(&chained) {
+            c.problems.push(format!(
+                "{} (the chained hook) is not executable",
+                shown(&chained, base)
+            ));
+        }
+    }
+    c.status = if !c.problems.is_empty() {
+        "broken"
+    } else if c.events.is_empty() {
+        "absent"
+    } else {
+        "wired"
+    };
+    c
+}

@@ -1,0 +1,305 @@
+//! `loopx hooks install`: merge loopx's hooks into each runtime's settings
+//! and git's hooks directory, idempotently, backing files up on first touch.
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+
+use super::{
+    CODEX_MCP, CURSOR_RULE, Change, GIT_HOOKS, GIT_MARKER, HookFile, Scope, Which, backup_path,
+    base, git_hooks_dir, hook_file, merge, pretty, read_json, shown, write_atomic,
+};
+use crate::ctx::Bare;
+use crate::error::{Exit, Refusal};
+use crate::hook::Runtime;
+
+/// Wire agent runtimes (and git) to loopx: merge its hooks into their settings
+///
+/// Merges structurally (JSON and TOML are parsed, never appended to), keeps
+/// everything that is not loopx's, backs a file up as <file>.loopx-backup
+/// the first time it changes it, and prints what it changed. Running it
+/// again changes nothing. Project scope writes .claude/settings.json,
+/// .codex/hooks.json, .cursor/hooks.json (and an always-applied rule),
+/// .gemini/settings.json and the git hooks (respecting core.hooksPath, and
+/// chaining a hook already there); user scope the same files under $HOME.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Which runtime to wire
+    #[arg(long, value_enum, value_name = "RUNTIME", default_value = "all")]
+    pub runtime: Which,
+    /// project (this repository) or user (the home directory)
+    #[arg(long, value_enum, value_name = "SCOPE", default_value = "project")]
+    pub scope: Scope,
+    /// Also install the tool guard: deny shell commands an open human-only gate covers
+    #[arg(long)]
+    pub guard: bool,
+    /// Also register `loopx mcp` as Codex's MCP server (config.toml)
+    #[arg(long)]
+    pub mcp: bool,
+    /// Say what would change, and change nothing
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+#[derive(Serialize)]
+struct Wire<'a> {
+    scope: Scope,
+    dry_run: bool,
+    changes: &'a [Change],
+}
+
+pub fn run(bare: &Bare, args: &Args) -> Result<Exit> {
+    let base = base(bare, args.scope)?;
+    let mut changes = Vec::new();
+    for runtime in args.runtime.runtimes() {
+        if let Some(file) = hook_file(runtime, &base) {
+            changes.push(install_json(&file, &base, args)?);
+        }
+        match runtime {
+            Runtime::Codex if args.mcp => {
+                let path = base.join(".codex/config.toml");
+                changes.push(install_mcp(&path, &base, args.dry_run)?);
+            }
+            Runtime::Cursor if args.scope == Scope::Project => {
+                let path = base.join(".cursor/rules/loopx.mdc");
+                changes.push(install_file(
+                    runtime,
+                    &path,
+                    &base,
+                    CURSOR_RULE,
+                    args.dry_run,
+                )?);
+            }
+            Runtime::Git if args.scope == Scope::User => changes.push(Change {
+                runtime: "git",
+                file: "-".to_owned(),
+                action: "skipped",
+                note: Some("git hooks belong to a repository: use --scope project".to_owned()),
+            }),
+            Runtime::Git => changes.extend(install_git(bare, &base, args.dry_run)?),
+            _ => {}
+        }
+    }
+    report(bare, args.scope, args.dry_run, &changes)?;
+    Ok(Exit::Ok)
+}
+
+/// Prints the changes, one line each.
+pub fn report(bare: &Bare, scope: Scope, dry_run: bool, changes: &[Change]) -> Result<()> {
+    let wire = Wire {
+        scope,
+        dry_run,
+        changes,
+    };
+    bare.out.emit(&wire, || {
+        let mut s = String::new();
+        for c in changes {
+            let action = if dry_run && c.action != "unchanged" && c.action != "skipped" {
+                format!("would be {}", c.action)
+            } else {
+                c.action.to_owned()
+            };
+            s.push_str(&format!("{:<12} {}: {action}", c.runtime, c.file));
+            if let Some(n) = &c.note {
+                s.push_str(&format!(" ({n})"));
+            }
+            s.push('\n');
+        }
+        s
+    })?;
+    Ok(())
+}
+
+/// Backs `path` up unless a backup exists (the first touch's is the one
+/// uninstall restores).
+fn backup_once(path: &Path, bytes: &[u8]) -> Result<bool> {
+    let backup = backup_path(path);
+    if backup.exists() {
+        return Ok(false);
+    }
+    std::fs::write(&backup, bytes).with_context(|| format!("writing {}", backup.display()))?;
+    Ok(true)
+}
+
+fn install_json(file: &HookFile, base: &Path, args: &Args) -> Result<Change> {
+    let existing = read_json(&file.path)?;
+    let mut doc = existing
+        .as_ref()
+        .map_or_else(|| serde_json::json!({}), |(_, v)| v.clone());
+    merge(&mut doc, file, args.guard)?;
+    let mut change = Change {
+        runtime: file.runtime.as_str(),
+        file: shown(&file.path, base),
+        action: "unchanged",
+        note: None,
+    };
+    if existing.as_ref().is_some_and(|(_, v)| *v == doc) {
+        return Ok(change);
+    }
+    change.action = if existing.is_some() {
+        "updated"
+    } else {
+        "created"
+    };
+    if args.dry_run {
+        return Ok(change);
+    }
+    if let Some((bytes, _)) = &existing
+        && backup_once(&file.path, bytes)?
+    {
+        change.note = Some(format!("backup {}", shown(&backup_path(&file.path), base)));
+    }
+    write_atomic(&file.path, &pretty(&doc)?)?;
+    Ok(change)
+}
+
+fn install_mcp(path: &Path, base: &Path, dry_run: bool) -> Result<Change> {
+    let old = match std::fs::read_to_string(path) {
+        Ok(s) => Some(s),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+    };
+    let mut doc: toml_edit::DocumentMut = old.as_deref().unwrap_or("").parse().map_err(|e| {
+        Refusal::error(
+            "bad-settings",
+            format!("{} is not valid TOML: {e}", path.display()),
+        )
+        .with_hint("fix it and run the command again; nothing was changed")
+    })?;
+    let fragment: toml_edit::DocumentMut =
+        CODEX_MCP.parse().context("the built-in MCP fragment")?;
+    let mut wanted = fragment["mcp_servers"]["loopx"].clone();
+    // The template's comment is for people reading hooks/, not for the
+    // user's file.
+    if let Some(t) = wanted.as_table_mut() {
+        t.decor_mut().clear();
+    }
+    let mut change = Change {
+        runtime: "codex",
+        file: shown(path, base),
+        action: "unchanged",
+        note: None,
+    };
+    let servers = doc
+        .entry("mcp_servers")
+        .or_insert_with(|| {
+            let mut t = toml_edit::Table::new();
+            t.set_implicit(true);
+            toml_edit::Item::Table(t)
+        })
+        .as_table_mut()
+        .ok_or_else(|| anyhow::anyhow!("mcp_servers in {} is not a table", path.display()))?;
+    if servers.get("loopx").is_some_and(super::is_loopx_server) {
+        return Ok(change);
+    }
+    servers.insert("loopx", wanted);
+    change.action = if old.is_some() { "updated" } else { "created" };
+    if dry_run {
+        return Ok(change);
+    }
+    if let Some(old) = &old
+        && backup_once(path, old.as_bytes())?
+    {
+        change.note = Some(format!("backup {}", shown(&backup_path(path), base)));
+    }
+    write_atomic(path, doc.to_string().as_bytes())?;
+    Ok(change)
+}
+
+/// A whole file loopx owns (the Cursor rule).
+fn install_file(
+    runtime: Runtime,
+    path: &Path,
+    base: &Path,
+    text: &str,
+    dry_run: bool,
+) -> Result<Change> {
+    let old = std::fs::read(path).ok();
+    let mut change = Change {
+        runtime: runtime.as_str(),
+        file: shown(path, base),
+        action: "unchanged",
+        note: None,
+    };
+    if old.as_deref() == Some(text.as_bytes()) {
+        return Ok(change);
+    }
+    change.action = if old.is_some() { "updated" } else { "created" };
+    if dry_run {
+        return Ok(change);
+    }
+    if let Some(old) = &old
+        && backup_once(path, old)?
+    {
+        change.note = Some(format!("backup {}", shown(&backup_path(path), base)));
+    }
+    write_atomic(path, text.as_bytes())?;
+    Ok(change)
+}
+
+/// The git shims, chaining a hook that is already there.
+fn install_git(bare: &Bare, base: &Path, dry_run: bool) -> Result<Vec<Change>> {
+    let dir = git_hooks_dir(bare)?;
+    let mut changes = Vec::new();
+    for (name, shim) in GIT_HOOKS {
+        let path = dir.join(name);
+        let backup = backup_path(&path);
+        let old = std::fs::read(&path).ok();
+        let mut change = Change {
+            runtime: "git",
+            file: shown(&path, base),
+            action: "unchanged",
+            note: None,
+        };
+        let ours = old
+            .as_deref()
+            .is_some_and(|b| String::from_utf8_lossy(b).contains(GIT_MARKER));
+        match &old {
+            Some(b) if b.as_slice() == shim.as_bytes() => {}
+            Some(_) if !ours && backup.exists() => {
+                change.action = "skipped";
+                change.note = Some(format!(
+                    "{} is not loopx's and {} already exists: move one of them away",
+                    shown(&path, base),
+                    shown(&backup, base)
+                ));
+            }
+            Some(_) => {
+                change.action = "updated";
+                if !ours {
+                    change.note = Some(format!(
+                        "chains the hook that was there, kept as {}",
+                        shown(&backup, base)
+                    ));
+                }
+                if !dry_run {
+                    if !ours {
+                        std::fs::rename(&path, &backup)
+                            .with_context(|| format!("moving {} aside", path.display()))?;
+                    }
+                    write_shim(&path, shim)?;
+                }
+            }
+            None => {
+                change.action = "created";
+                if !dry_run {
+                    write_shim(&path, shim)?;
+                }
+            }
+        }
+        changes.push(change);
+    }
+    Ok(changes)
+}
+
+fn write_shim(path: &Path, shim: &str) -> Result<()> {
+    write_atomic(path, shim.as_bytes())?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))
+            .with_context(|| format!("making {} executable", path.display()))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,70 @@
+//! Gemini CLI's hook wire format: stdin carries `session_id`, `cwd`, and per
+//! event `source`, `prompt`, `tool_name` with `tool_input`,
+//! `stop_hook_active` (AfterAgent), `reason`; stdout is JSON only. Answers:
+//! `hookSpecificOutput.additionalContext` on SessionStart and BeforeAgent,
+//! `decision: "deny"` with a `reason` on BeforeTool (the tool is refused)
+//! and on AfterAgent (the reason becomes the next prompt).
+
+use serde_json::{Value, json};
+
+use super::{Answer, Event, Input, text, tool_command};
+
+pub fn input(v: &Value) -> Input {
+    Input {
+        session: text(v, "session_id"),
+        cwd: text(v, "cwd"),
+        prompt: text(v, "prompt"),
+        tool: text(v, "tool_name"),
+        command: tool_command(v),
+        stop_active: v
+            .get("stop_hook_active")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+        stop_aborted: false,
+        source: text(v, "source"),
+        reason: text(v, "reason"),
+    }
+}
+
+/// Whether `tool` is Gemini's shell.
+pub fn is_shell(tool: &str) -> bool {
+    tool == "run_shell_command"
+}
+
+pub fn answer(event: Event, answer: &Answer) -> Option<Value> {
+    match (event, answer) {
+        (Event::Start, Answer::Context { text, .. }) => Some(context("SessionStart", text)),
+        (Event::Prompt, Answer::Context { text, .. }) => Some(context("BeforeAgent", text)),
+        (Event::Tool, Answer::Deny(reason)) | (Event::Stop, Answer::Continue(reason)) => {
+            Some(json!({"decision": "deny", "reason": reason}))
+        }
+        _ => None,
+    }
+}
+
+fn context(event: &str, text: &str) -> Value {
+    json!({
+        "hookSpecificOutput": {
+            "hookEventName": event,
+            "additionalContext": text,
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn before_tool_normalises_and_denies() {
+        let v = json!({
+            "session_id": "g-77", "cwd": "/r", "hook_event_name": "BeforeTool",
+            "tool_name": "run_shell_command", "tool_input": {"command": "kubectl apply -f x"},
+        });
+        let i = input(&v);
+        assert_eq!(i.command.as_deref(), Some("kubectl apply -f x"));
+        assert!(is_shell(i.tool.as_deref().unwrap()));
+        let a = answer(Event::Tool, &Answer::Deny("wait".into())).unwrap();
+        assert_eq!(a.to_string(), r#"{"decision":"deny","reason":"wait"}"#);
+    }
+}

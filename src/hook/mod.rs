@@ -1,0 +1,340 @@
+//! Agent-runtime hooks, pure: which runtimes and events `loopx hook` knows,
+//! how each runtime's stdin JSON is normalised into one [`Input`], and how an
+//! [`Answer`] is rendered in that runtime's own JSON. No I/O and no state:
+//! `cmd/hook.rs` reads stdin, decides the answer from the state, and prints.
+//!
+//! One file per wire format: [`claude`] (Claude Code, and Codex, which
+//! adopted Claude's format), [`cursor`] and [`gemini`]. [`guard`] matches
+//! shell commands against open human-only gates; [`view`] is what the
+//! prompt-submit delta compares between two prompts.
+
+pub mod claude;
+pub mod cursor;
+pub mod gemini;
+pub mod guard;
+pub mod view;
+
+use serde_json::Value;
+
+/// The runtimes whose hooks call `loopx hook`, and git's own hooks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Runtime {
+    ClaudeCode,
+    Codex,
+    Cursor,
+    Gemini,
+    Git,
+}
+
+impl Runtime {
+    pub const ALL: [Runtime; 5] = [
+        Runtime::ClaudeCode,
+        Runtime::Codex,
+        Runtime::Cursor,
+        Runtime::Gemini,
+        Runtime::Git,
+    ];
+
+    /// `claude-code` (also `claude`), `codex`, `cursor`, `gemini`, `git`.
+    pub fn parse(s: &str) -> Option<Runtime> {
+        match s.to_ascii_lowercase().as_str() {
+            "claude-code" | "claude" => Some(Runtime::ClaudeCode),
+            "codex" => Some(Runtime::Codex),
+            "cursor" => Some(Runtime::Cursor),
+            "gemini" => Some(Runtime::Gemini),
+            "git" => Some(Runtime::Git),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Runtime::ClaudeCode => "claude-code",
+            Runtime::Codex => "codex",
+            Runtime::Cursor => "cursor",
+            Runtime::Gemini => "gemini",
+            Runtime::Git => "git",
+        }
+    }
+
+    /// The runtime as an agent's registered runtime.
+    pub fn model(self) -> crate::model::Runtime {
+        match self {
+            Runtime::ClaudeCode => crate::model::Runtime::ClaudeCode,
+            Runtime::Codex => crate::model::Runtime::Codex,
+            Runtime::Cursor => crate::model::Runtime::Cursor,
+            Runtime::Gemini => crate::model::Runtime::Gemini,
+            Runtime::Git => crate::model::Runtime::Custom,
+        }
+    }
+
+    /// The events `loopx hook` answers, spelled as the runtime names them,
+    /// with what each means to the turn.
+    pub fn events(self) -> &'static [(&'static str, Event)] {
+        match self {
+            Runtime::ClaudeCode | Runtime::Codex => &[
+                ("SessionStart", Event::Start),
+                ("UserPromptSubmit", Event::Prompt),
+                ("PreToolUse", Event::Tool),
+                ("Stop", Event::Stop),
+                ("SessionEnd", Event::End),
+                ("PreCompact", Event::PreCompact),
+            ],
+            Runtime::Cursor => &[
+                ("sessionStart", Event::Start),
+                ("beforeSubmitPrompt", Event::Prompt),
+                ("beforeShellExecution", Event::Tool),
+                ("stop", Event::Stop),
+                ("sessionEnd", Event::End),
+            ],
+            Runtime::Gemini => &[
+                ("SessionStart", Event::Start),
+                ("BeforeAgent", Event::Prompt),
+                ("BeforeTool", Event::Tool),
+                ("AfterAgent", Event::Stop),
+                ("SessionEnd", Event::End),
+            ],
+            Runtime::Git => &[
+                ("pre-push", Event::PrePush),
+                ("post-merge", Event::PostMerge),
+            ],
+        }
+    }
+
+    /// The event named `name` (case-insensitive), if the runtime has it.
+    pub fn event(self, name: &str) -> Option<(&'static str, Event)> {
+        self.events()
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .copied()
+    }
+
+    /// Every event the runtime itself defines, including those loopx does
+    /// not answer: `hooks doctor` flags any other name as a likely typo.
+    pub fn known_events(self) -> &'static [&'static str] {
+        match self {
+            Runtime::ClaudeCode => &[
+                "SessionStart",
+                "UserPromptSubmit",
+                "PreToolUse",
+                "PermissionRequest",
+                "PostToolUse",
+                "PostToolUseFailure",
+                "Notification",
+                "Stop",
+                "SubagentStart",
+                "SubagentStop",
+                "PreCompact",
+                "PostCompact",
+                "SessionEnd",
+            ],
+            Runtime::Codex => &[
+                "SessionStart",
+                "UserPromptSubmit",
+                "PreToolUse",
+                "PermissionRequest",
+                "PostToolUse",
+                "Stop",
+                "StopFailure",
+                "SubagentStart",
+                "SubagentStop",
+                "PreCompact",
+                "PostCompact",
+                "SessionEnd",
+            ],
+            Runtime::Cursor => &[
+                "sessionStart",
+                "sessionEnd",
+                "beforeSubmitPrompt",
+                "beforeShellExecution",
+                "afterShellExecution",
+                "beforeMCPExecution",
+                "afterMCPExecution",
+                "beforeReadFile",
+                "afterFileEdit",
+                "preToolUse",
+                "postToolUse",
+                "subagentStart",
+                "subagentStop",
+                "preCompact",
+                "afterAgentResponse",
+                "afterAgentThought",
+                "stop",
+            ],
+            Runtime::Gemini => &[
+                "SessionStart",
+                "SessionEnd",
+                "BeforeAgent",
+                "AfterAgent",
+                "BeforeModel",
+                "AfterModel",
+                "BeforeToolSelection",
+                "BeforeTool",
+                "AfterTool",
+                "PreCompress",
+                "Notification",
+            ],
+            Runtime::Git => &["pre-push", "post-merge"],
+        }
+    }
+}
+
+/// What an event means to the turn, whatever the runtime calls it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// The session starts, resumes, or was cleared or compacted: prime it.
+    Start,
+    /// Claude's and Codex's PreCompact: neither lets a hook add context
+    /// here, so the brief is re-sent by the SessionStart that follows.
+    PreCompact,
+    /// A prompt is submitted: tell what changed since the last one.
+    Prompt,
+    /// A tool is about to run: the opt-in guard.
+    Tool,
+    /// The agent wants to stop: keep it going while it holds a claim.
+    Stop,
+    /// The session ends: record the end of the turn.
+    End,
+    /// git's pre-push and post-merge: say when the state differs from the
+    /// remote's copy.
+    PrePush,
+    PostMerge,
+}
+
+/// A hook's stdin, normalised across runtimes.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Input {
+    pub session: Option<String>,
+    pub cwd: Option<String>,
+    pub prompt: Option<String>,
+    /// The tool's name as the runtime calls it (`Bash`, `run_shell_command`;
+    /// `shell` for Cursor's beforeShellExecution).
+    pub tool: Option<String>,
+    /// The shell command about to run, when the tool is a shell.
+    pub command: Option<String>,
+    /// The runtime's stop-loop guard: Claude's and Codex's and Gemini's
+    /// `stop_hook_active`.
+    pub stop_active: bool,
+    /// Cursor's stop `status` when it is not `completed` (the user aborted,
+    /// or an error ended the loop): never continue then.
+    pub stop_aborted: bool,
+    /// SessionStart's `source` (`startup`, `resume`, `clear`, `compact`).
+    pub source: Option<String>,
+    /// SessionEnd's `reason`.
+    pub reason: Option<String>,
+}
+
+/// Parses a hook's stdin for `runtime`. An empty stdin is an empty input
+/// (some runtimes send nothing for some events); anything but a JSON object
+/// is an error, and the hook then fails open.
+pub fn parse_input(runtime: Runtime, event: Event, bytes: &[u8]) -> Result<Input, String> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok(Input::default());
+    }
+    let v: Value = serde_json::from_slice(bytes).map_err(|e| format!("stdin is not JSON ({e})"))?;
+    if !v.is_object() {
+        return Err("stdin is not a JSON object".to_owned());
+    }
+    Ok(match runtime {
+        Runtime::ClaudeCode | Runtime::Codex => claude::input(&v),
+        Runtime::Cursor => cursor::input(event, &v),
+        Runtime::Gemini => gemini::input(&v),
+        Runtime::Git => Input::default(),
+    })
+}
+
+/// What loopx has to say to the runtime.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Answer {
+    /// Nothing: empty stdout.
+    Nothing,
+    /// Context for the model: the brief at start, the delta on a prompt.
+    /// `agent` is the acting agent, for runtimes whose start answer can set
+    /// the environment of later shell commands.
+    Context { text: String, agent: Option<String> },
+    /// Refuse the tool call, with the reason.
+    Deny(String),
+    /// Do not stop: keep working, with this as the next instruction.
+    Continue(String),
+    /// A line for a person (git hooks write it to stderr).
+    Note(String),
+}
+
+/// The answer as the runtime's own JSON document, or None for an empty
+/// stdout. [`Answer::Note`] is never JSON.
+pub fn render(runtime: Runtime, event: Event, answer: &Answer) -> Option<Value> {
+    if matches!(answer, Answer::Nothing | Answer::Note(_)) {
+        return None;
+    }
+    match runtime {
+        Runtime::ClaudeCode | Runtime::Codex => claude::answer(event, answer),
+        Runtime::Cursor => cursor::answer(event, answer),
+        Runtime::Gemini => gemini::answer(event, answer),
+        Runtime::Git => None,
+    }
+}
+
+/// A string field of a JSON object, if present and not empty.
+fn text(v: &Value, key: &str) -> Option<String> {
+    v.get(key)
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+}
+
+/// The `command` inside a tool's input (an object, or a JSON string of one).
+fn tool_command(v: &Value) -> Option<String> {
+    let input = v.get("tool_input")?;
+    match input {
+        Value::String(s) => serde_json::from_str::<Value>(s)
+            .ok()
+            .and_then(|o| text(&o, "command")),
+        other => text(other, "command"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runtimes_and_events_parse_as_each_runtime_spells_them() {
+        assert_eq!(Runtime::parse("claude"), Some(Runtime::ClaudeCode));
+        assert_eq!(Runtime::parse("Claude-Code"), Some(Runtime::ClaudeCode));
+        assert_eq!(Runtime::parse("vim"), None);
+        assert_eq!(
+            Runtime::Cursor.event("beforeSubmitPrompt"),
+            Some(("beforeSubmitPrompt", Event::Prompt))
+        );
+        assert_eq!(
+            Runtime::Gemini.event("afteragent"),
+            Some(("AfterAgent", Event::Stop))
+        );
+        assert_eq!(Runtime::Gemini.event("Stop"), None);
+        for r in Runtime::ALL {
+            for (name, _) in r.events() {
+                assert!(r.known_events().contains(name), "{name}");
+            }
+        }
+    }
+
+    #[test]
+    fn garbage_and_empty_stdin() {
+        let e = Event::Start;
+        assert_eq!(
+            parse_input(Runtime::Codex, e, b"  \n"),
+            Ok(Input::default())
+        );
+        assert!(parse_input(Runtime::Codex, e, b"{not json").is_err());
+        assert!(parse_input(Runtime::Codex, e, b"[1,2]").is_err());
+    }
+
+    #[test]
+    fn nothing_renders_as_an_empty_stdout() {
+        for r in Runtime::ALL {
+            for (_, e) in r.events() {
+                assert_eq!(render(r, *e, &Answer::Nothing), None);
+            }
+        }
+    }
+}

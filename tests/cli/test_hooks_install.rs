@@ -1,0 +1,311 @@
+//! `loopx hooks install|uninstall|doctor` in a temp HOME and project: the
+//! files each runtime reads, idempotent on a second run, other settings
+//! kept, and uninstall restoring the original bytes.
+
+use std::path::{Path, PathBuf};
+
+use crate::common::{TestEnv, assert_text};
+
+/// Existing settings, written the way people write them (four-space
+/// indents, comments in TOML), so a byte-for-byte restore means something.
+const CLAUDE_BEFORE: &str = "{\n    \"model\": \"opus\",\n    \"permissions\": {\"allow\": [\"Bash(ls:*)\"]},\n    \"hooks\": {\n        \"Stop\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"say done\"}]}]\n    }\n}\n";
+const GEMINI_BEFORE: &str = "{ \"theme\": \"GitHub\", \"general\": { \"vimMode\": true } }\n";
+const CODEX_TOML_BEFORE: &str = "# my Codex settings\nmodel = \"gpt-5-codex\" # the default\n\n[mcp_servers.docs]\ncommand = \"docs-mcp\"\n";
+const HOOK_BEFORE: &str = "#!/bin/sh\n# the team's own pre-push\necho ran >> \"$(dirname \"$0\")/../pre-push-ran\"\nexit 0\n";
+
+fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// A repository with settings of its own for Claude Code, Gemini CLI and
+/// Codex, and a pre-push hook under core.hooksPath.
+fn project() -> (TestEnv, Vec<(PathBuf, &'static str)>) {
+    let env = TestEnv::with_board();
+    env.git(&["config", "core.hooksPath", ".githooks"]);
+    let originals = vec![
+        (env.repo.join(".claude/settings.json"), CLAUDE_BEFORE),
+        (env.repo.join(".gemini/settings.json"), GEMINI_BEFORE),
+        (env.repo.join(".codex/config.toml"), CODEX_TOML_BEFORE),
+        (env.repo.join(".githooks/pre-push"), HOOK_BEFORE),
+    ];
+    for (p, t) in &originals {
+        write(p, t);
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let hook = env.repo.join(".githooks/pre-push");
+        std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    (env, originals)
+}
+
+#[test]
+fn install_merges_is_idempotent_and_uninstall_restores_the_bytes() {
+    let (env, originals) = project();
+    let out = env.loopx(&["hooks", "install", "--mcp"]).ok();
+    assert_text(
+        &out.stdout,
+        "\
+claude-code  .claude/settings.json: updated (backup .claude/settings.json.loopx-backup)
+codex        .codex/hooks.json: created
+codex        .codex/config.toml: updated (backup .codex/config.toml.loopx-backup)
+cursor       .cursor/hooks.json: created
+cursor       .cursor/rules/loopx.mdc: created
+gemini       .gemini/settings.json: updated (backup .gemini/settings.json.loopx-backup)
+git          .githooks/pre-push: updated (chains the hook that was there, kept as .githooks/pre-push.loopx-backup)
+git          .githooks/post-merge: created
+",
+    );
+    // Existing settings are kept, in their order; loopx's hooks are added.
+    let claude: serde_json::Value =
+        serde_json::from_str(&read(&env.repo.join(".claude/settings.json"))).unwrap();
+    let keys: Vec<&String> = claude.as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["model", "permissions", "hooks"]);
+    let events: Vec<&String> = claude["hooks"].as_object().unwrap().keys().collect();
+    assert_eq!(
+        events,
+        ["Stop", "SessionStart", "UserPromptSubmit", "SessionEnd"]
+    );
+    assert_eq!(
+        claude["hooks"]["Stop"][0]["hooks"][0]["command"],
+        "say done"
+    );
+    assert_eq!(
+        claude["hooks"]["Stop"][1]["hooks"][0]["command"],
+        "loopx hook claude-code Stop"
+    );
+    let gemini: serde_json::Value =
+        serde_json::from_str(&read(&env.repo.join(".gemini/settings.json"))).unwrap();
+    assert_eq!(gemini["general"]["vimMode"], true);
+    assert_eq!(
+        gemini["hooks"]["AfterAgent"][0]["hooks"][0]["name"],
+        "loopx-after-agent"
+    );
+    assert_text(
+        &read(&env.repo.join(".codex/config.toml")),
+        "# my Codex settings\nmodel = \"gpt-5-codex\" # the default\n\n[mcp_servers.docs]\ncommand = \"docs-mcp\"\n\n[mcp_servers.loopx]\ncommand = \"loopx\"\nargs = [\"mcp\"]\n",
+    );
+    let cursor: serde_json::Value =
+        serde_json::from_str(&read(&env.repo.join(".cursor/hooks.json"))).unwrap();
+    assert_eq!(cursor["version"], 1);
+    assert_eq!(cursor["hooks"]["stop"][0]["loop_limit"], 5);
+    assert!(
+        cursor["hooks"].get("beforeShellExecution").is_none(),
+        "the guard is opt-in"
+    );
+
+    // A second run changes nothing.
+    let snapshot = |env: &TestEnv| -> Vec<String> {
+        [
+            ".claude/settings.json",
+            ".codex/hooks.json",
+            ".codex/config.toml",
+            ".cursor/hooks.json",
+            ".gemini/settings.json",
+            ".githooks/pre-push",
+            ".githooks/post-merge",
+        ]
+        .iter()
+        .map(|f| read(&env.repo.join(f)))
+        .collect()
+    };
+    let before = snapshot(&env);
+    let again = env.loopx(&["hooks", "install", "--mcp"]).ok();
+    assert!(
+        again.stdout.lines().all(|l| l.ends_with(": unchanged")),
+        "{}",
+        again.stdout
+    );
+    assert_eq!(snapshot(&env), before);
+
+    // Uninstall puts every original byte back and removes what it created.
+    let out = env.loopx(&["hooks", "uninstall"]).ok();
+    assert_text(
+        &out.stdout,
+        "\
+claude-code  .claude/settings.json: restored
+codex        .codex/hooks.json: removed
+codex        .codex/config.toml: restored
+cursor       .cursor/hooks.json: removed
+cursor       .cursor/rules/loopx.mdc: removed
+gemini       .gemini/settings.json: restored
+git          .githooks/pre-push: restored
+git          .githooks/post-merge: removed
+",
+    );
+    for (path, text) in &originals {
+        assert_eq!(&read(path), text, "{}", path.display());
+        assert!(!Path::new(&format!("{}.loopx-backup", path.display())).exists());
+    }
+    assert!(!env.repo.join(".cursor").exists());
+    assert!(!env.repo.join(".codex/hooks.json").exists());
+    assert!(!env.repo.join(".githooks/post-merge").exists());
+}
+
+#[test]
+fn the_guard_is_installed_only_when_asked_and_a_dry_run_writes_nothing() {
+    let env = TestEnv::with_board();
+    let out = env
+        .loopx(&["hooks", "install", "--runtime", "claude", "--dry-run"])
+        .ok();
+    assert_text(
+        &out.stdout,
+        "claude-code  .claude/settings.json: would be created\n",
+    );
+    assert!(!env.repo.join(".claude").exists());
+    env.loopx(&["hooks", "install", "--runtime", "claude-code", "--guard"])
+        .ok();
+    let v: serde_json::Value =
+        serde_json::from_str(&read(&env.repo.join(".claude/settings.json"))).unwrap();
+    assert_eq!(v["hooks"]["PreToolUse"][0]["matcher"], "Bash");
+    // Installing again without --guard takes the guard out, and only it.
+    let out = env
+        .loopx(&["hooks", "install", "--runtime", "claude-code", "--json"])
+        .ok();
+    assert_eq!(out.json()["changes"][0]["action"], "updated");
+    let v: serde_json::Value =
+        serde_json::from_str(&read(&env.repo.join(".claude/settings.json"))).unwrap();
+    assert!(v["hooks"].get("PreToolUse").is_none());
+    assert!(v["hooks"].get("SessionStart").is_some());
+}
+
+#[test]
+fn user_scope_writes_under_home_and_uninstall_removes_it() {
+    let env = TestEnv::with_board();
+    let home = env.root().join("home");
+    write(&home.join(".gemini/settings.json"), GEMINI_BEFORE);
+    let out = env.loopx(&["hooks", "install", "--scope", "user"]).ok();
+    assert_text(
+        &out.stdout,
+        "\
+claude-code  .claude/settings.json: created
+codex        .codex/hooks.json: created
+cursor       .cursor/hooks.json: created
+gemini       .gemini/settings.json: updated (backup .gemini/settings.json.loopx-backup)
+git          -: skipped (git hooks belong to a repository: use --scope project)
+",
+    );
+    assert!(home.join(".claude/settings.json").exists());
+    assert!(
+        !env.repo.join(".claude").exists(),
+        "the project is untouched"
+    );
+    env.loopx(&["hooks", "uninstall", "--scope", "user"]).ok();
+    assert_eq!(read(&home.join(".gemini/settings.json")), GEMINI_BEFORE);
+    let left: Vec<_> = std::fs::read_dir(&home)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(left, [".gemini"]);
+}
+
+#[test]
+fn a_user_change_after_install_is_kept_by_uninstall() {
+    let env = TestEnv::with_board();
+    env.loopx(&["hooks", "install", "--runtime", "codex"]).ok();
+    let path = env.repo.join(".codex/hooks.json");
+    let mut v: serde_json::Value = serde_json::from_str(&read(&path)).unwrap();
+    v["hooks"]["Stop"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({"hooks": [{"type": "command", "command": "notify-send done"}]}));
+    write(&path, &serde_json::to_string_pretty(&v).unwrap());
+    let out = env
+        .loopx(&["hooks", "uninstall", "--runtime", "codex"])
+        .ok();
+    assert_text(&out.stdout, "codex        .codex/hooks.json: updated\n");
+    assert_text(
+        &read(&path),
+        "{\n  \"hooks\": {\n    \"Stop\": [\n      {\n        \"hooks\": [\n          {\n            \"type\": \"command\",\n            \"command\": \"notify-send done\"\n          }\n        ]\n      }\n    ]\n  }\n}\n",
+    );
+}
+
+#[test]
+fn a_broken_settings_file_is_refused_and_left_alone() {
+    let env = TestEnv::with_board();
+    let path = env.repo.join(".claude/settings.json");
+    write(&path, "{ \"model\": ");
+    let out = env
+        .loopx(&["hooks", "install", "--runtime", "claude"])
+        .code(1);
+    assert!(out.stderr.contains("is not valid JSON"), "{}", out.stderr);
+    assert_eq!(read(&path), "{ \"model\": ");
+}
+
+#[test]
+fn the_git_shim_chains_the_old_hook_and_keeps_its_status() {
+    let (env, _) = project();
+    env.loopx(&["hooks", "install", "--runtime", "git"]).ok();
+    let shim = env.repo.join(".githooks/pre-push");
+    let run = || {
+        let mut c = std::process::Command::new("sh");
+        crate::common::isolate(&mut c, env.root());
+        c.arg(&shim)
+            .args(["origin", "git@example.com:r.git"])
+            .current_dir(&env.repo)
+            .env("PATH", "/usr/bin:/bin")
+            .output()
+            .unwrap()
+    };
+    assert!(run().status.success());
+    assert_eq!(read(&env.repo.join(".githooks/../pre-push-ran")), "ran\n");
+    write(
+        &env.repo.join(".githooks/pre-push.loopx-backup"),
+        "#!/bin/sh\nexit 7\n",
+    );
+    assert_eq!(run().status.code(), Some(7));
+}
+
+#[test]
+fn doctor_checks_path_events_and_matchers_and_names_trust_steps() {
+    let env = TestEnv::with_board();
+    env.loopx(&["hooks", "install", "--runtime", "gemini"]).ok();
+    let bin = Path::new(env!("CARGO_BIN_EXE_loopx")).parent().unwrap();
+    let path = format!("{}:/usr/bin:/bin", bin.display());
+    let ok = crate::common::run(env.command().env("PATH", &path).args([
+        "hooks",
+        "doctor",
+        "--runtime",
+        "gemini",
+    ]))
+    .ok();
+    assert_text(
+        &env.normalize(&ok.stdout).replace(&bin.display().to_string(), "$BIN"),
+        "\
+loopx on PATH: $BIN/loopx
+gemini       .gemini/settings.json: wired (SessionStart, BeforeAgent, AfterAgent, SessionEnd)
+  trust: Gemini CLI ignores .gemini/settings.json in an untrusted folder: trust this folder when it asks
+",
+    );
+    let settings = env.repo.join(".gemini/settings.json");
+    let mut v: serde_json::Value = serde_json::from_str(&read(&settings)).unwrap();
+    v["hooks"]["AfterTool"] =
+        serde_json::json!([{"matcher": "", "hooks": [{"type": "command", "command": "x"}]}]);
+    v["hooks"]["Stop"] =
+        serde_json::json!([{"hooks": [{"type": "command", "command": "loopx hook gemini Stop"}]}]);
+    write(&settings, &v.to_string());
+    let bad = crate::common::run(env.command().env("PATH", "/usr/bin:/bin").args([
+        "hooks",
+        "doctor",
+        "--runtime",
+        "gemini",
+    ]))
+    .code(1);
+    assert_text(
+        &bad.stdout,
+        "\
+problem: loopx is not on PATH, so every hook fails (silently in most runtimes); install it or put it on the PATH the runtimes start with
+gemini       .gemini/settings.json: broken (SessionStart, BeforeAgent, AfterAgent, SessionEnd, Stop)
+  problem: hooks.AfterTool has an empty matcher; leave the key out to match everything
+  problem: Stop is not a gemini event (a typo is silently ignored)
+  problem: hooks.Stop runs `loopx hook gemini Stop`, which loopx does not answer there
+  trust: Gemini CLI ignores .gemini/settings.json in an untrusted folder: trust this folder when it asks
+",
+    );
+}
