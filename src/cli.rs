@@ -68,6 +68,7 @@ pub enum Command {
     /// Record and list evidence of what was tried
     #[command(subcommand)]
     Evidence(cmd::evidence::Command),
+    Sync(cmd::sync::Args),
     Doctor(cmd::doctor::Args),
     Gc(cmd::gc::Args),
 }

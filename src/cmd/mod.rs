@@ -10,6 +10,7 @@ pub mod gc;
 pub mod goal;
 pub mod init;
 pub mod status;
+pub mod sync;
 pub mod todo;
 
 use anyhow::Result;
@@ -30,6 +31,7 @@ pub fn run(ctx: &Ctx, command: &Command) -> Result<Exit> {
         Command::Todo(c) => todo::run(ctx, c),
         Command::Gate(c) => gate::run(ctx, c),
         Command::Evidence(c) => evidence::run(ctx, c),
+        Command::Sync(args) => sync::run(ctx, args),
         Command::Doctor(args) => doctor::run(ctx, args),
         Command::Gc(args) => gc::run(ctx, args),
     }

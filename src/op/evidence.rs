@@ -3,7 +3,7 @@
 
 use super::{Change, Effect, Op, goal::non_empty, rules, short};
 use crate::error::Refusal;
-use crate::model::{Actor, Evidence, State};
+use crate::model::{Actor, Evidence, EvidenceKind, State};
 
 pub(super) fn add(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
     let Change::EvidenceAdd {
@@ -19,7 +19,12 @@ pub(super) fn add(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
     else {
         unreachable!("dispatched on EvidenceAdd")
     };
-    if let Actor::Agent(a) = &op.actor {
+    // A sync-rejected record is written by sync, in the name of the actor
+    // whose op lost; that actor may have been retired on the other machine
+    // meanwhile, and the record must still land.
+    if let Actor::Agent(a) = &op.actor
+        && *kind != EvidenceKind::SyncRejected
+    {
         rules::registered(state, a)?;
     }
     if !state.goals.contains_key(goal) {

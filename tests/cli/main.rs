@@ -16,6 +16,7 @@ mod test_lifecycle;
 mod test_race;
 mod test_repos;
 mod test_status;
+mod test_sync;
 mod test_todo;
 
 /// Every `test_*.rs` file in this folder is listed above.
