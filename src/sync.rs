@@ -21,7 +21,8 @@
 //! compare-and-swap against the tip the replay started from), so a refused
 //! push or an unreachable remote leaves the local state as it was.
 //!
-//! `refs/loopx/synced/<remote>` remembers the remote tip last synced with.
+//! `refs/loopx/synced/<remote>` remembers the remote tip last synced with
+//! (`…/<remote>@<ref>` for a state ref other than the default).
 //! A remote whose history no longer contains it was rewritten: sync reports
 //! it and changes nothing, unless told to adopt it (`--adopt-remote`), which
 //! keeps the local tip reachable under `refs/loopx/backup/<remote>/…`.
@@ -202,9 +203,17 @@ pub fn names(ctx: &Ctx, remote: Option<&str>) -> Result<Names, Refusal> {
     }
     let state_ref = ctx.store.state_ref();
     let rest = state_ref.strip_prefix("refs/").unwrap_or(state_ref);
+    // The default state ref is remembered under refs/loopx/synced/<remote>;
+    // another one (git config loopx.ref, e.g. one ref per goal) under a name
+    // of its own, so two states synced with one remote never share it.
+    let synced = if state_ref == crate::store::DEFAULT_REF {
+        format!("refs/loopx/synced/{remote}")
+    } else {
+        format!("refs/loopx/synced/{remote}@{}", rest.replace('/', "-"))
+    };
     let names = Names {
         tracking: format!("refs/remotes/{remote}/{rest}"),
-        synced: format!("refs/loopx/synced/{remote}"),
+        synced,
         remote,
     };
     if !Store::is_ref_name(&names.tracking) || !Store::is_ref_name(&names.synced) {
@@ -287,14 +296,21 @@ pub fn run_with(ctx: &Ctx, opts: &Options) -> Result<Report> {
             }
         }
     }
+    let last = if last_refusal.is_empty() {
+        format!("{} kept moving", ctx.store.state_ref())
+    } else {
+        format!("the last push got: {last_refusal}")
+    };
     Err(Refusal::conflict(
         "sync-retries-exhausted",
         format!(
-            "{} kept moving: gave up after {MAX_ROUNDS} rounds of fetch and push (the last push got: {last_refusal})",
+            "{} kept moving: gave up after {MAX_ROUNDS} rounds of fetch and push ({last})",
             names.remote
         ),
     )
-    .with_hint("other machines are pushing very often; nothing was lost here, run `loopx sync` again")
+    .with_hint(
+        "other machines are pushing very often; nothing was lost here, run `loopx sync` again",
+    )
     .into())
 }
 

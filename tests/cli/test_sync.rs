@@ -1126,3 +1126,34 @@ fn sync_with_no_remote_says_how_to_add_one() {
     let out = env.loopx(&["sync"]).ok();
     assert_text(&out.stdout, "Pushed 3 ticks (team, tick 3).\n");
 }
+
+#[test]
+fn two_state_refs_sync_through_one_hub_independently() {
+    let (env, hub) = team();
+    let a = env.machine();
+    // A second state on a ref of its own (git config loopx.ref), e.g. one
+    // ref per goal, through the same remote.
+    let b = env.clone_machine("b", &hub);
+    b.git(&["config", "loopx.ref", "refs/loopx/goals/api"]);
+    b.loopx(&["init", "--goal", "api", "--objective", "The API"])
+        .ok();
+    let out = b.loopx(&["sync"]).ok();
+    assert_text(&out.stdout, "Pushed 1 tick (origin, tick 1).\n");
+    assert_eq!(
+        b.rev("refs/loopx/synced/origin@loopx-goals-api"),
+        b.rev("refs/loopx/goals/api")
+    );
+    assert_eq!(
+        b.rev("refs/remotes/origin/loopx/goals/api"),
+        b.rev("refs/loopx/goals/api")
+    );
+    // The default state moves on meanwhile; neither disturbs the other.
+    env.add("Elsewhere", &[]);
+    let out = env.loopx(&["sync"]).ok();
+    assert_text(&out.stdout, "Pushed 1 tick (origin, tick 4).\n");
+    a.git(&["config", "loopx.ref", "refs/loopx/goals/api"]);
+    let out = env.loopx(&["sync"]).ok();
+    assert_text(&out.stdout, "Pulled 1 tick (origin, tick 1).\n");
+    assert_eq!(a.rev("refs/loopx/goals/api"), b.rev("refs/loopx/goals/api"));
+    assert_eq!(a.rev("refs/loopx/synced/origin"), a.tip());
+}
