@@ -110,6 +110,10 @@ pub enum Fetched {
     State,
     /// The remote answered, and it has no such ref.
     NoState,
+    /// The remote answered and has the ref, yet the fetch failed here:
+    /// another fetch into the same tracking ref won its lock (two syncs on
+    /// one machine). Holds git's words; worth another try.
+    Busy(String),
 }
 
 /// A network call that failed: git's own words, trimmed.
@@ -154,10 +158,11 @@ fn network_error(out: &std::process::Output) -> NetworkError {
 
 /// Fetches `remote`'s ref `src` into the local ref `dst`, forced: `dst` is a
 /// remote-tracking ref, a mirror of the remote, never the state itself.
-/// Leaves FETCH_HEAD and tags alone. A remote without the ref is
-/// [`Fetched::NoState`] (asked again with `ls-remote`, so that the answer
-/// does not depend on git's translated messages); an unreachable remote or a
-/// failed login is a [`NetworkError`].
+/// Leaves FETCH_HEAD and tags alone. A failed fetch is asked again with
+/// `ls-remote`, so that the answer does not depend on git's translated
+/// messages: a remote without the ref is [`Fetched::NoState`], one that has
+/// it is [`Fetched::Busy`], and an unreachable remote or a failed login is a
+/// [`NetworkError`].
 pub fn fetch(git_dir: &Path, remote: &str, src: &str, dst: &str) -> Result<Fetched> {
     let refspec = format!("+{src}:{dst}");
     let out = network(
@@ -177,10 +182,18 @@ pub fn fetch(git_dir: &Path, remote: &str, src: &str, dst: &str) -> Result<Fetch
     }
     let failed = network_error(&out);
     let probe = network(git_dir, &["ls-remote", remote, src])?;
-    if probe.status.success() && String::from_utf8_lossy(&probe.stdout).trim().is_empty() {
-        return Ok(Fetched::NoState);
+    if !probe.status.success() {
+        return Err(failed.into());
     }
-    Err(failed.into())
+    let listed = String::from_utf8_lossy(&probe.stdout);
+    if listed
+        .lines()
+        .any(|l| l.split_whitespace().nth(1) == Some(src))
+    {
+        Ok(Fetched::Busy(failed.stderr))
+    } else {
+        Ok(Fetched::NoState)
+    }
 }
 
 /// What the remote said to a push.

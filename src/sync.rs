@@ -241,7 +241,15 @@ pub fn run_with(ctx: &Ctx, opts: &Options) -> Result<Report> {
         tally.rounds = round;
         let remote_tip = match fetched.take() {
             Some(tip) => tip,
-            None => fetch(ctx, &names)?,
+            None => match fetch(ctx, &names)? {
+                Ok(tip) => tip,
+                Err(busy) => {
+                    last_refusal = busy;
+                    pause(backoff);
+                    backoff = (backoff * 2).min(MAX_BACKOFF);
+                    continue;
+                }
+            },
         };
         match plan(ctx, &names, remote_tip.as_ref(), opts)? {
             Plan::Again => {
@@ -299,7 +307,7 @@ pub fn run_with(ctx: &Ctx, opts: &Options) -> Result<Report> {
     let last = if last_refusal.is_empty() {
         format!("{} kept moving", ctx.store.state_ref())
     } else {
-        format!("the last push got: {last_refusal}")
+        format!("the last attempt got: {last_refusal}")
     };
     Err(Refusal::conflict(
         "sync-retries-exhausted",
@@ -372,8 +380,9 @@ struct Push {
     rejected: Vec<Rejected>,
 }
 
-/// Fetches the remote's state into the tracking ref and resolves it.
-fn fetch(ctx: &Ctx, names: &Names) -> Result<Option<Tip>> {
+/// Fetches the remote's state into the tracking ref and resolves it;
+/// `Ok(Err(why))` when another fetch on this machine got in the way.
+fn fetch(ctx: &Ctx, names: &Names) -> Result<Result<Option<Tip>, String>> {
     let found = git::fetch(
         ctx.store.common_dir(),
         &names.remote,
@@ -396,10 +405,12 @@ fn fetch(ctx: &Ctx, names: &Names) -> Result<Option<Tip>> {
         None => e,
     })?;
     match found {
-        Fetched::NoState => Ok(None),
+        Fetched::NoState => Ok(Ok(None)),
+        Fetched::Busy(why) => Ok(Err(why)),
         Fetched::State => ctx
             .store
             .resolve(&names.tracking)
+            .map(Ok)
             .map_err(|e| remote_corrupt(names, None, &format!("{e:#}")).into()),
     }
 }

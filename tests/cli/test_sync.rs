@@ -1157,3 +1157,59 @@ fn two_state_refs_sync_through_one_hub_independently() {
     assert_eq!(a.rev("refs/loopx/goals/api"), b.rev("refs/loopx/goals/api"));
     assert_eq!(a.rev("refs/loopx/synced/origin"), a.tip());
 }
+
+#[test]
+fn concurrent_syncs_on_one_machine_all_complete() {
+    let (env, hub) = team();
+    for a in ["agent-c", "agent-d"] {
+        env.loopx(&["agent", "register", a]).ok();
+    }
+    env.loopx(&["sync"]).ok();
+    let b = env.clone_machine("b", &hub);
+    b.loopx(&["sync"]).ok();
+    let agents = ["agent-a", "agent-b", "agent-c", "agent-d"];
+    let mut added = Vec::new();
+    for round in 0..3 {
+        // The hub moves, so every sync below has to fetch and replay.
+        added.push(env.add(&format!("hub {round}"), &[]));
+        env.loopx(&["sync"]).ok();
+        let outs: Vec<(String, Output)> = std::thread::scope(|s| {
+            let hs: Vec<_> = agents
+                .iter()
+                .map(|agent| {
+                    let sp = b.spawner();
+                    s.spawn(move || {
+                        let title = format!("{agent} {round}");
+                        let out = run(sp
+                            .command()
+                            .env("LOOPX_AGENT", agent)
+                            .args(["todo", "add", &title]))
+                        .ok();
+                        let id = out.stdout.trim().to_owned();
+                        let out = run(sp.command().env("LOOPX_AGENT", agent).args(["sync"]));
+                        (id, out)
+                    })
+                })
+                .collect();
+            hs.into_iter().map(|h| h.join().expect("thread")).collect()
+        });
+        for (id, out) in outs {
+            assert_eq!(out.code, 0, "round {round}: {out:#?}");
+            added.push(id);
+        }
+    }
+    b.loopx(&["sync"]).ok();
+    env.loopx(&["sync"]).ok();
+    assert_eq!(env.machine().tree(), b.tree());
+    let list = b.loopx(&["todo", "list", "--json"]).ok().json();
+    let ids: Vec<&str> = list["todos"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["id"].as_str().unwrap())
+        .collect();
+    for id in &added {
+        assert!(ids.contains(&id.as_str()), "{id} is in the state");
+    }
+    assert_eq!(ids.len(), added.len());
+}
