@@ -120,10 +120,12 @@ fn history_ops(m: &Machine, rev: &str) -> (Vec<String>, Vec<String>) {
         {
             ops.push(id.to_owned());
         }
+        // The op is named in the record's summary (the subject may cut it).
         if msg.contains("kind = \"sync-rejected\"")
-            && let Some(at) = msg.find("(op o-")
+            && let Some(summary) = msg.lines().find(|l| l.starts_with("summary = \""))
+            && let Some(at) = summary.find("(op o-")
         {
-            let id: String = msg[at + 4..]
+            let id: String = summary[at + 4..]
                 .chars()
                 .take_while(|c| *c == 'o' || *c == '-' || c.is_ascii_hexdigit())
                 .collect();
@@ -630,9 +632,16 @@ fn three_clones_tick_concurrently_sync_in_random_order_and_lose_nothing() {
         m.loopx(&["sync"]).ok();
     }
     let agents = ["agent-a", "agent-b", "agent-c"];
-    let seed = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(1, |d| d.as_nanos() as u64)
+    // From the clock, or LOOPX_TEST_SEED to repeat a failing run's plan
+    // (the threads' timing still varies).
+    let seed = std::env::var("LOOPX_TEST_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(1, |d| d.as_nanos() as u64)
+        })
         | 1;
     let mut rng = Rng(seed);
     // Per machine: the op ids of its ticks, and the rejections its syncs
