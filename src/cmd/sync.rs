@@ -45,10 +45,12 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         },
     )?;
     ctx.out.emit(&report, || human(&report))?;
+    if report.rejected.is_empty() {
+        return Ok(Exit::Ok);
+    }
     // Whose ops count as "ours": the acting agent's, or the human's.
-    let ours = ctx.actor().ok();
-    Ok(match ours {
-        Some(actor) if report.rejected_any_of(&actor) => Exit::Conflict,
+    Ok(match ctx.actor() {
+        Ok(actor) if report.rejected_any_of(&actor) => Exit::Conflict,
         _ => Exit::Ok,
     })
 }

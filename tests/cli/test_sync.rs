@@ -980,9 +980,20 @@ fn an_unreachable_remote_is_a_clear_error_and_a_later_sync_completes() {
         out.stdout
     );
     assert_eq!(b.tip(), tip);
+    // A claim that must be safe across machines is not even made.
+    let t = b.add("Claim me");
+    let tip = b.tip();
+    let out = b.agent("agent-b", &["todo", "claim", &t, "--sync"]).code(1);
+    assert!(
+        out.stderr
+            .starts_with("error: cannot fetch the loopx state from origin"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(b.tip(), tip);
     b.git(&["remote", "set-url", "origin", &hub]);
     let out = b.loopx(&["sync"]).ok();
-    assert_text(&out.stdout, "Pushed 1 tick (origin, tick 4).\n");
+    assert_text(&out.stdout, "Pushed 2 ticks (origin, tick 5).\n");
     // A remote that does not exist at all.
     let out = b.loopx(&["sync", "upstream"]).code(1);
     assert_text(
