@@ -1164,6 +1164,7 @@ mod tests {
         op::apply(&mut state, &record).unwrap();
         assert_eq!(state.evidence.len(), 1);
         assert_eq!(state.evidence[0].kind, EvidenceKind::SyncRejected);
+        assert!(!state.evidence[0].passed(), "a lost op is no passing check");
     }
 
     #[test]

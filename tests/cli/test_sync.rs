@@ -278,6 +278,7 @@ fn diverged_ticks_replay_on_the_remote_tip_and_a_lost_claim_is_recorded() {
     assert_eq!(rec["kind"], "sync-rejected", "{}", out.stdout);
     assert_eq!(rec["by"], "agent:agent-b");
     assert_eq!(rec["at"], "2026-11-30T09:09:00Z");
+    assert_eq!(rec["passed"], false);
 
     // The other machine pulls both; the trees agree.
     let out = env.loopx(&["sync"]).ok();
