@@ -1047,7 +1047,7 @@ fn setup_adds_one_glob_fetch_refspec_and_no_push_refspec() {
 
 /// Commits a tick of an op this loopx does not know onto a machine's state.
 fn future_tick(m: &Machine) -> String {
-    let msg = "spend a slot — agent-a\n\nid = \"o-00000000000000ff\"\nat = \"2026-11-30T09:30:00Z\"\nactor = \"agent:agent-a\"\n\n[change]\nop = \"quota.spend\"\n\nLoopx-Op: quota.spend\nLoopx-Agent: agent-a\nLoopx-Tick: 99\nLoopx-Format: 1";
+    let msg = "travel in time — agent-a\n\nid = \"o-00000000000000ff\"\nat = \"2026-11-30T09:30:00Z\"\nactor = \"agent:agent-a\"\n\n[change]\nop = \"from.the.future\"\n\nLoopx-Op: from.the.future\nLoopx-Agent: agent-a\nLoopx-Tick: 99\nLoopx-Format: 1";
     let tip = m.tip().unwrap();
     let commit = m
         .git(&[
@@ -1077,7 +1077,7 @@ fn an_op_this_loopx_does_not_know_stops_the_sync() {
     let out = b.loopx(&["sync"]).code(1);
     assert_text(
         &out.stderr.replace(&mine[..8], "<c>"),
-        "error: the local tick <c> holds the op \"quota.spend\", which this loopx does not know\nhint: upgrade loopx, then run `loopx sync` again; nothing was changed\n",
+        "error: the local tick <c> holds the op \"from.the.future\", which this loopx does not know\nhint: upgrade loopx, then run `loopx sync` again; nothing was changed\n",
     );
     assert_eq!(b.tip().as_deref(), Some(mine.as_str()));
     // A remote tick that would be pulled.
@@ -1087,7 +1087,7 @@ fn an_op_this_loopx_does_not_know_stops_the_sync() {
     let out = c.loopx(&["sync"]).code(1);
     assert_text(
         &out.stderr.replace(&theirs[..8], "<c>"),
-        "error: origin's tick <c> holds the op \"quota.spend\", which this loopx does not know\nhint: upgrade loopx, then run `loopx sync` again; nothing was changed\n",
+        "error: origin's tick <c> holds the op \"from.the.future\", which this loopx does not know\nhint: upgrade loopx, then run `loopx sync` again; nothing was changed\n",
     );
     assert_eq!(c.tip(), None);
 }
