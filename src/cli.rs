@@ -77,6 +77,7 @@ pub enum Command {
     Quota(cmd::quota::Command),
     RefreshState(cmd::refresh_state::Args),
     Settle(cmd::settle::Args),
+    Sync(cmd::sync::Args),
     Doctor(cmd::doctor::Args),
     Gc(cmd::gc::Args),
     Hook(cmd::hook::Args),

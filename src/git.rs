@@ -1,5 +1,6 @@
-//! The system `git`, for what gix does not do cheaply: packing (and, later,
-//! fetch and push). Runs with the repository's own config; never touches
+//! The system `git`, for what gix does not do: packing, and the network
+//! (fetch and push, so the user's credentials, ssh config and `insteadOf`
+//! rules just work). Runs with the repository's own config; never touches
 //! HEAD, the index or the worktree.
 
 use std::path::Path;
@@ -83,4 +84,199 @@ pub fn is_dirty(workdir: Option<&Path>) -> bool {
         .output()
         .map(|o| o.status.success() && !o.stdout.is_empty())
         .unwrap_or(false)
+}
+
+/// Set in the environment of sync's own git calls, so loopx's hook shims
+/// stay quiet while loopx itself fetches and pushes.
+pub const IN_SYNC: &str = "LOOPX_IN_SYNC";
+
+/// Runs `git ARGS` for sync (with [`IN_SYNC`] set) and returns whatever it
+/// did, successful or not, for the caller to classify.
+fn network(git_dir: &Path, args: &[&str]) -> Result<std::process::Output> {
+    Command::new("git")
+        .arg("--git-dir")
+        .arg(git_dir)
+        .args(args)
+        .env(IN_SYNC, "1")
+        .stdin(Stdio::null())
+        .output()
+        .with_context(|| format!("running git {}", args.join(" ")))
+}
+
+/// What fetching a remote's state ref found.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Fetched {
+    /// The tracking ref now holds the remote's state.
+    State,
+    /// The remote answered, and it has no such ref.
+    NoState,
+    /// The remote answered and has the ref, yet the fetch failed here:
+    /// another fetch into the same tracking ref won its lock (two syncs on
+    /// one machine). Holds git's words; worth another try.
+    Busy(String),
+}
+
+/// A network call that failed: git's own words, trimmed.
+#[derive(Debug)]
+pub struct NetworkError {
+    pub stderr: String,
+}
+
+impl std::fmt::Display for NetworkError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.stderr)
+    }
+}
+
+impl std::error::Error for NetworkError {}
+
+/// git's complaint in one line: its first paragraph (the boilerplate after
+/// the blank line is dropped), without `fatal:`/`error:` prefixes and hints.
+fn network_error(out: &std::process::Output) -> NetworkError {
+    let text = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .skip_while(|l| l.is_empty())
+        .take_while(|l| !l.is_empty())
+        .filter(|l| !l.starts_with("hint:"))
+        .map(|l| {
+            let l = l
+                .strip_prefix("fatal: ")
+                .or_else(|| l.strip_prefix("error: "))
+                .unwrap_or(l);
+            l.trim_end_matches(['.', ':'])
+        })
+        .collect();
+    let stderr = if lines.is_empty() {
+        format!("git exited with {}", out.status)
+    } else {
+        lines.join("; ")
+    };
+    NetworkError { stderr }
+}
+
+/// Fetches `remote`'s ref `src` into the local ref `dst`, forced: `dst` is a
+/// remote-tracking ref, a mirror of the remote, never the state itself.
+/// Leaves FETCH_HEAD and tags alone. A failed fetch is asked again with
+/// `ls-remote`, so that the answer does not depend on git's translated
+/// messages: a remote without the ref is [`Fetched::NoState`], one that has
+/// it is [`Fetched::Busy`], and an unreachable remote or a failed login is a
+/// [`NetworkError`].
+pub fn fetch(git_dir: &Path, remote: &str, src: &str, dst: &str) -> Result<Fetched> {
+    let refspec = format!("+{src}:{dst}");
+    let out = network(
+        git_dir,
+        &[
+            "fetch",
+            "--quiet",
+            "--no-tags",
+            "--no-write-fetch-head",
+            "--no-recurse-submodules",
+            remote,
+            &refspec,
+        ],
+    )?;
+    if out.status.success() {
+        return Ok(Fetched::State);
+    }
+    let failed = network_error(&out);
+    let probe = network(git_dir, &["ls-remote", remote, src])?;
+    if !probe.status.success() {
+        return Err(failed.into());
+    }
+    let listed = String::from_utf8_lossy(&probe.stdout);
+    if listed
+        .lines()
+        .any(|l| l.split_whitespace().nth(1) == Some(src))
+    {
+        Ok(Fetched::Busy(failed.stderr))
+    } else {
+        Ok(Fetched::NoState)
+    }
+}
+
+/// What the remote said to a push.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Pushed {
+    /// The ref moved (or was created) to the pushed commit.
+    Accepted,
+    /// The remote already had exactly that commit.
+    UpToDate,
+    /// Someone pushed first: fetch and try again. Holds git's summary.
+    Behind(String),
+}
+
+/// Whether a refused push lost a race: `[rejected] (fetch first)` or
+/// `(non-fast-forward)` when git saw the newer tip before sending; or, when
+/// two pushes crossed on the server, `[remote rejected] (failed to update
+/// ref)` ("cannot lock ref …: is at X but expected Y"). These are protocol
+/// strings, not translated messages.
+fn lost_race(summary: &str) -> bool {
+    summary.starts_with("[rejected]")
+        || (summary.starts_with("[remote rejected]")
+            && ["failed to update ref", "cannot lock ref", "failed to lock"]
+                .iter()
+                .any(|s| summary.contains(s)))
+}
+
+/// Pushes `commit` to `remote`'s ref `dst`: fast-forward only (never `+`, so
+/// another machine's ticks are never overwritten), skipping the user's
+/// hooks. A remote that refuses for any other reason (a server hook, no
+/// permission) or cannot be reached is a [`NetworkError`].
+pub fn push(git_dir: &Path, remote: &str, commit: &str, dst: &str) -> Result<Pushed> {
+    let refspec = format!("{commit}:{dst}");
+    debug_assert!(!refspec.starts_with('+'), "sync never force-pushes");
+    let out = network(
+        git_dir,
+        &["push", "--porcelain", "--no-verify", remote, &refspec],
+    )?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    // Porcelain lines: <flag> TAB <from>:<to> TAB <summary>
+    let line = stdout
+        .lines()
+        .filter_map(|l| {
+            let mut parts = l.splitn(3, '\t');
+            let flag = parts.next()?;
+            let refs = parts.next()?;
+            let summary = parts.next().unwrap_or("");
+            refs.ends_with(&format!(":{dst}"))
+                .then_some((flag.to_owned(), summary.to_owned()))
+        })
+        .next();
+    match line {
+        Some((flag, _)) if out.status.success() && flag == "=" => Ok(Pushed::UpToDate),
+        Some((flag, _)) if out.status.success() && matches!(flag.as_str(), " " | "*") => {
+            Ok(Pushed::Accepted)
+        }
+        Some((flag, summary)) if flag == "!" && lost_race(&summary) => Ok(Pushed::Behind(summary)),
+        Some((_, summary)) if !summary.is_empty() => Err(NetworkError {
+            stderr: format!("{summary}; {}", network_error(&out)),
+        }
+        .into()),
+        _ => Err(network_error(&out).into()),
+    }
+}
+
+/// Every value of a multi-valued git config key (none when it is unset).
+pub fn config_values(git_dir: &Path, key: &str) -> Result<Vec<String>> {
+    let out = Command::new("git")
+        .arg("--git-dir")
+        .arg(git_dir)
+        .args(["config", "--get-all", key])
+        .stdin(Stdio::null())
+        .output()
+        .with_context(|| format!("running git config --get-all {key}"))?;
+    match out.status.code() {
+        Some(0) => Ok(String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(str::to_owned)
+            .collect()),
+        // 1: the key is not set.
+        Some(1) => Ok(Vec::new()),
+        _ => bail!(
+            "git config --get-all {key} failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ),
+    }
 }

@@ -4,8 +4,9 @@
 //! Layers, outermost first: [`cli`] parses, [`ctx`] resolves the context
 //! (the only reader of the environment), [`cmd`] holds one file per command,
 //! [`tx`] runs a tick, [`op`] holds the rules (pure), [`model`] the data
-//! (serde only), and [`store`] is the only user of gix. [`output`] is the
-//! only writer to the terminal. The read-only history commands go through
+//! (serde only), and [`store`] is the only user of gix. [`sync`] shares the
+//! state through a git remote (the network through [`git`], replays through
+//! `op::apply`). [`output`] is the only writer to the terminal. The read-only history commands go through
 //! [`history`] (ticks of the state ref, resolved and parsed) and [`diff`]
 //! (file diffs and semantic summaries, pure). Agent runtimes reach loopx
 //! through [`hook`] (their hook formats and the tool guard, pure, answered
@@ -25,6 +26,7 @@ pub mod op;
 pub mod output;
 pub mod run;
 pub mod store;
+pub mod sync;
 pub mod time;
 pub mod tx;
 

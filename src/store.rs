@@ -691,3 +691,80 @@ impl Store {
         Ok(out)
     }
 }
+
+/// History questions sync asks. Ticks form one first-parent chain, so these
+/// follow first parents only, and cost object reads proportional to how far
+/// the two chains diverged, never to the whole history.
+impl Store {
+    /// The first parent of a commit, if it has one.
+    pub fn first_parent(&self, commit: Oid) -> Result<Option<Oid>> {
+        let c = self
+            .repo
+            .find_commit(commit.0)
+            .with_context(|| format!("reading commit {commit}"))?;
+        Ok(c.parent_ids().next().map(|p| Oid(p.detach())))
+    }
+
+    /// The newest commit on both first-parent chains, or None when the
+    /// chains share no commit (unrelated histories). Walks both chains one
+    /// step at a time, so the cost is the longer distance to the base.
+    pub fn merge_base(&self, a: Oid, b: Oid) -> Result<Option<Oid>> {
+        let mut seen_a = std::collections::HashSet::new();
+        let mut seen_b = std::collections::HashSet::new();
+        let (mut next_a, mut next_b) = (Some(a), Some(b));
+        while next_a.is_some() || next_b.is_some() {
+            if let Some(c) = next_a {
+                if seen_b.contains(&c) || next_b == Some(c) {
+                    return Ok(Some(c));
+                }
+                seen_a.insert(c);
+                next_a = self.first_parent(c)?;
+            }
+            if let Some(c) = next_b {
+                if seen_a.contains(&c) {
+                    return Ok(Some(c));
+                }
+                seen_b.insert(c);
+                next_b = self.first_parent(c)?;
+            }
+        }
+        Ok(None)
+    }
+
+    /// Whether `ancestor` is on the first-parent chain of `commit` (a commit
+    /// counts as its own ancestor).
+    pub fn is_ancestor(&self, ancestor: Oid, commit: Oid) -> Result<bool> {
+        Ok(self.merge_base(ancestor, commit)? == Some(ancestor))
+    }
+
+    /// The commits from `tip` down its first parents to `base` (excluded),
+    /// oldest first; every commit down to the root when `base` is None.
+    /// Fails if `base` is not on the chain.
+    pub fn chain_since(&self, tip: Oid, base: Option<Oid>) -> Result<Vec<Entry>> {
+        let mut out = Vec::new();
+        let mut next = Some(tip);
+        while let Some(id) = next {
+            if Some(id) == base {
+                out.reverse();
+                return Ok(out);
+            }
+            let e = self.entry(id)?;
+            next = e.parent;
+            out.push(e);
+        }
+        match base {
+            None => {
+                out.reverse();
+                Ok(out)
+            }
+            Some(b) => Err(anyhow!(
+                "commit {b} is not on the first-parent chain of {tip}"
+            )),
+        }
+    }
+
+    /// Whether `name` is a valid full ref name.
+    pub fn is_ref_name(name: &str) -> bool {
+        name.starts_with("refs/") && gix::refs::FullName::try_from(name).is_ok()
+    }
+}

@@ -66,7 +66,7 @@ pub fn no_state(ctx: &Ctx) -> Refusal {
         "no-state",
         format!("there is no loopx state here ({} does not exist)", ctx.store.state_ref()),
     )
-    .with_hint("create it with `loopx init`, or fetch a team's state with `git fetch origin refs/loopx/state:refs/loopx/state`")
+    .with_hint("create it with `loopx init`, or get a team's state with `loopx sync` (from git config loopx.remote, else origin)")
 }
 
 /// Runs one tick of the op that `build` makes from the current state.
@@ -197,7 +197,8 @@ fn jitter() -> f64 {
     f64::from(u16::from_le_bytes(b)) / 65536.0
 }
 
-fn stale_lock(lock: &std::path::Path, age: Option<Duration>) -> Refusal {
+/// The error for a state ref whose lock is stale (or held too long).
+pub fn stale_lock(lock: &std::path::Path, age: Option<Duration>) -> Refusal {
     let age = age.map_or("of unknown age".to_owned(), |a| {
         format!("{}s old", a.as_secs())
     });

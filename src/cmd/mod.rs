@@ -21,6 +21,7 @@ pub mod refresh_state;
 pub mod settle;
 pub mod show;
 pub mod status;
+pub mod sync;
 pub mod todo;
 
 use anyhow::Result;
@@ -67,6 +68,7 @@ pub fn run(ctx: &Ctx, command: &Command) -> Result<Exit> {
         Command::Quota(c) => quota::run(ctx, c),
         Command::RefreshState(args) => refresh_state::run(ctx, args),
         Command::Settle(args) => settle::run(ctx, args),
+        Command::Sync(args) => sync::run(ctx, args),
         Command::Doctor(args) => doctor::run(ctx, args),
         Command::Gc(args) => gc::run(ctx, args),
         Command::Hook(_) | Command::Hooks(_) | Command::Mcp(_) => {

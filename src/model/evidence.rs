@@ -37,9 +37,10 @@ pub struct Evidence {
 
 impl Evidence {
     /// Whether it counts as passed: a command that exited 0, or a record
-    /// without a command.
+    /// without a command. A `sync-rejected` record, the trace of an op that
+    /// lost, never does.
     pub fn passed(&self) -> bool {
-        self.run.as_ref().is_none_or(CommandRun::passed)
+        self.kind != EvidenceKind::SyncRejected && self.run.as_ref().is_none_or(CommandRun::passed)
     }
 }
 

@@ -3,7 +3,7 @@
 
 use super::{Change, Effect, Op, goal::non_empty, rules, short};
 use crate::error::Refusal;
-use crate::model::{Actor, Evidence, State, todo::EvidenceRef};
+use crate::model::{Actor, Evidence, EvidenceKind, State, todo::EvidenceRef};
 
 pub(super) fn add(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
     let Change::EvidenceAdd {
@@ -19,7 +19,12 @@ pub(super) fn add(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
     else {
         unreachable!("dispatched on EvidenceAdd")
     };
-    if let Actor::Agent(a) = &op.actor {
+    // A sync-rejected record is written by sync, in the name of the actor
+    // whose op lost; that actor may have been retired on the other machine
+    // meanwhile, and the record must still land.
+    if let Actor::Agent(a) = &op.actor
+        && *kind != EvidenceKind::SyncRejected
+    {
         rules::registered(state, a)?;
     }
     if !state.goals.contains_key(goal) {
@@ -59,7 +64,8 @@ pub(super) fn add(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         "evidence {evidence} {kind}{outcome}{on}: \"{}\"",
         short(&summary)
     );
-    let passed = run.as_ref().is_none_or(|r| r.passed());
+    // A lost op's record is no check that passed, and no writeback.
+    let passed = *kind != EvidenceKind::SyncRejected && run.as_ref().is_none_or(|r| r.passed());
     if let Some(t) = todo {
         let t = state.todos.get_mut(t).expect("checked above");
         t.last_evidence = Some(EvidenceRef {

@@ -103,3 +103,38 @@ pub fn tick_of(msg: &str) -> Option<u64> {
         .find_map(|l| l.strip_prefix("Loopx-Tick: "))
         .and_then(|v| v.trim().parse().ok())
 }
+
+/// Reads only the `Loopx-Op` trailer, cheaply: None for a commit that is
+/// not a tick.
+pub fn kind_of(msg: &str) -> Option<&str> {
+    msg.lines()
+        .rev()
+        .find_map(|l| l.strip_prefix("Loopx-Op: "))
+        .map(str::trim)
+}
+
+/// The trailers `render` writes itself; a replay rewrites them and keeps
+/// any others.
+pub const OWN_TRAILERS: [&str; 5] = [
+    "Loopx-Op",
+    "Loopx-Agent",
+    "Loopx-Human",
+    "Loopx-Tick",
+    "Loopx-Format",
+];
+
+/// The trailer a replayed tick carries: the commit it was first written as.
+pub const REPLAYED_FROM: &str = "Loopx-Replayed-From";
+
+/// The trailer of a `sync-rejected` evidence tick: the commit whose op lost.
+pub const REJECTED_FROM: &str = "Loopx-Rejected-From";
+
+/// Reads only the op id, cheaply: the first line of the body. None for a
+/// commit that is not a tick.
+pub fn op_id_of(msg: &str) -> Option<&str> {
+    let (_, rest) = msg.split_once("\n\n")?;
+    rest.lines()
+        .next()?
+        .strip_prefix("id = \"")?
+        .strip_suffix('"')
+}

@@ -22,6 +22,7 @@ mod test_race;
 mod test_repos;
 mod test_show;
 mod test_status;
+mod test_sync;
 mod test_todo;
 mod test_turn;
 

@@ -28,7 +28,7 @@ fn without_a_state() {
     let out = env.loopx(&["todo", "list"]).code(1);
     assert_text(
         &out.stderr,
-        "error: there is no loopx state here (refs/loopx/state does not exist)\nhint: create it with `loopx init`, or fetch a team's state with `git fetch origin refs/loopx/state:refs/loopx/state`\n",
+        "error: there is no loopx state here (refs/loopx/state does not exist)\nhint: create it with `loopx init`, or get a team's state with `loopx sync` (from git config loopx.remote, else origin)\n",
     );
 }
 

@@ -1,12 +1,16 @@
-//! `loopx todo claim`: take a todo, race-safe; `--next` picks the best one.
+//! `loopx todo claim`: take a todo, race-safe; `--next` picks the best one;
+//! `--sync` makes it safe across machines.
 
-use anyhow::Result;
+use anyhow::{Context, Result};
+use serde::Serialize;
 
-use super::report;
-use crate::cmd::pick_goal;
+use super::{TodoRef, report};
+use crate::cmd::{TickWire, pick_goal};
 use crate::ctx::Ctx;
-use crate::error::Exit;
+use crate::error::{Exit, Refusal};
+use crate::model::{Todo, TodoId};
 use crate::op::{Change, rules};
+use crate::sync::{self, Rejected, Report};
 use crate::time::Span;
 use crate::tx;
 
@@ -17,6 +21,12 @@ use crate::tx;
 /// agent wins the race, this exits 4 and names the winner. With --next, the
 /// most urgent ready todo (then the oldest) is picked and claimed in the same
 /// compare-and-swap, and its id is printed.
+///
+/// With --sync (or git config loopx.claimSync=true) the claim is safe across
+/// machines: loopx syncs with the remote (git config loopx.remote, else
+/// origin) before and after the claim, and the claim counts only once the
+/// remote accepted it. If another machine's claim got there first, this
+/// exits 4 and names the winner.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// The todo's id or a unique prefix
@@ -31,9 +41,43 @@ pub struct Args {
     /// How long the lease lasts [default: the state's lease setting, 45m]
     #[arg(long, value_name = "DURATION")]
     ttl: Option<Span>,
+    /// Count the claim only once the remote accepts it [default: git config loopx.claimSync]
+    #[arg(long, overrides_with = "no_sync")]
+    sync: bool,
+    /// Claim here only, whatever git config loopx.claimSync says
+    #[arg(long, overrides_with = "sync")]
+    no_sync: bool,
+}
+
+/// `todo claim --sync`'s output: the tick's, and the sync's report.
+#[derive(Serialize)]
+struct Wire<'a> {
+    todo: TodoRef<'a>,
+    #[serde(flatten)]
+    tick: TickWire,
+    sync: &'a Report,
 }
 
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
+    let synced = if args.sync {
+        true
+    } else if args.no_sync {
+        false
+    } else {
+        ctx.store.config_bool("loopx.claimSync").unwrap_or(false)
+    };
+    if synced {
+        // Claim against the freshest state there is.
+        let before = sync::run(ctx, None)?;
+        for r in &before.rejected {
+            ctx.out.warn(&format!(
+                "sync rejected an earlier {} by {}: {}",
+                r.kind,
+                r.actor.name(),
+                r.reason
+            ));
+        }
+    }
     let done = tx::commit(ctx, |state| {
         let todo = match &args.id {
             Some(id) => state.resolve_todo(id)?,
@@ -56,7 +100,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             lease: args.ttl.unwrap_or(state.meta.settings.lease),
         })?)
     })?;
-    let exit = report(ctx, &done, |t| {
+    let human = |t: &Todo| {
         if args.next {
             return t.id.to_string();
         }
@@ -74,13 +118,69 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             "{verb} {} \"{}\" until {until} (epoch {}).",
             t.id, t.title, t.epoch
         )
-    })?;
+    };
+    let id = done.op.change.todo().expect("a claim names its todo");
+    let (exit, t, sync_report) = if synced {
+        let r = sync::run(ctx, None).with_context(|| {
+            format!("claimed {id} here, but the claim does not count until the remote has it")
+        })?;
+        if let Some(lost) = r.rejection_of(&done.op.id) {
+            return Err(lost_claim(ctx, id, lost, &r.remote).into());
+        }
+        let mut tick = TickWire::of(&done);
+        if let Some(replayed) = r.replay_of(&done.op.id) {
+            tick.tick = replayed.to.tick;
+            tick.commit = replayed.to.commit.to_string();
+            tick.subject = replayed.subject.clone();
+        }
+        let state = tx::load(ctx)?.state;
+        let t = state.todos[id].clone();
+        ctx.out.emit(
+            &Wire {
+                todo: TodoRef::of(&t),
+                tick,
+                sync: &r,
+            },
+            || human(&t),
+        )?;
+        (Exit::Ok, t, Some(r))
+    } else {
+        let exit = report(ctx, &done, human)?;
+        (exit, done.state.todos[id].clone(), None)
+    };
     if args.next {
-        let t = &done.state.todos[done.op.change.todo().expect("a claim names its todo")];
         ctx.out.status(&format!(
             "Claimed {} \"{}\" (epoch {}).",
             t.id, t.title, t.epoch
         ));
     }
+    if let Some(r) = &sync_report {
+        ctx.out.status(&crate::cmd::sync::human(r));
+    }
     Ok(exit)
+}
+
+/// The claim lost on the remote: exit 4 (or the rule's status), naming the
+/// agent that holds the todo now.
+fn lost_claim(ctx: &Ctx, id: &TodoId, lost: &Rejected, remote: &str) -> Refusal {
+    let winner = tx::load(ctx)
+        .ok()
+        .and_then(|s| s.state.todos.get(id).and_then(|t| t.owner().cloned()))
+        .filter(|w| lost.actor.agent() != Some(w))
+        .or_else(|| lost.winner.clone());
+    let recorded = lost
+        .evidence
+        .as_ref()
+        .map(|e| format!("your claim is recorded as {e}; "))
+        .unwrap_or_default();
+    let hint = match &winner {
+        Some(w) => format!("{w} won it; {recorded}pick another with `loopx todo list --ready`"),
+        None => format!("{recorded}pick another with `loopx todo list --ready`"),
+    };
+    Refusal::new(
+        lost.exit,
+        lost.code,
+        format!("the claim of {id} lost on {remote}: {}", lost.reason),
+    )
+    .with_hint(hint)
 }

@@ -399,3 +399,117 @@ pub fn assert_text(actual: &str, expected: &str) {
     }
     panic!("text differs (- expected, + actual):\n{shown}\n--- actual, whole:\n{actual}");
 }
+
+/// Another machine of a team: a repository of its own in the environment's
+/// temp dir, whose `loopx` commands share the environment's clock and seed.
+pub struct Machine<'a> {
+    env: &'a TestEnv,
+    pub repo: PathBuf,
+}
+
+impl TestEnv {
+    /// A bare repository `<tmp>/<name>`: the hub machines sync through.
+    /// Returns its path as a string, ready for `git remote add`.
+    pub fn hub(&self, name: &str) -> String {
+        let path = self.root().join(name);
+        std::fs::create_dir_all(&path).expect("mkdir hub");
+        git_in(&path, &["init", "-q", "--bare", "."]);
+        path.to_string_lossy().into_owned()
+    }
+
+    /// The environment's own repository, seen as a machine.
+    pub fn machine(&self) -> Machine<'_> {
+        Machine {
+            env: self,
+            repo: self.repo.clone(),
+        }
+    }
+
+    /// `git clone <url>` into `<tmp>/<name>`, a machine whose human is
+    /// named `<name>` (`<name>@example.com`).
+    pub fn clone_machine(&self, name: &str, url: &str) -> Machine<'_> {
+        git_in(self.root(), &["clone", "-q", url, name]);
+        let m = Machine {
+            env: self,
+            repo: self.root().join(name),
+        };
+        m.git(&["config", "user.name", name]);
+        m.git(&["config", "user.email", &format!("{name}@example.com")]);
+        m
+    }
+
+    /// An existing repository under the temp dir, as a machine.
+    pub fn machine_in(&self, repo: PathBuf) -> Machine<'_> {
+        Machine { env: self, repo }
+    }
+
+    /// Like [`TestEnv::spawner`], for another repository.
+    pub fn spawner_in(&self, repo: &Path) -> Spawner {
+        Spawner {
+            root: self.tmp.path().to_path_buf(),
+            repo: repo.to_path_buf(),
+        }
+    }
+}
+
+impl Machine<'_> {
+    /// A `loopx` command in this machine's repository, on the shared clock.
+    pub fn command(&self) -> Command {
+        let mut c = self.env.spawner_in(&self.repo).command();
+        c.env("LOOPX_NOW", self.env.now())
+            .env("LOOPX_SEED", &self.env.seed);
+        self.env.advance(60);
+        c
+    }
+
+    #[must_use]
+    pub fn loopx(&self, args: &[&str]) -> Output {
+        run(self.command().args(args))
+    }
+
+    #[must_use]
+    pub fn agent(&self, agent: &str, args: &[&str]) -> Output {
+        run(self.command().env("LOOPX_AGENT", agent).args(args))
+    }
+
+    /// Adds a todo as the machine's human and returns its id.
+    pub fn add(&self, title: &str) -> String {
+        self.loopx(&["todo", "add", title])
+            .ok()
+            .stdout
+            .trim()
+            .to_owned()
+    }
+
+    pub fn git(&self, args: &[&str]) -> String {
+        git_in(&self.repo, args)
+    }
+
+    /// What `rev` names in this repository, or None.
+    pub fn rev(&self, rev: &str) -> Option<String> {
+        let mut c = Command::new("git");
+        isolate(&mut c, self.env.root());
+        let out = c
+            .args(["rev-parse", "-q", "--verify", rev])
+            .current_dir(&self.repo)
+            .output()
+            .expect("git runs");
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+    }
+
+    /// The state ref's commit, or None.
+    pub fn tip(&self) -> Option<String> {
+        self.rev("refs/loopx/state")
+    }
+
+    /// The state ref's tree, or None.
+    pub fn tree(&self) -> Option<String> {
+        self.rev("refs/loopx/state^{tree}")
+    }
+
+    pub fn spawner(&self) -> Spawner {
+        self.env.spawner_in(&self.repo)
+    }
+}

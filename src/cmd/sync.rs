@@ -1,0 +1,146 @@
+//! `loopx sync`: share the state through a git remote (DESIGN §5); the
+//! algorithm lives in `crate::sync`.
+
+use anyhow::Result;
+use serde::Serialize;
+
+use crate::ctx::Ctx;
+use crate::error::Exit;
+use crate::sync::{self, Outcome, Report};
+
+/// Sync the state with a git remote: fetch, replay local ticks, push
+///
+/// Fetches the remote's refs/loopx/state into refs/remotes/REMOTE/loopx/state.
+/// Behind, it fast-forwards; ahead, it pushes; diverged, it replays the local
+/// ticks' ops on top of the remote's, in order, through the same rules as a
+/// live command, and pushes that (fast-forward only, never forced). An op that
+/// no longer applies (a claim another machine won first, a stale epoch) is
+/// recorded as sync-rejected evidence and reported; loopx exits 4 if one of
+/// them was the acting agent's.
+///
+/// A remote whose history was rewritten since the last sync is reported and
+/// left alone; --adopt-remote follows it and keeps the local state under
+/// refs/loopx/backup/REMOTE/…. See docs/sync.md.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The git remote [default: git config loopx.remote, else origin]
+    remote: Option<String>,
+    /// Add the fetch refspec so a plain `git fetch` brings the state too, then stop
+    #[arg(long)]
+    setup: bool,
+    /// Follow a rewritten or unrelated remote history, keeping the local state under a backup ref
+    #[arg(long, conflicts_with = "setup")]
+    adopt_remote: bool,
+}
+
+pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
+    if args.setup {
+        return setup(ctx, args);
+    }
+    let report = sync::run_with(
+        ctx,
+        &sync::Options {
+            remote: args.remote.clone(),
+            adopt_remote: args.adopt_remote,
+        },
+    )?;
+    ctx.out.emit(&report, || human(&report))?;
+    if report.rejected.is_empty() {
+        return Ok(Exit::Ok);
+    }
+    // Whose ops count as "ours": the acting agent's, or the human's.
+    Ok(match ctx.actor() {
+        Ok(actor) if report.rejected_any_of(&actor) => Exit::Conflict,
+        _ => Exit::Ok,
+    })
+}
+
+/// The human summary of a sync, for `loopx sync` and the commands that sync
+/// around their own work.
+pub fn human(r: &Report) -> String {
+    let mut s = match r.outcome {
+        Outcome::UpToDate => format!("Up to date with {} (tick {}).", r.remote, r.tick),
+        Outcome::Adopted => format!(
+            "Adopted {}'s state: pulled {}, now at tick {}; the local state before it is kept at {}.",
+            r.remote,
+            match r.pulled {
+                1 => "1 tick".to_owned(),
+                n => format!("{n} ticks"),
+            },
+            r.tick,
+            r.backup.as_deref().unwrap_or("a backup ref")
+        ),
+        _ => {
+            // "Pulled 3 ticks, pushed 2, replayed 2, rejected 1": only the
+            // first count names its unit.
+            let mut parts: Vec<(&str, usize)> = Vec::new();
+            if r.pulled > 0 || r.outcome == Outcome::Pulled {
+                parts.push(("pulled", r.pulled));
+            }
+            if r.pushed > 0 || r.outcome == Outcome::Pushed {
+                parts.push(("pushed", r.pushed));
+            }
+            if r.outcome == Outcome::Replayed {
+                parts.push(("replayed", r.replayed));
+                parts.push(("rejected", r.rejected.len()));
+            }
+            let line: Vec<String> = parts
+                .iter()
+                .enumerate()
+                .map(|(i, (verb, n))| match i {
+                    0 => {
+                        let unit = if *n == 1 { "tick" } else { "ticks" };
+                        let mut v = (*verb).to_owned();
+                        v[..1].make_ascii_uppercase();
+                        format!("{v} {n} {unit}")
+                    }
+                    _ => format!("{verb} {n}"),
+                })
+                .collect();
+            format!("{} ({}, tick {}).", line.join(", "), r.remote, r.tick)
+        }
+    };
+    for x in &r.rejected {
+        s.push_str(&format!(
+            "\nRejected {} {} by {}: {}",
+            x.kind,
+            x.todo.as_ref().map_or(x.op.as_str(), |t| t.as_str()),
+            x.actor.name(),
+            x.reason
+        ));
+        match &x.evidence {
+            Some(e) => s.push_str(&format!(" (recorded as {e})")),
+            None => s.push_str(" (not recorded: the state has no goal)"),
+        }
+    }
+    s
+}
+
+#[derive(Serialize)]
+struct SetupWire<'a> {
+    remote: &'a str,
+    refspec: &'a str,
+    added: bool,
+}
+
+fn setup(ctx: &Ctx, args: &Args) -> Result<Exit> {
+    let (names, refspec, added) = sync::setup(ctx, args.remote.as_deref())?;
+    let wire = SetupWire {
+        remote: &names.remote,
+        refspec: &refspec,
+        added,
+    };
+    ctx.out.emit(&wire, || {
+        let first = if added {
+            format!("Added the fetch refspec {refspec} to remote {}.", names.remote)
+        } else {
+            format!("Remote {} already fetches {refspec}.", names.remote)
+        };
+        format!(
+            "{first}\nA plain `git fetch {r}` now brings the loopx state too (into {t}).\nNo push refspec was added, so `git push` still pushes only what it did; `loopx sync {r}` pushes the state.",
+            r = names.remote,
+            t = names.tracking
+        )
+    })?;
+    Ok(Exit::Ok)
+}
