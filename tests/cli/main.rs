@@ -3,6 +3,7 @@
 mod common;
 
 mod test_agent;
+mod test_demo;
 mod test_diff;
 mod test_doctor;
 mod test_errors;

@@ -1,0 +1,105 @@
+//! `loopx demo` runs in the suite: its whole output against a golden file
+//! (fixed clock and seed), and the history its workspace holds.
+
+use crate::common::{TestEnv, assert_text, git_in, run};
+
+/// Durations of real commands vary from run to run.
+fn steady(text: &str) -> String {
+    let mut out = String::new();
+    for line in text.lines() {
+        let mut l = line.to_owned();
+        if let Some(i) = l.find(" ms)") {
+            let start = l[..i]
+                .rfind(|c: char| !c.is_ascii_digit())
+                .map_or(0, |p| p + 1);
+            l.replace_range(start..i, "N");
+        }
+        out.push_str(&l);
+        out.push('\n');
+    }
+    out
+}
+
+#[test]
+fn the_demo_tells_the_whole_story_reproducibly() {
+    let env = TestEnv::empty();
+    let dir = env.root().join("workspace");
+    let dir_s = dir.to_string_lossy().into_owned();
+    let out = run(env.command().args(["demo", "--dir", &dir_s])).ok();
+    let text = steady(&out.stdout.replace(&dir_s, "$WORKSPACE"));
+    let golden = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cli/golden/demo.txt");
+    if std::env::var_os("LOOPX_BLESS").is_some() {
+        std::fs::write(&golden, &text).expect("write the golden file");
+    }
+    assert_text(
+        &text,
+        &std::fs::read_to_string(&golden).expect("tests/cli/golden/demo.txt"),
+    );
+    assert_eq!(out.stderr, "", "narration goes to stdout");
+
+    // The workspace holds the history: both machines and the hub agree.
+    let a = dir.join("machine-a");
+    let b = dir.join("machine-b");
+    let tree = |d: &std::path::Path| git_in(d, &["rev-parse", "refs/loopx/state^{tree}"]);
+    git_in(
+        &b,
+        &[
+            "fetch",
+            "-q",
+            "origin",
+            "+refs/loopx/state:refs/remotes/origin/loopx/state",
+        ],
+    );
+    assert_eq!(
+        tree(&a),
+        git_in(
+            &dir.join("hub.git"),
+            &["rev-parse", "refs/loopx/state^{tree}"]
+        )
+    );
+    assert_eq!(
+        git_in(&a, &["rev-list", "--count", "refs/loopx/state"]).trim(),
+        "15"
+    );
+    let ops = git_in(
+        &a,
+        &[
+            "log",
+            "--format=%(trailers:key=Loopx-Op,valueonly)",
+            "refs/loopx/state",
+        ],
+    );
+    for op in [
+        "turn.settle",
+        "gate.answer",
+        "evidence.add",
+        "todo.claim",
+        "agent.register",
+        "init",
+    ] {
+        assert!(ops.contains(op), "{op} in {ops}");
+    }
+    // The loser of the race is recorded, naming the winner.
+    let rejected = git_in(&a, &["log", "-1", "--format=%s", "refs/loopx/state"]);
+    assert!(
+        rejected.contains("sync-rejected") && rejected.contains("builder holds it"),
+        "{rejected}"
+    );
+    // No branch, index or worktree was touched by loopx on machine A.
+    assert_text(&git_in(&a, &["status", "--porcelain"]), "");
+}
+
+#[test]
+fn the_demo_refuses_a_folder_that_is_not_empty() {
+    let env = TestEnv::new();
+    std::fs::write(env.repo.join("x"), "x").unwrap();
+    let repo = env.repo.to_string_lossy().into_owned();
+    let out = run(env.command().args(["demo", "--dir", &repo])).code(2);
+    assert!(
+        out.stderr.contains("exists and is not empty"),
+        "{}",
+        out.stderr
+    );
+    let out = run(env.command().args(["demo", "--dir", &repo, "--json"])).code(2);
+    assert_eq!(out.json()["error"]["code"], "dir-not-empty");
+}
