@@ -48,6 +48,10 @@ pub struct Args {
     /// How long the command may run
     #[arg(long, value_name = "DURATION", default_value = "10m")]
     timeout: Span,
+    /// Sync with the remote before and after (git config loopx.remote, else
+    /// origin); exits 4 if the remote's state rejected this turn's tick
+    #[arg(long)]
+    sync: bool,
     /// The check to run and record, and its arguments
     #[arg(last = true, value_name = "CMD")]
     command: Vec<String>,
@@ -69,6 +73,10 @@ struct Wire<'a> {
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let token = parse_token(&args.turn)?;
     own_token(ctx, &token)?;
+    if args.sync {
+        let report = crate::sync::run(ctx, None)?;
+        ctx.out.status(&crate::cmd::sync::human(&report));
+    }
     let snap = tx::load(ctx)?;
     let todo = snap.state.resolve_todo(&args.todo)?;
     let goal = snap.state.todos[&todo].goal.clone();
@@ -203,5 +211,19 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         }
         s
     })?;
+    if args.sync {
+        let report = crate::sync::run(ctx, None)?;
+        ctx.out.status(&crate::cmd::sync::human(&report));
+        if let Some(r) = report.rejection_of(&done.op.id) {
+            return Err(Refusal::conflict(
+                "settle-rejected",
+                format!("the remote's state rejected this turn's tick: {}", r.reason),
+            )
+            .with_hint(
+                "the evidence of the rejection is recorded; ask `loopx quota should-run` again",
+            )
+            .into());
+        }
+    }
     Ok(if failed { Exit::Refused } else { Exit::Ok })
 }

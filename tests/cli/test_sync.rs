@@ -1234,3 +1234,40 @@ fn concurrent_syncs_on_one_machine_all_complete() {
     }
     assert_eq!(ids.len(), added.len());
 }
+
+#[test]
+fn should_run_and_settle_sync_around_the_turn() {
+    let (env, hub) = team();
+    let b = env.clone_machine("machine-b", &hub);
+    b.loopx(&["sync"]).ok();
+    // A todo added on machine A reaches machine B's should-run only with --sync.
+    let t = env.add("Only on A so far", &[]);
+    env.loopx(&["sync"]).ok();
+    b.agent("agent-b", &["quota", "should-run"]).code(3);
+    let v = b
+        .agent("agent-b", &["quota", "should-run", "--sync", "--json"])
+        .ok()
+        .json();
+    assert_eq!(v["todo"]["id"], t.as_str());
+    let tok = v["turn_token"].as_str().unwrap().to_owned();
+    b.agent("agent-b", &["todo", "claim", &t]).ok();
+    b.agent(
+        "agent-b",
+        &[
+            "settle",
+            "--sync",
+            "--turn",
+            &tok,
+            "--todo",
+            &t,
+            "--outcome",
+            "advanced",
+            "--done",
+        ],
+    )
+    .ok();
+    // settle --sync pushed the turn: machine A sees the todo done.
+    env.loopx(&["sync"]).ok();
+    let v = env.loopx(&["todo", "show", &t, "--json"]).ok().json();
+    assert_eq!(v["status"], "done");
+}

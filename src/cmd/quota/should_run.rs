@@ -24,6 +24,10 @@ pub struct Args {
     /// The goal [default: the only active goal]
     #[arg(long, value_name = "G")]
     goal: Option<String>,
+    /// Sync with the remote first (git config loopx.remote, else origin), so
+    /// the answer sees the other machines' ticks
+    #[arg(long)]
+    sync: bool,
 }
 
 #[derive(Serialize)]
@@ -85,6 +89,10 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         .with_hint("pass --agent ID (or set LOOPX_AGENT); humans read `loopx status`")
         .into());
     };
+    if args.sync {
+        let report = crate::sync::run(ctx, None)?;
+        ctx.out.status(&crate::cmd::sync::human(&report));
+    }
     let snap = tx::load(ctx)?;
     let state = &snap.state;
     let goal = state.goal(pick_goal(ctx, state, args.goal.as_deref())?.as_str())?;
