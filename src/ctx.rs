@@ -315,6 +315,23 @@ impl Ctx {
         })
     }
 
+    /// Runs a command loopx was asked to run (a validation, `evidence run`,
+    /// `settle`'s check). Under a fixed clock (`LOOPX_NOW`) its duration is
+    /// recorded as 0 ms, like every other time, so the history a script
+    /// makes is reproducible.
+    pub fn run_command(
+        &self,
+        argv: &[String],
+        dir: &std::path::Path,
+        timeout: crate::time::Span,
+    ) -> crate::model::run::CommandRun {
+        let mut record = crate::run::run(argv, dir, timeout);
+        if self.env.get("LOOPX_NOW").is_some() {
+            record.duration_ms = 0;
+        }
+        record
+    }
+
     /// An operation by the current actor, now, with a fresh op id.
     pub fn op(&self, change: Change) -> Result<Op, Refusal> {
         let context = toml::to_string(&change).unwrap_or_default();

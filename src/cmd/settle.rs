@@ -12,7 +12,7 @@ use crate::error::{Exit, Refusal};
 use crate::model::{EvidenceKind, Outcome, TodoStatus, run::CommandRun};
 use crate::op::Change;
 use crate::time::Span;
-use crate::{run, tx};
+use crate::tx;
 
 /// End a turn in one tick: run the check, update the todo, refresh, spend
 ///
@@ -98,12 +98,13 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         .map(|t| t.at);
     let code = code_now(ctx);
     // The side effects run once, before the tick.
-    let check = (!args.command.is_empty()).then(|| run::run(&args.command, &ctx.cwd, args.timeout));
+    let check =
+        (!args.command.is_empty()).then(|| ctx.run_command(&args.command, &ctx.cwd, args.timeout));
     let validation = match (&snap.state.todos[&todo].validate, args.done) {
         (Some(v), true) if check.as_ref().is_none_or(CommandRun::passed) => {
             ctx.out
                 .status(&format!("Validating {todo}: {}", v.argv.join(" ")));
-            Some(run::run(&v.argv, ctx.store.root(), v.timeout))
+            Some(ctx.run_command(&v.argv, ctx.store.root(), v.timeout))
         }
         _ => None,
     };

@@ -10,7 +10,7 @@ use crate::error::Exit;
 use crate::model::{Evidence, EvidenceKind};
 use crate::op::Change;
 use crate::time::Span;
-use crate::{run, tx};
+use crate::tx;
 
 /// Run a command (no shell) and record it as evidence; exit 0 if it passed, 3 if not
 ///
@@ -57,7 +57,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         target(ctx, &snap.state, args.todo.as_deref(), args.goal.as_deref())?;
     }
     let code = code_now(ctx);
-    let mut record = run::run(&args.command, &ctx.cwd, args.timeout);
+    let mut record = ctx.run_command(&args.command, &ctx.cwd, args.timeout);
     if args.no_output {
         record.output_tail.clear();
     }

@@ -9,7 +9,7 @@ use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::model::run::CommandRun;
 use crate::op::Change;
-use crate::{run, tx};
+use crate::tx;
 
 /// Mark a todo done (its owner, or anyone if it is unclaimed)
 ///
@@ -40,7 +40,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let validation = snap.state.todos[&id].validate.as_ref().map(|v| {
         ctx.out
             .status(&format!("Validating {id}: {}", v.argv.join(" ")));
-        run::run(&v.argv, ctx.store.root(), v.timeout)
+        ctx.run_command(&v.argv, ctx.store.root(), v.timeout)
     });
     let done = tx::commit(ctx, |state| {
         let todo = state.resolve_todo(id.as_str())?;
