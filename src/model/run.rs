@@ -35,7 +35,10 @@ impl CommandRun {
     pub fn outcome(&self) -> String {
         match (&self.error, self.exit, self.timed_out) {
             (Some(e), _, _) => format!("could not start: {e}"),
-            (None, _, true) => format!("timed out after {}s", self.duration_ms / 1000),
+            (None, _, true) if self.duration_ms >= 1000 => {
+                format!("timed out after {}s", self.duration_ms / 1000)
+            }
+            (None, _, true) => "timed out".to_owned(),
             (None, Some(code), false) => format!("exit {code}"),
             (None, None, false) => "killed by a signal".to_owned(),
         }

@@ -63,11 +63,7 @@ fn validation_output_is_shown_timeouts_are_failures_and_secrets_redacted() {
     assert!(!out.stderr.contains("hunter2"));
     let slow = env.add("Slow", &["--validate-timeout", "1s", "--", "sleep", "5"]);
     let out = env.loopx(&["todo", "done", &slow]).code(3);
-    assert!(
-        out.stderr.contains("failed (timed out after 1s)"),
-        "{}",
-        out.stderr
-    );
+    assert!(out.stderr.contains("failed (timed out)"), "{}", out.stderr);
     let missing = env.add("Missing", &["--", "no-such-program-loopx"]);
     let out = env.loopx(&["todo", "done", &missing]).code(3);
     assert!(
