@@ -975,7 +975,9 @@ fn goal_of(op: &Op, state: &State) -> Option<GoalId> {
         | Change::GoalSet { goal, .. }
         | Change::TodoAdd { goal, .. }
         | Change::GateOpen { goal, .. }
-        | Change::EvidenceAdd { goal, .. } => Some(goal.clone()),
+        | Change::EvidenceAdd { goal, .. }
+        | Change::RefreshState { goal, .. }
+        | Change::QuotaSpend { goal, .. } => Some(goal.clone()),
         Change::GateAnswer { gate, .. } | Change::GateWithdraw { gate } => {
             state.gates.get(gate).map(|g| g.goal.clone())
         }

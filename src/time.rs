@@ -93,6 +93,10 @@ impl<'de> Deserialize<'de> for Timestamp {
 pub struct Span(i64);
 
 impl Span {
+    /// The longest duration loopx takes: ten years. Longer leases or windows
+    /// would push times past what RFC 3339 can write.
+    pub const MAX: Span = Span(3650 * 86_400);
+
     pub const fn seconds(secs: i64) -> Self {
         Span(secs)
     }
@@ -142,6 +146,12 @@ impl Span {
         }
         if !digits.is_empty() || !any {
             return Err(bad());
+        }
+        if total > Span::MAX.0 {
+            return Err(format!(
+                "{s:?} is longer than loopx accepts: a duration is at most {} (3650d)",
+                Span::MAX
+            ));
         }
         Ok(Span(total))
     }

@@ -114,6 +114,27 @@ fn run(
             Some(_) => files::changes(&before, &after),
             None => files::encode_all(&after),
         };
+        if let Some(tip) = tip.as_ref().filter(|_| changes.is_empty()) {
+            // The op changes nothing (an identical registration, a spend of
+            // a turn already spent): no tick, as if it had landed before.
+            return Ok(Committed {
+                op,
+                effect,
+                tip: tip.clone(),
+                state: after,
+            });
+        }
+        // Never move the ref to a state this binary cannot read back.
+        for (path, bytes) in &changes {
+            if let Some(bytes) = bytes {
+                files::check_file(path, bytes).map_err(|r| {
+                    anyhow::anyhow!(
+                        "refusing to write {path}, which would not read back: {}",
+                        r.message
+                    )
+                })?;
+            }
+        }
         let tick = tip.as_ref().map_or(0, |t| t.tick) + 1;
         let msg = message::render(&op, &effect, tick, &[]);
         let author = Person {
@@ -147,9 +168,6 @@ fn run(
             Err(CasError::Moved) => {}
             Err(CasError::Locked { lock, age }) => {
                 if age.is_some_and(|a| a >= STALE_LOCK) {
-                    return Err(stale_lock(&lock, age).into());
-                }
-                if started.elapsed() >= RETRY_FOR {
                     return Err(stale_lock(&lock, age).into());
                 }
             }

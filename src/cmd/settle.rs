@@ -10,7 +10,7 @@ use super::quota::{own_token, parse_token};
 use crate::ctx::Ctx;
 use crate::error::{Exit, Refusal};
 use crate::model::{EvidenceKind, Outcome, TodoStatus, run::CommandRun};
-use crate::op::Change;
+use crate::op::{self, Change};
 use crate::time::Span;
 use crate::tx;
 
@@ -97,60 +97,58 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         .and_then(|a| a.last_turn.as_ref())
         .map(|t| t.at);
     let code = code_now(ctx);
-    // The side effects run once, before the tick.
-    let check =
-        (!args.command.is_empty()).then(|| ctx.run_command(&args.command, &ctx.cwd, args.timeout));
-    let validation = match (&snap.state.todos[&todo].validate, args.done) {
-        (Some(v), true) if check.as_ref().is_none_or(CommandRun::passed) => {
-            ctx.out
-                .status(&format!("Validating {todo}: {}", v.argv.join(" ")));
-            Some(ctx.run_command(&v.argv, ctx.store.root(), v.timeout))
-        }
-        _ => None,
-    };
-    let evidence = |run: &CommandRun, kind: EvidenceKind, what: &str| Change::EvidenceAdd {
+    let evidence = |run: &CommandRun, what: &str| Change::EvidenceAdd {
         evidence: fresh_id(ctx, &format!("{what}\n{}", run.argv.join(" "))),
         goal: goal.clone(),
         todo: Some(todo.clone()),
-        kind,
+        kind: EvidenceKind::Test,
         summary: format!("{what}: {}", run.argv.join(" ")),
         code: Some(code.clone()),
         run: Some(run.clone()),
         artifact: None,
     };
-    let mut records = Vec::new();
-    if let Some(c) = &check {
-        records.push(evidence(c, EvidenceKind::Test, "settle check"));
-    }
-    if let Some(v) = &validation {
-        records.push(evidence(v, EvidenceKind::Test, "validation"));
-    }
-    let failed = check.as_ref().is_some_and(|c| !c.passed())
-        || validation.as_ref().is_some_and(|v| !v.passed());
-    let steps = |state: &crate::model::State| -> Result<Vec<Change>> {
-        let mut steps = records.clone();
-        if failed {
+    // The tick's steps, given the check's and the validation's results.
+    let plan = |state: &crate::model::State,
+                check: Option<&CommandRun>,
+                validation: Option<&CommandRun>|
+     -> Result<Vec<Change>> {
+        let mut steps: Vec<Change> = check
+            .map(|c| evidence(c, "settle check"))
+            .into_iter()
+            .chain(validation.map(|v| evidence(v, "validation")))
+            .collect();
+        if check.is_some_and(|c| !c.passed()) || validation.is_some_and(|v| !v.passed()) {
             return Ok(steps);
         }
-        let epoch =
-            state.todos.get(&todo).map(|t| t.epoch).ok_or_else(|| {
-                Refusal::error("unknown-todo", format!("{todo} is no longer live"))
-            })?;
+        let t = state
+            .todos
+            .get(&todo)
+            .ok_or_else(|| Refusal::error("unknown-todo", format!("{todo} is no longer live")))?;
+        let owner = t.owner() == Some(&token.agent);
+        let mut writeback = check.is_some();
         if args.done {
+            writeback = true;
             steps.push(Change::TodoDone {
                 todo: todo.clone(),
-                epoch,
+                epoch: t.epoch,
                 note: args.note.clone(),
-                validation: validation.clone(),
+                validation: validation.cloned(),
             });
         } else if args.status.is_some() || args.note.is_some() {
+            writeback |= owner;
             steps.push(Change::TodoUpdate {
                 todo: todo.clone(),
-                epoch,
+                epoch: t.epoch,
                 status: args.status,
                 note: args.note.clone(),
             });
         }
+        writeback |= args.outcome != Outcome::Unchanged;
+        writeback |= state
+            .agents
+            .get(&token.agent)
+            .and_then(|a| a.last_writeback)
+            .is_some_and(|w| w >= token.issued);
         steps.push(Change::RefreshState {
             goal: goal.clone(),
             outcome: args.outcome,
@@ -158,17 +156,54 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             todo: Some(todo.clone()),
             next_action: args.next_action.clone(),
         });
-        steps.push(Change::QuotaSpend {
-            goal: goal.clone(),
-            turn: token.turn.clone(),
-            issued: token.issued,
-        });
+        // A quiet turn (unchanged, nothing written back) records its
+        // outcome and spends nothing.
+        if writeback {
+            steps.push(Change::QuotaSpend {
+                goal: goal.clone(),
+                turn: token.turn.clone(),
+                issued: token.issued,
+            });
+        }
         Ok(steps)
     };
+    // Every rule is checked before anything runs: a settle that would be
+    // refused anyway (not your claim, a gate, a spent token) runs nothing.
+    let validate = snap.state.todos[&todo]
+        .validate
+        .clone()
+        .filter(|_| args.done);
+    let assumed_check =
+        (!args.command.is_empty()).then(|| CommandRun::assumed_passing(&args.command));
+    let assumed_validation = validate
+        .as_ref()
+        .map(|v| CommandRun::assumed_passing(&v.argv));
+    let probe = Change::Settle {
+        turn: token.turn.clone(),
+        steps: plan(
+            &snap.state,
+            assumed_check.as_ref(),
+            assumed_validation.as_ref(),
+        )?,
+    };
+    op::apply(&mut snap.state.clone(), &ctx.op(probe)?)?;
+    // The side effects run once, before the tick.
+    let check =
+        (!args.command.is_empty()).then(|| ctx.run_command(&args.command, &ctx.cwd, args.timeout));
+    let validation = match &validate {
+        Some(v) if check.as_ref().is_none_or(CommandRun::passed) => {
+            ctx.out
+                .status(&format!("Validating {todo}: {}", v.argv.join(" ")));
+            Some(ctx.run_command(&v.argv, ctx.store.root(), v.timeout))
+        }
+        _ => None,
+    };
+    let failed = check.as_ref().is_some_and(|c| !c.passed())
+        || validation.as_ref().is_some_and(|v| !v.passed());
     let done = tx::commit(ctx, |state| {
         Ok(ctx.op(Change::Settle {
             turn: token.turn.clone(),
-            steps: steps(state)?,
+            steps: plan(state, check.as_ref(), validation.as_ref())?,
         })?)
     })?;
     let brief = (!failed).then(|| {

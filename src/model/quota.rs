@@ -39,13 +39,17 @@ pub struct Void {
 
 impl Ledger {
     /// The spends that count against `goal` at `now`: not voided, inside
-    /// the rolling window, oldest first.
+    /// the rolling window, oldest first (a sync replay can append them out
+    /// of time order, so they are sorted here).
     pub fn counting(&self, goal: &GoalId, window: Span, now: Timestamp) -> Vec<&Spend> {
         let from = now.minus(window);
-        self.spends
+        let mut v: Vec<&Spend> = self
+            .spends
             .iter()
             .filter(|s| &s.goal == goal && s.void.is_none() && s.at > from && s.at <= now)
-            .collect()
+            .collect();
+        v.sort_by_key(|s| s.at);
+        v
     }
 
     pub fn spent(&self, turn: &str) -> Option<&Spend> {
@@ -70,7 +74,7 @@ impl fmt::Display for TurnToken {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{TOKEN_PREFIX}.{}.{}.{}.{}",
+            "{TOKEN_PREFIX}:{}:{}:{}:{}",
             self.goal,
             self.agent,
             self.turn,
@@ -86,34 +90,25 @@ impl TurnToken {
                 "{s:?} is not a turn token: pass the turn_token that `loopx quota should-run` printed"
             )
         };
-        let parts: Vec<&str> = s.trim().split('.').collect();
-        // Slugs may contain dots, so split from both ends.
-        if parts.len() < 5 || parts[0] != TOKEN_PREFIX {
+        // `:` separates the parts: slugs never contain it.
+        let parts: Vec<&str> = s.trim().split(':').collect();
+        let [prefix, goal, agent, turn, issued] = parts.as_slice() else {
+            return Err(bad());
+        };
+        if *prefix != TOKEN_PREFIX
+            || turn.len() != 16
+            || !turn
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        {
             return Err(bad());
         }
-        let issued: i64 = parts[parts.len() - 1].parse().map_err(|_| bad())?;
-        let turn = parts[parts.len() - 2];
-        if turn.len() != 16 || !turn.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return Err(bad());
-        }
-        // goal.agent: both are slugs which may contain dots; the agent is
-        // the part after the goal, and the goal is recorded first. Try every
-        // split and keep the one where both are valid slugs; ambiguity is
-        // resolved by the shortest goal.
-        let middle = &parts[1..parts.len() - 2];
-        for i in 1..middle.len() {
-            let goal = middle[..i].join(".");
-            let agent = middle[i..].join(".");
-            if let (Ok(goal), Ok(agent)) = (GoalId::new(&goal), AgentId::new(&agent)) {
-                return Ok(TurnToken {
-                    goal,
-                    agent,
-                    turn: turn.to_owned(),
-                    issued: Timestamp::from_unix(issued),
-                });
-            }
-        }
-        Err(bad())
+        Ok(TurnToken {
+            goal: GoalId::new(goal).map_err(|_| bad())?,
+            agent: AgentId::new(agent).map_err(|_| bad())?,
+            turn: (*turn).to_owned(),
+            issued: Timestamp::from_unix(issued.parse().map_err(|_| bad())?),
+        })
     }
 }
 
@@ -124,13 +119,13 @@ mod tests {
     #[test]
     fn tokens_round_trip_even_with_dots_in_ids() {
         let t = TurnToken {
-            goal: GoalId::new("main").unwrap(),
+            goal: GoalId::new("release.v2").unwrap(),
             agent: AgentId::new("agent.a").unwrap(),
             turn: "0123456789abcdef".into(),
             issued: Timestamp::from_unix(1_796_029_200),
         };
         let s = t.to_string();
-        assert_eq!(s, "lxt1.main.agent.a.0123456789abcdef.1796029200");
+        assert_eq!(s, "lxt1:release.v2:agent.a:0123456789abcdef:1796029200");
         assert_eq!(TurnToken::parse(&s).unwrap(), t);
         for bad in [
             "",

@@ -36,7 +36,7 @@ pub(super) fn add(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
     if let Some(t) = todo {
         match state.todos.get(t) {
             None => {
-                return Err(Refusal::rule(
+                return Err(Refusal::error(
                     "unknown-todo",
                     format!("{t} is not a live todo"),
                 ));

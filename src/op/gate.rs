@@ -42,7 +42,7 @@ pub(super) fn open(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         }
         Blocks::Todo(t) => match state.todos.get(t) {
             None => {
-                return Err(Refusal::rule(
+                return Err(Refusal::error(
                     "unknown-todo",
                     format!("--blocks names {t}, which is not a live todo"),
                 ));

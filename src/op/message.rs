@@ -39,7 +39,14 @@ pub fn render(op: &Op, effect: &Effect, tick: u64, extra: &[(&str, String)]) -> 
     while body.ends_with('\n') {
         body.pop();
     }
-    let mut msg = format!("{} — {}\n\n{body}\n\n", effect.subject, op.actor.name());
+    // The subject is one line whatever the user typed: a blank line in it
+    // would end the subject early and make the tick unreadable.
+    let subject = effect
+        .subject
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    let mut msg = format!("{subject} — {}\n\n{body}\n\n", op.actor.name());
     msg.push_str(&format!("Loopx-Op: {}\n", op.change.kind()));
     match &op.actor {
         Actor::Agent(id) => msg.push_str(&format!("Loopx-Agent: {id}\n")),

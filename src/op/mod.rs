@@ -398,7 +398,9 @@ pub fn apply(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
 /// `spend-slot` (DESIGN §4). Humans and unknown agents leave no mark.
 fn wrote_back(state: &mut State, op: &Op) {
     if let Some(a) = op.actor.agent().and_then(|id| state.agents.get_mut(id)) {
-        a.last_writeback = Some(op.at);
+        // Ops can land out of time order (a long check, a sync replay):
+        // keep the latest.
+        a.last_writeback = a.last_writeback.max(Some(op.at));
     }
 }
 

@@ -1525,7 +1525,22 @@ fn a_lease_of_zero_is_a_usage_error() {
         Exit::Usage,
         "bad-ttl",
     );
-    assert_eq!(r.message, "the lease must be longer than 0s");
+    assert_eq!(
+        r.message,
+        "a lease must be longer than 0s and at most 3650d"
+    );
+    // Nor longer than ten years: the lease would not write as RFC 3339.
+    let mut s2 = board();
+    refuse(
+        &mut s2,
+        &op(
+            agent("agent-a"),
+            "2026-01-01T09:10:00Z",
+            claim(T1, 0, Span::seconds(Span::MAX.as_secs() + 1)),
+        ),
+        Exit::Usage,
+        "bad-ttl",
+    );
     // Also on a renew.
     let mut s = claimed_board();
     refuse(

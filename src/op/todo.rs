@@ -112,14 +112,17 @@ pub(super) fn claim(
 ) -> Result<Effect, Refusal> {
     let agent = rules::acting_agent(state, &op.actor, "claim a todo")?.clone();
     let todo = get(state, id)?;
-    if lease.as_secs() <= 0 {
-        return Err(Refusal::usage(
-            "bad-ttl",
-            "the lease must be longer than 0s",
-        ));
-    }
-    // Renew: the owner claims again; the epoch stays.
+    check_lease(lease)?;
+    // Renew: the owner claims again; the epoch stays. A gate that covers
+    // the todo stops a renew too.
     if todo.owner() == Some(&agent.id) && todo.status == TodoStatus::Claimed {
+        if let Some(g) = rules::gate_on(state, todo, &agent) {
+            return Err(rules::NotReady::Gated {
+                gate: g.id.clone(),
+                question: g.question.clone(),
+            }
+            .refusal(todo));
+        }
         fence(todo, epoch)?;
         let title = short(&todo.title);
         let t = todo_mut(state, id);
@@ -212,15 +215,16 @@ pub(super) fn renew(
     epoch: u64,
     lease: Span,
 ) -> Result<Effect, Refusal> {
-    let agent = rules::acting_agent(state, &op.actor, "renew a lease")?
-        .id
-        .clone();
+    let acting = rules::acting_agent(state, &op.actor, "renew a lease")?.clone();
+    let agent = acting.id.clone();
     let todo = get(state, id)?;
-    if lease.as_secs() <= 0 {
-        return Err(Refusal::usage(
-            "bad-ttl",
-            "the lease must be longer than 0s",
-        ));
+    check_lease(lease)?;
+    if let Some(g) = rules::gate_on(state, todo, &acting) {
+        return Err(rules::NotReady::Gated {
+            gate: g.id.clone(),
+            question: g.question.clone(),
+        }
+        .refusal(todo));
     }
     match todo.owner() {
         Some(o) if *o == agent => {}
@@ -260,10 +264,11 @@ pub(super) fn handoff(
     lease: Span,
     note: &str,
 ) -> Result<Effect, Refusal> {
-    if let Actor::Agent(a) = &op.actor {
-        rules::registered(state, a)?;
-    }
+    // DESIGN §4: handoff is an agent's act; a human frees a claim with
+    // `release --force` instead.
+    rules::acting_agent(state, &op.actor, "hand a todo off")?;
     let todo = get(state, id)?;
+    check_lease(lease)?;
     let Some(owner) = todo.owner().cloned() else {
         return Err(Refusal::rule(
             "not-claimed",
@@ -274,7 +279,7 @@ pub(super) fn handoff(
     if op.actor.agent().is_some_and(|a| *a != owner) {
         return Err(Refusal::conflict(
             "claimed",
-            format!("{id} is claimed by {owner}; only its owner (or a human) hands it off"),
+            format!("{id} is claimed by {owner}; only its owner hands it off"),
         ));
     }
     if *to == owner {
@@ -628,6 +633,17 @@ fn writable<'s>(
     }
     fence(todo, epoch)?;
     Ok(todo)
+}
+
+/// A lease must be longer than 0s and at most ten years.
+fn check_lease(lease: Span) -> Result<(), Refusal> {
+    if lease.as_secs() <= 0 || lease > Span::MAX {
+        return Err(Refusal::usage(
+            "bad-ttl",
+            format!("a lease must be longer than 0s and at most {}", Span::MAX),
+        ));
+    }
+    Ok(())
 }
 
 /// Fencing: the op must carry the epoch its writer read.

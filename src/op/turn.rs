@@ -131,19 +131,28 @@ pub fn decide(state: &State, agent: &AgentId, goal: &Goal, now: Timestamp) -> De
         });
         return d;
     }
-    let own = state
+    // Own claims first; one covered by an open gate waits for its answer.
+    let mut own: Vec<&crate::model::Todo> = state
         .todos
         .values()
         .filter(|t| {
             t.goal == goal.id && t.status == TodoStatus::Claimed && t.owner() == Some(agent)
         })
-        .min_by(|x, y| rules::pick_order(x, y));
-    d.todo = match own {
+        .collect();
+    own.sort_by(|x, y| rules::pick_order(x, y));
+    let gated = own.iter().find_map(|t| rules::gate_on(state, t, a));
+    d.todo = match own.iter().find(|t| rules::gate_on(state, t, a).is_none()) {
         Some(t) => Some((t.id.clone(), true)),
         None => match rules::best_ready(state, a, Some(&goal.id), now) {
             Ok(t) => Some((t.id.clone(), false)),
             Err(r) => {
-                d.skip = Some(Reason::NothingReady { detail: r.message });
+                d.skip = Some(match gated {
+                    Some(g) => Reason::GateOpen {
+                        gate: g.id.clone(),
+                        question: g.question.clone(),
+                    },
+                    None => Reason::NothingReady { detail: r.message },
+                });
                 return d;
             }
         },
@@ -210,13 +219,22 @@ pub(super) fn refresh(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
             format!("there is no goal {goal}"),
         ));
     }
-    if let Some(t) = todo
-        && !state.todos.contains_key(t)
-    {
-        return Err(Refusal::rule(
-            "unknown-todo",
-            format!("{t} is not a live todo"),
-        ));
+    if let Some(t) = todo {
+        match state.todos.get(t) {
+            None => {
+                return Err(
+                    Refusal::error("unknown-todo", format!("{t} is not a live todo"))
+                        .with_hint("`loopx todo list` shows the live todos"),
+                );
+            }
+            Some(x) if &x.goal != goal => {
+                return Err(Refusal::usage(
+                    "wrong-goal",
+                    format!("{t} belongs to goal {}, not {goal}", x.goal),
+                ));
+            }
+            Some(_) => {}
+        }
     }
     let next_action = next_action
         .as_deref()
@@ -266,10 +284,21 @@ pub(super) fn spend(
         .get(&agent.id)
         .is_some_and(|l| l.spent(turn).is_some())
     {
+        // A second spend for the same token is a no-op (DESIGN §4), also
+        // inside a settle and on replay.
+        return Ok(Effect::new(format!(
+            "spend {} turn {turn} (already spent)",
+            agent.id
+        )));
+    }
+    if op.at.since(issued) > window {
         return Err(Refusal::rule(
-            "already-spent",
-            format!("turn {turn} of {} was already spent", agent.id),
-        ));
+            "token-expired",
+            format!(
+                "the turn token was issued at {issued}, more than the quota window ({window}) ago"
+            ),
+        )
+        .with_hint("ask `loopx quota should-run` for a new turn"));
     }
     if agent.last_writeback.is_none_or(|w| w < issued) {
         return Err(Refusal::rule(

@@ -139,8 +139,9 @@ fn hook(env: &TestEnv, runtime: &str, event: &str, payload: &str) -> Output {
 
 /// The answers of one session: start, an unchanged prompt, a gate opened
 /// on the agent's claim and the prompt that tells it, the guard (a covered
-/// command, a harmless one), Stop while holding a claim and with the loop
-/// guard set, the gate answered, and the session's end.
+/// command, a harmless one), Stop while the gate covers the claim, the gate
+/// answered and the prompt that tells it, Stop while holding the claim and
+/// with the loop guard set, and the session's end.
 fn session(rt: &Recorded) -> (TestEnv, Vec<String>) {
     let env = TestEnv::with_board();
     let t = env.add("Write the parser", &["--priority", "P1"]);
@@ -165,11 +166,14 @@ fn session(rt: &Recorded) -> (TestEnv, Vec<String>) {
     say(hook(&env, rt.runtime, rt.prompt.0, rt.prompt.1));
     say(hook(&env, rt.runtime, rt.tool.0, rt.tool.1));
     say(hook(&env, rt.runtime, rt.tool.0, rt.harmless_tool));
+    // While a gate covers its claim, the agent may stop: that work waits.
     say(hook(&env, rt.runtime, rt.stop.0, rt.stop.1));
-    say(hook(&env, rt.runtime, rt.stop.0, rt.stop_guarded));
     env.loopx(&["gate", "answer", gate.trim(), "--choice", "approve"])
         .ok();
     say(hook(&env, rt.runtime, rt.prompt.0, rt.prompt.1));
+    // Once it is answered, Stop keeps it going, unless the loop guard is set.
+    say(hook(&env, rt.runtime, rt.stop.0, rt.stop.1));
+    say(hook(&env, rt.runtime, rt.stop.0, rt.stop_guarded));
     let end = hook(&env, rt.runtime, rt.end.0, rt.end.1);
     out.push(format!("{}{}", end.stdout, end.stderr));
     (env, out)
@@ -194,7 +198,7 @@ fn claude_code_answers_each_event() {
     assert_session(
         &CLAUDE,
         &[
-            r#"{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"loopx: you are agent claude-code-1a2b3c4d.\ngoal main: Ship the parser\nready: t-1dc8e030 P1 \"Write the parser\"\nquota: 48 of 48 slots left per 1d\nNext: claim t-1dc8e030 \"Write the parser\" with `loopx todo claim t-1dc8e030`.\nTurn token: lxt1.main.claude-code-1a2b3c4d.f64860b4889d49b2.1796029440. End the turn with `loopx settle --turn lxt1.main.claude-code-1a2b3c4d.f64860b4889d49b2.1796029440 --todo t-1dc8e030 --outcome advanced|blocked|unchanged [--done] [-- CHECK]`."}}
+            r#"{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"loopx: you are agent claude-code-1a2b3c4d.\ngoal main: Ship the parser\nready: t-1dc8e030 P1 \"Write the parser\"\nquota: 48 of 48 slots left per 1d\nNext: claim t-1dc8e030 \"Write the parser\" with `loopx todo claim t-1dc8e030`.\nTurn token: lxt1:main:claude-code-1a2b3c4d:f64860b4889d49b2:1796029440. End the turn with `loopx settle --turn lxt1:main:claude-code-1a2b3c4d:f64860b4889d49b2:1796029440 --todo t-1dc8e030 --outcome advanced|blocked|unchanged [--done] [-- CHECK]`."}}
 "#,
             r#""#,
             r#"{"hookSpecificOutput":{"hookEventName":"UserPromptSubmit","additionalContext":"loopx: since your last prompt:\n- gate g-f3a5792a is open: \"May I publish 1.0?\""}}
@@ -202,11 +206,12 @@ fn claude_code_answers_each_event() {
             r#"{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"loopx: `cargo publish` waits on gate g-f3a5792a (publish): \"May I publish 1.0?\". Only a human can answer it; until then do not run this or anything that does the same."}}
 "#,
             r#""#,
-            r#"{"decision":"block","reason":"loopx: you still hold t-1dc8e030 \"Write the parser\", lease 40m left, and 48 of 48 slots remain: keep working on it. Record each step with `loopx settle --turn lxt1.main.claude-code-1a2b3c4d.d01194437c437416.1796029860 --todo t-1dc8e030 --outcome advanced [--done] [-- CHECK]`. To stop instead, say why with `loopx refresh-state --outcome blocked --todo t-1dc8e030 --next-action TEXT`, or give it up with `loopx todo update t-1dc8e030 --status open`."}
-"#,
             r#""#,
             r#"{"hookSpecificOutput":{"hookEventName":"UserPromptSubmit","additionalContext":"loopx: since your last prompt:\n- gate g-f3a5792a was answered approve by Ada Lovelace: \"May I publish 1.0?\""}}
 "#,
+            r#"{"decision":"block","reason":"loopx: you still hold t-1dc8e030 \"Write the parser\", lease 37m left, and 48 of 48 slots remain: keep working on it. Record each step with `loopx settle --turn lxt1:main:claude-code-1a2b3c4d:3dc76ffe9d2f79a0:1796030040 --todo t-1dc8e030 --outcome advanced [--done] [-- CHECK]`. To stop instead, say why with `loopx refresh-state --outcome blocked --todo t-1dc8e030 --next-action TEXT`, or give it up with `loopx todo update t-1dc8e030 --status open`."}
+"#,
+            r#""#,
             r#"loopx: claude-code-1a2b3c4d keeps t-1dc8e030 "Write the parser" until 2026-11-30T09:51:00Z; nothing was released (`loopx todo release t-1dc8e030` gives it up).
 "#,
         ],
@@ -218,7 +223,7 @@ fn codex_answers_each_event() {
     assert_session(
         &CODEX,
         &[
-            r#"{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"loopx: you are agent codex-0199a1b2.\ngoal main: Ship the parser\nready: t-1dc8e030 P1 \"Write the parser\"\nquota: 48 of 48 slots left per 1d\nNext: claim t-1dc8e030 \"Write the parser\" with `loopx todo claim t-1dc8e030`.\nTurn token: lxt1.main.codex-0199a1b2.bdbad0e06a71310a.1796029440. End the turn with `loopx settle --turn lxt1.main.codex-0199a1b2.bdbad0e06a71310a.1796029440 --todo t-1dc8e030 --outcome advanced|blocked|unchanged [--done] [-- CHECK]`."}}
+            r#"{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"loopx: you are agent codex-0199a1b2.\ngoal main: Ship the parser\nready: t-1dc8e030 P1 \"Write the parser\"\nquota: 48 of 48 slots left per 1d\nNext: claim t-1dc8e030 \"Write the parser\" with `loopx todo claim t-1dc8e030`.\nTurn token: lxt1:main:codex-0199a1b2:bdbad0e06a71310a:1796029440. End the turn with `loopx settle --turn lxt1:main:codex-0199a1b2:bdbad0e06a71310a:1796029440 --todo t-1dc8e030 --outcome advanced|blocked|unchanged [--done] [-- CHECK]`."}}
 "#,
             r#""#,
             r#"{"hookSpecificOutput":{"hookEventName":"UserPromptSubmit","additionalContext":"loopx: since your last prompt:\n- gate g-f3a5792a is open: \"May I publish 1.0?\""}}
@@ -226,11 +231,12 @@ fn codex_answers_each_event() {
             r#"{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"loopx: `cargo publish` waits on gate g-f3a5792a (publish): \"May I publish 1.0?\". Only a human can answer it; until then do not run this or anything that does the same."}}
 "#,
             r#""#,
-            r#"{"decision":"block","reason":"loopx: you still hold t-1dc8e030 \"Write the parser\", lease 40m left, and 48 of 48 slots remain: keep working on it. Record each step with `loopx settle --turn lxt1.main.codex-0199a1b2.d794620de1830551.1796029860 --todo t-1dc8e030 --outcome advanced [--done] [-- CHECK]`. To stop instead, say why with `loopx refresh-state --outcome blocked --todo t-1dc8e030 --next-action TEXT`, or give it up with `loopx todo update t-1dc8e030 --status open`."}
-"#,
             r#""#,
             r#"{"hookSpecificOutput":{"hookEventName":"UserPromptSubmit","additionalContext":"loopx: since your last prompt:\n- gate g-f3a5792a was answered approve by Ada Lovelace: \"May I publish 1.0?\""}}
 "#,
+            r#"{"decision":"block","reason":"loopx: you still hold t-1dc8e030 \"Write the parser\", lease 37m left, and 48 of 48 slots remain: keep working on it. Record each step with `loopx settle --turn lxt1:main:codex-0199a1b2:559db9b85056506f:1796030040 --todo t-1dc8e030 --outcome advanced [--done] [-- CHECK]`. To stop instead, say why with `loopx refresh-state --outcome blocked --todo t-1dc8e030 --next-action TEXT`, or give it up with `loopx todo update t-1dc8e030 --status open`."}
+"#,
+            r#""#,
             r#"loopx: codex-0199a1b2 keeps t-1dc8e030 "Write the parser" until 2026-11-30T09:51:00Z; nothing was released (`loopx todo release t-1dc8e030` gives it up).
 "#,
         ],
@@ -242,7 +248,7 @@ fn cursor_answers_each_event() {
     assert_session(
         &CURSOR,
         &[
-            r#"{"additional_context":"loopx: you are agent cursor-c0ffee00.\ngoal main: Ship the parser\nready: t-1dc8e030 P1 \"Write the parser\"\nquota: 48 of 48 slots left per 1d\nNext: claim t-1dc8e030 \"Write the parser\" with `loopx todo claim t-1dc8e030`.\nTurn token: lxt1.main.cursor-c0ffee00.da8cd3acd1ba88aa.1796029440. End the turn with `loopx settle --turn lxt1.main.cursor-c0ffee00.da8cd3acd1ba88aa.1796029440 --todo t-1dc8e030 --outcome advanced|blocked|unchanged [--done] [-- CHECK]`.","env":{"LOOPX_AGENT":"cursor-c0ffee00"}}
+            r#"{"additional_context":"loopx: you are agent cursor-c0ffee00.\ngoal main: Ship the parser\nready: t-1dc8e030 P1 \"Write the parser\"\nquota: 48 of 48 slots left per 1d\nNext: claim t-1dc8e030 \"Write the parser\" with `loopx todo claim t-1dc8e030`.\nTurn token: lxt1:main:cursor-c0ffee00:da8cd3acd1ba88aa:1796029440. End the turn with `loopx settle --turn lxt1:main:cursor-c0ffee00:da8cd3acd1ba88aa:1796029440 --todo t-1dc8e030 --outcome advanced|blocked|unchanged [--done] [-- CHECK]`.","env":{"LOOPX_AGENT":"cursor-c0ffee00"}}
 "#,
             r#""#,
             r#"{"continue":true,"additional_context":"loopx: since your last prompt:\n- gate g-f3a5792a is open: \"May I publish 1.0?\""}
@@ -250,11 +256,12 @@ fn cursor_answers_each_event() {
             r#"{"permission":"deny","user_message":"loopx: `npm publish` waits on gate g-f3a5792a (publish): \"May I publish 1.0?\". Only a human can answer it; until then do not run this or anything that does the same.","agent_message":"loopx: `npm publish` waits on gate g-f3a5792a (publish): \"May I publish 1.0?\". Only a human can answer it; until then do not run this or anything that does the same."}
 "#,
             r#""#,
-            r#"{"followup_message":"loopx: you still hold t-1dc8e030 \"Write the parser\", lease 40m left, and 48 of 48 slots remain: keep working on it. Record each step with `loopx settle --turn lxt1.main.cursor-c0ffee00.42d34725d7310b9f.1796029860 --todo t-1dc8e030 --outcome advanced [--done] [-- CHECK]`. To stop instead, say why with `loopx refresh-state --outcome blocked --todo t-1dc8e030 --next-action TEXT`, or give it up with `loopx todo update t-1dc8e030 --status open`."}
-"#,
             r#""#,
             r#"{"continue":true,"additional_context":"loopx: since your last prompt:\n- gate g-f3a5792a was answered approve by Ada Lovelace: \"May I publish 1.0?\""}
 "#,
+            r#"{"followup_message":"loopx: you still hold t-1dc8e030 \"Write the parser\", lease 37m left, and 48 of 48 slots remain: keep working on it. Record each step with `loopx settle --turn lxt1:main:cursor-c0ffee00:cea5ab090d4a33ae:1796030040 --todo t-1dc8e030 --outcome advanced [--done] [-- CHECK]`. To stop instead, say why with `loopx refresh-state --outcome blocked --todo t-1dc8e030 --next-action TEXT`, or give it up with `loopx todo update t-1dc8e030 --status open`."}
+"#,
+            r#""#,
             r#"loopx: cursor-c0ffee00 keeps t-1dc8e030 "Write the parser" until 2026-11-30T09:51:00Z; nothing was released (`loopx todo release t-1dc8e030` gives it up).
 "#,
         ],
@@ -266,7 +273,7 @@ fn gemini_answers_each_event() {
     assert_session(
         &GEMINI,
         &[
-            r#"{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"loopx: you are agent gemini-9f8e7d6c.\ngoal main: Ship the parser\nready: t-1dc8e030 P1 \"Write the parser\"\nquota: 48 of 48 slots left per 1d\nNext: claim t-1dc8e030 \"Write the parser\" with `loopx todo claim t-1dc8e030`.\nTurn token: lxt1.main.gemini-9f8e7d6c.298ad419584370e9.1796029440. End the turn with `loopx settle --turn lxt1.main.gemini-9f8e7d6c.298ad419584370e9.1796029440 --todo t-1dc8e030 --outcome advanced|blocked|unchanged [--done] [-- CHECK]`."}}
+            r#"{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"loopx: you are agent gemini-9f8e7d6c.\ngoal main: Ship the parser\nready: t-1dc8e030 P1 \"Write the parser\"\nquota: 48 of 48 slots left per 1d\nNext: claim t-1dc8e030 \"Write the parser\" with `loopx todo claim t-1dc8e030`.\nTurn token: lxt1:main:gemini-9f8e7d6c:298ad419584370e9:1796029440. End the turn with `loopx settle --turn lxt1:main:gemini-9f8e7d6c:298ad419584370e9:1796029440 --todo t-1dc8e030 --outcome advanced|blocked|unchanged [--done] [-- CHECK]`."}}
 "#,
             r#""#,
             r#"{"hookSpecificOutput":{"hookEventName":"BeforeAgent","additionalContext":"loopx: since your last prompt:\n- gate g-f3a5792a is open: \"May I publish 1.0?\""}}
@@ -274,11 +281,12 @@ fn gemini_answers_each_event() {
             r#"{"decision":"deny","reason":"loopx: `gh release create` waits on gate g-f3a5792a (publish): \"May I publish 1.0?\". Only a human can answer it; until then do not run this or anything that does the same."}
 "#,
             r#""#,
-            r#"{"decision":"deny","reason":"loopx: you still hold t-1dc8e030 \"Write the parser\", lease 40m left, and 48 of 48 slots remain: keep working on it. Record each step with `loopx settle --turn lxt1.main.gemini-9f8e7d6c.37e665393485711f.1796029860 --todo t-1dc8e030 --outcome advanced [--done] [-- CHECK]`. To stop instead, say why with `loopx refresh-state --outcome blocked --todo t-1dc8e030 --next-action TEXT`, or give it up with `loopx todo update t-1dc8e030 --status open`."}
-"#,
             r#""#,
             r#"{"hookSpecificOutput":{"hookEventName":"BeforeAgent","additionalContext":"loopx: since your last prompt:\n- gate g-f3a5792a was answered approve by Ada Lovelace: \"May I publish 1.0?\""}}
 "#,
+            r#"{"decision":"deny","reason":"loopx: you still hold t-1dc8e030 \"Write the parser\", lease 37m left, and 48 of 48 slots remain: keep working on it. Record each step with `loopx settle --turn lxt1:main:gemini-9f8e7d6c:a3c8af1e199f0c87:1796030040 --todo t-1dc8e030 --outcome advanced [--done] [-- CHECK]`. To stop instead, say why with `loopx refresh-state --outcome blocked --todo t-1dc8e030 --next-action TEXT`, or give it up with `loopx todo update t-1dc8e030 --status open`."}
+"#,
+            r#""#,
             r#"loopx: gemini-9f8e7d6c keeps t-1dc8e030 "Write the parser" until 2026-11-30T09:51:00Z; nothing was released (`loopx todo release t-1dc8e030` gives it up).
 "#,
         ],
@@ -551,7 +559,7 @@ fn loopx_agent_names_the_agent_and_claude_sessions_export_it() {
         v["turn_token"]
             .as_str()
             .unwrap()
-            .contains(".claude-code-1a2b3c4d."),
+            .contains(":claude-code-1a2b3c4d:"),
         "{v}"
     );
 }

@@ -133,7 +133,8 @@ fn handoff_moves_the_claim_with_a_note() {
         "{}",
         out.stderr
     );
-    // A human may hand off another's claim.
+    // Handoff is an agent's act (DESIGN §4): a human frees a claim with
+    // release --force instead.
     env.loopx(&[
         "todo",
         "handoff",
@@ -143,7 +144,7 @@ fn handoff_moves_the_claim_with_a_note() {
         "--note",
         "reassigned",
     ])
-    .ok();
+    .code(3);
 }
 
 #[test]

@@ -8,13 +8,28 @@ fn done_runs_the_validation_once_and_refuses_on_failure() {
     // The validation checks for a file in the repository root, no shell.
     let t = env.add("Make the file", &["--", "test", "-f", "made.txt"]);
     env.agent("agent-a", &["todo", "claim", &t]).ok();
-    let before = env.tip();
+    let ticks = env.ticks();
     let out = env.agent("agent-a", &["todo", "done", &t]).code(3);
     assert_text(
         &out.stderr.replace(&t, "T"),
-        "Validating T: test -f made.txt\nerror: T is not done: its validation `test -f made.txt` failed (exit 1)\nhint: fix what it reports and run `loopx todo done` again; nothing was marked done\n",
+        "Validating T: test -f made.txt\nerror: T is not done: its validation `test -f made.txt` failed (exit 1)\nhint: nothing was marked done; the failure is recorded as evidence (tick 6); fix what it reports and run `loopx todo done` again\n",
     );
-    assert_eq!(env.tip(), before, "nothing was written");
+    // The failure is one tick of evidence, and the todo is still claimed.
+    assert_eq!(env.ticks(), ticks + 1);
+    let v = env
+        .loopx(&["evidence", "list", "--todo", &t, "--json"])
+        .ok()
+        .json();
+    assert_eq!(v["evidence"][0]["run"]["exit"], 1);
+    assert_eq!(v["evidence"][0]["summary"], "validation: test -f made.txt");
+    assert_eq!(
+        env.loopx(&["todo", "show", &t, "--json"]).ok().json()["status"],
+        "claimed"
+    );
+    // Another agent's completion is refused before anything runs.
+    let out = env.agent("agent-b", &["todo", "done", &t]).code(4);
+    assert!(!out.stderr.contains("Validating"), "{}", out.stderr);
+    assert_eq!(env.ticks(), ticks + 1);
     std::fs::write(env.repo.join("made.txt"), "x").unwrap();
     let v = env
         .agent("agent-a", &["todo", "done", &t, "--json"])

@@ -53,7 +53,7 @@ fn the_five_step_turn_by_two_agents() {
             &out.stdout,
             &format!(
                 "Spent a slot for turn {}: 47 left.\n",
-                tok.split('.').nth(3).unwrap()
+                tok.split(':').nth(3).unwrap()
             ),
         );
         // Its own claim comes first next time.
@@ -319,7 +319,7 @@ fn quota_runs_out_and_the_window_rolls_over() {
         .as_str()
         .unwrap()
         .to_owned();
-    let tok = format!("lxt1.main.agent-a.{turn}.0");
+    let tok = format!("lxt1:main:agent-a:{turn}:0");
     env.agent(
         "agent-a",
         &[
@@ -539,7 +539,7 @@ fn diff_and_log_tell_the_turn() {
             .join("\n")
             .replace(&t, "T")
             .replace(&g, "G")
-            .replace(&tok.split('.').nth(3).unwrap().to_owned(), "TURN"),
+            .replace(&tok.split(':').nth(3).unwrap().to_owned(), "TURN"),
         "refreshed  agent agent-a: advanced\ndone       todo T \"A\"\nanswered   gate G \"Use nom?\": opened, approve by Ada Lovelace\nspent      quota agent-a: turn TURN on main",
     );
     let log = env.loopx(&["log", "-n", "1"]).ok().stdout;
@@ -549,6 +549,151 @@ fn diff_and_log_tell_the_turn() {
                 .replace('T', &t)
                 .as_str()
         ),
+        "{log}"
+    );
+}
+
+#[test]
+fn review_fixes_hold() {
+    let env = TestEnv::with_board();
+    // A goal id with a dot still round-trips through its turn token.
+    env.loopx(&["goal", "set", "main", "--status", "paused"])
+        .ok();
+    env.loopx(&["goal", "add", "release.v2", "--objective", "Ship 2.0"])
+        .ok();
+    let t = env.add("Dotted", &["--goal", "release.v2"]);
+    let v = env
+        .agent(
+            "agent-a",
+            &["quota", "should-run", "--goal", "release.v2", "--json"],
+        )
+        .ok()
+        .json();
+    let tok = v["turn_token"].as_str().unwrap().to_owned();
+    assert!(tok.starts_with("lxt1:release.v2:agent-a:"), "{tok}");
+    env.agent("agent-a", &["todo", "claim", &t]).ok();
+    env.agent("agent-a", &["todo", "update", &t, "--note", "x"])
+        .ok();
+    env.agent("agent-a", &["quota", "spend-slot", "--turn", &tok])
+        .ok();
+    // A settle after the token was spent is not wiped out: the spend is a no-op.
+    env.agent(
+        "agent-a",
+        &[
+            "settle",
+            "--turn",
+            &tok,
+            "--todo",
+            &t,
+            "--outcome",
+            "advanced",
+            "--done",
+        ],
+    )
+    .ok();
+    let v = env
+        .loopx(&["quota", "status", "--agent", "agent-a", "--json"])
+        .ok()
+        .json();
+    let used: u64 = v["quota"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["used"].as_u64().unwrap())
+        .sum();
+    assert_eq!(used, 1, "spent once: {v}");
+    // An absurd lease is refused at the flag and never reaches the state.
+    let u = env.add("Lease", &["--goal", "release.v2"]);
+    env.agent("agent-b", &["todo", "claim", &u, "--ttl", "100000000d"])
+        .code(2);
+    env.loopx(&["doctor"]).ok();
+}
+
+#[test]
+fn a_quiet_settle_records_the_outcome_and_spends_nothing() {
+    let env = TestEnv::with_board();
+    let t = env.add("A", &[]);
+    let tok = token(&env, "agent-a");
+    env.agent("agent-a", &["todo", "claim", &t]).ok();
+    let out = env
+        .agent(
+            "agent-a",
+            &[
+                "settle",
+                "--turn",
+                &tok,
+                "--todo",
+                &t,
+                "--outcome",
+                "unchanged",
+            ],
+        )
+        .ok();
+    assert!(out.stdout.contains("\"A\": unchanged."), "{}", out.stdout);
+    let v = env
+        .loopx(&["quota", "status", "--agent", "agent-a", "--json"])
+        .ok()
+        .json();
+    assert_eq!(v["quota"][0]["used"], 0);
+    env.agent("agent-a", &["quota", "should-run"]).code(3);
+}
+
+#[test]
+fn a_gate_on_a_held_todo_stops_its_holder_too() {
+    let env = TestEnv::with_board();
+    let t = env.add("A", &[]);
+    env.agent("agent-a", &["todo", "claim", &t]).ok();
+    let g = env
+        .loopx(&[
+            "gate",
+            "open",
+            "--question",
+            "Deploy it?",
+            "--kind",
+            "production",
+            "--blocks",
+            &format!("todo:{t}"),
+        ])
+        .ok()
+        .stdout
+        .trim()
+        .to_owned();
+    let v = env
+        .agent("agent-a", &["quota", "should-run", "--json"])
+        .code(3)
+        .json();
+    assert_eq!(v["reason"]["code"], "gate-open");
+    assert_eq!(v["reason"]["gate"], g.as_str());
+    env.agent("agent-a", &["todo", "renew", &t]).code(3);
+    env.agent("agent-a", &["todo", "claim", &t]).code(3);
+    env.loopx(&["gate", "answer", &g, "--choice", "approve"])
+        .ok();
+    env.agent("agent-a", &["quota", "should-run"]).ok();
+}
+
+#[test]
+fn a_choice_with_blank_lines_keeps_the_tick_readable() {
+    let env = TestEnv::with_board();
+    let g = env
+        .loopx(&[
+            "gate",
+            "open",
+            "--question",
+            "Which plan?",
+            "--option",
+            "plan a\n\nfast",
+            "--option",
+            "plan b",
+        ])
+        .ok()
+        .stdout
+        .trim()
+        .to_owned();
+    env.loopx(&["gate", "answer", &g, "--choice", "plan a\n\nfast"])
+        .ok();
+    let log = env.loopx(&["log", "-n", "1"]).ok().stdout;
+    assert!(
+        log.contains("gate.answer") && !log.contains("unreadable"),
         "{log}"
     );
 }

@@ -134,7 +134,14 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             tick.subject = replayed.subject.clone();
         }
         let state = tx::load(ctx)?.state;
-        let t = state.todos[id].clone();
+        // Another machine may have finished and archived it meanwhile.
+        let t = state.todos.get(id).cloned().ok_or_else(|| {
+            crate::error::Refusal::error(
+                "unknown-todo",
+                format!("{id} left the live state during the sync (done and archived elsewhere)"),
+            )
+            .with_hint(format!("`loopx todo show {id}` finds it in the archive"))
+        })?;
         ctx.out.emit(
             &Wire {
                 todo: TodoRef::of(&t),

@@ -5,10 +5,13 @@ use serde::Serialize;
 
 use super::TodoRef;
 use crate::cmd::TickWire;
+use crate::cmd::evidence::{code_now, fresh_id};
 use crate::ctx::Ctx;
 use crate::error::Exit;
+use crate::error::Refusal;
+use crate::model::EvidenceKind;
 use crate::model::run::CommandRun;
-use crate::op::Change;
+use crate::op::{self, Change};
 use crate::tx;
 
 /// Mark a todo done (its owner, or anyone if it is unclaimed)
@@ -34,14 +37,58 @@ struct Wire<'a> {
 }
 
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
-    // The validation runs once, before the tick; retries reuse its result.
     let snap = tx::load(ctx)?;
     let id = snap.state.resolve_todo(&args.id)?;
-    let validation = snap.state.todos[&id].validate.as_ref().map(|v| {
+    let todo = &snap.state.todos[&id];
+    // Every rule but the validation's own result is checked first, so a
+    // completion that would be refused anyway runs nothing.
+    let probe = Change::TodoDone {
+        todo: id.clone(),
+        epoch: todo.epoch,
+        note: args.note.clone(),
+        validation: todo
+            .validate
+            .as_ref()
+            .map(|v| CommandRun::assumed_passing(&v.argv)),
+    };
+    op::apply(&mut snap.state.clone(), &ctx.op(probe)?)?;
+    // The validation runs once, before the tick; retries reuse its result.
+    let validation = todo.validate.as_ref().map(|v| {
         ctx.out
             .status(&format!("Validating {id}: {}", v.argv.join(" ")));
         ctx.run_command(&v.argv, ctx.store.root(), v.timeout)
     });
+    if let Some(run) = validation.as_ref().filter(|r| !r.passed()) {
+        // A failed validation is evidence, not a completion.
+        let goal = todo.goal.clone();
+        let record = tx::commit(ctx, |_| {
+            Ok(ctx.op(Change::EvidenceAdd {
+                evidence: fresh_id(ctx, &format!("validation\n{id}")),
+                goal: goal.clone(),
+                todo: Some(id.clone()),
+                kind: EvidenceKind::Test,
+                summary: format!("validation: {}", run.argv.join(" ")),
+                code: Some(code_now(ctx)),
+                run: Some(run.clone()),
+                artifact: None,
+            })?)
+        })?;
+        let tail = run.output_tail.lines().rev().take(5).collect::<Vec<_>>();
+        let shown: String = tail.iter().rev().map(|l| format!("\n{l}")).collect();
+        return Err(Refusal::rule(
+            "validation-failed",
+            format!(
+                "{id} is not done: its validation `{}` failed ({}){shown}",
+                run.argv.join(" "),
+                run.outcome()
+            ),
+        )
+        .with_hint(format!(
+            "nothing was marked done; the failure is recorded as evidence (tick {}); fix what it reports and run `loopx todo done` again",
+            record.tip.tick
+        ))
+        .into());
+    }
     let done = tx::commit(ctx, |state| {
         let todo = state.resolve_todo(id.as_str())?;
         let epoch = state.todos[&todo].epoch;

@@ -12,7 +12,7 @@ use crate::time::Span;
 
 /// Hand a claimed todo to another agent, with a note it will see
 ///
-/// The owner (or a human) transfers the claim; the new owner gets a fresh
+/// The owner transfers the claim (a human frees one with `release --force`); the new owner gets a fresh
 /// lease and the epoch moves on, so the old owner's late writes are refused.
 #[derive(clap::Args, Debug)]
 pub struct Args {
