@@ -116,12 +116,15 @@ pub fn build(
             }),
         })
         .collect();
+    let scoped = rules::Scoped::of(state);
     let ready = match state.agents.get(agent) {
         Some(a) => {
             let mut r: Vec<_> = state
                 .todos
                 .values()
-                .filter(|t| t.goal == goal.id && rules::ready(state, t, a, now).is_ok())
+                .filter(|t| {
+                    t.goal == goal.id && rules::ready_with(state, t, a, now, &scoped).is_ok()
+                })
                 .collect();
             r.sort_by(|a, b| rules::pick_order(a, b));
             r.into_iter()

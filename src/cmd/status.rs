@@ -198,14 +198,16 @@ fn counts(state: &State, now: Timestamp) -> Counts {
         .values()
         .filter(|a| a.status == AgentStatus::Active)
         .collect();
+    let scoped = rules::Scoped::of(state);
     for t in state.todos.values() {
         match t.status {
             TodoStatus::Open => {
+                // An `after` no longer in the live set was archived: done.
                 let deps_done = t.after.iter().all(|a| {
                     state
                         .todos
                         .get(a)
-                        .is_some_and(|x| x.status == TodoStatus::Done)
+                        .is_none_or(|x| x.status == TodoStatus::Done)
                 });
                 if deps_done {
                     c.open += 1
@@ -220,7 +222,7 @@ fn counts(state: &State, now: Timestamp) -> Counts {
         }
         if agents
             .iter()
-            .any(|a| rules::ready(state, t, a, now).is_ok())
+            .any(|a| rules::ready_with(state, t, a, now, &scoped).is_ok())
         {
             c.ready += 1;
         }

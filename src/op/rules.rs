@@ -135,6 +135,33 @@ impl NotReady {
 /// expired lease; and it [`fits`] the agent. A todo with a live claim, even
 /// the agent's own, is not ready: callers treat their own claims separately.
 pub fn ready(state: &State, todo: &Todo, agent: &Agent, now: Timestamp) -> Result<(), NotReady> {
+    ready_with(state, todo, agent, now, &Scoped::of(state))
+}
+
+/// The claimed todos that declare a write scope: what [`fits`] checks a
+/// todo's scope against. Callers that ask about many todos build it once.
+pub struct Scoped<'s>(Vec<&'s Todo>);
+
+impl<'s> Scoped<'s> {
+    pub fn of(state: &'s State) -> Self {
+        Scoped(
+            state
+                .todos
+                .values()
+                .filter(|t| t.claim.is_some() && !t.scope.is_empty())
+                .collect(),
+        )
+    }
+}
+
+/// [`ready`] with the scoped claims already gathered.
+pub fn ready_with(
+    state: &State,
+    todo: &Todo,
+    agent: &Agent,
+    now: Timestamp,
+    scoped: &Scoped,
+) -> Result<(), NotReady> {
     match todo.status {
         TodoStatus::Open => {}
         TodoStatus::Claimed => {
@@ -148,7 +175,7 @@ pub fn ready(state: &State, todo: &Todo, agent: &Agent, now: Timestamp) -> Resul
         TodoStatus::Done => return Err(NotReady::Done),
         s => return Err(NotReady::Status(s)),
     }
-    fits(state, todo, agent, now)
+    fits_with(state, todo, agent, now, scoped)
 }
 
 /// Whether the agent could hold the todo, whatever its claim: the goal is
@@ -156,6 +183,16 @@ pub fn ready(state: &State, todo: &Todo, agent: &Agent, now: Timestamp) -> Resul
 /// archived, which only happens to done todos), the agent has the required
 /// capabilities, and no other agent's live claim writes an overlapping path.
 pub fn fits(state: &State, todo: &Todo, agent: &Agent, now: Timestamp) -> Result<(), NotReady> {
+    fits_with(state, todo, agent, now, &Scoped::of(state))
+}
+
+fn fits_with(
+    state: &State,
+    todo: &Todo,
+    agent: &Agent,
+    now: Timestamp,
+    scoped: &Scoped,
+) -> Result<(), NotReady> {
     if let Some(g) = gate_on(state, todo, agent) {
         return Err(NotReady::Gated {
             gate: g.id.clone(),
@@ -192,8 +229,8 @@ pub fn fits(state: &State, todo: &Todo, agent: &Agent, now: Timestamp) -> Result
     }
     if !todo.scope.is_empty() {
         let skew = state.meta.settings.clock_skew;
-        for other in state.todos.values() {
-            if other.id == todo.id || other.scope.is_empty() {
+        for other in &scoped.0 {
+            if other.id == todo.id {
                 continue;
             }
             let Some(c) = other.live_claim(now, skew) else {
@@ -266,11 +303,12 @@ pub fn best_ready<'s>(
 ) -> Result<&'s Todo, Refusal> {
     let mut why: BTreeMap<&'static str, usize> = BTreeMap::new();
     let mut best: Option<&Todo> = None;
+    let scoped = Scoped::of(state);
     for t in state.todos.values() {
         if goal.is_some_and(|g| &t.goal != g) || t.status == TodoStatus::Done {
             continue;
         }
-        match ready(state, t, agent, now) {
+        match ready_with(state, t, agent, now, &scoped) {
             Ok(()) => {
                 if best.is_none_or(|b| pick_order(t, b).is_lt()) {
                     best = Some(t);

@@ -173,6 +173,7 @@ pub fn decide(state: &State, agent: &AgentId, goal: &Goal, now: Timestamp) -> De
 /// that concerns the agent changed.
 pub fn digest(state: &State, agent: &AgentId, goal: &GoalId, now: Timestamp) -> String {
     let mut h = Sha256::new();
+    let scoped = rules::Scoped::of(state);
     let a = state.agents.get(agent);
     for t in state.todos.values().filter(|t| &t.goal == goal) {
         if t.owner() == Some(agent) {
@@ -184,7 +185,7 @@ pub fn digest(state: &State, agent: &AgentId, goal: &GoalId, now: Timestamp) -> 
             {
                 h.update(format!("evidence {} {}\n", t.id, e.id));
             }
-        } else if a.is_some_and(|a| rules::ready(state, t, a, now).is_ok()) {
+        } else if a.is_some_and(|a| rules::ready_with(state, t, a, now, &scoped).is_ok()) {
             h.update(format!("ready {} {}\n", t.id, t.updated_at));
         }
     }

@@ -69,6 +69,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         }
         _ => None,
     };
+    let scoped = rules::Scoped::of(state);
     let mut todos: Vec<&Todo> = state
         .todos
         .values()
@@ -81,7 +82,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             }
         })
         .filter(|t| !args.mine || agent.is_some_and(|a| t.owner() == Some(&a.id)))
-        .filter(|t| !args.ready || ready_for_someone(state, t, agent, ctx))
+        .filter(|t| !args.ready || ready_for_someone(state, t, agent, &scoped, ctx))
         .collect();
     todos.sort_by(|a, b| rules::pick_order(a, b));
     // The archive is read only when asked for: it can be far larger than the
@@ -123,15 +124,16 @@ fn ready_for_someone(
     state: &State,
     t: &Todo,
     agent: Option<&crate::model::Agent>,
+    scoped: &rules::Scoped,
     ctx: &Ctx,
 ) -> bool {
     match agent {
-        Some(a) => rules::ready(state, t, a, ctx.now).is_ok(),
+        Some(a) => rules::ready_with(state, t, a, ctx.now, scoped).is_ok(),
         None => state
             .agents
             .values()
             .filter(|a| a.status == AgentStatus::Active)
-            .any(|a| rules::ready(state, t, a, ctx.now).is_ok()),
+            .any(|a| rules::ready_with(state, t, a, ctx.now, scoped).is_ok()),
     }
 }
 
