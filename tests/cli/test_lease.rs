@@ -282,3 +282,35 @@ fn a_stale_epoch_is_refused() {
     let out = env.agent("agent-a", &["todo", "done", &t]).code(4);
     assert!(out.stderr.contains("claimed by agent-b"), "{}", out.stderr);
 }
+
+#[test]
+fn the_epoch_an_agent_holds_fences_its_late_writes() {
+    let env = TestEnv::with_board();
+    let t = env.add("A", &[]);
+    let v = env
+        .agent("agent-a", &["todo", "claim", &t, "--ttl", "10m", "--json"])
+        .ok()
+        .json();
+    let held = v["todo"]["epoch"].as_u64().unwrap().to_string();
+    assert_eq!(held, "1");
+    // agent-a stalls; its lease runs out; agent-b takes over and lets go.
+    env.advance(30 * 60);
+    env.agent("agent-b", &["todo", "claim", &t]).ok();
+    env.agent("agent-b", &["todo", "release", &t]).ok();
+    // The todo is unclaimed, but agent-a's write from epoch 1 is refused.
+    let before = env.tip();
+    let out = env
+        .agent("agent-a", &["todo", "done", &t, "--epoch", &held])
+        .code(4);
+    assert!(
+        out.stderr.contains("changed hands since epoch 1 was read"),
+        "{}",
+        out.stderr
+    );
+    env.agent(
+        "agent-a",
+        &["todo", "update", &t, "--note", "late", "--epoch", &held],
+    )
+    .code(4);
+    assert_eq!(env.tip(), before);
+}

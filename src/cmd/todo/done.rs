@@ -20,8 +20,8 @@ use crate::tx;
 /// tick); if it fails, nothing is marked done and this exits 3.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// The todo's id or a unique prefix
-    id: String,
+    #[command(flatten)]
+    held: super::Held,
     /// What was done, for the record
     #[arg(long, value_name = "TEXT")]
     note: Option<String>,
@@ -38,13 +38,13 @@ struct Wire<'a> {
 
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let snap = tx::load(ctx)?;
-    let id = snap.state.resolve_todo(&args.id)?;
+    let id = snap.state.resolve_todo(&args.held.id)?;
     let todo = &snap.state.todos[&id];
     // Every rule but the validation's own result is checked first, so a
     // completion that would be refused anyway runs nothing.
     let probe = Change::TodoDone {
         todo: id.clone(),
-        epoch: todo.epoch,
+        epoch: args.held.epoch_in(&snap.state, &id),
         note: args.note.clone(),
         validation: todo
             .validate
@@ -91,7 +91,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     }
     let done = tx::commit(ctx, |state| {
         let todo = state.resolve_todo(id.as_str())?;
-        let epoch = state.todos[&todo].epoch;
+        let epoch = args.held.epoch_in(state, &todo);
         Ok(ctx.op(Change::TodoDone {
             todo,
             epoch,

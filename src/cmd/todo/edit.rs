@@ -14,8 +14,8 @@ use crate::tx;
 /// Only the owner edits a claimed todo. --after replaces the whole list.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// The todo's id or a unique prefix
-    id: String,
+    #[command(flatten)]
+    held: super::Held,
     /// A new title
     #[arg(long, value_name = "TEXT")]
     title: Option<String>,
@@ -35,8 +35,8 @@ pub struct Args {
 
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let done = tx::commit(ctx, |state| {
-        let todo = state.resolve_todo(&args.id)?;
-        let epoch = state.todos[&todo].epoch;
+        let todo = state.resolve_todo(&args.held.id)?;
+        let epoch = args.held.epoch_in(state, &todo);
         let after = if args.no_after {
             Some(Vec::new())
         } else if args.after.is_empty() {

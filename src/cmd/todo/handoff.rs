@@ -16,8 +16,8 @@ use crate::time::Span;
 /// lease and the epoch moves on, so the old owner's late writes are refused.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// The todo's id or a unique prefix
-    id: String,
+    #[command(flatten)]
+    held: super::Held,
     /// The agent that takes it over
     #[arg(long, value_name = "AGENT")]
     to: String,
@@ -31,7 +31,7 @@ pub struct Args {
 
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let to = slug("agent", &args.to, AgentId::new)?;
-    let done = tick_on(ctx, &args.id, |state, todo, epoch| Change::TodoHandoff {
+    let done = tick_on(ctx, &args.held, |state, todo, epoch| Change::TodoHandoff {
         todo,
         epoch,
         to: to.clone(),

@@ -88,14 +88,32 @@ impl<'a> TodoRef<'a> {
 /// and lets `make` build the change.
 pub fn tick_on(
     ctx: &Ctx,
-    typed: &str,
+    held: &Held,
     make: impl Fn(&State, TodoId, u64) -> Change,
 ) -> Result<Committed> {
     tx::commit(ctx, |state| {
-        let todo = state.resolve_todo(typed)?;
-        let epoch = state.todos[&todo].epoch;
+        let todo = state.resolve_todo(&held.id)?;
+        let epoch = held.epoch_in(state, &todo);
         Ok(ctx.op(make(state, todo, epoch))?)
     })
+}
+
+/// The todo a command acts on, and the epoch its writer holds.
+#[derive(clap::Args, Debug)]
+pub struct Held {
+    /// The todo's id or a unique prefix
+    pub id: String,
+    /// The epoch you hold, as your claim printed it: if the todo changed
+    /// hands since, the write is refused (fencing) [default: the current one]
+    #[arg(long, value_name = "N")]
+    pub epoch: Option<u64>,
+}
+
+impl Held {
+    /// The epoch the op carries: the one given, else the todo's current one.
+    pub fn epoch_in(&self, state: &State, todo: &TodoId) -> u64 {
+        self.epoch.unwrap_or(state.todos[todo].epoch)
+    }
 }
 
 /// The tick commands' output: the todo after the tick, and the tick.

@@ -13,15 +13,15 @@ use crate::op::Change;
 /// todo's notes and the history).
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// The todo's id or a unique prefix
-    id: String,
+    #[command(flatten)]
+    held: super::Held,
     /// Free another agent's claim (humans only)
     #[arg(long)]
     force: bool,
 }
 
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
-    let done = tick_on(ctx, &args.id, |_, todo, epoch| Change::TodoRelease {
+    let done = tick_on(ctx, &args.held, |_, todo, epoch| Change::TodoRelease {
         todo,
         epoch,
         force: args.force,

@@ -13,15 +13,15 @@ use crate::time::Span;
 /// Exits 4 if the lease was taken over by another agent meanwhile.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// The todo's id or a unique prefix
-    id: String,
+    #[command(flatten)]
+    held: super::Held,
     /// The new lease, from now [default: the state's lease setting, 45m]
     #[arg(long, value_name = "DURATION")]
     ttl: Option<Span>,
 }
 
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
-    let done = tick_on(ctx, &args.id, |state, todo, epoch| Change::TodoRenew {
+    let done = tick_on(ctx, &args.held, |state, todo, epoch| Change::TodoRenew {
         todo,
         epoch,
         lease: args.ttl.unwrap_or(state.meta.settings.lease),

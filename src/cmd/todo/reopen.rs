@@ -10,12 +10,12 @@ use crate::op::Change;
 /// Open a done, blocked or deferred todo again
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// The todo's id or a unique prefix
-    id: String,
+    #[command(flatten)]
+    held: super::Held,
 }
 
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
-    let done = tick_on(ctx, &args.id, |_, todo, epoch| Change::TodoReopen {
+    let done = tick_on(ctx, &args.held, |_, todo, epoch| Change::TodoReopen {
         todo,
         epoch,
     })?;

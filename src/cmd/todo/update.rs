@@ -14,8 +14,8 @@ use crate::op::Change;
 /// gives the claim up.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// The todo's id or a unique prefix
-    id: String,
+    #[command(flatten)]
+    held: super::Held,
     /// open, blocked or deferred
     #[arg(long, value_name = "S")]
     status: Option<TodoStatus>,
@@ -30,7 +30,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             Refusal::usage("nothing-to-update", "todo update needs --status or --note").into(),
         );
     }
-    let done = tick_on(ctx, &args.id, |_, todo, epoch| Change::TodoUpdate {
+    let done = tick_on(ctx, &args.held, |_, todo, epoch| Change::TodoUpdate {
         todo,
         epoch,
         status: args.status,
