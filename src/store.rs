@@ -19,6 +19,9 @@ use crate::error::Refusal;
 /// The default state ref; git config `loopx.ref` overrides it.
 pub const DEFAULT_REF: &str = "refs/loopx/state";
 
+/// The memory the delta-base cache of packed reads may use.
+const PACK_CACHE_BYTES: usize = 1024 * 1024;
+
 /// An object id, opaque outside the store.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
 pub struct Oid(gix::ObjectId);
@@ -73,7 +76,7 @@ pub struct Store {
 impl Store {
     /// Opens the repository containing `dir`, as git would find it.
     pub fn discover(dir: &Path) -> Result<Store> {
-        let repo = gix::discover(dir).map_err(|e| {
+        let mut repo = gix::discover(dir).map_err(|e| {
             let text = e.to_string();
             let message = if text.contains("Could not find a git repository") {
                 format!("{} is not inside a git repository", dir.display())
@@ -104,6 +107,13 @@ impl Store {
             }
             None => DEFAULT_REF.to_owned(),
         };
+        // Packed state files are deltas of one another; without a cache of
+        // delta bases every file read inflates its whole delta chain again.
+        repo.objects.set_pack_cache(|| {
+            Box::new(gix::odb::pack::cache::lru::MemoryCappedHashmap::new(
+                PACK_CACHE_BYTES,
+            ))
+        });
         Ok(Store { repo, state_ref })
     }
 
@@ -290,11 +300,14 @@ impl Store {
                 EntryKind::Tree if skip == Some(path.as_str()) => {}
                 EntryKind::Tree => self.walk(oid, path, None, out)?,
                 EntryKind::Blob | EntryKind::BlobExecutable => {
-                    let data = self
+                    let mut data = self
                         .repo
                         .find_blob(oid)
                         .with_context(|| format!("reading {path}"))?
                         .take_data();
+                    // A blob decoded from a delta keeps the decoder's larger
+                    // buffer; every file of the state is held at once.
+                    data.shrink_to_fit();
                     out.push((path, data));
                 }
                 _ => {}
