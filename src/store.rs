@@ -148,17 +148,39 @@ impl Store {
     /// The user's configured identity (`user.name`/`user.email`, or the
     /// `GIT_AUTHOR_*` environment), if complete.
     pub fn user(&self) -> Option<Person> {
-        let sig = self.repo.author()?.ok()?;
-        let name = sig.name.to_str_lossy().trim().to_owned();
-        let email = sig.email.to_str_lossy().trim().to_owned();
-        (!name.is_empty() && !email.is_empty()).then_some(Person { name, email })
+        self.identity("author")
     }
 
     /// The configured committer, if complete.
     pub fn committer(&self) -> Option<Person> {
-        let sig = self.repo.committer()?.ok()?;
-        let name = sig.name.to_str_lossy().trim().to_owned();
-        let email = sig.email.to_str_lossy().trim().to_owned();
+        self.identity("committer")
+    }
+
+    /// A name and email as gix's `Repository::author()`/`committer()`
+    /// resolve them (`GIT_AUTHOR_*`/`GIT_COMMITTER_*`, then `author.*`/
+    /// `committer.*`, then `user.*`, then `EMAIL`, then gix's fallbacks;
+    /// name and email independently), read from the same resolved config
+    /// but without their timestamp: computing that makes gix ask for the
+    /// local time zone, and jiff then lists the whole zoneinfo database,
+    /// about a fifth of a tick's instructions. loopx writes its own times.
+    fn identity(&self, role: &str) -> Option<Person> {
+        let config = self.repo.config_snapshot();
+        let first = |keys: &[&str]| {
+            keys.iter()
+                .find_map(|k| config.string(*k))
+                .map(|v| v.to_str_lossy().trim().to_owned())
+        };
+        let name = first(&[
+            &format!("{role}.name"),
+            "user.name",
+            &format!("gitoxide.{role}.nameFallback"),
+        ])?;
+        let email = first(&[
+            &format!("{role}.email"),
+            "user.email",
+            "gitoxide.user.emailFallback",
+            &format!("gitoxide.{role}.emailFallback"),
+        ])?;
         (!name.is_empty() && !email.is_empty()).then_some(Person { name, email })
     }
 
