@@ -19,6 +19,9 @@ use crate::error::Refusal;
 /// The default state ref; git config `loopx.ref` overrides it.
 pub const DEFAULT_REF: &str = "refs/loopx/state";
 
+/// The memory the delta-base cache of packed reads may use.
+const PACK_CACHE_BYTES: usize = 1024 * 1024;
+
 /// An object id, opaque outside the store.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
 pub struct Oid(gix::ObjectId);
@@ -73,7 +76,7 @@ pub struct Store {
 impl Store {
     /// Opens the repository containing `dir`, as git would find it.
     pub fn discover(dir: &Path) -> Result<Store> {
-        let repo = gix::discover(dir).map_err(|e| {
+        let mut repo = gix::discover(dir).map_err(|e| {
             let text = e.to_string();
             let message = if text.contains("Could not find a git repository") {
                 format!("{} is not inside a git repository", dir.display())
@@ -104,6 +107,13 @@ impl Store {
             }
             None => DEFAULT_REF.to_owned(),
         };
+        // Packed state files are deltas of one another; without a cache of
+        // delta bases every file read inflates its whole delta chain again.
+        repo.objects.set_pack_cache(|| {
+            Box::new(gix::odb::pack::cache::lru::MemoryCappedHashmap::new(
+                PACK_CACHE_BYTES,
+            ))
+        });
         Ok(Store { repo, state_ref })
     }
 
@@ -138,17 +148,39 @@ impl Store {
     /// The user's configured identity (`user.name`/`user.email`, or the
     /// `GIT_AUTHOR_*` environment), if complete.
     pub fn user(&self) -> Option<Person> {
-        let sig = self.repo.author()?.ok()?;
-        let name = sig.name.to_str_lossy().trim().to_owned();
-        let email = sig.email.to_str_lossy().trim().to_owned();
-        (!name.is_empty() && !email.is_empty()).then_some(Person { name, email })
+        self.identity("author")
     }
 
     /// The configured committer, if complete.
     pub fn committer(&self) -> Option<Person> {
-        let sig = self.repo.committer()?.ok()?;
-        let name = sig.name.to_str_lossy().trim().to_owned();
-        let email = sig.email.to_str_lossy().trim().to_owned();
+        self.identity("committer")
+    }
+
+    /// A name and email as gix's `Repository::author()`/`committer()`
+    /// resolve them (`GIT_AUTHOR_*`/`GIT_COMMITTER_*`, then `author.*`/
+    /// `committer.*`, then `user.*`, then `EMAIL`, then gix's fallbacks;
+    /// name and email independently), read from the same resolved config
+    /// but without their timestamp: computing that makes gix ask for the
+    /// local time zone, and jiff then lists the whole zoneinfo database,
+    /// about a fifth of a tick's instructions. loopx writes its own times.
+    fn identity(&self, role: &str) -> Option<Person> {
+        let config = self.repo.config_snapshot();
+        let first = |keys: &[&str]| {
+            keys.iter()
+                .find_map(|k| config.string(*k))
+                .map(|v| v.to_str_lossy().trim().to_owned())
+        };
+        let name = first(&[
+            &format!("{role}.name"),
+            "user.name",
+            &format!("gitoxide.{role}.nameFallback"),
+        ])?;
+        let email = first(&[
+            &format!("{role}.email"),
+            "user.email",
+            "gitoxide.user.emailFallback",
+            &format!("gitoxide.{role}.emailFallback"),
+        ])?;
         (!name.is_empty() && !email.is_empty()).then_some(Person { name, email })
     }
 
@@ -302,11 +334,14 @@ impl Store {
                 EntryKind::Tree if skip.contains(&path.as_str()) => {}
                 EntryKind::Tree => self.walk(oid, path, &[], out)?,
                 EntryKind::Blob | EntryKind::BlobExecutable => {
-                    let data = self
+                    let mut data = self
                         .repo
                         .find_blob(oid)
                         .with_context(|| format!("reading {path}"))?
                         .take_data();
+                    // A blob decoded from a delta keeps the decoder's larger
+                    // buffer; every file of the state is held at once.
+                    data.shrink_to_fit();
                     out.push((path, data));
                 }
                 _ => {}

@@ -83,3 +83,47 @@ fn agent_runtime_markers_name_the_agent() {
     session(&mut c);
     run(c.args(["goal", "add", "x", "--objective", "y"])).code(3);
 }
+
+#[test]
+fn the_committer_and_a_human_author_follow_gits_identity_rules() {
+    let env = TestEnv::with_board();
+    let last = || {
+        env.git(&[
+            "log",
+            "-1",
+            "--format=%an <%ae> / %cn <%ce>",
+            "refs/loopx/state",
+        ])
+    };
+    // committer.* wins over user.* for the committer only.
+    env.git(&["config", "committer.name", "Build Bot"]);
+    env.add("A", &[]);
+    assert_text(
+        &last(),
+        "Ada Lovelace <ada@example.com> / Build Bot <ada@example.com>\n",
+    );
+    // The environment wins over the config, as in git.
+    run(env
+        .command()
+        .env("GIT_AUTHOR_NAME", "Grace Hopper")
+        .env("GIT_AUTHOR_EMAIL", "grace@example.com")
+        .env("GIT_COMMITTER_NAME", "CI")
+        .env("GIT_COMMITTER_EMAIL", "ci@example.com")
+        .args(["todo", "add", "B"]))
+    .ok();
+    assert_text(
+        &last(),
+        "Grace Hopper <grace@example.com> / CI <ci@example.com>\n",
+    );
+    // EMAIL stands in for a missing user.email.
+    env.git(&["config", "--unset", "user.email"]);
+    run(env
+        .command()
+        .env("EMAIL", "ada@home.example")
+        .args(["todo", "add", "C"]))
+    .ok();
+    assert_text(
+        &last(),
+        "Ada Lovelace <ada@home.example> / Build Bot <ada@home.example>\n",
+    );
+}

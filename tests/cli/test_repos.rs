@@ -100,3 +100,46 @@ fn gc_packs_and_ticks_pack_in_the_background() {
     env.git(&["fsck", "--no-dangling"]);
     env.loopx(&["status"]).ok();
 }
+
+#[test]
+fn a_packed_state_reads_the_same_as_a_loose_one() {
+    // Todo files are alike, so a repack stores most of them as deltas of one
+    // another, in chains; reads go through the delta-base cache.
+    let env = TestEnv::with_board();
+    let mut ids = Vec::new();
+    for i in 0..30 {
+        let t = env.add(&format!("Make the parser handle case {i}"), &[]);
+        env.loopx(&[
+            "todo",
+            "update",
+            &t,
+            "--note",
+            &format!("first look at case {i}"),
+        ])
+        .ok();
+        ids.push(t);
+    }
+    let read = || {
+        let list = env.loopx(&["todo", "list", "--json"]).ok().stdout;
+        let shown: Vec<String> = ids
+            .iter()
+            .map(|t| env.loopx(&["todo", "show", t, "--json"]).ok().stdout)
+            .collect();
+        (list, shown)
+    };
+    let loose = read();
+    env.git(&[
+        "repack",
+        "-a",
+        "-d",
+        "-f",
+        "-q",
+        "--window=250",
+        "--depth=50",
+    ]);
+    let counts = env.git(&["count-objects", "-v"]);
+    assert!(counts.contains("count: 0\n"), "{counts}");
+    assert_eq!(read(), loose);
+    env.agent("agent-a", &["todo", "claim", &ids[7]]).ok();
+    env.loopx(&["doctor"]).ok();
+}
