@@ -176,7 +176,10 @@ fn closable<'s>(state: &'s State, op: &Op, id: &GateId, verb: &str) -> Result<&'
         return Err(Refusal::rule(
             "gate-closed",
             format!("{id} is already {}", gate.status.as_str()),
-        ));
+        )
+        .with_hint(format!(
+            "`loopx gate show {id}` shows how it was closed; open a new gate for a new question"
+        )));
     }
     Ok(gate)
 }

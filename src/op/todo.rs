@@ -562,7 +562,8 @@ pub(super) fn reopen(
         return Err(Refusal::rule(
             "not-closed",
             format!("{id} is {}, not done, blocked or deferred", todo.status),
-        ));
+        )
+        .with_hint("only a done, blocked or deferred todo can be reopened; nothing to do"));
     }
     let was = todo.status;
     let title = short(&todo.title);
@@ -589,10 +590,11 @@ pub(super) fn archive(state: &mut State, op: &Op, ids: &[TodoId]) -> Result<Effe
         .cloned()
         .collect();
     if moving.is_empty() {
-        return Err(Refusal::rule(
-            "nothing-to-archive",
-            "no done todos to archive",
-        ));
+        return Err(
+            Refusal::rule("nothing-to-archive", "no done todos to archive").with_hint(
+                "they were reopened or archived meanwhile; `loopx todo list --all` shows them",
+            ),
+        );
     }
     for id in &moving {
         let t = state.todos.remove(id).expect("filtered on presence");

@@ -42,7 +42,11 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             .collect();
         if todos.is_empty() {
             return Err(
-                Refusal::rule("nothing-to-archive", "there are no done todos to archive").into(),
+                Refusal::rule("nothing-to-archive", "there are no done todos to archive")
+                    .with_hint(
+                        "only done todos move to the archive; `loopx todo list --all` shows them",
+                    )
+                    .into(),
             );
         }
         Ok(ctx.op(Change::TodoArchive { todos })?)
