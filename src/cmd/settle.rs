@@ -229,7 +229,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                 let verdict = if r.passed() { "passed" } else { "FAILED" };
                 s.push_str(&format!("{what} {verdict}: `{}` ({})\n", r.argv.join(" "), r.outcome()));
                 if !r.passed() {
-                    for line in r.output_tail.lines().rev().take(5).collect::<Vec<_>>().into_iter().rev() {
+                    for line in r.last_lines(5) {
                         s.push_str(&format!("  {line}\n"));
                     }
                 }

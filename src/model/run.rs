@@ -40,6 +40,13 @@ impl CommandRun {
         }
     }
 
+    /// The last `n` lines of the output tail, oldest first.
+    pub fn last_lines(&self, n: usize) -> Vec<&str> {
+        let mut lines: Vec<&str> = self.output_tail.lines().rev().take(n).collect();
+        lines.reverse();
+        lines
+    }
+
     pub fn passed(&self) -> bool {
         self.exit == Some(0)
     }

@@ -57,7 +57,8 @@ pub(super) fn register(
     )))
 }
 
-/// Capabilities as stored: trimmed, without empties, sorted, deduplicated.
+/// A list as stored (capabilities, scopes): trimmed, without empties,
+/// sorted, deduplicated.
 pub fn normalize(capabilities: &[String]) -> Vec<String> {
     let mut caps: Vec<String> = capabilities
         .iter()

@@ -107,14 +107,7 @@ pub(super) fn set(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         what.push(format!("status={}", s.as_str()));
     }
     if let Some(s) = scope {
-        let mut scope: Vec<String> = s
-            .iter()
-            .map(|p| p.trim().to_owned())
-            .filter(|p| !p.is_empty())
-            .collect();
-        scope.sort();
-        scope.dedup();
-        g.scope = scope;
+        g.scope = super::agent::normalize(s);
         what.push("scope".to_owned());
     }
     if let Some(gs) = guards {

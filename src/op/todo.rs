@@ -2,7 +2,7 @@
 //! done. Every op on a todo carries the epoch its writer read; a mismatch is
 //! a conflict (fencing).
 
-use super::{Change, Effect, Op, goal::non_empty, rules, short};
+use super::{Change, Effect, Op, agent::normalize, goal::non_empty, rules, short};
 use crate::error::Refusal;
 use crate::model::{
     Actor, Claim, GoalStatus, Note, State, Todo, TodoId, TodoStatus, run::CommandRun,
@@ -87,8 +87,8 @@ pub(super) fn add(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
             priority: *priority,
             status: TodoStatus::Open,
             after,
-            capabilities: sorted(capabilities),
-            scope: sorted(scope),
+            capabilities: normalize(capabilities),
+            scope: normalize(scope),
             validate: validate.clone(),
             epoch: 0,
             created_at: op.at,
@@ -416,8 +416,7 @@ pub(super) fn done(
                 .with_hint(format!("run `loopx todo done {id}` again")));
             }
             Some(run) if !run.passed() => {
-                let tail = run.output_tail.lines().rev().take(5).collect::<Vec<_>>();
-                let tail: Vec<&str> = tail.into_iter().rev().collect();
+                let tail = run.last_lines(5);
                 let shown = if tail.is_empty() {
                     String::new()
                 } else {
@@ -679,15 +678,4 @@ fn todo_mut<'s>(state: &'s mut State, id: &TodoId) -> &'s mut Todo {
         .todos
         .get_mut(id)
         .expect("checked by get() before mutating")
-}
-
-fn sorted(v: &[String]) -> Vec<String> {
-    let mut v: Vec<String> = v
-        .iter()
-        .map(|s| s.trim().to_owned())
-        .filter(|s| !s.is_empty())
-        .collect();
-    v.sort();
-    v.dedup();
-    v
 }

@@ -97,8 +97,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                 e.id
             );
             if !passed && !record.output_tail.is_empty() {
-                let tail: Vec<&str> = record.output_tail.lines().rev().take(10).collect();
-                for line in tail.into_iter().rev() {
+                for line in record.last_lines(10) {
                     s.push_str(&format!("\n  {line}"));
                 }
             }

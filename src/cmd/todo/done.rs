@@ -73,8 +73,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                 artifact: None,
             })?)
         })?;
-        let tail = run.output_tail.lines().rev().take(5).collect::<Vec<_>>();
-        let shown: String = tail.iter().rev().map(|l| format!("\n{l}")).collect();
+        let shown: String = run.last_lines(5).iter().map(|l| format!("\n{l}")).collect();
         return Err(Refusal::rule(
             "validation-failed",
             format!(
