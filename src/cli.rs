@@ -78,6 +78,7 @@ pub enum Command {
     RefreshState(cmd::refresh_state::Args),
     Settle(cmd::settle::Args),
     Sync(cmd::sync::Args),
+    Verify(cmd::verify::Args),
     Doctor(cmd::doctor::Args),
     Gc(cmd::gc::Args),
     Hook(cmd::hook::Args),

@@ -29,6 +29,7 @@ pub mod store;
 pub mod sync;
 pub mod time;
 pub mod tx;
+pub mod verify;
 
 use std::process::ExitCode;
 

@@ -361,33 +361,7 @@ impl Store {
         committer: &Person,
         time_secs: i64,
     ) -> Result<Tip> {
-        let base = match parent {
-            Some(p) => p.tree.0,
-            None => gix::ObjectId::empty_tree(self.repo.object_hash()),
-        };
-        let mut editor = self
-            .repo
-            .edit_tree(base)
-            .context("editing the state tree")?;
-        for (path, bytes) in changes {
-            match bytes {
-                Some(bytes) => {
-                    let blob = self
-                        .repo
-                        .write_blob(bytes)
-                        .with_context(|| format!("writing {path}"))?;
-                    editor
-                        .upsert(path.as_str(), EntryKind::Blob, blob.detach())
-                        .with_context(|| format!("adding {path} to the tree"))?;
-                }
-                None => {
-                    editor
-                        .remove_leaf(path.as_str())
-                        .with_context(|| format!("removing {path} from the tree"))?;
-                }
-            }
-        }
-        let tree = editor.write().context("writing the state tree")?.detach();
+        let tree = edit_tree(&self.repo, parent.map(|p| p.tree), changes)?;
         let sig = |p: &'_ Person| gix::actor::Signature {
             name: p.name.as_str().into(),
             email: p.email.as_str().into(),
@@ -494,12 +468,109 @@ impl Store {
     }
 }
 
+/// Writes the changed files on top of tree `base` (None: the empty tree)
+/// through `repo`'s object database and returns the new root tree.
+fn edit_tree(
+    repo: &gix::Repository,
+    base: Option<Oid>,
+    changes: &[(String, Option<Vec<u8>>)],
+) -> Result<gix::ObjectId> {
+    let base = match base {
+        Some(b) => b.0,
+        None => gix::ObjectId::empty_tree(repo.object_hash()),
+    };
+    let mut editor = repo.edit_tree(base).context("editing the state tree")?;
+    for (path, bytes) in changes {
+        match bytes {
+            Some(bytes) => {
+                let blob = repo
+                    .write_blob(bytes)
+                    .with_context(|| format!("writing {path}"))?;
+                editor
+                    .upsert(path.as_str(), EntryKind::Blob, blob.detach())
+                    .with_context(|| format!("adding {path} to the tree"))?;
+            }
+            None => {
+                editor
+                    .remove_leaf(path.as_str())
+                    .with_context(|| format!("removing {path} from the tree"))?;
+            }
+        }
+    }
+    Ok(editor.write().context("writing the state tree")?.detach())
+}
+
+/// Builds trees in memory: what a tick's changes make of its parent's tree,
+/// for `verify`. Nothing it writes reaches the object database, so checking
+/// a long history leaves no loose objects behind.
+pub struct Scratch {
+    repo: gix::Repository,
+}
+
+impl Scratch {
+    /// The id of the tree that `changes` make of tree `base` (None: the
+    /// empty tree).
+    pub fn tree(&self, base: Option<Oid>, changes: &[(String, Option<Vec<u8>>)]) -> Result<Oid> {
+        let tree = edit_tree(&self.repo, base, changes);
+        self.repo.objects.reset_object_memory();
+        tree.map(Oid)
+    }
+}
+
+impl Store {
+    /// A [`Scratch`] over this repository's objects.
+    pub fn scratch(&self) -> Scratch {
+        Scratch {
+            repo: self.repo.clone().with_object_memory(),
+        }
+    }
+
+    /// Reads objects also from `dirs` (object directories: the quarantine
+    /// a `pre-receive` hook sees pushed objects in, and its alternates),
+    /// as git does under `GIT_OBJECT_DIRECTORY` and
+    /// `GIT_ALTERNATE_OBJECT_DIRECTORIES`. The returned directory holds the
+    /// alternates file and must outlive the store's reads.
+    pub fn with_object_dirs(&mut self, dirs: &[PathBuf]) -> Result<tempfile::TempDir> {
+        let tmp = tempfile::Builder::new()
+            .prefix("loopx-objects")
+            .tempdir()
+            .context("creating a temporary object directory")?;
+        let objects = tmp.path().join("objects");
+        std::fs::create_dir_all(objects.join("info"))
+            .with_context(|| format!("creating {}", objects.display()))?;
+        let mut list = String::new();
+        for d in dirs
+            .iter()
+            .map(PathBuf::as_path)
+            .chain([self.repo.objects.store_ref().path()])
+        {
+            let d = std::path::absolute(d).with_context(|| format!("resolving {}", d.display()))?;
+            list.push_str(&d.to_string_lossy());
+            list.push('\n');
+        }
+        let file = objects.join("info").join("alternates");
+        std::fs::write(&file, list).with_context(|| format!("writing {}", file.display()))?;
+        let hash = self.repo.object_hash();
+        let odb = gix::odb::at(&objects, hash)
+            .with_context(|| format!("opening the objects at {}", objects.display()))?;
+        self.repo.objects = gix::OdbHandle::new(odb, hash);
+        self.repo.objects.set_pack_cache(|| {
+            Box::new(gix::odb::pack::cache::lru::MemoryCappedHashmap::new(
+                PACK_CACHE_BYTES,
+            ))
+        });
+        Ok(tmp)
+    }
+}
+
 /// One commit of the state's history.
 #[derive(Clone, Debug)]
 pub struct Entry {
     pub commit: Oid,
     pub tree: Oid,
     pub parent: Option<Oid>,
+    /// How many parents the commit has (a tick has one, the first has none).
+    pub parents: usize,
     pub message: String,
     /// Author time, seconds since the epoch.
     pub time: i64,
@@ -528,6 +599,7 @@ impl Store {
             commit,
             tree: Oid(decoded.tree()),
             parent: decoded.parents().next().map(Oid),
+            parents: decoded.parents().count(),
             message: decoded.message.to_str_lossy().into_owned(),
             time,
             author,
@@ -786,6 +858,30 @@ impl Store {
             let e = self.entry(id)?;
             next = e.parent;
             out.push(e);
+        }
+        match base {
+            None => {
+                out.reverse();
+                Ok(out)
+            }
+            Some(b) => Err(anyhow!(
+                "commit {b} is not on the first-parent chain of {tip}"
+            )),
+        }
+    }
+
+    /// Like [`Store::chain_since`], but only the commit ids: cheap to hold
+    /// for a long history.
+    pub fn chain_ids_since(&self, tip: Oid, base: Option<Oid>) -> Result<Vec<Oid>> {
+        let mut out = Vec::new();
+        let mut next = Some(tip);
+        while let Some(id) = next {
+            if Some(id) == base {
+                out.reverse();
+                return Ok(out);
+            }
+            next = self.first_parent(id)?;
+            out.push(id);
         }
         match base {
             None => {

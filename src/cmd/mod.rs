@@ -23,6 +23,7 @@ pub mod show;
 pub mod status;
 pub mod sync;
 pub mod todo;
+pub mod verify;
 
 use anyhow::Result;
 use serde::Serialize;
@@ -69,6 +70,7 @@ pub fn run(ctx: &Ctx, command: &Command) -> Result<Exit> {
         Command::RefreshState(args) => refresh_state::run(ctx, args),
         Command::Settle(args) => settle::run(ctx, args),
         Command::Sync(args) => sync::run(ctx, args),
+        Command::Verify(args) => verify::run(ctx, args),
         Command::Doctor(args) => doctor::run(ctx, args),
         Command::Gc(args) => gc::run(ctx, args),
         Command::Hook(_) | Command::Hooks(_) | Command::Mcp(_) => {

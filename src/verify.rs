@@ -1,0 +1,379 @@
+//! Verified history (DESIGN §8.1): a commit of the state ref is trusted only
+//! if it is exactly the tick loopx would have written for its op.
+//!
+//! [`check_tick`] is the one place that decides whether one commit is a
+//! valid tick on top of a trusted parent. It checks that the commit is a
+//! tick (one parent, a message that parses, a format and an op this binary
+//! knows), that its author and date are its op's actor and time, that the
+//! op is not dated beyond the clock-skew margin in the verifying machine's
+//! future, then re-applies the op with [`op::apply`] (the function every
+//! live command uses) to the parent's state and requires the message and
+//! the tree that a live tick would write: the same bytes, the same tree id.
+//! That one comparison covers every rule `apply` enforces and every file,
+//! live, evidence or archive. Evidence and the archive only grow: a tick
+//! may add files there, never replace one.
+//!
+//! [`chain`] walks a first-parent chain from a trusted commit, checking each
+//! commit in order and carrying the state forward, so a history of `n`
+//! ticks costs `n` applies and no reads of whole trees after the first.
+//! `verify`, sync (before it trusts a remote's commits, and before it pushes
+//! local ones) and the hub's `pre-receive` hook all go through here.
+//!
+//! Verification is deterministic: the same history verifies the same way on
+//! every machine, except that a tick dated in the future (beyond the skew
+//! margin) is refused until that time has come.
+
+use anyhow::Result;
+use serde::Serialize;
+
+use crate::error::Refusal;
+use crate::model::{FORMAT, State, files};
+use crate::op::{self, Change, message};
+use crate::store::{Entry, Oid, Scratch, Store, Tip};
+use crate::time::Timestamp;
+
+/// Which rule a commit breaks. Serialized as stable kebab-case names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Rule {
+    /// The message is not a loopx tick (no op, no trailers).
+    NotATick,
+    /// A merge commit, or a root commit in the middle of the chain.
+    Parents,
+    /// Written by a newer loopx (`Loopx-Format` above this binary's).
+    FormatTooNew,
+    /// An op kind this binary does not know.
+    UnknownOp,
+    /// `Loopx-Tick` is not the parent's plus one.
+    TickNumber,
+    /// The commit's author is not the op's actor, or its date not the op's
+    /// time.
+    Author,
+    /// Dated beyond the clock-skew margin after this machine's clock.
+    Future,
+    /// `apply` refuses the op on the parent's state.
+    Refused,
+    /// The message is not what loopx writes for this op: unknown fields, a
+    /// changed subject or trailers.
+    Message,
+    /// Evidence or archive files were replaced or removed.
+    AppendOnly,
+    /// The tree is not what the op makes of the parent's tree.
+    Tree,
+}
+
+impl Rule {
+    /// The rule's name, as in `--format json`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Rule::NotATick => "not-a-tick",
+            Rule::Parents => "parents",
+            Rule::FormatTooNew => "format-too-new",
+            Rule::UnknownOp => "unknown-op",
+            Rule::TickNumber => "tick-number",
+            Rule::Author => "author",
+            Rule::Future => "future",
+            Rule::Refused => "refused",
+            Rule::Message => "message",
+            Rule::AppendOnly => "append-only",
+            Rule::Tree => "tree",
+        }
+    }
+
+    /// Whether upgrading loopx could make the commit verify.
+    pub fn wants_upgrade(self) -> bool {
+        matches!(self, Rule::FormatTooNew | Rule::UnknownOp)
+    }
+}
+
+/// The stable code of every refusal for a commit that is not a valid tick:
+/// one family, the [`Rule`] says which check failed.
+pub const INVALID_TICK: &str = "invalid-tick";
+
+/// A commit that is not a valid tick.
+#[derive(Clone, Debug, Serialize)]
+pub struct Finding {
+    pub commit: String,
+    /// The tick number it claims (or would have).
+    pub tick: u64,
+    /// Its author as git records it: `Name <email>`.
+    pub author: String,
+    pub rule: Rule,
+    /// What is wrong, in words.
+    pub message: String,
+    /// For [`Rule::Refused`]: the refusal's own code (`claimed`, …).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refusal: Option<&'static str>,
+}
+
+impl Finding {
+    fn new(entry: &Entry, tick: u64, rule: Rule, message: impl Into<String>) -> Self {
+        Finding {
+            commit: entry.commit.to_string(),
+            tick,
+            author: format!("{} <{}>", entry.author.name, entry.author.email),
+            rule,
+            message: message.into(),
+            refusal: None,
+        }
+    }
+
+    /// The refusal a command exits with (exit 3), with `hint` saying what
+    /// to do where it was found.
+    pub fn refusal(&self, hint: impl Into<String>) -> Refusal {
+        let short = &self.commit[..self.commit.len().min(8)];
+        let hint = if self.rule.wants_upgrade() {
+            "upgrade loopx, then try again; nothing was changed".to_owned()
+        } else {
+            hint.into()
+        };
+        Refusal::rule(
+            INVALID_TICK,
+            format!(
+                "commit {short} (tick {}, by {}) is not a valid loopx tick [{}]: {}",
+                self.tick,
+                self.author,
+                self.rule.name(),
+                self.message
+            ),
+        )
+        .with_hint(hint)
+    }
+}
+
+/// A commit whose state is trusted: verified, or taken as the start.
+#[derive(Clone, Debug)]
+pub struct Verified {
+    pub tip: Tip,
+    pub state: State,
+}
+
+/// The result of checking one commit or a chain: the trusted tip it reached,
+/// or the first commit that is not a valid tick.
+pub type Checked = std::result::Result<Verified, Finding>;
+
+/// Checks that `entry` is the tick loopx writes for its op on top of
+/// `parent` (None: `entry` is the first tick). `now` is this machine's
+/// clock, for the one rule that reads it. Errors are I/O; a commit that
+/// breaks a rule is `Ok(Err(finding))`.
+///
+/// This is the one function that decides what a valid tick is: a further
+/// check (a signature on a human act, say) belongs here, so that `verify`,
+/// sync and the hub hook all make it.
+pub fn check_tick(
+    scratch: &Scratch,
+    store: &Store,
+    parent: Option<&Verified>,
+    entry: &Entry,
+    now: Timestamp,
+) -> Result<Checked> {
+    let tick = parent.map_or(0, |p| p.tip.tick) + 1;
+    let fail = |rule, msg: String| Ok(Err(Finding::new(entry, tick, rule, msg)));
+    let want_parents = usize::from(parent.is_some());
+    if entry.parents != want_parents || entry.parent != parent.map(|p| p.tip.commit) {
+        return fail(
+            Rule::Parents,
+            format!(
+                "a tick has exactly {} parent{}; this commit has {}",
+                want_parents,
+                if want_parents == 1 { "" } else { "s" },
+                entry.parents
+            ),
+        );
+    }
+    if let Some(kind) = message::kind_of(&entry.message)
+        && !Change::KINDS.contains(&kind)
+    {
+        return fail(
+            Rule::UnknownOp,
+            format!("its op {kind:?} is unknown to this loopx"),
+        );
+    }
+    let parsed = match message::parse(&entry.message) {
+        Ok(p) => p,
+        Err(why) => return fail(Rule::NotATick, why),
+    };
+    if parsed.format > FORMAT {
+        return fail(
+            Rule::FormatTooNew,
+            format!(
+                "it was written in format {} and this loopx knows format {FORMAT} at most",
+                parsed.format
+            ),
+        );
+    }
+    if parsed.tick != tick {
+        return fail(
+            Rule::TickNumber,
+            format!(
+                "it says Loopx-Tick {} but follows tick {}",
+                parsed.tick,
+                tick - 1
+            ),
+        );
+    }
+    let op = parsed.op;
+    let (name, email) = (op.actor.name(), op.actor.email());
+    if entry.author.name != name || entry.author.email != email {
+        return fail(
+            Rule::Author,
+            format!(
+                "its op's actor is {} but the commit's author is {} <{}>",
+                op.actor, entry.author.name, entry.author.email
+            ),
+        );
+    }
+    if entry.time != op.at.unix() {
+        return fail(
+            Rule::Author,
+            format!(
+                "its op is dated {} but the commit {}",
+                op.at,
+                Timestamp::from_unix(entry.time)
+            ),
+        );
+    }
+    let (before, base) = match parent {
+        Some(p) => (p.state.clone(), Some(p.tip.tree)),
+        None => (State::default(), None),
+    };
+    let skew = before.meta.settings.clock_skew;
+    if op.at > now.plus(skew) {
+        return fail(
+            Rule::Future,
+            format!(
+                "it is dated {}, after this machine's clock ({now}) plus the clock-skew margin ({skew}); it is refused until then",
+                op.at
+            ),
+        );
+    }
+    let mut after = before.clone();
+    let effect = match op::apply(&mut after, &op) {
+        Ok(effect) => effect,
+        Err(refusal) => {
+            let mut f = Finding::new(
+                entry,
+                tick,
+                Rule::Refused,
+                format!(
+                    "its op {} by {} breaks a rule: {}",
+                    op.change.kind(),
+                    op.actor,
+                    refusal.message
+                ),
+            );
+            f.refusal = Some(refusal.code);
+            return Ok(Err(f));
+        }
+    };
+    let extra: Vec<(&str, String)> = parsed
+        .trailers
+        .iter()
+        .filter(|(k, _)| !message::OWN_TRAILERS.contains(&k.as_str()))
+        .map(|(k, v)| (k.as_str(), v.clone()))
+        .collect();
+    let wanted = message::render(&op, &effect, tick, &extra);
+    if wanted != entry.message {
+        return fail(Rule::Message, message_difference(&wanted, &entry.message));
+    }
+    let changes = match parent {
+        Some(_) => files::changes(&before, &after),
+        None => files::encode_all(&after),
+    };
+    if let Some(p) = parent {
+        for (path, _) in &changes {
+            let grows_only = path.starts_with(&format!("{}/", files::EVIDENCE))
+                || path.starts_with(&format!("{}/", files::ARCHIVE));
+            if grows_only && store.read_file(p.tip.tree, path)?.is_some() {
+                return fail(
+                    Rule::AppendOnly,
+                    format!("it replaces {path}, and evidence and the archive only grow"),
+                );
+            }
+        }
+    }
+    for (path, bytes) in &changes {
+        if let Some(bytes) = bytes
+            && let Err(r) = files::check_file(path, bytes)
+        {
+            return fail(
+                Rule::Refused,
+                format!(
+                    "its op writes {path}, which would not read back: {}",
+                    r.message
+                ),
+            );
+        }
+    }
+    let tree = scratch.tree(base, &changes)?;
+    if tree != entry.tree {
+        return fail(
+            Rule::Tree,
+            format!(
+                "its tree {} is not what its op makes of the parent's state ({}): files were changed that the op does not change",
+                entry.tree.short(8),
+                tree.short(8)
+            ),
+        );
+    }
+    after.evidence.clear();
+    after.archived.clear();
+    Ok(Ok(Verified {
+        tip: Tip {
+            commit: entry.commit,
+            tree: entry.tree,
+            tick,
+        },
+        state: after,
+    }))
+}
+
+/// Says where a message differs from the one loopx writes.
+fn message_difference(wanted: &str, got: &str) -> String {
+    let (ws, gs) = (
+        wanted.lines().next().unwrap_or_default(),
+        got.lines().next().unwrap_or_default(),
+    );
+    if ws != gs {
+        return format!("its subject reads {gs:?} where loopx writes {ws:?} for its op");
+    }
+    let line = wanted
+        .lines()
+        .zip(got.lines())
+        .find(|(w, g)| w != g)
+        .map(|(w, g)| format!("{g:?} where loopx writes {w:?}"));
+    match line {
+        Some(l) => format!(
+            "its message is not what loopx writes for its op (fields this loopx does not know, or edited by hand): {l}"
+        ),
+        None => "its message is not what loopx writes for its op: it has extra or missing lines"
+            .to_owned(),
+    }
+}
+
+/// Checks every commit after `base` (None: from the first tick) up to
+/// `tip`, in order, calling `progress(done, total)` as it goes. `base` is
+/// trusted as it is. Returns the verified tip, or the first bad commit.
+pub fn chain(
+    store: &Store,
+    base: Option<Verified>,
+    tip: Oid,
+    now: Timestamp,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<Checked> {
+    let ids = store.chain_ids_since(tip, base.as_ref().map(|b| b.tip.commit))?;
+    let scratch = store.scratch();
+    let total = ids.len();
+    let mut current = base;
+    for (i, id) in ids.into_iter().enumerate() {
+        let entry = store.entry(id)?;
+        match check_tick(&scratch, store, current.as_ref(), &entry, now)? {
+            Ok(v) => current = Some(v),
+            Err(f) => return Ok(Err(f)),
+        }
+        progress(i + 1, total);
+    }
+    Ok(Ok(current.expect(
+        "a chain ending at a commit has at least one commit",
+    )))
+}
