@@ -59,7 +59,6 @@ const STDIN_WAIT: Duration = Duration::from_secs(2);
 /// Stop continuations per session when git config `loopx.stopContinuations`
 /// says nothing: below Cursor's default loop limit (5) and Claude Code's own
 /// cap (8).
-const CONTINUATIONS: u32 = 3;
 
 /// Runs the hook; never fails, always exits 0.
 pub fn main(global: &Global, args: &Args) -> ExitCode {
@@ -363,11 +362,7 @@ fn stop(ctx: &Ctx, agent: &AgentId, input: &Input, session: &SessionFile) -> Res
         return Ok(Answer::Nothing);
     }
     let mut s = session.load();
-    let max = ctx
-        .store
-        .config("loopx.stopContinuations")
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(CONTINUATIONS);
+    let max = ctx.config.stop_continuations;
     if s.continuations >= max {
         return Ok(Answer::Nothing);
     }
