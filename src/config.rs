@@ -12,7 +12,8 @@ use crate::store::Store;
 /// Ticks between background repacks when git config says nothing.
 pub const AUTO_PACK: u64 = 200;
 /// How many times the Stop hook sends an agent back to work in one session
-/// when git config says nothing.
+/// when git config says nothing: below Cursor's default loop limit (5) and
+/// Claude Code's own cap (8).
 pub const STOP_CONTINUATIONS: u32 = 3;
 
 /// Every `loopx.*` setting this binary reads, resolved.

@@ -56,10 +56,6 @@ pub struct Args {
 /// The most stdin a hook reads, and how long it waits for it.
 const STDIN_LIMIT: u64 = 1 << 20;
 const STDIN_WAIT: Duration = Duration::from_secs(2);
-/// Stop continuations per session when git config `loopx.stopContinuations`
-/// says nothing: below Cursor's default loop limit (5) and Claude Code's own
-/// cap (8).
-
 /// Runs the hook; never fails, always exits 0.
 pub fn main(global: &Global, args: &Args) -> ExitCode {
     let json = Out::new(Format::Json, true);
