@@ -6,9 +6,10 @@
 //! tick (one parent, a message that parses, a format and an op this binary
 //! knows), that its author and date are its op's actor and time, that the
 //! op is not dated beyond the clock-skew margin in the verifying machine's
-//! future, then re-applies the op with [`op::apply`] (the function every
-//! live command uses) to the parent's state and requires the message and
-//! the tree that a live tick would write: the same bytes, the same tree id.
+//! future, then re-applies the op to the parent's state through
+//! [`tx::plan_tick`] (the first half of the one tick writer, and so the
+//! same `apply` every live command uses) and requires the message and the
+//! tree that a live tick would write: the same bytes, the same tree id.
 //! That one comparison covers every rule `apply` enforces and every file,
 //! live, evidence or archive. Evidence and the archive only grow: a tick
 //! may add files there, never replace one.
@@ -28,9 +29,10 @@ use serde::Serialize;
 
 use crate::error::Refusal;
 use crate::model::{FORMAT, State, files};
-use crate::op::{self, Change, message};
+use crate::op::{Change, message};
 use crate::store::{Entry, Oid, Scratch, Store, Tip};
 use crate::time::Timestamp;
+use crate::tx;
 
 /// Which rule a commit breaks. Serialized as stable kebab-case names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -212,7 +214,8 @@ pub fn check_tick(
             ),
         );
     }
-    let op = parsed.op;
+    let op = &parsed.op;
+    let empty = State::default();
     let (name, email) = (op.actor.name(), op.actor.email());
     if entry.author.name != name || entry.author.email != email {
         return fail(
@@ -234,8 +237,8 @@ pub fn check_tick(
         );
     }
     let (before, base) = match parent {
-        Some(p) => (p.state.clone(), Some(p.tip.tree)),
-        None => (State::default(), None),
+        Some(p) => (&p.state, Some(&p.tip)),
+        None => (&empty, None),
     };
     let skew = before.meta.settings.clock_skew;
     if op.at > now.plus(skew) {
@@ -247,9 +250,14 @@ pub fn check_tick(
             ),
         );
     }
-    let mut after = before.clone();
-    let effect = match op::apply(&mut after, &op) {
-        Ok(effect) => effect,
+    let extra: Vec<(&str, String)> = parsed
+        .trailers
+        .iter()
+        .filter(|(k, _)| !message::OWN_TRAILERS.contains(&k.as_str()))
+        .map(|(k, v)| (k.as_str(), v.clone()))
+        .collect();
+    let planned = match tx::plan_tick(base, before, &op, &extra) {
+        Ok(p) => p,
         Err(refusal) => {
             let mut f = Finding::new(
                 entry,
@@ -266,22 +274,14 @@ pub fn check_tick(
             return Ok(Err(f));
         }
     };
-    let extra: Vec<(&str, String)> = parsed
-        .trailers
-        .iter()
-        .filter(|(k, _)| !message::OWN_TRAILERS.contains(&k.as_str()))
-        .map(|(k, v)| (k.as_str(), v.clone()))
-        .collect();
-    let wanted = message::render(&op, &effect, tick, &extra);
-    if wanted != entry.message {
-        return fail(Rule::Message, message_difference(&wanted, &entry.message));
+    if planned.message != entry.message {
+        return fail(
+            Rule::Message,
+            message_difference(&planned.message, &entry.message),
+        );
     }
-    let changes = match parent {
-        Some(_) => files::changes(&before, &after),
-        None => files::encode_all(&after),
-    };
     if let Some(p) = parent {
-        for (path, _) in &changes {
+        for (path, _) in &planned.changes {
             let grows_only = path.starts_with(&format!("{}/", files::EVIDENCE))
                 || path.starts_with(&format!("{}/", files::ARCHIVE));
             if grows_only && store.read_file(p.tip.tree, path)?.is_some() {
@@ -292,7 +292,7 @@ pub fn check_tick(
             }
         }
     }
-    for (path, bytes) in &changes {
+    for (path, bytes) in &planned.changes {
         if let Some(bytes) = bytes
             && let Err(r) = files::check_file(path, bytes)
         {
@@ -305,7 +305,7 @@ pub fn check_tick(
             );
         }
     }
-    let tree = scratch.tree(base, &changes)?;
+    let tree = scratch.tree(base.map(|b| b.tree), &planned.changes)?;
     if tree != entry.tree {
         return fail(
             Rule::Tree,
@@ -316,8 +316,7 @@ pub fn check_tick(
             ),
         );
     }
-    after.evidence.clear();
-    after.archived.clear();
+    let after = planned.state;
     Ok(Ok(Verified {
         tip: Tip {
             commit: entry.commit,
