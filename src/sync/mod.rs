@@ -30,6 +30,7 @@
 mod plan;
 mod remote;
 mod replay;
+mod trust;
 
 use plan::{Plan, move_state, plan, remote_corrupt};
 pub use remote::{Names, default_remote, names, setup};
@@ -338,7 +339,7 @@ fn push_failed(names: &Names, e: anyhow::Error) -> anyhow::Error {
 
 /// Moves a ref loopx owns forward to `commit`; leaves it where it is when
 /// it already holds `commit` or a descendant of it.
-fn remember(ctx: &Ctx, name: &str, commit: Oid) -> Result<()> {
+pub(super) fn remember(ctx: &Ctx, name: &str, commit: Oid) -> Result<()> {
     let committer = ctx.committer();
     for _ in 0..8 {
         let current = ctx.store.resolve(name)?.map(|t| t.commit);

@@ -8,12 +8,13 @@ use std::collections::HashSet;
 use anyhow::Result;
 
 use crate::ctx::Ctx;
-use crate::error::{Refusal, refusal_of};
-use crate::op::{Change, message};
+use crate::error::Refusal;
+use crate::op::message;
 use crate::store::{CasError, Entry, Oid, Tip};
 use crate::tx::{self, Snapshot};
 
 use super::replay::replay;
+use super::trust;
 use super::{FIRST_BACKOFF, Names, Options, Outcome, Rejected, Replayed, pause};
 
 /// What one round decided.
@@ -75,6 +76,7 @@ pub(super) fn plan(ctx: &Ctx, names: &Names, remote: Option<&Tip>, opts: &Option
                 ))
                 .into());
             }
+            trust::local(ctx, names, &local, None)?;
             return Ok(Plan::Push(Push {
                 outcome: Outcome::Pushed,
                 count: usize::try_from(local.tick).unwrap_or(usize::MAX),
@@ -87,7 +89,7 @@ pub(super) fn plan(ctx: &Ctx, names: &Names, remote: Option<&Tip>, opts: &Option
         }
         (None, Some(remote)) => {
             // A first sync: adopt the remote's state.
-            let side = remote_side(ctx, names, remote, None)?;
+            let side = remote_side(ctx, names, remote, None, false)?;
             return Ok(if move_state(ctx, remote.commit, None, "loopx: sync")? {
                 Plan::Done {
                     outcome: Outcome::Pulled,
@@ -137,7 +139,7 @@ pub(super) fn plan(ctx: &Ctx, names: &Names, remote: Option<&Tip>, opts: &Option
     };
     if base == local.commit {
         // Behind: fast-forward.
-        let side = remote_side(ctx, names, &remote, Some(base))?;
+        let side = remote_side(ctx, names, &remote, Some(base), false)?;
         return Ok(
             if move_state(ctx, remote.commit, Some(local.commit), "loopx: sync")? {
                 Plan::Done {
@@ -152,7 +154,8 @@ pub(super) fn plan(ctx: &Ctx, names: &Names, remote: Option<&Tip>, opts: &Option
         );
     }
     if base == remote.commit {
-        // Ahead: push as it is.
+        // Ahead: push as it is, once it verifies.
+        trust::local(ctx, names, &local, Some(base))?;
         let count = ctx.store.chain_since(local.commit, Some(base))?.len();
         return Ok(Plan::Push(Push {
             outcome: Outcome::Pushed,
@@ -164,8 +167,10 @@ pub(super) fn plan(ctx: &Ctx, names: &Names, remote: Option<&Tip>, opts: &Option
             rejected: Vec::new(),
         }));
     }
-    // Diverged: replay.
-    let side = remote_side(ctx, names, &remote, Some(base))?;
+    // Diverged: replay (the local ticks are checked first, so a commit
+    // loopx did not write is named the same way wherever it is).
+    trust::local(ctx, names, &local, Some(base))?;
+    let side = remote_side(ctx, names, &remote, Some(base), true)?;
     let replay = replay(ctx, names, &local, side.snapshot, base, &side.ops)?;
     if replay.written == 0 {
         // Every local op is already on the remote: a fast-forward.
@@ -217,7 +222,7 @@ fn rewritten(ctx: &Ctx, names: &Names, synced: &Tip, remote: &Tip) -> Refusal {
 /// Follows the remote's history: keeps the local tip under a backup ref,
 /// then moves the local ref to the remote's tip.
 fn adopt(ctx: &Ctx, names: &Names, local: &Tip, remote: &Tip, base: Option<Oid>) -> Result<Plan> {
-    let side = remote_side(ctx, names, remote, base)?;
+    let side = remote_side(ctx, names, remote, base, false)?;
     let backup = format!(
         "refs/loopx/backup/{}/{}-{}",
         names.remote,
@@ -284,40 +289,35 @@ pub(super) struct RemoteSide {
     pub(super) ops: HashSet<String>,
 }
 
-/// Reads the remote's commits since `base` (refusing ops this binary does
-/// not know) and the state at its tip (refusing a corrupt one).
+/// Verifies the remote's commits since `base` (None: all of them), then
+/// returns the state at its tip and, when `want_ops`, the op ids of those
+/// commits (a replay skips ops the remote already has).
 pub(super) fn remote_side(
     ctx: &Ctx,
     names: &Names,
     remote: &Tip,
     base: Option<Oid>,
+    want_ops: bool,
 ) -> Result<RemoteSide> {
-    let chain = ctx.store.chain_since(remote.commit, base)?;
+    let verified = trust::remote(ctx, names, remote, base)?;
+    let base_tick = match base {
+        Some(b) => ctx.store.tip_at(b)?.tick,
+        None => 0,
+    };
     let mut ops = HashSet::new();
-    for e in &chain {
-        if let Some(kind) = message::kind_of(&e.message)
-            && !Change::KINDS.contains(&kind)
-        {
-            return Err(unknown_op(&format!("{}'s", names.remote), e, kind).into());
-        }
-        if let Some(id) = message::op_id_of(&e.message) {
-            ops.insert(id.to_owned());
+    if want_ops {
+        for e in ctx.store.chain_since(remote.commit, base)? {
+            if let Some(id) = message::op_id_of(&e.message) {
+                ops.insert(id.to_owned());
+            }
         }
     }
-    let snapshot = tx::load_at(ctx, remote.clone()).map_err(|e| {
-        match refusal_of(&e) {
-            // A newer format says "upgrade loopx" by itself.
-            Some(r) if r.code == "format-too-new" => e.context(format!(
-                "reading {}'s state (commit {})",
-                names.remote, remote.commit
-            )),
-            Some(r) => remote_corrupt(names, Some(remote), &r.message).into(),
-            None => remote_corrupt(names, Some(remote), &format!("{e:#}")).into(),
-        }
-    })?;
     Ok(RemoteSide {
-        snapshot,
-        commits: chain.len(),
+        snapshot: Snapshot {
+            tip: verified.tip,
+            state: verified.state,
+        },
+        commits: usize::try_from(remote.tick.saturating_sub(base_tick)).unwrap_or(usize::MAX),
         ops,
     })
 }

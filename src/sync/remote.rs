@@ -22,6 +22,9 @@ pub struct Names {
     pub tracking: String,
     /// The remote tip last synced with.
     pub synced: String,
+    /// The remote tip last verified (every commit up to it is a valid
+    /// tick).
+    pub verified: String,
 }
 
 /// Checks that `remote` is a configured git remote and names its refs.
@@ -47,17 +50,23 @@ pub fn names(ctx: &Ctx, remote: Option<&str>) -> Result<Names, Refusal> {
     // The default state ref is remembered under refs/loopx/synced/<remote>;
     // another one (git config loopx.ref, e.g. one ref per goal) under a name
     // of its own, so two states synced with one remote never share it.
-    let synced = if state_ref == crate::store::DEFAULT_REF {
-        format!("refs/loopx/synced/{remote}")
-    } else {
-        format!("refs/loopx/synced/{remote}@{}", rest.replace('/', "-"))
+    let own = |kind: &str| {
+        if state_ref == crate::store::DEFAULT_REF {
+            format!("refs/loopx/{kind}/{remote}")
+        } else {
+            format!("refs/loopx/{kind}/{remote}@{}", rest.replace('/', "-"))
+        }
     };
     let names = Names {
         tracking: format!("refs/remotes/{remote}/{rest}"),
-        synced,
+        synced: own("synced"),
+        verified: own("verified"),
         remote,
     };
-    if !Store::is_ref_name(&names.tracking) || !Store::is_ref_name(&names.synced) {
+    if ![&names.tracking, &names.synced, &names.verified]
+        .iter()
+        .all(|n| Store::is_ref_name(n))
+    {
         return Err(Refusal::usage(
             "bad-remote",
             format!(

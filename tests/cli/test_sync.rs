@@ -824,6 +824,9 @@ fn the_same_divergence_replays_to_the_same_tree_on_two_machines() {
         .expect("cp runs");
     assert!(status.success());
     b.git(&["remote", "set-url", "origin", copy.to_str().unwrap()]);
+    // Sync after those instants (a tick dated in a machine's future is
+    // refused there).
+    env.advance(3600);
     let out_a = a.loopx(&["sync", "--json"]).ok().json();
     let out_b = b.loopx(&["sync", "--json"]).ok().json();
     assert_eq!(out_a["outcome"], "replayed");
@@ -861,23 +864,33 @@ fn corrupt_state_on_the_remote_is_refused_and_nothing_changes_here() {
         "oops",
     );
     a.git(&["push", "-q", "origin", "refs/loopx/state:refs/loopx/state"]);
-    let out = b.loopx(&["sync"]).code(1);
+    let out = b.loopx(&["sync"]).code(3);
     let bad = a.tip().unwrap();
     assert_text(
         &out.stderr.replace(&bad[..8], "<bad>"),
-        "error: the loopx state on origin (tick 4, <bad>) is corrupt: the state file todos/ab/t-abababab.toml is corrupt: TOML parse error at line 1, column 6: key with no value, expected `=`\n\
-         hint: nothing was changed here; whoever pushed it must repair it (`loopx doctor` there names the file) and push the fix; `git log refs/remotes/origin/loopx/state` shows who. Then run `loopx sync` again\n",
+        "error: origin holds an invalid tick: commit <bad> (tick 4, by Hand Editor <hand@example.com>) is not a valid loopx tick [not-a-tick]: the message has no body\n\
+         hint: nothing was changed here and no local tick is lost. origin holds a commit that loopx did not write (or a rule it breaks), pushed as Hand Editor <hand@example.com>: ask them what happened. A human can put origin back at this clone's last verified tick with `loopx sync origin --repair-remote`; `loopx hub install` makes a hub you run refuse such pushes\n",
     );
     assert_eq!(b.tip(), b_tip);
     assert_eq!(b.rev("refs/loopx/synced/origin"), b_synced);
-    // The fix lands; the next sync completes and keeps b's tick.
+    // A "fix" on top by hand is no tick either: still refused.
     hand_commit(&env, &a, "todos/ab/t-abababab.toml", None, "fix");
     a.git(&["push", "-q", "origin", "refs/loopx/state:refs/loopx/state"]);
+    b.loopx(&["sync"]).code(3);
+    assert_eq!(b.tip(), b_tip);
+    // The hub is put back at its last valid tick; the next sync completes
+    // and keeps b's tick.
+    let good = a.rev(&format!("{bad}~1")).unwrap();
+    a.git(&["update-ref", "refs/loopx/state", &good]);
+    a.git(&[
+        "push",
+        "-q",
+        "-f",
+        "origin",
+        "refs/loopx/state:refs/loopx/state",
+    ]);
     let out = b.loopx(&["sync"]).ok();
-    assert_text(
-        &out.stdout,
-        "Pulled 2 ticks, pushed 1, replayed 1, rejected 0 (origin, tick 6).\n",
-    );
+    assert_text(&out.stdout, "Pushed 1 tick (origin, tick 4).\n");
     b.loopx(&["todo", "show", &mine]).ok();
     env.loopx(&["sync"]).ok();
     assert_eq!(a.tree(), b.tree());
@@ -1074,20 +1087,20 @@ fn an_op_this_loopx_does_not_know_stops_the_sync() {
     let mine = future_tick(&b);
     env.add("Moves the hub", &[]);
     env.loopx(&["sync"]).ok();
-    let out = b.loopx(&["sync"]).code(1);
+    let out = b.loopx(&["sync"]).code(3);
     assert_text(
         &out.stderr.replace(&mine[..8], "<c>"),
-        "error: the local tick <c> holds the op \"from.the.future\", which this loopx does not know\nhint: upgrade loopx, then run `loopx sync` again; nothing was changed\n",
+        "error: commit <c> (tick 4, by b <b@example.com>) is not a valid loopx tick [unknown-op]: its op \"from.the.future\" is unknown to this loopx\nhint: upgrade loopx, then try again; nothing was changed\n",
     );
     assert_eq!(b.tip().as_deref(), Some(mine.as_str()));
     // A remote tick that would be pulled.
     let theirs = future_tick(&a);
     a.git(&["push", "-q", "origin", "refs/loopx/state:refs/loopx/state"]);
     let c = env.clone_machine("c", &hub);
-    let out = c.loopx(&["sync"]).code(1);
+    let out = c.loopx(&["sync"]).code(3);
     assert_text(
         &out.stderr.replace(&theirs[..8], "<c>"),
-        "error: origin's tick <c> holds the op \"from.the.future\", which this loopx does not know\nhint: upgrade loopx, then run `loopx sync` again; nothing was changed\n",
+        "error: origin holds an invalid tick: commit <c> (tick 5, by Ada Lovelace <ada@example.com>) is not a valid loopx tick [unknown-op]: its op \"from.the.future\" is unknown to this loopx\nhint: upgrade loopx, then try again; nothing was changed\n",
     );
     assert_eq!(c.tip(), None);
 }
@@ -1102,13 +1115,14 @@ fn a_hand_commit_among_local_ticks_is_not_replayed() {
     b.loopx(&["sync"]).ok();
     let hand = hand_commit(&env, &a, "notes.txt", Some(b"hello\n"), "hand edit");
     let parent = a.rev(&format!("{hand}~1")).unwrap();
-    let out = a.loopx(&["sync"]).code(1);
+    let out = a.loopx(&["sync"]).code(3);
+    let _ = parent;
     assert_text(
         &out.stderr
-            .replace(&hand[..8], "<hand>")
-            .replace(&parent, "<parent>"),
-        "error: commit <hand> on refs/loopx/state is not a loopx tick (the message has no body), so sync cannot replay it onto origin's state\n\
-         hint: it was made by hand; move the ref back with `git update-ref refs/loopx/state <parent>`, redo the change with loopx commands, then sync again; nothing was changed\n",
+            .replace(&hand[..12], "<hand>")
+            .replace(&hand[..8], "<hand>"),
+        "error: commit <hand> (tick 4, by Hand Editor <hand@example.com>) is not a valid loopx tick [not-a-tick]: the message has no body\n\
+         hint: nothing was pushed to origin and nothing was changed. The commit was not written by loopx (or was edited since); move refs/loopx/state back to its parent with `git update-ref refs/loopx/state <hand>^`, redo the change with loopx commands, then sync again\n",
     );
     assert_eq!(a.tip().as_deref(), Some(hand.as_str()));
 }
