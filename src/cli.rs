@@ -86,6 +86,9 @@ pub enum Command {
     #[command(subcommand)]
     Hooks(cmd::hooks::Command),
     Mcp(cmd::mcp::Args),
+    /// Guard a bare hub repository: refuse pushes that forge or rewrite the state
+    #[command(subcommand)]
+    Hub(cmd::hub::Command),
 }
 
 /// Whether the command line calls `loopx hook`, found without clap: a bad

@@ -42,6 +42,10 @@ impl Env {
                     || k.starts_with("CODEX_")
                     || k.starts_with("GEMINI_")
                     || k.starts_with("CURSOR_")
+                    // Where a pre-receive hook finds the pushed objects.
+                    || k == "GIT_OBJECT_DIRECTORY"
+                    || k == "GIT_ALTERNATE_OBJECT_DIRECTORIES"
+                    || k == "GIT_QUARANTINE_PATH"
             })
             .collect();
         Env { vars }

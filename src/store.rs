@@ -260,6 +260,13 @@ impl Store {
         Ok(steps)
     }
 
+    /// A full hex object id, as git prints it.
+    pub fn oid(&self, hex: &str) -> Result<Oid> {
+        gix::ObjectId::from_hex(hex.as_bytes())
+            .map(Oid)
+            .map_err(|e| anyhow!("{hex:?} is not an object id: {e}"))
+    }
+
     /// The full message of a commit.
     pub fn message(&self, commit: Oid) -> Result<String> {
         let c = self

@@ -36,7 +36,12 @@ pub struct Committed {
 
 /// Reads the state at a commit.
 pub fn load_at(ctx: &Ctx, tip: Tip) -> Result<Snapshot> {
-    let files = ctx.store.read_files(tip.tree)?;
+    snapshot(&ctx.store, tip)
+}
+
+/// Reads the state at a commit of any store (a hub's, in its hook).
+pub fn snapshot(store: &Store, tip: Tip) -> Result<Snapshot> {
+    let files = store.read_files(tip.tree)?;
     let state = files::decode(files.iter().map(|(p, b)| (p.as_str(), b.as_slice())))?;
     Ok(Snapshot { tip, state })
 }

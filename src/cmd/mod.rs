@@ -13,6 +13,7 @@ pub mod gc;
 pub mod goal;
 pub mod hook;
 pub mod hooks;
+pub mod hub;
 pub mod init;
 pub mod log;
 pub mod mcp;
@@ -71,6 +72,7 @@ pub fn run(ctx: &Ctx, command: &Command) -> Result<Exit> {
         Command::Settle(args) => settle::run(ctx, args),
         Command::Sync(args) => sync::run(ctx, args),
         Command::Verify(args) => verify::run(ctx, args),
+        Command::Hub(c) => hub::run(ctx, c),
         Command::Doctor(args) => doctor::run(ctx, args),
         Command::Gc(args) => gc::run(ctx, args),
         Command::Hook(_) | Command::Hooks(_) | Command::Mcp(_) => {
