@@ -125,7 +125,10 @@ impl Finding {
     pub fn refusal(&self, hint: impl Into<String>) -> Refusal {
         let short = &self.commit[..self.commit.len().min(8)];
         let hint = if self.rule.wants_upgrade() {
-            "upgrade loopx, then try again; nothing was changed".to_owned()
+            format!(
+                "upgrade loopx, then try again. If no newer loopx writes this, the commit is forged: {}",
+                hint.into()
+            )
         } else {
             hint.into()
         };

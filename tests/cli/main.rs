@@ -26,6 +26,7 @@ mod test_status;
 mod test_sync;
 mod test_todo;
 mod test_turn;
+mod test_verify;
 
 /// Every `test_*.rs` file in this folder is listed above.
 #[test]

@@ -8,6 +8,9 @@
 
 #![allow(dead_code)]
 
+pub mod daemon;
+pub mod forge;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
@@ -518,5 +521,10 @@ impl Machine<'_> {
 
     pub fn spawner(&self) -> Spawner {
         self.env.spawner_in(&self.repo)
+    }
+
+    /// The shared clock's time (without moving it).
+    pub fn now(&self) -> String {
+        self.env.now()
     }
 }
