@@ -16,6 +16,14 @@ use gix::refs::transaction::{Change, LogChange, PreviousValue, RefEdit, RefLog};
 
 use crate::error::Refusal;
 
+/// Whether `name` is one of the refs loopx keeps for itself beside the
+/// state (sync's records and backups), which can never be a state ref.
+fn is_own_ref(name: &str) -> bool {
+    ["synced", "verified", "backup"]
+        .iter()
+        .any(|own| name.starts_with(&format!("refs/loopx/{own}/")))
+}
+
 /// The default state ref; git config `loopx.ref` overrides it.
 pub const DEFAULT_REF: &str = "refs/loopx/state";
 
@@ -101,6 +109,18 @@ impl Store {
                         format!("git config loopx.ref = {name:?} is not a full ref name"),
                     )
                     .with_hint("use a name such as refs/loopx/state, or unset it")
+                    .into());
+                }
+                // The state is never a branch or a tag: loopx would commit
+                // onto the project's history and sync would push it.
+                if !name.starts_with("refs/loopx/") || is_own_ref(&name) {
+                    return Err(Refusal::usage(
+                        "bad-config",
+                        format!(
+                            "git config loopx.ref = {name:?} is not under refs/loopx/, or is one of loopx's own refs"
+                        ),
+                    )
+                    .with_hint("the state lives under refs/loopx/, such as refs/loopx/state or refs/loopx/goals/api; fix or unset it")
                     .into());
                 }
                 name
