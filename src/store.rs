@@ -485,6 +485,25 @@ impl Store {
         }
     }
 
+    /// Deletes a ref loopx owns, whatever it points at.
+    pub fn delete_ref(&self, name: &str) -> Result<()> {
+        let full: gix::refs::FullName = name
+            .try_into()
+            .map_err(|e| anyhow!("{name} is not a valid ref name: {e}"))?;
+        let edit = RefEdit {
+            name: full,
+            deref: false,
+            change: Change::Delete {
+                expected: PreviousValue::Any,
+                log: RefLog::AndReference,
+            },
+        };
+        self.repo
+            .edit_references([edit])
+            .with_context(|| format!("deleting {name}"))?;
+        Ok(())
+    }
+
     /// The lock file git and gix create while updating the state ref.
     pub fn lock_path(&self) -> PathBuf {
         self.lock_path_of(&self.state_ref)

@@ -174,6 +174,7 @@ pub fn run_with(ctx: &Ctx, opts: &Options) -> Result<Report> {
     let mut backoff = FIRST_BACKOFF;
     let mut fetched: Option<Option<Tip>> = None;
     let mut last_refusal = String::new();
+    let mut refetched = false;
     for round in 1..=MAX_ROUNDS {
         tally.rounds = round;
         let remote_tip = match fetched.take() {
@@ -188,7 +189,12 @@ pub fn run_with(ctx: &Ctx, opts: &Options) -> Result<Report> {
                 }
             },
         };
-        match plan(ctx, &names, remote_tip.as_ref(), opts)? {
+        match plan(ctx, &names, remote_tip.as_ref(), opts, refetched)? {
+            Plan::Refetch => {
+                // Once: plan reads a second fetch that is as old as a real
+                // rewind.
+                refetched = true;
+            }
             Plan::Again => {
                 // A local tick landed meanwhile: decide again against the
                 // same remote tip.
@@ -211,6 +217,7 @@ pub fn run_with(ctx: &Ctx, opts: &Options) -> Result<Report> {
                     &names.remote,
                     &push.tip.commit.to_string(),
                     ctx.store.state_ref(),
+                    ctx.config.sync_timeout,
                 )
                 .map_err(|e| push_failed(&names, e))?;
                 if let Pushed::Behind(why) = sent {
@@ -291,11 +298,23 @@ impl Tally {
 /// Fetches the remote's state into the tracking ref and resolves it;
 /// `Ok(Err(why))` when another fetch on this machine got in the way.
 fn fetch(ctx: &Ctx, names: &Names) -> Result<Result<Option<Tip>, String>> {
+    // Into a ref of this sync's own, then read from there: two syncs on one
+    // clone each see the tip their own fetch brought, never an older one
+    // that a slower fetch wrote into the tracking ref afterwards.
+    let mut b = [0u8; 4];
+    let _ = getrandom::fill(&mut b);
+    let fetching = format!(
+        "refs/loopx/fetching/{}-{}-{:08x}",
+        names.remote.replace('/', "-"),
+        std::process::id(),
+        u32::from_le_bytes(b)
+    );
     let found = git::fetch(
         ctx.store.common_dir(),
         &names.remote,
         ctx.store.state_ref(),
-        &names.tracking,
+        &fetching,
+        ctx.config.sync_timeout,
     )
     .map_err(|e| match e.downcast_ref::<NetworkError>() {
         Some(n) => Refusal::error(
@@ -315,11 +334,16 @@ fn fetch(ctx: &Ctx, names: &Names) -> Result<Result<Option<Tip>, String>> {
     match found {
         Fetched::NoState => Ok(Ok(None)),
         Fetched::Busy(why) => Ok(Err(why)),
-        Fetched::State => ctx
-            .store
-            .resolve(&names.tracking)
-            .map(Ok)
-            .map_err(|e| remote_corrupt(names, None, &format!("{e:#}")).into()),
+        Fetched::State => {
+            let tip = ctx.store.resolve(&fetching);
+            let _ = ctx.store.delete_ref(&fetching);
+            let tip = tip
+                .map_err(|e| anyhow::Error::from(remote_corrupt(names, None, &format!("{e:#}"))))?;
+            if let Some(t) = &tip {
+                track(ctx, &names.tracking, t.commit)?;
+            }
+            Ok(Ok(tip))
+        }
     }
 }
 
@@ -358,6 +382,27 @@ pub(super) fn remember(ctx: &Ctx, name: &str, commit: Oid) -> Result<()> {
         }
     }
     Err(anyhow::anyhow!("{name} kept moving while sync recorded it"))
+}
+
+/// Points the remote-tracking ref at what a fetch brought (a mirror of
+/// the remote, for people and `git log`; sync decides on its own fetch).
+fn track(ctx: &Ctx, name: &str, commit: Oid) -> Result<()> {
+    let committer = ctx.committer();
+    for _ in 0..8 {
+        let current = ctx.store.resolve(name)?.map(|t| t.commit);
+        if current == Some(commit) {
+            return Ok(());
+        }
+        match ctx
+            .store
+            .cas_ref(name, commit, current, "loopx: sync fetch", &committer)
+        {
+            Ok(()) => return Ok(()),
+            Err(CasError::Moved | CasError::Locked { .. }) => {}
+            Err(CasError::Other(e)) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 /// Sleeps for about `backoff` (between half and one and a half times it).

@@ -31,6 +31,9 @@ pub(super) enum Plan {
     Push(Push),
     /// The local ref moved while deciding; decide again.
     Again,
+    /// The fetched tip is older than one this clone already synced with
+    /// (another sync here fetched later and finished first): fetch again.
+    Refetch,
 }
 
 pub(super) struct Push {
@@ -47,7 +50,13 @@ pub(super) struct Push {
 }
 
 /// Compares the local tip with the remote's and decides the round.
-pub(super) fn plan(ctx: &Ctx, names: &Names, remote: Option<&Tip>, opts: &Options) -> Result<Plan> {
+pub(super) fn plan(
+    ctx: &Ctx,
+    names: &Names,
+    remote: Option<&Tip>,
+    opts: &Options,
+    refetched: bool,
+) -> Result<Plan> {
     let local = ctx.store.tip()?;
     let synced = ctx.store.resolve(&names.synced)?;
     let (local, remote) = match (local, remote) {
@@ -112,6 +121,14 @@ pub(super) fn plan(ctx: &Ctx, names: &Names, remote: Option<&Tip>, opts: &Option
         });
     }
     let base = ctx.store.merge_base(local.commit, remote.commit)?;
+    if let Some(s) = &synced
+        && !refetched
+        && s.commit != remote.commit
+        && ctx.store.is_ancestor(remote.commit, s.commit)?
+        && ctx.store.is_ancestor(s.commit, local.commit)?
+    {
+        return Ok(Plan::Refetch);
+    }
     if let Some(s) = &synced
         && !ctx.store.is_ancestor(s.commit, remote.commit)?
     {

@@ -133,7 +133,11 @@ fn loopx_ref_config_moves_the_state() {
     );
     // Never a branch: the project's history is not the state's.
     let main_before = env.git(&["for-each-ref", "refs/heads"]);
-    for name in ["refs/heads/main", "refs/tags/v1", "refs/loopx/synced/origin"] {
+    for name in [
+        "refs/heads/main",
+        "refs/tags/v1",
+        "refs/loopx/synced/origin",
+    ] {
         env.git(&["config", "loopx.ref", name]);
         let out = env.loopx(&["init"]).code(2);
         assert!(
