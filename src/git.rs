@@ -155,7 +155,7 @@ fn network(git_dir: &Path, args: &[&str], limit: Duration) -> Result<std::proces
             return Err(NetworkError {
                 stderr: format!(
                     "git {} did not finish within {}s (git config loopx.syncTimeout sets the limit)",
-                    args.first().copied().unwrap_or_default(),
+                    args.iter().find(|a| !a.starts_with("-") && !a.contains('=')).copied().unwrap_or_default(),
                     limit.as_secs()
                 ),
             }
@@ -316,13 +316,49 @@ pub fn push(
     dst: &str,
     limit: Duration,
 ) -> Result<Pushed> {
+    push_with(git_dir, remote, commit, dst, None, limit)
+}
+
+/// Puts `remote`'s ref `dst` back to `commit`, which need not be a
+/// fast-forward, only while the remote still holds `expected` (a lease,
+/// never `+`: another push meanwhile makes it fail). For
+/// `sync --repair-remote`, a human act.
+pub fn push_lease(
+    git_dir: &Path,
+    remote: &str,
+    commit: &str,
+    dst: &str,
+    expected: &str,
+    limit: Duration,
+) -> Result<Pushed> {
+    push_with(git_dir, remote, commit, dst, Some(expected), limit)
+}
+
+fn push_with(
+    git_dir: &Path,
+    remote: &str,
+    commit: &str,
+    dst: &str,
+    lease: Option<&str>,
+    limit: Duration,
+) -> Result<Pushed> {
     let refspec = format!("{commit}:{dst}");
     debug_assert!(!refspec.starts_with('+'), "sync never force-pushes");
-    let out = network(
-        git_dir,
-        &["push", "--porcelain", "--no-verify", remote, &refspec],
-        limit,
-    )?;
+    let lease = lease.map(|old| format!("--force-with-lease={dst}:{old}"));
+    // To the remote's push URL rather than its name: a push to a named
+    // remote also moves the local refs its fetch refspecs map the pushed
+    // ref to, and a mirror clone's (+refs/*:refs/*) is the local state ref
+    // itself, which would drop a tick made here meanwhile. (A mirror's
+    // remote also refuses a refspec.)
+    let url = output(git_dir, &["remote", "get-url", "--push", remote])
+        .map(|u| u.trim().to_owned())
+        .ok()
+        .filter(|u| !u.is_empty())
+        .unwrap_or_else(|| remote.to_owned());
+    let mut args = vec!["push", "--porcelain", "--no-verify"];
+    args.extend(lease.as_deref());
+    args.extend([url.as_str(), refspec.as_str()]);
+    let out = network(git_dir, &args, limit)?;
     let stdout = String::from_utf8_lossy(&out.stdout);
     // Porcelain lines: <flag> TAB <from>:<to> TAB <summary>
     let line = stdout
@@ -338,7 +374,7 @@ pub fn push(
         .next();
     match line {
         Some((flag, _)) if out.status.success() && flag == "=" => Ok(Pushed::UpToDate),
-        Some((flag, _)) if out.status.success() && matches!(flag.as_str(), " " | "*") => {
+        Some((flag, _)) if out.status.success() && matches!(flag.as_str(), " " | "*" | "+") => {
             Ok(Pushed::Accepted)
         }
         Some((flag, summary))

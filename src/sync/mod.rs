@@ -29,6 +29,7 @@
 
 mod plan;
 mod remote;
+pub mod repair;
 mod replay;
 mod trust;
 
@@ -295,6 +296,30 @@ impl Tally {
     }
 }
 
+/// Fetches the remote's tip, trying again while another fetch here is in
+/// the way.
+pub(super) fn fetch_tip(ctx: &Ctx, names: &Names) -> Result<Option<Tip>> {
+    let mut backoff = FIRST_BACKOFF;
+    for _ in 0..MAX_ROUNDS {
+        match fetch(ctx, names)? {
+            Ok(tip) => return Ok(tip),
+            Err(_) => {
+                pause(backoff);
+                backoff = (backoff * 2).min(MAX_BACKOFF);
+            }
+        }
+    }
+    Err(Refusal::conflict(
+        "sync-retries-exhausted",
+        format!(
+            "could not fetch from {}: other fetches kept getting in the way",
+            names.remote
+        ),
+    )
+    .with_hint("run it again")
+    .into())
+}
+
 /// Fetches the remote's state into the tracking ref and resolves it;
 /// `Ok(Err(why))` when another fetch on this machine got in the way.
 fn fetch(ctx: &Ctx, names: &Names) -> Result<Result<Option<Tip>, String>> {
@@ -340,14 +365,14 @@ fn fetch(ctx: &Ctx, names: &Names) -> Result<Result<Option<Tip>, String>> {
             let tip = tip
                 .map_err(|e| anyhow::Error::from(remote_corrupt(names, None, &format!("{e:#}"))))?;
             if let Some(t) = &tip {
-                track(ctx, &names.tracking, t.commit)?;
+                track_ref(ctx, &names.tracking, t.commit)?;
             }
             Ok(Ok(tip))
         }
     }
 }
 
-fn push_failed(names: &Names, e: anyhow::Error) -> anyhow::Error {
+pub(super) fn push_failed(names: &Names, e: anyhow::Error) -> anyhow::Error {
     match e.downcast_ref::<NetworkError>() {
         Some(n) => Refusal::error(
             "push-failed",
@@ -386,7 +411,7 @@ pub(super) fn remember(ctx: &Ctx, name: &str, commit: Oid) -> Result<()> {
 
 /// Points the remote-tracking ref at what a fetch brought (a mirror of
 /// the remote, for people and `git log`; sync decides on its own fetch).
-fn track(ctx: &Ctx, name: &str, commit: Oid) -> Result<()> {
+pub(super) fn track_ref(ctx: &Ctx, name: &str, commit: Oid) -> Result<()> {
     let committer = ctx.committer();
     for _ in 0..8 {
         let current = ctx.store.resolve(name)?.map(|t| t.commit);

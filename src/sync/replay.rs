@@ -91,7 +91,8 @@ pub(super) fn replay(
             .cloned()
             .collect();
         if !extra.iter().any(|(k, _)| k == message::REPLAYED_FROM) {
-            extra.push((message::REPLAYED_FROM.to_owned(), entry.commit.to_string()));
+            // The op id: every clone has it, unlike the local commit.
+            extra.push((message::REPLAYED_FROM.to_owned(), op.id.to_string()));
         }
         match write(ctx, &parent, &state, &op, &extra, &committer)? {
             Ok(written) => {
@@ -134,7 +135,7 @@ pub(super) fn replay(
                     rejection(&op, &refusal, &state)
                 };
                 if let Some(record) = record {
-                    let extra = [(message::REJECTED_FROM.to_owned(), entry.commit.to_string())];
+                    let extra = [(message::REJECTED_FROM.to_owned(), op.id.to_string())];
                     if let Ok(written) = write(ctx, &parent, &state, &record, &extra, &committer)? {
                         parent = written.tip.expect("a replay writes every op");
                         out.written += 1;

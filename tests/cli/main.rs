@@ -24,6 +24,7 @@ mod test_repos;
 mod test_show;
 mod test_status;
 mod test_sync;
+mod test_sync_safety;
 mod test_todo;
 mod test_turn;
 mod test_verify;

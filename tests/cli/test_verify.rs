@@ -433,3 +433,103 @@ fn the_hub_hook_chains_an_existing_hook_and_guards_over_git_daemon() {
     let (ok, err) = forge::push(&m, "origin", "refs/loopx/state:refs/heads/anything");
     assert!(ok, "{err}");
 }
+
+/// A tiny xorshift generator: the test's choices, repeatable by seed.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        usize::try_from(self.0 % n as u64).unwrap()
+    }
+}
+
+#[test]
+fn random_honest_ops_from_three_clones_all_verify_everywhere() {
+    let env = TestEnv::with_board();
+    let hub = env.hub("hub.git");
+    env.git(&["remote", "add", "origin", &hub]);
+    env.loopx(&["sync"]).ok();
+    let machines = [
+        env.machine(),
+        env.clone_machine("b", &hub),
+        env.clone_machine("c", &hub),
+    ];
+    for m in &machines[1..] {
+        m.loopx(&["sync"]).ok();
+    }
+    let mut rng = Rng(0x5eed_0f_10_0b5);
+    let mut todos: Vec<String> = Vec::new();
+    let mut gates: Vec<String> = Vec::new();
+    for step in 0..48 {
+        let m = &machines[rng.below(machines.len())];
+        let agent = ["agent-a", "agent-b"][rng.below(2)];
+        let pick = |rng: &mut Rng, v: &[String]| v.get(rng.below(v.len().max(1))).cloned();
+        // Refusals are part of an honest history too: exit codes are not
+        // checked here, only that whatever landed verifies.
+        match rng.below(11) {
+            0 | 1 => {
+                let out = m.loopx(&["todo", "add", &format!("Task {step}")]);
+                if out.code == 0 {
+                    todos.push(out.stdout.trim().to_owned());
+                }
+            }
+            2 | 3 => {
+                if let Some(t) = pick(&mut rng, &todos) {
+                    let _ = m.agent(agent, &["todo", "claim", &t]);
+                }
+            }
+            4 => {
+                if let Some(t) = pick(&mut rng, &todos) {
+                    let _ = m.agent(agent, &["todo", "update", &t, "--note", "progress"]);
+                }
+            }
+            5 => {
+                if let Some(t) = pick(&mut rng, &todos) {
+                    let _ = m.agent(agent, &["todo", "done", &t]);
+                }
+            }
+            6 => {
+                if let Some(t) = pick(&mut rng, &todos) {
+                    let _ = m.agent(agent, &["todo", "release", &t]);
+                }
+            }
+            7 => {
+                let _ = m.agent(agent, &["evidence", "add", "--summary", "checked"]);
+            }
+            8 => {
+                let out = m.agent(
+                    agent,
+                    &["gate", "open", "--question", "Go on?", "--kind", "decision"],
+                );
+                if out.code == 0 {
+                    gates.push(out.stdout.trim().to_owned());
+                }
+                if let Some(g) = pick(&mut rng, &gates) {
+                    let _ = m.loopx(&["gate", "answer", &g, "--choice", "approve"]);
+                }
+            }
+            9 => {
+                let _ = m.loopx(&["todo", "archive"]);
+            }
+            _ => {
+                let _ = m.agent(agent, &["sync"]);
+            }
+        }
+    }
+    // Everyone syncs until the hub holds everything.
+    for _ in 0..2 {
+        for m in &machines {
+            m.loopx(&["sync"]).ok();
+        }
+    }
+    let tree = machines[0].tree();
+    for m in &machines {
+        assert_eq!(m.tree(), tree);
+        let out = m.loopx(&["verify", "--json"]).ok().json();
+        assert_eq!(out["ok"], true);
+    }
+    env.loopx(&["-C", &hub, "verify"]).ok();
+}
