@@ -11,24 +11,35 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
-/// `git` for every process loopx starts: never asks for a password on a
-/// terminal (`GIT_TERMINAL_PROMPT=0`), so a hub that wants one fails
-/// instead of hanging an unattended agent.
+/// Every git process loopx starts begins here: no stdin, and never a
+/// password prompt on a terminal (`GIT_TERMINAL_PROMPT=0`), so a hub that
+/// wants one fails instead of hanging an unattended agent.
 fn git() -> Command {
     let mut c = Command::new("git");
-    c.env("GIT_TERMINAL_PROMPT", "0");
+    c.stdin(Stdio::null()).env("GIT_TERMINAL_PROMPT", "0");
     c
 }
 
 /// Runs `git ARGS` with `--git-dir` and returns its stdout.
 pub fn output(git_dir: &Path, args: &[&str]) -> Result<String> {
-    let out = git()
-        .arg("--git-dir")
-        .arg(git_dir)
-        .args(args)
-        .stdin(Stdio::null())
+    let mut c = git();
+    c.arg("--git-dir").arg(git_dir).args(args);
+    stdout_of(c, args)
+}
+
+/// `git ARGS` in a working directory, for the caller to set up further
+/// (the demo isolates it from the user's config) and run with [`stdout_of`].
+pub fn command_in(dir: &Path, args: &[&str]) -> Command {
+    let mut c = git();
+    c.args(args).current_dir(dir);
+    c
+}
+
+/// Runs a git command and returns its stdout, or an error with its stderr.
+pub fn stdout_of(mut c: Command, args: &[&str]) -> Result<String> {
+    let out = c
         .output()
-        .with_context(|| format!("running git {}", args.join(" ")))?;
+        .with_context(|| format!("running git {}: is git installed?", args.join(" ")))?;
     if !out.status.success() {
         bail!(
             "git {} failed: {}",

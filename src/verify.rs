@@ -27,7 +27,8 @@
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::error::Refusal;
+use crate::ctx::Ctx;
+use crate::error::{Code, Refusal};
 use crate::model::{FORMAT, State, files};
 use crate::op::{Change, message};
 use crate::store::{Entry, Oid, Scratch, Store, Tip};
@@ -88,11 +89,8 @@ impl Rule {
     }
 }
 
-/// The stable code of every refusal for a commit that is not a valid tick:
-/// one family, the [`Rule`] says which check failed.
-pub const INVALID_TICK: &str = "invalid-tick";
-
-/// A commit that is not a valid tick.
+/// A commit that is not a valid tick. Every refusal for one has the code
+/// `invalid-tick` (one family); the [`Rule`] says which check failed.
 #[derive(Clone, Debug, Serialize)]
 pub struct Finding {
     pub commit: String,
@@ -105,7 +103,7 @@ pub struct Finding {
     pub message: String,
     /// For [`Rule::Refused`]: the refusal's own code (`claimed`, …).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub refusal: Option<&'static str>,
+    pub refusal: Option<Code>,
 }
 
 impl Finding {
@@ -133,7 +131,7 @@ impl Finding {
             hint.into()
         };
         Refusal::rule(
-            INVALID_TICK,
+            Code::InvalidTick,
             format!(
                 "commit {short} (tick {}, by {}) is not a valid loopx tick [{}]: {}",
                 self.tick,
@@ -259,7 +257,7 @@ pub fn check_tick(
         .filter(|(k, _)| !message::OWN_TRAILERS.contains(&k.as_str()))
         .map(|(k, v)| (k.as_str(), v.clone()))
         .collect();
-    let planned = match tx::plan_tick(base, before, &op, &extra) {
+    let planned = match tx::plan_tick(base, before, op, &extra) {
         Ok(p) => p,
         Err(refusal) => {
             let mut f = Finding::new(
@@ -378,4 +376,79 @@ pub fn chain(
     Ok(Ok(current.expect(
         "a chain ending at a commit has at least one commit",
     )))
+}
+
+/// Like [`chain`], in a command's repository, with its clock.
+pub fn chain_of(
+    ctx: &Ctx,
+    base: Option<Verified>,
+    tip: Oid,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<Checked> {
+    chain(ctx.store()?, base, tip, ctx.now, progress)
+}
+
+/// Whether `ancestor` is on the first-parent chain of `commit`.
+pub fn is_ancestor(ctx: &Ctx, ancestor: Oid, commit: Oid) -> Result<bool> {
+    ctx.store()?.is_ancestor(ancestor, commit)
+}
+
+/// The state before `from`, trusted as it is (None: `from` is the first
+/// tick).
+pub fn trusted_parent(ctx: &Ctx, from: &Entry) -> Result<Option<Verified>> {
+    let Some(parent) = from.parent else {
+        return Ok(None);
+    };
+    let snap = tx::load_at(ctx, ctx.store()?.tip_at(parent)?)?;
+    Ok(Some(Verified {
+        tip: snap.tip,
+        state: snap.state,
+    }))
+}
+
+/// Why a hub refuses one pushed update of a `refs/loopx/*` ref.
+pub enum Update {
+    Deletion,
+    /// Not a fast-forward of what the hub holds.
+    Rewrite {
+        old: Oid,
+        new: Oid,
+    },
+    Invalid(Finding),
+}
+
+/// Checks one pushed update (`old` → `new`, full hex ids, zeros for none)
+/// of a `refs/loopx/*` ref on a hub: never deleted, only fast-forwarded,
+/// and every new commit a valid tick on top of what the hub held.
+pub fn update(
+    store: &Store,
+    old: &str,
+    new: &str,
+    now: Timestamp,
+) -> Result<std::result::Result<(), Update>> {
+    let zero = |id: &str| id.bytes().all(|b| b == b'0');
+    if zero(new) {
+        return Ok(Err(Update::Deletion));
+    }
+    let new = store.oid(new)?;
+    let base = if zero(old) {
+        None
+    } else {
+        let old = store.oid(old)?;
+        if old == new {
+            return Ok(Ok(()));
+        }
+        if !store.is_ancestor(old, new)? {
+            return Ok(Err(Update::Rewrite { old, new }));
+        }
+        let snap = tx::snapshot(store, store.tip_at(old)?)?;
+        Some(Verified {
+            tip: snap.tip,
+            state: snap.state,
+        })
+    };
+    Ok(match chain(store, base, new, now, &mut |_, _| {})? {
+        Ok(_) => Ok(()),
+        Err(f) => Err(Update::Invalid(f)),
+    })
 }

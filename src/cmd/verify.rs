@@ -6,11 +6,9 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::ctx::Ctx;
-use crate::error::{Exit, Refusal};
+use crate::error::{Code, Exit, Refusal};
 use crate::history::{self, Rev};
-use crate::store::Entry;
-use crate::tx;
-use crate::verify::{self, Finding, Verified};
+use crate::verify::{self, Finding};
 
 /// Check that every tick re-applies to exactly its tree
 ///
@@ -53,15 +51,15 @@ const PROGRESS_FROM: usize = 2000;
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let to = match &args.to {
         Some(rev) => history::resolve(ctx, rev)?,
-        None => ctx.store.entry(history::tip(ctx)?.commit)?,
+        None => history::tip_entry(ctx)?,
     };
     let base = match &args.from {
         None => None,
         Some(rev) => {
             let from = history::resolve(ctx, rev)?;
-            if !ctx.store.is_ancestor(from.commit, to.commit)? {
+            if !verify::is_ancestor(ctx, from.commit, to.commit)? {
                 return Err(Refusal::usage(
-                    "bad-range",
+                    Code::BadRange,
                     format!(
                         "{rev} ({}) is not on the first-parent chain of the tick verify stops at ({})",
                         from.commit.short(8),
@@ -71,7 +69,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                 .with_hint("give --from an older tick of the same history")
                 .into());
             }
-            trusted_parent(ctx, &from)?
+            verify::trusted_parent(ctx, &from)?
         }
     };
     let from_tick = base.as_ref().map_or(0, |b| b.tip.tick);
@@ -79,12 +77,12 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let human = !ctx.out.is_json();
     let mut progress = |done: usize, total: usize| {
         verified = done;
-        if human && total >= PROGRESS_FROM && (done % (total / 10) == 0) && done < total {
+        if human && total >= PROGRESS_FROM && done.is_multiple_of(total / 10) && done < total {
             ctx.out
                 .status(&format!("Verifying: {done} of {total} ticks checked…"));
         }
     };
-    let checked = verify::chain(&ctx.store, base, to.commit, ctx.now, &mut progress)?;
+    let checked = verify::chain_of(ctx, base, to.commit, &mut progress)?;
     match checked {
         Ok(v) => {
             let wire = Wire {
@@ -108,7 +106,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         Err(finding) => {
             let refusal = finding.refusal(format!(
                 "the ticks from this commit on are not trusted. If it came from a remote, a human can put the remote back with `loopx sync --repair-remote`; here, `git update-ref {r} {c}^` moves {r} back to the last valid tick (the ticks after it are then gone from this clone)",
-                r = ctx.store.state_ref(),
+                r = ctx.state_ref(),
                 c = &finding.commit[..finding.commit.len().min(12)]
             ));
             if ctx.out.is_json() {
@@ -127,17 +125,4 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             Err(refusal.into())
         }
     }
-}
-
-/// The state before `from`, trusted as it is (None: `from` is the first
-/// tick).
-fn trusted_parent(ctx: &Ctx, from: &Entry) -> Result<Option<Verified>> {
-    let Some(parent) = from.parent else {
-        return Ok(None);
-    };
-    let snap = tx::load_at(ctx, ctx.store.tip_at(parent)?)?;
-    Ok(Some(Verified {
-        tip: snap.tip,
-        state: snap.state,
-    }))
 }

@@ -43,7 +43,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::ctx::Ctx;
-use crate::error::{Exit, Refusal};
+use crate::error::{Code, Exit, Refusal};
 use crate::git::{self, Fetched, NetworkError, Pushed};
 use crate::model::{Actor, AgentId, EvidenceId, OpId, TodoId};
 use crate::store::{CasError, Oid, Tip};
@@ -88,7 +88,7 @@ pub struct Rejected {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub todo: Option<TodoId>,
     /// The refusal's stable code (`claimed`, `stale-epoch`, …).
-    pub code: &'static str,
+    pub code: Code,
     /// Why `apply` refused it on the remote's state.
     pub reason: String,
     /// The agent holding the todo instead, when the op was about one.
@@ -214,11 +214,11 @@ pub fn run_with(ctx: &Ctx, opts: &Options) -> Result<Report> {
             }
             Plan::Push(push) => {
                 let sent = git::push(
-                    ctx.store.common_dir(),
+                    ctx.store()?.common_dir(),
                     &names.remote,
                     &push.tip.commit.to_string(),
-                    ctx.store.state_ref(),
-                    ctx.config.sync_timeout,
+                    ctx.state_ref(),
+                    ctx.config()?.sync_timeout,
                 )
                 .map_err(|e| push_failed(&names, e))?;
                 if let Pushed::Behind(why) = sent {
@@ -250,12 +250,12 @@ pub fn run_with(ctx: &Ctx, opts: &Options) -> Result<Report> {
         }
     }
     let last = if last_refusal.is_empty() {
-        format!("{} kept moving", ctx.store.state_ref())
+        format!("{} kept moving", ctx.state_ref())
     } else {
         format!("the last attempt got: {last_refusal}")
     };
     Err(Refusal::conflict(
-        "sync-retries-exhausted",
+        Code::SyncRetriesExhausted,
         format!(
             "{} kept moving: gave up after {MAX_ROUNDS} rounds of fetch and push ({last})",
             names.remote
@@ -310,7 +310,7 @@ pub(super) fn fetch_tip(ctx: &Ctx, names: &Names) -> Result<Option<Tip>> {
         }
     }
     Err(Refusal::conflict(
-        "sync-retries-exhausted",
+        Code::SyncRetriesExhausted,
         format!(
             "could not fetch from {}: other fetches kept getting in the way",
             names.remote
@@ -335,15 +335,15 @@ fn fetch(ctx: &Ctx, names: &Names) -> Result<Result<Option<Tip>, String>> {
         u32::from_le_bytes(b)
     );
     let found = git::fetch(
-        ctx.store.common_dir(),
+        ctx.store()?.common_dir(),
         &names.remote,
-        ctx.store.state_ref(),
+        ctx.state_ref(),
         &fetching,
-        ctx.config.sync_timeout,
+        ctx.config()?.sync_timeout,
     )
     .map_err(|e| match e.downcast_ref::<NetworkError>() {
         Some(n) => Refusal::error(
-            "remote-unreachable",
+            Code::RemoteUnreachable,
             format!(
                 "cannot fetch the loopx state from {}: {}",
                 names.remote, n.stderr
@@ -360,8 +360,8 @@ fn fetch(ctx: &Ctx, names: &Names) -> Result<Result<Option<Tip>, String>> {
         Fetched::NoState => Ok(Ok(None)),
         Fetched::Busy(why) => Ok(Err(why)),
         Fetched::State => {
-            let tip = ctx.store.resolve(&fetching);
-            let _ = ctx.store.delete_ref(&fetching);
+            let tip = ctx.store()?.resolve(&fetching);
+            let _ = ctx.store()?.delete_ref(&fetching);
             let tip = tip
                 .map_err(|e| anyhow::Error::from(remote_corrupt(names, None, &format!("{e:#}"))))?;
             if let Some(t) = &tip {
@@ -375,7 +375,7 @@ fn fetch(ctx: &Ctx, names: &Names) -> Result<Result<Option<Tip>, String>> {
 pub(super) fn push_failed(names: &Names, e: anyhow::Error) -> anyhow::Error {
     match e.downcast_ref::<NetworkError>() {
         Some(n) => Refusal::error(
-            "push-failed",
+            Code::PushFailed,
             format!("{} did not take the push: {}", names.remote, n.stderr),
         )
         .with_hint(
@@ -391,14 +391,14 @@ pub(super) fn push_failed(names: &Names, e: anyhow::Error) -> anyhow::Error {
 pub(super) fn remember(ctx: &Ctx, name: &str, commit: Oid) -> Result<()> {
     let committer = ctx.committer();
     for _ in 0..8 {
-        let current = ctx.store.resolve(name)?.map(|t| t.commit);
+        let current = ctx.store()?.resolve(name)?.map(|t| t.commit);
         if let Some(c) = current
-            && (c == commit || ctx.store.is_ancestor(commit, c)?)
+            && (c == commit || ctx.store()?.is_ancestor(commit, c)?)
         {
             return Ok(());
         }
         match ctx
-            .store
+            .store()?
             .cas_ref(name, commit, current, "loopx: sync", &committer)
         {
             Ok(()) => return Ok(()),
@@ -414,12 +414,12 @@ pub(super) fn remember(ctx: &Ctx, name: &str, commit: Oid) -> Result<()> {
 pub(super) fn track_ref(ctx: &Ctx, name: &str, commit: Oid) -> Result<()> {
     let committer = ctx.committer();
     for _ in 0..8 {
-        let current = ctx.store.resolve(name)?.map(|t| t.commit);
+        let current = ctx.store()?.resolve(name)?.map(|t| t.commit);
         if current == Some(commit) {
             return Ok(());
         }
         match ctx
-            .store
+            .store()?
             .cas_ref(name, commit, current, "loopx: sync fetch", &committer)
         {
             Ok(()) => return Ok(()),

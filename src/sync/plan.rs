@@ -8,7 +8,7 @@ use std::collections::HashSet;
 use anyhow::Result;
 
 use crate::ctx::Ctx;
-use crate::error::Refusal;
+use crate::error::{Code, Refusal};
 use crate::op::message;
 use crate::store::{CasError, Entry, Oid, Tip};
 use crate::tx::{self, Snapshot};
@@ -57,12 +57,12 @@ pub(super) fn plan(
     opts: &Options,
     refetched: bool,
 ) -> Result<Plan> {
-    let local = ctx.store.tip()?;
-    let synced = ctx.store.resolve(&names.synced)?;
+    let local = ctx.store()?.tip()?;
+    let synced = ctx.store()?.resolve(&names.synced)?;
     let (local, remote) = match (local, remote) {
         (None, None) => {
             return Err(Refusal::error(
-                "no-state",
+                Code::NoState,
                 format!("there is no loopx state here or on {}", names.remote),
             )
             .with_hint("create one with `loopx init`; `loopx sync` then shares it")
@@ -71,7 +71,7 @@ pub(super) fn plan(
         (Some(local), None) => {
             if let Some(s) = synced {
                 return Err(Refusal::error(
-                    "remote-rewritten",
+                    Code::RemoteRewritten,
                     format!(
                         "{} no longer has a loopx state, though this machine synced tick {} ({}) with it",
                         names.remote,
@@ -120,17 +120,17 @@ pub(super) fn plan(
             backup: None,
         });
     }
-    let base = ctx.store.merge_base(local.commit, remote.commit)?;
+    let base = ctx.store()?.merge_base(local.commit, remote.commit)?;
     if let Some(s) = &synced
         && !refetched
         && s.commit != remote.commit
-        && ctx.store.is_ancestor(remote.commit, s.commit)?
-        && ctx.store.is_ancestor(s.commit, local.commit)?
+        && ctx.store()?.is_ancestor(remote.commit, s.commit)?
+        && ctx.store()?.is_ancestor(s.commit, local.commit)?
     {
         return Ok(Plan::Refetch);
     }
     if let Some(s) = &synced
-        && !ctx.store.is_ancestor(s.commit, remote.commit)?
+        && !ctx.store()?.is_ancestor(s.commit, remote.commit)?
     {
         if opts.adopt_remote {
             return adopt(ctx, names, &local, &remote, base);
@@ -142,7 +142,7 @@ pub(super) fn plan(
             return adopt(ctx, names, &local, &remote, None);
         }
         return Err(Refusal::error(
-            "unrelated-states",
+            Code::UnrelatedStates,
             format!(
                 "the local state and {}'s share no history: each was made by its own `loopx init`",
                 names.remote
@@ -173,7 +173,7 @@ pub(super) fn plan(
     if base == remote.commit {
         // Ahead: push as it is, once it verifies.
         trust::local(ctx, names, &local, Some(base))?;
-        let count = ctx.store.chain_since(local.commit, Some(base))?.len();
+        let count = ctx.store()?.chain_since(local.commit, Some(base))?.len();
         return Ok(Plan::Push(Push {
             outcome: Outcome::Pushed,
             tip: local,
@@ -217,7 +217,7 @@ pub(super) fn plan(
 
 fn rewritten(ctx: &Ctx, names: &Names, synced: &Tip, remote: &Tip) -> Refusal {
     Refusal::error(
-        "remote-rewritten",
+        Code::RemoteRewritten,
         format!(
             "{}'s history was rewritten: its state (tick {}, {}) no longer contains tick {} ({}), which this machine synced with it",
             names.remote,
@@ -230,7 +230,7 @@ fn rewritten(ctx: &Ctx, names: &Names, synced: &Tip, remote: &Tip) -> Refusal {
     .with_hint(format!(
         "nothing was changed here. If the rewrite was meant, `loopx sync {r} --adopt-remote` follows it and keeps this state under refs/loopx/backup/{r}/…; if not, put the remote back with `git push --force-with-lease={s}:{c} {r} {synced}:{s}`, then sync again",
         r = names.remote,
-        s = ctx.store.state_ref(),
+        s = ctx.state_ref(),
         c = remote.commit,
         synced = names.synced,
     ))
@@ -247,7 +247,7 @@ fn adopt(ctx: &Ctx, names: &Names, local: &Tip, remote: &Tip, base: Option<Oid>)
         local.commit.short(8)
     );
     let committer = ctx.committer();
-    match ctx.store.cas_ref(
+    match ctx.store()?.cas_ref(
         &backup,
         local.commit,
         None,
@@ -256,7 +256,7 @@ fn adopt(ctx: &Ctx, names: &Names, local: &Tip, remote: &Tip, base: Option<Oid>)
     ) {
         Ok(()) => {}
         Err(CasError::Moved)
-            if ctx.store.resolve(&backup)?.map(|t| t.commit) == Some(local.commit) => {}
+            if ctx.store()?.resolve(&backup)?.map(|t| t.commit) == Some(local.commit) => {}
         Err(CasError::Moved | CasError::Locked { .. }) => return Ok(Plan::Again),
         Err(CasError::Other(e)) => return Err(e),
     }
@@ -283,7 +283,7 @@ fn adopt(ctx: &Ctx, names: &Names, local: &Tip, remote: &Tip, base: Option<Oid>)
 /// false when it moved meanwhile (or its lock was busy): decide again. A
 /// stale lock stops the sync, as it stops a tick.
 pub(super) fn move_state(ctx: &Ctx, new: Oid, expected: Option<Oid>, reflog: &str) -> Result<bool> {
-    match ctx.store.cas(new, expected, reflog, &ctx.committer()) {
+    match ctx.store()?.cas(new, expected, reflog, &ctx.committer()) {
         Ok(()) => Ok(true),
         Err(CasError::Moved) => Ok(false),
         Err(CasError::Locked { lock, age }) => {
@@ -318,12 +318,12 @@ pub(super) fn remote_side(
 ) -> Result<RemoteSide> {
     let verified = trust::remote(ctx, names, remote, base)?;
     let base_tick = match base {
-        Some(b) => ctx.store.tip_at(b)?.tick,
+        Some(b) => ctx.store()?.tip_at(b)?.tick,
         None => 0,
     };
     let mut ops = HashSet::new();
     if want_ops {
-        for e in ctx.store.chain_since(remote.commit, base)? {
+        for e in ctx.store()?.chain_since(remote.commit, base)? {
             if let Some(id) = message::op_id_of(&e.message) {
                 ops.insert(id.to_owned());
             }
@@ -344,7 +344,7 @@ pub(super) fn remote_corrupt(names: &Names, tip: Option<&Tip>, why: &str) -> Ref
         format!(" (tick {}, {})", t.tick, t.commit.short(8))
     });
     Refusal::error(
-        "remote-corrupt",
+        Code::InvalidTick,
         format!("the loopx state on {}{at} is corrupt: {why}", names.remote),
     )
     .with_hint(format!(
@@ -355,7 +355,7 @@ pub(super) fn remote_corrupt(names: &Names, tip: Option<&Tip>, why: &str) -> Ref
 
 pub(super) fn unknown_op(whose: &str, e: &Entry, kind: &str) -> Refusal {
     Refusal::error(
-        "unknown-op",
+        Code::UnknownOp,
         format!(
             "{whose} tick {} holds the op {kind:?}, which this loopx does not know",
             e.commit.short(8)

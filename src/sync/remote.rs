@@ -4,14 +4,15 @@
 use anyhow::Result;
 
 use crate::ctx::Ctx;
-use crate::error::Refusal;
+use crate::error::{Code, Refusal};
 use crate::git::{self};
 use crate::store::Store;
 
 /// The remote `loopx sync` uses when none is named: git config
 /// `loopx.remote`, else `origin`.
 pub fn default_remote(ctx: &Ctx) -> String {
-    ctx.config.remote.clone()
+    ctx.config()
+        .map_or_else(|_| "origin".to_owned(), |c| c.remote.clone())
 }
 
 /// The refs one remote's sync uses.
@@ -31,7 +32,12 @@ pub struct Names {
 pub fn names(ctx: &Ctx, remote: Option<&str>) -> Result<Names, Refusal> {
     let named = remote.is_some();
     let remote = remote.map_or_else(|| default_remote(ctx), str::to_owned);
-    if ctx.store.config(&format!("remote.{remote}.url")).is_none() {
+    if ctx
+        .store()
+        .ok()
+        .and_then(|s| s.config(&format!("remote.{remote}.url")))
+        .is_none()
+    {
         let hint = if named {
             format!("add it with `git remote add {remote} URL`; `git remote -v` lists the remotes")
         } else {
@@ -40,12 +46,12 @@ pub fn names(ctx: &Ctx, remote: Option<&str>) -> Result<Names, Refusal> {
             )
         };
         return Err(Refusal::error(
-            "no-remote",
+            Code::NoRemote,
             format!("there is no git remote named {remote}"),
         )
         .with_hint(hint));
     }
-    let state_ref = ctx.store.state_ref();
+    let state_ref = ctx.state_ref();
     let rest = state_ref.strip_prefix("refs/").unwrap_or(state_ref);
     // The default state ref is remembered under refs/loopx/synced/<remote>;
     // another one (git config loopx.ref, e.g. one ref per goal) under a name
@@ -68,7 +74,7 @@ pub fn names(ctx: &Ctx, remote: Option<&str>) -> Result<Names, Refusal> {
         .all(|n| Store::is_ref_name(n))
     {
         return Err(Refusal::usage(
-            "bad-remote",
+            Code::BadRemote,
             format!(
                 "the remote name {:?} cannot be part of a ref name",
                 names.remote
@@ -89,7 +95,7 @@ pub fn setup(ctx: &Ctx, remote: Option<&str>) -> Result<(Names, String, bool)> {
     let names = names(ctx, remote)?;
     let refspec = format!("+refs/loopx/*:refs/remotes/{}/loopx/*", names.remote);
     let key = format!("remote.{}.fetch", names.remote);
-    let dir = ctx.store.common_dir();
+    let dir = ctx.store()?.common_dir();
     let present = git::config_values(dir, &key)?
         .iter()
         .any(|v| v.trim() == refspec);

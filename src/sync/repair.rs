@@ -9,7 +9,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::ctx::Ctx;
-use crate::error::Refusal;
+use crate::error::{Code, Refusal};
 use crate::git::{self, Pushed};
 use crate::model::Actor;
 use crate::store::Oid;
@@ -48,7 +48,7 @@ pub struct Repair {
 pub fn run(ctx: &Ctx, remote: Option<&str>) -> Result<Repair> {
     if !matches!(ctx.actor()?, Actor::Human { .. }) {
         return Err(Refusal::rule(
-            "human-only",
+            Code::HumansOnly,
             "repairing a remote's history is a human act; an agent may not do it",
         )
         .with_hint("ask a human to run `loopx sync --repair-remote`")
@@ -67,7 +67,7 @@ pub fn run(ctx: &Ctx, remote: Option<&str>) -> Result<Repair> {
     let start = start(ctx, &names, tip.commit)?;
     let base = match start {
         Some(s) => {
-            let snap = tx::load_at(ctx, ctx.store.tip_at(s)?)?;
+            let snap = tx::load_at(ctx, ctx.store()?.tip_at(s)?)?;
             Some(Verified {
                 tip: snap.tip,
                 state: snap.state,
@@ -75,23 +75,21 @@ pub fn run(ctx: &Ctx, remote: Option<&str>) -> Result<Repair> {
         }
         None => None,
     };
-    let finding = match verify::chain(&ctx.store, base, tip.commit, ctx.now, &mut |_, _| {})? {
-        Ok(_) => {
-            remember(ctx, &names.verified, tip.commit)?;
-            return Ok(Repair {
-                remote: names.remote,
-                from: Some(tip.commit.to_string()),
-                to: Some(tip.commit.to_string()),
-                finding: None,
-                removed: Vec::new(),
-            });
-        }
-        Err(f) => f,
+    let checked = verify::chain(ctx.store()?, base, tip.commit, ctx.now, &mut |_, _| {})?;
+    let Err(finding) = checked else {
+        remember(ctx, &names.verified, tip.commit)?;
+        return Ok(Repair {
+            remote: names.remote,
+            from: Some(tip.commit.to_string()),
+            to: Some(tip.commit.to_string()),
+            finding: None,
+            removed: Vec::new(),
+        });
     };
-    let bad = ctx.store.oid(&finding.commit)?;
-    let Some(good) = ctx.store.entry(bad)?.parent else {
+    let bad = ctx.store()?.oid(&finding.commit)?;
+    let Some(good) = ctx.store()?.entry(bad)?.parent else {
         return Err(Refusal::error(
-            "nothing-valid",
+            Code::NothingValid,
             format!(
                 "{}'s very first commit is not a valid tick: there is no valid tick to put it back at",
                 names.remote
@@ -99,14 +97,14 @@ pub fn run(ctx: &Ctx, remote: Option<&str>) -> Result<Repair> {
         )
         .with_hint(format!(
             "push a valid state there yourself, e.g. `git push --force-with-lease={r}:{t} {rem} {r}:{r}`",
-            r = ctx.store.state_ref(),
+            r = ctx.state_ref(),
             t = tip.commit,
             rem = names.remote
         ))
         .into());
     };
     let removed = ctx
-        .store
+        .store()?
         .chain_since(tip.commit, Some(good))?
         .into_iter()
         .map(|e| Removed {
@@ -126,17 +124,17 @@ pub fn run(ctx: &Ctx, remote: Option<&str>) -> Result<Repair> {
         ));
     }
     let pushed = git::push_lease(
-        ctx.store.common_dir(),
+        ctx.store()?.common_dir(),
         &names.remote,
         &good.to_string(),
-        ctx.store.state_ref(),
+        ctx.state_ref(),
         &tip.commit.to_string(),
-        ctx.config.sync_timeout,
+        ctx.config()?.sync_timeout,
     )
     .map_err(|e| super::push_failed(&names, e))?;
     if let Pushed::Behind(why) = pushed {
         return Err(Refusal::conflict(
-            "remote-moved",
+            Code::RemoteMoved,
             format!(
                 "{} moved while it was being repaired ({why}); nothing was changed there",
                 names.remote
@@ -159,13 +157,13 @@ pub fn run(ctx: &Ctx, remote: Option<&str>) -> Result<Repair> {
 /// Where verification of the remote starts: the last tip verified for it,
 /// else the newest commit it shares with the local state, else the first.
 fn start(ctx: &Ctx, names: &Names, remote: Oid) -> Result<Option<Oid>> {
-    if let Some(v) = ctx.store.resolve(&names.verified)?
-        && ctx.store.is_ancestor(v.commit, remote)?
+    if let Some(v) = ctx.store()?.resolve(&names.verified)?
+        && ctx.store()?.is_ancestor(v.commit, remote)?
     {
         return Ok(Some(v.commit));
     }
-    match ctx.store.tip()? {
-        Some(local) => ctx.store.merge_base(local.commit, remote),
+    match ctx.store()?.tip()? {
+        Some(local) => ctx.store()?.merge_base(local.commit, remote),
         None => Ok(None),
     }
 }

@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use sha2::{Digest, Sha256};
 
 use crate::ctx::Ctx;
-use crate::error::Refusal;
+use crate::error::{Code, Refusal};
 use crate::model::{EvidenceId, EvidenceKind, GoalId, OpId, State, id::RANDOM_HEX};
 use crate::op::{Change, Op, message};
 use crate::store::{Oid, Person, Tip};
@@ -39,7 +39,7 @@ pub(super) fn replay(
 ) -> Result<Replay> {
     // Read and check every local tick before writing anything.
     let mut ticks = Vec::new();
-    for e in ctx.store.chain_since(local.commit, Some(base))? {
+    for e in ctx.store()?.chain_since(local.commit, Some(base))? {
         if let Some(kind) = message::kind_of(&e.message)
             && !Change::KINDS.contains(&kind)
         {
@@ -48,17 +48,17 @@ pub(super) fn replay(
         let parsed = message::parse(&e.message).map_err(|why| {
             let parent = e.parent.map_or_else(|| "<parent>".to_owned(), |p| p.to_string());
             Refusal::error(
-                "not-a-tick",
+                Code::InvalidTick,
                 format!(
                     "commit {} on {} is not a loopx tick ({why}), so sync cannot replay it onto {}'s state",
                     e.commit.short(8),
-                    ctx.store.state_ref(),
+                    ctx.state_ref(),
                     names.remote
                 ),
             )
             .with_hint(format!(
                 "it was made by hand; move the ref back with `git update-ref {} {parent}`, redo the change with loopx commands, then sync again; nothing was changed",
-                ctx.store.state_ref()
+                ctx.state_ref()
             ))
         })?;
         ticks.push((e, parsed));
@@ -166,7 +166,7 @@ fn write(
 ) -> Result<Result<tx::Written, Refusal>> {
     let extra: Vec<(&str, String)> = extra.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
     tx::write_tick(
-        &ctx.store,
+        ctx.store()?,
         Some(parent),
         before,
         op,
@@ -346,7 +346,7 @@ mod tests {
                 lease: Span::minutes(45),
             },
         );
-        let refusal = Refusal::conflict("claimed", "t-000000a1 is not ready: agent-b holds it");
+        let refusal = Refusal::conflict(Code::Claimed, "t-000000a1 is not ready: agent-b holds it");
         let a = rejection(&claim, &refusal, &state).unwrap();
         let b = rejection(&claim, &refusal, &state).unwrap();
         assert_eq!(a, b);
@@ -386,7 +386,7 @@ mod tests {
             },
         );
         let refusal = op::apply(&mut state.clone(), &claim).unwrap_err();
-        assert_eq!(refusal.code, "not-registered");
+        assert_eq!(refusal.code, Code::NotRegistered);
         let record = rejection(&claim, &refusal, &state).unwrap();
         let effect = op::apply(&mut state, &record).unwrap();
         assert_eq!(effect.evidence.len(), 1);
@@ -407,7 +407,7 @@ mod tests {
                 force: false,
             },
         );
-        let refusal = Refusal::rule("x", "y");
+        let refusal = Refusal::rule(Code::Waiting, "y");
         assert!(rejection(&claim, &refusal, &State::default()).is_none());
     }
 }

@@ -28,10 +28,10 @@ pub(super) fn remote(
     base: Option<Oid>,
 ) -> Result<Verified> {
     let mut start = base;
-    if let Some(v) = ctx.store.resolve(&names.verified)?
-        && ctx.store.is_ancestor(v.commit, remote.commit)?
+    if let Some(v) = ctx.store()?.resolve(&names.verified)?
+        && ctx.store()?.is_ancestor(v.commit, remote.commit)?
         && match base {
-            Some(b) => ctx.store.is_ancestor(b, v.commit)?,
+            Some(b) => ctx.store()?.is_ancestor(b, v.commit)?,
             None => true,
         }
     {
@@ -55,7 +55,7 @@ pub(super) fn local(ctx: &Ctx, names: &Names, local: &Tip, base: Option<Oid>) ->
             .refusal(format!(
                 "nothing was pushed to {} and nothing was changed. The commit was not written by loopx (or was edited since); move {r} back to its parent with `git update-ref {r} {c}^`, redo the change with loopx commands, then sync again",
                 names.remote,
-                r = ctx.store.state_ref(),
+                r = ctx.state_ref(),
                 c = &f.commit[..f.commit.len().min(12)],
             ))
             .into()),
@@ -71,7 +71,7 @@ fn chain(
 ) -> Result<std::result::Result<Verified, Finding>> {
     let base = match start {
         Some(s) => {
-            let snap = tx::load_at(ctx, ctx.store.tip_at(s)?)?;
+            let snap = tx::load_at(ctx, ctx.store()?.tip_at(s)?)?;
             if s == tip {
                 return Ok(Ok(Verified {
                     tip: snap.tip,
@@ -86,13 +86,13 @@ fn chain(
         None => None,
     };
     let mut progress = |done: usize, total: usize| {
-        if total >= PROGRESS_FROM && done % (total / 10) == 0 && done < total {
+        if total >= PROGRESS_FROM && done.is_multiple_of(total / 10) && done < total {
             ctx.out.status(&format!(
                 "Verifying {what}: {done} of {total} ticks checked…"
             ));
         }
     };
-    verify::chain(&ctx.store, base, tip, ctx.now, &mut progress)
+    verify::chain(ctx.store()?, base, tip, ctx.now, &mut progress)
 }
 
 /// The refusal for a remote that holds a bad commit.

@@ -460,7 +460,7 @@ fn random_honest_ops_from_three_clones_all_verify_everywhere() {
     for m in &machines[1..] {
         m.loopx(&["sync"]).ok();
     }
-    let mut rng = Rng(0x5eed_0f_10_0b5);
+    let mut rng = Rng(0x05ee_d0f1_00b5);
     let mut todos: Vec<String> = Vec::new();
     let mut gates: Vec<String> = Vec::new();
     for step in 0..48 {

@@ -6,7 +6,7 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 
 use crate::ctx::Ctx;
-use crate::error::{Exit, Refusal};
+use crate::error::{Code, Exit, Refusal};
 
 /// Guard this bare repository: refuse pushes to refs/loopx/* that forge or rewrite the state
 ///
@@ -37,18 +37,18 @@ struct Wire {
 }
 
 pub fn run(ctx: &Ctx, _args: &Args) -> Result<Exit> {
-    if ctx.store.workdir().is_some() {
+    if ctx.store()?.workdir().is_some() {
         return Err(Refusal::usage(
-            "not-a-hub",
+            Code::NotAHub,
             format!(
                 "{} has a worktree; `hub install` guards the bare repository clones push to",
-                ctx.store.root().display()
+                ctx.store()?.root().display()
             ),
         )
         .with_hint("run it there: `loopx -C path/to/hub.git hub install`")
         .into());
     }
-    let hooks = hooks_dir(ctx);
+    let hooks = hooks_dir(ctx)?;
     std::fs::create_dir_all(&hooks).with_context(|| format!("creating {}", hooks.display()))?;
     let hook = hooks.join("pre-receive");
     let chained = hooks.join(CHAINED);
@@ -65,7 +65,7 @@ pub fn run(ctx: &Ctx, _args: &Args) -> Result<Exit> {
         Ok(_) => {
             if chained.exists() {
                 return Err(Refusal::error(
-                    "hook-exists",
+                    Code::HookExists,
                     format!(
                         "{} is not loopx's, and {} is taken already",
                         hook.display(),
@@ -102,15 +102,16 @@ pub fn run(ctx: &Ctx, _args: &Args) -> Result<Exit> {
 }
 
 /// The hooks folder git runs: `core.hooksPath`, else `hooks/` in the git dir.
-fn hooks_dir(ctx: &Ctx) -> PathBuf {
-    let dir = ctx.store.common_dir();
-    match ctx.store.config("core.hooksPath") {
+fn hooks_dir(ctx: &Ctx) -> Result<PathBuf> {
+    let store = ctx.store()?;
+    let dir = store.common_dir();
+    Ok(match store.config("core.hooksPath") {
         Some(p) if !p.trim().is_empty() => {
             let p = PathBuf::from(p.trim());
             if p.is_absolute() { p } else { dir.join(p) }
         }
         _ => dir.join("hooks"),
-    }
+    })
 }
 
 fn write_hook(hook: &Path, exe: &Path) -> Result<()> {

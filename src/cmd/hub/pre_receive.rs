@@ -11,10 +11,9 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 
 use crate::ctx::Ctx;
-use crate::error::{Exit, Refusal};
+use crate::error::{Code, Exit, Refusal};
 use crate::store::Store;
-use crate::tx;
-use crate::verify::{self, Verified};
+use crate::verify::{self, Update};
 
 /// Check the ref updates of a push (run by the hook `hub install` writes)
 #[derive(clap::Args, Debug)]
@@ -55,59 +54,29 @@ pub fn run(ctx: &Ctx, _args: &Args) -> Result<Exit> {
     Ok(Exit::Ok)
 }
 
-fn is_zero(id: &str) -> bool {
-    id.bytes().all(|b| b == b'0')
-}
-
 /// Refuses one update of a `refs/loopx/*` ref, or lets it through.
 fn check(ctx: &Ctx, store: &Store, old: &str, new: &str, name: &str) -> Result<()> {
-    let refuse = |code: &'static str, message: String, hint: &str| -> Result<()> {
-        Err(
-            Refusal::rule(code, format!("loopx hub: refusing {name}: {message}"))
-                .with_hint(hint.to_owned())
-                .into(),
+    let refusal = match verify::update(store, old, new, ctx.now)? {
+        Ok(()) => return Ok(()),
+        Err(Update::Deletion) => Refusal::rule(
+            Code::HubDelete,
+            "loopx state refs are never deleted on this hub",
         )
+        .with_hint("the state's history is the team's evidence trail; a hub admin can remove the hook to delete it"),
+        Err(Update::Rewrite { old, new }) => Refusal::rule(
+            Code::HubNonFastForward,
+            format!(
+                "{} does not build on the hub's {} (not a fast-forward)",
+                new.short(8),
+                old.short(8)
+            ),
+        )
+        .with_hint("run `loopx sync`, which replays local ticks onto the hub's; this hub never takes a rewrite of its history"),
+        Err(Update::Invalid(f)) => f.refusal(
+            "nothing was changed on the hub. Move your state ref back to the hub's tip (`loopx sync` tells you how) and redo the change with loopx commands",
+        ),
     };
-    if is_zero(new) {
-        return refuse(
-            "hub-delete",
-            "loopx state refs are never deleted on this hub".to_owned(),
-            "the state's history is the team's evidence trail; a hub admin can remove the hook to delete it",
-        );
-    }
-    let new = store.oid(new)?;
-    let base = if is_zero(old) {
-        None
-    } else {
-        let old = store.oid(old)?;
-        if !store.is_ancestor(old, new)? {
-            return refuse(
-                "hub-non-fast-forward",
-                format!(
-                    "{} does not build on the hub's {} (not a fast-forward)",
-                    new.short(8),
-                    old.short(8)
-                ),
-                "run `loopx sync`, which replays local ticks onto the hub's; this hub never takes a rewrite of its history",
-            );
-        }
-        if old == new {
-            return Ok(());
-        }
-        let snap = tx::snapshot(store, store.tip_at(old)?)?;
-        Some(Verified {
-            tip: snap.tip,
-            state: snap.state,
-        })
-    };
-    match verify::chain(store, base, new, ctx.now, &mut |_, _| {})? {
-        Ok(_) => Ok(()),
-        Err(f) => {
-            let mut r = f.refusal(
-                "nothing was changed on the hub. Move your state ref back to the hub's tip (`loopx sync` tells you how) and redo the change with loopx commands",
-            );
-            r.message = format!("loopx hub: refusing {name}: {}", r.message);
-            Err(r.into())
-        }
-    }
+    let mut r = refusal;
+    r.message = format!("loopx hub: refusing {name}: {}", r.message);
+    Err(r.into())
 }
