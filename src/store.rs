@@ -14,8 +14,7 @@ use gix::objs::tree::EntryKind;
 use gix::refs::Target;
 use gix::refs::transaction::{Change, LogChange, PreviousValue, RefEdit, RefLog};
 
-use crate::error::Code;
-use crate::error::Refusal;
+use crate::error::{Code, Refusal};
 
 /// The default state ref; git config `loopx.ref` overrides it.
 pub const DEFAULT_REF: &str = "refs/loopx/state";

@@ -28,8 +28,7 @@ pub use goal::{Goal, GoalStatus, QuotaPolicy};
 pub use id::{AgentId, EvidenceId, GateId, GoalId, OpId, TodoId};
 pub use todo::{Claim, Note, Priority, Todo, TodoStatus, Validation};
 
-use crate::error::Code;
-use crate::error::Refusal;
+use crate::error::{Code, Refusal};
 use crate::time::Span;
 
 /// The format version this binary writes, in `loopx.toml`.
@@ -117,10 +116,13 @@ impl State {
 
     pub fn goal(&self, id: &str) -> Result<&Goal, Refusal> {
         let gid = GoalId::new(id).map_err(|e| Refusal::usage(Code::BadId, e))?;
-        self.goals.get(&gid).ok_or_else(|| {
-            Refusal::error(Code::UnknownGoal, format!("there is no goal {gid}"))
-                .with_hint("`loopx goal list` shows the goals")
-        })
+        self.goal_by_id(&gid)
+    }
+
+    /// The goal with this id, or the one refusal every command gives for a
+    /// goal that does not exist.
+    pub fn goal_by_id(&self, id: &GoalId) -> Result<&Goal, Refusal> {
+        self.goals.get(id).ok_or_else(|| unknown_goal(id))
     }
 
     pub fn agent(&self, id: &str) -> Result<&Agent, Refusal> {
@@ -178,4 +180,10 @@ fn resolve<K: Clone + Ord + std::fmt::Display, V>(
             .with_hint("type more characters of the id"))
         }
     }
+}
+
+/// The refusal for a goal that does not exist.
+pub fn unknown_goal(id: &GoalId) -> Refusal {
+    Refusal::error(Code::UnknownGoal, format!("there is no goal {id}"))
+        .with_hint("`loopx goal list` shows the goals")
 }

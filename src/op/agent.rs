@@ -1,8 +1,7 @@
 //! Rules for `agent.register`.
 
 use super::{Effect, Happened, Op, rules};
-use crate::error::Code;
-use crate::error::Refusal;
+use crate::error::{Code, Refusal};
 use crate::model::{Actor, Agent, AgentId, AgentStatus, Note, Runtime, State, TodoStatus};
 
 pub(super) fn register(

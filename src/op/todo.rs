@@ -3,8 +3,7 @@
 //! a conflict (fencing).
 
 use super::{Change, Effect, Happened, Op, agent::normalize, goal::non_empty, rules, short};
-use crate::error::Code;
-use crate::error::Refusal;
+use crate::error::{Code, Refusal};
 use crate::model::{
     Actor, Claim, GoalStatus, Note, State, Todo, TodoId, TodoStatus, run::CommandRun,
 };
@@ -42,10 +41,10 @@ pub(super) fn add(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
     if let Actor::Agent(id) = &op.actor {
         rules::registered(state, id)?;
     }
-    let g = state.goals.get(goal).ok_or_else(|| {
-        Refusal::error(Code::UnknownGoal, format!("there is no goal {goal}"))
-            .with_hint("`loopx goal list` shows the goals")
-    })?;
+    let g = state
+        .goals
+        .get(goal)
+        .ok_or_else(|| crate::model::unknown_goal(goal))?;
     if g.status == GoalStatus::Done {
         return Err(
             Refusal::rule(Code::GoalDone, format!("goal {goal} is done")).with_hint(format!(
@@ -457,23 +456,7 @@ pub(super) fn done(
                 .with_hint(format!("run `loopx todo done {id}` again")));
             }
             Some(run) if !run.passed() => {
-                let tail = run.last_lines(5);
-                let shown = if tail.is_empty() {
-                    String::new()
-                } else {
-                    format!("\n{}", tail.join("\n"))
-                };
-                return Err(Refusal::rule(
-                    Code::ValidationFailed,
-                    format!(
-                        "{id} is not done: its validation `{}` failed ({}){shown}",
-                        run.argv.join(" "),
-                        run.outcome()
-                    ),
-                )
-                .with_hint(
-                    "fix what it reports and run `loopx todo done` again; nothing was marked done",
-                ));
+                return Err(validation_failed(id, run));
             }
             Some(_) => {}
         }
@@ -657,6 +640,21 @@ pub(super) fn archive(state: &mut State, op: &Op, ids: &[TodoId]) -> Result<Effe
         effect.archived.insert(id, t);
     }
     Ok(effect)
+}
+
+/// A todo's validation failed: the refusal `todo done` and replays give,
+/// with the last lines of its output.
+pub fn validation_failed(id: &TodoId, run: &CommandRun) -> Refusal {
+    let shown: String = run.last_lines(5).iter().map(|l| format!("\n{l}")).collect();
+    Refusal::rule(
+        Code::ValidationFailed,
+        format!(
+            "{id} is not done: its validation `{}` failed ({}){shown}",
+            run.argv.join(" "),
+            run.outcome()
+        ),
+    )
+    .with_hint("fix what it reports and run `loopx todo done` again; nothing was marked done")
 }
 
 /// Checks that the actor may write this todo: a registered agent or a human,

@@ -11,8 +11,7 @@ use super::{
     base, git_hooks_dir, hook_file, merge, pretty, read_json, shown, write_atomic,
 };
 use crate::ctx::Ctx;
-use crate::error::Code;
-use crate::error::{Exit, Refusal};
+use crate::error::{Code, Exit, Refusal};
 use crate::hook::Runtime;
 
 /// Wire agent runtimes (and git) to loopx: merge its hooks into their settings
