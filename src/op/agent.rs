@@ -115,3 +115,6 @@ pub(super) fn retire(state: &mut State, op: &Op, id: &AgentId) -> Result<Effect,
     };
     Ok(Effect::new(format!("retire agent {id}{released}")))
 }
+
+#[cfg(test)]
+mod tests;

@@ -146,3 +146,6 @@ pub(super) fn non_empty(text: &str, what: &str) -> Result<String, Refusal> {
         Ok(t.to_owned())
     }
 }
+
+#[cfg(test)]
+mod tests;

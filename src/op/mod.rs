@@ -417,4 +417,4 @@ pub fn short(title: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests;
+mod test_support;

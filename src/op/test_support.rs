@@ -1,0 +1,265 @@
+//! Fixtures shared by the op unit tests: ids, actors, change builders, a
+//! board built through `apply` itself, and the `ok`/`refuse` checks. After
+//! every refusal the state must be exactly as it was before the call
+//! (`refuse` checks it).
+
+pub(super) use super::*;
+pub(super) use crate::error::Exit;
+pub(super) use crate::model::{AgentStatus, Claim, Goal, Note, QuotaPolicy, Todo};
+
+// ---------------------------------------------------------------- helpers
+
+/// The board's todo.
+pub(super) const T1: &str = "000000a1";
+/// Another todo the tests add.
+pub(super) const T2: &str = "000000b2";
+
+pub(super) fn t(s: &str) -> Timestamp {
+    Timestamp::parse(s).unwrap()
+}
+
+pub(super) fn human() -> Actor {
+    Actor::Human {
+        name: "Ada".to_owned(),
+        email: "ada@example.com".to_owned(),
+    }
+}
+
+pub(super) fn agent(id: &str) -> Actor {
+    Actor::Agent(aid(id))
+}
+
+pub(super) fn aid(id: &str) -> AgentId {
+    AgentId::new(id).unwrap()
+}
+
+pub(super) fn gid(id: &str) -> GoalId {
+    GoalId::new(id).unwrap()
+}
+
+pub(super) fn tid(hex: &str) -> TodoId {
+    TodoId::from_hex(hex)
+}
+
+pub(super) fn strings(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| (*s).to_owned()).collect()
+}
+
+pub(super) fn op(actor: Actor, at: &str, change: Change) -> Op {
+    Op {
+        id: OpId::from_hex("0000000000000001"),
+        at: t(at),
+        actor,
+        change,
+    }
+}
+
+/// Applies an op that must succeed and returns its subject.
+pub(super) fn ok(state: &mut State, op: &Op) -> String {
+    match apply(state, op) {
+        Ok(e) => e.subject,
+        Err(r) => panic!(
+            "{} refused: {} ({}: {})",
+            op.change.kind(),
+            r.code,
+            r.exit.code(),
+            r.message
+        ),
+    }
+}
+
+/// Applies an op that must be refused with `exit` and `code`, checks that the
+/// state did not move, and returns the refusal.
+#[track_caller]
+pub(super) fn refuse(state: &mut State, op: &Op, exit: Exit, code: &str) -> Refusal {
+    let before = state.clone();
+    let r = match apply(state, op) {
+        Ok(e) => panic!("{} succeeded: {}", op.change.kind(), e.subject),
+        Err(r) => r,
+    };
+    assert_eq!((r.exit, r.code), (exit, code), "{}", r.message);
+    assert_eq!(
+        *state,
+        before,
+        "a refused {} changed the state",
+        op.change.kind()
+    );
+    r
+}
+
+pub(super) fn init(goal: Option<&str>, objective: Option<&str>) -> Change {
+    Change::Init {
+        goal: goal.map(gid),
+        objective: objective.map(str::to_owned),
+    }
+}
+
+pub(super) fn goal_add(goal: &str, objective: &str) -> Change {
+    Change::GoalAdd {
+        goal: gid(goal),
+        objective: objective.to_owned(),
+    }
+}
+
+/// A `goal.set` of `main` that sets nothing; fill in the fields.
+pub(super) fn goal_set() -> Change {
+    Change::GoalSet {
+        goal: gid("main"),
+        objective: None,
+        status: None,
+        scope: None,
+        guards: None,
+        quota_slots: None,
+        quota_window: None,
+    }
+}
+
+pub(super) fn set_status(status: GoalStatus) -> Change {
+    goal_set_with(None, Some(status), None, None)
+}
+
+pub(super) fn register(id: &str, runtime: Runtime, caps: &[&str]) -> Change {
+    Change::AgentRegister {
+        agent: aid(id),
+        runtime,
+        capabilities: strings(caps),
+    }
+}
+
+pub(super) fn add(hex: &str, title: &str) -> Change {
+    Change::TodoAdd {
+        todo: tid(hex),
+        goal: gid("main"),
+        title: title.to_owned(),
+        priority: Priority::DEFAULT,
+        after: Vec::new(),
+        capabilities: Vec::new(),
+        scope: Vec::new(),
+        note: None,
+        validate: None,
+    }
+}
+
+pub(super) fn claim(hex: &str, epoch: u64, lease: Span) -> Change {
+    Change::TodoClaim {
+        todo: tid(hex),
+        epoch,
+        lease,
+    }
+}
+
+pub(super) fn release(hex: &str, epoch: u64) -> Change {
+    Change::TodoRelease {
+        todo: tid(hex),
+        epoch,
+        force: false,
+    }
+}
+
+pub(super) fn update(
+    hex: &str,
+    epoch: u64,
+    status: Option<TodoStatus>,
+    note: Option<&str>,
+) -> Change {
+    Change::TodoUpdate {
+        todo: tid(hex),
+        epoch,
+        status,
+        note: note.map(str::to_owned),
+    }
+}
+
+pub(super) fn done(hex: &str, epoch: u64, note: Option<&str>) -> Change {
+    Change::TodoDone {
+        todo: tid(hex),
+        epoch,
+        note: note.map(str::to_owned),
+        validation: None,
+    }
+}
+
+/// Ten minutes, the lease most tests claim with.
+pub(super) const LEASE: Span = Span::minutes(10);
+
+/// A board built through `apply` itself: goal `main`, agents `agent-a`
+/// (claude-code, rust) and `agent-b` (codex, no capability), and one open
+/// todo T1 "Write the parser".
+pub(super) fn board() -> State {
+    let mut s = State::default();
+    for (at, change) in [
+        (
+            "2026-01-01T09:00:00Z",
+            init(Some("main"), Some("Ship the parser")),
+        ),
+        (
+            "2026-01-01T09:00:00Z",
+            register("agent-a", Runtime::ClaudeCode, &["rust"]),
+        ),
+        (
+            "2026-01-01T09:00:00Z",
+            register("agent-b", Runtime::Codex, &[]),
+        ),
+        ("2026-01-01T09:01:00Z", add(T1, "Write the parser")),
+    ] {
+        ok(&mut s, &op(human(), at, change));
+    }
+    s
+}
+
+/// The board with T1 claimed by agent-a at 09:10 for 10 minutes (epoch 1,
+/// lease until 09:20).
+pub(super) fn claimed_board() -> State {
+    let mut s = board();
+    ok(
+        &mut s,
+        &op(
+            agent("agent-a"),
+            "2026-01-01T09:10:00Z",
+            claim(T1, 0, LEASE),
+        ),
+    );
+    s
+}
+
+pub(super) fn todo1(s: &State) -> &Todo {
+    &s.todos[&tid(T1)]
+}
+
+/// A `goal.set` of `main` with these fields.
+pub(super) fn goal_set_with(
+    objective: Option<&str>,
+    status: Option<GoalStatus>,
+    quota_slots: Option<u32>,
+    quota_window: Option<Span>,
+) -> Change {
+    Change::GoalSet {
+        goal: gid("main"),
+        objective: objective.map(str::to_owned),
+        status,
+        scope: None,
+        guards: None,
+        quota_slots,
+        quota_window,
+    }
+}
+
+/// `add(T2, …)` with these lists and note.
+pub(super) fn add_with(
+    after: &[&str],
+    caps: &[&str],
+    scope: &[&str],
+    note: Option<&str>,
+) -> Change {
+    Change::TodoAdd {
+        todo: tid(T2),
+        goal: gid("main"),
+        title: "Write the lexer".to_owned(),
+        priority: Priority::DEFAULT,
+        after: after.iter().map(|h| tid(h)).collect(),
+        capabilities: strings(caps),
+        scope: strings(scope),
+        validate: None,
+        note: note.map(str::to_owned),
+    }
+}
