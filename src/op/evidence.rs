@@ -92,3 +92,6 @@ pub(super) fn add(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
     });
     Ok(Effect::new(subject))
 }
+
+#[cfg(test)]
+mod tests;

@@ -55,6 +55,7 @@ pub(super) fn op(actor: Actor, at: &str, change: Change) -> Op {
 }
 
 /// Applies an op that must succeed and returns its subject.
+#[track_caller]
 pub(super) fn ok(state: &mut State, op: &Op) -> String {
     match apply(state, op) {
         Ok(e) => e.subject,
@@ -261,5 +262,86 @@ pub(super) fn add_with(
         scope: strings(scope),
         validate: None,
         note: note.map(str::to_owned),
+    }
+}
+
+/// A record of `argv` that exited with `exit` (None: killed).
+pub(super) fn command_run(argv: &[&str], exit: Option<i32>) -> CommandRun {
+    CommandRun {
+        exit,
+        output_tail: "test result: 3 passed\n".to_owned(),
+        ..CommandRun::assumed_passing(&strings(argv))
+    }
+}
+
+/// An `evidence.add` of kind `kind` on goal `main`, optionally on a todo
+/// and with a command's run.
+pub(super) fn evidence(
+    hex: &str,
+    todo: Option<&str>,
+    kind: EvidenceKind,
+    run: Option<CommandRun>,
+) -> Change {
+    Change::EvidenceAdd {
+        evidence: EvidenceId::from_hex(hex),
+        goal: gid("main"),
+        todo: todo.map(tid),
+        kind,
+        summary: "cargo test".to_owned(),
+        code: None,
+        run,
+        artifact: None,
+    }
+}
+
+/// Applies an op that must succeed and returns the evidence records it
+/// wrote.
+#[track_caller]
+pub(super) fn ok_evidence(state: &mut State, op: &Op) -> Vec<crate::model::Evidence> {
+    let before = state.evidence.len();
+    ok(state, op);
+    state.evidence[before..].to_vec()
+}
+
+/// Applies an op that must succeed and returns the todos it moved to the
+/// archive.
+#[track_caller]
+pub(super) fn ok_archived(state: &mut State, op: &Op) -> Vec<Todo> {
+    let before = state.archived.clone();
+    ok(state, op);
+    state
+        .archived
+        .iter()
+        .filter(|(id, t)| before.get(*id) != Some(*t))
+        .map(|(_, t)| t.clone())
+        .collect()
+}
+
+/// A `turn.refresh` of goal `main`.
+pub(super) fn refresh(outcome: Outcome, todo: Option<&str>, next: Option<&str>) -> Change {
+    Change::RefreshState {
+        goal: gid("main"),
+        outcome,
+        turn: Some("7a1e".to_owned()),
+        todo: todo.map(tid),
+        next_action: next.map(str::to_owned),
+    }
+}
+
+/// A `quota.spend` on goal `main` for turn `turn`, issued at `issued`.
+pub(super) fn spend(turn: &str, issued: &str) -> Change {
+    Change::QuotaSpend {
+        goal: gid("main"),
+        turn: turn.to_owned(),
+        issued: t(issued),
+    }
+}
+
+/// A `quota.void` of `agent`'s spend for `turn`.
+pub(super) fn void(agent: &str, turn: &str, reason: &str) -> Change {
+    Change::QuotaVoid {
+        agent: aid(agent),
+        turn: turn.to_owned(),
+        reason: reason.to_owned(),
     }
 }

@@ -444,3 +444,6 @@ pub(super) fn settle(state: &mut State, op: &Op, steps: &[Change]) -> Result<Eff
     *state = work;
     Ok(Effect::new(format!("settle {what}: {}", parts.join(", "))))
 }
+
+#[cfg(test)]
+mod tests;

@@ -174,3 +174,85 @@ fn capabilities_are_trimmed_sorted_and_deduped() {
         strings(&["docker", "git", "rust"])
     );
 }
+
+fn retire(id: &str) -> Change {
+    Change::AgentRetire { agent: aid(id) }
+}
+
+#[test]
+fn retire_releases_the_agents_claims_with_a_note() {
+    let mut s = claimed_board();
+    let at = "2026-01-01T09:15:00Z";
+    ok(&mut s, &op(human(), at, retire("agent-a")));
+    assert_eq!(s.agents[&aid("agent-a")].status, AgentStatus::Retired);
+    let todo = todo1(&s);
+    assert_eq!(todo.status, TodoStatus::Open);
+    assert_eq!(todo.claim, None);
+    assert_eq!(todo.updated_at, t(at));
+    assert_eq!(
+        todo.notes.last(),
+        Some(&Note {
+            at: t(at),
+            by: human(),
+            text: "released because agent-a retired".to_owned(),
+        })
+    );
+    // Its claim is free for others; the retired agent can no longer act.
+    ok(
+        &mut s,
+        &op(
+            agent("agent-b"),
+            "2026-01-01T09:16:00Z",
+            claim(T1, 1, LEASE),
+        ),
+    );
+    refuse(
+        &mut s,
+        &op(
+            agent("agent-a"),
+            "2026-01-01T09:17:00Z",
+            update(T1, 2, None, Some("late")),
+        ),
+        Exit::Refused,
+        "agent-retired",
+    );
+}
+
+#[test]
+fn an_agent_retires_itself_only() {
+    let mut s = board();
+    let at = "2026-01-01T09:15:00Z";
+    let r = refuse(
+        &mut s,
+        &op(agent("agent-a"), at, retire("agent-b")),
+        Exit::Refused,
+        "retire-self-only",
+    );
+    assert_eq!(
+        r.message,
+        "agent agent-a may retire only itself, not agent-b"
+    );
+    ok(&mut s, &op(agent("agent-a"), at, retire("agent-a")));
+    assert_eq!(s.agents[&aid("agent-a")].status, AgentStatus::Retired);
+    // Others are untouched.
+    assert_eq!(s.agents[&aid("agent-b")].status, AgentStatus::Active);
+}
+
+#[test]
+fn retire_refuses_an_unknown_or_retired_agent() {
+    let mut s = board();
+    let at = "2026-01-01T09:15:00Z";
+    refuse(
+        &mut s,
+        &op(human(), at, retire("agent-z")),
+        Exit::Refused,
+        "not-registered",
+    );
+    ok(&mut s, &op(human(), at, retire("agent-b")));
+    refuse(
+        &mut s,
+        &op(human(), at, retire("agent-b")),
+        Exit::Refused,
+        "agent-retired",
+    );
+}

@@ -4,9 +4,14 @@
 use crate::op::test_support::*;
 
 mod add;
+mod archive;
 mod claim;
 mod done;
+mod edit;
+mod handoff;
 mod release;
+mod renew;
+mod reopen;
 mod update;
 
 #[test]
