@@ -57,8 +57,14 @@ pub(super) fn op(actor: Actor, at: &str, change: Change) -> Op {
 /// Applies an op that must succeed and returns its subject.
 #[track_caller]
 pub(super) fn ok(state: &mut State, op: &Op) -> String {
+    ok_effect(state, op).subject
+}
+
+/// Applies an op that must succeed and returns what it did.
+#[track_caller]
+pub(super) fn ok_effect(state: &mut State, op: &Op) -> Effect {
     match apply(state, op) {
-        Ok(e) => e.subject,
+        Ok(e) => e,
         Err(r) => panic!(
             "{} refused: {} ({}: {})",
             op.change.kind(),
@@ -298,23 +304,14 @@ pub(super) fn evidence(
 /// wrote.
 #[track_caller]
 pub(super) fn ok_evidence(state: &mut State, op: &Op) -> Vec<crate::model::Evidence> {
-    let before = state.evidence.len();
-    ok(state, op);
-    state.evidence[before..].to_vec()
+    ok_effect(state, op).evidence
 }
 
 /// Applies an op that must succeed and returns the todos it moved to the
 /// archive.
 #[track_caller]
 pub(super) fn ok_archived(state: &mut State, op: &Op) -> Vec<Todo> {
-    let before = state.archived.clone();
-    ok(state, op);
-    state
-        .archived
-        .iter()
-        .filter(|(id, t)| before.get(*id) != Some(*t))
-        .map(|(_, t)| t.clone())
-        .collect()
+    ok_effect(state, op).archived.into_values().collect()
 }
 
 /// A `turn.refresh` of goal `main`.

@@ -183,7 +183,14 @@ fn retire(id: &str) -> Change {
 fn retire_releases_the_agents_claims_with_a_note() {
     let mut s = claimed_board();
     let at = "2026-01-01T09:15:00Z";
-    ok(&mut s, &op(human(), at, retire("agent-a")));
+    let effect = ok_effect(&mut s, &op(human(), at, retire("agent-a")));
+    assert_eq!(
+        effect.what,
+        Happened::Retired {
+            agent: aid("agent-a"),
+            released: vec![tid(T1)],
+        }
+    );
     assert_eq!(s.agents[&aid("agent-a")].status, AgentStatus::Retired);
     let todo = todo1(&s);
     assert_eq!(todo.status, TodoStatus::Open);

@@ -180,9 +180,16 @@ fn a_second_spend_for_the_same_turn_changes_nothing() {
         &op(a(), "2026-01-01T09:12:00Z", spend("turn-1", ISSUED)),
     );
     let before = s.clone();
-    ok(
+    let effect = ok_effect(
         &mut s,
         &op(a(), "2026-01-01T09:13:00Z", spend("turn-1", ISSUED)),
+    );
+    assert_eq!(
+        effect.what,
+        Happened::Spent {
+            agent: aid("agent-a"),
+            already: true,
+        }
     );
     assert_eq!(s, before);
 }

@@ -16,13 +16,20 @@ fn handoff(to: &str, epoch: u64, note: &str) -> Change {
 fn the_owner_hands_its_claim_to_another_agent() {
     let mut s = claimed_board();
     let at = "2026-01-01T09:15:00Z";
-    ok(
+    let effect = ok_effect(
         &mut s,
         &op(
             agent("agent-a"),
             at,
             handoff("agent-b", 1, "  the lexer is done  "),
         ),
+    );
+    assert_eq!(
+        effect.what,
+        Happened::HandedOff {
+            todo: tid(T1),
+            to: aid("agent-b"),
+        }
     );
     let todo = todo1(&s);
     assert_eq!(todo.status, TodoStatus::Claimed);

@@ -14,7 +14,7 @@ fn renew(hex: &str, epoch: u64, lease: Span) -> Change {
 fn the_owner_extends_its_lease_and_the_epoch_stays() {
     let mut s = claimed_board();
     let since = todo1(&s).claim.as_ref().expect("claimed").since;
-    ok(
+    let effect = ok_effect(
         &mut s,
         &op(
             agent("agent-a"),
@@ -22,6 +22,7 @@ fn the_owner_extends_its_lease_and_the_epoch_stays() {
             renew(T1, 1, Span::hours(1)),
         ),
     );
+    assert_eq!(effect.what, Happened::Renewed { todo: tid(T1) });
     let todo = todo1(&s);
     assert_eq!(todo.status, TodoStatus::Claimed);
     assert_eq!(todo.epoch, 1);

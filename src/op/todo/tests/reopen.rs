@@ -16,7 +16,14 @@ fn a_done_todo_is_reopened() {
         &mut s,
         &op(agent("agent-a"), "2026-01-01T09:15:00Z", done(T1, 1, None)),
     );
-    ok(&mut s, &op(human(), "2026-01-01T09:20:00Z", reopen(1)));
+    let effect = ok_effect(&mut s, &op(human(), "2026-01-01T09:20:00Z", reopen(1)));
+    assert_eq!(
+        effect.what,
+        Happened::Reopened {
+            todo: tid(T1),
+            was: TodoStatus::Done,
+        }
+    );
     let todo = todo1(&s);
     assert_eq!(todo.status, TodoStatus::Open);
     assert_eq!(todo.done_at, None);
