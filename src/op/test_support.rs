@@ -342,3 +342,161 @@ pub(super) fn void(agent: &str, turn: &str, reason: &str) -> Change {
         reason: reason.to_owned(),
     }
 }
+
+/// One change of every kind, with every optional field set, so a round trip
+/// through any format shows a field it drops. The `match` has no wildcard:
+/// a new kind does not compile until it has a sample here.
+pub(super) fn every_change() -> Vec<Change> {
+    let run = CommandRun {
+        argv: strings(&["cargo", "test", "--", "--quiet"]),
+        exit: Some(101),
+        timed_out: true,
+        error: Some("no such file".to_owned()),
+        duration_ms: 1234,
+        output_sha256: "ab".repeat(32),
+        output_tail: "line \"one\"\nline two\n".to_owned(),
+    };
+    let all = vec![
+        init(Some("main"), Some("Ship the parser")),
+        goal_add("docs", "Write the manual"),
+        Change::GoalSet {
+            goal: gid("main"),
+            objective: Some("Ship the parser, fast".to_owned()),
+            status: Some(GoalStatus::Paused),
+            scope: Some(strings(&["src/**", "docs/*.md"])),
+            guards: Some(strings(&["no new dependencies"])),
+            quota_slots: Some(3),
+            quota_window: Some(Span::hours(6)),
+        },
+        register("agent-a", Runtime::ClaudeCode, &["rust", "docs"]),
+        Change::TodoAdd {
+            todo: tid(T1),
+            goal: gid("main"),
+            title: "Write the parser: \"quoted\" \\ and ünïcode".to_owned(),
+            priority: "P0".parse().expect("a priority"),
+            after: vec![tid(T2)],
+            capabilities: strings(&["rust"]),
+            scope: strings(&["src/parser/**"]),
+            note: Some("a note\nover two lines".to_owned()),
+            validate: Some(Validation {
+                argv: strings(&["cargo", "test"]),
+                timeout: Span::minutes(5),
+            }),
+        },
+        claim(T1, 3, LEASE),
+        Change::TodoRenew {
+            todo: tid(T1),
+            epoch: 4,
+            lease: Span::hours(2),
+        },
+        Change::TodoHandoff {
+            todo: tid(T1),
+            epoch: 4,
+            to: aid("agent-b"),
+            lease: LEASE,
+            note: "the lexer is done".to_owned(),
+        },
+        Change::TodoRelease {
+            todo: tid(T1),
+            epoch: 5,
+            force: true,
+        },
+        update(T1, 5, Some(TodoStatus::Blocked), Some("waiting on CI")),
+        Change::TodoDone {
+            todo: tid(T1),
+            epoch: 6,
+            note: Some("all green".to_owned()),
+            validation: Some(run.clone()),
+        },
+        Change::TodoEdit {
+            todo: tid(T1),
+            epoch: 6,
+            title: Some("Parser".to_owned()),
+            priority: Some("P4".parse().expect("a priority")),
+            after: Some(Vec::new()),
+            note: Some("renamed".to_owned()),
+        },
+        Change::TodoReopen {
+            todo: tid(T1),
+            epoch: 6,
+        },
+        Change::TodoArchive {
+            todos: vec![tid(T1), tid(T2)],
+        },
+        Change::AgentRetire {
+            agent: aid("agent-b"),
+        },
+        Change::GateOpen {
+            gate: GateId::from_hex("0000c0de"),
+            goal: gid("main"),
+            question: "Which parser library?".to_owned(),
+            options: strings(&["nom", "winnow"]),
+            kind: GateKind::Publish,
+            blocks: Blocks::Todo(tid(T1)),
+        },
+        Change::GateAnswer {
+            gate: GateId::from_hex("0000c0de"),
+            choice: "winnow".to_owned(),
+            note: Some("faster".to_owned()),
+        },
+        Change::GateWithdraw {
+            gate: GateId::from_hex("0000c0de"),
+        },
+        Change::EvidenceAdd {
+            evidence: EvidenceId::from_hex("0000e1e1"),
+            goal: gid("main"),
+            todo: Some(tid(T1)),
+            kind: EvidenceKind::Artifact,
+            summary: "the benchmark".to_owned(),
+            code: Some(Code {
+                head: Some("0123456789abcdef0123456789abcdef01234567".to_owned()),
+                dirty: true,
+            }),
+            run: Some(run),
+            artifact: Some(Artifact {
+                path: "bench/out.txt".to_owned(),
+                sha256: "cd".repeat(32),
+                bytes: 4096,
+            }),
+        },
+        refresh(Outcome::Blocked, Some(T1), Some("ask about the grammar")),
+        spend("turn-1", "2026-01-01T09:10:00Z"),
+        void("agent-a", "turn-1", "a test run"),
+        Change::Settle {
+            turn: "turn-2".to_owned(),
+            steps: vec![
+                done(T1, 1, None),
+                refresh(Outcome::Advanced, None, None),
+                spend("turn-2", "2026-01-01T09:10:00Z"),
+            ],
+        },
+    ];
+    for c in &all {
+        match c {
+            Change::Init { .. }
+            | Change::GoalAdd { .. }
+            | Change::GoalSet { .. }
+            | Change::AgentRegister { .. }
+            | Change::TodoAdd { .. }
+            | Change::TodoClaim { .. }
+            | Change::TodoRenew { .. }
+            | Change::TodoHandoff { .. }
+            | Change::TodoRelease { .. }
+            | Change::TodoUpdate { .. }
+            | Change::TodoDone { .. }
+            | Change::TodoEdit { .. }
+            | Change::TodoReopen { .. }
+            | Change::TodoArchive { .. }
+            | Change::AgentRetire { .. }
+            | Change::GateOpen { .. }
+            | Change::GateAnswer { .. }
+            | Change::GateWithdraw { .. }
+            | Change::EvidenceAdd { .. }
+            | Change::RefreshState { .. }
+            | Change::QuotaSpend { .. }
+            | Change::QuotaVoid { .. }
+            | Change::Settle { .. } => {}
+        }
+    }
+    all
+}
