@@ -8,6 +8,8 @@
 
 #![allow(dead_code)]
 
+pub mod fixtures;
+
 use std::cell::Cell;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
