@@ -35,6 +35,7 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use crate::ctx::Ctx;
+use crate::error::Code;
 use crate::error::{Exit, Refusal, refusal_of};
 use crate::git::{self, Fetched, NetworkError, Pushed};
 use crate::model::{
@@ -90,7 +91,7 @@ pub struct Rejected {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub todo: Option<TodoId>,
     /// The refusal's stable code (`claimed`, `stale-epoch`, …).
-    pub code: &'static str,
+    pub code: Code,
     /// Why `apply` refused it on the remote's state.
     pub reason: String,
     /// The agent holding the todo instead, when the op was about one.
@@ -192,7 +193,7 @@ pub fn names(ctx: &Ctx, remote: Option<&str>) -> Result<Names, Refusal> {
             )
         };
         return Err(Refusal::error(
-            "no-remote",
+            Code::NoRemote,
             format!("there is no git remote named {remote}"),
         )
         .with_hint(hint));
@@ -214,7 +215,7 @@ pub fn names(ctx: &Ctx, remote: Option<&str>) -> Result<Names, Refusal> {
     };
     if !Store::is_ref_name(&names.tracking) || !Store::is_ref_name(&names.synced) {
         return Err(Refusal::usage(
-            "bad-remote",
+            Code::BadRemote,
             format!(
                 "the remote name {:?} cannot be part of a ref name",
                 names.remote
@@ -306,7 +307,7 @@ pub fn run_with(ctx: &Ctx, opts: &Options) -> Result<Report> {
         format!("the last attempt got: {last_refusal}")
     };
     Err(Refusal::conflict(
-        "sync-retries-exhausted",
+        Code::SyncRetriesExhausted,
         format!(
             "{} kept moving: gave up after {MAX_ROUNDS} rounds of fetch and push ({last})",
             names.remote
@@ -387,7 +388,7 @@ fn fetch(ctx: &Ctx, names: &Names) -> Result<Result<Option<Tip>, String>> {
     )
     .map_err(|e| match e.downcast_ref::<NetworkError>() {
         Some(n) => Refusal::error(
-            "remote-unreachable",
+            Code::RemoteUnreachable,
             format!(
                 "cannot fetch the loopx state from {}: {}",
                 names.remote, n.stderr
@@ -414,7 +415,7 @@ fn fetch(ctx: &Ctx, names: &Names) -> Result<Result<Option<Tip>, String>> {
 fn push_failed(names: &Names, e: anyhow::Error) -> anyhow::Error {
     match e.downcast_ref::<NetworkError>() {
         Some(n) => Refusal::error(
-            "push-failed",
+            Code::PushFailed,
             format!("{} did not take the push: {}", names.remote, n.stderr),
         )
         .with_hint(
@@ -432,7 +433,7 @@ fn plan(ctx: &Ctx, names: &Names, remote: Option<&Tip>, opts: &Options) -> Resul
     let (local, remote) = match (local, remote) {
         (None, None) => {
             return Err(Refusal::error(
-                "no-state",
+                Code::NoState,
                 format!("there is no loopx state here or on {}", names.remote),
             )
             .with_hint("create one with `loopx init`; `loopx sync` then shares it")
@@ -441,7 +442,7 @@ fn plan(ctx: &Ctx, names: &Names, remote: Option<&Tip>, opts: &Options) -> Resul
         (Some(local), None) => {
             if let Some(s) = synced {
                 return Err(Refusal::error(
-                    "remote-rewritten",
+                    Code::RemoteRewritten,
                     format!(
                         "{} no longer has a loopx state, though this machine synced tick {} ({}) with it",
                         names.remote,
@@ -503,7 +504,7 @@ fn plan(ctx: &Ctx, names: &Names, remote: Option<&Tip>, opts: &Options) -> Resul
             return adopt(ctx, names, &local, &remote, None);
         }
         return Err(Refusal::error(
-            "unrelated-states",
+            Code::UnrelatedStates,
             format!(
                 "the local state and {}'s share no history: each was made by its own `loopx init`",
                 names.remote
@@ -575,7 +576,7 @@ fn plan(ctx: &Ctx, names: &Names, remote: Option<&Tip>, opts: &Options) -> Resul
 
 fn rewritten(ctx: &Ctx, names: &Names, synced: &Tip, remote: &Tip) -> Refusal {
     Refusal::error(
-        "remote-rewritten",
+        Code::RemoteRewritten,
         format!(
             "{}'s history was rewritten: its state (tick {}, {}) no longer contains tick {} ({}), which this machine synced with it",
             names.remote,
@@ -682,7 +683,7 @@ fn remote_side(ctx: &Ctx, names: &Names, remote: &Tip, base: Option<Oid>) -> Res
     let snapshot = tx::load_at(ctx, remote.clone()).map_err(|e| {
         match refusal_of(&e) {
             // A newer format says "upgrade loopx" by itself.
-            Some(r) if r.code == "format-too-new" => e.context(format!(
+            Some(r) if r.code == Code::FormatTooNew => e.context(format!(
                 "reading {}'s state (commit {})",
                 names.remote, remote.commit
             )),
@@ -702,7 +703,7 @@ fn remote_corrupt(names: &Names, tip: Option<&Tip>, why: &str) -> Refusal {
         format!(" (tick {}, {})", t.tick, t.commit.short(8))
     });
     Refusal::error(
-        "remote-corrupt",
+        Code::RemoteCorrupt,
         format!("the loopx state on {}{at} is corrupt: {why}", names.remote),
     )
     .with_hint(format!(
@@ -713,7 +714,7 @@ fn remote_corrupt(names: &Names, tip: Option<&Tip>, why: &str) -> Refusal {
 
 fn unknown_op(whose: &str, e: &Entry, kind: &str) -> Refusal {
     Refusal::error(
-        "unknown-op",
+        Code::UnknownOp,
         format!(
             "{whose} tick {} holds the op {kind:?}, which this loopx does not know",
             e.commit.short(8)
@@ -753,7 +754,7 @@ fn replay(
         let parsed = message::parse(&e.message).map_err(|why| {
             let parent = e.parent.map_or_else(|| "<parent>".to_owned(), |p| p.to_string());
             Refusal::error(
-                "not-a-tick",
+                Code::NotATick,
                 format!(
                     "commit {} on {} is not a loopx tick ({why}), so sync cannot replay it onto {}'s state",
                     e.commit.short(8),
@@ -1100,7 +1101,7 @@ mod tests {
                 lease: Span::minutes(45),
             },
         );
-        let refusal = Refusal::conflict("claimed", "t-000000a1 is not ready: agent-b holds it");
+        let refusal = Refusal::conflict(Code::Claimed, "t-000000a1 is not ready: agent-b holds it");
         let a = rejection(&claim, &refusal, &state).unwrap();
         let b = rejection(&claim, &refusal, &state).unwrap();
         assert_eq!(a, b);
@@ -1140,7 +1141,7 @@ mod tests {
             },
         );
         let refusal = op::apply(&mut state.clone(), &claim).unwrap_err();
-        assert_eq!(refusal.code, "not-registered");
+        assert_eq!(refusal.code, Code::NotRegistered);
         let record = rejection(&claim, &refusal, &state).unwrap();
         let effect = op::apply(&mut state, &record).unwrap();
         assert_eq!(effect.evidence.len(), 1);
@@ -1161,7 +1162,7 @@ mod tests {
                 force: false,
             },
         );
-        let refusal = Refusal::rule("x", "y");
+        let refusal = Refusal::rule(Code::Waiting, "y");
         assert!(rejection(&claim, &refusal, &State::default()).is_none());
     }
 }

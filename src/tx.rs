@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 
 use crate::ctx::Ctx;
+use crate::error::Code;
 use crate::error::Refusal;
 use crate::model::{State, files};
 use crate::op::{self, Effect, Op, message};
@@ -63,7 +64,7 @@ pub fn load(ctx: &Ctx) -> Result<Snapshot> {
 /// The state ref does not exist: says how to create or fetch it.
 pub fn no_state(ctx: &Ctx) -> Refusal {
     Refusal::error(
-        "no-state",
+        Code::NoState,
         format!("there is no loopx state here ({} does not exist)", ctx.store.state_ref()),
     )
     .with_hint("create it with `loopx init`, or get a team's state with `loopx sync` (from git config loopx.remote, else origin)")
@@ -83,7 +84,7 @@ pub fn init(ctx: &Ctx, op: Op) -> Result<Committed> {
     run(ctx, |ctx| {
         if let Some(tip) = ctx.store.tip()? {
             return Err(Refusal::rule(
-                "already-initialized",
+                Code::AlreadyInitialized,
                 format!(
                     "{} already holds a loopx state (tick {})",
                     ctx.store.state_ref(),
@@ -157,7 +158,7 @@ fn run(
         }
         if started.elapsed() >= RETRY_FOR {
             return Err(Refusal::conflict(
-                "retries-exhausted",
+                Code::RetriesExhausted,
                 format!(
                     "{} kept moving: gave up after {tries} attempts in {}s",
                     ctx.store.state_ref(),
@@ -280,7 +281,7 @@ pub fn stale_lock(lock: &std::path::Path, age: Option<Duration>) -> Refusal {
         format!("{}s old", a.as_secs())
     });
     Refusal::error(
-        "stale-lock",
+        Code::StaleLock,
         format!("the state ref is locked by {} ({age})", lock.display()),
     )
     .with_hint(format!(

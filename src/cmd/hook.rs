@@ -24,6 +24,7 @@ use super::quota::new_token;
 use super::quota::should_run::reason_message;
 use crate::cli::Global;
 use crate::ctx::{Ctx, Env, derive_agent};
+use crate::error::Code;
 use crate::error::refusal_of;
 use crate::hook::{self, Answer, Event, Input, Runtime, guard, view};
 use crate::model::{AgentId, AgentStatus, Outcome, TodoStatus};
@@ -164,7 +165,7 @@ fn run(global: &Global, args: &Args) -> Result<Reply> {
 
 /// Errors that mean loopx is not in use here: say nothing.
 fn quiet(e: &anyhow::Error) -> bool {
-    refusal_of(e).is_some_and(|r| matches!(r.code, "not-a-repository" | "no-state"))
+    refusal_of(e).is_some_and(|r| matches!(r.code, Code::NotARepository | Code::NoState))
 }
 
 /// Reads the hook's stdin, bounded in size and time.

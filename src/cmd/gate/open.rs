@@ -6,6 +6,7 @@ use serde::Serialize;
 use super::GateRef;
 use crate::cmd::{TickWire, pick_goal, slug};
 use crate::ctx::Ctx;
+use crate::error::Code;
 use crate::error::{Exit, Refusal};
 use crate::model::{AgentId, Blocks, GateId, GateKind, State, id::RANDOM_HEX};
 use crate::op::Change;
@@ -97,7 +98,7 @@ fn parse_blocks(state: &State, s: &str) -> Result<Blocks, Refusal> {
         Some(("agent", id)) => Ok(Blocks::Agent(slug("agent", id, AgentId::new)?)),
         Some(("todo", id)) => Ok(Blocks::Todo(state.resolve_todo(id)?)),
         _ => Err(Refusal::usage(
-            "bad-scope",
+            Code::BadScope,
             format!("{s:?} is not a gate scope: use goal, agent:ID or todo:ID"),
         )),
     }

@@ -7,6 +7,7 @@ use serde::Serialize;
 use super::{TodoRef, report};
 use crate::cmd::{TickWire, pick_goal};
 use crate::ctx::Ctx;
+use crate::error::Code;
 use crate::error::{Exit, Refusal};
 use crate::model::{Todo, TodoId};
 use crate::op::{Change, Happened, rules};
@@ -137,7 +138,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         // Another machine may have finished and archived it meanwhile.
         let t = state.todos.get(id).cloned().ok_or_else(|| {
             crate::error::Refusal::error(
-                "unknown-todo",
+                Code::UnknownTodo,
                 format!("{id} left the live state during the sync (done and archived elsewhere)"),
             )
             .with_hint(format!("`loopx todo show {id}` finds it in the archive"))

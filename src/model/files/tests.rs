@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 
 use super::*;
+use crate::error::Code as ErrorCode;
 use crate::model::agent::{LastTurn, Outcome, Runtime};
 use crate::model::evidence::{Artifact, Code, EvidenceKind};
 use crate::model::gate::{Answer, Blocks, GateKind, GateStatus};
@@ -317,7 +318,10 @@ fn a_file_at_the_wrong_path_is_corrupt() {
     );
     let mut moved = written(&files);
     moved.push(("goals/other.toml", goal));
-    assert_eq!(decode(moved).map_err(|r| r.code), Err("corrupt-state"));
+    assert_eq!(
+        decode(moved).map_err(|r| r.code),
+        Err(ErrorCode::CorruptState)
+    );
 }
 
 #[test]
@@ -356,7 +360,7 @@ fn unknown_paths_are_ignored_and_a_newer_format_is_refused() {
     let r = decode(files).expect_err("too new");
     assert_eq!(
         (r.code, r.hint.as_deref()),
-        ("format-too-new", Some("upgrade loopx"))
+        (ErrorCode::FormatTooNew, Some("upgrade loopx"))
     );
     let r = check_meta(None).expect_err("no meta");
     assert_eq!(r.code, "corrupt-state");
