@@ -227,7 +227,7 @@ impl Store {
             .tree_id()
             .with_context(|| format!("reading the tree of {commit}"))?;
         let msg = c.message_raw_sloppy().to_str_lossy();
-        let tick = match crate::op::message::tick_of(&msg) {
+        let tick = match crate::trailer::tick(&msg) {
             Some(t) => t,
             // Someone committed onto the ref by hand: count on from the
             // newest real tick below it, so numbering stays consecutive.
@@ -251,7 +251,7 @@ impl Store {
                 .find_commit(id.0)
                 .with_context(|| format!("reading commit {id}"))?;
             if steps > 0
-                && let Some(t) = crate::op::message::tick_of(&c.message_raw_sloppy().to_str_lossy())
+                && let Some(t) = crate::trailer::tick(&c.message_raw_sloppy().to_str_lossy())
             {
                 return Ok(t + steps);
             }

@@ -194,7 +194,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         Some(v) if check.as_ref().is_none_or(CommandRun::passed) => {
             ctx.out
                 .status(&format!("Validating {todo}: {}", v.argv.join(" ")));
-            Some(ctx.run_command(&v.argv, ctx.store.root(), v.timeout))
+            Some(ctx.run_command(&v.argv, ctx.store()?.root(), v.timeout))
         }
         _ => None,
     };

@@ -104,7 +104,7 @@ fn hash_file(ctx: &Ctx, typed: &str) -> Result<Artifact> {
         )
     })?;
     let shown = ctx
-        .store
+        .store()?
         .workdir()
         .and_then(|root| {
             let root = root.canonicalize().ok()?;

@@ -65,7 +65,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     } else if args.no_sync {
         false
     } else {
-        ctx.config.claim_sync
+        ctx.config()?.claim_sync
     };
     if synced {
         // Claim against the freshest state there is.

@@ -54,10 +54,11 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     };
     op::apply(&mut snap.state.clone(), &ctx.op(probe)?)?;
     // The validation runs once, before the tick; retries reuse its result.
+    let root = ctx.store()?.root();
     let validation = todo.validate.as_ref().map(|v| {
         ctx.out
             .status(&format!("Validating {id}: {}", v.argv.join(" ")));
-        ctx.run_command(&v.argv, ctx.store.root(), v.timeout)
+        ctx.run_command(&v.argv, root, v.timeout)
     });
     if let Some(run) = validation.as_ref().filter(|r| !r.passed()) {
         // A failed validation is evidence, not a completion.
