@@ -365,3 +365,26 @@ fn unknown_paths_are_ignored_and_a_newer_format_is_refused() {
     let r = check_meta(None).expect_err("no meta");
     assert_eq!(r.code, "corrupt-state");
 }
+
+/// Every format version up to `FORMAT` has its line in the comment on
+/// `FORMAT` and its row in docs/format.md's "Versions and upgrades": a bump
+/// cannot land undocumented.
+#[test]
+fn every_format_version_is_documented() {
+    let source = include_str!("../mod.rs");
+    let doc = include_str!("../../../docs/format.md");
+    let section = doc
+        .split("## 14. Versions and upgrades")
+        .nth(1)
+        .expect("docs/format.md has the section");
+    for n in 1..=FORMAT {
+        assert!(
+            source.contains(&format!("/// - {n} (")),
+            "the comment on FORMAT in src/model/mod.rs has no line for format {n}"
+        );
+        assert!(
+            section.contains(&format!("\n| {n} |")),
+            "docs/format.md, Versions and upgrades, has no row for format {n}"
+        );
+    }
+}

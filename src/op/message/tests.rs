@@ -29,7 +29,8 @@ fn a_tick_message_is_whole_and_readable() {
     );
     assert_eq!(
         msg,
-        r#"claim t-000000a1 "Write the parser" — agent-a
+        format!(
+            r#"claim t-000000a1 "Write the parser" — agent-a
 
 id = "o-0000000000000001"
 at = "2026-01-01T09:10:00Z"
@@ -44,9 +45,10 @@ lease = "10m"
 Loopx-Op: todo.claim
 Loopx-Agent: agent-a
 Loopx-Tick: 7
-Loopx-Format: 1
+Loopx-Format: {FORMAT}
 Loopx-Replayed-From: 0123abcd
 "#
+        )
     );
 }
 
