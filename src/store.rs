@@ -133,6 +133,19 @@ impl Store {
         self.repo.workdir().unwrap_or_else(|| self.repo.git_dir())
     }
 
+    /// Records under the git dir (`loopx/NAME`) that something happened
+    /// once; true the first time only. Best effort: a read-only git dir
+    /// answers true every time.
+    pub fn mark_once(&self, name: &str) -> bool {
+        let marker = self.common_dir().join("loopx").join(name);
+        if marker.exists() {
+            return false;
+        }
+        let _ = std::fs::create_dir_all(marker.parent().expect("has a parent"))
+            .and_then(|()| std::fs::write(&marker, b"shown\n"));
+        true
+    }
+
     /// A git config value as a string.
     pub fn config(&self, key: &str) -> Option<String> {
         self.repo

@@ -209,11 +209,14 @@ fn start(
         Some(_) => (snap.state, snap.tip),
         None => {
             let done = tx::commit(ctx, |_| {
-                Ok(ctx.op(Change::AgentRegister {
-                    agent: agent.clone(),
-                    runtime: runtime.model(),
-                    capabilities: Vec::new(),
-                })?)
+                Ok(tx::op(
+                    ctx,
+                    Change::AgentRegister {
+                        agent: agent.clone(),
+                        runtime: runtime.model(),
+                        capabilities: Vec::new(),
+                    },
+                )?)
             })?;
             (done.state, done.tip)
         }
@@ -457,13 +460,16 @@ fn end(
                 Outcome::Unchanged
             };
             tx::commit(ctx, |_| {
-                Ok(ctx.op(Change::RefreshState {
-                    goal: goal.clone(),
-                    outcome,
-                    turn: None,
-                    todo: todo.clone(),
-                    next_action: next_action.clone(),
-                })?)
+                Ok(tx::op(
+                    ctx,
+                    Change::RefreshState {
+                        goal: goal.clone(),
+                        outcome,
+                        turn: None,
+                        todo: todo.clone(),
+                        next_action: next_action.clone(),
+                    },
+                )?)
             })?;
         }
     }

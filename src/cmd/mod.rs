@@ -101,6 +101,23 @@ pub fn run(ctx: &Ctx, command: &Command) -> Result<Exit> {
     }
 }
 
+/// Runs a command loopx was asked to run (a validation, `evidence run`,
+/// `settle`'s check). Under a fixed clock (`LOOPX_NOW`) its duration is
+/// recorded as 0 ms, like every other time, so the history a script makes
+/// is reproducible.
+pub fn run_command(
+    ctx: &Ctx,
+    argv: &[String],
+    dir: &std::path::Path,
+    timeout: crate::time::Span,
+) -> crate::model::run::CommandRun {
+    let mut record = crate::run::run(argv, dir, timeout);
+    if ctx.env.get("LOOPX_NOW").is_some() {
+        record.duration_ms = 0;
+    }
+    record
+}
+
 /// The fields every tick's JSON output carries.
 #[derive(Serialize)]
 pub struct TickWire {

@@ -60,16 +60,19 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let id = fresh_id(ctx, &args.summary);
     let done = tx::commit(ctx, |state| {
         let (todo, goal) = target(ctx, state, args.todo.as_deref(), args.goal.as_deref())?;
-        Ok(ctx.op(Change::EvidenceAdd {
-            evidence: id.clone(),
-            goal,
-            todo,
-            kind,
-            summary: args.summary.clone(),
-            code: Some(code.clone()),
-            run: None,
-            artifact: artifact.clone(),
-        })?)
+        Ok(tx::op(
+            ctx,
+            Change::EvidenceAdd {
+                evidence: id.clone(),
+                goal,
+                todo,
+                kind,
+                summary: args.summary.clone(),
+                code: Some(code.clone()),
+                run: None,
+                artifact: artifact.clone(),
+            },
+        )?)
     })?;
     let e = done
         .effect
