@@ -4,7 +4,7 @@
 //! (`refs/remotes/<remote>/loopx/state`) with the system git, then compares
 //! it with the local tip: equal, nothing to do; behind, fast-forward; ahead,
 //! push; diverged, **replay** the local-only ticks' ops, in order, through
-//! [`op::apply`] on top of the remote tip, and push that. A push is
+//! [`op::apply`](crate::op::apply) on top of the remote tip, and push that. A push is
 //! fast-forward only (never `+`); when another machine pushed first, the
 //! next round fetches again, after a backoff, a bounded number of times.
 //!

@@ -305,3 +305,6 @@ pub fn decode_evidence<'a>(
     out.sort_by(|a, b| (a.at, &a.id).cmp(&(b.at, &b.id)));
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests;

@@ -31,7 +31,22 @@ pub use todo::{Claim, Note, Priority, Todo, TodoStatus, Validation};
 use crate::error::{Code, Refusal};
 use crate::time::Span;
 
-/// The format version this binary writes, in `loopx.toml`.
+/// The format version of the state and the op log this binary writes: in
+/// `loopx.toml` (by `init`) and in every tick's `Loopx-Format` trailer. A
+/// state with a higher number is refused with "upgrade loopx"
+/// (`format-too-new`); so is a tick holding an op kind this binary does not
+/// know (`unknown-op`). A newer binary reads every lower number as it is.
+///
+/// This is the one place the number is defined. A change that an older
+/// binary would misread or drop (a new op kind, a new field in an op or a
+/// file, a new meaning) bumps it and adds a line below and a row to
+/// docs/format.md, "Versions and upgrades" (which also says what a team
+/// running two versions sees). What each version added:
+///
+/// - 1 (loopx 0.1.0): the state ref, its tree and files (goals, agents,
+///   todos with claims, leases, epochs, validations and notes, gates, quota
+///   ledgers, evidence, the archive), the tick message, and the 23 op
+///   kinds of `op::Change::KINDS`.
 pub const FORMAT: u32 = 1;
 
 /// The whole state at one tick.

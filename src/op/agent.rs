@@ -130,3 +130,6 @@ pub(super) fn retire(state: &mut State, op: &Op, id: &AgentId) -> Result<Effect,
         format!("retire agent {id}{released}"),
     ))
 }
+
+#[cfg(test)]
+mod tests;

@@ -96,3 +96,6 @@ pub(super) fn add(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
     });
     Ok(effect)
 }
+
+#[cfg(test)]
+mod tests;

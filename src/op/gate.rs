@@ -192,3 +192,6 @@ fn closable<'s>(state: &'s State, op: &Op, id: &GateId, verb: &str) -> Result<&'
     }
     Ok(gate)
 }
+
+#[cfg(test)]
+mod tests;

@@ -159,3 +159,6 @@ pub(super) fn non_empty(text: &str, what: &str) -> Result<String, Refusal> {
         Ok(t.to_owned())
     }
 }
+
+#[cfg(test)]
+mod tests;

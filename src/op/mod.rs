@@ -555,4 +555,4 @@ pub fn short(title: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests;
+mod test_support;

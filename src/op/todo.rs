@@ -730,3 +730,6 @@ fn todo_mut<'s>(state: &'s mut State, id: &TodoId) -> &'s mut Todo {
         .get_mut(id)
         .expect("checked by get() before mutating")
 }
+
+#[cfg(test)]
+mod tests;

@@ -508,3 +508,6 @@ pub fn reason_message(r: &Reason, agent: &AgentId, goal: &GoalId) -> String {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;
