@@ -4,7 +4,7 @@
 //! (`refs/remotes/<remote>/loopx/state`) with the system git, then compares
 //! it with the local tip: equal, nothing to do; behind, fast-forward; ahead,
 //! push; diverged, **replay** the local-only ticks' ops, in order, through
-//! [`op::apply`] on top of the remote tip, and push that. A push is
+//! [`op::apply`](crate::op::apply) on top of the remote tip, and push that. A push is
 //! fast-forward only (never `+`); when another machine pushed first, the
 //! next round fetches again, after a backoff, a bounded number of times.
 //!
@@ -432,8 +432,5 @@ pub(super) fn track_ref(ctx: &Ctx, name: &str, commit: Oid) -> Result<()> {
 
 /// Sleeps for about `backoff` (between half and one and a half times it).
 fn pause(backoff: Duration) {
-    let mut b = [0u8; 2];
-    let _ = getrandom::fill(&mut b);
-    let jitter = f64::from(u16::from_le_bytes(b)) / 65536.0;
-    std::thread::sleep(backoff.mul_f64(0.5 + jitter));
+    std::thread::sleep(backoff.mul_f64(0.5 + crate::tx::jitter()));
 }

@@ -278,7 +278,7 @@ fn derive(purpose: &str, id: &OpId, n: usize) -> String {
         .chain_update([0])
         .chain_update(id.as_str().as_bytes())
         .finalize();
-    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    let hex = crate::model::id::hex(&digest);
     hex[..n].to_owned()
 }
 
