@@ -29,7 +29,9 @@ fn team(env: &TestEnv) -> Team<'_> {
     env.loopx(&["-C", guarded.to_str().unwrap(), "hub", "install"])
         .ok();
     env.git(&["remote", "add", "origin", hub.to_str().unwrap()]);
-    env.git(&["remote", "add", "guarded", guarded.to_str().unwrap()]);
+    // The guarded hub over file:// (the git daemon test below covers git://).
+    let guarded_url = format!("file://{}", guarded.display());
+    env.git(&["remote", "add", "guarded", &guarded_url]);
     let todo = env.add("Claimed by a", &[]);
     env.agent("agent-a", &["todo", "claim", &todo]).ok();
     let a = env.machine();
@@ -43,7 +45,7 @@ fn team(env: &TestEnv) -> Team<'_> {
     let (ok, err) = forge::push(&a, "guarded", "refs/loopx/state:refs/loopx/state");
     assert!(ok, "an honest first push is taken: {err}");
     let b = env.clone_machine("b", hub.to_str().unwrap());
-    b.git(&["remote", "add", "guarded", guarded.to_str().unwrap()]);
+    b.git(&["remote", "add", "guarded", &guarded_url]);
     b.loopx(&["sync"]).ok();
     Team {
         env,
