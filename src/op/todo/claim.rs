@@ -2,7 +2,7 @@
 //! release, renew, handoff, and the fencing every op on a todo passes.
 
 use super::{get, todo_mut};
-use crate::error::{Code, Refusal};
+use crate::error::{Code, Hint, N, Next, Refusal};
 use crate::model::{Actor, Claim, Note, State, Todo, TodoId, TodoStatus};
 use crate::op::{Effect, Happened, Op, goal::non_empty, rules, short};
 use crate::time::Span;
@@ -96,11 +96,12 @@ pub(in crate::op) fn release(
     };
     if !force && op.actor.agent() != Some(&owner) {
         let hint = if op.actor.is_human() {
-            format!(
-                "only the owner releases a claim; a human can free it with `loopx todo release {id} --force`"
+            Hint::new(
+                format!("only the owner releases a claim; a human can free it with {N}"),
+                [Next::ForceRelease(id.to_string())],
             )
         } else {
-            "only the owner releases a claim".to_owned()
+            "only the owner releases a claim".into()
         };
         return Err(Refusal::conflict(
             Code::Claimed,
@@ -164,14 +165,18 @@ pub(in crate::op) fn renew(
                 Code::Claimed,
                 format!("{id} is claimed by {o}, not by {agent}"),
             )
-            .with_hint(
-                "your lease was taken over; pick other work with `loopx todo list --ready`",
-            ));
+            .with_hint(Hint::new(
+                format!("your lease was taken over; pick other work with {N}"),
+                [Next::ReadyTodos],
+            )));
         }
         None => {
             return Err(
                 Refusal::rule(Code::NotClaimed, format!("{id} is not claimed by {agent}"))
-                    .with_hint(format!("claim it with `loopx todo claim {id}`")),
+                    .with_hint(Hint::new(
+                        format!("claim it with {N}"),
+                        [Next::ClaimTodo(id.to_string())],
+                    )),
             );
         }
     }
@@ -208,7 +213,10 @@ pub(in crate::op) fn handoff(
             Code::NotClaimed,
             format!("{id} is not claimed, so there is nothing to hand off"),
         )
-        .with_hint(format!("{to} can claim it with `loopx todo claim {id}`")));
+        .with_hint(Hint::new(
+            format!("{to} can claim it with {N}"),
+            [Next::ClaimTodo(id.to_string())],
+        )));
     };
     if op.actor.agent().is_some_and(|a| *a != owner) {
         return Err(Refusal::conflict(
@@ -281,5 +289,8 @@ pub(super) fn fence(todo: &Todo, epoch: u64) -> Result<(), Refusal> {
             todo.id
         ),
     )
-    .with_hint(format!("look again with `loopx todo show {}`", todo.id)))
+    .with_hint(Hint::new(
+        format!("look again with {N}"),
+        [Next::ShowTodo(todo.id.to_string())],
+    )))
 }
