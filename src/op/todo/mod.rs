@@ -1,5 +1,5 @@
 //! Rules for the todo lifecycle: add, update, done, edit, reopen, archive;
-//! the claim side (claim, renew, steal, release, handoff) is in [`claim`]. Every op on a todo carries the epoch its writer read; a mismatch is
+//! the claim side (claim, renew, steal, release, handoff) is in `claim.rs`. Every op on a todo carries the epoch its writer read; a mismatch is
 //! a conflict (fencing).
 
 use super::{Change, Effect, Happened, Op, agent::normalize, goal::non_empty, rules, short};
