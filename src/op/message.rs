@@ -123,7 +123,7 @@ pub const OWN_TRAILERS: [&str; 5] = [
 ];
 
 /// The trailer a replayed tick carries: the id of its op, which every clone
-/// can find (`loopx log --op`, or `git log --grep`); format 1 ticks written
+/// can find (`git log --grep` on the state ref); format 1 ticks written
 /// before round 2 name the commit the op was first written as instead.
 pub const REPLAYED_FROM: &str = "Loopx-Replayed-From";
 
