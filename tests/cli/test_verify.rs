@@ -314,7 +314,7 @@ fn forged_ops_and_times_are_refused_by_sync_verify_and_the_hub() {
     });
     let out = t.a.loopx(&["sync"]).ok();
     assert!(out.stdout.starts_with("Pushed 6 ticks"), "{}", out.stdout);
-    let _ = &t.env;
+    t.env.loopx(&["verify"]).ok();
 }
 
 #[test]
@@ -346,7 +346,7 @@ fn verify_checks_a_range_and_names_the_first_bad_commit() {
         .env("LOOPX_NOW", "2026-12-24T00:00:00Z")
         .args(["todo", "add", "From the future"]))
     .ok();
-    drop(soon);
+    assert!(soon.stderr.starts_with("Added "), "{}", soon.stderr);
     let out = env.loopx(&["verify"]).code(3);
     assert!(out.stderr.contains("[future]"), "{}", out.stderr);
     assert!(
@@ -359,14 +359,22 @@ fn verify_checks_a_range_and_names_the_first_bad_commit() {
         .args(["verify"]))
     .ok();
     assert!(out.stdout.starts_with("Verified 6 ticks"));
-    // A hand edit in the middle: the first bad commit is named.
-    env.commit_file("todos/ab/t-abababab.toml", b"not toml\n");
-    let out = env
-        .loopx(&["verify", "--from", "2", "--json"])
-        .code(3)
-        .json();
-    let _ = m;
-    assert_eq!(out["findings"][0]["rule"], "future");
+    // A hand edit, then an honest tick on top: the hand edit is named, and
+    // nothing after it counts.
+    let hand = env.commit_file("notes.txt", b"hello\n");
+    let late = |args: &[&str]| {
+        run(env
+            .command()
+            .env("LOOPX_NOW", "2026-12-24T00:00:00Z")
+            .args(args))
+    };
+    late(&["todo", "add", "On top"]).ok();
+    let out = late(&["verify", "--from", "2", "--json"]).code(3).json();
+    assert_eq!(out["findings"][0]["rule"], "not-a-tick", "{out}");
+    assert_eq!(out["findings"][0]["commit"], hand.as_str());
+    assert_eq!(out["findings"][0]["tick"], 7);
+    assert_eq!(out["verified"], 5, "ticks 2 to 6");
+    assert_eq!(m.rev("refs/loopx/state~1").as_deref(), Some(hand.as_str()));
 }
 
 #[test]
