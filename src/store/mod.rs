@@ -41,6 +41,12 @@ const PACK_CACHE_BYTES: usize = 1024 * 1024;
 pub struct Oid(gix::ObjectId);
 
 impl Oid {
+    /// An id made of byte `n` repeated, for tests that need distinct ids.
+    #[cfg(test)]
+    pub fn from_hex_for_tests(n: u8) -> Self {
+        Oid(gix::ObjectId::from_bytes_or_panic(&[n; 20]))
+    }
+
     /// The first `n` hex digits, for display.
     pub fn short(&self, n: usize) -> String {
         let s = self.0.to_string();

@@ -63,25 +63,84 @@ pub(super) fn replay(
         })?;
         ticks.push((e, parsed));
     }
+    let Snapshot { tip, state } = remote;
+    let ops: Vec<(Oid, message::Parsed)> = ticks.into_iter().map(|(e, p)| (e.commit, p)).collect();
+    let planned = plan_replay(&state, &ops, on_remote);
+    // Write what the plan says, with the one tick writer (which applies
+    // each op again, to the same states, with the same result).
     let committer = ctx.committer();
-    let Snapshot {
-        tip: mut parent,
-        mut state,
-    } = remote;
     let mut out = Replay {
-        tip: parent.clone(),
+        tip,
         written: 0,
-        already: 0,
+        already: planned.already,
         replays: Vec::new(),
+        rejected: planned.rejected,
+    };
+    let mut state = state;
+    for step in planned.steps {
+        let written =
+            write(ctx, &out.tip, &state, &step.op, &step.extra, &committer)?.map_err(|r| {
+                anyhow::anyhow!(
+                    "replaying {} failed on the second apply: {}",
+                    step.op.id,
+                    r.message
+                )
+            })?;
+        out.tip = written.tip.expect("a replay writes every op");
+        out.written += 1;
+        if let Some(from) = step.replayed_from {
+            out.replays.push(Replayed {
+                op: step.op.id.clone(),
+                from,
+                to: out.tip.clone(),
+                subject: written.effect.subject,
+            });
+        }
+        state = written.state;
+    }
+    Ok(out)
+}
+
+/// One tick a replay writes: a local op that still applies, or the record
+/// of one that lost.
+pub(super) struct Step {
+    pub(super) op: Op,
+    /// Trailers beyond the ones every tick has.
+    pub(super) extra: Vec<(String, String)>,
+    /// For a replayed op (not a record): the local commit it came from.
+    pub(super) replayed_from: Option<Oid>,
+}
+
+/// What a replay will write, decided without touching git.
+pub(super) struct ReplayPlan {
+    pub(super) steps: Vec<Step>,
+    /// Local ops the remote already had (same op id), not applied again.
+    pub(super) already: usize,
+    pub(super) rejected: Vec<Rejected>,
+}
+
+/// The replay as a pure function of the remote's state and the local ops
+/// (with the commits that held them), oldest first: which ops apply again,
+/// which lost (and the `sync-rejected` record of each), which the remote
+/// already has. The same inputs give the same plan on every machine.
+pub(super) fn plan_replay(
+    remote: &State,
+    ops: &[(Oid, message::Parsed)],
+    on_remote: &HashSet<String>,
+) -> ReplayPlan {
+    let mut state = remote.clone();
+    let mut plan = ReplayPlan {
+        steps: Vec::new(),
+        already: 0,
         rejected: Vec::new(),
     };
-    for (entry, parsed) in ticks {
-        let op = parsed.op;
+    for (commit, parsed) in ops {
+        let op = &parsed.op;
         // Already on the remote: the op itself, or the record of its
         // rejection (a sync that pushed, then stopped before it moved the
         // local ref).
         if on_remote.contains(op.id.as_str()) || on_remote.contains(rejection_id(&op.id).as_str()) {
-            out.already += 1;
+            plan.already += 1;
             continue;
         }
         let mut extra: Vec<(String, String)> = parsed
@@ -94,19 +153,15 @@ pub(super) fn replay(
             // The op id: every clone has it, unlike the local commit.
             extra.push((message::REPLAYED_FROM.to_owned(), op.id.to_string()));
         }
-        match write(ctx, &parent, &state, &op, &extra, &committer)? {
-            Ok(written) => {
-                parent = written.tip.expect("a replay writes every op");
-                out.written += 1;
-                if !is_sync_record(&op) {
-                    out.replays.push(Replayed {
-                        op: op.id.clone(),
-                        from: entry.commit,
-                        to: parent.clone(),
-                        subject: written.effect.subject,
-                    });
-                }
-                state = written.state;
+        let mut after = state.clone();
+        match crate::op::apply(&mut after, op) {
+            Ok(_) => {
+                plan.steps.push(Step {
+                    op: op.clone(),
+                    extra,
+                    replayed_from: (!is_sync_record(op)).then_some(*commit),
+                });
+                state = after;
             }
             Err(refusal) => {
                 let mut rejected = Rejected {
@@ -124,35 +179,37 @@ pub(super) fn replay(
                         .filter(|owner| op.actor.agent() != Some(*owner))
                         .cloned(),
                     evidence: None,
-                    commit: entry.commit.to_string(),
+                    commit: commit.to_string(),
                     exit: refusal.exit,
                 };
-                let record = if is_sync_record(&op) {
+                let record = if is_sync_record(op) {
                     // A record of an earlier rejection that no longer fits
                     // (its todo is gone): keep it, without the todo.
-                    without_todo(&op)
+                    without_todo(op)
                 } else {
-                    rejection(&op, &refusal, &state)
+                    rejection(op, &refusal, &state)
                 };
                 if let Some(record) = record {
-                    let extra = [(message::REJECTED_FROM.to_owned(), op.id.to_string())];
-                    if let Ok(written) = write(ctx, &parent, &state, &record, &extra, &committer)? {
-                        parent = written.tip.expect("a replay writes every op");
-                        out.written += 1;
+                    let mut after = state.clone();
+                    if crate::op::apply(&mut after, &record).is_ok() {
                         if let Change::EvidenceAdd { evidence, .. } = &record.change {
                             rejected.evidence = Some(evidence.clone());
                         }
-                        state = written.state;
+                        plan.steps.push(Step {
+                            op: record,
+                            extra: vec![(message::REJECTED_FROM.to_owned(), op.id.to_string())],
+                            replayed_from: None,
+                        });
+                        state = after;
                     }
                 }
-                if !is_sync_record(&op) {
-                    out.rejected.push(rejected);
+                if !is_sync_record(op) {
+                    plan.rejected.push(rejected);
                 }
             }
         }
     }
-    out.tip = parent;
-    Ok(out)
+    plan
 }
 
 /// Writes one replayed tick on top of `parent` with the one tick writer.
@@ -409,5 +466,87 @@ mod tests {
         );
         let refusal = Refusal::rule(Code::Waiting, "y");
         assert!(rejection(&claim, &refusal, &State::default()).is_none());
+    }
+
+    fn parsed(op: Op) -> message::Parsed {
+        message::Parsed {
+            subject: String::new(),
+            op,
+            tick: 0,
+            format: crate::model::FORMAT,
+            trailers: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_replay_plan_is_decided_without_git() {
+        let state = board();
+        let commit = |n: u8| crate::store::Oid::from_hex_for_tests(n);
+        let lost = op(
+            "agent-gone",
+            Change::TodoClaim {
+                todo: TodoId::from_hex("000000a1"),
+                epoch: 0,
+                lease: Span::minutes(45),
+            },
+        );
+        let mut kept = op(
+            "agent-gone",
+            Change::GoalSet {
+                goal: crate::model::GoalId::new("main").unwrap(),
+                objective: Some("Ship it".into()),
+                status: None,
+                scope: None,
+                guards: None,
+                quota_slots: None,
+                quota_window: None,
+            },
+        );
+        kept.actor = Actor::Human {
+            name: "Ada".into(),
+            email: "ada@example.com".into(),
+        };
+        kept.id = OpId::from_hex("00000000000000bb");
+        let mut known = kept.clone();
+        known.id = OpId::from_hex("00000000000000cc");
+        let on_remote: HashSet<String> = [known.id.to_string()].into();
+        let ops = [
+            (commit(1), parsed(lost.clone())),
+            (commit(2), parsed(kept.clone())),
+            (commit(3), parsed(known)),
+        ];
+        let plan = plan_replay(&state, &ops, &on_remote);
+        let again = plan_replay(&state, &ops, &on_remote);
+        assert_eq!(plan.already, 1);
+        assert_eq!(plan.rejected.len(), 1);
+        assert_eq!(plan.rejected[0].op, lost.id);
+        assert_eq!(plan.rejected[0].code, Code::NotRegistered);
+        // The record of the lost claim, then the goal change, replayed.
+        assert_eq!(plan.steps.len(), 2);
+        assert_eq!(
+            plan.steps[0].op,
+            rejection(
+                &lost,
+                &op::apply(&mut state.clone(), &lost).unwrap_err(),
+                &state
+            )
+            .unwrap()
+        );
+        assert_eq!(plan.steps[0].replayed_from, None);
+        assert_eq!(
+            plan.steps[0].extra,
+            vec![(message::REJECTED_FROM.to_owned(), lost.id.to_string())]
+        );
+        assert_eq!(plan.steps[1].op, kept);
+        assert_eq!(plan.steps[1].replayed_from, Some(commit(2)));
+        assert_eq!(
+            plan.steps[1].extra,
+            vec![(message::REPLAYED_FROM.to_owned(), kept.id.to_string())]
+        );
+        // Deterministic: the same inputs, the same plan.
+        assert_eq!(
+            again.steps.iter().map(|s| &s.op).collect::<Vec<_>>(),
+            plan.steps.iter().map(|s| &s.op).collect::<Vec<_>>()
+        );
     }
 }
