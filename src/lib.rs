@@ -40,9 +40,15 @@ use crate::output::{Out, is_broken_pipe};
 /// Parses the command line, runs the command, and maps the result to an
 /// exit status.
 pub fn main() -> ExitCode {
-    let cli = match cli::Cli::try_parse() {
+    main_from(std::env::args_os())
+}
+
+/// [`main`] for a given command line (the first word is the program).
+pub fn main_from(args: impl IntoIterator<Item = std::ffi::OsString>) -> ExitCode {
+    let args: Vec<std::ffi::OsString> = args.into_iter().collect();
+    let cli = match cli::Cli::try_parse_from(&args) {
         Ok(cli) => cli,
-        Err(e) if e.use_stderr() && cli::is_hook_call(std::env::args_os()) => {
+        Err(e) if e.use_stderr() && cli::is_hook_call(args.iter().cloned()) => {
             let first = e.to_string();
             let first = first.lines().next().unwrap_or_default().to_owned();
             Out::new(output::Format::Human, true).status(&format!(
@@ -60,8 +66,10 @@ pub fn main() -> ExitCode {
             });
         }
     };
-    if let cli::Command::Hook(args) = &cli.command {
-        return cmd::hook::main(&cli.global, args);
+    match &cli.command {
+        cli::Command::Hook(args) => return cmd::hook::main(&cli.global, args),
+        cli::Command::Mcp(args) if args.exec => return cmd::mcp::exec(),
+        _ => {}
     }
     let format = cli.global.format();
     let result = cmd::run_cli(&cli.global, &cli.command);
