@@ -12,6 +12,7 @@ pub mod claude;
 pub mod cursor;
 pub mod gemini;
 pub mod guard;
+pub mod installer;
 pub mod view;
 
 use serde_json::Value;

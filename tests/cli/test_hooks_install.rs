@@ -309,3 +309,212 @@ gemini       .gemini/settings.json: broken (SessionStart, BeforeAgent, AfterAgen
 ",
     );
 }
+
+/// A small deterministic generator (xorshift64*), so each case is
+/// reproducible from its seed.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+
+    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
+        items[self.below(items.len() as u64) as usize]
+    }
+}
+
+/// Random user settings for a JSON hook file: other keys, nested values,
+/// and hooks of the user's own (some under loopx's events), in one of
+/// several formattings; or a blank file.
+fn random_settings(rng: &mut Rng, flat: bool) -> String {
+    use serde_json::{Value, json};
+    if rng.below(8) == 0 {
+        return rng.pick(&["", "\n", "  \n"]).to_owned();
+    }
+    let mut doc = serde_json::Map::new();
+    for _ in 0..rng.below(4) {
+        let key = rng.pick(&["model", "theme", "env", "permissions", "zeta", "alpha"]);
+        let value = match rng.below(4) {
+            0 => json!(rng.below(100)),
+            1 => json!(rng.pick(&["opus", "dark", ""])),
+            2 => json!({"allow": [rng.pick(&["Bash(ls:*)", "Read"])], "deny": []}),
+            _ => json!([]),
+        };
+        doc.insert(key.to_owned(), value);
+    }
+    if rng.below(2) == 0 {
+        let mut hooks = serde_json::Map::new();
+        for _ in 0..=rng.below(3) {
+            let event = if flat {
+                rng.pick(&["stop", "sessionStart", "afterFileEdit"])
+            } else {
+                rng.pick(&[
+                    "Stop",
+                    "SessionStart",
+                    "PreToolUse",
+                    "Notification",
+                    "BeforeTool",
+                ])
+            };
+            let command = rng.pick(&["say done", "notify-send hi", "./check.sh"]);
+            let entry = if flat {
+                json!({"command": command})
+            } else if rng.below(2) == 0 {
+                json!({"matcher": "Bash", "hooks": [{"type": "command", "command": command}]})
+            } else {
+                json!({"hooks": [{"type": "command", "command": command, "timeout": 5}]})
+            };
+            let list = hooks
+                .entry(event)
+                .or_insert_with(|| Value::Array(Vec::new()));
+            list.as_array_mut().unwrap().push(entry);
+        }
+        if flat {
+            doc.insert("version".to_owned(), json!(1));
+        }
+        doc.insert("hooks".to_owned(), Value::Object(hooks));
+    }
+    let doc = Value::Object(doc);
+    let mut text = match rng.below(3) {
+        0 => serde_json::to_string(&doc).unwrap(),
+        1 => serde_json::to_string_pretty(&doc).unwrap(),
+        _ => serde_json::to_string_pretty(&doc)
+            .unwrap()
+            .replace("  ", "    "),
+    };
+    if rng.below(3) != 0 {
+        text.push('\n');
+    }
+    text
+}
+
+/// Every path under `dir` (but `.git`), with the bytes of each file.
+fn tree(dir: &Path) -> Vec<(PathBuf, Option<Vec<u8>>)> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries {
+            let p = e.unwrap().path();
+            if p.file_name().is_some_and(|n| n == ".git") {
+                continue;
+            }
+            if p.is_dir() {
+                todo.push(p.clone());
+                out.push((p, None));
+            } else {
+                let bytes = std::fs::read(&p).unwrap();
+                out.push((p, Some(bytes)));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Property: whatever sequence of installs (with and without `--guard`
+/// and `--mcp`, one runtime or all, both scopes) ran on top of whatever
+/// settings the user had, uninstall gives back the original bytes, and
+/// leaves no file or folder of its own.
+#[test]
+fn uninstall_after_any_install_sequence_restores_the_users_bytes() {
+    let files = [
+        (".claude/settings.json", false),
+        (".gemini/settings.json", false),
+        (".codex/hooks.json", false),
+        (".cursor/hooks.json", true),
+    ];
+    for seed in 1..=40u64 {
+        let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+        let env = TestEnv::with_board();
+        let home = env.root().join("home");
+        for base in [&env.repo, &home] {
+            for (rel, flat) in files {
+                if rng.below(3) != 0 {
+                    write(&base.join(rel), &random_settings(&mut rng, flat));
+                }
+            }
+            if rng.below(2) == 0 {
+                write(&base.join(".codex/config.toml"), CODEX_TOML_BEFORE);
+            }
+        }
+        let before = (tree(&env.repo), tree(&home));
+        let mut steps = Vec::new();
+        for _ in 0..=rng.below(4) {
+            let mut args = vec!["hooks", "install"];
+            let runtime = rng.pick(&["all", "all", "claude-code", "codex", "cursor", "gemini"]);
+            args.extend(["--runtime", runtime]);
+            args.extend(["--scope", rng.pick(&["project", "user"])]);
+            if rng.below(2) == 0 {
+                args.push("--guard");
+            }
+            if rng.below(2) == 0 {
+                args.push("--mcp");
+            }
+            env.loopx(&args).ok();
+            steps.push(args.join(" "));
+        }
+        for scope in ["project", "user"] {
+            env.loopx(&["hooks", "uninstall", "--scope", scope]).ok();
+        }
+        let after = (tree(&env.repo), tree(&home));
+        let show = |t: &[(PathBuf, Option<Vec<u8>>)]| -> Vec<String> {
+            t.iter()
+                .map(|(p, b)| {
+                    let text = b
+                        .as_deref()
+                        .map(String::from_utf8_lossy)
+                        .unwrap_or_default();
+                    format!("{}: {text:?}", p.display())
+                })
+                .collect()
+        };
+        assert_eq!(
+            show(&after.0),
+            show(&before.0),
+            "seed {seed}, project, after {steps:#?}"
+        );
+        assert_eq!(
+            show(&after.1),
+            show(&before.1),
+            "seed {seed}, home, after {steps:#?}"
+        );
+    }
+}
+
+#[test]
+fn uninstall_takes_the_install_flags_and_says_when_there_is_nothing_to_remove() {
+    let env = TestEnv::with_board();
+    let out = env
+        .loopx(&[
+            "hooks",
+            "uninstall",
+            "--runtime",
+            "claude",
+            "--guard",
+            "--mcp",
+        ])
+        .ok();
+    assert_text(
+        &out.stdout,
+        "claude-code  .claude/settings.json: nothing to remove\n",
+    );
+    env.loopx(&["hooks", "install", "--runtime", "gemini"]).ok();
+    env.loopx(&["hooks", "install", "--runtime", "gemini", "--guard"])
+        .ok();
+    let out = env
+        .loopx(&["hooks", "uninstall", "--runtime", "gemini", "--guard"])
+        .ok();
+    assert_text(&out.stdout, "gemini       .gemini/settings.json: removed\n");
+    assert!(!env.repo.join(".gemini").exists());
+}

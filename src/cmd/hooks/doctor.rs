@@ -9,8 +9,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::{
-    GIT_HOOKS, GIT_MARKER, Scope, Which, backup_path, base, git_hooks_dir, hook_file, owned,
-    read_json, shown,
+    GIT_HOOKS, GIT_MARKER, Scope, backup_path, base, git_hooks_dir, hook_file, owned, read_json,
+    shown,
 };
 use crate::ctx::Bare;
 use crate::error::Exit;
@@ -23,12 +23,8 @@ use crate::hook::Runtime;
 /// writes another tool's trust settings. Exits 1 when something is wrong.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Which runtime to check
-    #[arg(long, value_enum, value_name = "RUNTIME", default_value = "all")]
-    pub runtime: Which,
-    /// project (this repository) or user (the home directory)
-    #[arg(long, value_enum, value_name = "SCOPE", default_value = "project")]
-    pub scope: Scope,
+    #[command(flatten)]
+    pub target: super::Target,
 }
 
 #[derive(Serialize)]
@@ -78,17 +74,17 @@ fn trust(runtime: Runtime, scope: Scope) -> Option<&'static str> {
 }
 
 pub fn run(bare: &Bare, args: &Args) -> Result<Exit> {
-    let base = base(bare, args.scope)?;
+    let base = base(bare, args.target.scope)?;
     let loopx = on_path(bare.env.get("PATH").unwrap_or(""), "loopx");
     let mut checks = Vec::new();
-    for runtime in args.runtime.runtimes() {
+    for runtime in args.target.runtime.runtimes() {
         if let Some(file) = hook_file(runtime, &base) {
             let mut c = check_json(runtime, &file.path, &base);
             if c.status != "absent" {
-                c.trust = trust(runtime, args.scope);
+                c.trust = trust(runtime, args.target.scope);
             }
             checks.push(c);
-        } else if args.scope == Scope::Project {
+        } else if args.target.scope == Scope::Project {
             checks.push(check_git(bare, &base));
         }
     }

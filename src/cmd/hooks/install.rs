@@ -7,8 +7,8 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 
 use super::{
-    CODEX_MCP, CURSOR_RULE, Change, GIT_HOOKS, GIT_MARKER, HookFile, Scope, Which, backup_path,
-    base, git_hooks_dir, hook_file, merge, pretty, read_json, shown, write_atomic,
+    CODEX_MCP, CURSOR_RULE, Change, GIT_HOOKS, GIT_MARKER, HookFile, Scope, backup_path, base,
+    git_hooks_dir, hook_file, merge, pretty, read_json, shown, write_atomic,
 };
 use crate::ctx::Bare;
 use crate::error::{Exit, Refusal};
@@ -25,12 +25,8 @@ use crate::hook::Runtime;
 /// chaining a hook already there); user scope the same files under $HOME.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Which runtime to wire
-    #[arg(long, value_enum, value_name = "RUNTIME", default_value = "all")]
-    pub runtime: Which,
-    /// project (this repository) or user (the home directory)
-    #[arg(long, value_enum, value_name = "SCOPE", default_value = "project")]
-    pub scope: Scope,
+    #[command(flatten)]
+    pub target: super::Target,
     /// Also install the tool guard: deny shell commands an open human-only gate covers
     #[arg(long)]
     pub guard: bool,
@@ -50,9 +46,9 @@ struct Wire<'a> {
 }
 
 pub fn run(bare: &Bare, args: &Args) -> Result<Exit> {
-    let base = base(bare, args.scope)?;
+    let base = base(bare, args.target.scope)?;
     let mut changes = Vec::new();
-    for runtime in args.runtime.runtimes() {
+    for runtime in args.target.runtime.runtimes() {
         if let Some(file) = hook_file(runtime, &base) {
             changes.push(install_json(&file, &base, args)?);
         }
@@ -61,7 +57,7 @@ pub fn run(bare: &Bare, args: &Args) -> Result<Exit> {
                 let path = base.join(".codex/config.toml");
                 changes.push(install_mcp(&path, &base, args.dry_run)?);
             }
-            Runtime::Cursor if args.scope == Scope::Project => {
+            Runtime::Cursor if args.target.scope == Scope::Project => {
                 let path = base.join(".cursor/rules/loopx.mdc");
                 changes.push(install_file(
                     runtime,
@@ -71,7 +67,7 @@ pub fn run(bare: &Bare, args: &Args) -> Result<Exit> {
                     args.dry_run,
                 )?);
             }
-            Runtime::Git if args.scope == Scope::User => changes.push(Change {
+            Runtime::Git if args.target.scope == Scope::User => changes.push(Change {
                 runtime: "git",
                 file: "-".to_owned(),
                 action: "skipped",
@@ -81,7 +77,7 @@ pub fn run(bare: &Bare, args: &Args) -> Result<Exit> {
             _ => {}
         }
     }
-    report(bare, args.scope, args.dry_run, &changes)?;
+    report(bare, args.target.scope, args.dry_run, &changes)?;
     Ok(Exit::Ok)
 }
 
@@ -95,10 +91,11 @@ pub fn report(bare: &Bare, scope: Scope, dry_run: bool, changes: &[Change]) -> R
     bare.out.emit(&wire, || {
         let mut s = String::new();
         for c in changes {
-            let action = if dry_run && c.action != "unchanged" && c.action != "skipped" {
-                format!("would be {}", c.action)
-            } else {
-                c.action.to_owned()
+            let action = match c.action {
+                "absent" => "nothing to remove".to_owned(),
+                "unchanged" | "skipped" => c.action.to_owned(),
+                a if dry_run => format!("would be {a}"),
+                a => a.to_owned(),
             };
             s.push_str(&format!("{:<12} {}: {action}", c.runtime, c.file));
             if let Some(n) = &c.note {
@@ -145,7 +142,10 @@ fn install_json(file: &HookFile, base: &Path, args: &Args) -> Result<Change> {
     if args.dry_run {
         return Ok(change);
     }
-    if let Some((bytes, _)) = &existing
+    // Only the user's own file is backed up: one that already holds
+    // loopx's entries (a second install) is not what uninstall restores.
+    if let Some((bytes, v)) = &existing
+        && !super::holds_owned(v, file.shape)
         && backup_once(&file.path, bytes)?
     {
         change.note = Some(format!("backup {}", shown(&backup_path(&file.path), base)));
