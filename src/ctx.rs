@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use sha2::{Digest, Sha256};
 
+use crate::config::Config;
 use crate::error::Refusal;
 use crate::model::{Actor, AgentId, OpId};
 use crate::op::{Change, Op};
@@ -240,6 +241,8 @@ pub struct Ctx {
     pub now: Timestamp,
     pub env: Env,
     pub ids: IdGen,
+    /// The `loopx.*` git settings, read once.
+    pub config: Config,
     caller: Caller,
     /// The agent named by `--agent` itself (not by `LOOPX_AGENT` or a
     /// runtime marker): `log` reads it as a filter.
@@ -261,6 +264,7 @@ impl Ctx {
             _ => None,
         };
         let store = Store::discover(&dir)?;
+        let config = Config::read(&store);
         let cwd = dir;
         let ids = IdGen::new(env.get("LOOPX_SEED").map(str::to_owned), now.unix());
         Ok(Ctx {
@@ -270,6 +274,7 @@ impl Ctx {
             now,
             env,
             ids,
+            config,
             caller,
             agent_flag,
             actor: RefCell::new(None),

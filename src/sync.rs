@@ -38,9 +38,9 @@ use crate::ctx::Ctx;
 use crate::error::{Exit, Refusal, refusal_of};
 use crate::git::{self, Fetched, NetworkError, Pushed};
 use crate::model::{
-    Actor, AgentId, EvidenceId, EvidenceKind, GoalId, OpId, State, TodoId, files, id::RANDOM_HEX,
+    Actor, AgentId, EvidenceId, EvidenceKind, GoalId, OpId, State, TodoId, id::RANDOM_HEX,
 };
-use crate::op::{self, Change, Effect, Op, message};
+use crate::op::{Change, Op, message};
 use crate::store::{CasError, Entry, Oid, Person, Store, Tip};
 use crate::tx::{self, Snapshot};
 
@@ -52,11 +52,7 @@ const MAX_BACKOFF: Duration = Duration::from_secs(1);
 /// The remote `loopx sync` uses when none is named: git config
 /// `loopx.remote`, else `origin`.
 pub fn default_remote(ctx: &Ctx) -> String {
-    ctx.store
-        .config("loopx.remote")
-        .map(|r| r.trim().to_owned())
-        .filter(|r| !r.is_empty())
-        .unwrap_or_else(|| "origin".to_owned())
+    ctx.config.remote.clone()
 }
 
 /// What to sync with, and how.
@@ -793,34 +789,28 @@ fn replay(
             out.already += 1;
             continue;
         }
-        // Each op sees the state a live tick would load.
-        state.evidence.clear();
-        state.archived.clear();
-        let mut after = state.clone();
-        match op::apply(&mut after, &op) {
-            Ok(effect) => {
-                let mut extra: Vec<(String, String)> = parsed
-                    .trailers
-                    .iter()
-                    .filter(|(k, _)| !message::OWN_TRAILERS.contains(&k.as_str()))
-                    .cloned()
-                    .collect();
-                if !extra.iter().any(|(k, _)| k == message::REPLAYED_FROM) {
-                    extra.push((message::REPLAYED_FROM.to_owned(), entry.commit.to_string()));
-                }
-                parent = write(
-                    ctx, &parent, &state, &after, &op, &effect, &extra, &committer,
-                )?;
+        let mut extra: Vec<(String, String)> = parsed
+            .trailers
+            .iter()
+            .filter(|(k, _)| !message::OWN_TRAILERS.contains(&k.as_str()))
+            .cloned()
+            .collect();
+        if !extra.iter().any(|(k, _)| k == message::REPLAYED_FROM) {
+            extra.push((message::REPLAYED_FROM.to_owned(), entry.commit.to_string()));
+        }
+        match write(ctx, &parent, &state, &op, &extra, &committer)? {
+            Ok(written) => {
+                parent = written.tip.expect("a replay writes every op");
                 out.written += 1;
                 if !is_sync_record(&op) {
                     out.replays.push(Replayed {
                         op: op.id.clone(),
                         from: entry.commit,
                         to: parent.clone(),
-                        subject: effect.subject,
+                        subject: written.effect.subject,
                     });
                 }
-                state = after;
+                state = written.state;
             }
             Err(refusal) => {
                 let mut rejected = Rejected {
@@ -848,19 +838,16 @@ fn replay(
                 } else {
                     rejection(&op, &refusal, &state)
                 };
-                let mut after = state.clone();
-                if let Some(record) = record
-                    && let Ok(effect) = op::apply(&mut after, &record)
-                {
+                if let Some(record) = record {
                     let extra = [(message::REJECTED_FROM.to_owned(), entry.commit.to_string())];
-                    parent = write(
-                        ctx, &parent, &state, &after, &record, &effect, &extra, &committer,
-                    )?;
-                    out.written += 1;
-                    if let Change::EvidenceAdd { evidence, .. } = &record.change {
-                        rejected.evidence = Some(evidence.clone());
+                    if let Ok(written) = write(ctx, &parent, &state, &record, &extra, &committer)? {
+                        parent = written.tip.expect("a replay writes every op");
+                        out.written += 1;
+                        if let Change::EvidenceAdd { evidence, .. } = &record.change {
+                            rejected.evidence = Some(evidence.clone());
+                        }
+                        state = written.state;
                     }
-                    state = after;
                 }
                 if !is_sync_record(&op) {
                     out.rejected.push(rejected);
@@ -872,35 +859,26 @@ fn replay(
     Ok(out)
 }
 
-/// Writes one replayed tick on top of `parent`.
-#[allow(clippy::too_many_arguments)]
+/// Writes one replayed tick on top of `parent` with the one tick writer.
 fn write(
     ctx: &Ctx,
     parent: &Tip,
     before: &State,
-    after: &State,
     op: &Op,
-    effect: &Effect,
     extra: &[(String, String)],
     committer: &Person,
-) -> Result<Tip> {
-    let changes = files::changes(before, after);
+) -> Result<Result<tx::Written, Refusal>> {
     let extra: Vec<(&str, String)> = extra.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
-    let msg = message::render(op, effect, parent.tick + 1, &extra);
-    let author = Person {
-        name: op.actor.name().to_owned(),
-        email: op.actor.email(),
-    };
-    ctx.store
-        .write_commit(
-            Some(parent),
-            &changes,
-            &msg,
-            &author,
-            committer,
-            op.at.unix(),
-        )
-        .context("writing a replayed tick")
+    tx::write_tick(
+        &ctx.store,
+        Some(parent),
+        before,
+        op,
+        &extra,
+        committer,
+        tx::Empty::Write,
+    )
+    .context("writing a replayed tick")
 }
 
 /// Whether an op is a `sync-rejected` record that sync wrote.
@@ -1062,6 +1040,7 @@ pub fn setup(ctx: &Ctx, remote: Option<&str>) -> Result<(Names, String, bool)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::op;
     use crate::time::{Span, Timestamp};
 
     fn op(actor: &str, change: Change) -> Op {
@@ -1163,10 +1142,13 @@ mod tests {
         let refusal = op::apply(&mut state.clone(), &claim).unwrap_err();
         assert_eq!(refusal.code, "not-registered");
         let record = rejection(&claim, &refusal, &state).unwrap();
-        op::apply(&mut state, &record).unwrap();
-        assert_eq!(state.evidence.len(), 1);
-        assert_eq!(state.evidence[0].kind, EvidenceKind::SyncRejected);
-        assert!(!state.evidence[0].passed(), "a lost op is no passing check");
+        let effect = op::apply(&mut state, &record).unwrap();
+        assert_eq!(effect.evidence.len(), 1);
+        assert_eq!(effect.evidence[0].kind, EvidenceKind::SyncRejected);
+        assert!(
+            !effect.evidence[0].passed(),
+            "a lost op is no passing check"
+        );
     }
 
     #[test]

@@ -56,11 +56,6 @@ pub struct Args {
 /// The most stdin a hook reads, and how long it waits for it.
 const STDIN_LIMIT: u64 = 1 << 20;
 const STDIN_WAIT: Duration = Duration::from_secs(2);
-/// Stop continuations per session when git config `loopx.stopContinuations`
-/// says nothing: below Cursor's default loop limit (5) and Claude Code's own
-/// cap (8).
-const CONTINUATIONS: u32 = 3;
-
 /// Runs the hook; never fails, always exits 0.
 pub fn main(global: &Global, args: &Args) -> ExitCode {
     let json = Out::new(Format::Json, true);
@@ -363,11 +358,7 @@ fn stop(ctx: &Ctx, agent: &AgentId, input: &Input, session: &SessionFile) -> Res
         return Ok(Answer::Nothing);
     }
     let mut s = session.load();
-    let max = ctx
-        .store
-        .config("loopx.stopContinuations")
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(CONTINUATIONS);
+    let max = ctx.config.stop_continuations;
     if s.continuations >= max {
         return Ok(Answer::Nothing);
     }

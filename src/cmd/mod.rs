@@ -103,9 +103,9 @@ pub fn pick_goal(ctx: &Ctx, state: &State, flag: Option<&str>) -> Result<GoalId,
     if let Some(g) = flag {
         return state.goal(g).map(|g| g.id.clone());
     }
-    if let Some(g) = ctx.store.config("loopx.goal") {
+    if let Some(g) = &ctx.config.goal {
         return state
-            .goal(&g)
+            .goal(g)
             .map(|g| g.id.clone())
             .map_err(|r| r.with_hint("git config loopx.goal names it; fix or unset that setting"));
     }

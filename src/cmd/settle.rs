@@ -237,7 +237,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         }
         match &wire.brief {
             Some(b) => {
-                s.push_str(&format!("Settled turn {}: {}.\n", token.turn, done.effect.subject.trim_start_matches("settle ")));
+                s.push_str(&format!("Settled turn {}: {}.\n", token.turn, settled_summary(&done.effect)));
                 s.push_str(&b.human());
             }
             None => s.push_str(&format!(
@@ -262,4 +262,12 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         }
     }
     Ok(if failed { Exit::Refused } else { Exit::Ok })
+}
+
+/// The summary of a settle's steps, for the human line.
+fn settled_summary(effect: &crate::op::Effect) -> &str {
+    match &effect.what {
+        crate::op::Happened::Settled { summary, .. } => summary,
+        _ => &effect.subject,
+    }
 }

@@ -72,13 +72,22 @@ pub fn encode_all(state: &State) -> Vec<Change> {
         ..State::default()
     };
     let mut out = vec![(META.to_owned(), Some(encode(&state.meta)))];
-    out.extend(changes(&empty, state));
+    out.extend(changes(&empty, state, &Records::default()));
     out
 }
 
+/// What an op wrote outside the live state: evidence records (append-only)
+/// and todos moved to the archive. Neither is loaded with the state, so
+/// reads stay proportional to the live set.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Records<'a> {
+    pub evidence: &'a [Evidence],
+    pub archived: Option<&'a std::collections::BTreeMap<TodoId, crate::model::Todo>>,
+}
+
 /// The files that differ between two states: entities compared in memory,
-/// only the changed ones serialized.
-pub fn changes(old: &State, new: &State) -> Vec<Change> {
+/// only the changed ones serialized; plus the records the op wrote.
+pub fn changes(old: &State, new: &State, records: &Records<'_>) -> Vec<Change> {
     let mut out = Vec::new();
     if old.meta != new.meta {
         out.push((META.to_owned(), Some(encode(&new.meta))));
@@ -88,13 +97,11 @@ pub fn changes(old: &State, new: &State) -> Vec<Change> {
     diff_map(&old.todos, &new.todos, todo_path, &mut out);
     diff_map(&old.gates, &new.gates, gate_path, &mut out);
     diff_map(&old.quota, &new.quota, quota_path, &mut out);
-    for e in new.evidence.iter().skip(old.evidence.len()) {
+    for e in records.evidence {
         out.push((evidence_path(e), Some(encode(e))));
     }
-    for (id, t) in &new.archived {
-        if old.archived.get(id) != Some(t) {
-            out.push((archived_todo_path(id), Some(encode(t))));
-        }
+    for (id, t) in records.archived.into_iter().flatten() {
+        out.push((archived_todo_path(id), Some(encode(t))));
     }
     out
 }

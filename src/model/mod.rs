@@ -44,13 +44,6 @@ pub struct State {
     pub gates: BTreeMap<GateId, Gate>,
     /// Each agent's spends, bounded by the quota windows.
     pub quota: BTreeMap<AgentId, quota::Ledger>,
-    /// Evidence recorded by the op being applied. Evidence only grows, so it
-    /// is never loaded with the state; `files::changes` appends these.
-    pub evidence: Vec<Evidence>,
-    /// Todos moved to the archive by the op being applied. The archive itself
-    /// is never loaded with the state, so reads stay proportional to the
-    /// live set; `files::changes` writes these under `archive/`.
-    pub archived: BTreeMap<TodoId, Todo>,
 }
 
 /// `loopx.toml`: the format version and settings shared by every machine.

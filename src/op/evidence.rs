@@ -1,7 +1,7 @@
 //! Rules for evidence: who may record it and what it must name. Records are
 //! append-only; a failing command is evidence too, not a refusal.
 
-use super::{Change, Effect, Op, goal::non_empty, rules, short};
+use super::{Change, Effect, Happened, Op, goal::non_empty, rules, short};
 use crate::error::Refusal;
 use crate::model::{Actor, Evidence, EvidenceKind, State, todo::EvidenceRef};
 
@@ -78,7 +78,14 @@ pub(super) fn add(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
     if passed {
         super::wrote_back(state, op);
     }
-    state.evidence.push(Evidence {
+    let mut effect = Effect::new(
+        Happened::EvidenceAdded {
+            evidence: evidence.clone(),
+            passed,
+        },
+        subject,
+    );
+    effect.evidence.push(Evidence {
         id: evidence.clone(),
         goal: goal.clone(),
         todo: todo.clone(),
@@ -90,5 +97,5 @@ pub(super) fn add(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         run: run.clone(),
         artifact: artifact.clone(),
     });
-    Ok(Effect::new(subject))
+    Ok(effect)
 }

@@ -1,7 +1,7 @@
 //! Rules for gates: open, answer, withdraw. Human-only kinds refuse agents
 //! here, inside `apply`, so a replayed answer is judged the same way.
 
-use super::{Change, Effect, Op, goal::non_empty, rules, short};
+use super::{Change, Effect, Happened, Op, goal::non_empty, rules, short};
 use crate::error::Refusal;
 use crate::model::{
     Actor, Blocks, Gate, GateId, GateStatus, GoalStatus, State,
@@ -100,7 +100,10 @@ pub(super) fn open(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
             withdrawn: None,
         },
     );
-    Ok(Effect::new(subject))
+    Ok(Effect::new(
+        Happened::GateOpened { gate: gate.clone() },
+        subject,
+    ))
 }
 
 pub(super) fn answer(
@@ -130,10 +133,13 @@ pub(super) fn answer(
         at: op.at,
         note,
     });
-    Ok(Effect::new(format!(
-        "gate answer {id} {choice}: \"{}\"",
-        short(&g.question)
-    )))
+    Ok(Effect::new(
+        Happened::GateAnswered {
+            gate: id.clone(),
+            choice: choice.to_owned(),
+        },
+        format!("gate answer {id} {choice}: \"{}\"", short(&g.question)),
+    ))
 }
 
 pub(super) fn withdraw(state: &mut State, op: &Op, id: &GateId) -> Result<Effect, Refusal> {
@@ -144,10 +150,10 @@ pub(super) fn withdraw(state: &mut State, op: &Op, id: &GateId) -> Result<Effect
         by: op.actor.clone(),
         at: op.at,
     });
-    Ok(Effect::new(format!(
-        "gate withdraw {id}: \"{}\"",
-        short(&g.question)
-    )))
+    Ok(Effect::new(
+        Happened::GateWithdrawn { gate: id.clone() },
+        format!("gate withdraw {id}: \"{}\"", short(&g.question)),
+    ))
 }
 
 /// The gate exists, is open, and the actor may close it: human-only kinds

@@ -1,6 +1,6 @@
 //! Rules for `init`, `goal.add` and `goal.set`.
 
-use super::{Change, Effect, Op, rules::human_only, short};
+use super::{Change, Effect, Happened, Op, rules::human_only, short};
 use crate::error::Refusal;
 use crate::model::{Goal, GoalId, GoalStatus, QuotaPolicy, State};
 
@@ -19,9 +19,12 @@ pub(super) fn init(
     match (goal, objective) {
         (Some(goal), Some(objective)) => {
             add(state, op, goal, objective)?;
-            Ok(Effect::new(format!("init with goal {goal}")))
+            Ok(Effect::new(
+                Happened::Initialized,
+                format!("init with goal {goal}"),
+            ))
         }
-        (None, None) => Ok(Effect::new("init")),
+        (None, None) => Ok(Effect::new(Happened::Initialized, "init")),
         _ => Err(Refusal::usage(
             "goal-needs-objective",
             "--goal and --objective go together",
@@ -57,10 +60,10 @@ pub(super) fn add(
             updated_at: op.at,
         },
     );
-    Ok(Effect::new(format!(
-        "goal add {id} \"{}\"",
-        short(&objective)
-    )))
+    Ok(Effect::new(
+        Happened::GoalAdded { goal: id.clone() },
+        format!("goal add {id} \"{}\"", short(&objective)),
+    ))
 }
 
 pub(super) fn set(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
@@ -134,7 +137,14 @@ pub(super) fn set(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         );
     }
     g.updated_at = op.at;
-    Ok(Effect::new(format!("goal set {goal} {}", what.join(" "))))
+    let subject = format!("goal set {goal} {}", what.join(" "));
+    Ok(Effect::new(
+        Happened::GoalSet {
+            goal: goal.clone(),
+            changed: what,
+        },
+        subject,
+    ))
 }
 
 /// Trims text a user gave and refuses it when nothing is left.

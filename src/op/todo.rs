@@ -2,7 +2,7 @@
 //! done. Every op on a todo carries the epoch its writer read; a mismatch is
 //! a conflict (fencing).
 
-use super::{Change, Effect, Op, agent::normalize, goal::non_empty, rules, short};
+use super::{Change, Effect, Happened, Op, agent::normalize, goal::non_empty, rules, short};
 use crate::error::Refusal;
 use crate::model::{
     Actor, Claim, GoalStatus, Note, State, Todo, TodoId, TodoStatus, run::CommandRun,
@@ -100,7 +100,10 @@ pub(super) fn add(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
             last_evidence: None,
         },
     );
-    Ok(Effect::new(subject))
+    Ok(Effect::new(
+        Happened::TodoAdded { todo: todo.clone() },
+        subject,
+    ))
 }
 
 pub(super) fn claim(
@@ -129,7 +132,10 @@ pub(super) fn claim(
         let c = t.claim.as_mut().expect("owner() saw a claim");
         c.lease_until = op.at.plus(lease);
         t.updated_at = op.at;
-        return Ok(Effect::new(format!("renew {id} \"{title}\"")));
+        return Ok(Effect::new(
+            Happened::Renewed { todo: id.clone() },
+            format!("renew {id} \"{title}\""),
+        ));
     }
     rules::ready(state, todo, &agent, op.at).map_err(|why| why.refusal(todo))?;
     fence(todo, epoch)?;
@@ -151,9 +157,19 @@ pub(super) fn claim(
                 by: op.actor.clone(),
                 text: format!("stole the expired lease of {prev}"),
             });
-            Effect::new(format!("steal {id} \"{title}\" from {prev}"))
+            let subject = format!("steal {id} \"{title}\" from {prev}");
+            Effect::new(
+                Happened::Stole {
+                    todo: id.clone(),
+                    from: prev,
+                },
+                subject,
+            )
         }
-        None => Effect::new(format!("claim {id} \"{title}\"")),
+        None => Effect::new(
+            Happened::Claimed { todo: id.clone() },
+            format!("claim {id} \"{title}\""),
+        ),
     })
 }
 
@@ -200,11 +216,22 @@ pub(super) fn release(
             by: op.actor.clone(),
             text: format!("released the claim of {owner} by force"),
         });
-        return Ok(Effect::new(format!(
-            "release {id} \"{title}\" from {owner} by force"
-        )));
+        let subject = format!("release {id} \"{title}\" from {owner} by force");
+        return Ok(Effect::new(
+            Happened::Released {
+                todo: id.clone(),
+                from: Some(owner),
+            },
+            subject,
+        ));
     }
-    Ok(Effect::new(format!("release {id} \"{title}\"")))
+    Ok(Effect::new(
+        Happened::Released {
+            todo: id.clone(),
+            from: None,
+        },
+        format!("release {id} \"{title}\""),
+    ))
 }
 
 /// The owner extends its lease; a lease already taken over is a conflict.
@@ -250,7 +277,10 @@ pub(super) fn renew(
     let c = t.claim.as_mut().expect("owner() saw a claim");
     c.lease_until = op.at.plus(lease);
     t.updated_at = op.at;
-    Ok(Effect::new(format!("renew {id} \"{title}\"")))
+    Ok(Effect::new(
+        Happened::Renewed { todo: id.clone() },
+        format!("renew {id} \"{title}\""),
+    ))
 }
 
 /// An explicit transfer: the new owner gets a fresh lease, the epoch bumps,
@@ -311,9 +341,13 @@ pub(super) fn handoff(
         by: op.actor.clone(),
         text: format!("handoff from {owner} to {to}: {note}"),
     });
-    Ok(Effect::new(format!(
-        "handoff {id} \"{title}\" from {owner} to {to}"
-    )))
+    Ok(Effect::new(
+        Happened::HandedOff {
+            todo: id.clone(),
+            to: to.clone(),
+        },
+        format!("handoff {id} \"{title}\" from {owner} to {to}"),
+    ))
 }
 
 pub(super) fn update(
@@ -374,10 +408,10 @@ pub(super) fn update(
     if owned_by_actor {
         super::wrote_back(state, op);
     }
-    Ok(Effect::new(format!(
-        "update {id} \"{title}\" {}",
-        what.join(" ")
-    )))
+    Ok(Effect::new(
+        Happened::Updated { todo: id.clone() },
+        format!("update {id} \"{title}\" {}", what.join(" ")),
+    ))
 }
 
 pub(super) fn done(
@@ -452,7 +486,10 @@ pub(super) fn done(
         });
     }
     super::wrote_back(state, op);
-    Ok(Effect::new(format!("done {id} \"{title}\"")))
+    Ok(Effect::new(
+        Happened::Done { todo: id.clone() },
+        format!("done {id} \"{title}\""),
+    ))
 }
 
 pub(super) fn edit(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
@@ -524,10 +561,10 @@ pub(super) fn edit(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         what.push("note".to_owned());
     }
     t.updated_at = op.at;
-    Ok(Effect::new(format!(
-        "edit {id} \"{old_title}\" {}",
-        what.join(" ")
-    )))
+    Ok(Effect::new(
+        Happened::Edited { todo: id.clone() },
+        format!("edit {id} \"{old_title}\" {}", what.join(" ")),
+    ))
 }
 
 /// Whether `from` waits (directly or through others) for `target`.
@@ -570,7 +607,13 @@ pub(super) fn reopen(
     t.status = TodoStatus::Open;
     t.done_at = None;
     t.updated_at = op.at;
-    Ok(Effect::new(format!("reopen {id} \"{title}\" (was {was})")))
+    Ok(Effect::new(
+        Happened::Reopened {
+            todo: id.clone(),
+            was,
+        },
+        format!("reopen {id} \"{title}\" (was {was})"),
+    ))
 }
 
 /// Moves the listed todos that are still done out of the live set.
@@ -595,15 +638,18 @@ pub(super) fn archive(state: &mut State, op: &Op, ids: &[TodoId]) -> Result<Effe
             ),
         );
     }
-    for id in &moving {
-        let t = state.todos.remove(id).expect("filtered on presence");
-        state.archived.insert(id.clone(), t);
-    }
     let n = moving.len();
-    Ok(Effect::new(format!(
-        "archive {n} done todo{}",
-        if n == 1 { "" } else { "s" }
-    )))
+    let mut effect = Effect::new(
+        Happened::Archived {
+            todos: moving.clone(),
+        },
+        format!("archive {n} done todo{}", if n == 1 { "" } else { "s" }),
+    );
+    for id in moving {
+        let t = state.todos.remove(&id).expect("filtered on presence");
+        effect.archived.insert(id, t);
+    }
+    Ok(effect)
 }
 
 /// Checks that the actor may write this todo: a registered agent or a human,

@@ -4,7 +4,7 @@
 
 use sha2::{Digest, Sha256};
 
-use super::{Change, Effect, Op, apply, goal::non_empty, rules, wrote_back};
+use super::{Change, Effect, Happened, Op, apply, goal::non_empty, rules, wrote_back};
 use crate::error::Refusal;
 use crate::model::{
     AgentId, AgentStatus, Blocks, GateId, Goal, GoalId, GoalStatus, LastTurn, Outcome, State,
@@ -261,10 +261,14 @@ pub(super) fn refresh(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
     let next = next_action
         .map(|n| format!(": next {}", super::short(&n)))
         .unwrap_or_default();
-    Ok(Effect::new(format!(
-        "refresh {agent} {}{next}",
-        outcome.as_str()
-    )))
+    let subject = format!("refresh {agent} {}{next}", outcome.as_str());
+    Ok(Effect::new(
+        Happened::Refreshed {
+            agent,
+            outcome: *outcome,
+        },
+        subject,
+    ))
 }
 
 pub(super) fn spend(
@@ -287,10 +291,13 @@ pub(super) fn spend(
     {
         // A second spend for the same token is a no-op (DESIGN §4), also
         // inside a settle and on replay.
-        return Ok(Effect::new(format!(
-            "spend {} turn {turn} (already spent)",
-            agent.id
-        )));
+        return Ok(Effect::new(
+            Happened::Spent {
+                agent: agent.id.clone(),
+                already: true,
+            },
+            format!("spend {} turn {turn} (already spent)", agent.id),
+        ));
     }
     if op.at.since(issued) > window {
         return Err(Refusal::rule(
@@ -338,10 +345,16 @@ pub(super) fn spend(
     });
     let used = ledger.counting(goal, window, op.at).len();
     let slots = g_slots(state, goal);
-    Ok(Effect::new(format!(
-        "spend {} turn {turn} ({used} of {slots} in {window})",
-        agent.id
-    )))
+    Ok(Effect::new(
+        Happened::Spent {
+            agent: agent.id.clone(),
+            already: false,
+        },
+        format!(
+            "spend {} turn {turn} ({used} of {slots} in {window})",
+            agent.id
+        ),
+    ))
 }
 
 fn g_slots(state: &State, goal: &GoalId) -> u32 {
@@ -381,10 +394,12 @@ pub(super) fn void(
         at: op.at,
         reason: reason.clone(),
     });
-    Ok(Effect::new(format!(
-        "void {agent} turn {turn}: {}",
-        super::short(&reason)
-    )))
+    Ok(Effect::new(
+        Happened::Voided {
+            agent: agent.clone(),
+        },
+        format!("void {agent} turn {turn}: {}", super::short(&reason)),
+    ))
 }
 
 /// Several changes in one tick, all or nothing, in order.
@@ -397,6 +412,9 @@ pub(super) fn settle(state: &mut State, op: &Op, steps: &[Change]) -> Result<Eff
     }
     let mut work = state.clone();
     let mut parts = Vec::new();
+    let mut happened = Vec::new();
+    let mut evidence = Vec::new();
+    let mut archived = std::collections::BTreeMap::new();
     for step in steps {
         if matches!(step, Change::Settle { .. }) {
             return Err(Refusal::usage(
@@ -410,7 +428,10 @@ pub(super) fn settle(state: &mut State, op: &Op, steps: &[Change]) -> Result<Eff
             actor: op.actor.clone(),
             change: step.clone(),
         };
-        apply(&mut work, &sub)?;
+        let effect = apply(&mut work, &sub)?;
+        happened.push(effect.what);
+        evidence.extend(effect.evidence);
+        archived.extend(effect.archived);
         parts.push(match step {
             Change::EvidenceAdd { run: Some(r), .. } if !r.passed() => "evidence failed".to_owned(),
             Change::EvidenceAdd { .. } => "evidence passed".to_owned(),
@@ -442,5 +463,15 @@ pub(super) fn settle(state: &mut State, op: &Op, steps: &[Change]) -> Result<Eff
         None => "turn".to_owned(),
     };
     *state = work;
-    Ok(Effect::new(format!("settle {what}: {}", parts.join(", "))))
+    let summary = format!("{what}: {}", parts.join(", "));
+    let mut effect = Effect::new(
+        Happened::Settled {
+            steps: happened,
+            summary: summary.clone(),
+        },
+        format!("settle {summary}"),
+    );
+    effect.evidence = evidence;
+    effect.archived = archived;
+    Ok(effect)
 }

@@ -70,7 +70,11 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             artifact: artifact.clone(),
         })?)
     })?;
-    let e = done.state.evidence.last().expect("the op added one record");
+    let e = done
+        .effect
+        .evidence
+        .last()
+        .expect("the op added one record");
     ctx.out.emit(
         &Wire {
             evidence: e,

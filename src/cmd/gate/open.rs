@@ -69,9 +69,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             blocks,
         })?)
     })?;
-    let Change::GateOpen { gate, .. } = &done.op.change else {
-        unreachable!("built a GateOpen")
-    };
+    let gate = done.effect.what.gate().expect("gate.open names its gate");
     let g = &done.state.gates[gate];
     ctx.out.emit(
         &Wire {

@@ -51,9 +51,8 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         }
         Ok(ctx.op(Change::TodoArchive { todos })?)
     })?;
-    let Change::TodoArchive { todos } = &done.op.change else {
-        unreachable!("built a TodoArchive")
-    };
+    let todos: Vec<_> = done.effect.archived.keys().cloned().collect();
+    let todos = &todos;
     ctx.out.emit(
         &Wire {
             archived: todos,

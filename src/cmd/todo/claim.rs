@@ -9,7 +9,7 @@ use crate::cmd::{TickWire, pick_goal};
 use crate::ctx::Ctx;
 use crate::error::{Exit, Refusal};
 use crate::model::{Todo, TodoId};
-use crate::op::{Change, rules};
+use crate::op::{Change, Happened, rules};
 use crate::sync::{self, Rejected, Report};
 use crate::time::Span;
 use crate::tx;
@@ -64,7 +64,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     } else if args.no_sync {
         false
     } else {
-        ctx.store.config_bool("loopx.claimSync").unwrap_or(false)
+        ctx.config.claim_sync
     };
     if synced {
         // Claim against the freshest state there is.
@@ -109,9 +109,9 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             .as_ref()
             .map(|c| c.lease_until.to_string())
             .unwrap_or_default();
-        let verb = match done.effect.subject.split(' ').next() {
-            Some("renew") => "Renewed",
-            Some("steal") => "Took over",
+        let verb = match done.effect.what {
+            Happened::Renewed { .. } => "Renewed",
+            Happened::Stole { .. } => "Took over",
             _ => "Claimed",
         };
         format!(
