@@ -94,12 +94,68 @@ pub fn is_loopx_server(item: &toml_edit::Item) -> bool {
     command.is_some_and(|c| c.rsplit('/').next() == Some("loopx")) && first_arg == Some("mcp")
 }
 
-/// Whether a hook command is loopx's: it runs `loopx hook …`.
+/// The program of a shell command line (its first word, with single or
+/// double quotes taken off) and the rest of the line.
+pub fn program_of(command: &str) -> (String, &str) {
+    let command = command.trim_start();
+    if let Some(q @ ('\'' | '"')) = command.chars().next()
+        && let Some(end) = command[1..].find(q)
+    {
+        return (command[1..=end].to_owned(), &command[end + 2..]);
+    }
+    let end = command.find(char::is_whitespace).unwrap_or(command.len());
+    (command[..end].to_owned(), &command[end..])
+}
+
+/// Whether a hook command is loopx's: it runs `loopx hook …`, by name or
+/// by path.
 pub fn owned(command: &str) -> bool {
-    let mut words = command.split_whitespace();
-    let program = words.next().unwrap_or("");
-    let program = program.rsplit('/').next().unwrap_or(program);
-    program == "loopx" && words.next() == Some("hook")
+    let (program, rest) = program_of(command);
+    let name = program.rsplit('/').next().unwrap_or(&program);
+    name == "loopx" && rest.split_whitespace().next() == Some("hook")
+}
+
+/// `path` as one shell word: as it is when it holds only safe characters,
+/// else single-quoted.
+pub fn shell_word(path: &str) -> String {
+    let safe = |c: char| c.is_ascii_alphanumeric() || "/._+-,:@%".contains(c);
+    if !path.is_empty() && path.chars().all(safe) {
+        path.to_owned()
+    } else {
+        format!("'{}'", path.replace('\'', r"'\''"))
+    }
+}
+
+/// Points every loopx hook command in `v` (a template's entries) at
+/// `program`: `loopx hook …` becomes `/abs/path/loopx hook …`.
+fn point_at(v: &mut Value, program: &str) {
+    match v {
+        Value::Object(m) => {
+            for (k, x) in m.iter_mut() {
+                match x {
+                    Value::String(c) if k == "command" && owned(c) => {
+                        let (_, rest) = program_of(c);
+                        *c = format!("{}{rest}", shell_word(program));
+                    }
+                    _ => point_at(x, program),
+                }
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(|x| point_at(x, program)),
+        _ => {}
+    }
+}
+
+/// The longest timeout a runtime honours for an event, in the unit of its
+/// settings, and why: `hooks doctor` flags a longer one.
+pub fn timeout_limit(runtime: Runtime, event: &str) -> Option<(f64, &'static str)> {
+    match (runtime, event) {
+        (Runtime::Codex, "SessionEnd") => Some((
+            3.0,
+            "Codex cuts a SessionEnd hook to 3 s and warns on every run",
+        )),
+        _ => None,
+    }
 }
 
 fn command_of(handler: &Value) -> &str {
@@ -210,12 +266,14 @@ pub fn remove_owned(doc: &mut Value, shape: Shape, only: Option<&str>) -> bool {
     changed
 }
 
-/// Merges the template's entries into `doc` (tool guard only with `guard`):
+/// Merges the template's entries into `doc` (tool guard only with `guard`),
+/// their commands running `program`:
 /// events already holding exactly the template's entries are left alone;
 /// others have loopx's entries replaced.
-pub fn merge(doc: &mut Value, file: &HookFile, guard: bool) -> Result<()> {
-    let template: Value = serde_json::from_str(file.template)
+pub fn merge(doc: &mut Value, file: &HookFile, guard: bool, program: &str) -> Result<()> {
+    let mut template: Value = serde_json::from_str(file.template)
         .with_context(|| format!("the built-in {} template", file.runtime.as_str()))?;
+    point_at(&mut template, program);
     let mut wanted: Vec<(String, Vec<Value>)> = Vec::new();
     if let Some(h) = template.get("hooks").and_then(Value::as_object) {
         for (event, list) in h {
@@ -379,6 +437,27 @@ mod tests {
         assert!(owned("/usr/local/bin/loopx hook codex Stop"));
         assert!(!owned("loopx status"));
         assert!(!owned("my-loopx hook"));
+        assert!(owned("'/opt/my tools/loopx' hook gemini BeforeTool"));
+        assert!(owned("\"/opt/x/loopx\" hook cursor stop"));
+    }
+
+    #[test]
+    fn a_template_points_at_the_program_as_one_shell_word() {
+        let file = claude("/p");
+        let mut doc = json!({});
+        merge(&mut doc, &file, false, "/opt/my tools/loopx").unwrap();
+        assert_eq!(
+            doc["hooks"]["Stop"][0]["hooks"][0]["command"],
+            "'/opt/my tools/loopx' hook claude-code Stop"
+        );
+        // Installing at another path replaces the entries, not adds to them.
+        merge(&mut doc, &file, false, "/usr/bin/loopx").unwrap();
+        assert_eq!(doc["hooks"]["Stop"].as_array().unwrap().len(), 1);
+        assert_eq!(
+            doc["hooks"]["Stop"][0]["hooks"][0]["command"],
+            "/usr/bin/loopx hook claude-code Stop"
+        );
+        assert_eq!(shell_word("it's"), r"'it'\''s'");
     }
 
     #[test]
@@ -389,15 +468,15 @@ mod tests {
             "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "say done"}]}]}
         });
         let before = doc.clone();
-        merge(&mut doc, &file, false).unwrap();
+        merge(&mut doc, &file, false, "loopx").unwrap();
         let once = doc.clone();
-        merge(&mut doc, &file, false).unwrap();
+        merge(&mut doc, &file, false, "loopx").unwrap();
         assert_eq!(doc, once);
         assert_eq!(doc["model"], "opus");
         assert_eq!(doc["hooks"]["Stop"][0]["hooks"][0]["command"], "say done");
         assert_eq!(doc["hooks"]["Stop"].as_array().unwrap().len(), 2);
         assert!(doc["hooks"].get("PreToolUse").is_none());
-        merge(&mut doc, &file, true).unwrap();
+        merge(&mut doc, &file, true, "loopx").unwrap();
         assert!(doc["hooks"].get("PreToolUse").is_some());
         remove_owned(&mut doc, Shape::Grouped, None);
         assert_eq!(doc, before);

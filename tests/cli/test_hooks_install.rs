@@ -13,6 +13,14 @@ const GEMINI_BEFORE: &str = "{ \"theme\": \"GitHub\", \"general\": { \"vimMode\"
 const CODEX_TOML_BEFORE: &str = "# my Codex settings\nmodel = \"gpt-5-codex\" # the default\n\n[mcp_servers.docs]\ncommand = \"docs-mcp\"\n";
 const HOOK_BEFORE: &str = "#!/bin/sh\n# the team's own pre-push\necho ran >> \"$(dirname \"$0\")/../pre-push-ran\"\nexit 0\n";
 
+/// The loopx under test, as `hooks install` writes it into hook commands.
+fn exe() -> String {
+    std::fs::canonicalize(env!("CARGO_BIN_EXE_loopx"))
+        .unwrap()
+        .display()
+        .to_string()
+}
+
 fn write(path: &Path, text: &str) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(path, text).unwrap();
@@ -76,9 +84,12 @@ git          .githooks/post-merge: created
         claude["hooks"]["Stop"][0]["hooks"][0]["command"],
         "say done"
     );
+    // Hooks run this very binary by its absolute path: a login shell that
+    // resets PATH (Codex runs `bash -lc`) cannot lose it.
+    let exe = exe();
     assert_eq!(
         claude["hooks"]["Stop"][1]["hooks"][0]["command"],
-        "loopx hook claude-code Stop"
+        format!("{exe} hook claude-code Stop")
     );
     let gemini: serde_json::Value =
         serde_json::from_str(&read(&env.repo.join(".gemini/settings.json"))).unwrap();
@@ -89,7 +100,9 @@ git          .githooks/post-merge: created
     );
     assert_text(
         &read(&env.repo.join(".codex/config.toml")),
-        "# my Codex settings\nmodel = \"gpt-5-codex\" # the default\n\n[mcp_servers.docs]\ncommand = \"docs-mcp\"\n\n[mcp_servers.loopx]\ncommand = \"loopx\"\nargs = [\"mcp\"]\n",
+        &format!(
+            "# my Codex settings\nmodel = \"gpt-5-codex\" # the default\n\n[mcp_servers.docs]\ncommand = \"docs-mcp\"\n\n[mcp_servers.loopx]\ncommand = \"{exe}\"\nargs = [\"mcp\"]\n"
+        ),
     );
     let cursor: serde_json::Value =
         serde_json::from_str(&read(&env.repo.join(".cursor/hooks.json"))).unwrap();
@@ -517,4 +530,61 @@ fn uninstall_takes_the_install_flags_and_says_when_there_is_nothing_to_remove() 
         .ok();
     assert_text(&out.stdout, "gemini       .gemini/settings.json: removed\n");
     assert!(!env.repo.join(".gemini").exists());
+}
+
+#[test]
+fn doctor_checks_the_program_each_hook_runs_and_the_runtime_timeout_limits() {
+    let env = TestEnv::with_board();
+    env.loopx(&["hooks", "install", "--runtime", "codex"]).ok();
+    let hooks = env.repo.join(".codex/hooks.json");
+    let v: serde_json::Value = serde_json::from_str(&read(&hooks)).unwrap();
+    assert_eq!(v["hooks"]["SessionEnd"][0]["hooks"][0]["timeout"], 3);
+    // Absolute paths need nothing on PATH.
+    let doctor = |env: &TestEnv| {
+        crate::common::run(env.command().env("PATH", "/usr/bin:/bin").args([
+            "hooks",
+            "doctor",
+            "--runtime",
+            "codex",
+            "--json",
+        ]))
+    };
+    let ok = doctor(&env).ok().json();
+    assert_eq!(ok["ok"], true, "{ok}");
+    // A binary that moved, and a timeout Codex cuts.
+    let moved = read(&hooks)
+        .replace(&exe(), "/nowhere/bin/loopx")
+        .replace("\"timeout\": 3", "\"timeout\": 15");
+    write(&hooks, &moved);
+    let bad = doctor(&env).code(1).json();
+    let problems = bad["checks"][0]["problems"].to_string();
+    assert!(
+        problems.contains("hooks.SessionStart runs /nowhere/bin/loopx, which is not there or not executable (loopx moved?): run `loopx hooks install` again"),
+        "{problems}"
+    );
+    assert!(
+        problems.contains(
+            "hooks.SessionEnd asks for a 15 s timeout: Codex cuts a SessionEnd hook to 3 s"
+        ),
+        "{problems}"
+    );
+    // Installing again points every hook at this binary, in place.
+    let out = env.loopx(&["hooks", "install", "--runtime", "codex"]).ok();
+    assert_text(&out.stdout, "codex        .codex/hooks.json: updated\n");
+    assert!(!read(&hooks).contains("/nowhere"));
+    // `--program loopx` keeps the PATH lookup, for settings a team shares.
+    env.loopx(&[
+        "hooks",
+        "install",
+        "--runtime",
+        "codex",
+        "--program",
+        "loopx",
+    ])
+    .ok();
+    let v: serde_json::Value = serde_json::from_str(&read(&hooks)).unwrap();
+    assert_eq!(
+        v["hooks"]["Stop"][0]["hooks"][0]["command"],
+        "loopx hook codex Stop"
+    );
 }

@@ -9,16 +9,19 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::{
-    GIT_HOOKS, GIT_MARKER, Scope, backup_path, base, git_hooks_dir, hook_file, owned, read_json,
-    shown,
+    GIT_HOOKS, GIT_MARKER, Scope, backup_path, base, git_hooks_dir, hook_file, owned, program_of,
+    read_json, shown, timeout_limit,
 };
 use crate::ctx::Bare;
 use crate::error::Exit;
 use crate::hook::Runtime;
 
-/// Check the hooks: loopx on PATH, files that parse, known events, no empty matchers
+/// Check the hooks: the loopx they run exists, files parse, known events, timeouts
 ///
-/// Also says which trust step each runtime needs before its hooks run
+/// Checks that the loopx each hook runs is there (its absolute path, or
+/// loopx on PATH for hooks that run it by name), that every file parses,
+/// that every event is one the runtime knows, that no matcher is empty and
+/// that no timeout is longer than the runtime honours. Also says which trust step each runtime needs before its hooks run
 /// (approving Codex hooks, trusting the Gemini folder, …); loopx never
 /// writes another tool's trust settings. Exits 1 when something is wrong.
 #[derive(clap::Args, Debug)]
@@ -46,6 +49,9 @@ struct Check {
     problems: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     trust: Option<&'static str>,
+    /// Whether a hook runs `loopx` by name (found on PATH at run time).
+    #[serde(skip)]
+    by_name: bool,
 }
 
 /// The step a human takes before a runtime runs project hooks.
@@ -88,7 +94,7 @@ pub fn run(bare: &Bare, args: &Args) -> Result<Exit> {
             checks.push(check_git(bare, &base));
         }
     }
-    let wired = checks.iter().any(|c| !c.events.is_empty());
+    let wired = checks.iter().any(|c| c.by_name);
     let ok = checks.iter().all(|c| c.problems.is_empty()) && (loopx.is_some() || !wired);
     let wire = Wire {
         loopx: loopx.as_ref().map(|p| p.display().to_string()),
@@ -155,6 +161,7 @@ fn check_json(runtime: Runtime, path: &Path, base: &Path) -> Check {
         events: Vec::new(),
         problems: Vec::new(),
         trust: None,
+        by_name: false,
     };
     let doc = match read_json(path) {
         Ok(Some((_, v))) => v,
@@ -194,7 +201,26 @@ fn check_json(runtime: Runtime, path: &Path, base: &Path) -> Check {
                 if !owned(cmd) {
                     continue;
                 }
-                let mut words = cmd.split_whitespace().skip(2);
+                let (program, rest) = program_of(cmd);
+                if program.contains('/') {
+                    if !is_executable(Path::new(&program)) {
+                        c.problems.push(format!(
+                            "hooks.{event} runs {program}, which is not there or not executable (loopx moved?): run `loopx hooks install` again"
+                        ));
+                    }
+                } else {
+                    c.by_name = true;
+                }
+                if let (Some((max, why)), Some(t)) = (
+                    timeout_limit(runtime, event),
+                    h.get("timeout").and_then(Value::as_f64),
+                ) && t > max
+                {
+                    c.problems.push(format!(
+                        "hooks.{event} asks for a {t} s timeout: {why}; set it to {max} or less"
+                    ));
+                }
+                let mut words = rest.split_whitespace().skip(1);
                 let (r, e) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
                 let answers = Runtime::parse(r).and_then(|r| r.event(e)).is_some();
                 if !answers || !e.eq_ignore_ascii_case(event) {
@@ -226,6 +252,7 @@ fn check_git(bare: &Bare, base: &Path) -> Check {
         events: Vec::new(),
         problems: Vec::new(),
         trust: None,
+        by_name: false,
     };
     let dir = match git_hooks_dir(bare) {
         Ok(d) => d,
