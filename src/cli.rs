@@ -85,6 +85,8 @@ pub enum Command {
     #[command(subcommand)]
     Hooks(cmd::hooks::Command),
     Mcp(cmd::mcp::Args),
+    Completions(cmd::completions::Args),
+    Man(cmd::man::Args),
 }
 
 /// Whether the command line calls `loopx hook`, found without clap: a bad

@@ -4,6 +4,7 @@
 
 pub mod agent;
 pub mod brief;
+pub mod completions;
 pub mod demo;
 pub mod diff;
 pub mod doctor;
@@ -15,6 +16,7 @@ pub mod hook;
 pub mod hooks;
 pub mod init;
 pub mod log;
+pub mod man;
 pub mod mcp;
 pub mod quota;
 pub mod refresh_state;
@@ -40,6 +42,9 @@ pub fn run_cli(global: &Global, command: &Command) -> Result<Exit> {
     match command {
         Command::Hooks(c) => hooks::run(global, c),
         Command::Mcp(args) => mcp::run(global, args),
+        // Generated from the command tree: no repository, no environment.
+        Command::Completions(args) => completions::run(&out(global), args),
+        Command::Man(args) => man::run(&out(global), args),
         // The demo makes its own repositories; it needs none to start in.
         Command::Demo(args) => {
             let env = crate::ctx::Env::capture();
@@ -50,6 +55,11 @@ pub fn run_cli(global: &Global, command: &Command) -> Result<Exit> {
             run(&ctx, command)
         }
     }
+}
+
+/// Output for the commands that need no context.
+fn out(global: &Global) -> crate::output::Out {
+    crate::output::Out::new(global.format(), std::env::var_os("NO_COLOR").is_some())
 }
 
 pub fn run(ctx: &Ctx, command: &Command) -> Result<Exit> {
@@ -71,7 +81,11 @@ pub fn run(ctx: &Ctx, command: &Command) -> Result<Exit> {
         Command::Sync(args) => sync::run(ctx, args),
         Command::Doctor(args) => doctor::run(ctx, args),
         Command::Gc(args) => gc::run(ctx, args),
-        Command::Hook(_) | Command::Hooks(_) | Command::Mcp(_) => {
+        Command::Hook(_)
+        | Command::Hooks(_)
+        | Command::Mcp(_)
+        | Command::Completions(_)
+        | Command::Man(_) => {
             unreachable!("run_cli and lib::main dispatch these without a Ctx")
         }
     }

@@ -21,6 +21,7 @@ mod test_log;
 mod test_mcp;
 mod test_race;
 mod test_repos;
+mod test_shell;
 mod test_show;
 mod test_status;
 mod test_sync;
