@@ -5,14 +5,16 @@ use std::process::Command;
 
 use crate::common::{TestEnv, run};
 
-/// Whether `program` runs here; prints how to get it when it does not.
+/// Whether `program` runs here; says how to get it when it does not (the
+/// test is then skipped, as the brief for opt-in tests asks).
+#[allow(clippy::print_stderr)]
 fn have(program: &str, install: &str) -> bool {
     let ok = Command::new(program)
         .arg("--version")
         .output()
         .is_ok_and(|o| o.status.success());
     if !ok {
-        println!("skipped: {program} is not installed ({install}); .ci/run installs it");
+        eprintln!("skipped: {program} is not installed ({install}); .ci/run installs it");
     }
     ok
 }
