@@ -19,6 +19,7 @@ mod test_lease;
 mod test_lifecycle;
 mod test_log;
 mod test_mcp;
+mod test_mcp_sdk;
 mod test_race;
 mod test_repos;
 mod test_shell;
