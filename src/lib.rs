@@ -21,6 +21,7 @@ pub mod error;
 pub mod git;
 pub mod history;
 pub mod hook;
+mod layering;
 pub mod mcp;
 pub mod model;
 pub mod op;
@@ -29,6 +30,7 @@ pub mod run;
 pub mod store;
 pub mod sync;
 pub mod time;
+pub mod trailer;
 pub mod tx;
 
 use std::process::ExitCode;
@@ -44,7 +46,8 @@ pub fn main() -> ExitCode {
     main_from(std::env::args_os())
 }
 
-/// [`main`] for a given command line (the first word is the program).
+/// [`main`] for a given command line (the first word is the program):
+/// `loopx mcp` runs each tool call through it.
 pub fn main_from(args: impl IntoIterator<Item = std::ffi::OsString>) -> ExitCode {
     let args: Vec<std::ffi::OsString> = args.into_iter().collect();
     let cli = match cli::Cli::try_parse_from(&args) {
@@ -68,12 +71,26 @@ pub fn main_from(args: impl IntoIterator<Item = std::ffi::OsString>) -> ExitCode
         }
     };
     match &cli.command {
-        cli::Command::Hook(args) => return cmd::hook::main(&cli.global, args),
-        cli::Command::Mcp(args) if args.exec => return cmd::mcp::exec(),
+        cmd::Command::Hook(args) => return cmd::hook::main(&cli.global, args),
+        cmd::Command::Mcp(args) if args.exec => return cmd::mcp::exec(),
         _ => {}
     }
     let format = cli.global.format();
-    let result = cmd::run_cli(&cli.global, &cli.command);
+    let result = ctx::Ctx::new(&cli.global).and_then(|ctx| match &cli.command {
+        // Generated from the command line's definition, which commands do
+        // not import.
+        cmd::Command::Completions(args) => cmd::completions::run(
+            &ctx.out,
+            args,
+            <cli::Cli as clap::CommandFactory>::command(),
+        ),
+        cmd::Command::Man(args) => cmd::man::run(
+            &ctx.out,
+            args,
+            <cli::Cli as clap::CommandFactory>::command(),
+        ),
+        command => cmd::run(&ctx, command),
+    });
     match result {
         Ok(exit) => ExitCode::from(exit.code()),
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,

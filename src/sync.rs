@@ -35,6 +35,7 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use crate::ctx::Ctx;
+use crate::error::Code;
 use crate::error::{Exit, Refusal, refusal_of};
 use crate::git::{self, Fetched, NetworkError, Pushed};
 use crate::model::{
@@ -52,7 +53,8 @@ const MAX_BACKOFF: Duration = Duration::from_secs(1);
 /// The remote `loopx sync` uses when none is named: git config
 /// `loopx.remote`, else `origin`.
 pub fn default_remote(ctx: &Ctx) -> String {
-    ctx.config.remote.clone()
+    ctx.config()
+        .map_or_else(|_| "origin".to_owned(), |c| c.remote.clone())
 }
 
 /// What to sync with, and how.
@@ -90,7 +92,7 @@ pub struct Rejected {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub todo: Option<TodoId>,
     /// The refusal's stable code (`claimed`, `stale-epoch`, …).
-    pub code: &'static str,
+    pub code: Code,
     /// Why `apply` refused it on the remote's state.
     pub reason: String,
     /// The agent holding the todo instead, when the op was about one.
@@ -183,7 +185,12 @@ pub struct Names {
 pub fn names(ctx: &Ctx, remote: Option<&str>) -> Result<Names, Refusal> {
     let named = remote.is_some();
     let remote = remote.map_or_else(|| default_remote(ctx), str::to_owned);
-    if ctx.store.config(&format!("remote.{remote}.url")).is_none() {
+    if ctx
+        .store()
+        .ok()
+        .and_then(|s| s.config(&format!("remote.{remote}.url")))
+        .is_none()
+    {
         let hint = if named {
             format!("add it with `git remote add {remote} URL`; `git remote -v` lists the remotes")
         } else {
@@ -192,12 +199,12 @@ pub fn names(ctx: &Ctx, remote: Option<&str>) -> Result<Names, Refusal> {
             )
         };
         return Err(Refusal::error(
-            "no-remote",
+            Code::NoRemote,
             format!("there is no git remote named {remote}"),
         )
         .with_hint(hint));
     }
-    let state_ref = ctx.store.state_ref();
+    let state_ref = ctx.state_ref();
     let rest = state_ref.strip_prefix("refs/").unwrap_or(state_ref);
     // The default state ref is remembered under refs/loopx/synced/<remote>;
     // another one (git config loopx.ref, e.g. one ref per goal) under a name
@@ -214,7 +221,7 @@ pub fn names(ctx: &Ctx, remote: Option<&str>) -> Result<Names, Refusal> {
     };
     if !Store::is_ref_name(&names.tracking) || !Store::is_ref_name(&names.synced) {
         return Err(Refusal::usage(
-            "bad-remote",
+            Code::BadRemote,
             format!(
                 "the remote name {:?} cannot be part of a ref name",
                 names.remote
@@ -266,10 +273,10 @@ pub fn run_with(ctx: &Ctx, opts: &Options) -> Result<Report> {
             }
             Plan::Push(push) => {
                 let sent = git::push(
-                    ctx.store.common_dir(),
+                    ctx.store()?.common_dir(),
                     &names.remote,
                     &push.tip.commit.to_string(),
-                    ctx.store.state_ref(),
+                    ctx.state_ref(),
                 )
                 .map_err(|e| push_failed(&names, e))?;
                 if let Pushed::Behind(why) = sent {
@@ -301,12 +308,12 @@ pub fn run_with(ctx: &Ctx, opts: &Options) -> Result<Report> {
         }
     }
     let last = if last_refusal.is_empty() {
-        format!("{} kept moving", ctx.store.state_ref())
+        format!("{} kept moving", ctx.state_ref())
     } else {
         format!("the last attempt got: {last_refusal}")
     };
     Err(Refusal::conflict(
-        "sync-retries-exhausted",
+        Code::SyncRetriesExhausted,
         format!(
             "{} kept moving: gave up after {MAX_ROUNDS} rounds of fetch and push ({last})",
             names.remote
@@ -380,14 +387,14 @@ struct Push {
 /// `Ok(Err(why))` when another fetch on this machine got in the way.
 fn fetch(ctx: &Ctx, names: &Names) -> Result<Result<Option<Tip>, String>> {
     let found = git::fetch(
-        ctx.store.common_dir(),
+        ctx.store()?.common_dir(),
         &names.remote,
-        ctx.store.state_ref(),
+        ctx.state_ref(),
         &names.tracking,
     )
     .map_err(|e| match e.downcast_ref::<NetworkError>() {
         Some(n) => Refusal::error(
-            "remote-unreachable",
+            Code::RemoteUnreachable,
             format!(
                 "cannot fetch the loopx state from {}: {}",
                 names.remote, n.stderr
@@ -404,7 +411,7 @@ fn fetch(ctx: &Ctx, names: &Names) -> Result<Result<Option<Tip>, String>> {
         Fetched::NoState => Ok(Ok(None)),
         Fetched::Busy(why) => Ok(Err(why)),
         Fetched::State => ctx
-            .store
+            .store()?
             .resolve(&names.tracking)
             .map(Ok)
             .map_err(|e| remote_corrupt(names, None, &format!("{e:#}")).into()),
@@ -414,7 +421,7 @@ fn fetch(ctx: &Ctx, names: &Names) -> Result<Result<Option<Tip>, String>> {
 fn push_failed(names: &Names, e: anyhow::Error) -> anyhow::Error {
     match e.downcast_ref::<NetworkError>() {
         Some(n) => Refusal::error(
-            "push-failed",
+            Code::PushFailed,
             format!("{} did not take the push: {}", names.remote, n.stderr),
         )
         .with_hint(
@@ -427,12 +434,12 @@ fn push_failed(names: &Names, e: anyhow::Error) -> anyhow::Error {
 
 /// Compares the local tip with the remote's and decides the round.
 fn plan(ctx: &Ctx, names: &Names, remote: Option<&Tip>, opts: &Options) -> Result<Plan> {
-    let local = ctx.store.tip()?;
-    let synced = ctx.store.resolve(&names.synced)?;
+    let local = ctx.store()?.tip()?;
+    let synced = ctx.store()?.resolve(&names.synced)?;
     let (local, remote) = match (local, remote) {
         (None, None) => {
             return Err(Refusal::error(
-                "no-state",
+                Code::NoState,
                 format!("there is no loopx state here or on {}", names.remote),
             )
             .with_hint("create one with `loopx init`; `loopx sync` then shares it")
@@ -441,7 +448,7 @@ fn plan(ctx: &Ctx, names: &Names, remote: Option<&Tip>, opts: &Options) -> Resul
         (Some(local), None) => {
             if let Some(s) = synced {
                 return Err(Refusal::error(
-                    "remote-rewritten",
+                    Code::RemoteRewritten,
                     format!(
                         "{} no longer has a loopx state, though this machine synced tick {} ({}) with it",
                         names.remote,
@@ -489,9 +496,9 @@ fn plan(ctx: &Ctx, names: &Names, remote: Option<&Tip>, opts: &Options) -> Resul
             backup: None,
         });
     }
-    let base = ctx.store.merge_base(local.commit, remote.commit)?;
+    let base = ctx.store()?.merge_base(local.commit, remote.commit)?;
     if let Some(s) = &synced
-        && !ctx.store.is_ancestor(s.commit, remote.commit)?
+        && !ctx.store()?.is_ancestor(s.commit, remote.commit)?
     {
         if opts.adopt_remote {
             return adopt(ctx, names, &local, &remote, base);
@@ -503,7 +510,7 @@ fn plan(ctx: &Ctx, names: &Names, remote: Option<&Tip>, opts: &Options) -> Resul
             return adopt(ctx, names, &local, &remote, None);
         }
         return Err(Refusal::error(
-            "unrelated-states",
+            Code::UnrelatedStates,
             format!(
                 "the local state and {}'s share no history: each was made by its own `loopx init`",
                 names.remote
@@ -533,7 +540,7 @@ fn plan(ctx: &Ctx, names: &Names, remote: Option<&Tip>, opts: &Options) -> Resul
     }
     if base == remote.commit {
         // Ahead: push as it is.
-        let count = ctx.store.chain_since(local.commit, Some(base))?.len();
+        let count = ctx.store()?.chain_since(local.commit, Some(base))?.len();
         return Ok(Plan::Push(Push {
             outcome: Outcome::Pushed,
             tip: local,
@@ -575,7 +582,7 @@ fn plan(ctx: &Ctx, names: &Names, remote: Option<&Tip>, opts: &Options) -> Resul
 
 fn rewritten(ctx: &Ctx, names: &Names, synced: &Tip, remote: &Tip) -> Refusal {
     Refusal::error(
-        "remote-rewritten",
+        Code::RemoteRewritten,
         format!(
             "{}'s history was rewritten: its state (tick {}, {}) no longer contains tick {} ({}), which this machine synced with it",
             names.remote,
@@ -588,7 +595,7 @@ fn rewritten(ctx: &Ctx, names: &Names, synced: &Tip, remote: &Tip) -> Refusal {
     .with_hint(format!(
         "nothing was changed here. If the rewrite was meant, `loopx sync {r} --adopt-remote` follows it and keeps this state under refs/loopx/backup/{r}/…; if not, put the remote back with `git push --force-with-lease={s}:{c} {r} {synced}:{s}`, then sync again",
         r = names.remote,
-        s = ctx.store.state_ref(),
+        s = ctx.state_ref(),
         c = remote.commit,
         synced = names.synced,
     ))
@@ -605,7 +612,7 @@ fn adopt(ctx: &Ctx, names: &Names, local: &Tip, remote: &Tip, base: Option<Oid>)
         local.commit.short(8)
     );
     let committer = ctx.committer();
-    match ctx.store.cas_ref(
+    match ctx.store()?.cas_ref(
         &backup,
         local.commit,
         None,
@@ -614,7 +621,7 @@ fn adopt(ctx: &Ctx, names: &Names, local: &Tip, remote: &Tip, base: Option<Oid>)
     ) {
         Ok(()) => {}
         Err(CasError::Moved)
-            if ctx.store.resolve(&backup)?.map(|t| t.commit) == Some(local.commit) => {}
+            if ctx.store()?.resolve(&backup)?.map(|t| t.commit) == Some(local.commit) => {}
         Err(CasError::Moved | CasError::Locked { .. }) => return Ok(Plan::Again),
         Err(CasError::Other(e)) => return Err(e),
     }
@@ -641,7 +648,7 @@ fn adopt(ctx: &Ctx, names: &Names, local: &Tip, remote: &Tip, base: Option<Oid>)
 /// false when it moved meanwhile (or its lock was busy): decide again. A
 /// stale lock stops the sync, as it stops a tick.
 fn move_state(ctx: &Ctx, new: Oid, expected: Option<Oid>, reflog: &str) -> Result<bool> {
-    match ctx.store.cas(new, expected, reflog, &ctx.committer()) {
+    match ctx.store()?.cas(new, expected, reflog, &ctx.committer()) {
         Ok(()) => Ok(true),
         Err(CasError::Moved) => Ok(false),
         Err(CasError::Locked { lock, age }) => {
@@ -667,7 +674,7 @@ struct RemoteSide {
 /// Reads the remote's commits since `base` (refusing ops this binary does
 /// not know) and the state at its tip (refusing a corrupt one).
 fn remote_side(ctx: &Ctx, names: &Names, remote: &Tip, base: Option<Oid>) -> Result<RemoteSide> {
-    let chain = ctx.store.chain_since(remote.commit, base)?;
+    let chain = ctx.store()?.chain_since(remote.commit, base)?;
     let mut ops = HashSet::new();
     for e in &chain {
         if let Some(kind) = message::kind_of(&e.message)
@@ -682,7 +689,7 @@ fn remote_side(ctx: &Ctx, names: &Names, remote: &Tip, base: Option<Oid>) -> Res
     let snapshot = tx::load_at(ctx, remote.clone()).map_err(|e| {
         match refusal_of(&e) {
             // A newer format says "upgrade loopx" by itself.
-            Some(r) if r.code == "format-too-new" => e.context(format!(
+            Some(r) if r.code == Code::FormatTooNew => e.context(format!(
                 "reading {}'s state (commit {})",
                 names.remote, remote.commit
             )),
@@ -702,7 +709,7 @@ fn remote_corrupt(names: &Names, tip: Option<&Tip>, why: &str) -> Refusal {
         format!(" (tick {}, {})", t.tick, t.commit.short(8))
     });
     Refusal::error(
-        "remote-corrupt",
+        Code::RemoteCorrupt,
         format!("the loopx state on {}{at} is corrupt: {why}", names.remote),
     )
     .with_hint(format!(
@@ -713,7 +720,7 @@ fn remote_corrupt(names: &Names, tip: Option<&Tip>, why: &str) -> Refusal {
 
 fn unknown_op(whose: &str, e: &Entry, kind: &str) -> Refusal {
     Refusal::error(
-        "unknown-op",
+        Code::UnknownOp,
         format!(
             "{whose} tick {} holds the op {kind:?}, which this loopx does not know",
             e.commit.short(8)
@@ -744,7 +751,7 @@ fn replay(
 ) -> Result<Replay> {
     // Read and check every local tick before writing anything.
     let mut ticks = Vec::new();
-    for e in ctx.store.chain_since(local.commit, Some(base))? {
+    for e in ctx.store()?.chain_since(local.commit, Some(base))? {
         if let Some(kind) = message::kind_of(&e.message)
             && !Change::KINDS.contains(&kind)
         {
@@ -753,17 +760,17 @@ fn replay(
         let parsed = message::parse(&e.message).map_err(|why| {
             let parent = e.parent.map_or_else(|| "<parent>".to_owned(), |p| p.to_string());
             Refusal::error(
-                "not-a-tick",
+                Code::NotATick,
                 format!(
                     "commit {} on {} is not a loopx tick ({why}), so sync cannot replay it onto {}'s state",
                     e.commit.short(8),
-                    ctx.store.state_ref(),
+                    ctx.state_ref(),
                     names.remote
                 ),
             )
             .with_hint(format!(
                 "it was made by hand; move the ref back with `git update-ref {} {parent}`, redo the change with loopx commands, then sync again; nothing was changed",
-                ctx.store.state_ref()
+                ctx.state_ref()
             ))
         })?;
         ticks.push((e, parsed));
@@ -870,7 +877,7 @@ fn write(
 ) -> Result<Result<tx::Written, Refusal>> {
     let extra: Vec<(&str, String)> = extra.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
     tx::write_tick(
-        &ctx.store,
+        ctx.store()?,
         Some(parent),
         before,
         op,
@@ -991,14 +998,14 @@ fn derive(purpose: &str, id: &OpId, n: usize) -> String {
 fn remember(ctx: &Ctx, name: &str, commit: Oid) -> Result<()> {
     let committer = ctx.committer();
     for _ in 0..8 {
-        let current = ctx.store.resolve(name)?.map(|t| t.commit);
+        let current = ctx.store()?.resolve(name)?.map(|t| t.commit);
         if let Some(c) = current
-            && (c == commit || ctx.store.is_ancestor(commit, c)?)
+            && (c == commit || ctx.store()?.is_ancestor(commit, c)?)
         {
             return Ok(());
         }
         match ctx
-            .store
+            .store()?
             .cas_ref(name, commit, current, "loopx: sync", &committer)
         {
             Ok(()) => return Ok(()),
@@ -1027,7 +1034,7 @@ pub fn setup(ctx: &Ctx, remote: Option<&str>) -> Result<(Names, String, bool)> {
     let names = names(ctx, remote)?;
     let refspec = format!("+refs/loopx/*:refs/remotes/{}/loopx/*", names.remote);
     let key = format!("remote.{}.fetch", names.remote);
-    let dir = ctx.store.common_dir();
+    let dir = ctx.store()?.common_dir();
     let present = git::config_values(dir, &key)?
         .iter()
         .any(|v| v.trim() == refspec);
@@ -1100,7 +1107,7 @@ mod tests {
                 lease: Span::minutes(45),
             },
         );
-        let refusal = Refusal::conflict("claimed", "t-000000a1 is not ready: agent-b holds it");
+        let refusal = Refusal::conflict(Code::Claimed, "t-000000a1 is not ready: agent-b holds it");
         let a = rejection(&claim, &refusal, &state).unwrap();
         let b = rejection(&claim, &refusal, &state).unwrap();
         assert_eq!(a, b);
@@ -1140,7 +1147,7 @@ mod tests {
             },
         );
         let refusal = op::apply(&mut state.clone(), &claim).unwrap_err();
-        assert_eq!(refusal.code, "not-registered");
+        assert_eq!(refusal.code, Code::NotRegistered);
         let record = rejection(&claim, &refusal, &state).unwrap();
         let effect = op::apply(&mut state, &record).unwrap();
         assert_eq!(effect.evidence.len(), 1);
@@ -1161,7 +1168,7 @@ mod tests {
                 force: false,
             },
         );
-        let refusal = Refusal::rule("x", "y");
+        let refusal = Refusal::rule(Code::Waiting, "y");
         assert!(rejection(&claim, &refusal, &State::default()).is_none());
     }
 }

@@ -2,7 +2,6 @@
 //! the command tree (clap_complete), so it cannot go stale.
 
 use anyhow::Result;
-use clap::CommandFactory;
 use serde::Serialize;
 
 use crate::error::Exit;
@@ -28,14 +27,11 @@ struct Wire<'a> {
     script: &'a str,
 }
 
-pub fn run(out: &Out, args: &Args) -> Result<Exit> {
+/// `tree` is the whole command line's definition (the `cli` layer hands it
+/// down: commands do not import it).
+pub fn run(out: &Out, args: &Args, mut tree: clap::Command) -> Result<Exit> {
     let mut script = Vec::new();
-    clap_complete::generate(
-        args.shell,
-        &mut crate::cli::Cli::command(),
-        "loopx",
-        &mut script,
-    );
+    clap_complete::generate(args.shell, &mut tree, "loopx", &mut script);
     let script = String::from_utf8(script)?;
     out.emit(
         &Wire {

@@ -4,7 +4,6 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use clap::CommandFactory;
 use serde::Serialize;
 
 use crate::error::Exit;
@@ -36,8 +35,9 @@ struct Page {
     roff: Option<String>,
 }
 
-pub fn run(out: &Out, args: &Args) -> Result<Exit> {
-    let mut root = crate::cli::Cli::command();
+/// `root` is the whole command line's definition (the `cli` layer hands it
+/// down: commands do not import it).
+pub fn run(out: &Out, args: &Args, mut root: clap::Command) -> Result<Exit> {
     root.build();
     let Some(dir) = &args.dir else {
         let roff = render(&root)?;

@@ -13,8 +13,7 @@ use std::process::{Command, ExitCode, Stdio};
 use anyhow::{Context, Result};
 use serde_json::Value;
 
-use crate::cli::Global;
-use crate::ctx::{Bare, Caller, caller};
+use crate::ctx::{Caller, Ctx};
 use crate::error::Exit;
 use crate::mcp::{self, MAX_MESSAGE, Runner, Server};
 use crate::output::{Format, Out};
@@ -36,12 +35,13 @@ pub struct Args {
     pub exec: bool,
 }
 
-pub fn run(global: &Global, _args: &Args) -> Result<Exit> {
-    let bare = Bare::new(global.dir.clone(), Format::Json)?;
-    let agent = match caller(global.agent.as_deref(), &bare.env)? {
+pub fn run(ctx: &Ctx, _args: &Args) -> Result<Exit> {
+    // MCP speaks JSON-RPC on stdout whatever --format says.
+    let out = Out::new(Format::Json, true);
+    let agent = match ctx.caller() {
         Caller::Agent(id) => Some(id.as_str().to_owned()),
         Caller::UnknownAgent { runtime, marker } => {
-            bare.out.status(&format!(
+            out.status(&format!(
                 "loopx mcp: {marker} says this runs under {runtime}, but its session id is not set; calls must name their agent (or start with --agent ID)"
             ));
             None
@@ -50,7 +50,7 @@ pub fn run(global: &Global, _args: &Args) -> Result<Exit> {
     };
     let runner = Child {
         exe: std::env::current_exe().context("finding the loopx binary")?,
-        cwd: bare.cwd.clone(),
+        cwd: ctx.cwd.clone(),
     };
     let server = Server {
         runner: &runner,
@@ -69,7 +69,7 @@ pub fn run(global: &Global, _args: &Args) -> Result<Exit> {
             Message::TooLarge => Some(mcp::too_large()),
         };
         if let Some(reply) = reply {
-            bare.out.json_line(&reply)?;
+            out.json_line(&reply)?;
         }
     }
     Ok(Exit::Ok)

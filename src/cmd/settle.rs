@@ -8,6 +8,7 @@ use super::brief::{self, Brief};
 use super::evidence::{code_now, fresh_id};
 use super::quota::{own_token, parse_token};
 use crate::ctx::Ctx;
+use crate::error::Code;
 use crate::error::{Exit, Refusal};
 use crate::model::{EvidenceKind, Outcome, TodoStatus, run::CommandRun};
 use crate::op::{self, Change};
@@ -82,7 +83,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let goal = snap.state.todos[&todo].goal.clone();
     if goal != token.goal {
         return Err(Refusal::usage(
-            "wrong-goal",
+            Code::WrongGoal,
             format!(
                 "{todo} belongs to goal {goal}, but the turn is for goal {}",
                 token.goal
@@ -120,10 +121,9 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         if check.is_some_and(|c| !c.passed()) || validation.is_some_and(|v| !v.passed()) {
             return Ok(steps);
         }
-        let t = state
-            .todos
-            .get(&todo)
-            .ok_or_else(|| Refusal::error("unknown-todo", format!("{todo} is no longer live")))?;
+        let t = state.todos.get(&todo).ok_or_else(|| {
+            Refusal::error(Code::UnknownTodo, format!("{todo} is no longer live"))
+        })?;
         let owner = t.owner() == Some(&token.agent);
         let mut writeback = check.is_some();
         if args.done {
@@ -186,25 +186,33 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             assumed_validation.as_ref(),
         )?,
     };
-    op::apply(&mut snap.state.clone(), &ctx.op(probe)?)?;
+    op::apply(&mut snap.state.clone(), &tx::op(ctx, probe)?)?;
     // The side effects run once, before the tick.
-    let check =
-        (!args.command.is_empty()).then(|| ctx.run_command(&args.command, &ctx.cwd, args.timeout));
+    let check = (!args.command.is_empty())
+        .then(|| crate::cmd::run_command(ctx, &args.command, &ctx.cwd, args.timeout));
     let validation = match &validate {
         Some(v) if check.as_ref().is_none_or(CommandRun::passed) => {
             ctx.out
                 .status(&format!("Validating {todo}: {}", v.argv.join(" ")));
-            Some(ctx.run_command(&v.argv, ctx.store.root(), v.timeout))
+            Some(crate::cmd::run_command(
+                ctx,
+                &v.argv,
+                ctx.store()?.root(),
+                v.timeout,
+            ))
         }
         _ => None,
     };
     let failed = check.as_ref().is_some_and(|c| !c.passed())
         || validation.as_ref().is_some_and(|v| !v.passed());
     let done = tx::commit(ctx, |state| {
-        Ok(ctx.op(Change::Settle {
-            turn: token.turn.clone(),
-            steps: plan(state, check.as_ref(), validation.as_ref())?,
-        })?)
+        Ok(tx::op(
+            ctx,
+            Change::Settle {
+                turn: token.turn.clone(),
+                steps: plan(state, check.as_ref(), validation.as_ref())?,
+            },
+        )?)
     })?;
     let brief = (!failed).then(|| {
         brief::build(
@@ -252,7 +260,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         ctx.out.status(&crate::cmd::sync::human(&report));
         if let Some(r) = report.rejection_of(&done.op.id) {
             return Err(Refusal::conflict(
-                "settle-rejected",
+                Code::SettleRejected,
                 format!("the remote's state rejected this turn's tick: {}", r.reason),
             )
             .with_hint(

@@ -13,7 +13,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::Runtime;
-use crate::error::Refusal;
+use crate::error::{Code, Refusal};
 
 /// The shape of a runtime's hook settings.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -354,7 +354,7 @@ pub fn read_json(path: &Path) -> Result<Option<(Vec<u8>, Value)>> {
     } else {
         serde_json::from_slice(&bytes).map_err(|e| {
             Refusal::error(
-                "bad-settings",
+                Code::BadSettings,
                 format!("{} is not valid JSON: {e}", path.display()),
             )
             .with_hint("fix it (or move it away) and run the command again; nothing was changed")

@@ -10,6 +10,7 @@ use serde::{Serialize, de::DeserializeOwned};
 use super::{
     Agent, AgentId, Evidence, FORMAT, Gate, GateId, Goal, GoalId, Meta, State, Todo, TodoId,
 };
+use crate::error::Code;
 use crate::error::Refusal;
 
 /// The format file at the root of the tree.
@@ -159,7 +160,7 @@ pub fn kind_of(path: &str) -> Kind {
 /// A state file that does not parse, or does not belong where it is.
 pub fn corrupt(path: &str, why: impl std::fmt::Display) -> Refusal {
     Refusal::error(
-        "corrupt-state",
+        Code::CorruptState,
         format!("the state file {path} is corrupt: {why}"),
     )
     .with_hint(
@@ -191,7 +192,7 @@ pub fn check_meta(bytes: Option<&[u8]>) -> Result<Meta, Refusal> {
     let meta: Meta = parse(META, bytes)?;
     if meta.format > FORMAT {
         return Err(Refusal::error(
-            "format-too-new",
+            Code::FormatTooNew,
             format!(
                 "the state has format {} but this loopx understands format {FORMAT} at most",
                 meta.format

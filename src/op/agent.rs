@@ -1,6 +1,7 @@
 //! Rules for `agent.register`.
 
 use super::{Effect, Happened, Op, rules};
+use crate::error::Code;
 use crate::error::Refusal;
 use crate::model::{Actor, Agent, AgentId, AgentStatus, Note, Runtime, State, TodoStatus};
 
@@ -15,7 +16,7 @@ pub(super) fn register(
         && me != id
     {
         return Err(Refusal::rule(
-            "register-self-only",
+            Code::RegisterSelfOnly,
             format!("agent {me} may register only itself, not {id}"),
         )
         .with_hint("a human registers other agents"));
@@ -86,7 +87,7 @@ pub(super) fn retire(state: &mut State, op: &Op, id: &AgentId) -> Result<Effect,
         && me != id
     {
         return Err(Refusal::rule(
-            "retire-self-only",
+            Code::RetireSelfOnly,
             format!("agent {me} may retire only itself, not {id}"),
         )
         .with_hint("a human retires other agents"));

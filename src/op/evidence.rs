@@ -2,6 +2,7 @@
 //! append-only; a failing command is evidence too, not a refusal.
 
 use super::{Change, Effect, Happened, Op, goal::non_empty, rules, short};
+use crate::error::Code;
 use crate::error::Refusal;
 use crate::model::{Actor, Evidence, EvidenceKind, State, todo::EvidenceRef};
 
@@ -29,7 +30,7 @@ pub(super) fn add(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
     }
     if !state.goals.contains_key(goal) {
         return Err(Refusal::error(
-            "unknown-goal",
+            Code::UnknownGoal,
             format!("there is no goal {goal}"),
         ));
     }
@@ -37,13 +38,13 @@ pub(super) fn add(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         match state.todos.get(t) {
             None => {
                 return Err(Refusal::error(
-                    "unknown-todo",
+                    Code::UnknownTodo,
                     format!("{t} is not a live todo"),
                 ));
             }
             Some(x) if x.goal != *goal => {
                 return Err(Refusal::usage(
-                    "wrong-goal",
+                    Code::WrongGoal,
                     format!("{t} belongs to goal {}, not {goal}", x.goal),
                 ));
             }

@@ -1,6 +1,7 @@
 //! Rules for `init`, `goal.add` and `goal.set`.
 
 use super::{Change, Effect, Happened, Op, rules::human_only, short};
+use crate::error::Code;
 use crate::error::Refusal;
 use crate::model::{Goal, GoalId, GoalStatus, QuotaPolicy, State};
 
@@ -12,7 +13,7 @@ pub(super) fn init(
 ) -> Result<Effect, Refusal> {
     if !(state.goals.is_empty() && state.agents.is_empty() && state.todos.is_empty()) {
         return Err(Refusal::rule(
-            "already-initialized",
+            Code::AlreadyInitialized,
             "the state already exists",
         ));
     }
@@ -26,7 +27,7 @@ pub(super) fn init(
         }
         (None, None) => Ok(Effect::new(Happened::Initialized, "init")),
         _ => Err(Refusal::usage(
-            "goal-needs-objective",
+            Code::GoalNeedsObjective,
             "--goal and --objective go together",
         )),
     }
@@ -41,7 +42,7 @@ pub(super) fn add(
     human_only(&op.actor, "add a goal")?;
     if state.goals.contains_key(id) {
         return Err(
-            Refusal::rule("goal-exists", format!("goal {id} already exists"))
+            Refusal::rule(Code::GoalExists, format!("goal {id} already exists"))
                 .with_hint(format!("change it with `loopx goal set {id} …`")),
         );
     }
@@ -81,7 +82,7 @@ pub(super) fn set(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
     };
     human_only(&op.actor, "change a goal")?;
     let g = state.goals.get_mut(goal).ok_or_else(|| {
-        Refusal::error("unknown-goal", format!("there is no goal {goal}"))
+        Refusal::error(Code::UnknownGoal, format!("there is no goal {goal}"))
             .with_hint("`loopx goal list` shows the goals")
     })?;
     let objective = objective
@@ -90,13 +91,13 @@ pub(super) fn set(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         .transpose()?;
     if *quota_slots == Some(0) {
         return Err(
-            Refusal::usage("bad-quota", "--quota-slots must be at least 1")
+            Refusal::usage(Code::BadQuota, "--quota-slots must be at least 1")
                 .with_hint("pause the goal instead with --status paused"),
         );
     }
     if quota_window.is_some_and(|w| w.as_secs() == 0) {
         return Err(Refusal::usage(
-            "bad-quota",
+            Code::BadQuota,
             "--quota-window must be longer than 0s",
         ));
     }
@@ -131,7 +132,7 @@ pub(super) fn set(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
     }
     if what.is_empty() {
         return Err(
-            Refusal::usage("nothing-to-set", "goal set needs something to change").with_hint(
+            Refusal::usage(Code::NothingToSet, "goal set needs something to change").with_hint(
                 "pass --objective, --status, --scope, --guard, --quota-slots or --quota-window",
             ),
         );
@@ -151,7 +152,10 @@ pub(super) fn set(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
 pub(super) fn non_empty(text: &str, what: &str) -> Result<String, Refusal> {
     let t = text.trim();
     if t.is_empty() {
-        Err(Refusal::usage("empty-text", format!("the {what} is empty")))
+        Err(Refusal::usage(
+            Code::EmptyText,
+            format!("the {what} is empty"),
+        ))
     } else {
         Ok(t.to_owned())
     }

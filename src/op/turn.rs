@@ -5,6 +5,7 @@
 use sha2::{Digest, Sha256};
 
 use super::{Change, Effect, Happened, Op, apply, goal::non_empty, rules, wrote_back};
+use crate::error::Code;
 use crate::error::Refusal;
 use crate::model::{
     AgentId, AgentStatus, Blocks, GateId, Goal, GoalId, GoalStatus, LastTurn, Outcome, State,
@@ -216,7 +217,7 @@ pub(super) fn refresh(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         .clone();
     if !state.goals.contains_key(goal) {
         return Err(Refusal::error(
-            "unknown-goal",
+            Code::UnknownGoal,
             format!("there is no goal {goal}"),
         ));
     }
@@ -224,13 +225,13 @@ pub(super) fn refresh(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         match state.todos.get(t) {
             None => {
                 return Err(
-                    Refusal::error("unknown-todo", format!("{t} is not a live todo"))
+                    Refusal::error(Code::UnknownTodo, format!("{t} is not a live todo"))
                         .with_hint("`loopx todo list` shows the live todos"),
                 );
             }
             Some(x) if &x.goal != goal => {
                 return Err(Refusal::usage(
-                    "wrong-goal",
+                    Code::WrongGoal,
                     format!("{t} belongs to goal {}, not {goal}", x.goal),
                 ));
             }
@@ -282,7 +283,7 @@ pub(super) fn spend(
     let g = state
         .goals
         .get(goal)
-        .ok_or_else(|| Refusal::error("unknown-goal", format!("there is no goal {goal}")))?;
+        .ok_or_else(|| Refusal::error(Code::UnknownGoal, format!("there is no goal {goal}")))?;
     let window = g.quota.window;
     if state
         .quota
@@ -301,7 +302,7 @@ pub(super) fn spend(
     }
     if op.at.since(issued) > window {
         return Err(Refusal::rule(
-            "token-expired",
+            Code::TokenExpired,
             format!(
                 "the turn token was issued at {issued}, more than the quota window ({window}) ago"
             ),
@@ -310,7 +311,7 @@ pub(super) fn spend(
     }
     if agent.last_writeback.is_none_or(|w| w < issued) {
         return Err(Refusal::rule(
-            "no-writeback",
+            Code::NoWriteback,
             format!(
                 "{} has made no validated writeback since its turn began at {issued}, so no slot is spent",
                 agent.id
@@ -376,7 +377,7 @@ pub(super) fn void(
         .and_then(|l| l.spends.iter_mut().find(|s| s.turn == turn))
         .ok_or_else(|| {
             Refusal::error(
-                "unknown-spend",
+                Code::UnknownSpend,
                 format!("{agent} has no spend for turn {turn}"),
             )
             .with_hint(format!(
@@ -385,7 +386,7 @@ pub(super) fn void(
         })?;
     if spend.void.is_some() {
         return Err(Refusal::rule(
-            "already-voided",
+            Code::AlreadyVoided,
             format!("turn {turn} of {agent} is already voided"),
         ));
     }
@@ -406,7 +407,7 @@ pub(super) fn void(
 pub(super) fn settle(state: &mut State, op: &Op, steps: &[Change]) -> Result<Effect, Refusal> {
     if steps.is_empty() {
         return Err(Refusal::usage(
-            "empty-settle",
+            Code::EmptySettle,
             "settle has nothing to record",
         ));
     }
@@ -418,7 +419,7 @@ pub(super) fn settle(state: &mut State, op: &Op, steps: &[Change]) -> Result<Eff
     for step in steps {
         if matches!(step, Change::Settle { .. }) {
             return Err(Refusal::usage(
-                "nested-settle",
+                Code::NestedSettle,
                 "a settle cannot hold another settle",
             ));
         }

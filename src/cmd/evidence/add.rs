@@ -9,6 +9,7 @@ use sha2::{Digest, Sha256};
 use super::{code_now, fresh_id, target};
 use crate::cmd::TickWire;
 use crate::ctx::Ctx;
+use crate::error::Code;
 use crate::error::{Exit, Refusal};
 use crate::model::{Evidence, EvidenceKind, evidence::Artifact};
 use crate::op::Change;
@@ -59,16 +60,19 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let id = fresh_id(ctx, &args.summary);
     let done = tx::commit(ctx, |state| {
         let (todo, goal) = target(ctx, state, args.todo.as_deref(), args.goal.as_deref())?;
-        Ok(ctx.op(Change::EvidenceAdd {
-            evidence: id.clone(),
-            goal,
-            todo,
-            kind,
-            summary: args.summary.clone(),
-            code: Some(code.clone()),
-            run: None,
-            artifact: artifact.clone(),
-        })?)
+        Ok(tx::op(
+            ctx,
+            Change::EvidenceAdd {
+                evidence: id.clone(),
+                goal,
+                todo,
+                kind,
+                summary: args.summary.clone(),
+                code: Some(code.clone()),
+                run: None,
+                artifact: artifact.clone(),
+            },
+        )?)
     })?;
     let e = done
         .effect
@@ -96,14 +100,14 @@ fn hash_file(ctx: &Ctx, typed: &str) -> Result<Artifact> {
     let bytes = std::fs::read(&path).map_err(|e| {
         anyhow::Error::new(
             Refusal::usage(
-                "bad-artifact",
+                Code::BadArtifact,
                 format!("cannot read the artifact {}: {e}", path.display()),
             )
             .with_hint("give the path of an existing file"),
         )
     })?;
     let shown = ctx
-        .store
+        .store()?
         .workdir()
         .and_then(|root| {
             let root = root.canonicalize().ok()?;

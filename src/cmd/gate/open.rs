@@ -6,6 +6,7 @@ use serde::Serialize;
 use super::GateRef;
 use crate::cmd::{TickWire, pick_goal, slug};
 use crate::ctx::Ctx;
+use crate::error::Code;
 use crate::error::{Exit, Refusal};
 use crate::model::{AgentId, Blocks, GateId, GateKind, State, id::RANDOM_HEX};
 use crate::op::Change;
@@ -60,14 +61,17 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                 break id;
             }
         };
-        Ok(ctx.op(Change::GateOpen {
-            gate,
-            goal,
-            question: args.question.clone(),
-            options,
-            kind: args.kind,
-            blocks,
-        })?)
+        Ok(tx::op(
+            ctx,
+            Change::GateOpen {
+                gate,
+                goal,
+                question: args.question.clone(),
+                options,
+                kind: args.kind,
+                blocks,
+            },
+        )?)
     })?;
     let gate = done.effect.what.gate().expect("gate.open names its gate");
     let g = &done.state.gates[gate];
@@ -97,7 +101,7 @@ fn parse_blocks(state: &State, s: &str) -> Result<Blocks, Refusal> {
         Some(("agent", id)) => Ok(Blocks::Agent(slug("agent", id, AgentId::new)?)),
         Some(("todo", id)) => Ok(Blocks::Todo(state.resolve_todo(id)?)),
         _ => Err(Refusal::usage(
-            "bad-scope",
+            Code::BadScope,
             format!("{s:?} is not a gate scope: use goal, agent:ID or todo:ID"),
         )),
     }

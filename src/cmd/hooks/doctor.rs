@@ -12,7 +12,7 @@ use super::{
     GIT_HOOKS, GIT_MARKER, Scope, backup_path, base, git_hooks_dir, hook_file, owned, program_of,
     read_json, shown, timeout_limit,
 };
-use crate::ctx::Bare;
+use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::hook::Runtime;
 
@@ -79,9 +79,9 @@ fn trust(runtime: Runtime, scope: Scope) -> Option<&'static str> {
     }
 }
 
-pub fn run(bare: &Bare, args: &Args) -> Result<Exit> {
-    let base = base(bare, args.target.scope)?;
-    let loopx = on_path(bare.env.get("PATH").unwrap_or(""), "loopx");
+pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
+    let base = base(ctx, args.target.scope)?;
+    let loopx = on_path(ctx.env.get("PATH").unwrap_or(""), "loopx");
     let mut checks = Vec::new();
     for runtime in args.target.runtime.runtimes() {
         if let Some(file) = hook_file(runtime, &base) {
@@ -91,7 +91,7 @@ pub fn run(bare: &Bare, args: &Args) -> Result<Exit> {
             }
             checks.push(c);
         } else if args.target.scope == Scope::Project {
-            checks.push(check_git(bare, &base));
+            checks.push(check_git(ctx, &base));
         }
     }
     let wired = checks.iter().any(|c| c.by_name);
@@ -101,7 +101,7 @@ pub fn run(bare: &Bare, args: &Args) -> Result<Exit> {
         ok,
         checks,
     };
-    bare.out.emit(&wire, || human(&wire, wired))?;
+    ctx.out.emit(&wire, || human(&wire, wired))?;
     Ok(if ok { Exit::Ok } else { Exit::Error })
 }
 
@@ -244,7 +244,7 @@ fn check_json(runtime: Runtime, path: &Path, base: &Path) -> Check {
     c
 }
 
-fn check_git(bare: &Bare, base: &Path) -> Check {
+fn check_git(ctx: &Ctx, base: &Path) -> Check {
     let mut c = Check {
         runtime: "git",
         file: "-".to_owned(),
@@ -254,7 +254,7 @@ fn check_git(bare: &Bare, base: &Path) -> Check {
         trust: None,
         by_name: false,
     };
-    let dir = match git_hooks_dir(bare) {
+    let dir = match git_hooks_dir(ctx) {
         Ok(d) => d,
         Err(e) => {
             c.problems.push(format!("{e:#}"));

@@ -10,7 +10,8 @@ use super::{
     CODEX_MCP, CURSOR_RULE, Change, GIT_HOOKS, GIT_MARKER, HookFile, Scope, backup_path, base,
     git_hooks_dir, hook_file, merge, pretty, read_json, shown, write_atomic,
 };
-use crate::ctx::Bare;
+use crate::ctx::Ctx;
+use crate::error::Code;
 use crate::error::{Exit, Refusal};
 use crate::hook::Runtime;
 
@@ -50,11 +51,11 @@ struct Wire<'a> {
     changes: &'a [Change],
 }
 
-pub fn run(bare: &Bare, args: &Args) -> Result<Exit> {
-    let base = base(bare, args.target.scope)?;
+pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
+    let base = base(ctx, args.target.scope)?;
     let program = match &args.program {
         Some(p) => p.clone(),
-        None => this_program(bare)?,
+        None => this_program(ctx)?,
     };
     let mut changes = Vec::new();
     for runtime in args.target.runtime.runtimes() {
@@ -82,26 +83,26 @@ pub fn run(bare: &Bare, args: &Args) -> Result<Exit> {
                 action: "skipped",
                 note: Some("git hooks belong to a repository: use --scope project".to_owned()),
             }),
-            Runtime::Git => changes.extend(install_git(bare, &base, args.dry_run)?),
+            Runtime::Git => changes.extend(install_git(ctx, &base, args.dry_run)?),
             _ => {}
         }
     }
-    report(bare, args.target.scope, args.dry_run, &changes)?;
+    report(ctx, args.target.scope, args.dry_run, &changes)?;
     Ok(Exit::Ok)
 }
 
 /// This loopx's absolute path: the `loopx` on PATH when it is this very
 /// file (keeping a package manager's stable link), else the running binary.
-fn this_program(bare: &Bare) -> Result<String> {
+fn this_program(ctx: &Ctx) -> Result<String> {
     let exe = std::env::current_exe().context("finding the loopx binary")?;
     let real = std::fs::canonicalize(&exe).unwrap_or_else(|_| exe.clone());
-    let on_path = std::env::split_paths(bare.env.get("PATH").unwrap_or(""))
+    let on_path = std::env::split_paths(ctx.env.get("PATH").unwrap_or(""))
         .map(|d| d.join("loopx"))
         .find(|p| p.is_absolute() && std::fs::canonicalize(p).is_ok_and(|c| c == real));
     let path = on_path.unwrap_or(real);
     path.to_str().map(str::to_owned).ok_or_else(|| {
         Refusal::usage(
-            "bad-path",
+            Code::BadPath,
             format!("loopx's path {} is not valid UTF-8", path.display()),
         )
         .with_hint("pass --program with a path hooks can run")
@@ -110,13 +111,13 @@ fn this_program(bare: &Bare) -> Result<String> {
 }
 
 /// Prints the changes, one line each.
-pub fn report(bare: &Bare, scope: Scope, dry_run: bool, changes: &[Change]) -> Result<()> {
+pub fn report(ctx: &Ctx, scope: Scope, dry_run: bool, changes: &[Change]) -> Result<()> {
     let wire = Wire {
         scope,
         dry_run,
         changes,
     };
-    bare.out.emit(&wire, || {
+    ctx.out.emit(&wire, || {
         let mut s = String::new();
         for c in changes {
             let action = match c.action {
@@ -190,7 +191,7 @@ fn install_mcp(path: &Path, base: &Path, program: &str, dry_run: bool) -> Result
     };
     let mut doc: toml_edit::DocumentMut = old.as_deref().unwrap_or("").parse().map_err(|e| {
         Refusal::error(
-            "bad-settings",
+            Code::BadSettings,
             format!("{} is not valid TOML: {e}", path.display()),
         )
         .with_hint("fix it and run the command again; nothing was changed")
@@ -275,8 +276,8 @@ fn install_file(
 }
 
 /// The git shims, chaining a hook that is already there.
-fn install_git(bare: &Bare, base: &Path, dry_run: bool) -> Result<Vec<Change>> {
-    let dir = git_hooks_dir(bare)?;
+fn install_git(ctx: &Ctx, base: &Path, dry_run: bool) -> Result<Vec<Change>> {
+    let dir = git_hooks_dir(ctx)?;
     let mut changes = Vec::new();
     for (name, shim) in GIT_HOOKS {
         let path = dir.join(name);

@@ -7,6 +7,7 @@ use serde::Serialize;
 use super::{TodoRef, report};
 use crate::cmd::{TickWire, pick_goal};
 use crate::ctx::Ctx;
+use crate::error::Code;
 use crate::error::{Exit, Refusal};
 use crate::model::{Todo, TodoId};
 use crate::op::{Change, Happened, rules};
@@ -64,7 +65,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     } else if args.no_sync {
         false
     } else {
-        ctx.config.claim_sync
+        ctx.config()?.claim_sync
     };
     if synced {
         // Claim against the freshest state there is.
@@ -94,11 +95,14 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             }
         };
         let epoch = state.todos[&todo].epoch;
-        Ok(ctx.op(Change::TodoClaim {
-            todo,
-            epoch,
-            lease: args.ttl.unwrap_or(state.meta.settings.lease),
-        })?)
+        Ok(tx::op(
+            ctx,
+            Change::TodoClaim {
+                todo,
+                epoch,
+                lease: args.ttl.unwrap_or(state.meta.settings.lease),
+            },
+        )?)
     })?;
     let human = |t: &Todo| {
         if args.next {
@@ -137,7 +141,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         // Another machine may have finished and archived it meanwhile.
         let t = state.todos.get(id).cloned().ok_or_else(|| {
             crate::error::Refusal::error(
-                "unknown-todo",
+                Code::UnknownTodo,
                 format!("{id} left the live state during the sync (done and archived elsewhere)"),
             )
             .with_hint(format!("`loopx todo show {id}` finds it in the archive"))
