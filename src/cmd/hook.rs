@@ -151,8 +151,16 @@ fn run(global: &Global, args: &Args) -> Result<Reply> {
             }
         }),
         Event::Prompt => prompt(&ctx, &agent, &session),
-        Event::Stop => stop(&ctx, &agent, &input, &session),
-        Event::End => end(&ctx, &agent, &input, &session, &mut reply.notes),
+        Event::Stop => stop(&ctx, &agent, &input, &session).and_then(|a| match (runtime, &a) {
+            // Gemini CLI does not wait for its SessionEnd hook, so a tick
+            // written there may never land: the end of the turn is recorded
+            // when the agent stops (AfterAgent, which it waits for).
+            (Runtime::Gemini, Answer::Nothing) => {
+                end(&ctx, &agent, &input, &session, None).map(|_| a)
+            }
+            _ => Ok(a),
+        }),
+        Event::End => end(&ctx, &agent, &input, &session, Some(&mut reply.notes)),
         Event::PreCompact | Event::Tool | Event::PrePush | Event::PostMerge => Ok(Answer::Nothing),
     };
     match outcome {
@@ -407,17 +415,19 @@ fn stop(ctx: &Ctx, agent: &AgentId, input: &Input, session: &SessionFile) -> Res
 }
 
 /// The session ends: record the end of the turn if the agent did loopx work
-/// in it without recording it, and say what it still holds. Releases
-/// nothing.
+/// in it without recording it, and say what it still holds (in `notes`;
+/// None when the session goes on: Gemini's stop). Releases nothing.
 fn end(
     ctx: &Ctx,
     agent: &AgentId,
     input: &Input,
     session: &SessionFile,
-    notes: &mut Vec<String>,
+    notes: Option<&mut Vec<String>>,
 ) -> Result<Answer> {
     let s = session.load();
-    session.remove();
+    if notes.is_some() {
+        session.remove();
+    }
     let snap = tx::load(ctx)?;
     let state = &snap.state;
     let Some(a) = state
@@ -433,7 +443,14 @@ fn end(
         .filter(|t| t.status == TodoStatus::Claimed && t.owner() == Some(agent))
         .collect();
     claims.sort_by(|x, y| rules::pick_order(x, y));
-    let since = |at: Option<Timestamp>| match (at, s.started) {
+    // At a session's end, anything recorded since it started counts; at
+    // Gemini's stop, only what was recorded since the last prompt or nudge.
+    let from = if notes.is_some() {
+        s.started
+    } else {
+        s.started.max(s.nudged)
+    };
+    let since = |at: Option<Timestamp>| match (at, from) {
         (Some(at), Some(start)) => at >= start,
         _ => false,
     };
@@ -473,6 +490,9 @@ fn end(
             })?;
         }
     }
+    let Some(notes) = notes else {
+        return Ok(Answer::Nothing);
+    };
     for t in claims {
         let until = t
             .claim

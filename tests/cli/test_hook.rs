@@ -251,14 +251,14 @@ fn cursor_answers_each_event() {
             r#"{"additional_context":"loopx: you are agent cursor-465e33b3.\ngoal main: Ship the parser\nready: t-1dc8e030 P1 \"Write the parser\"\nquota: 48 of 48 slots left per 1d\nNext: claim t-1dc8e030 \"Write the parser\" with `loopx todo claim t-1dc8e030`.\nTurn token: lxt1:main:cursor-465e33b3:99fc57cb5f4a0d77:1796029440. End the turn with `loopx settle --turn lxt1:main:cursor-465e33b3:99fc57cb5f4a0d77:1796029440 --todo t-1dc8e030 --outcome advanced|blocked|unchanged [--done] [-- CHECK]`.","env":{"LOOPX_AGENT":"cursor-465e33b3"}}
 "#,
             r#""#,
-            r#"{"continue":true,"additional_context":"loopx: since your last prompt:\n- gate g-f3a5792a is open: \"May I publish 1.0?\""}
-"#,
+            // Cursor drops context at beforeSubmitPrompt: loopx answers nothing.
+            r#""#,
             r#"{"permission":"deny","user_message":"loopx: `npm publish` waits on gate g-f3a5792a (publish): \"May I publish 1.0?\". Only a human can answer it; until then do not run this or anything that does the same.","agent_message":"loopx: `npm publish` waits on gate g-f3a5792a (publish): \"May I publish 1.0?\". Only a human can answer it; until then do not run this or anything that does the same."}
 "#,
             r#""#,
             r#""#,
-            r#"{"continue":true,"additional_context":"loopx: since your last prompt:\n- gate g-f3a5792a was answered approve by Ada Lovelace: \"May I publish 1.0?\""}
-"#,
+            // Cursor drops context at beforeSubmitPrompt: loopx answers nothing.
+            r#""#,
             r#"{"followup_message":"loopx: you still hold t-1dc8e030 \"Write the parser\", lease 37m left, and 48 of 48 slots remain: keep working on it. Record each step with `loopx settle --turn lxt1:main:cursor-465e33b3:3c39fef4869380d2:1796030040 --todo t-1dc8e030 --outcome advanced [--done] [-- CHECK]`. To stop instead, say why with `loopx refresh-state --outcome blocked --todo t-1dc8e030 --next-action TEXT`, or give it up with `loopx todo update t-1dc8e030 --status open`."}
 "#,
             r#""#,
@@ -284,7 +284,7 @@ fn gemini_answers_each_event() {
             r#""#,
             r#"{"hookSpecificOutput":{"hookEventName":"BeforeAgent","additionalContext":"loopx: since your last prompt:\n- gate g-f3a5792a was answered approve by Ada Lovelace: \"May I publish 1.0?\""}}
 "#,
-            r#"{"decision":"deny","reason":"loopx: you still hold t-1dc8e030 \"Write the parser\", lease 37m left, and 48 of 48 slots remain: keep working on it. Record each step with `loopx settle --turn lxt1:main:gemini-1ba991ff:4e38f53dce48908a:1796030040 --todo t-1dc8e030 --outcome advanced [--done] [-- CHECK]`. To stop instead, say why with `loopx refresh-state --outcome blocked --todo t-1dc8e030 --next-action TEXT`, or give it up with `loopx todo update t-1dc8e030 --status open`."}
+            r#"{"decision":"deny","reason":"loopx: you still hold t-1dc8e030 \"Write the parser\", lease 37m left, and 48 of 48 slots remain: keep working on it. Record each step with `loopx settle --turn lxt1:main:gemini-1ba991ff:f5bbd6688db9b71f:1796030040 --todo t-1dc8e030 --outcome advanced [--done] [-- CHECK]`. To stop instead, say why with `loopx refresh-state --outcome blocked --todo t-1dc8e030 --next-action TEXT`, or give it up with `loopx todo update t-1dc8e030 --status open`."}
 "#,
             r#""#,
             r#"loopx: gemini-1ba991ff keeps t-1dc8e030 "Write the parser" until 2026-11-30T09:51:00Z; nothing was released (`loopx todo release t-1dc8e030` gives it up).
@@ -596,4 +596,34 @@ fn git_hooks_note_a_state_that_differs_from_the_remote_copy() {
     )
     .ok();
     assert_eq!(other.stderr, "");
+}
+
+/// Gemini CLI does not wait for its SessionEnd hook: the end of the turn is
+/// recorded when the agent stops (AfterAgent), with no SessionEnd at all;
+/// Claude Code's stop records nothing (its SessionEnd is awaited).
+#[test]
+fn gemini_records_the_end_of_the_turn_when_the_agent_stops() {
+    for (rt, recorded) in [(&GEMINI, true), (&CLAUDE, false)] {
+        let env = TestEnv::with_board();
+        let t = env.add("Write the parser", &[]);
+        hook(&env, rt.runtime, rt.start.0, rt.start.1);
+        hook(&env, rt.runtime, rt.prompt.0, rt.prompt.1);
+        env.agent(rt.agent, &["todo", "claim", &t]).ok();
+        let before = env.ticks();
+        let out = hook(&env, rt.runtime, rt.stop.0, rt.stop_guarded);
+        assert_eq!(out.stdout, "", "{}", rt.runtime);
+        let subject = env.git(&["log", "-1", "--format=%s", "refs/loopx/state"]);
+        if recorded {
+            assert_eq!(env.ticks(), before + 1);
+            assert!(
+                subject.starts_with(&format!("refresh {} unchanged: next resume {t}", rt.agent)),
+                "{subject}"
+            );
+            // A second stop with nothing new since records nothing more.
+            hook(&env, rt.runtime, rt.stop.0, rt.stop_guarded);
+            assert_eq!(env.ticks(), before + 1);
+        } else {
+            assert_eq!(env.ticks(), before, "{}: {subject}", rt.runtime);
+        }
+    }
 }
