@@ -102,7 +102,7 @@ pub fn caller(flag: Option<&str>, env: &Env) -> Result<Caller, Refusal> {
             .map_err(|e| Refusal::usage(Code::BadId, e));
     }
     // (runtime, marker variables, session-id variable)
-    let runtimes: [(&'static str, &[&'static str], &'static str); 4] = [
+    let runtimes: [(&'static str, &[&'static str], &'static str); 5] = [
         (
             "claude-code",
             &[
@@ -127,6 +127,8 @@ pub fn caller(flag: Option<&str>, env: &Env) -> Result<Caller, Refusal> {
             &["CURSOR_AGENT", "CURSOR_CONVERSATION_ID"],
             "CURSOR_CONVERSATION_ID",
         ),
+        // Set by loopx's OpenCode plugin (`shell.env`).
+        ("opencode", &["OPENCODE_SESSION_ID"], "OPENCODE_SESSION_ID"),
     ];
     for (_, markers, session) in runtimes {
         for key in markers.iter().chain([&session]) {

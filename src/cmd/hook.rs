@@ -35,15 +35,16 @@ use crate::tx;
 
 /// Answer an agent runtime's hook: read its JSON on stdin, reply in its own JSON
 ///
-/// Runtimes: claude-code (or claude), codex, cursor, gemini, and git for the
-/// git shims. Events as each runtime names them: SessionStart,
+/// Runtimes: claude-code (or claude), codex, cursor, gemini, opencode, and
+/// git for the git shims. Events as each runtime names them: SessionStart,
 /// UserPromptSubmit, PreToolUse, Stop, SessionEnd, PreCompact (Claude Code,
 /// Codex); sessionStart, beforeSubmitPrompt, beforeShellExecution, stop,
 /// sessionEnd (Cursor); SessionStart, BeforeAgent, BeforeTool, AfterAgent,
-/// SessionEnd (Gemini CLI); pre-push, post-merge (git). Always exits 0.
+/// SessionEnd (Gemini CLI); SessionStart, UserPromptSubmit, PreToolUse, Stop
+/// (OpenCode's plugin); pre-push, post-merge (git). Always exits 0.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// claude-code, codex, cursor, gemini or git
+    /// claude-code, codex, cursor, gemini, opencode or git
     #[arg(allow_hyphen_values = true)]
     runtime: Option<String>,
     /// The event, spelled as the runtime names it
@@ -92,7 +93,9 @@ fn run(global: &Global, args: &Args) -> Result<Reply> {
     let env = Env::capture();
     let name = args.runtime.as_deref().unwrap_or("");
     let runtime = Runtime::parse(name).ok_or_else(|| {
-        anyhow!("unknown runtime {name:?} (use claude-code, codex, cursor, gemini or git)")
+        anyhow!(
+            "unknown runtime {name:?} (use claude-code, codex, cursor, gemini, opencode or git)"
+        )
     })?;
     let typed = args.event.as_deref().unwrap_or("");
     let (_, event) = runtime.event(typed).ok_or_else(|| {
@@ -153,9 +156,10 @@ fn run(global: &Global, args: &Args) -> Result<Reply> {
         Event::Prompt => prompt(&ctx, &agent, &session),
         Event::Stop => stop(&ctx, &agent, &input, &session).and_then(|a| match (runtime, &a) {
             // Gemini CLI does not wait for its SessionEnd hook, so a tick
-            // written there may never land: the end of the turn is recorded
-            // when the agent stops (AfterAgent, which it waits for).
-            (Runtime::Gemini, Answer::Nothing) => {
+            // written there may never land, and OpenCode has none: the end
+            // of the turn is recorded when the agent stops (AfterAgent,
+            // which Gemini waits for; session.idle).
+            (Runtime::Gemini | Runtime::OpenCode, Answer::Nothing) => {
                 end(&ctx, &agent, &input, &session, None).map(|_| a)
             }
             _ => Ok(a),
@@ -344,7 +348,7 @@ fn tool(dir: Option<PathBuf>, agent: Option<&AgentId>, runtime: Runtime, input: 
         return Answer::Nothing;
     };
     let shell = match runtime {
-        Runtime::ClaudeCode | Runtime::Codex => hook::claude::is_shell(tool),
+        Runtime::ClaudeCode | Runtime::Codex | Runtime::OpenCode => hook::claude::is_shell(tool),
         Runtime::Gemini => hook::gemini::is_shell(tool),
         Runtime::Cursor | Runtime::Git => true,
     };

@@ -63,7 +63,7 @@ pub fn hook_file(runtime: Runtime, base: &Path) -> Option<HookFile> {
             include_str!("../../hooks/gemini/settings.fragment.json"),
             "BeforeTool",
         ),
-        Runtime::Git => return None,
+        Runtime::OpenCode | Runtime::Git => return None,
     };
     Some(HookFile {
         runtime,
@@ -75,6 +75,31 @@ pub fn hook_file(runtime: Runtime, base: &Path) -> Option<HookFile> {
 }
 
 pub const CODEX_MCP: &str = include_str!("../../hooks/codex/config.fragment.toml");
+/// The OpenCode plugin; [`opencode_plugin`] points it at a loopx.
+pub const OPENCODE_PLUGIN: &str = include_str!("../../hooks/opencode/loopx.js");
+/// The line in the plugin that names the loopx it runs.
+const OPENCODE_PROGRAM: &str = "const LOOPX = \"loopx\";";
+/// The line that marks the plugin as loopx's.
+pub const OPENCODE_MARKER: &str = "// loopx-managed plugin";
+
+/// The OpenCode plugin, running `program`.
+pub fn opencode_plugin(program: &str) -> String {
+    let quoted = serde_json::to_string(program).expect("a string serializes");
+    OPENCODE_PLUGIN.replacen(OPENCODE_PROGRAM, &format!("const LOOPX = {quoted};"), 1)
+}
+
+/// The loopx an installed OpenCode plugin runs, if the file is loopx's.
+pub fn opencode_program(plugin: &str) -> Option<String> {
+    if !plugin.starts_with(OPENCODE_MARKER) {
+        return None;
+    }
+    let line = plugin.lines().find(|l| l.starts_with("const LOOPX = "))?;
+    let value = line
+        .trim_start_matches("const LOOPX = ")
+        .trim_end_matches(';');
+    serde_json::from_str(value).ok()
+}
+
 pub const CURSOR_RULE: &str = include_str!("../../hooks/cursor/rules/loopx.mdc");
 pub const GIT_HOOKS: [(&str, &str); 2] = [
     ("pre-push", include_str!("../../hooks/git/pre-push")),
@@ -439,6 +464,18 @@ mod tests {
         assert!(!owned("my-loopx hook"));
         assert!(owned("'/opt/my tools/loopx' hook gemini BeforeTool"));
         assert!(owned("\"/opt/x/loopx\" hook cursor stop"));
+    }
+
+    #[test]
+    fn the_opencode_plugin_names_its_program() {
+        assert!(OPENCODE_PLUGIN.contains(OPENCODE_PROGRAM));
+        let p = opencode_plugin("/opt/my \"tools\"/loopx");
+        assert_eq!(
+            opencode_program(&p).as_deref(),
+            Some("/opt/my \"tools\"/loopx")
+        );
+        assert_eq!(opencode_program(OPENCODE_PLUGIN).as_deref(), Some("loopx"));
+        assert_eq!(opencode_program("export const X = 1;"), None);
     }
 
     #[test]

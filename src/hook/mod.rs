@@ -24,15 +24,19 @@ pub enum Runtime {
     Codex,
     Cursor,
     Gemini,
+    /// OpenCode, through the plugin in `hooks/opencode/` (Claude Code's
+    /// wire format).
+    OpenCode,
     Git,
 }
 
 impl Runtime {
-    pub const ALL: [Runtime; 5] = [
+    pub const ALL: [Runtime; 6] = [
         Runtime::ClaudeCode,
         Runtime::Codex,
         Runtime::Cursor,
         Runtime::Gemini,
+        Runtime::OpenCode,
         Runtime::Git,
     ];
 
@@ -43,6 +47,7 @@ impl Runtime {
             "codex" => Some(Runtime::Codex),
             "cursor" => Some(Runtime::Cursor),
             "gemini" => Some(Runtime::Gemini),
+            "opencode" => Some(Runtime::OpenCode),
             "git" => Some(Runtime::Git),
             _ => None,
         }
@@ -54,6 +59,7 @@ impl Runtime {
             Runtime::Codex => "codex",
             Runtime::Cursor => "cursor",
             Runtime::Gemini => "gemini",
+            Runtime::OpenCode => "opencode",
             Runtime::Git => "git",
         }
     }
@@ -65,7 +71,9 @@ impl Runtime {
             Runtime::Codex => crate::model::Runtime::Codex,
             Runtime::Cursor => crate::model::Runtime::Cursor,
             Runtime::Gemini => crate::model::Runtime::Gemini,
-            Runtime::Git => crate::model::Runtime::Custom,
+            // The stored runtimes have no `opencode` yet (adding it is a
+            // format change): recorded as custom.
+            Runtime::OpenCode | Runtime::Git => crate::model::Runtime::Custom,
         }
     }
 
@@ -94,6 +102,14 @@ impl Runtime {
                 ("BeforeTool", Event::Tool),
                 ("AfterAgent", Event::Stop),
                 ("SessionEnd", Event::End),
+            ],
+            // The plugin's names for session.created, chat.message,
+            // tool.execute.before and session.idle.
+            Runtime::OpenCode => &[
+                ("SessionStart", Event::Start),
+                ("UserPromptSubmit", Event::Prompt),
+                ("PreToolUse", Event::Tool),
+                ("Stop", Event::Stop),
             ],
             Runtime::Git => &[
                 ("pre-push", Event::PrePush),
@@ -175,6 +191,7 @@ impl Runtime {
                 "PreCompress",
                 "Notification",
             ],
+            Runtime::OpenCode => &["SessionStart", "UserPromptSubmit", "PreToolUse", "Stop"],
             Runtime::Git => &["pre-push", "post-merge"],
         }
     }
@@ -237,7 +254,7 @@ pub fn parse_input(runtime: Runtime, event: Event, bytes: &[u8]) -> Result<Input
         return Err("stdin is not a JSON object".to_owned());
     }
     Ok(match runtime {
-        Runtime::ClaudeCode | Runtime::Codex => claude::input(&v),
+        Runtime::ClaudeCode | Runtime::Codex | Runtime::OpenCode => claude::input(&v),
         Runtime::Cursor => cursor::input(event, &v),
         Runtime::Gemini => gemini::input(&v),
         Runtime::Git => Input::default(),
@@ -268,7 +285,7 @@ pub fn render(runtime: Runtime, event: Event, answer: &Answer) -> Option<Value> 
         return None;
     }
     match runtime {
-        Runtime::ClaudeCode | Runtime::Codex => claude::answer(event, answer),
+        Runtime::ClaudeCode | Runtime::Codex | Runtime::OpenCode => claude::answer(event, answer),
         Runtime::Cursor => cursor::answer(event, answer),
         Runtime::Gemini => gemini::answer(event, answer),
         Runtime::Git => None,

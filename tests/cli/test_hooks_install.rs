@@ -66,6 +66,7 @@ codex        .codex/config.toml: updated (backup .codex/config.toml.loopx-backup
 cursor       .cursor/hooks.json: created
 cursor       .cursor/rules/loopx.mdc: created
 gemini       .gemini/settings.json: updated (backup .gemini/settings.json.loopx-backup)
+opencode     .opencode/plugins/loopx.js: created
 git          .githooks/pre-push: updated (chains the hook that was there, kept as .githooks/pre-push.loopx-backup)
 git          .githooks/post-merge: created
 ",
@@ -148,6 +149,7 @@ codex        .codex/config.toml: restored
 cursor       .cursor/hooks.json: removed
 cursor       .cursor/rules/loopx.mdc: removed
 gemini       .gemini/settings.json: restored
+opencode     .opencode/plugins/loopx.js: removed
 git          .githooks/pre-push: restored
 git          .githooks/post-merge: removed
 ",
@@ -157,6 +159,7 @@ git          .githooks/post-merge: removed
         assert!(!Path::new(&format!("{}.loopx-backup", path.display())).exists());
     }
     assert!(!env.repo.join(".cursor").exists());
+    assert!(!env.repo.join(".opencode").exists());
     assert!(!env.repo.join(".codex/hooks.json").exists());
     assert!(!env.repo.join(".githooks/post-merge").exists());
 }
@@ -201,6 +204,7 @@ claude-code  .claude/settings.json: created
 codex        .codex/hooks.json: created
 cursor       .cursor/hooks.json: created
 gemini       .gemini/settings.json: updated (backup .gemini/settings.json.loopx-backup)
+opencode     .config/opencode/plugins/loopx.js: created
 git          -: skipped (git hooks belong to a repository: use --scope project)
 ",
     );
@@ -587,4 +591,61 @@ fn doctor_checks_the_program_each_hook_runs_and_the_runtime_timeout_limits() {
         v["hooks"]["Stop"][0]["hooks"][0]["command"],
         "loopx hook codex Stop"
     );
+}
+
+#[test]
+fn the_opencode_plugin_is_placed_pointed_at_this_loopx_checked_and_removed() {
+    let env = TestEnv::with_board();
+    let out = env
+        .loopx(&["hooks", "install", "--runtime", "opencode"])
+        .ok();
+    assert_text(
+        &out.stdout,
+        "opencode     .opencode/plugins/loopx.js: created\n",
+    );
+    let plugin = env.repo.join(".opencode/plugins/loopx.js");
+    let text = read(&plugin);
+    assert!(text.starts_with("// loopx-managed plugin"), "{text}");
+    assert!(
+        text.contains(&format!("const LOOPX = \"{}\";", exe())),
+        "{text}"
+    );
+    // Idempotent.
+    let again = env
+        .loopx(&["hooks", "install", "--runtime", "opencode"])
+        .ok();
+    assert_text(
+        &again.stdout,
+        "opencode     .opencode/plugins/loopx.js: unchanged\n",
+    );
+    let doctor = |env: &TestEnv| {
+        crate::common::run(env.command().env("PATH", "/usr/bin:/bin").args([
+            "hooks",
+            "doctor",
+            "--runtime",
+            "opencode",
+            "--json",
+        ]))
+    };
+    let ok = doctor(&env).ok().json();
+    assert_eq!(ok["checks"][0]["status"], "wired", "{ok}");
+    write(&plugin, &text.replace(&exe(), "/nowhere/loopx"));
+    let bad = doctor(&env).code(1).json();
+    assert!(
+        bad["checks"][0]["problems"][0]
+            .as_str()
+            .unwrap()
+            .contains("runs /nowhere/loopx, which is not there"),
+        "{bad}"
+    );
+    // A file of the user's at that path is left alone by uninstall.
+    env.loopx(&["hooks", "uninstall", "--runtime", "opencode"])
+        .ok();
+    assert!(!env.repo.join(".opencode").exists());
+    write(&plugin, "export const Mine = async () => ({});\n");
+    let out = env
+        .loopx(&["hooks", "uninstall", "--runtime", "opencode"])
+        .ok();
+    assert_eq!(out.stdout, "");
+    assert_eq!(read(&plugin), "export const Mine = async () => ({});\n");
 }

@@ -75,6 +75,9 @@ fn trust(runtime: Runtime, scope: Scope) -> Option<&'static str> {
         (Runtime::Gemini, Scope::User) => {
             Some("Gemini CLI runs hooks since v0.27; check them with /hooks")
         }
+        (Runtime::OpenCode, _) => Some(
+            "OpenCode loads plugins when it starts: restart it after installing or changing the plugin",
+        ),
         (Runtime::Git, _) => None,
     }
 }
@@ -84,7 +87,14 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let loopx = on_path(ctx.env.get("PATH").unwrap_or(""), "loopx");
     let mut checks = Vec::new();
     for runtime in args.target.runtime.runtimes() {
-        if let Some(file) = hook_file(runtime, &base) {
+        if runtime == Runtime::OpenCode {
+            let path = super::opencode_plugin_path(&base, args.target.scope);
+            let mut c = check_opencode(&path, &base);
+            if c.status != "absent" {
+                c.trust = trust(runtime, args.target.scope);
+            }
+            checks.push(c);
+        } else if let Some(file) = hook_file(runtime, &base) {
             let mut c = check_json(runtime, &file.path, &base);
             if c.status != "absent" {
                 c.trust = trust(runtime, args.target.scope);
@@ -240,6 +250,53 @@ fn check_json(runtime: Runtime, path: &Path, base: &Path) -> Check {
         "absent"
     } else {
         "wired"
+    };
+    c
+}
+
+/// The OpenCode plugin: loopx's, and the loopx it runs is there.
+fn check_opencode(path: &Path, base: &Path) -> Check {
+    let mut c = Check {
+        runtime: Runtime::OpenCode.as_str(),
+        file: shown(path, base),
+        status: "absent",
+        events: Vec::new(),
+        problems: Vec::new(),
+        trust: None,
+        by_name: false,
+    };
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return c;
+    };
+    let Some(program) = super::opencode_program(&text) else {
+        c.problems.push(
+            "not loopx's plugin (no loopx-managed marker); move it away and install again"
+                .to_owned(),
+        );
+        c.status = "broken";
+        return c;
+    };
+    if program.contains('/') {
+        if !is_executable(Path::new(&program)) {
+            c.problems.push(format!(
+                "the plugin runs {program}, which is not there or not executable (loopx moved?): run `loopx hooks install --runtime opencode` again"
+            ));
+        }
+    } else {
+        c.by_name = true;
+    }
+    c.events = [
+        "session.created",
+        "chat.message",
+        "tool.execute.before",
+        "session.idle",
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    c.status = if c.problems.is_empty() {
+        "wired"
+    } else {
+        "broken"
     };
     c
 }

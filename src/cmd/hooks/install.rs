@@ -77,6 +77,16 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                     args.dry_run,
                 )?);
             }
+            Runtime::OpenCode => {
+                let path = super::opencode_plugin_path(&base, args.target.scope);
+                changes.push(install_file(
+                    runtime,
+                    &path,
+                    &base,
+                    &super::opencode_plugin(&program),
+                    args.dry_run,
+                )?);
+            }
             Runtime::Git if args.target.scope == Scope::User => changes.push(Change {
                 runtime: "git",
                 file: "-".to_owned(),

@@ -47,6 +47,8 @@ pub enum Which {
     Codex,
     Cursor,
     Gemini,
+    #[value(name = "opencode")]
+    OpenCode,
     Git,
     All,
 }
@@ -58,6 +60,7 @@ impl Which {
             Which::Codex => vec![Runtime::Codex],
             Which::Cursor => vec![Runtime::Cursor],
             Which::Gemini => vec![Runtime::Gemini],
+            Which::OpenCode => vec![Runtime::OpenCode],
             Which::Git => vec![Runtime::Git],
             Which::All => Runtime::ALL.to_vec(),
         }
@@ -67,7 +70,7 @@ impl Which {
 /// The `--runtime` and `--scope` every hooks command takes.
 #[derive(clap::Args, Debug)]
 pub struct Target {
-    /// claude-code, codex, cursor, gemini, git, or all of them
+    /// claude-code, codex, cursor, gemini, opencode, git, or all of them
     #[arg(long, value_enum, value_name = "RUNTIME", default_value = "all")]
     pub runtime: Which,
     /// project (this repository) or user (the home directory)
@@ -81,6 +84,15 @@ pub struct Target {
 pub enum Scope {
     Project,
     User,
+}
+
+/// Where OpenCode loads loopx's plugin from: `.opencode/plugins/` in a
+/// project, `~/.config/opencode/plugins/` for a user.
+pub fn opencode_plugin_path(base: &std::path::Path, scope: Scope) -> PathBuf {
+    match scope {
+        Scope::Project => base.join(".opencode/plugins/loopx.js"),
+        Scope::User => base.join(".config/opencode/plugins/loopx.js"),
+    }
 }
 
 /// Where a scope's files live: the repository's worktree root, or `HOME`.

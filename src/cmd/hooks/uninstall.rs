@@ -58,6 +58,14 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                     changes.push(c);
                 }
             }
+            Runtime::OpenCode => {
+                let path = super::opencode_plugin_path(&base, args.target.scope);
+                let ours = std::fs::read_to_string(&path)
+                    .is_ok_and(|t| super::opencode_program(&t).is_some());
+                if ours && let Some(c) = uninstall_file(runtime, &path, &base, args.dry_run)? {
+                    changes.push(c);
+                }
+            }
             Runtime::Git if args.target.scope == Scope::Project => {
                 changes.extend(uninstall_git(ctx, &base, args.dry_run)?);
             }
