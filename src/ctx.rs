@@ -12,6 +12,7 @@ use sha2::{Digest, Sha256};
 use crate::config::Config;
 use crate::error::Code;
 use crate::error::Refusal;
+use crate::hook::Runtime;
 use crate::model::{Actor, AgentId};
 use crate::output::{Format, Out};
 use crate::store::{Person, Store};
@@ -101,36 +102,13 @@ pub fn caller(flag: Option<&str>, env: &Env) -> Result<Caller, Refusal> {
             .map(Caller::Agent)
             .map_err(|e| Refusal::usage(Code::BadId, e));
     }
-    // (runtime, marker variables, session-id variable)
-    let runtimes: [(&'static str, &[&'static str], &'static str); 5] = [
-        (
-            "claude-code",
-            &[
-                "CLAUDECODE",
-                "CLAUDE_CODE_ENTRYPOINT",
-                "CLAUDE_CODE_SESSION_ID",
-            ],
-            "CLAUDE_CODE_SESSION_ID",
-        ),
-        (
-            "codex",
-            &["CODEX_THREAD_ID", "CODEX_SANDBOX"],
-            "CODEX_THREAD_ID",
-        ),
-        (
-            "gemini",
-            &["GEMINI_CLI", "GEMINI_SESSION_ID"],
-            "GEMINI_SESSION_ID",
-        ),
-        (
-            "cursor",
-            &["CURSOR_AGENT", "CURSOR_CONVERSATION_ID"],
-            "CURSOR_CONVERSATION_ID",
-        ),
-        // Set by loopx's OpenCode plugin (`shell.env`).
-        ("opencode", &["OPENCODE_SESSION_ID"], "OPENCODE_SESSION_ID"),
-    ];
-    for (_, markers, session) in runtimes {
+    // The runtimes' markers, in the order of `Runtime::ALL`: the first
+    // runtime with a marker set is the one.
+    let runtimes = Runtime::ALL.iter().filter_map(|r| {
+        r.identity()
+            .map(|(markers, session)| (r.as_str(), markers, session))
+    });
+    for (_, markers, session) in runtimes.clone() {
         for key in markers.iter().chain([&session]) {
             env.utf8(key)?;
         }
