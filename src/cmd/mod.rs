@@ -3,7 +3,6 @@
 //! This module dispatches and holds the small helpers commands share.
 
 pub mod agent;
-pub mod brief;
 pub mod completions;
 pub mod demo;
 pub mod diff;
@@ -30,8 +29,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::ctx::Ctx;
-use crate::error::Code;
-use crate::error::{Exit, Refusal};
+use crate::error::{Code, Exit, Refusal};
 use crate::model::{GoalId, State};
 use crate::tx::Committed;
 

@@ -324,7 +324,7 @@ fn loose_bool<'de, D: serde::Deserializer<'de>>(d: D) -> Result<bool, D::Error> 
     Ok(<Value as serde::Deserialize>::deserialize(d)?.as_bool() == Some(true))
 }
 
-/// [`CommonInput`] normalised.
+/// The common hook input (Claude Code's shape), normalised.
 pub fn common_input(v: &Value) -> Input {
     let i: CommonInput = serde_json::from_value(v.clone()).unwrap_or_default();
     let command = match &i.tool_input {

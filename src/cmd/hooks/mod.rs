@@ -19,8 +19,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::ctx::Ctx;
-use crate::error::Code;
-use crate::error::{Exit, Refusal};
+use crate::error::{Code, Exit, Refusal};
 use crate::hook::Runtime;
 pub use crate::hook::installer::*;
 
