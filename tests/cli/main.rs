@@ -24,6 +24,7 @@ mod test_mcp_sdk;
 mod test_opencode;
 mod test_race;
 mod test_repos;
+mod test_runtimes;
 mod test_shell;
 mod test_show;
 mod test_status;
