@@ -14,6 +14,7 @@
 //! identity ([`Server::agent`]). With neither the call is refused: an MCP
 //! call never acts as the human whose git identity the server runs under.
 
+mod args;
 pub mod tools;
 
 use clap::Parser;
