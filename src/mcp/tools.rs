@@ -1,6 +1,6 @@
 //! The tools `loopx mcp` serves: one per loopx command of an agent's turn,
 //! each a table row that says how its JSON arguments become the command's
-//! words ([`super::args`]). Argument names are the CLI's JSON keys
+//! words (`mcp/args.rs`). Argument names are the CLI's JSON keys
 //! (`turn_token`, `epoch`, `next_action`), so what one tool returns feeds
 //! the next as it is.
 
