@@ -329,6 +329,8 @@ fn check_git(ctx: &Ctx, base: &Path) -> Check {
             continue;
         }
         c.events.push(name.to_owned());
+        // The shims run `loopx` by name (and do nothing without it).
+        c.by_name = true;
         if !is_executable(&path) {
             c.problems.push(format!(
                 "{} is not executable (chmod +x)",
