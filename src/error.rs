@@ -87,6 +87,7 @@ codes! {
     BadConfig => "bad-config",
     BadEnv => "bad-env",
     BadId => "bad-id",
+    BadPath => "bad-path",
     BadQuota => "bad-quota",
     BadRange => "bad-range",
     BadRemote => "bad-remote",
