@@ -24,6 +24,7 @@ pub mod mcp;
 pub mod model;
 pub mod op;
 pub mod output;
+pub mod redact;
 pub mod run;
 pub mod store;
 pub mod sync;

@@ -127,6 +127,7 @@ fn run(
         // Never move the ref to a state this binary cannot read back.
         for (path, bytes) in &changes {
             if let Some(bytes) = bytes {
+                op::limits::file(path, bytes.len())?;
                 files::check_file(path, bytes).map_err(|r| {
                     anyhow::anyhow!(
                         "refusing to write {path}, which would not read back: {}",

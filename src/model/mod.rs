@@ -32,7 +32,7 @@ use crate::error::Refusal;
 use crate::time::Span;
 
 /// The format version this binary writes, in `loopx.toml`.
-pub const FORMAT: u32 = 1;
+pub const FORMAT: u32 = 2;
 
 /// The whole state at one tick.
 #[derive(Clone, Debug, PartialEq, Default)]

@@ -404,7 +404,7 @@ pub(super) fn done(
                 )
                 .with_hint(format!("run `loopx todo done {id}`, which runs it first")));
             }
-            Some(run) if run.argv != v.argv => {
+            Some(run) if !run.ran(&v.argv) => {
                 return Err(Refusal::conflict(
                     "validation-changed",
                     format!(

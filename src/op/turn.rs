@@ -4,7 +4,7 @@
 
 use sha2::{Digest, Sha256};
 
-use super::{Change, Effect, Op, apply, goal::non_empty, rules, wrote_back};
+use super::{Change, Effect, Op, goal::non_empty, rules, wrote_back};
 use crate::error::Refusal;
 use crate::model::{
     AgentId, AgentStatus, Blocks, GateId, Goal, GoalId, GoalStatus, LastTurn, Outcome, State,
@@ -410,7 +410,8 @@ pub(super) fn settle(state: &mut State, op: &Op, steps: &[Change]) -> Result<Eff
             actor: op.actor.clone(),
             change: step.clone(),
         };
-        apply(&mut work, &sub)?;
+        // The steps' limits were checked with the settle's.
+        super::dispatch(&mut work, &sub)?;
         parts.push(match step {
             Change::EvidenceAdd { run: Some(r), .. } if !r.passed() => "evidence failed".to_owned(),
             Change::EvidenceAdd { .. } => "evidence passed".to_owned(),

@@ -56,7 +56,10 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         EvidenceKind::Note
     });
     let code = code_now(ctx);
-    let id = fresh_id(ctx, &args.summary);
+    // The summary is the commit subject: a secret in it would be in every
+    // clone's history.
+    let summary = crate::redact::text(&args.summary).into_owned();
+    let id = fresh_id(ctx, &summary);
     let done = tx::commit(ctx, |state| {
         let (todo, goal) = target(ctx, state, args.todo.as_deref(), args.goal.as_deref())?;
         Ok(ctx.op(Change::EvidenceAdd {
@@ -64,7 +67,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             goal,
             todo,
             kind,
-            summary: args.summary.clone(),
+            summary: summary.clone(),
             code: Some(code.clone()),
             run: None,
             artifact: artifact.clone(),

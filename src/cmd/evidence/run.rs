@@ -15,8 +15,12 @@ use crate::tx;
 /// Run a command (no shell) and record it as evidence; exit 0 if it passed, 3 if not
 ///
 /// Records argv, exit status, duration, the SHA-256 of the whole output and
-/// its last 4 KiB with common secret patterns redacted. A failing command is
-/// evidence, not a loopx error: it is recorded, and loopx exits 3.
+/// its last 4 KiB, with common secret patterns redacted (in the argv, the
+/// summary and the output, whose digest is then of the redacted text). At
+/// the timeout the command's whole process group is ended. A failing
+/// command is evidence, not a loopx error: it is recorded, and loopx exits
+/// 3. For a command whose output may hold secrets no pattern knows, use
+/// `--no-output`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// The todo it is for
@@ -51,7 +55,11 @@ struct Wire<'a> {
 }
 
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
-    // Check the target before running anything, so a typo costs no run.
+    // Check the target and the summary before running anything, so a typo
+    // costs no run.
+    if let Some(s) = &args.summary {
+        crate::op::limits::summary(s)?;
+    }
     {
         let snap = tx::load(ctx)?;
         target(ctx, &snap.state, args.todo.as_deref(), args.goal.as_deref())?;
@@ -61,10 +69,12 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     if args.no_output {
         record.output_tail.clear();
     }
-    let summary = args
-        .summary
-        .clone()
-        .unwrap_or_else(|| args.command.join(" "));
+    // The summary becomes the commit subject: redacted like the argv, and
+    // the default (the command line) shortened to fit the summary limit.
+    let summary = match &args.summary {
+        Some(s) => crate::redact::text(s).into_owned(),
+        None => short_line(&record.argv.join(" "), 200),
+    };
     let id = fresh_id(ctx, &summary);
     let done = tx::commit(ctx, |state| {
         let (todo, goal) = target(ctx, state, args.todo.as_deref(), args.goal.as_deref())?;
@@ -105,4 +115,14 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         },
     )?;
     Ok(if passed { Exit::Ok } else { Exit::Refused })
+}
+
+/// `text` on one line, cut to `max` characters with an ellipsis.
+fn short_line(text: &str, max: usize) -> String {
+    let one = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if one.chars().count() <= max {
+        return one;
+    }
+    let cut: String = one.chars().take(max - 1).collect();
+    format!("{cut}…")
 }
