@@ -231,7 +231,7 @@ fn log_p_adds_each_files_diff() {
 --- /dev/null
 +++ b/loopx.toml
 @@ -0,0 +1,5 @@
-+format = 1
++format = 2
 +
 +[settings]
 +lease = "45m"
