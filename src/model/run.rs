@@ -99,3 +99,26 @@ pub fn argv_digest(argv: &[String]) -> String {
     }
     h.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_redacted_argv_is_matched_by_its_digest_exactly() {
+        let written: Vec<String> = ["deploy", "--token", "abc"].map(str::to_owned).to_vec();
+        let mut run = CommandRun::assumed_passing(&written);
+        assert!(run.ran(&written));
+        run.argv = crate::redact::argv(&written);
+        run.argv_sha256 = Some(argv_digest(&written));
+        assert_eq!(run.argv[2], "[REDACTED]");
+        assert!(run.ran(&written));
+        // Another secret redacts the same way, but is not the same command.
+        let other: Vec<String> = ["deploy", "--token", "xyz"].map(str::to_owned).to_vec();
+        assert_eq!(crate::redact::argv(&other), run.argv);
+        assert!(!run.ran(&other));
+        // Without a digest, the argv must match as written.
+        run.argv_sha256 = None;
+        assert!(!run.ran(&written));
+    }
+}

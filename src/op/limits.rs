@@ -302,6 +302,35 @@ mod tests {
     }
 
     #[test]
+    fn ticks_of_older_formats_apply_without_the_limits() {
+        use crate::model::{Actor, OpId, State};
+        use crate::op::{Op, apply, apply_as};
+        let op = |change| Op {
+            id: OpId::from_hex("0000000000000001"),
+            at: crate::time::Timestamp::parse("2026-11-30T09:00:00Z").unwrap(),
+            actor: Actor::Human {
+                name: "Ada".to_owned(),
+                email: "ada@example.com".to_owned(),
+            },
+            change,
+        };
+        let mut state = State::default();
+        apply(
+            &mut state,
+            &op(Change::Init {
+                goal: Some(GoalId::new("main").unwrap()),
+                objective: Some("Ship".to_owned()),
+            }),
+        )
+        .unwrap();
+        let honest_but_long = op(add("A\ntitle", Some("x".repeat(NOTE + 1)), None));
+        let r = apply(&mut state.clone(), &honest_but_long).unwrap_err();
+        assert_eq!(r.exit, Exit::Usage);
+        apply_as(&mut state.clone(), &honest_but_long, 1).unwrap();
+        apply_as(&mut state, &honest_but_long, SINCE).unwrap_err();
+    }
+
+    #[test]
     fn files_are_bounded() {
         file("todos/ab/t-ab.toml", FILE).unwrap();
         let r = file("todos/ab/t-ab.toml", FILE + 1).unwrap_err();
