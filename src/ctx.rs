@@ -9,6 +9,8 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use sha2::{Digest, Sha256};
 
+use crate::config::Config;
+use crate::error::Code;
 use crate::error::Refusal;
 use crate::model::{Actor, AgentId, OpId};
 use crate::op::{Change, Op};
@@ -72,7 +74,7 @@ pub fn caller(flag: Option<&str>, env: &Env) -> Result<Caller, Refusal> {
     if let Some(id) = flag.or(env.get("LOOPX_AGENT")) {
         return AgentId::new(id)
             .map(Caller::Agent)
-            .map_err(|e| Refusal::usage("bad-id", e));
+            .map_err(|e| Refusal::usage(Code::BadId, e));
     }
     // (runtime, marker variables, session-id variable)
     let runtimes: [(&'static str, &[&'static str], &'static str); 4] = [
@@ -210,6 +212,8 @@ pub struct Ctx {
     pub now: Timestamp,
     pub env: Env,
     pub ids: IdGen,
+    /// The `loopx.*` git settings, read once.
+    pub config: Config,
     caller: Caller,
     /// The agent named by `--agent` itself (not by `LOOPX_AGENT` or a
     /// runtime marker): `log` reads it as a filter.
@@ -222,7 +226,7 @@ impl Ctx {
         let Bare { env, cwd: dir, out } = Bare::new(dir, format)?;
         let now = match env.get("LOOPX_NOW") {
             Some(s) => Timestamp::parse(s)
-                .map_err(|e| Refusal::usage("bad-env", format!("LOOPX_NOW: {e}")))?,
+                .map_err(|e| Refusal::usage(Code::BadEnv, format!("LOOPX_NOW: {e}")))?,
             None => Timestamp::system_now(),
         };
         let caller = caller(agent_flag, &env)?;
@@ -231,6 +235,7 @@ impl Ctx {
             _ => None,
         };
         let store = Store::discover(&dir)?;
+        let config = Config::read(&store);
         let cwd = dir;
         let ids = IdGen::new(env.get("LOOPX_SEED").map(str::to_owned), now.unix());
         Ok(Ctx {
@@ -240,6 +245,7 @@ impl Ctx {
             now,
             env,
             ids,
+            config,
             caller,
             agent_flag,
             actor: RefCell::new(None),
@@ -265,7 +271,7 @@ impl Ctx {
             Caller::Agent(id) => Actor::Agent(id.clone()),
             Caller::UnknownAgent { runtime, marker } => {
                 return Err(Refusal::rule(
-                    "agent-unknown",
+                    Code::AgentUnknown,
                     format!(
                         "this shell runs under {runtime} ({marker} is set) but its session id is not available, so loopx cannot tell which agent is acting"
                     ),

@@ -16,6 +16,7 @@ use serde::Serialize;
 
 use crate::ctx::Ctx;
 use crate::diff::{self, FileStatus};
+use crate::error::Code;
 use crate::error::Refusal;
 use crate::op::Op;
 use crate::op::message::{self, Parsed};
@@ -174,13 +175,13 @@ pub fn resolve(ctx: &Ctx, rev: &Rev) -> Result<Entry> {
         Rev::Commit(hex) => match ctx.store.commit_by_prefix(hex)? {
             PrefixMatch::One(id) => ctx.store.entry(id),
             PrefixMatch::None => Err(Refusal::error(
-                "unknown-commit",
+                Code::UnknownCommit,
                 format!("no commit id starts with {hex}"),
             )
             .with_hint("`loopx log` lists the ticks with their tick numbers")
             .into()),
             PrefixMatch::Many(n) => Err(Refusal::usage(
-                "ambiguous-commit",
+                Code::AmbiguousCommit,
                 format!("{hex} is the start of {n} commit ids"),
             )
             .with_hint("type more digits of the commit id")
@@ -189,7 +190,7 @@ pub fn resolve(ctx: &Ctx, rev: &Rev) -> Result<Entry> {
         Rev::Ref(name) => match ctx.store.resolve(name)? {
             Some(tip) => ctx.store.entry(tip.commit),
             None => Err(
-                Refusal::error("unknown-ref", format!("there is no ref {name}"))
+                Refusal::error(Code::UnknownRef, format!("there is no ref {name}"))
                     .with_hint(format!(
                         "give a full ref name such as {}",
                         ctx.store.state_ref()
@@ -222,7 +223,7 @@ fn find_tick(ctx: &Ctx, tip: &Tip, n: u64) -> Result<Entry> {
 
 fn no_tick(n: u64, newest: u64) -> anyhow::Error {
     Refusal::error(
-        "unknown-tick",
+        Code::UnknownTick,
         format!("there is no tick {n}; the newest is {newest}"),
     )
     .with_hint("`loopx log` lists the ticks")
@@ -243,7 +244,7 @@ fn at_time(ctx: &Ctx, tip: &Tip, t: Timestamp) -> Result<Entry> {
         format!("; the first tick is at {}", Timestamp::from_unix(f))
     });
     Err(Refusal::error(
-        "before-history",
+        Code::BeforeHistory,
         format!("there was no loopx state yet at {t}{first}"),
     )
     .with_hint("give a later time, or a tick number")

@@ -14,6 +14,7 @@
 
 pub mod cli;
 pub mod cmd;
+pub mod config;
 pub mod ctx;
 pub mod diff;
 pub mod error;

@@ -14,6 +14,7 @@ use gix::objs::tree::EntryKind;
 use gix::refs::Target;
 use gix::refs::transaction::{Change, LogChange, PreviousValue, RefEdit, RefLog};
 
+use crate::error::Code;
 use crate::error::Refusal;
 
 /// The default state ref; git config `loopx.ref` overrides it.
@@ -86,7 +87,7 @@ impl Store {
                     dir.display()
                 )
             };
-            Refusal::error("not-a-repository", message).with_hint(
+            Refusal::error(Code::NotARepository, message).with_hint(
                 "run loopx inside a git repository (`git init` makes one), or pass -C PATH",
             )
         })?;
@@ -97,7 +98,7 @@ impl Store {
                     || gix::refs::FullName::try_from(name.as_str()).is_err()
                 {
                     return Err(Refusal::usage(
-                        "bad-config",
+                        Code::BadConfig,
                         format!("git config loopx.ref = {name:?} is not a full ref name"),
                     )
                     .with_hint("use a name such as refs/loopx/state, or unset it")

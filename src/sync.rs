@@ -35,12 +35,13 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use crate::ctx::Ctx;
+use crate::error::Code;
 use crate::error::{Exit, Refusal, refusal_of};
 use crate::git::{self, Fetched, NetworkError, Pushed};
 use crate::model::{
-    Actor, AgentId, EvidenceId, EvidenceKind, GoalId, OpId, State, TodoId, files, id::RANDOM_HEX,
+    Actor, AgentId, EvidenceId, EvidenceKind, GoalId, OpId, State, TodoId, id::RANDOM_HEX,
 };
-use crate::op::{self, Change, Effect, Op, message};
+use crate::op::{Change, Op, message};
 use crate::store::{CasError, Entry, Oid, Person, Store, Tip};
 use crate::tx::{self, Snapshot};
 
@@ -52,11 +53,7 @@ const MAX_BACKOFF: Duration = Duration::from_secs(1);
 /// The remote `loopx sync` uses when none is named: git config
 /// `loopx.remote`, else `origin`.
 pub fn default_remote(ctx: &Ctx) -> String {
-    ctx.store
-        .config("loopx.remote")
-        .map(|r| r.trim().to_owned())
-        .filter(|r| !r.is_empty())
-        .unwrap_or_else(|| "origin".to_owned())
+    ctx.config.remote.clone()
 }
 
 /// What to sync with, and how.
@@ -94,7 +91,7 @@ pub struct Rejected {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub todo: Option<TodoId>,
     /// The refusal's stable code (`claimed`, `stale-epoch`, …).
-    pub code: &'static str,
+    pub code: Code,
     /// Why `apply` refused it on the remote's state.
     pub reason: String,
     /// The agent holding the todo instead, when the op was about one.
@@ -196,7 +193,7 @@ pub fn names(ctx: &Ctx, remote: Option<&str>) -> Result<Names, Refusal> {
             )
         };
         return Err(Refusal::error(
-            "no-remote",
+            Code::NoRemote,
             format!("there is no git remote named {remote}"),
         )
         .with_hint(hint));
@@ -218,7 +215,7 @@ pub fn names(ctx: &Ctx, remote: Option<&str>) -> Result<Names, Refusal> {
     };
     if !Store::is_ref_name(&names.tracking) || !Store::is_ref_name(&names.synced) {
         return Err(Refusal::usage(
-            "bad-remote",
+            Code::BadRemote,
             format!(
                 "the remote name {:?} cannot be part of a ref name",
                 names.remote
@@ -310,7 +307,7 @@ pub fn run_with(ctx: &Ctx, opts: &Options) -> Result<Report> {
         format!("the last attempt got: {last_refusal}")
     };
     Err(Refusal::conflict(
-        "sync-retries-exhausted",
+        Code::SyncRetriesExhausted,
         format!(
             "{} kept moving: gave up after {MAX_ROUNDS} rounds of fetch and push ({last})",
             names.remote
@@ -391,7 +388,7 @@ fn fetch(ctx: &Ctx, names: &Names) -> Result<Result<Option<Tip>, String>> {
     )
     .map_err(|e| match e.downcast_ref::<NetworkError>() {
         Some(n) => Refusal::error(
-            "remote-unreachable",
+            Code::RemoteUnreachable,
             format!(
                 "cannot fetch the loopx state from {}: {}",
                 names.remote, n.stderr
@@ -418,7 +415,7 @@ fn fetch(ctx: &Ctx, names: &Names) -> Result<Result<Option<Tip>, String>> {
 fn push_failed(names: &Names, e: anyhow::Error) -> anyhow::Error {
     match e.downcast_ref::<NetworkError>() {
         Some(n) => Refusal::error(
-            "push-failed",
+            Code::PushFailed,
             format!("{} did not take the push: {}", names.remote, n.stderr),
         )
         .with_hint(
@@ -436,7 +433,7 @@ fn plan(ctx: &Ctx, names: &Names, remote: Option<&Tip>, opts: &Options) -> Resul
     let (local, remote) = match (local, remote) {
         (None, None) => {
             return Err(Refusal::error(
-                "no-state",
+                Code::NoState,
                 format!("there is no loopx state here or on {}", names.remote),
             )
             .with_hint("create one with `loopx init`; `loopx sync` then shares it")
@@ -445,7 +442,7 @@ fn plan(ctx: &Ctx, names: &Names, remote: Option<&Tip>, opts: &Options) -> Resul
         (Some(local), None) => {
             if let Some(s) = synced {
                 return Err(Refusal::error(
-                    "remote-rewritten",
+                    Code::RemoteRewritten,
                     format!(
                         "{} no longer has a loopx state, though this machine synced tick {} ({}) with it",
                         names.remote,
@@ -507,7 +504,7 @@ fn plan(ctx: &Ctx, names: &Names, remote: Option<&Tip>, opts: &Options) -> Resul
             return adopt(ctx, names, &local, &remote, None);
         }
         return Err(Refusal::error(
-            "unrelated-states",
+            Code::UnrelatedStates,
             format!(
                 "the local state and {}'s share no history: each was made by its own `loopx init`",
                 names.remote
@@ -579,7 +576,7 @@ fn plan(ctx: &Ctx, names: &Names, remote: Option<&Tip>, opts: &Options) -> Resul
 
 fn rewritten(ctx: &Ctx, names: &Names, synced: &Tip, remote: &Tip) -> Refusal {
     Refusal::error(
-        "remote-rewritten",
+        Code::RemoteRewritten,
         format!(
             "{}'s history was rewritten: its state (tick {}, {}) no longer contains tick {} ({}), which this machine synced with it",
             names.remote,
@@ -686,7 +683,7 @@ fn remote_side(ctx: &Ctx, names: &Names, remote: &Tip, base: Option<Oid>) -> Res
     let snapshot = tx::load_at(ctx, remote.clone()).map_err(|e| {
         match refusal_of(&e) {
             // A newer format says "upgrade loopx" by itself.
-            Some(r) if r.code == "format-too-new" => e.context(format!(
+            Some(r) if r.code == Code::FormatTooNew => e.context(format!(
                 "reading {}'s state (commit {})",
                 names.remote, remote.commit
             )),
@@ -706,7 +703,7 @@ fn remote_corrupt(names: &Names, tip: Option<&Tip>, why: &str) -> Refusal {
         format!(" (tick {}, {})", t.tick, t.commit.short(8))
     });
     Refusal::error(
-        "remote-corrupt",
+        Code::RemoteCorrupt,
         format!("the loopx state on {}{at} is corrupt: {why}", names.remote),
     )
     .with_hint(format!(
@@ -717,7 +714,7 @@ fn remote_corrupt(names: &Names, tip: Option<&Tip>, why: &str) -> Refusal {
 
 fn unknown_op(whose: &str, e: &Entry, kind: &str) -> Refusal {
     Refusal::error(
-        "unknown-op",
+        Code::UnknownOp,
         format!(
             "{whose} tick {} holds the op {kind:?}, which this loopx does not know",
             e.commit.short(8)
@@ -757,7 +754,7 @@ fn replay(
         let parsed = message::parse(&e.message).map_err(|why| {
             let parent = e.parent.map_or_else(|| "<parent>".to_owned(), |p| p.to_string());
             Refusal::error(
-                "not-a-tick",
+                Code::NotATick,
                 format!(
                     "commit {} on {} is not a loopx tick ({why}), so sync cannot replay it onto {}'s state",
                     e.commit.short(8),
@@ -793,34 +790,28 @@ fn replay(
             out.already += 1;
             continue;
         }
-        // Each op sees the state a live tick would load.
-        state.evidence.clear();
-        state.archived.clear();
-        let mut after = state.clone();
-        match op::apply(&mut after, &op) {
-            Ok(effect) => {
-                let mut extra: Vec<(String, String)> = parsed
-                    .trailers
-                    .iter()
-                    .filter(|(k, _)| !message::OWN_TRAILERS.contains(&k.as_str()))
-                    .cloned()
-                    .collect();
-                if !extra.iter().any(|(k, _)| k == message::REPLAYED_FROM) {
-                    extra.push((message::REPLAYED_FROM.to_owned(), entry.commit.to_string()));
-                }
-                parent = write(
-                    ctx, &parent, &state, &after, &op, &effect, &extra, &committer,
-                )?;
+        let mut extra: Vec<(String, String)> = parsed
+            .trailers
+            .iter()
+            .filter(|(k, _)| !message::OWN_TRAILERS.contains(&k.as_str()))
+            .cloned()
+            .collect();
+        if !extra.iter().any(|(k, _)| k == message::REPLAYED_FROM) {
+            extra.push((message::REPLAYED_FROM.to_owned(), entry.commit.to_string()));
+        }
+        match write(ctx, &parent, &state, &op, &extra, &committer)? {
+            Ok(written) => {
+                parent = written.tip.expect("a replay writes every op");
                 out.written += 1;
                 if !is_sync_record(&op) {
                     out.replays.push(Replayed {
                         op: op.id.clone(),
                         from: entry.commit,
                         to: parent.clone(),
-                        subject: effect.subject,
+                        subject: written.effect.subject,
                     });
                 }
-                state = after;
+                state = written.state;
             }
             Err(refusal) => {
                 let mut rejected = Rejected {
@@ -848,19 +839,16 @@ fn replay(
                 } else {
                     rejection(&op, &refusal, &state)
                 };
-                let mut after = state.clone();
-                if let Some(record) = record
-                    && let Ok(effect) = op::apply(&mut after, &record)
-                {
+                if let Some(record) = record {
                     let extra = [(message::REJECTED_FROM.to_owned(), entry.commit.to_string())];
-                    parent = write(
-                        ctx, &parent, &state, &after, &record, &effect, &extra, &committer,
-                    )?;
-                    out.written += 1;
-                    if let Change::EvidenceAdd { evidence, .. } = &record.change {
-                        rejected.evidence = Some(evidence.clone());
+                    if let Ok(written) = write(ctx, &parent, &state, &record, &extra, &committer)? {
+                        parent = written.tip.expect("a replay writes every op");
+                        out.written += 1;
+                        if let Change::EvidenceAdd { evidence, .. } = &record.change {
+                            rejected.evidence = Some(evidence.clone());
+                        }
+                        state = written.state;
                     }
-                    state = after;
                 }
                 if !is_sync_record(&op) {
                     out.rejected.push(rejected);
@@ -872,35 +860,26 @@ fn replay(
     Ok(out)
 }
 
-/// Writes one replayed tick on top of `parent`.
-#[allow(clippy::too_many_arguments)]
+/// Writes one replayed tick on top of `parent` with the one tick writer.
 fn write(
     ctx: &Ctx,
     parent: &Tip,
     before: &State,
-    after: &State,
     op: &Op,
-    effect: &Effect,
     extra: &[(String, String)],
     committer: &Person,
-) -> Result<Tip> {
-    let changes = files::changes(before, after);
+) -> Result<Result<tx::Written, Refusal>> {
     let extra: Vec<(&str, String)> = extra.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
-    let msg = message::render(op, effect, parent.tick + 1, &extra);
-    let author = Person {
-        name: op.actor.name().to_owned(),
-        email: op.actor.email(),
-    };
-    ctx.store
-        .write_commit(
-            Some(parent),
-            &changes,
-            &msg,
-            &author,
-            committer,
-            op.at.unix(),
-        )
-        .context("writing a replayed tick")
+    tx::write_tick(
+        &ctx.store,
+        Some(parent),
+        before,
+        op,
+        &extra,
+        committer,
+        tx::Empty::Write,
+    )
+    .context("writing a replayed tick")
 }
 
 /// Whether an op is a `sync-rejected` record that sync wrote.
@@ -1062,6 +1041,7 @@ pub fn setup(ctx: &Ctx, remote: Option<&str>) -> Result<(Names, String, bool)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::op;
     use crate::time::{Span, Timestamp};
 
     fn op(actor: &str, change: Change) -> Op {
@@ -1121,7 +1101,7 @@ mod tests {
                 lease: Span::minutes(45),
             },
         );
-        let refusal = Refusal::conflict("claimed", "t-000000a1 is not ready: agent-b holds it");
+        let refusal = Refusal::conflict(Code::Claimed, "t-000000a1 is not ready: agent-b holds it");
         let a = rejection(&claim, &refusal, &state).unwrap();
         let b = rejection(&claim, &refusal, &state).unwrap();
         assert_eq!(a, b);
@@ -1161,12 +1141,15 @@ mod tests {
             },
         );
         let refusal = op::apply(&mut state.clone(), &claim).unwrap_err();
-        assert_eq!(refusal.code, "not-registered");
+        assert_eq!(refusal.code, Code::NotRegistered);
         let record = rejection(&claim, &refusal, &state).unwrap();
-        op::apply(&mut state, &record).unwrap();
-        assert_eq!(state.evidence.len(), 1);
-        assert_eq!(state.evidence[0].kind, EvidenceKind::SyncRejected);
-        assert!(!state.evidence[0].passed(), "a lost op is no passing check");
+        let effect = op::apply(&mut state, &record).unwrap();
+        assert_eq!(effect.evidence.len(), 1);
+        assert_eq!(effect.evidence[0].kind, EvidenceKind::SyncRejected);
+        assert!(
+            !effect.evidence[0].passed(),
+            "a lost op is no passing check"
+        );
     }
 
     #[test]
@@ -1179,7 +1162,7 @@ mod tests {
                 force: false,
             },
         );
-        let refusal = Refusal::rule("x", "y");
+        let refusal = Refusal::rule(Code::Waiting, "y");
         assert!(rejection(&claim, &refusal, &State::default()).is_none());
     }
 }

@@ -9,6 +9,7 @@ use std::process::{Command, Stdio};
 use anyhow::{Context, Result, bail};
 use serde::Serialize;
 
+use crate::error::Code;
 use crate::error::Exit;
 use crate::output::{Format, Out};
 use crate::time::Timestamp;
@@ -45,7 +46,7 @@ pub fn run(args: &Args, format: Format, env_now: Option<&str>) -> Result<Exit> {
             if d.exists() && d.read_dir().map(|mut r| r.next().is_some()).unwrap_or(true) {
                 bail!(
                     crate::error::Refusal::usage(
-                        "dir-not-empty",
+                        Code::DirNotEmpty,
                         format!("{} exists and is not empty", d.display())
                     )
                     .with_hint(
@@ -63,13 +64,13 @@ pub fn run(args: &Args, format: Format, env_now: Option<&str>) -> Result<Exit> {
             .context("creating a temporary workspace")?
             .keep(),
     };
-    let clock = match env_now {
-        Some(s) => Some(
-            Timestamp::parse(s)
-                .map_err(|e| crate::error::Refusal::usage("bad-env", format!("LOOPX_NOW: {e}")))?,
-        ),
-        None => None,
-    };
+    let clock =
+        match env_now {
+            Some(s) => Some(Timestamp::parse(s).map_err(|e| {
+                crate::error::Refusal::usage(Code::BadEnv, format!("LOOPX_NOW: {e}"))
+            })?),
+            None => None,
+        };
     let mut demo = Demo {
         exe: std::env::current_exe().context("finding the loopx binary")?,
         root,

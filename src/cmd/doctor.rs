@@ -8,6 +8,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::ctx::Ctx;
+use crate::error::Code;
 use crate::error::Exit;
 use crate::model::{AgentStatus, FORMAT, State, Todo, TodoId, TodoStatus, files};
 use crate::op::message;
@@ -179,7 +180,7 @@ fn check_files(all: &[(String, Vec<u8>)], problems: &mut Vec<Problem>) {
                 .strip_prefix(&format!("the state file {path} is corrupt: "))
                 .unwrap_or(&r.message)
                 .to_owned();
-            let fix = if r.code == "format-too-new" {
+            let fix = if r.code == Code::FormatTooNew {
                 "upgrade loopx".to_owned()
             } else {
                 format!(

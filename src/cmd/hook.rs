@@ -24,6 +24,7 @@ use super::quota::new_token;
 use super::quota::should_run::reason_message;
 use crate::cli::Global;
 use crate::ctx::{Ctx, Env, derive_agent};
+use crate::error::Code;
 use crate::error::refusal_of;
 use crate::hook::{self, Answer, Event, Input, Runtime, guard, view};
 use crate::model::{AgentId, AgentStatus, Outcome, TodoStatus};
@@ -56,11 +57,6 @@ pub struct Args {
 /// The most stdin a hook reads, and how long it waits for it.
 const STDIN_LIMIT: u64 = 1 << 20;
 const STDIN_WAIT: Duration = Duration::from_secs(2);
-/// Stop continuations per session when git config `loopx.stopContinuations`
-/// says nothing: below Cursor's default loop limit (5) and Claude Code's own
-/// cap (8).
-const CONTINUATIONS: u32 = 3;
-
 /// Runs the hook; never fails, always exits 0.
 pub fn main(global: &Global, args: &Args) -> ExitCode {
     let json = Out::new(Format::Json, true);
@@ -169,7 +165,7 @@ fn run(global: &Global, args: &Args) -> Result<Reply> {
 
 /// Errors that mean loopx is not in use here: say nothing.
 fn quiet(e: &anyhow::Error) -> bool {
-    refusal_of(e).is_some_and(|r| matches!(r.code, "not-a-repository" | "no-state"))
+    refusal_of(e).is_some_and(|r| matches!(r.code, Code::NotARepository | Code::NoState))
 }
 
 /// Reads the hook's stdin, bounded in size and time.
@@ -363,11 +359,7 @@ fn stop(ctx: &Ctx, agent: &AgentId, input: &Input, session: &SessionFile) -> Res
         return Ok(Answer::Nothing);
     }
     let mut s = session.load();
-    let max = ctx
-        .store
-        .config("loopx.stopContinuations")
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(CONTINUATIONS);
+    let max = ctx.config.stop_continuations;
     if s.continuations >= max {
         return Ok(Answer::Nothing);
     }

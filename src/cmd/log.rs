@@ -8,6 +8,7 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 use crate::ctx::Ctx;
+use crate::error::Code;
 use crate::error::{Exit, Refusal};
 use crate::history::{self, FileDiff, Tick};
 use crate::model::id::RANDOM_HEX;
@@ -237,7 +238,7 @@ fn op_kind(typed: &str) -> Result<String, Refusal> {
         return Ok(typed.to_owned());
     }
     Err(Refusal::usage(
-        "unknown-op",
+        Code::UnknownOp,
         format!("{typed:?} is not an operation loopx knows"),
     )
     .with_hint(format!(
@@ -289,10 +290,10 @@ fn goal_of(
 }
 
 fn existing_goal(ctx: &Ctx, tree: crate::store::Oid, typed: &str) -> Result<GoalId> {
-    let id = GoalId::new(typed).map_err(|e| Refusal::usage("bad-id", e))?;
+    let id = GoalId::new(typed).map_err(|e| Refusal::usage(Code::BadId, e))?;
     if ctx.store.read_file(tree, &files::goal_path(&id))?.is_none() {
         return Err(
-            Refusal::error("unknown-goal", format!("there is no goal {id}"))
+            Refusal::error(Code::UnknownGoal, format!("there is no goal {id}"))
                 .with_hint("`loopx goal list` shows the goals")
                 .into(),
         );
@@ -303,7 +304,7 @@ fn existing_goal(ctx: &Ctx, tree: crate::store::Oid, typed: &str) -> Result<Goal
 fn existing_agent(ctx: &Ctx, tree: crate::store::Oid, id: &AgentId) -> Result<AgentId> {
     if ctx.store.read_file(tree, &files::agent_path(id))?.is_none() {
         return Err(
-            Refusal::error("unknown-agent", format!("there is no agent {id}"))
+            Refusal::error(Code::UnknownAgent, format!("there is no agent {id}"))
                 .with_hint("`loopx agent list` shows the registered agents")
                 .into(),
         );

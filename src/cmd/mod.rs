@@ -29,6 +29,7 @@ use serde::Serialize;
 
 use crate::cli::{Command, Global};
 use crate::ctx::Ctx;
+use crate::error::Code;
 use crate::error::{Exit, Refusal};
 use crate::model::{GoalId, State};
 use crate::tx::Committed;
@@ -103,9 +104,9 @@ pub fn pick_goal(ctx: &Ctx, state: &State, flag: Option<&str>) -> Result<GoalId,
     if let Some(g) = flag {
         return state.goal(g).map(|g| g.id.clone());
     }
-    if let Some(g) = ctx.store.config("loopx.goal") {
+    if let Some(g) = &ctx.config.goal {
         return state
-            .goal(&g)
+            .goal(g)
             .map(|g| g.id.clone())
             .map_err(|r| r.with_hint("git config loopx.goal names it; fix or unset that setting"));
     }
@@ -114,5 +115,6 @@ pub fn pick_goal(ctx: &Ctx, state: &State, flag: Option<&str>) -> Result<GoalId,
 
 /// Parses a slug id given on the command line.
 pub fn slug<T>(kind: &str, s: &str, new: impl Fn(&str) -> Result<T, String>) -> Result<T, Refusal> {
-    new(s).map_err(|e| Refusal::usage("bad-id", e).with_hint(format!("choose another {kind} id")))
+    new(s)
+        .map_err(|e| Refusal::usage(Code::BadId, e).with_hint(format!("choose another {kind} id")))
 }

@@ -9,7 +9,7 @@
 //! apply and verify; [`file`] bounds every file a tick writes.
 
 use super::Change;
-use crate::error::Refusal;
+use crate::error::{Code, Refusal};
 use crate::model::Validation;
 
 /// The first format whose ticks are held to these limits.
@@ -107,7 +107,7 @@ pub fn file(path: &str, len: usize) -> Result<(), Refusal> {
         return Ok(());
     }
     Err(Refusal::usage(
-        "too-large",
+        Code::TooLarge,
         format!(
             "this change would make {path} {} KiB, over the limit of {} KiB for one file",
             len.div_ceil(1024),
@@ -125,7 +125,7 @@ fn validation(v: &Validation) -> Result<(), Refusal> {
     })?;
     if let Some(i) = crate::redact::secret_arg(&v.argv) {
         return Err(Refusal::usage(
-            "secret-in-validation",
+            Code::SecretInValidation,
             format!(
                 "the validation command's argument {} looks like it holds a secret ({})",
                 i + 1,
@@ -171,9 +171,10 @@ fn note(text: &str, what: &str) -> Result<(), Refusal> {
 }
 
 fn one_line(text: &str, what: &str) -> Result<(), Refusal> {
-    if text.contains(['\n', '\r']) {
+    // A blank text is the op's to refuse, as empty.
+    if text.contains(['\n', '\r']) && !text.trim().is_empty() {
         return Err(Refusal::usage(
-            "multi-line",
+            Code::MultiLine,
             format!("the {what} has a line break; it must be one line"),
         )
         .with_hint("put it on one line; longer text belongs in a note (`--note`), which may have many lines"));
@@ -191,7 +192,7 @@ fn chars(text: &str, max: usize, what: &str) -> Result<(), Refusal> {
         return Ok(());
     }
     Err(Refusal::usage(
-        "too-long",
+        Code::TooLong,
         format!("the {what} is {n} characters; the limit is {max}"),
     )
     .with_hint("shorten it; details belong in a note (`--note`, up to 64 KiB)"))
@@ -202,7 +203,7 @@ fn bytes(len: usize, max: usize, what: &str) -> Result<(), Refusal> {
         return Ok(());
     }
     Err(Refusal::usage(
-        "too-long",
+        Code::TooLong,
         format!(
             "the {what} is {} KiB; the limit is {} KiB",
             len.div_ceil(1024),
@@ -253,7 +254,7 @@ mod tests {
             "{r:?}"
         );
         let r = refused(&add("Title\nLoopx-Human: Ada", None, None));
-        assert_eq!(r.code, "multi-line");
+        assert_eq!(r.code, Code::MultiLine);
         refused(&add("carriage\rreturn", None, None));
     }
 
@@ -295,7 +296,7 @@ mod tests {
             None,
             Some(vec!["curl", "-H", "Authorization: Bearer abc123"]),
         ));
-        assert_eq!(r.code, "secret-in-validation");
+        assert_eq!(r.code, Code::SecretInValidation);
         assert!(!r.message.contains("abc123"), "{r:?}");
         assert!(r.hint.unwrap().contains("environment"));
         refused(&add("t", None, Some(vec!["deploy", "--token", "abc"])));

@@ -11,6 +11,7 @@ use super::{
     base, git_hooks_dir, hook_file, merge, pretty, read_json, shown, write_atomic,
 };
 use crate::ctx::Bare;
+use crate::error::Code;
 use crate::error::{Exit, Refusal};
 use crate::hook::Runtime;
 
@@ -162,7 +163,7 @@ fn install_mcp(path: &Path, base: &Path, dry_run: bool) -> Result<Change> {
     };
     let mut doc: toml_edit::DocumentMut = old.as_deref().unwrap_or("").parse().map_err(|e| {
         Refusal::error(
-            "bad-settings",
+            Code::BadSettings,
             format!("{} is not valid TOML: {e}", path.display()),
         )
         .with_hint("fix it and run the command again; nothing was changed")

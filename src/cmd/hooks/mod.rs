@@ -21,6 +21,7 @@ use serde_json::{Map, Value};
 
 use crate::cli::Global;
 use crate::ctx::Bare;
+use crate::error::Code;
 use crate::error::{Exit, Refusal};
 use crate::hook::Runtime;
 
@@ -145,7 +146,7 @@ pub const GIT_MARKER: &str = "# loopx-managed hook";
 pub fn base(bare: &Bare, scope: Scope) -> Result<PathBuf> {
     match scope {
         Scope::User => bare.home().ok_or_else(|| {
-            Refusal::error("no-home", "HOME is not set, so there is no user scope")
+            Refusal::error(Code::NoHome, "HOME is not set, so there is no user scope")
                 .with_hint("set HOME, or use --scope project")
                 .into()
         }),
@@ -385,7 +386,7 @@ pub fn read_json(path: &Path) -> Result<Option<(Vec<u8>, Value)>> {
     } else {
         serde_json::from_slice(&bytes).map_err(|e| {
             Refusal::error(
-                "bad-settings",
+                Code::BadSettings,
                 format!("{} is not valid JSON: {e}", path.display()),
             )
             .with_hint("fix it (or move it away) and run the command again; nothing was changed")

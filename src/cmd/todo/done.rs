@@ -7,6 +7,7 @@ use super::TodoRef;
 use crate::cmd::TickWire;
 use crate::cmd::evidence::{code_now, fresh_id};
 use crate::ctx::Ctx;
+use crate::error::Code;
 use crate::error::Exit;
 use crate::error::Refusal;
 use crate::model::EvidenceKind;
@@ -75,7 +76,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         })?;
         let shown: String = run.last_lines(5).iter().map(|l| format!("\n{l}")).collect();
         return Err(Refusal::rule(
-            "validation-failed",
+            Code::ValidationFailed,
             format!(
                 "{id} is not done: its validation `{}` failed ({}){shown}",
                 run.argv.join(" "),
