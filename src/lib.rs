@@ -29,6 +29,7 @@ pub mod redact;
 pub mod run;
 pub mod store;
 pub mod sync;
+pub mod term;
 pub mod time;
 pub mod tx;
 

@@ -3,13 +3,16 @@
 //!
 //! Commands build a serializable value and a human rendering; [`Out::emit`]
 //! picks one by `--format`. JSON is one compact line per document, so agents
-//! pay for few bytes.
+//! pay for few bytes, and keeps the exact text. Every human text (data,
+//! status, hints, warnings, errors) goes through [`crate::term`] first, so
+//! control characters an agent wrote cannot act on a person's terminal.
 
 use std::io::{self, IsTerminal, Write};
 
 use serde::Serialize;
 
 use crate::error::{Exit, Refusal, refusal_of};
+use crate::term;
 
 /// `--format human|json`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -50,6 +53,7 @@ impl Out {
                 if text.is_empty() {
                     return Ok(());
                 }
+                let text = self.safe(&text);
                 let mut out = io::stdout().lock();
                 out.write_all(text.as_bytes())?;
                 if !text.ends_with('\n') {
@@ -68,20 +72,30 @@ impl Out {
         out.flush()
     }
 
+    /// Human text as it may reach the terminal: control characters shown
+    /// as escapes, loopx's own colours kept when colour is on.
+    fn safe<'a>(&self, text: &'a str) -> std::borrow::Cow<'a, str> {
+        if self.color {
+            term::safe_keeping_colour(text)
+        } else {
+            term::safe(text)
+        }
+    }
+
     /// A status line on stderr, for people (suppressed in JSON mode).
     pub fn status(&self, msg: &str) {
         if self.format == Format::Human {
-            let _ = writeln!(io::stderr(), "{msg}");
+            let _ = writeln!(io::stderr(), "{}", term::safe(msg));
         }
     }
 
     /// A hint on stderr, in every format: it says what to do.
     pub fn hint(&self, msg: &str) {
-        let _ = writeln!(io::stderr(), "hint: {msg}");
+        let _ = writeln!(io::stderr(), "hint: {}", term::safe(msg));
     }
 
     pub fn warn(&self, msg: &str) {
-        let _ = writeln!(io::stderr(), "warning: {msg}");
+        let _ = writeln!(io::stderr(), "warning: {}", term::safe(msg));
     }
 
     /// Reports a failed command: on stderr always; in JSON mode also as a
@@ -89,9 +103,9 @@ impl Out {
     pub fn error(&self, err: &anyhow::Error, exit: Exit) {
         let refusal = refusal_of(err);
         let mut stderr = io::stderr().lock();
-        let _ = writeln!(stderr, "error: {err:#}");
+        let _ = writeln!(stderr, "error: {}", term::safe(&format!("{err:#}")));
         if let Some(Refusal { hint: Some(h), .. }) = refusal {
-            let _ = writeln!(stderr, "hint: {h}");
+            let _ = writeln!(stderr, "hint: {}", term::safe(h));
         }
         if self.format == Format::Json {
             #[derive(Serialize)]
@@ -123,6 +137,7 @@ impl Out {
 /// is read instead of collected first.
 pub struct Stream {
     json: bool,
+    color: bool,
     out: io::BufWriter<io::StdoutLock<'static>>,
 }
 
@@ -131,6 +146,7 @@ impl Out {
     pub fn stream(&self) -> Stream {
         Stream {
             json: self.is_json(),
+            color: self.color,
             out: io::BufWriter::new(io::stdout().lock()),
         }
     }
@@ -152,6 +168,11 @@ impl Stream {
         if text.is_empty() {
             return Ok(());
         }
+        let text = if self.color {
+            term::safe_keeping_colour(&text)
+        } else {
+            term::safe(&text)
+        };
         self.out.write_all(text.as_bytes())?;
         if !text.ends_with('\n') {
             self.out.write_all(b"\n")?;

@@ -360,3 +360,101 @@ fn limits_refuse_oversized_and_multi_line_input_with_exit_2() {
     let out = env.loopx(&["todo", "update", &t, "--note", &big]).code(2);
     assert!(out.stderr.contains("256 KiB"), "{}", out.stderr);
 }
+
+/// What a hostile agent writes to reach a person's terminal: erase the
+/// line, write the clipboard (OSC 52), reverse what follows (bidi).
+const HOSTILE: &str = "publish\x1b[2K\x1b]52;c;ZXZpbA==\x07\u{202e}gnp.exe";
+/// A note may span lines, but a carriage return may not rewrite one.
+const HOSTILE_NOTE: &str = "first line\r(no gates waiting on a human)\nsecond \x1b[2K line";
+
+fn assert_terminal_safe(what: &str, out: &Output) {
+    for (stream, text) in [("stdout", &out.stdout), ("stderr", &out.stderr)] {
+        let bad: Vec<char> = text
+            .chars()
+            .filter(|c| {
+                (c.is_control() && *c != '\n' && *c != '\t')
+                    || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+            })
+            .collect();
+        assert!(
+            bad.is_empty(),
+            "`loopx {what}` wrote {bad:?} to {stream}:\n{text}"
+        );
+    }
+}
+
+#[test]
+fn every_human_renderer_escapes_control_characters() {
+    let env = TestEnv::with_board();
+    env.loopx(&["goal", "add", "hostile", "--objective", HOSTILE])
+        .ok();
+    env.git(&["config", "loopx.goal", "main"]);
+    let t = env.add(HOSTILE, &["--note", HOSTILE_NOTE]);
+    env.loopx(&["todo", "update", &t, "--note", HOSTILE_NOTE])
+        .ok();
+    let g = env
+        .loopx(&[
+            "gate",
+            "open",
+            "--question",
+            HOSTILE,
+            "--option",
+            HOSTILE,
+            "--option",
+            "no",
+            "--kind",
+            "publish",
+        ])
+        .ok()
+        .stdout
+        .trim()
+        .to_owned();
+    env.loopx(&["evidence", "add", "--todo", &t, "--summary", HOSTILE])
+        .ok();
+    env.agent(
+        "agent-a",
+        &[
+            "refresh-state",
+            "--outcome",
+            "blocked",
+            "--next-action",
+            HOSTILE,
+        ],
+    )
+    .ok();
+    let renderers: Vec<Vec<&str>> = vec![
+        vec!["status"],
+        vec!["todo", "list"],
+        vec!["todo", "list", "--all"],
+        vec!["todo", "show", &t],
+        vec!["gate", "list"],
+        vec!["gate", "show", &g],
+        vec!["goal", "list"],
+        vec!["goal", "show", "hostile"],
+        vec!["agent", "list"],
+        vec!["agent", "show", "agent-a"],
+        vec!["evidence", "list"],
+        vec!["log"],
+        vec!["log", "-p"],
+        vec!["show"],
+        vec!["show", "4"],
+        vec!["diff", "3"],
+        vec!["diff", "3", "-p"],
+        vec!["quota", "status"],
+    ];
+    for args in &renderers {
+        let out = env.loopx(args);
+        assert_terminal_safe(&args.join(" "), &out);
+        // Agents' views too.
+        let out = env.agent("agent-b", args);
+        assert_terminal_safe(&args.join(" "), &out);
+    }
+    // An error that quotes the text is escaped as well.
+    let out = env.loopx(&["gate", "answer", &g, "--choice", HOSTILE]);
+    assert_terminal_safe("gate answer", &out);
+    // JSON keeps the exact text.
+    let v = env.loopx(&["todo", "show", &t, "--json"]).ok().json();
+    assert_eq!(v["title"], HOSTILE, "{v}");
+    let v = env.loopx(&["gate", "show", &g, "--json"]).ok().json();
+    assert!(v.to_string().contains("\\u001b[2K"), "{v}");
+}
