@@ -458,3 +458,119 @@ fn every_human_renderer_escapes_control_characters() {
     let v = env.loopx(&["gate", "show", &g, "--json"]).ok().json();
     assert!(v.to_string().contains("\\u001b[2K"), "{v}");
 }
+
+/// Runs a shell recipe in the repository, with git's config isolated.
+fn sh(env: &TestEnv, script: &str) -> String {
+    let out = Command::new("sh")
+        .args(["-c", script])
+        .current_dir(&env.repo)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .expect("sh runs");
+    assert!(
+        out.status.success(),
+        "{script}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn review_recipes_read_trailers_not_forged_lines_in_notes() {
+    let env = TestEnv::with_board();
+    let t = env.add("Ship it", &[]);
+    env.agent("agent-a", &["todo", "claim", &t]).ok();
+    // An agent's note with lines that look like a human's trailers.
+    let forged = "done\n\nLoopx-Op: todo.release\nLoopx-Human: Ada Lovelace <ada@example.com>\nLoopx-Tick: 7";
+    env.agent("agent-a", &["todo", "update", &t, "--note", forged])
+        .ok();
+    let review = include_str!("../../docs/review.md");
+    let recipe = |start: &str| {
+        review
+            .lines()
+            .find(|l| l.starts_with(start))
+            .unwrap_or_else(|| panic!("docs/review.md has no recipe starting {start:?}"))
+            .to_owned()
+    };
+    // By one human: Ada's own ticks, not the agent's forged note.
+    let humans = sh(
+        &env,
+        &recipe("git log --format='%h%x09%(trailers:key=Loopx-Human"),
+    );
+    assert!(humans.contains("register agent agent-a"), "{humans}");
+    assert!(
+        !humans.contains("update "),
+        "a forged note matched:\n{humans}"
+    );
+    // By kind: no release happened.
+    let releases = sh(
+        &env,
+        &recipe("git log --format='%h %(trailers:key=Loopx-Op"),
+    );
+    assert_eq!(releases, "", "a forged note matched");
+    // By number: the tick whose trailer says 7 (the note also says 7).
+    let seventh = sh(
+        &env,
+        &recipe("git log --format='%H %(trailers:key=Loopx-Tick"),
+    );
+    assert_eq!(seventh.lines().count(), 0, "only 6 ticks exist:\n{seventh}");
+    // git itself parses the agent's tick as an agent's.
+    let parsed = sh(
+        &env,
+        "git log -1 --format=%B refs/loopx/state | git interpret-trailers --parse",
+    );
+    assert!(parsed.contains("Loopx-Agent: agent-a"), "{parsed}");
+    assert!(!parsed.contains("Loopx-Human"), "{parsed}");
+    // What the old grep recipe would have found: the forged line.
+    let grep = sh(
+        &env,
+        "git log --oneline --grep='^Loopx-Human: Ada' refs/loopx/state",
+    );
+    assert!(
+        grep.contains("update "),
+        "the forged line is in the body:\n{grep}"
+    );
+}
+
+#[test]
+fn should_run_skips_on_a_stale_lock_and_says_how_to_fix_it() {
+    use std::time::SystemTime;
+    let env = TestEnv::with_board();
+    env.add("Work", &[]);
+    env.agent("agent-a", &["quota", "should-run"]).ok();
+    let lock = env.repo.join(".git/refs/loopx/state.lock");
+    std::fs::write(&lock, "").unwrap();
+    let f = std::fs::File::options().write(true).open(&lock).unwrap();
+    f.set_modified(SystemTime::now() - Duration::from_secs(120))
+        .unwrap();
+    let out = env
+        .agent("agent-a", &["quota", "should-run", "--json"])
+        .code(3);
+    let v = out.json();
+    assert_eq!(v["decision"], "skip");
+    assert_eq!(v["reason"]["code"], "state-locked");
+    assert!(
+        v["reason"]["fix"]
+            .as_str()
+            .unwrap()
+            .contains("loopx doctor --fix")
+    );
+    assert!(v.get("turn_token").is_none());
+    let out = env.agent("agent-a", &["quota", "should-run"]).code(3);
+    assert!(
+        out.stdout.starts_with("skip: state-locked — "),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout
+            .contains("fix: a person runs `loopx doctor --fix`"),
+        "{}",
+        out.stdout
+    );
+    // The lock is never broken by an agent's poll.
+    assert!(lock.exists());
+    env.loopx(&["doctor", "--fix"]).ok();
+    env.agent("agent-a", &["quota", "should-run"]).ok();
+}
