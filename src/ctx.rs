@@ -2,7 +2,7 @@
 //! source and output. The only reader of the environment; nothing later looks
 //! at flags or environment variables again.
 
-use std::cell::{Cell, RefCell};
+use std::cell::{Cell, OnceCell, RefCell};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -12,8 +12,7 @@ use sha2::{Digest, Sha256};
 use crate::config::Config;
 use crate::error::Code;
 use crate::error::Refusal;
-use crate::model::{Actor, AgentId, OpId};
-use crate::op::{Change, Op};
+use crate::model::{Actor, AgentId};
 use crate::output::{Format, Out};
 use crate::store::{Person, Store};
 use crate::time::Timestamp;
@@ -170,41 +169,42 @@ impl IdGen {
     }
 }
 
-/// The context of commands that also run outside a repository (`hooks`,
-/// `mcp`, and `hook` before it knows where it runs): the environment, where
-/// loopx runs, and output. A repository, if there is one, is opened on
-/// demand.
-pub struct Bare {
-    pub env: Env,
-    /// `-C`, else the current directory.
-    pub cwd: PathBuf,
-    pub out: Out,
+/// The global flags as parsed, before anything is resolved: `cli` flattens
+/// them into the command line, and [`Ctx::new`] resolves them once.
+#[derive(clap::Args, Debug, Clone)]
+pub struct Global {
+    /// Run as if loopx was started in PATH
+    #[arg(short = 'C', global = true, value_name = "PATH")]
+    pub dir: Option<PathBuf>,
+    /// Output format
+    #[arg(long, global = true, value_enum, default_value_t = Format::Human)]
+    pub format: Format,
+    /// Same as --format json
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// Act as this registered agent [default: $LOOPX_AGENT, or the agent-runtime session]
+    #[arg(long, global = true, value_name = "ID")]
+    pub agent: Option<String>,
 }
 
-impl Bare {
-    pub fn new(dir: Option<PathBuf>, format: Format) -> Result<Bare> {
-        let env = Env::capture();
-        let out = Out::new(format, env.get("NO_COLOR").is_some());
-        let cwd = match dir {
-            Some(d) => d,
-            None => std::env::current_dir().context("reading the current directory")?,
-        };
-        Ok(Bare { env, cwd, out })
-    }
-
-    /// The repository loopx runs in, or why there is none.
-    pub fn store(&self) -> Result<Store> {
-        Store::discover(&self.cwd)
-    }
-
-    /// The user's home directory (`HOME`).
-    pub fn home(&self) -> Option<PathBuf> {
-        self.env.get("HOME").map(PathBuf::from)
+impl Global {
+    pub fn format(&self) -> Format {
+        if self.json { Format::Json } else { self.format }
     }
 }
 
+/// The repository and its settings, opened on first use.
+struct Repo {
+    store: Store,
+    config: Config,
+}
+
+/// Everything a command needs, resolved once: where it runs, the
+/// environment, the clock, who is calling, ids, output; and the repository
+/// with its `loopx.*` settings, opened on first use, so commands that also
+/// work outside a repository (`hooks`, `mcp`, `demo`) take the same context
+/// as every other command.
 pub struct Ctx {
-    pub store: Store,
     /// Where loopx runs (`-C`, else the current directory): commands that
     /// run user commands or read user paths start here.
     pub cwd: PathBuf,
@@ -212,18 +212,29 @@ pub struct Ctx {
     pub now: Timestamp,
     pub env: Env,
     pub ids: IdGen,
-    /// The `loopx.*` git settings, read once.
-    pub config: Config,
     caller: Caller,
     /// The agent named by `--agent` itself (not by `LOOPX_AGENT` or a
     /// runtime marker): `log` reads it as a filter.
     agent_flag: Option<AgentId>,
     actor: RefCell<Option<Actor>>,
+    repo: OnceCell<Repo>,
 }
 
 impl Ctx {
-    pub fn new(dir: Option<PathBuf>, format: Format, agent_flag: Option<&str>) -> Result<Ctx> {
-        let Bare { env, cwd: dir, out } = Bare::new(dir, format)?;
+    /// Resolves the global flags and the environment. Opens no repository.
+    pub fn new(global: &Global) -> Result<Ctx> {
+        Ctx::with(global.dir.clone(), global.format(), global.agent.as_deref())
+    }
+
+    /// [`Ctx::new`] from its parts (the hook resolves its directory from
+    /// the runtime's payload).
+    pub fn with(dir: Option<PathBuf>, format: Format, agent_flag: Option<&str>) -> Result<Ctx> {
+        let env = Env::capture();
+        let out = Out::new(format, env.get("NO_COLOR").is_some());
+        let cwd = match dir {
+            Some(d) => d,
+            None => std::env::current_dir().context("reading the current directory")?,
+        };
         let now = match env.get("LOOPX_NOW") {
             Some(s) => Timestamp::parse(s)
                 .map_err(|e| Refusal::usage(Code::BadEnv, format!("LOOPX_NOW: {e}")))?,
@@ -234,22 +245,51 @@ impl Ctx {
             (Caller::Agent(id), Some(_)) => Some(id.clone()),
             _ => None,
         };
-        let store = Store::discover(&dir)?;
-        let config = Config::read(&store);
-        let cwd = dir;
         let ids = IdGen::new(env.get("LOOPX_SEED").map(str::to_owned), now.unix());
         Ok(Ctx {
-            store,
             cwd,
             out,
             now,
             env,
             ids,
-            config,
             caller,
             agent_flag,
             actor: RefCell::new(None),
+            repo: OnceCell::new(),
         })
+    }
+
+    fn repo(&self) -> Result<&Repo> {
+        if let Some(r) = self.repo.get() {
+            return Ok(r);
+        }
+        let store = Store::discover(&self.cwd)?;
+        let config = Config::read(&store);
+        Ok(self.repo.get_or_init(|| Repo { store, config }))
+    }
+
+    /// The repository loopx runs in, opened on first use, or why there is
+    /// none. Commands read through `tx` and `history`; only the layers
+    /// below commands (`tx`, `sync`, `history`) call the store.
+    pub fn store(&self) -> Result<&Store> {
+        Ok(&self.repo()?.store)
+    }
+
+    /// The `loopx.*` git settings of the repository, read once.
+    pub fn config(&self) -> Result<&Config> {
+        Ok(&self.repo()?.config)
+    }
+
+    /// The state ref (`refs/loopx/state`, or git config `loopx.ref`), for
+    /// messages.
+    pub fn state_ref(&self) -> &str {
+        self.store()
+            .map_or(crate::store::DEFAULT_REF, Store::state_ref)
+    }
+
+    /// The user's home directory (`HOME`).
+    pub fn home(&self) -> Option<PathBuf> {
+        self.env.get("HOME").map(PathBuf::from)
     }
 
     pub fn caller(&self) -> &Caller {
@@ -278,7 +318,7 @@ impl Ctx {
                 )
                 .with_hint("set LOOPX_AGENT to the agent's id (or pass --agent ID)"));
             }
-            Caller::Human => match self.store.user() {
+            Caller::Human => match self.store().ok().and_then(Store::user) {
                 Some(p) => Actor::Human {
                     name: p.name,
                     email: p.email,
@@ -297,56 +337,27 @@ impl Ctx {
     }
 
     fn hint_identity_once(&self) {
-        let marker = self
-            .store
-            .common_dir()
-            .join("loopx")
-            .join("identity-hint-shown");
-        if marker.exists() {
+        let Ok(store) = self.store() else {
+            return;
+        };
+        if !store.mark_once("identity-hint-shown") {
             return;
         }
         self.out.hint(&format!(
             "git has no identity for you, so this is recorded as \"{} <{}>\"; set yours with `git config --global user.name \"Your Name\"` and `git config --global user.email you@example.com`",
             FALLBACK_HUMAN.0, FALLBACK_HUMAN.1
         ));
-        let _ = std::fs::create_dir_all(marker.parent().expect("has a parent"))
-            .and_then(|()| std::fs::write(&marker, b"shown\n"));
     }
 
     /// The committer of ticks: git's configured committer, else loopx's.
     pub fn committer(&self) -> Person {
-        self.store.committer().unwrap_or_else(|| Person {
-            name: FALLBACK_COMMITTER.0.to_owned(),
-            email: FALLBACK_COMMITTER.1.to_owned(),
-        })
-    }
-
-    /// Runs a command loopx was asked to run (a validation, `evidence run`,
-    /// `settle`'s check). Under a fixed clock (`LOOPX_NOW`) its duration is
-    /// recorded as 0 ms, like every other time, so the history a script
-    /// makes is reproducible.
-    pub fn run_command(
-        &self,
-        argv: &[String],
-        dir: &std::path::Path,
-        timeout: crate::time::Span,
-    ) -> crate::model::run::CommandRun {
-        let mut record = crate::run::run(argv, dir, timeout);
-        if self.env.get("LOOPX_NOW").is_some() {
-            record.duration_ms = 0;
-        }
-        record
-    }
-
-    /// An operation by the current actor, now, with a fresh op id.
-    pub fn op(&self, change: Change) -> Result<Op, Refusal> {
-        let context = toml::to_string(&change).unwrap_or_default();
-        Ok(Op {
-            id: OpId::from_hex(&self.ids.hex(16, context.as_bytes())),
-            at: self.now,
-            actor: self.actor()?,
-            change,
-        })
+        self.store()
+            .ok()
+            .and_then(Store::committer)
+            .unwrap_or_else(|| Person {
+                name: FALLBACK_COMMITTER.0.to_owned(),
+                email: FALLBACK_COMMITTER.1.to_owned(),
+            })
     }
 }
 

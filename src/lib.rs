@@ -21,6 +21,7 @@ pub mod error;
 pub mod git;
 pub mod history;
 pub mod hook;
+mod layering;
 pub mod mcp;
 pub mod model;
 pub mod op;
@@ -31,6 +32,7 @@ pub mod store;
 pub mod sync;
 pub mod term;
 pub mod time;
+pub mod trailer;
 pub mod tx;
 
 use std::process::ExitCode;
@@ -63,11 +65,11 @@ pub fn main() -> ExitCode {
             });
         }
     };
-    if let cli::Command::Hook(args) = &cli.command {
+    if let cmd::Command::Hook(args) = &cli.command {
         return cmd::hook::main(&cli.global, args);
     }
     let format = cli.global.format();
-    let result = cmd::run_cli(&cli.global, &cli.command);
+    let result = ctx::Ctx::new(&cli.global).and_then(|ctx| cmd::run(&ctx, &cli.command));
     match result {
         Ok(exit) => ExitCode::from(exit.code()),
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,

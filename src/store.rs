@@ -133,6 +133,19 @@ impl Store {
         self.repo.workdir().unwrap_or_else(|| self.repo.git_dir())
     }
 
+    /// Records under the git dir (`loopx/NAME`) that something happened
+    /// once; true the first time only. Best effort: a read-only git dir
+    /// answers true every time.
+    pub fn mark_once(&self, name: &str) -> bool {
+        let marker = self.common_dir().join("loopx").join(name);
+        if marker.exists() {
+            return false;
+        }
+        let _ = std::fs::create_dir_all(marker.parent().expect("has a parent"))
+            .and_then(|()| std::fs::write(&marker, b"shown\n"));
+        true
+    }
+
     /// A git config value as a string.
     pub fn config(&self, key: &str) -> Option<String> {
         self.repo
@@ -227,7 +240,7 @@ impl Store {
             .tree_id()
             .with_context(|| format!("reading the tree of {commit}"))?;
         let msg = c.message_raw_sloppy().to_str_lossy();
-        let tick = match crate::op::message::tick_of(&msg) {
+        let tick = match crate::trailer::tick(&msg) {
             Some(t) => t,
             // Someone committed onto the ref by hand: count on from the
             // newest real tick below it, so numbering stays consecutive.
@@ -251,7 +264,7 @@ impl Store {
                 .find_commit(id.0)
                 .with_context(|| format!("reading commit {id}"))?;
             if steps > 0
-                && let Some(t) = crate::op::message::tick_of(&c.message_raw_sloppy().to_str_lossy())
+                && let Some(t) = crate::trailer::tick(&c.message_raw_sloppy().to_str_lossy())
             {
                 return Ok(t + steps);
             }

@@ -53,7 +53,8 @@ const MAX_BACKOFF: Duration = Duration::from_secs(1);
 /// The remote `loopx sync` uses when none is named: git config
 /// `loopx.remote`, else `origin`.
 pub fn default_remote(ctx: &Ctx) -> String {
-    ctx.config.remote.clone()
+    ctx.config()
+        .map_or_else(|_| "origin".to_owned(), |c| c.remote.clone())
 }
 
 /// What to sync with, and how.
@@ -184,7 +185,12 @@ pub struct Names {
 pub fn names(ctx: &Ctx, remote: Option<&str>) -> Result<Names, Refusal> {
     let named = remote.is_some();
     let remote = remote.map_or_else(|| default_remote(ctx), str::to_owned);
-    if ctx.store.config(&format!("remote.{remote}.url")).is_none() {
+    if ctx
+        .store()
+        .ok()
+        .and_then(|s| s.config(&format!("remote.{remote}.url")))
+        .is_none()
+    {
         let hint = if named {
             format!("add it with `git remote add {remote} URL`; `git remote -v` lists the remotes")
         } else {
@@ -198,7 +204,7 @@ pub fn names(ctx: &Ctx, remote: Option<&str>) -> Result<Names, Refusal> {
         )
         .with_hint(hint));
     }
-    let state_ref = ctx.store.state_ref();
+    let state_ref = ctx.state_ref();
     let rest = state_ref.strip_prefix("refs/").unwrap_or(state_ref);
     // The default state ref is remembered under refs/loopx/synced/<remote>;
     // another one (git config loopx.ref, e.g. one ref per goal) under a name
@@ -267,10 +273,10 @@ pub fn run_with(ctx: &Ctx, opts: &Options) -> Result<Report> {
             }
             Plan::Push(push) => {
                 let sent = git::push(
-                    ctx.store.common_dir(),
+                    ctx.store()?.common_dir(),
                     &names.remote,
                     &push.tip.commit.to_string(),
-                    ctx.store.state_ref(),
+                    ctx.state_ref(),
                 )
                 .map_err(|e| push_failed(&names, e))?;
                 if let Pushed::Behind(why) = sent {
@@ -302,7 +308,7 @@ pub fn run_with(ctx: &Ctx, opts: &Options) -> Result<Report> {
         }
     }
     let last = if last_refusal.is_empty() {
-        format!("{} kept moving", ctx.store.state_ref())
+        format!("{} kept moving", ctx.state_ref())
     } else {
         format!("the last attempt got: {last_refusal}")
     };
@@ -381,9 +387,9 @@ struct Push {
 /// `Ok(Err(why))` when another fetch on this machine got in the way.
 fn fetch(ctx: &Ctx, names: &Names) -> Result<Result<Option<Tip>, String>> {
     let found = git::fetch(
-        ctx.store.common_dir(),
+        ctx.store()?.common_dir(),
         &names.remote,
-        ctx.store.state_ref(),
+        ctx.state_ref(),
         &names.tracking,
     )
     .map_err(|e| match e.downcast_ref::<NetworkError>() {
@@ -405,7 +411,7 @@ fn fetch(ctx: &Ctx, names: &Names) -> Result<Result<Option<Tip>, String>> {
         Fetched::NoState => Ok(Ok(None)),
         Fetched::Busy(why) => Ok(Err(why)),
         Fetched::State => ctx
-            .store
+            .store()?
             .resolve(&names.tracking)
             .map(Ok)
             .map_err(|e| remote_corrupt(names, None, &format!("{e:#}")).into()),
@@ -428,8 +434,8 @@ fn push_failed(names: &Names, e: anyhow::Error) -> anyhow::Error {
 
 /// Compares the local tip with the remote's and decides the round.
 fn plan(ctx: &Ctx, names: &Names, remote: Option<&Tip>, opts: &Options) -> Result<Plan> {
-    let local = ctx.store.tip()?;
-    let synced = ctx.store.resolve(&names.synced)?;
+    let local = ctx.store()?.tip()?;
+    let synced = ctx.store()?.resolve(&names.synced)?;
     let (local, remote) = match (local, remote) {
         (None, None) => {
             return Err(Refusal::error(
@@ -490,9 +496,9 @@ fn plan(ctx: &Ctx, names: &Names, remote: Option<&Tip>, opts: &Options) -> Resul
             backup: None,
         });
     }
-    let base = ctx.store.merge_base(local.commit, remote.commit)?;
+    let base = ctx.store()?.merge_base(local.commit, remote.commit)?;
     if let Some(s) = &synced
-        && !ctx.store.is_ancestor(s.commit, remote.commit)?
+        && !ctx.store()?.is_ancestor(s.commit, remote.commit)?
     {
         if opts.adopt_remote {
             return adopt(ctx, names, &local, &remote, base);
@@ -534,7 +540,7 @@ fn plan(ctx: &Ctx, names: &Names, remote: Option<&Tip>, opts: &Options) -> Resul
     }
     if base == remote.commit {
         // Ahead: push as it is.
-        let count = ctx.store.chain_since(local.commit, Some(base))?.len();
+        let count = ctx.store()?.chain_since(local.commit, Some(base))?.len();
         return Ok(Plan::Push(Push {
             outcome: Outcome::Pushed,
             tip: local,
@@ -589,7 +595,7 @@ fn rewritten(ctx: &Ctx, names: &Names, synced: &Tip, remote: &Tip) -> Refusal {
     .with_hint(format!(
         "nothing was changed here. If the rewrite was meant, `loopx sync {r} --adopt-remote` follows it and keeps this state under refs/loopx/backup/{r}/…; if not, put the remote back with `git push --force-with-lease={s}:{c} {r} {synced}:{s}`, then sync again",
         r = names.remote,
-        s = ctx.store.state_ref(),
+        s = ctx.state_ref(),
         c = remote.commit,
         synced = names.synced,
     ))
@@ -606,7 +612,7 @@ fn adopt(ctx: &Ctx, names: &Names, local: &Tip, remote: &Tip, base: Option<Oid>)
         local.commit.short(8)
     );
     let committer = ctx.committer();
-    match ctx.store.cas_ref(
+    match ctx.store()?.cas_ref(
         &backup,
         local.commit,
         None,
@@ -615,7 +621,7 @@ fn adopt(ctx: &Ctx, names: &Names, local: &Tip, remote: &Tip, base: Option<Oid>)
     ) {
         Ok(()) => {}
         Err(CasError::Moved)
-            if ctx.store.resolve(&backup)?.map(|t| t.commit) == Some(local.commit) => {}
+            if ctx.store()?.resolve(&backup)?.map(|t| t.commit) == Some(local.commit) => {}
         Err(CasError::Moved | CasError::Locked { .. }) => return Ok(Plan::Again),
         Err(CasError::Other(e)) => return Err(e),
     }
@@ -642,7 +648,7 @@ fn adopt(ctx: &Ctx, names: &Names, local: &Tip, remote: &Tip, base: Option<Oid>)
 /// false when it moved meanwhile (or its lock was busy): decide again. A
 /// stale lock stops the sync, as it stops a tick.
 fn move_state(ctx: &Ctx, new: Oid, expected: Option<Oid>, reflog: &str) -> Result<bool> {
-    match ctx.store.cas(new, expected, reflog, &ctx.committer()) {
+    match ctx.store()?.cas(new, expected, reflog, &ctx.committer()) {
         Ok(()) => Ok(true),
         Err(CasError::Moved) => Ok(false),
         Err(CasError::Locked { lock, age }) => {
@@ -668,7 +674,7 @@ struct RemoteSide {
 /// Reads the remote's commits since `base` (refusing ops this binary does
 /// not know) and the state at its tip (refusing a corrupt one).
 fn remote_side(ctx: &Ctx, names: &Names, remote: &Tip, base: Option<Oid>) -> Result<RemoteSide> {
-    let chain = ctx.store.chain_since(remote.commit, base)?;
+    let chain = ctx.store()?.chain_since(remote.commit, base)?;
     let mut ops = HashSet::new();
     for e in &chain {
         if let Some(kind) = message::kind_of(&e.message)
@@ -745,7 +751,7 @@ fn replay(
 ) -> Result<Replay> {
     // Read and check every local tick before writing anything.
     let mut ticks = Vec::new();
-    for e in ctx.store.chain_since(local.commit, Some(base))? {
+    for e in ctx.store()?.chain_since(local.commit, Some(base))? {
         if let Some(kind) = message::kind_of(&e.message)
             && !Change::KINDS.contains(&kind)
         {
@@ -758,13 +764,13 @@ fn replay(
                 format!(
                     "commit {} on {} is not a loopx tick ({why}), so sync cannot replay it onto {}'s state",
                     e.commit.short(8),
-                    ctx.store.state_ref(),
+                    ctx.state_ref(),
                     names.remote
                 ),
             )
             .with_hint(format!(
                 "it was made by hand; move the ref back with `git update-ref {} {parent}`, redo the change with loopx commands, then sync again; nothing was changed",
-                ctx.store.state_ref()
+                ctx.state_ref()
             ))
         })?;
         ticks.push((e, parsed));
@@ -871,7 +877,7 @@ fn write(
 ) -> Result<Result<tx::Written, Refusal>> {
     let extra: Vec<(&str, String)> = extra.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
     tx::write_tick(
-        &ctx.store,
+        ctx.store()?,
         Some(parent),
         before,
         op,
@@ -992,14 +998,14 @@ fn derive(purpose: &str, id: &OpId, n: usize) -> String {
 fn remember(ctx: &Ctx, name: &str, commit: Oid) -> Result<()> {
     let committer = ctx.committer();
     for _ in 0..8 {
-        let current = ctx.store.resolve(name)?.map(|t| t.commit);
+        let current = ctx.store()?.resolve(name)?.map(|t| t.commit);
         if let Some(c) = current
-            && (c == commit || ctx.store.is_ancestor(commit, c)?)
+            && (c == commit || ctx.store()?.is_ancestor(commit, c)?)
         {
             return Ok(());
         }
         match ctx
-            .store
+            .store()?
             .cas_ref(name, commit, current, "loopx: sync", &committer)
         {
             Ok(()) => return Ok(()),
@@ -1028,7 +1034,7 @@ pub fn setup(ctx: &Ctx, remote: Option<&str>) -> Result<(Names, String, bool)> {
     let names = names(ctx, remote)?;
     let refspec = format!("+refs/loopx/*:refs/remotes/{}/loopx/*", names.remote);
     let key = format!("remote.{}.fetch", names.remote);
-    let dir = ctx.store.common_dir();
+    let dir = ctx.store()?.common_dir();
     let present = git::config_values(dir, &key)?
         .iter()
         .any(|v| v.trim() == refspec);

@@ -12,8 +12,9 @@ use anyhow::Result;
 use crate::ctx::Ctx;
 use crate::error::Code;
 use crate::error::Refusal;
+use crate::model::OpId;
 use crate::model::{State, files};
-use crate::op::{self, Effect, Op, message};
+use crate::op::{self, Change, Effect, Op, message};
 use crate::store::{CasError, Person, Store, Tip};
 
 /// How long a tick keeps retrying before giving up with exit 4.
@@ -37,7 +38,7 @@ pub struct Committed {
 
 /// Reads the state at a commit.
 pub fn load_at(ctx: &Ctx, tip: Tip) -> Result<Snapshot> {
-    let files = ctx.store.read_files(tip.tree)?;
+    let files = ctx.store()?.read_files(tip.tree)?;
     let state = files::decode(files.iter().map(|(p, b)| (p.as_str(), b.as_slice())))?;
     Ok(Snapshot { tip, state })
 }
@@ -47,15 +48,47 @@ pub fn load_archive(
     ctx: &Ctx,
     snap: &Snapshot,
 ) -> Result<std::collections::BTreeMap<crate::model::TodoId, crate::model::Todo>> {
-    let files = ctx.store.read_files_under(snap.tip.tree, files::ARCHIVE)?;
+    let files = ctx
+        .store()?
+        .read_files_under(snap.tip.tree, files::ARCHIVE)?;
     Ok(files::decode_archive(
         files.iter().map(|(p, b)| (p.as_str(), b.as_slice())),
     )?)
 }
 
+/// The tip of the state ref, if there is a state.
+pub fn tip(ctx: &Ctx) -> Result<Option<Tip>> {
+    ctx.store()?.tip()
+}
+
+/// The commit message of a tick.
+pub fn message_of(ctx: &Ctx, commit: crate::store::Oid) -> Result<String> {
+    ctx.store()?.message(commit)
+}
+
+/// Every file of a tip's tree as stored, live and archived (not evidence),
+/// for `doctor`'s checks.
+pub fn raw_files(ctx: &Ctx, tip: &Tip) -> Result<Vec<(String, Vec<u8>)>> {
+    let store = ctx.store()?;
+    let mut all = store.read_files(tip.tree)?;
+    all.extend(store.read_files_under(tip.tree, files::ARCHIVE)?);
+    Ok(all)
+}
+
+/// An operation by the current actor, now, with a fresh op id.
+pub fn op(ctx: &Ctx, change: Change) -> Result<Op, Refusal> {
+    let context = toml::to_string(&change).unwrap_or_default();
+    Ok(Op {
+        id: OpId::from_hex(&ctx.ids.hex(16, context.as_bytes())),
+        at: ctx.now,
+        actor: ctx.actor()?,
+        change,
+    })
+}
+
 /// Reads the current state, or says how to create one.
 pub fn load(ctx: &Ctx) -> Result<Snapshot> {
-    match ctx.store.tip()? {
+    match ctx.store()?.tip()? {
         Some(tip) => load_at(ctx, tip),
         None => Err(no_state(ctx).into()),
     }
@@ -65,7 +98,7 @@ pub fn load(ctx: &Ctx) -> Result<Snapshot> {
 pub fn no_state(ctx: &Ctx) -> Refusal {
     Refusal::error(
         Code::NoState,
-        format!("there is no loopx state here ({} does not exist)", ctx.store.state_ref()),
+        format!("there is no loopx state here ({} does not exist)", ctx.state_ref()),
     )
     .with_hint("create it with `loopx init`, or get a team's state with `loopx sync` (from git config loopx.remote, else origin)")
 }
@@ -82,12 +115,12 @@ pub fn commit(ctx: &Ctx, mut build: impl FnMut(&State) -> Result<Op>) -> Result<
 /// The first tick: creates the ref, which must not exist yet.
 pub fn init(ctx: &Ctx, op: Op) -> Result<Committed> {
     run(ctx, |ctx| {
-        if let Some(tip) = ctx.store.tip()? {
+        if let Some(tip) = ctx.store()?.tip()? {
             return Err(Refusal::rule(
                 Code::AlreadyInitialized,
                 format!(
                     "{} already holds a loopx state (tick {})",
-                    ctx.store.state_ref(),
+                    ctx.state_ref(),
                     tip.tick
                 ),
             )
@@ -114,7 +147,7 @@ fn run(
             effect,
             state: after,
         } = write_tick(
-            &ctx.store,
+            ctx.store()?,
             tip.as_ref(),
             &before,
             &op,
@@ -133,7 +166,7 @@ fn run(
             });
         };
         let reflog = format!("loopx: {}", effect.subject);
-        match ctx.store.cas(
+        match ctx.store()?.cas(
             new.commit,
             tip.as_ref().map(|t| t.commit),
             &reflog,
@@ -161,7 +194,7 @@ fn run(
                 Code::RetriesExhausted,
                 format!(
                     "{} kept moving: gave up after {tries} attempts in {}s",
-                    ctx.store.state_ref(),
+                    ctx.state_ref(),
                     started.elapsed().as_secs()
                 ),
             )
@@ -267,9 +300,11 @@ pub fn write_tick(
 /// geometric repack in the background, so loose objects stay bounded without
 /// stalling any tick.
 fn auto_pack(ctx: &Ctx, tick: u64) {
-    let every = ctx.config.auto_pack;
-    if every > 0 && tick.is_multiple_of(every) {
-        crate::git::spawn_detached(ctx.store.common_dir(), &crate::git::REPACK);
+    let (Ok(config), Ok(store)) = (ctx.config(), ctx.store()) else {
+        return;
+    };
+    if config.auto_pack > 0 && tick.is_multiple_of(config.auto_pack) {
+        crate::git::spawn_detached(store.common_dir(), &crate::git::REPACK);
     }
 }
 

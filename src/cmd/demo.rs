@@ -9,9 +9,10 @@ use std::process::{Command, Stdio};
 use anyhow::{Context, Result, bail};
 use serde::Serialize;
 
+use crate::ctx::Ctx;
 use crate::error::Code;
 use crate::error::Exit;
-use crate::output::{Format, Out};
+use crate::output::Out;
 use crate::time::Timestamp;
 
 /// Show what loopx is for: two machines, two agents and a human, for real
@@ -39,8 +40,9 @@ struct Wire {
 }
 
 /// Runs the demo. It needs no repository of its own: it makes them.
-pub fn run(args: &Args, format: Format, env_now: Option<&str>) -> Result<Exit> {
-    let out = Out::new(format, true);
+pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
+    let out = Out::new(ctx.out.format, true);
+    let env_now = ctx.env.get("LOOPX_NOW");
     let root = match &args.dir {
         Some(d) => {
             if d.exists() && d.read_dir().map(|mut r| r.next().is_some()).unwrap_or(true) {
@@ -173,24 +175,13 @@ impl Demo {
 
     /// Runs git quietly (set-up steps nobody needs to read).
     fn git(&self, dir: &Path, args: &[&str]) -> Result<String> {
-        let mut c = Command::new("git");
-        c.args(args).current_dir(dir).stdin(Stdio::null());
+        let mut c = crate::git::command_in(dir, args);
         self.isolate(&mut c);
         if let Some(now) = self.clock {
             c.env("GIT_AUTHOR_DATE", now.to_string())
                 .env("GIT_COMMITTER_DATE", now.to_string());
         }
-        let out = c
-            .output()
-            .with_context(|| format!("running git {}: is git installed?", args.join(" ")))?;
-        if !out.status.success() {
-            bail!(
-                "git {} failed: {}",
-                args.join(" "),
-                String::from_utf8_lossy(&out.stderr).trim()
-            );
-        }
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+        crate::git::stdout_of(c, args)
     }
 
     /// Keeps the user's git config and agent-runtime markers out.

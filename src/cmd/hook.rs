@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use super::brief;
 use super::quota::new_token;
 use super::quota::should_run::reason_message;
-use crate::cli::Global;
+use crate::ctx::Global;
 use crate::ctx::{Ctx, Env, derive_agent};
 use crate::error::Code;
 use crate::error::refusal_of;
@@ -138,7 +138,7 @@ fn run(global: &Global, args: &Args) -> Result<Reply> {
             "the hook's input has no session id, so loopx cannot tell which agent this is; set LOOPX_AGENT"
         ));
     };
-    let ctx = match Ctx::new(dir, Format::Json, Some(agent.as_str())) {
+    let ctx = match Ctx::with(dir, Format::Json, Some(agent.as_str())) {
         Ok(ctx) => ctx,
         Err(e) if quiet(&e) => return Ok(reply),
         Err(e) => return Err(e),
@@ -209,11 +209,14 @@ fn start(
         Some(_) => (snap.state, snap.tip),
         None => {
             let done = tx::commit(ctx, |_| {
-                Ok(ctx.op(Change::AgentRegister {
-                    agent: agent.clone(),
-                    runtime: runtime.model(),
-                    capabilities: Vec::new(),
-                })?)
+                Ok(tx::op(
+                    ctx,
+                    Change::AgentRegister {
+                        agent: agent.clone(),
+                        runtime: runtime.model(),
+                        capabilities: Vec::new(),
+                    },
+                )?)
             })?;
             (done.state, done.tip)
         }
@@ -340,7 +343,7 @@ fn tool(dir: Option<PathBuf>, agent: Option<&AgentId>, runtime: Runtime, input: 
     if !shell || guard::risks(command).is_empty() {
         return Answer::Nothing;
     }
-    let loaded = Ctx::new(dir, Format::Json, agent.map(AgentId::as_str))
+    let loaded = Ctx::with(dir, Format::Json, agent.map(AgentId::as_str))
         .and_then(|ctx| tx::load(&ctx).map(|s| s.state));
     match loaded {
         Ok(state) => guard::check(command, &state, agent).map_or(Answer::Nothing, Answer::Deny),
@@ -359,7 +362,7 @@ fn stop(ctx: &Ctx, agent: &AgentId, input: &Input, session: &SessionFile) -> Res
         return Ok(Answer::Nothing);
     }
     let mut s = session.load();
-    let max = ctx.config.stop_continuations;
+    let max = ctx.config()?.stop_continuations;
     if s.continuations >= max {
         return Ok(Answer::Nothing);
     }
@@ -457,13 +460,16 @@ fn end(
                 Outcome::Unchanged
             };
             tx::commit(ctx, |_| {
-                Ok(ctx.op(Change::RefreshState {
-                    goal: goal.clone(),
-                    outcome,
-                    turn: None,
-                    todo: todo.clone(),
-                    next_action: next_action.clone(),
-                })?)
+                Ok(tx::op(
+                    ctx,
+                    Change::RefreshState {
+                        goal: goal.clone(),
+                        outcome,
+                        turn: None,
+                        todo: todo.clone(),
+                        next_action: next_action.clone(),
+                    },
+                )?)
             })?;
         }
     }
@@ -568,9 +574,8 @@ impl SessionFile {
                 .filter(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
                 .take(64)
                 .collect();
-            (!key.is_empty()).then(|| {
-                dir(ctx.store.common_dir()).join(format!("{}-{key}.json", runtime.as_str()))
-            })
+            let store = ctx.store().ok().filter(|_| !key.is_empty())?;
+            Some(dir(store.common_dir()).join(format!("{}-{key}.json", runtime.as_str())))
         });
         SessionFile { path }
     }

@@ -92,10 +92,10 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         .map(|t| t.at);
     let (state, tick) = if args.dry_run {
         let mut after = snap.state.clone();
-        op::apply(&mut after, &ctx.op(build(&snap.state)?)?)?;
+        op::apply(&mut after, &tx::op(ctx, build(&snap.state)?)?)?;
         (after, None)
     } else {
-        let done = tx::commit(ctx, |state| Ok(ctx.op(build(state)?)?))?;
+        let done = tx::commit(ctx, |state| Ok(tx::op(ctx, build(state)?)?))?;
         let tick = TickWire::of(&done);
         (done.state, Some(tick))
     };

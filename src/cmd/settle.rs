@@ -186,25 +186,33 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             assumed_validation.as_ref(),
         )?,
     };
-    op::apply(&mut snap.state.clone(), &ctx.op(probe)?)?;
+    op::apply(&mut snap.state.clone(), &tx::op(ctx, probe)?)?;
     // The side effects run once, before the tick.
-    let check =
-        (!args.command.is_empty()).then(|| ctx.run_command(&args.command, &ctx.cwd, args.timeout));
+    let check = (!args.command.is_empty())
+        .then(|| crate::cmd::run_command(ctx, &args.command, &ctx.cwd, args.timeout));
     let validation = match &validate {
         Some(v) if check.as_ref().is_none_or(CommandRun::passed) => {
             ctx.out
                 .status(&format!("Validating {todo}: {}", v.argv.join(" ")));
-            Some(ctx.run_command(&v.argv, ctx.store.root(), v.timeout))
+            Some(crate::cmd::run_command(
+                ctx,
+                &v.argv,
+                ctx.store()?.root(),
+                v.timeout,
+            ))
         }
         _ => None,
     };
     let failed = check.as_ref().is_some_and(|c| !c.passed())
         || validation.as_ref().is_some_and(|v| !v.passed());
     let done = tx::commit(ctx, |state| {
-        Ok(ctx.op(Change::Settle {
-            turn: token.turn.clone(),
-            steps: plan(state, check.as_ref(), validation.as_ref())?,
-        })?)
+        Ok(tx::op(
+            ctx,
+            Change::Settle {
+                turn: token.turn.clone(),
+                steps: plan(state, check.as_ref(), validation.as_ref())?,
+            },
+        )?)
     })?;
     let brief = (!failed).then(|| {
         brief::build(

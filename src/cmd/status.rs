@@ -128,7 +128,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let claims_total = claims.len();
     claims.truncate(MAX_CLAIMS);
     let recent = ctx
-        .store
+        .store()?
         .first_parents(snap.tip.commit, RECENT)?
         .into_iter()
         .map(|e| TickRow {
@@ -141,7 +141,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     open.sort_by_key(|g| (!g.kind.human_only(), g.opened_at, g.id.clone()));
     let wire = Wire {
         gates: open.iter().map(|g| GateRef::of(g)).collect(),
-        state_ref: ctx.store.state_ref(),
+        state_ref: ctx.state_ref(),
         tick: snap.tip.tick,
         commit: snap.tip.commit.to_string(),
         as_of: args.at.is_some().then_some(now),

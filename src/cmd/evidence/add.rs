@@ -63,16 +63,19 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let id = fresh_id(ctx, &summary);
     let done = tx::commit(ctx, |state| {
         let (todo, goal) = target(ctx, state, args.todo.as_deref(), args.goal.as_deref())?;
-        Ok(ctx.op(Change::EvidenceAdd {
-            evidence: id.clone(),
-            goal,
-            todo,
-            kind,
-            summary: summary.clone(),
-            code: Some(code.clone()),
-            run: None,
-            artifact: artifact.clone(),
-        })?)
+        Ok(tx::op(
+            ctx,
+            Change::EvidenceAdd {
+                evidence: id.clone(),
+                goal,
+                todo,
+                kind,
+                summary: summary.clone(),
+                code: Some(code.clone()),
+                run: None,
+                artifact: artifact.clone(),
+            },
+        )?)
     })?;
     let e = done
         .effect
@@ -107,7 +110,7 @@ fn hash_file(ctx: &Ctx, typed: &str) -> Result<Artifact> {
         )
     })?;
     let shown = ctx
-        .store
+        .store()?
         .workdir()
         .and_then(|root| {
             let root = root.canonicalize().ok()?;

@@ -37,11 +37,14 @@ struct Wire<'a> {
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let done = tx::commit(ctx, |state| {
         let gate = state.resolve_gate(&args.id)?;
-        Ok(ctx.op(Change::GateAnswer {
-            gate,
-            choice: args.choice.clone(),
-            note: args.note.clone(),
-        })?)
+        Ok(tx::op(
+            ctx,
+            Change::GateAnswer {
+                gate,
+                choice: args.choice.clone(),
+                note: args.note.clone(),
+            },
+        )?)
     })?;
     let gate = done.effect.what.gate().expect("gate.answer names its gate");
     let g = &done.state.gates[gate];

@@ -61,14 +61,17 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                 break id;
             }
         };
-        Ok(ctx.op(Change::GateOpen {
-            gate,
-            goal,
-            question: args.question.clone(),
-            options,
-            kind: args.kind,
-            blocks,
-        })?)
+        Ok(tx::op(
+            ctx,
+            Change::GateOpen {
+                gate,
+                goal,
+                question: args.question.clone(),
+                options,
+                kind: args.kind,
+                blocks,
+            },
+        )?)
     })?;
     let gate = done.effect.what.gate().expect("gate.open names its gate");
     let g = &done.state.gates[gate];

@@ -29,7 +29,7 @@ struct Wire<'a> {
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let done = tx::commit(ctx, |state| {
         let gate = state.resolve_gate(&args.id)?;
-        Ok(ctx.op(Change::GateWithdraw { gate })?)
+        Ok(tx::op(ctx, Change::GateWithdraw { gate })?)
     })?;
     let gate = done
         .effect

@@ -235,7 +235,7 @@ fn human(w: &Wire) -> String {
 /// a slow disk, another machine on a shared filesystem). A writer that
 /// resumes after its lock was broken would rename it over a newer tip.
 fn stale_lock(ctx: &Ctx) -> Option<(std::path::PathBuf, std::time::Duration)> {
-    let lock = ctx.store.lock_path();
+    let lock = ctx.store().ok()?.lock_path();
     let age = std::fs::metadata(&lock)
         .ok()?
         .modified()

@@ -49,7 +49,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             .with_hint("only done todos move to the archive; `loopx todo list --all` shows them")
             .into());
         }
-        Ok(ctx.op(Change::TodoArchive { todos })?)
+        Ok(tx::op(ctx, Change::TodoArchive { todos })?)
     })?;
     let todos: Vec<_> = done.effect.archived.keys().cloned().collect();
     let todos = &todos;

@@ -65,7 +65,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     } else if args.no_sync {
         false
     } else {
-        ctx.config.claim_sync
+        ctx.config()?.claim_sync
     };
     if synced {
         // Claim against the freshest state there is.
@@ -95,11 +95,14 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             }
         };
         let epoch = state.todos[&todo].epoch;
-        Ok(ctx.op(Change::TodoClaim {
-            todo,
-            epoch,
-            lease: args.ttl.unwrap_or(state.meta.settings.lease),
-        })?)
+        Ok(tx::op(
+            ctx,
+            Change::TodoClaim {
+                todo,
+                epoch,
+                lease: args.ttl.unwrap_or(state.meta.settings.lease),
+            },
+        )?)
     })?;
     let human = |t: &Todo| {
         if args.next {

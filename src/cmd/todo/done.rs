@@ -52,27 +52,31 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             .as_ref()
             .map(|v| CommandRun::assumed_passing(&v.argv)),
     };
-    op::apply(&mut snap.state.clone(), &ctx.op(probe)?)?;
+    op::apply(&mut snap.state.clone(), &tx::op(ctx, probe)?)?;
     // The validation runs once, before the tick; retries reuse its result.
+    let root = ctx.store()?.root();
     let validation = todo.validate.as_ref().map(|v| {
         ctx.out
             .status(&format!("Validating {id}: {}", v.argv.join(" ")));
-        ctx.run_command(&v.argv, ctx.store.root(), v.timeout)
+        crate::cmd::run_command(ctx, &v.argv, root, v.timeout)
     });
     if let Some(run) = validation.as_ref().filter(|r| !r.passed()) {
         // A failed validation is evidence, not a completion.
         let goal = todo.goal.clone();
         let record = tx::commit(ctx, |_| {
-            Ok(ctx.op(Change::EvidenceAdd {
-                evidence: fresh_id(ctx, &format!("validation\n{id}")),
-                goal: goal.clone(),
-                todo: Some(id.clone()),
-                kind: EvidenceKind::Test,
-                summary: format!("validation: {}", run.argv.join(" ")),
-                code: Some(code_now(ctx)),
-                run: Some(run.clone()),
-                artifact: None,
-            })?)
+            Ok(tx::op(
+                ctx,
+                Change::EvidenceAdd {
+                    evidence: fresh_id(ctx, &format!("validation\n{id}")),
+                    goal: goal.clone(),
+                    todo: Some(id.clone()),
+                    kind: EvidenceKind::Test,
+                    summary: format!("validation: {}", run.argv.join(" ")),
+                    code: Some(code_now(ctx)),
+                    run: Some(run.clone()),
+                    artifact: None,
+                },
+            )?)
         })?;
         let shown: String = run.last_lines(5).iter().map(|l| format!("\n{l}")).collect();
         return Err(Refusal::rule(
@@ -92,12 +96,15 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let done = tx::commit(ctx, |state| {
         let todo = state.resolve_todo(id.as_str())?;
         let epoch = args.held.epoch_in(state, &todo);
-        Ok(ctx.op(Change::TodoDone {
-            todo,
-            epoch,
-            note: args.note.clone(),
-            validation: validation.clone(),
-        })?)
+        Ok(tx::op(
+            ctx,
+            Change::TodoDone {
+                todo,
+                epoch,
+                note: args.note.clone(),
+                validation: validation.clone(),
+            },
+        )?)
     })?;
     let t = &done.state.todos[&id];
     ctx.out.emit(

@@ -49,14 +49,17 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                     .collect::<Result<Vec<_>, _>>()?,
             )
         };
-        Ok(ctx.op(Change::TodoEdit {
-            todo,
-            epoch,
-            title: args.title.clone(),
-            priority: args.priority,
-            after,
-            note: args.note.clone(),
-        })?)
+        Ok(tx::op(
+            ctx,
+            Change::TodoEdit {
+                todo,
+                epoch,
+                title: args.title.clone(),
+                priority: args.priority,
+                after,
+                note: args.note.clone(),
+            },
+        )?)
     })?;
     report(ctx, &done, |t| format!("Edited {} \"{}\".", t.id, t.title))
 }
