@@ -75,6 +75,8 @@ pub fn run(argv: &[String], dir: &Path, timeout: Span) -> CommandRun {
         });
     }
     let group = Pid::from_raw(child.id() as i32).expect("a child's pid is positive");
+    // Joins the group before anything can reap its leader.
+    let watcher = Watcher::start(child.id());
     let deadline = started + limit;
     let mut timed_out = false;
     let status = loop {
@@ -88,6 +90,9 @@ pub fn run(argv: &[String], dir: &Path, timeout: Span) -> CommandRun {
             Err(_) => break None,
         }
     };
+    if let Some(w) = watcher {
+        w.stop();
+    }
     let status = end_group(group, &mut child, status);
     // The group is gone, so the pipe ends unless a process left the group;
     // never wait past the deadline for that.
@@ -116,6 +121,48 @@ pub fn run(argv: &[String], dir: &Path, timeout: Span) -> CommandRun {
         output_sha256: hex(&capture.hash.finalize()),
         output_redacted: capture.redacted,
         output_tail: tail(&capture.tail, TAIL_BYTES),
+    }
+}
+
+/// A watcher in the command's process group that ends the group if loopx
+/// itself dies first (Ctrl-C in a terminal, an agent runtime killing its
+/// tool call): the group is not the terminal's or the runtime's, so their
+/// signals no longer reach the command. It blocks reading a pipe that only
+/// loopx can write to; at its end (loopx is gone) it sends the group TERM,
+/// then KILL.
+struct Watcher {
+    child: Child,
+    /// Held open for as long as loopx wants the command to live.
+    _alive: std::io::PipeWriter,
+}
+
+impl Watcher {
+    /// Best effort: without `sh`, or if the group is gone already, there is
+    /// no watcher, and the run goes on.
+    fn start(group: u32) -> Option<Watcher> {
+        let (read, write) = std::io::pipe().ok()?;
+        let child = Command::new("/bin/sh")
+            .args([
+                "-c",
+                "trap '' TERM INT HUP; read -r _; kill -TERM 0; sleep 2; kill -KILL 0",
+            ])
+            .stdin(read)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .process_group(group as i32)
+            .spawn()
+            .ok()?;
+        Some(Watcher {
+            child,
+            _alive: write,
+        })
+    }
+
+    /// loopx ends the group itself: the watcher goes first, so it neither
+    /// counts as a member left behind nor signals anything.
+    fn stop(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 

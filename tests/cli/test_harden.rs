@@ -574,3 +574,56 @@ fn should_run_skips_on_a_stale_lock_and_says_how_to_fix_it() {
     env.loopx(&["doctor", "--fix"]).ok();
     env.agent("agent-a", &["quota", "should-run"]).ok();
 }
+
+/// Polls `check` every 50 ms until it holds, for at most `limit`.
+fn eventually(limit: Duration, mut check: impl FnMut() -> bool) -> bool {
+    let started = Instant::now();
+    while started.elapsed() < limit {
+        if check() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    check()
+}
+
+#[test]
+fn a_command_does_not_outlive_a_killed_loopx() {
+    // Ctrl-C in a terminal, or an agent runtime ending its tool call, kills
+    // loopx; the command's own process group no longer gets that signal.
+    let env = TestEnv::with_board();
+    let mark = format!("killed-{}-{}", std::process::id(), env.root().display()).replace('/', "_");
+    let mut loopx = env
+        .command()
+        .args([
+            "evidence",
+            "run",
+            "--timeout",
+            "1h",
+            "--",
+            "sleep",
+            "100000",
+        ])
+        .env("LOOPX_TEST_MARK", &mark)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("loopx runs");
+    let sleeping = |pids: &[u32]| {
+        pids.iter().any(|p| {
+            std::fs::read(format!("/proc/{p}/cmdline"))
+                .is_ok_and(|c| c.starts_with(b"sleep\0100000"))
+        })
+    };
+    assert!(
+        eventually(Duration::from_secs(30), || sleeping(&tagged(&mark))),
+        "the command never started"
+    );
+    loopx.kill().expect("kill loopx");
+    loopx.wait().expect("reap loopx");
+    let gone = eventually(Duration::from_secs(30), || tagged(&mark).is_empty());
+    let left = tagged(&mark);
+    kill_all(&left);
+    assert!(gone, "left running after loopx was killed: {left:?}");
+}
