@@ -613,7 +613,7 @@ fn a_command_does_not_outlive_a_killed_loopx() {
     let sleeping = |pids: &[u32]| {
         pids.iter().any(|p| {
             std::fs::read(format!("/proc/{p}/cmdline"))
-                .is_ok_and(|c| c.starts_with(b"sleep\0100000"))
+                .is_ok_and(|c| c.starts_with(b"sleep\x00100000"))
         })
     };
     assert!(
