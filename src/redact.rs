@@ -178,7 +178,7 @@ fn quiet(line: &str) -> bool {
             b'=' | b':' | b'\t' | b'@' => return false,
             b'g' | b'A' | b'x' | b's' | b'r' | b'n' | b'e' | b'B' | b'b' if !prev_token => {
                 let rest = &b[i..];
-                const PREFIXES: [&[u8]; 12] = [
+                const PREFIXES: [&[u8]; 11] = [
                     b"gh",
                     b"github_pat_",
                     b"glpat-",
@@ -190,14 +190,9 @@ fn quiet(line: &str) -> bool {
                     b"rk_",
                     b"npm_",
                     b"eyJ",
-                    b"earer",
                 ];
-                let rest_b = if c == b'B' || c == b'b' {
-                    &rest[1..]
-                } else {
-                    rest
-                };
-                if PREFIXES.iter().any(|p| rest_b.starts_with(p)) {
+                let bearer = rest.len() >= 6 && rest[..6].eq_ignore_ascii_case(b"bearer");
+                if bearer || PREFIXES.iter().any(|p| rest.starts_with(p)) {
                     return false;
                 }
             }
@@ -637,6 +632,7 @@ mod tests {
             ("-H 'Authorization: Bearer abc.def.ghi'".to_owned(), "abc.def"),
             ("curl -H \"X-Auth-Token: t0k3n-xyz\"".to_owned(), "t0k3n-xyz"),
             ("sent Bearer zzzyyyxxx111".to_owned(), "zzzyyyxxx111"),
+            ("BEARER upper-case-credential".to_owned(), "upper-case-credential"),
             ("bearer: hdr-secret".to_owned(), "hdr-secret"),
             ("url?access_token=qs-secret&x=1".to_owned(), "qs-secret"),
             ("export SECRET='sq secret val'".to_owned(), "sq secret"),
