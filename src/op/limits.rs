@@ -96,6 +96,19 @@ pub fn check(change: &Change) -> Result<(), Refusal> {
     }
 }
 
+/// `text` made to pass as a one-line field of at most `max` characters:
+/// line breaks become spaces, and a longer text is cut with an ellipsis.
+/// For texts loopx composes itself (a default summary, a sync rejection's
+/// reason), which must never be refused.
+pub fn fit(text: &str, max: usize) -> String {
+    let one = text.replace(['\n', '\r'], " ");
+    if one.chars().count() <= max {
+        return one;
+    }
+    let cut: String = one.chars().take(max.saturating_sub(1)).collect();
+    format!("{cut}…")
+}
+
 /// Checks an evidence summary, for commands that check before they run.
 pub fn summary(text: &str) -> Result<(), Refusal> {
     question(text, "summary")
@@ -329,6 +342,16 @@ mod tests {
         assert_eq!(r.exit, Exit::Usage);
         apply_as(&mut state.clone(), &honest_but_long, 1).unwrap();
         apply_as(&mut state, &honest_but_long, SINCE).unwrap_err();
+    }
+
+    #[test]
+    fn composed_texts_are_fitted_not_refused() {
+        let reason = format!("is not done: it failed\nline 1\r\n{}", "x".repeat(3000));
+        let fitted = fit(&reason, QUESTION);
+        question(&fitted, "summary").unwrap();
+        assert!(fitted.starts_with("is not done: it failed line 1  x"));
+        assert!(fitted.ends_with('…'));
+        assert_eq!(fit("short", QUESTION), "short");
     }
 
     #[test]

@@ -73,7 +73,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     // the default (the command line) shortened to fit the summary limit.
     let summary = match &args.summary {
         Some(s) => crate::redact::text(s).into_owned(),
-        None => short_line(&record.argv.join(" "), 200),
+        None => crate::op::limits::fit(&record.argv.join(" "), 200),
     };
     let id = fresh_id(ctx, &summary);
     let done = tx::commit(ctx, |state| {
@@ -122,14 +122,4 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         },
     )?;
     Ok(if passed { Exit::Ok } else { Exit::Refused })
-}
-
-/// `text` on one line, cut to `max` characters with an ellipsis.
-fn short_line(text: &str, max: usize) -> String {
-    let one = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if one.chars().count() <= max {
-        return one;
-    }
-    let cut: String = one.chars().take(max - 1).collect();
-    format!("{cut}…")
 }
