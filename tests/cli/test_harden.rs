@@ -627,3 +627,26 @@ fn a_command_does_not_outlive_a_killed_loopx() {
     kill_all(&left);
     assert!(gone, "left running after loopx was killed: {left:?}");
 }
+
+#[test]
+fn a_long_multi_line_check_is_recorded_with_a_fitted_summary() {
+    // A validation and a settle check are code, and may be long scripts
+    // with line breaks: their evidence summary is made to fit, never
+    // refused after the command ran.
+    let env = TestEnv::with_board();
+    let script = format!("true\n# {}\nexit 1", "x".repeat(3000));
+    let t = env.add("Check", &["--", "sh", "-c", &script]);
+    env.agent("agent-a", &["todo", "claim", &t]).ok();
+    // It fails, so it is recorded as evidence (before, that record was
+    // refused and the failure lost).
+    env.agent("agent-a", &["todo", "done", &t]).code(3);
+    let v = env.loopx(&["evidence", "list", "--json"]).ok().json();
+    let summary = v["evidence"][0]["summary"].as_str().unwrap();
+    assert!(
+        summary.starts_with("validation: sh -c true # xxx"),
+        "{summary}"
+    );
+    assert!(summary.chars().count() <= 200 && !summary.contains('\n'));
+    // The run's argv is kept as written (a validation is code).
+    assert_eq!(v["evidence"][0]["run"]["argv"][2], script.as_str());
+}
