@@ -10,8 +10,7 @@ use anyhow::{Context, Result};
 use sha2::{Digest, Sha256};
 
 use crate::config::Config;
-use crate::error::Code;
-use crate::error::Refusal;
+use crate::error::{Code, Refusal};
 use crate::model::{Actor, AgentId};
 use crate::output::{Format, Out};
 use crate::store::{Person, Store};
@@ -164,7 +163,7 @@ impl IdGen {
             }
             None => getrandom::fill(&mut bytes).expect("the OS random source is available"),
         }
-        let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        let hex = crate::model::id::hex(&bytes);
         hex[..n.min(64)].to_owned()
     }
 }

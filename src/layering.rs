@@ -77,13 +77,13 @@ mod tests {
 
     #[test]
     fn the_store_knows_neither_op_nor_model() {
-        let bad = offenders(|f| f == "store.rs", &["crate::op", "crate::model"]);
+        let bad = offenders(|f| f.starts_with("store/"), &["crate::op", "crate::model"]);
         assert!(bad.is_empty(), "{bad:#?}");
     }
 
     #[test]
     fn gix_only_in_the_store() {
-        let bad = offenders(|f| f != "store.rs", &["gix::", "use gix"]);
+        let bad = offenders(|f| !f.starts_with("store/"), &["gix::", "use gix"]);
         assert!(bad.is_empty(), "{bad:#?}");
     }
 

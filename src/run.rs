@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 use rustix::process::{Pid, Signal, kill_process_group, test_kill_process_group};
 use sha2::{Digest, Sha256};
 
+use crate::model::id::hex;
 use crate::model::run::{CommandRun, argv_digest};
 use crate::redact;
 use crate::time::Span;
@@ -261,10 +262,6 @@ fn failed(argv: &[String], why: &str, started: Instant) -> CommandRun {
         output_redacted: false,
         output_tail: String::new(),
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The last `max` bytes as text, starting at a line boundary when one is

@@ -10,8 +10,7 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 
 use crate::ctx::Ctx;
-use crate::error::Code;
-use crate::error::Refusal;
+use crate::error::{Code, Refusal};
 use crate::model::OpId;
 use crate::model::{State, files};
 use crate::op::{self, Change, Effect, Op, message};
@@ -312,7 +311,7 @@ pub use crate::config::AUTO_PACK;
 
 /// A random fraction in [0, 1). Not from the seeded id source, or racing
 /// test processes with the same seed would retry in lockstep.
-fn jitter() -> f64 {
+pub fn jitter() -> f64 {
     let mut b = [0u8; 2];
     let _ = getrandom::fill(&mut b);
     f64::from(u16::from_le_bytes(b)) / 65536.0

@@ -10,8 +10,7 @@ use anyhow::{Context, Result, bail};
 use serde::Serialize;
 
 use crate::ctx::Ctx;
-use crate::error::Code;
-use crate::error::Exit;
+use crate::error::{Code, Exit};
 use crate::output::Out;
 use crate::time::Timestamp;
 

@@ -3,7 +3,6 @@
 //! This module dispatches and holds the small helpers commands share.
 
 pub mod agent;
-pub mod brief;
 pub mod demo;
 pub mod diff;
 pub mod doctor;
@@ -28,8 +27,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::ctx::Ctx;
-use crate::error::Code;
-use crate::error::{Exit, Refusal};
+use crate::error::{Code, Exit, Refusal};
 use crate::model::{GoalId, State};
 use crate::tx::Committed;
 

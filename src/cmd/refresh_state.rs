@@ -4,13 +4,12 @@
 use anyhow::Result;
 use serde::Serialize;
 
-use super::brief::{self, Brief};
 use super::quota::{own_token, parse_token};
 use super::{TickWire, pick_goal};
 use crate::ctx::Ctx;
-use crate::error::Code;
-use crate::error::{Exit, Refusal};
+use crate::error::{Code, Exit, Refusal};
 use crate::model::Outcome;
+use crate::op::brief::{self, Brief};
 use crate::op::{self, Change};
 use crate::tx;
 

@@ -4,13 +4,12 @@ use anyhow::Result;
 use serde::Serialize;
 
 use super::TickWire;
-use super::brief::{self, Brief};
 use super::evidence::{code_now, fresh_id};
 use super::quota::{own_token, parse_token};
 use crate::ctx::Ctx;
-use crate::error::Code;
-use crate::error::{Exit, Refusal};
+use crate::error::{Code, Exit, Refusal};
 use crate::model::{EvidenceKind, Outcome, TodoStatus, run::CommandRun};
+use crate::op::brief::{self, Brief};
 use crate::op::{self, Change};
 use crate::time::Span;
 use crate::tx;

@@ -10,8 +10,7 @@ use serde::{Serialize, de::DeserializeOwned};
 use super::{
     Agent, AgentId, Evidence, FORMAT, Gate, GateId, Goal, GoalId, Meta, State, Todo, TodoId,
 };
-use crate::error::Code;
-use crate::error::Refusal;
+use crate::error::{Code, Refusal};
 
 /// The format file at the root of the tree.
 pub const META: &str = "loopx.toml";
@@ -306,3 +305,6 @@ pub fn decode_evidence<'a>(
     out.sort_by(|a, b| (a.at, &a.id).cmp(&(b.at, &b.id)));
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests;

@@ -5,8 +5,7 @@ use serde::Serialize;
 
 use crate::cmd::{TickWire, pick_goal};
 use crate::ctx::Ctx;
-use crate::error::Code;
-use crate::error::{Exit, Refusal};
+use crate::error::{Code, Exit, Refusal};
 use crate::model::{TodoId, TodoStatus};
 use crate::op::Change;
 use crate::tx;

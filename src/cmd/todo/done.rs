@@ -7,9 +7,7 @@ use super::TodoRef;
 use crate::cmd::TickWire;
 use crate::cmd::evidence::{code_now, fresh_id};
 use crate::ctx::Ctx;
-use crate::error::Code;
 use crate::error::Exit;
-use crate::error::Refusal;
 use crate::model::EvidenceKind;
 use crate::model::run::CommandRun;
 use crate::op::{self, Change};
@@ -81,15 +79,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                 },
             )?)
         })?;
-        let shown: String = run.last_lines(5).iter().map(|l| format!("\n{l}")).collect();
-        return Err(Refusal::rule(
-            Code::ValidationFailed,
-            format!(
-                "{id} is not done: its validation `{}` failed ({}){shown}",
-                run.argv.join(" "),
-                run.outcome()
-            ),
-        )
+        return Err(crate::op::todo::validation_failed(&id, run)
         .with_hint(format!(
             "nothing was marked done; the failure is recorded as evidence (tick {}); fix what it reports and run `loopx todo done` again",
             record.tip.tick

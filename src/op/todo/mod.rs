@@ -1,14 +1,15 @@
-//! Rules for the todo lifecycle: add, claim (renew, steal), release, update,
-//! done. Every op on a todo carries the epoch its writer read; a mismatch is
+//! Rules for the todo lifecycle: add, update, done, edit, reopen, archive;
+//! the claim side (claim, renew, steal, release, handoff) is in [`claim`]. Every op on a todo carries the epoch its writer read; a mismatch is
 //! a conflict (fencing).
 
 use super::{Change, Effect, Happened, Op, agent::normalize, goal::non_empty, rules, short};
-use crate::error::Code;
-use crate::error::Refusal;
-use crate::model::{
-    Actor, Claim, GoalStatus, Note, State, Todo, TodoId, TodoStatus, run::CommandRun,
-};
-use crate::time::Span;
+use crate::error::{Code, Refusal};
+use crate::model::{Actor, GoalStatus, Note, State, Todo, TodoId, TodoStatus, run::CommandRun};
+
+mod claim;
+
+use claim::fence;
+pub(super) use claim::{claim, handoff, release, renew};
 
 pub(super) fn add(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
     let Change::TodoAdd {
@@ -42,10 +43,10 @@ pub(super) fn add(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
     if let Actor::Agent(id) = &op.actor {
         rules::registered(state, id)?;
     }
-    let g = state.goals.get(goal).ok_or_else(|| {
-        Refusal::error(Code::UnknownGoal, format!("there is no goal {goal}"))
-            .with_hint("`loopx goal list` shows the goals")
-    })?;
+    let g = state
+        .goals
+        .get(goal)
+        .ok_or_else(|| crate::model::unknown_goal(goal))?;
     if g.status == GoalStatus::Done {
         return Err(
             Refusal::rule(Code::GoalDone, format!("goal {goal} is done")).with_hint(format!(
@@ -104,253 +105,6 @@ pub(super) fn add(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
     Ok(Effect::new(
         Happened::TodoAdded { todo: todo.clone() },
         subject,
-    ))
-}
-
-pub(super) fn claim(
-    state: &mut State,
-    op: &Op,
-    id: &TodoId,
-    epoch: u64,
-    lease: Span,
-) -> Result<Effect, Refusal> {
-    let agent = rules::acting_agent(state, &op.actor, "claim a todo")?.clone();
-    let todo = get(state, id)?;
-    check_lease(lease)?;
-    // Renew: the owner claims again; the epoch stays. A gate that covers
-    // the todo stops a renew too.
-    if todo.owner() == Some(&agent.id) && todo.status == TodoStatus::Claimed {
-        if let Some(g) = rules::gate_on(state, todo, &agent) {
-            return Err(rules::NotReady::Gated {
-                gate: g.id.clone(),
-                question: g.question.clone(),
-            }
-            .refusal(todo));
-        }
-        fence(todo, epoch)?;
-        let title = short(&todo.title);
-        let t = todo_mut(state, id);
-        let c = t.claim.as_mut().expect("owner() saw a claim");
-        c.lease_until = op.at.plus(lease);
-        t.updated_at = op.at;
-        return Ok(Effect::new(
-            Happened::Renewed { todo: id.clone() },
-            format!("renew {id} \"{title}\""),
-        ));
-    }
-    rules::ready(state, todo, &agent, op.at).map_err(|why| why.refusal(todo))?;
-    fence(todo, epoch)?;
-    let previous = todo.owner().cloned();
-    let title = short(&todo.title);
-    let t = todo_mut(state, id);
-    t.epoch += 1;
-    t.status = TodoStatus::Claimed;
-    t.claim = Some(Claim {
-        owner: agent.id.clone(),
-        since: op.at,
-        lease_until: op.at.plus(lease),
-    });
-    t.updated_at = op.at;
-    Ok(match previous {
-        Some(prev) => {
-            t.notes.push(Note {
-                at: op.at,
-                by: op.actor.clone(),
-                text: format!("stole the expired lease of {prev}"),
-            });
-            let subject = format!("steal {id} \"{title}\" from {prev}");
-            Effect::new(
-                Happened::Stole {
-                    todo: id.clone(),
-                    from: prev,
-                },
-                subject,
-            )
-        }
-        None => Effect::new(
-            Happened::Claimed { todo: id.clone() },
-            format!("claim {id} \"{title}\""),
-        ),
-    })
-}
-
-pub(super) fn release(
-    state: &mut State,
-    op: &Op,
-    id: &TodoId,
-    epoch: u64,
-    force: bool,
-) -> Result<Effect, Refusal> {
-    if let Actor::Agent(a) = &op.actor {
-        rules::registered(state, a)?;
-    }
-    if force {
-        rules::human_only(&op.actor, "force a claim off its owner")?;
-    }
-    let todo = get(state, id)?;
-    let Some(owner) = todo.owner().cloned() else {
-        return Err(Refusal::rule(
-            Code::NotClaimed,
-            format!("{id} is not claimed"),
-        ));
-    };
-    if !force && op.actor.agent() != Some(&owner) {
-        let hint = if op.actor.is_human() {
-            format!(
-                "only the owner releases a claim; a human can free it with `loopx todo release {id} --force`"
-            )
-        } else {
-            "only the owner releases a claim".to_owned()
-        };
-        return Err(Refusal::conflict(
-            Code::Claimed,
-            format!("{id} is claimed by {owner}, not by {}", op.actor.name()),
-        )
-        .with_hint(hint));
-    }
-    fence(todo, epoch)?;
-    let title = short(&todo.title);
-    let t = todo_mut(state, id);
-    t.claim = None;
-    t.status = TodoStatus::Open;
-    t.updated_at = op.at;
-    if force {
-        t.notes.push(Note {
-            at: op.at,
-            by: op.actor.clone(),
-            text: format!("released the claim of {owner} by force"),
-        });
-        let subject = format!("release {id} \"{title}\" from {owner} by force");
-        return Ok(Effect::new(
-            Happened::Released {
-                todo: id.clone(),
-                from: Some(owner),
-            },
-            subject,
-        ));
-    }
-    Ok(Effect::new(
-        Happened::Released {
-            todo: id.clone(),
-            from: None,
-        },
-        format!("release {id} \"{title}\""),
-    ))
-}
-
-/// The owner extends its lease; a lease already taken over is a conflict.
-pub(super) fn renew(
-    state: &mut State,
-    op: &Op,
-    id: &TodoId,
-    epoch: u64,
-    lease: Span,
-) -> Result<Effect, Refusal> {
-    let acting = rules::acting_agent(state, &op.actor, "renew a lease")?.clone();
-    let agent = acting.id.clone();
-    let todo = get(state, id)?;
-    check_lease(lease)?;
-    if let Some(g) = rules::gate_on(state, todo, &acting) {
-        return Err(rules::NotReady::Gated {
-            gate: g.id.clone(),
-            question: g.question.clone(),
-        }
-        .refusal(todo));
-    }
-    match todo.owner() {
-        Some(o) if *o == agent => {}
-        Some(o) => {
-            return Err(Refusal::conflict(
-                Code::Claimed,
-                format!("{id} is claimed by {o}, not by {agent}"),
-            )
-            .with_hint(
-                "your lease was taken over; pick other work with `loopx todo list --ready`",
-            ));
-        }
-        None => {
-            return Err(
-                Refusal::rule(Code::NotClaimed, format!("{id} is not claimed by {agent}"))
-                    .with_hint(format!("claim it with `loopx todo claim {id}`")),
-            );
-        }
-    }
-    fence(todo, epoch)?;
-    let title = short(&todo.title);
-    let t = todo_mut(state, id);
-    let c = t.claim.as_mut().expect("owner() saw a claim");
-    c.lease_until = op.at.plus(lease);
-    t.updated_at = op.at;
-    Ok(Effect::new(
-        Happened::Renewed { todo: id.clone() },
-        format!("renew {id} \"{title}\""),
-    ))
-}
-
-/// An explicit transfer: the new owner gets a fresh lease, the epoch bumps,
-/// and the note is recorded for the new owner to read.
-pub(super) fn handoff(
-    state: &mut State,
-    op: &Op,
-    id: &TodoId,
-    epoch: u64,
-    to: &crate::model::AgentId,
-    lease: Span,
-    note: &str,
-) -> Result<Effect, Refusal> {
-    // DESIGN §4: handoff is an agent's act; a human frees a claim with
-    // `release --force` instead.
-    rules::acting_agent(state, &op.actor, "hand a todo off")?;
-    let todo = get(state, id)?;
-    check_lease(lease)?;
-    let Some(owner) = todo.owner().cloned() else {
-        return Err(Refusal::rule(
-            Code::NotClaimed,
-            format!("{id} is not claimed, so there is nothing to hand off"),
-        )
-        .with_hint(format!("{to} can claim it with `loopx todo claim {id}`")));
-    };
-    if op.actor.agent().is_some_and(|a| *a != owner) {
-        return Err(Refusal::conflict(
-            Code::Claimed,
-            format!("{id} is claimed by {owner}; only its owner hands it off"),
-        ));
-    }
-    if *to == owner {
-        return Err(Refusal::usage(
-            Code::HandoffToSelf,
-            format!("{id} already belongs to {to}"),
-        ));
-    }
-    let target = rules::registered(state, to)?.clone();
-    rules::fits(state, todo, &target, op.at).map_err(|why| {
-        let mut r = why.refusal(todo);
-        r.message = format!("{id} cannot go to {to}: {why}");
-        r
-    })?;
-    fence(todo, epoch)?;
-    let note = non_empty(note, "handoff note")?;
-    let title = short(&todo.title);
-    let t = todo_mut(state, id);
-    t.epoch += 1;
-    t.claim = Some(Claim {
-        owner: to.clone(),
-        since: op.at,
-        lease_until: op.at.plus(lease),
-    });
-    t.status = TodoStatus::Claimed;
-    t.updated_at = op.at;
-    t.notes.push(Note {
-        at: op.at,
-        by: op.actor.clone(),
-        text: format!("handoff from {owner} to {to}: {note}"),
-    });
-    Ok(Effect::new(
-        Happened::HandedOff {
-            todo: id.clone(),
-            to: to.clone(),
-        },
-        format!("handoff {id} \"{title}\" from {owner} to {to}"),
     ))
 }
 
@@ -457,23 +211,7 @@ pub(super) fn done(
                 .with_hint(format!("run `loopx todo done {id}` again")));
             }
             Some(run) if !run.passed() => {
-                let tail = run.last_lines(5);
-                let shown = if tail.is_empty() {
-                    String::new()
-                } else {
-                    format!("\n{}", tail.join("\n"))
-                };
-                return Err(Refusal::rule(
-                    Code::ValidationFailed,
-                    format!(
-                        "{id} is not done: its validation `{}` failed ({}){shown}",
-                        run.argv.join(" "),
-                        run.outcome()
-                    ),
-                )
-                .with_hint(
-                    "fix what it reports and run `loopx todo done` again; nothing was marked done",
-                ));
+                return Err(validation_failed(id, run));
             }
             Some(_) => {}
         }
@@ -659,6 +397,21 @@ pub(super) fn archive(state: &mut State, op: &Op, ids: &[TodoId]) -> Result<Effe
     Ok(effect)
 }
 
+/// A todo's validation failed: the refusal `todo done` and replays give,
+/// with the last lines of its output.
+pub fn validation_failed(id: &TodoId, run: &CommandRun) -> Refusal {
+    let shown: String = run.last_lines(5).iter().map(|l| format!("\n{l}")).collect();
+    Refusal::rule(
+        Code::ValidationFailed,
+        format!(
+            "{id} is not done: its validation `{}` failed ({}){shown}",
+            run.argv.join(" "),
+            run.outcome()
+        ),
+    )
+    .with_hint("fix what it reports and run `loopx todo done` again; nothing was marked done")
+}
+
 /// Checks that the actor may write this todo: a registered agent or a human,
 /// and if it is claimed, its owner; and that the epoch matches.
 fn writable<'s>(
@@ -689,36 +442,6 @@ fn writable<'s>(
     Ok(todo)
 }
 
-/// A lease must be longer than 0s and at most ten years.
-fn check_lease(lease: Span) -> Result<(), Refusal> {
-    if lease.as_secs() <= 0 || lease > Span::MAX {
-        return Err(Refusal::usage(
-            Code::BadTtl,
-            format!("a lease must be longer than 0s and at most {}", Span::MAX),
-        ));
-    }
-    Ok(())
-}
-
-/// Fencing: the op must carry the epoch its writer read.
-fn fence(todo: &Todo, epoch: u64) -> Result<(), Refusal> {
-    if todo.epoch == epoch {
-        return Ok(());
-    }
-    let now = match todo.owner() {
-        Some(o) => format!("it now belongs to {o} at epoch {}", todo.epoch),
-        None => format!("it is now at epoch {}", todo.epoch),
-    };
-    Err(Refusal::conflict(
-        Code::StaleEpoch,
-        format!(
-            "{} changed hands since epoch {epoch} was read: {now}",
-            todo.id
-        ),
-    )
-    .with_hint(format!("look again with `loopx todo show {}`", todo.id)))
-}
-
 fn get<'s>(state: &'s State, id: &TodoId) -> Result<&'s Todo, Refusal> {
     state.todos.get(id).ok_or_else(|| {
         Refusal::error(Code::UnknownTodo, format!("there is no todo {id}"))
@@ -732,3 +455,6 @@ fn todo_mut<'s>(state: &'s mut State, id: &TodoId) -> &'s mut Todo {
         .get_mut(id)
         .expect("checked by get() before mutating")
 }
+
+#[cfg(test)]
+mod tests;
