@@ -6,7 +6,7 @@
 //! breaks every one-line listing and can pose as commit trailers. These
 //! checks run in [`super::apply_as`] for ops recorded under
 //! [`SINCE`] or later, so ticks that older binaries wrote honestly still
-//! apply and verify; [`file`] bounds every file a tick writes.
+//! apply and verify; [`file()`] bounds every file a tick writes.
 
 use super::Change;
 use crate::error::{Code, Refusal};
