@@ -48,24 +48,45 @@ pub fn run(argv: &[String], dir: &Path, timeout: Span) -> CommandRun {
         Ok(p) => p,
         Err(e) => return failed(argv, &format!("no pipe for its output: {e}"), started),
     };
-    let child = {
+    // The watcher comes first and leads the group, so the command never
+    // runs without it (a loopx killed a moment after the spawn).
+    let watcher = Watcher::start();
+    let spawn = |group: i32| {
         let mut cmd = Command::new(program);
         cmd.args(args)
             .current_dir(dir)
             .stdin(Stdio::null())
-            .process_group(0);
-        match writer.try_clone() {
-            Ok(w) => cmd.stdout(w).stderr(writer),
-            Err(e) => return failed(argv, &format!("no pipe for its output: {e}"), started),
-        };
-        // `cmd` holds the pipe's write ends: it must be gone before the
-        // reader can see the end of the output.
+            .process_group(group);
+        let w = writer.try_clone()?;
+        let w2 = writer.try_clone()?;
+        cmd.stdout(w).stderr(w2);
+        // `cmd` holds the pipe's write ends: it is dropped on return, so
+        // the reader sees the end of the output when the command's end.
         cmd.spawn()
+    };
+    let (child, led_by_watcher) = match &watcher {
+        Some(w) => match spawn(w.child.id() as i32) {
+            Ok(c) => (Ok(c), true),
+            Err(_) => (spawn(0), false),
+        },
+        None => (spawn(0), false),
+    };
+    drop(writer);
+    // A watcher outside the command's group could not end it.
+    let watcher = if led_by_watcher {
+        watcher
+    } else {
+        watcher.and_then(|w| {
+            w.stop();
+            None
+        })
     };
     let mut child = match child {
         Ok(c) => c,
         Err(e) => return failed(argv, &format!("{program}: {e}"), started),
     };
+    // The group: the watcher's, or the command's own.
+    let group_id = watcher.as_ref().map_or(child.id(), |w| w.child.id());
     let capture = Arc::new(Mutex::new(Capture::default()));
     let (done_tx, done_rx) = mpsc::channel();
     {
@@ -75,9 +96,7 @@ pub fn run(argv: &[String], dir: &Path, timeout: Span) -> CommandRun {
             let _ = done_tx.send(());
         });
     }
-    let group = Pid::from_raw(child.id() as i32).expect("a child's pid is positive");
-    // Joins the group before anything can reap its leader.
-    let watcher = Watcher::start(child.id());
+    let group = Pid::from_raw(group_id as i32).expect("a pid is positive");
     let deadline = started + limit;
     let mut timed_out = false;
     let status = loop {
@@ -138,9 +157,8 @@ struct Watcher {
 }
 
 impl Watcher {
-    /// Best effort: without `sh`, or if the group is gone already, there is
-    /// no watcher, and the run goes on.
-    fn start(group: u32) -> Option<Watcher> {
+    /// Best effort: without `sh` there is no watcher, and the run goes on.
+    fn start() -> Option<Watcher> {
         let (read, write) = std::io::pipe().ok()?;
         let child = Command::new("/bin/sh")
             .args([
@@ -150,7 +168,7 @@ impl Watcher {
             .stdin(read)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
-            .process_group(group as i32)
+            .process_group(0)
             .spawn()
             .ok()?;
         Some(Watcher {
