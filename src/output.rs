@@ -130,7 +130,7 @@ impl Out {
             let mut stderr = self.stderr.borrow_mut();
             let _ = writeln!(stderr, "error: {}", term::safe(&format!("{err:#}")));
             if let Some(Refusal { hint: Some(h), .. }) = refusal {
-                let _ = writeln!(stderr, "hint: {}", term::safe(h));
+                let _ = writeln!(stderr, "hint: {}", term::safe(&h.to_string()));
             }
         }
         if self.format == Format::Json {
@@ -144,14 +144,16 @@ impl Out {
                 exit: u8,
                 message: String,
                 #[serde(skip_serializing_if = "Option::is_none")]
-                hint: Option<&'a str>,
+                hint: Option<String>,
             }
             let _ = self.json_line(&Wire {
                 error: Body {
                     code: refusal.map_or("error", |r| r.code.as_str()),
                     exit: exit.code(),
                     message: format!("{err:#}"),
-                    hint: refusal.and_then(|r| r.hint.as_deref()),
+                    hint: refusal
+                        .and_then(|r| r.hint.as_ref())
+                        .map(ToString::to_string),
                 },
             });
         }

@@ -311,7 +311,7 @@ mod tests {
         ));
         assert_eq!(r.code, Code::SecretInValidation);
         assert!(!r.message.contains("abc123"), "{r:?}");
-        assert!(r.hint.unwrap().contains("environment"));
+        assert!(r.hint.unwrap().to_string().contains("environment"));
         refused(&add("t", None, Some(vec!["deploy", "--token", "abc"])));
     }
 

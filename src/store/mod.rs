@@ -1,5 +1,5 @@
 //! The only module that uses gix: the state ref, its trees and blobs, and
-//! the compare-and-swap that moves it; [`history`] reads along the chain.
+//! the compare-and-swap that moves it; `history.rs` reads along the chain.
 //!
 //! The store knows files (paths and bytes) and commits, never the model. It
 //! never touches HEAD, the index, the worktree or `refs/heads/*`, and it

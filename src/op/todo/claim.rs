@@ -2,8 +2,8 @@
 //! release, renew, handoff, and the fencing every op on a todo passes.
 
 use super::{get, todo_mut};
-use crate::error::{Code, Refusal};
-use crate::model::{Actor, Claim, Note, State, Todo, TodoId, TodoStatus};
+use crate::error::{Code, Hint, N, Next, Refusal};
+use crate::model::{Actor, Claim, State, Todo, TodoId, TodoStatus};
 use crate::op::{Effect, Happened, Op, goal::non_empty, rules, short};
 use crate::time::Span;
 
@@ -53,11 +53,11 @@ pub(in crate::op) fn claim(
     t.updated_at = op.at;
     Ok(match previous {
         Some(prev) => {
-            t.notes.push(Note {
-                at: op.at,
-                by: op.actor.clone(),
-                text: format!("stole the expired lease of {prev}"),
-            });
+            t.add_note(
+                op.at,
+                &op.actor,
+                format!("stole the expired lease of {prev}"),
+            );
             let subject = format!("steal {id} \"{title}\" from {prev}");
             Effect::new(
                 Happened::Stole {
@@ -96,11 +96,12 @@ pub(in crate::op) fn release(
     };
     if !force && op.actor.agent() != Some(&owner) {
         let hint = if op.actor.is_human() {
-            format!(
-                "only the owner releases a claim; a human can free it with `loopx todo release {id} --force`"
+            Hint::new(
+                format!("only the owner releases a claim; a human can free it with {N}"),
+                [Next::ForceRelease(id.to_string())],
             )
         } else {
-            "only the owner releases a claim".to_owned()
+            "only the owner releases a claim".into()
         };
         return Err(Refusal::conflict(
             Code::Claimed,
@@ -115,11 +116,11 @@ pub(in crate::op) fn release(
     t.status = TodoStatus::Open;
     t.updated_at = op.at;
     if force {
-        t.notes.push(Note {
-            at: op.at,
-            by: op.actor.clone(),
-            text: format!("released the claim of {owner} by force"),
-        });
+        t.add_note(
+            op.at,
+            &op.actor,
+            format!("released the claim of {owner} by force"),
+        );
         let subject = format!("release {id} \"{title}\" from {owner} by force");
         return Ok(Effect::new(
             Happened::Released {
@@ -164,14 +165,18 @@ pub(in crate::op) fn renew(
                 Code::Claimed,
                 format!("{id} is claimed by {o}, not by {agent}"),
             )
-            .with_hint(
-                "your lease was taken over; pick other work with `loopx todo list --ready`",
-            ));
+            .with_hint(Hint::new(
+                format!("your lease was taken over; pick other work with {N}"),
+                [Next::ReadyTodos],
+            )));
         }
         None => {
             return Err(
                 Refusal::rule(Code::NotClaimed, format!("{id} is not claimed by {agent}"))
-                    .with_hint(format!("claim it with `loopx todo claim {id}`")),
+                    .with_hint(Hint::new(
+                        format!("claim it with {N}"),
+                        [Next::ClaimTodo(id.to_string())],
+                    )),
             );
         }
     }
@@ -208,7 +213,10 @@ pub(in crate::op) fn handoff(
             Code::NotClaimed,
             format!("{id} is not claimed, so there is nothing to hand off"),
         )
-        .with_hint(format!("{to} can claim it with `loopx todo claim {id}`")));
+        .with_hint(Hint::new(
+            format!("{to} can claim it with {N}"),
+            [Next::ClaimTodo(id.to_string())],
+        )));
     };
     if op.actor.agent().is_some_and(|a| *a != owner) {
         return Err(Refusal::conflict(
@@ -240,11 +248,11 @@ pub(in crate::op) fn handoff(
     });
     t.status = TodoStatus::Claimed;
     t.updated_at = op.at;
-    t.notes.push(Note {
-        at: op.at,
-        by: op.actor.clone(),
-        text: format!("handoff from {owner} to {to}: {note}"),
-    });
+    t.add_note(
+        op.at,
+        &op.actor,
+        format!("handoff from {owner} to {to}: {note}"),
+    );
     Ok(Effect::new(
         Happened::HandedOff {
             todo: id.clone(),
@@ -281,5 +289,8 @@ pub(super) fn fence(todo: &Todo, epoch: u64) -> Result<(), Refusal> {
             todo.id
         ),
     )
-    .with_hint(format!("look again with `loopx todo show {}`", todo.id)))
+    .with_hint(Hint::new(
+        format!("look again with {N}"),
+        [Next::ShowTodo(todo.id.to_string())],
+    )))
 }

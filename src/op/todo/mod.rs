@@ -1,9 +1,9 @@
 //! Rules for the todo lifecycle: add, update, done, edit, reopen, archive;
-//! the claim side (claim, renew, steal, release, handoff) is in [`claim`]. Every op on a todo carries the epoch its writer read; a mismatch is
+//! the claim side (claim, renew, steal, release, handoff) is in `claim.rs`. Every op on a todo carries the epoch its writer read; a mismatch is
 //! a conflict (fencing).
 
 use super::{Change, Effect, Happened, Op, agent::normalize, goal::non_empty, rules, short};
-use crate::error::{Code, Refusal};
+use crate::error::{Code, Hint, N, Next, Refusal};
 use crate::model::{Actor, GoalStatus, Note, State, Todo, TodoId, TodoStatus, run::CommandRun};
 
 mod claim;
@@ -29,8 +29,12 @@ pub(super) fn add(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
     if let Some(v) = validate {
         if v.argv.is_empty() || v.argv[0].trim().is_empty() {
             return Err(
-                Refusal::usage(Code::BadValidation, "the validation command is empty")
-                    .with_hint("put the command after `--`: loopx todo add TITLE -- cargo test"),
+                Refusal::usage(Code::BadValidation, "the validation command is empty").with_hint(
+                    Hint::new(
+                        format!("put the command after `--`: {N}"),
+                        [Next::AddTodoWithCheck],
+                    ),
+                ),
             );
         }
         if v.timeout.as_secs() <= 0 {
@@ -49,8 +53,9 @@ pub(super) fn add(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         .ok_or_else(|| crate::model::unknown_goal(goal))?;
     if g.status == GoalStatus::Done {
         return Err(
-            Refusal::rule(Code::GoalDone, format!("goal {goal} is done")).with_hint(format!(
-                "a human can reopen it with `loopx goal set {goal} --status active`"
+            Refusal::rule(Code::GoalDone, format!("goal {goal} is done")).with_hint(Hint::new(
+                format!("a human can reopen it with {N}"),
+                [Next::ResumeGoal(goal.to_string())],
             )),
         );
     }
@@ -65,7 +70,7 @@ pub(super) fn add(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
             Code::UnknownAfter,
             format!("--after names {missing}, which does not exist"),
         )
-        .with_hint("`loopx todo list --all` shows the todos"));
+        .with_hint(Hint::new(format!("{N} shows the todos"), [Next::AllTodos])));
     }
     let title = non_empty(title, "title")?;
     let mut after = after.clone();
@@ -119,21 +124,25 @@ pub(super) fn update(
     let todo = writable(state, op, id, epoch, "update")?;
     if todo.status == TodoStatus::Done && status.is_none_or(|s| s != TodoStatus::Open) {
         return Err(
-            Refusal::rule(Code::TodoDone, format!("{id} is done")).with_hint(format!(
-                "reopen it with `loopx todo update {id} --status open`"
+            Refusal::rule(Code::TodoDone, format!("{id} is done")).with_hint(Hint::new(
+                format!("reopen it with {N}"),
+                [Next::OpenTodo(id.to_string())],
             )),
         );
     }
     if let Some(s @ (TodoStatus::Claimed | TodoStatus::Done)) = status {
-        let cmd = if s == TodoStatus::Done {
-            "todo done"
+        // The command refuses this first, naming its own flags; a foreign
+        // op that tries it is refused here.
+        let by = if s == TodoStatus::Done {
+            Next::FinishTodo(None)
         } else {
-            "todo claim"
+            Next::ClaimTodo("ID".to_owned())
         };
         return Err(Refusal::usage(
             Code::BadStatus,
-            format!("--status {s} is set by `loopx {cmd}`, not by update"),
-        ));
+            format!("status {s} is not set by an update"),
+        )
+        .with_hint(Hint::new(format!("{N} sets it"), [by])));
     }
     let note = note.map(|n| non_empty(n, "note")).transpose()?;
     if status.is_none() && note.is_none() {
@@ -155,11 +164,7 @@ pub(super) fn update(
         what.push(format!("status={s}"));
     }
     if let Some(text) = note {
-        t.notes.push(Note {
-            at: op.at,
-            by: op.actor.clone(),
-            text,
-        });
+        t.add_note(op.at, &op.actor, text);
         what.push("note".to_owned());
     }
     t.updated_at = op.at;
@@ -197,7 +202,10 @@ pub(super) fn done(
                         v.argv.join(" ")
                     ),
                 )
-                .with_hint(format!("run `loopx todo done {id}`, which runs it first")));
+                .with_hint(Hint::new(
+                    format!("run {N}, which runs it first"),
+                    [Next::FinishTodo(Some(id.to_string()))],
+                )));
             }
             Some(run) if !run.ran(&v.argv) => {
                 return Err(Refusal::conflict(
@@ -208,7 +216,10 @@ pub(super) fn done(
                         run.argv.join(" ")
                     ),
                 )
-                .with_hint(format!("run `loopx todo done {id}` again")));
+                .with_hint(Hint::new(
+                    format!("run {N} again"),
+                    [Next::FinishTodo(Some(id.to_string()))],
+                )));
             }
             Some(run) if !run.passed() => {
                 return Err(validation_failed(id, run));
@@ -224,11 +235,7 @@ pub(super) fn done(
     t.done_at = Some(op.at);
     t.updated_at = op.at;
     if let Some(text) = note {
-        t.notes.push(Note {
-            at: op.at,
-            by: op.actor.clone(),
-            text,
-        });
+        t.add_note(op.at, &op.actor, text);
     }
     super::wrote_back(state, op);
     Ok(Effect::new(
@@ -298,11 +305,7 @@ pub(super) fn edit(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         what.push("after".to_owned());
     }
     if let Some(text) = note {
-        t.notes.push(Note {
-            at: op.at,
-            by: op.actor.clone(),
-            text,
-        });
+        t.add_note(op.at, &op.actor, text);
         what.push("note".to_owned());
     }
     t.updated_at = op.at;
@@ -378,9 +381,10 @@ pub(super) fn archive(state: &mut State, op: &Op, ids: &[TodoId]) -> Result<Effe
         .collect();
     if moving.is_empty() {
         return Err(
-            Refusal::rule(Code::NothingToArchive, "no done todos to archive").with_hint(
-                "they were reopened or archived meanwhile; `loopx todo list --all` shows them",
-            ),
+            Refusal::rule(Code::NothingToArchive, "no done todos to archive").with_hint(Hint::new(
+                format!("they were reopened or archived meanwhile; {N} shows them"),
+                [Next::AllTodos],
+            )),
         );
     }
     let n = moving.len();
@@ -409,7 +413,10 @@ pub fn validation_failed(id: &TodoId, run: &CommandRun) -> Refusal {
             run.outcome()
         ),
     )
-    .with_hint("fix what it reports and run `loopx todo done` again; nothing was marked done")
+    .with_hint(Hint::new(
+        format!("fix what it reports and run {N} again; nothing was marked done"),
+        [Next::FinishTodo(None)],
+    ))
 }
 
 /// Checks that the actor may write this todo: a registered agent or a human,
@@ -433,9 +440,12 @@ fn writable<'s>(
             format!("{id} is claimed by {owner}; only its owner may {verb} it"),
         )
         .with_hint(if op.actor.is_human() {
-            format!("ask {owner} to release it, or free it with `loopx todo release {id} --force`")
+            Hint::new(
+                format!("ask {owner} to release it, or free it with {N}"),
+                [Next::ForceRelease(id.to_string())],
+            )
         } else {
-            "pick other work with `loopx todo list --ready`".to_owned()
+            Hint::new(format!("pick other work with {N}"), [Next::ReadyTodos])
         }));
     }
     fence(todo, epoch)?;
@@ -445,7 +455,7 @@ fn writable<'s>(
 fn get<'s>(state: &'s State, id: &TodoId) -> Result<&'s Todo, Refusal> {
     state.todos.get(id).ok_or_else(|| {
         Refusal::error(Code::UnknownTodo, format!("there is no todo {id}"))
-            .with_hint("`loopx todo list` shows the todos")
+            .with_hint(Hint::new(format!("{N} shows the todos"), [Next::Todos]))
     })
 }
 
