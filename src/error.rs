@@ -87,6 +87,7 @@ codes! {
     BadConfig => "bad-config",
     BadEnv => "bad-env",
     BadId => "bad-id",
+    BadPath => "bad-path",
     BadQuota => "bad-quota",
     BadRemote => "bad-remote",
     BadScope => "bad-scope",
