@@ -69,6 +69,9 @@ pub enum Command {
     /// Open, answer and list gates: questions that block a scope
     #[command(subcommand)]
     Gate(cmd::gate::Command),
+    /// Announce, list and trust the SSH keys that sign human acts
+    #[command(subcommand)]
+    Signer(cmd::signer::Command),
     /// Record and list evidence of what was tried
     #[command(subcommand)]
     Evidence(cmd::evidence::Command),

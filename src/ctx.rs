@@ -250,6 +250,11 @@ impl Ctx {
         &self.caller
     }
 
+    /// The user's home directory (`HOME`).
+    pub fn home(&self) -> Option<PathBuf> {
+        self.env.get("HOME").map(PathBuf::from)
+    }
+
     /// The agent `--agent` named on the command line, if it was given.
     pub fn agent_flag(&self) -> Option<&AgentId> {
         self.agent_flag.as_ref()
@@ -339,6 +344,7 @@ impl Ctx {
             id: OpId::from_hex(&self.ids.hex(16, context.as_bytes())),
             at: self.now,
             actor: self.actor()?,
+            signature: None,
             change,
         })
     }

@@ -28,6 +28,7 @@ pub mod run;
 pub mod store;
 pub mod sync;
 pub mod time;
+pub mod trust;
 pub mod tx;
 
 use std::process::ExitCode;

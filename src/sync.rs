@@ -773,6 +773,7 @@ fn replay(
         ticks.push((e, parsed));
     }
     let committer = ctx.committer();
+    let signers = crate::trust::AllowedSigners::load(&ctx.store, ctx.home().as_deref())?;
     let Snapshot {
         tip: mut parent,
         mut state,
@@ -797,7 +798,11 @@ fn replay(
         state.evidence.clear();
         state.archived.clear();
         let mut after = state.clone();
-        match op::apply(&mut after, &op) {
+        // The same rules a live tick applies, signatures included.
+        let applied = op::apply(&mut after, &op).and_then(|effect| {
+            crate::trust::check_applied(&state, &after, &op, &signers).map(|_| effect)
+        });
+        match applied {
             Ok(effect) => {
                 let mut extra: Vec<(String, String)> = parsed
                     .trailers
@@ -945,6 +950,7 @@ pub fn rejection(op: &Op, refusal: &Refusal, state: &State) -> Option<Op> {
         id: rejection_id(&op.id),
         at: op.at,
         actor: op.actor.clone(),
+        signature: None,
         change: Change::EvidenceAdd {
             evidence: EvidenceId::from_hex(&derive(
                 "loopx sync-rejected evidence",
@@ -1069,6 +1075,7 @@ mod tests {
             id: OpId::from_hex("00000000000000aa"),
             at: Timestamp::parse("2026-11-30T09:00:00Z").unwrap(),
             actor: Actor::Agent(AgentId::new(actor).unwrap()),
+            signature: None,
             change,
         }
     }
@@ -1087,6 +1094,7 @@ mod tests {
                     id: OpId::from_hex("0000000000000001"),
                     at,
                     actor: human.clone(),
+                    signature: None,
                     change,
                 },
             )

@@ -105,11 +105,15 @@ fn run(
     let mut backoff = Duration::from_millis(1);
     let mut tries = 0u32;
     let committer = ctx.committer();
+    let mut seal = crate::trust::Seal::default();
     loop {
         tries += 1;
-        let (tip, before, op) = attempt(ctx)?;
+        let (tip, before, mut op) = attempt(ctx)?;
         let mut after = before.clone();
-        let effect = op::apply(&mut after, &op)?;
+        let mut effect = op::apply(&mut after, &op)?;
+        // A human act is signed here (against the state it changes, so on
+        // every retry) and checked against this machine's allowed signers.
+        seal.seal(ctx, &before, &mut after, &mut op, &mut effect)?;
         let changes = match &tip {
             Some(_) => files::changes(&before, &after),
             None => files::encode_all(&after),
@@ -134,6 +138,11 @@ fn run(
                     )
                 })?;
             }
+        }
+        if crate::trust::validation::writes_validation(&op) {
+            // Remembered before the tick lands: a validation written here
+            // runs here without further trust.
+            crate::trust::validation::remember(ctx, &op)?;
         }
         let tick = tip.as_ref().map_or(0, |t| t.tick) + 1;
         let msg = message::render(&op, &effect, tick, &[]);

@@ -20,6 +20,7 @@ pub mod quota;
 pub mod refresh_state;
 pub mod settle;
 pub mod show;
+pub mod signer;
 pub mod status;
 pub mod sync;
 pub mod todo;
@@ -64,6 +65,7 @@ pub fn run(ctx: &Ctx, command: &Command) -> Result<Exit> {
         Command::Agent(c) => agent::run(ctx, c),
         Command::Todo(c) => todo::run(ctx, c),
         Command::Gate(c) => gate::run(ctx, c),
+        Command::Signer(c) => signer::run(ctx, c),
         Command::Evidence(c) => evidence::run(ctx, c),
         Command::Quota(c) => quota::run(ctx, c),
         Command::RefreshState(args) => refresh_state::run(ctx, args),

@@ -14,6 +14,7 @@ pub mod goal;
 pub mod id;
 pub mod quota;
 pub mod run;
+pub mod signer;
 pub mod todo;
 
 use std::collections::BTreeMap;
@@ -25,14 +26,20 @@ pub use agent::{Agent, AgentStatus, LastTurn, Outcome, Runtime};
 pub use evidence::{Evidence, EvidenceKind};
 pub use gate::{Blocks, Gate, GateKind, GateStatus};
 pub use goal::{Goal, GoalStatus, QuotaPolicy};
-pub use id::{AgentId, EvidenceId, GateId, GoalId, OpId, TodoId};
+pub use id::{AgentId, EvidenceId, GateId, GoalId, OpId, SignerName, TodoId};
+pub use signer::{Signer, Vouch};
 pub use todo::{Claim, Note, Priority, Todo, TodoStatus, Validation};
 
 use crate::error::Refusal;
 use crate::time::Span;
 
 /// The format version this binary writes, in `loopx.toml`.
-pub const FORMAT: u32 = 1;
+///
+/// 2 added signatures (`signature` on ops, gate answers and withdrawals),
+/// `signers/<name>.toml`, the ops `signer.announce` and `todo.trust`, a
+/// todo's `validate-from` and `todo.edit`'s `validate` (docs/format.md,
+/// "Versions and upgrades").
+pub const FORMAT: u32 = 2;
 
 /// The whole state at one tick.
 #[derive(Clone, Debug, PartialEq, Default)]
@@ -51,6 +58,9 @@ pub struct State {
     /// is never loaded with the state, so reads stay proportional to the
     /// live set; `files::changes` writes these under `archive/`.
     pub archived: BTreeMap<TodoId, Todo>,
+    /// Signers announced in the state, so teammates can find their keys.
+    /// Which keys count is decided per machine, never here (`trust`).
+    pub signers: BTreeMap<SignerName, Signer>,
 }
 
 /// `loopx.toml`: the format version and settings shared by every machine.

@@ -129,6 +129,7 @@ pub(super) fn answer(
         by: op.actor.clone(),
         at: op.at,
         note,
+        signature: op.signature.clone(),
     });
     Ok(Effect::new(format!(
         "gate answer {id} {choice}: \"{}\"",
@@ -143,6 +144,7 @@ pub(super) fn withdraw(state: &mut State, op: &Op, id: &GateId) -> Result<Effect
     g.withdrawn = Some(Withdrawn {
         by: op.actor.clone(),
         at: op.at,
+        signature: op.signature.clone(),
     });
     Ok(Effect::new(format!(
         "gate withdraw {id}: \"{}\"",

@@ -13,6 +13,7 @@ mod gate;
 mod goal;
 pub mod message;
 pub mod rules;
+pub mod signer;
 mod todo;
 pub mod turn;
 
@@ -21,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::Refusal;
 use crate::model::{
     Actor, AgentId, Blocks, EvidenceId, EvidenceKind, GateId, GateKind, GoalId, GoalStatus, OpId,
-    Outcome, Priority, Runtime, State, TodoId, TodoStatus, Validation,
+    Outcome, Priority, Runtime, SignerName, State, TodoId, TodoStatus, Validation,
     evidence::{Artifact, Code},
     run::CommandRun,
 };
@@ -33,6 +34,10 @@ pub struct Op {
     pub id: OpId,
     pub at: Timestamp,
     pub actor: Actor,
+    /// An SSH signature (namespace `loopx`) over the op and the revision of
+    /// what it changes: base64 of the SSHSIG blob (`trust`). Format 2.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<String>,
     pub change: Change,
 }
 
@@ -153,7 +158,18 @@ pub enum Change {
         after: Option<Vec<TodoId>>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         note: Option<String>,
+        /// Replaces the validation (format 2); voids earlier trust in it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        validate: Option<Validation>,
     },
+    /// A human vouches for a todo's validation as it is now (format 2):
+    /// `digest` names the argv and timeout trusted, so any later change
+    /// voids it.
+    #[serde(rename = "todo.trust")]
+    TodoTrust { todo: TodoId, digest: String },
+    /// A human announces a signer's public key in the state (format 2).
+    #[serde(rename = "signer.announce")]
+    SignerAnnounce { name: SignerName, key: String },
     /// A done, blocked or deferred todo becomes open again.
     #[serde(rename = "todo.reopen")]
     TodoReopen { todo: TodoId, epoch: u64 },
@@ -248,6 +264,8 @@ impl Change {
             Change::TodoDone { .. } => "todo.done",
             Change::TodoEdit { .. } => "todo.edit",
             Change::TodoReopen { .. } => "todo.reopen",
+            Change::TodoTrust { .. } => "todo.trust",
+            Change::SignerAnnounce { .. } => "signer.announce",
             Change::TodoArchive { .. } => "todo.archive",
             Change::AgentRetire { .. } => "agent.retire",
             Change::GateOpen { .. } => "gate.open",
@@ -277,6 +295,8 @@ impl Change {
         "todo.done",
         "todo.edit",
         "todo.reopen",
+        "todo.trust",
+        "signer.announce",
         "todo.archive",
         "agent.retire",
         "gate.open",
@@ -300,6 +320,7 @@ impl Change {
             | Change::TodoUpdate { todo, .. }
             | Change::TodoDone { todo, .. }
             | Change::TodoEdit { todo, .. }
+            | Change::TodoTrust { todo, .. }
             | Change::TodoReopen { todo, .. } => Some(todo),
             Change::EvidenceAdd { todo, .. } | Change::RefreshState { todo, .. } => todo.as_ref(),
             Change::Settle { steps, .. } => steps.iter().find_map(Change::todo),
@@ -375,6 +396,8 @@ pub fn apply(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         ),
         Change::TodoEdit { .. } => todo::edit(state, op),
         Change::TodoReopen { todo, epoch } => todo::reopen(state, op, todo, *epoch),
+        Change::TodoTrust { todo, digest } => signer::trust_todo(state, op, todo, digest),
+        Change::SignerAnnounce { name, key } => signer::announce(state, op, name, key),
         Change::TodoArchive { todos } => todo::archive(state, op, todos),
         Change::AgentRetire { agent } => agent::retire(state, op, agent),
         Change::GateOpen { .. } => gate::open(state, op),

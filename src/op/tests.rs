@@ -49,6 +49,7 @@ fn op(actor: Actor, at: &str, change: Change) -> Op {
         id: OpId::from_hex("0000000000000001"),
         at: t(at),
         actor,
+        signature: None,
         change,
     }
 }

@@ -408,6 +408,7 @@ pub(super) fn settle(state: &mut State, op: &Op, steps: &[Change]) -> Result<Eff
             id: op.id.clone(),
             at: op.at,
             actor: op.actor.clone(),
+            signature: op.signature.clone(),
             change: step.clone(),
         };
         apply(&mut work, &sub)?;

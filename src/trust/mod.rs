@@ -1,0 +1,396 @@
+//! Signed human authority (DESIGN §8, layer 2) and trusted validations
+//! (layer 3).
+//!
+//! A human act carries an SSH signature (namespace `loopx`) over a
+//! canonical record of its op and the revision of what it changes: the
+//! hashes of the files it changes, as they were before. So a signed act
+//! applies once: replayed later, against files that have moved on, it no
+//! longer verifies. Which keys count is decided on each machine by an
+//! allowed-signers file in git's format ([`allowed`]), never by the state.
+//!
+//! [`check_op`] is the one check every path that applies an op calls (the
+//! tick, sync's replay, `verify`): pure, with the allowed signers passed in
+//! as data. Signing ([`sign`]) runs `ssh-keygen -Y sign` as git does, so
+//! passphrases, ssh-agent and hardware keys work. [`validation`] decides
+//! whether a todo's validation may run on this machine.
+
+pub mod allowed;
+pub mod sign;
+pub mod validation;
+
+use sha2::{Digest, Sha256};
+use ssh_key::{Algorithm, HashAlg, PublicKey, SshSig};
+
+use crate::ctx::{Caller, Ctx};
+use crate::error::Refusal;
+use crate::model::{Actor, State, files};
+use crate::op::{self, Change, Op};
+pub use allowed::AllowedSigners;
+
+/// The SSH signature namespace of loopx's signatures (`ssh-keygen -n`).
+pub const NAMESPACE: &str = "loopx";
+
+/// The first line of every signed record: what it is, and its version.
+const RECORD_HEADER: &str = "loopx signed act 1";
+
+/// The setup a refusal of an unsigned act points to.
+pub const SETUP: &str = "sign with your SSH key: `git config gpg.format ssh` and `git config user.signingKey ~/.ssh/id_ed25519.pub` (docs/gates.md, \"Signed answers\")";
+
+/// Who signed an op, as far as this machine can tell.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SignedBy {
+    /// The principal the allowed-signers file names for the key; None when
+    /// the key is not trusted here.
+    pub principal: Option<String>,
+    /// `SHA256:…`, as `ssh-keygen -l` prints it.
+    pub fingerprint: String,
+}
+
+impl std::fmt::Display for SignedBy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.principal {
+            Some(p) => write!(f, "signed by {p} ({})", self.fingerprint),
+            None => write!(f, "signed by an untrusted key ({})", self.fingerprint),
+        }
+    }
+}
+
+/// Whether `op`, applied to `before`, is a human act: one of the who-may
+/// table's human-only rows (DESIGN §4), a signer announcement or a
+/// validation trust.
+pub fn is_human_act(before: &State, op: &Op) -> bool {
+    match &op.change {
+        Change::GoalAdd { .. }
+        | Change::GoalSet { .. }
+        | Change::QuotaVoid { .. }
+        | Change::SignerAnnounce { .. }
+        | Change::TodoTrust { .. } => true,
+        Change::GateAnswer { gate, .. } | Change::GateWithdraw { gate } => before
+            .gates
+            .get(gate)
+            .is_some_and(|g| g.kind.human_only()),
+        Change::TodoRelease { force, .. } => *force,
+        Change::AgentRetire { agent } => op.actor.agent() != Some(agent),
+        Change::Settle { steps, .. } => steps.iter().any(|step| {
+            is_human_act(
+                before,
+                &Op {
+                    change: step.clone(),
+                    ..op.clone()
+                },
+            )
+        }),
+        _ => false,
+    }
+}
+
+/// Whether a human's op should be signed when signing is configured: a
+/// human act, or an op that writes a validation command (which a signature
+/// makes trusted on other machines).
+pub fn wants_signature(before: &State, op: &Op) -> bool {
+    is_human_act(before, op)
+        || matches!(
+            &op.change,
+            Change::TodoAdd {
+                validate: Some(_),
+                ..
+            } | Change::TodoEdit {
+                validate: Some(_),
+                ..
+            }
+        )
+}
+
+/// The record a signature covers: the op (id, time, actor, change; not the
+/// signature itself) and, for every file the op changes, the hash of that
+/// file before the change (`absent` for a new file). `after` is `before`
+/// with the op applied.
+pub fn record(before: &State, after: &State, op: &Op) -> Vec<u8> {
+    let unsigned = Op {
+        signature: None,
+        ..op.clone()
+    };
+    let mut out = format!("{RECORD_HEADER}\n");
+    out.push_str(&toml::to_string(&unsigned).expect("ops always serialize to TOML"));
+    out.push_str("\n[revision]\n");
+    // The reverse diff names every changed file with its content before.
+    let mut targets = files::changes(after, before);
+    targets.sort_by(|a, b| a.0.cmp(&b.0));
+    for (path, bytes) in targets {
+        let hash = bytes.map_or_else(
+            || "absent".to_owned(),
+            |b| {
+                Sha256::digest(&b)
+                    .iter()
+                    .map(|x| format!("{x:02x}"))
+                    .collect()
+            },
+        );
+        out.push_str(&format!("{path:?} = {hash:?}\n"));
+    }
+    out.into_bytes()
+}
+
+/// The one check of an op's signature, for every path that applies ops
+/// (the tick, sync's replay, `verify`). Pure: the allowed signers come in
+/// as data.
+///
+/// - A signature, when present, must verify over the op's record against
+///   `before` (on every machine, trusted key or not), so a signature in the
+///   state always belongs to the act it sits in.
+/// - When `signers` lists anyone, a human act must be signed by one of
+///   them: unsigned is refused (`unsigned`), an unknown key too
+///   (`unknown-signer`).
+///
+/// Returns who signed, if anyone. Refusals are exit 3.
+pub fn check_op(
+    before: &State,
+    op: &Op,
+    signers: &AllowedSigners,
+) -> Result<Option<SignedBy>, Refusal> {
+    if op.signature.is_none() && !(signers.enforced() && is_human_act(before, op)) {
+        return Ok(None);
+    }
+    let mut after = before.clone();
+    op::apply(&mut after, op)?;
+    check_applied(before, &after, op, signers)
+}
+
+/// [`check_op`] for a caller that has already applied the op (`after`),
+/// so the op is not applied twice.
+pub fn check_applied(
+    before: &State,
+    after: &State,
+    op: &Op,
+    signers: &AllowedSigners,
+) -> Result<Option<SignedBy>, Refusal> {
+    let human = is_human_act(before, op);
+    let Some(text) = &op.signature else {
+        if human && signers.enforced() {
+            return Err(unsigned(op, signers));
+        }
+        return Ok(None);
+    };
+    let sig = decode(text).map_err(|e| bad_signature(op, &e))?;
+    verify(&sig, &record(before, after, op)).map_err(|e| bad_signature(op, &e))?;
+    let by = signed_by(&sig, signers, op);
+    if human && signers.enforced() && by.principal.is_none() {
+        return Err(Refusal::rule(
+            "unknown-signer",
+            format!(
+                "{} by {} is signed by {}, a key this machine's allowed signers do not list",
+                op.change.kind(),
+                op.actor.name(),
+                by.fingerprint
+            ),
+        )
+        .with_hint(format!(
+            "if the key is theirs, trust it: `loopx signer trust NAME` for an announced signer (`loopx signer list`), or add it to {}",
+            signers.describe_path()
+        )));
+    }
+    Ok(Some(by))
+}
+
+/// What the tick remembers between its retries: the last record signed
+/// and its signature, so a retry against unchanged files signs nothing new.
+#[derive(Default)]
+pub struct Seal {
+    last: Option<(Vec<u8>, String)>,
+    signers: Option<AllowedSigners>,
+}
+
+impl Seal {
+    /// Signs `op` when a human with signing configured makes an act that
+    /// wants a signature, then checks it with [`check_applied`]. `after` is
+    /// `before` with `op` applied; when a signature is added, `op` and
+    /// `after` are updated (the produced files carry it too).
+    pub fn seal(
+        &mut self,
+        ctx: &Ctx,
+        before: &State,
+        after: &mut State,
+        op: &mut Op,
+        effect: &mut crate::op::Effect,
+    ) -> anyhow::Result<()> {
+        let human = is_human_act(before, op);
+        if op.signature.is_none()
+            && *ctx.caller() == Caller::Human
+            && wants_signature(before, op)
+            && let Some(key) = sign::configured(&ctx.store, ctx.home().as_deref())
+        {
+            let record = record(before, after, op);
+            let stored = match &self.last {
+                Some((r, s)) if *r == record => s.clone(),
+                _ => {
+                    let s = sign::sign(&ctx.store, &key, &record)?;
+                    self.last = Some((record, s.clone()));
+                    s
+                }
+            };
+            op.signature = Some(stored);
+            let mut again = before.clone();
+            *effect = op::apply(&mut again, op)?;
+            *after = again;
+        }
+        if op.signature.is_some() || human {
+            if self.signers.is_none() {
+                self.signers = Some(AllowedSigners::load(&ctx.store, ctx.home().as_deref())?);
+            }
+            let signers = self.signers.as_ref().expect("loaded above");
+            check_applied(before, after, op, signers)?;
+        }
+        Ok(())
+    }
+}
+
+/// Verifies a decoded signature over `record`: namespace `loopx`, a key
+/// type loopx accepts, and for FIDO keys the user-presence flag.
+pub fn verify(sig: &SshSig, record: &[u8]) -> Result<(), String> {
+    if sig.namespace() != NAMESPACE {
+        return Err(format!(
+            "its namespace is {:?}, not {NAMESPACE:?}",
+            sig.namespace()
+        ));
+    }
+    let algorithm = sig.algorithm();
+    if !supported(&algorithm) {
+        return Err(format!("{algorithm} keys are not accepted"));
+    }
+    if matches!(
+        algorithm,
+        Algorithm::SkEd25519 | Algorithm::SkEcdsaSha2NistP256
+    ) {
+        // flags (1 byte) and counter (4) trail a FIDO signature; bit 0 of
+        // the flags says the user was present.
+        let bytes = sig.signature_bytes();
+        let flags = bytes.len().checked_sub(5).map(|i| bytes[i]);
+        if flags.is_none_or(|f| f & 0x01 == 0) {
+            return Err("the FIDO key did not assert user presence".to_owned());
+        }
+    }
+    PublicKey::from(sig.public_key().clone())
+        .verify(NAMESPACE, record, sig)
+        .map_err(|_| "it does not match this op and the state it changes (an altered op, or an old signed act replayed)".to_owned())
+}
+
+/// Key types loopx accepts: ed25519, ECDSA, and their FIDO forms.
+fn supported(algorithm: &Algorithm) -> bool {
+    matches!(
+        algorithm,
+        Algorithm::Ed25519
+            | Algorithm::Ecdsa { .. }
+            | Algorithm::SkEd25519
+            | Algorithm::SkEcdsaSha2NistP256
+    )
+}
+
+/// Who a (verified) signature names, by the allowed signers.
+fn signed_by(sig: &SshSig, signers: &AllowedSigners, op: &Op) -> SignedBy {
+    let fingerprint = sig.public_key().fingerprint(HashAlg::Sha256).to_string();
+    SignedBy {
+        principal: signers
+            .principal(sig.public_key(), Some(op.at))
+            .map(str::to_owned),
+        fingerprint,
+    }
+}
+
+/// Describes a stored signature (of an op or of a file it produced) for
+/// people: "signed by ada (SHA256:…)", "signed by an untrusted key (…)" or
+/// "unsigned". The signature itself was checked when the op was applied.
+pub fn describe(signature: Option<&str>, signers: &AllowedSigners) -> String {
+    match signature.map(decode) {
+        None => "unsigned".to_owned(),
+        Some(Err(_)) => "signed, unreadably".to_owned(),
+        Some(Ok(sig)) => SignedBy {
+            principal: signers.principal(sig.public_key(), None).map(str::to_owned),
+            fingerprint: sig.public_key().fingerprint(HashAlg::Sha256).to_string(),
+        }
+        .to_string(),
+    }
+}
+
+/// The signer of a stored signature, for JSON output: principal (None when
+/// untrusted here) and fingerprint.
+pub fn signer_of(signature: Option<&str>, signers: &AllowedSigners) -> Option<SignedBy> {
+    let sig = decode(signature?).ok()?;
+    Some(SignedBy {
+        principal: signers.principal(sig.public_key(), None).map(str::to_owned),
+        fingerprint: sig.public_key().fingerprint(HashAlg::Sha256).to_string(),
+    })
+}
+
+/// Reads a stored signature: base64 of the SSHSIG blob, on one line.
+pub fn decode(text: &str) -> Result<SshSig, String> {
+    let body = text.trim();
+    if body.is_empty() || !body.bytes().all(|b| b.is_ascii_alphanumeric() || b"+/=".contains(&b)) {
+        return Err("it is not base64".to_owned());
+    }
+    let mut pem = String::from("-----BEGIN SSH SIGNATURE-----\n");
+    for chunk in body.as_bytes().chunks(70) {
+        pem.push_str(std::str::from_utf8(chunk).expect("ascii"));
+        pem.push('\n');
+    }
+    pem.push_str("-----END SSH SIGNATURE-----\n");
+    SshSig::from_pem(pem).map_err(|e| format!("it is not an SSH signature ({e})"))
+}
+
+/// The stored form of an armored signature (`ssh-keygen -Y sign` output):
+/// the base64 body on one line.
+pub fn encode(armored: &str) -> Result<String, String> {
+    let body: String = armored
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with("-----"))
+        .collect();
+    decode(&body)?;
+    Ok(body)
+}
+
+/// Checks an OpenSSH public key line and returns it as `type base64`,
+/// without its comment.
+pub fn normalize_key(key: &str) -> Result<String, String> {
+    let key = PublicKey::from_openssh(key.trim()).map_err(|e| format!("{e}"))?;
+    if !supported(&key.algorithm()) {
+        return Err(format!("{} keys are not accepted", key.algorithm()));
+    }
+    let mut plain = key.clone();
+    plain.set_comment("");
+    plain.to_openssh().map_err(|e| format!("{e}"))
+}
+
+/// The fingerprint (`SHA256:…`) of an OpenSSH public key line.
+pub fn fingerprint(key: &str) -> Result<String, String> {
+    let key = PublicKey::from_openssh(key.trim()).map_err(|e| format!("{e}"))?;
+    Ok(key.fingerprint(HashAlg::Sha256).to_string())
+}
+
+fn unsigned(op: &Op, signers: &AllowedSigners) -> Refusal {
+    let who = match &op.actor {
+        Actor::Human { name, .. } => name.clone(),
+        Actor::Agent(id) => id.to_string(),
+    };
+    Refusal::rule(
+        "unsigned",
+        format!(
+            "{} by {who} is a human act and is not signed; this machine trusts the signers in {}, so it needs a signature by one of them",
+            op.change.kind(),
+            signers.describe_path()
+        ),
+    )
+    .with_hint(SETUP)
+}
+
+fn bad_signature(op: &Op, why: &str) -> Refusal {
+    Refusal::rule(
+        "bad-signature",
+        format!(
+            "the signature on {} {} by {} is not valid: {why}",
+            op.change.kind(),
+            op.id,
+            op.actor.name()
+        ),
+    )
+    .with_hint("a human act is signed against the state it changes: run the command again to sign it anew; nothing was changed")
+}
