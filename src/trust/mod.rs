@@ -311,6 +311,51 @@ pub fn describe(signature: Option<&str>, signers: &AllowedSigners) -> String {
     }
 }
 
+/// What history shows about a tick's signature: "signed by …" for a
+/// signed op, "unsigned" for a human's op of a human-act kind, else None.
+/// (Reading history has no parent state at hand, so a human's answer to a
+/// decision gate also shows "unsigned".)
+pub fn history_note(op: &Op, signers: &AllowedSigners) -> Option<String> {
+    if op.signature.is_some() {
+        return Some(describe(op.signature.as_deref(), signers));
+    }
+    let human_kind = match &op.change {
+        Change::TodoRelease { force, .. } => *force,
+        Change::AgentRetire { agent } => op.actor.agent() != Some(agent),
+        c => matches!(
+            c.kind(),
+            "gate.answer" | "gate.withdraw" | "goal.add" | "goal.set" | "quota.void"
+                | "signer.announce" | "todo.trust"
+        ),
+    };
+    (op.actor.is_human() && human_kind).then(|| "unsigned".to_owned())
+}
+
+/// A stored signature as `--format json` shows it.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct SignatureWire {
+    pub signed: bool,
+    /// The principal this machine's allowed signers name for the key; None
+    /// when unsigned or not trusted here.
+    pub signer: Option<String>,
+    pub fingerprint: Option<String>,
+    /// "signed by ada (SHA256:…)", "signed by an untrusted key (…)" or
+    /// "unsigned".
+    pub text: String,
+}
+
+impl SignatureWire {
+    pub fn of(signature: Option<&str>, signers: &AllowedSigners) -> Self {
+        let by = signer_of(signature, signers);
+        SignatureWire {
+            signed: signature.is_some(),
+            signer: by.as_ref().and_then(|b| b.principal.clone()),
+            fingerprint: by.map(|b| b.fingerprint),
+            text: describe(signature, signers),
+        }
+    }
+}
+
 /// The signer of a stored signature, for JSON output: principal (None when
 /// untrusted here) and fingerprint.
 pub fn signer_of(signature: Option<&str>, signers: &AllowedSigners) -> Option<SignedBy> {
