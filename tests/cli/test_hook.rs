@@ -198,7 +198,7 @@ fn claude_code_answers_each_event() {
     assert_session(
         &CLAUDE,
         &[
-            r#"{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"loopx: you are agent claude-code-1a2b3c4d.\ngoal main: Ship the parser\nready: t-1dc8e030 P1 \"Write the parser\"\nquota: 48 of 48 slots left per 1d\nNext: claim t-1dc8e030 \"Write the parser\" with `loopx todo claim t-1dc8e030`.\nTurn token: lxt1:main:claude-code-1a2b3c4d:f64860b4889d49b2:1796029440. End the turn with `loopx settle --turn lxt1:main:claude-code-1a2b3c4d:f64860b4889d49b2:1796029440 --todo t-1dc8e030 --outcome advanced|blocked|unchanged [--done] [-- CHECK]`."}}
+            r#"{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"loopx: you are agent claude-code-1a2b3c4d.\ngoal main: Ship the parser\nready: t-1dc8e030 P1 \"Write the parser\"\nquota: 48 of 48 slots left per 1d\nNext: claim t-1dc8e030 \"Write the parser\" with `loopx todo claim t-1dc8e030`.\nTurn token: lxt1:main:claude-code-1a2b3c4d:13af1842c48a458e:1796029440. End the turn with `loopx settle --turn lxt1:main:claude-code-1a2b3c4d:13af1842c48a458e:1796029440 --todo t-1dc8e030 --outcome advanced|blocked|unchanged [--done] [-- CHECK]`."}}
 "#,
             r#""#,
             r#"{"hookSpecificOutput":{"hookEventName":"UserPromptSubmit","additionalContext":"loopx: since your last prompt:\n- gate g-f3a5792a is open: \"May I publish 1.0?\""}}
@@ -209,7 +209,7 @@ fn claude_code_answers_each_event() {
             r#""#,
             r#"{"hookSpecificOutput":{"hookEventName":"UserPromptSubmit","additionalContext":"loopx: since your last prompt:\n- gate g-f3a5792a was answered approve by Ada Lovelace: \"May I publish 1.0?\""}}
 "#,
-            r#"{"decision":"block","reason":"loopx: you still hold t-1dc8e030 \"Write the parser\", lease 37m left, and 48 of 48 slots remain: keep working on it. Record each step with `loopx settle --turn lxt1:main:claude-code-1a2b3c4d:3dc76ffe9d2f79a0:1796030040 --todo t-1dc8e030 --outcome advanced [--done] [-- CHECK]`. To stop instead, say why with `loopx refresh-state --outcome blocked --todo t-1dc8e030 --next-action TEXT`, or give it up with `loopx todo update t-1dc8e030 --status open`."}
+            r#"{"decision":"block","reason":"loopx: you still hold t-1dc8e030 \"Write the parser\", lease 37m left, and 48 of 48 slots remain: keep working on it. Record each step with `loopx settle --turn lxt1:main:claude-code-1a2b3c4d:b820bf94fece203f:1796030040 --todo t-1dc8e030 --outcome advanced [--done] [-- CHECK]`. To stop instead, say why with `loopx refresh-state --outcome blocked --todo t-1dc8e030 --next-action TEXT`, or give it up with `loopx todo update t-1dc8e030 --status open`."}
 "#,
             r#""#,
             r#"loopx: claude-code-1a2b3c4d keeps t-1dc8e030 "Write the parser" until 2026-11-30T09:51:00Z; nothing was released (`loopx todo release t-1dc8e030` gives it up).
@@ -223,7 +223,7 @@ fn codex_answers_each_event() {
     assert_session(
         &CODEX,
         &[
-            r#"{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"loopx: you are agent codex-0199a1b2.\ngoal main: Ship the parser\nready: t-1dc8e030 P1 \"Write the parser\"\nquota: 48 of 48 slots left per 1d\nNext: claim t-1dc8e030 \"Write the parser\" with `loopx todo claim t-1dc8e030`.\nTurn token: lxt1:main:codex-0199a1b2:bdbad0e06a71310a:1796029440. End the turn with `loopx settle --turn lxt1:main:codex-0199a1b2:bdbad0e06a71310a:1796029440 --todo t-1dc8e030 --outcome advanced|blocked|unchanged [--done] [-- CHECK]`."}}
+            r#"{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"loopx: you are agent codex-0199a1b2.\ngoal main: Ship the parser\nready: t-1dc8e030 P1 \"Write the parser\"\nquota: 48 of 48 slots left per 1d\nNext: claim t-1dc8e030 \"Write the parser\" with `loopx todo claim t-1dc8e030`.\nTurn token: lxt1:main:codex-0199a1b2:61d64ef002fc45f6:1796029440. End the turn with `loopx settle --turn lxt1:main:codex-0199a1b2:61d64ef002fc45f6:1796029440 --todo t-1dc8e030 --outcome advanced|blocked|unchanged [--done] [-- CHECK]`."}}
 "#,
             r#""#,
             r#"{"hookSpecificOutput":{"hookEventName":"UserPromptSubmit","additionalContext":"loopx: since your last prompt:\n- gate g-f3a5792a is open: \"May I publish 1.0?\""}}
@@ -234,7 +234,7 @@ fn codex_answers_each_event() {
             r#""#,
             r#"{"hookSpecificOutput":{"hookEventName":"UserPromptSubmit","additionalContext":"loopx: since your last prompt:\n- gate g-f3a5792a was answered approve by Ada Lovelace: \"May I publish 1.0?\""}}
 "#,
-            r#"{"decision":"block","reason":"loopx: you still hold t-1dc8e030 \"Write the parser\", lease 37m left, and 48 of 48 slots remain: keep working on it. Record each step with `loopx settle --turn lxt1:main:codex-0199a1b2:559db9b85056506f:1796030040 --todo t-1dc8e030 --outcome advanced [--done] [-- CHECK]`. To stop instead, say why with `loopx refresh-state --outcome blocked --todo t-1dc8e030 --next-action TEXT`, or give it up with `loopx todo update t-1dc8e030 --status open`."}
+            r#"{"decision":"block","reason":"loopx: you still hold t-1dc8e030 \"Write the parser\", lease 37m left, and 48 of 48 slots remain: keep working on it. Record each step with `loopx settle --turn lxt1:main:codex-0199a1b2:354e8f0d6bccd83a:1796030040 --todo t-1dc8e030 --outcome advanced [--done] [-- CHECK]`. To stop instead, say why with `loopx refresh-state --outcome blocked --todo t-1dc8e030 --next-action TEXT`, or give it up with `loopx todo update t-1dc8e030 --status open`."}
 "#,
             r#""#,
             r#"loopx: codex-0199a1b2 keeps t-1dc8e030 "Write the parser" until 2026-11-30T09:51:00Z; nothing was released (`loopx todo release t-1dc8e030` gives it up).
@@ -248,7 +248,7 @@ fn cursor_answers_each_event() {
     assert_session(
         &CURSOR,
         &[
-            r#"{"additional_context":"loopx: you are agent cursor-c0ffee00.\ngoal main: Ship the parser\nready: t-1dc8e030 P1 \"Write the parser\"\nquota: 48 of 48 slots left per 1d\nNext: claim t-1dc8e030 \"Write the parser\" with `loopx todo claim t-1dc8e030`.\nTurn token: lxt1:main:cursor-c0ffee00:da8cd3acd1ba88aa:1796029440. End the turn with `loopx settle --turn lxt1:main:cursor-c0ffee00:da8cd3acd1ba88aa:1796029440 --todo t-1dc8e030 --outcome advanced|blocked|unchanged [--done] [-- CHECK]`.","env":{"LOOPX_AGENT":"cursor-c0ffee00"}}
+            r#"{"additional_context":"loopx: you are agent cursor-c0ffee00.\ngoal main: Ship the parser\nready: t-1dc8e030 P1 \"Write the parser\"\nquota: 48 of 48 slots left per 1d\nNext: claim t-1dc8e030 \"Write the parser\" with `loopx todo claim t-1dc8e030`.\nTurn token: lxt1:main:cursor-c0ffee00:181099ab1e1798da:1796029440. End the turn with `loopx settle --turn lxt1:main:cursor-c0ffee00:181099ab1e1798da:1796029440 --todo t-1dc8e030 --outcome advanced|blocked|unchanged [--done] [-- CHECK]`.","env":{"LOOPX_AGENT":"cursor-c0ffee00"}}
 "#,
             r#""#,
             r#"{"continue":true,"additional_context":"loopx: since your last prompt:\n- gate g-f3a5792a is open: \"May I publish 1.0?\""}
@@ -259,7 +259,7 @@ fn cursor_answers_each_event() {
             r#""#,
             r#"{"continue":true,"additional_context":"loopx: since your last prompt:\n- gate g-f3a5792a was answered approve by Ada Lovelace: \"May I publish 1.0?\""}
 "#,
-            r#"{"followup_message":"loopx: you still hold t-1dc8e030 \"Write the parser\", lease 37m left, and 48 of 48 slots remain: keep working on it. Record each step with `loopx settle --turn lxt1:main:cursor-c0ffee00:cea5ab090d4a33ae:1796030040 --todo t-1dc8e030 --outcome advanced [--done] [-- CHECK]`. To stop instead, say why with `loopx refresh-state --outcome blocked --todo t-1dc8e030 --next-action TEXT`, or give it up with `loopx todo update t-1dc8e030 --status open`."}
+            r#"{"followup_message":"loopx: you still hold t-1dc8e030 \"Write the parser\", lease 37m left, and 48 of 48 slots remain: keep working on it. Record each step with `loopx settle --turn lxt1:main:cursor-c0ffee00:c80bd272c687cfa6:1796030040 --todo t-1dc8e030 --outcome advanced [--done] [-- CHECK]`. To stop instead, say why with `loopx refresh-state --outcome blocked --todo t-1dc8e030 --next-action TEXT`, or give it up with `loopx todo update t-1dc8e030 --status open`."}
 "#,
             r#""#,
             r#"loopx: cursor-c0ffee00 keeps t-1dc8e030 "Write the parser" until 2026-11-30T09:51:00Z; nothing was released (`loopx todo release t-1dc8e030` gives it up).
@@ -273,7 +273,7 @@ fn gemini_answers_each_event() {
     assert_session(
         &GEMINI,
         &[
-            r#"{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"loopx: you are agent gemini-9f8e7d6c.\ngoal main: Ship the parser\nready: t-1dc8e030 P1 \"Write the parser\"\nquota: 48 of 48 slots left per 1d\nNext: claim t-1dc8e030 \"Write the parser\" with `loopx todo claim t-1dc8e030`.\nTurn token: lxt1:main:gemini-9f8e7d6c:298ad419584370e9:1796029440. End the turn with `loopx settle --turn lxt1:main:gemini-9f8e7d6c:298ad419584370e9:1796029440 --todo t-1dc8e030 --outcome advanced|blocked|unchanged [--done] [-- CHECK]`."}}
+            r#"{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"loopx: you are agent gemini-9f8e7d6c.\ngoal main: Ship the parser\nready: t-1dc8e030 P1 \"Write the parser\"\nquota: 48 of 48 slots left per 1d\nNext: claim t-1dc8e030 \"Write the parser\" with `loopx todo claim t-1dc8e030`.\nTurn token: lxt1:main:gemini-9f8e7d6c:8c7c7698cb879952:1796029440. End the turn with `loopx settle --turn lxt1:main:gemini-9f8e7d6c:8c7c7698cb879952:1796029440 --todo t-1dc8e030 --outcome advanced|blocked|unchanged [--done] [-- CHECK]`."}}
 "#,
             r#""#,
             r#"{"hookSpecificOutput":{"hookEventName":"BeforeAgent","additionalContext":"loopx: since your last prompt:\n- gate g-f3a5792a is open: \"May I publish 1.0?\""}}
@@ -284,7 +284,7 @@ fn gemini_answers_each_event() {
             r#""#,
             r#"{"hookSpecificOutput":{"hookEventName":"BeforeAgent","additionalContext":"loopx: since your last prompt:\n- gate g-f3a5792a was answered approve by Ada Lovelace: \"May I publish 1.0?\""}}
 "#,
-            r#"{"decision":"deny","reason":"loopx: you still hold t-1dc8e030 \"Write the parser\", lease 37m left, and 48 of 48 slots remain: keep working on it. Record each step with `loopx settle --turn lxt1:main:gemini-9f8e7d6c:a3c8af1e199f0c87:1796030040 --todo t-1dc8e030 --outcome advanced [--done] [-- CHECK]`. To stop instead, say why with `loopx refresh-state --outcome blocked --todo t-1dc8e030 --next-action TEXT`, or give it up with `loopx todo update t-1dc8e030 --status open`."}
+            r#"{"decision":"deny","reason":"loopx: you still hold t-1dc8e030 \"Write the parser\", lease 37m left, and 48 of 48 slots remain: keep working on it. Record each step with `loopx settle --turn lxt1:main:gemini-9f8e7d6c:5506f4780d493db4:1796030040 --todo t-1dc8e030 --outcome advanced [--done] [-- CHECK]`. To stop instead, say why with `loopx refresh-state --outcome blocked --todo t-1dc8e030 --next-action TEXT`, or give it up with `loopx todo update t-1dc8e030 --status open`."}
 "#,
             r#""#,
             r#"loopx: gemini-9f8e7d6c keeps t-1dc8e030 "Write the parser" until 2026-11-30T09:51:00Z; nothing was released (`loopx todo release t-1dc8e030` gives it up).
