@@ -683,6 +683,9 @@ fn remote_side(ctx: &Ctx, names: &Names, remote: &Tip, base: Option<Oid>) -> Res
             ops.insert(id.to_owned());
         }
     }
+    // Human acts taken from the remote must carry a signature this machine
+    // trusts (when it trusts anyone), as a live tick's would.
+    crate::trust::incoming::check(ctx, &names.remote, &chain)?;
     let snapshot = tx::load_at(ctx, remote.clone()).map_err(|e| {
         match refusal_of(&e) {
             // A newer format says "upgrade loopx" by itself.

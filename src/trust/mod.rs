@@ -15,6 +15,7 @@
 //! whether a todo's validation may run on this machine.
 
 pub mod allowed;
+pub mod incoming;
 pub mod sign;
 pub mod validation;
 

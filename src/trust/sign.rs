@@ -90,12 +90,18 @@ pub fn sign(store: &Store, key: &SigningKey, record: &[u8]) -> Result<String> {
             )
             .with_hint("install OpenSSH's ssh-keygen (package openssh-client), or set git config gpg.ssh.program")
         })?;
-    child
+    // ssh-keygen may exit before reading (no agent, no key): its status
+    // says why. A closed pipe here must not read as loopx's own stdout
+    // closing, which exits quietly.
+    if let Err(e) = child
         .stdin
         .take()
         .expect("stdin is piped")
         .write_all(record)
-        .context("handing the record to ssh-keygen")?;
+        && e.kind() != std::io::ErrorKind::BrokenPipe
+    {
+        return Err(anyhow::anyhow!("handing the record to {program}: {e}"));
+    }
     let out = child.wait_with_output().context("waiting for ssh-keygen")?;
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);

@@ -22,6 +22,7 @@ mod test_mcp;
 mod test_race;
 mod test_repos;
 mod test_show;
+mod test_sign;
 mod test_status;
 mod test_sync;
 mod test_todo;
