@@ -27,8 +27,8 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
-use loopx::model::{Actor, AgentId, GoalId, OpId, Priority, Runtime, State, TodoId, files};
-use loopx::op::{self, Change, Op, message};
+use loopx::model::{Actor, AgentId, GoalId, OpId, Priority, Runtime, State, TodoId};
+use loopx::op::{Change, Op};
 use loopx::store::{Person, Store, Tip};
 use loopx::time::{Span, Timestamp};
 
@@ -110,29 +110,25 @@ impl Gen {
             id: OpId::from_hex(&format!("{:016x}", self.ids.next())),
             at: self.clock,
             actor: actor.clone(),
+            signature: None,
             change,
         };
-        let mut after = self.state.clone();
-        let effect =
-            op::apply(&mut after, &op).map_err(|r| anyhow::anyhow!("{}: {}", r.code, r.message))?;
-        let changes = match self.tip {
-            Some(_) => files::changes(&self.state, &after),
-            None => files::encode_all(&after),
-        };
-        let tick = self.tip.as_ref().map_or(0, |t| t.tick) + 1;
-        let msg = message::render(&op, &effect, tick, &[]);
-        let author = Person {
-            name: actor.name().to_owned(),
-            email: actor.email(),
-        };
-        let new = self.store.write_commit(
+        let written = loopx::tx::write_tick(
+            &self.store,
             self.tip.as_ref(),
-            &changes,
-            &msg,
-            &author,
+            &self.state,
+            &op,
+            &[],
             &self.committer,
-            op.at.unix(),
-        )?;
+            loopx::tx::Empty::Write,
+        )?
+        .map_err(|r| anyhow::anyhow!("{}: {}", r.code, r.message))?;
+        let (new, effect, after) = (
+            written.tip.expect("Empty::Write always writes"),
+            written.effect,
+            written.state,
+        );
+        let tick = new.tick;
         let reflog = format!("loopx: {}", effect.subject);
         self.store
             .cas(
@@ -142,8 +138,6 @@ impl Gen {
                 &self.committer,
             )
             .map_err(|e| anyhow::anyhow!("moving the state ref failed: {e:?}"))?;
-        // A loaded state never holds the archive.
-        after.archived.clear();
         self.state = after;
         self.tip = Some(new);
         self.clock = self.clock.plus(Span::seconds(1));

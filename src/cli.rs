@@ -1,12 +1,10 @@
 //! The command line: global flags and the command tree (clap derive). Help
 //! text is the `///` comment of each item.
 
-use std::path::PathBuf;
+use clap::Parser;
 
-use clap::{Args, Parser, Subcommand};
-
-use crate::cmd;
-use crate::output::Format;
+use crate::cmd::Command;
+use crate::ctx::Global;
 
 /// The control plane for long-running AI-agent work, with its state on a git ref
 ///
@@ -25,69 +23,6 @@ pub struct Cli {
     pub global: Global,
     #[command(subcommand)]
     pub command: Command,
-}
-
-#[derive(Args, Debug)]
-pub struct Global {
-    /// Run as if loopx was started in PATH
-    #[arg(short = 'C', global = true, value_name = "PATH")]
-    pub dir: Option<PathBuf>,
-    /// Output format
-    #[arg(long, global = true, value_enum, default_value_t = Format::Human)]
-    pub format: Format,
-    /// Same as --format json
-    #[arg(long, global = true)]
-    pub json: bool,
-    /// Act as this registered agent [default: $LOOPX_AGENT, or the agent-runtime session]
-    #[arg(long, global = true, value_name = "ID")]
-    pub agent: Option<String>,
-}
-
-impl Global {
-    pub fn format(&self) -> Format {
-        if self.json { Format::Json } else { self.format }
-    }
-}
-
-#[derive(Subcommand, Debug)]
-pub enum Command {
-    Demo(cmd::demo::Args),
-    Init(cmd::init::Args),
-    Status(cmd::status::Args),
-    Log(cmd::log::Args),
-    Show(cmd::show::Args),
-    Diff(cmd::diff::Args),
-    /// Add, list, show and change goals
-    #[command(subcommand)]
-    Goal(cmd::goal::Command),
-    /// Register and list agents
-    #[command(subcommand)]
-    Agent(cmd::agent::Command),
-    /// Add, claim, update and finish todos
-    #[command(subcommand)]
-    Todo(cmd::todo::Command),
-    /// Open, answer and list gates: questions that block a scope
-    #[command(subcommand)]
-    Gate(cmd::gate::Command),
-    /// Announce, list and trust the SSH keys that sign human acts
-    #[command(subcommand)]
-    Signer(cmd::signer::Command),
-    /// Record and list evidence of what was tried
-    #[command(subcommand)]
-    Evidence(cmd::evidence::Command),
-    /// The turn's gate: should this agent run now, and the slots turns spend
-    #[command(subcommand)]
-    Quota(cmd::quota::Command),
-    RefreshState(cmd::refresh_state::Args),
-    Settle(cmd::settle::Args),
-    Sync(cmd::sync::Args),
-    Doctor(cmd::doctor::Args),
-    Gc(cmd::gc::Args),
-    Hook(cmd::hook::Args),
-    /// Install, remove and check the hooks that wire agent runtimes and git to loopx
-    #[command(subcommand)]
-    Hooks(cmd::hooks::Command),
-    Mcp(cmd::mcp::Args),
 }
 
 /// Whether the command line calls `loopx hook`, found without clap: a bad

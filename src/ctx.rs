@@ -2,13 +2,15 @@
 //! source and output. The only reader of the environment; nothing later looks
 //! at flags or environment variables again.
 
-use std::cell::{Cell, RefCell};
+use std::cell::{Cell, OnceCell, RefCell};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use sha2::{Digest, Sha256};
 
+use crate::config::Config;
+use crate::error::Code;
 use crate::error::Refusal;
 use crate::model::{Actor, AgentId, OpId};
 use crate::op::{Change, Op};
@@ -72,7 +74,7 @@ pub fn caller(flag: Option<&str>, env: &Env) -> Result<Caller, Refusal> {
     if let Some(id) = flag.or(env.get("LOOPX_AGENT")) {
         return AgentId::new(id)
             .map(Caller::Agent)
-            .map_err(|e| Refusal::usage("bad-id", e));
+            .map_err(|e| Refusal::usage(Code::BadId, e));
     }
     // (runtime, marker variables, session-id variable)
     let runtimes: [(&'static str, &[&'static str], &'static str); 4] = [
@@ -168,41 +170,42 @@ impl IdGen {
     }
 }
 
-/// The context of commands that also run outside a repository (`hooks`,
-/// `mcp`, and `hook` before it knows where it runs): the environment, where
-/// loopx runs, and output. A repository, if there is one, is opened on
-/// demand.
-pub struct Bare {
-    pub env: Env,
-    /// `-C`, else the current directory.
-    pub cwd: PathBuf,
-    pub out: Out,
+/// The global flags as parsed, before anything is resolved: `cli` flattens
+/// them into the command line, and [`Ctx::new`] resolves them once.
+#[derive(clap::Args, Debug, Clone)]
+pub struct Global {
+    /// Run as if loopx was started in PATH
+    #[arg(short = 'C', global = true, value_name = "PATH")]
+    pub dir: Option<PathBuf>,
+    /// Output format
+    #[arg(long, global = true, value_enum, default_value_t = Format::Human)]
+    pub format: Format,
+    /// Same as --format json
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// Act as this registered agent [default: $LOOPX_AGENT, or the agent-runtime session]
+    #[arg(long, global = true, value_name = "ID")]
+    pub agent: Option<String>,
 }
 
-impl Bare {
-    pub fn new(dir: Option<PathBuf>, format: Format) -> Result<Bare> {
-        let env = Env::capture();
-        let out = Out::new(format, env.get("NO_COLOR").is_some());
-        let cwd = match dir {
-            Some(d) => d,
-            None => std::env::current_dir().context("reading the current directory")?,
-        };
-        Ok(Bare { env, cwd, out })
-    }
-
-    /// The repository loopx runs in, or why there is none.
-    pub fn store(&self) -> Result<Store> {
-        Store::discover(&self.cwd)
-    }
-
-    /// The user's home directory (`HOME`).
-    pub fn home(&self) -> Option<PathBuf> {
-        self.env.get("HOME").map(PathBuf::from)
+impl Global {
+    pub fn format(&self) -> Format {
+        if self.json { Format::Json } else { self.format }
     }
 }
 
+/// The repository and its settings, opened on first use.
+struct Repo {
+    store: Store,
+    config: Config,
+}
+
+/// Everything a command needs, resolved once: where it runs, the
+/// environment, the clock, who is calling, ids, output; and the repository
+/// with its `loopx.*` settings, opened on first use, so commands that also
+/// work outside a repository (`hooks`, `mcp`, `demo`) take the same context
+/// as every other command.
 pub struct Ctx {
-    pub store: Store,
     /// Where loopx runs (`-C`, else the current directory): commands that
     /// run user commands or read user paths start here.
     pub cwd: PathBuf,
@@ -215,14 +218,27 @@ pub struct Ctx {
     /// runtime marker): `log` reads it as a filter.
     agent_flag: Option<AgentId>,
     actor: RefCell<Option<Actor>>,
+    repo: OnceCell<Repo>,
 }
 
 impl Ctx {
-    pub fn new(dir: Option<PathBuf>, format: Format, agent_flag: Option<&str>) -> Result<Ctx> {
-        let Bare { env, cwd: dir, out } = Bare::new(dir, format)?;
+    /// Resolves the global flags and the environment. Opens no repository.
+    pub fn new(global: &Global) -> Result<Ctx> {
+        Ctx::with(global.dir.clone(), global.format(), global.agent.as_deref())
+    }
+
+    /// [`Ctx::new`] from its parts (the hook resolves its directory from
+    /// the runtime's payload).
+    pub fn with(dir: Option<PathBuf>, format: Format, agent_flag: Option<&str>) -> Result<Ctx> {
+        let env = Env::capture();
+        let out = Out::new(format, env.get("NO_COLOR").is_some());
+        let cwd = match dir {
+            Some(d) => d,
+            None => std::env::current_dir().context("reading the current directory")?,
+        };
         let now = match env.get("LOOPX_NOW") {
             Some(s) => Timestamp::parse(s)
-                .map_err(|e| Refusal::usage("bad-env", format!("LOOPX_NOW: {e}")))?,
+                .map_err(|e| Refusal::usage(Code::BadEnv, format!("LOOPX_NOW: {e}")))?,
             None => Timestamp::system_now(),
         };
         let caller = caller(agent_flag, &env)?;
@@ -230,11 +246,8 @@ impl Ctx {
             (Caller::Agent(id), Some(_)) => Some(id.clone()),
             _ => None,
         };
-        let store = Store::discover(&dir)?;
-        let cwd = dir;
         let ids = IdGen::new(env.get("LOOPX_SEED").map(str::to_owned), now.unix());
         Ok(Ctx {
-            store,
             cwd,
             out,
             now,
@@ -243,16 +256,45 @@ impl Ctx {
             caller,
             agent_flag,
             actor: RefCell::new(None),
+            repo: OnceCell::new(),
         })
     }
 
-    pub fn caller(&self) -> &Caller {
-        &self.caller
+    fn repo(&self) -> Result<&Repo> {
+        if let Some(r) = self.repo.get() {
+            return Ok(r);
+        }
+        let store = Store::discover(&self.cwd)?;
+        let config = Config::read(&store);
+        Ok(self.repo.get_or_init(|| Repo { store, config }))
+    }
+
+    /// The repository loopx runs in, opened on first use, or why there is
+    /// none. Commands read through `tx` and `history`; only the layers
+    /// below commands (`tx`, `sync`, `history`) call the store.
+    pub fn store(&self) -> Result<&Store> {
+        Ok(&self.repo()?.store)
+    }
+
+    /// The `loopx.*` git settings of the repository, read once.
+    pub fn config(&self) -> Result<&Config> {
+        Ok(&self.repo()?.config)
+    }
+
+    /// The state ref (`refs/loopx/state`, or git config `loopx.ref`), for
+    /// messages.
+    pub fn state_ref(&self) -> &str {
+        self.store()
+            .map_or(crate::store::DEFAULT_REF, Store::state_ref)
     }
 
     /// The user's home directory (`HOME`).
     pub fn home(&self) -> Option<PathBuf> {
         self.env.get("HOME").map(PathBuf::from)
+    }
+
+    pub fn caller(&self) -> &Caller {
+        &self.caller
     }
 
     /// The agent `--agent` named on the command line, if it was given.
@@ -270,14 +312,14 @@ impl Ctx {
             Caller::Agent(id) => Actor::Agent(id.clone()),
             Caller::UnknownAgent { runtime, marker } => {
                 return Err(Refusal::rule(
-                    "agent-unknown",
+                    Code::AgentUnknown,
                     format!(
                         "this shell runs under {runtime} ({marker} is set) but its session id is not available, so loopx cannot tell which agent is acting"
                     ),
                 )
                 .with_hint("set LOOPX_AGENT to the agent's id (or pass --agent ID)"));
             }
-            Caller::Human => match self.store.user() {
+            Caller::Human => match self.store().ok().and_then(Store::user) {
                 Some(p) => Actor::Human {
                     name: p.name,
                     email: p.email,
@@ -296,11 +338,10 @@ impl Ctx {
     }
 
     fn hint_identity_once(&self) {
-        let marker = self
-            .store
-            .common_dir()
-            .join("loopx")
-            .join("identity-hint-shown");
+        let Ok(store) = self.store() else {
+            return;
+        };
+        let marker = store.common_dir().join("loopx").join("identity-hint-shown");
         if marker.exists() {
             return;
         }
@@ -314,10 +355,13 @@ impl Ctx {
 
     /// The committer of ticks: git's configured committer, else loopx's.
     pub fn committer(&self) -> Person {
-        self.store.committer().unwrap_or_else(|| Person {
-            name: FALLBACK_COMMITTER.0.to_owned(),
-            email: FALLBACK_COMMITTER.1.to_owned(),
-        })
+        self.store()
+            .ok()
+            .and_then(Store::committer)
+            .unwrap_or_else(|| Person {
+                name: FALLBACK_COMMITTER.0.to_owned(),
+                email: FALLBACK_COMMITTER.1.to_owned(),
+            })
     }
 
     /// Runs a command loopx was asked to run (a validation, `evidence run`,

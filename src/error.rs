@@ -37,18 +37,181 @@ impl Exit {
     }
 }
 
+/// Declares [`Code`]: each variant and the kebab-case string it is written
+/// as in `--format json` output and in `sync-rejected` records.
+macro_rules! codes {
+    ($($variant:ident => $text:literal,)*) => {
+        /// The stable, machine-readable code of a [`Refusal`]. Callers branch
+        /// on these variants, never on message text; JSON carries the string.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum Code {
+            $($variant,)*
+        }
+
+        impl Code {
+            /// Every code, for documentation and tests.
+            pub const ALL: &'static [Code] = &[$(Code::$variant,)*];
+
+            /// The code as written in JSON: kebab-case.
+            pub const fn as_str(self) -> &'static str {
+                match self {
+                    $(Code::$variant => $text,)*
+                }
+            }
+
+            /// The code written as `text`, if this binary knows it.
+            pub fn parse(text: &str) -> Option<Code> {
+                match text {
+                    $($text => Some(Code::$variant),)*
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+codes! {
+    AfterCycle => "after-cycle",
+    AgentRetired => "agent-retired",
+    AgentUnknown => "agent-unknown",
+    AgentsOnly => "agents-only",
+    AlreadyAnnounced => "already-announced",
+    AlreadyInitialized => "already-initialized",
+    AlreadyVoided => "already-voided",
+    AmbiguousCommit => "ambiguous-commit",
+    AmbiguousGoal => "ambiguous-goal",
+    AmbiguousId => "ambiguous-id",
+    BadArtifact => "bad-artifact",
+    BadChoice => "bad-choice",
+    BadConfig => "bad-config",
+    BadEnv => "bad-env",
+    BadId => "bad-id",
+    BadKey => "bad-key",
+    BadQuota => "bad-quota",
+    BadRemote => "bad-remote",
+    BadScope => "bad-scope",
+    BadSettings => "bad-settings",
+    BadSignature => "bad-signature",
+    BadStatus => "bad-status",
+    BadToken => "bad-token",
+    BadTtl => "bad-ttl",
+    BadValidation => "bad-validation",
+    BeforeHistory => "before-history",
+    Claimed => "claimed",
+    ConfirmFingerprint => "confirm-fingerprint",
+    CorruptState => "corrupt-state",
+    DirNotEmpty => "dir-not-empty",
+    EmptyOption => "empty-option",
+    EmptySettle => "empty-settle",
+    EmptyText => "empty-text",
+    FingerprintMismatch => "fingerprint-mismatch",
+    FormatTooNew => "format-too-new",
+    GateClosed => "gate-closed",
+    GateOpen => "gate-open",
+    GoalDone => "goal-done",
+    GoalExists => "goal-exists",
+    GoalNeedsObjective => "goal-needs-objective",
+    GoalNotActive => "goal-not-active",
+    HandoffToSelf => "handoff-to-self",
+    HumansOnly => "humans-only",
+    IdTaken => "id-taken",
+    MissingCapability => "missing-capability",
+    NestedSettle => "nested-settle",
+    NoActiveGoal => "no-active-goal",
+    NoGoal => "no-goal",
+    NoHome => "no-home",
+    NoRemote => "no-remote",
+    NoState => "no-state",
+    NoValidation => "no-validation",
+    NoWriteback => "no-writeback",
+    NotARepository => "not-a-repository",
+    NotATick => "not-a-tick",
+    NotClaimed => "not-claimed",
+    NotClosed => "not-closed",
+    NotConfirmed => "not-confirmed",
+    NotOpen => "not-open",
+    NotRegistered => "not-registered",
+    NotYourTurn => "not-your-turn",
+    NothingReady => "nothing-ready",
+    NothingToArchive => "nothing-to-archive",
+    NothingToEdit => "nothing-to-edit",
+    NothingToSet => "nothing-to-set",
+    NothingToUpdate => "nothing-to-update",
+    PushFailed => "push-failed",
+    RegisterSelfOnly => "register-self-only",
+    RemoteCorrupt => "remote-corrupt",
+    RemoteRewritten => "remote-rewritten",
+    RemoteUnreachable => "remote-unreachable",
+    RetireSelfOnly => "retire-self-only",
+    RetriesExhausted => "retries-exhausted",
+    ScopeBusy => "scope-busy",
+    SettleRejected => "settle-rejected",
+    SigningFailed => "signing-failed",
+    StaleEpoch => "stale-epoch",
+    StaleLock => "stale-lock",
+    SyncRetriesExhausted => "sync-retries-exhausted",
+    TodoDone => "todo-done",
+    TokenExpired => "token-expired",
+    TooFewOptions => "too-few-options",
+    UnknownAfter => "unknown-after",
+    UnknownAgent => "unknown-agent",
+    UnknownCommit => "unknown-commit",
+    UnknownGate => "unknown-gate",
+    UnknownGoal => "unknown-goal",
+    UnknownId => "unknown-id",
+    UnknownOp => "unknown-op",
+    UnknownRef => "unknown-ref",
+    UnknownSigner => "unknown-signer",
+    UnknownSignerName => "unknown-signer-name",
+    UnknownSpend => "unknown-spend",
+    UnknownTick => "unknown-tick",
+    UnknownTodo => "unknown-todo",
+    UnrelatedStates => "unrelated-states",
+    Unsigned => "unsigned",
+    UntrustedValidation => "untrusted-validation",
+    ValidationChanged => "validation-changed",
+    ValidationFailed => "validation-failed",
+    ValidationMissing => "validation-missing",
+    Waiting => "waiting",
+    WrongGoal => "wrong-goal",
+}
+
+impl fmt::Display for Code {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl serde::Serialize for Code {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl PartialEq<&str> for Code {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl PartialEq<str> for Code {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
 /// An error with a definite exit status, a stable code and a hint.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Refusal {
     pub exit: Exit,
-    /// Stable, kebab-case, for machines (`claimed`, `not-registered`, …).
-    pub code: &'static str,
+    /// Stable, kebab-case in JSON, for machines (`claimed`, `not-registered`, …).
+    pub code: Code,
     pub message: String,
     pub hint: Option<String>,
 }
 
 impl Refusal {
-    pub fn new(exit: Exit, code: &'static str, message: impl Into<String>) -> Self {
+    pub fn new(exit: Exit, code: Code, message: impl Into<String>) -> Self {
         Refusal {
             exit,
             code,
@@ -58,22 +221,22 @@ impl Refusal {
     }
 
     /// Refused by a rule (exit 3).
-    pub fn rule(code: &'static str, message: impl Into<String>) -> Self {
+    pub fn rule(code: Code, message: impl Into<String>) -> Self {
         Self::new(Exit::Refused, code, message)
     }
 
     /// Conflict with another writer (exit 4).
-    pub fn conflict(code: &'static str, message: impl Into<String>) -> Self {
+    pub fn conflict(code: Code, message: impl Into<String>) -> Self {
         Self::new(Exit::Conflict, code, message)
     }
 
     /// Bad input that is not a flag error: a malformed id or value (exit 2).
-    pub fn usage(code: &'static str, message: impl Into<String>) -> Self {
+    pub fn usage(code: Code, message: impl Into<String>) -> Self {
         Self::new(Exit::Usage, code, message)
     }
 
     /// An error that is neither a rule nor a conflict (exit 1).
-    pub fn error(code: &'static str, message: impl Into<String>) -> Self {
+    pub fn error(code: Code, message: impl Into<String>) -> Self {
         Self::new(Exit::Error, code, message)
     }
 
@@ -116,8 +279,22 @@ mod tests {
     }
 
     #[test]
+    fn codes_are_kebab_case_and_round_trip() {
+        for c in Code::ALL {
+            let s = c.as_str();
+            assert!(
+                s.chars()
+                    .all(|ch| ch.is_ascii_lowercase() || ch.is_ascii_digit() || ch == '-'),
+                "{s}"
+            );
+            assert_eq!(Code::parse(s), Some(*c));
+            assert_eq!(serde_json::to_string(c).unwrap(), format!("\"{s}\""));
+        }
+    }
+
+    #[test]
     fn a_refusal_deep_in_the_chain_decides_the_exit() {
-        let err = anyhow::Error::new(Refusal::conflict("claimed", "taken"))
+        let err = anyhow::Error::new(Refusal::conflict(Code::Claimed, "taken"))
             .context("while claiming")
             .context("outer");
         assert_eq!(exit_of(&err), Exit::Conflict);

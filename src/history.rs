@@ -16,10 +16,11 @@ use serde::Serialize;
 
 use crate::ctx::Ctx;
 use crate::diff::{self, FileStatus};
+use crate::error::Code;
 use crate::error::Refusal;
 use crate::op::Op;
 use crate::op::message::{self, Parsed};
-use crate::store::{Entry, FileChange, PrefixMatch, Tip};
+use crate::store::{Entry, FileChange, Oid, PrefixMatch, Tip};
 use crate::time::Timestamp;
 use crate::tx;
 
@@ -161,9 +162,34 @@ impl Tick {
     }
 }
 
+/// The ticks from `start` back along the first parents, newest first.
+pub fn walk(ctx: &Ctx, start: Oid) -> Result<crate::store::FirstParents<'_>> {
+    Ok(ctx.store()?.history(start))
+}
+
+/// One commit of the history.
+pub fn entry(ctx: &Ctx, commit: Oid) -> Result<Entry> {
+    ctx.store()?.entry(commit)
+}
+
+/// The entry at the tip of the state ref.
+pub fn tip_entry(ctx: &Ctx) -> Result<Entry> {
+    entry(ctx, tip(ctx)?.commit)
+}
+
+/// A file as it was at a tree, if it existed.
+pub fn file_at(ctx: &Ctx, tree: Oid, path: &str) -> Result<Option<Vec<u8>>> {
+    ctx.store()?.read_file(tree, path)
+}
+
+/// The files that differ between two trees.
+pub fn diff_trees(ctx: &Ctx, a: Option<Oid>, b: Oid) -> Result<Vec<FileChange>> {
+    ctx.store()?.diff_trees(a, b)
+}
+
 /// The tip of the state ref, or how to create one.
 pub fn tip(ctx: &Ctx) -> Result<Tip> {
-    ctx.store.tip()?.ok_or_else(|| tx::no_state(ctx).into())
+    ctx.store()?.tip()?.ok_or_else(|| tx::no_state(ctx).into())
 }
 
 /// The commit a tick argument names.
@@ -171,29 +197,26 @@ pub fn resolve(ctx: &Ctx, rev: &Rev) -> Result<Entry> {
     match rev {
         Rev::Tick(n) => find_tick(ctx, &tip(ctx)?, *n),
         Rev::Time(t) => at_time(ctx, &tip(ctx)?, *t),
-        Rev::Commit(hex) => match ctx.store.commit_by_prefix(hex)? {
-            PrefixMatch::One(id) => ctx.store.entry(id),
+        Rev::Commit(hex) => match ctx.store()?.commit_by_prefix(hex)? {
+            PrefixMatch::One(id) => ctx.store()?.entry(id),
             PrefixMatch::None => Err(Refusal::error(
-                "unknown-commit",
+                Code::UnknownCommit,
                 format!("no commit id starts with {hex}"),
             )
             .with_hint("`loopx log` lists the ticks with their tick numbers")
             .into()),
             PrefixMatch::Many(n) => Err(Refusal::usage(
-                "ambiguous-commit",
+                Code::AmbiguousCommit,
                 format!("{hex} is the start of {n} commit ids"),
             )
             .with_hint("type more digits of the commit id")
             .into()),
         },
-        Rev::Ref(name) => match ctx.store.resolve(name)? {
-            Some(tip) => ctx.store.entry(tip.commit),
+        Rev::Ref(name) => match ctx.store()?.resolve(name)? {
+            Some(tip) => ctx.store()?.entry(tip.commit),
             None => Err(
-                Refusal::error("unknown-ref", format!("there is no ref {name}"))
-                    .with_hint(format!(
-                        "give a full ref name such as {}",
-                        ctx.store.state_ref()
-                    ))
+                Refusal::error(Code::UnknownRef, format!("there is no ref {name}"))
+                    .with_hint(format!("give a full ref name such as {}", ctx.state_ref()))
                     .into(),
             ),
         },
@@ -204,7 +227,7 @@ pub fn resolve(ctx: &Ctx, rev: &Rev) -> Result<Entry> {
 /// as the tick numbers fall to `n` or below.
 fn find_tick(ctx: &Ctx, tip: &Tip, n: u64) -> Result<Entry> {
     let mut newest = None;
-    for entry in ctx.store.history(tip.commit) {
+    for entry in ctx.store()?.history(tip.commit) {
         let entry = entry?;
         let Some(tick) = message::tick_of(&entry.message) else {
             continue;
@@ -222,7 +245,7 @@ fn find_tick(ctx: &Ctx, tip: &Tip, n: u64) -> Result<Entry> {
 
 fn no_tick(n: u64, newest: u64) -> anyhow::Error {
     Refusal::error(
-        "unknown-tick",
+        Code::UnknownTick,
         format!("there is no tick {n}; the newest is {newest}"),
     )
     .with_hint("`loopx log` lists the ticks")
@@ -232,7 +255,7 @@ fn no_tick(n: u64, newest: u64) -> anyhow::Error {
 /// The newest commit at or before `t`.
 fn at_time(ctx: &Ctx, tip: &Tip, t: Timestamp) -> Result<Entry> {
     let mut first = None;
-    for entry in ctx.store.history(tip.commit) {
+    for entry in ctx.store()?.history(tip.commit) {
         let entry = entry?;
         if entry.time <= t.unix() {
             return Ok(entry);
@@ -243,7 +266,7 @@ fn at_time(ctx: &Ctx, tip: &Tip, t: Timestamp) -> Result<Entry> {
         format!("; the first tick is at {}", Timestamp::from_unix(f))
     });
     Err(Refusal::error(
-        "before-history",
+        Code::BeforeHistory,
         format!("there was no loopx state yet at {t}{first}"),
     )
     .with_hint("give a later time, or a tick number")
@@ -264,10 +287,10 @@ pub fn load(ctx: &Ctx, entry: &Entry) -> Result<tx::Snapshot> {
 /// tree for the first tick).
 pub fn changed_files(ctx: &Ctx, entry: &Entry) -> Result<Vec<FileChange>> {
     let base = match entry.parent {
-        Some(p) => Some(ctx.store.entry(p)?.tree),
+        Some(p) => Some(self::entry(ctx, p)?.tree),
         None => None,
     };
-    ctx.store.diff_trees(base, entry.tree)
+    diff_trees(ctx, base, entry.tree)
 }
 
 /// One changed file with its unified diff, as `log -p`, `show` and

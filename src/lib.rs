@@ -14,6 +14,7 @@
 
 pub mod cli;
 pub mod cmd;
+pub mod config;
 pub mod ctx;
 pub mod diff;
 pub mod error;
@@ -28,6 +29,7 @@ pub mod run;
 pub mod store;
 pub mod sync;
 pub mod time;
+pub mod trailer;
 pub mod trust;
 pub mod tx;
 
@@ -61,11 +63,11 @@ pub fn main() -> ExitCode {
             });
         }
     };
-    if let cli::Command::Hook(args) = &cli.command {
+    if let cmd::Command::Hook(args) = &cli.command {
         return cmd::hook::main(&cli.global, args);
     }
     let format = cli.global.format();
-    let result = cmd::run_cli(&cli.global, &cli.command);
+    let result = ctx::Ctx::new(&cli.global).and_then(|ctx| cmd::run(&ctx, &cli.command));
     match result {
         Ok(exit) => ExitCode::from(exit.code()),
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,

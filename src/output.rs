@@ -108,7 +108,7 @@ impl Out {
             }
             let _ = self.json_line(&Wire {
                 error: Body {
-                    code: refusal.map_or("error", |r| r.code),
+                    code: refusal.map_or("error", |r| r.code.as_str()),
                     exit: exit.code(),
                     message: format!("{err:#}"),
                     hint: refusal.and_then(|r| r.hint.as_deref()),

@@ -14,6 +14,7 @@ use gix::objs::tree::EntryKind;
 use gix::refs::Target;
 use gix::refs::transaction::{Change, LogChange, PreviousValue, RefEdit, RefLog};
 
+use crate::error::Code;
 use crate::error::Refusal;
 
 /// The default state ref; git config `loopx.ref` overrides it.
@@ -86,7 +87,7 @@ impl Store {
                     dir.display()
                 )
             };
-            Refusal::error("not-a-repository", message).with_hint(
+            Refusal::error(Code::NotARepository, message).with_hint(
                 "run loopx inside a git repository (`git init` makes one), or pass -C PATH",
             )
         })?;
@@ -97,7 +98,7 @@ impl Store {
                     || gix::refs::FullName::try_from(name.as_str()).is_err()
                 {
                     return Err(Refusal::usage(
-                        "bad-config",
+                        Code::BadConfig,
                         format!("git config loopx.ref = {name:?} is not a full ref name"),
                     )
                     .with_hint("use a name such as refs/loopx/state, or unset it")
@@ -226,7 +227,7 @@ impl Store {
             .tree_id()
             .with_context(|| format!("reading the tree of {commit}"))?;
         let msg = c.message_raw_sloppy().to_str_lossy();
-        let tick = match crate::op::message::tick_of(&msg) {
+        let tick = match crate::trailer::tick(&msg) {
             Some(t) => t,
             // Someone committed onto the ref by hand: count on from the
             // newest real tick below it, so numbering stays consecutive.
@@ -250,7 +251,7 @@ impl Store {
                 .find_commit(id.0)
                 .with_context(|| format!("reading commit {id}"))?;
             if steps > 0
-                && let Some(t) = crate::op::message::tick_of(&c.message_raw_sloppy().to_str_lossy())
+                && let Some(t) = crate::trailer::tick(&c.message_raw_sloppy().to_str_lossy())
             {
                 return Ok(t + steps);
             }

@@ -35,12 +35,13 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use crate::ctx::Ctx;
+use crate::error::Code;
 use crate::error::{Exit, Refusal, refusal_of};
 use crate::git::{self, Fetched, NetworkError, Pushed};
 use crate::model::{
-    Actor, AgentId, EvidenceId, EvidenceKind, GoalId, OpId, State, TodoId, files, id::RANDOM_HEX,
+    Actor, AgentId, EvidenceId, EvidenceKind, GoalId, OpId, State, TodoId, id::RANDOM_HEX,
 };
-use crate::op::{self, Change, Effect, Op, message};
+use crate::op::{Change, Op, message};
 use crate::store::{CasError, Entry, Oid, Person, Store, Tip};
 use crate::tx::{self, Snapshot};
 
@@ -52,11 +53,8 @@ const MAX_BACKOFF: Duration = Duration::from_secs(1);
 /// The remote `loopx sync` uses when none is named: git config
 /// `loopx.remote`, else `origin`.
 pub fn default_remote(ctx: &Ctx) -> String {
-    ctx.store
-        .config("loopx.remote")
-        .map(|r| r.trim().to_owned())
-        .filter(|r| !r.is_empty())
-        .unwrap_or_else(|| "origin".to_owned())
+    ctx.config()
+        .map_or_else(|_| "origin".to_owned(), |c| c.remote.clone())
 }
 
 /// What to sync with, and how.
@@ -94,7 +92,7 @@ pub struct Rejected {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub todo: Option<TodoId>,
     /// The refusal's stable code (`claimed`, `stale-epoch`, …).
-    pub code: &'static str,
+    pub code: Code,
     /// Why `apply` refused it on the remote's state.
     pub reason: String,
     /// The agent holding the todo instead, when the op was about one.
@@ -187,7 +185,12 @@ pub struct Names {
 pub fn names(ctx: &Ctx, remote: Option<&str>) -> Result<Names, Refusal> {
     let named = remote.is_some();
     let remote = remote.map_or_else(|| default_remote(ctx), str::to_owned);
-    if ctx.store.config(&format!("remote.{remote}.url")).is_none() {
+    if ctx
+        .store()
+        .ok()
+        .and_then(|s| s.config(&format!("remote.{remote}.url")))
+        .is_none()
+    {
         let hint = if named {
             format!("add it with `git remote add {remote} URL`; `git remote -v` lists the remotes")
         } else {
@@ -196,12 +199,12 @@ pub fn names(ctx: &Ctx, remote: Option<&str>) -> Result<Names, Refusal> {
             )
         };
         return Err(Refusal::error(
-            "no-remote",
+            Code::NoRemote,
             format!("there is no git remote named {remote}"),
         )
         .with_hint(hint));
     }
-    let state_ref = ctx.store.state_ref();
+    let state_ref = ctx.state_ref();
     let rest = state_ref.strip_prefix("refs/").unwrap_or(state_ref);
     // The default state ref is remembered under refs/loopx/synced/<remote>;
     // another one (git config loopx.ref, e.g. one ref per goal) under a name
@@ -218,7 +221,7 @@ pub fn names(ctx: &Ctx, remote: Option<&str>) -> Result<Names, Refusal> {
     };
     if !Store::is_ref_name(&names.tracking) || !Store::is_ref_name(&names.synced) {
         return Err(Refusal::usage(
-            "bad-remote",
+            Code::BadRemote,
             format!(
                 "the remote name {:?} cannot be part of a ref name",
                 names.remote
@@ -270,10 +273,10 @@ pub fn run_with(ctx: &Ctx, opts: &Options) -> Result<Report> {
             }
             Plan::Push(push) => {
                 let sent = git::push(
-                    ctx.store.common_dir(),
+                    ctx.store()?.common_dir(),
                     &names.remote,
                     &push.tip.commit.to_string(),
-                    ctx.store.state_ref(),
+                    ctx.state_ref(),
                 )
                 .map_err(|e| push_failed(&names, e))?;
                 if let Pushed::Behind(why) = sent {
@@ -305,12 +308,12 @@ pub fn run_with(ctx: &Ctx, opts: &Options) -> Result<Report> {
         }
     }
     let last = if last_refusal.is_empty() {
-        format!("{} kept moving", ctx.store.state_ref())
+        format!("{} kept moving", ctx.state_ref())
     } else {
         format!("the last attempt got: {last_refusal}")
     };
     Err(Refusal::conflict(
-        "sync-retries-exhausted",
+        Code::SyncRetriesExhausted,
         format!(
             "{} kept moving: gave up after {MAX_ROUNDS} rounds of fetch and push ({last})",
             names.remote
@@ -384,14 +387,14 @@ struct Push {
 /// `Ok(Err(why))` when another fetch on this machine got in the way.
 fn fetch(ctx: &Ctx, names: &Names) -> Result<Result<Option<Tip>, String>> {
     let found = git::fetch(
-        ctx.store.common_dir(),
+        ctx.store()?.common_dir(),
         &names.remote,
-        ctx.store.state_ref(),
+        ctx.state_ref(),
         &names.tracking,
     )
     .map_err(|e| match e.downcast_ref::<NetworkError>() {
         Some(n) => Refusal::error(
-            "remote-unreachable",
+            Code::RemoteUnreachable,
             format!(
                 "cannot fetch the loopx state from {}: {}",
                 names.remote, n.stderr
@@ -408,7 +411,7 @@ fn fetch(ctx: &Ctx, names: &Names) -> Result<Result<Option<Tip>, String>> {
         Fetched::NoState => Ok(Ok(None)),
         Fetched::Busy(why) => Ok(Err(why)),
         Fetched::State => ctx
-            .store
+            .store()?
             .resolve(&names.tracking)
             .map(Ok)
             .map_err(|e| remote_corrupt(names, None, &format!("{e:#}")).into()),
@@ -418,7 +421,7 @@ fn fetch(ctx: &Ctx, names: &Names) -> Result<Result<Option<Tip>, String>> {
 fn push_failed(names: &Names, e: anyhow::Error) -> anyhow::Error {
     match e.downcast_ref::<NetworkError>() {
         Some(n) => Refusal::error(
-            "push-failed",
+            Code::PushFailed,
             format!("{} did not take the push: {}", names.remote, n.stderr),
         )
         .with_hint(
@@ -431,12 +434,12 @@ fn push_failed(names: &Names, e: anyhow::Error) -> anyhow::Error {
 
 /// Compares the local tip with the remote's and decides the round.
 fn plan(ctx: &Ctx, names: &Names, remote: Option<&Tip>, opts: &Options) -> Result<Plan> {
-    let local = ctx.store.tip()?;
-    let synced = ctx.store.resolve(&names.synced)?;
+    let local = ctx.store()?.tip()?;
+    let synced = ctx.store()?.resolve(&names.synced)?;
     let (local, remote) = match (local, remote) {
         (None, None) => {
             return Err(Refusal::error(
-                "no-state",
+                Code::NoState,
                 format!("there is no loopx state here or on {}", names.remote),
             )
             .with_hint("create one with `loopx init`; `loopx sync` then shares it")
@@ -445,7 +448,7 @@ fn plan(ctx: &Ctx, names: &Names, remote: Option<&Tip>, opts: &Options) -> Resul
         (Some(local), None) => {
             if let Some(s) = synced {
                 return Err(Refusal::error(
-                    "remote-rewritten",
+                    Code::RemoteRewritten,
                     format!(
                         "{} no longer has a loopx state, though this machine synced tick {} ({}) with it",
                         names.remote,
@@ -493,9 +496,9 @@ fn plan(ctx: &Ctx, names: &Names, remote: Option<&Tip>, opts: &Options) -> Resul
             backup: None,
         });
     }
-    let base = ctx.store.merge_base(local.commit, remote.commit)?;
+    let base = ctx.store()?.merge_base(local.commit, remote.commit)?;
     if let Some(s) = &synced
-        && !ctx.store.is_ancestor(s.commit, remote.commit)?
+        && !ctx.store()?.is_ancestor(s.commit, remote.commit)?
     {
         if opts.adopt_remote {
             return adopt(ctx, names, &local, &remote, base);
@@ -507,7 +510,7 @@ fn plan(ctx: &Ctx, names: &Names, remote: Option<&Tip>, opts: &Options) -> Resul
             return adopt(ctx, names, &local, &remote, None);
         }
         return Err(Refusal::error(
-            "unrelated-states",
+            Code::UnrelatedStates,
             format!(
                 "the local state and {}'s share no history: each was made by its own `loopx init`",
                 names.remote
@@ -537,7 +540,7 @@ fn plan(ctx: &Ctx, names: &Names, remote: Option<&Tip>, opts: &Options) -> Resul
     }
     if base == remote.commit {
         // Ahead: push as it is.
-        let count = ctx.store.chain_since(local.commit, Some(base))?.len();
+        let count = ctx.store()?.chain_since(local.commit, Some(base))?.len();
         return Ok(Plan::Push(Push {
             outcome: Outcome::Pushed,
             tip: local,
@@ -579,7 +582,7 @@ fn plan(ctx: &Ctx, names: &Names, remote: Option<&Tip>, opts: &Options) -> Resul
 
 fn rewritten(ctx: &Ctx, names: &Names, synced: &Tip, remote: &Tip) -> Refusal {
     Refusal::error(
-        "remote-rewritten",
+        Code::RemoteRewritten,
         format!(
             "{}'s history was rewritten: its state (tick {}, {}) no longer contains tick {} ({}), which this machine synced with it",
             names.remote,
@@ -592,7 +595,7 @@ fn rewritten(ctx: &Ctx, names: &Names, synced: &Tip, remote: &Tip) -> Refusal {
     .with_hint(format!(
         "nothing was changed here. If the rewrite was meant, `loopx sync {r} --adopt-remote` follows it and keeps this state under refs/loopx/backup/{r}/…; if not, put the remote back with `git push --force-with-lease={s}:{c} {r} {synced}:{s}`, then sync again",
         r = names.remote,
-        s = ctx.store.state_ref(),
+        s = ctx.state_ref(),
         c = remote.commit,
         synced = names.synced,
     ))
@@ -609,7 +612,7 @@ fn adopt(ctx: &Ctx, names: &Names, local: &Tip, remote: &Tip, base: Option<Oid>)
         local.commit.short(8)
     );
     let committer = ctx.committer();
-    match ctx.store.cas_ref(
+    match ctx.store()?.cas_ref(
         &backup,
         local.commit,
         None,
@@ -618,7 +621,7 @@ fn adopt(ctx: &Ctx, names: &Names, local: &Tip, remote: &Tip, base: Option<Oid>)
     ) {
         Ok(()) => {}
         Err(CasError::Moved)
-            if ctx.store.resolve(&backup)?.map(|t| t.commit) == Some(local.commit) => {}
+            if ctx.store()?.resolve(&backup)?.map(|t| t.commit) == Some(local.commit) => {}
         Err(CasError::Moved | CasError::Locked { .. }) => return Ok(Plan::Again),
         Err(CasError::Other(e)) => return Err(e),
     }
@@ -645,7 +648,7 @@ fn adopt(ctx: &Ctx, names: &Names, local: &Tip, remote: &Tip, base: Option<Oid>)
 /// false when it moved meanwhile (or its lock was busy): decide again. A
 /// stale lock stops the sync, as it stops a tick.
 fn move_state(ctx: &Ctx, new: Oid, expected: Option<Oid>, reflog: &str) -> Result<bool> {
-    match ctx.store.cas(new, expected, reflog, &ctx.committer()) {
+    match ctx.store()?.cas(new, expected, reflog, &ctx.committer()) {
         Ok(()) => Ok(true),
         Err(CasError::Moved) => Ok(false),
         Err(CasError::Locked { lock, age }) => {
@@ -671,7 +674,7 @@ struct RemoteSide {
 /// Reads the remote's commits since `base` (refusing ops this binary does
 /// not know) and the state at its tip (refusing a corrupt one).
 fn remote_side(ctx: &Ctx, names: &Names, remote: &Tip, base: Option<Oid>) -> Result<RemoteSide> {
-    let chain = ctx.store.chain_since(remote.commit, base)?;
+    let chain = ctx.store()?.chain_since(remote.commit, base)?;
     let mut ops = HashSet::new();
     for e in &chain {
         if let Some(kind) = message::kind_of(&e.message)
@@ -689,7 +692,7 @@ fn remote_side(ctx: &Ctx, names: &Names, remote: &Tip, base: Option<Oid>) -> Res
     let snapshot = tx::load_at(ctx, remote.clone()).map_err(|e| {
         match refusal_of(&e) {
             // A newer format says "upgrade loopx" by itself.
-            Some(r) if r.code == "format-too-new" => e.context(format!(
+            Some(r) if r.code == Code::FormatTooNew => e.context(format!(
                 "reading {}'s state (commit {})",
                 names.remote, remote.commit
             )),
@@ -709,7 +712,7 @@ fn remote_corrupt(names: &Names, tip: Option<&Tip>, why: &str) -> Refusal {
         format!(" (tick {}, {})", t.tick, t.commit.short(8))
     });
     Refusal::error(
-        "remote-corrupt",
+        Code::RemoteCorrupt,
         format!("the loopx state on {}{at} is corrupt: {why}", names.remote),
     )
     .with_hint(format!(
@@ -720,7 +723,7 @@ fn remote_corrupt(names: &Names, tip: Option<&Tip>, why: &str) -> Refusal {
 
 fn unknown_op(whose: &str, e: &Entry, kind: &str) -> Refusal {
     Refusal::error(
-        "unknown-op",
+        Code::UnknownOp,
         format!(
             "{whose} tick {} holds the op {kind:?}, which this loopx does not know",
             e.commit.short(8)
@@ -751,7 +754,7 @@ fn replay(
 ) -> Result<Replay> {
     // Read and check every local tick before writing anything.
     let mut ticks = Vec::new();
-    for e in ctx.store.chain_since(local.commit, Some(base))? {
+    for e in ctx.store()?.chain_since(local.commit, Some(base))? {
         if let Some(kind) = message::kind_of(&e.message)
             && !Change::KINDS.contains(&kind)
         {
@@ -760,23 +763,23 @@ fn replay(
         let parsed = message::parse(&e.message).map_err(|why| {
             let parent = e.parent.map_or_else(|| "<parent>".to_owned(), |p| p.to_string());
             Refusal::error(
-                "not-a-tick",
+                Code::NotATick,
                 format!(
                     "commit {} on {} is not a loopx tick ({why}), so sync cannot replay it onto {}'s state",
                     e.commit.short(8),
-                    ctx.store.state_ref(),
+                    ctx.state_ref(),
                     names.remote
                 ),
             )
             .with_hint(format!(
                 "it was made by hand; move the ref back with `git update-ref {} {parent}`, redo the change with loopx commands, then sync again; nothing was changed",
-                ctx.store.state_ref()
+                ctx.state_ref()
             ))
         })?;
         ticks.push((e, parsed));
     }
     let committer = ctx.committer();
-    let signers = crate::trust::AllowedSigners::load(&ctx.store, ctx.home().as_deref())?;
+    let signers = crate::trust::AllowedSigners::load(ctx)?;
     let Snapshot {
         tip: mut parent,
         mut state,
@@ -797,38 +800,34 @@ fn replay(
             out.already += 1;
             continue;
         }
-        // Each op sees the state a live tick would load.
-        state.evidence.clear();
-        state.archived.clear();
-        let mut after = state.clone();
+        let mut extra: Vec<(String, String)> = parsed
+            .trailers
+            .iter()
+            .filter(|(k, _)| !message::OWN_TRAILERS.contains(&k.as_str()))
+            .cloned()
+            .collect();
+        if !extra.iter().any(|(k, _)| k == message::REPLAYED_FROM) {
+            extra.push((message::REPLAYED_FROM.to_owned(), entry.commit.to_string()));
+        }
         // The same rules a live tick applies, signatures included.
-        let applied = op::apply(&mut after, &op).and_then(|effect| {
-            crate::trust::check_applied(&state, &after, &op, &signers).map(|_| effect)
-        });
-        match applied {
-            Ok(effect) => {
-                let mut extra: Vec<(String, String)> = parsed
-                    .trailers
-                    .iter()
-                    .filter(|(k, _)| !message::OWN_TRAILERS.contains(&k.as_str()))
-                    .cloned()
-                    .collect();
-                if !extra.iter().any(|(k, _)| k == message::REPLAYED_FROM) {
-                    extra.push((message::REPLAYED_FROM.to_owned(), entry.commit.to_string()));
-                }
-                parent = write(
-                    ctx, &parent, &state, &after, &op, &effect, &extra, &committer,
-                )?;
+        let checked = crate::trust::check_op(&state, &op, &signers);
+        let written = match checked {
+            Ok(_) => write(ctx, &parent, &state, &op, &extra, &committer)?,
+            Err(refusal) => Err(refusal),
+        };
+        match written {
+            Ok(written) => {
+                parent = written.tip.expect("a replay writes every op");
                 out.written += 1;
                 if !is_sync_record(&op) {
                     out.replays.push(Replayed {
                         op: op.id.clone(),
                         from: entry.commit,
                         to: parent.clone(),
-                        subject: effect.subject,
+                        subject: written.effect.subject,
                     });
                 }
-                state = after;
+                state = written.state;
             }
             Err(refusal) => {
                 let mut rejected = Rejected {
@@ -856,19 +855,16 @@ fn replay(
                 } else {
                     rejection(&op, &refusal, &state)
                 };
-                let mut after = state.clone();
-                if let Some(record) = record
-                    && let Ok(effect) = op::apply(&mut after, &record)
-                {
+                if let Some(record) = record {
                     let extra = [(message::REJECTED_FROM.to_owned(), entry.commit.to_string())];
-                    parent = write(
-                        ctx, &parent, &state, &after, &record, &effect, &extra, &committer,
-                    )?;
-                    out.written += 1;
-                    if let Change::EvidenceAdd { evidence, .. } = &record.change {
-                        rejected.evidence = Some(evidence.clone());
+                    if let Ok(written) = write(ctx, &parent, &state, &record, &extra, &committer)? {
+                        parent = written.tip.expect("a replay writes every op");
+                        out.written += 1;
+                        if let Change::EvidenceAdd { evidence, .. } = &record.change {
+                            rejected.evidence = Some(evidence.clone());
+                        }
+                        state = written.state;
                     }
-                    state = after;
                 }
                 if !is_sync_record(&op) {
                     out.rejected.push(rejected);
@@ -880,35 +876,26 @@ fn replay(
     Ok(out)
 }
 
-/// Writes one replayed tick on top of `parent`.
-#[allow(clippy::too_many_arguments)]
+/// Writes one replayed tick on top of `parent` with the one tick writer.
 fn write(
     ctx: &Ctx,
     parent: &Tip,
     before: &State,
-    after: &State,
     op: &Op,
-    effect: &Effect,
     extra: &[(String, String)],
     committer: &Person,
-) -> Result<Tip> {
-    let changes = files::changes(before, after);
+) -> Result<Result<tx::Written, Refusal>> {
     let extra: Vec<(&str, String)> = extra.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
-    let msg = message::render(op, effect, parent.tick + 1, &extra);
-    let author = Person {
-        name: op.actor.name().to_owned(),
-        email: op.actor.email(),
-    };
-    ctx.store
-        .write_commit(
-            Some(parent),
-            &changes,
-            &msg,
-            &author,
-            committer,
-            op.at.unix(),
-        )
-        .context("writing a replayed tick")
+    tx::write_tick(
+        ctx.store()?,
+        Some(parent),
+        before,
+        op,
+        &extra,
+        committer,
+        tx::Empty::Write,
+    )
+    .context("writing a replayed tick")
 }
 
 /// Whether an op is a `sync-rejected` record that sync wrote.
@@ -1022,14 +1009,14 @@ fn derive(purpose: &str, id: &OpId, n: usize) -> String {
 fn remember(ctx: &Ctx, name: &str, commit: Oid) -> Result<()> {
     let committer = ctx.committer();
     for _ in 0..8 {
-        let current = ctx.store.resolve(name)?.map(|t| t.commit);
+        let current = ctx.store()?.resolve(name)?.map(|t| t.commit);
         if let Some(c) = current
-            && (c == commit || ctx.store.is_ancestor(commit, c)?)
+            && (c == commit || ctx.store()?.is_ancestor(commit, c)?)
         {
             return Ok(());
         }
         match ctx
-            .store
+            .store()?
             .cas_ref(name, commit, current, "loopx: sync", &committer)
         {
             Ok(()) => return Ok(()),
@@ -1058,7 +1045,7 @@ pub fn setup(ctx: &Ctx, remote: Option<&str>) -> Result<(Names, String, bool)> {
     let names = names(ctx, remote)?;
     let refspec = format!("+refs/loopx/*:refs/remotes/{}/loopx/*", names.remote);
     let key = format!("remote.{}.fetch", names.remote);
-    let dir = ctx.store.common_dir();
+    let dir = ctx.store()?.common_dir();
     let present = git::config_values(dir, &key)?
         .iter()
         .any(|v| v.trim() == refspec);
@@ -1071,6 +1058,7 @@ pub fn setup(ctx: &Ctx, remote: Option<&str>) -> Result<(Names, String, bool)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::op;
     use crate::time::{Span, Timestamp};
 
     fn op(actor: &str, change: Change) -> Op {
@@ -1132,7 +1120,7 @@ mod tests {
                 lease: Span::minutes(45),
             },
         );
-        let refusal = Refusal::conflict("claimed", "t-000000a1 is not ready: agent-b holds it");
+        let refusal = Refusal::conflict(Code::Claimed, "t-000000a1 is not ready: agent-b holds it");
         let a = rejection(&claim, &refusal, &state).unwrap();
         let b = rejection(&claim, &refusal, &state).unwrap();
         assert_eq!(a, b);
@@ -1172,12 +1160,15 @@ mod tests {
             },
         );
         let refusal = op::apply(&mut state.clone(), &claim).unwrap_err();
-        assert_eq!(refusal.code, "not-registered");
+        assert_eq!(refusal.code, Code::NotRegistered);
         let record = rejection(&claim, &refusal, &state).unwrap();
-        op::apply(&mut state, &record).unwrap();
-        assert_eq!(state.evidence.len(), 1);
-        assert_eq!(state.evidence[0].kind, EvidenceKind::SyncRejected);
-        assert!(!state.evidence[0].passed(), "a lost op is no passing check");
+        let effect = op::apply(&mut state, &record).unwrap();
+        assert_eq!(effect.evidence.len(), 1);
+        assert_eq!(effect.evidence[0].kind, EvidenceKind::SyncRejected);
+        assert!(
+            !effect.evidence[0].passed(),
+            "a lost op is no passing check"
+        );
     }
 
     #[test]
@@ -1190,7 +1181,7 @@ mod tests {
                 force: false,
             },
         );
-        let refusal = Refusal::rule("x", "y");
+        let refusal = Refusal::rule(Code::Waiting, "y");
         assert!(rejection(&claim, &refusal, &State::default()).is_none());
     }
 }

@@ -10,10 +10,11 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 
 use crate::ctx::Ctx;
+use crate::error::Code;
 use crate::error::Refusal;
 use crate::model::{State, files};
 use crate::op::{self, Effect, Op, message};
-use crate::store::{CasError, Person, Tip};
+use crate::store::{CasError, Person, Store, Tip};
 
 /// How long a tick keeps retrying before giving up with exit 4.
 const RETRY_FOR: Duration = Duration::from_secs(30);
@@ -36,7 +37,7 @@ pub struct Committed {
 
 /// Reads the state at a commit.
 pub fn load_at(ctx: &Ctx, tip: Tip) -> Result<Snapshot> {
-    let files = ctx.store.read_files(tip.tree)?;
+    let files = ctx.store()?.read_files(tip.tree)?;
     let state = files::decode(files.iter().map(|(p, b)| (p.as_str(), b.as_slice())))?;
     Ok(Snapshot { tip, state })
 }
@@ -46,15 +47,36 @@ pub fn load_archive(
     ctx: &Ctx,
     snap: &Snapshot,
 ) -> Result<std::collections::BTreeMap<crate::model::TodoId, crate::model::Todo>> {
-    let files = ctx.store.read_files_under(snap.tip.tree, files::ARCHIVE)?;
+    let files = ctx
+        .store()?
+        .read_files_under(snap.tip.tree, files::ARCHIVE)?;
     Ok(files::decode_archive(
         files.iter().map(|(p, b)| (p.as_str(), b.as_slice())),
     )?)
 }
 
+/// The tip of the state ref, if there is a state.
+pub fn tip(ctx: &Ctx) -> Result<Option<Tip>> {
+    ctx.store()?.tip()
+}
+
+/// The commit message of a tick.
+pub fn message_of(ctx: &Ctx, commit: crate::store::Oid) -> Result<String> {
+    ctx.store()?.message(commit)
+}
+
+/// Every file of a tip's tree as stored, live and archived (not evidence),
+/// for `doctor`'s checks.
+pub fn raw_files(ctx: &Ctx, tip: &Tip) -> Result<Vec<(String, Vec<u8>)>> {
+    let store = ctx.store()?;
+    let mut all = store.read_files(tip.tree)?;
+    all.extend(store.read_files_under(tip.tree, files::ARCHIVE)?);
+    Ok(all)
+}
+
 /// Reads the current state, or says how to create one.
 pub fn load(ctx: &Ctx) -> Result<Snapshot> {
-    match ctx.store.tip()? {
+    match ctx.store()?.tip()? {
         Some(tip) => load_at(ctx, tip),
         None => Err(no_state(ctx).into()),
     }
@@ -63,8 +85,8 @@ pub fn load(ctx: &Ctx) -> Result<Snapshot> {
 /// The state ref does not exist: says how to create or fetch it.
 pub fn no_state(ctx: &Ctx) -> Refusal {
     Refusal::error(
-        "no-state",
-        format!("there is no loopx state here ({} does not exist)", ctx.store.state_ref()),
+        Code::NoState,
+        format!("there is no loopx state here ({} does not exist)", ctx.state_ref()),
     )
     .with_hint("create it with `loopx init`, or get a team's state with `loopx sync` (from git config loopx.remote, else origin)")
 }
@@ -81,12 +103,12 @@ pub fn commit(ctx: &Ctx, mut build: impl FnMut(&State) -> Result<Op>) -> Result<
 /// The first tick: creates the ref, which must not exist yet.
 pub fn init(ctx: &Ctx, op: Op) -> Result<Committed> {
     run(ctx, |ctx| {
-        if let Some(tip) = ctx.store.tip()? {
+        if let Some(tip) = ctx.store()?.tip()? {
             return Err(Refusal::rule(
-                "already-initialized",
+                Code::AlreadyInitialized,
                 format!(
                     "{} already holds a loopx state (tick {})",
-                    ctx.store.state_ref(),
+                    ctx.state_ref(),
                     tip.tick
                 ),
             )
@@ -109,57 +131,39 @@ fn run(
     loop {
         tries += 1;
         let (tip, before, mut op) = attempt(ctx)?;
-        let mut after = before.clone();
-        let mut effect = op::apply(&mut after, &op)?;
         // A human act is signed here (against the state it changes, so on
         // every retry) and checked against this machine's allowed signers.
-        seal.seal(ctx, &before, &mut after, &mut op, &mut effect)?;
-        let changes = match &tip {
-            Some(_) => files::changes(&before, &after),
-            None => files::encode_all(&after),
-        };
-        if let Some(tip) = tip.as_ref().filter(|_| changes.is_empty()) {
-            // The op changes nothing (an identical registration, a spend of
-            // a turn already spent): no tick, as if it had landed before.
-            return Ok(Committed {
-                op,
-                effect,
-                tip: tip.clone(),
-                state: after,
-            });
-        }
-        // Never move the ref to a state this binary cannot read back.
-        for (path, bytes) in &changes {
-            if let Some(bytes) = bytes {
-                files::check_file(path, bytes).map_err(|r| {
-                    anyhow::anyhow!(
-                        "refusing to write {path}, which would not read back: {}",
-                        r.message
-                    )
-                })?;
-            }
-        }
+        seal.seal(ctx, &before, &mut op)?;
         if crate::trust::validation::writes_validation(&op) {
             // Remembered before the tick lands: a validation written here
             // runs here without further trust.
             crate::trust::validation::remember(ctx, &op)?;
         }
-        let tick = tip.as_ref().map_or(0, |t| t.tick) + 1;
-        let msg = message::render(&op, &effect, tick, &[]);
-        let author = Person {
-            name: op.actor.name().to_owned(),
-            email: op.actor.email(),
-        };
-        let new = ctx.store.write_commit(
+        let Written {
+            tip: new,
+            effect,
+            state: after,
+        } = write_tick(
+            ctx.store()?,
             tip.as_ref(),
-            &changes,
-            &msg,
-            &author,
+            &before,
+            &op,
+            &[],
             &committer,
-            op.at.unix(),
-        )?;
+            Empty::Skip,
+        )??;
+        let Some(new) = new else {
+            // The op changes nothing (an identical registration, a spend of
+            // a turn already spent): no tick, as if it had landed before.
+            return Ok(Committed {
+                op,
+                effect,
+                tip: tip.expect("only a tick with a parent can be empty"),
+                state: after,
+            });
+        };
         let reflog = format!("loopx: {}", effect.subject);
-        match ctx.store.cas(
+        match ctx.store()?.cas(
             new.commit,
             tip.as_ref().map(|t| t.commit),
             &reflog,
@@ -184,10 +188,10 @@ fn run(
         }
         if started.elapsed() >= RETRY_FOR {
             return Err(Refusal::conflict(
-                "retries-exhausted",
+                Code::RetriesExhausted,
                 format!(
                     "{} kept moving: gave up after {tries} attempts in {}s",
-                    ctx.store.state_ref(),
+                    ctx.state_ref(),
                     started.elapsed().as_secs()
                 ),
             )
@@ -199,22 +203,101 @@ fn run(
     }
 }
 
+/// A tick written to the object database (not yet on any ref).
+pub struct Written {
+    /// The new commit; `None` when the op changed nothing and
+    /// [`Empty::Skip`] wrote no commit.
+    pub tip: Option<Tip>,
+    pub effect: Effect,
+    /// The state after the op (without the records it wrote).
+    pub state: State,
+}
+
+/// What to do with an op that changes no file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Empty {
+    /// Write no commit (a live tick: as if it had landed before).
+    Skip,
+    /// Write a commit with the parent's tree (a replay keeps every op).
+    Write,
+}
+
+/// The one writer of tick commits, used by live ticks, sync's replay and
+/// the benchmark's history generator: applies `op` to `before` (the state
+/// at `parent`; `None` for the first tick) with [`op::apply`], writes the
+/// changed files and a commit whose message, author and dates follow
+/// DESIGN §3. A refusal by `apply` is the inner error; the ref is never
+/// moved here.
+pub fn write_tick(
+    store: &Store,
+    parent: Option<&Tip>,
+    before: &State,
+    op: &Op,
+    extra: &[(&str, String)],
+    committer: &Person,
+    empty: Empty,
+) -> Result<Result<Written, Refusal>> {
+    let mut after = before.clone();
+    let effect = match op::apply(&mut after, op) {
+        Ok(e) => e,
+        Err(refusal) => return Ok(Err(refusal)),
+    };
+    let changes = match parent {
+        Some(_) => files::changes(
+            before,
+            &after,
+            &files::Records {
+                evidence: &effect.evidence,
+                archived: Some(&effect.archived),
+            },
+        ),
+        None => files::encode_all(&after),
+    };
+    if parent.is_some() && changes.is_empty() && empty == Empty::Skip {
+        return Ok(Ok(Written {
+            tip: None,
+            effect,
+            state: after,
+        }));
+    }
+    // Never write a state this binary cannot read back.
+    for (path, bytes) in &changes {
+        if let Some(bytes) = bytes {
+            files::check_file(path, bytes).map_err(|r| {
+                anyhow::anyhow!(
+                    "refusing to write {path}, which would not read back: {}",
+                    r.message
+                )
+            })?;
+        }
+    }
+    let tick = parent.map_or(0, |t| t.tick) + 1;
+    let msg = message::render(op, &effect, tick, extra);
+    let author = Person {
+        name: op.actor.name().to_owned(),
+        email: op.actor.email(),
+    };
+    let tip = store.write_commit(parent, &changes, &msg, &author, committer, op.at.unix())?;
+    Ok(Ok(Written {
+        tip: Some(tip),
+        effect,
+        state: after,
+    }))
+}
+
 /// Every `loopx.autoPack` ticks (default 200, 0 turns it off), starts a
 /// geometric repack in the background, so loose objects stay bounded without
 /// stalling any tick.
 fn auto_pack(ctx: &Ctx, tick: u64) {
-    let every = ctx
-        .store
-        .config("loopx.autoPack")
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .unwrap_or(AUTO_PACK);
-    if every > 0 && tick.is_multiple_of(every) {
-        crate::git::spawn_detached(ctx.store.common_dir(), &crate::git::REPACK);
+    let (Ok(config), Ok(store)) = (ctx.config(), ctx.store()) else {
+        return;
+    };
+    if config.auto_pack > 0 && tick.is_multiple_of(config.auto_pack) {
+        crate::git::spawn_detached(store.common_dir(), &crate::git::REPACK);
     }
 }
 
-/// Ticks between background repacks when git config says nothing.
-pub const AUTO_PACK: u64 = 200;
+pub use crate::config::AUTO_PACK;
 
 /// A random fraction in [0, 1). Not from the seeded id source, or racing
 /// test processes with the same seed would retry in lockstep.
@@ -230,7 +313,7 @@ pub fn stale_lock(lock: &std::path::Path, age: Option<Duration>) -> Refusal {
         format!("{}s old", a.as_secs())
     });
     Refusal::error(
-        "stale-lock",
+        Code::StaleLock,
         format!("the state ref is locked by {} ({age})", lock.display()),
     )
     .with_hint(format!(

@@ -9,8 +9,10 @@ use std::process::{Command, Stdio};
 use anyhow::{Context, Result, bail};
 use serde::Serialize;
 
+use crate::ctx::Ctx;
+use crate::error::Code;
 use crate::error::Exit;
-use crate::output::{Format, Out};
+use crate::output::Out;
 use crate::time::Timestamp;
 
 /// Show what loopx is for: two machines, two agents and a human, for real
@@ -38,14 +40,15 @@ struct Wire {
 }
 
 /// Runs the demo. It needs no repository of its own: it makes them.
-pub fn run(args: &Args, format: Format, env_now: Option<&str>) -> Result<Exit> {
-    let out = Out::new(format, true);
+pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
+    let out = Out::new(ctx.out.format, true);
+    let env_now = ctx.env.get("LOOPX_NOW");
     let root = match &args.dir {
         Some(d) => {
             if d.exists() && d.read_dir().map(|mut r| r.next().is_some()).unwrap_or(true) {
                 bail!(
                     crate::error::Refusal::usage(
-                        "dir-not-empty",
+                        Code::DirNotEmpty,
                         format!("{} exists and is not empty", d.display())
                     )
                     .with_hint(
@@ -63,13 +66,13 @@ pub fn run(args: &Args, format: Format, env_now: Option<&str>) -> Result<Exit> {
             .context("creating a temporary workspace")?
             .keep(),
     };
-    let clock = match env_now {
-        Some(s) => Some(
-            Timestamp::parse(s)
-                .map_err(|e| crate::error::Refusal::usage("bad-env", format!("LOOPX_NOW: {e}")))?,
-        ),
-        None => None,
-    };
+    let clock =
+        match env_now {
+            Some(s) => Some(Timestamp::parse(s).map_err(|e| {
+                crate::error::Refusal::usage(Code::BadEnv, format!("LOOPX_NOW: {e}"))
+            })?),
+            None => None,
+        };
     let mut demo = Demo {
         exe: std::env::current_exe().context("finding the loopx binary")?,
         root,

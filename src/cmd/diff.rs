@@ -74,14 +74,14 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let a = history::resolve(ctx, &args.from)?;
     let b = match &args.to {
         Some(rev) => history::resolve(ctx, rev)?,
-        None => ctx.store.entry(history::tip(ctx)?.commit)?,
+        None => history::tip_entry(ctx)?,
     };
     let state_a = history::load(ctx, &a)?.state;
     let state_b = history::load(ctx, &b)?.state;
     let color = ctx.out.color() && !ctx.out.is_json();
     let files = if args.patch {
         Some(history::file_diffs(
-            &ctx.store.diff_trees(Some(a.tree), b.tree)?,
+            &history::diff_trees(ctx, Some(a.tree), b.tree)?,
             color,
         ))
     } else {

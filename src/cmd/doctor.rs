@@ -8,9 +8,11 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::ctx::Ctx;
+use crate::error::Code;
 use crate::error::Exit;
 use crate::model::{AgentStatus, FORMAT, State, Todo, TodoId, TodoStatus, files};
 use crate::op::message;
+use crate::tx;
 use crate::tx::STALE_LOCK;
 
 /// Check the state: every file parses, references resolve, no stale locks
@@ -51,19 +53,19 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let mut fixed = Vec::new();
     check_locks(ctx, args.fix, &mut problems, &mut fixed);
     let mut files_seen = 0;
-    let tip = ctx.store.tip()?;
+    let tip = tx::tip(ctx)?;
     match &tip {
         None => problems.push(Problem {
             severity: "error",
             path: None,
             message: format!(
                 "there is no loopx state ({} does not exist)",
-                ctx.store.state_ref()
+                ctx.state_ref()
             ),
             fix: Some("create it with `loopx init`".to_owned()),
         }),
         Some(tip) => {
-            let msg = ctx.store.message(tip.commit)?;
+            let msg = tx::message_of(ctx, tip.commit)?;
             if let Err(why) = message::parse(&msg) {
                 problems.push(Problem {
                     severity: "warning",
@@ -72,8 +74,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                     fix: Some("someone committed onto the ref by hand; `git log refs/loopx/state` shows who".to_owned()),
                 });
             }
-            let mut all = ctx.store.read_files(tip.tree)?;
-            all.extend(ctx.store.read_files_under(tip.tree, files::ARCHIVE)?);
+            let all = tx::raw_files(ctx, tip)?;
             files_seen = all.len();
             check_files(&all, &mut problems);
         }
@@ -119,9 +120,12 @@ fn human(w: &Wire) -> String {
 /// Lock files on the state ref and on packed-refs: a young one is a writer
 /// at work; an old one was left by a writer that died.
 fn check_locks(ctx: &Ctx, fix: bool, problems: &mut Vec<Problem>, fixed: &mut Vec<String>) {
+    let Ok(store) = ctx.store() else {
+        return;
+    };
     let locks = [
-        ctx.store.lock_path(),
-        ctx.store.common_dir().join("packed-refs.lock"),
+        store.lock_path(),
+        store.common_dir().join("packed-refs.lock"),
     ];
     for lock in locks {
         let Ok(meta) = std::fs::metadata(&lock) else {
@@ -179,7 +183,7 @@ fn check_files(all: &[(String, Vec<u8>)], problems: &mut Vec<Problem>) {
                 .strip_prefix(&format!("the state file {path} is corrupt: "))
                 .unwrap_or(&r.message)
                 .to_owned();
-            let fix = if r.code == "format-too-new" {
+            let fix = if r.code == Code::FormatTooNew {
                 "upgrade loopx".to_owned()
             } else {
                 format!(

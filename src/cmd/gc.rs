@@ -22,7 +22,7 @@ struct Wire {
 }
 
 pub fn run(ctx: &Ctx, _args: &Args) -> Result<Exit> {
-    let dir = ctx.store.common_dir();
+    let dir = ctx.store()?.common_dir();
     let before = git::count_objects(dir)?;
     git::output(dir, &git::REPACK)?;
     let after = git::count_objects(dir)?;

@@ -22,8 +22,9 @@ use serde::{Deserialize, Serialize};
 use super::brief;
 use super::quota::new_token;
 use super::quota::should_run::reason_message;
-use crate::cli::Global;
+use crate::ctx::Global;
 use crate::ctx::{Ctx, Env, derive_agent};
+use crate::error::Code;
 use crate::error::refusal_of;
 use crate::hook::{self, Answer, Event, Input, Runtime, guard, view};
 use crate::model::{AgentId, AgentStatus, Outcome, TodoStatus};
@@ -56,11 +57,6 @@ pub struct Args {
 /// The most stdin a hook reads, and how long it waits for it.
 const STDIN_LIMIT: u64 = 1 << 20;
 const STDIN_WAIT: Duration = Duration::from_secs(2);
-/// Stop continuations per session when git config `loopx.stopContinuations`
-/// says nothing: below Cursor's default loop limit (5) and Claude Code's own
-/// cap (8).
-const CONTINUATIONS: u32 = 3;
-
 /// Runs the hook; never fails, always exits 0.
 pub fn main(global: &Global, args: &Args) -> ExitCode {
     let json = Out::new(Format::Json, true);
@@ -142,7 +138,7 @@ fn run(global: &Global, args: &Args) -> Result<Reply> {
             "the hook's input has no session id, so loopx cannot tell which agent this is; set LOOPX_AGENT"
         ));
     };
-    let ctx = match Ctx::new(dir, Format::Json, Some(agent.as_str())) {
+    let ctx = match Ctx::with(dir, Format::Json, Some(agent.as_str())) {
         Ok(ctx) => ctx,
         Err(e) if quiet(&e) => return Ok(reply),
         Err(e) => return Err(e),
@@ -169,7 +165,7 @@ fn run(global: &Global, args: &Args) -> Result<Reply> {
 
 /// Errors that mean loopx is not in use here: say nothing.
 fn quiet(e: &anyhow::Error) -> bool {
-    refusal_of(e).is_some_and(|r| matches!(r.code, "not-a-repository" | "no-state"))
+    refusal_of(e).is_some_and(|r| matches!(r.code, Code::NotARepository | Code::NoState))
 }
 
 /// Reads the hook's stdin, bounded in size and time.
@@ -344,7 +340,7 @@ fn tool(dir: Option<PathBuf>, agent: Option<&AgentId>, runtime: Runtime, input: 
     if !shell || guard::risks(command).is_empty() {
         return Answer::Nothing;
     }
-    let loaded = Ctx::new(dir, Format::Json, agent.map(AgentId::as_str))
+    let loaded = Ctx::with(dir, Format::Json, agent.map(AgentId::as_str))
         .and_then(|ctx| tx::load(&ctx).map(|s| s.state));
     match loaded {
         Ok(state) => guard::check(command, &state, agent).map_or(Answer::Nothing, Answer::Deny),
@@ -363,11 +359,7 @@ fn stop(ctx: &Ctx, agent: &AgentId, input: &Input, session: &SessionFile) -> Res
         return Ok(Answer::Nothing);
     }
     let mut s = session.load();
-    let max = ctx
-        .store
-        .config("loopx.stopContinuations")
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(CONTINUATIONS);
+    let max = ctx.config()?.stop_continuations;
     if s.continuations >= max {
         return Ok(Answer::Nothing);
     }
@@ -576,9 +568,8 @@ impl SessionFile {
                 .filter(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
                 .take(64)
                 .collect();
-            (!key.is_empty()).then(|| {
-                dir(ctx.store.common_dir()).join(format!("{}-{key}.json", runtime.as_str()))
-            })
+            let store = ctx.store().ok().filter(|_| !key.is_empty())?;
+            Some(dir(store.common_dir()).join(format!("{}-{key}.json", runtime.as_str())))
         });
         SessionFile { path }
     }

@@ -46,12 +46,13 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     })?;
     let done = tx::init(ctx, op)?;
     let wire = Wire {
-        state_ref: ctx.store.state_ref(),
+        state_ref: ctx.state_ref(),
         goal: goal.as_ref(),
         tick: TickWire::of(&done),
     };
+    let state_ref = ctx.state_ref();
     ctx.out.emit(&wire, || {
-        let mut s = format!("Initialized loopx state on {}.", ctx.store.state_ref());
+        let mut s = format!("Initialized loopx state on {state_ref}.");
         if let Some(g) = &goal {
             s.push_str(&format!("\nGoal {g} is active."));
         } else {

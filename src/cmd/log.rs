@@ -8,6 +8,7 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 use crate::ctx::Ctx;
+use crate::error::Code;
 use crate::error::{Exit, Refusal};
 use crate::history::{self, FileDiff, Tick};
 use crate::model::id::RANDOM_HEX;
@@ -103,11 +104,11 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     if args.max_count == Some(0) {
         return Ok(Exit::Ok);
     }
-    let signers = crate::trust::AllowedSigners::load(&ctx.store, ctx.home().as_deref())?;
+    let signers = crate::trust::AllowedSigners::load(ctx)?;
     let mut stream = ctx.out.stream();
     let mut shown = 0usize;
     let mut older = 0usize;
-    for entry in ctx.store.history(tip.commit) {
+    for entry in history::walk(ctx, tip.commit)? {
         let tick = Tick::read(entry?);
         if let Some(since) = args.since
             && tick.time() < since
@@ -248,7 +249,7 @@ fn op_kind(typed: &str) -> Result<String, Refusal> {
         return Ok(typed.to_owned());
     }
     Err(Refusal::usage(
-        "unknown-op",
+        Code::UnknownOp,
         format!("{typed:?} is not an operation loopx knows"),
     )
     .with_hint(format!(
@@ -285,11 +286,11 @@ fn goal_of(
         goal: GoalId,
     }
     let path = files::todo_path(todo);
-    let mut bytes = ctx.store.read_file(tick.entry.tree, &path)?;
+    let mut bytes = history::file_at(ctx, tick.entry.tree, &path)?;
     if bytes.is_none()
         && let Some(parent) = tick.entry.parent
     {
-        bytes = ctx.store.read_file(ctx.store.entry(parent)?.tree, &path)?;
+        bytes = history::file_at(ctx, history::entry(ctx, parent)?.tree, &path)?;
     }
     let goal = bytes
         .and_then(|b| String::from_utf8(b).ok())
@@ -300,10 +301,14 @@ fn goal_of(
 }
 
 fn existing_goal(ctx: &Ctx, tree: crate::store::Oid, typed: &str) -> Result<GoalId> {
-    let id = GoalId::new(typed).map_err(|e| Refusal::usage("bad-id", e))?;
-    if ctx.store.read_file(tree, &files::goal_path(&id))?.is_none() {
+    let id = GoalId::new(typed).map_err(|e| Refusal::usage(Code::BadId, e))?;
+    if ctx
+        .store()?
+        .read_file(tree, &files::goal_path(&id))?
+        .is_none()
+    {
         return Err(
-            Refusal::error("unknown-goal", format!("there is no goal {id}"))
+            Refusal::error(Code::UnknownGoal, format!("there is no goal {id}"))
                 .with_hint("`loopx goal list` shows the goals")
                 .into(),
         );
@@ -312,9 +317,13 @@ fn existing_goal(ctx: &Ctx, tree: crate::store::Oid, typed: &str) -> Result<Goal
 }
 
 fn existing_agent(ctx: &Ctx, tree: crate::store::Oid, id: &AgentId) -> Result<AgentId> {
-    if ctx.store.read_file(tree, &files::agent_path(id))?.is_none() {
+    if ctx
+        .store()?
+        .read_file(tree, &files::agent_path(id))?
+        .is_none()
+    {
         return Err(
-            Refusal::error("unknown-agent", format!("there is no agent {id}"))
+            Refusal::error(Code::UnknownAgent, format!("there is no agent {id}"))
                 .with_hint("`loopx agent list` shows the registered agents")
                 .into(),
         );

@@ -11,8 +11,7 @@ use std::process::{Command, Stdio};
 use anyhow::{Context, Result};
 use serde_json::Value;
 
-use crate::cli::Global;
-use crate::ctx::Bare;
+use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::mcp::{self, Runner};
 use crate::output::Format;
@@ -26,11 +25,12 @@ use crate::output::Format;
 #[derive(clap::Args, Debug)]
 pub struct Args {}
 
-pub fn run(global: &Global, _args: &Args) -> Result<Exit> {
-    let bare = Bare::new(global.dir.clone(), Format::Json)?;
+pub fn run(ctx: &Ctx, _args: &Args) -> Result<Exit> {
+    // MCP speaks JSON-RPC on stdout whatever --format says.
+    let out = crate::output::Out::new(Format::Json, true);
     let runner = Child {
         exe: std::env::current_exe().context("finding the loopx binary")?,
-        cwd: bare.cwd.clone(),
+        cwd: ctx.cwd.clone(),
     };
     let stdin = std::io::stdin();
     for line in stdin.lock().lines() {
@@ -39,7 +39,7 @@ pub fn run(global: &Global, _args: &Args) -> Result<Exit> {
             continue;
         }
         if let Some(reply) = mcp::handle(&line, &runner) {
-            bare.out.json_line(&reply)?;
+            out.json_line(&reply)?;
         }
     }
     Ok(Exit::Ok)

@@ -28,35 +28,60 @@ pub mod todo;
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::cli::{Command, Global};
 use crate::ctx::Ctx;
+use crate::error::Code;
 use crate::error::{Exit, Refusal};
 use crate::model::{GoalId, State};
 use crate::tx::Committed;
 
-/// Runs a command from the command line: `hooks` and `mcp` also work
-/// outside a repository and build their own context; the rest get a full
-/// one. (`hook` never gets here: it always exits 0, see `cmd::hook::main`.)
-pub fn run_cli(global: &Global, command: &Command) -> Result<Exit> {
-    match command {
-        Command::Hooks(c) => hooks::run(global, c),
-        Command::Mcp(args) => mcp::run(global, args),
-        // The demo makes its own repositories; it needs none to start in.
-        Command::Demo(args) => {
-            let env = crate::ctx::Env::capture();
-            demo::run(args, global.format(), env.get("LOOPX_NOW"))
-        }
-        command => {
-            let ctx = Ctx::new(global.dir.clone(), global.format(), global.agent.as_deref())?;
-            run(&ctx, command)
-        }
-    }
+/// Every command; `cli` parses into this and [`run`] dispatches it.
+#[derive(clap::Subcommand, Debug)]
+pub enum Command {
+    Demo(demo::Args),
+    Init(init::Args),
+    Status(status::Args),
+    Log(log::Args),
+    Show(show::Args),
+    Diff(diff::Args),
+    /// Add, list, show and change goals
+    #[command(subcommand)]
+    Goal(goal::Command),
+    /// Register and list agents
+    #[command(subcommand)]
+    Agent(agent::Command),
+    /// Add, claim, update and finish todos
+    #[command(subcommand)]
+    Todo(todo::Command),
+    /// Open, answer and list gates: questions that block a scope
+    #[command(subcommand)]
+    Gate(gate::Command),
+    /// Announce, list and trust the SSH keys that sign human acts
+    #[command(subcommand)]
+    Signer(signer::Command),
+    /// Record and list evidence of what was tried
+    #[command(subcommand)]
+    Evidence(evidence::Command),
+    /// The turn's gate: should this agent run now, and the slots turns spend
+    #[command(subcommand)]
+    Quota(quota::Command),
+    RefreshState(refresh_state::Args),
+    Settle(settle::Args),
+    Sync(sync::Args),
+    Doctor(doctor::Args),
+    Gc(gc::Args),
+    Hook(hook::Args),
+    /// Install, remove and check the hooks that wire agent runtimes and git to loopx
+    #[command(subcommand)]
+    Hooks(hooks::Command),
+    Mcp(mcp::Args),
 }
 
+/// Runs one command. `hook` never gets here: it always exits 0 and builds
+/// its context itself (see [`hook::main`]).
 pub fn run(ctx: &Ctx, command: &Command) -> Result<Exit> {
     match command {
+        Command::Demo(args) => demo::run(ctx, args),
         Command::Init(args) => init::run(ctx, args),
-        Command::Demo(_) => unreachable!("run_cli runs the demo without a Ctx"),
         Command::Status(args) => status::run(ctx, args),
         Command::Log(args) => log::run(ctx, args),
         Command::Show(args) => show::run(ctx, args),
@@ -73,9 +98,11 @@ pub fn run(ctx: &Ctx, command: &Command) -> Result<Exit> {
         Command::Sync(args) => sync::run(ctx, args),
         Command::Doctor(args) => doctor::run(ctx, args),
         Command::Gc(args) => gc::run(ctx, args),
-        Command::Hook(_) | Command::Hooks(_) | Command::Mcp(_) => {
-            unreachable!("run_cli and lib::main dispatch these without a Ctx")
-        }
+        Command::Hooks(c) => hooks::run(ctx, c),
+        Command::Mcp(args) => mcp::run(ctx, args),
+        Command::Hook(_) => Err(anyhow::anyhow!(
+            "loopx hook runs through hook::main, which always exits 0"
+        )),
     }
 }
 
@@ -105,9 +132,9 @@ pub fn pick_goal(ctx: &Ctx, state: &State, flag: Option<&str>) -> Result<GoalId,
     if let Some(g) = flag {
         return state.goal(g).map(|g| g.id.clone());
     }
-    if let Some(g) = ctx.store.config("loopx.goal") {
+    if let Some(g) = ctx.config().ok().and_then(|c| c.goal.as_ref()) {
         return state
-            .goal(&g)
+            .goal(g)
             .map(|g| g.id.clone())
             .map_err(|r| r.with_hint("git config loopx.goal names it; fix or unset that setting"));
     }
@@ -116,5 +143,6 @@ pub fn pick_goal(ctx: &Ctx, state: &State, flag: Option<&str>) -> Result<GoalId,
 
 /// Parses a slug id given on the command line.
 pub fn slug<T>(kind: &str, s: &str, new: impl Fn(&str) -> Result<T, String>) -> Result<T, Refusal> {
-    new(s).map_err(|e| Refusal::usage("bad-id", e).with_hint(format!("choose another {kind} id")))
+    new(s)
+        .map_err(|e| Refusal::usage(Code::BadId, e).with_hint(format!("choose another {kind} id")))
 }

@@ -8,6 +8,7 @@ use super::brief::{self, Brief};
 use super::quota::{own_token, parse_token};
 use super::{TickWire, pick_goal};
 use crate::ctx::Ctx;
+use crate::error::Code;
 use crate::error::{Exit, Refusal};
 use crate::model::Outcome;
 use crate::op::{self, Change};
@@ -58,7 +59,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let actor = ctx.actor()?;
     let Some(agent) = actor.agent().cloned() else {
         return Err(Refusal::rule(
-            "agents-only",
+            Code::AgentsOnly,
             "refresh-state records an agent's turn, and no agent is acting",
         )
         .with_hint("pass --agent ID (or set LOOPX_AGENT)")

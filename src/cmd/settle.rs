@@ -8,6 +8,7 @@ use super::brief::{self, Brief};
 use super::evidence::{code_now, fresh_id};
 use super::quota::{own_token, parse_token};
 use crate::ctx::Ctx;
+use crate::error::Code;
 use crate::error::{Exit, Refusal};
 use crate::model::{EvidenceKind, Outcome, TodoStatus, run::CommandRun};
 use crate::op::{self, Change};
@@ -82,7 +83,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let goal = snap.state.todos[&todo].goal.clone();
     if goal != token.goal {
         return Err(Refusal::usage(
-            "wrong-goal",
+            Code::WrongGoal,
             format!(
                 "{todo} belongs to goal {goal}, but the turn is for goal {}",
                 token.goal
@@ -120,10 +121,9 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         if check.is_some_and(|c| !c.passed()) || validation.is_some_and(|v| !v.passed()) {
             return Ok(steps);
         }
-        let t = state
-            .todos
-            .get(&todo)
-            .ok_or_else(|| Refusal::error("unknown-todo", format!("{todo} is no longer live")))?;
+        let t = state.todos.get(&todo).ok_or_else(|| {
+            Refusal::error(Code::UnknownTodo, format!("{todo} is no longer live"))
+        })?;
         let owner = t.owner() == Some(&token.agent);
         let mut writeback = check.is_some();
         if args.done {
@@ -198,7 +198,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         Some(v) if check.as_ref().is_none_or(CommandRun::passed) => {
             ctx.out
                 .status(&format!("Validating {todo}: {}", v.argv.join(" ")));
-            Some(ctx.run_command(&v.argv, ctx.store.root(), v.timeout))
+            Some(ctx.run_command(&v.argv, ctx.store()?.root(), v.timeout))
         }
         _ => None,
     };
@@ -241,7 +241,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         }
         match &wire.brief {
             Some(b) => {
-                s.push_str(&format!("Settled turn {}: {}.\n", token.turn, done.effect.subject.trim_start_matches("settle ")));
+                s.push_str(&format!("Settled turn {}: {}.\n", token.turn, settled_summary(&done.effect)));
                 s.push_str(&b.human());
             }
             None => s.push_str(&format!(
@@ -256,7 +256,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         ctx.out.status(&crate::cmd::sync::human(&report));
         if let Some(r) = report.rejection_of(&done.op.id) {
             return Err(Refusal::conflict(
-                "settle-rejected",
+                Code::SettleRejected,
                 format!("the remote's state rejected this turn's tick: {}", r.reason),
             )
             .with_hint(
@@ -266,4 +266,12 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         }
     }
     Ok(if failed { Exit::Refused } else { Exit::Ok })
+}
+
+/// The summary of a settle's steps, for the human line.
+fn settled_summary(effect: &crate::op::Effect) -> &str {
+    match &effect.what {
+        crate::op::Happened::Settled { summary, .. } => summary,
+        _ => &effect.subject,
+    }
 }

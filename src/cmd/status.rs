@@ -131,9 +131,9 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     claims.sort_by(|a, b| (a.owner, a.lease_until).cmp(&(b.owner, b.lease_until)));
     let claims_total = claims.len();
     claims.truncate(MAX_CLAIMS);
-    let signers = AllowedSigners::load(&ctx.store, ctx.home().as_deref())?;
+    let signers = AllowedSigners::load(ctx)?;
     let recent = ctx
-        .store
+        .store()?
         .first_parents(snap.tip.commit, RECENT)?
         .into_iter()
         .map(|e| TickRow {
@@ -152,7 +152,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     open.sort_by_key(|g| (!g.kind.human_only(), g.opened_at, g.id.clone()));
     let wire = Wire {
         gates: open.iter().map(|g| GateRef::of(g)).collect(),
-        state_ref: ctx.store.state_ref(),
+        state_ref: ctx.state_ref(),
         tick: snap.tip.tick,
         commit: snap.tip.commit.to_string(),
         as_of: args.at.is_some().then_some(now),
@@ -334,8 +334,8 @@ fn human(w: &Wire, now: Timestamp) -> String {
 /// Says once per clone that human acts are not signed here, and how to
 /// turn signing on.
 fn unsigned_hint_once(ctx: &Ctx) {
-    let marker = ctx
-        .store
+    let Ok(store) = ctx.store() else { return };
+    let marker = store
         .common_dir()
         .join("loopx")
         .join("unsigned-hint-shown");

@@ -11,6 +11,7 @@ use super::{
     Agent, AgentId, Evidence, FORMAT, Gate, GateId, Goal, GoalId, Meta, Signer, SignerName, State,
     Todo, TodoId,
 };
+use crate::error::Code;
 use crate::error::Refusal;
 
 /// The format file at the root of the tree.
@@ -77,13 +78,22 @@ pub fn encode_all(state: &State) -> Vec<Change> {
         ..State::default()
     };
     let mut out = vec![(META.to_owned(), Some(encode(&state.meta)))];
-    out.extend(changes(&empty, state));
+    out.extend(changes(&empty, state, &Records::default()));
     out
 }
 
+/// What an op wrote outside the live state: evidence records (append-only)
+/// and todos moved to the archive. Neither is loaded with the state, so
+/// reads stay proportional to the live set.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Records<'a> {
+    pub evidence: &'a [Evidence],
+    pub archived: Option<&'a std::collections::BTreeMap<TodoId, crate::model::Todo>>,
+}
+
 /// The files that differ between two states: entities compared in memory,
-/// only the changed ones serialized.
-pub fn changes(old: &State, new: &State) -> Vec<Change> {
+/// only the changed ones serialized; plus the records the op wrote.
+pub fn changes(old: &State, new: &State, records: &Records<'_>) -> Vec<Change> {
     let mut out = Vec::new();
     if old.meta != new.meta {
         out.push((META.to_owned(), Some(encode(&new.meta))));
@@ -94,13 +104,11 @@ pub fn changes(old: &State, new: &State) -> Vec<Change> {
     diff_map(&old.gates, &new.gates, gate_path, &mut out);
     diff_map(&old.quota, &new.quota, quota_path, &mut out);
     diff_map(&old.signers, &new.signers, signer_path, &mut out);
-    for e in new.evidence.iter().skip(old.evidence.len()) {
+    for e in records.evidence {
         out.push((evidence_path(e), Some(encode(e))));
     }
-    for (id, t) in &new.archived {
-        if old.archived.get(id) != Some(t) {
-            out.push((archived_todo_path(id), Some(encode(t))));
-        }
+    for (id, t) in records.archived.into_iter().flatten() {
+        out.push((archived_todo_path(id), Some(encode(t))));
     }
     out
 }
@@ -160,7 +168,7 @@ pub fn kind_of(path: &str) -> Kind {
 /// A state file that does not parse, or does not belong where it is.
 pub fn corrupt(path: &str, why: impl std::fmt::Display) -> Refusal {
     Refusal::error(
-        "corrupt-state",
+        Code::CorruptState,
         format!("the state file {path} is corrupt: {why}"),
     )
     .with_hint(
@@ -192,7 +200,7 @@ pub fn check_meta(bytes: Option<&[u8]>) -> Result<Meta, Refusal> {
     let meta: Meta = parse(META, bytes)?;
     if meta.format > FORMAT {
         return Err(Refusal::error(
-            "format-too-new",
+            Code::FormatTooNew,
             format!(
                 "the state has format {} but this loopx understands format {FORMAT} at most",
                 meta.format

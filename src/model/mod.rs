@@ -30,6 +30,7 @@ pub use id::{AgentId, EvidenceId, GateId, GoalId, OpId, SignerName, TodoId};
 pub use signer::{Signer, Vouch};
 pub use todo::{Claim, Note, Priority, Todo, TodoStatus, Validation};
 
+use crate::error::Code;
 use crate::error::Refusal;
 use crate::time::Span;
 
@@ -51,13 +52,6 @@ pub struct State {
     pub gates: BTreeMap<GateId, Gate>,
     /// Each agent's spends, bounded by the quota windows.
     pub quota: BTreeMap<AgentId, quota::Ledger>,
-    /// Evidence recorded by the op being applied. Evidence only grows, so it
-    /// is never loaded with the state; `files::changes` appends these.
-    pub evidence: Vec<Evidence>,
-    /// Todos moved to the archive by the op being applied. The archive itself
-    /// is never loaded with the state, so reads stay proportional to the
-    /// live set; `files::changes` writes these under `archive/`.
-    pub archived: BTreeMap<TodoId, Todo>,
     /// Signers announced in the state, so teammates can find their keys.
     /// Which keys count is decided per machine, never here (`trust`).
     pub signers: BTreeMap<SignerName, Signer>,
@@ -112,12 +106,12 @@ impl State {
             // A lone goal is the default whatever its status, so commands
             // can say that it is paused or done.
             [] if self.goals.len() == 1 => Ok(self.goals.values().next().expect("one goal")),
-            [] if self.goals.is_empty() => Err(Refusal::rule("no-goal", "there is no goal yet")
+            [] if self.goals.is_empty() => Err(Refusal::rule(Code::NoGoal, "there is no goal yet")
                 .with_hint("add one with `loopx goal add ID --objective TEXT`")),
-            [] => Err(Refusal::rule("no-active-goal", "no goal is active")
+            [] => Err(Refusal::rule(Code::NoActiveGoal, "no goal is active")
                 .with_hint("name one with --goal, or set git config loopx.goal")),
             many => Err(Refusal::usage(
-                "ambiguous-goal",
+                Code::AmbiguousGoal,
                 format!(
                     "{} goals are active ({}), so the goal must be named",
                     many.len(),
@@ -132,17 +126,17 @@ impl State {
     }
 
     pub fn goal(&self, id: &str) -> Result<&Goal, Refusal> {
-        let gid = GoalId::new(id).map_err(|e| Refusal::usage("bad-id", e))?;
+        let gid = GoalId::new(id).map_err(|e| Refusal::usage(Code::BadId, e))?;
         self.goals.get(&gid).ok_or_else(|| {
-            Refusal::error("unknown-goal", format!("there is no goal {gid}"))
+            Refusal::error(Code::UnknownGoal, format!("there is no goal {gid}"))
                 .with_hint("`loopx goal list` shows the goals")
         })
     }
 
     pub fn agent(&self, id: &str) -> Result<&Agent, Refusal> {
-        let aid = AgentId::new(id).map_err(|e| Refusal::usage("bad-id", e))?;
+        let aid = AgentId::new(id).map_err(|e| Refusal::usage(Code::BadId, e))?;
         self.agents.get(&aid).ok_or_else(|| {
-            Refusal::error("unknown-agent", format!("there is no agent {aid}"))
+            Refusal::error(Code::UnknownAgent, format!("there is no agent {aid}"))
                 .with_hint("`loopx agent list` shows the registered agents")
         })
     }
@@ -176,19 +170,19 @@ fn resolve<K: Clone + Ord + std::fmt::Display, V>(
     typed: &str,
     hex: impl Fn(&K) -> &str,
 ) -> Result<K, Refusal> {
-    let want = id::prefix_of(prefix, kind, typed).map_err(|e| Refusal::usage("bad-id", e))?;
+    let want = id::prefix_of(prefix, kind, typed).map_err(|e| Refusal::usage(Code::BadId, e))?;
     let mut found = map.keys().filter(|k| hex(k).starts_with(&want));
     match (found.next(), found.next()) {
         (Some(k), None) => Ok(k.clone()),
         (None, _) => Err(Refusal::error(
-            "unknown-id",
+            Code::UnknownId,
             format!("there is no {kind} {prefix}-{want}"),
         )
         .with_hint(format!("`loopx {kind} list` shows them"))),
         (Some(a), Some(b)) => {
             let more = map.keys().filter(|k| hex(k).starts_with(&want)).count();
             Err(Refusal::usage(
-                "ambiguous-id",
+                Code::AmbiguousId,
                 format!("{typed:?} matches {more} {kind}s ({a}, {b}, …)"),
             )
             .with_hint("type more characters of the id"))

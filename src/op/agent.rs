@@ -1,6 +1,7 @@
 //! Rules for `agent.register`.
 
-use super::{Effect, Op, rules};
+use super::{Effect, Happened, Op, rules};
+use crate::error::Code;
 use crate::error::Refusal;
 use crate::model::{Actor, Agent, AgentId, AgentStatus, Note, Runtime, State, TodoStatus};
 
@@ -15,7 +16,7 @@ pub(super) fn register(
         && me != id
     {
         return Err(Refusal::rule(
-            "register-self-only",
+            Code::RegisterSelfOnly,
             format!("agent {me} may register only itself, not {id}"),
         )
         .with_hint("a human registers other agents"));
@@ -27,7 +28,13 @@ pub(super) fn register(
         Some(a) if a.runtime == runtime && a.capabilities == caps => {
             // Idempotent: two machines registering the same agent the same
             // way must both succeed, also when sync replays one onto the other.
-            return Ok(Effect::new(format!("register agent {id} (unchanged)")));
+            return Ok(Effect::new(
+                Happened::Registered {
+                    agent: id.clone(),
+                    unchanged: true,
+                },
+                format!("register agent {id} (unchanged)"),
+            ));
         }
         Some(_) => "re-register",
     };
@@ -51,10 +58,13 @@ pub(super) fn register(
             last_turn,
         },
     );
-    Ok(Effect::new(format!(
-        "{verb} agent {id} ({})",
-        runtime.as_str()
-    )))
+    Ok(Effect::new(
+        Happened::Registered {
+            agent: id.clone(),
+            unchanged: false,
+        },
+        format!("{verb} agent {id} ({})", runtime.as_str()),
+    ))
 }
 
 /// A list as stored (capabilities, scopes): trimmed, without empties,
@@ -77,7 +87,7 @@ pub(super) fn retire(state: &mut State, op: &Op, id: &AgentId) -> Result<Effect,
         && me != id
     {
         return Err(Refusal::rule(
-            "retire-self-only",
+            Code::RetireSelfOnly,
             format!("agent {me} may retire only itself, not {id}"),
         )
         .with_hint("a human retires other agents"));
@@ -113,5 +123,11 @@ pub(super) fn retire(state: &mut State, op: &Op, id: &AgentId) -> Result<Effect,
                 .join(", ")
         )
     };
-    Ok(Effect::new(format!("retire agent {id}{released}")))
+    Ok(Effect::new(
+        Happened::Retired {
+            agent: id.clone(),
+            released: held,
+        },
+        format!("retire agent {id}{released}"),
+    ))
 }

@@ -1,7 +1,8 @@
 //! Rules for evidence: who may record it and what it must name. Records are
 //! append-only; a failing command is evidence too, not a refusal.
 
-use super::{Change, Effect, Op, goal::non_empty, rules, short};
+use super::{Change, Effect, Happened, Op, goal::non_empty, rules, short};
+use crate::error::Code;
 use crate::error::Refusal;
 use crate::model::{Actor, Evidence, EvidenceKind, State, todo::EvidenceRef};
 
@@ -29,7 +30,7 @@ pub(super) fn add(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
     }
     if !state.goals.contains_key(goal) {
         return Err(Refusal::error(
-            "unknown-goal",
+            Code::UnknownGoal,
             format!("there is no goal {goal}"),
         ));
     }
@@ -37,13 +38,13 @@ pub(super) fn add(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         match state.todos.get(t) {
             None => {
                 return Err(Refusal::error(
-                    "unknown-todo",
+                    Code::UnknownTodo,
                     format!("{t} is not a live todo"),
                 ));
             }
             Some(x) if x.goal != *goal => {
                 return Err(Refusal::usage(
-                    "wrong-goal",
+                    Code::WrongGoal,
                     format!("{t} belongs to goal {}, not {goal}", x.goal),
                 ));
             }
@@ -78,7 +79,14 @@ pub(super) fn add(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
     if passed {
         super::wrote_back(state, op);
     }
-    state.evidence.push(Evidence {
+    let mut effect = Effect::new(
+        Happened::EvidenceAdded {
+            evidence: evidence.clone(),
+            passed,
+        },
+        subject,
+    );
+    effect.evidence.push(Evidence {
         id: evidence.clone(),
         goal: goal.clone(),
         todo: todo.clone(),
@@ -90,5 +98,5 @@ pub(super) fn add(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         run: run.clone(),
         artifact: artifact.clone(),
     });
-    Ok(Effect::new(subject))
+    Ok(effect)
 }

@@ -1,7 +1,8 @@
 //! Rules for gates: open, answer, withdraw. Human-only kinds refuse agents
 //! here, inside `apply`, so a replayed answer is judged the same way.
 
-use super::{Change, Effect, Op, goal::non_empty, rules, short};
+use super::{Change, Effect, Happened, Op, goal::non_empty, rules, short};
+use crate::error::Code;
 use crate::error::Refusal;
 use crate::model::{
     Actor, Blocks, Gate, GateId, GateStatus, GoalStatus, State,
@@ -24,18 +25,21 @@ pub(super) fn open(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         rules::registered(state, a)?;
     }
     let g = state.goals.get(goal).ok_or_else(|| {
-        Refusal::error("unknown-goal", format!("there is no goal {goal}"))
+        Refusal::error(Code::UnknownGoal, format!("there is no goal {goal}"))
             .with_hint("`loopx goal list` shows the goals")
     })?;
     if g.status == GoalStatus::Done {
-        return Err(Refusal::rule("goal-done", format!("goal {goal} is done")));
+        return Err(Refusal::rule(
+            Code::GoalDone,
+            format!("goal {goal} is done"),
+        ));
     }
     match blocks {
         Blocks::Goal => {}
         Blocks::Agent(a) => {
             if !state.agents.contains_key(a) {
                 return Err(Refusal::rule(
-                    "not-registered",
+                    Code::NotRegistered,
                     format!("--blocks names agent {a}, which is not registered"),
                 ));
             }
@@ -43,13 +47,13 @@ pub(super) fn open(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         Blocks::Todo(t) => match state.todos.get(t) {
             None => {
                 return Err(Refusal::error(
-                    "unknown-todo",
+                    Code::UnknownTodo,
                     format!("--blocks names {t}, which is not a live todo"),
                 ));
             }
             Some(todo) if todo.goal != *goal => {
                 return Err(Refusal::usage(
-                    "wrong-goal",
+                    Code::WrongGoal,
                     format!("{t} belongs to goal {}, not {goal}", todo.goal),
                 ));
             }
@@ -58,7 +62,7 @@ pub(super) fn open(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
     }
     if state.gates.contains_key(gate) {
         return Err(Refusal::conflict(
-            "id-taken",
+            Code::IdTaken,
             format!("gate {gate} already exists"),
         ));
     }
@@ -67,7 +71,7 @@ pub(super) fn open(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
     for o in options {
         let o = o.trim();
         if o.is_empty() {
-            return Err(Refusal::usage("empty-option", "an --option is empty"));
+            return Err(Refusal::usage(Code::EmptyOption, "an --option is empty"));
         }
         if !opts.iter().any(|x| x == o) {
             opts.push(o.to_owned());
@@ -75,7 +79,7 @@ pub(super) fn open(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
     }
     if opts.len() < 2 {
         return Err(Refusal::usage(
-            "too-few-options",
+            Code::TooFewOptions,
             "a gate needs at least two options",
         ));
     }
@@ -100,7 +104,10 @@ pub(super) fn open(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
             withdrawn: None,
         },
     );
-    Ok(Effect::new(subject))
+    Ok(Effect::new(
+        Happened::GateOpened { gate: gate.clone() },
+        subject,
+    ))
 }
 
 pub(super) fn answer(
@@ -114,7 +121,7 @@ pub(super) fn answer(
     let choice = choice.trim();
     if !gate.options.iter().any(|o| o == choice) {
         return Err(Refusal::usage(
-            "bad-choice",
+            Code::BadChoice,
             format!(
                 "{choice:?} is not an option of {id}: choose {}",
                 gate.options.join(" or ")
@@ -131,10 +138,13 @@ pub(super) fn answer(
         note,
         signature: op.signature.clone(),
     });
-    Ok(Effect::new(format!(
-        "gate answer {id} {choice}: \"{}\"",
-        short(&g.question)
-    )))
+    Ok(Effect::new(
+        Happened::GateAnswered {
+            gate: id.clone(),
+            choice: choice.to_owned(),
+        },
+        format!("gate answer {id} {choice}: \"{}\"", short(&g.question)),
+    ))
 }
 
 pub(super) fn withdraw(state: &mut State, op: &Op, id: &GateId) -> Result<Effect, Refusal> {
@@ -146,23 +156,23 @@ pub(super) fn withdraw(state: &mut State, op: &Op, id: &GateId) -> Result<Effect
         at: op.at,
         signature: op.signature.clone(),
     });
-    Ok(Effect::new(format!(
-        "gate withdraw {id}: \"{}\"",
-        short(&g.question)
-    )))
+    Ok(Effect::new(
+        Happened::GateWithdrawn { gate: id.clone() },
+        format!("gate withdraw {id}: \"{}\"", short(&g.question)),
+    ))
 }
 
 /// The gate exists, is open, and the actor may close it: human-only kinds
 /// refuse every agent, whatever it passes.
 fn closable<'s>(state: &'s State, op: &Op, id: &GateId, verb: &str) -> Result<&'s Gate, Refusal> {
     let gate = state.gates.get(id).ok_or_else(|| {
-        Refusal::error("unknown-gate", format!("there is no gate {id}"))
+        Refusal::error(Code::UnknownGate, format!("there is no gate {id}"))
             .with_hint("`loopx gate list` shows the gates")
     })?;
     if let Actor::Agent(a) = &op.actor {
         if gate.kind.human_only() {
             return Err(Refusal::rule(
-                "humans-only",
+                Code::HumansOnly,
                 format!(
                     "{id} is a {} gate: only a human may {verb} it, and {a} is an agent",
                     gate.kind.as_str()
@@ -176,7 +186,7 @@ fn closable<'s>(state: &'s State, op: &Op, id: &GateId, verb: &str) -> Result<&'
     }
     if !gate.is_open() {
         return Err(Refusal::rule(
-            "gate-closed",
+            Code::GateClosed,
             format!("{id} is already {}", gate.status.as_str()),
         )
         .with_hint(format!(

@@ -1,6 +1,7 @@
 //! Rules for `init`, `goal.add` and `goal.set`.
 
-use super::{Change, Effect, Op, rules::human_only, short};
+use super::{Change, Effect, Happened, Op, rules::human_only, short};
+use crate::error::Code;
 use crate::error::Refusal;
 use crate::model::{Goal, GoalId, GoalStatus, QuotaPolicy, State};
 
@@ -12,18 +13,21 @@ pub(super) fn init(
 ) -> Result<Effect, Refusal> {
     if !(state.goals.is_empty() && state.agents.is_empty() && state.todos.is_empty()) {
         return Err(Refusal::rule(
-            "already-initialized",
+            Code::AlreadyInitialized,
             "the state already exists",
         ));
     }
     match (goal, objective) {
         (Some(goal), Some(objective)) => {
             add(state, op, goal, objective)?;
-            Ok(Effect::new(format!("init with goal {goal}")))
+            Ok(Effect::new(
+                Happened::Initialized,
+                format!("init with goal {goal}"),
+            ))
         }
-        (None, None) => Ok(Effect::new("init")),
+        (None, None) => Ok(Effect::new(Happened::Initialized, "init")),
         _ => Err(Refusal::usage(
-            "goal-needs-objective",
+            Code::GoalNeedsObjective,
             "--goal and --objective go together",
         )),
     }
@@ -38,7 +42,7 @@ pub(super) fn add(
     human_only(&op.actor, "add a goal")?;
     if state.goals.contains_key(id) {
         return Err(
-            Refusal::rule("goal-exists", format!("goal {id} already exists"))
+            Refusal::rule(Code::GoalExists, format!("goal {id} already exists"))
                 .with_hint(format!("change it with `loopx goal set {id} …`")),
         );
     }
@@ -57,10 +61,10 @@ pub(super) fn add(
             updated_at: op.at,
         },
     );
-    Ok(Effect::new(format!(
-        "goal add {id} \"{}\"",
-        short(&objective)
-    )))
+    Ok(Effect::new(
+        Happened::GoalAdded { goal: id.clone() },
+        format!("goal add {id} \"{}\"", short(&objective)),
+    ))
 }
 
 pub(super) fn set(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
@@ -78,7 +82,7 @@ pub(super) fn set(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
     };
     human_only(&op.actor, "change a goal")?;
     let g = state.goals.get_mut(goal).ok_or_else(|| {
-        Refusal::error("unknown-goal", format!("there is no goal {goal}"))
+        Refusal::error(Code::UnknownGoal, format!("there is no goal {goal}"))
             .with_hint("`loopx goal list` shows the goals")
     })?;
     let objective = objective
@@ -87,13 +91,13 @@ pub(super) fn set(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         .transpose()?;
     if *quota_slots == Some(0) {
         return Err(
-            Refusal::usage("bad-quota", "--quota-slots must be at least 1")
+            Refusal::usage(Code::BadQuota, "--quota-slots must be at least 1")
                 .with_hint("pause the goal instead with --status paused"),
         );
     }
     if quota_window.is_some_and(|w| w.as_secs() == 0) {
         return Err(Refusal::usage(
-            "bad-quota",
+            Code::BadQuota,
             "--quota-window must be longer than 0s",
         ));
     }
@@ -128,20 +132,30 @@ pub(super) fn set(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
     }
     if what.is_empty() {
         return Err(
-            Refusal::usage("nothing-to-set", "goal set needs something to change").with_hint(
+            Refusal::usage(Code::NothingToSet, "goal set needs something to change").with_hint(
                 "pass --objective, --status, --scope, --guard, --quota-slots or --quota-window",
             ),
         );
     }
     g.updated_at = op.at;
-    Ok(Effect::new(format!("goal set {goal} {}", what.join(" "))))
+    let subject = format!("goal set {goal} {}", what.join(" "));
+    Ok(Effect::new(
+        Happened::GoalSet {
+            goal: goal.clone(),
+            changed: what,
+        },
+        subject,
+    ))
 }
 
 /// Trims text a user gave and refuses it when nothing is left.
 pub(super) fn non_empty(text: &str, what: &str) -> Result<String, Refusal> {
     let t = text.trim();
     if t.is_empty() {
-        Err(Refusal::usage("empty-text", format!("the {what} is empty")))
+        Err(Refusal::usage(
+            Code::EmptyText,
+            format!("the {what} is empty"),
+        ))
     } else {
         Ok(t.to_owned())
     }

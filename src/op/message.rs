@@ -68,9 +68,7 @@ pub fn parse(msg: &str) -> Result<Parsed, String> {
     let (body, trailer_block) = rest
         .rsplit_once("\n\n")
         .ok_or("the message has no trailers")?;
-    let trailers: Vec<(String, String)> = trailer_block
-        .lines()
-        .filter_map(|l| l.split_once(": "))
+    let trailers: Vec<(String, String)> = crate::trailer::lines(trailer_block)
         .map(|(k, v)| (k.to_owned(), v.to_owned()))
         .collect();
     let get = |key: &str| {
@@ -105,19 +103,13 @@ pub fn parse(msg: &str) -> Result<Parsed, String> {
 
 /// Reads only the tick number, cheaply, from a message's trailers.
 pub fn tick_of(msg: &str) -> Option<u64> {
-    msg.lines()
-        .rev()
-        .find_map(|l| l.strip_prefix("Loopx-Tick: "))
-        .and_then(|v| v.trim().parse().ok())
+    crate::trailer::tick(msg)
 }
 
 /// Reads only the `Loopx-Op` trailer, cheaply: None for a commit that is
 /// not a tick.
 pub fn kind_of(msg: &str) -> Option<&str> {
-    msg.lines()
-        .rev()
-        .find_map(|l| l.strip_prefix("Loopx-Op: "))
-        .map(str::trim)
+    crate::trailer::value(msg, crate::trailer::OP)
 }
 
 /// The trailers `render` writes itself; a replay rewrites them and keeps

@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+use crate::error::Code;
 use crate::error::Refusal;
 use crate::model::{
     Actor, Agent, AgentId, AgentStatus, Blocks, Gate, GateId, GoalStatus, State, Todo, TodoId,
@@ -104,28 +105,28 @@ impl NotReady {
     pub fn refusal(&self, todo: &Todo) -> Refusal {
         let msg = format!("{} is not ready: {self}", todo.id);
         match self {
-            NotReady::ClaimedBy { owner, .. } => Refusal::conflict("claimed", msg).with_hint(
+            NotReady::ClaimedBy { owner, .. } => Refusal::conflict(Code::Claimed, msg).with_hint(
                 format!("{owner} won it; pick another with `loopx todo list --ready`"),
             ),
             NotReady::ScopeBusy { holder, .. } => {
-                Refusal::conflict("scope-busy", msg).with_hint(format!(
+                Refusal::conflict(Code::ScopeBusy, msg).with_hint(format!(
                     "wait for {holder} to finish, or pick other work with `loopx todo list --ready`"
                 ))
             }
-            NotReady::Done => Refusal::rule("todo-done", msg)
+            NotReady::Done => Refusal::rule(Code::TodoDone, msg)
                 .with_hint("`loopx todo list --ready` shows what is left"),
-            NotReady::Waiting(_) => Refusal::rule("waiting", msg)
+            NotReady::Waiting(_) => Refusal::rule(Code::Waiting, msg)
                 .with_hint("finish those first, or `loopx todo list --ready` for other work"),
-            NotReady::Lacks(_) => Refusal::rule("missing-capability", msg).with_hint(
+            NotReady::Lacks(_) => Refusal::rule(Code::MissingCapability, msg).with_hint(
                 "register the agent with --capability, or leave it to an agent that has it",
             ),
-            NotReady::Goal(_) => Refusal::rule("goal-not-active", msg)
+            NotReady::Goal(_) => Refusal::rule(Code::GoalNotActive, msg)
                 .with_hint("a human can resume it with `loopx goal set ID --status active`"),
-            NotReady::Gated { gate, .. } => Refusal::rule("gate-open", msg).with_hint(format!(
+            NotReady::Gated { gate, .. } => Refusal::rule(Code::GateOpen, msg).with_hint(format!(
                 "wait for the answer (`loopx gate show {gate}`), or pick work outside its scope with `loopx todo list --ready`"
             )),
             NotReady::Status(_) => {
-                Refusal::rule("not-open", msg).with_hint("reopen it with `loopx todo reopen ID`")
+                Refusal::rule(Code::NotOpen, msg).with_hint("reopen it with `loopx todo reopen ID`")
             }
         }
     }
@@ -327,7 +328,7 @@ pub fn best_ready<'s>(
                 .join(", ")
         };
         Refusal::rule(
-            "nothing-ready",
+            Code::NothingReady,
             format!("no todo is ready for {}: {detail}", agent.id),
         )
         .with_hint("add work with `loopx todo add`, or look with `loopx todo list`")
@@ -342,7 +343,7 @@ pub fn acting_agent<'s>(
 ) -> Result<&'s Agent, Refusal> {
     let Some(id) = actor.agent() else {
         return Err(Refusal::rule(
-            "agents-only",
+            Code::AgentsOnly,
             format!("only a registered agent may {action}: claims belong to registered agents"),
         )
         .with_hint(
@@ -357,12 +358,12 @@ pub fn registered<'s>(state: &'s State, id: &AgentId) -> Result<&'s Agent, Refus
     match state.agents.get(id) {
         Some(a) if a.status == AgentStatus::Active => Ok(a),
         Some(_) => Err(
-            Refusal::rule("agent-retired", format!("agent {id} is retired")).with_hint(format!(
+            Refusal::rule(Code::AgentRetired, format!("agent {id} is retired")).with_hint(format!(
                 "register it again with `loopx agent register {id}`"
             )),
         ),
         None => Err(
-            Refusal::rule("not-registered", format!("agent {id} is not registered"))
+            Refusal::rule(Code::NotRegistered, format!("agent {id} is not registered"))
                 .with_hint(format!("register it first: `loopx agent register {id}`")),
         ),
     }
@@ -373,7 +374,7 @@ pub fn human_only(actor: &Actor, action: &str) -> Result<(), Refusal> {
     match actor {
         Actor::Human { .. } => Ok(()),
         Actor::Agent(id) => Err(Refusal::rule(
-            "humans-only",
+            Code::HumansOnly,
             format!("only a human may {action}; {id} is an agent"),
         )
         .with_hint(

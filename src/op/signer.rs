@@ -5,8 +5,8 @@
 
 use sha2::{Digest, Sha256};
 
-use super::{Effect, Op, rules, short, todo::vouch};
-use crate::error::Refusal;
+use super::{Effect, Happened, Op, rules, short, todo::vouch};
+use crate::error::{Code, Refusal};
 use crate::model::{SignerName, State, TodoId, Validation, signer::Signer};
 
 pub(super) fn announce(
@@ -17,13 +17,13 @@ pub(super) fn announce(
 ) -> Result<Effect, Refusal> {
     rules::human_only(&op.actor, "announce a signer")?;
     let key = crate::trust::normalize_key(key).map_err(|e| {
-        Refusal::usage("bad-key", format!("the key for {name} is not usable: {e}"))
+        Refusal::usage(Code::BadKey, format!("the key for {name} is not usable: {e}"))
             .with_hint("pass an ed25519 or ECDSA public key (or its sk- FIDO form), e.g. --key ~/.ssh/id_ed25519.pub")
     })?;
     let verb = match state.signers.get(name) {
         Some(s) if s.key == key => {
             return Err(Refusal::rule(
-                "already-announced",
+                Code::AlreadyAnnounced,
                 format!("{name} is already announced with this key"),
             )
             .with_hint(format!(
@@ -44,7 +44,10 @@ pub(super) fn announce(
         },
     );
     let algo = key.split(' ').next().unwrap_or_default();
-    Ok(Effect::new(format!("signer {verb} {name} ({algo})")))
+    Ok(Effect::new(
+        Happened::SignerAnnounced { name: name.clone() },
+        format!("signer {verb} {name} ({algo})"),
+    ))
 }
 
 pub(super) fn trust_todo(
@@ -55,18 +58,18 @@ pub(super) fn trust_todo(
 ) -> Result<Effect, Refusal> {
     rules::human_only(&op.actor, "trust a validation")?;
     let todo = state.todos.get(id).ok_or_else(|| {
-        Refusal::error("unknown-todo", format!("there is no live todo {id}"))
+        Refusal::error(Code::UnknownTodo, format!("there is no live todo {id}"))
             .with_hint("`loopx todo list --all` shows the todos")
     })?;
     let Some(v) = &todo.validate else {
         return Err(Refusal::rule(
-            "no-validation",
+            Code::NoValidation,
             format!("{id} has no validation command to trust"),
         ));
     };
     if validation_digest(v) != digest {
         return Err(Refusal::conflict(
-            "validation-changed",
+            Code::ValidationChanged,
             format!(
                 "{id}'s validation changed to `{}` since it was shown for trust",
                 v.argv.join(" ")
@@ -80,7 +83,10 @@ pub(super) fn trust_todo(
     let t = state.todos.get_mut(id).expect("checked above");
     t.validate_from = Some(vouch(op, "trust"));
     t.updated_at = op.at;
-    Ok(Effect::new(format!("trust {id} \"{title}\" validation")))
+    Ok(Effect::new(
+        Happened::Trusted { todo: id.clone() },
+        format!("trust {id} \"{title}\" validation"),
+    ))
 }
 
 /// The digest a `todo.trust` names: SHA-256 of the validation's canonical

@@ -77,7 +77,7 @@ fn refuse(state: &mut State, op: &Op, exit: Exit, code: &str) -> Refusal {
         Ok(e) => panic!("{} succeeded: {}", op.change.kind(), e.subject),
         Err(r) => r,
     };
-    assert_eq!((r.exit, r.code), (exit, code), "{}", r.message);
+    assert_eq!((r.exit, r.code.as_str()), (exit, code), "{}", r.message);
     assert_eq!(
         *state,
         before,

@@ -2,7 +2,8 @@
 //! done. Every op on a todo carries the epoch its writer read; a mismatch is
 //! a conflict (fencing).
 
-use super::{Change, Effect, Op, agent::normalize, goal::non_empty, rules, short};
+use super::{Change, Effect, Happened, Op, agent::normalize, goal::non_empty, rules, short};
+use crate::error::Code;
 use crate::error::Refusal;
 use crate::model::{
     Actor, Claim, GoalStatus, Note, State, Todo, TodoId, TodoStatus, Validation, Vouch,
@@ -32,25 +33,25 @@ pub(super) fn add(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         rules::registered(state, id)?;
     }
     let g = state.goals.get(goal).ok_or_else(|| {
-        Refusal::error("unknown-goal", format!("there is no goal {goal}"))
+        Refusal::error(Code::UnknownGoal, format!("there is no goal {goal}"))
             .with_hint("`loopx goal list` shows the goals")
     })?;
     if g.status == GoalStatus::Done {
         return Err(
-            Refusal::rule("goal-done", format!("goal {goal} is done")).with_hint(format!(
+            Refusal::rule(Code::GoalDone, format!("goal {goal} is done")).with_hint(format!(
                 "a human can reopen it with `loopx goal set {goal} --status active`"
             )),
         );
     }
     if state.todos.contains_key(todo) {
         return Err(Refusal::conflict(
-            "id-taken",
+            Code::IdTaken,
             format!("todo {todo} already exists"),
         ));
     }
     if let Some(missing) = after.iter().find(|id| !state.todos.contains_key(*id)) {
         return Err(Refusal::rule(
-            "unknown-after",
+            Code::UnknownAfter,
             format!("--after names {missing}, which does not exist"),
         )
         .with_hint("`loopx todo list --all` shows the todos"));
@@ -91,7 +92,10 @@ pub(super) fn add(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
             last_evidence: None,
         },
     );
-    Ok(Effect::new(subject))
+    Ok(Effect::new(
+        Happened::TodoAdded { todo: todo.clone() },
+        subject,
+    ))
 }
 
 pub(super) fn claim(
@@ -120,7 +124,10 @@ pub(super) fn claim(
         let c = t.claim.as_mut().expect("owner() saw a claim");
         c.lease_until = op.at.plus(lease);
         t.updated_at = op.at;
-        return Ok(Effect::new(format!("renew {id} \"{title}\"")));
+        return Ok(Effect::new(
+            Happened::Renewed { todo: id.clone() },
+            format!("renew {id} \"{title}\""),
+        ));
     }
     rules::ready(state, todo, &agent, op.at).map_err(|why| why.refusal(todo))?;
     fence(todo, epoch)?;
@@ -142,9 +149,19 @@ pub(super) fn claim(
                 by: op.actor.clone(),
                 text: format!("stole the expired lease of {prev}"),
             });
-            Effect::new(format!("steal {id} \"{title}\" from {prev}"))
+            let subject = format!("steal {id} \"{title}\" from {prev}");
+            Effect::new(
+                Happened::Stole {
+                    todo: id.clone(),
+                    from: prev,
+                },
+                subject,
+            )
         }
-        None => Effect::new(format!("claim {id} \"{title}\"")),
+        None => Effect::new(
+            Happened::Claimed { todo: id.clone() },
+            format!("claim {id} \"{title}\""),
+        ),
     })
 }
 
@@ -163,7 +180,10 @@ pub(super) fn release(
     }
     let todo = get(state, id)?;
     let Some(owner) = todo.owner().cloned() else {
-        return Err(Refusal::rule("not-claimed", format!("{id} is not claimed")));
+        return Err(Refusal::rule(
+            Code::NotClaimed,
+            format!("{id} is not claimed"),
+        ));
     };
     if !force && op.actor.agent() != Some(&owner) {
         let hint = if op.actor.is_human() {
@@ -174,7 +194,7 @@ pub(super) fn release(
             "only the owner releases a claim".to_owned()
         };
         return Err(Refusal::conflict(
-            "claimed",
+            Code::Claimed,
             format!("{id} is claimed by {owner}, not by {}", op.actor.name()),
         )
         .with_hint(hint));
@@ -191,11 +211,22 @@ pub(super) fn release(
             by: op.actor.clone(),
             text: format!("released the claim of {owner} by force"),
         });
-        return Ok(Effect::new(format!(
-            "release {id} \"{title}\" from {owner} by force"
-        )));
+        let subject = format!("release {id} \"{title}\" from {owner} by force");
+        return Ok(Effect::new(
+            Happened::Released {
+                todo: id.clone(),
+                from: Some(owner),
+            },
+            subject,
+        ));
     }
-    Ok(Effect::new(format!("release {id} \"{title}\"")))
+    Ok(Effect::new(
+        Happened::Released {
+            todo: id.clone(),
+            from: None,
+        },
+        format!("release {id} \"{title}\""),
+    ))
 }
 
 /// The owner extends its lease; a lease already taken over is a conflict.
@@ -221,7 +252,7 @@ pub(super) fn renew(
         Some(o) if *o == agent => {}
         Some(o) => {
             return Err(Refusal::conflict(
-                "claimed",
+                Code::Claimed,
                 format!("{id} is claimed by {o}, not by {agent}"),
             )
             .with_hint(
@@ -230,7 +261,7 @@ pub(super) fn renew(
         }
         None => {
             return Err(
-                Refusal::rule("not-claimed", format!("{id} is not claimed by {agent}"))
+                Refusal::rule(Code::NotClaimed, format!("{id} is not claimed by {agent}"))
                     .with_hint(format!("claim it with `loopx todo claim {id}`")),
             );
         }
@@ -241,7 +272,10 @@ pub(super) fn renew(
     let c = t.claim.as_mut().expect("owner() saw a claim");
     c.lease_until = op.at.plus(lease);
     t.updated_at = op.at;
-    Ok(Effect::new(format!("renew {id} \"{title}\"")))
+    Ok(Effect::new(
+        Happened::Renewed { todo: id.clone() },
+        format!("renew {id} \"{title}\""),
+    ))
 }
 
 /// An explicit transfer: the new owner gets a fresh lease, the epoch bumps,
@@ -262,20 +296,20 @@ pub(super) fn handoff(
     check_lease(lease)?;
     let Some(owner) = todo.owner().cloned() else {
         return Err(Refusal::rule(
-            "not-claimed",
+            Code::NotClaimed,
             format!("{id} is not claimed, so there is nothing to hand off"),
         )
         .with_hint(format!("{to} can claim it with `loopx todo claim {id}`")));
     };
     if op.actor.agent().is_some_and(|a| *a != owner) {
         return Err(Refusal::conflict(
-            "claimed",
+            Code::Claimed,
             format!("{id} is claimed by {owner}; only its owner hands it off"),
         ));
     }
     if *to == owner {
         return Err(Refusal::usage(
-            "handoff-to-self",
+            Code::HandoffToSelf,
             format!("{id} already belongs to {to}"),
         ));
     }
@@ -302,9 +336,13 @@ pub(super) fn handoff(
         by: op.actor.clone(),
         text: format!("handoff from {owner} to {to}: {note}"),
     });
-    Ok(Effect::new(format!(
-        "handoff {id} \"{title}\" from {owner} to {to}"
-    )))
+    Ok(Effect::new(
+        Happened::HandedOff {
+            todo: id.clone(),
+            to: to.clone(),
+        },
+        format!("handoff {id} \"{title}\" from {owner} to {to}"),
+    ))
 }
 
 pub(super) fn update(
@@ -318,7 +356,7 @@ pub(super) fn update(
     let todo = writable(state, op, id, epoch, "update")?;
     if todo.status == TodoStatus::Done && status.is_none_or(|s| s != TodoStatus::Open) {
         return Err(
-            Refusal::rule("todo-done", format!("{id} is done")).with_hint(format!(
+            Refusal::rule(Code::TodoDone, format!("{id} is done")).with_hint(format!(
                 "reopen it with `loopx todo update {id} --status open`"
             )),
         );
@@ -330,14 +368,14 @@ pub(super) fn update(
             "todo claim"
         };
         return Err(Refusal::usage(
-            "bad-status",
+            Code::BadStatus,
             format!("--status {s} is set by `loopx {cmd}`, not by update"),
         ));
     }
     let note = note.map(|n| non_empty(n, "note")).transpose()?;
     if status.is_none() && note.is_none() {
         return Err(Refusal::usage(
-            "nothing-to-update",
+            Code::NothingToUpdate,
             "todo update needs --status or --note",
         ));
     }
@@ -365,10 +403,10 @@ pub(super) fn update(
     if owned_by_actor {
         super::wrote_back(state, op);
     }
-    Ok(Effect::new(format!(
-        "update {id} \"{title}\" {}",
-        what.join(" ")
-    )))
+    Ok(Effect::new(
+        Happened::Updated { todo: id.clone() },
+        format!("update {id} \"{title}\" {}", what.join(" ")),
+    ))
 }
 
 pub(super) fn done(
@@ -381,13 +419,16 @@ pub(super) fn done(
 ) -> Result<Effect, Refusal> {
     let todo = writable(state, op, id, epoch, "complete")?;
     if todo.status == TodoStatus::Done {
-        return Err(Refusal::rule("todo-done", format!("{id} is already done")));
+        return Err(Refusal::rule(
+            Code::TodoDone,
+            format!("{id} is already done"),
+        ));
     }
     if let Some(v) = &todo.validate {
         match validation {
             None => {
                 return Err(Refusal::rule(
-                    "validation-missing",
+                    Code::ValidationMissing,
                     format!(
                         "{id} has a validation command ({}) and this completion did not run it",
                         v.argv.join(" ")
@@ -397,7 +438,7 @@ pub(super) fn done(
             }
             Some(run) if run.argv != v.argv => {
                 return Err(Refusal::conflict(
-                    "validation-changed",
+                    Code::ValidationChanged,
                     format!(
                         "{id}'s validation command changed to `{}` after `{}` ran",
                         v.argv.join(" "),
@@ -414,7 +455,7 @@ pub(super) fn done(
                     format!("\n{}", tail.join("\n"))
                 };
                 return Err(Refusal::rule(
-                    "validation-failed",
+                    Code::ValidationFailed,
                     format!(
                         "{id} is not done: its validation `{}` failed ({}){shown}",
                         run.argv.join(" "),
@@ -443,7 +484,10 @@ pub(super) fn done(
         });
     }
     super::wrote_back(state, op);
-    Ok(Effect::new(format!("done {id} \"{title}\"")))
+    Ok(Effect::new(
+        Happened::Done { todo: id.clone() },
+        format!("done {id} \"{title}\""),
+    ))
 }
 
 pub(super) fn edit(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
@@ -475,13 +519,13 @@ pub(super) fn edit(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
             list.dedup();
             if let Some(missing) = list.iter().find(|a| !state.todos.contains_key(*a)) {
                 return Err(Refusal::rule(
-                    "unknown-after",
+                    Code::UnknownAfter,
                     format!("--after names {missing}, which is not a live todo"),
                 ));
             }
             if let Some(cycle) = list.iter().find(|a| *a == id || waits_for(state, a, id)) {
                 return Err(Refusal::rule(
-                    "after-cycle",
+                    Code::AfterCycle,
                     format!("{id} cannot wait for {cycle}: {cycle} already waits for {id}"),
                 ));
             }
@@ -496,7 +540,7 @@ pub(super) fn edit(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         && validate.is_none()
     {
         return Err(Refusal::usage(
-            "nothing-to-edit",
+            Code::NothingToEdit,
             "todo edit needs --title, --priority, --after, --no-after, --note or a validation after `--`",
         ));
     }
@@ -529,30 +573,24 @@ pub(super) fn edit(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         t.validate_from = Some(vouch(op, "edit"));
         what.push("validation".to_owned());
     }
-    if let Some(v) = validate {
-        t.validate = Some(v.clone());
-        // A new validation voids whatever vouched for the old one.
-        t.validate_from = Some(vouch(op, "edit"));
-        what.push("validation".to_owned());
-    }
     t.updated_at = op.at;
-    Ok(Effect::new(format!(
-        "edit {id} \"{old_title}\" {}",
-        what.join(" ")
-    )))
+    Ok(Effect::new(
+        Happened::Edited { todo: id.clone() },
+        format!("edit {id} \"{old_title}\" {}", what.join(" ")),
+    ))
 }
 
 /// A validation command must name a program and have a positive timeout.
 fn check_validation(v: &Validation) -> Result<(), Refusal> {
     if v.argv.is_empty() || v.argv[0].trim().is_empty() {
         return Err(
-            Refusal::usage("bad-validation", "the validation command is empty")
+            Refusal::usage(Code::BadValidation, "the validation command is empty")
                 .with_hint("put the command after `--`: loopx todo add TITLE -- cargo test"),
         );
     }
     if v.timeout.as_secs() <= 0 {
         return Err(Refusal::usage(
-            "bad-validation",
+            Code::BadValidation,
             "--validate-timeout must be longer than 0s",
         ));
     }
@@ -599,7 +637,7 @@ pub(super) fn reopen(
     let todo = writable(state, op, id, epoch, "reopen")?;
     if matches!(todo.status, TodoStatus::Open | TodoStatus::Claimed) {
         return Err(Refusal::rule(
-            "not-closed",
+            Code::NotClosed,
             format!("{id} is {}, not done, blocked or deferred", todo.status),
         )
         .with_hint("only a done, blocked or deferred todo can be reopened; nothing to do"));
@@ -610,7 +648,13 @@ pub(super) fn reopen(
     t.status = TodoStatus::Open;
     t.done_at = None;
     t.updated_at = op.at;
-    Ok(Effect::new(format!("reopen {id} \"{title}\" (was {was})")))
+    Ok(Effect::new(
+        Happened::Reopened {
+            todo: id.clone(),
+            was,
+        },
+        format!("reopen {id} \"{title}\" (was {was})"),
+    ))
 }
 
 /// Moves the listed todos that are still done out of the live set.
@@ -630,20 +674,23 @@ pub(super) fn archive(state: &mut State, op: &Op, ids: &[TodoId]) -> Result<Effe
         .collect();
     if moving.is_empty() {
         return Err(
-            Refusal::rule("nothing-to-archive", "no done todos to archive").with_hint(
+            Refusal::rule(Code::NothingToArchive, "no done todos to archive").with_hint(
                 "they were reopened or archived meanwhile; `loopx todo list --all` shows them",
             ),
         );
     }
-    for id in &moving {
-        let t = state.todos.remove(id).expect("filtered on presence");
-        state.archived.insert(id.clone(), t);
-    }
     let n = moving.len();
-    Ok(Effect::new(format!(
-        "archive {n} done todo{}",
-        if n == 1 { "" } else { "s" }
-    )))
+    let mut effect = Effect::new(
+        Happened::Archived {
+            todos: moving.clone(),
+        },
+        format!("archive {n} done todo{}", if n == 1 { "" } else { "s" }),
+    );
+    for id in moving {
+        let t = state.todos.remove(&id).expect("filtered on presence");
+        effect.archived.insert(id, t);
+    }
+    Ok(effect)
 }
 
 /// Checks that the actor may write this todo: a registered agent or a human,
@@ -663,7 +710,7 @@ fn writable<'s>(
         && op.actor.agent() != Some(owner)
     {
         return Err(Refusal::conflict(
-            "claimed",
+            Code::Claimed,
             format!("{id} is claimed by {owner}; only its owner may {verb} it"),
         )
         .with_hint(if op.actor.is_human() {
@@ -680,7 +727,7 @@ fn writable<'s>(
 fn check_lease(lease: Span) -> Result<(), Refusal> {
     if lease.as_secs() <= 0 || lease > Span::MAX {
         return Err(Refusal::usage(
-            "bad-ttl",
+            Code::BadTtl,
             format!("a lease must be longer than 0s and at most {}", Span::MAX),
         ));
     }
@@ -697,7 +744,7 @@ fn fence(todo: &Todo, epoch: u64) -> Result<(), Refusal> {
         None => format!("it is now at epoch {}", todo.epoch),
     };
     Err(Refusal::conflict(
-        "stale-epoch",
+        Code::StaleEpoch,
         format!(
             "{} changed hands since epoch {epoch} was read: {now}",
             todo.id
@@ -708,7 +755,7 @@ fn fence(todo: &Todo, epoch: u64) -> Result<(), Refusal> {
 
 fn get<'s>(state: &'s State, id: &TodoId) -> Result<&'s Todo, Refusal> {
     state.todos.get(id).ok_or_else(|| {
-        Refusal::error("unknown-todo", format!("there is no todo {id}"))
+        Refusal::error(Code::UnknownTodo, format!("there is no todo {id}"))
             .with_hint("`loopx todo list` shows the todos")
     })
 }

@@ -4,7 +4,8 @@
 
 use sha2::{Digest, Sha256};
 
-use super::{Change, Effect, Op, apply, goal::non_empty, rules, wrote_back};
+use super::{Change, Effect, Happened, Op, apply, goal::non_empty, rules, wrote_back};
+use crate::error::Code;
 use crate::error::Refusal;
 use crate::model::{
     AgentId, AgentStatus, Blocks, GateId, Goal, GoalId, GoalStatus, LastTurn, Outcome, State,
@@ -216,7 +217,7 @@ pub(super) fn refresh(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         .clone();
     if !state.goals.contains_key(goal) {
         return Err(Refusal::error(
-            "unknown-goal",
+            Code::UnknownGoal,
             format!("there is no goal {goal}"),
         ));
     }
@@ -224,13 +225,13 @@ pub(super) fn refresh(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         match state.todos.get(t) {
             None => {
                 return Err(
-                    Refusal::error("unknown-todo", format!("{t} is not a live todo"))
+                    Refusal::error(Code::UnknownTodo, format!("{t} is not a live todo"))
                         .with_hint("`loopx todo list` shows the live todos"),
                 );
             }
             Some(x) if &x.goal != goal => {
                 return Err(Refusal::usage(
-                    "wrong-goal",
+                    Code::WrongGoal,
                     format!("{t} belongs to goal {}, not {goal}", x.goal),
                 ));
             }
@@ -261,10 +262,14 @@ pub(super) fn refresh(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
     let next = next_action
         .map(|n| format!(": next {}", super::short(&n)))
         .unwrap_or_default();
-    Ok(Effect::new(format!(
-        "refresh {agent} {}{next}",
-        outcome.as_str()
-    )))
+    let subject = format!("refresh {agent} {}{next}", outcome.as_str());
+    Ok(Effect::new(
+        Happened::Refreshed {
+            agent,
+            outcome: *outcome,
+        },
+        subject,
+    ))
 }
 
 pub(super) fn spend(
@@ -278,7 +283,7 @@ pub(super) fn spend(
     let g = state
         .goals
         .get(goal)
-        .ok_or_else(|| Refusal::error("unknown-goal", format!("there is no goal {goal}")))?;
+        .ok_or_else(|| Refusal::error(Code::UnknownGoal, format!("there is no goal {goal}")))?;
     let window = g.quota.window;
     if state
         .quota
@@ -287,14 +292,17 @@ pub(super) fn spend(
     {
         // A second spend for the same token is a no-op (DESIGN §4), also
         // inside a settle and on replay.
-        return Ok(Effect::new(format!(
-            "spend {} turn {turn} (already spent)",
-            agent.id
-        )));
+        return Ok(Effect::new(
+            Happened::Spent {
+                agent: agent.id.clone(),
+                already: true,
+            },
+            format!("spend {} turn {turn} (already spent)", agent.id),
+        ));
     }
     if op.at.since(issued) > window {
         return Err(Refusal::rule(
-            "token-expired",
+            Code::TokenExpired,
             format!(
                 "the turn token was issued at {issued}, more than the quota window ({window}) ago"
             ),
@@ -303,7 +311,7 @@ pub(super) fn spend(
     }
     if agent.last_writeback.is_none_or(|w| w < issued) {
         return Err(Refusal::rule(
-            "no-writeback",
+            Code::NoWriteback,
             format!(
                 "{} has made no validated writeback since its turn began at {issued}, so no slot is spent",
                 agent.id
@@ -338,10 +346,16 @@ pub(super) fn spend(
     });
     let used = ledger.counting(goal, window, op.at).len();
     let slots = g_slots(state, goal);
-    Ok(Effect::new(format!(
-        "spend {} turn {turn} ({used} of {slots} in {window})",
-        agent.id
-    )))
+    Ok(Effect::new(
+        Happened::Spent {
+            agent: agent.id.clone(),
+            already: false,
+        },
+        format!(
+            "spend {} turn {turn} ({used} of {slots} in {window})",
+            agent.id
+        ),
+    ))
 }
 
 fn g_slots(state: &State, goal: &GoalId) -> u32 {
@@ -363,7 +377,7 @@ pub(super) fn void(
         .and_then(|l| l.spends.iter_mut().find(|s| s.turn == turn))
         .ok_or_else(|| {
             Refusal::error(
-                "unknown-spend",
+                Code::UnknownSpend,
                 format!("{agent} has no spend for turn {turn}"),
             )
             .with_hint(format!(
@@ -372,7 +386,7 @@ pub(super) fn void(
         })?;
     if spend.void.is_some() {
         return Err(Refusal::rule(
-            "already-voided",
+            Code::AlreadyVoided,
             format!("turn {turn} of {agent} is already voided"),
         ));
     }
@@ -381,26 +395,31 @@ pub(super) fn void(
         at: op.at,
         reason: reason.clone(),
     });
-    Ok(Effect::new(format!(
-        "void {agent} turn {turn}: {}",
-        super::short(&reason)
-    )))
+    Ok(Effect::new(
+        Happened::Voided {
+            agent: agent.clone(),
+        },
+        format!("void {agent} turn {turn}: {}", super::short(&reason)),
+    ))
 }
 
 /// Several changes in one tick, all or nothing, in order.
 pub(super) fn settle(state: &mut State, op: &Op, steps: &[Change]) -> Result<Effect, Refusal> {
     if steps.is_empty() {
         return Err(Refusal::usage(
-            "empty-settle",
+            Code::EmptySettle,
             "settle has nothing to record",
         ));
     }
     let mut work = state.clone();
     let mut parts = Vec::new();
+    let mut happened = Vec::new();
+    let mut evidence = Vec::new();
+    let mut archived = std::collections::BTreeMap::new();
     for step in steps {
         if matches!(step, Change::Settle { .. }) {
             return Err(Refusal::usage(
-                "nested-settle",
+                Code::NestedSettle,
                 "a settle cannot hold another settle",
             ));
         }
@@ -411,7 +430,10 @@ pub(super) fn settle(state: &mut State, op: &Op, steps: &[Change]) -> Result<Eff
             signature: op.signature.clone(),
             change: step.clone(),
         };
-        apply(&mut work, &sub)?;
+        let effect = apply(&mut work, &sub)?;
+        happened.push(effect.what);
+        evidence.extend(effect.evidence);
+        archived.extend(effect.archived);
         parts.push(match step {
             Change::EvidenceAdd { run: Some(r), .. } if !r.passed() => "evidence failed".to_owned(),
             Change::EvidenceAdd { .. } => "evidence passed".to_owned(),
@@ -443,5 +465,15 @@ pub(super) fn settle(state: &mut State, op: &Op, steps: &[Change]) -> Result<Eff
         None => "turn".to_owned(),
     };
     *state = work;
-    Ok(Effect::new(format!("settle {what}: {}", parts.join(", "))))
+    let summary = format!("{what}: {}", parts.join(", "));
+    let mut effect = Effect::new(
+        Happened::Settled {
+            steps: happened,
+            summary: summary.clone(),
+        },
+        format!("settle {summary}"),
+    );
+    effect.evidence = evidence;
+    effect.archived = archived;
+    Ok(effect)
 }

@@ -14,7 +14,7 @@ use anyhow::{Context, Result};
 use ssh_key::public::KeyData;
 use ssh_key::PublicKey;
 
-use crate::store::Store;
+use crate::ctx::Ctx;
 use crate::time::Timestamp;
 
 /// One usable line of the file.
@@ -49,8 +49,8 @@ impl AllowedSigners {
 
     /// Reads the file git config names; none configured, or a missing
     /// file, lists nobody.
-    pub fn load(store: &Store, home: Option<&Path>) -> Result<Self> {
-        let Some(path) = configured_path(store, home) else {
+    pub fn load(ctx: &Ctx) -> Result<Self> {
+        let Some(path) = configured_path(ctx)? else {
             return Ok(Self::none());
         };
         let text = match std::fs::read_to_string(&path) {
@@ -125,12 +125,11 @@ impl AllowedSigners {
 
 /// The file git config names, with `~/` expanded and a relative path taken
 /// from the repository root.
-pub fn configured_path(store: &Store, home: Option<&Path>) -> Option<PathBuf> {
-    let raw = store
-        .config("loopx.allowedSignersFile")
-        .or_else(|| store.config("gpg.ssh.allowedSignersFile"))
-        .filter(|v| !v.trim().is_empty())?;
-    Some(expand(&raw, home, store.root()))
+pub fn configured_path(ctx: &Ctx) -> Result<Option<PathBuf>> {
+    let Some(raw) = ctx.config()?.allowed_signers_file.clone() else {
+        return Ok(None);
+    };
+    Ok(Some(expand(&raw, ctx.home().as_deref(), ctx.store()?.root())))
 }
 
 /// Expands `~/` (from HOME) and makes a relative path relative to `base`.

@@ -11,7 +11,7 @@ use anyhow::Result;
 
 use super::AllowedSigners;
 use crate::ctx::Ctx;
-use crate::error::Refusal;
+use crate::error::{Code, Refusal};
 use crate::op::message;
 use crate::store::{Entry, Oid, PrefixMatch};
 use crate::tx;
@@ -34,7 +34,7 @@ const HUMAN_KINDS: &[&str] = &[
 /// Checks the signatures of `chain` (oldest last or first, either) taken
 /// from `remote`; refuses with exit 3 naming the first bad commit.
 pub fn check(ctx: &Ctx, remote: &str, chain: &[Entry]) -> Result<()> {
-    let signers = AllowedSigners::load(&ctx.store, ctx.home().as_deref())?;
+    let signers = AllowedSigners::load(ctx)?;
     let exempt = exempt_below(ctx)?;
     for e in chain {
         let signed = e.message.contains("\nsignature = \"");
@@ -43,7 +43,7 @@ pub fn check(ctx: &Ctx, remote: &str, chain: &[Entry]) -> Result<()> {
             continue;
         }
         if let Some(x) = exempt
-            && (x == e.commit || ctx.store.is_ancestor(e.commit, x)?)
+            && (x == e.commit || ctx.store()?.is_ancestor(e.commit, x)?)
         {
             continue;
         }
@@ -52,7 +52,7 @@ pub fn check(ctx: &Ctx, remote: &str, chain: &[Entry]) -> Result<()> {
             continue;
         };
         let Some(parent) = e.parent else { continue };
-        let before = tx::load_at(ctx, ctx.store.tip_at(parent)?)?;
+        let before = tx::load_at(ctx, ctx.store()?.tip_at(parent)?)?;
         if let Err(r) = super::check_op(&before.state, &parsed.op, &signers) {
             return Err(Refusal::rule(
                 r.code,
@@ -75,13 +75,13 @@ pub fn check(ctx: &Ctx, remote: &str, chain: &[Entry]) -> Result<()> {
 }
 
 fn exempt_below(ctx: &Ctx) -> Result<Option<Oid>> {
-    let Some(rev) = ctx.store.config("loopx.signaturesFrom") else {
+    let Some(rev) = ctx.config()?.signatures_from.clone() else {
         return Ok(None);
     };
-    match ctx.store.commit_by_prefix(rev.trim()) {
+    match ctx.store()?.commit_by_prefix(rev.trim()) {
         Ok(PrefixMatch::One(oid)) => Ok(Some(oid)),
         _ => Err(Refusal::usage(
-            "bad-config",
+            Code::BadConfig,
             format!("git config loopx.signaturesFrom is {rev:?}, which names no single commit here"),
         )
         .with_hint("set it to the full id of the last commit whose human acts need no signature")

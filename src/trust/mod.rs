@@ -23,7 +23,7 @@ use sha2::{Digest, Sha256};
 use ssh_key::{Algorithm, HashAlg, PublicKey, SshSig};
 
 use crate::ctx::{Caller, Ctx};
-use crate::error::Refusal;
+use crate::error::{Code, Refusal};
 use crate::model::{Actor, State, files};
 use crate::op::{self, Change, Op};
 pub use allowed::AllowedSigners;
@@ -115,7 +115,7 @@ pub fn record(before: &State, after: &State, op: &Op) -> Vec<u8> {
     out.push_str(&toml::to_string(&unsigned).expect("ops always serialize to TOML"));
     out.push_str("\n[revision]\n");
     // The reverse diff names every changed file with its content before.
-    let mut targets = files::changes(after, before);
+    let mut targets = files::changes(after, before, &files::Records::default());
     targets.sort_by(|a, b| a.0.cmp(&b.0));
     for (path, bytes) in targets {
         let hash = bytes.map_or_else(
@@ -177,7 +177,7 @@ pub fn check_applied(
     let by = signed_by(&sig, signers, op);
     if human && signers.enforced() && by.principal.is_none() {
         return Err(Refusal::rule(
-            "unknown-signer",
+            Code::UnknownSigner,
             format!(
                 "{} by {} is signed by {}, a key this machine's allowed signers do not list",
                 op.change.kind(),
@@ -203,43 +203,37 @@ pub struct Seal {
 
 impl Seal {
     /// Signs `op` when a human with signing configured makes an act that
-    /// wants a signature, then checks it with [`check_applied`]. `after` is
-    /// `before` with `op` applied; when a signature is added, `op` and
-    /// `after` are updated (the produced files carry it too).
-    pub fn seal(
-        &mut self,
-        ctx: &Ctx,
-        before: &State,
-        after: &mut State,
-        op: &mut Op,
-        effect: &mut crate::op::Effect,
-    ) -> anyhow::Result<()> {
+    /// wants a signature, then checks it with [`check_applied`]. The tick
+    /// writer applies the signed op afterwards, so the files it produces
+    /// carry the signature too.
+    pub fn seal(&mut self, ctx: &Ctx, before: &State, op: &mut Op) -> anyhow::Result<()> {
         let human = is_human_act(before, op);
-        if op.signature.is_none()
+        let wants = op.signature.is_none()
             && *ctx.caller() == Caller::Human
-            && wants_signature(before, op)
-            && let Some(key) = sign::configured(&ctx.store, ctx.home().as_deref())
-        {
-            let record = record(before, after, op);
+            && wants_signature(before, op);
+        if !human && !wants && op.signature.is_none() {
+            return Ok(());
+        }
+        let mut after = before.clone();
+        op::apply(&mut after, op)?;
+        if wants && let Some(key) = sign::configured(ctx)? {
+            let record = record(before, &after, op);
             let stored = match &self.last {
                 Some((r, s)) if *r == record => s.clone(),
                 _ => {
-                    let s = sign::sign(&ctx.store, &key, &record)?;
+                    let s = sign::sign(ctx, &key, &record)?;
                     self.last = Some((record, s.clone()));
                     s
                 }
             };
             op.signature = Some(stored);
-            let mut again = before.clone();
-            *effect = op::apply(&mut again, op)?;
-            *after = again;
         }
         if op.signature.is_some() || human {
             if self.signers.is_none() {
-                self.signers = Some(AllowedSigners::load(&ctx.store, ctx.home().as_deref())?);
+                self.signers = Some(AllowedSigners::load(ctx)?);
             }
             let signers = self.signers.as_ref().expect("loaded above");
-            check_applied(before, after, op, signers)?;
+            check_applied(before, &after, op, signers)?;
         }
         Ok(())
     }
@@ -418,7 +412,7 @@ fn unsigned(op: &Op, signers: &AllowedSigners) -> Refusal {
         Actor::Agent(id) => id.to_string(),
     };
     Refusal::rule(
-        "unsigned",
+        Code::Unsigned,
         format!(
             "{} by {who} is a human act and is not signed; this machine trusts the signers in {}, so it needs a signature by one of them",
             op.change.kind(),
@@ -430,7 +424,7 @@ fn unsigned(op: &Op, signers: &AllowedSigners) -> Refusal {
 
 fn bad_signature(op: &Op, why: &str) -> Refusal {
     Refusal::rule(
-        "bad-signature",
+        Code::BadSignature,
         format!(
             "the signature on {} {} by {} is not valid: {why}",
             op.change.kind(),

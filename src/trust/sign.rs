@@ -8,13 +8,13 @@
 //! `Caller::Human` before asking).
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 use anyhow::{Context, Result};
 
-use crate::error::Refusal;
-use crate::store::Store;
+use crate::error::{Code, Refusal};
+use crate::ctx::Ctx;
 
 /// The key a human signs with, from git config.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -29,35 +29,31 @@ pub enum SigningKey {
 
 /// The configured signing key: `loopx.signingKey`, else `user.signingKey`
 /// when `gpg.format = ssh`. None: this human does not sign.
-pub fn configured(store: &Store, home: Option<&Path>) -> Option<SigningKey> {
-    let raw = store.config("loopx.signingKey").or_else(|| {
-        (store.config("gpg.format").as_deref() == Some("ssh"))
-            .then(|| store.config("user.signingKey"))
-            .flatten()
-    })?;
+pub fn configured(ctx: &Ctx) -> Result<Option<SigningKey>> {
+    let Some(raw) = ctx.config()?.signing_key.clone() else {
+        return Ok(None);
+    };
     let raw = raw.trim();
-    if raw.is_empty() {
-        return None;
-    }
     if let Some(key) = raw.strip_prefix("key::") {
-        return Some(SigningKey::Literal(key.to_owned()));
+        return Ok(Some(SigningKey::Literal(key.to_owned())));
     }
     if raw.starts_with("ssh-") || raw.starts_with("ecdsa-") || raw.starts_with("sk-") {
-        return Some(SigningKey::Literal(raw.to_owned()));
+        return Ok(Some(SigningKey::Literal(raw.to_owned())));
     }
-    Some(SigningKey::File(super::allowed::expand(
+    Ok(Some(SigningKey::File(super::allowed::expand(
         raw,
-        home,
-        store.root(),
-    )))
+        ctx.home().as_deref(),
+        ctx.store()?.root(),
+    ))))
 }
 
 /// Signs `record` under namespace `loopx` and returns the stored form of
 /// the signature, checked to verify before it is used.
-pub fn sign(store: &Store, key: &SigningKey, record: &[u8]) -> Result<String> {
-    let program = store
-        .config("gpg.ssh.program")
-        .filter(|p| !p.trim().is_empty())
+pub fn sign(ctx: &Ctx, key: &SigningKey, record: &[u8]) -> Result<String> {
+    let program = ctx
+        .config()?
+        .ssh_program
+        .clone()
         .unwrap_or_else(|| "ssh-keygen".to_owned());
     // A literal key goes through a file, with -U: the agent holds it.
     let (path, agent_only, _literal) = match key {
@@ -85,7 +81,7 @@ pub fn sign(store: &Store, key: &SigningKey, record: &[u8]) -> Result<String> {
         .spawn()
         .map_err(|e| {
             Refusal::error(
-                "signing-failed",
+                Code::SigningFailed,
                 format!("cannot run {program} to sign this human act: {e}"),
             )
             .with_hint("install OpenSSH's ssh-keygen (package openssh-client), or set git config gpg.ssh.program")
@@ -106,7 +102,7 @@ pub fn sign(store: &Store, key: &SigningKey, record: &[u8]) -> Result<String> {
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
         return Err(Refusal::rule(
-            "signing-failed",
+            Code::SigningFailed,
             format!(
                 "{program} could not sign with {}: {}",
                 path.display(),
@@ -118,12 +114,12 @@ pub fn sign(store: &Store, key: &SigningKey, record: &[u8]) -> Result<String> {
     }
     let armored = String::from_utf8_lossy(&out.stdout);
     let stored = super::encode(&armored).map_err(|e| {
-        Refusal::error("signing-failed", format!("{program} wrote no usable signature: {e}"))
+        Refusal::error(Code::SigningFailed, format!("{program} wrote no usable signature: {e}"))
     })?;
-    let sig = super::decode(&stored).map_err(|e| Refusal::error("signing-failed", e))?;
+    let sig = super::decode(&stored).map_err(|e| Refusal::error(Code::SigningFailed, e))?;
     super::verify(&sig, record).map_err(|e| {
         Refusal::rule(
-            "signing-failed",
+            Code::SigningFailed,
             format!("the signature made with {} cannot be used: {e}", path.display()),
         )
         .with_hint("sign with an ed25519 or ECDSA key (or a FIDO sk- key)")

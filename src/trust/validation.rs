@@ -19,20 +19,24 @@ use anyhow::{Context, Result};
 
 use super::AllowedSigners;
 use crate::ctx::Ctx;
-use crate::error::Refusal;
+use crate::error::{Code, Refusal};
 use crate::model::{State, Todo};
 use crate::op::Op;
 
 /// The file of op ids that wrote validations on this clone.
-fn written_here_path(ctx: &Ctx) -> PathBuf {
-    ctx.store.common_dir().join("loopx").join("validations-written-here")
+fn written_here_path(ctx: &Ctx) -> Result<PathBuf> {
+    Ok(ctx
+        .store()?
+        .common_dir()
+        .join("loopx")
+        .join("validations-written-here"))
 }
 
 /// Remembers that this clone wrote `op` (a todo add or edit with a
 /// validation), before its tick lands.
 pub fn remember(ctx: &Ctx, op: &Op) -> Result<()> {
     use std::io::Write;
-    let path = written_here_path(ctx);
+    let path = written_here_path(ctx)?;
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
@@ -58,10 +62,10 @@ pub fn writes_validation(op: &Op) -> bool {
     )
 }
 
-fn written_here(ctx: &Ctx) -> BTreeSet<String> {
-    std::fs::read_to_string(written_here_path(ctx))
+fn written_here(ctx: &Ctx) -> Result<BTreeSet<String>> {
+    Ok(std::fs::read_to_string(written_here_path(ctx)?)
         .map(|t| t.lines().map(|l| l.trim().to_owned()).collect())
-        .unwrap_or_default()
+        .unwrap_or_default())
 }
 
 /// Why a validation may run here.
@@ -78,13 +82,13 @@ pub fn allow(ctx: &Ctx, state: &State, todo: &Todo) -> Result<Option<Trusted>> {
     let Some(v) = &todo.validate else {
         return Ok(None);
     };
-    let signers = AllowedSigners::load(&ctx.store, ctx.home().as_deref())?;
+    let signers = AllowedSigners::load(ctx)?;
     let argv = shell_words(&v.argv);
-    if guard_installed(ctx)
+    if guard_installed(ctx)?
         && let Some(why) = crate::hook::guard::check(&argv, state, None)
     {
         return Err(Refusal::rule(
-            "untrusted-validation",
+            Code::UntrustedValidation,
             format!(
                 "{}'s validation `{argv}` is one the tool guard denies: {why}",
                 todo.id
@@ -93,16 +97,12 @@ pub fn allow(ctx: &Ctx, state: &State, todo: &Todo) -> Result<Option<Trusted>> {
         .with_hint("answer the gate first (a human), or change the validation with `loopx todo edit ID -- COMMAND…`")
         .into());
     }
-    let run_all = ctx
-        .store
-        .config("loopx.runValidations")
-        .is_some_and(|v| v.trim() == "all");
-    if run_all {
+    if ctx.config()?.run_all_validations {
         return Ok(Some(Trusted::ConfigAll));
     }
     let from = todo.validate_from.as_ref();
     if let Some(f) = from
-        && written_here(ctx).contains(f.op.as_str())
+        && written_here(ctx)?.contains(f.op.as_str())
     {
         return Ok(Some(Trusted::WrittenHere));
     }
@@ -122,7 +122,7 @@ pub fn allow(ctx: &Ctx, state: &State, todo: &Todo) -> Result<Option<Trusted>> {
         None => "it predates signed validations, so who wrote it is not recorded".to_owned(),
     };
     Err(Refusal::rule(
-        "untrusted-validation",
+        Code::UntrustedValidation,
         format!(
             "{}'s validation was not written on this clone nor signed by a signer this machine trusts, so it does not run here: `{argv}`; {who}",
             todo.id
@@ -137,12 +137,12 @@ pub fn allow(ctx: &Ctx, state: &State, todo: &Todo) -> Result<Option<Trusted>> {
 
 /// Whether a runtime's tool guard is wired (in the project or the home
 /// directory).
-fn guard_installed(ctx: &Ctx) -> bool {
-    let bases: Vec<PathBuf> = [Some(ctx.store.root().to_path_buf()), ctx.home()]
+fn guard_installed(ctx: &Ctx) -> Result<bool> {
+    let bases: Vec<PathBuf> = [Some(ctx.store()?.root().to_path_buf()), ctx.home()]
         .into_iter()
         .flatten()
         .collect();
-    crate::hook::Runtime::ALL.into_iter().any(|runtime| {
+    Ok(crate::hook::Runtime::ALL.into_iter().any(|runtime| {
         bases.iter().any(|base| {
             crate::cmd::hooks::hook_file(runtime, base).is_some_and(|f| {
                 !f.guard_event.is_empty()
@@ -152,7 +152,7 @@ fn guard_installed(ctx: &Ctx) -> bool {
                     })
             })
         })
-    })
+    }))
 }
 
 /// The argv as one shell line, quoted where needed, as the guard reads

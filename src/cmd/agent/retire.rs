@@ -40,10 +40,17 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             tick: TickWire::of(&done),
         },
         || {
-            let what = done
-                .effect
-                .subject
-                .trim_start_matches(&format!("retire agent {agent}"));
+            let what = match &done.effect.what {
+                crate::op::Happened::Retired { released, .. } if !released.is_empty() => format!(
+                    ", released {}",
+                    released
+                        .iter()
+                        .map(|t| t.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                _ => String::new(),
+            };
             format!("Retired agent {agent}{what}.")
         },
     )?;

@@ -9,6 +9,7 @@ use sha2::{Digest, Sha256};
 use super::{code_now, fresh_id, target};
 use crate::cmd::TickWire;
 use crate::ctx::Ctx;
+use crate::error::Code;
 use crate::error::{Exit, Refusal};
 use crate::model::{Evidence, EvidenceKind, evidence::Artifact};
 use crate::op::Change;
@@ -70,7 +71,11 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             artifact: artifact.clone(),
         })?)
     })?;
-    let e = done.state.evidence.last().expect("the op added one record");
+    let e = done
+        .effect
+        .evidence
+        .last()
+        .expect("the op added one record");
     ctx.out.emit(
         &Wire {
             evidence: e,
@@ -92,14 +97,14 @@ fn hash_file(ctx: &Ctx, typed: &str) -> Result<Artifact> {
     let bytes = std::fs::read(&path).map_err(|e| {
         anyhow::Error::new(
             Refusal::usage(
-                "bad-artifact",
+                Code::BadArtifact,
                 format!("cannot read the artifact {}: {e}", path.display()),
             )
             .with_hint("give the path of an existing file"),
         )
     })?;
     let shown = ctx
-        .store
+        .store()?
         .workdir()
         .and_then(|root| {
             let root = root.canonicalize().ok()?;

@@ -46,9 +46,11 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         .as_deref()
         .map(|t| snap.state.resolve_todo(t))
         .transpose()?;
-    let files = ctx.store.read_files_under(snap.tip.tree, files::EVIDENCE)?;
+    let files = ctx
+        .store()?
+        .read_files_under(snap.tip.tree, files::EVIDENCE)?;
     let all = files::decode_evidence(files.iter().map(|(p, b)| (p.as_str(), b.as_slice())))?;
-    let head = ctx.store.head();
+    let head = ctx.store()?.head();
     let mut rows: Vec<Row> = all
         .iter()
         .rev()

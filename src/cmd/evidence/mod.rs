@@ -29,9 +29,10 @@ pub fn run(ctx: &Ctx, c: &Command) -> Result<Exit> {
 
 /// The project's code right now: HEAD and whether the worktree is dirty.
 pub fn code_now(ctx: &Ctx) -> Code {
+    let store = ctx.store().ok();
     Code {
-        head: ctx.store.head(),
-        dirty: git::is_dirty(ctx.store.workdir()),
+        head: store.and_then(|s| s.head()),
+        dirty: git::is_dirty(store.and_then(|s| s.workdir())),
     }
 }
 

@@ -79,7 +79,11 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             artifact: None,
         })?)
     })?;
-    let e = done.state.evidence.last().expect("the op added one record");
+    let e = done
+        .effect
+        .evidence
+        .last()
+        .expect("the op added one record");
     let passed = record.passed();
     ctx.out.emit(
         &Wire {

@@ -43,16 +43,20 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             note: args.note.clone(),
         })?)
     })?;
-    let Change::GateAnswer { gate, choice, .. } = &done.op.change else {
-        unreachable!("built a GateAnswer")
-    };
+    let gate = done.effect.what.gate().expect("gate.answer names its gate");
     let g = &done.state.gates[gate];
     ctx.out.emit(
         &Wire {
             gate: GateRef::of(g),
             tick: TickWire::of(&done),
         },
-        || format!("Answered {gate}: {}. \"{}\"", choice.trim(), g.question),
+        || {
+            format!(
+                "Answered {gate}: {}. \"{}\"",
+                g.answer.as_ref().map_or("", |a| a.choice.as_str()),
+                g.question
+            )
+        },
     )?;
     Ok(Exit::Ok)
 }

@@ -6,6 +6,7 @@ use serde::Serialize;
 use super::GateRef;
 use crate::cmd::{TickWire, pick_goal, slug};
 use crate::ctx::Ctx;
+use crate::error::Code;
 use crate::error::{Exit, Refusal};
 use crate::model::{AgentId, Blocks, GateId, GateKind, State, id::RANDOM_HEX};
 use crate::op::Change;
@@ -69,9 +70,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             blocks,
         })?)
     })?;
-    let Change::GateOpen { gate, .. } = &done.op.change else {
-        unreachable!("built a GateOpen")
-    };
+    let gate = done.effect.what.gate().expect("gate.open names its gate");
     let g = &done.state.gates[gate];
     ctx.out.emit(
         &Wire {
@@ -99,7 +98,7 @@ fn parse_blocks(state: &State, s: &str) -> Result<Blocks, Refusal> {
         Some(("agent", id)) => Ok(Blocks::Agent(slug("agent", id, AgentId::new)?)),
         Some(("todo", id)) => Ok(Blocks::Todo(state.resolve_todo(id)?)),
         _ => Err(Refusal::usage(
-            "bad-scope",
+            Code::BadScope,
             format!("{s:?} is not a gate scope: use goal, agent:ID or todo:ID"),
         )),
     }

@@ -31,9 +31,11 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         let gate = state.resolve_gate(&args.id)?;
         Ok(ctx.op(Change::GateWithdraw { gate })?)
     })?;
-    let Change::GateWithdraw { gate } = &done.op.change else {
-        unreachable!("built a GateWithdraw")
-    };
+    let gate = done
+        .effect
+        .what
+        .gate()
+        .expect("gate.withdraw names its gate");
     let g = &done.state.gates[gate];
     ctx.out.emit(
         &Wire {

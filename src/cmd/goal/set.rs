@@ -7,7 +7,7 @@ use crate::cmd::TickWire;
 use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::model::{GoalId, GoalStatus};
-use crate::op::Change;
+use crate::op::{Change, Happened};
 use crate::time::Span;
 use crate::tx;
 
@@ -56,22 +56,15 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             quota_window: args.quota_window,
         })?)
     })?;
-    let Change::GoalSet { goal, .. } = &done.op.change else {
-        unreachable!("built a GoalSet")
+    let Happened::GoalSet { goal, changed } = &done.effect.what else {
+        unreachable!("a goal.set op reports GoalSet")
     };
     ctx.out.emit(
         &Wire {
             goal,
             tick: TickWire::of(&done),
         },
-        || {
-            format!(
-                "Updated goal {goal}: {}.",
-                done.effect
-                    .subject
-                    .trim_start_matches(&format!("goal set {goal} "))
-            )
-        },
+        || format!("Updated goal {goal}: {}.", changed.join(" ")),
     )?;
     Ok(Exit::Ok)
 }

@@ -12,7 +12,7 @@ use super::{
     GIT_HOOKS, GIT_MARKER, Scope, Which, backup_path, base, git_hooks_dir, hook_file, owned,
     read_json, shown,
 };
-use crate::ctx::Bare;
+use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::hook::Runtime;
 
@@ -77,9 +77,9 @@ fn trust(runtime: Runtime, scope: Scope) -> Option<&'static str> {
     }
 }
 
-pub fn run(bare: &Bare, args: &Args) -> Result<Exit> {
-    let base = base(bare, args.scope)?;
-    let loopx = on_path(bare.env.get("PATH").unwrap_or(""), "loopx");
+pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
+    let base = base(ctx, args.scope)?;
+    let loopx = on_path(ctx.env.get("PATH").unwrap_or(""), "loopx");
     let mut checks = Vec::new();
     for runtime in args.runtime.runtimes() {
         if let Some(file) = hook_file(runtime, &base) {
@@ -89,7 +89,7 @@ pub fn run(bare: &Bare, args: &Args) -> Result<Exit> {
             }
             checks.push(c);
         } else if args.scope == Scope::Project {
-            checks.push(check_git(bare, &base));
+            checks.push(check_git(ctx, &base));
         }
     }
     let wired = checks.iter().any(|c| !c.events.is_empty());
@@ -99,7 +99,7 @@ pub fn run(bare: &Bare, args: &Args) -> Result<Exit> {
         ok,
         checks,
     };
-    bare.out.emit(&wire, || human(&wire, wired))?;
+    ctx.out.emit(&wire, || human(&wire, wired))?;
     Ok(if ok { Exit::Ok } else { Exit::Error })
 }
 
@@ -222,7 +222,7 @@ fn check_json(runtime: Runtime, path: &Path, base: &Path) -> Check {
     c
 }
 
-fn check_git(bare: &Bare, base: &Path) -> Check {
+fn check_git(ctx: &Ctx, base: &Path) -> Check {
     let mut c = Check {
         runtime: "git",
         file: "-".to_owned(),
@@ -231,7 +231,7 @@ fn check_git(bare: &Bare, base: &Path) -> Check {
         problems: Vec::new(),
         trust: None,
     };
-    let dir = match git_hooks_dir(bare) {
+    let dir = match git_hooks_dir(ctx) {
         Ok(d) => d,
         Err(e) => {
             c.problems.push(format!("{e:#}"));

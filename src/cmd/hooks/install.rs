@@ -10,7 +10,8 @@ use super::{
     CODEX_MCP, CURSOR_RULE, Change, GIT_HOOKS, GIT_MARKER, HookFile, Scope, Which, backup_path,
     base, git_hooks_dir, hook_file, merge, pretty, read_json, shown, write_atomic,
 };
-use crate::ctx::Bare;
+use crate::ctx::Ctx;
+use crate::error::Code;
 use crate::error::{Exit, Refusal};
 use crate::hook::Runtime;
 
@@ -49,8 +50,8 @@ struct Wire<'a> {
     changes: &'a [Change],
 }
 
-pub fn run(bare: &Bare, args: &Args) -> Result<Exit> {
-    let base = base(bare, args.scope)?;
+pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
+    let base = base(ctx, args.scope)?;
     let mut changes = Vec::new();
     for runtime in args.runtime.runtimes() {
         if let Some(file) = hook_file(runtime, &base) {
@@ -77,22 +78,22 @@ pub fn run(bare: &Bare, args: &Args) -> Result<Exit> {
                 action: "skipped",
                 note: Some("git hooks belong to a repository: use --scope project".to_owned()),
             }),
-            Runtime::Git => changes.extend(install_git(bare, &base, args.dry_run)?),
+            Runtime::Git => changes.extend(install_git(ctx, &base, args.dry_run)?),
             _ => {}
         }
     }
-    report(bare, args.scope, args.dry_run, &changes)?;
+    report(ctx, args.scope, args.dry_run, &changes)?;
     Ok(Exit::Ok)
 }
 
 /// Prints the changes, one line each.
-pub fn report(bare: &Bare, scope: Scope, dry_run: bool, changes: &[Change]) -> Result<()> {
+pub fn report(ctx: &Ctx, scope: Scope, dry_run: bool, changes: &[Change]) -> Result<()> {
     let wire = Wire {
         scope,
         dry_run,
         changes,
     };
-    bare.out.emit(&wire, || {
+    ctx.out.emit(&wire, || {
         let mut s = String::new();
         for c in changes {
             let action = if dry_run && c.action != "unchanged" && c.action != "skipped" {
@@ -162,7 +163,7 @@ fn install_mcp(path: &Path, base: &Path, dry_run: bool) -> Result<Change> {
     };
     let mut doc: toml_edit::DocumentMut = old.as_deref().unwrap_or("").parse().map_err(|e| {
         Refusal::error(
-            "bad-settings",
+            Code::BadSettings,
             format!("{} is not valid TOML: {e}", path.display()),
         )
         .with_hint("fix it and run the command again; nothing was changed")
@@ -239,8 +240,8 @@ fn install_file(
 }
 
 /// The git shims, chaining a hook that is already there.
-fn install_git(bare: &Bare, base: &Path, dry_run: bool) -> Result<Vec<Change>> {
-    let dir = git_hooks_dir(bare)?;
+fn install_git(ctx: &Ctx, base: &Path, dry_run: bool) -> Result<Vec<Change>> {
+    let dir = git_hooks_dir(ctx)?;
     let mut changes = Vec::new();
     for (name, shim) in GIT_HOOKS {
         let path = dir.join(name);

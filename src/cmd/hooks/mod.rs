@@ -19,8 +19,8 @@ use anyhow::{Context, Result, anyhow};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::cli::Global;
-use crate::ctx::Bare;
+use crate::ctx::Ctx;
+use crate::error::Code;
 use crate::error::{Exit, Refusal};
 use crate::hook::Runtime;
 
@@ -31,12 +31,11 @@ pub enum Command {
     Doctor(doctor::Args),
 }
 
-pub fn run(global: &Global, c: &Command) -> Result<Exit> {
-    let bare = Bare::new(global.dir.clone(), global.format())?;
+pub fn run(ctx: &Ctx, c: &Command) -> Result<Exit> {
     match c {
-        Command::Install(a) => install::run(&bare, a),
-        Command::Uninstall(a) => uninstall::run(&bare, a),
-        Command::Doctor(a) => doctor::run(&bare, a),
+        Command::Install(a) => install::run(ctx, a),
+        Command::Uninstall(a) => uninstall::run(ctx, a),
+        Command::Doctor(a) => doctor::run(ctx, a),
     }
 }
 
@@ -142,15 +141,15 @@ pub const GIT_HOOKS: [(&str, &str); 2] = [
 pub const GIT_MARKER: &str = "# loopx-managed hook";
 
 /// Where a scope's files live: the repository's worktree root, or `HOME`.
-pub fn base(bare: &Bare, scope: Scope) -> Result<PathBuf> {
+pub fn base(ctx: &Ctx, scope: Scope) -> Result<PathBuf> {
     match scope {
-        Scope::User => bare.home().ok_or_else(|| {
-            Refusal::error("no-home", "HOME is not set, so there is no user scope")
+        Scope::User => ctx.home().ok_or_else(|| {
+            Refusal::error(Code::NoHome, "HOME is not set, so there is no user scope")
                 .with_hint("set HOME, or use --scope project")
                 .into()
         }),
         Scope::Project => {
-            let store = bare.store()?;
+            let store = ctx.store()?;
             Ok(store
                 .workdir()
                 .map_or_else(|| store.root().to_path_buf(), std::path::Path::to_path_buf))
@@ -160,12 +159,12 @@ pub fn base(bare: &Bare, scope: Scope) -> Result<PathBuf> {
 
 /// The git hooks directory: `core.hooksPath` (relative to the worktree
 /// root), else `hooks` in the common git dir.
-pub fn git_hooks_dir(bare: &Bare) -> Result<PathBuf> {
-    let store = bare.store()?;
+pub fn git_hooks_dir(ctx: &Ctx) -> Result<PathBuf> {
+    let store = ctx.store()?;
     Ok(match store.config("core.hooksPath") {
         Some(p) if !p.trim().is_empty() => {
             let p = p.trim();
-            let path = match (p.strip_prefix("~/"), bare.home()) {
+            let path = match (p.strip_prefix("~/"), ctx.home()) {
                 (Some(rest), Some(home)) => home.join(rest),
                 _ => PathBuf::from(p),
             };
@@ -385,7 +384,7 @@ pub fn read_json(path: &Path) -> Result<Option<(Vec<u8>, Value)>> {
     } else {
         serde_json::from_slice(&bytes).map_err(|e| {
             Refusal::error(
-                "bad-settings",
+                Code::BadSettings,
                 format!("{} is not valid JSON: {e}", path.display()),
             )
             .with_hint("fix it (or move it away) and run the command again; nothing was changed")

@@ -11,7 +11,7 @@ use super::{
     hollow, hook_file, is_loopx_server, pretty, prune_dirs, read_json, remove_owned, shown,
     write_atomic,
 };
-use crate::ctx::Bare;
+use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::hook::Runtime;
 
@@ -34,8 +34,8 @@ pub struct Args {
     pub dry_run: bool,
 }
 
-pub fn run(bare: &Bare, args: &Args) -> Result<Exit> {
-    let base = base(bare, args.scope)?;
+pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
+    let base = base(ctx, args.scope)?;
     let mut changes = Vec::new();
     for runtime in args.runtime.runtimes() {
         if let Some(file) = hook_file(runtime, &base) {
@@ -55,12 +55,12 @@ pub fn run(bare: &Bare, args: &Args) -> Result<Exit> {
                 }
             }
             Runtime::Git if args.scope == Scope::Project => {
-                changes.extend(uninstall_git(bare, &base, args.dry_run)?);
+                changes.extend(uninstall_git(ctx, &base, args.dry_run)?);
             }
             _ => {}
         }
     }
-    report(bare, args.scope, args.dry_run, &changes)?;
+    report(ctx, args.scope, args.dry_run, &changes)?;
     Ok(Exit::Ok)
 }
 
@@ -198,8 +198,8 @@ fn uninstall_file(
     }))
 }
 
-fn uninstall_git(bare: &Bare, base: &Path, dry_run: bool) -> Result<Vec<Change>> {
-    let dir = git_hooks_dir(bare)?;
+fn uninstall_git(ctx: &Ctx, base: &Path, dry_run: bool) -> Result<Vec<Change>> {
+    let dir = git_hooks_dir(ctx)?;
     let mut changes = Vec::new();
     for (name, _) in GIT_HOOKS {
         let path = dir.join(name);

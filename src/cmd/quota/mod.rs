@@ -9,6 +9,7 @@ use anyhow::Result;
 use sha2::{Digest, Sha256};
 
 use crate::ctx::Ctx;
+use crate::error::Code;
 use crate::error::{Exit, Refusal};
 use crate::model::{AgentId, GoalId, quota::TurnToken};
 use crate::store::Tip;
@@ -57,7 +58,7 @@ pub fn new_token(
 
 /// Parses `--turn TOKEN` (exit 2 when malformed).
 pub fn parse_token(s: &str) -> Result<TurnToken, Refusal> {
-    TurnToken::parse(s).map_err(|e| Refusal::usage("bad-token", e))
+    TurnToken::parse(s).map_err(|e| Refusal::usage(Code::BadToken, e))
 }
 
 /// The acting agent must be the token's agent.
@@ -66,11 +67,11 @@ pub fn own_token(ctx: &Ctx, token: &TurnToken) -> Result<(), Refusal> {
     match actor.agent() {
         Some(a) if *a == token.agent => Ok(()),
         Some(a) => Err(Refusal::conflict(
-            "not-your-turn",
+            Code::NotYourTurn,
             format!("the turn token belongs to {}, not {a}", token.agent),
         )),
         None => Err(Refusal::rule(
-            "agents-only",
+            Code::AgentsOnly,
             "only a registered agent may spend a slot: claims belong to registered agents",
         )
         .with_hint("pass --agent ID (or set LOOPX_AGENT)")),

@@ -7,6 +7,7 @@ use serde::Serialize;
 use super::new_token;
 use crate::cmd::pick_goal;
 use crate::ctx::Ctx;
+use crate::error::Code;
 use crate::error::{Exit, Refusal};
 use crate::model::{AgentId, GateId, GoalId, TodoId};
 use crate::op::{short, turn};
@@ -83,7 +84,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let actor = ctx.actor()?;
     let Some(agent) = actor.agent() else {
         return Err(Refusal::rule(
-            "agents-only",
+            Code::AgentsOnly,
             "should-run answers for an agent, and no agent is acting",
         )
         .with_hint("pass --agent ID (or set LOOPX_AGENT); humans read `loopx status`")

@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::cmd::{TickWire, slug};
 use crate::ctx::Ctx;
-use crate::error::{Exit, Refusal};
+use crate::error::{Code, Exit, Refusal};
 use crate::model::SignerName;
 use crate::op::Change;
 use crate::trust::{self, AllowedSigners};
@@ -49,14 +49,14 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         .with_context(|| format!("reading the public key {}", path.display()))?;
     if text.contains("PRIVATE KEY") {
         return Err(Refusal::usage(
-            "bad-key",
+            Code::BadKey,
             format!("{} is a private key: never put it in the state", path.display()),
         )
         .with_hint("pass the public half, the file ending in .pub")
         .into());
     }
     let key = trust::normalize_key(&text).map_err(|e| {
-        Refusal::usage("bad-key", format!("{} is not a usable public key: {e}", path.display()))
+        Refusal::usage(Code::BadKey, format!("{} is not a usable public key: {e}", path.display()))
             .with_hint("pass an ed25519 or ECDSA public key (or its sk- FIDO form), e.g. ~/.ssh/id_ed25519.pub")
     })?;
     let done = tx::commit(ctx, |_| {
@@ -66,7 +66,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         })?)
     })?;
     let fingerprint = trust::fingerprint(&key).map_err(|e| anyhow::anyhow!(e))?;
-    let signers = AllowedSigners::load(&ctx.store, ctx.home().as_deref())?;
+    let signers = AllowedSigners::load(ctx)?;
     let trusted_here = signers.trusts(&key).is_some();
     ctx.out.emit(
         &Wire {

@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::cmd::slug;
 use crate::ctx::{Caller, Ctx};
-use crate::error::{Exit, Refusal};
+use crate::error::{Code, Exit, Refusal};
 use crate::model::SignerName;
 use crate::trust::{self, AllowedSigners, allowed};
 use crate::tx;
@@ -43,7 +43,7 @@ struct Wire<'a> {
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     if *ctx.caller() != Caller::Human {
         return Err(Refusal::rule(
-            "humans-only",
+            Code::HumansOnly,
             "only a human may change which keys this machine trusts, and this process is an agent",
         )
         .with_hint("ask a human to run `loopx signer trust NAME` from their own shell")
@@ -53,18 +53,18 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let snap = tx::load(ctx)?;
     let Some(signer) = snap.state.signers.get(&name) else {
         return Err(Refusal::error(
-            "unknown-signer-name",
+            Code::UnknownSignerName,
             format!("no signer {name} is announced in the state"),
         )
         .with_hint("`loopx signer list` shows them; the signer announces a key with `loopx signer announce NAME --key FILE.pub`")
         .into());
     };
     let fingerprint = trust::fingerprint(&signer.key).map_err(|e| anyhow::anyhow!(e))?;
-    let signers = AllowedSigners::load(&ctx.store, ctx.home().as_deref())?;
+    let signers = AllowedSigners::load(ctx)?;
     match &args.fingerprint {
         Some(want) if want.trim() != fingerprint => {
             return Err(Refusal::rule(
-                "fingerprint-mismatch",
+                Code::FingerprintMismatch,
                 format!("{name}'s announced key is {fingerprint}, not {}", want.trim()),
             )
             .with_hint("the announcement may not be theirs: ask the signer for `ssh-keygen -lf KEY.pub`; nothing was trusted")
@@ -74,7 +74,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         None => {
             if !std::io::stdin().is_terminal() {
                 return Err(Refusal::usage(
-                    "confirm-fingerprint",
+                    Code::ConfirmFingerprint,
                     format!("{name}'s key is {fingerprint}; without a terminal to ask, pass it to confirm"),
                 )
                 .with_hint(format!("check it with the signer, then `loopx signer trust {name} --fingerprint {fingerprint}`"))
@@ -92,16 +92,16 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             let mut line = String::new();
             std::io::stdin().lock().read_line(&mut line)?;
             if !matches!(line.trim(), "y" | "Y" | "yes") {
-                return Err(Refusal::rule("not-confirmed", "nothing was trusted").into());
+                return Err(Refusal::rule(Code::NotConfirmed, "nothing was trusted").into());
             }
         }
     }
     let path = match &signers.path {
         Some(p) => p.clone(),
         None => {
-            let p = ctx.store.common_dir().join("loopx").join("allowed_signers");
+            let p = ctx.store()?.common_dir().join("loopx").join("allowed_signers");
             crate::git::output(
-                ctx.store.common_dir(),
+                ctx.store()?.common_dir(),
                 &[
                     "config",
                     "--local",

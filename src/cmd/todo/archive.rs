@@ -5,6 +5,7 @@ use serde::Serialize;
 
 use crate::cmd::{TickWire, pick_goal};
 use crate::ctx::Ctx;
+use crate::error::Code;
 use crate::error::{Exit, Refusal};
 use crate::model::{TodoId, TodoStatus};
 use crate::op::Change;
@@ -41,19 +42,17 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             .map(|t| t.id.clone())
             .collect();
         if todos.is_empty() {
-            return Err(
-                Refusal::rule("nothing-to-archive", "there are no done todos to archive")
-                    .with_hint(
-                        "only done todos move to the archive; `loopx todo list --all` shows them",
-                    )
-                    .into(),
-            );
+            return Err(Refusal::rule(
+                Code::NothingToArchive,
+                "there are no done todos to archive",
+            )
+            .with_hint("only done todos move to the archive; `loopx todo list --all` shows them")
+            .into());
         }
         Ok(ctx.op(Change::TodoArchive { todos })?)
     })?;
-    let Change::TodoArchive { todos } = &done.op.change else {
-        unreachable!("built a TodoArchive")
-    };
+    let todos: Vec<_> = done.effect.archived.keys().cloned().collect();
+    let todos = &todos;
     ctx.out.emit(
         &Wire {
             archived: todos,

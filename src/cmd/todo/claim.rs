@@ -7,9 +7,10 @@ use serde::Serialize;
 use super::{TodoRef, report};
 use crate::cmd::{TickWire, pick_goal};
 use crate::ctx::Ctx;
+use crate::error::Code;
 use crate::error::{Exit, Refusal};
 use crate::model::{Todo, TodoId};
-use crate::op::{Change, rules};
+use crate::op::{Change, Happened, rules};
 use crate::sync::{self, Rejected, Report};
 use crate::time::Span;
 use crate::tx;
@@ -64,7 +65,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     } else if args.no_sync {
         false
     } else {
-        ctx.store.config_bool("loopx.claimSync").unwrap_or(false)
+        ctx.config()?.claim_sync
     };
     if synced {
         // Claim against the freshest state there is.
@@ -109,9 +110,9 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             .as_ref()
             .map(|c| c.lease_until.to_string())
             .unwrap_or_default();
-        let verb = match done.effect.subject.split(' ').next() {
-            Some("renew") => "Renewed",
-            Some("steal") => "Took over",
+        let verb = match done.effect.what {
+            Happened::Renewed { .. } => "Renewed",
+            Happened::Stole { .. } => "Took over",
             _ => "Claimed",
         };
         format!(
@@ -137,7 +138,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         // Another machine may have finished and archived it meanwhile.
         let t = state.todos.get(id).cloned().ok_or_else(|| {
             crate::error::Refusal::error(
-                "unknown-todo",
+                Code::UnknownTodo,
                 format!("{id} left the live state during the sync (done and archived elsewhere)"),
             )
             .with_hint(format!("`loopx todo show {id}` finds it in the archive"))

@@ -7,6 +7,7 @@ use super::TodoRef;
 use crate::cmd::TickWire;
 use crate::cmd::evidence::{code_now, fresh_id};
 use crate::ctx::Ctx;
+use crate::error::Code;
 use crate::error::Exit;
 use crate::error::Refusal;
 use crate::model::EvidenceKind;
@@ -55,10 +56,11 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     // Code from the shared state runs only when this machine trusts it.
     crate::trust::validation::allow(ctx, &snap.state, todo)?;
     // The validation runs once, before the tick; retries reuse its result.
+    let root = ctx.store()?.root();
     let validation = todo.validate.as_ref().map(|v| {
         ctx.out
             .status(&format!("Validating {id}: {}", v.argv.join(" ")));
-        ctx.run_command(&v.argv, ctx.store.root(), v.timeout)
+        ctx.run_command(&v.argv, root, v.timeout)
     });
     if let Some(run) = validation.as_ref().filter(|r| !r.passed()) {
         // A failed validation is evidence, not a completion.
@@ -77,7 +79,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         })?;
         let shown: String = run.last_lines(5).iter().map(|l| format!("\n{l}")).collect();
         return Err(Refusal::rule(
-            "validation-failed",
+            Code::ValidationFailed,
             format!(
                 "{id} is not done: its validation `{}` failed ({}){shown}",
                 run.argv.join(" "),

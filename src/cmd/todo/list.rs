@@ -6,6 +6,7 @@ use serde::Serialize;
 use super::TodoRef;
 use crate::cmd::pick_goal;
 use crate::ctx::{Caller, Ctx};
+use crate::error::Code;
 use crate::error::{Exit, Refusal};
 use crate::model::{AgentStatus, GoalId, Priority, State, Todo, TodoStatus};
 use crate::op::rules;
@@ -61,7 +62,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         Caller::Agent(id) if args.ready || args.mine => Some(rules::registered(state, id)?),
         _ if args.mine => {
             return Err(Refusal::usage(
-                "agents-only",
+                Code::AgentsOnly,
                 "--mine lists an agent's claims, and no agent is acting",
             )
             .with_hint("pass --agent ID or set LOOPX_AGENT")

@@ -4,6 +4,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::ctx::{Caller, Ctx};
+use crate::error::Code;
 use crate::error::Exit;
 use crate::model::{Todo, files};
 use crate::op::rules;
@@ -43,7 +44,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let archive;
     let (t, archived) = match state.resolve_todo(&args.id) {
         Ok(id) => (&state.todos[&id], false),
-        Err(live) if live.code == "unknown-id" => {
+        Err(live) if live.code == Code::UnknownId => {
             archive = tx::load_archive(ctx, &snap)?;
             let id = crate::model::resolve_todo_in(&archive, &args.id).map_err(|_| live)?;
             (&archive[&id], true)

@@ -7,7 +7,7 @@ use serde::Serialize;
 use super::TodoRef;
 use crate::cmd::TickWire;
 use crate::ctx::Ctx;
-use crate::error::{Exit, Refusal};
+use crate::error::{Code, Exit, Refusal};
 use crate::op::Change;
 use crate::op::signer::validation_digest;
 use crate::trust::{self, AllowedSigners, validation::shell_words};
@@ -42,7 +42,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         let todo = state.resolve_todo(&args.id)?;
         let Some(v) = &state.todos[&todo].validate else {
             return Err(Refusal::rule(
-                "no-validation",
+                Code::NoValidation,
                 format!("{todo} has no validation command to trust"),
             )
             .into());
@@ -53,7 +53,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let id = done.op.change.todo().expect("names its todo");
     let t = &done.state.todos[id];
     let argv = t.validate.as_ref().map(|v| v.argv.as_slice()).unwrap_or(&[]);
-    let signers = AllowedSigners::load(&ctx.store, ctx.home().as_deref())?;
+    let signers = AllowedSigners::load(ctx)?;
     let signature = trust::describe(done.op.signature.as_deref(), &signers);
     ctx.out.emit(
         &Wire {

@@ -4,6 +4,7 @@ use anyhow::Result;
 
 use super::{report, tick_on};
 use crate::ctx::Ctx;
+use crate::error::Code;
 use crate::error::{Exit, Refusal};
 use crate::model::TodoStatus;
 use crate::op::Change;
@@ -26,9 +27,11 @@ pub struct Args {
 
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     if args.status.is_none() && args.note.is_none() {
-        return Err(
-            Refusal::usage("nothing-to-update", "todo update needs --status or --note").into(),
-        );
+        return Err(Refusal::usage(
+            Code::NothingToUpdate,
+            "todo update needs --status or --note",
+        )
+        .into());
     }
     let done = tick_on(ctx, &args.held, |_, todo, epoch| Change::TodoUpdate {
         todo,

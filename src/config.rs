@@ -1,0 +1,99 @@
+//! The `loopx.*` git settings, read once per invocation into a plain
+//! [`Config`] and passed down: nothing else reads them. (`loopx.ref` is the
+//! one exception: the store needs it to know where the state lives before
+//! anything else can be read; `store.rs` resolves it when it opens.)
+//!
+//! Settings come from git's own config files (system, global, local), never
+//! from the shared state, so a machine's behaviour is decided on that
+//! machine.
+
+use crate::store::Store;
+
+/// Ticks between background repacks when git config says nothing.
+pub const AUTO_PACK: u64 = 200;
+/// How many times the Stop hook sends an agent back to work in one session
+/// when git config says nothing: below Cursor's default loop limit (5) and
+/// Claude Code's own cap (8).
+pub const STOP_CONTINUATIONS: u32 = 3;
+
+/// Every `loopx.*` setting this binary reads, resolved.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// `loopx.remote`: the remote `sync` uses when none is named.
+    pub remote: String,
+    /// `loopx.goal`: the goal commands act on when `--goal` is not given.
+    pub goal: Option<String>,
+    /// `loopx.claimSync`: `todo claim` syncs by default.
+    pub claim_sync: bool,
+    /// `loopx.autoPack`: ticks between background repacks (0: never).
+    pub auto_pack: u64,
+    /// `loopx.stopContinuations`: the Stop hook's limit per session.
+    pub stop_continuations: u32,
+    /// `loopx.allowedSignersFile`, else git's `gpg.ssh.allowedSignersFile`:
+    /// the keys this machine trusts to sign human acts (as written; `trust`
+    /// expands `~/` and relative paths).
+    pub allowed_signers_file: Option<String>,
+    /// `loopx.signingKey`, else git's `user.signingKey` when `gpg.format`
+    /// is `ssh`: the key this human signs with.
+    pub signing_key: Option<String>,
+    /// git's `gpg.ssh.program` (default `ssh-keygen`).
+    pub ssh_program: Option<String>,
+    /// `loopx.runValidations = all`: every validation from the state runs.
+    pub run_all_validations: bool,
+    /// `loopx.signaturesFrom`: the last commit whose human acts sync
+    /// accepts unsigned (history from before signing was turned on).
+    pub signatures_from: Option<String>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            remote: "origin".to_owned(),
+            goal: None,
+            claim_sync: false,
+            auto_pack: AUTO_PACK,
+            stop_continuations: STOP_CONTINUATIONS,
+            allowed_signers_file: None,
+            signing_key: None,
+            ssh_program: None,
+            run_all_validations: false,
+            signatures_from: None,
+        }
+    }
+}
+
+impl Config {
+    /// Reads the settings from the repository's git config. A value that
+    /// does not parse falls back to the default, as git does for unknown
+    /// settings of other tools.
+    pub fn read(store: &Store) -> Config {
+        let d = Config::default();
+        let text = |key: &str| {
+            store
+                .config(key)
+                .map(|v| v.trim().to_owned())
+                .filter(|v| !v.is_empty())
+        };
+        Config {
+            remote: text("loopx.remote").unwrap_or(d.remote),
+            goal: text("loopx.goal"),
+            claim_sync: store.config_bool("loopx.claimSync").unwrap_or(d.claim_sync),
+            auto_pack: text("loopx.autoPack")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(d.auto_pack),
+            stop_continuations: text("loopx.stopContinuations")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(d.stop_continuations),
+            allowed_signers_file: text("loopx.allowedSignersFile")
+                .or_else(|| text("gpg.ssh.allowedSignersFile")),
+            signing_key: text("loopx.signingKey").or_else(|| {
+                (text("gpg.format").as_deref() == Some("ssh"))
+                    .then(|| text("user.signingKey"))
+                    .flatten()
+            }),
+            ssh_program: text("gpg.ssh.program"),
+            run_all_validations: text("loopx.runValidations").as_deref() == Some("all"),
+            signatures_from: text("loopx.signaturesFrom"),
+        }
+    }
+}
