@@ -434,3 +434,183 @@ fn bad_signature(op: &Op, why: &str) -> Refusal {
     )
     .with_hint("a human act is signed against the state it changes: run the command again to sign it anew; nothing was changed")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{AgentId, GoalId, OpId};
+    use crate::time::Timestamp;
+
+    /// Signs `record` with a fresh ed25519 key made by `ssh-keygen` in
+    /// `dir`; None (skipped, said so) where OpenSSH is missing.
+    fn keygen(dir: &std::path::Path) -> Option<std::path::PathBuf> {
+        let key = dir.join("key");
+        let made = std::process::Command::new("ssh-keygen")
+            .args(["-q", "-t", "ed25519", "-N", "", "-C", "t", "-f"])
+            .arg(&key)
+            .status();
+        match made {
+            Ok(s) if s.success() => Some(key),
+            _ => {
+                eprintln!("skipped: ssh-keygen is not installed (apt-get install openssh-client)");
+                None
+            }
+        }
+    }
+
+    fn sign_file(key: &std::path::Path, record: &[u8]) -> String {
+        use std::io::Write;
+        let mut child = std::process::Command::new("ssh-keygen")
+            .args(["-Y", "sign", "-n", NAMESPACE, "-f"])
+            .arg(key)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(record).unwrap();
+        let out = child.wait_with_output().unwrap();
+        encode(&String::from_utf8_lossy(&out.stdout)).unwrap()
+    }
+
+    fn t(s: &str) -> Timestamp {
+        Timestamp::parse(s).unwrap()
+    }
+
+    fn op(at: &str, change: Change) -> Op {
+        Op {
+            id: OpId::from_hex(&format!("{:016x}", at.len() * 7 + change.kind().len())),
+            at: t(at),
+            actor: Actor::Human {
+                name: "Ada".into(),
+                email: "ada@example.com".into(),
+            },
+            signature: None,
+            change,
+        }
+    }
+
+    fn board() -> State {
+        let mut s = State::default();
+        let init = op(
+            "2026-11-30T09:00:00Z",
+            Change::Init {
+                goal: Some(GoalId::new("main").unwrap()),
+                objective: Some("Ship".into()),
+            },
+        );
+        op::apply(&mut s, &init).unwrap();
+        s
+    }
+
+    fn pause(at: &str, status: crate::model::GoalStatus) -> Op {
+        op(
+            at,
+            Change::GoalSet {
+                goal: GoalId::new("main").unwrap(),
+                objective: None,
+                status: Some(status),
+                scope: None,
+                guards: None,
+                quota_slots: None,
+                quota_window: None,
+            },
+        )
+    }
+
+    fn signed(key: &std::path::Path, state: &State, mut o: Op) -> Op {
+        let mut after = state.clone();
+        op::apply(&mut after, &o).unwrap();
+        o.signature = Some(sign_file(key, &record(state, &after, &o)));
+        o
+    }
+
+    fn allowed(key: &std::path::Path) -> AllowedSigners {
+        let public = std::fs::read_to_string(key.with_extension("pub")).unwrap();
+        AllowedSigners::parse(&format!("ada {public}"))
+    }
+
+    #[test]
+    fn a_signed_act_applies_once_and_only_as_signed() {
+        let dir = tempfile::tempdir().unwrap();
+        let Some(key) = keygen(dir.path()) else { return };
+        let signers = allowed(&key);
+        let mut state = board();
+        let paused = signed(&key, &state, pause("2026-11-30T09:01:00Z", crate::model::GoalStatus::Paused));
+        let by = check_op(&state, &paused, &signers).unwrap().unwrap();
+        assert_eq!(by.principal.as_deref(), Some("ada"));
+        op::apply(&mut state, &paused).unwrap();
+        let resumed = signed(&key, &state, pause("2026-11-30T09:02:00Z", crate::model::GoalStatus::Active));
+        op::apply(&mut state, &resumed).unwrap();
+        // The old signed pause, replayed later: its files moved on.
+        let err = check_op(&state, &paused, &signers).unwrap_err();
+        assert_eq!(err.code, Code::BadSignature);
+        // Altered after signing: the same signature no longer fits.
+        let mut altered = resumed.clone();
+        altered.change = pause("2026-11-30T09:02:00Z", crate::model::GoalStatus::Done).change;
+        let err = check_op(&state, &altered, &signers).unwrap_err();
+        assert_eq!(err.code, Code::BadSignature);
+        // Unsigned is refused only where someone is trusted.
+        let plain = pause("2026-11-30T09:03:00Z", crate::model::GoalStatus::Paused);
+        assert_eq!(check_op(&state, &plain, &signers).unwrap_err().code, Code::Unsigned);
+        assert_eq!(check_op(&state, &plain, &AllowedSigners::none()).unwrap(), None);
+        // A valid signature by a key nobody listed counts for nothing.
+        let stranger_dir = tempfile::tempdir().unwrap();
+        let stranger = keygen(stranger_dir.path()).unwrap();
+        let by_stranger = signed(&stranger, &state, plain.clone());
+        assert_eq!(
+            check_op(&state, &by_stranger, &signers).unwrap_err().code,
+            Code::UnknownSigner
+        );
+        // Agents' ops are not human acts and need nothing.
+        let mut agent_op = plain;
+        agent_op.actor = Actor::Agent(AgentId::new("agent-a").unwrap());
+        agent_op.change = Change::AgentRegister {
+            agent: AgentId::new("agent-a").unwrap(),
+            runtime: crate::model::Runtime::Custom,
+            capabilities: Vec::new(),
+        };
+        assert_eq!(check_op(&state, &agent_op, &signers).unwrap(), None);
+    }
+
+    #[test]
+    fn a_fido_signature_without_user_presence_is_refused() {
+        use ssh_key::public::{Ed25519PublicKey, KeyData, SkEd25519};
+        let key = KeyData::SkEd25519(SkEd25519::new(Ed25519PublicKey([7u8; 32]), String::from("ssh:")));
+        // 64 bytes of signature, then flags 0 (no user presence), counter 1.
+        let mut bytes = vec![0u8; 64];
+        bytes.extend([0u8, 0, 0, 0, 1]);
+        let sig = ssh_key::Signature::new(Algorithm::SkEd25519, bytes).unwrap();
+        let sshsig = SshSig::new(key, NAMESPACE, HashAlg::Sha512, sig).unwrap();
+        let err = verify(&sshsig, b"record").unwrap_err();
+        assert!(err.contains("user presence"), "{err}");
+    }
+
+    #[test]
+    #[ignore = "a measurement, not a test: cargo test --release --lib trust::tests::measure -- --ignored --nocapture"]
+    fn measure_verification() {
+        let dir = tempfile::tempdir().unwrap();
+        let Some(key) = keygen(dir.path()) else { return };
+        let signers = allowed(&key);
+        let state = board();
+        let o = signed(&key, &state, pause("2026-11-30T09:01:00Z", crate::model::GoalStatus::Paused));
+        let n = 2000u32;
+        let started = std::time::Instant::now();
+        for _ in 0..n {
+            check_op(&state, &o, &signers).unwrap();
+        }
+        let each = started.elapsed() / n;
+        let sig = decode(o.signature.as_deref().unwrap()).unwrap();
+        let mut after = state.clone();
+        op::apply(&mut after, &o).unwrap();
+        let rec = record(&state, &after, &o);
+        let started = std::time::Instant::now();
+        for _ in 0..n {
+            verify(&sig, &rec).unwrap();
+        }
+        eprintln!(
+            "check_op: {each:?} per op; signature verification alone: {:?}",
+            started.elapsed() / n
+        );
+    }
+}
