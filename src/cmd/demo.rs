@@ -221,7 +221,16 @@ impl Demo {
         std::fs::create_dir_all(&dir)?;
         let key = dir.join("ada");
         let made = Command::new("ssh-keygen")
-            .args(["-q", "-t", "ed25519", "-N", "", "-C", "ada@example.com", "-f"])
+            .args([
+                "-q",
+                "-t",
+                "ed25519",
+                "-N",
+                "",
+                "-C",
+                "ada@example.com",
+                "-f",
+            ])
             .arg(&key)
             .stdin(Stdio::null())
             .output();
@@ -254,7 +263,11 @@ impl Demo {
         let allowed = self.root.join("allowed_signers");
         self.git(
             &self.machine("machine-a"),
-            &["config", "loopx.allowedSignersFile", &allowed.to_string_lossy()],
+            &[
+                "config",
+                "loopx.allowedSignersFile",
+                &allowed.to_string_lossy(),
+            ],
         )?;
         Ok(Some((public, fingerprint)))
     }
@@ -492,7 +505,9 @@ impl Demo {
             "--done",
         ];
         self.loopx("machine-b", Some("tester"), &settle, &[3])?;
-        self.say("  Machine B's owner lets the team's checks run: git config loopx.runValidations all");
+        self.say(
+            "  Machine B's owner lets the team's checks run: git config loopx.runValidations all",
+        );
         self.git(
             &self.machine("machine-b"),
             &["config", "loopx.runValidations", "all"],

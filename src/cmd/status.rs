@@ -335,10 +335,7 @@ fn human(w: &Wire, now: Timestamp) -> String {
 /// turn signing on.
 fn unsigned_hint_once(ctx: &Ctx) {
     let Ok(store) = ctx.store() else { return };
-    let marker = store
-        .common_dir()
-        .join("loopx")
-        .join("unsigned-hint-shown");
+    let marker = store.common_dir().join("loopx").join("unsigned-hint-shown");
     if marker.exists() {
         return;
     }

@@ -279,7 +279,12 @@ fn git_globals<'a, 'b>(args: &'b [&'a str]) -> &'b [&'a str] {
         }
         let takes_value = matches!(
             *a,
-            "-C" | "-c" | "--git-dir" | "--work-tree" | "--namespace" | "--config-env" | "--super-prefix"
+            "-C" | "-c"
+                | "--git-dir"
+                | "--work-tree"
+                | "--namespace"
+                | "--config-env"
+                | "--super-prefix"
         );
         i += if takes_value { 2 } else { 1 };
     }

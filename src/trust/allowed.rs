@@ -11,8 +11,8 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use ssh_key::public::KeyData;
 use ssh_key::PublicKey;
+use ssh_key::public::KeyData;
 
 use crate::ctx::Ctx;
 use crate::time::Timestamp;
@@ -57,7 +57,8 @@ impl AllowedSigners {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
             Err(e) => {
-                return Err(e).with_context(|| format!("reading allowed signers {}", path.display()));
+                return Err(e)
+                    .with_context(|| format!("reading allowed signers {}", path.display()));
             }
         };
         let mut out = Self::parse(&text);
@@ -129,7 +130,11 @@ pub fn configured_path(ctx: &Ctx) -> Result<Option<PathBuf>> {
     let Some(raw) = ctx.config()?.allowed_signers_file.clone() else {
         return Ok(None);
     };
-    Ok(Some(expand(&raw, ctx.home().as_deref(), ctx.store()?.root())))
+    Ok(Some(expand(
+        &raw,
+        ctx.home().as_deref(),
+        ctx.store()?.root(),
+    )))
 }
 
 /// Expands `~/` (from HOME) and makes a relative path relative to `base`.
@@ -278,7 +283,8 @@ fn parse_time(v: &str) -> Result<Timestamp, String> {
 mod tests {
     use super::*;
 
-    const KEY: &str = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJRqOlZ4qkWVuwIN6zT8Rtnu8VP+zkcei4lRZKsBty30";
+    const KEY: &str =
+        "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJRqOlZ4qkWVuwIN6zT8Rtnu8VP+zkcei4lRZKsBty30";
 
     #[test]
     fn lines_with_and_without_options_parse() {

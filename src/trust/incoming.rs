@@ -39,7 +39,7 @@ pub fn check(ctx: &Ctx, remote: &str, chain: &[Entry]) -> Result<()> {
     for e in chain {
         let signed = e.message.contains("\nsignature = \"");
         let maybe_human = message::kind_of(&e.message).is_some_and(|k| HUMAN_KINDS.contains(&k));
-        if !signed && !(maybe_human && signers.enforced()) {
+        if !(signed || (maybe_human && signers.enforced())) {
             continue;
         }
         if let Some(x) = exempt
@@ -82,7 +82,9 @@ fn exempt_below(ctx: &Ctx) -> Result<Option<Oid>> {
         Ok(PrefixMatch::One(oid)) => Ok(Some(oid)),
         _ => Err(Refusal::usage(
             Code::BadConfig,
-            format!("git config loopx.signaturesFrom is {rev:?}, which names no single commit here"),
+            format!(
+                "git config loopx.signaturesFrom is {rev:?}, which names no single commit here"
+            ),
         )
         .with_hint("set it to the full id of the last commit whose human acts need no signature")
         .into()),

@@ -66,10 +66,9 @@ pub fn is_human_act(before: &State, op: &Op) -> bool {
         | Change::QuotaVoid { .. }
         | Change::SignerAnnounce { .. }
         | Change::TodoTrust { .. } => true,
-        Change::GateAnswer { gate, .. } | Change::GateWithdraw { gate } => before
-            .gates
-            .get(gate)
-            .is_some_and(|g| g.kind.human_only()),
+        Change::GateAnswer { gate, .. } | Change::GateWithdraw { gate } => {
+            before.gates.get(gate).is_some_and(|g| g.kind.human_only())
+        }
         Change::TodoRelease { force, .. } => *force,
         Change::AgentRetire { agent } => op.actor.agent() != Some(agent),
         Change::Settle { steps, .. } => steps.iter().any(|step| {
@@ -208,9 +207,8 @@ impl Seal {
     /// carry the signature too.
     pub fn seal(&mut self, ctx: &Ctx, before: &State, op: &mut Op) -> anyhow::Result<()> {
         let human = is_human_act(before, op);
-        let wants = op.signature.is_none()
-            && *ctx.caller() == Caller::Human
-            && wants_signature(before, op);
+        let wants =
+            op.signature.is_none() && *ctx.caller() == Caller::Human && wants_signature(before, op);
         if !human && !wants && op.signature.is_none() {
             return Ok(());
         }
@@ -319,8 +317,13 @@ pub fn history_note(op: &Op, signers: &AllowedSigners) -> Option<String> {
         Change::AgentRetire { agent } => op.actor.agent() != Some(agent),
         c => matches!(
             c.kind(),
-            "gate.answer" | "gate.withdraw" | "goal.add" | "goal.set" | "quota.void"
-                | "signer.announce" | "todo.trust"
+            "gate.answer"
+                | "gate.withdraw"
+                | "goal.add"
+                | "goal.set"
+                | "quota.void"
+                | "signer.announce"
+                | "todo.trust"
         ),
     };
     (op.actor.is_human() && human_kind).then(|| "unsigned".to_owned())
@@ -364,7 +367,11 @@ pub fn signer_of(signature: Option<&str>, signers: &AllowedSigners) -> Option<Si
 /// Reads a stored signature: base64 of the SSHSIG blob, on one line.
 pub fn decode(text: &str) -> Result<SshSig, String> {
     let body = text.trim();
-    if body.is_empty() || !body.bytes().all(|b| b.is_ascii_alphanumeric() || b"+/=".contains(&b)) {
+    if body.is_empty()
+        || !body
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"+/=".contains(&b))
+    {
         return Err("it is not base64".to_owned());
     }
     let mut pem = String::from("-----BEGIN SSH SIGNATURE-----\n");
@@ -436,6 +443,7 @@ fn bad_signature(op: &Op, why: &str) -> Refusal {
 }
 
 #[cfg(test)]
+#[allow(clippy::print_stderr)] // says when a test is skipped, and the measurement
 mod tests {
     use super::*;
     use crate::model::{AgentId, GoalId, OpId};
@@ -533,14 +541,24 @@ mod tests {
     #[test]
     fn a_signed_act_applies_once_and_only_as_signed() {
         let dir = tempfile::tempdir().unwrap();
-        let Some(key) = keygen(dir.path()) else { return };
+        let Some(key) = keygen(dir.path()) else {
+            return;
+        };
         let signers = allowed(&key);
         let mut state = board();
-        let paused = signed(&key, &state, pause("2026-11-30T09:01:00Z", crate::model::GoalStatus::Paused));
+        let paused = signed(
+            &key,
+            &state,
+            pause("2026-11-30T09:01:00Z", crate::model::GoalStatus::Paused),
+        );
         let by = check_op(&state, &paused, &signers).unwrap().unwrap();
         assert_eq!(by.principal.as_deref(), Some("ada"));
         op::apply(&mut state, &paused).unwrap();
-        let resumed = signed(&key, &state, pause("2026-11-30T09:02:00Z", crate::model::GoalStatus::Active));
+        let resumed = signed(
+            &key,
+            &state,
+            pause("2026-11-30T09:02:00Z", crate::model::GoalStatus::Active),
+        );
         op::apply(&mut state, &resumed).unwrap();
         // The old signed pause, replayed later: its files moved on.
         let err = check_op(&state, &paused, &signers).unwrap_err();
@@ -552,8 +570,14 @@ mod tests {
         assert_eq!(err.code, Code::BadSignature);
         // Unsigned is refused only where someone is trusted.
         let plain = pause("2026-11-30T09:03:00Z", crate::model::GoalStatus::Paused);
-        assert_eq!(check_op(&state, &plain, &signers).unwrap_err().code, Code::Unsigned);
-        assert_eq!(check_op(&state, &plain, &AllowedSigners::none()).unwrap(), None);
+        assert_eq!(
+            check_op(&state, &plain, &signers).unwrap_err().code,
+            Code::Unsigned
+        );
+        assert_eq!(
+            check_op(&state, &plain, &AllowedSigners::none()).unwrap(),
+            None
+        );
         // A valid signature by a key nobody listed counts for nothing.
         let stranger_dir = tempfile::tempdir().unwrap();
         let stranger = keygen(stranger_dir.path()).unwrap();
@@ -576,7 +600,10 @@ mod tests {
     #[test]
     fn a_fido_signature_without_user_presence_is_refused() {
         use ssh_key::public::{Ed25519PublicKey, KeyData, SkEd25519};
-        let key = KeyData::SkEd25519(SkEd25519::new(Ed25519PublicKey([7u8; 32]), String::from("ssh:")));
+        let key = KeyData::SkEd25519(SkEd25519::new(
+            Ed25519PublicKey([7u8; 32]),
+            String::from("ssh:"),
+        ));
         // 64 bytes of signature, then flags 0 (no user presence), counter 1.
         let mut bytes = vec![0u8; 64];
         bytes.extend([0u8, 0, 0, 0, 1]);
@@ -590,10 +617,16 @@ mod tests {
     #[ignore = "a measurement, not a test: cargo test --release --lib trust::tests::measure -- --ignored --nocapture"]
     fn measure_verification() {
         let dir = tempfile::tempdir().unwrap();
-        let Some(key) = keygen(dir.path()) else { return };
+        let Some(key) = keygen(dir.path()) else {
+            return;
+        };
         let signers = allowed(&key);
         let state = board();
-        let o = signed(&key, &state, pause("2026-11-30T09:01:00Z", crate::model::GoalStatus::Paused));
+        let o = signed(
+            &key,
+            &state,
+            pause("2026-11-30T09:01:00Z", crate::model::GoalStatus::Paused),
+        );
         let n = 2000u32;
         let started = std::time::Instant::now();
         for _ in 0..n {

@@ -13,8 +13,8 @@ use std::process::{Command, Stdio};
 
 use anyhow::{Context, Result};
 
-use crate::error::{Code, Refusal};
 use crate::ctx::Ctx;
+use crate::error::{Code, Refusal};
 
 /// The key a human signs with, from git config.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -114,13 +114,19 @@ pub fn sign(ctx: &Ctx, key: &SigningKey, record: &[u8]) -> Result<String> {
     }
     let armored = String::from_utf8_lossy(&out.stdout);
     let stored = super::encode(&armored).map_err(|e| {
-        Refusal::error(Code::SigningFailed, format!("{program} wrote no usable signature: {e}"))
+        Refusal::error(
+            Code::SigningFailed,
+            format!("{program} wrote no usable signature: {e}"),
+        )
     })?;
     let sig = super::decode(&stored).map_err(|e| Refusal::error(Code::SigningFailed, e))?;
     super::verify(&sig, record).map_err(|e| {
         Refusal::rule(
             Code::SigningFailed,
-            format!("the signature made with {} cannot be used: {e}", path.display()),
+            format!(
+                "the signature made with {} cannot be used: {e}",
+                path.display()
+            ),
         )
         .with_hint("sign with an ed25519 or ECDSA key (or a FIDO sk- key)")
     })?;

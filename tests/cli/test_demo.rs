@@ -75,7 +75,13 @@ fn the_demo_tells_the_whole_story_reproducibly() {
     // the key was made in the workspace and is trusted only there.
     let answer = git_in(
         &a,
-        &["log", "-1", "--format=%B", "--grep=gate answer", "refs/loopx/state"],
+        &[
+            "log",
+            "-1",
+            "--format=%B",
+            "--grep=gate answer",
+            "refs/loopx/state",
+        ],
     );
     assert!(answer.contains("\nsignature = \""), "{answer}");
     assert!(dir.join("allowed_signers").exists());

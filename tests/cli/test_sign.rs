@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 use crate::common::{Machine, Output, TestEnv, git_in, isolate, run};
 
 /// Whether `ssh-keygen` and `ssh-agent` can run here; says how to get them
-/// when not.
+/// when not (a skipped test says why, and how to run it).
+#[allow(clippy::print_stderr)]
 fn have_openssh() -> bool {
     let found = |p: &str| {
         Command::new(p)
@@ -40,7 +41,11 @@ fn keygen(env: &TestEnv, name: &str) -> PathBuf {
         .arg(&key)
         .output()
         .expect("ssh-keygen runs");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     dir.join(format!("{name}.pub"))
 }
 
@@ -65,7 +70,11 @@ fn trust(m: &Machine, principal: &str, public: &Path) {
     let mut text = std::fs::read_to_string(&file).unwrap_or_default();
     text.push_str(&format!("{principal} {key}"));
     std::fs::write(&file, text).expect("write allowed signers");
-    m.git(&["config", "loopx.allowedSignersFile", &file.to_string_lossy()]);
+    m.git(&[
+        "config",
+        "loopx.allowedSignersFile",
+        &file.to_string_lossy(),
+    ]);
 }
 
 /// The human of this machine signs with `public` (its private half next to
@@ -95,7 +104,15 @@ fn team() -> (TestEnv, String) {
 fn publish_gate(m: &Machine) -> String {
     m.agent(
         "agent-a",
-        &["--json", "gate", "open", "--kind", "publish", "--question", "Publish 1.0?"],
+        &[
+            "--json",
+            "gate",
+            "open",
+            "--kind",
+            "publish",
+            "--question",
+            "Publish 1.0?",
+        ],
     )
     .ok()
     .json()["gate"]["id"]
@@ -122,7 +139,8 @@ fn signed_answers_verify_and_replay_across_clones() {
     assert_eq!(out.json()["added"], true);
     sign_with(&a, &ada);
     let gate = publish_gate(&a);
-    a.loopx(&["gate", "answer", &gate, "--choice", "approve"]).ok();
+    a.loopx(&["gate", "answer", &gate, "--choice", "approve"])
+        .ok();
     let shown = a.loopx(&["gate", "show", &gate]).ok().stdout;
     assert!(
         shown.contains("answer: approve by Ada Lovelace at "),
@@ -143,7 +161,8 @@ fn signed_answers_verify_and_replay_across_clones() {
         .loopx(&["signer", "trust", "ada", "--fingerprint", "SHA256:not-hers"])
         .code(3);
     assert!(out.stderr.contains("fingerprint-mismatch") || out.stderr.contains(&fp));
-    b.loopx(&["signer", "trust", "ada", "--fingerprint", &fp]).ok();
+    b.loopx(&["signer", "trust", "ada", "--fingerprint", &fp])
+        .ok();
     b.loopx(&["sync"]).ok();
     let shown = b.loopx(&["--json", "gate", "show", &gate]).ok().json();
     assert_eq!(shown["closed_signature"]["signer"], "ada");
@@ -154,14 +173,15 @@ fn signed_answers_verify_and_replay_across_clones() {
     let second = publish_gate(&a);
     a.loopx(&["sync"]).ok();
     b.loopx(&["sync"]).ok();
-    a.loopx(&["gate", "answer", &second, "--choice", "reject"]).ok();
+    a.loopx(&["gate", "answer", &second, "--choice", "reject"])
+        .ok();
     b.add("Bob's todo");
     b.loopx(&["sync"]).ok();
     let out = a.loopx(&["--json", "sync"]).ok().json();
     assert_eq!(out["outcome"], "replayed", "{out}");
     b.loopx(&["sync"]).ok();
     let shown = b.loopx(&["gate", "show", &second]).ok().stdout;
-    assert!(shown.contains(&format!("answer: reject by Ada Lovelace")), "{shown}");
+    assert!(shown.contains("answer: reject by Ada Lovelace"), "{shown}");
     assert!(shown.contains(&format!("signed by ada ({fp})")), "{shown}");
 }
 
@@ -177,7 +197,11 @@ fn unsigned_and_unknown_key_acts_are_refused_locally() {
     let gate = publish_gate(&m);
     // Nobody trusted: works as before, and says so once.
     let out = m.loopx(&["status"]).ok();
-    assert!(out.stderr.contains("human acts here are unsigned"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("human acts here are unsigned"),
+        "{}",
+        out.stderr
+    );
     let out = m.loopx(&["status"]).ok();
     assert!(!out.stderr.contains("unsigned"), "{}", out.stderr);
 
@@ -187,7 +211,11 @@ fn unsigned_and_unknown_key_acts_are_refused_locally() {
         .loopx(&["--json", "gate", "answer", &gate, "--choice", "approve"])
         .code(3);
     assert_eq!(code(&out), "unsigned");
-    assert!(out.stderr.contains("git config gpg.format ssh"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("git config gpg.format ssh"),
+        "{}",
+        out.stderr
+    );
     // Every human act, not only answers.
     let out = m
         .loopx(&["--json", "goal", "set", "main", "--status", "paused"])
@@ -199,12 +227,18 @@ fn unsigned_and_unknown_key_acts_are_refused_locally() {
         .loopx(&["--json", "gate", "answer", &gate, "--choice", "approve"])
         .code(3);
     assert_eq!(code(&out), "unknown-signer");
-    assert!(out.stderr.contains(&fingerprint(&mallory)), "{}", out.stderr);
+    assert!(
+        out.stderr.contains(&fingerprint(&mallory)),
+        "{}",
+        out.stderr
+    );
     assert_eq!(env.tip(), before, "a refused act changes nothing");
     // Ada's key passes, and acts that are not human acts need nothing.
     sign_with(&m, &ada);
-    m.loopx(&["gate", "answer", &gate, "--choice", "approve"]).ok();
-    m.agent("agent-a", &["todo", "add", "Unsigned agent work"]).ok();
+    m.loopx(&["gate", "answer", &gate, "--choice", "approve"])
+        .ok();
+    m.agent("agent-a", &["todo", "add", "Unsigned agent work"])
+        .ok();
 }
 
 /// Writes a commit onto the hub's state ref with plain git: `message` on
@@ -222,7 +256,11 @@ fn forge(env: &TestEnv, hub: &str, tree: &str, message: &str) {
         .env("GIT_COMMITTER_EMAIL", "ada@example.com")
         .output()
         .expect("git runs");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let commit = String::from_utf8_lossy(&out.stdout).trim().to_owned();
     git_in(Path::new(hub), &["update-ref", "refs/loopx/state", &commit]);
 }
@@ -269,11 +307,22 @@ fn sync_refuses_an_old_signed_act_replayed_an_unsigned_one_and_an_unknown_key() 
     forge(&env, &hub, tree.trim(), &renumber(&paused_msg, next));
     let out = b.loopx(&["--json", "sync"]).code(3);
     assert_eq!(code(&out), "bad-signature", "{}", out.stderr);
-    assert!(out.stderr.contains("an old signed act replayed"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("an old signed act replayed"),
+        "{}",
+        out.stderr
+    );
     assert_eq!(b.tip(), b_tip, "a refused sync moves nothing");
 
     // The same act with its signature stripped: unsigned.
-    git_in(Path::new(&hub), &["update-ref", "refs/loopx/state", a.tip().as_deref().unwrap()]);
+    git_in(
+        Path::new(&hub),
+        &[
+            "update-ref",
+            "refs/loopx/state",
+            a.tip().as_deref().unwrap(),
+        ],
+    );
     let stripped: String = renumber(&paused_msg, next)
         .lines()
         .filter(|l| !l.starts_with("signature = "))
@@ -286,20 +335,38 @@ fn sync_refuses_an_old_signed_act_replayed_an_unsigned_one_and_an_unknown_key() 
 
     // A machine that trusts nobody lets Carol sign with a key she
     // announced herself; Bob's machine, which trusts only Ada, refuses it.
-    git_in(Path::new(&hub), &["update-ref", "refs/loopx/state", a.tip().as_deref().unwrap()]);
+    git_in(
+        Path::new(&hub),
+        &[
+            "update-ref",
+            "refs/loopx/state",
+            a.tip().as_deref().unwrap(),
+        ],
+    );
     let c = env.clone_machine("carol", &hub);
     let carol = keygen(&env, "carol");
     c.loopx(&["sync"]).ok();
     sign_with(&c, &carol);
-    c.loopx(&["signer", "announce", "carol", "--key", &carol.to_string_lossy()])
-        .ok();
+    c.loopx(&[
+        "signer",
+        "announce",
+        "carol",
+        "--key",
+        &carol.to_string_lossy(),
+    ])
+    .ok();
     let gate = publish_gate(&c);
-    c.loopx(&["gate", "answer", &gate, "--choice", "approve"]).ok();
+    c.loopx(&["gate", "answer", &gate, "--choice", "approve"])
+        .ok();
     c.loopx(&["sync"]).ok();
     let out = b.loopx(&["--json", "sync"]).code(3);
     assert_eq!(code(&out), "unknown-signer", "{}", out.stderr);
     assert_eq!(b.tip(), b_tip);
-    assert!(out.stderr.contains("signer.announce by carol"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("signer.announce by carol"),
+        "{}",
+        out.stderr
+    );
     // On Carol's own machine the announcement stands, and still counts for
     // nothing: no allowed signer lists her key.
     let listed = c.loopx(&["--json", "signer", "list"]).ok().json();
@@ -308,7 +375,10 @@ fn sync_refuses_an_old_signed_act_replayed_an_unsigned_one_and_an_unknown_key() 
     assert_eq!(listed["signers"][0]["trusted_as"], serde_json::Value::Null);
     let shown = c.loopx(&["gate", "show", &gate]).ok().stdout;
     assert!(
-        shown.contains(&format!("signed by an untrusted key ({})", fingerprint(&carol))),
+        shown.contains(&format!(
+            "signed by an untrusted key ({})",
+            fingerprint(&carol)
+        )),
         "{shown}"
     );
 }
@@ -331,7 +401,10 @@ impl Agent {
             .expect("ssh-agent runs");
         let started = Instant::now();
         while !sock.exists() {
-            assert!(started.elapsed() < Duration::from_secs(10), "ssh-agent did not start");
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "ssh-agent did not start"
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
         Agent { child, sock }
@@ -343,7 +416,11 @@ impl Agent {
             .env("SSH_AUTH_SOCK", &self.sock)
             .output()
             .expect("ssh-add runs");
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 }
 
@@ -396,7 +473,10 @@ fn an_agent_that_sheds_its_markers_without_the_key_cannot_answer_a_publish_gate(
         .args(["gate", "answer", &gate, "--choice", "approve"]));
     assert_eq!(out.code, 0, "{}", out.stderr);
     let shown = m.loopx(&["gate", "show", &gate]).ok().stdout;
-    assert!(shown.contains(&format!("signed by ada ({})", fingerprint(&ada))), "{shown}");
+    assert!(
+        shown.contains(&format!("signed by ada ({})", fingerprint(&ada))),
+        "{shown}"
+    );
     drop(agent);
 }
 
@@ -422,23 +502,44 @@ fn untrusted_validations_do_not_run_and_trusted_ones_do() {
     b.loopx(&["sync"]).ok();
     a.loopx(&["sync"]).ok();
     a.agent("agent-a", &["todo", "claim", &id]).ok();
-    let out = a
-        .agent("agent-a", &["--json", "todo", "done", &id])
-        .code(3);
+    let out = a.agent("agent-a", &["--json", "todo", "done", &id]).code(3);
     assert_eq!(code(&out), "untrusted-validation");
-    assert!(out.stderr.contains("`sh -c 'touch PWNED'`"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("`sh -c 'touch PWNED'`"),
+        "{}",
+        out.stderr
+    );
     assert!(out.stderr.contains("bob wrote it"), "{}", out.stderr);
-    assert!(out.stderr.contains(&format!("loopx todo trust {id}")), "{}", out.stderr);
-    assert!(!env.repo.join("PWNED").exists(), "the untrusted validation ran");
+    assert!(
+        out.stderr.contains(&format!("loopx todo trust {id}")),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        !env.repo.join("PWNED").exists(),
+        "the untrusted validation ran"
+    );
     // settle --done refuses the same way.
-    let token = a.agent("agent-a", &["--json", "quota", "should-run"]).json()["turn_token"]
+    let token = a
+        .agent("agent-a", &["--json", "quota", "should-run"])
+        .json()["turn_token"]
         .as_str()
         .unwrap_or_default()
         .to_owned();
     if !token.is_empty() {
         let out = a.agent(
             "agent-a",
-            &["--json", "settle", "--turn", &token, "--todo", &id, "--outcome", "advanced", "--done"],
+            &[
+                "--json",
+                "settle",
+                "--turn",
+                &token,
+                "--todo",
+                &id,
+                "--outcome",
+                "advanced",
+                "--done",
+            ],
         );
         assert_eq!(code(&out), "untrusted-validation", "{}", out.stderr);
         assert!(!env.repo.join("PWNED").exists());
@@ -447,7 +548,10 @@ fn untrusted_validations_do_not_run_and_trusted_ones_do() {
     let out = a.loopx(&["todo", "trust", &id]).ok();
     assert!(out.stdout.contains("signed by ada"), "{}", out.stdout);
     a.agent("agent-a", &["todo", "done", &id]).ok();
-    assert!(env.repo.join("PWNED").exists(), "the trusted validation did not run");
+    assert!(
+        env.repo.join("PWNED").exists(),
+        "the trusted validation did not run"
+    );
 
     // Written on this clone: runs on this clone without more ado.
     let own = b
@@ -503,17 +607,24 @@ fn todo_trust_is_voided_by_an_edit_and_config_all_runs_everything() {
 #[test]
 fn a_validation_the_tool_guard_denies_is_refused() {
     let env = TestEnv::with_board();
-    env
-        .loopx(&["hooks", "install", "--runtime", "claude-code", "--guard"])
+    env.loopx(&["hooks", "install", "--runtime", "claude-code", "--guard"])
         .ok();
     let id = env.add("Release", &["--", "cargo", "+nightly", "publish"]);
     env.agent("agent-a", &["todo", "claim", &id]).ok();
-    env
-        .agent(
-            "agent-b",
-            &["gate", "open", "--kind", "publish", "--question", "Publish?", "--blocks", "agent:agent-b"],
-        )
-        .ok();
+    env.agent(
+        "agent-b",
+        &[
+            "gate",
+            "open",
+            "--kind",
+            "publish",
+            "--question",
+            "Publish?",
+            "--blocks",
+            "agent:agent-b",
+        ],
+    )
+    .ok();
     let out = env
         .agent("agent-a", &["--json", "todo", "done", &id])
         .code(3);

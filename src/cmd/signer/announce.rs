@@ -50,7 +50,10 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     if text.contains("PRIVATE KEY") {
         return Err(Refusal::usage(
             Code::BadKey,
-            format!("{} is a private key: never put it in the state", path.display()),
+            format!(
+                "{} is a private key: never put it in the state",
+                path.display()
+            ),
         )
         .with_hint("pass the public half, the file ending in .pub")
         .into());

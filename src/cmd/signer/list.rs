@@ -118,7 +118,10 @@ fn human(w: &Wire) -> String {
         ),
     }
     for u in &w.unusable {
-        out.push(format!("Line {} of the file is not usable: {}.", u.line, u.why));
+        out.push(format!(
+            "Line {} of the file is not usable: {}.",
+            u.line, u.why
+        ));
     }
     out.join("\n")
 }

@@ -86,9 +86,9 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                 signer.announced_at,
                 signer.key.split(' ').next().unwrap_or_default()
             ));
-            ctx.out.status(&format!(
-                "Trust this key to sign human acts on this machine? Compare the fingerprint with the signer's `ssh-keygen -lf KEY.pub`. [y/N]"
-            ));
+            ctx.out.status(
+                "Trust this key to sign human acts on this machine? Compare the fingerprint with the signer's `ssh-keygen -lf KEY.pub`. [y/N]",
+            );
             let mut line = String::new();
             std::io::stdin().lock().read_line(&mut line)?;
             if !matches!(line.trim(), "y" | "Y" | "yes") {
@@ -99,7 +99,11 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let path = match &signers.path {
         Some(p) => p.clone(),
         None => {
-            let p = ctx.store()?.common_dir().join("loopx").join("allowed_signers");
+            let p = ctx
+                .store()?
+                .common_dir()
+                .join("loopx")
+                .join("allowed_signers");
             crate::git::output(
                 ctx.store()?.common_dir(),
                 &[

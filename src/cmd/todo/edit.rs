@@ -7,8 +7,8 @@ use super::report;
 use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::model::{Priority, Validation};
-use crate::time::Span;
 use crate::op::Change;
+use crate::time::Span;
 use crate::tx;
 
 /// Change a todo's title, priority, `after` list or validation, or add a note

@@ -52,7 +52,11 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     })?;
     let id = done.op.change.todo().expect("names its todo");
     let t = &done.state.todos[id];
-    let argv = t.validate.as_ref().map(|v| v.argv.as_slice()).unwrap_or(&[]);
+    let argv = t
+        .validate
+        .as_ref()
+        .map(|v| v.argv.as_slice())
+        .unwrap_or(&[]);
     let signers = AllowedSigners::load(ctx)?;
     let signature = trust::describe(done.op.signature.as_deref(), &signers);
     ctx.out.emit(
