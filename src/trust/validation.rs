@@ -76,9 +76,29 @@ pub enum Trusted {
     ConfigAll,
 }
 
+impl std::fmt::Display for Trusted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Trusted::WrittenHere => f.write_str("written on this clone"),
+            Trusted::Signed(by) => write!(f, "trusted: {by}"),
+            Trusted::ConfigAll => f.write_str("git config loopx.runValidations is all"),
+        }
+    }
+}
+
 /// Decides whether `todo`'s validation may run here, or refuses with exit
 /// 3, code `untrusted-validation`.
 pub fn allow(ctx: &Ctx, state: &State, todo: &Todo) -> Result<Option<Trusted>> {
+    match verdict(ctx, state, todo)? {
+        None => Ok(None),
+        Some(Ok(t)) => Ok(Some(t)),
+        Some(Err(refusal)) => Err(refusal.into()),
+    }
+}
+
+/// Whether `todo`'s validation may run here (None: it has none), and if
+/// not, the refusal that says why, for `allow` and `todo show`.
+pub fn verdict(ctx: &Ctx, state: &State, todo: &Todo) -> Result<Option<Result<Trusted, Refusal>>> {
     let Some(v) = &todo.validate else {
         return Ok(None);
     };
@@ -87,41 +107,45 @@ pub fn allow(ctx: &Ctx, state: &State, todo: &Todo) -> Result<Option<Trusted>> {
     if guard_installed(ctx)?
         && let Some(why) = crate::hook::guard::check(&argv, state, None)
     {
-        return Err(Refusal::rule(
+        return Ok(Some(Err(Refusal::rule(
             Code::UntrustedValidation,
             format!(
                 "{}'s validation `{argv}` is one the tool guard denies: {why}",
                 todo.id
             ),
         )
-        .with_hint("answer the gate first (a human), or change the validation with `loopx todo edit ID -- COMMAND…`")
-        .into());
+        .with_hint("answer the gate first (a human), or change the validation with `loopx todo edit ID -- COMMAND…`"))));
     }
     if ctx.config()?.run_all_validations {
-        return Ok(Some(Trusted::ConfigAll));
+        return Ok(Some(Ok(Trusted::ConfigAll)));
     }
     let from = todo.validate_from.as_ref();
     if let Some(f) = from
         && written_here(ctx)?.contains(f.op.as_str())
     {
-        return Ok(Some(Trusted::WrittenHere));
+        return Ok(Some(Ok(Trusted::WrittenHere)));
     }
     if let Some(by) = from.and_then(|f| super::signer_of(f.signature.as_deref(), &signers))
         && by.principal.is_some()
     {
-        return Ok(Some(Trusted::Signed(by)));
+        return Ok(Some(Ok(Trusted::Signed(by))));
     }
     let who = match from {
         Some(f) => format!(
-            "{} wrote it ({} {}, {})",
+            "{} {} it ({} at {}, {})",
             f.by.name(),
+            if f.how == "trust" {
+                "vouched for"
+            } else {
+                "wrote"
+            },
             f.how,
             f.at,
             super::describe(f.signature.as_deref(), &signers)
         ),
         None => "it predates signed validations, so who wrote it is not recorded".to_owned(),
     };
-    Err(Refusal::rule(
+    Ok(Some(Err(Refusal::rule(
         Code::UntrustedValidation,
         format!(
             "{}'s validation was not written on this clone nor signed by a signer this machine trusts, so it does not run here: `{argv}`; {who}",
@@ -131,8 +155,7 @@ pub fn allow(ctx: &Ctx, state: &State, todo: &Todo) -> Result<Option<Trusted>> {
     .with_hint(format!(
         "if you would run that command yourself, trust it with `loopx todo trust {}` (a signed human act), or let every validation run with `git config loopx.runValidations all`; nothing was run",
         todo.id
-    ))
-    .into())
+    )))))
 }
 
 /// Whether a runtime's tool guard is wired (in the project or the home

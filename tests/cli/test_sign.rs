@@ -545,8 +545,18 @@ fn untrusted_validations_do_not_run_and_trusted_ones_do() {
         assert!(!env.repo.join("PWNED").exists());
     }
     // Ada trusts it (a signed human act); now it runs.
+    let shown = a.loopx(&["--json", "todo", "show", &id]).ok().json();
+    assert_eq!(shown["validation_here"]["runs"], false, "{shown}");
+    assert_eq!(shown["validate_from"]["by"], "human:bob <bob@example.com>");
     let out = a.loopx(&["todo", "trust", &id]).ok();
     assert!(out.stdout.contains("signed by ada"), "{}", out.stdout);
+    let shown = a.loopx(&["todo", "show", &id]).ok().stdout;
+    assert!(
+        shown.contains(
+            "validation: `sh -c 'touch PWNED'` (timeout 5m)\n  runs here: trusted: signed by ada ("
+        ),
+        "{shown}"
+    );
     a.agent("agent-a", &["todo", "done", &id]).ok();
     assert!(
         env.repo.join("PWNED").exists(),
