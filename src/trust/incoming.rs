@@ -74,7 +74,9 @@ pub fn check(ctx: &Ctx, remote: &str, chain: &[Entry]) -> Result<()> {
     Ok(())
 }
 
-fn exempt_below(ctx: &Ctx) -> Result<Option<Oid>> {
+/// The commit named by `loopx.signaturesFrom`: ticks at or before it need no
+/// signature (`verify` honours it the same way).
+pub fn exempt_below(ctx: &Ctx) -> Result<Option<Oid>> {
     let Some(rev) = ctx.config()?.signatures_from.clone() else {
         return Ok(None);
     };

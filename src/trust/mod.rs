@@ -207,14 +207,24 @@ impl Seal {
     /// carry the signature too.
     pub fn seal(&mut self, ctx: &Ctx, before: &State, op: &mut Op) -> anyhow::Result<()> {
         let human = is_human_act(before, op);
-        let wants =
-            op.signature.is_none() && *ctx.caller() == Caller::Human && wants_signature(before, op);
-        if !human && !wants && op.signature.is_none() {
+        // The key is looked up only for a human's op that wants a signature:
+        // an agent's tick costs one match here, nothing more.
+        let key = if op.signature.is_none()
+            && *ctx.caller() == Caller::Human
+            && wants_signature(before, op)
+        {
+            sign::configured(ctx)?
+        } else {
+            None
+        };
+        if key.is_none() && op.signature.is_none() && (!human || !self.signers(ctx)?.enforced()) {
             return Ok(());
         }
+        // The op's own rules speak first (an agent answering a human-only
+        // gate is told so, not that it did not sign).
         let mut after = before.clone();
         op::apply(&mut after, op)?;
-        if wants && let Some(key) = sign::configured(ctx)? {
+        if let Some(key) = key {
             let record = record(before, &after, op);
             let stored = match &self.last {
                 Some((r, s)) if *r == record => s.clone(),
@@ -226,14 +236,16 @@ impl Seal {
             };
             op.signature = Some(stored);
         }
-        if op.signature.is_some() || human {
-            if self.signers.is_none() {
-                self.signers = Some(AllowedSigners::load(ctx)?);
-            }
-            let signers = self.signers.as_ref().expect("loaded above");
-            check_applied(before, &after, op, signers)?;
-        }
+        check_applied(before, &after, op, self.signers(ctx)?)?;
         Ok(())
+    }
+
+    /// This machine's allowed signers, read once per command.
+    fn signers(&mut self, ctx: &Ctx) -> anyhow::Result<&AllowedSigners> {
+        if self.signers.is_none() {
+            self.signers = Some(AllowedSigners::load(ctx)?);
+        }
+        Ok(self.signers.as_ref().expect("loaded above"))
     }
 }
 
