@@ -10,10 +10,8 @@ use anyhow::{Context, Result};
 use sha2::{Digest, Sha256};
 
 use crate::config::Config;
-use crate::error::Code;
-use crate::error::Refusal;
-use crate::model::{Actor, AgentId, OpId};
-use crate::op::{Change, Op};
+use crate::error::{Code, Refusal};
+use crate::model::{Actor, AgentId};
 use crate::output::{Format, Out};
 use crate::store::{Person, Store};
 use crate::time::Timestamp;
@@ -165,7 +163,7 @@ impl IdGen {
             }
             None => getrandom::fill(&mut bytes).expect("the OS random source is available"),
         }
-        let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        let hex = crate::model::id::hex(&bytes);
         hex[..n.min(64)].to_owned()
     }
 }
@@ -341,16 +339,13 @@ impl Ctx {
         let Ok(store) = self.store() else {
             return;
         };
-        let marker = store.common_dir().join("loopx").join("identity-hint-shown");
-        if marker.exists() {
+        if !store.mark_once("identity-hint-shown") {
             return;
         }
         self.out.hint(&format!(
             "git has no identity for you, so this is recorded as \"{} <{}>\"; set yours with `git config --global user.name \"Your Name\"` and `git config --global user.email you@example.com`",
             FALLBACK_HUMAN.0, FALLBACK_HUMAN.1
         ));
-        let _ = std::fs::create_dir_all(marker.parent().expect("has a parent"))
-            .and_then(|()| std::fs::write(&marker, b"shown\n"));
     }
 
     /// The committer of ticks: git's configured committer, else loopx's.
@@ -362,35 +357,6 @@ impl Ctx {
                 name: FALLBACK_COMMITTER.0.to_owned(),
                 email: FALLBACK_COMMITTER.1.to_owned(),
             })
-    }
-
-    /// Runs a command loopx was asked to run (a validation, `evidence run`,
-    /// `settle`'s check). Under a fixed clock (`LOOPX_NOW`) its duration is
-    /// recorded as 0 ms, like every other time, so the history a script
-    /// makes is reproducible.
-    pub fn run_command(
-        &self,
-        argv: &[String],
-        dir: &std::path::Path,
-        timeout: crate::time::Span,
-    ) -> crate::model::run::CommandRun {
-        let mut record = crate::run::run(argv, dir, timeout);
-        if self.env.get("LOOPX_NOW").is_some() {
-            record.duration_ms = 0;
-        }
-        record
-    }
-
-    /// An operation by the current actor, now, with a fresh op id.
-    pub fn op(&self, change: Change) -> Result<Op, Refusal> {
-        let context = toml::to_string(&change).unwrap_or_default();
-        Ok(Op {
-            id: OpId::from_hex(&self.ids.hex(16, context.as_bytes())),
-            at: self.now,
-            actor: self.actor()?,
-            signature: None,
-            change,
-        })
     }
 }
 

@@ -8,15 +8,33 @@ use std::process::{Command, Stdio};
 
 use anyhow::{Context, Result, bail};
 
+/// Every git process loopx starts begins here: no stdin.
+fn git() -> Command {
+    let mut c = Command::new("git");
+    c.stdin(Stdio::null());
+    c
+}
+
 /// Runs `git ARGS` with `--git-dir` and returns its stdout.
 pub fn output(git_dir: &Path, args: &[&str]) -> Result<String> {
-    let out = Command::new("git")
-        .arg("--git-dir")
-        .arg(git_dir)
-        .args(args)
-        .stdin(Stdio::null())
+    let mut c = git();
+    c.arg("--git-dir").arg(git_dir).args(args);
+    stdout_of(c, args)
+}
+
+/// `git ARGS` in a working directory, for the caller to set up further
+/// (the demo isolates it from the user's config) and run with [`stdout_of`].
+pub fn command_in(dir: &Path, args: &[&str]) -> Command {
+    let mut c = git();
+    c.args(args).current_dir(dir);
+    c
+}
+
+/// Runs a git command and returns its stdout, or an error with its stderr.
+pub fn stdout_of(mut c: Command, args: &[&str]) -> Result<String> {
+    let out = c
         .output()
-        .with_context(|| format!("running git {}", args.join(" ")))?;
+        .with_context(|| format!("running git {}: is git installed?", args.join(" ")))?;
     if !out.status.success() {
         bail!(
             "git {} failed: {}",
@@ -31,7 +49,7 @@ pub fn output(git_dir: &Path, args: &[&str]) -> Result<String> {
 /// is not stalled, and the process outlives loopx. Errors are ignored (no
 /// git on PATH means no packing, nothing worse).
 pub fn spawn_detached(git_dir: &Path, args: &[&str]) {
-    let _ = Command::new("git")
+    let _ = git()
         .arg("--git-dir")
         .arg(git_dir)
         .args(args)
@@ -76,7 +94,7 @@ pub const REPACK: [&str; 4] = ["repack", "-d", "--geometric=2", "-q"];
 /// files do not count). A repository without a worktree is never dirty.
 pub fn is_dirty(workdir: Option<&Path>) -> bool {
     let Some(dir) = workdir else { return false };
-    Command::new("git")
+    git()
         .arg("-C")
         .arg(dir)
         .args(["status", "--porcelain", "--ignore-submodules"])
@@ -93,7 +111,7 @@ pub const IN_SYNC: &str = "LOOPX_IN_SYNC";
 /// Runs `git ARGS` for sync (with [`IN_SYNC`] set) and returns whatever it
 /// did, successful or not, for the caller to classify.
 fn network(git_dir: &Path, args: &[&str]) -> Result<std::process::Output> {
-    Command::new("git")
+    git()
         .arg("--git-dir")
         .arg(git_dir)
         .args(args)
@@ -260,7 +278,7 @@ pub fn push(git_dir: &Path, remote: &str, commit: &str, dst: &str) -> Result<Pus
 
 /// Every value of a multi-valued git config key (none when it is unset).
 pub fn config_values(git_dir: &Path, key: &str) -> Result<Vec<String>> {
-    let out = Command::new("git")
+    let out = git()
         .arg("--git-dir")
         .arg(git_dir)
         .args(["config", "--get-all", key])

@@ -16,8 +16,7 @@ use serde::Serialize;
 
 use crate::ctx::Ctx;
 use crate::diff::{self, FileStatus};
-use crate::error::Code;
-use crate::error::Refusal;
+use crate::error::{Code, Refusal};
 use crate::op::Op;
 use crate::op::message::{self, Parsed};
 use crate::store::{Entry, FileChange, Oid, PrefixMatch, Tip};

@@ -21,6 +21,7 @@ pub mod error;
 pub mod git;
 pub mod history;
 pub mod hook;
+mod layering;
 pub mod mcp;
 pub mod model;
 pub mod op;

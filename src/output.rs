@@ -5,7 +5,9 @@
 //! picks one by `--format`. JSON is one compact line per document, so agents
 //! pay for few bytes.
 
+use std::cell::RefCell;
 use std::io::{self, IsTerminal, Write};
+use std::rc::Rc;
 
 use serde::Serialize;
 
@@ -18,17 +20,39 @@ pub enum Format {
     Json,
 }
 
+/// Where a command's output goes: data to one writer (stdout), everything
+/// for people to the other (stderr). Renderers only ever see these writers,
+/// so they can be driven in-process (see [`Capture`]).
 pub struct Out {
     pub format: Format,
     color: bool,
+    stdout: RefCell<Box<dyn Write>>,
+    stderr: RefCell<Box<dyn Write>>,
 }
 
 impl Out {
-    /// `no_color`: `NO_COLOR` was set.
+    /// The process's stdout and stderr. `no_color`: `NO_COLOR` was set.
     pub fn new(format: Format, no_color: bool) -> Self {
+        Out::with_writers(
+            format,
+            !no_color && io::stdout().is_terminal(),
+            Box::new(io::stdout()),
+            Box::new(io::stderr()),
+        )
+    }
+
+    /// Output to the given writers (tests pass [`Capture`]s).
+    pub fn with_writers(
+        format: Format,
+        color: bool,
+        stdout: Box<dyn Write>,
+        stderr: Box<dyn Write>,
+    ) -> Self {
         Out {
             format,
-            color: !no_color && io::stdout().is_terminal(),
+            color,
+            stdout: RefCell::new(stdout),
+            stderr: RefCell::new(stderr),
         }
     }
 
@@ -50,7 +74,7 @@ impl Out {
                 if text.is_empty() {
                     return Ok(());
                 }
-                let mut out = io::stdout().lock();
+                let mut out = self.stdout.borrow_mut();
                 out.write_all(text.as_bytes())?;
                 if !text.ends_with('\n') {
                     out.write_all(b"\n")?;
@@ -62,8 +86,8 @@ impl Out {
 
     /// One JSON document on one line of stdout.
     pub fn json_line<T: Serialize>(&self, data: &T) -> io::Result<()> {
-        let mut out = io::stdout().lock();
-        serde_json::to_writer(&mut out, data).map_err(io::Error::other)?;
+        let mut out = self.stdout.borrow_mut();
+        serde_json::to_writer(&mut *out, data).map_err(io::Error::other)?;
         out.write_all(b"\n")?;
         out.flush()
     }
@@ -71,27 +95,29 @@ impl Out {
     /// A status line on stderr, for people (suppressed in JSON mode).
     pub fn status(&self, msg: &str) {
         if self.format == Format::Human {
-            let _ = writeln!(io::stderr(), "{msg}");
+            let _ = writeln!(self.stderr.borrow_mut(), "{msg}");
         }
     }
 
     /// A hint on stderr, in every format: it says what to do.
     pub fn hint(&self, msg: &str) {
-        let _ = writeln!(io::stderr(), "hint: {msg}");
+        let _ = writeln!(self.stderr.borrow_mut(), "hint: {msg}");
     }
 
     pub fn warn(&self, msg: &str) {
-        let _ = writeln!(io::stderr(), "warning: {msg}");
+        let _ = writeln!(self.stderr.borrow_mut(), "warning: {msg}");
     }
 
     /// Reports a failed command: on stderr always; in JSON mode also as a
     /// document on stdout, so agents parse one stream.
     pub fn error(&self, err: &anyhow::Error, exit: Exit) {
         let refusal = refusal_of(err);
-        let mut stderr = io::stderr().lock();
-        let _ = writeln!(stderr, "error: {err:#}");
-        if let Some(Refusal { hint: Some(h), .. }) = refusal {
-            let _ = writeln!(stderr, "hint: {h}");
+        {
+            let mut stderr = self.stderr.borrow_mut();
+            let _ = writeln!(stderr, "error: {err:#}");
+            if let Some(Refusal { hint: Some(h), .. }) = refusal {
+                let _ = writeln!(stderr, "hint: {h}");
+            }
         }
         if self.format == Format::Json {
             #[derive(Serialize)]
@@ -121,22 +147,36 @@ impl Out {
 /// A stream of records on stdout (`log`): JSON Lines, or one human block
 /// per record, through one buffered lock, so a long history is written as it
 /// is read instead of collected first.
-pub struct Stream {
+pub struct Stream<'o> {
     json: bool,
-    out: io::BufWriter<io::StdoutLock<'static>>,
+    out: io::BufWriter<StdoutOf<'o>>,
+}
+
+/// The data writer of an [`Out`], borrowed for a stream.
+struct StdoutOf<'o>(std::cell::RefMut<'o, Box<dyn Write>>);
+
+impl Write for StdoutOf<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.0.flush()
+    }
 }
 
 impl Out {
-    /// Starts a stream of records in this output's format.
-    pub fn stream(&self) -> Stream {
+    /// Starts a stream of records in this output's format. Nothing else may
+    /// write data until it is finished.
+    pub fn stream(&self) -> Stream<'_> {
         Stream {
             json: self.is_json(),
-            out: io::BufWriter::new(io::stdout().lock()),
+            out: io::BufWriter::new(StdoutOf(self.stdout.borrow_mut())),
         }
     }
 }
 
-impl Stream {
+impl Stream<'_> {
     /// Writes one record: `data` as a JSON line, or the human text (a
     /// newline is added when it lacks one; empty text writes nothing).
     pub fn emit<T: Serialize>(
@@ -172,6 +212,30 @@ pub fn print_stdout(text: &str) {
     let _ = out.flush();
 }
 
+/// A writer that keeps what is written, shared with the test that reads it:
+/// `Out::with_writers(format, false, Box::new(c.clone()), …)`, then
+/// `c.text()`.
+#[derive(Clone, Default)]
+pub struct Capture(Rc<RefCell<Vec<u8>>>);
+
+impl Capture {
+    /// Everything written so far, as text.
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.borrow()).into_owned()
+    }
+}
+
+impl Write for Capture {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.borrow_mut().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
 /// Whether an error is a closed stdout (`loopx log | head`), which exits
 /// quietly.
 pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
@@ -179,4 +243,48 @@ pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
         e.downcast_ref::<io::Error>()
             .is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn captured(format: Format) -> (Out, Capture, Capture) {
+        let (o, e) = (Capture::default(), Capture::default());
+        let out = Out::with_writers(format, false, Box::new(o.clone()), Box::new(e.clone()));
+        (out, o, e)
+    }
+
+    #[test]
+    fn data_goes_to_one_writer_and_people_to_the_other() {
+        let (out, o, e) = captured(Format::Human);
+        out.emit(&1, || "one".to_owned()).unwrap();
+        out.status("Done.");
+        out.hint("do this");
+        assert_eq!(o.text(), "one\n");
+        assert_eq!(e.text(), "Done.\nhint: do this\n");
+
+        let (out, o, e) = captured(Format::Json);
+        out.emit(&serde_json::json!({"a": 1}), || unreachable!())
+            .unwrap();
+        out.status("quiet in JSON");
+        let mut s = out.stream();
+        s.emit(&2, String::new).unwrap();
+        s.finish().unwrap();
+        assert_eq!(o.text(), "{\"a\":1}\n2\n");
+        assert_eq!(e.text(), "");
+    }
+
+    #[test]
+    fn a_refusal_is_a_json_document_too() {
+        let (out, o, e) = captured(Format::Json);
+        let err = anyhow::Error::new(
+            Refusal::rule(crate::error::Code::Claimed, "taken").with_hint("pick another"),
+        );
+        out.error(&err, Exit::Refused);
+        assert!(e.text().starts_with("error: taken\nhint: pick another\n"));
+        let doc: serde_json::Value = serde_json::from_str(o.text().trim()).unwrap();
+        assert_eq!(doc["error"]["code"], "claimed");
+        assert_eq!(doc["error"]["exit"], 3);
+    }
 }

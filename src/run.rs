@@ -88,9 +88,7 @@ fn drain(mut r: impl Read + Send + 'static) -> std::thread::JoinHandle<Vec<u8>> 
     })
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
+use crate::model::id::hex;
 
 /// The last `max` bytes as text, starting at a line boundary when one is
 /// near.

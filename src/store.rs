@@ -14,8 +14,7 @@ use gix::objs::tree::EntryKind;
 use gix::refs::Target;
 use gix::refs::transaction::{Change, LogChange, PreviousValue, RefEdit, RefLog};
 
-use crate::error::Code;
-use crate::error::Refusal;
+use crate::error::{Code, Refusal};
 
 /// The default state ref; git config `loopx.ref` overrides it.
 pub const DEFAULT_REF: &str = "refs/loopx/state";
@@ -131,6 +130,19 @@ impl Store {
     /// The worktree root, or the git dir of a bare repository.
     pub fn root(&self) -> &Path {
         self.repo.workdir().unwrap_or_else(|| self.repo.git_dir())
+    }
+
+    /// Records under the git dir (`loopx/NAME`) that something happened
+    /// once; true the first time only. Best effort: a read-only git dir
+    /// answers true every time.
+    pub fn mark_once(&self, name: &str) -> bool {
+        let marker = self.common_dir().join("loopx").join(name);
+        if marker.exists() {
+            return false;
+        }
+        let _ = std::fs::create_dir_all(marker.parent().expect("has a parent"))
+            .and_then(|()| std::fs::write(&marker, b"shown\n"));
+        true
     }
 
     /// A git config value as a string.

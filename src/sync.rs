@@ -4,7 +4,7 @@
 //! (`refs/remotes/<remote>/loopx/state`) with the system git, then compares
 //! it with the local tip: equal, nothing to do; behind, fast-forward; ahead,
 //! push; diverged, **replay** the local-only ticks' ops, in order, through
-//! [`op::apply`] on top of the remote tip, and push that. A push is
+//! [`op::apply`](crate::op::apply) on top of the remote tip, and push that. A push is
 //! fast-forward only (never `+`); when another machine pushed first, the
 //! next round fetches again, after a backoff, a bounded number of times.
 //!
@@ -35,8 +35,7 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use crate::ctx::Ctx;
-use crate::error::Code;
-use crate::error::{Exit, Refusal, refusal_of};
+use crate::error::{Code, Exit, Refusal, refusal_of};
 use crate::git::{self, Fetched, NetworkError, Pushed};
 use crate::model::{
     Actor, AgentId, EvidenceId, EvidenceKind, GoalId, OpId, State, TodoId, id::RANDOM_HEX,
@@ -1000,7 +999,7 @@ fn derive(purpose: &str, id: &OpId, n: usize) -> String {
         .chain_update([0])
         .chain_update(id.as_str().as_bytes())
         .finalize();
-    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    let hex = crate::model::id::hex(&digest);
     hex[..n].to_owned()
 }
 
@@ -1029,10 +1028,7 @@ fn remember(ctx: &Ctx, name: &str, commit: Oid) -> Result<()> {
 
 /// Sleeps for about `backoff` (between half and one and a half times it).
 fn pause(backoff: Duration) {
-    let mut b = [0u8; 2];
-    let _ = getrandom::fill(&mut b);
-    let jitter = f64::from(u16::from_le_bytes(b)) / 65536.0;
-    std::thread::sleep(backoff.mul_f64(0.5 + jitter));
+    std::thread::sleep(backoff.mul_f64(0.5 + tx::jitter()));
 }
 
 /// Adds the glob fetch refspec `+refs/loopx/*:refs/remotes/<remote>/loopx/*`

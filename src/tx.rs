@@ -10,10 +10,10 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 
 use crate::ctx::Ctx;
-use crate::error::Code;
-use crate::error::Refusal;
+use crate::error::{Code, Refusal};
+use crate::model::OpId;
 use crate::model::{State, files};
-use crate::op::{self, Effect, Op, message};
+use crate::op::{self, Change, Effect, Op, message};
 use crate::store::{CasError, Person, Store, Tip};
 
 /// How long a tick keeps retrying before giving up with exit 4.
@@ -72,6 +72,18 @@ pub fn raw_files(ctx: &Ctx, tip: &Tip) -> Result<Vec<(String, Vec<u8>)>> {
     let mut all = store.read_files(tip.tree)?;
     all.extend(store.read_files_under(tip.tree, files::ARCHIVE)?);
     Ok(all)
+}
+
+/// An operation by the current actor, now, with a fresh op id.
+pub fn op(ctx: &Ctx, change: Change) -> Result<Op, Refusal> {
+    let context = toml::to_string(&change).unwrap_or_default();
+    Ok(Op {
+        id: OpId::from_hex(&ctx.ids.hex(16, context.as_bytes())),
+        at: ctx.now,
+        actor: ctx.actor()?,
+        signature: None,
+        change,
+    })
 }
 
 /// Reads the current state, or says how to create one.
@@ -301,7 +313,7 @@ pub use crate::config::AUTO_PACK;
 
 /// A random fraction in [0, 1). Not from the seeded id source, or racing
 /// test processes with the same seed would retry in lockstep.
-fn jitter() -> f64 {
+pub fn jitter() -> f64 {
     let mut b = [0u8; 2];
     let _ = getrandom::fill(&mut b);
     f64::from(u16::from_le_bytes(b)) / 65536.0

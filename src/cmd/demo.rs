@@ -10,8 +10,7 @@ use anyhow::{Context, Result, bail};
 use serde::Serialize;
 
 use crate::ctx::Ctx;
-use crate::error::Code;
-use crate::error::Exit;
+use crate::error::{Code, Exit};
 use crate::output::Out;
 use crate::time::Timestamp;
 
@@ -274,24 +273,13 @@ impl Demo {
 
     /// Runs git quietly (set-up steps nobody needs to read).
     fn git(&self, dir: &Path, args: &[&str]) -> Result<String> {
-        let mut c = Command::new("git");
-        c.args(args).current_dir(dir).stdin(Stdio::null());
+        let mut c = crate::git::command_in(dir, args);
         self.isolate(&mut c);
         if let Some(now) = self.clock {
             c.env("GIT_AUTHOR_DATE", now.to_string())
                 .env("GIT_COMMITTER_DATE", now.to_string());
         }
-        let out = c
-            .output()
-            .with_context(|| format!("running git {}: is git installed?", args.join(" ")))?;
-        if !out.status.success() {
-            bail!(
-                "git {} failed: {}",
-                args.join(" "),
-                String::from_utf8_lossy(&out.stderr).trim()
-            );
-        }
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+        crate::git::stdout_of(c, args)
     }
 
     /// Keeps the user's git config and agent-runtime markers out.

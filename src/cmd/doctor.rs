@@ -8,8 +8,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::ctx::Ctx;
-use crate::error::Code;
-use crate::error::Exit;
+use crate::error::{Code, Exit};
 use crate::model::{AgentStatus, FORMAT, State, Todo, TodoId, TodoStatus, files};
 use crate::op::message;
 use crate::tx;

@@ -19,15 +19,14 @@ use std::time::Duration;
 use anyhow::{Context, Result, anyhow};
 use serde::{Deserialize, Serialize};
 
-use super::brief;
-use super::quota::new_token;
-use super::quota::should_run::reason_message;
 use crate::ctx::Global;
 use crate::ctx::{Ctx, Env, derive_agent};
-use crate::error::Code;
-use crate::error::refusal_of;
+use crate::error::{Code, refusal_of};
 use crate::hook::{self, Answer, Event, Input, Runtime, guard, view};
 use crate::model::{AgentId, AgentStatus, Outcome, TodoStatus};
+use crate::op::brief;
+use crate::op::turn::new_token;
+use crate::op::turn::reason_message;
 use crate::op::{Change, rules, short, turn};
 use crate::output::{Format, Out};
 use crate::time::Timestamp;
@@ -209,11 +208,14 @@ fn start(
         Some(_) => (snap.state, snap.tip),
         None => {
             let done = tx::commit(ctx, |_| {
-                Ok(ctx.op(Change::AgentRegister {
-                    agent: agent.clone(),
-                    runtime: runtime.model(),
-                    capabilities: Vec::new(),
-                })?)
+                Ok(tx::op(
+                    ctx,
+                    Change::AgentRegister {
+                        agent: agent.clone(),
+                        runtime: runtime.model(),
+                        capabilities: Vec::new(),
+                    },
+                )?)
             })?;
             (done.state, done.tip)
         }
@@ -254,7 +256,7 @@ fn start(
         )),
         (None, Some((id, own))) => {
             let title = short(&state.todos[id].title);
-            let token = new_token(agent, &goal.id, &tip, ctx.now);
+            let token = new_token(agent, &goal.id, &tip.commit.to_string(), ctx.now);
             if *own {
                 text.push_str(&format!("Next: go on with your claim {id} \"{title}\".\n"));
             } else {
@@ -391,7 +393,7 @@ fn stop(ctx: &Ctx, agent: &AgentId, input: &Input, session: &SessionFile) -> Res
         .filter(|c| c.lease_until > ctx.now)
         .map(|c| format!(", lease {} left", c.lease_until.since(ctx.now)))
         .unwrap_or_default();
-    let token = new_token(agent, &goal.id, &snap.tip, ctx.now);
+    let token = new_token(agent, &goal.id, &snap.tip.commit.to_string(), ctx.now);
     s.continuations += 1;
     s.nudged = Some(ctx.now);
     session.save(&s);
@@ -457,13 +459,16 @@ fn end(
                 Outcome::Unchanged
             };
             tx::commit(ctx, |_| {
-                Ok(ctx.op(Change::RefreshState {
-                    goal: goal.clone(),
-                    outcome,
-                    turn: None,
-                    todo: todo.clone(),
-                    next_action: next_action.clone(),
-                })?)
+                Ok(tx::op(
+                    ctx,
+                    Change::RefreshState {
+                        goal: goal.clone(),
+                        outcome,
+                        turn: None,
+                        todo: todo.clone(),
+                        next_action: next_action.clone(),
+                    },
+                )?)
             })?;
         }
     }

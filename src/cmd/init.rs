@@ -40,10 +40,13 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         .as_deref()
         .map(|g| slug("goal", g, GoalId::new))
         .transpose()?;
-    let op = ctx.op(Change::Init {
-        goal: goal.clone(),
-        objective: args.objective.clone(),
-    })?;
+    let op = tx::op(
+        ctx,
+        Change::Init {
+            goal: goal.clone(),
+            objective: args.objective.clone(),
+        },
+    )?;
     let done = tx::init(ctx, op)?;
     let wire = Wire {
         state_ref: ctx.state_ref(),

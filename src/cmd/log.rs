@@ -8,8 +8,7 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 use crate::ctx::Ctx;
-use crate::error::Code;
-use crate::error::{Exit, Refusal};
+use crate::error::{Code, Exit, Refusal};
 use crate::history::{self, FileDiff, Tick};
 use crate::model::id::RANDOM_HEX;
 use crate::model::{AgentId, GoalId, TodoId, files};
@@ -307,11 +306,7 @@ fn existing_goal(ctx: &Ctx, tree: crate::store::Oid, typed: &str) -> Result<Goal
         .read_file(tree, &files::goal_path(&id))?
         .is_none()
     {
-        return Err(
-            Refusal::error(Code::UnknownGoal, format!("there is no goal {id}"))
-                .with_hint("`loopx goal list` shows the goals")
-                .into(),
-        );
+        return Err(crate::model::unknown_goal(&id).into());
     }
     Ok(id)
 }

@@ -3,7 +3,6 @@
 //! This module dispatches and holds the small helpers commands share.
 
 pub mod agent;
-pub mod brief;
 pub mod demo;
 pub mod diff;
 pub mod doctor;
@@ -29,8 +28,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::ctx::Ctx;
-use crate::error::Code;
-use crate::error::{Exit, Refusal};
+use crate::error::{Code, Exit, Refusal};
 use crate::model::{GoalId, State};
 use crate::tx::Committed;
 
@@ -104,6 +102,23 @@ pub fn run(ctx: &Ctx, command: &Command) -> Result<Exit> {
             "loopx hook runs through hook::main, which always exits 0"
         )),
     }
+}
+
+/// Runs a command loopx was asked to run (a validation, `evidence run`,
+/// `settle`'s check). Under a fixed clock (`LOOPX_NOW`) its duration is
+/// recorded as 0 ms, like every other time, so the history a script makes
+/// is reproducible.
+pub fn run_command(
+    ctx: &Ctx,
+    argv: &[String],
+    dir: &std::path::Path,
+    timeout: crate::time::Span,
+) -> crate::model::run::CommandRun {
+    let mut record = crate::run::run(argv, dir, timeout);
+    if ctx.env.get("LOOPX_NOW").is_some() {
+        record.duration_ms = 0;
+    }
+    record
 }
 
 /// The fields every tick's JSON output carries.

@@ -4,13 +4,12 @@
 use anyhow::Result;
 use serde::Serialize;
 
-use super::brief::{self, Brief};
 use super::quota::{own_token, parse_token};
 use super::{TickWire, pick_goal};
 use crate::ctx::Ctx;
-use crate::error::Code;
-use crate::error::{Exit, Refusal};
+use crate::error::{Code, Exit, Refusal};
 use crate::model::Outcome;
+use crate::op::brief::{self, Brief};
 use crate::op::{self, Change};
 use crate::tx;
 
@@ -92,10 +91,10 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         .map(|t| t.at);
     let (state, tick) = if args.dry_run {
         let mut after = snap.state.clone();
-        op::apply(&mut after, &ctx.op(build(&snap.state)?)?)?;
+        op::apply(&mut after, &tx::op(ctx, build(&snap.state)?)?)?;
         (after, None)
     } else {
-        let done = tx::commit(ctx, |state| Ok(ctx.op(build(state)?)?))?;
+        let done = tx::commit(ctx, |state| Ok(tx::op(ctx, build(state)?)?))?;
         let tick = TickWire::of(&done);
         (done.state, Some(tick))
     };

@@ -4,13 +4,12 @@ use anyhow::Result;
 use serde::Serialize;
 
 use super::TickWire;
-use super::brief::{self, Brief};
 use super::evidence::{code_now, fresh_id};
 use super::quota::{own_token, parse_token};
 use crate::ctx::Ctx;
-use crate::error::Code;
-use crate::error::{Exit, Refusal};
+use crate::error::{Code, Exit, Refusal};
 use crate::model::{EvidenceKind, Outcome, TodoStatus, run::CommandRun};
+use crate::op::brief::{self, Brief};
 use crate::op::{self, Change};
 use crate::time::Span;
 use crate::tx;
@@ -186,29 +185,37 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             assumed_validation.as_ref(),
         )?,
     };
-    op::apply(&mut snap.state.clone(), &ctx.op(probe)?)?;
+    op::apply(&mut snap.state.clone(), &tx::op(ctx, probe)?)?;
     // Code from the shared state runs only when this machine trusts it.
     if validate.is_some() {
         crate::trust::validation::allow(ctx, &snap.state, &snap.state.todos[&todo])?;
     }
     // The side effects run once, before the tick.
-    let check =
-        (!args.command.is_empty()).then(|| ctx.run_command(&args.command, &ctx.cwd, args.timeout));
+    let check = (!args.command.is_empty())
+        .then(|| crate::cmd::run_command(ctx, &args.command, &ctx.cwd, args.timeout));
     let validation = match &validate {
         Some(v) if check.as_ref().is_none_or(CommandRun::passed) => {
             ctx.out
                 .status(&format!("Validating {todo}: {}", v.argv.join(" ")));
-            Some(ctx.run_command(&v.argv, ctx.store()?.root(), v.timeout))
+            Some(crate::cmd::run_command(
+                ctx,
+                &v.argv,
+                ctx.store()?.root(),
+                v.timeout,
+            ))
         }
         _ => None,
     };
     let failed = check.as_ref().is_some_and(|c| !c.passed())
         || validation.as_ref().is_some_and(|v| !v.passed());
     let done = tx::commit(ctx, |state| {
-        Ok(ctx.op(Change::Settle {
-            turn: token.turn.clone(),
-            steps: plan(state, check.as_ref(), validation.as_ref())?,
-        })?)
+        Ok(tx::op(
+            ctx,
+            Change::Settle {
+                turn: token.turn.clone(),
+                steps: plan(state, check.as_ref(), validation.as_ref())?,
+            },
+        )?)
     })?;
     let brief = (!failed).then(|| {
         brief::build(

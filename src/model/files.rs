@@ -11,8 +11,7 @@ use super::{
     Agent, AgentId, Evidence, FORMAT, Gate, GateId, Goal, GoalId, Meta, Signer, SignerName, State,
     Todo, TodoId,
 };
-use crate::error::Code;
-use crate::error::Refusal;
+use crate::error::{Code, Refusal};
 
 /// The format file at the root of the tree.
 pub const META: &str = "loopx.toml";
@@ -322,3 +321,6 @@ pub fn decode_evidence<'a>(
     out.sort_by(|a, b| (a.at, &a.id).cmp(&(b.at, &b.id)));
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests;

@@ -46,19 +46,11 @@ pub fn check_slug(kind: &str, s: &str) -> Result<(), String> {
     Ok(())
 }
 
-macro_rules! slug_id {
-    ($(#[$m:meta])* $name:ident, $kind:literal) => {
-        $(#[$m])*
-        #[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-        pub struct $name(String);
-
+/// What every id type shares: `Display` as the plain string, a type-named
+/// `Debug`, and serde as a string that is validated by `new` on the way in.
+macro_rules! string_id_impls {
+    ($name:ident) => {
         impl $name {
-            /// Validates `s` as this kind of id.
-            pub fn new(s: &str) -> Result<Self, String> {
-                check_slug($kind, s)?;
-                Ok($name(s.to_owned()))
-            }
-
             pub fn as_str(&self) -> &str {
                 &self.0
             }
@@ -88,6 +80,24 @@ macro_rules! slug_id {
                 $name::new(&s).map_err(serde::de::Error::custom)
             }
         }
+    };
+}
+
+macro_rules! slug_id {
+    ($(#[$m:meta])* $name:ident, $kind:literal) => {
+        $(#[$m])*
+        #[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub struct $name(String);
+
+        impl $name {
+            /// Validates `s` as this kind of id.
+            pub fn new(s: &str) -> Result<Self, String> {
+                check_slug($kind, s)?;
+                Ok($name(s.to_owned()))
+            }
+        }
+
+        string_id_impls!($name);
     };
 }
 
@@ -148,36 +158,9 @@ macro_rules! random_id {
             pub fn hex(&self) -> &str {
                 &self.0[$prefix.len() + 1..]
             }
-
-            pub fn as_str(&self) -> &str {
-                &self.0
-            }
         }
 
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(&self.0)
-            }
-        }
-
-        impl fmt::Debug for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                write!(f, "{}({:?})", stringify!($name), self.0)
-            }
-        }
-
-        impl Serialize for $name {
-            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                s.serialize_str(&self.0)
-            }
-        }
-
-        impl<'de> Deserialize<'de> for $name {
-            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                let s = String::deserialize(d)?;
-                $name::new(&s).map_err(serde::de::Error::custom)
-            }
-        }
+        string_id_impls!($name);
     };
 }
 
@@ -221,6 +204,16 @@ pub fn prefix_of(prefix: &str, kind: &str, typed: &str) -> Result<String, String
         ));
     }
     Ok(hex)
+}
+
+/// Lowercase hex of bytes (digests, random ids): the one encoder.
+pub fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        let _ = write!(s, "{b:02x}");
+    }
+    s
 }
 
 #[cfg(test)]

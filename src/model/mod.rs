@@ -30,16 +30,29 @@ pub use id::{AgentId, EvidenceId, GateId, GoalId, OpId, SignerName, TodoId};
 pub use signer::{Signer, Vouch};
 pub use todo::{Claim, Note, Priority, Todo, TodoStatus, Validation};
 
-use crate::error::Code;
-use crate::error::Refusal;
+use crate::error::{Code, Refusal};
 use crate::time::Span;
 
-/// The format version this binary writes, in `loopx.toml`.
+/// The format version of the state and the op log this binary writes: in
+/// `loopx.toml` (by `init`) and in every tick's `Loopx-Format` trailer. A
+/// state with a higher number is refused with "upgrade loopx"
+/// (`format-too-new`); so is a tick holding an op kind this binary does not
+/// know (`unknown-op`). A newer binary reads every lower number as it is.
 ///
-/// 2 added signatures (`signature` on ops, gate answers and withdrawals),
-/// `signers/<name>.toml`, the ops `signer.announce` and `todo.trust`, a
-/// todo's `validate-from` and `todo.edit`'s `validate` (docs/format.md,
-/// "Versions and upgrades").
+/// This is the one place the number is defined. A change that an older
+/// binary would misread or drop (a new op kind, a new field in an op or a
+/// file, a new meaning) bumps it and adds a line below and a row to
+/// docs/format.md, "Versions and upgrades" (which also says what a team
+/// running two versions sees). What each version added:
+///
+/// - 1 (loopx 0.1.0): the state ref, its tree and files (goals, agents,
+///   todos with claims, leases, epochs, validations and notes, gates, quota
+///   ledgers, evidence, the archive), the tick message, and the 23 op
+///   kinds of `op::Change::KINDS`.
+/// - 2 (unreleased): signed human authority and trusted validations: an op's
+///   `signature`, gate answers' and withdrawals' `signature`,
+///   `signers/<name>.toml`, the ops `signer.announce` and `todo.trust`, a
+///   todo's `validate_from`, and `todo.edit`'s `validate`.
 pub const FORMAT: u32 = 2;
 
 /// The whole state at one tick.
@@ -127,10 +140,13 @@ impl State {
 
     pub fn goal(&self, id: &str) -> Result<&Goal, Refusal> {
         let gid = GoalId::new(id).map_err(|e| Refusal::usage(Code::BadId, e))?;
-        self.goals.get(&gid).ok_or_else(|| {
-            Refusal::error(Code::UnknownGoal, format!("there is no goal {gid}"))
-                .with_hint("`loopx goal list` shows the goals")
-        })
+        self.goal_by_id(&gid)
+    }
+
+    /// The goal with this id, or the one refusal every command gives for a
+    /// goal that does not exist.
+    pub fn goal_by_id(&self, id: &GoalId) -> Result<&Goal, Refusal> {
+        self.goals.get(id).ok_or_else(|| unknown_goal(id))
     }
 
     pub fn agent(&self, id: &str) -> Result<&Agent, Refusal> {
@@ -188,4 +204,10 @@ fn resolve<K: Clone + Ord + std::fmt::Display, V>(
             .with_hint("type more characters of the id"))
         }
     }
+}
+
+/// The refusal for a goal that does not exist.
+pub fn unknown_goal(id: &GoalId) -> Refusal {
+    Refusal::error(Code::UnknownGoal, format!("there is no goal {id}"))
+        .with_hint("`loopx goal list` shows the goals")
 }

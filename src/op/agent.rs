@@ -1,8 +1,7 @@
 //! Rules for `agent.register`.
 
 use super::{Effect, Happened, Op, rules};
-use crate::error::Code;
-use crate::error::Refusal;
+use crate::error::{Code, Refusal};
 use crate::model::{Actor, Agent, AgentId, AgentStatus, Note, Runtime, State, TodoStatus};
 
 pub(super) fn register(
@@ -131,3 +130,6 @@ pub(super) fn retire(state: &mut State, op: &Op, id: &AgentId) -> Result<Effect,
         format!("retire agent {id}{released}"),
     ))
 }
+
+#[cfg(test)]
+mod tests;

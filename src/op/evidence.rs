@@ -2,8 +2,7 @@
 //! append-only; a failing command is evidence too, not a refusal.
 
 use super::{Change, Effect, Happened, Op, goal::non_empty, rules, short};
-use crate::error::Code;
-use crate::error::Refusal;
+use crate::error::{Code, Refusal};
 use crate::model::{Actor, Evidence, EvidenceKind, State, todo::EvidenceRef};
 
 pub(super) fn add(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
@@ -29,10 +28,7 @@ pub(super) fn add(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         rules::registered(state, a)?;
     }
     if !state.goals.contains_key(goal) {
-        return Err(Refusal::error(
-            Code::UnknownGoal,
-            format!("there is no goal {goal}"),
-        ));
+        return Err(crate::model::unknown_goal(goal));
     }
     if let Some(t) = todo {
         match state.todos.get(t) {
@@ -100,3 +96,6 @@ pub(super) fn add(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
     });
     Ok(effect)
 }
+
+#[cfg(test)]
+mod tests;

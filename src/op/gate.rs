@@ -2,8 +2,7 @@
 //! here, inside `apply`, so a replayed answer is judged the same way.
 
 use super::{Change, Effect, Happened, Op, goal::non_empty, rules, short};
-use crate::error::Code;
-use crate::error::Refusal;
+use crate::error::{Code, Refusal};
 use crate::model::{
     Actor, Blocks, Gate, GateId, GateStatus, GoalStatus, State,
     gate::{Answer, Withdrawn},
@@ -24,10 +23,10 @@ pub(super) fn open(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
     if let Actor::Agent(a) = &op.actor {
         rules::registered(state, a)?;
     }
-    let g = state.goals.get(goal).ok_or_else(|| {
-        Refusal::error(Code::UnknownGoal, format!("there is no goal {goal}"))
-            .with_hint("`loopx goal list` shows the goals")
-    })?;
+    let g = state
+        .goals
+        .get(goal)
+        .ok_or_else(|| crate::model::unknown_goal(goal))?;
     if g.status == GoalStatus::Done {
         return Err(Refusal::rule(
             Code::GoalDone,
@@ -195,3 +194,6 @@ fn closable<'s>(state: &'s State, op: &Op, id: &GateId, verb: &str) -> Result<&'
     }
     Ok(gate)
 }
+
+#[cfg(test)]
+mod tests;

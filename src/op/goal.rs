@@ -1,8 +1,7 @@
 //! Rules for `init`, `goal.add` and `goal.set`.
 
 use super::{Change, Effect, Happened, Op, rules::human_only, short};
-use crate::error::Code;
-use crate::error::Refusal;
+use crate::error::{Code, Refusal};
 use crate::model::{Goal, GoalId, GoalStatus, QuotaPolicy, State};
 
 pub(super) fn init(
@@ -81,10 +80,10 @@ pub(super) fn set(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         unreachable!("dispatched on GoalSet")
     };
     human_only(&op.actor, "change a goal")?;
-    let g = state.goals.get_mut(goal).ok_or_else(|| {
-        Refusal::error(Code::UnknownGoal, format!("there is no goal {goal}"))
-            .with_hint("`loopx goal list` shows the goals")
-    })?;
+    let g = state
+        .goals
+        .get_mut(goal)
+        .ok_or_else(|| crate::model::unknown_goal(goal))?;
     let objective = objective
         .as_deref()
         .map(|o| non_empty(o, "objective"))
@@ -160,3 +159,6 @@ pub(super) fn non_empty(text: &str, what: &str) -> Result<String, Refusal> {
         Ok(t.to_owned())
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -137,3 +137,6 @@ pub fn op_id_of(msg: &str) -> Option<&str> {
         .strip_prefix("id = \"")?
         .strip_suffix('"')
 }
+
+#[cfg(test)]
+mod tests;

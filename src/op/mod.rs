@@ -8,13 +8,14 @@
 //! the same way on every machine. Nothing here knows about git.
 
 pub mod agent;
+pub mod brief;
 mod evidence;
 mod gate;
 mod goal;
 pub mod message;
 pub mod rules;
 pub mod signer;
-mod todo;
+pub mod todo;
 pub mod turn;
 
 use std::collections::BTreeMap;
@@ -585,4 +586,4 @@ pub fn short(title: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests;
+mod test_support;

@@ -5,8 +5,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use crate::error::Code;
-use crate::error::Refusal;
+use crate::error::{Code, Refusal};
 use crate::model::{
     Actor, Agent, AgentId, AgentStatus, Blocks, Gate, GateId, GoalStatus, State, Todo, TodoId,
     TodoStatus, glob,

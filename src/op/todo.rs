@@ -3,8 +3,7 @@
 //! a conflict (fencing).
 
 use super::{Change, Effect, Happened, Op, agent::normalize, goal::non_empty, rules, short};
-use crate::error::Code;
-use crate::error::Refusal;
+use crate::error::{Code, Refusal};
 use crate::model::{
     Actor, Claim, GoalStatus, Note, State, Todo, TodoId, TodoStatus, Validation, Vouch,
     run::CommandRun,
@@ -32,10 +31,10 @@ pub(super) fn add(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
     if let Actor::Agent(id) = &op.actor {
         rules::registered(state, id)?;
     }
-    let g = state.goals.get(goal).ok_or_else(|| {
-        Refusal::error(Code::UnknownGoal, format!("there is no goal {goal}"))
-            .with_hint("`loopx goal list` shows the goals")
-    })?;
+    let g = state
+        .goals
+        .get(goal)
+        .ok_or_else(|| crate::model::unknown_goal(goal))?;
     if g.status == GoalStatus::Done {
         return Err(
             Refusal::rule(Code::GoalDone, format!("goal {goal} is done")).with_hint(format!(
@@ -448,23 +447,7 @@ pub(super) fn done(
                 .with_hint(format!("run `loopx todo done {id}` again")));
             }
             Some(run) if !run.passed() => {
-                let tail = run.last_lines(5);
-                let shown = if tail.is_empty() {
-                    String::new()
-                } else {
-                    format!("\n{}", tail.join("\n"))
-                };
-                return Err(Refusal::rule(
-                    Code::ValidationFailed,
-                    format!(
-                        "{id} is not done: its validation `{}` failed ({}){shown}",
-                        run.argv.join(" "),
-                        run.outcome()
-                    ),
-                )
-                .with_hint(
-                    "fix what it reports and run `loopx todo done` again; nothing was marked done",
-                ));
+                return Err(validation_failed(id, run));
             }
             Some(_) => {}
         }
@@ -693,6 +676,21 @@ pub(super) fn archive(state: &mut State, op: &Op, ids: &[TodoId]) -> Result<Effe
     Ok(effect)
 }
 
+/// A todo's validation failed: the refusal `todo done` and replays give,
+/// with the last lines of its output.
+pub fn validation_failed(id: &TodoId, run: &CommandRun) -> Refusal {
+    let shown: String = run.last_lines(5).iter().map(|l| format!("\n{l}")).collect();
+    Refusal::rule(
+        Code::ValidationFailed,
+        format!(
+            "{id} is not done: its validation `{}` failed ({}){shown}",
+            run.argv.join(" "),
+            run.outcome()
+        ),
+    )
+    .with_hint("fix what it reports and run `loopx todo done` again; nothing was marked done")
+}
+
 /// Checks that the actor may write this todo: a registered agent or a human,
 /// and if it is claimed, its owner; and that the epoch matches.
 fn writable<'s>(
@@ -766,3 +764,6 @@ fn todo_mut<'s>(state: &'s mut State, id: &TodoId) -> &'s mut Todo {
         .get_mut(id)
         .expect("checked by get() before mutating")
 }
+
+#[cfg(test)]
+mod tests;

@@ -5,8 +5,8 @@
 use sha2::{Digest, Sha256};
 
 use super::{Change, Effect, Happened, Op, apply, goal::non_empty, rules, wrote_back};
-use crate::error::Code;
-use crate::error::Refusal;
+use crate::error::{Code, Refusal};
+use crate::model::quota::TurnToken;
 use crate::model::{
     AgentId, AgentStatus, Blocks, GateId, Goal, GoalId, GoalStatus, LastTurn, Outcome, State,
     TodoId, TodoStatus,
@@ -195,10 +195,7 @@ pub fn digest(state: &State, agent: &AgentId, goal: &GoalId, now: Timestamp) -> 
             h.update(format!("gate {} {}\n", g.id, g.status.as_str()));
         }
     }
-    h.finalize()[..8]
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    crate::model::id::hex(&h.finalize()[..8])
 }
 
 pub(super) fn refresh(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
@@ -216,10 +213,7 @@ pub(super) fn refresh(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         .id
         .clone();
     if !state.goals.contains_key(goal) {
-        return Err(Refusal::error(
-            Code::UnknownGoal,
-            format!("there is no goal {goal}"),
-        ));
+        return Err(crate::model::unknown_goal(goal));
     }
     if let Some(t) = todo {
         match state.todos.get(t) {
@@ -283,7 +277,7 @@ pub(super) fn spend(
     let g = state
         .goals
         .get(goal)
-        .ok_or_else(|| Refusal::error(Code::UnknownGoal, format!("there is no goal {goal}")))?;
+        .ok_or_else(|| crate::model::unknown_goal(goal))?;
     let window = g.quota.window;
     if state
         .quota
@@ -477,3 +471,44 @@ pub(super) fn settle(state: &mut State, op: &Op, steps: &[Change]) -> Result<Eff
     effect.archived = archived;
     Ok(effect)
 }
+
+/// A new turn token: a stable turn id from the agent, the goal, the state's
+/// tip (its commit id) and the time, so two should-runs a tick apart differ and a repeated
+/// poll of the same state at the same instant does not.
+pub fn new_token(agent: &AgentId, goal: &GoalId, tip: &str, now: Timestamp) -> TurnToken {
+    let digest = Sha256::new()
+        .chain_update(agent.as_str())
+        .chain_update([0])
+        .chain_update(goal.as_str())
+        .chain_update([0])
+        .chain_update(tip)
+        .chain_update(now.unix().to_le_bytes())
+        .finalize();
+    TurnToken {
+        goal: goal.clone(),
+        agent: agent.clone(),
+        turn: crate::model::id::hex(&digest[..8]),
+        issued: now,
+    }
+}
+
+/// The sentence that explains a skip, as `should-run` and the hooks say it.
+pub fn reason_message(r: &Reason, agent: &AgentId, goal: &GoalId) -> String {
+    match r {
+        Reason::NotRegistered => format!("agent {agent} is not registered or is retired"),
+        Reason::GoalPaused => format!("goal {goal} is paused"),
+        Reason::GoalDone => format!("goal {goal} is done"),
+        Reason::GateOpen { gate, question } => format!("gate {gate} is open: \"{question}\""),
+        Reason::QuotaExhausted { frees_at } => {
+            format!("all slots are used; the next frees at {frees_at}")
+        }
+        Reason::NothingReady { detail } => detail.clone(),
+        Reason::NoChange => {
+            "your last turn ended unchanged and nothing that concerns you has changed since"
+                .to_owned()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,7 +1,7 @@
-//! `loopx diff` on the fixed-clock history of `test_log`.
+//! `loopx diff` on the fixed-clock history of `common::fixtures`.
 
+use crate::common::fixtures::history;
 use crate::common::{TestEnv, assert_text};
-use crate::test_log::history;
 
 #[test]
 fn diff_summarizes_two_states() {

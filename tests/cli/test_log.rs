@@ -1,60 +1,8 @@
 //! `loopx log` on a fixed-clock history, and the plain-git recipes of
 //! docs/review.md run against the same history.
 
+use crate::common::fixtures::{hand_commit, history};
 use crate::common::{TestEnv, assert_text};
-
-/// The todos of [`history`].
-pub struct Ids {
-    /// "Write the parser", goal main: claimed, noted and done by agent-a.
-    pub parser: String,
-    /// "Write the manual", goal docs: claimed and released by agent-b, then
-    /// claimed and renewed by agent-a.
-    pub manual: String,
-}
-
-/// A fixed-clock history of 13 ticks, one a minute from 09:00. The seeded
-/// ids are t-19e5a72f (parser) and t-09f33d6a (manual).
-pub fn history() -> (TestEnv, Ids) {
-    let env = TestEnv::with_board();
-    env.loopx(&["goal", "add", "docs", "--objective", "Write the manual"])
-        .ok();
-    let parser = env.add("Write the parser", &["--goal", "main", "--priority", "P1"]);
-    let manual = env.add("Write the manual", &["--goal", "docs"]);
-    env.agent("agent-a", &["todo", "claim", &parser]).ok();
-    env.agent(
-        "agent-a",
-        &["todo", "update", &parser, "--note", "lexer done"],
-    )
-    .ok();
-    env.agent("agent-b", &["todo", "claim", &manual]).ok();
-    env.agent("agent-b", &["todo", "release", &manual]).ok();
-    env.agent("agent-a", &["todo", "done", &parser, "--note", "all green"])
-        .ok();
-    env.agent("agent-a", &["todo", "claim", &manual]).ok();
-    env.agent("agent-a", &["todo", "claim", &manual, "--ttl", "2h"])
-        .ok();
-    assert_eq!(
-        (parser.as_str(), manual.as_str()),
-        ("t-19e5a72f", "t-09f33d6a")
-    );
-    (env, Ids { parser, manual })
-}
-
-/// Puts a commit that is not a loopx tick on the state ref, as someone
-/// committing by hand would.
-pub fn hand_commit(env: &TestEnv) -> String {
-    let tree = env.git(&["rev-parse", "refs/loopx/state^{tree}"]);
-    let commit = env.git(&[
-        "commit-tree",
-        tree.trim(),
-        "-p",
-        "refs/loopx/state",
-        "-m",
-        "Fix a typo by hand",
-    ]);
-    env.git(&["update-ref", "refs/loopx/state", commit.trim()]);
-    commit.trim().to_owned()
-}
 
 const FULL_LOG: &str = r#"  13  2026-11-30T09:12:00Z  agent-a       todo.claim      renew t-09f33d6a "Write the manual"
   12  2026-11-30T09:11:00Z  agent-a       todo.claim      claim t-09f33d6a "Write the manual"

@@ -1,7 +1,7 @@
-//! `loopx show` on the fixed-clock history of `test_log`.
+//! `loopx show` on the fixed-clock history of `common::fixtures`.
 
 use crate::common::assert_text;
-use crate::test_log::{hand_commit, history};
+use crate::common::fixtures::{hand_commit, history};
 
 const TICK_7: &str = r#"tick 7: claim t-19e5a72f "Write the parser"
 commit:    <commit>

@@ -71,7 +71,7 @@ fn reads_write_nothing() {
 
 #[test]
 fn status_at_shows_the_state_as_it_was() {
-    let (env, _) = crate::test_log::history();
+    let (env, _) = crate::common::fixtures::history();
     let out = env.loopx(&["status", "--at", "9"]).ok();
     assert_text(
         &out.stdout,
@@ -120,7 +120,7 @@ recent:
 
 #[test]
 fn status_at_refuses_what_is_not_there() {
-    let (env, _) = crate::test_log::history();
+    let (env, _) = crate::common::fixtures::history();
     let out = env.loopx(&["status", "--at", "14"]).code(1);
     assert_text(
         &out.stderr,

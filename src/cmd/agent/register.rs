@@ -56,11 +56,14 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         return Ok(Exit::Ok);
     }
     let done = tx::commit(ctx, |_| {
-        Ok(ctx.op(Change::AgentRegister {
-            agent: agent.clone(),
-            runtime: args.runtime,
-            capabilities: caps.clone(),
-        })?)
+        Ok(tx::op(
+            ctx,
+            Change::AgentRegister {
+                agent: agent.clone(),
+                runtime: args.runtime,
+                capabilities: caps.clone(),
+            },
+        )?)
     })?;
     ctx.out.emit(
         &Wire {

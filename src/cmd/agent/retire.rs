@@ -30,9 +30,12 @@ struct Wire<'a> {
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let agent = slug("agent", &args.id, AgentId::new)?;
     let done = tx::commit(ctx, |_| {
-        Ok(ctx.op(Change::AgentRetire {
-            agent: agent.clone(),
-        })?)
+        Ok(tx::op(
+            ctx,
+            Change::AgentRetire {
+                agent: agent.clone(),
+            },
+        )?)
     })?;
     ctx.out.emit(
         &Wire {

@@ -9,8 +9,7 @@ use sha2::{Digest, Sha256};
 use super::{code_now, fresh_id, target};
 use crate::cmd::TickWire;
 use crate::ctx::Ctx;
-use crate::error::Code;
-use crate::error::{Exit, Refusal};
+use crate::error::{Code, Exit, Refusal};
 use crate::model::{Evidence, EvidenceKind, evidence::Artifact};
 use crate::op::Change;
 use crate::tx;
@@ -60,16 +59,19 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let id = fresh_id(ctx, &args.summary);
     let done = tx::commit(ctx, |state| {
         let (todo, goal) = target(ctx, state, args.todo.as_deref(), args.goal.as_deref())?;
-        Ok(ctx.op(Change::EvidenceAdd {
-            evidence: id.clone(),
-            goal,
-            todo,
-            kind,
-            summary: args.summary.clone(),
-            code: Some(code.clone()),
-            run: None,
-            artifact: artifact.clone(),
-        })?)
+        Ok(tx::op(
+            ctx,
+            Change::EvidenceAdd {
+                evidence: id.clone(),
+                goal,
+                todo,
+                kind,
+                summary: args.summary.clone(),
+                code: Some(code.clone()),
+                run: None,
+                artifact: artifact.clone(),
+            },
+        )?)
     })?;
     let e = done
         .effect
@@ -114,10 +116,7 @@ fn hash_file(ctx: &Ctx, typed: &str) -> Result<Artifact> {
         .unwrap_or(path.clone());
     Ok(Artifact {
         path: shown.to_string_lossy().into_owned(),
-        sha256: Sha256::digest(&bytes)
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect(),
+        sha256: crate::model::id::hex(&Sha256::digest(&bytes)),
         bytes: bytes.len() as u64,
     })
 }

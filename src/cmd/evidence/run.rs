@@ -57,7 +57,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         target(ctx, &snap.state, args.todo.as_deref(), args.goal.as_deref())?;
     }
     let code = code_now(ctx);
-    let mut record = ctx.run_command(&args.command, &ctx.cwd, args.timeout);
+    let mut record = crate::cmd::run_command(ctx, &args.command, &ctx.cwd, args.timeout);
     if args.no_output {
         record.output_tail.clear();
     }
@@ -68,16 +68,19 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let id = fresh_id(ctx, &summary);
     let done = tx::commit(ctx, |state| {
         let (todo, goal) = target(ctx, state, args.todo.as_deref(), args.goal.as_deref())?;
-        Ok(ctx.op(Change::EvidenceAdd {
-            evidence: id.clone(),
-            goal,
-            todo,
-            kind: args.kind,
-            summary: summary.clone(),
-            code: Some(code.clone()),
-            run: Some(record.clone()),
-            artifact: None,
-        })?)
+        Ok(tx::op(
+            ctx,
+            Change::EvidenceAdd {
+                evidence: id.clone(),
+                goal,
+                todo,
+                kind: args.kind,
+                summary: summary.clone(),
+                code: Some(code.clone()),
+                run: Some(record.clone()),
+                artifact: None,
+            },
+        )?)
     })?;
     let e = done
         .effect

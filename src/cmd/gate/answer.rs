@@ -1,10 +1,7 @@
 //! `loopx gate answer`: close a gate with one of its options.
 
 use anyhow::Result;
-use serde::Serialize;
 
-use super::GateRef;
-use crate::cmd::TickWire;
 use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::op::Change;
@@ -27,36 +24,25 @@ pub struct Args {
     note: Option<String>,
 }
 
-#[derive(Serialize)]
-struct Wire<'a> {
-    gate: GateRef<'a>,
-    #[serde(flatten)]
-    tick: TickWire,
-}
-
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let done = tx::commit(ctx, |state| {
         let gate = state.resolve_gate(&args.id)?;
-        Ok(ctx.op(Change::GateAnswer {
-            gate,
-            choice: args.choice.clone(),
-            note: args.note.clone(),
-        })?)
+        Ok(tx::op(
+            ctx,
+            Change::GateAnswer {
+                gate,
+                choice: args.choice.clone(),
+                note: args.note.clone(),
+            },
+        )?)
     })?;
-    let gate = done.effect.what.gate().expect("gate.answer names its gate");
-    let g = &done.state.gates[gate];
-    ctx.out.emit(
-        &Wire {
-            gate: GateRef::of(g),
-            tick: TickWire::of(&done),
-        },
-        || {
-            format!(
-                "Answered {gate}: {}. \"{}\"",
-                g.answer.as_ref().map_or("", |a| a.choice.as_str()),
-                g.question
-            )
-        },
-    )?;
+    super::emit(ctx, &done, |g| {
+        format!(
+            "Answered {}: {}. \"{}\"",
+            g.id,
+            g.answer.as_ref().map_or("", |a| a.choice.as_str()),
+            g.question
+        )
+    })?;
     Ok(Exit::Ok)
 }

@@ -78,3 +78,28 @@ impl<'a> GateRef<'a> {
         )
     }
 }
+
+/// What a command that opened, answered or withdrew a gate prints: the
+/// gate and the tick as JSON, or `human` of the gate. Returns the gate.
+pub fn emit<'d>(
+    ctx: &Ctx,
+    done: &'d crate::tx::Committed,
+    human: impl FnOnce(&crate::model::Gate) -> String,
+) -> Result<&'d crate::model::Gate> {
+    #[derive(Serialize)]
+    struct Wire<'a> {
+        gate: GateRef<'a>,
+        #[serde(flatten)]
+        tick: crate::cmd::TickWire,
+    }
+    let id = done.effect.what.gate().expect("a gate op names its gate");
+    let g = &done.state.gates[id];
+    ctx.out.emit(
+        &Wire {
+            gate: GateRef::of(g),
+            tick: crate::cmd::TickWire::of(done),
+        },
+        || human(g),
+    )?;
+    Ok(g)
+}

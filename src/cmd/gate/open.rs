@@ -1,13 +1,10 @@
 //! `loopx gate open`: ask a concrete question that blocks one scope.
 
 use anyhow::Result;
-use serde::Serialize;
 
-use super::GateRef;
-use crate::cmd::{TickWire, pick_goal, slug};
+use crate::cmd::{pick_goal, slug};
 use crate::ctx::Ctx;
-use crate::error::Code;
-use crate::error::{Exit, Refusal};
+use crate::error::{Code, Exit, Refusal};
 use crate::model::{AgentId, Blocks, GateId, GateKind, State, id::RANDOM_HEX};
 use crate::op::Change;
 use crate::tx;
@@ -36,13 +33,6 @@ pub struct Args {
     kind: GateKind,
 }
 
-#[derive(Serialize)]
-struct Wire<'a> {
-    gate: GateRef<'a>,
-    #[serde(flatten)]
-    tick: TickWire,
-}
-
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let done = tx::commit(ctx, |state| {
         let blocks = parse_blocks(state, &args.blocks)?;
@@ -61,26 +51,22 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                 break id;
             }
         };
-        Ok(ctx.op(Change::GateOpen {
-            gate,
-            goal,
-            question: args.question.clone(),
-            options,
-            kind: args.kind,
-            blocks,
-        })?)
+        Ok(tx::op(
+            ctx,
+            Change::GateOpen {
+                gate,
+                goal,
+                question: args.question.clone(),
+                options,
+                kind: args.kind,
+                blocks,
+            },
+        )?)
     })?;
-    let gate = done.effect.what.gate().expect("gate.open names its gate");
-    let g = &done.state.gates[gate];
-    ctx.out.emit(
-        &Wire {
-            gate: GateRef::of(g),
-            tick: TickWire::of(&done),
-        },
-        || gate.to_string(),
-    )?;
+    let g = super::emit(ctx, &done, |g| g.id.to_string())?;
     ctx.out.status(&format!(
-        "Opened {gate} ({} on {}): \"{}\".",
+        "Opened {} ({} on {}): \"{}\".",
+        g.id,
         g.kind.as_str(),
         g.blocks,
         g.question

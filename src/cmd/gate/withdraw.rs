@@ -1,10 +1,7 @@
 //! `loopx gate withdraw`: close a gate without an answer.
 
 use anyhow::Result;
-use serde::Serialize;
 
-use super::GateRef;
-use crate::cmd::TickWire;
 use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::op::Change;
@@ -19,30 +16,13 @@ pub struct Args {
     id: String,
 }
 
-#[derive(Serialize)]
-struct Wire<'a> {
-    gate: GateRef<'a>,
-    #[serde(flatten)]
-    tick: TickWire,
-}
-
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let done = tx::commit(ctx, |state| {
         let gate = state.resolve_gate(&args.id)?;
-        Ok(ctx.op(Change::GateWithdraw { gate })?)
+        Ok(tx::op(ctx, Change::GateWithdraw { gate })?)
     })?;
-    let gate = done
-        .effect
-        .what
-        .gate()
-        .expect("gate.withdraw names its gate");
-    let g = &done.state.gates[gate];
-    ctx.out.emit(
-        &Wire {
-            gate: GateRef::of(g),
-            tick: TickWire::of(&done),
-        },
-        || format!("Withdrew {gate}: \"{}\".", g.question),
-    )?;
+    super::emit(ctx, &done, |g| {
+        format!("Withdrew {}: \"{}\".", g.id, g.question)
+    })?;
     Ok(Exit::Ok)
 }

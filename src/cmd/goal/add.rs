@@ -30,10 +30,13 @@ struct Wire<'a> {
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let goal = slug("goal", &args.id, GoalId::new)?;
     let done = tx::commit(ctx, |_| {
-        Ok(ctx.op(Change::GoalAdd {
-            goal: goal.clone(),
-            objective: args.objective.clone(),
-        })?)
+        Ok(tx::op(
+            ctx,
+            Change::GoalAdd {
+                goal: goal.clone(),
+                objective: args.objective.clone(),
+            },
+        )?)
     })?;
     ctx.out.emit(
         &Wire {

@@ -46,15 +46,18 @@ struct Wire<'a> {
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let done = tx::commit(ctx, |state| {
         let goal = state.goal(&args.id)?.id.clone();
-        Ok(ctx.op(Change::GoalSet {
-            goal,
-            objective: args.objective.clone(),
-            status: args.status,
-            scope: (!args.scope.is_empty()).then(|| args.scope.clone()),
-            guards: (!args.guard.is_empty()).then(|| args.guard.clone()),
-            quota_slots: args.quota_slots,
-            quota_window: args.quota_window,
-        })?)
+        Ok(tx::op(
+            ctx,
+            Change::GoalSet {
+                goal,
+                objective: args.objective.clone(),
+                status: args.status,
+                scope: (!args.scope.is_empty()).then(|| args.scope.clone()),
+                guards: (!args.guard.is_empty()).then(|| args.guard.clone()),
+                quota_slots: args.quota_slots,
+                quota_window: args.quota_window,
+            },
+        )?)
     })?;
     let Happened::GoalSet { goal, changed } = &done.effect.what else {
         unreachable!("a goal.set op reports GoalSet")

@@ -11,14 +11,13 @@ use super::{
     base, git_hooks_dir, hook_file, merge, pretty, read_json, shown, write_atomic,
 };
 use crate::ctx::Ctx;
-use crate::error::Code;
-use crate::error::{Exit, Refusal};
+use crate::error::{Code, Exit, Refusal};
 use crate::hook::Runtime;
 
 /// Wire agent runtimes (and git) to loopx: merge its hooks into their settings
 ///
 /// Merges structurally (JSON and TOML are parsed, never appended to), keeps
-/// everything that is not loopx's, backs a file up as <file>.loopx-backup
+/// everything that is not loopx's, backs a file up as `<file>.loopx-backup`
 /// the first time it changes it, and prints what it changed. Running it
 /// again changes nothing. Project scope writes .claude/settings.json,
 /// .codex/hooks.json, .cursor/hooks.json (and an always-applied rule),

@@ -20,8 +20,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::ctx::Ctx;
-use crate::error::Code;
-use crate::error::{Exit, Refusal};
+use crate::error::{Code, Exit, Refusal};
 use crate::hook::Runtime;
 
 #[derive(clap::Subcommand, Debug)]

@@ -20,7 +20,7 @@ use crate::hook::Runtime;
 /// Removes only what loopx owns (hooks that run `loopx hook`, the `loopx`
 /// MCP server, the Cursor rule, the git shims, whose chained hooks are put
 /// back). A file whose only change was loopx's gets its original bytes back
-/// from <file>.loopx-backup; a file loopx created is removed.
+/// from `<file>.loopx-backup`; a file loopx created is removed.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Which runtime to unwire

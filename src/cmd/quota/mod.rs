@@ -6,13 +6,10 @@ pub mod status;
 pub mod void_slot;
 
 use anyhow::Result;
-use sha2::{Digest, Sha256};
 
 use crate::ctx::Ctx;
-use crate::error::Code;
-use crate::error::{Exit, Refusal};
-use crate::model::{AgentId, GoalId, quota::TurnToken};
-use crate::store::Tip;
+use crate::error::{Code, Exit, Refusal};
+use crate::model::quota::TurnToken;
 
 #[derive(clap::Subcommand, Debug)]
 pub enum Command {
@@ -28,31 +25,6 @@ pub fn run(ctx: &Ctx, c: &Command) -> Result<Exit> {
         Command::SpendSlot(a) => spend_slot::run(ctx, a),
         Command::VoidSlot(a) => void_slot::run(ctx, a),
         Command::Status(a) => status::run(ctx, a),
-    }
-}
-
-/// A new turn token: a stable turn id from the agent, the goal, the state's
-/// tip and the time, so two should-runs a tick apart differ and a repeated
-/// poll of the same state at the same instant does not.
-pub fn new_token(
-    agent: &AgentId,
-    goal: &GoalId,
-    tip: &Tip,
-    now: crate::time::Timestamp,
-) -> TurnToken {
-    let digest = Sha256::new()
-        .chain_update(agent.as_str())
-        .chain_update([0])
-        .chain_update(goal.as_str())
-        .chain_update([0])
-        .chain_update(tip.commit.to_string())
-        .chain_update(now.unix().to_le_bytes())
-        .finalize();
-    TurnToken {
-        goal: goal.clone(),
-        agent: agent.clone(),
-        turn: digest[..8].iter().map(|b| format!("{b:02x}")).collect(),
-        issued: now,
     }
 }
 

@@ -4,12 +4,11 @@
 use anyhow::Result;
 use serde::Serialize;
 
-use super::new_token;
 use crate::cmd::pick_goal;
 use crate::ctx::Ctx;
-use crate::error::Code;
-use crate::error::{Exit, Refusal};
-use crate::model::{AgentId, GateId, GoalId, TodoId};
+use crate::error::{Code, Exit, Refusal};
+use crate::model::{GateId, TodoId};
+use crate::op::turn::{new_token, reason_message};
 use crate::op::{short, turn};
 use crate::tx;
 
@@ -132,7 +131,8 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         })
         .collect();
     let run = d.skip.is_none();
-    let token = run.then(|| new_token(agent, &goal.id, &snap.tip, ctx.now).to_string());
+    let token =
+        run.then(|| new_token(agent, &goal.id, &snap.tip.commit.to_string(), ctx.now).to_string());
     let wire = Wire {
         decision: if run { "run" } else { "skip" },
         reason,
@@ -148,24 +148,6 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     };
     ctx.out.emit(&wire, || human(&wire))?;
     Ok(if run { Exit::Ok } else { Exit::Refused })
-}
-
-/// The sentence that explains a skip, as `should-run` and the hooks say it.
-pub fn reason_message(r: &turn::Reason, agent: &AgentId, goal: &GoalId) -> String {
-    match r {
-        turn::Reason::NotRegistered => format!("agent {agent} is not registered or is retired"),
-        turn::Reason::GoalPaused => format!("goal {goal} is paused"),
-        turn::Reason::GoalDone => format!("goal {goal} is done"),
-        turn::Reason::GateOpen { gate, question } => format!("gate {gate} is open: \"{question}\""),
-        turn::Reason::QuotaExhausted { frees_at } => {
-            format!("all slots are used; the next frees at {frees_at}")
-        }
-        turn::Reason::NothingReady { detail } => detail.clone(),
-        turn::Reason::NoChange => {
-            "your last turn ended unchanged and nothing that concerns you has changed since"
-                .to_owned()
-        }
-    }
 }
 
 fn human(w: &Wire) -> String {

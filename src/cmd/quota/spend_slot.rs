@@ -74,7 +74,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     }
     if args.dry_run {
         let mut after = snap.state.clone();
-        op::apply(&mut after, &ctx.op(change)?)?;
+        op::apply(&mut after, &tx::op(ctx, change)?)?;
         let wire = Wire {
             spent: false,
             already: false,
@@ -91,7 +91,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         })?;
         return Ok(Exit::Ok);
     }
-    let done = tx::commit(ctx, |_| Ok(ctx.op(change.clone())?))?;
+    let done = tx::commit(ctx, |_| Ok(tx::op(ctx, change.clone())?))?;
     let wire = Wire {
         spent: true,
         already: false,

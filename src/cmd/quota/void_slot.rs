@@ -32,11 +32,14 @@ struct Wire<'a> {
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let token = parse_token(&args.turn)?;
     let done = tx::commit(ctx, |_| {
-        Ok(ctx.op(Change::QuotaVoid {
-            agent: token.agent.clone(),
-            turn: token.turn.clone(),
-            reason: args.reason.clone(),
-        })?)
+        Ok(tx::op(
+            ctx,
+            Change::QuotaVoid {
+                agent: token.agent.clone(),
+                turn: token.turn.clone(),
+                reason: args.reason.clone(),
+            },
+        )?)
     })?;
     ctx.out.emit(
         &Wire {

@@ -63,10 +63,13 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             .with_hint("pass an ed25519 or ECDSA public key (or its sk- FIDO form), e.g. ~/.ssh/id_ed25519.pub")
     })?;
     let done = tx::commit(ctx, |_| {
-        Ok(ctx.op(Change::SignerAnnounce {
-            name: name.clone(),
-            key: key.clone(),
-        })?)
+        Ok(tx::op(
+            ctx,
+            Change::SignerAnnounce {
+                name: name.clone(),
+                key: key.clone(),
+            },
+        )?)
     })?;
     let fingerprint = trust::fingerprint(&key).map_err(|e| anyhow::anyhow!(e))?;
     let signers = AllowedSigners::load(ctx)?;

@@ -73,17 +73,20 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                 break id;
             }
         };
-        Ok(ctx.op(Change::TodoAdd {
-            todo,
-            goal,
-            title: args.title.clone(),
-            priority: args.priority,
-            after,
-            capabilities: args.capability.clone(),
-            scope: args.scope.clone(),
-            note: args.note.clone(),
-            validate: validate.clone(),
-        })?)
+        Ok(tx::op(
+            ctx,
+            Change::TodoAdd {
+                todo,
+                goal,
+                title: args.title.clone(),
+                priority: args.priority,
+                after,
+                capabilities: args.capability.clone(),
+                scope: args.scope.clone(),
+                note: args.note.clone(),
+                validate: validate.clone(),
+            },
+        )?)
     })?;
     let id = done.op.change.todo().expect("a todo.add names its todo");
     ctx.out.emit(

@@ -7,8 +7,7 @@ use serde::Serialize;
 use super::{TodoRef, report};
 use crate::cmd::{TickWire, pick_goal};
 use crate::ctx::Ctx;
-use crate::error::Code;
-use crate::error::{Exit, Refusal};
+use crate::error::{Code, Exit, Refusal};
 use crate::model::{Todo, TodoId};
 use crate::op::{Change, Happened, rules};
 use crate::sync::{self, Rejected, Report};
@@ -95,11 +94,14 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             }
         };
         let epoch = state.todos[&todo].epoch;
-        Ok(ctx.op(Change::TodoClaim {
-            todo,
-            epoch,
-            lease: args.ttl.unwrap_or(state.meta.settings.lease),
-        })?)
+        Ok(tx::op(
+            ctx,
+            Change::TodoClaim {
+                todo,
+                epoch,
+                lease: args.ttl.unwrap_or(state.meta.settings.lease),
+            },
+        )?)
     })?;
     let human = |t: &Todo| {
         if args.next {

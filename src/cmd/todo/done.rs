@@ -7,9 +7,7 @@ use super::TodoRef;
 use crate::cmd::TickWire;
 use crate::cmd::evidence::{code_now, fresh_id};
 use crate::ctx::Ctx;
-use crate::error::Code;
 use crate::error::Exit;
-use crate::error::Refusal;
 use crate::model::EvidenceKind;
 use crate::model::run::CommandRun;
 use crate::op::{self, Change};
@@ -52,7 +50,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             .as_ref()
             .map(|v| CommandRun::assumed_passing(&v.argv)),
     };
-    op::apply(&mut snap.state.clone(), &ctx.op(probe)?)?;
+    op::apply(&mut snap.state.clone(), &tx::op(ctx, probe)?)?;
     // Code from the shared state runs only when this machine trusts it.
     crate::trust::validation::allow(ctx, &snap.state, todo)?;
     // The validation runs once, before the tick; retries reuse its result.
@@ -60,32 +58,27 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let validation = todo.validate.as_ref().map(|v| {
         ctx.out
             .status(&format!("Validating {id}: {}", v.argv.join(" ")));
-        ctx.run_command(&v.argv, root, v.timeout)
+        crate::cmd::run_command(ctx, &v.argv, root, v.timeout)
     });
     if let Some(run) = validation.as_ref().filter(|r| !r.passed()) {
         // A failed validation is evidence, not a completion.
         let goal = todo.goal.clone();
         let record = tx::commit(ctx, |_| {
-            Ok(ctx.op(Change::EvidenceAdd {
-                evidence: fresh_id(ctx, &format!("validation\n{id}")),
-                goal: goal.clone(),
-                todo: Some(id.clone()),
-                kind: EvidenceKind::Test,
-                summary: format!("validation: {}", run.argv.join(" ")),
-                code: Some(code_now(ctx)),
-                run: Some(run.clone()),
-                artifact: None,
-            })?)
+            Ok(tx::op(
+                ctx,
+                Change::EvidenceAdd {
+                    evidence: fresh_id(ctx, &format!("validation\n{id}")),
+                    goal: goal.clone(),
+                    todo: Some(id.clone()),
+                    kind: EvidenceKind::Test,
+                    summary: format!("validation: {}", run.argv.join(" ")),
+                    code: Some(code_now(ctx)),
+                    run: Some(run.clone()),
+                    artifact: None,
+                },
+            )?)
         })?;
-        let shown: String = run.last_lines(5).iter().map(|l| format!("\n{l}")).collect();
-        return Err(Refusal::rule(
-            Code::ValidationFailed,
-            format!(
-                "{id} is not done: its validation `{}` failed ({}){shown}",
-                run.argv.join(" "),
-                run.outcome()
-            ),
-        )
+        return Err(crate::op::todo::validation_failed(&id, run)
         .with_hint(format!(
             "nothing was marked done; the failure is recorded as evidence (tick {}); fix what it reports and run `loopx todo done` again",
             record.tip.tick
@@ -95,12 +88,15 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let done = tx::commit(ctx, |state| {
         let todo = state.resolve_todo(id.as_str())?;
         let epoch = args.held.epoch_in(state, &todo);
-        Ok(ctx.op(Change::TodoDone {
-            todo,
-            epoch,
-            note: args.note.clone(),
-            validation: validation.clone(),
-        })?)
+        Ok(tx::op(
+            ctx,
+            Change::TodoDone {
+                todo,
+                epoch,
+                note: args.note.clone(),
+                validation: validation.clone(),
+            },
+        )?)
     })?;
     let t = &done.state.todos[&id];
     ctx.out.emit(

@@ -59,18 +59,21 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                     .collect::<Result<Vec<_>, _>>()?,
             )
         };
-        Ok(ctx.op(Change::TodoEdit {
-            todo,
-            epoch,
-            title: args.title.clone(),
-            priority: args.priority,
-            after,
-            note: args.note.clone(),
-            validate: (!args.validate.is_empty()).then(|| Validation {
-                argv: args.validate.clone(),
-                timeout: args.validate_timeout,
-            }),
-        })?)
+        Ok(tx::op(
+            ctx,
+            Change::TodoEdit {
+                todo,
+                epoch,
+                title: args.title.clone(),
+                priority: args.priority,
+                after,
+                note: args.note.clone(),
+                validate: (!args.validate.is_empty()).then(|| Validation {
+                    argv: args.validate.clone(),
+                    timeout: args.validate_timeout,
+                }),
+            },
+        )?)
     })?;
     report(ctx, &done, |t| format!("Edited {} \"{}\".", t.id, t.title))
 }

@@ -97,7 +97,7 @@ pub fn tick_on(
     tx::commit(ctx, |state| {
         let todo = state.resolve_todo(&held.id)?;
         let epoch = held.epoch_in(state, &todo);
-        Ok(ctx.op(make(state, todo, epoch))?)
+        Ok(tx::op(ctx, make(state, todo, epoch))?)
     })
 }
 

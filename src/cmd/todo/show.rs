@@ -4,8 +4,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::ctx::{Caller, Ctx};
-use crate::error::Code;
-use crate::error::Exit;
+use crate::error::{Code, Exit};
 use crate::model::{Todo, files};
 use crate::op::rules;
 use crate::tx;

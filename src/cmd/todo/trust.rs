@@ -48,7 +48,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             .into());
         };
         let digest = validation_digest(v);
-        Ok(ctx.op(Change::TodoTrust { todo, digest })?)
+        Ok(tx::op(ctx, Change::TodoTrust { todo, digest })?)
     })?;
     let id = done.op.change.todo().expect("names its todo");
     let t = &done.state.todos[id];

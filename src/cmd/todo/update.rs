@@ -4,8 +4,7 @@ use anyhow::Result;
 
 use super::{report, tick_on};
 use crate::ctx::Ctx;
-use crate::error::Code;
-use crate::error::{Exit, Refusal};
+use crate::error::{Code, Exit, Refusal};
 use crate::model::TodoStatus;
 use crate::op::Change;
 

@@ -8,6 +8,8 @@
 
 #![allow(dead_code)]
 
+pub mod fixtures;
+
 use std::cell::Cell;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -381,9 +383,17 @@ pub fn run_stdin(c: &mut Command, input: &[u8]) -> Output {
 /// Asserts two texts are equal, showing a line diff when they are not.
 #[track_caller]
 pub fn assert_text(actual: &str, expected: &str) {
-    if actual == expected {
-        return;
+    if actual != expected {
+        panic!(
+            "text differs (- expected, + actual):\n{}\n--- actual, whole:\n{actual}",
+            text_diff(expected, actual)
+        );
     }
+}
+
+/// A line diff of two texts, `-` for lines only in `expected`, `+` for
+/// lines only in `actual`.
+pub fn text_diff(expected: &str, actual: &str) -> String {
     let diff = similar::TextDiff::from_lines(expected, actual);
     let mut shown = String::new();
     for change in diff.iter_all_changes() {
@@ -397,7 +407,7 @@ pub fn assert_text(actual: &str, expected: &str) {
             shown.push('\n');
         }
     }
-    panic!("text differs (- expected, + actual):\n{shown}\n--- actual, whole:\n{actual}");
+    shown
 }
 
 /// Another machine of a team: a repository of its own in the environment's

@@ -5,8 +5,8 @@
 
 use serde::Serialize;
 
+use super::{rules, short, turn};
 use crate::model::{AgentId, GateId, Goal, State, TodoId, TodoStatus};
-use crate::op::{rules, short, turn};
 use crate::time::Timestamp;
 
 const CLAIMS: usize = 5;

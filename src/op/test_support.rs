@@ -1,0 +1,518 @@
+//! Fixtures shared by the op unit tests: ids, actors, change builders, a
+//! board built through `apply` itself, and the `ok`/`refuse` checks. After
+//! every refusal the state must be exactly as it was before the call
+//! (`refuse` checks it).
+
+pub(super) use super::*;
+pub(super) use crate::error::Exit;
+pub(super) use crate::model::{AgentStatus, Claim, Goal, Note, QuotaPolicy, Todo};
+
+// ---------------------------------------------------------------- helpers
+
+/// The board's todo.
+pub(super) const T1: &str = "000000a1";
+/// Another todo the tests add.
+pub(super) const T2: &str = "000000b2";
+
+pub(super) fn t(s: &str) -> Timestamp {
+    Timestamp::parse(s).unwrap()
+}
+
+pub(super) fn human() -> Actor {
+    Actor::Human {
+        name: "Ada".to_owned(),
+        email: "ada@example.com".to_owned(),
+    }
+}
+
+pub(super) fn agent(id: &str) -> Actor {
+    Actor::Agent(aid(id))
+}
+
+pub(super) fn aid(id: &str) -> AgentId {
+    AgentId::new(id).unwrap()
+}
+
+pub(super) fn gid(id: &str) -> GoalId {
+    GoalId::new(id).unwrap()
+}
+
+pub(super) fn tid(hex: &str) -> TodoId {
+    TodoId::from_hex(hex)
+}
+
+pub(super) fn strings(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| (*s).to_owned()).collect()
+}
+
+pub(super) fn op(actor: Actor, at: &str, change: Change) -> Op {
+    Op {
+        id: OpId::from_hex("0000000000000001"),
+        at: t(at),
+        actor,
+        signature: None,
+        change,
+    }
+}
+
+/// Applies an op that must succeed and returns its subject.
+#[track_caller]
+pub(super) fn ok(state: &mut State, op: &Op) -> String {
+    ok_effect(state, op).subject
+}
+
+/// Applies an op that must succeed and returns what it did.
+#[track_caller]
+pub(super) fn ok_effect(state: &mut State, op: &Op) -> Effect {
+    match apply(state, op) {
+        Ok(e) => e,
+        Err(r) => panic!(
+            "{} refused: {} ({}: {})",
+            op.change.kind(),
+            r.code,
+            r.exit.code(),
+            r.message
+        ),
+    }
+}
+
+/// Applies an op that must be refused with `exit` and `code`, checks that the
+/// state did not move, and returns the refusal.
+#[track_caller]
+pub(super) fn refuse(state: &mut State, op: &Op, exit: Exit, code: &str) -> Refusal {
+    let before = state.clone();
+    let r = match apply(state, op) {
+        Ok(e) => panic!("{} succeeded: {}", op.change.kind(), e.subject),
+        Err(r) => r,
+    };
+    assert_eq!((r.exit, r.code.as_str()), (exit, code), "{}", r.message);
+    assert_eq!(
+        *state,
+        before,
+        "a refused {} changed the state",
+        op.change.kind()
+    );
+    r
+}
+
+pub(super) fn init(goal: Option<&str>, objective: Option<&str>) -> Change {
+    Change::Init {
+        goal: goal.map(gid),
+        objective: objective.map(str::to_owned),
+    }
+}
+
+pub(super) fn goal_add(goal: &str, objective: &str) -> Change {
+    Change::GoalAdd {
+        goal: gid(goal),
+        objective: objective.to_owned(),
+    }
+}
+
+/// A `goal.set` of `main` that sets nothing; fill in the fields.
+pub(super) fn goal_set() -> Change {
+    Change::GoalSet {
+        goal: gid("main"),
+        objective: None,
+        status: None,
+        scope: None,
+        guards: None,
+        quota_slots: None,
+        quota_window: None,
+    }
+}
+
+pub(super) fn set_status(status: GoalStatus) -> Change {
+    goal_set_with(None, Some(status), None, None)
+}
+
+pub(super) fn register(id: &str, runtime: Runtime, caps: &[&str]) -> Change {
+    Change::AgentRegister {
+        agent: aid(id),
+        runtime,
+        capabilities: strings(caps),
+    }
+}
+
+pub(super) fn add(hex: &str, title: &str) -> Change {
+    Change::TodoAdd {
+        todo: tid(hex),
+        goal: gid("main"),
+        title: title.to_owned(),
+        priority: Priority::DEFAULT,
+        after: Vec::new(),
+        capabilities: Vec::new(),
+        scope: Vec::new(),
+        note: None,
+        validate: None,
+    }
+}
+
+pub(super) fn claim(hex: &str, epoch: u64, lease: Span) -> Change {
+    Change::TodoClaim {
+        todo: tid(hex),
+        epoch,
+        lease,
+    }
+}
+
+pub(super) fn release(hex: &str, epoch: u64) -> Change {
+    Change::TodoRelease {
+        todo: tid(hex),
+        epoch,
+        force: false,
+    }
+}
+
+pub(super) fn update(
+    hex: &str,
+    epoch: u64,
+    status: Option<TodoStatus>,
+    note: Option<&str>,
+) -> Change {
+    Change::TodoUpdate {
+        todo: tid(hex),
+        epoch,
+        status,
+        note: note.map(str::to_owned),
+    }
+}
+
+pub(super) fn done(hex: &str, epoch: u64, note: Option<&str>) -> Change {
+    Change::TodoDone {
+        todo: tid(hex),
+        epoch,
+        note: note.map(str::to_owned),
+        validation: None,
+    }
+}
+
+/// Ten minutes, the lease most tests claim with.
+pub(super) const LEASE: Span = Span::minutes(10);
+
+/// A board built through `apply` itself: goal `main`, agents `agent-a`
+/// (claude-code, rust) and `agent-b` (codex, no capability), and one open
+/// todo T1 "Write the parser".
+pub(super) fn board() -> State {
+    let mut s = State::default();
+    for (at, change) in [
+        (
+            "2026-01-01T09:00:00Z",
+            init(Some("main"), Some("Ship the parser")),
+        ),
+        (
+            "2026-01-01T09:00:00Z",
+            register("agent-a", Runtime::ClaudeCode, &["rust"]),
+        ),
+        (
+            "2026-01-01T09:00:00Z",
+            register("agent-b", Runtime::Codex, &[]),
+        ),
+        ("2026-01-01T09:01:00Z", add(T1, "Write the parser")),
+    ] {
+        ok(&mut s, &op(human(), at, change));
+    }
+    s
+}
+
+/// The board with T1 claimed by agent-a at 09:10 for 10 minutes (epoch 1,
+/// lease until 09:20).
+pub(super) fn claimed_board() -> State {
+    let mut s = board();
+    ok(
+        &mut s,
+        &op(
+            agent("agent-a"),
+            "2026-01-01T09:10:00Z",
+            claim(T1, 0, LEASE),
+        ),
+    );
+    s
+}
+
+pub(super) fn todo1(s: &State) -> &Todo {
+    &s.todos[&tid(T1)]
+}
+
+/// A `goal.set` of `main` with these fields.
+pub(super) fn goal_set_with(
+    objective: Option<&str>,
+    status: Option<GoalStatus>,
+    quota_slots: Option<u32>,
+    quota_window: Option<Span>,
+) -> Change {
+    Change::GoalSet {
+        goal: gid("main"),
+        objective: objective.map(str::to_owned),
+        status,
+        scope: None,
+        guards: None,
+        quota_slots,
+        quota_window,
+    }
+}
+
+/// `add(T2, …)` with these lists and note.
+pub(super) fn add_with(
+    after: &[&str],
+    caps: &[&str],
+    scope: &[&str],
+    note: Option<&str>,
+) -> Change {
+    Change::TodoAdd {
+        todo: tid(T2),
+        goal: gid("main"),
+        title: "Write the lexer".to_owned(),
+        priority: Priority::DEFAULT,
+        after: after.iter().map(|h| tid(h)).collect(),
+        capabilities: strings(caps),
+        scope: strings(scope),
+        validate: None,
+        note: note.map(str::to_owned),
+    }
+}
+
+/// A record of `argv` that exited with `exit` (None: killed).
+pub(super) fn command_run(argv: &[&str], exit: Option<i32>) -> CommandRun {
+    CommandRun {
+        exit,
+        output_tail: "test result: 3 passed\n".to_owned(),
+        ..CommandRun::assumed_passing(&strings(argv))
+    }
+}
+
+/// An `evidence.add` of kind `kind` on goal `main`, optionally on a todo
+/// and with a command's run.
+pub(super) fn evidence(
+    hex: &str,
+    todo: Option<&str>,
+    kind: EvidenceKind,
+    run: Option<CommandRun>,
+) -> Change {
+    Change::EvidenceAdd {
+        evidence: EvidenceId::from_hex(hex),
+        goal: gid("main"),
+        todo: todo.map(tid),
+        kind,
+        summary: "cargo test".to_owned(),
+        code: None,
+        run,
+        artifact: None,
+    }
+}
+
+/// Applies an op that must succeed and returns the evidence records it
+/// wrote.
+#[track_caller]
+pub(super) fn ok_evidence(state: &mut State, op: &Op) -> Vec<crate::model::Evidence> {
+    ok_effect(state, op).evidence
+}
+
+/// Applies an op that must succeed and returns the todos it moved to the
+/// archive.
+#[track_caller]
+pub(super) fn ok_archived(state: &mut State, op: &Op) -> Vec<Todo> {
+    ok_effect(state, op).archived.into_values().collect()
+}
+
+/// A `turn.refresh` of goal `main`.
+pub(super) fn refresh(outcome: Outcome, todo: Option<&str>, next: Option<&str>) -> Change {
+    Change::RefreshState {
+        goal: gid("main"),
+        outcome,
+        turn: Some("7a1e".to_owned()),
+        todo: todo.map(tid),
+        next_action: next.map(str::to_owned),
+    }
+}
+
+/// A `quota.spend` on goal `main` for turn `turn`, issued at `issued`.
+pub(super) fn spend(turn: &str, issued: &str) -> Change {
+    Change::QuotaSpend {
+        goal: gid("main"),
+        turn: turn.to_owned(),
+        issued: t(issued),
+    }
+}
+
+/// A `quota.void` of `agent`'s spend for `turn`.
+pub(super) fn void(agent: &str, turn: &str, reason: &str) -> Change {
+    Change::QuotaVoid {
+        agent: aid(agent),
+        turn: turn.to_owned(),
+        reason: reason.to_owned(),
+    }
+}
+
+/// One change of every kind, with every optional field set, so a round trip
+/// through any format shows a field it drops. The `match` has no wildcard:
+/// a new kind does not compile until it has a sample here.
+pub(super) fn every_change() -> Vec<Change> {
+    let run = CommandRun {
+        argv: strings(&["cargo", "test", "--", "--quiet"]),
+        exit: Some(101),
+        timed_out: true,
+        error: Some("no such file".to_owned()),
+        duration_ms: 1234,
+        output_sha256: "ab".repeat(32),
+        output_tail: "line \"one\"\nline two\n".to_owned(),
+    };
+    let all = vec![
+        init(Some("main"), Some("Ship the parser")),
+        goal_add("docs", "Write the manual"),
+        Change::GoalSet {
+            goal: gid("main"),
+            objective: Some("Ship the parser, fast".to_owned()),
+            status: Some(GoalStatus::Paused),
+            scope: Some(strings(&["src/**", "docs/*.md"])),
+            guards: Some(strings(&["no new dependencies"])),
+            quota_slots: Some(3),
+            quota_window: Some(Span::hours(6)),
+        },
+        register("agent-a", Runtime::ClaudeCode, &["rust", "docs"]),
+        Change::TodoAdd {
+            todo: tid(T1),
+            goal: gid("main"),
+            title: "Write the parser: \"quoted\" \\ and ünïcode".to_owned(),
+            priority: "P0".parse().expect("a priority"),
+            after: vec![tid(T2)],
+            capabilities: strings(&["rust"]),
+            scope: strings(&["src/parser/**"]),
+            note: Some("a note\nover two lines".to_owned()),
+            validate: Some(Validation {
+                argv: strings(&["cargo", "test"]),
+                timeout: Span::minutes(5),
+            }),
+        },
+        claim(T1, 3, LEASE),
+        Change::TodoRenew {
+            todo: tid(T1),
+            epoch: 4,
+            lease: Span::hours(2),
+        },
+        Change::TodoHandoff {
+            todo: tid(T1),
+            epoch: 4,
+            to: aid("agent-b"),
+            lease: LEASE,
+            note: "the lexer is done".to_owned(),
+        },
+        Change::TodoRelease {
+            todo: tid(T1),
+            epoch: 5,
+            force: true,
+        },
+        update(T1, 5, Some(TodoStatus::Blocked), Some("waiting on CI")),
+        Change::TodoDone {
+            todo: tid(T1),
+            epoch: 6,
+            note: Some("all green".to_owned()),
+            validation: Some(run.clone()),
+        },
+        Change::TodoEdit {
+            todo: tid(T1),
+            epoch: 6,
+            title: Some("Parser".to_owned()),
+            priority: Some("P4".parse().expect("a priority")),
+            after: Some(Vec::new()),
+            note: Some("renamed".to_owned()),
+            validate: Some(Validation {
+                argv: vec!["cargo".to_owned(), "test".to_owned()],
+                timeout: Span::minutes(5),
+            }),
+        },
+        Change::TodoTrust {
+            todo: tid(T1),
+            digest: "sha256:00".to_owned(),
+        },
+        Change::SignerAnnounce {
+            name: crate::model::SignerName::new("ada").expect("a slug"),
+            key: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJRqOlZ4qkWVuwIN6zT8Rtnu8VP+zkcei4lRZKsBty30"
+                .to_owned(),
+        },
+        Change::TodoReopen {
+            todo: tid(T1),
+            epoch: 6,
+        },
+        Change::TodoArchive {
+            todos: vec![tid(T1), tid(T2)],
+        },
+        Change::AgentRetire {
+            agent: aid("agent-b"),
+        },
+        Change::GateOpen {
+            gate: GateId::from_hex("0000c0de"),
+            goal: gid("main"),
+            question: "Which parser library?".to_owned(),
+            options: strings(&["nom", "winnow"]),
+            kind: GateKind::Publish,
+            blocks: Blocks::Todo(tid(T1)),
+        },
+        Change::GateAnswer {
+            gate: GateId::from_hex("0000c0de"),
+            choice: "winnow".to_owned(),
+            note: Some("faster".to_owned()),
+        },
+        Change::GateWithdraw {
+            gate: GateId::from_hex("0000c0de"),
+        },
+        Change::EvidenceAdd {
+            evidence: EvidenceId::from_hex("0000e1e1"),
+            goal: gid("main"),
+            todo: Some(tid(T1)),
+            kind: EvidenceKind::Artifact,
+            summary: "the benchmark".to_owned(),
+            code: Some(Code {
+                head: Some("0123456789abcdef0123456789abcdef01234567".to_owned()),
+                dirty: true,
+            }),
+            run: Some(run),
+            artifact: Some(Artifact {
+                path: "bench/out.txt".to_owned(),
+                sha256: "cd".repeat(32),
+                bytes: 4096,
+            }),
+        },
+        refresh(Outcome::Blocked, Some(T1), Some("ask about the grammar")),
+        spend("turn-1", "2026-01-01T09:10:00Z"),
+        void("agent-a", "turn-1", "a test run"),
+        Change::Settle {
+            turn: "turn-2".to_owned(),
+            steps: vec![
+                done(T1, 1, None),
+                refresh(Outcome::Advanced, None, None),
+                spend("turn-2", "2026-01-01T09:10:00Z"),
+            ],
+        },
+    ];
+    for c in &all {
+        match c {
+            Change::Init { .. }
+            | Change::GoalAdd { .. }
+            | Change::GoalSet { .. }
+            | Change::AgentRegister { .. }
+            | Change::TodoAdd { .. }
+            | Change::TodoClaim { .. }
+            | Change::TodoRenew { .. }
+            | Change::TodoHandoff { .. }
+            | Change::TodoRelease { .. }
+            | Change::TodoUpdate { .. }
+            | Change::TodoDone { .. }
+            | Change::TodoEdit { .. }
+            | Change::TodoReopen { .. }
+            | Change::TodoTrust { .. }
+            | Change::SignerAnnounce { .. }
+            | Change::TodoArchive { .. }
+            | Change::AgentRetire { .. }
+            | Change::GateOpen { .. }
+            | Change::GateAnswer { .. }
+            | Change::GateWithdraw { .. }
+            | Change::EvidenceAdd { .. }
+            | Change::RefreshState { .. }
+            | Change::QuotaSpend { .. }
+            | Change::QuotaVoid { .. }
+            | Change::Settle { .. } => {}
+        }
+    }
+    all
+}

@@ -1,0 +1,496 @@
+//! Unit tests of the ops that close a turn: `turn.refresh`, `quota.spend`,
+//! `quota.void` and `turn.settle`.
+
+use crate::model::quota::{Spend, Void};
+use crate::op::test_support::*;
+
+/// When the turn of most tests began.
+const ISSUED: &str = "2026-01-01T09:10:00Z";
+
+/// The claimed board after agent-a's validated writeback at 09:11 (a note on
+/// its claim): a turn issued at 09:10 may spend a slot.
+fn worked_board() -> State {
+    let mut s = claimed_board();
+    ok(
+        &mut s,
+        &op(
+            agent("agent-a"),
+            "2026-01-01T09:11:00Z",
+            update(T1, 1, None, Some("lexer done")),
+        ),
+    );
+    assert_eq!(
+        s.agents[&aid("agent-a")].last_writeback,
+        Some(t("2026-01-01T09:11:00Z"))
+    );
+    s
+}
+
+fn spends(s: &State, agent: &str) -> Vec<Spend> {
+    s.quota
+        .get(&aid(agent))
+        .map(|l| l.spends.clone())
+        .unwrap_or_default()
+}
+
+// ------------------------------------------------------------ turn.refresh
+
+#[test]
+fn refresh_records_the_last_turn() {
+    let mut s = claimed_board();
+    ok(
+        &mut s,
+        &op(
+            agent("agent-a"),
+            "2026-01-01T09:12:00Z",
+            refresh(Outcome::Advanced, Some(T1), Some("  write the tests ")),
+        ),
+    );
+    let a = &s.agents[&aid("agent-a")];
+    let last = a.last_turn.clone().expect("recorded");
+    assert_eq!(last.at, t("2026-01-01T09:12:00Z"));
+    assert_eq!(last.goal, gid("main"));
+    assert_eq!(last.outcome, Outcome::Advanced);
+    assert_eq!(last.turn.as_deref(), Some("7a1e"));
+    assert_eq!(last.todo, Some(tid(T1)));
+    assert_eq!(last.next_action.as_deref(), Some("write the tests"));
+    assert_eq!(
+        last.digest,
+        turn::digest(&s, &aid("agent-a"), &gid("main"), t("2026-01-01T09:12:00Z"))
+    );
+    // Advancing is a writeback.
+    assert_eq!(a.last_writeback, Some(t("2026-01-01T09:12:00Z")));
+}
+
+#[test]
+fn an_unchanged_turn_is_no_writeback_and_a_blocked_one_is() {
+    let mut s = board();
+    ok(
+        &mut s,
+        &op(
+            agent("agent-b"),
+            "2026-01-01T09:12:00Z",
+            refresh(Outcome::Unchanged, None, None),
+        ),
+    );
+    let b = &s.agents[&aid("agent-b")];
+    assert_eq!(
+        b.last_turn.as_ref().map(|l| l.outcome),
+        Some(Outcome::Unchanged)
+    );
+    assert_eq!(b.last_writeback, None);
+    ok(
+        &mut s,
+        &op(
+            agent("agent-b"),
+            "2026-01-01T09:13:00Z",
+            refresh(Outcome::Blocked, None, None),
+        ),
+    );
+    assert_eq!(
+        s.agents[&aid("agent-b")].last_writeback,
+        Some(t("2026-01-01T09:13:00Z"))
+    );
+}
+
+#[test]
+fn refresh_is_for_registered_agents_only() {
+    let mut s = board();
+    let at = "2026-01-01T09:12:00Z";
+    refuse(
+        &mut s,
+        &op(human(), at, refresh(Outcome::Advanced, None, None)),
+        Exit::Refused,
+        "agents-only",
+    );
+    refuse(
+        &mut s,
+        &op(agent("agent-z"), at, refresh(Outcome::Advanced, None, None)),
+        Exit::Refused,
+        "not-registered",
+    );
+}
+
+#[test]
+fn refresh_names_a_known_goal_a_live_todo_of_it_and_a_real_next_action() {
+    let mut s = board();
+    let at = "2026-01-01T09:12:00Z";
+    let a = || agent("agent-a");
+    let mut change = refresh(Outcome::Advanced, None, None);
+    if let Change::RefreshState { goal, .. } = &mut change {
+        *goal = gid("nope");
+    }
+    refuse(&mut s, &op(a(), at, change), Exit::Error, "unknown-goal");
+    refuse(
+        &mut s,
+        &op(a(), at, refresh(Outcome::Advanced, Some(T2), None)),
+        Exit::Error,
+        "unknown-todo",
+    );
+    refuse(
+        &mut s,
+        &op(a(), at, refresh(Outcome::Advanced, None, Some(" \t "))),
+        Exit::Usage,
+        "empty-text",
+    );
+    ok(
+        &mut s,
+        &op(human(), at, goal_add("docs", "Write the manual")),
+    );
+    let mut change = refresh(Outcome::Advanced, Some(T1), None);
+    if let Change::RefreshState { goal, .. } = &mut change {
+        *goal = gid("docs");
+    }
+    refuse(&mut s, &op(a(), at, change), Exit::Usage, "wrong-goal");
+}
+
+// ------------------------------------------------------------- quota.spend
+
+#[test]
+fn spend_records_one_slot_for_the_turn() {
+    let mut s = worked_board();
+    ok(
+        &mut s,
+        &op(
+            agent("agent-a"),
+            "2026-01-01T09:12:00Z",
+            spend("turn-1", ISSUED),
+        ),
+    );
+    assert_eq!(
+        spends(&s, "agent-a"),
+        vec![Spend {
+            turn: "turn-1".to_owned(),
+            goal: gid("main"),
+            at: t("2026-01-01T09:12:00Z"),
+            void: None,
+        }]
+    );
+    let goal = &s.goals[&gid("main")];
+    let slots = turn::slots(&s, &aid("agent-a"), goal, t("2026-01-01T09:12:00Z"));
+    assert_eq!((slots.used, slots.left()), (1, 47));
+}
+
+#[test]
+fn a_second_spend_for_the_same_turn_changes_nothing() {
+    let mut s = worked_board();
+    let a = || agent("agent-a");
+    ok(
+        &mut s,
+        &op(a(), "2026-01-01T09:12:00Z", spend("turn-1", ISSUED)),
+    );
+    let before = s.clone();
+    let effect = ok_effect(
+        &mut s,
+        &op(a(), "2026-01-01T09:13:00Z", spend("turn-1", ISSUED)),
+    );
+    assert_eq!(
+        effect.what,
+        Happened::Spent {
+            agent: aid("agent-a"),
+            already: true,
+        }
+    );
+    assert_eq!(s, before);
+}
+
+#[test]
+fn spend_needs_a_writeback_since_the_turn_began() {
+    let mut s = worked_board();
+    // The writeback at 09:11 is older than a turn issued at 09:30.
+    let r = refuse(
+        &mut s,
+        &op(
+            agent("agent-a"),
+            "2026-01-01T09:31:00Z",
+            spend("turn-2", "2026-01-01T09:30:00Z"),
+        ),
+        Exit::Refused,
+        "no-writeback",
+    );
+    assert!(
+        r.message
+            .starts_with("agent-a has made no validated writeback")
+    );
+    // agent-b never wrote anything back.
+    refuse(
+        &mut s,
+        &op(
+            agent("agent-b"),
+            "2026-01-01T09:31:00Z",
+            spend("turn-3", ISSUED),
+        ),
+        Exit::Refused,
+        "no-writeback",
+    );
+}
+
+#[test]
+fn a_token_older_than_the_window_is_refused() {
+    let mut s = worked_board();
+    // The default window is 24h.
+    refuse(
+        &mut s,
+        &op(
+            agent("agent-a"),
+            "2026-01-02T09:10:01Z",
+            spend("turn-1", ISSUED),
+        ),
+        Exit::Refused,
+        "token-expired",
+    );
+    ok(
+        &mut s,
+        &op(
+            agent("agent-a"),
+            "2026-01-02T09:10:00Z",
+            spend("turn-1", ISSUED),
+        ),
+    );
+}
+
+#[test]
+fn spend_is_for_registered_agents_on_a_known_goal() {
+    let mut s = worked_board();
+    let at = "2026-01-01T09:12:00Z";
+    refuse(
+        &mut s,
+        &op(human(), at, spend("turn-1", ISSUED)),
+        Exit::Refused,
+        "agents-only",
+    );
+    refuse(
+        &mut s,
+        &op(agent("agent-z"), at, spend("turn-1", ISSUED)),
+        Exit::Refused,
+        "not-registered",
+    );
+    let mut change = spend("turn-1", ISSUED);
+    if let Change::QuotaSpend { goal, .. } = &mut change {
+        *goal = gid("nope");
+    }
+    refuse(
+        &mut s,
+        &op(agent("agent-a"), at, change),
+        Exit::Error,
+        "unknown-goal",
+    );
+}
+
+#[test]
+fn spends_that_left_the_window_are_dropped_from_the_ledger() {
+    let mut s = worked_board();
+    let a = || agent("agent-a");
+    ok(
+        &mut s,
+        &op(a(), "2026-01-01T09:12:00Z", spend("turn-1", ISSUED)),
+    );
+    // A day and a bit later: a new writeback, a new turn.
+    ok(
+        &mut s,
+        &op(
+            a(),
+            "2026-01-02T10:00:00Z",
+            refresh(Outcome::Advanced, None, None),
+        ),
+    );
+    ok(
+        &mut s,
+        &op(
+            a(),
+            "2026-01-02T10:01:00Z",
+            spend("turn-2", "2026-01-02T09:59:00Z"),
+        ),
+    );
+    let turns: Vec<String> = spends(&s, "agent-a").into_iter().map(|x| x.turn).collect();
+    assert_eq!(turns, ["turn-2"]);
+}
+
+// -------------------------------------------------------------- quota.void
+
+#[test]
+fn a_human_voids_a_spend_which_stops_counting_and_stays_recorded() {
+    let mut s = worked_board();
+    ok(
+        &mut s,
+        &op(
+            agent("agent-a"),
+            "2026-01-01T09:12:00Z",
+            spend("turn-1", ISSUED),
+        ),
+    );
+    ok(
+        &mut s,
+        &op(
+            human(),
+            "2026-01-01T09:13:00Z",
+            void("agent-a", "turn-1", "  a test run  "),
+        ),
+    );
+    let recorded = spends(&s, "agent-a");
+    assert_eq!(recorded.len(), 1);
+    assert_eq!(
+        recorded[0].void,
+        Some(Void {
+            by: human(),
+            at: t("2026-01-01T09:13:00Z"),
+            reason: "a test run".to_owned(),
+        })
+    );
+    let goal = &s.goals[&gid("main")];
+    let slots = turn::slots(&s, &aid("agent-a"), goal, t("2026-01-01T09:14:00Z"));
+    assert_eq!(slots.used, 0);
+    // Voiding again is refused.
+    refuse(
+        &mut s,
+        &op(
+            human(),
+            "2026-01-01T09:14:00Z",
+            void("agent-a", "turn-1", "again"),
+        ),
+        Exit::Refused,
+        "already-voided",
+    );
+}
+
+#[test]
+fn void_is_for_humans_with_a_reason_and_a_real_spend() {
+    let mut s = worked_board();
+    ok(
+        &mut s,
+        &op(
+            agent("agent-a"),
+            "2026-01-01T09:12:00Z",
+            spend("turn-1", ISSUED),
+        ),
+    );
+    let at = "2026-01-01T09:13:00Z";
+    refuse(
+        &mut s,
+        &op(agent("agent-a"), at, void("agent-a", "turn-1", "mine")),
+        Exit::Refused,
+        "humans-only",
+    );
+    refuse(
+        &mut s,
+        &op(human(), at, void("agent-a", "turn-1", "  ")),
+        Exit::Usage,
+        "empty-text",
+    );
+    refuse(
+        &mut s,
+        &op(human(), at, void("agent-a", "turn-9", "no such turn")),
+        Exit::Error,
+        "unknown-spend",
+    );
+    refuse(
+        &mut s,
+        &op(human(), at, void("agent-b", "turn-1", "not its turn")),
+        Exit::Error,
+        "unknown-spend",
+    );
+}
+
+// ------------------------------------------------------------- turn.settle
+
+fn settle(steps: Vec<Change>) -> Change {
+    Change::Settle {
+        turn: "turn-1".to_owned(),
+        steps,
+    }
+}
+
+#[test]
+fn settle_applies_every_step_in_one_op() {
+    let mut s = claimed_board();
+    let at = "2026-01-01T09:15:00Z";
+    let written = ok_evidence(
+        &mut s,
+        &op(
+            agent("agent-a"),
+            at,
+            settle(vec![
+                evidence(
+                    "0000e1e1",
+                    Some(T1),
+                    EvidenceKind::Test,
+                    Some(command_run(&["cargo", "test"], Some(0))),
+                ),
+                done(T1, 1, Some("all green")),
+                refresh(Outcome::Advanced, Some(T1), None),
+                spend("turn-1", ISSUED),
+            ]),
+        ),
+    );
+    assert_eq!(written.len(), 1);
+    assert_eq!(todo1(&s).status, TodoStatus::Done);
+    assert_eq!(todo1(&s).done_at, Some(t(at)));
+    let a = &s.agents[&aid("agent-a")];
+    assert_eq!(
+        a.last_turn.as_ref().map(|l| l.outcome),
+        Some(Outcome::Advanced)
+    );
+    assert_eq!(a.last_writeback, Some(t(at)));
+    assert_eq!(spends(&s, "agent-a").len(), 1);
+}
+
+#[test]
+fn a_refused_step_refuses_the_whole_settle() {
+    let mut s = claimed_board();
+    // The note would land (and be a writeback at 09:15), but the spend
+    // after it is for a turn issued later, with no writeback since: nothing
+    // of the settle may land.
+    let r = refuse(
+        &mut s,
+        &op(
+            agent("agent-b"),
+            "2026-01-01T09:15:00Z",
+            settle(vec![
+                evidence("0000e1e1", None, EvidenceKind::Note, None),
+                spend("turn-1", "2026-01-01T09:16:00Z"),
+            ]),
+        ),
+        Exit::Refused,
+        "no-writeback",
+    );
+    assert!(r.message.contains("agent-b"), "{}", r.message);
+    // A step refused for a conflict keeps its own exit and code.
+    refuse(
+        &mut s,
+        &op(
+            agent("agent-b"),
+            "2026-01-01T09:15:00Z",
+            settle(vec![
+                refresh(Outcome::Advanced, None, None),
+                done(T1, 1, None),
+            ]),
+        ),
+        Exit::Conflict,
+        "claimed",
+    );
+}
+
+#[test]
+fn settle_refuses_nothing_to_record_and_a_nested_settle() {
+    let mut s = claimed_board();
+    let at = "2026-01-01T09:15:00Z";
+    refuse(
+        &mut s,
+        &op(agent("agent-a"), at, settle(Vec::new())),
+        Exit::Usage,
+        "empty-settle",
+    );
+    refuse(
+        &mut s,
+        &op(
+            agent("agent-a"),
+            at,
+            settle(vec![
+                refresh(Outcome::Advanced, None, None),
+                settle(vec![refresh(Outcome::Advanced, None, None)]),
+            ]),
+        ),
+        Exit::Usage,
+        "nested-settle",
+    );
+}
