@@ -97,3 +97,6 @@ pub fn validation_digest(v: &Validation) -> String {
     let hex: String = hash.iter().map(|b| format!("{b:02x}")).collect();
     format!("sha256:{hex}")
 }
+
+#[cfg(test)]
+mod tests;
