@@ -23,6 +23,10 @@ pub enum Risk {
     },
     /// `loopx gate answer|withdraw ID`; the id as typed, if any.
     GateAnswer { verb: String, gate: Option<String> },
+    /// A change of what this machine trusts: `loopx signer trust`, or git
+    /// config of the allowed-signers file, `loopx.runValidations` or
+    /// `loopx.signaturesFrom`. Always denied to an agent.
+    TrustChange { what: String },
 }
 
 const PUBLISH: &[GateKind] = &[GateKind::Publish, GateKind::Permission];
@@ -55,6 +59,11 @@ pub fn check(command: &str, state: &State, agent: Option<&AgentId>) -> Option<St
                         short(&g.question)
                     ));
                 }
+            }
+            Risk::TrustChange { what } => {
+                return Some(format!(
+                    "loopx: an agent may not change what this machine trusts (`{what}`): only a human may. Ask the user to run it themselves."
+                ));
             }
             Risk::GateAnswer { verb, gate } => {
                 let target = gate.as_deref().and_then(|t| state.resolve_gate(t).ok());
@@ -185,6 +194,22 @@ fn classify(program: &str, args: &[&str]) -> Option<Risk> {
             covered(named("publish"), PUBLISH)
         }
         "git" if sub == "push" => git_push(args),
+        "git" if sub == "config" => args
+            .iter()
+            .map(|a| a.to_ascii_lowercase())
+            .find(|a| {
+                [
+                    "loopx.allowedsignersfile",
+                    "gpg.ssh.allowedsignersfile",
+                    "loopx.runvalidations",
+                    "loopx.signaturesfrom",
+                ]
+                .iter()
+                .any(|k| a.starts_with(k))
+            })
+            .map(|key| Risk::TrustChange {
+                what: format!("git config {key}"),
+            }),
         "kubectl" | "oc"
             if matches!(
                 sub,
@@ -261,6 +286,9 @@ fn loopx(args: &[&str]) -> Option<Risk> {
         }
     }
     match pos.as_slice() {
+        ["signer", "trust", ..] => Some(Risk::TrustChange {
+            what: "loopx signer trust".to_owned(),
+        }),
         ["gate", verb @ ("answer" | "withdraw"), tail @ ..] => Some(Risk::GateAnswer {
             verb: (*verb).to_owned(),
             gate: tail.first().map(|s| (*s).to_owned()),
@@ -476,6 +504,7 @@ mod tests {
             .map(|r| match r {
                 Risk::Covered { what, .. } => what,
                 Risk::GateAnswer { verb, gate } => format!("gate {verb} {gate:?}"),
+                Risk::TrustChange { what } => what,
             })
             .collect()
     }
@@ -528,6 +557,26 @@ mod tests {
             ["cargo publish"]
         );
         assert!(what("git -C . push origin feature/x").is_empty());
+        assert_eq!(
+            what("env -u LOOPX_AGENT loopx signer trust mallory --fingerprint SHA256:x"),
+            ["loopx signer trust"]
+        );
+        assert_eq!(
+            what("git config --global loopx.runValidations all"),
+            ["git config loopx.runvalidations"]
+        );
+        assert_eq!(
+            what("git -C . config gpg.ssh.allowedSignersFile /tmp/mine"),
+            ["git config gpg.ssh.allowedsignersfile"]
+        );
+        assert!(what("loopx signer list").is_empty());
+        // Denied whatever gates are open, even with none.
+        let why = check("loopx signer trust mallory", &State::default(), None).expect("denied");
+        assert!(
+            why.contains("may not change what this machine trusts"),
+            "{why}"
+        );
+        assert!(what("git config user.name Ada").is_empty());
         assert!(what("find . -name '*.rs' -exec grep -l publish {} ;").is_empty());
     }
 
