@@ -7,6 +7,8 @@
 
 use std::fmt;
 
+pub use crate::next::{Hint, N, Next};
+
 /// The process exit statuses of DESIGN §6, in one place.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -207,7 +209,7 @@ pub struct Refusal {
     /// Stable, kebab-case in JSON, for machines (`claimed`, `not-registered`, …).
     pub code: Code,
     pub message: String,
-    pub hint: Option<String>,
+    pub hint: Option<Hint>,
 }
 
 impl Refusal {
@@ -240,7 +242,7 @@ impl Refusal {
         Self::new(Exit::Error, code, message)
     }
 
-    pub fn with_hint(mut self, hint: impl Into<String>) -> Self {
+    pub fn with_hint(mut self, hint: impl Into<Hint>) -> Self {
         self.hint = Some(hint.into());
         self
     }

@@ -24,6 +24,7 @@ pub mod hook;
 mod layering;
 pub mod mcp;
 pub mod model;
+pub mod next;
 pub mod op;
 pub mod output;
 pub mod run;

@@ -130,14 +130,16 @@ impl Out {
                 exit: u8,
                 message: String,
                 #[serde(skip_serializing_if = "Option::is_none")]
-                hint: Option<&'a str>,
+                hint: Option<String>,
             }
             let _ = self.json_line(&Wire {
                 error: Body {
                     code: refusal.map_or("error", |r| r.code.as_str()),
                     exit: exit.code(),
                     message: format!("{err:#}"),
-                    hint: refusal.and_then(|r| r.hint.as_deref()),
+                    hint: refusal
+                        .and_then(|r| r.hint.as_ref())
+                        .map(ToString::to_string),
                 },
             });
         }

@@ -170,9 +170,13 @@ pub fn corrupt(path: &str, why: impl std::fmt::Display) -> Refusal {
         Code::CorruptState,
         format!("the state file {path} is corrupt: {why}"),
     )
-    .with_hint(
-        "run `loopx doctor` for details; the previous tick's file is shown by `git show refs/loopx/state~1:<path>`",
-    )
+    .with_hint(crate::error::Hint::new(
+        format!(
+            "run {} for details; the previous tick's file is shown by `git show refs/loopx/state~1:<path>`",
+            crate::error::N
+        ),
+        [crate::error::Next::Doctor],
+    ))
 }
 
 fn parse<T: DeserializeOwned>(path: &str, bytes: &[u8]) -> Result<T, Refusal> {

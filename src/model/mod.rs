@@ -30,7 +30,7 @@ pub use id::{AgentId, EvidenceId, GateId, GoalId, OpId, SignerName, TodoId};
 pub use signer::{Signer, Vouch};
 pub use todo::{Claim, Note, Priority, Todo, TodoStatus, Validation};
 
-use crate::error::{Code, Refusal};
+use crate::error::{Code, Hint, N, Next, Refusal};
 use crate::time::Span;
 
 /// The format version of the state and the op log this binary writes: in
@@ -120,7 +120,7 @@ impl State {
             // can say that it is paused or done.
             [] if self.goals.len() == 1 => Ok(self.goals.values().next().expect("one goal")),
             [] if self.goals.is_empty() => Err(Refusal::rule(Code::NoGoal, "there is no goal yet")
-                .with_hint("add one with `loopx goal add ID --objective TEXT`")),
+                .with_hint(Hint::new(format!("add one with {N}"), [Next::AddGoal]))),
             [] => Err(Refusal::rule(Code::NoActiveGoal, "no goal is active")
                 .with_hint("name one with --goal, or set git config loopx.goal")),
             many => Err(Refusal::usage(
@@ -152,8 +152,12 @@ impl State {
     pub fn agent(&self, id: &str) -> Result<&Agent, Refusal> {
         let aid = AgentId::new(id).map_err(|e| Refusal::usage(Code::BadId, e))?;
         self.agents.get(&aid).ok_or_else(|| {
-            Refusal::error(Code::UnknownAgent, format!("there is no agent {aid}"))
-                .with_hint("`loopx agent list` shows the registered agents")
+            Refusal::error(Code::UnknownAgent, format!("there is no agent {aid}")).with_hint(
+                Hint::new(
+                    format!("{N} shows the registered agents"),
+                    [Next::ListAgents],
+                ),
+            )
         })
     }
 
@@ -194,7 +198,10 @@ fn resolve<K: Clone + Ord + std::fmt::Display, V>(
             Code::UnknownId,
             format!("there is no {kind} {prefix}-{want}"),
         )
-        .with_hint(format!("`loopx {kind} list` shows them"))),
+        .with_hint(Hint::new(
+            format!("{N} shows them"),
+            [Next::List(kind.to_string())],
+        ))),
         (Some(a), Some(b)) => {
             let more = map.keys().filter(|k| hex(k).starts_with(&want)).count();
             Err(Refusal::usage(
@@ -209,5 +216,5 @@ fn resolve<K: Clone + Ord + std::fmt::Display, V>(
 /// The refusal for a goal that does not exist.
 pub fn unknown_goal(id: &GoalId) -> Refusal {
     Refusal::error(Code::UnknownGoal, format!("there is no goal {id}"))
-        .with_hint("`loopx goal list` shows the goals")
+        .with_hint(Hint::new(format!("{N} shows the goals"), [Next::ListGoals]))
 }

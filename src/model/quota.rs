@@ -85,11 +85,7 @@ impl fmt::Display for TurnToken {
 
 impl TurnToken {
     pub fn parse(s: &str) -> Result<Self, String> {
-        let bad = || {
-            format!(
-                "{s:?} is not a turn token: pass the turn_token that `loopx quota should-run` printed"
-            )
-        };
+        let bad = || format!("{s:?} is not a turn token");
         // `:` separates the parts: slugs never contain it.
         let parts: Vec<&str> = s.trim().split(':').collect();
         let [prefix, goal, agent, turn, issued] = parts.as_slice() else {

@@ -2,7 +2,7 @@
 //! here, inside `apply`, so a replayed answer is judged the same way.
 
 use super::{Change, Effect, Happened, Op, goal::non_empty, rules, short};
-use crate::error::{Code, Refusal};
+use crate::error::{Code, Hint, N, Next, Refusal};
 use crate::model::{
     Actor, Blocks, Gate, GateId, GateStatus, GoalStatus, State,
     gate::{Answer, Withdrawn},
@@ -166,7 +166,7 @@ pub(super) fn withdraw(state: &mut State, op: &Op, id: &GateId) -> Result<Effect
 fn closable<'s>(state: &'s State, op: &Op, id: &GateId, verb: &str) -> Result<&'s Gate, Refusal> {
     let gate = state.gates.get(id).ok_or_else(|| {
         Refusal::error(Code::UnknownGate, format!("there is no gate {id}"))
-            .with_hint("`loopx gate list` shows the gates")
+            .with_hint(Hint::new(format!("{N} shows the gates"), [Next::ListGates]))
     })?;
     if let Actor::Agent(a) = &op.actor {
         if gate.kind.human_only() {
@@ -177,8 +177,9 @@ fn closable<'s>(state: &'s State, op: &Op, id: &GateId, verb: &str) -> Result<&'
                     gate.kind.as_str()
                 ),
             )
-            .with_hint(format!(
-                "ask a human to run `loopx gate {verb} {id}` from their own shell"
+            .with_hint(Hint::new(
+                format!("ask a human to run {N} from their own shell"),
+                [Next::CloseGate(verb.to_owned(), id.to_string())],
             )));
         }
         rules::registered(state, a)?;
@@ -188,8 +189,9 @@ fn closable<'s>(state: &'s State, op: &Op, id: &GateId, verb: &str) -> Result<&'
             Code::GateClosed,
             format!("{id} is already {}", gate.status.as_str()),
         )
-        .with_hint(format!(
-            "`loopx gate show {id}` shows how it was closed; open a new gate for a new question"
+        .with_hint(Hint::new(
+            format!("{N} shows how it was closed; open a new gate for a new question"),
+            [Next::ShowGate(id.to_string())],
         )));
     }
     Ok(gate)

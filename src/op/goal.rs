@@ -1,7 +1,7 @@
 //! Rules for `init`, `goal.add` and `goal.set`.
 
 use super::{Change, Effect, Happened, Op, rules::human_only, short};
-use crate::error::{Code, Refusal};
+use crate::error::{Code, Hint, N, Next, Refusal};
 use crate::model::{Goal, GoalId, GoalStatus, QuotaPolicy, State};
 
 pub(super) fn init(
@@ -41,8 +41,12 @@ pub(super) fn add(
     human_only(&op.actor, "add a goal")?;
     if state.goals.contains_key(id) {
         return Err(
-            Refusal::rule(Code::GoalExists, format!("goal {id} already exists"))
-                .with_hint(format!("change it with `loopx goal set {id} …`")),
+            Refusal::rule(Code::GoalExists, format!("goal {id} already exists")).with_hint(
+                Hint::new(
+                    format!("change it with {N}"),
+                    [Next::SetGoal(id.to_string())],
+                ),
+            ),
         );
     }
     let objective = non_empty(objective, "objective")?;

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use crate::error::{Code, Refusal};
+use crate::error::{Code, Hint, N, Next, Refusal};
 use crate::model::{
     Actor, Agent, AgentId, AgentStatus, Blocks, Gate, GateId, GoalStatus, State, Todo, TodoId,
     TodoStatus, glob,
@@ -104,29 +104,42 @@ impl NotReady {
     pub fn refusal(&self, todo: &Todo) -> Refusal {
         let msg = format!("{} is not ready: {self}", todo.id);
         match self {
-            NotReady::ClaimedBy { owner, .. } => Refusal::conflict(Code::Claimed, msg).with_hint(
-                format!("{owner} won it; pick another with `loopx todo list --ready`"),
-            ),
-            NotReady::ScopeBusy { holder, .. } => {
-                Refusal::conflict(Code::ScopeBusy, msg).with_hint(format!(
-                    "wait for {holder} to finish, or pick other work with `loopx todo list --ready`"
+            NotReady::ClaimedBy { owner, .. } => {
+                Refusal::conflict(Code::Claimed, msg).with_hint(Hint::new(
+                    format!("{owner} won it; pick another with {N}"),
+                    [Next::ReadyTodos],
                 ))
             }
-            NotReady::Done => Refusal::rule(Code::TodoDone, msg)
-                .with_hint("`loopx todo list --ready` shows what is left"),
-            NotReady::Waiting(_) => Refusal::rule(Code::Waiting, msg)
-                .with_hint("finish those first, or `loopx todo list --ready` for other work"),
+            NotReady::ScopeBusy { holder, .. } => Refusal::conflict(Code::ScopeBusy, msg)
+                .with_hint(Hint::new(
+                    format!("wait for {holder} to finish, or pick other work with {N}"),
+                    [Next::ReadyTodos],
+                )),
+            NotReady::Done => Refusal::rule(Code::TodoDone, msg).with_hint(Hint::new(
+                format!("{N} shows what is left"),
+                [Next::ReadyTodos],
+            )),
+            NotReady::Waiting(_) => Refusal::rule(Code::Waiting, msg).with_hint(Hint::new(
+                format!("finish those first, or {N} for other work"),
+                [Next::ReadyTodos],
+            )),
             NotReady::Lacks(_) => Refusal::rule(Code::MissingCapability, msg).with_hint(
                 "register the agent with --capability, or leave it to an agent that has it",
             ),
-            NotReady::Goal(_) => Refusal::rule(Code::GoalNotActive, msg)
-                .with_hint("a human can resume it with `loopx goal set ID --status active`"),
-            NotReady::Gated { gate, .. } => Refusal::rule(Code::GateOpen, msg).with_hint(format!(
-                "wait for the answer (`loopx gate show {gate}`), or pick work outside its scope with `loopx todo list --ready`"
+            NotReady::Goal(_) => Refusal::rule(Code::GoalNotActive, msg).with_hint(Hint::new(
+                format!("a human can resume it with {N}"),
+                [Next::ResumeGoal("ID".to_owned())],
             )),
-            NotReady::Status(_) => {
-                Refusal::rule(Code::NotOpen, msg).with_hint("reopen it with `loopx todo reopen ID`")
+            NotReady::Gated { gate, .. } => {
+                Refusal::rule(Code::GateOpen, msg).with_hint(Hint::new(
+                    format!("wait for the answer ({N}), or pick work outside its scope with {N}"),
+                    [Next::ShowGate(gate.to_string()), Next::ReadyTodos],
+                ))
             }
+            NotReady::Status(_) => Refusal::rule(Code::NotOpen, msg).with_hint(Hint::new(
+                format!("reopen it with {N}"),
+                [Next::ReopenTodo("ID".to_owned())],
+            )),
         }
     }
 }
@@ -330,7 +343,10 @@ pub fn best_ready<'s>(
             Code::NothingReady,
             format!("no todo is ready for {}: {detail}", agent.id),
         )
-        .with_hint("add work with `loopx todo add`, or look with `loopx todo list`")
+        .with_hint(Hint::new(
+            format!("add work with {N}, or look with {N}"),
+            [Next::AddTodo, Next::Todos],
+        ))
     })
 }
 
@@ -345,9 +361,10 @@ pub fn acting_agent<'s>(
             Code::AgentsOnly,
             format!("only a registered agent may {action}: claims belong to registered agents"),
         )
-        .with_hint(
-            "pass --agent ID (or set LOOPX_AGENT) for an agent registered with `loopx agent register`",
-        ));
+        .with_hint(Hint::new(
+            format!("pass --agent ID (or set LOOPX_AGENT) for an agent registered with {N}"),
+            [Next::RegisterAgent(None)],
+        )));
     };
     registered(state, id)
 }
@@ -357,13 +374,20 @@ pub fn registered<'s>(state: &'s State, id: &AgentId) -> Result<&'s Agent, Refus
     match state.agents.get(id) {
         Some(a) if a.status == AgentStatus::Active => Ok(a),
         Some(_) => Err(
-            Refusal::rule(Code::AgentRetired, format!("agent {id} is retired")).with_hint(format!(
-                "register it again with `loopx agent register {id}`"
-            )),
+            Refusal::rule(Code::AgentRetired, format!("agent {id} is retired")).with_hint(
+                Hint::new(
+                    format!("register it again with {N}"),
+                    [Next::RegisterAgent(Some(id.to_string()))],
+                ),
+            ),
         ),
         None => Err(
-            Refusal::rule(Code::NotRegistered, format!("agent {id} is not registered"))
-                .with_hint(format!("register it first: `loopx agent register {id}`")),
+            Refusal::rule(Code::NotRegistered, format!("agent {id} is not registered")).with_hint(
+                Hint::new(
+                    format!("register it first: {N}"),
+                    [Next::RegisterAgent(Some(id.to_string()))],
+                ),
+            ),
         ),
     }
 }

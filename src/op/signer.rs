@@ -6,7 +6,7 @@
 use sha2::{Digest, Sha256};
 
 use super::{Effect, Happened, Op, rules, short, todo::vouch};
-use crate::error::{Code, Refusal};
+use crate::error::{Code, Hint, N, Next, Refusal};
 use crate::model::{SignerName, State, TodoId, Validation, signer::Signer};
 
 pub(super) fn announce(
@@ -26,8 +26,9 @@ pub(super) fn announce(
                 Code::AlreadyAnnounced,
                 format!("{name} is already announced with this key"),
             )
-            .with_hint(format!(
-                "trust it on a machine with `loopx signer trust {name}`"
+            .with_hint(Hint::new(
+                format!("trust it on a machine with {N}"),
+                [Next::TrustSigner(name.to_string())],
             )));
         }
         Some(_) => "replaces the key of",
@@ -59,7 +60,7 @@ pub(super) fn trust_todo(
     rules::human_only(&op.actor, "trust a validation")?;
     let todo = state.todos.get(id).ok_or_else(|| {
         Refusal::error(Code::UnknownTodo, format!("there is no live todo {id}"))
-            .with_hint("`loopx todo list --all` shows the todos")
+            .with_hint(Hint::new(format!("{N} shows the todos"), [Next::AllTodos]))
     })?;
     let Some(v) = &todo.validate else {
         return Err(Refusal::rule(
@@ -75,8 +76,12 @@ pub(super) fn trust_todo(
                 v.argv.join(" ")
             ),
         )
-        .with_hint(format!(
-            "look at it again with `loopx todo show {id}`, then `loopx todo trust {id}`"
+        .with_hint(Hint::new(
+            format!("look at it again with {N}, then {N}"),
+            [
+                Next::ShowTodo(id.to_string()),
+                Next::TrustTodo(id.to_string()),
+            ],
         )));
     }
     let title = short(&todo.title);

@@ -5,7 +5,7 @@
 use sha2::{Digest, Sha256};
 
 use super::{Change, Effect, Happened, Op, apply, goal::non_empty, rules, wrote_back};
-use crate::error::{Code, Refusal};
+use crate::error::{Code, Hint, N, Next, Refusal};
 use crate::model::quota::TurnToken;
 use crate::model::{
     AgentId, AgentStatus, Blocks, GateId, Goal, GoalId, GoalStatus, LastTurn, Outcome, State,
@@ -219,8 +219,9 @@ pub(super) fn refresh(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         match state.todos.get(t) {
             None => {
                 return Err(
-                    Refusal::error(Code::UnknownTodo, format!("{t} is not a live todo"))
-                        .with_hint("`loopx todo list` shows the live todos"),
+                    Refusal::error(Code::UnknownTodo, format!("{t} is not a live todo")).with_hint(
+                        Hint::new(format!("{N} shows the live todos"), [Next::Todos]),
+                    ),
                 );
             }
             Some(x) if &x.goal != goal => {
@@ -301,7 +302,10 @@ pub(super) fn spend(
                 "the turn token was issued at {issued}, more than the quota window ({window}) ago"
             ),
         )
-        .with_hint("ask `loopx quota should-run` for a new turn"));
+        .with_hint(Hint::new(
+            format!("ask {N} for a new turn"),
+            [Next::ShouldRun],
+        )));
     }
     if agent.last_writeback.is_none_or(|w| w < issued) {
         return Err(Refusal::rule(
@@ -311,9 +315,16 @@ pub(super) fn spend(
                 agent.id
             ),
         )
-        .with_hint(
-            "record the turn first: `loopx todo update` on your claim, `loopx todo done`, `loopx evidence run` that passes, `loopx evidence add`, or `loopx refresh-state --outcome advanced|blocked`",
-        ));
+        .with_hint(Hint::new(
+            format!("record the turn first: {N} on your claim, {N}, {N} that passes, {N}, or {N}"),
+            [
+                Next::UpdateTodo,
+                Next::FinishTodo(None),
+                Next::RunEvidence,
+                Next::AddEvidence,
+                Next::RefreshState,
+            ],
+        )));
     }
     let windows: std::collections::BTreeMap<GoalId, Span> = state
         .goals
@@ -374,8 +385,9 @@ pub(super) fn void(
                 Code::UnknownSpend,
                 format!("{agent} has no spend for turn {turn}"),
             )
-            .with_hint(format!(
-                "`loopx quota status --agent {agent}` lists its spends"
+            .with_hint(Hint::new(
+                format!("{N} lists its spends"),
+                [Next::QuotaOf(agent.to_string())],
             ))
         })?;
     if spend.void.is_some() {

@@ -23,7 +23,7 @@ use sha2::{Digest, Sha256};
 use ssh_key::{Algorithm, HashAlg, PublicKey, SshSig};
 
 use crate::ctx::{Caller, Ctx};
-use crate::error::{Code, Refusal};
+use crate::error::{Code, Hint, N, Next, Refusal};
 use crate::model::{Actor, State, files};
 use crate::op::{self, Change, Op};
 pub use allowed::AllowedSigners;
@@ -184,9 +184,12 @@ pub fn check_applied(
                 by.fingerprint
             ),
         )
-        .with_hint(format!(
-            "if the key is theirs, trust it: `loopx signer trust NAME` for an announced signer (`loopx signer list`), or add it to {}",
-            signers.describe_path()
+        .with_hint(Hint::new(
+            format!(
+                "if the key is theirs, trust it: {N} for an announced signer ({N}), or add it to {}",
+                signers.describe_path()
+            ),
+            [Next::TrustSigner("NAME".to_owned()), Next::List("signer".to_owned())],
         )));
     }
     Ok(Some(by))

@@ -19,7 +19,7 @@ use anyhow::{Context, Result};
 
 use super::AllowedSigners;
 use crate::ctx::Ctx;
-use crate::error::{Code, Refusal};
+use crate::error::{Code, Hint, N, Next, Refusal};
 use crate::model::{State, Todo};
 use crate::op::Op;
 
@@ -152,9 +152,11 @@ pub fn verdict(ctx: &Ctx, state: &State, todo: &Todo) -> Result<Option<Result<Tr
             todo.id
         ),
     )
-    .with_hint(format!(
-        "if you would run that command yourself, trust it with `loopx todo trust {}` (a signed human act), or let every validation run with `git config loopx.runValidations all`; nothing was run",
-        todo.id
+    .with_hint(Hint::new(
+        format!(
+            "if you would run that command yourself, trust it with {N} (a signed human act), or let every validation run with `git config loopx.runValidations all`; nothing was run"
+        ),
+        [Next::TrustTodo(todo.id.to_string())],
     )))))
 }
 

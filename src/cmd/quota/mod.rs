@@ -30,7 +30,12 @@ pub fn run(ctx: &Ctx, c: &Command) -> Result<Exit> {
 
 /// Parses `--turn TOKEN` (exit 2 when malformed).
 pub fn parse_token(s: &str) -> Result<TurnToken, Refusal> {
-    TurnToken::parse(s).map_err(|e| Refusal::usage(Code::BadToken, e))
+    TurnToken::parse(s).map_err(|e| {
+        Refusal::usage(
+            Code::BadToken,
+            format!("{e}: pass the turn_token that `loopx quota should-run` printed"),
+        )
+    })
 }
 
 /// The acting agent must be the token's agent.

@@ -87,7 +87,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             Err(refusal) => Here {
                 runs: false,
                 why: refusal.message,
-                hint: refusal.hint,
+                hint: refusal.hint.map(|h| h.to_string()),
             },
         })
     };

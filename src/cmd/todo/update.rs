@@ -32,6 +32,18 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         )
         .into());
     }
+    if let Some(s @ (TodoStatus::Claimed | TodoStatus::Done)) = args.status {
+        let cmd = if s == TodoStatus::Done {
+            "todo done"
+        } else {
+            "todo claim"
+        };
+        return Err(Refusal::usage(
+            Code::BadStatus,
+            format!("--status {s} is set by `loopx {cmd}`, not by update"),
+        )
+        .into());
+    }
     let done = tick_on(ctx, &args.held, |_, todo, epoch| Change::TodoUpdate {
         todo,
         epoch,

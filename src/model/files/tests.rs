@@ -362,8 +362,8 @@ fn unknown_paths_are_ignored_and_a_newer_format_is_refused() {
     files.push((META, newer.as_bytes()));
     let r = decode(files).expect_err("too new");
     assert_eq!(
-        (r.code, r.hint.as_deref()),
-        (ErrorCode::FormatTooNew, Some("upgrade loopx"))
+        (r.code, r.hint.map(|h| h.to_string())),
+        (ErrorCode::FormatTooNew, Some("upgrade loopx".to_owned()))
     );
     let r = check_meta(None).expect_err("no meta");
     assert_eq!(r.code, "corrupt-state");

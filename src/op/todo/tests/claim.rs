@@ -257,7 +257,7 @@ fn a_live_claim_by_another_is_a_conflict_naming_the_owner() {
         r.message,
         "t-000000a1 is not ready: agent-a holds it until 2026-01-01T09:20:00Z"
     );
-    assert!(r.hint.as_deref().unwrap().starts_with("agent-a won it"));
+    assert!(r.hint.unwrap().to_string().starts_with("agent-a won it"));
 }
 
 #[test]

@@ -1,14 +1,17 @@
-//! Rules for the todo lifecycle: add, claim (renew, steal), release, update,
-//! done. Every op on a todo carries the epoch its writer read; a mismatch is
+//! Rules for the todo lifecycle: add, update, done, edit, reopen, archive;
+//! the claim side (claim, renew, steal, release, handoff) is in `claim.rs`. Every op on a todo carries the epoch its writer read; a mismatch is
 //! a conflict (fencing).
 
 use super::{Change, Effect, Happened, Op, agent::normalize, goal::non_empty, rules, short};
-use crate::error::{Code, Refusal};
+use crate::error::{Code, Hint, N, Next, Refusal};
 use crate::model::{
-    Actor, Claim, GoalStatus, Note, State, Todo, TodoId, TodoStatus, Validation, Vouch,
-    run::CommandRun,
+    Actor, GoalStatus, Note, State, Todo, TodoId, TodoStatus, Validation, Vouch, run::CommandRun,
 };
-use crate::time::Span;
+
+mod claim;
+
+use claim::fence;
+pub(super) use claim::{claim, handoff, release, renew};
 
 pub(super) fn add(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
     let Change::TodoAdd {
@@ -37,8 +40,9 @@ pub(super) fn add(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         .ok_or_else(|| crate::model::unknown_goal(goal))?;
     if g.status == GoalStatus::Done {
         return Err(
-            Refusal::rule(Code::GoalDone, format!("goal {goal} is done")).with_hint(format!(
-                "a human can reopen it with `loopx goal set {goal} --status active`"
+            Refusal::rule(Code::GoalDone, format!("goal {goal} is done")).with_hint(Hint::new(
+                format!("a human can reopen it with {N}"),
+                [Next::ResumeGoal(goal.to_string())],
             )),
         );
     }
@@ -53,7 +57,7 @@ pub(super) fn add(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
             Code::UnknownAfter,
             format!("--after names {missing}, which does not exist"),
         )
-        .with_hint("`loopx todo list --all` shows the todos"));
+        .with_hint(Hint::new(format!("{N} shows the todos"), [Next::AllTodos])));
     }
     let title = non_empty(title, "title")?;
     let mut after = after.clone();
@@ -97,253 +101,6 @@ pub(super) fn add(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
     ))
 }
 
-pub(super) fn claim(
-    state: &mut State,
-    op: &Op,
-    id: &TodoId,
-    epoch: u64,
-    lease: Span,
-) -> Result<Effect, Refusal> {
-    let agent = rules::acting_agent(state, &op.actor, "claim a todo")?.clone();
-    let todo = get(state, id)?;
-    check_lease(lease)?;
-    // Renew: the owner claims again; the epoch stays. A gate that covers
-    // the todo stops a renew too.
-    if todo.owner() == Some(&agent.id) && todo.status == TodoStatus::Claimed {
-        if let Some(g) = rules::gate_on(state, todo, &agent) {
-            return Err(rules::NotReady::Gated {
-                gate: g.id.clone(),
-                question: g.question.clone(),
-            }
-            .refusal(todo));
-        }
-        fence(todo, epoch)?;
-        let title = short(&todo.title);
-        let t = todo_mut(state, id);
-        let c = t.claim.as_mut().expect("owner() saw a claim");
-        c.lease_until = op.at.plus(lease);
-        t.updated_at = op.at;
-        return Ok(Effect::new(
-            Happened::Renewed { todo: id.clone() },
-            format!("renew {id} \"{title}\""),
-        ));
-    }
-    rules::ready(state, todo, &agent, op.at).map_err(|why| why.refusal(todo))?;
-    fence(todo, epoch)?;
-    let previous = todo.owner().cloned();
-    let title = short(&todo.title);
-    let t = todo_mut(state, id);
-    t.epoch += 1;
-    t.status = TodoStatus::Claimed;
-    t.claim = Some(Claim {
-        owner: agent.id.clone(),
-        since: op.at,
-        lease_until: op.at.plus(lease),
-    });
-    t.updated_at = op.at;
-    Ok(match previous {
-        Some(prev) => {
-            t.notes.push(Note {
-                at: op.at,
-                by: op.actor.clone(),
-                text: format!("stole the expired lease of {prev}"),
-            });
-            let subject = format!("steal {id} \"{title}\" from {prev}");
-            Effect::new(
-                Happened::Stole {
-                    todo: id.clone(),
-                    from: prev,
-                },
-                subject,
-            )
-        }
-        None => Effect::new(
-            Happened::Claimed { todo: id.clone() },
-            format!("claim {id} \"{title}\""),
-        ),
-    })
-}
-
-pub(super) fn release(
-    state: &mut State,
-    op: &Op,
-    id: &TodoId,
-    epoch: u64,
-    force: bool,
-) -> Result<Effect, Refusal> {
-    if let Actor::Agent(a) = &op.actor {
-        rules::registered(state, a)?;
-    }
-    if force {
-        rules::human_only(&op.actor, "force a claim off its owner")?;
-    }
-    let todo = get(state, id)?;
-    let Some(owner) = todo.owner().cloned() else {
-        return Err(Refusal::rule(
-            Code::NotClaimed,
-            format!("{id} is not claimed"),
-        ));
-    };
-    if !force && op.actor.agent() != Some(&owner) {
-        let hint = if op.actor.is_human() {
-            format!(
-                "only the owner releases a claim; a human can free it with `loopx todo release {id} --force`"
-            )
-        } else {
-            "only the owner releases a claim".to_owned()
-        };
-        return Err(Refusal::conflict(
-            Code::Claimed,
-            format!("{id} is claimed by {owner}, not by {}", op.actor.name()),
-        )
-        .with_hint(hint));
-    }
-    fence(todo, epoch)?;
-    let title = short(&todo.title);
-    let t = todo_mut(state, id);
-    t.claim = None;
-    t.status = TodoStatus::Open;
-    t.updated_at = op.at;
-    if force {
-        t.notes.push(Note {
-            at: op.at,
-            by: op.actor.clone(),
-            text: format!("released the claim of {owner} by force"),
-        });
-        let subject = format!("release {id} \"{title}\" from {owner} by force");
-        return Ok(Effect::new(
-            Happened::Released {
-                todo: id.clone(),
-                from: Some(owner),
-            },
-            subject,
-        ));
-    }
-    Ok(Effect::new(
-        Happened::Released {
-            todo: id.clone(),
-            from: None,
-        },
-        format!("release {id} \"{title}\""),
-    ))
-}
-
-/// The owner extends its lease; a lease already taken over is a conflict.
-pub(super) fn renew(
-    state: &mut State,
-    op: &Op,
-    id: &TodoId,
-    epoch: u64,
-    lease: Span,
-) -> Result<Effect, Refusal> {
-    let acting = rules::acting_agent(state, &op.actor, "renew a lease")?.clone();
-    let agent = acting.id.clone();
-    let todo = get(state, id)?;
-    check_lease(lease)?;
-    if let Some(g) = rules::gate_on(state, todo, &acting) {
-        return Err(rules::NotReady::Gated {
-            gate: g.id.clone(),
-            question: g.question.clone(),
-        }
-        .refusal(todo));
-    }
-    match todo.owner() {
-        Some(o) if *o == agent => {}
-        Some(o) => {
-            return Err(Refusal::conflict(
-                Code::Claimed,
-                format!("{id} is claimed by {o}, not by {agent}"),
-            )
-            .with_hint(
-                "your lease was taken over; pick other work with `loopx todo list --ready`",
-            ));
-        }
-        None => {
-            return Err(
-                Refusal::rule(Code::NotClaimed, format!("{id} is not claimed by {agent}"))
-                    .with_hint(format!("claim it with `loopx todo claim {id}`")),
-            );
-        }
-    }
-    fence(todo, epoch)?;
-    let title = short(&todo.title);
-    let t = todo_mut(state, id);
-    let c = t.claim.as_mut().expect("owner() saw a claim");
-    c.lease_until = op.at.plus(lease);
-    t.updated_at = op.at;
-    Ok(Effect::new(
-        Happened::Renewed { todo: id.clone() },
-        format!("renew {id} \"{title}\""),
-    ))
-}
-
-/// An explicit transfer: the new owner gets a fresh lease, the epoch bumps,
-/// and the note is recorded for the new owner to read.
-pub(super) fn handoff(
-    state: &mut State,
-    op: &Op,
-    id: &TodoId,
-    epoch: u64,
-    to: &crate::model::AgentId,
-    lease: Span,
-    note: &str,
-) -> Result<Effect, Refusal> {
-    // DESIGN §4: handoff is an agent's act; a human frees a claim with
-    // `release --force` instead.
-    rules::acting_agent(state, &op.actor, "hand a todo off")?;
-    let todo = get(state, id)?;
-    check_lease(lease)?;
-    let Some(owner) = todo.owner().cloned() else {
-        return Err(Refusal::rule(
-            Code::NotClaimed,
-            format!("{id} is not claimed, so there is nothing to hand off"),
-        )
-        .with_hint(format!("{to} can claim it with `loopx todo claim {id}`")));
-    };
-    if op.actor.agent().is_some_and(|a| *a != owner) {
-        return Err(Refusal::conflict(
-            Code::Claimed,
-            format!("{id} is claimed by {owner}; only its owner hands it off"),
-        ));
-    }
-    if *to == owner {
-        return Err(Refusal::usage(
-            Code::HandoffToSelf,
-            format!("{id} already belongs to {to}"),
-        ));
-    }
-    let target = rules::registered(state, to)?.clone();
-    rules::fits(state, todo, &target, op.at).map_err(|why| {
-        let mut r = why.refusal(todo);
-        r.message = format!("{id} cannot go to {to}: {why}");
-        r
-    })?;
-    fence(todo, epoch)?;
-    let note = non_empty(note, "handoff note")?;
-    let title = short(&todo.title);
-    let t = todo_mut(state, id);
-    t.epoch += 1;
-    t.claim = Some(Claim {
-        owner: to.clone(),
-        since: op.at,
-        lease_until: op.at.plus(lease),
-    });
-    t.status = TodoStatus::Claimed;
-    t.updated_at = op.at;
-    t.notes.push(Note {
-        at: op.at,
-        by: op.actor.clone(),
-        text: format!("handoff from {owner} to {to}: {note}"),
-    });
-    Ok(Effect::new(
-        Happened::HandedOff {
-            todo: id.clone(),
-            to: to.clone(),
-        },
-        format!("handoff {id} \"{title}\" from {owner} to {to}"),
-    ))
-}
-
 pub(super) fn update(
     state: &mut State,
     op: &Op,
@@ -355,21 +112,25 @@ pub(super) fn update(
     let todo = writable(state, op, id, epoch, "update")?;
     if todo.status == TodoStatus::Done && status.is_none_or(|s| s != TodoStatus::Open) {
         return Err(
-            Refusal::rule(Code::TodoDone, format!("{id} is done")).with_hint(format!(
-                "reopen it with `loopx todo update {id} --status open`"
+            Refusal::rule(Code::TodoDone, format!("{id} is done")).with_hint(Hint::new(
+                format!("reopen it with {N}"),
+                [Next::OpenTodo(id.to_string())],
             )),
         );
     }
     if let Some(s @ (TodoStatus::Claimed | TodoStatus::Done)) = status {
-        let cmd = if s == TodoStatus::Done {
-            "todo done"
+        // The command refuses this first, naming its own flags; a foreign
+        // op that tries it is refused here.
+        let by = if s == TodoStatus::Done {
+            Next::FinishTodo(None)
         } else {
-            "todo claim"
+            Next::ClaimTodo("ID".to_owned())
         };
         return Err(Refusal::usage(
             Code::BadStatus,
-            format!("--status {s} is set by `loopx {cmd}`, not by update"),
-        ));
+            format!("status {s} is not set by an update"),
+        )
+        .with_hint(Hint::new(format!("{N} sets it"), [by])));
     }
     let note = note.map(|n| non_empty(n, "note")).transpose()?;
     if status.is_none() && note.is_none() {
@@ -433,7 +194,10 @@ pub(super) fn done(
                         v.argv.join(" ")
                     ),
                 )
-                .with_hint(format!("run `loopx todo done {id}`, which runs it first")));
+                .with_hint(Hint::new(
+                    format!("run {N}, which runs it first"),
+                    [Next::FinishTodo(Some(id.to_string()))],
+                )));
             }
             Some(run) if run.argv != v.argv => {
                 return Err(Refusal::conflict(
@@ -444,7 +208,10 @@ pub(super) fn done(
                         run.argv.join(" ")
                     ),
                 )
-                .with_hint(format!("run `loopx todo done {id}` again")));
+                .with_hint(Hint::new(
+                    format!("run {N} again"),
+                    [Next::FinishTodo(Some(id.to_string()))],
+                )));
             }
             Some(run) if !run.passed() => {
                 return Err(validation_failed(id, run));
@@ -567,8 +334,12 @@ pub(super) fn edit(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
 fn check_validation(v: &Validation) -> Result<(), Refusal> {
     if v.argv.is_empty() || v.argv[0].trim().is_empty() {
         return Err(
-            Refusal::usage(Code::BadValidation, "the validation command is empty")
-                .with_hint("put the command after `--`: loopx todo add TITLE -- cargo test"),
+            Refusal::usage(Code::BadValidation, "the validation command is empty").with_hint(
+                Hint::new(
+                    format!("put the command after `--`: {N}"),
+                    [Next::AddTodoWithCheck],
+                ),
+            ),
         );
     }
     if v.timeout.as_secs() <= 0 {
@@ -657,9 +428,10 @@ pub(super) fn archive(state: &mut State, op: &Op, ids: &[TodoId]) -> Result<Effe
         .collect();
     if moving.is_empty() {
         return Err(
-            Refusal::rule(Code::NothingToArchive, "no done todos to archive").with_hint(
-                "they were reopened or archived meanwhile; `loopx todo list --all` shows them",
-            ),
+            Refusal::rule(Code::NothingToArchive, "no done todos to archive").with_hint(Hint::new(
+                format!("they were reopened or archived meanwhile; {N} shows them"),
+                [Next::AllTodos],
+            )),
         );
     }
     let n = moving.len();
@@ -688,7 +460,10 @@ pub fn validation_failed(id: &TodoId, run: &CommandRun) -> Refusal {
             run.outcome()
         ),
     )
-    .with_hint("fix what it reports and run `loopx todo done` again; nothing was marked done")
+    .with_hint(Hint::new(
+        format!("fix what it reports and run {N} again; nothing was marked done"),
+        [Next::FinishTodo(None)],
+    ))
 }
 
 /// Checks that the actor may write this todo: a registered agent or a human,
@@ -712,49 +487,22 @@ fn writable<'s>(
             format!("{id} is claimed by {owner}; only its owner may {verb} it"),
         )
         .with_hint(if op.actor.is_human() {
-            format!("ask {owner} to release it, or free it with `loopx todo release {id} --force`")
+            Hint::new(
+                format!("ask {owner} to release it, or free it with {N}"),
+                [Next::ForceRelease(id.to_string())],
+            )
         } else {
-            "pick other work with `loopx todo list --ready`".to_owned()
+            Hint::new(format!("pick other work with {N}"), [Next::ReadyTodos])
         }));
     }
     fence(todo, epoch)?;
     Ok(todo)
 }
 
-/// A lease must be longer than 0s and at most ten years.
-fn check_lease(lease: Span) -> Result<(), Refusal> {
-    if lease.as_secs() <= 0 || lease > Span::MAX {
-        return Err(Refusal::usage(
-            Code::BadTtl,
-            format!("a lease must be longer than 0s and at most {}", Span::MAX),
-        ));
-    }
-    Ok(())
-}
-
-/// Fencing: the op must carry the epoch its writer read.
-fn fence(todo: &Todo, epoch: u64) -> Result<(), Refusal> {
-    if todo.epoch == epoch {
-        return Ok(());
-    }
-    let now = match todo.owner() {
-        Some(o) => format!("it now belongs to {o} at epoch {}", todo.epoch),
-        None => format!("it is now at epoch {}", todo.epoch),
-    };
-    Err(Refusal::conflict(
-        Code::StaleEpoch,
-        format!(
-            "{} changed hands since epoch {epoch} was read: {now}",
-            todo.id
-        ),
-    )
-    .with_hint(format!("look again with `loopx todo show {}`", todo.id)))
-}
-
 fn get<'s>(state: &'s State, id: &TodoId) -> Result<&'s Todo, Refusal> {
     state.todos.get(id).ok_or_else(|| {
         Refusal::error(Code::UnknownTodo, format!("there is no todo {id}"))
-            .with_hint("`loopx todo list` shows the todos")
+            .with_hint(Hint::new(format!("{N} shows the todos"), [Next::Todos]))
     })
 }
 

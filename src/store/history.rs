@@ -1,0 +1,319 @@
+//! Reading the state's history: commits along first parents, one at a
+//! time; files at a tree; tree diffs; and the questions sync asks (merge
+//! base, ancestry), which follow first parents only and cost object reads
+//! proportional to how far two chains diverged, never to the whole history.
+
+use anyhow::{Context, Result, anyhow};
+use gix::bstr::ByteSlice;
+
+use super::{Oid, Person, Store};
+
+/// One commit of the state's history.
+#[derive(Clone, Debug)]
+pub struct Entry {
+    pub commit: Oid,
+    pub tree: Oid,
+    pub parent: Option<Oid>,
+    pub message: String,
+    /// Author time, seconds since the epoch.
+    pub time: i64,
+    /// Who wrote the commit: the acting agent or human for a tick, whoever
+    /// committed by hand otherwise.
+    pub author: Person,
+}
+
+impl Store {
+    /// Reads one commit of the history.
+    pub fn entry(&self, commit: Oid) -> Result<Entry> {
+        let c = self
+            .repo
+            .find_commit(commit.0)
+            .with_context(|| format!("reading commit {commit}"))?;
+        let decoded = c
+            .decode()
+            .with_context(|| format!("decoding commit {commit}"))?;
+        let author = decoded.author().ok();
+        let time = author.map(|a| a.seconds()).unwrap_or(0);
+        let author = Person {
+            name: author.map_or_else(String::new, |a| a.name.to_str_lossy().into_owned()),
+            email: author.map_or_else(String::new, |a| a.email.to_str_lossy().into_owned()),
+        };
+        Ok(Entry {
+            commit,
+            tree: Oid(decoded.tree()),
+            parent: decoded.parents().next().map(Oid),
+            message: decoded.message.to_str_lossy().into_owned(),
+            time,
+            author,
+        })
+    }
+
+    /// Up to `limit` commits following first parents from `start`, newest
+    /// first. Costs `limit` object reads, however long the history.
+    pub fn first_parents(&self, start: Oid, limit: usize) -> Result<Vec<Entry>> {
+        let mut out = Vec::new();
+        let mut next = Some(start);
+        while let Some(id) = next {
+            if out.len() >= limit {
+                break;
+            }
+            let e = self.entry(id)?;
+            next = e.parent;
+            out.push(e);
+        }
+        Ok(out)
+    }
+}
+
+/// A file that differs between two trees, with both versions.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileChange {
+    /// Slash-separated, relative to the tree's root.
+    pub path: String,
+    /// `None`: the file is new.
+    pub old: Option<Vec<u8>>,
+    /// `None`: the file was deleted.
+    pub new: Option<Vec<u8>>,
+}
+
+/// What a commit id prefix names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PrefixMatch {
+    None,
+    One(Oid),
+    /// This many commits start with it.
+    Many(usize),
+}
+
+/// Commits along first parents, newest first, read one at a time: taking
+/// `n` of them costs `n` object reads, however long the history.
+pub struct FirstParents<'s> {
+    store: &'s Store,
+    next: Option<Oid>,
+}
+
+impl Iterator for FirstParents<'_> {
+    type Item = Result<Entry>;
+
+    fn next(&mut self) -> Option<Result<Entry>> {
+        let id = self.next.take()?;
+        Some(self.store.entry(id).inspect(|e| self.next = e.parent))
+    }
+}
+
+impl Store {
+    /// Walks first parents from `start` lazily; an error ends the walk.
+    pub fn history(&self, start: Oid) -> FirstParents<'_> {
+        FirstParents {
+            store: self,
+            next: Some(start),
+        }
+    }
+
+    /// The commit whose id starts with `hex` (at least 4 hex digits).
+    pub fn commit_by_prefix(&self, hex: &str) -> Result<PrefixMatch> {
+        let prefix = gix::hash::Prefix::from_hex(hex)
+            .map_err(|e| anyhow!("{hex:?} is not a commit id prefix: {e}"))?;
+        let mut found = std::collections::HashSet::new();
+        self.repo
+            .objects
+            .lookup_prefix(prefix, Some(&mut found))
+            .with_context(|| format!("looking up objects starting with {hex}"))?;
+        let mut commits = Vec::new();
+        for id in found {
+            let header = self
+                .repo
+                .find_header(id)
+                .with_context(|| format!("reading object {id}"))?;
+            if header.kind() == gix::object::Kind::Commit {
+                commits.push(Oid(id));
+            }
+        }
+        Ok(match commits.as_slice() {
+            [] => PrefixMatch::None,
+            [one] => PrefixMatch::One(*one),
+            many => PrefixMatch::Many(many.len()),
+        })
+    }
+
+    /// The bytes of one file of a tree, if it is there.
+    pub fn read_file(&self, tree: Oid, path: &str) -> Result<Option<Vec<u8>>> {
+        let tree_obj = self
+            .repo
+            .find_tree(tree.0)
+            .with_context(|| format!("reading the state tree {tree}"))?;
+        let Some(entry) = tree_obj
+            .lookup_entry(path.split('/').map(str::as_bytes))
+            .with_context(|| format!("looking up {path} in {tree}"))?
+        else {
+            return Ok(None);
+        };
+        if !entry.mode().is_blob() {
+            return Ok(None);
+        }
+        let mut blob = self
+            .repo
+            .find_blob(entry.oid())
+            .with_context(|| format!("reading {path}"))?;
+        Ok(Some(blob.take_data()))
+    }
+
+    /// The files that differ from tree `old` (`None`: empty) to tree `new`,
+    /// in tree order. Only changed subtrees are read.
+    pub fn diff_trees(&self, old: Option<Oid>, new: Oid) -> Result<Vec<FileChange>> {
+        use gix::diff::tree::recorder::Change as Rec;
+        let hash = self.repo.object_hash();
+        let old_data = match old {
+            Some(id) => {
+                self.repo
+                    .find_tree(id.0)
+                    .with_context(|| format!("reading the state tree {id}"))?
+                    .detach()
+                    .data
+            }
+            None => Vec::new(),
+        };
+        let new_data = self
+            .repo
+            .find_tree(new.0)
+            .with_context(|| format!("reading the state tree {new}"))?
+            .detach()
+            .data;
+        let mut recorder = gix::diff::tree::Recorder::default();
+        gix::diff::tree(
+            gix::objs::TreeRefIter::from_bytes(&old_data, hash),
+            gix::objs::TreeRefIter::from_bytes(&new_data, hash),
+            gix::diff::tree::State::default(),
+            &self.repo.objects,
+            &mut recorder,
+        )
+        .with_context(|| format!("comparing the state tree {new} with its base"))?;
+        let blob = |mode: gix::objs::tree::EntryMode, id: gix::ObjectId, path: &str| {
+            if !mode.is_blob() {
+                return Ok(None);
+            }
+            self.repo
+                .find_blob(id)
+                .map(|mut b| Some(b.take_data()))
+                .with_context(|| format!("reading {path}"))
+        };
+        let mut out = Vec::new();
+        for change in recorder.records {
+            let (path, old, new) = match change {
+                Rec::Addition {
+                    entry_mode,
+                    oid,
+                    path,
+                    ..
+                } => {
+                    let path = path.to_str_lossy().into_owned();
+                    let new = blob(entry_mode, oid, &path)?;
+                    (path, None, new)
+                }
+                Rec::Deletion {
+                    entry_mode,
+                    oid,
+                    path,
+                    ..
+                } => {
+                    let path = path.to_str_lossy().into_owned();
+                    let old = blob(entry_mode, oid, &path)?;
+                    (path, old, None)
+                }
+                Rec::Modification {
+                    previous_entry_mode,
+                    previous_oid,
+                    entry_mode,
+                    oid,
+                    path,
+                } => {
+                    let path = path.to_str_lossy().into_owned();
+                    let old = blob(previous_entry_mode, previous_oid, &path)?;
+                    let new = blob(entry_mode, oid, &path)?;
+                    (path, old, new)
+                }
+            };
+            if old.is_some() || new.is_some() {
+                out.push(FileChange { path, old, new });
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// History questions sync asks. Ticks form one first-parent chain, so these
+/// follow first parents only, and cost object reads proportional to how far
+/// the two chains diverged, never to the whole history.
+impl Store {
+    /// The first parent of a commit, if it has one.
+    pub fn first_parent(&self, commit: Oid) -> Result<Option<Oid>> {
+        let c = self
+            .repo
+            .find_commit(commit.0)
+            .with_context(|| format!("reading commit {commit}"))?;
+        Ok(c.parent_ids().next().map(|p| Oid(p.detach())))
+    }
+
+    /// The newest commit on both first-parent chains, or None when the
+    /// chains share no commit (unrelated histories). Walks both chains one
+    /// step at a time, so the cost is the longer distance to the base.
+    pub fn merge_base(&self, a: Oid, b: Oid) -> Result<Option<Oid>> {
+        let mut seen_a = std::collections::HashSet::new();
+        let mut seen_b = std::collections::HashSet::new();
+        let (mut next_a, mut next_b) = (Some(a), Some(b));
+        while next_a.is_some() || next_b.is_some() {
+            if let Some(c) = next_a {
+                if seen_b.contains(&c) || next_b == Some(c) {
+                    return Ok(Some(c));
+                }
+                seen_a.insert(c);
+                next_a = self.first_parent(c)?;
+            }
+            if let Some(c) = next_b {
+                if seen_a.contains(&c) {
+                    return Ok(Some(c));
+                }
+                seen_b.insert(c);
+                next_b = self.first_parent(c)?;
+            }
+        }
+        Ok(None)
+    }
+
+    /// Whether `ancestor` is on the first-parent chain of `commit` (a commit
+    /// counts as its own ancestor).
+    pub fn is_ancestor(&self, ancestor: Oid, commit: Oid) -> Result<bool> {
+        Ok(self.merge_base(ancestor, commit)? == Some(ancestor))
+    }
+
+    /// The commits from `tip` down its first parents to `base` (excluded),
+    /// oldest first; every commit down to the root when `base` is None.
+    /// Fails if `base` is not on the chain.
+    pub fn chain_since(&self, tip: Oid, base: Option<Oid>) -> Result<Vec<Entry>> {
+        let mut out = Vec::new();
+        let mut next = Some(tip);
+        while let Some(id) = next {
+            if Some(id) == base {
+                out.reverse();
+                return Ok(out);
+            }
+            let e = self.entry(id)?;
+            next = e.parent;
+            out.push(e);
+        }
+        match base {
+            None => {
+                out.reverse();
+                Ok(out)
+            }
+            Some(b) => Err(anyhow!(
+                "commit {b} is not on the first-parent chain of {tip}"
+            )),
+        }
+    }
+
+    /// Whether `name` is a valid full ref name.
+    pub fn is_ref_name(name: &str) -> bool {
+        name.starts_with("refs/") && gix::refs::FullName::try_from(name).is_ok()
+    }
+}
