@@ -89,6 +89,7 @@ codes! {
     BadEnv => "bad-env",
     BadId => "bad-id",
     BadKey => "bad-key",
+    BadPath => "bad-path",
     BadQuota => "bad-quota",
     BadRemote => "bad-remote",
     BadScope => "bad-scope",

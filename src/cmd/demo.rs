@@ -618,8 +618,11 @@ impl Demo {
         self.loopx("machine-a", None, &["sync"], &[0])?;
         self.loopx("machine-a", None, &["log", "-n", "12"], &[0])?;
         self.loopx("machine-a", None, &["status"], &[0])?;
+        // The binary by its path: after `cargo run`, `loopx` is not on PATH.
+        let exe = std::env::current_exe().context("finding the loopx binary")?;
+        let exe = crate::hook::installer::shell_word(&exe.to_string_lossy());
         self.say(&format!(
-            "\nExplore it yourself:\n  cd {}\n  loopx status\n  git log --oneline refs/loopx/state\n  git log -p refs/loopx/state -- todos/",
+            "\nExplore it yourself:\n  cd {}\n  {exe} status\n  {exe} log -p -n 3\n  git log --oneline refs/loopx/state",
             self.machine("machine-a").display()
         ));
         Ok(())

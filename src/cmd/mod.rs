@@ -3,6 +3,7 @@
 //! This module dispatches and holds the small helpers commands share.
 
 pub mod agent;
+pub mod completions;
 pub mod demo;
 pub mod diff;
 pub mod doctor;
@@ -14,6 +15,7 @@ pub mod hook;
 pub mod hooks;
 pub mod init;
 pub mod log;
+pub mod man;
 pub mod mcp;
 pub mod quota;
 pub mod refresh_state;
@@ -72,6 +74,8 @@ pub enum Command {
     #[command(subcommand)]
     Hooks(hooks::Command),
     Mcp(mcp::Args),
+    Completions(completions::Args),
+    Man(man::Args),
 }
 
 /// Runs one command. `hook` never gets here: it always exits 0 and builds
@@ -98,6 +102,9 @@ pub fn run(ctx: &Ctx, command: &Command) -> Result<Exit> {
         Command::Gc(args) => gc::run(ctx, args),
         Command::Hooks(c) => hooks::run(ctx, c),
         Command::Mcp(args) => mcp::run(ctx, args),
+        Command::Completions(_) | Command::Man(_) => Err(anyhow::anyhow!(
+            "loopx completions and man run from the command line's definition, in lib::main_from"
+        )),
         Command::Hook(_) => Err(anyhow::anyhow!(
             "loopx hook runs through hook::main, which always exits 0"
         )),

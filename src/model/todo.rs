@@ -63,6 +63,15 @@ pub struct EvidenceRef {
 }
 
 impl Todo {
+    /// Appends a note by `by` at `at`.
+    pub fn add_note(&mut self, at: Timestamp, by: &Actor, text: impl Into<String>) {
+        self.notes.push(Note {
+            at,
+            by: by.clone(),
+            text: text.into(),
+        });
+    }
+
     /// The owner of a claim, live or expired.
     pub fn owner(&self) -> Option<&AgentId> {
         self.claim.as_ref().map(|c| &c.owner)

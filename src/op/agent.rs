@@ -2,7 +2,7 @@
 
 use super::{Effect, Happened, Op, rules};
 use crate::error::{Code, Refusal};
-use crate::model::{Actor, Agent, AgentId, AgentStatus, Note, Runtime, State, TodoStatus};
+use crate::model::{Actor, Agent, AgentId, AgentStatus, Runtime, State, TodoStatus};
 
 pub(super) fn register(
     state: &mut State,
@@ -103,11 +103,7 @@ pub(super) fn retire(state: &mut State, op: &Op, id: &AgentId) -> Result<Effect,
         t.claim = None;
         t.status = TodoStatus::Open;
         t.updated_at = op.at;
-        t.notes.push(Note {
-            at: op.at,
-            by: op.actor.clone(),
-            text: format!("released because {id} retired"),
-        });
+        t.add_note(op.at, &op.actor, format!("released because {id} retired"));
     }
     let a = state.agents.get_mut(id).expect("registered above");
     a.status = AgentStatus::Retired;

@@ -6,13 +6,11 @@ use anyhow::Result;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use super::{code_now, fresh_id, target};
+use super::code_now;
 use crate::cmd::TickWire;
 use crate::ctx::Ctx;
 use crate::error::{Code, Exit, Refusal};
 use crate::model::{Evidence, EvidenceKind, evidence::Artifact};
-use crate::op::Change;
-use crate::tx;
 
 /// Record evidence: what was checked, reviewed or produced
 ///
@@ -55,29 +53,16 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     } else {
         EvidenceKind::Note
     });
-    let code = code_now(ctx);
-    let id = fresh_id(ctx, &args.summary);
-    let done = tx::commit(ctx, |state| {
-        let (todo, goal) = target(ctx, state, args.todo.as_deref(), args.goal.as_deref())?;
-        Ok(tx::op(
-            ctx,
-            Change::EvidenceAdd {
-                evidence: id.clone(),
-                goal,
-                todo,
-                kind,
-                summary: args.summary.clone(),
-                code: Some(code.clone()),
-                run: None,
-                artifact: artifact.clone(),
-            },
-        )?)
-    })?;
-    let e = done
-        .effect
-        .evidence
-        .last()
-        .expect("the op added one record");
+    let done = super::record(
+        ctx,
+        (args.todo.as_deref(), args.goal.as_deref()),
+        kind,
+        &args.summary,
+        code_now(ctx),
+        None,
+        artifact,
+    )?;
+    let e = super::recorded(&done);
     ctx.out.emit(
         &Wire {
             evidence: e,

@@ -57,3 +57,41 @@ pub fn target(
 pub fn fresh_id(ctx: &Ctx, context: &str) -> EvidenceId {
     EvidenceId::from_hex(&ctx.ids.hex(RANDOM_HEX, context.as_bytes()))
 }
+
+/// Records one piece of evidence in a tick: a fresh id, the code it saw, the
+/// todo and goal it is for (`--todo`, `--goal`), and what was run or kept.
+pub fn record(
+    ctx: &Ctx,
+    (todo, goal): (Option<&str>, Option<&str>),
+    kind: crate::model::EvidenceKind,
+    summary: &str,
+    code: Code,
+    run: Option<crate::model::run::CommandRun>,
+    artifact: Option<crate::model::evidence::Artifact>,
+) -> Result<crate::tx::Committed> {
+    let id = fresh_id(ctx, summary);
+    crate::tx::commit(ctx, |state| {
+        let (todo, goal) = target(ctx, state, todo, goal)?;
+        Ok(crate::tx::op(
+            ctx,
+            crate::op::Change::EvidenceAdd {
+                evidence: id.clone(),
+                goal,
+                todo,
+                kind,
+                summary: summary.to_owned(),
+                code: Some(code.clone()),
+                run: run.clone(),
+                artifact: artifact.clone(),
+            },
+        )?)
+    })
+}
+
+/// The record a [`record`] tick wrote.
+pub fn recorded(done: &crate::tx::Committed) -> &crate::model::Evidence {
+    done.effect
+        .evidence
+        .last()
+        .expect("an evidence.add op writes one record")
+}

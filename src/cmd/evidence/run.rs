@@ -3,12 +3,11 @@
 use anyhow::Result;
 use serde::Serialize;
 
-use super::{code_now, fresh_id, target};
+use super::{code_now, target};
 use crate::cmd::TickWire;
 use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::model::{Evidence, EvidenceKind};
-use crate::op::Change;
 use crate::time::Span;
 use crate::tx;
 
@@ -65,28 +64,16 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         .summary
         .clone()
         .unwrap_or_else(|| args.command.join(" "));
-    let id = fresh_id(ctx, &summary);
-    let done = tx::commit(ctx, |state| {
-        let (todo, goal) = target(ctx, state, args.todo.as_deref(), args.goal.as_deref())?;
-        Ok(tx::op(
-            ctx,
-            Change::EvidenceAdd {
-                evidence: id.clone(),
-                goal,
-                todo,
-                kind: args.kind,
-                summary: summary.clone(),
-                code: Some(code.clone()),
-                run: Some(record.clone()),
-                artifact: None,
-            },
-        )?)
-    })?;
-    let e = done
-        .effect
-        .evidence
-        .last()
-        .expect("the op added one record");
+    let done = super::record(
+        ctx,
+        (args.todo.as_deref(), args.goal.as_deref()),
+        args.kind,
+        &summary,
+        code,
+        Some(record.clone()),
+        None,
+    )?;
+    let e = super::recorded(&done);
     let passed = record.passed();
     ctx.out.emit(
         &Wire {

@@ -3,7 +3,7 @@
 
 use super::{get, todo_mut};
 use crate::error::{Code, Hint, N, Next, Refusal};
-use crate::model::{Actor, Claim, Note, State, Todo, TodoId, TodoStatus};
+use crate::model::{Actor, Claim, State, Todo, TodoId, TodoStatus};
 use crate::op::{Effect, Happened, Op, goal::non_empty, rules, short};
 use crate::time::Span;
 
@@ -53,11 +53,11 @@ pub(in crate::op) fn claim(
     t.updated_at = op.at;
     Ok(match previous {
         Some(prev) => {
-            t.notes.push(Note {
-                at: op.at,
-                by: op.actor.clone(),
-                text: format!("stole the expired lease of {prev}"),
-            });
+            t.add_note(
+                op.at,
+                &op.actor,
+                format!("stole the expired lease of {prev}"),
+            );
             let subject = format!("steal {id} \"{title}\" from {prev}");
             Effect::new(
                 Happened::Stole {
@@ -116,11 +116,11 @@ pub(in crate::op) fn release(
     t.status = TodoStatus::Open;
     t.updated_at = op.at;
     if force {
-        t.notes.push(Note {
-            at: op.at,
-            by: op.actor.clone(),
-            text: format!("released the claim of {owner} by force"),
-        });
+        t.add_note(
+            op.at,
+            &op.actor,
+            format!("released the claim of {owner} by force"),
+        );
         let subject = format!("release {id} \"{title}\" from {owner} by force");
         return Ok(Effect::new(
             Happened::Released {
@@ -248,11 +248,11 @@ pub(in crate::op) fn handoff(
     });
     t.status = TodoStatus::Claimed;
     t.updated_at = op.at;
-    t.notes.push(Note {
-        at: op.at,
-        by: op.actor.clone(),
-        text: format!("handoff from {owner} to {to}: {note}"),
-    });
+    t.add_note(
+        op.at,
+        &op.actor,
+        format!("handoff from {owner} to {to}: {note}"),
+    );
     Ok(Effect::new(
         Happened::HandedOff {
             todo: id.clone(),

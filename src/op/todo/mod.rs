@@ -152,11 +152,7 @@ pub(super) fn update(
         what.push(format!("status={s}"));
     }
     if let Some(text) = note {
-        t.notes.push(Note {
-            at: op.at,
-            by: op.actor.clone(),
-            text,
-        });
+        t.add_note(op.at, &op.actor, text);
         what.push("note".to_owned());
     }
     t.updated_at = op.at;
@@ -227,11 +223,7 @@ pub(super) fn done(
     t.done_at = Some(op.at);
     t.updated_at = op.at;
     if let Some(text) = note {
-        t.notes.push(Note {
-            at: op.at,
-            by: op.actor.clone(),
-            text,
-        });
+        t.add_note(op.at, &op.actor, text);
     }
     super::wrote_back(state, op);
     Ok(Effect::new(
@@ -310,11 +302,7 @@ pub(super) fn edit(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         what.push("after".to_owned());
     }
     if let Some(text) = note {
-        t.notes.push(Note {
-            at: op.at,
-            by: op.actor.clone(),
-            text,
-        });
+        t.add_note(op.at, &op.actor, text);
         what.push("note".to_owned());
     }
     if let Some(v) = validate {
