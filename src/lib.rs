@@ -34,6 +34,7 @@ pub mod sync;
 pub mod term;
 pub mod time;
 pub mod trailer;
+pub mod trust;
 pub mod tx;
 
 use std::process::ExitCode;

@@ -54,11 +54,18 @@ pub fn check(change: &Change) -> Result<(), Refusal> {
             validate.as_ref().map_or(Ok(()), validation)
         }
         Change::TodoEdit {
-            title: t, note: n, ..
+            title: t,
+            note: n,
+            validate,
+            ..
         } => {
             opt(t.as_deref(), "title", title)?;
-            opt(n.as_deref(), "note", note)
+            opt(n.as_deref(), "note", note)?;
+            validate.as_ref().map_or(Ok(()), validation)
         }
+        Change::TodoTrust { digest, .. } => title(digest, "digest"),
+        // A public key, possibly with its line break: bytes only.
+        Change::SignerAnnounce { key, .. } => bytes(key.len(), 16 * 1024, "key"),
         Change::TodoHandoff { note: n, .. } => note(n, "note"),
         Change::TodoUpdate { note: n, .. }
         | Change::TodoDone { note: n, .. }
@@ -107,6 +114,13 @@ pub fn fit(text: &str, max: usize) -> String {
     }
     let cut: String = one.chars().take(max.saturating_sub(1)).collect();
     format!("{cut}…")
+}
+
+/// An op's signature (base64, one line): at most 16 KiB, far above any SSH
+/// signature's size.
+pub fn signature(text: &str) -> Result<(), Refusal> {
+    one_line(text, "signature")?;
+    bytes(text.len(), 16 * 1024, "signature")
 }
 
 /// Checks an evidence summary, for commands that check before they run.
@@ -313,6 +327,21 @@ mod tests {
         assert!(!r.message.contains("abc123"), "{r:?}");
         assert!(r.hint.unwrap().to_string().contains("environment"));
         refused(&add("t", None, Some(vec!["deploy", "--token", "abc"])));
+        let edit = Change::TodoEdit {
+            todo: TodoId::from_hex("00000001"),
+            epoch: 0,
+            title: None,
+            priority: None,
+            after: None,
+            note: None,
+            validate: Some(Validation {
+                argv: ["curl", "https://ada:pw@example.com"]
+                    .map(str::to_owned)
+                    .to_vec(),
+                timeout: Span::seconds(60),
+            }),
+        };
+        assert_eq!(refused(&edit).code, Code::SecretInValidation);
     }
 
     #[test]
@@ -327,6 +356,7 @@ mod tests {
                 email: "ada@example.com".to_owned(),
             },
             change,
+            signature: None,
         };
         let mut state = State::default();
         apply(

@@ -433,6 +433,7 @@ pub(super) fn settle(state: &mut State, op: &Op, steps: &[Change]) -> Result<Eff
             id: op.id.clone(),
             at: op.at,
             actor: op.actor.clone(),
+            signature: op.signature.clone(),
             change: step.clone(),
         };
         // The steps' limits were checked with the settle's.

@@ -28,6 +28,7 @@ mod test_repos;
 mod test_runtimes;
 mod test_shell;
 mod test_show;
+mod test_sign;
 mod test_status;
 mod test_sync;
 mod test_todo;
