@@ -32,6 +32,20 @@ pub struct Config {
     /// `loopx.syncTimeout`: the time limit of each network step of a sync
     /// (a duration such as `60s` or `2m`, or seconds).
     pub sync_timeout: std::time::Duration,
+    /// `loopx.allowedSignersFile`, else git's `gpg.ssh.allowedSignersFile`:
+    /// the keys this machine trusts to sign human acts (as written; `trust`
+    /// expands `~/` and relative paths).
+    pub allowed_signers_file: Option<String>,
+    /// `loopx.signingKey`, else git's `user.signingKey` when `gpg.format`
+    /// is `ssh`: the key this human signs with.
+    pub signing_key: Option<String>,
+    /// git's `gpg.ssh.program` (default `ssh-keygen`).
+    pub ssh_program: Option<String>,
+    /// `loopx.runValidations = all`: every validation from the state runs.
+    pub run_all_validations: bool,
+    /// `loopx.signaturesFrom`: the last commit whose human acts sync
+    /// accepts unsigned (history from before signing was turned on).
+    pub signatures_from: Option<String>,
 }
 
 /// Each network step of a sync when git config says nothing.
@@ -46,6 +60,11 @@ impl Default for Config {
             auto_pack: AUTO_PACK,
             stop_continuations: STOP_CONTINUATIONS,
             sync_timeout: SYNC_TIMEOUT,
+            allowed_signers_file: None,
+            signing_key: None,
+            ssh_program: None,
+            run_all_validations: false,
+            signatures_from: None,
         }
     }
 }
@@ -81,6 +100,16 @@ impl Config {
                     (secs > 0).then(|| std::time::Duration::from_secs(secs.unsigned_abs()))
                 })
                 .unwrap_or(d.sync_timeout),
+            allowed_signers_file: text("loopx.allowedSignersFile")
+                .or_else(|| text("gpg.ssh.allowedSignersFile")),
+            signing_key: text("loopx.signingKey").or_else(|| {
+                (text("gpg.format").as_deref() == Some("ssh"))
+                    .then(|| text("user.signingKey"))
+                    .flatten()
+            }),
+            ssh_program: text("gpg.ssh.program"),
+            run_all_validations: text("loopx.runValidations").as_deref() == Some("all"),
+            signatures_from: text("loopx.signaturesFrom"),
         }
     }
 }

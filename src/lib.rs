@@ -27,11 +27,14 @@ pub mod model;
 pub mod next;
 pub mod op;
 pub mod output;
+pub mod redact;
 pub mod run;
 pub mod store;
 pub mod sync;
+pub mod term;
 pub mod time;
 pub mod trailer;
+pub mod trust;
 pub mod tx;
 pub mod verify;
 

@@ -22,6 +22,7 @@ pub mod quota;
 pub mod refresh_state;
 pub mod settle;
 pub mod show;
+pub mod signer;
 pub mod status;
 pub mod sync;
 pub mod todo;
@@ -56,6 +57,9 @@ pub enum Command {
     /// Open, answer and list gates: questions that block a scope
     #[command(subcommand)]
     Gate(gate::Command),
+    /// Announce, list and trust the SSH keys that sign human acts
+    #[command(subcommand)]
+    Signer(signer::Command),
     /// Record and list evidence of what was tried
     #[command(subcommand)]
     Evidence(evidence::Command),
@@ -94,6 +98,7 @@ pub fn run(ctx: &Ctx, command: &Command) -> Result<Exit> {
         Command::Agent(c) => agent::run(ctx, c),
         Command::Todo(c) => todo::run(ctx, c),
         Command::Gate(c) => gate::run(ctx, c),
+        Command::Signer(c) => signer::run(ctx, c),
         Command::Evidence(c) => evidence::run(ctx, c),
         Command::Quota(c) => quota::run(ctx, c),
         Command::RefreshState(args) => refresh_state::run(ctx, args),

@@ -10,6 +10,7 @@ use crate::history::{self, Rev};
 use crate::model::{AgentId, AgentStatus, Gate, GoalId, State, TodoId, TodoStatus};
 use crate::op::{message, rules};
 use crate::time::Timestamp;
+use crate::trust::{self, AllowedSigners};
 use crate::tx;
 
 /// Show goals, who owns what, what is ready, and the last few ticks
@@ -93,6 +94,9 @@ struct TickRow {
     tick: u64,
     at: String,
     subject: String,
+    /// "signed by NAME (SHA256:…)" or "unsigned" for a human act.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    signature: Option<String>,
 }
 
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
@@ -127,6 +131,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     claims.sort_by(|a, b| (a.owner, a.lease_until).cmp(&(b.owner, b.lease_until)));
     let claims_total = claims.len();
     claims.truncate(MAX_CLAIMS);
+    let signers = AllowedSigners::load(ctx)?;
     let recent = ctx
         .store()?
         .first_parents(snap.tip.commit, RECENT)?
@@ -135,8 +140,14 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             tick: message::tick_of(&e.message).unwrap_or(0),
             at: Timestamp::from_unix(e.time).to_string(),
             subject: e.message.lines().next().unwrap_or_default().to_owned(),
+            signature: message::parse(&e.message)
+                .ok()
+                .and_then(|p| trust::history_note(&p.op, &signers)),
         })
         .collect();
+    if !signers.enforced() {
+        unsigned_hint_once(ctx);
+    }
     let mut open: Vec<&Gate> = state.gates.values().filter(|g| g.is_open()).collect();
     open.sort_by_key(|g| (!g.kind.human_only(), g.opened_at, g.id.clone()));
     let wire = Wire {
@@ -278,7 +289,9 @@ fn human(w: &Wire, now: Timestamp) -> String {
             };
             s.push_str(&format!(
                 "  {}  {}  {}  ({left})\n",
-                r.owner, r.todo, r.title
+                r.owner,
+                r.todo,
+                crate::term::line(r.title)
             ));
         }
         if w.claims_total > w.claims.len() {
@@ -309,7 +322,28 @@ fn human(w: &Wire, now: Timestamp) -> String {
     }
     s.push_str("recent:\n");
     for r in &w.recent {
-        s.push_str(&format!("  {:>4}  {}  {}\n", r.tick, r.at, r.subject));
+        match &r.signature {
+            Some(note) => s.push_str(&format!(
+                "  {:>4}  {}  {}  [{note}]\n",
+                r.tick, r.at, r.subject
+            )),
+            None => s.push_str(&format!("  {:>4}  {}  {}\n", r.tick, r.at, r.subject)),
+        }
     }
     s
+}
+
+/// Says once per clone that human acts are not signed here, and how to
+/// turn signing on.
+fn unsigned_hint_once(ctx: &Ctx) {
+    let Ok(store) = ctx.store() else { return };
+    let marker = store.common_dir().join("loopx").join("unsigned-hint-shown");
+    if marker.exists() {
+        return;
+    }
+    ctx.out.hint(
+        "human acts here are unsigned: this machine trusts no signer, so anything that runs as you can answer a gate; to require signatures, `loopx signer announce NAME --key ~/.ssh/id_ed25519.pub`, then `loopx signer trust NAME`, and sign with `git config gpg.format ssh` and `git config user.signingKey ~/.ssh/id_ed25519.pub` (docs/gates.md)",
+    );
+    let _ = std::fs::create_dir_all(marker.parent().expect("has a parent"))
+        .and_then(|()| std::fs::write(&marker, b"shown\n"));
 }

@@ -321,9 +321,13 @@ pub(super) fn remote_side(
         Some(b) => ctx.store()?.tip_at(b)?.tick,
         None => 0,
     };
+    let chain = ctx.store()?.chain_since(remote.commit, base)?;
+    // Human acts taken from the remote must carry a signature this machine
+    // trusts (when it trusts anyone), as a live tick's would.
+    crate::trust::incoming::check(ctx, &names.remote, &chain)?;
     let mut ops = HashSet::new();
     if want_ops {
-        for e in ctx.store()?.chain_since(remote.commit, base)? {
+        for e in &chain {
             if let Some(id) = message::op_id_of(&e.message) {
                 ops.insert(id.to_owned());
             }

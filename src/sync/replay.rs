@@ -65,7 +65,8 @@ pub(super) fn replay(
     }
     let Snapshot { tip, state } = remote;
     let ops: Vec<(Oid, message::Parsed)> = ticks.into_iter().map(|(e, p)| (e.commit, p)).collect();
-    let planned = plan_replay(&state, &ops, on_remote);
+    let signers = crate::trust::AllowedSigners::load(ctx)?;
+    let planned = plan_replay(&state, &ops, on_remote, &signers);
     // Write what the plan says, with the one tick writer (which applies
     // each op again, to the same states, with the same result).
     let committer = ctx.committer();
@@ -127,6 +128,7 @@ pub(super) fn plan_replay(
     remote: &State,
     ops: &[(Oid, message::Parsed)],
     on_remote: &HashSet<String>,
+    signers: &crate::trust::AllowedSigners,
 ) -> ReplayPlan {
     let mut state = remote.clone();
     let mut plan = ReplayPlan {
@@ -153,8 +155,11 @@ pub(super) fn plan_replay(
             // The op id: every clone has it, unlike the local commit.
             extra.push((message::REPLAYED_FROM.to_owned(), op.id.to_string()));
         }
+        // The same rules a live tick applies, signatures included.
         let mut after = state.clone();
-        match crate::op::apply(&mut after, op) {
+        let applied = crate::trust::check_op(&state, op, signers)
+            .and_then(|_| crate::op::apply(&mut after, op));
+        match applied {
             Ok(_) => {
                 plan.steps.push(Step {
                     op: op.clone(),
@@ -265,17 +270,23 @@ pub fn rejection(op: &Op, refusal: &Refusal, state: &State) -> Option<Op> {
         .todo()
         .filter(|t| state.todos.get(*t).is_some_and(|x| x.goal == goal))
         .cloned();
-    let summary = format!(
-        "{} lost: {} (op {} by {})",
-        op.change.kind(),
-        refusal.message,
-        op.id,
-        op.actor.name()
+    // One line within the summary limit, whatever the refusal said (a
+    // failed validation quotes its output).
+    let summary = crate::op::limits::fit(
+        &format!(
+            "{} lost: {} (op {} by {})",
+            op.change.kind(),
+            refusal.message,
+            op.id,
+            op.actor.name()
+        ),
+        crate::op::limits::QUESTION,
     );
     Some(Op {
         id: rejection_id(&op.id),
         at: op.at,
         actor: op.actor.clone(),
+        signature: None,
         change: Change::EvidenceAdd {
             evidence: EvidenceId::from_hex(&derive(
                 "loopx sync-rejected evidence",
@@ -351,6 +362,7 @@ mod tests {
             id: OpId::from_hex("00000000000000aa"),
             at: Timestamp::parse("2026-11-30T09:00:00Z").unwrap(),
             actor: Actor::Agent(AgentId::new(actor).unwrap()),
+            signature: None,
             change,
         }
     }
@@ -369,6 +381,7 @@ mod tests {
                     id: OpId::from_hex("0000000000000001"),
                     at,
                     actor: human.clone(),
+                    signature: None,
                     change,
                 },
             )
@@ -515,8 +528,9 @@ mod tests {
             (commit(2), parsed(kept.clone())),
             (commit(3), parsed(known)),
         ];
-        let plan = plan_replay(&state, &ops, &on_remote);
-        let again = plan_replay(&state, &ops, &on_remote);
+        let none = crate::trust::AllowedSigners::none();
+        let plan = plan_replay(&state, &ops, &on_remote, &none);
+        let again = plan_replay(&state, &ops, &on_remote, &none);
         assert_eq!(plan.already, 1);
         assert_eq!(plan.rejected.len(), 1);
         assert_eq!(plan.rejected[0].op, lost.id);

@@ -67,7 +67,7 @@ fn the_demo_tells_the_whole_story_reproducibly() {
     );
     assert_eq!(
         git_in(&a, &["rev-list", "--count", "refs/loopx/state"]).trim(),
-        "15"
+        "16"
     );
     let ops = git_in(
         &a,
@@ -80,6 +80,7 @@ fn the_demo_tells_the_whole_story_reproducibly() {
     for op in [
         "turn.settle",
         "gate.answer",
+        "signer.announce",
         "evidence.add",
         "todo.claim",
         "agent.register",
@@ -93,6 +94,20 @@ fn the_demo_tells_the_whole_story_reproducibly() {
         rejected.contains("sync-rejected") && rejected.contains("builder holds it"),
         "{rejected}"
     );
+    // Ada's answer carries her signature, in the op and in the gate file;
+    // the key was made in the workspace and is trusted only there.
+    let answer = git_in(
+        &a,
+        &[
+            "log",
+            "-1",
+            "--format=%B",
+            "--grep=gate answer",
+            "refs/loopx/state",
+        ],
+    );
+    assert!(answer.contains("\nsignature = \""), "{answer}");
+    assert!(dir.join("allowed_signers").exists());
     // Every tick of the demo's history verifies, on a machine and the hub.
     env.advance(86_400);
     env.loopx(&["-C", a.to_str().unwrap(), "verify"]).ok();

@@ -13,7 +13,7 @@ const FULL_LOG: &str = r#"  13  2026-11-30T09:12:00Z  agent-a       todo.claim  
    7  2026-11-30T09:06:00Z  agent-a       todo.claim      claim t-19e5a72f "Write the parser"
    6  2026-11-30T09:05:00Z  Ada Lovelace  todo.add        add t-09f33d6a "Write the manual"
    5  2026-11-30T09:04:00Z  Ada Lovelace  todo.add        add t-19e5a72f "Write the parser"
-   4  2026-11-30T09:03:00Z  Ada Lovelace  goal.add        goal add docs "Write the manual"
+   4  2026-11-30T09:03:00Z  Ada Lovelace  goal.add        goal add docs "Write the manual"  [unsigned]
    3  2026-11-30T09:02:00Z  Ada Lovelace  agent.register  register agent agent-b (custom)
    2  2026-11-30T09:01:00Z  Ada Lovelace  agent.register  register agent agent-a (custom)
    1  2026-11-30T09:00:00Z  Ada Lovelace  init            init with goal main
@@ -103,7 +103,7 @@ fn log_refuses_what_it_cannot_filter_by() {
     let out = env.loopx(&["log", "--op", "todo.steal"]).code(2);
     assert_text(
         &out.stderr,
-        "error: \"todo.steal\" is not an operation loopx knows\nhint: use a group (init, goal, agent, todo, gate, evidence, turn, quota) or a kind such as todo.claim; `loopx log --help` explains\n",
+        "error: \"todo.steal\" is not an operation loopx knows\nhint: use a group (init, goal, agent, todo, signer, gate, evidence, turn, quota) or a kind such as todo.claim; `loopx log --help` explains\n",
     );
     let out = env.loopx(&["log", "--goal", "nope"]).code(1);
     assert_text(
@@ -179,7 +179,7 @@ fn log_p_adds_each_files_diff() {
 --- /dev/null
 +++ b/loopx.toml
 @@ -0,0 +1,5 @@
-+format = 1
++format = 2
 +
 +[settings]
 +lease = "45m"
@@ -354,36 +354,45 @@ fn plain_git_recipes_from_the_docs() {
     assert_eq!(rows[0], "13 todo.claim agent-a");
     assert_eq!(rows[9], "4 goal.add Ada Lovelace");
 
-    // Filter by trailer, by author (the acting agent), by time.
-    let out = recipe(
-        "git log --oneline --grep='^Loopx-Op: todo.release$' refs/loopx/state",
-        &[
-            "log",
-            "--oneline",
-            "--grep=^Loopx-Op: todo.release$",
-            "refs/loopx/state",
-        ],
+    // Filter by trailer (never by grep, which matches lines in notes).
+    let shell = |shown: &str| -> String {
+        assert!(
+            docs.contains(shown),
+            "docs/review.md does not show the recipe `{shown}`"
+        );
+        let out = std::process::Command::new("sh")
+            .args(["-c", shown])
+            .current_dir(&env.repo)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .output()
+            .expect("sh runs");
+        assert!(out.status.success(), "{shown}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let out = shell(
+        "git log --format='%h %(trailers:key=Loopx-Op,valueonly,separator=) %s' refs/loopx/state | awk '$2 == \"todo.release\"'",
     );
     assert_eq!(out.lines().count(), 1);
     assert!(out.contains("release t-09f33d6a"), "{out}");
-    let out = recipe(
-        "git log --oneline --author=agent-b refs/loopx/state",
-        &["log", "--oneline", "--author=agent-b", "refs/loopx/state"],
+    let out = shell(
+        "git log --format='%h%x09%(trailers:key=Loopx-Agent,valueonly,separator=)%x09%s' refs/loopx/state | awk -F '\\t' '$2 == \"agent-b\"'",
     );
-    assert_eq!(out.lines().count(), 2);
-    let out = recipe(
-        "git log --oneline --grep='^Loopx-Tick: 7$' refs/loopx/state",
-        &[
-            "log",
-            "--oneline",
-            "--grep=^Loopx-Tick: 7$",
-            "refs/loopx/state",
-        ],
+    assert_eq!(out.lines().count(), 2, "{out}");
+    let out = shell(
+        "git log --format='%h%x09%(trailers:key=Loopx-Human,valueonly,separator=)%x09%s' refs/loopx/state | awk -F '\\t' '$2 ~ /^Ada Lovelace /'",
     );
+    assert!(out.contains("init with goal main"), "{out}");
+    assert!(out.lines().all(|l| l.ends_with("— Ada Lovelace")), "{out}");
+    let out = shell(
+        "git log --format='%H %(trailers:key=Loopx-Tick,valueonly,separator=)' refs/loopx/state | awk '$2 == 7 {print $1}'",
+    );
+    let subject = env.git(&["log", "-1", "--format=%s", out.trim()]);
     assert!(
-        out.trim_end()
+        subject
+            .trim_end()
             .ends_with("claim t-19e5a72f \"Write the parser\" — agent-a"),
-        "{out}"
+        "{subject}"
     );
 
     // One tick in full; a file as it was; the files between two states.

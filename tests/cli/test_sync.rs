@@ -540,8 +540,6 @@ fn a_cross_machine_claim_race_has_exactly_one_winner() {
     claim_race(&env, &env.machine(), &b, 3);
 }
 
-/// `git daemon` serving a folder on 127.0.0.1, killed when dropped (also
-/// when a test panics).
 #[test]
 fn over_the_git_protocol_a_claim_race_has_one_winner_too() {
     let env = TestEnv::with_board();
@@ -555,6 +553,17 @@ fn over_the_git_protocol_a_claim_race_has_one_winner_too() {
     let out = b.loopx(&["sync"]).ok();
     assert_text(&out.stdout, "Pulled 3 ticks (origin, tick 3).\n");
     claim_race(&env, &env.machine(), &b, 2);
+    // Ending the daemon ends its `git-daemon` child too.
+    let base = format!("--base-path={}", env.root().display());
+    drop(daemon);
+    let left: Vec<String> = std::fs::read_dir("/proc")
+        .expect("/proc")
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains(&base))
+        .collect();
+    assert!(left.is_empty(), "still serving: {left:?}");
 }
 
 /// A tiny xorshift generator: the test's choices, repeatable by seed.

@@ -72,9 +72,14 @@ impl<'a> GateRef<'a> {
             None if self.status == "withdrawn" => "withdrawn".to_owned(),
             None => self.options.join(" | "),
         };
+        // One line, whatever an older tick let the question hold.
         format!(
-            "{}  {} on {}  \"{}\"  ({tail})",
-            self.id, self.kind, self.blocks, self.question
+            "{}  {} on {}  \"{}\"  ({})",
+            self.id,
+            self.kind,
+            self.blocks,
+            crate::term::line(self.question),
+            crate::term::line(&tail)
         )
     }
 }
@@ -89,17 +94,33 @@ pub fn emit<'d>(
     #[derive(Serialize)]
     struct Wire<'a> {
         gate: GateRef<'a>,
+        /// The op's signature, when it was signed (docs/gates.md).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        signature: Option<crate::trust::SignatureWire>,
         #[serde(flatten)]
         tick: crate::cmd::TickWire,
     }
     let id = done.effect.what.gate().expect("a gate op names its gate");
     let g = &done.state.gates[id];
+    let signature = match &done.op.signature {
+        Some(sig) => Some(crate::trust::SignatureWire::of(
+            Some(sig),
+            &crate::trust::AllowedSigners::load(ctx)?,
+        )),
+        None => None,
+    };
+    let signed = signature.as_ref().map(|s| s.text.clone());
     ctx.out.emit(
         &Wire {
             gate: GateRef::of(g),
+            signature,
             tick: crate::cmd::TickWire::of(done),
         },
-        || human(g),
+        || match signed {
+            // "… Signed by ada (SHA256:…)."
+            Some(text) => format!("{} S{}.", human(g), text.trim_start_matches('s')),
+            None => human(g),
+        },
     )?;
     Ok(g)
 }

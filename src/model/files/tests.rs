@@ -41,11 +41,13 @@ fn strings(v: &[&str]) -> Vec<String> {
 fn run() -> CommandRun {
     CommandRun {
         argv: strings(&["cargo", "test"]),
+        argv_sha256: Some("cd".repeat(32)),
         exit: Some(1),
         timed_out: false,
         error: None,
         duration_ms: 820,
         output_sha256: "ab".repeat(32),
+        output_redacted: true,
         output_tail: "test parser ... FAILED\n\"quoted\" and ünïcode\n".to_owned(),
     }
 }
@@ -65,6 +67,7 @@ fn todo(hex: &str) -> Todo {
             argv: strings(&["cargo", "test"]),
             timeout: Span::minutes(5),
         }),
+        validate_from: None,
         epoch: 3,
         created_at: t("2026-01-01T09:00:00Z"),
         created_by: human(),
@@ -139,6 +142,7 @@ fn full_state() -> State {
             by: human(),
             at: t("2026-01-01T09:03:00Z"),
             note: Some("faster".to_owned()),
+            signature: None,
         }),
         withdrawn: None,
     };
@@ -177,6 +181,7 @@ fn full_state() -> State {
         todos: BTreeMap::from([(todo.id.clone(), todo)]),
         gates: BTreeMap::from([(gate.id.clone(), gate)]),
         quota: BTreeMap::from([(ledger.agent.clone(), ledger)]),
+        signers: BTreeMap::new(),
     }
 }
 
