@@ -316,7 +316,6 @@ pub(super) fn remote_side(
     base: Option<Oid>,
     want_ops: bool,
 ) -> Result<RemoteSide> {
-    let verified = trust::remote(ctx, names, remote, base)?;
     let base_tick = match base {
         Some(b) => ctx.store()?.tip_at(b)?.tick,
         None => 0,
@@ -325,6 +324,9 @@ pub(super) fn remote_side(
     // Human acts taken from the remote must carry a signature this machine
     // trusts (when it trusts anyone), as a live tick's would.
     crate::trust::incoming::check(ctx, &names.remote, &chain)?;
+    // Then every commit is re-applied and compared (docs/sync.md, "What a
+    // clone trusts").
+    let verified = trust::remote(ctx, names, remote, base)?;
     let mut ops = HashSet::new();
     if want_ops {
         for e in &chain {

@@ -129,6 +129,15 @@ impl Team<'_> {
     }
 }
 
+/// The `Loopx-Format` a tick message says.
+fn format_of(message: &str) -> String {
+    message
+        .lines()
+        .find_map(|l| l.strip_prefix("Loopx-Format: "))
+        .expect("a tick says its format")
+        .to_owned()
+}
+
 /// An honest tick by `agent` on `m`, to forge on.
 fn honest(m: &Machine, agent: &str) {
     m.agent(agent, &["evidence", "add", "--summary", "looked around"])
@@ -286,7 +295,10 @@ fn forged_ops_and_times_are_refused_by_sync_verify_and_the_hub() {
             forge::amend_tip(b, |_, p| {
                 p.message = p
                     .message
-                    .replace("Loopx-Format: 1", "Loopx-Format: 2")
+                    .replace(
+                        &format!("Loopx-Format: {}", format_of(&p.message)),
+                        "Loopx-Format: 99",
+                    )
                     .replace(
                         "actor = \"agent:agent-b\"\n",
                         "actor = \"agent:agent-b\"\nmood = \"sneaky\"\n",
