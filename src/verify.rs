@@ -63,6 +63,9 @@ pub enum Rule {
     AppendOnly,
     /// The tree is not what the op makes of the parent's tree.
     Tree,
+    /// A human act without a valid signature by a signer this machine
+    /// trusts (or any op whose signature does not verify).
+    Signature,
 }
 
 impl Rule {
@@ -80,6 +83,7 @@ impl Rule {
             Rule::Message => "message",
             Rule::AppendOnly => "append-only",
             Rule::Tree => "tree",
+            Rule::Signature => "signature",
         }
     }
 
@@ -155,6 +159,35 @@ pub struct Verified {
 /// or the first commit that is not a valid tick.
 pub type Checked = std::result::Result<Verified, Finding>;
 
+/// Which signatures this machine asks of human acts: its allowed signers
+/// (outside the state), and the commit (git config `loopx.signaturesFrom`)
+/// at or before which history is exempt, with its tick number.
+pub struct Signing {
+    signers: crate::trust::AllowedSigners,
+    exempt: Option<(Oid, u64)>,
+}
+
+impl Signing {
+    /// This machine's signers and exemption.
+    pub fn load(ctx: &Ctx) -> Result<Signing> {
+        let signers = crate::trust::AllowedSigners::load(ctx)?;
+        let exempt = match crate::trust::incoming::exempt_below(ctx)? {
+            Some(x) => Some((x, ctx.store()?.tip_at(x)?.tick)),
+            None => None,
+        };
+        Ok(Signing { signers, exempt })
+    }
+
+    /// Whether the tick `tick` at `commit` is history written before
+    /// signing was turned on.
+    fn exempt(&self, store: &Store, commit: Oid, tick: u64) -> Result<bool> {
+        Ok(match self.exempt {
+            Some((x, x_tick)) => tick <= x_tick && (x == commit || store.is_ancestor(commit, x)?),
+            None => false,
+        })
+    }
+}
+
 /// Checks that `entry` is the tick loopx writes for its op on top of
 /// `parent` (None: `entry` is the first tick). `now` is this machine's
 /// clock, for the one rule that reads it. Errors are I/O; a commit that
@@ -169,6 +202,7 @@ pub fn check_tick(
     parent: Option<&Verified>,
     entry: &Entry,
     now: Timestamp,
+    signing: &Signing,
 ) -> Result<Checked> {
     let tick = parent.map_or(0, |p| p.tip.tick) + 1;
     let fail = |rule, msg: String| Ok(Err(Finding::new(entry, tick, rule, msg)));
@@ -250,6 +284,15 @@ pub fn check_tick(
                 op.at
             ),
         );
+    }
+    // Human authority before the rules: a replayed signed act reports its
+    // signature, not the revision it no longer matches.
+    if !signing.exempt(store, entry.commit, tick)?
+        && let Err(r) = crate::trust::check_op(before, op, &signing.signers)
+    {
+        let mut f = Finding::new(entry, tick, Rule::Signature, r.message);
+        f.refusal = Some(r.code);
+        return Ok(Err(f));
     }
     let extra: Vec<(&str, String)> = parsed
         .trailers
@@ -359,6 +402,7 @@ pub fn chain(
     base: Option<Verified>,
     tip: Oid,
     now: Timestamp,
+    signing: &Signing,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<Checked> {
     let ids = store.chain_ids_since(tip, base.as_ref().map(|b| b.tip.commit))?;
@@ -367,7 +411,7 @@ pub fn chain(
     let mut current = base;
     for (i, id) in ids.into_iter().enumerate() {
         let entry = store.entry(id)?;
-        match check_tick(&scratch, store, current.as_ref(), &entry, now)? {
+        match check_tick(&scratch, store, current.as_ref(), &entry, now, signing)? {
             Ok(v) => current = Some(v),
             Err(f) => return Ok(Err(f)),
         }
@@ -385,7 +429,14 @@ pub fn chain_of(
     tip: Oid,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<Checked> {
-    chain(ctx.store()?, base, tip, ctx.now, progress)
+    chain(
+        ctx.store()?,
+        base,
+        tip,
+        ctx.now,
+        &Signing::load(ctx)?,
+        progress,
+    )
 }
 
 /// Whether `ancestor` is on the first-parent chain of `commit`.
@@ -425,6 +476,7 @@ pub fn update(
     old: &str,
     new: &str,
     now: Timestamp,
+    signing: &Signing,
 ) -> Result<std::result::Result<(), Update>> {
     let zero = |id: &str| id.bytes().all(|b| b == b'0');
     if zero(new) {
@@ -447,8 +499,10 @@ pub fn update(
             state: snap.state,
         })
     };
-    Ok(match chain(store, base, new, now, &mut |_, _| {})? {
-        Ok(_) => Ok(()),
-        Err(f) => Err(Update::Invalid(f)),
-    })
+    Ok(
+        match chain(store, base, new, now, signing, &mut |_, _| {})? {
+            Ok(_) => Ok(()),
+            Err(f) => Err(Update::Invalid(f)),
+        },
+    )
 }

@@ -75,7 +75,14 @@ pub fn run(ctx: &Ctx, remote: Option<&str>) -> Result<Repair> {
         }
         None => None,
     };
-    let checked = verify::chain(ctx.store()?, base, tip.commit, ctx.now, &mut |_, _| {})?;
+    let checked = verify::chain(
+        ctx.store()?,
+        base,
+        tip.commit,
+        ctx.now,
+        &verify::Signing::load(ctx)?,
+        &mut |_, _| {},
+    )?;
     let Err(finding) = checked else {
         remember(ctx, &names.verified, tip.commit)?;
         return Ok(Repair {

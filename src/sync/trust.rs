@@ -92,7 +92,14 @@ fn chain(
             ));
         }
     };
-    verify::chain(ctx.store()?, base, tip, ctx.now, &mut progress)
+    verify::chain(
+        ctx.store()?,
+        base,
+        tip,
+        ctx.now,
+        &verify::Signing::load(ctx)?,
+        &mut progress,
+    )
 }
 
 /// The refusal for a remote that holds a bad commit.
