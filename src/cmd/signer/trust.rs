@@ -38,6 +38,10 @@ struct Wire<'a> {
     allowed_signers_file: String,
     /// False when the file already listed the key.
     added: bool,
+    /// Set when this trust turned signing on here: the tip whose history
+    /// (written unsigned before) needs no signature (`loopx.signaturesFrom`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    signatures_from: Option<String>,
 }
 
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
@@ -120,16 +124,41 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     if added {
         allowed::append(&path, name.as_str(), &signer.key)?;
     }
+    // Turning signing on here: what this clone already holds was written
+    // before any signature was asked for, so it stays valid as it is
+    // (history before `loopx.signaturesFrom` needs none), unless the user
+    // chose a commit already.
+    let signatures_from = match (signers.enforced(), &ctx.config()?.signatures_from) {
+        (false, None) => match crate::tx::tip(ctx)? {
+            Some(tip) => {
+                let commit = tip.commit.to_string();
+                crate::git::output(
+                    ctx.store()?.common_dir(),
+                    &["config", "--local", "loopx.signaturesFrom", &commit],
+                )?;
+                Some(commit)
+            }
+            None => None,
+        },
+        _ => None,
+    };
     let wire = Wire {
         name: &name,
         fingerprint: &fingerprint,
         allowed_signers_file: path.display().to_string(),
         added,
+        signatures_from: signatures_from.clone(),
     };
     ctx.out.emit(&wire, || {
+        let from = signatures_from.as_deref().map_or(String::new(), |c| {
+            format!(
+                " The history up to {} was written before signing was on here and stays valid (git config loopx.signaturesFrom).",
+                &c[..c.len().min(12)]
+            )
+        });
         if added {
             format!(
-                "Trusted {name} ({fingerprint}) in {}; human acts here must now be signed by a trusted signer.",
+                "Trusted {name} ({fingerprint}) in {}; human acts here must now be signed by a trusted signer.{from}",
                 path.display()
             )
         } else {
