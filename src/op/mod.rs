@@ -8,6 +8,7 @@
 //! the same way on every machine. Nothing here knows about git.
 
 pub mod agent;
+pub mod board;
 pub mod brief;
 mod evidence;
 mod gate;

@@ -24,6 +24,7 @@ mod test_race;
 mod test_repos;
 mod test_show;
 mod test_status;
+mod test_status_html;
 mod test_sync;
 mod test_todo;
 mod test_turn;
