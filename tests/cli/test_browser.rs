@@ -100,6 +100,8 @@ fn board() -> TestEnv {
         PWNED,
         "--option",
         PWNED,
+        "--option",
+        "no",
     ])
     .ok();
     env
