@@ -110,6 +110,7 @@ impl Gen {
             id: OpId::from_hex(&format!("{:016x}", self.ids.next())),
             at: self.clock,
             actor: actor.clone(),
+            signature: None,
             change,
         };
         let written = loopx::tx::write_tick(

@@ -29,6 +29,20 @@ pub struct Config {
     pub auto_pack: u64,
     /// `loopx.stopContinuations`: the Stop hook's limit per session.
     pub stop_continuations: u32,
+    /// `loopx.allowedSignersFile`, else git's `gpg.ssh.allowedSignersFile`:
+    /// the keys this machine trusts to sign human acts (as written; `trust`
+    /// expands `~/` and relative paths).
+    pub allowed_signers_file: Option<String>,
+    /// `loopx.signingKey`, else git's `user.signingKey` when `gpg.format`
+    /// is `ssh`: the key this human signs with.
+    pub signing_key: Option<String>,
+    /// git's `gpg.ssh.program` (default `ssh-keygen`).
+    pub ssh_program: Option<String>,
+    /// `loopx.runValidations = all`: every validation from the state runs.
+    pub run_all_validations: bool,
+    /// `loopx.signaturesFrom`: the last commit whose human acts sync
+    /// accepts unsigned (history from before signing was turned on).
+    pub signatures_from: Option<String>,
 }
 
 impl Default for Config {
@@ -39,6 +53,11 @@ impl Default for Config {
             claim_sync: false,
             auto_pack: AUTO_PACK,
             stop_continuations: STOP_CONTINUATIONS,
+            allowed_signers_file: None,
+            signing_key: None,
+            ssh_program: None,
+            run_all_validations: false,
+            signatures_from: None,
         }
     }
 }
@@ -65,6 +84,16 @@ impl Config {
             stop_continuations: text("loopx.stopContinuations")
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(d.stop_continuations),
+            allowed_signers_file: text("loopx.allowedSignersFile")
+                .or_else(|| text("gpg.ssh.allowedSignersFile")),
+            signing_key: text("loopx.signingKey").or_else(|| {
+                (text("gpg.format").as_deref() == Some("ssh"))
+                    .then(|| text("user.signingKey"))
+                    .flatten()
+            }),
+            ssh_program: text("gpg.ssh.program"),
+            run_all_validations: text("loopx.runValidations").as_deref() == Some("all"),
+            signatures_from: text("loopx.signaturesFrom"),
         }
     }
 }

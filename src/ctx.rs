@@ -3,7 +3,7 @@
 //! at flags or environment variables again.
 
 use std::cell::{Cell, OnceCell, RefCell};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
@@ -11,6 +11,7 @@ use sha2::{Digest, Sha256};
 
 use crate::config::Config;
 use crate::error::{Code, Refusal};
+use crate::hook::Runtime;
 use crate::model::{Actor, AgentId};
 use crate::output::{Format, Out};
 use crate::store::{Person, Store};
@@ -25,25 +26,50 @@ pub const FALLBACK_COMMITTER: (&str, &str) = ("loopx", "loopx@loopx.invalid");
 #[derive(Clone, Debug, Default)]
 pub struct Env {
     vars: BTreeMap<String, String>,
+    /// Variables loopx cares about whose values are not valid UTF-8: an
+    /// identity variable among them is an error, never a human.
+    not_utf8: BTreeSet<String>,
 }
 
 impl Env {
     /// The variables loopx cares about from the process environment.
     pub fn capture() -> Self {
-        let vars = std::env::vars_os()
-            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
-            .filter(|(k, _)| {
-                k.starts_with("LOOPX_")
-                    || k == "NO_COLOR"
-                    || k == "HOME"
-                    || k == "PATH"
-                    || k.starts_with("CLAUDE")
-                    || k.starts_with("CODEX_")
-                    || k.starts_with("GEMINI_")
-                    || k.starts_with("CURSOR_")
-            })
-            .collect();
-        Env { vars }
+        let mut env = Env::default();
+        for (k, v) in std::env::vars_os() {
+            let Ok(k) = k.into_string() else { continue };
+            let wanted = k.starts_with("LOOPX_")
+                || k == "NO_COLOR"
+                || k == "HOME"
+                || k == "PATH"
+                || k.starts_with("CLAUDE")
+                || k.starts_with("CODEX_")
+                || k.starts_with("GEMINI_")
+                || k.starts_with("CURSOR_")
+                || k.starts_with("OPENCODE");
+            if !wanted {
+                continue;
+            }
+            match v.into_string() {
+                Ok(v) => env.vars.insert(k, v),
+                Err(_) => {
+                    env.not_utf8.insert(k);
+                    None
+                }
+            };
+        }
+        env
+    }
+
+    /// Refuses (exit 2) when `key` is set but not valid UTF-8.
+    fn utf8(&self, key: &str) -> Result<(), Refusal> {
+        if self.not_utf8.contains(key) {
+            return Err(Refusal::usage(
+                Code::BadEnv,
+                format!("{key} is set but is not valid UTF-8, so loopx cannot tell who is acting"),
+            )
+            .with_hint(format!("unset {key} or set it to a plain id")));
+        }
+        Ok(())
     }
 
     pub fn get(&self, key: &str) -> Option<&str> {
@@ -69,38 +95,23 @@ pub enum Caller {
 
 /// Decides who is calling (DESIGN §4 "Who is acting").
 pub fn caller(flag: Option<&str>, env: &Env) -> Result<Caller, Refusal> {
+    env.utf8("LOOPX_AGENT")?;
     if let Some(id) = flag.or(env.get("LOOPX_AGENT")) {
         return AgentId::new(id)
             .map(Caller::Agent)
             .map_err(|e| Refusal::usage(Code::BadId, e));
     }
-    // (runtime, marker variables, session-id variable)
-    let runtimes: [(&'static str, &[&'static str], &'static str); 4] = [
-        (
-            "claude-code",
-            &[
-                "CLAUDECODE",
-                "CLAUDE_CODE_ENTRYPOINT",
-                "CLAUDE_CODE_SESSION_ID",
-            ],
-            "CLAUDE_CODE_SESSION_ID",
-        ),
-        (
-            "codex",
-            &["CODEX_THREAD_ID", "CODEX_SANDBOX"],
-            "CODEX_THREAD_ID",
-        ),
-        (
-            "gemini",
-            &["GEMINI_CLI", "GEMINI_SESSION_ID"],
-            "GEMINI_SESSION_ID",
-        ),
-        (
-            "cursor",
-            &["CURSOR_AGENT", "CURSOR_CONVERSATION_ID"],
-            "CURSOR_CONVERSATION_ID",
-        ),
-    ];
+    // The runtimes' markers, in the order of `Runtime::ALL`: the first
+    // runtime with a marker set is the one.
+    let runtimes = Runtime::ALL.iter().filter_map(|r| {
+        r.identity()
+            .map(|(markers, session)| (r.as_str(), markers, session))
+    });
+    for (_, markers, session) in runtimes.clone() {
+        for key in markers.iter().chain([&session]) {
+            env.utf8(key)?;
+        }
+    }
     for (runtime, markers, session) in runtimes {
         let Some(marker) = markers.iter().find(|m| env.get(m).is_some()) else {
             continue;
@@ -113,18 +124,17 @@ pub fn caller(flag: Option<&str>, env: &Env) -> Result<Caller, Refusal> {
     Ok(Caller::Human)
 }
 
-/// `<runtime>-<first 8 characters of the session id>`, lowercased, keeping
-/// only characters a slug allows.
+/// `<runtime>-<8 hex digits of the SHA-256 of the whole session id>`. A
+/// hash, not a prefix: Codex's ids are UUIDv7, whose first digits are a
+/// timestamp shared by every session started in the same minute. None for
+/// an empty or blank session id.
 pub fn derive_agent(runtime: &str, session: &str) -> Option<AgentId> {
-    let short: String = session
-        .chars()
-        .filter(char::is_ascii_alphanumeric)
-        .take(8)
-        .collect::<String>()
-        .to_ascii_lowercase();
-    if short.is_empty() {
+    let session = session.trim();
+    if session.is_empty() {
         return None;
     }
+    let digest = Sha256::digest(session.as_bytes());
+    let short: String = digest[..4].iter().map(|b| format!("{b:02x}")).collect();
     AgentId::new(&format!("{runtime}-{short}")).ok()
 }
 
@@ -370,6 +380,7 @@ mod tests {
                 .iter()
                 .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
                 .collect(),
+            not_utf8: BTreeSet::new(),
         }
     }
 
@@ -394,7 +405,7 @@ mod tests {
         ]);
         assert_eq!(
             caller(None, &e).unwrap(),
-            Caller::Agent(AgentId::new("claude-code-1a2b3c4d").unwrap())
+            Caller::Agent(derive_agent("claude-code", "1A2B3C4D-5e6f-7788").unwrap())
         );
         let e = env(&[("GEMINI_CLI", "1")]);
         assert!(matches!(
@@ -405,6 +416,20 @@ mod tests {
             }
         ));
         assert_eq!(caller(None, &env(&[])).unwrap(), Caller::Human);
+    }
+
+    #[test]
+    fn uuid7_sessions_of_the_same_second_are_different_agents() {
+        // Two UUIDv7 ids minted in the same millisecond: same first 12 digits.
+        let a = derive_agent("codex", "0199a1b2-c3d4-7e5f-8a6b-1c2d3e4f5a6b").unwrap();
+        let b = derive_agent("codex", "0199a1b2-c3d4-7f00-9b1c-2d3e4f5a6b7c").unwrap();
+        assert_ne!(a, b);
+        assert!(a.as_str().starts_with("codex-") && a.as_str().len() == "codex-".len() + 8);
+        assert_eq!(
+            a,
+            derive_agent("codex", "0199a1b2-c3d4-7e5f-8a6b-1c2d3e4f5a6b").unwrap()
+        );
+        assert_eq!(derive_agent("codex", "  "), None);
     }
 
     #[test]

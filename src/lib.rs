@@ -32,6 +32,7 @@ pub mod store;
 pub mod sync;
 pub mod time;
 pub mod trailer;
+pub mod trust;
 pub mod tx;
 
 use std::process::ExitCode;
@@ -44,9 +45,16 @@ use crate::output::{Out, is_broken_pipe};
 /// Parses the command line, runs the command, and maps the result to an
 /// exit status.
 pub fn main() -> ExitCode {
-    let cli = match cli::Cli::try_parse() {
+    main_from(std::env::args_os())
+}
+
+/// [`main`] for a given command line (the first word is the program):
+/// `loopx mcp` runs each tool call through it.
+pub fn main_from(args: impl IntoIterator<Item = std::ffi::OsString>) -> ExitCode {
+    let args: Vec<std::ffi::OsString> = args.into_iter().collect();
+    let cli = match cli::Cli::try_parse_from(&args) {
         Ok(cli) => cli,
-        Err(e) if e.use_stderr() && cli::is_hook_call(std::env::args_os()) => {
+        Err(e) if e.use_stderr() && cli::is_hook_call(args.iter().cloned()) => {
             let first = e.to_string();
             let first = first.lines().next().unwrap_or_default().to_owned();
             Out::new(output::Format::Human, true).status(&format!(
@@ -64,11 +72,27 @@ pub fn main() -> ExitCode {
             });
         }
     };
-    if let cmd::Command::Hook(args) = &cli.command {
-        return cmd::hook::main(&cli.global, args);
+    match &cli.command {
+        cmd::Command::Hook(args) => return cmd::hook::main(&cli.global, args),
+        cmd::Command::Mcp(args) if args.exec => return cmd::mcp::exec(),
+        _ => {}
     }
     let format = cli.global.format();
-    let result = ctx::Ctx::new(&cli.global).and_then(|ctx| cmd::run(&ctx, &cli.command));
+    let result = ctx::Ctx::new(&cli.global).and_then(|ctx| match &cli.command {
+        // Generated from the command line's definition, which commands do
+        // not import.
+        cmd::Command::Completions(args) => cmd::completions::run(
+            &ctx.out,
+            args,
+            <cli::Cli as clap::CommandFactory>::command(),
+        ),
+        cmd::Command::Man(args) => cmd::man::run(
+            &ctx.out,
+            args,
+            <cli::Cli as clap::CommandFactory>::command(),
+        ),
+        command => cmd::run(&ctx, command),
+    });
     match result {
         Ok(exit) => ExitCode::from(exit.code()),
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,

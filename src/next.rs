@@ -60,6 +60,10 @@ pub enum Next {
     /// List entities of a kind (`todo`, `gate`, …).
     List(String),
     Doctor,
+    /// Trust an announced signer's key on this machine.
+    TrustSigner(String),
+    /// Vouch for a todo's validation (a signed human act).
+    TrustTodo(String),
 }
 
 impl Next {
@@ -96,6 +100,8 @@ impl Next {
             Next::ListAgents => "loopx agent list".to_owned(),
             Next::List(kind) => format!("loopx {kind} list"),
             Next::Doctor => "loopx doctor".to_owned(),
+            Next::TrustSigner(name) => format!("loopx signer trust {name}"),
+            Next::TrustTodo(id) => format!("loopx todo trust {id}"),
         };
         format!("`{cmd}`")
     }

@@ -685,6 +685,9 @@ fn remote_side(ctx: &Ctx, names: &Names, remote: &Tip, base: Option<Oid>) -> Res
             ops.insert(id.to_owned());
         }
     }
+    // Human acts taken from the remote must carry a signature this machine
+    // trusts (when it trusts anyone), as a live tick's would.
+    crate::trust::incoming::check(ctx, &names.remote, &chain)?;
     let snapshot = tx::load_at(ctx, remote.clone()).map_err(|e| {
         match refusal_of(&e) {
             // A newer format says "upgrade loopx" by itself.
@@ -775,6 +778,7 @@ fn replay(
         ticks.push((e, parsed));
     }
     let committer = ctx.committer();
+    let signers = crate::trust::AllowedSigners::load(ctx)?;
     let Snapshot {
         tip: mut parent,
         mut state,
@@ -804,7 +808,13 @@ fn replay(
         if !extra.iter().any(|(k, _)| k == message::REPLAYED_FROM) {
             extra.push((message::REPLAYED_FROM.to_owned(), entry.commit.to_string()));
         }
-        match write(ctx, &parent, &state, &op, &extra, &committer)? {
+        // The same rules a live tick applies, signatures included.
+        let checked = crate::trust::check_op(&state, &op, &signers);
+        let written = match checked {
+            Ok(_) => write(ctx, &parent, &state, &op, &extra, &committer)?,
+            Err(refusal) => Err(refusal),
+        };
+        match written {
             Ok(written) => {
                 parent = written.tip.expect("a replay writes every op");
                 out.written += 1;
@@ -929,6 +939,7 @@ pub fn rejection(op: &Op, refusal: &Refusal, state: &State) -> Option<Op> {
         id: rejection_id(&op.id),
         at: op.at,
         actor: op.actor.clone(),
+        signature: None,
         change: Change::EvidenceAdd {
             evidence: EvidenceId::from_hex(&derive(
                 "loopx sync-rejected evidence",
@@ -1051,6 +1062,7 @@ mod tests {
             id: OpId::from_hex("00000000000000aa"),
             at: Timestamp::parse("2026-11-30T09:00:00Z").unwrap(),
             actor: Actor::Agent(AgentId::new(actor).unwrap()),
+            signature: None,
             change,
         }
     }
@@ -1069,6 +1081,7 @@ mod tests {
                     id: OpId::from_hex("0000000000000001"),
                     at,
                     actor: human.clone(),
+                    signature: None,
                     change,
                 },
             )

@@ -81,6 +81,7 @@ pub fn op(ctx: &Ctx, change: Change) -> Result<Op, Refusal> {
         id: OpId::from_hex(&ctx.ids.hex(16, context.as_bytes())),
         at: ctx.now,
         actor: ctx.actor()?,
+        signature: None,
         change,
     })
 }
@@ -138,9 +139,18 @@ fn run(
     let mut backoff = Duration::from_millis(1);
     let mut tries = 0u32;
     let committer = ctx.committer();
+    let mut seal = crate::trust::Seal::default();
     loop {
         tries += 1;
-        let (tip, before, op) = attempt(ctx)?;
+        let (tip, before, mut op) = attempt(ctx)?;
+        // A human act is signed here (against the state it changes, so on
+        // every retry) and checked against this machine's allowed signers.
+        seal.seal(ctx, &before, &mut op)?;
+        if crate::trust::validation::writes_validation(&op) {
+            // Remembered before the tick lands: a validation written here
+            // runs here without further trust.
+            crate::trust::validation::remember(ctx, &op)?;
+        }
         let Written {
             tip: new,
             effect,

@@ -78,6 +78,8 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         clock,
         quiet: out.is_json(),
         commands: 0,
+        human_config: None,
+        masks: Vec::new(),
     };
     demo.play()?;
     let ticks = demo.count_ticks()?;
@@ -99,6 +101,23 @@ struct Demo {
     clock: Option<Timestamp>,
     quiet: bool,
     commands: usize,
+    /// Ada's own git settings (her signing key), given to her commands only.
+    human_config: Option<PathBuf>,
+    /// Texts shown as something stable (a fingerprint of a key made fresh
+    /// each run).
+    masks: Vec<(String, String)>,
+}
+
+/// Who runs a command in the demo.
+#[derive(Clone, Copy)]
+enum Who<'a> {
+    /// Ada, with her own git settings.
+    Human,
+    /// A registered agent, through LOOPX_AGENT.
+    Agent(&'a str),
+    /// An agent that dropped LOOPX_AGENT to pass for a human: it has the
+    /// machine's settings, not Ada's.
+    Shedding(&'a str),
 }
 
 /// What one command printed, and how it exited.
@@ -133,19 +152,33 @@ impl Demo {
         args: &[&str],
         want: &[i32],
     ) -> Result<Ran> {
+        let who = agent.map_or(Who::Human, Who::Agent);
+        self.run_as(machine, who, args, want)
+    }
+
+    fn run_as(&mut self, machine: &str, who: Who<'_>, args: &[&str], want: &[i32]) -> Result<Ran> {
         let mut c = Command::new(&self.exe);
         c.args(args).current_dir(self.machine(machine));
         self.isolate(&mut c);
-        if let Some(a) = agent {
-            c.env("LOOPX_AGENT", a);
-        }
+        let label = match who {
+            Who::Human => {
+                if let Some(cfg) = &self.human_config {
+                    c.env("GIT_CONFIG_GLOBAL", cfg);
+                }
+                "human".to_owned()
+            }
+            Who::Agent(a) => {
+                c.env("LOOPX_AGENT", a);
+                format!("LOOPX_AGENT={a}")
+            }
+            Who::Shedding(a) => format!("{a}, LOOPX_AGENT unset"),
+        };
         if let Some(now) = self.clock {
             c.env("LOOPX_NOW", now.to_string())
                 .env("LOOPX_SEED", "demo");
             self.clock = Some(now.plus(crate::time::Span::minutes(1)));
         }
-        let who = agent.map_or("human".to_owned(), |a| format!("LOOPX_AGENT={a}"));
-        self.say(&format!("  [{machine}, {who}] $ loopx {}", shown(args)));
+        self.say(&self.masked(&format!("  [{machine}, {label}] $ loopx {}", shown(args))));
         let out = c
             .output()
             .with_context(|| format!("running loopx {}", args.join(" ")))?;
@@ -156,7 +189,7 @@ impl Demo {
         };
         let stderr = String::from_utf8_lossy(&out.stderr);
         for line in ran.stdout.lines().chain(stderr.lines()) {
-            self.say(&format!("    {line}"));
+            self.say(&self.masked(&format!("    {line}")));
         }
         if ran.code != 0 {
             self.say(&format!("    (exit {})", ran.code));
@@ -170,6 +203,72 @@ impl Demo {
             );
         }
         Ok(ran)
+    }
+
+    fn masked(&self, text: &str) -> String {
+        self.masks
+            .iter()
+            .fold(text.to_owned(), |t, (from, to)| t.replace(from, to))
+    }
+
+    /// Makes Ada's SSH key with ssh-keygen, gives her git the settings to
+    /// sign with it, and points machine A at the workspace's own
+    /// allowed-signers file. Returns the key's public file and fingerprint,
+    /// or None when ssh-keygen is not installed.
+    fn make_key(&mut self) -> Result<Option<(PathBuf, String)>> {
+        let dir = self.root.join("ada-keys");
+        std::fs::create_dir_all(&dir)?;
+        let key = dir.join("ada");
+        let made = Command::new("ssh-keygen")
+            .args([
+                "-q",
+                "-t",
+                "ed25519",
+                "-N",
+                "",
+                "-C",
+                "ada@example.com",
+                "-f",
+            ])
+            .arg(&key)
+            .stdin(Stdio::null())
+            .output();
+        match made {
+            Ok(o) if o.status.success() => {}
+            _ => return Ok(None),
+        }
+        let public = dir.join("ada.pub");
+        let listed = Command::new("ssh-keygen")
+            .arg("-lf")
+            .arg(&public)
+            .output()
+            .context("running ssh-keygen -lf")?;
+        let fingerprint = String::from_utf8_lossy(&listed.stdout)
+            .split_whitespace()
+            .nth(1)
+            .context("ssh-keygen -lf printed no fingerprint")?
+            .to_owned();
+        self.masks
+            .push((fingerprint.clone(), "SHA256:<ada's key>".to_owned()));
+        let cfg = dir.join("gitconfig");
+        std::fs::write(
+            &cfg,
+            format!(
+                "[gpg]\n\tformat = ssh\n[user]\n\tsigningKey = {}\n",
+                public.display()
+            ),
+        )?;
+        self.human_config = Some(cfg);
+        let allowed = self.root.join("allowed_signers");
+        self.git(
+            &self.machine("machine-a"),
+            &[
+                "config",
+                "loopx.allowedSignersFile",
+                &allowed.to_string_lossy(),
+            ],
+        )?;
+        Ok(Some((public, fingerprint)))
     }
 
     /// Runs git quietly (set-up steps nobody needs to read).
@@ -363,8 +462,11 @@ impl Demo {
             3,
             "a check that fails",
             "On machine B, `tester` takes the release notes. The todo carries a check\n\
-             (the file must exist). It does not pass, so nothing is marked done and\n\
-             no quota is spent; the failure is kept as evidence.",
+             (the file must exist) that Ada wrote on machine A. Machine B runs no code\n\
+             from the shared state that it did not write or see signed by someone it\n\
+             trusts, until its owner allows it. Then the check runs and does not pass,\n\
+             so nothing is marked done and no quota is spent; the failure is kept as\n\
+             evidence.",
         );
         self.loopx("machine-b", None, &["sync"], &[0])?;
         let ran = self.loopx(
@@ -380,21 +482,25 @@ impl Demo {
             &["todo", "claim", &notes],
             &[0],
         )?;
-        self.loopx(
-            "machine-b",
-            Some("tester"),
-            &[
-                "settle",
-                "--turn",
-                &token_b,
-                "--todo",
-                &notes,
-                "--outcome",
-                "advanced",
-                "--done",
-            ],
-            &[3],
+        let settle = [
+            "settle",
+            "--turn",
+            &token_b,
+            "--todo",
+            &notes,
+            "--outcome",
+            "advanced",
+            "--done",
+        ];
+        self.loopx("machine-b", Some("tester"), &settle, &[3])?;
+        self.say(
+            "  Machine B's owner lets the team's checks run: git config loopx.runValidations all",
+        );
+        self.git(
+            &self.machine("machine-b"),
+            &["config", "loopx.runValidations", "all"],
         )?;
+        self.loopx("machine-b", Some("tester"), &settle, &[3])?;
         self.loopx(
             "machine-b",
             None,
@@ -405,10 +511,14 @@ impl Demo {
 
         self.act(
             4,
-            "a question only a human may answer",
-            "Publishing is for humans. Ada opens a publish gate; an agent that tries to\n\
-             answer it is refused, whatever it claims to be. Ada answers, and her\n\
-             answer is recorded with her name.",
+            "a question only a human may answer, signed",
+            "Publishing is for humans. Ada opens a publish gate; the agent is refused\n\
+             when it answers as itself. Ada signs her human acts with an SSH key (made\n\
+             here with ssh-keygen), and machine A trusts that key in the workspace's\n\
+             allowed-signers file. So an agent that drops its identity to pass for a\n\
+             human is refused too: it cannot reach Ada's key (here it lacks her git\n\
+             settings; docs/gates.md says how to keep a real key out of reach), so its\n\
+             answer is unsigned. Ada's answer carries her signature.",
         );
         self.loopx("machine-a", None, &["sync"], &[0])?;
         let gate = Self::todo_id(&self.loopx(
@@ -431,6 +541,33 @@ impl Demo {
             &[3],
         )?;
         self.loopx("machine-a", Some("builder"), &["quota", "should-run"], &[3])?;
+        match self.make_key()? {
+            Some((public, fingerprint)) => {
+                self.say("  Ada makes a key with ssh-keygen and sets gpg.format=ssh, user.signingKey.");
+                let public = public.to_string_lossy().into_owned();
+                self.loopx(
+                    "machine-a",
+                    None,
+                    &["signer", "announce", "ada", "--key", &public],
+                    &[0],
+                )?;
+                self.loopx(
+                    "machine-a",
+                    None,
+                    &["signer", "trust", "ada", "--fingerprint", &fingerprint],
+                    &[0],
+                )?;
+                self.run_as(
+                    "machine-a",
+                    Who::Shedding("builder"),
+                    &["gate", "answer", &gate, "--choice", "approve"],
+                    &[3],
+                )?;
+            }
+            None => self.say(
+                "  (ssh-keygen is not installed here, so this demo answers unsigned; install\n   openssh-client to see the signed answer.)",
+            ),
+        }
         self.loopx(
             "machine-a",
             None,
@@ -445,6 +582,7 @@ impl Demo {
             ],
             &[0],
         )?;
+        self.loopx("machine-a", None, &["gate", "show", &gate], &[0])?;
         self.loopx("machine-a", None, &["sync"], &[0])?;
 
         self.act(
@@ -480,8 +618,11 @@ impl Demo {
         self.loopx("machine-a", None, &["sync"], &[0])?;
         self.loopx("machine-a", None, &["log", "-n", "12"], &[0])?;
         self.loopx("machine-a", None, &["status"], &[0])?;
+        // The binary by its path: after `cargo run`, `loopx` is not on PATH.
+        let exe = std::env::current_exe().context("finding the loopx binary")?;
+        let exe = crate::hook::installer::shell_word(&exe.to_string_lossy());
         self.say(&format!(
-            "\nExplore it yourself:\n  cd {}\n  loopx status\n  git log --oneline refs/loopx/state\n  git log -p refs/loopx/state -- todos/",
+            "\nExplore it yourself:\n  cd {}\n  {exe} status\n  {exe} log -p -n 3\n  git log --oneline refs/loopx/state",
             self.machine("machine-a").display()
         ));
         Ok(())

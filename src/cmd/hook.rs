@@ -34,15 +34,16 @@ use crate::tx;
 
 /// Answer an agent runtime's hook: read its JSON on stdin, reply in its own JSON
 ///
-/// Runtimes: claude-code (or claude), codex, cursor, gemini, and git for the
-/// git shims. Events as each runtime names them: SessionStart,
+/// Runtimes: claude-code (or claude), codex, cursor, gemini, opencode, and
+/// git for the git shims. Events as each runtime names them: SessionStart,
 /// UserPromptSubmit, PreToolUse, Stop, SessionEnd, PreCompact (Claude Code,
 /// Codex); sessionStart, beforeSubmitPrompt, beforeShellExecution, stop,
 /// sessionEnd (Cursor); SessionStart, BeforeAgent, BeforeTool, AfterAgent,
-/// SessionEnd (Gemini CLI); pre-push, post-merge (git). Always exits 0.
+/// SessionEnd (Gemini CLI); SessionStart, UserPromptSubmit, PreToolUse, Stop
+/// (OpenCode's plugin); pre-push, post-merge (git). Always exits 0.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// claude-code, codex, cursor, gemini or git
+    /// claude-code, codex, cursor, gemini, opencode or git
     #[arg(allow_hyphen_values = true)]
     runtime: Option<String>,
     /// The event, spelled as the runtime names it
@@ -91,7 +92,9 @@ fn run(global: &Global, args: &Args) -> Result<Reply> {
     let env = Env::capture();
     let name = args.runtime.as_deref().unwrap_or("");
     let runtime = Runtime::parse(name).ok_or_else(|| {
-        anyhow!("unknown runtime {name:?} (use claude-code, codex, cursor, gemini or git)")
+        anyhow!(
+            "unknown runtime {name:?} (use claude-code, codex, cursor, gemini, opencode or git)"
+        )
     })?;
     let typed = args.event.as_deref().unwrap_or("");
     let (_, event) = runtime.event(typed).ok_or_else(|| {
@@ -150,8 +153,17 @@ fn run(global: &Global, args: &Args) -> Result<Reply> {
             }
         }),
         Event::Prompt => prompt(&ctx, &agent, &session),
-        Event::Stop => stop(&ctx, &agent, &input, &session),
-        Event::End => end(&ctx, &agent, &input, &session, &mut reply.notes),
+        Event::Stop => stop(&ctx, &agent, &input, &session).and_then(|a| match (runtime, &a) {
+            // Gemini CLI does not wait for its SessionEnd hook, so a tick
+            // written there may never land, and OpenCode has none: the end
+            // of the turn is recorded when the agent stops (AfterAgent,
+            // which Gemini waits for; session.idle).
+            (Runtime::Gemini | Runtime::OpenCode, Answer::Nothing) => {
+                end(&ctx, &agent, &input, &session, None).map(|_| a)
+            }
+            _ => Ok(a),
+        }),
+        Event::End => end(&ctx, &agent, &input, &session, Some(&mut reply.notes)),
         Event::PreCompact | Event::Tool | Event::PrePush | Event::PostMerge => Ok(Answer::Nothing),
     };
     match outcome {
@@ -335,7 +347,7 @@ fn tool(dir: Option<PathBuf>, agent: Option<&AgentId>, runtime: Runtime, input: 
         return Answer::Nothing;
     };
     let shell = match runtime {
-        Runtime::ClaudeCode | Runtime::Codex => hook::claude::is_shell(tool),
+        Runtime::ClaudeCode | Runtime::Codex | Runtime::OpenCode => hook::claude::is_shell(tool),
         Runtime::Gemini => hook::gemini::is_shell(tool),
         Runtime::Cursor | Runtime::Git => true,
     };
@@ -406,17 +418,19 @@ fn stop(ctx: &Ctx, agent: &AgentId, input: &Input, session: &SessionFile) -> Res
 }
 
 /// The session ends: record the end of the turn if the agent did loopx work
-/// in it without recording it, and say what it still holds. Releases
-/// nothing.
+/// in it without recording it, and say what it still holds (in `notes`;
+/// None when the session goes on: Gemini's stop). Releases nothing.
 fn end(
     ctx: &Ctx,
     agent: &AgentId,
     input: &Input,
     session: &SessionFile,
-    notes: &mut Vec<String>,
+    notes: Option<&mut Vec<String>>,
 ) -> Result<Answer> {
     let s = session.load();
-    session.remove();
+    if notes.is_some() {
+        session.remove();
+    }
     let snap = tx::load(ctx)?;
     let state = &snap.state;
     let Some(a) = state
@@ -432,7 +446,14 @@ fn end(
         .filter(|t| t.status == TodoStatus::Claimed && t.owner() == Some(agent))
         .collect();
     claims.sort_by(|x, y| rules::pick_order(x, y));
-    let since = |at: Option<Timestamp>| match (at, s.started) {
+    // At a session's end, anything recorded since it started counts; at
+    // Gemini's stop, only what was recorded since the last prompt or nudge.
+    let from = if notes.is_some() {
+        s.started
+    } else {
+        s.started.max(s.nudged)
+    };
+    let since = |at: Option<Timestamp>| match (at, from) {
         (Some(at), Some(start)) => at >= start,
         _ => false,
     };
@@ -472,6 +493,9 @@ fn end(
             })?;
         }
     }
+    let Some(notes) = notes else {
+        return Ok(Answer::Nothing);
+    };
     for t in claims {
         let until = t
             .claim

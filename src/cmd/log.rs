@@ -67,6 +67,10 @@ struct Record<'a> {
     author: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     not_a_tick: Option<&'a str>,
+    /// "signed by NAME (SHA256:…)", "signed by an untrusted key (…)", or
+    /// "unsigned" for a human act; absent for other ticks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    signature: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     files: Option<Vec<FileDiff>>,
 }
@@ -99,6 +103,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     if args.max_count == Some(0) {
         return Ok(Exit::Ok);
     }
+    let signers = crate::trust::AllowedSigners::load(ctx)?;
     let mut stream = ctx.out.stream();
     let mut shown = 0usize;
     let mut older = 0usize;
@@ -134,6 +139,9 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             subject: tick.subject(),
             author: tick.op().is_none().then(|| tick.author()),
             not_a_tick: tick.parsed.as_ref().err().map(String::as_str),
+            signature: tick
+                .op()
+                .and_then(|op| crate::trust::history_note(op, &signers)),
             files,
         };
         let first = shown == 0;
@@ -143,6 +151,9 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                 s.push('\n');
             }
             s.push_str(&line(&tick));
+            if let Some(note) = &record.signature {
+                s.push_str(&format!("  [{note}]"));
+            }
             s.push('\n');
             for f in record.files.iter().flatten() {
                 s.push_str(&f.diff);

@@ -3,6 +3,7 @@
 //! This module dispatches and holds the small helpers commands share.
 
 pub mod agent;
+pub mod completions;
 pub mod demo;
 pub mod diff;
 pub mod doctor;
@@ -14,11 +15,13 @@ pub mod hook;
 pub mod hooks;
 pub mod init;
 pub mod log;
+pub mod man;
 pub mod mcp;
 pub mod quota;
 pub mod refresh_state;
 pub mod settle;
 pub mod show;
+pub mod signer;
 pub mod status;
 pub mod sync;
 pub mod todo;
@@ -52,6 +55,9 @@ pub enum Command {
     /// Open, answer and list gates: questions that block a scope
     #[command(subcommand)]
     Gate(gate::Command),
+    /// Announce, list and trust the SSH keys that sign human acts
+    #[command(subcommand)]
+    Signer(signer::Command),
     /// Record and list evidence of what was tried
     #[command(subcommand)]
     Evidence(evidence::Command),
@@ -68,6 +74,8 @@ pub enum Command {
     #[command(subcommand)]
     Hooks(hooks::Command),
     Mcp(mcp::Args),
+    Completions(completions::Args),
+    Man(man::Args),
 }
 
 /// Runs one command. `hook` never gets here: it always exits 0 and builds
@@ -84,6 +92,7 @@ pub fn run(ctx: &Ctx, command: &Command) -> Result<Exit> {
         Command::Agent(c) => agent::run(ctx, c),
         Command::Todo(c) => todo::run(ctx, c),
         Command::Gate(c) => gate::run(ctx, c),
+        Command::Signer(c) => signer::run(ctx, c),
         Command::Evidence(c) => evidence::run(ctx, c),
         Command::Quota(c) => quota::run(ctx, c),
         Command::RefreshState(args) => refresh_state::run(ctx, args),
@@ -93,6 +102,9 @@ pub fn run(ctx: &Ctx, command: &Command) -> Result<Exit> {
         Command::Gc(args) => gc::run(ctx, args),
         Command::Hooks(c) => hooks::run(ctx, c),
         Command::Mcp(args) => mcp::run(ctx, args),
+        Command::Completions(_) | Command::Man(_) => Err(anyhow::anyhow!(
+            "loopx completions and man run from the command line's definition, in lib::main_from"
+        )),
         Command::Hook(_) => Err(anyhow::anyhow!(
             "loopx hook runs through hook::main, which always exits 0"
         )),

@@ -186,6 +186,10 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         )?,
     };
     op::apply(&mut snap.state.clone(), &tx::op(ctx, probe)?)?;
+    // Code from the shared state runs only when this machine trusts it.
+    if validate.is_some() {
+        crate::trust::validation::allow(ctx, &snap.state, &snap.state.todos[&todo])?;
+    }
     // The side effects run once, before the tick.
     let check = (!args.command.is_empty())
         .then(|| crate::cmd::run_command(ctx, &args.command, &ctx.cwd, args.timeout));

@@ -39,6 +39,10 @@ struct Wire<'a> {
     /// The op's change as recorded, `kind` included.
     change: Option<&'a Change>,
     trailers: BTreeMap<&'a str, &'a str>,
+    /// "signed by NAME (SHA256:…)", "signed by an untrusted key (…)", or
+    /// "unsigned" for a human act; absent for other ticks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    signature: Option<String>,
     /// For a commit that is not a loopx tick: who made it, its whole
     /// message, and why it is not a tick.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -56,7 +60,9 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let color = ctx.out.color() && !ctx.out.is_json();
     let files = history::file_diffs(&history::changed_files(ctx, &tick.entry)?, color);
     let op = tick.op();
+    let signers = crate::trust::AllowedSigners::load(ctx)?;
     let wire = Wire {
+        signature: op.and_then(|op| crate::trust::history_note(op, &signers)),
         tick: tick.number(),
         commit: tick.entry.commit.to_string(),
         parent: tick.entry.parent.map(|p| p.to_string()),
@@ -122,6 +128,9 @@ fn head(p: &Parsed, op: &Op, w: &Wire) -> String {
     s.push_str(&format!("time:      {}\n", op.at));
     s.push_str(&format!("actor:     {}\n", op.actor));
     s.push_str(&format!("op:        {} ({})\n", op.change.kind(), op.id));
+    if let Some(note) = &w.signature {
+        s.push_str(&format!("signature: {note}\n"));
+    }
     let args = arguments(&op.change);
     if !args.is_empty() {
         s.push_str("arguments:\n");

@@ -539,6 +539,7 @@ mod tests {
             capabilities: Vec::new(),
             scope: Vec::new(),
             validate: None,
+            validate_from: None,
             epoch: 0,
             created_at: at(0),
             created_by: human(),

@@ -10,24 +10,7 @@
 
 use serde_json::{Value, json};
 
-use super::{Answer, Event, Input, text, tool_command};
-
-pub fn input(v: &Value) -> Input {
-    Input {
-        session: text(v, "session_id"),
-        cwd: text(v, "cwd"),
-        prompt: text(v, "prompt"),
-        tool: text(v, "tool_name"),
-        command: tool_command(v),
-        stop_active: v
-            .get("stop_hook_active")
-            .and_then(Value::as_bool)
-            .unwrap_or(false),
-        stop_aborted: false,
-        source: text(v, "source"),
-        reason: text(v, "reason"),
-    }
-}
+use super::{Answer, Event};
 
 /// Whether `tool` is the runtime's shell (`Bash`; Codex also names its
 /// shell tool `shell` or `exec_command` in some builds).
@@ -76,7 +59,7 @@ mod tests {
             "tool_name": "Bash",
             "tool_input": {"command": "cargo publish", "description": "ship"},
         });
-        let i = input(&v);
+        let i = crate::hook::common_input(&v);
         assert_eq!(i.session.as_deref(), Some("1A2B3C4D-5e6f"));
         assert_eq!(i.tool.as_deref(), Some("Bash"));
         assert_eq!(i.command.as_deref(), Some("cargo publish"));

@@ -2,9 +2,11 @@
 //! `workspace_roots`, and per event `prompt`, `command` with `cwd`
 //! (beforeShellExecution), `status` and `loop_count` (stop); stdout is JSON
 //! or empty, never plain text. Answers: sessionStart `additional_context`
-//! (and `env` for later shell commands), beforeSubmitPrompt `continue` with
-//! `additional_context`, beforeShellExecution `permission: "deny"` with
-//! messages for the user and the agent, stop `followup_message`.
+//! (and `env` for later shell commands), beforeShellExecution `permission:
+//! "deny"` with messages for the user and the agent, stop
+//! `followup_message`. beforeSubmitPrompt gets nothing: Cursor reads only
+//! `continue` and `user_message` there, so context for the agent would be
+//! dropped (hooks/README.md's matrix).
 
 use serde_json::{Value, json};
 
@@ -38,9 +40,6 @@ pub fn answer(event: Event, answer: &Answer) -> Option<Value> {
             Some(a) => json!({"additional_context": text, "env": {"LOOPX_AGENT": a}}),
             None => json!({"additional_context": text}),
         }),
-        (Event::Prompt, Answer::Context { text, .. }) => {
-            Some(json!({"continue": true, "additional_context": text}))
-        }
         (Event::Tool, Answer::Deny(reason)) => Some(json!({
             "permission": "deny",
             "user_message": reason,

@@ -7,24 +7,7 @@
 
 use serde_json::{Value, json};
 
-use super::{Answer, Event, Input, text, tool_command};
-
-pub fn input(v: &Value) -> Input {
-    Input {
-        session: text(v, "session_id"),
-        cwd: text(v, "cwd"),
-        prompt: text(v, "prompt"),
-        tool: text(v, "tool_name"),
-        command: tool_command(v),
-        stop_active: v
-            .get("stop_hook_active")
-            .and_then(Value::as_bool)
-            .unwrap_or(false),
-        stop_aborted: false,
-        source: text(v, "source"),
-        reason: text(v, "reason"),
-    }
-}
+use super::{Answer, Event};
 
 /// Whether `tool` is Gemini's shell.
 pub fn is_shell(tool: &str) -> bool {
@@ -61,7 +44,7 @@ mod tests {
             "session_id": "g-77", "cwd": "/r", "hook_event_name": "BeforeTool",
             "tool_name": "run_shell_command", "tool_input": {"command": "kubectl apply -f x"},
         });
-        let i = input(&v);
+        let i = crate::hook::common_input(&v);
         assert_eq!(i.command.as_deref(), Some("kubectl apply -f x"));
         assert!(is_shell(i.tool.as_deref().unwrap()));
         let a = answer(Event::Tool, &Answer::Deny("wait".into())).unwrap();

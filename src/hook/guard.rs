@@ -23,6 +23,10 @@ pub enum Risk {
     },
     /// `loopx gate answer|withdraw ID`; the id as typed, if any.
     GateAnswer { verb: String, gate: Option<String> },
+    /// A change of what this machine trusts: `loopx signer trust`, or git
+    /// config of the allowed-signers file, `loopx.runValidations` or
+    /// `loopx.signaturesFrom`. Always denied to an agent.
+    TrustChange { what: String },
 }
 
 const PUBLISH: &[GateKind] = &[GateKind::Publish, GateKind::Permission];
@@ -55,6 +59,11 @@ pub fn check(command: &str, state: &State, agent: Option<&AgentId>) -> Option<St
                         short(&g.question)
                     ));
                 }
+            }
+            Risk::TrustChange { what } => {
+                return Some(format!(
+                    "loopx: an agent may not change what this machine trusts (`{what}`): only a human may. Ask the user to run it themselves."
+                ));
             }
             Risk::GateAnswer { verb, gate } => {
                 let target = gate.as_deref().and_then(|t| state.resolve_gate(t).ok());
@@ -91,25 +100,50 @@ fn collect(command: &str, out: &mut Vec<Risk>, depth: u8) {
         return;
     }
     for segment in segments(command) {
-        let words = words(&segment);
-        let words = strip_wrappers(&words);
-        let Some(first) = words.first() else { continue };
-        let program = first.rsplit('/').next().unwrap_or(first).to_owned();
-        let args: Vec<&str> = words[1..].iter().map(String::as_str).collect();
-        if matches!(program.as_str(), "sh" | "bash" | "zsh" | "dash")
-            && let Some(i) = args.iter().position(|a| *a == "-c" || *a == "-lc")
-            && let Some(script) = args.get(i + 1)
-        {
-            collect(script, out, depth + 1);
-            continue;
+        collect_words(&words(&segment), out, depth);
+    }
+}
+
+/// One simple command, as words: wrappers skipped, `sh -c` and `eval`
+/// strings and `find -exec` commands looked into, then classified.
+fn collect_words(words: &[String], out: &mut Vec<Risk>, depth: u8) {
+    if depth > 3 {
+        return;
+    }
+    let words = strip_wrappers(words);
+    let Some(first) = words.first() else { return };
+    let program = first.rsplit('/').next().unwrap_or(first).to_owned();
+    let args: Vec<&str> = words[1..].iter().map(String::as_str).collect();
+    if matches!(program.as_str(), "sh" | "bash" | "zsh" | "dash")
+        && let Some(i) = args.iter().position(|a| *a == "-c" || *a == "-lc")
+        && let Some(script) = args.get(i + 1)
+    {
+        collect(script, out, depth + 1);
+        return;
+    }
+    if program == "eval" {
+        collect(&args.join(" "), out, depth + 1);
+        return;
+    }
+    if program == "find" {
+        // Every `-exec CMD… ;` (and -execdir, -ok, -okdir) runs CMD.
+        let rest = &words[1..];
+        let mut i = 0;
+        while i < rest.len() {
+            if matches!(rest[i].as_str(), "-exec" | "-execdir" | "-ok" | "-okdir") {
+                let end = rest[i + 1..]
+                    .iter()
+                    .position(|w| w == ";" || w == "+")
+                    .map_or(rest.len(), |p| i + 1 + p);
+                collect_words(&rest[i + 1..end], out, depth + 1);
+                i = end;
+            }
+            i += 1;
         }
-        if program == "eval" {
-            collect(&args.join(" "), out, depth + 1);
-            continue;
-        }
-        if let Some(r) = classify(&program, &args) {
-            out.push(r);
-        }
+        return;
+    }
+    if let Some(r) = classify(&program, &args) {
+        out.push(r);
     }
 }
 
@@ -126,6 +160,13 @@ fn covered(what: String, kinds: &'static [GateKind]) -> Option<Risk> {
 }
 
 fn classify(program: &str, args: &[&str]) -> Option<Risk> {
+    // `cargo +nightly publish`: the toolchain comes first.
+    let args = match program {
+        "cargo" => &args[args.iter().take_while(|w| w.starts_with('+')).count()..],
+        // `git -C . push`, `git -c k=v push`: global options come first.
+        "git" => git_globals(args),
+        _ => args,
+    };
     let pos = positionals(args);
     let sub = pos.first().copied().unwrap_or("");
     let sub2 = pos.get(1).copied().unwrap_or("");
@@ -153,6 +194,22 @@ fn classify(program: &str, args: &[&str]) -> Option<Risk> {
             covered(named("publish"), PUBLISH)
         }
         "git" if sub == "push" => git_push(args),
+        "git" if sub == "config" => args
+            .iter()
+            .map(|a| a.to_ascii_lowercase())
+            .find(|a| {
+                [
+                    "loopx.allowedsignersfile",
+                    "gpg.ssh.allowedsignersfile",
+                    "loopx.runvalidations",
+                    "loopx.signaturesfrom",
+                ]
+                .iter()
+                .any(|k| a.starts_with(k))
+            })
+            .map(|key| Risk::TrustChange {
+                what: format!("git config {key}"),
+            }),
         "kubectl" | "oc"
             if matches!(
                 sub,
@@ -229,12 +286,37 @@ fn loopx(args: &[&str]) -> Option<Risk> {
         }
     }
     match pos.as_slice() {
+        ["signer", "trust", ..] => Some(Risk::TrustChange {
+            what: "loopx signer trust".to_owned(),
+        }),
         ["gate", verb @ ("answer" | "withdraw"), tail @ ..] => Some(Risk::GateAnswer {
             verb: (*verb).to_owned(),
             gate: tail.first().map(|s| (*s).to_owned()),
         }),
         _ => None,
     }
+}
+
+/// The arguments after git's global options (`-C DIR`, `-c KEY=VALUE`,
+/// `--git-dir DIR`, `--no-pager`, …).
+fn git_globals<'a, 'b>(args: &'b [&'a str]) -> &'b [&'a str] {
+    let mut i = 0;
+    while let Some(a) = args.get(i) {
+        if !a.starts_with('-') {
+            break;
+        }
+        let takes_value = matches!(
+            *a,
+            "-C" | "-c"
+                | "--git-dir"
+                | "--work-tree"
+                | "--namespace"
+                | "--config-env"
+                | "--super-prefix"
+        );
+        i += if takes_value { 2 } else { 1 };
+    }
+    &args[i.min(args.len())..]
 }
 
 /// Branches whose push is a release or a deploy in most projects.
@@ -422,6 +504,7 @@ mod tests {
             .map(|r| match r {
                 Risk::Covered { what, .. } => what,
                 Risk::GateAnswer { verb, gate } => format!("gate {verb} {gate:?}"),
+                Risk::TrustChange { what } => what,
             })
             .collect()
     }
@@ -451,6 +534,50 @@ mod tests {
         assert_eq!(what("git push --tags"), ["git push --tags"]);
         assert_eq!(what("gh release create v1.0"), ["gh release create"]);
         assert_eq!(what("uv run twine upload dist/*"), ["twine upload"]);
+    }
+
+    #[test]
+    fn global_options_toolchains_and_find_exec_do_not_hide_a_command() {
+        assert_eq!(
+            what("git -C . push origin v1.0:refs/tags/v1.0"),
+            ["git push v1.0:refs/tags/v1.0"]
+        );
+        assert_eq!(
+            what("git -c core.sshCommand=ssh --no-pager push origin main"),
+            ["git push to main"]
+        );
+        assert_eq!(what("git --git-dir=.git push --tags"), ["git push --tags"]);
+        assert_eq!(what("cargo +nightly publish"), ["cargo publish"]);
+        assert_eq!(
+            what("find . -name x -exec loopx gate answer g-1a2b --choice approve \\;"),
+            ["gate answer Some(\"g-1a2b\")"]
+        );
+        assert_eq!(
+            what("find . -execdir cargo publish {} +"),
+            ["cargo publish"]
+        );
+        assert!(what("git -C . push origin feature/x").is_empty());
+        assert_eq!(
+            what("env -u LOOPX_AGENT loopx signer trust mallory --fingerprint SHA256:x"),
+            ["loopx signer trust"]
+        );
+        assert_eq!(
+            what("git config --global loopx.runValidations all"),
+            ["git config loopx.runvalidations"]
+        );
+        assert_eq!(
+            what("git -C . config gpg.ssh.allowedSignersFile /tmp/mine"),
+            ["git config gpg.ssh.allowedsignersfile"]
+        );
+        assert!(what("loopx signer list").is_empty());
+        // Denied whatever gates are open, even with none.
+        let why = check("loopx signer trust mallory", &State::default(), None).expect("denied");
+        assert!(
+            why.contains("may not change what this machine trusts"),
+            "{why}"
+        );
+        assert!(what("git config user.name Ada").is_empty());
+        assert!(what("find . -name '*.rs' -exec grep -l publish {} ;").is_empty());
     }
 
     #[test]

@@ -12,6 +12,7 @@ pub mod claude;
 pub mod cursor;
 pub mod gemini;
 pub mod guard;
+pub mod installer;
 pub mod view;
 
 use serde_json::Value;
@@ -23,15 +24,19 @@ pub enum Runtime {
     Codex,
     Cursor,
     Gemini,
+    /// OpenCode, through the plugin in `hooks/opencode/` (Claude Code's
+    /// wire format).
+    OpenCode,
     Git,
 }
 
 impl Runtime {
-    pub const ALL: [Runtime; 5] = [
+    pub const ALL: [Runtime; 6] = [
         Runtime::ClaudeCode,
         Runtime::Codex,
         Runtime::Cursor,
         Runtime::Gemini,
+        Runtime::OpenCode,
         Runtime::Git,
     ];
 
@@ -42,6 +47,7 @@ impl Runtime {
             "codex" => Some(Runtime::Codex),
             "cursor" => Some(Runtime::Cursor),
             "gemini" => Some(Runtime::Gemini),
+            "opencode" => Some(Runtime::OpenCode),
             "git" => Some(Runtime::Git),
             _ => None,
         }
@@ -53,8 +59,34 @@ impl Runtime {
             Runtime::Codex => "codex",
             Runtime::Cursor => "cursor",
             Runtime::Gemini => "gemini",
+            Runtime::OpenCode => "opencode",
             Runtime::Git => "git",
         }
+    }
+
+    /// The environment variables that say a shell runs under this runtime
+    /// (any one of them), and the one that holds its session id, from which
+    /// the agent id derives (DESIGN §4 "Who is acting"). None for git.
+    pub fn identity(self) -> Option<(&'static [&'static str], &'static str)> {
+        Some(match self {
+            Runtime::ClaudeCode => (
+                &[
+                    "CLAUDECODE",
+                    "CLAUDE_CODE_ENTRYPOINT",
+                    "CLAUDE_CODE_SESSION_ID",
+                ],
+                "CLAUDE_CODE_SESSION_ID",
+            ),
+            Runtime::Codex => (&["CODEX_THREAD_ID", "CODEX_SANDBOX"], "CODEX_THREAD_ID"),
+            Runtime::Gemini => (&["GEMINI_CLI", "GEMINI_SESSION_ID"], "GEMINI_SESSION_ID"),
+            Runtime::Cursor => (
+                &["CURSOR_AGENT", "CURSOR_CONVERSATION_ID"],
+                "CURSOR_CONVERSATION_ID",
+            ),
+            // Set by loopx's plugin (`shell.env`).
+            Runtime::OpenCode => (&["OPENCODE_SESSION_ID"], "OPENCODE_SESSION_ID"),
+            Runtime::Git => return None,
+        })
     }
 
     /// The runtime as an agent's registered runtime.
@@ -64,7 +96,9 @@ impl Runtime {
             Runtime::Codex => crate::model::Runtime::Codex,
             Runtime::Cursor => crate::model::Runtime::Cursor,
             Runtime::Gemini => crate::model::Runtime::Gemini,
-            Runtime::Git => crate::model::Runtime::Custom,
+            // The stored runtimes have no `opencode` yet (adding it is a
+            // format change): recorded as custom.
+            Runtime::OpenCode | Runtime::Git => crate::model::Runtime::Custom,
         }
     }
 
@@ -93,6 +127,14 @@ impl Runtime {
                 ("BeforeTool", Event::Tool),
                 ("AfterAgent", Event::Stop),
                 ("SessionEnd", Event::End),
+            ],
+            // The plugin's names for session.created, chat.message,
+            // tool.execute.before and session.idle.
+            Runtime::OpenCode => &[
+                ("SessionStart", Event::Start),
+                ("UserPromptSubmit", Event::Prompt),
+                ("PreToolUse", Event::Tool),
+                ("Stop", Event::Stop),
             ],
             Runtime::Git => &[
                 ("pre-push", Event::PrePush),
@@ -174,6 +216,7 @@ impl Runtime {
                 "PreCompress",
                 "Notification",
             ],
+            Runtime::OpenCode => &["SessionStart", "UserPromptSubmit", "PreToolUse", "Stop"],
             Runtime::Git => &["pre-push", "post-merge"],
         }
     }
@@ -236,11 +279,71 @@ pub fn parse_input(runtime: Runtime, event: Event, bytes: &[u8]) -> Result<Input
         return Err("stdin is not a JSON object".to_owned());
     }
     Ok(match runtime {
-        Runtime::ClaudeCode | Runtime::Codex => claude::input(&v),
+        Runtime::ClaudeCode | Runtime::Codex | Runtime::Gemini | Runtime::OpenCode => {
+            common_input(&v)
+        }
         Runtime::Cursor => cursor::input(event, &v),
-        Runtime::Gemini => gemini::input(&v),
         Runtime::Git => Input::default(),
     })
+}
+
+/// The stdin of Claude Code, Codex, Gemini CLI and OpenCode's plugin: one
+/// shape, read leniently (a field of the wrong type counts as absent, so a
+/// runtime's change of a field it does not need cannot break a hook).
+#[derive(serde::Deserialize, Default)]
+#[serde(default)]
+struct CommonInput {
+    #[serde(deserialize_with = "loose")]
+    session_id: Option<String>,
+    #[serde(deserialize_with = "loose")]
+    cwd: Option<String>,
+    #[serde(deserialize_with = "loose")]
+    prompt: Option<String>,
+    #[serde(deserialize_with = "loose")]
+    tool_name: Option<String>,
+    /// An object, or (some builds) a JSON string of one.
+    tool_input: Value,
+    #[serde(deserialize_with = "loose_bool")]
+    stop_hook_active: bool,
+    /// SessionStart's `source`.
+    #[serde(deserialize_with = "loose")]
+    source: Option<String>,
+    /// SessionEnd's `reason`.
+    #[serde(deserialize_with = "loose")]
+    reason: Option<String>,
+}
+
+fn loose<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    Ok(match <Value as serde::Deserialize>::deserialize(d)? {
+        Value::String(s) if !s.is_empty() => Some(s),
+        _ => None,
+    })
+}
+
+fn loose_bool<'de, D: serde::Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
+    Ok(<Value as serde::Deserialize>::deserialize(d)?.as_bool() == Some(true))
+}
+
+/// The common hook input (Claude Code's shape), normalised.
+pub fn common_input(v: &Value) -> Input {
+    let i: CommonInput = serde_json::from_value(v.clone()).unwrap_or_default();
+    let command = match &i.tool_input {
+        Value::String(s) => serde_json::from_str::<Value>(s)
+            .ok()
+            .and_then(|o| text(&o, "command")),
+        other => text(other, "command"),
+    };
+    Input {
+        session: i.session_id,
+        cwd: i.cwd,
+        prompt: i.prompt,
+        tool: i.tool_name,
+        command,
+        stop_active: i.stop_hook_active,
+        stop_aborted: false,
+        source: i.source,
+        reason: i.reason,
+    }
 }
 
 /// What loopx has to say to the runtime.
@@ -267,7 +370,7 @@ pub fn render(runtime: Runtime, event: Event, answer: &Answer) -> Option<Value> 
         return None;
     }
     match runtime {
-        Runtime::ClaudeCode | Runtime::Codex => claude::answer(event, answer),
+        Runtime::ClaudeCode | Runtime::Codex | Runtime::OpenCode => claude::answer(event, answer),
         Runtime::Cursor => cursor::answer(event, answer),
         Runtime::Gemini => gemini::answer(event, answer),
         Runtime::Git => None,
@@ -280,17 +383,6 @@ fn text(v: &Value, key: &str) -> Option<String> {
         .and_then(Value::as_str)
         .filter(|s| !s.is_empty())
         .map(str::to_owned)
-}
-
-/// The `command` inside a tool's input (an object, or a JSON string of one).
-fn tool_command(v: &Value) -> Option<String> {
-    let input = v.get("tool_input")?;
-    match input {
-        Value::String(s) => serde_json::from_str::<Value>(s)
-            .ok()
-            .and_then(|o| text(&o, "command")),
-        other => text(other, "command"),
-    }
 }
 
 #[cfg(test)]

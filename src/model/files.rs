@@ -8,7 +8,8 @@
 use serde::{Serialize, de::DeserializeOwned};
 
 use super::{
-    Agent, AgentId, Evidence, FORMAT, Gate, GateId, Goal, GoalId, Meta, State, Todo, TodoId,
+    Agent, AgentId, Evidence, FORMAT, Gate, GateId, Goal, GoalId, Meta, Signer, SignerName, State,
+    Todo, TodoId,
 };
 use crate::error::{Code, Refusal};
 
@@ -35,6 +36,10 @@ pub fn quota_path(agent: &AgentId) -> String {
 
 pub fn gate_path(id: &GateId) -> String {
     format!("gates/{id}.toml")
+}
+
+pub fn signer_path(name: &SignerName) -> String {
+    format!("signers/{name}.toml")
 }
 
 /// Evidence fans out by month, then by the first two hex digits of its id,
@@ -97,6 +102,7 @@ pub fn changes(old: &State, new: &State, records: &Records<'_>) -> Vec<Change> {
     diff_map(&old.todos, &new.todos, todo_path, &mut out);
     diff_map(&old.gates, &new.gates, gate_path, &mut out);
     diff_map(&old.quota, &new.quota, quota_path, &mut out);
+    diff_map(&old.signers, &new.signers, signer_path, &mut out);
     for e in records.evidence {
         out.push((evidence_path(e), Some(encode(e))));
     }
@@ -135,6 +141,7 @@ pub enum Kind {
     Archived,
     Gate,
     Quota,
+    Signer,
     /// An evidence record: not loaded with the state.
     Evidence,
     /// Not part of the layout this binary knows.
@@ -151,6 +158,7 @@ pub fn kind_of(path: &str) -> Kind {
         ["archive", "todos", _, f] if f.ends_with(".toml") => Kind::Archived,
         ["gates", f] if f.ends_with(".toml") => Kind::Gate,
         ["quota", f] if f.ends_with(".toml") => Kind::Quota,
+        ["signers", f] if f.ends_with(".toml") => Kind::Signer,
         ["evidence", _, _, f] if f.ends_with(".toml") => Kind::Evidence,
         _ => Kind::Unknown,
     }
@@ -228,6 +236,11 @@ pub fn decode<'a>(files: impl IntoIterator<Item = (&'a str, &'a [u8])>) -> Resul
                 expect_path(path, &gate_path(&g.id))?;
                 state.gates.insert(g.id.clone(), g);
             }
+            Kind::Signer => {
+                let s: Signer = parse(path, bytes)?;
+                expect_path(path, &signer_path(&s.name))?;
+                state.signers.insert(s.name.clone(), s);
+            }
             Kind::Goal => {
                 let g: Goal = parse(path, bytes)?;
                 expect_path(path, &goal_path(&g.id))?;
@@ -285,6 +298,9 @@ pub fn check_file(path: &str, bytes: &[u8]) -> Result<(), Refusal> {
             parse::<Todo>(path, bytes).and_then(|t| expect_path(path, &archived_todo_path(&t.id)))
         }
         Kind::Gate => parse::<Gate>(path, bytes).and_then(|g| expect_path(path, &gate_path(&g.id))),
+        Kind::Signer => {
+            parse::<Signer>(path, bytes).and_then(|s| expect_path(path, &signer_path(&s.name)))
+        }
         Kind::Quota => parse::<super::quota::Ledger>(path, bytes)
             .and_then(|q| expect_path(path, &quota_path(&q.agent))),
         Kind::Evidence => {

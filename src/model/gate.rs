@@ -52,12 +52,18 @@ pub struct Answer {
     pub at: Timestamp,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// The SSH signature of the answering op, when it was signed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Withdrawn {
     pub by: Actor,
     pub at: Timestamp,
+    /// The SSH signature of the withdrawing op, when it was signed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -111,6 +111,11 @@ slug_id!(
     AgentId,
     "agent"
 );
+slug_id!(
+    /// The name a signer is announced under (`signers/<name>.toml`).
+    SignerName,
+    "signer"
+);
 
 /// Length of the random part of generated ids, in hex digits.
 pub const RANDOM_HEX: usize = 8;

@@ -14,6 +14,7 @@ pub mod goal;
 pub mod id;
 pub mod quota;
 pub mod run;
+pub mod signer;
 pub mod todo;
 
 use std::collections::BTreeMap;
@@ -25,7 +26,8 @@ pub use agent::{Agent, AgentStatus, LastTurn, Outcome, Runtime};
 pub use evidence::{Evidence, EvidenceKind};
 pub use gate::{Blocks, Gate, GateKind, GateStatus};
 pub use goal::{Goal, GoalStatus, QuotaPolicy};
-pub use id::{AgentId, EvidenceId, GateId, GoalId, OpId, TodoId};
+pub use id::{AgentId, EvidenceId, GateId, GoalId, OpId, SignerName, TodoId};
+pub use signer::{Signer, Vouch};
 pub use todo::{Claim, Note, Priority, Todo, TodoStatus, Validation};
 
 use crate::error::{Code, Hint, N, Next, Refusal};
@@ -47,7 +49,11 @@ use crate::time::Span;
 ///   todos with claims, leases, epochs, validations and notes, gates, quota
 ///   ledgers, evidence, the archive), the tick message, and the 23 op
 ///   kinds of `op::Change::KINDS`.
-pub const FORMAT: u32 = 1;
+/// - 2 (unreleased): signed human authority and trusted validations: an op's
+///   `signature`, gate answers' and withdrawals' `signature`,
+///   `signers/<name>.toml`, the ops `signer.announce` and `todo.trust`, a
+///   todo's `validate_from`, and `todo.edit`'s `validate`.
+pub const FORMAT: u32 = 2;
 
 /// The whole state at one tick.
 #[derive(Clone, Debug, PartialEq, Default)]
@@ -59,6 +65,9 @@ pub struct State {
     pub gates: BTreeMap<GateId, Gate>,
     /// Each agent's spends, bounded by the quota windows.
     pub quota: BTreeMap<AgentId, quota::Ledger>,
+    /// Signers announced in the state, so teammates can find their keys.
+    /// Which keys count is decided per machine, never here (`trust`).
+    pub signers: BTreeMap<SignerName, Signer>,
 }
 
 /// `loopx.toml`: the format version and settings shared by every machine.

@@ -32,6 +32,10 @@ pub struct Todo {
     /// The command `todo done` runs first; completion needs it to pass.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub validate: Option<Validation>,
+    /// Who last wrote or trusted the validation, by which op, and the op's
+    /// signature if it was signed: what decides whether a machine runs it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub validate_from: Option<super::Vouch>,
     /// Bumped by every change of owner; ops on a claimed todo carry the epoch
     /// their writer read (fencing).
     pub epoch: u64,

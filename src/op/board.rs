@@ -24,6 +24,8 @@ pub struct TickLine {
     pub subject: String,
     /// A check ran in this tick and failed (a validation or `evidence run`).
     pub failed: bool,
+    /// For a human act: "signed by NAME (SHA256:…)" or "unsigned".
+    pub signature: Option<String>,
 }
 
 /// Where a todo stands on the board.

@@ -135,6 +135,7 @@ pub(super) fn answer(
         by: op.actor.clone(),
         at: op.at,
         note,
+        signature: op.signature.clone(),
     });
     Ok(Effect::new(
         Happened::GateAnswered {
@@ -152,6 +153,7 @@ pub(super) fn withdraw(state: &mut State, op: &Op, id: &GateId) -> Result<Effect
     g.withdrawn = Some(Withdrawn {
         by: op.actor.clone(),
         at: op.at,
+        signature: op.signature.clone(),
     });
     Ok(Effect::new(
         Happened::GateWithdrawn { gate: id.clone() },

@@ -15,6 +15,7 @@ mod gate;
 mod goal;
 pub mod message;
 pub mod rules;
+pub mod signer;
 pub mod todo;
 pub mod turn;
 
@@ -25,7 +26,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::Refusal;
 use crate::model::{
     Actor, AgentId, Blocks, EvidenceId, EvidenceKind, GateId, GateKind, GoalId, GoalStatus, OpId,
-    Outcome, Priority, Runtime, State, Todo, TodoId, TodoStatus, Validation,
+    Outcome, Priority, Runtime, SignerName, State, Todo, TodoId, TodoStatus, Validation,
     evidence::{Artifact, Code, Evidence},
     run::CommandRun,
 };
@@ -37,6 +38,10 @@ pub struct Op {
     pub id: OpId,
     pub at: Timestamp,
     pub actor: Actor,
+    /// An SSH signature (namespace `loopx`) over the op and the revision of
+    /// what it changes: base64 of the SSHSIG blob (`trust`). Format 2.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<String>,
     pub change: Change,
 }
 
@@ -157,7 +162,18 @@ pub enum Change {
         after: Option<Vec<TodoId>>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         note: Option<String>,
+        /// Replaces the validation (format 2); voids earlier trust in it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        validate: Option<Validation>,
     },
+    /// A human vouches for a todo's validation as it is now (format 2):
+    /// `digest` names the argv and timeout trusted, so any later change
+    /// voids it.
+    #[serde(rename = "todo.trust")]
+    TodoTrust { todo: TodoId, digest: String },
+    /// A human announces a signer's public key in the state (format 2).
+    #[serde(rename = "signer.announce")]
+    SignerAnnounce { name: SignerName, key: String },
     /// A done, blocked or deferred todo becomes open again.
     #[serde(rename = "todo.reopen")]
     TodoReopen { todo: TodoId, epoch: u64 },
@@ -252,6 +268,8 @@ impl Change {
             Change::TodoDone { .. } => "todo.done",
             Change::TodoEdit { .. } => "todo.edit",
             Change::TodoReopen { .. } => "todo.reopen",
+            Change::TodoTrust { .. } => "todo.trust",
+            Change::SignerAnnounce { .. } => "signer.announce",
             Change::TodoArchive { .. } => "todo.archive",
             Change::AgentRetire { .. } => "agent.retire",
             Change::GateOpen { .. } => "gate.open",
@@ -281,6 +299,8 @@ impl Change {
         "todo.done",
         "todo.edit",
         "todo.reopen",
+        "todo.trust",
+        "signer.announce",
         "todo.archive",
         "agent.retire",
         "gate.open",
@@ -304,6 +324,7 @@ impl Change {
             | Change::TodoUpdate { todo, .. }
             | Change::TodoDone { todo, .. }
             | Change::TodoEdit { todo, .. }
+            | Change::TodoTrust { todo, .. }
             | Change::TodoReopen { todo, .. } => Some(todo),
             Change::EvidenceAdd { todo, .. } | Change::RefreshState { todo, .. } => todo.as_ref(),
             Change::Settle { steps, .. } => steps.iter().find_map(Change::todo),
@@ -402,6 +423,13 @@ pub enum Happened {
     GateWithdrawn {
         gate: GateId,
     },
+    /// A human vouched for a todo's validation.
+    Trusted {
+        todo: TodoId,
+    },
+    SignerAnnounced {
+        name: SignerName,
+    },
     EvidenceAdded {
         evidence: EvidenceId,
         passed: bool,
@@ -449,6 +477,7 @@ impl Happened {
             | Happened::Updated { todo }
             | Happened::Done { todo }
             | Happened::Edited { todo }
+            | Happened::Trusted { todo }
             | Happened::Reopened { todo, .. } => Some(todo),
             _ => None,
         }
@@ -514,6 +543,8 @@ pub fn apply(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         ),
         Change::TodoEdit { .. } => todo::edit(state, op),
         Change::TodoReopen { todo, epoch } => todo::reopen(state, op, todo, *epoch),
+        Change::TodoTrust { todo, digest } => signer::trust_todo(state, op, todo, digest),
+        Change::SignerAnnounce { name, key } => signer::announce(state, op, name, key),
         Change::TodoArchive { todos } => todo::archive(state, op, todos),
         Change::AgentRetire { agent } => agent::retire(state, op, agent),
         Change::GateOpen { .. } => gate::open(state, op),

@@ -50,6 +50,7 @@ pub(super) fn op(actor: Actor, at: &str, change: Change) -> Op {
         id: OpId::from_hex("0000000000000001"),
         at: t(at),
         actor,
+        signature: None,
         change,
     }
 }
@@ -415,6 +416,19 @@ pub(super) fn every_change() -> Vec<Change> {
             priority: Some("P4".parse().expect("a priority")),
             after: Some(Vec::new()),
             note: Some("renamed".to_owned()),
+            validate: Some(Validation {
+                argv: vec!["cargo".to_owned(), "test".to_owned()],
+                timeout: Span::minutes(5),
+            }),
+        },
+        Change::TodoTrust {
+            todo: tid(T1),
+            digest: "sha256:00".to_owned(),
+        },
+        Change::SignerAnnounce {
+            name: crate::model::SignerName::new("ada").expect("a slug"),
+            key: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJRqOlZ4qkWVuwIN6zT8Rtnu8VP+zkcei4lRZKsBty30"
+                .to_owned(),
         },
         Change::TodoReopen {
             todo: tid(T1),
@@ -486,6 +500,8 @@ pub(super) fn every_change() -> Vec<Change> {
             | Change::TodoDone { .. }
             | Change::TodoEdit { .. }
             | Change::TodoReopen { .. }
+            | Change::TodoTrust { .. }
+            | Change::SignerAnnounce { .. }
             | Change::TodoArchive { .. }
             | Change::AgentRetire { .. }
             | Change::GateOpen { .. }

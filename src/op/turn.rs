@@ -433,6 +433,7 @@ pub(super) fn settle(state: &mut State, op: &Op, steps: &[Change]) -> Result<Eff
             id: op.id.clone(),
             at: op.at,
             actor: op.actor.clone(),
+            signature: op.signature.clone(),
             change: step.clone(),
         };
         let effect = apply(&mut work, &sub)?;

@@ -11,7 +11,11 @@ fn the_demo_tells_the_whole_story_reproducibly() {
     let out = run(env.command().args(["demo", "--dir", &dir_s])).ok();
     // With LOOPX_NOW fixed, durations are recorded as 0 ms and every id,
     // commit and turn token repeats: the output is byte-for-byte stable.
-    let text = out.stdout.replace(&dir_s, "$WORKSPACE");
+    let exe = std::fs::canonicalize(env!("CARGO_BIN_EXE_loopx")).expect("the binary");
+    let text = out
+        .stdout
+        .replace(&dir_s, "$WORKSPACE")
+        .replace(exe.to_str().expect("a UTF-8 path"), "$LOOPX");
     let golden = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cli/golden/demo.txt");
     if std::env::var_os("LOOPX_BLESS").is_some() {
         std::fs::write(&golden, &text).expect("write the golden file");
@@ -21,6 +25,25 @@ fn the_demo_tells_the_whole_story_reproducibly() {
         &std::fs::read_to_string(&golden).expect("tests/cli/golden/demo.txt"),
     );
     assert_eq!(out.stderr, "", "narration goes to stdout");
+
+    // The commands the demo ends with work as printed: the binary by its
+    // path (after `cargo run` it is not on PATH), in machine A.
+    let tail: Vec<&str> = out.stdout.lines().rev().take(3).collect();
+    for line in tail.iter().rev() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let mut c = std::process::Command::new(words[0]);
+        crate::common::isolate(&mut c, env.root());
+        let done = c
+            .args(&words[1..])
+            .current_dir(dir.join("machine-a"))
+            .output()
+            .expect("runs");
+        assert!(
+            done.status.success() && !done.stdout.is_empty(),
+            "{line}: {}",
+            String::from_utf8_lossy(&done.stderr)
+        );
+    }
 
     // The workspace holds the history: both machines and the hub agree.
     let a = dir.join("machine-a");
@@ -44,7 +67,7 @@ fn the_demo_tells_the_whole_story_reproducibly() {
     );
     assert_eq!(
         git_in(&a, &["rev-list", "--count", "refs/loopx/state"]).trim(),
-        "15"
+        "16"
     );
     let ops = git_in(
         &a,
@@ -57,6 +80,7 @@ fn the_demo_tells_the_whole_story_reproducibly() {
     for op in [
         "turn.settle",
         "gate.answer",
+        "signer.announce",
         "evidence.add",
         "todo.claim",
         "agent.register",
@@ -70,6 +94,20 @@ fn the_demo_tells_the_whole_story_reproducibly() {
         rejected.contains("sync-rejected") && rejected.contains("builder holds it"),
         "{rejected}"
     );
+    // Ada's answer carries her signature, in the op and in the gate file;
+    // the key was made in the workspace and is trusted only there.
+    let answer = git_in(
+        &a,
+        &[
+            "log",
+            "-1",
+            "--format=%B",
+            "--grep=gate answer",
+            "refs/loopx/state",
+        ],
+    );
+    assert!(answer.contains("\nsignature = \""), "{answer}");
+    assert!(dir.join("allowed_signers").exists());
     // No branch, index or worktree was touched by loopx on machine A.
     assert_text(&git_in(&a, &["status", "--porcelain"]), "");
 }

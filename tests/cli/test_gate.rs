@@ -237,3 +237,38 @@ fn gate_refusals() {
         .code(1);
     assert_eq!(env.tip(), before);
 }
+
+#[test]
+fn the_choice_is_a_positional_argument_or_the_choice_flag() {
+    let env = TestEnv::with_board();
+    let open = |q: &str| {
+        env.loopx(&["gate", "open", "--question", q, "--json"])
+            .ok()
+            .json()["gate"]["id"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let g = open("Ship it?");
+    let v = env
+        .loopx(&["gate", "answer", &g, "approve", "--json"])
+        .ok()
+        .json();
+    assert_eq!(v["gate"]["choice"], "approve", "{v}");
+    let g = open("Ship that?");
+    let v = env
+        .loopx(&["gate", "answer", &g, "--choice", "reject", "--json"])
+        .ok()
+        .json();
+    assert_eq!(v["gate"]["choice"], "reject", "{v}");
+    // Neither, or both, is a usage error that changes nothing.
+    let g = open("Ship those?");
+    let before = env.tip();
+    let none = env.loopx(&["gate", "answer", &g]).code(2);
+    assert!(none.stderr.contains("<CHOICE>"), "{}", none.stderr);
+    env.loopx(&["gate", "answer", &g, "approve", "--choice", "reject"])
+        .code(2);
+    let bad = env.loopx(&["gate", "answer", &g, "maybe"]).code(2);
+    assert!(bad.stderr.contains("maybe"), "{}", bad.stderr);
+    assert_eq!(env.tip(), before);
+}

@@ -21,7 +21,7 @@ struct Recorded {
 
 const CLAUDE: Recorded = Recorded {
     runtime: "claude-code",
-    agent: "claude-code-1a2b3c4d",
+    agent: "claude-code-634098a0",
     start: (
         "SessionStart",
         r#"{"session_id":"1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d","transcript_path":"/home/ada/.claude/projects/repo/1a2b3c4d.jsonl","cwd":"$REPO","permission_mode":"default","hook_event_name":"SessionStart","source":"startup","model":"claude-opus-4-5"}"#,
@@ -48,7 +48,7 @@ const CLAUDE: Recorded = Recorded {
 
 const CODEX: Recorded = Recorded {
     runtime: "codex",
-    agent: "codex-0199a1b2",
+    agent: "codex-9c6e7f77",
     start: (
         "SessionStart",
         r#"{"session_id":"0199a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b","transcript_path":null,"cwd":"$REPO","hook_event_name":"SessionStart","model":"gpt-5-codex","permission_mode":"default","source":"startup"}"#,
@@ -75,7 +75,7 @@ const CODEX: Recorded = Recorded {
 
 const CURSOR: Recorded = Recorded {
     runtime: "cursor",
-    agent: "cursor-c0ffee00",
+    agent: "cursor-465e33b3",
     start: (
         "sessionStart",
         r#"{"conversation_id":"c0ffee00-1111-2222-3333-444455556666","generation_id":"6a1f","hook_event_name":"sessionStart","workspace_roots":["$REPO"],"model":"auto","cursor_version":"1.7.52","user_email":"ada@example.com"}"#,
@@ -102,7 +102,7 @@ const CURSOR: Recorded = Recorded {
 
 const GEMINI: Recorded = Recorded {
     runtime: "gemini",
-    agent: "gemini-9f8e7d6c",
+    agent: "gemini-1ba991ff",
     start: (
         "SessionStart",
         r#"{"session_id":"9f8e7d6c-5b4a-3928-1706-f5e4d3c2b1a0","transcript_path":"/home/ada/.gemini/tmp/chats/session.json","cwd":"$REPO","hook_event_name":"SessionStart","timestamp":"2026-11-30T09:04:00.000Z","source":"startup"}"#,
@@ -198,7 +198,7 @@ fn claude_code_answers_each_event() {
     assert_session(
         &CLAUDE,
         &[
-            r#"{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"loopx: you are agent claude-code-1a2b3c4d.\ngoal main: Ship the parser\nready: t-1dc8e030 P1 \"Write the parser\"\nquota: 48 of 48 slots left per 1d\nNext: claim t-1dc8e030 \"Write the parser\" with `loopx todo claim t-1dc8e030`.\nTurn token: lxt1:main:claude-code-1a2b3c4d:f64860b4889d49b2:1796029440. End the turn with `loopx settle --turn lxt1:main:claude-code-1a2b3c4d:f64860b4889d49b2:1796029440 --todo t-1dc8e030 --outcome advanced|blocked|unchanged [--done] [-- CHECK]`."}}
+            r#"{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"loopx: you are agent claude-code-634098a0.\ngoal main: Ship the parser\nready: t-1dc8e030 P1 \"Write the parser\"\nquota: 48 of 48 slots left per 1d\nNext: claim t-1dc8e030 \"Write the parser\" with `loopx todo claim t-1dc8e030`.\nTurn token: lxt1:main:claude-code-634098a0:59b63e8f00159361:1796029440. End the turn with `loopx settle --turn lxt1:main:claude-code-634098a0:59b63e8f00159361:1796029440 --todo t-1dc8e030 --outcome advanced|blocked|unchanged [--done] [-- CHECK]`."}}
 "#,
             r#""#,
             r#"{"hookSpecificOutput":{"hookEventName":"UserPromptSubmit","additionalContext":"loopx: since your last prompt:\n- gate g-f3a5792a is open: \"May I publish 1.0?\""}}
@@ -209,10 +209,10 @@ fn claude_code_answers_each_event() {
             r#""#,
             r#"{"hookSpecificOutput":{"hookEventName":"UserPromptSubmit","additionalContext":"loopx: since your last prompt:\n- gate g-f3a5792a was answered approve by Ada Lovelace: \"May I publish 1.0?\""}}
 "#,
-            r#"{"decision":"block","reason":"loopx: you still hold t-1dc8e030 \"Write the parser\", lease 37m left, and 48 of 48 slots remain: keep working on it. Record each step with `loopx settle --turn lxt1:main:claude-code-1a2b3c4d:3dc76ffe9d2f79a0:1796030040 --todo t-1dc8e030 --outcome advanced [--done] [-- CHECK]`. To stop instead, say why with `loopx refresh-state --outcome blocked --todo t-1dc8e030 --next-action TEXT`, or give it up with `loopx todo update t-1dc8e030 --status open`."}
+            r#"{"decision":"block","reason":"loopx: you still hold t-1dc8e030 \"Write the parser\", lease 37m left, and 48 of 48 slots remain: keep working on it. Record each step with `loopx settle --turn lxt1:main:claude-code-634098a0:bf275db2e02bee87:1796030040 --todo t-1dc8e030 --outcome advanced [--done] [-- CHECK]`. To stop instead, say why with `loopx refresh-state --outcome blocked --todo t-1dc8e030 --next-action TEXT`, or give it up with `loopx todo update t-1dc8e030 --status open`."}
 "#,
             r#""#,
-            r#"loopx: claude-code-1a2b3c4d keeps t-1dc8e030 "Write the parser" until 2026-11-30T09:51:00Z; nothing was released (`loopx todo release t-1dc8e030` gives it up).
+            r#"loopx: claude-code-634098a0 keeps t-1dc8e030 "Write the parser" until 2026-11-30T09:51:00Z; nothing was released (`loopx todo release t-1dc8e030` gives it up).
 "#,
         ],
     );
@@ -223,7 +223,7 @@ fn codex_answers_each_event() {
     assert_session(
         &CODEX,
         &[
-            r#"{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"loopx: you are agent codex-0199a1b2.\ngoal main: Ship the parser\nready: t-1dc8e030 P1 \"Write the parser\"\nquota: 48 of 48 slots left per 1d\nNext: claim t-1dc8e030 \"Write the parser\" with `loopx todo claim t-1dc8e030`.\nTurn token: lxt1:main:codex-0199a1b2:bdbad0e06a71310a:1796029440. End the turn with `loopx settle --turn lxt1:main:codex-0199a1b2:bdbad0e06a71310a:1796029440 --todo t-1dc8e030 --outcome advanced|blocked|unchanged [--done] [-- CHECK]`."}}
+            r#"{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"loopx: you are agent codex-9c6e7f77.\ngoal main: Ship the parser\nready: t-1dc8e030 P1 \"Write the parser\"\nquota: 48 of 48 slots left per 1d\nNext: claim t-1dc8e030 \"Write the parser\" with `loopx todo claim t-1dc8e030`.\nTurn token: lxt1:main:codex-9c6e7f77:d22df4760252e2af:1796029440. End the turn with `loopx settle --turn lxt1:main:codex-9c6e7f77:d22df4760252e2af:1796029440 --todo t-1dc8e030 --outcome advanced|blocked|unchanged [--done] [-- CHECK]`."}}
 "#,
             r#""#,
             r#"{"hookSpecificOutput":{"hookEventName":"UserPromptSubmit","additionalContext":"loopx: since your last prompt:\n- gate g-f3a5792a is open: \"May I publish 1.0?\""}}
@@ -234,10 +234,10 @@ fn codex_answers_each_event() {
             r#""#,
             r#"{"hookSpecificOutput":{"hookEventName":"UserPromptSubmit","additionalContext":"loopx: since your last prompt:\n- gate g-f3a5792a was answered approve by Ada Lovelace: \"May I publish 1.0?\""}}
 "#,
-            r#"{"decision":"block","reason":"loopx: you still hold t-1dc8e030 \"Write the parser\", lease 37m left, and 48 of 48 slots remain: keep working on it. Record each step with `loopx settle --turn lxt1:main:codex-0199a1b2:559db9b85056506f:1796030040 --todo t-1dc8e030 --outcome advanced [--done] [-- CHECK]`. To stop instead, say why with `loopx refresh-state --outcome blocked --todo t-1dc8e030 --next-action TEXT`, or give it up with `loopx todo update t-1dc8e030 --status open`."}
+            r#"{"decision":"block","reason":"loopx: you still hold t-1dc8e030 \"Write the parser\", lease 37m left, and 48 of 48 slots remain: keep working on it. Record each step with `loopx settle --turn lxt1:main:codex-9c6e7f77:1f21e3467ea2132f:1796030040 --todo t-1dc8e030 --outcome advanced [--done] [-- CHECK]`. To stop instead, say why with `loopx refresh-state --outcome blocked --todo t-1dc8e030 --next-action TEXT`, or give it up with `loopx todo update t-1dc8e030 --status open`."}
 "#,
             r#""#,
-            r#"loopx: codex-0199a1b2 keeps t-1dc8e030 "Write the parser" until 2026-11-30T09:51:00Z; nothing was released (`loopx todo release t-1dc8e030` gives it up).
+            r#"loopx: codex-9c6e7f77 keeps t-1dc8e030 "Write the parser" until 2026-11-30T09:51:00Z; nothing was released (`loopx todo release t-1dc8e030` gives it up).
 "#,
         ],
     );
@@ -248,21 +248,21 @@ fn cursor_answers_each_event() {
     assert_session(
         &CURSOR,
         &[
-            r#"{"additional_context":"loopx: you are agent cursor-c0ffee00.\ngoal main: Ship the parser\nready: t-1dc8e030 P1 \"Write the parser\"\nquota: 48 of 48 slots left per 1d\nNext: claim t-1dc8e030 \"Write the parser\" with `loopx todo claim t-1dc8e030`.\nTurn token: lxt1:main:cursor-c0ffee00:da8cd3acd1ba88aa:1796029440. End the turn with `loopx settle --turn lxt1:main:cursor-c0ffee00:da8cd3acd1ba88aa:1796029440 --todo t-1dc8e030 --outcome advanced|blocked|unchanged [--done] [-- CHECK]`.","env":{"LOOPX_AGENT":"cursor-c0ffee00"}}
+            r#"{"additional_context":"loopx: you are agent cursor-465e33b3.\ngoal main: Ship the parser\nready: t-1dc8e030 P1 \"Write the parser\"\nquota: 48 of 48 slots left per 1d\nNext: claim t-1dc8e030 \"Write the parser\" with `loopx todo claim t-1dc8e030`.\nTurn token: lxt1:main:cursor-465e33b3:cab56b9fc7561388:1796029440. End the turn with `loopx settle --turn lxt1:main:cursor-465e33b3:cab56b9fc7561388:1796029440 --todo t-1dc8e030 --outcome advanced|blocked|unchanged [--done] [-- CHECK]`.","env":{"LOOPX_AGENT":"cursor-465e33b3"}}
 "#,
             r#""#,
-            r#"{"continue":true,"additional_context":"loopx: since your last prompt:\n- gate g-f3a5792a is open: \"May I publish 1.0?\""}
-"#,
+            // Cursor drops context at beforeSubmitPrompt: loopx answers nothing.
+            r#""#,
             r#"{"permission":"deny","user_message":"loopx: `npm publish` waits on gate g-f3a5792a (publish): \"May I publish 1.0?\". Only a human can answer it; until then do not run this or anything that does the same.","agent_message":"loopx: `npm publish` waits on gate g-f3a5792a (publish): \"May I publish 1.0?\". Only a human can answer it; until then do not run this or anything that does the same."}
 "#,
             r#""#,
             r#""#,
-            r#"{"continue":true,"additional_context":"loopx: since your last prompt:\n- gate g-f3a5792a was answered approve by Ada Lovelace: \"May I publish 1.0?\""}
-"#,
-            r#"{"followup_message":"loopx: you still hold t-1dc8e030 \"Write the parser\", lease 37m left, and 48 of 48 slots remain: keep working on it. Record each step with `loopx settle --turn lxt1:main:cursor-c0ffee00:cea5ab090d4a33ae:1796030040 --todo t-1dc8e030 --outcome advanced [--done] [-- CHECK]`. To stop instead, say why with `loopx refresh-state --outcome blocked --todo t-1dc8e030 --next-action TEXT`, or give it up with `loopx todo update t-1dc8e030 --status open`."}
+            // Cursor drops context at beforeSubmitPrompt: loopx answers nothing.
+            r#""#,
+            r#"{"followup_message":"loopx: you still hold t-1dc8e030 \"Write the parser\", lease 37m left, and 48 of 48 slots remain: keep working on it. Record each step with `loopx settle --turn lxt1:main:cursor-465e33b3:f3a98380f68cd756:1796030040 --todo t-1dc8e030 --outcome advanced [--done] [-- CHECK]`. To stop instead, say why with `loopx refresh-state --outcome blocked --todo t-1dc8e030 --next-action TEXT`, or give it up with `loopx todo update t-1dc8e030 --status open`."}
 "#,
             r#""#,
-            r#"loopx: cursor-c0ffee00 keeps t-1dc8e030 "Write the parser" until 2026-11-30T09:51:00Z; nothing was released (`loopx todo release t-1dc8e030` gives it up).
+            r#"loopx: cursor-465e33b3 keeps t-1dc8e030 "Write the parser" until 2026-11-30T09:51:00Z; nothing was released (`loopx todo release t-1dc8e030` gives it up).
 "#,
         ],
     );
@@ -273,7 +273,7 @@ fn gemini_answers_each_event() {
     assert_session(
         &GEMINI,
         &[
-            r#"{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"loopx: you are agent gemini-9f8e7d6c.\ngoal main: Ship the parser\nready: t-1dc8e030 P1 \"Write the parser\"\nquota: 48 of 48 slots left per 1d\nNext: claim t-1dc8e030 \"Write the parser\" with `loopx todo claim t-1dc8e030`.\nTurn token: lxt1:main:gemini-9f8e7d6c:298ad419584370e9:1796029440. End the turn with `loopx settle --turn lxt1:main:gemini-9f8e7d6c:298ad419584370e9:1796029440 --todo t-1dc8e030 --outcome advanced|blocked|unchanged [--done] [-- CHECK]`."}}
+            r#"{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"loopx: you are agent gemini-1ba991ff.\ngoal main: Ship the parser\nready: t-1dc8e030 P1 \"Write the parser\"\nquota: 48 of 48 slots left per 1d\nNext: claim t-1dc8e030 \"Write the parser\" with `loopx todo claim t-1dc8e030`.\nTurn token: lxt1:main:gemini-1ba991ff:5344b9708d6eb5f9:1796029440. End the turn with `loopx settle --turn lxt1:main:gemini-1ba991ff:5344b9708d6eb5f9:1796029440 --todo t-1dc8e030 --outcome advanced|blocked|unchanged [--done] [-- CHECK]`."}}
 "#,
             r#""#,
             r#"{"hookSpecificOutput":{"hookEventName":"BeforeAgent","additionalContext":"loopx: since your last prompt:\n- gate g-f3a5792a is open: \"May I publish 1.0?\""}}
@@ -284,10 +284,10 @@ fn gemini_answers_each_event() {
             r#""#,
             r#"{"hookSpecificOutput":{"hookEventName":"BeforeAgent","additionalContext":"loopx: since your last prompt:\n- gate g-f3a5792a was answered approve by Ada Lovelace: \"May I publish 1.0?\""}}
 "#,
-            r#"{"decision":"deny","reason":"loopx: you still hold t-1dc8e030 \"Write the parser\", lease 37m left, and 48 of 48 slots remain: keep working on it. Record each step with `loopx settle --turn lxt1:main:gemini-9f8e7d6c:a3c8af1e199f0c87:1796030040 --todo t-1dc8e030 --outcome advanced [--done] [-- CHECK]`. To stop instead, say why with `loopx refresh-state --outcome blocked --todo t-1dc8e030 --next-action TEXT`, or give it up with `loopx todo update t-1dc8e030 --status open`."}
+            r#"{"decision":"deny","reason":"loopx: you still hold t-1dc8e030 \"Write the parser\", lease 37m left, and 48 of 48 slots remain: keep working on it. Record each step with `loopx settle --turn lxt1:main:gemini-1ba991ff:be743235d60f54a2:1796030040 --todo t-1dc8e030 --outcome advanced [--done] [-- CHECK]`. To stop instead, say why with `loopx refresh-state --outcome blocked --todo t-1dc8e030 --next-action TEXT`, or give it up with `loopx todo update t-1dc8e030 --status open`."}
 "#,
             r#""#,
-            r#"loopx: gemini-9f8e7d6c keeps t-1dc8e030 "Write the parser" until 2026-11-30T09:51:00Z; nothing was released (`loopx todo release t-1dc8e030` gives it up).
+            r#"loopx: gemini-1ba991ff keeps t-1dc8e030 "Write the parser" until 2026-11-30T09:51:00Z; nothing was released (`loopx todo release t-1dc8e030` gives it up).
 "#,
         ],
     );
@@ -417,7 +417,7 @@ fn pre_compact_answers_nothing_and_start_after_compaction_primes_again() {
     let v = hook(&env, "claude", "SessionStart", &compact);
     assert!(
         v.stdout
-            .contains("loopx: you are agent claude-code-1a2b3c4d."),
+            .contains("loopx: you are agent claude-code-634098a0."),
         "{}",
         v.stdout
     );
@@ -541,7 +541,7 @@ fn loopx_agent_names_the_agent_and_claude_sessions_export_it() {
     }
     assert_text(
         &std::fs::read_to_string(&env_file).unwrap(),
-        "export LOOPX_AGENT=claude-code-1a2b3c4d\n",
+        "export LOOPX_AGENT=claude-code-634098a0\n",
     );
     // The CLI derives the same agent from the runtime's own variables.
     let v = env
@@ -559,7 +559,7 @@ fn loopx_agent_names_the_agent_and_claude_sessions_export_it() {
         v["turn_token"]
             .as_str()
             .unwrap()
-            .contains(":claude-code-1a2b3c4d:"),
+            .contains(":claude-code-634098a0:"),
         "{v}"
     );
 }
@@ -596,4 +596,34 @@ fn git_hooks_note_a_state_that_differs_from_the_remote_copy() {
     )
     .ok();
     assert_eq!(other.stderr, "");
+}
+
+/// Gemini CLI does not wait for its SessionEnd hook: the end of the turn is
+/// recorded when the agent stops (AfterAgent), with no SessionEnd at all;
+/// Claude Code's stop records nothing (its SessionEnd is awaited).
+#[test]
+fn gemini_records_the_end_of_the_turn_when_the_agent_stops() {
+    for (rt, recorded) in [(&GEMINI, true), (&CLAUDE, false)] {
+        let env = TestEnv::with_board();
+        let t = env.add("Write the parser", &[]);
+        hook(&env, rt.runtime, rt.start.0, rt.start.1);
+        hook(&env, rt.runtime, rt.prompt.0, rt.prompt.1);
+        env.agent(rt.agent, &["todo", "claim", &t]).ok();
+        let before = env.ticks();
+        let out = hook(&env, rt.runtime, rt.stop.0, rt.stop_guarded);
+        assert_eq!(out.stdout, "", "{}", rt.runtime);
+        let subject = env.git(&["log", "-1", "--format=%s", "refs/loopx/state"]);
+        if recorded {
+            assert_eq!(env.ticks(), before + 1);
+            assert!(
+                subject.starts_with(&format!("refresh {} unchanged: next resume {t}", rt.agent)),
+                "{subject}"
+            );
+            // A second stop with nothing new since records nothing more.
+            hook(&env, rt.runtime, rt.stop.0, rt.stop_guarded);
+            assert_eq!(env.ticks(), before + 1);
+        } else {
+            assert_eq!(env.ticks(), before, "{}: {subject}", rt.runtime);
+        }
+    }
 }

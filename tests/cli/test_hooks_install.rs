@@ -13,6 +13,14 @@ const GEMINI_BEFORE: &str = "{ \"theme\": \"GitHub\", \"general\": { \"vimMode\"
 const CODEX_TOML_BEFORE: &str = "# my Codex settings\nmodel = \"gpt-5-codex\" # the default\n\n[mcp_servers.docs]\ncommand = \"docs-mcp\"\n";
 const HOOK_BEFORE: &str = "#!/bin/sh\n# the team's own pre-push\necho ran >> \"$(dirname \"$0\")/../pre-push-ran\"\nexit 0\n";
 
+/// The loopx under test, as `hooks install` writes it into hook commands.
+fn exe() -> String {
+    std::fs::canonicalize(env!("CARGO_BIN_EXE_loopx"))
+        .unwrap()
+        .display()
+        .to_string()
+}
+
 fn write(path: &Path, text: &str) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(path, text).unwrap();
@@ -58,6 +66,7 @@ codex        .codex/config.toml: updated (backup .codex/config.toml.loopx-backup
 cursor       .cursor/hooks.json: created
 cursor       .cursor/rules/loopx.mdc: created
 gemini       .gemini/settings.json: updated (backup .gemini/settings.json.loopx-backup)
+opencode     .opencode/plugins/loopx.js: created
 git          .githooks/pre-push: updated (chains the hook that was there, kept as .githooks/pre-push.loopx-backup)
 git          .githooks/post-merge: created
 ",
@@ -76,9 +85,12 @@ git          .githooks/post-merge: created
         claude["hooks"]["Stop"][0]["hooks"][0]["command"],
         "say done"
     );
+    // Hooks run this very binary by its absolute path: a login shell that
+    // resets PATH (Codex runs `bash -lc`) cannot lose it.
+    let exe = exe();
     assert_eq!(
         claude["hooks"]["Stop"][1]["hooks"][0]["command"],
-        "loopx hook claude-code Stop"
+        format!("{exe} hook claude-code Stop")
     );
     let gemini: serde_json::Value =
         serde_json::from_str(&read(&env.repo.join(".gemini/settings.json"))).unwrap();
@@ -89,7 +101,9 @@ git          .githooks/post-merge: created
     );
     assert_text(
         &read(&env.repo.join(".codex/config.toml")),
-        "# my Codex settings\nmodel = \"gpt-5-codex\" # the default\n\n[mcp_servers.docs]\ncommand = \"docs-mcp\"\n\n[mcp_servers.loopx]\ncommand = \"loopx\"\nargs = [\"mcp\"]\n",
+        &format!(
+            "# my Codex settings\nmodel = \"gpt-5-codex\" # the default\n\n[mcp_servers.docs]\ncommand = \"docs-mcp\"\n\n[mcp_servers.loopx]\ncommand = \"{exe}\"\nargs = [\"mcp\"]\n"
+        ),
     );
     let cursor: serde_json::Value =
         serde_json::from_str(&read(&env.repo.join(".cursor/hooks.json"))).unwrap();
@@ -135,6 +149,7 @@ codex        .codex/config.toml: restored
 cursor       .cursor/hooks.json: removed
 cursor       .cursor/rules/loopx.mdc: removed
 gemini       .gemini/settings.json: restored
+opencode     .opencode/plugins/loopx.js: removed
 git          .githooks/pre-push: restored
 git          .githooks/post-merge: removed
 ",
@@ -144,6 +159,7 @@ git          .githooks/post-merge: removed
         assert!(!Path::new(&format!("{}.loopx-backup", path.display())).exists());
     }
     assert!(!env.repo.join(".cursor").exists());
+    assert!(!env.repo.join(".opencode").exists());
     assert!(!env.repo.join(".codex/hooks.json").exists());
     assert!(!env.repo.join(".githooks/post-merge").exists());
 }
@@ -188,6 +204,7 @@ claude-code  .claude/settings.json: created
 codex        .codex/hooks.json: created
 cursor       .cursor/hooks.json: created
 gemini       .gemini/settings.json: updated (backup .gemini/settings.json.loopx-backup)
+opencode     .config/opencode/plugins/loopx.js: created
 git          -: skipped (git hooks belong to a repository: use --scope project)
 ",
     );
@@ -308,4 +325,327 @@ gemini       .gemini/settings.json: broken (SessionStart, BeforeAgent, AfterAgen
   trust: Gemini CLI ignores .gemini/settings.json in an untrusted folder: trust this folder when it asks
 ",
     );
+}
+
+/// A small deterministic generator (xorshift64*), so each case is
+/// reproducible from its seed.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+
+    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
+        items[self.below(items.len() as u64) as usize]
+    }
+}
+
+/// Random user settings for a JSON hook file: other keys, nested values,
+/// and hooks of the user's own (some under loopx's events), in one of
+/// several formattings; or a blank file.
+fn random_settings(rng: &mut Rng, flat: bool) -> String {
+    use serde_json::{Value, json};
+    if rng.below(8) == 0 {
+        return rng.pick(&["", "\n", "  \n"]).to_owned();
+    }
+    let mut doc = serde_json::Map::new();
+    for _ in 0..rng.below(4) {
+        let key = rng.pick(&["model", "theme", "env", "permissions", "zeta", "alpha"]);
+        let value = match rng.below(4) {
+            0 => json!(rng.below(100)),
+            1 => json!(rng.pick(&["opus", "dark", ""])),
+            2 => json!({"allow": [rng.pick(&["Bash(ls:*)", "Read"])], "deny": []}),
+            _ => json!([]),
+        };
+        doc.insert(key.to_owned(), value);
+    }
+    if rng.below(2) == 0 {
+        let mut hooks = serde_json::Map::new();
+        for _ in 0..=rng.below(3) {
+            let event = if flat {
+                rng.pick(&["stop", "sessionStart", "afterFileEdit"])
+            } else {
+                rng.pick(&[
+                    "Stop",
+                    "SessionStart",
+                    "PreToolUse",
+                    "Notification",
+                    "BeforeTool",
+                ])
+            };
+            let command = rng.pick(&["say done", "notify-send hi", "./check.sh"]);
+            let entry = if flat {
+                json!({"command": command})
+            } else if rng.below(2) == 0 {
+                json!({"matcher": "Bash", "hooks": [{"type": "command", "command": command}]})
+            } else {
+                json!({"hooks": [{"type": "command", "command": command, "timeout": 5}]})
+            };
+            let list = hooks
+                .entry(event)
+                .or_insert_with(|| Value::Array(Vec::new()));
+            list.as_array_mut().unwrap().push(entry);
+        }
+        if flat {
+            doc.insert("version".to_owned(), json!(1));
+        }
+        doc.insert("hooks".to_owned(), Value::Object(hooks));
+    }
+    let doc = Value::Object(doc);
+    let mut text = match rng.below(3) {
+        0 => serde_json::to_string(&doc).unwrap(),
+        1 => serde_json::to_string_pretty(&doc).unwrap(),
+        _ => serde_json::to_string_pretty(&doc)
+            .unwrap()
+            .replace("  ", "    "),
+    };
+    if rng.below(3) != 0 {
+        text.push('\n');
+    }
+    text
+}
+
+/// Every path under `dir` (but `.git`), with the bytes of each file.
+fn tree(dir: &Path) -> Vec<(PathBuf, Option<Vec<u8>>)> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries {
+            let p = e.unwrap().path();
+            if p.file_name().is_some_and(|n| n == ".git") {
+                continue;
+            }
+            if p.is_dir() {
+                todo.push(p.clone());
+                out.push((p, None));
+            } else {
+                let bytes = std::fs::read(&p).unwrap();
+                out.push((p, Some(bytes)));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Property: whatever sequence of installs (with and without `--guard`
+/// and `--mcp`, one runtime or all, both scopes) ran on top of whatever
+/// settings the user had, uninstall gives back the original bytes, and
+/// leaves no file or folder of its own.
+#[test]
+fn uninstall_after_any_install_sequence_restores_the_users_bytes() {
+    let files = [
+        (".claude/settings.json", false),
+        (".gemini/settings.json", false),
+        (".codex/hooks.json", false),
+        (".cursor/hooks.json", true),
+    ];
+    for seed in 1..=40u64 {
+        let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+        let env = TestEnv::with_board();
+        let home = env.root().join("home");
+        for base in [&env.repo, &home] {
+            for (rel, flat) in files {
+                if rng.below(3) != 0 {
+                    write(&base.join(rel), &random_settings(&mut rng, flat));
+                }
+            }
+            if rng.below(2) == 0 {
+                write(&base.join(".codex/config.toml"), CODEX_TOML_BEFORE);
+            }
+        }
+        let before = (tree(&env.repo), tree(&home));
+        let mut steps = Vec::new();
+        for _ in 0..=rng.below(4) {
+            let mut args = vec!["hooks", "install"];
+            let runtime = rng.pick(&["all", "all", "claude-code", "codex", "cursor", "gemini"]);
+            args.extend(["--runtime", runtime]);
+            args.extend(["--scope", rng.pick(&["project", "user"])]);
+            if rng.below(2) == 0 {
+                args.push("--guard");
+            }
+            if rng.below(2) == 0 {
+                args.push("--mcp");
+            }
+            env.loopx(&args).ok();
+            steps.push(args.join(" "));
+        }
+        for scope in ["project", "user"] {
+            env.loopx(&["hooks", "uninstall", "--scope", scope]).ok();
+        }
+        let after = (tree(&env.repo), tree(&home));
+        let show = |t: &[(PathBuf, Option<Vec<u8>>)]| -> Vec<String> {
+            t.iter()
+                .map(|(p, b)| {
+                    let text = b
+                        .as_deref()
+                        .map(String::from_utf8_lossy)
+                        .unwrap_or_default();
+                    format!("{}: {text:?}", p.display())
+                })
+                .collect()
+        };
+        assert_eq!(
+            show(&after.0),
+            show(&before.0),
+            "seed {seed}, project, after {steps:#?}"
+        );
+        assert_eq!(
+            show(&after.1),
+            show(&before.1),
+            "seed {seed}, home, after {steps:#?}"
+        );
+    }
+}
+
+#[test]
+fn uninstall_takes_the_install_flags_and_says_when_there_is_nothing_to_remove() {
+    let env = TestEnv::with_board();
+    let out = env
+        .loopx(&[
+            "hooks",
+            "uninstall",
+            "--runtime",
+            "claude",
+            "--guard",
+            "--mcp",
+        ])
+        .ok();
+    assert_text(
+        &out.stdout,
+        "claude-code  .claude/settings.json: nothing to remove\n",
+    );
+    env.loopx(&["hooks", "install", "--runtime", "gemini"]).ok();
+    env.loopx(&["hooks", "install", "--runtime", "gemini", "--guard"])
+        .ok();
+    let out = env
+        .loopx(&["hooks", "uninstall", "--runtime", "gemini", "--guard"])
+        .ok();
+    assert_text(&out.stdout, "gemini       .gemini/settings.json: removed\n");
+    assert!(!env.repo.join(".gemini").exists());
+}
+
+#[test]
+fn doctor_checks_the_program_each_hook_runs_and_the_runtime_timeout_limits() {
+    let env = TestEnv::with_board();
+    env.loopx(&["hooks", "install", "--runtime", "codex"]).ok();
+    let hooks = env.repo.join(".codex/hooks.json");
+    let v: serde_json::Value = serde_json::from_str(&read(&hooks)).unwrap();
+    assert_eq!(v["hooks"]["SessionEnd"][0]["hooks"][0]["timeout"], 3);
+    // Absolute paths need nothing on PATH.
+    let doctor = |env: &TestEnv| {
+        crate::common::run(env.command().env("PATH", "/usr/bin:/bin").args([
+            "hooks",
+            "doctor",
+            "--runtime",
+            "codex",
+            "--json",
+        ]))
+    };
+    let ok = doctor(&env).ok().json();
+    assert_eq!(ok["ok"], true, "{ok}");
+    // A binary that moved, and a timeout Codex cuts.
+    let moved = read(&hooks)
+        .replace(&exe(), "/nowhere/bin/loopx")
+        .replace("\"timeout\": 3", "\"timeout\": 15");
+    write(&hooks, &moved);
+    let bad = doctor(&env).code(1).json();
+    let problems = bad["checks"][0]["problems"].to_string();
+    assert!(
+        problems.contains("hooks.SessionStart runs /nowhere/bin/loopx, which is not there or not executable (loopx moved?): run `loopx hooks install` again"),
+        "{problems}"
+    );
+    assert!(
+        problems.contains(
+            "hooks.SessionEnd asks for a 15 s timeout: Codex cuts a SessionEnd hook to 3 s"
+        ),
+        "{problems}"
+    );
+    // Installing again points every hook at this binary, in place.
+    let out = env.loopx(&["hooks", "install", "--runtime", "codex"]).ok();
+    assert_text(&out.stdout, "codex        .codex/hooks.json: updated\n");
+    assert!(!read(&hooks).contains("/nowhere"));
+    // `--program loopx` keeps the PATH lookup, for settings a team shares.
+    env.loopx(&[
+        "hooks",
+        "install",
+        "--runtime",
+        "codex",
+        "--program",
+        "loopx",
+    ])
+    .ok();
+    let v: serde_json::Value = serde_json::from_str(&read(&hooks)).unwrap();
+    assert_eq!(
+        v["hooks"]["Stop"][0]["hooks"][0]["command"],
+        "loopx hook codex Stop"
+    );
+}
+
+#[test]
+fn the_opencode_plugin_is_placed_pointed_at_this_loopx_checked_and_removed() {
+    let env = TestEnv::with_board();
+    let out = env
+        .loopx(&["hooks", "install", "--runtime", "opencode"])
+        .ok();
+    assert_text(
+        &out.stdout,
+        "opencode     .opencode/plugins/loopx.js: created\n",
+    );
+    let plugin = env.repo.join(".opencode/plugins/loopx.js");
+    let text = read(&plugin);
+    assert!(text.starts_with("// loopx-managed plugin"), "{text}");
+    assert!(
+        text.contains(&format!("const LOOPX = \"{}\";", exe())),
+        "{text}"
+    );
+    // Idempotent.
+    let again = env
+        .loopx(&["hooks", "install", "--runtime", "opencode"])
+        .ok();
+    assert_text(
+        &again.stdout,
+        "opencode     .opencode/plugins/loopx.js: unchanged\n",
+    );
+    let doctor = |env: &TestEnv| {
+        crate::common::run(env.command().env("PATH", "/usr/bin:/bin").args([
+            "hooks",
+            "doctor",
+            "--runtime",
+            "opencode",
+            "--json",
+        ]))
+    };
+    let ok = doctor(&env).ok().json();
+    assert_eq!(ok["checks"][0]["status"], "wired", "{ok}");
+    write(&plugin, &text.replace(&exe(), "/nowhere/loopx"));
+    let bad = doctor(&env).code(1).json();
+    assert!(
+        bad["checks"][0]["problems"][0]
+            .as_str()
+            .unwrap()
+            .contains("runs /nowhere/loopx, which is not there"),
+        "{bad}"
+    );
+    // A file of the user's at that path is left alone by uninstall.
+    env.loopx(&["hooks", "uninstall", "--runtime", "opencode"])
+        .ok();
+    assert!(!env.repo.join(".opencode").exists());
+    write(&plugin, "export const Mine = async () => ({});\n");
+    let out = env
+        .loopx(&["hooks", "uninstall", "--runtime", "opencode"])
+        .ok();
+    assert_eq!(out.stdout, "");
+    assert_eq!(read(&plugin), "export const Mine = async () => ({});\n");
 }

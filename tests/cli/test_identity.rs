@@ -55,7 +55,7 @@ fn agent_runtime_markers_name_the_agent() {
     run(c.args([
         "agent",
         "register",
-        "claude-code-1a2b3c4d",
+        "claude-code-6f5ababf",
         "--runtime",
         "claude-code",
     ]))
@@ -66,7 +66,7 @@ fn agent_runtime_markers_name_the_agent() {
     assert!(out.stdout.starts_with("Claimed"), "{}", out.stdout);
     assert_text(
         &env.git(&["log", "-1", "--format=%an", "refs/loopx/state"]),
-        "claude-code-1a2b3c4d\n",
+        "claude-code-6f5ababf\n",
     );
     // An agent with a marker but no session id is refused for writes…
     let mut c = env.command();
@@ -126,4 +126,29 @@ fn the_committer_and_a_human_author_follow_gits_identity_rules() {
         &last(),
         "Ada Lovelace <ada@home.example> / Build Bot <ada@home.example>\n",
     );
+}
+
+#[test]
+fn identity_variables_that_are_not_utf8_are_usage_errors_never_a_human() {
+    use std::os::unix::ffi::OsStrExt;
+    let env = TestEnv::with_board();
+    let t = env.add("A", &[]);
+    let before = env.tip();
+    let bad = std::ffi::OsStr::from_bytes(b"1\xff");
+    for var in [
+        "CLAUDECODE",
+        "LOOPX_AGENT",
+        "CODEX_THREAD_ID",
+        "CLAUDE_CODE_SESSION_ID",
+    ] {
+        let mut c = env.command();
+        let out = run(c.env(var, bad).args(["todo", "update", &t, "--note", "x"])).code(2);
+        assert!(
+            out.stderr
+                .contains(&format!("{var} is set but is not valid UTF-8")),
+            "{var}: {}",
+            out.stderr
+        );
+    }
+    assert_eq!(env.tip(), before, "nothing was written");
 }

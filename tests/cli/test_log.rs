@@ -13,7 +13,7 @@ const FULL_LOG: &str = r#"  13  2026-11-30T09:12:00Z  agent-a       todo.claim  
    7  2026-11-30T09:06:00Z  agent-a       todo.claim      claim t-19e5a72f "Write the parser"
    6  2026-11-30T09:05:00Z  Ada Lovelace  todo.add        add t-09f33d6a "Write the manual"
    5  2026-11-30T09:04:00Z  Ada Lovelace  todo.add        add t-19e5a72f "Write the parser"
-   4  2026-11-30T09:03:00Z  Ada Lovelace  goal.add        goal add docs "Write the manual"
+   4  2026-11-30T09:03:00Z  Ada Lovelace  goal.add        goal add docs "Write the manual"  [unsigned]
    3  2026-11-30T09:02:00Z  Ada Lovelace  agent.register  register agent agent-b (custom)
    2  2026-11-30T09:01:00Z  Ada Lovelace  agent.register  register agent agent-a (custom)
    1  2026-11-30T09:00:00Z  Ada Lovelace  init            init with goal main
@@ -103,7 +103,7 @@ fn log_refuses_what_it_cannot_filter_by() {
     let out = env.loopx(&["log", "--op", "todo.steal"]).code(2);
     assert_text(
         &out.stderr,
-        "error: \"todo.steal\" is not an operation loopx knows\nhint: use a group (init, goal, agent, todo, gate, evidence, turn, quota) or a kind such as todo.claim; `loopx log --help` explains\n",
+        "error: \"todo.steal\" is not an operation loopx knows\nhint: use a group (init, goal, agent, todo, signer, gate, evidence, turn, quota) or a kind such as todo.claim; `loopx log --help` explains\n",
     );
     let out = env.loopx(&["log", "--goal", "nope"]).code(1);
     assert_text(
@@ -179,7 +179,7 @@ fn log_p_adds_each_files_diff() {
 --- /dev/null
 +++ b/loopx.toml
 @@ -0,0 +1,5 @@
-+format = 1
++format = 2
 +
 +[settings]
 +lease = "45m"

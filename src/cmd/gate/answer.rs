@@ -16,9 +16,16 @@ use crate::tx;
 pub struct Args {
     /// The gate's id or a unique prefix
     id: String,
-    /// One of the gate's options
-    #[arg(long, value_name = "CHOICE")]
-    choice: String,
+    /// One of the gate's options: `loopx gate answer G approve`
+    #[arg(
+        value_name = "CHOICE",
+        required_unless_present = "choice_flag",
+        conflicts_with = "choice_flag"
+    )]
+    choice: Option<String>,
+    /// The same, as a flag
+    #[arg(long = "choice", value_name = "CHOICE")]
+    choice_flag: Option<String>,
     /// Why, for the record and for the agents waiting on it
     #[arg(long, value_name = "TEXT")]
     note: Option<String>,
@@ -31,7 +38,11 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             ctx,
             Change::GateAnswer {
                 gate,
-                choice: args.choice.clone(),
+                choice: args
+                    .choice
+                    .clone()
+                    .or_else(|| args.choice_flag.clone())
+                    .expect("clap requires one of them"),
                 note: args.note.clone(),
             },
         )?)

@@ -89,17 +89,33 @@ pub fn emit<'d>(
     #[derive(Serialize)]
     struct Wire<'a> {
         gate: GateRef<'a>,
+        /// The op's signature, when it was signed (docs/gates.md).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        signature: Option<crate::trust::SignatureWire>,
         #[serde(flatten)]
         tick: crate::cmd::TickWire,
     }
     let id = done.effect.what.gate().expect("a gate op names its gate");
     let g = &done.state.gates[id];
+    let signature = match &done.op.signature {
+        Some(sig) => Some(crate::trust::SignatureWire::of(
+            Some(sig),
+            &crate::trust::AllowedSigners::load(ctx)?,
+        )),
+        None => None,
+    };
+    let signed = signature.as_ref().map(|s| s.text.clone());
     ctx.out.emit(
         &Wire {
             gate: GateRef::of(g),
+            signature,
             tick: crate::cmd::TickWire::of(done),
         },
-        || human(g),
+        || match signed {
+            // "… Signed by ada (SHA256:…)."
+            Some(text) => format!("{} S{}.", human(g), text.trim_start_matches('s')),
+            None => human(g),
+        },
     )?;
     Ok(g)
 }

@@ -9,26 +9,25 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::{
-    GIT_HOOKS, GIT_MARKER, Scope, Which, backup_path, base, git_hooks_dir, hook_file, owned,
-    read_json, shown,
+    GIT_HOOKS, GIT_MARKER, Scope, backup_path, base, git_hooks_dir, hook_file, owned, program_of,
+    read_json, shown, timeout_limit,
 };
 use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::hook::Runtime;
 
-/// Check the hooks: loopx on PATH, files that parse, known events, no empty matchers
+/// Check the hooks: the loopx they run exists, files parse, known events, timeouts
 ///
-/// Also says which trust step each runtime needs before its hooks run
+/// Checks that the loopx each hook runs is there (its absolute path, or
+/// loopx on PATH for hooks that run it by name), that every file parses,
+/// that every event is one the runtime knows, that no matcher is empty and
+/// that no timeout is longer than the runtime honours. Also says which trust step each runtime needs before its hooks run
 /// (approving Codex hooks, trusting the Gemini folder, …); loopx never
 /// writes another tool's trust settings. Exits 1 when something is wrong.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Which runtime to check
-    #[arg(long, value_enum, value_name = "RUNTIME", default_value = "all")]
-    pub runtime: Which,
-    /// project (this repository) or user (the home directory)
-    #[arg(long, value_enum, value_name = "SCOPE", default_value = "project")]
-    pub scope: Scope,
+    #[command(flatten)]
+    pub target: super::Target,
 }
 
 #[derive(Serialize)]
@@ -50,6 +49,9 @@ struct Check {
     problems: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     trust: Option<&'static str>,
+    /// Whether a hook runs `loopx` by name (found on PATH at run time).
+    #[serde(skip)]
+    by_name: bool,
 }
 
 /// The step a human takes before a runtime runs project hooks.
@@ -73,26 +75,36 @@ fn trust(runtime: Runtime, scope: Scope) -> Option<&'static str> {
         (Runtime::Gemini, Scope::User) => {
             Some("Gemini CLI runs hooks since v0.27; check them with /hooks")
         }
+        (Runtime::OpenCode, _) => Some(
+            "OpenCode loads plugins when it starts: restart it after installing or changing the plugin",
+        ),
         (Runtime::Git, _) => None,
     }
 }
 
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
-    let base = base(ctx, args.scope)?;
+    let base = base(ctx, args.target.scope)?;
     let loopx = on_path(ctx.env.get("PATH").unwrap_or(""), "loopx");
     let mut checks = Vec::new();
-    for runtime in args.runtime.runtimes() {
-        if let Some(file) = hook_file(runtime, &base) {
-            let mut c = check_json(runtime, &file.path, &base);
+    for runtime in args.target.runtime.runtimes() {
+        if runtime == Runtime::OpenCode {
+            let path = super::opencode_plugin_path(&base, args.target.scope);
+            let mut c = check_opencode(&path, &base);
             if c.status != "absent" {
-                c.trust = trust(runtime, args.scope);
+                c.trust = trust(runtime, args.target.scope);
             }
             checks.push(c);
-        } else if args.scope == Scope::Project {
+        } else if let Some(file) = hook_file(runtime, &base) {
+            let mut c = check_json(runtime, &file.path, &base);
+            if c.status != "absent" {
+                c.trust = trust(runtime, args.target.scope);
+            }
+            checks.push(c);
+        } else if args.target.scope == Scope::Project {
             checks.push(check_git(ctx, &base));
         }
     }
-    let wired = checks.iter().any(|c| !c.events.is_empty());
+    let wired = checks.iter().any(|c| c.by_name);
     let ok = checks.iter().all(|c| c.problems.is_empty()) && (loopx.is_some() || !wired);
     let wire = Wire {
         loopx: loopx.as_ref().map(|p| p.display().to_string()),
@@ -159,6 +171,7 @@ fn check_json(runtime: Runtime, path: &Path, base: &Path) -> Check {
         events: Vec::new(),
         problems: Vec::new(),
         trust: None,
+        by_name: false,
     };
     let doc = match read_json(path) {
         Ok(Some((_, v))) => v,
@@ -198,7 +211,26 @@ fn check_json(runtime: Runtime, path: &Path, base: &Path) -> Check {
                 if !owned(cmd) {
                     continue;
                 }
-                let mut words = cmd.split_whitespace().skip(2);
+                let (program, rest) = program_of(cmd);
+                if program.contains('/') {
+                    if !is_executable(Path::new(&program)) {
+                        c.problems.push(format!(
+                            "hooks.{event} runs {program}, which is not there or not executable (loopx moved?): run `loopx hooks install` again"
+                        ));
+                    }
+                } else {
+                    c.by_name = true;
+                }
+                if let (Some((max, why)), Some(t)) = (
+                    timeout_limit(runtime, event),
+                    h.get("timeout").and_then(Value::as_f64),
+                ) && t > max
+                {
+                    c.problems.push(format!(
+                        "hooks.{event} asks for a {t} s timeout: {why}; set it to {max} or less"
+                    ));
+                }
+                let mut words = rest.split_whitespace().skip(1);
                 let (r, e) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
                 let answers = Runtime::parse(r).and_then(|r| r.event(e)).is_some();
                 if !answers || !e.eq_ignore_ascii_case(event) {
@@ -222,6 +254,53 @@ fn check_json(runtime: Runtime, path: &Path, base: &Path) -> Check {
     c
 }
 
+/// The OpenCode plugin: loopx's, and the loopx it runs is there.
+fn check_opencode(path: &Path, base: &Path) -> Check {
+    let mut c = Check {
+        runtime: Runtime::OpenCode.as_str(),
+        file: shown(path, base),
+        status: "absent",
+        events: Vec::new(),
+        problems: Vec::new(),
+        trust: None,
+        by_name: false,
+    };
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return c;
+    };
+    let Some(program) = super::opencode_program(&text) else {
+        c.problems.push(
+            "not loopx's plugin (no loopx-managed marker); move it away and install again"
+                .to_owned(),
+        );
+        c.status = "broken";
+        return c;
+    };
+    if program.contains('/') {
+        if !is_executable(Path::new(&program)) {
+            c.problems.push(format!(
+                "the plugin runs {program}, which is not there or not executable (loopx moved?): run `loopx hooks install --runtime opencode` again"
+            ));
+        }
+    } else {
+        c.by_name = true;
+    }
+    c.events = [
+        "session.created",
+        "chat.message",
+        "tool.execute.before",
+        "session.idle",
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    c.status = if c.problems.is_empty() {
+        "wired"
+    } else {
+        "broken"
+    };
+    c
+}
+
 fn check_git(ctx: &Ctx, base: &Path) -> Check {
     let mut c = Check {
         runtime: "git",
@@ -230,6 +309,7 @@ fn check_git(ctx: &Ctx, base: &Path) -> Check {
         events: Vec::new(),
         problems: Vec::new(),
         trust: None,
+        by_name: false,
     };
     let dir = match git_hooks_dir(ctx) {
         Ok(d) => d,
@@ -249,6 +329,8 @@ fn check_git(ctx: &Ctx, base: &Path) -> Check {
             continue;
         }
         c.events.push(name.to_owned());
+        // The shims run `loopx` by name (and do nothing without it).
+        c.by_name = true;
         if !is_executable(&path) {
             c.problems.push(format!(
                 "{} is not executable (chmod +x)",

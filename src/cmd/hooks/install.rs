@@ -7,8 +7,8 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 
 use super::{
-    CODEX_MCP, CURSOR_RULE, Change, GIT_HOOKS, GIT_MARKER, HookFile, Scope, Which, backup_path,
-    base, git_hooks_dir, hook_file, merge, pretty, read_json, shown, write_atomic,
+    CODEX_MCP, CURSOR_RULE, Change, GIT_HOOKS, GIT_MARKER, HookFile, Scope, backup_path, base,
+    git_hooks_dir, hook_file, merge, pretty, read_json, shown, write_atomic,
 };
 use crate::ctx::Ctx;
 use crate::error::{Code, Exit, Refusal};
@@ -25,18 +25,19 @@ use crate::hook::Runtime;
 /// chaining a hook already there); user scope the same files under $HOME.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Which runtime to wire
-    #[arg(long, value_enum, value_name = "RUNTIME", default_value = "all")]
-    pub runtime: Which,
-    /// project (this repository) or user (the home directory)
-    #[arg(long, value_enum, value_name = "SCOPE", default_value = "project")]
-    pub scope: Scope,
+    #[command(flatten)]
+    pub target: super::Target,
     /// Also install the tool guard: deny shell commands an open human-only gate covers
     #[arg(long)]
     pub guard: bool,
     /// Also register `loopx mcp` as Codex's MCP server (config.toml)
     #[arg(long)]
     pub mcp: bool,
+    /// The loopx the hooks run [default: this loopx's absolute path, so that
+    /// a login shell's PATH cannot lose it]; `--program loopx` looks it up on
+    /// PATH instead, for settings shared in the repository
+    #[arg(long, value_name = "PATH")]
+    pub program: Option<String>,
     /// Say what would change, and change nothing
     #[arg(long)]
     pub dry_run: bool,
@@ -50,18 +51,22 @@ struct Wire<'a> {
 }
 
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
-    let base = base(ctx, args.scope)?;
+    let base = base(ctx, args.target.scope)?;
+    let program = match &args.program {
+        Some(p) => p.clone(),
+        None => this_program(ctx)?,
+    };
     let mut changes = Vec::new();
-    for runtime in args.runtime.runtimes() {
+    for runtime in args.target.runtime.runtimes() {
         if let Some(file) = hook_file(runtime, &base) {
-            changes.push(install_json(&file, &base, args)?);
+            changes.push(install_json(&file, &base, args, &program)?);
         }
         match runtime {
             Runtime::Codex if args.mcp => {
                 let path = base.join(".codex/config.toml");
-                changes.push(install_mcp(&path, &base, args.dry_run)?);
+                changes.push(install_mcp(&path, &base, &program, args.dry_run)?);
             }
-            Runtime::Cursor if args.scope == Scope::Project => {
+            Runtime::Cursor if args.target.scope == Scope::Project => {
                 let path = base.join(".cursor/rules/loopx.mdc");
                 changes.push(install_file(
                     runtime,
@@ -71,7 +76,17 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                     args.dry_run,
                 )?);
             }
-            Runtime::Git if args.scope == Scope::User => changes.push(Change {
+            Runtime::OpenCode => {
+                let path = super::opencode_plugin_path(&base, args.target.scope);
+                changes.push(install_file(
+                    runtime,
+                    &path,
+                    &base,
+                    &super::opencode_plugin(&program),
+                    args.dry_run,
+                )?);
+            }
+            Runtime::Git if args.target.scope == Scope::User => changes.push(Change {
                 runtime: "git",
                 file: "-".to_owned(),
                 action: "skipped",
@@ -81,8 +96,27 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             _ => {}
         }
     }
-    report(ctx, args.scope, args.dry_run, &changes)?;
+    report(ctx, args.target.scope, args.dry_run, &changes)?;
     Ok(Exit::Ok)
+}
+
+/// This loopx's absolute path: the `loopx` on PATH when it is this very
+/// file (keeping a package manager's stable link), else the running binary.
+fn this_program(ctx: &Ctx) -> Result<String> {
+    let exe = std::env::current_exe().context("finding the loopx binary")?;
+    let real = std::fs::canonicalize(&exe).unwrap_or_else(|_| exe.clone());
+    let on_path = std::env::split_paths(ctx.env.get("PATH").unwrap_or(""))
+        .map(|d| d.join("loopx"))
+        .find(|p| p.is_absolute() && std::fs::canonicalize(p).is_ok_and(|c| c == real));
+    let path = on_path.unwrap_or(real);
+    path.to_str().map(str::to_owned).ok_or_else(|| {
+        Refusal::usage(
+            Code::BadPath,
+            format!("loopx's path {} is not valid UTF-8", path.display()),
+        )
+        .with_hint("pass --program with a path hooks can run")
+        .into()
+    })
 }
 
 /// Prints the changes, one line each.
@@ -95,10 +129,11 @@ pub fn report(ctx: &Ctx, scope: Scope, dry_run: bool, changes: &[Change]) -> Res
     ctx.out.emit(&wire, || {
         let mut s = String::new();
         for c in changes {
-            let action = if dry_run && c.action != "unchanged" && c.action != "skipped" {
-                format!("would be {}", c.action)
-            } else {
-                c.action.to_owned()
+            let action = match c.action {
+                "absent" => "nothing to remove".to_owned(),
+                "unchanged" | "skipped" => c.action.to_owned(),
+                a if dry_run => format!("would be {a}"),
+                a => a.to_owned(),
             };
             s.push_str(&format!("{:<12} {}: {action}", c.runtime, c.file));
             if let Some(n) = &c.note {
@@ -122,12 +157,12 @@ fn backup_once(path: &Path, bytes: &[u8]) -> Result<bool> {
     Ok(true)
 }
 
-fn install_json(file: &HookFile, base: &Path, args: &Args) -> Result<Change> {
+fn install_json(file: &HookFile, base: &Path, args: &Args, program: &str) -> Result<Change> {
     let existing = read_json(&file.path)?;
     let mut doc = existing
         .as_ref()
         .map_or_else(|| serde_json::json!({}), |(_, v)| v.clone());
-    merge(&mut doc, file, args.guard)?;
+    merge(&mut doc, file, args.guard, program)?;
     let mut change = Change {
         runtime: file.runtime.as_str(),
         file: shown(&file.path, base),
@@ -145,7 +180,10 @@ fn install_json(file: &HookFile, base: &Path, args: &Args) -> Result<Change> {
     if args.dry_run {
         return Ok(change);
     }
-    if let Some((bytes, _)) = &existing
+    // Only the user's own file is backed up: one that already holds
+    // loopx's entries (a second install) is not what uninstall restores.
+    if let Some((bytes, v)) = &existing
+        && !super::holds_owned(v, file.shape)
         && backup_once(&file.path, bytes)?
     {
         change.note = Some(format!("backup {}", shown(&backup_path(&file.path), base)));
@@ -154,7 +192,7 @@ fn install_json(file: &HookFile, base: &Path, args: &Args) -> Result<Change> {
     Ok(change)
 }
 
-fn install_mcp(path: &Path, base: &Path, dry_run: bool) -> Result<Change> {
+fn install_mcp(path: &Path, base: &Path, program: &str, dry_run: bool) -> Result<Change> {
     let old = match std::fs::read_to_string(path) {
         Ok(s) => Some(s),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
@@ -174,6 +212,7 @@ fn install_mcp(path: &Path, base: &Path, dry_run: bool) -> Result<Change> {
     // user's file.
     if let Some(t) = wanted.as_table_mut() {
         t.decor_mut().clear();
+        t.insert("command", toml_edit::value(program));
     }
     let mut change = Change {
         runtime: "codex",
@@ -190,15 +229,22 @@ fn install_mcp(path: &Path, base: &Path, dry_run: bool) -> Result<Change> {
         })
         .as_table_mut()
         .ok_or_else(|| anyhow::anyhow!("mcp_servers in {} is not a table", path.display()))?;
-    if servers.get("loopx").is_some_and(super::is_loopx_server) {
+    let same =
+        |i: &toml_edit::Item| i.get("command").and_then(toml_edit::Item::as_str) == Some(program);
+    if servers
+        .get("loopx")
+        .is_some_and(|i| super::is_loopx_server(i) && same(i))
+    {
         return Ok(change);
     }
+    let ours_already = servers.get("loopx").is_some_and(super::is_loopx_server);
     servers.insert("loopx", wanted);
     change.action = if old.is_some() { "updated" } else { "created" };
     if dry_run {
         return Ok(change);
     }
     if let Some(old) = &old
+        && !ours_already
         && backup_once(path, old.as_bytes())?
     {
         change.note = Some(format!("backup {}", shown(&backup_path(path), base)));

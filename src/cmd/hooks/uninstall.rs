@@ -7,7 +7,7 @@ use anyhow::{Context, Result};
 
 use super::install::report;
 use super::{
-    Change, GIT_HOOKS, GIT_MARKER, HookFile, Scope, Which, backup_path, base, git_hooks_dir,
+    Change, GIT_HOOKS, GIT_MARKER, HookFile, Scope, Shape, backup_path, base, git_hooks_dir,
     hollow, hook_file, is_loopx_server, pretty, prune_dirs, read_json, remove_owned, shown,
     write_atomic,
 };
@@ -23,21 +23,25 @@ use crate::hook::Runtime;
 /// from `<file>.loopx-backup`; a file loopx created is removed.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Which runtime to unwire
-    #[arg(long, value_enum, value_name = "RUNTIME", default_value = "all")]
-    pub runtime: Which,
-    /// project (this repository) or user (the home directory)
-    #[arg(long, value_enum, value_name = "SCOPE", default_value = "project")]
-    pub scope: Scope,
+    #[command(flatten)]
+    pub target: super::Target,
+    /// Accepted as install takes it: uninstall removes the tool guard in any case
+    #[arg(long)]
+    pub guard: bool,
+    /// Accepted as install takes it: uninstall removes Codex's `loopx mcp` entry in any case
+    #[arg(long)]
+    pub mcp: bool,
     /// Say what would change, and change nothing
     #[arg(long)]
     pub dry_run: bool,
 }
 
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
-    let base = base(ctx, args.scope)?;
+    // Everything loopx owns goes, whichever install flags put it there.
+    let _ = (args.guard, args.mcp);
+    let base = base(ctx, args.target.scope)?;
     let mut changes = Vec::new();
-    for runtime in args.runtime.runtimes() {
+    for runtime in args.target.runtime.runtimes() {
         if let Some(file) = hook_file(runtime, &base) {
             changes.push(uninstall_json(&file, &base, args.dry_run)?);
         }
@@ -54,50 +58,70 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                     changes.push(c);
                 }
             }
-            Runtime::Git if args.scope == Scope::Project => {
+            Runtime::OpenCode => {
+                let path = super::opencode_plugin_path(&base, args.target.scope);
+                let ours = std::fs::read_to_string(&path)
+                    .is_ok_and(|t| super::opencode_program(&t).is_some());
+                if ours && let Some(c) = uninstall_file(runtime, &path, &base, args.dry_run)? {
+                    changes.push(c);
+                }
+            }
+            Runtime::Git if args.target.scope == Scope::Project => {
                 changes.extend(uninstall_git(ctx, &base, args.dry_run)?);
             }
             _ => {}
         }
     }
-    report(ctx, args.scope, args.dry_run, &changes)?;
+    report(ctx, args.target.scope, args.dry_run, &changes)?;
     Ok(Exit::Ok)
 }
 
-/// Puts the backup's bytes back when `equal` says only loopx's change
-/// differs, else writes `rest`; removes a file loopx created when nothing
-/// else is in it.
+/// Puts the file back as it was before loopx touched it: the backup's
+/// bytes when `equal` says that only loopx's entries differ from them;
+/// else `rest` (the file without loopx's entries); else, when nothing but
+/// loopx's was in it (`empty`) and there is no backup, removes the file.
+/// A backup that holds loopx's own entries (made by an older loopx on a
+/// second install) is never put back: it is dropped.
 fn put_back(
     path: &Path,
     base: &Path,
-    equal: impl FnOnce(&[u8]) -> bool,
-    rest: Option<Vec<u8>>,
+    equal: impl FnOnce(&[u8]) -> Option<bool>,
+    rest: &[u8],
+    empty: bool,
     dry_run: bool,
 ) -> Result<&'static str> {
     let backup = backup_path(path);
-    match std::fs::read(&backup) {
-        Ok(original) if equal(&original) => {
+    let verdict = std::fs::read(&backup).ok().map(|original| {
+        let same = equal(&original);
+        (original, same)
+    });
+    let drop_backup = |dry_run: bool| -> Result<()> {
+        if !dry_run && backup.exists() {
+            std::fs::remove_file(&backup)
+                .with_context(|| format!("removing {}", backup.display()))?;
+        }
+        Ok(())
+    };
+    match verdict {
+        Some((original, Some(true))) => {
             if !dry_run {
                 write_atomic(path, &original)?;
-                std::fs::remove_file(&backup)
-                    .with_context(|| format!("removing {}", backup.display()))?;
             }
+            drop_backup(dry_run)?;
             Ok("restored")
         }
-        Ok(_) => {
-            if !dry_run && let Some(bytes) = rest {
-                write_atomic(path, &bytes)?;
+        Some((_, Some(false))) => {
+            if !dry_run {
+                write_atomic(path, rest)?;
             }
             Ok("updated")
         }
-        Err(_) => match rest {
-            Some(bytes) => {
-                if !dry_run {
-                    write_atomic(path, &bytes)?;
-                }
-                Ok("updated")
+        // No backup, or one that holds loopx's own entries.
+        stale => {
+            if stale.is_some() {
+                drop_backup(dry_run)?;
             }
-            None => {
+            if empty {
                 if !dry_run {
                     std::fs::remove_file(path)
                         .with_context(|| format!("removing {}", path.display()))?;
@@ -106,8 +130,13 @@ fn put_back(
                     }
                 }
                 Ok("removed")
+            } else {
+                if !dry_run {
+                    write_atomic(path, rest)?;
+                }
+                Ok("updated")
             }
-        },
+        }
     }
 }
 
@@ -115,27 +144,43 @@ fn uninstall_json(file: &HookFile, base: &Path, dry_run: bool) -> Result<Change>
     let mut change = Change {
         runtime: file.runtime.as_str(),
         file: shown(&file.path, base),
-        action: "unchanged",
+        action: "absent",
         note: None,
     };
     let Some((_, mut doc)) = read_json(&file.path)? else {
         return Ok(change);
     };
+    change.action = "unchanged";
     if !remove_owned(&mut doc, file.shape, None) {
         return Ok(change);
     }
-    let now = hollow(&doc);
-    let rest = (now != serde_json::json!({}))
-        .then(|| pretty(&doc))
-        .transpose()?;
+    // Cursor's `version` is added by install when missing: not the user's.
+    let comparable = |v: &serde_json::Value| {
+        let mut h = hollow(v);
+        if file.shape == Shape::Flat
+            && let Some(m) = h.as_object_mut()
+        {
+            m.remove("version");
+        }
+        h
+    };
+    let now = comparable(&doc);
+    let empty = now == serde_json::json!({});
     change.action = put_back(
         &file.path,
         base,
         |original| {
-            serde_json::from_slice::<serde_json::Value>(original).is_ok_and(|o| hollow(&o) == now)
-                || (original.iter().all(u8::is_ascii_whitespace) && now == serde_json::json!({}))
+            if original.iter().all(u8::is_ascii_whitespace) {
+                return Some(empty);
+            }
+            let mut o = serde_json::from_slice::<serde_json::Value>(original).ok()?;
+            if remove_owned(&mut o, file.shape, None) {
+                return None;
+            }
+            Some(comparable(&o) == now)
         },
-        rest,
+        &pretty(&doc)?,
+        empty,
         dry_run,
     )?;
     Ok(change)
@@ -159,17 +204,23 @@ fn uninstall_mcp(path: &Path, base: &Path, dry_run: bool) -> Result<Option<Chang
         doc.remove("mcp_servers");
     }
     let now: Option<toml::Table> = doc.to_string().parse().ok();
-    let rest = (!doc.is_empty()).then(|| doc.to_string().into_bytes());
     let action = put_back(
         path,
         base,
         |original| {
-            std::str::from_utf8(original)
-                .ok()
-                .and_then(|s| s.parse::<toml::Table>().ok())
-                == now
+            let original = std::str::from_utf8(original).ok()?;
+            let edit = original.parse::<toml_edit::DocumentMut>().ok()?;
+            if edit
+                .get("mcp_servers")
+                .and_then(|m| m.get("loopx"))
+                .is_some_and(is_loopx_server)
+            {
+                return None;
+            }
+            Some(original.parse::<toml::Table>().ok() == now)
         },
-        rest,
+        doc.to_string().as_bytes(),
+        doc.is_empty(),
         dry_run,
     )?;
     Ok(Some(Change {
@@ -189,7 +240,7 @@ fn uninstall_file(
     if !path.exists() {
         return Ok(None);
     }
-    let action = put_back(path, base, |_| true, None, dry_run)?;
+    let action = put_back(path, base, |_| Some(true), b"", true, dry_run)?;
     Ok(Some(Change {
         runtime: runtime.as_str(),
         file: shown(path, base),

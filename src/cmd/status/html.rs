@@ -373,9 +373,13 @@ fn timeline(h: &mut String, b: &Board, day: &[Timestamp]) {
     h.push_str("<div class=\"scroll\"><table>\n<thead><tr><th scope=\"col\">Tick</th><th scope=\"col\">When</th><th scope=\"col\">Who</th><th scope=\"col\">What</th></tr></thead>\n<tbody>\n");
     for t in b.ticks {
         let mark = if t.failed { "✗ failed: " } else { "" };
+        let signed = match &t.signature {
+            Some(s) => format!(" <span class=\"mute\">[{}]</span>", esc(s)),
+            None => String::new(),
+        };
         let _ = writeln!(
             h,
-            "<tr{}><td>{}</td><td><time>{}</time></td><td>{}</td><td>{mark}{}</td></tr>",
+            "<tr{}><td>{}</td><td><time>{}</time></td><td>{}</td><td>{mark}{}{signed}</td></tr>",
             if t.failed { " class=\"failed\"" } else { "" },
             t.tick,
             t.at,

@@ -10,6 +10,7 @@ use crate::history::{self, Rev};
 use crate::model::{AgentId, GoalId, TodoId};
 use crate::op::board::{self, Board, Counts, TickLine};
 use crate::time::{Span, Timestamp};
+use crate::trust::{self, AllowedSigners};
 use crate::tx;
 
 mod html;
@@ -95,6 +96,9 @@ struct TickRow {
     tick: u64,
     at: String,
     subject: String,
+    /// "signed by NAME (SHA256:…)" or "unsigned" for a human act.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    signature: Option<String>,
 }
 
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
@@ -102,6 +106,9 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         return html::run(ctx, args, file);
     }
     let view = View::read(ctx, args.at.as_ref(), RECENT, false)?;
+    if !view.signers.enforced() {
+        unsigned_hint_once(ctx);
+    }
     let board = view.board();
     let wire = Wire::of(ctx, &view, &board);
     ctx.out.emit(&wire, || human(&wire, board.now))?;
@@ -119,6 +126,7 @@ pub(crate) struct View {
     /// With `hours`: the times of the ticks of the last day (at most
     /// [`DAY_CAP`] beyond the recent ones).
     pub day: Vec<Timestamp>,
+    pub signers: AllowedSigners,
 }
 
 /// How many ticks of the last day the hourly chart reads at most.
@@ -139,13 +147,14 @@ impl View {
                 (history::load(ctx, &entry)?, at, Some(tip.tick))
             }
         };
+        let signers = AllowedSigners::load(ctx)?;
         let mut ticks = Vec::new();
         let mut day = Vec::new();
         let since = now.minus(Span::hours(24)).unix();
         for e in history::walk(ctx, snap.tip.commit)? {
             let e = e?;
             if ticks.len() < recent {
-                ticks.push(tick_line(e));
+                ticks.push(tick_line(e, &signers));
             } else if hours && e.time >= since && day.len() < DAY_CAP {
                 day.push(Timestamp::from_unix(e.time));
             } else {
@@ -160,6 +169,7 @@ impl View {
             at: at.is_some(),
             ticks,
             day,
+            signers,
         })
     }
 
@@ -169,7 +179,7 @@ impl View {
 }
 
 /// One history entry as the board shows it.
-pub(crate) fn tick_line(e: crate::store::Entry) -> TickLine {
+pub(crate) fn tick_line(e: crate::store::Entry, signers: &AllowedSigners) -> TickLine {
     let subject = e.message.lines().next().unwrap_or_default().to_owned();
     let at = Timestamp::from_unix(e.time);
     let t = history::Tick::read(e);
@@ -179,6 +189,7 @@ pub(crate) fn tick_line(e: crate::store::Entry) -> TickLine {
         actor: t.actor_name().to_owned(),
         kind: t.kind().to_owned(),
         failed: t.op().is_some_and(|op| board::failed_check(&op.change)),
+        signature: t.op().and_then(|op| trust::history_note(op, signers)),
         subject,
     }
 }
@@ -237,6 +248,7 @@ impl<'a> Wire<'a> {
                     tick: t.tick,
                     at: t.at.to_string(),
                     subject: t.subject.clone(),
+                    signature: t.signature.clone(),
                 })
                 .collect(),
         }
@@ -322,7 +334,28 @@ fn human(w: &Wire, now: Timestamp) -> String {
     }
     s.push_str("recent:\n");
     for r in &w.recent {
-        s.push_str(&format!("  {:>4}  {}  {}\n", r.tick, r.at, r.subject));
+        match &r.signature {
+            Some(note) => s.push_str(&format!(
+                "  {:>4}  {}  {}  [{note}]\n",
+                r.tick, r.at, r.subject
+            )),
+            None => s.push_str(&format!("  {:>4}  {}  {}\n", r.tick, r.at, r.subject)),
+        }
     }
     s
+}
+
+/// Says once per clone that human acts are not signed here, and how to
+/// turn signing on.
+fn unsigned_hint_once(ctx: &Ctx) {
+    let Ok(store) = ctx.store() else { return };
+    let marker = store.common_dir().join("loopx").join("unsigned-hint-shown");
+    if marker.exists() {
+        return;
+    }
+    ctx.out.hint(
+        "human acts here are unsigned: this machine trusts no signer, so anything that runs as you can answer a gate; to require signatures, `loopx signer announce NAME --key ~/.ssh/id_ed25519.pub`, then `loopx signer trust NAME`, and sign with `git config gpg.format ssh` and `git config user.signingKey ~/.ssh/id_ed25519.pub` (docs/gates.md)",
+    );
+    let _ = std::fs::create_dir_all(marker.parent().expect("has a parent"))
+        .and_then(|()| std::fs::write(&marker, b"shown\n"));
 }

@@ -51,6 +51,8 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             .map(|v| CommandRun::assumed_passing(&v.argv)),
     };
     op::apply(&mut snap.state.clone(), &tx::op(ctx, probe)?)?;
+    // Code from the shared state runs only when this machine trusts it.
+    crate::trust::validation::allow(ctx, &snap.state, todo)?;
     // The validation runs once, before the tick; retries reuse its result.
     let root = ctx.store()?.root();
     let validation = todo.validate.as_ref().map(|v| {

@@ -1,17 +1,21 @@
-//! `loopx todo edit`: change a todo's title, priority or dependencies.
+//! `loopx todo edit`: change a todo's title, priority, dependencies or
+//! validation.
 
 use anyhow::Result;
 
 use super::report;
 use crate::ctx::Ctx;
 use crate::error::Exit;
-use crate::model::Priority;
+use crate::model::{Priority, Validation};
 use crate::op::Change;
+use crate::time::Span;
 use crate::tx;
 
-/// Change a todo's title, priority or `after` list, or add a note
+/// Change a todo's title, priority, `after` list or validation, or add a note
 ///
-/// Only the owner edits a claimed todo. --after replaces the whole list.
+/// Only the owner edits a claimed todo. --after replaces the whole list. A
+/// command after `--` replaces the validation, which voids any earlier
+/// `todo trust` of it.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     #[command(flatten)]
@@ -31,6 +35,12 @@ pub struct Args {
     /// A note
     #[arg(long, value_name = "TEXT")]
     note: Option<String>,
+    /// How long a new validation may run
+    #[arg(long, value_name = "DURATION", default_value = "5m")]
+    validate_timeout: Span,
+    /// A new validation command and its arguments
+    #[arg(last = true, value_name = "CMD")]
+    validate: Vec<String>,
 }
 
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
@@ -58,6 +68,10 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                 priority: args.priority,
                 after,
                 note: args.note.clone(),
+                validate: (!args.validate.is_empty()).then(|| Validation {
+                    argv: args.validate.clone(),
+                    timeout: args.validate_timeout,
+                }),
             },
         )?)
     })?;

@@ -11,6 +11,7 @@ pub mod release;
 pub mod renew;
 pub mod reopen;
 pub mod show;
+pub mod trust;
 pub mod update;
 
 use anyhow::Result;
@@ -38,6 +39,7 @@ pub enum Command {
     Done(done::Args),
     Reopen(reopen::Args),
     Archive(archive::Args),
+    Trust(trust::Args),
 }
 
 pub fn run(ctx: &Ctx, c: &Command) -> Result<Exit> {
@@ -54,6 +56,7 @@ pub fn run(ctx: &Ctx, c: &Command) -> Result<Exit> {
         Command::Done(a) => done::run(ctx, a),
         Command::Reopen(a) => reopen::run(ctx, a),
         Command::Archive(a) => archive::run(ctx, a),
+        Command::Trust(a) => trust::run(ctx, a),
     }
 }
 

@@ -28,6 +28,18 @@ struct Wire<'a> {
     after_status: Vec<AfterStatus<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     not_ready: Option<String>,
+    /// For a todo with a validation: whether it runs on this machine, and
+    /// why (`runs`, `why`; docs/gates.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    validation_here: Option<Here>,
+}
+
+#[derive(Serialize)]
+struct Here {
+    runs: bool,
+    why: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    hint: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -63,7 +75,24 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         }),
         _ => None,
     };
+    let validation_here = if archived {
+        None
+    } else {
+        crate::trust::validation::verdict(ctx, state, t)?.map(|v| match v {
+            Ok(trusted) => Here {
+                runs: true,
+                why: trusted.to_string(),
+                hint: None,
+            },
+            Err(refusal) => Here {
+                runs: false,
+                why: refusal.message,
+                hint: refusal.hint.map(|h| h.to_string()),
+            },
+        })
+    };
     let wire = Wire {
+        validation_here,
         todo: t,
         path: if archived {
             files::archived_todo_path(&t.id)
@@ -116,6 +145,23 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         }
         if let Some(n) = &wire.not_ready {
             s.push_str(&format!("\nnot ready for you: {n}"));
+        }
+        if let Some(v) = &t.validate {
+            s.push_str(&format!(
+                "\nvalidation: `{}` (timeout {})",
+                crate::trust::validation::shell_words(&v.argv),
+                v.timeout
+            ));
+            match &wire.validation_here {
+                Some(h) if h.runs => s.push_str(&format!("\n  runs here: {}", h.why)),
+                Some(h) => {
+                    s.push_str(&format!("\n  {}", h.why));
+                    if let Some(hint) = &h.hint {
+                        s.push_str(&format!("\n  {hint}"));
+                    }
+                }
+                None => {}
+            }
         }
         s.push_str(&format!(
             "\ncreated {} by {}",

@@ -65,6 +65,7 @@ fn todo(hex: &str) -> Todo {
             argv: strings(&["cargo", "test"]),
             timeout: Span::minutes(5),
         }),
+        validate_from: None,
         epoch: 3,
         created_at: t("2026-01-01T09:00:00Z"),
         created_by: human(),
@@ -139,6 +140,7 @@ fn full_state() -> State {
             by: human(),
             at: t("2026-01-01T09:03:00Z"),
             note: Some("faster".to_owned()),
+            signature: None,
         }),
         withdrawn: None,
     };
@@ -177,6 +179,7 @@ fn full_state() -> State {
         todos: BTreeMap::from([(todo.id.clone(), todo)]),
         gates: BTreeMap::from([(gate.id.clone(), gate)]),
         quota: BTreeMap::from([(ledger.agent.clone(), ledger)]),
+        signers: BTreeMap::new(),
     }
 }
 

@@ -296,6 +296,7 @@ fn an_open_gate_stops_claims_until_it_is_answered() {
             by: human(),
             at: t("2026-01-01T09:07:00Z"),
             note: Some("faster".to_owned()),
+            signature: None,
         })
     );
     assert_eq!(g.withdrawn, None);
@@ -439,6 +440,7 @@ fn gate_withdraw_closes_the_gate_and_frees_the_work() {
         Some(Withdrawn {
             by: human(),
             at: t("2026-01-01T09:07:00Z"),
+            signature: None,
         })
     );
     assert_eq!(g.answer, None);

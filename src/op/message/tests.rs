@@ -176,7 +176,7 @@ fn a_commit_that_is_no_tick_says_what_is_missing() {
     let msg = render(&o, &effect("init"), 1, &[]);
     for (trailer, want) in [
         ("Loopx-Tick: 1\n", "the trailer Loopx-Tick is missing"),
-        ("Loopx-Format: 1\n", "the trailer Loopx-Format is missing"),
+        ("Loopx-Format: 2\n", "the trailer Loopx-Format is missing"),
         ("Loopx-Op: init\n", "the trailer Loopx-Op is missing"),
     ] {
         assert_eq!(parse(&msg.replace(trailer, "")), Err(want.to_owned()));

@@ -4,7 +4,9 @@
 
 use super::{Change, Effect, Happened, Op, agent::normalize, goal::non_empty, rules, short};
 use crate::error::{Code, Hint, N, Next, Refusal};
-use crate::model::{Actor, GoalStatus, Note, State, Todo, TodoId, TodoStatus, run::CommandRun};
+use crate::model::{
+    Actor, GoalStatus, Note, State, Todo, TodoId, TodoStatus, Validation, Vouch, run::CommandRun,
+};
 
 mod claim;
 
@@ -27,22 +29,7 @@ pub(super) fn add(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         unreachable!("dispatched on TodoAdd")
     };
     if let Some(v) = validate {
-        if v.argv.is_empty() || v.argv[0].trim().is_empty() {
-            return Err(
-                Refusal::usage(Code::BadValidation, "the validation command is empty").with_hint(
-                    Hint::new(
-                        format!("put the command after `--`: {N}"),
-                        [Next::AddTodoWithCheck],
-                    ),
-                ),
-            );
-        }
-        if v.timeout.as_secs() <= 0 {
-            return Err(Refusal::usage(
-                Code::BadValidation,
-                "--validate-timeout must be longer than 0s",
-            ));
-        }
+        check_validation(v)?;
     }
     if let Actor::Agent(id) = &op.actor {
         rules::registered(state, id)?;
@@ -97,6 +84,7 @@ pub(super) fn add(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
             capabilities: normalize(capabilities),
             scope: normalize(scope),
             validate: validate.clone(),
+            validate_from: validate.as_ref().map(|_| vouch(op, "add")),
             epoch: 0,
             created_at: op.at,
             created_by: op.actor.clone(),
@@ -252,10 +240,14 @@ pub(super) fn edit(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         priority,
         after,
         note,
+        validate,
     } = &op.change
     else {
         unreachable!("dispatched on TodoEdit")
     };
+    if let Some(v) = validate {
+        check_validation(v)?;
+    }
     let todo = writable(state, op, id, *epoch, "edit")?;
     let title = title
         .as_deref()
@@ -283,10 +275,15 @@ pub(super) fn edit(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         }
         None => None,
     };
-    if title.is_none() && priority.is_none() && after.is_none() && note.is_none() {
+    if title.is_none()
+        && priority.is_none()
+        && after.is_none()
+        && note.is_none()
+        && validate.is_none()
+    {
         return Err(Refusal::usage(
             Code::NothingToEdit,
-            "todo edit needs --title, --priority, --after, --no-after or --note",
+            "todo edit needs --title, --priority, --after, --no-after, --note or a validation after `--`",
         ));
     }
     let old_title = short(&todo.title);
@@ -308,11 +305,49 @@ pub(super) fn edit(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         t.add_note(op.at, &op.actor, text);
         what.push("note".to_owned());
     }
+    if let Some(v) = validate {
+        t.validate = Some(v.clone());
+        // A new validation voids whatever vouched for the old one.
+        t.validate_from = Some(vouch(op, "edit"));
+        what.push("validation".to_owned());
+    }
     t.updated_at = op.at;
     Ok(Effect::new(
         Happened::Edited { todo: id.clone() },
         format!("edit {id} \"{old_title}\" {}", what.join(" ")),
     ))
+}
+
+/// A validation command must name a program and have a positive timeout.
+fn check_validation(v: &Validation) -> Result<(), Refusal> {
+    if v.argv.is_empty() || v.argv[0].trim().is_empty() {
+        return Err(
+            Refusal::usage(Code::BadValidation, "the validation command is empty").with_hint(
+                Hint::new(
+                    format!("put the command after `--`: {N}"),
+                    [Next::AddTodoWithCheck],
+                ),
+            ),
+        );
+    }
+    if v.timeout.as_secs() <= 0 {
+        return Err(Refusal::usage(
+            Code::BadValidation,
+            "--validate-timeout must be longer than 0s",
+        ));
+    }
+    Ok(())
+}
+
+/// The record of who wrote or trusted a validation, from the op doing it.
+pub(super) fn vouch(op: &Op, how: &str) -> Vouch {
+    Vouch {
+        op: op.id.clone(),
+        by: op.actor.clone(),
+        at: op.at,
+        how: how.to_owned(),
+        signature: op.signature.clone(),
+    }
 }
 
 /// Whether `from` waits (directly or through others) for `target`.

@@ -18,6 +18,7 @@ fn todo_add_by_a_human() {
             capabilities: Vec::new(),
             scope: Vec::new(),
             validate: None,
+            validate_from: None,
             epoch: 0,
             created_at: t("2026-01-01T09:01:00Z"),
             created_by: human(),

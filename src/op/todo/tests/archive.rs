@@ -54,6 +54,7 @@ fn an_archived_todo_still_counts_as_done_for_after() {
                 priority: None,
                 after: Some(vec![tid(T1)]),
                 note: None,
+                validate: None,
             },
         ),
     );

@@ -17,6 +17,7 @@ fn edit(
         priority: priority.map(|p| p.parse().expect("a priority")),
         after: after.map(|a| a.iter().map(|h| tid(h)).collect()),
         note: note.map(str::to_owned),
+        validate: None,
     }
 }
 

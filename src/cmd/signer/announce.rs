@@ -1,0 +1,95 @@
+//! `loopx signer announce`: put a signer's public key in the state, so
+//! teammates can find it and trust it with `loopx signer trust`.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+
+use crate::cmd::{TickWire, slug};
+use crate::ctx::Ctx;
+use crate::error::{Code, Exit, Refusal};
+use crate::model::SignerName;
+use crate::op::Change;
+use crate::trust::{self, AllowedSigners};
+use crate::tx;
+
+/// Announce a signer's SSH public key in the state (a human act)
+///
+/// An announcement only lets teammates find the key: it counts on a
+/// machine once someone there runs `loopx signer trust NAME`. Announcing
+/// again under the same name replaces the key.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The signer's name (a slug, e.g. ada)
+    name: String,
+    /// The public key file (ed25519, ECDSA, or their sk- FIDO forms)
+    #[arg(long, value_name = "FILE.pub")]
+    key: PathBuf,
+}
+
+#[derive(Serialize)]
+struct Wire<'a> {
+    name: &'a SignerName,
+    key: &'a str,
+    fingerprint: String,
+    trusted_here: bool,
+    #[serde(flatten)]
+    tick: TickWire,
+}
+
+pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
+    let name = slug("signer", &args.name, SignerName::new)?;
+    let path = if args.key.is_absolute() {
+        args.key.clone()
+    } else {
+        ctx.cwd.join(&args.key)
+    };
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("reading the public key {}", path.display()))?;
+    if text.contains("PRIVATE KEY") {
+        return Err(Refusal::usage(
+            Code::BadKey,
+            format!(
+                "{} is a private key: never put it in the state",
+                path.display()
+            ),
+        )
+        .with_hint("pass the public half, the file ending in .pub")
+        .into());
+    }
+    let key = trust::normalize_key(&text).map_err(|e| {
+        Refusal::usage(Code::BadKey, format!("{} is not a usable public key: {e}", path.display()))
+            .with_hint("pass an ed25519 or ECDSA public key (or its sk- FIDO form), e.g. ~/.ssh/id_ed25519.pub")
+    })?;
+    let done = tx::commit(ctx, |_| {
+        Ok(tx::op(
+            ctx,
+            Change::SignerAnnounce {
+                name: name.clone(),
+                key: key.clone(),
+            },
+        )?)
+    })?;
+    let fingerprint = trust::fingerprint(&key).map_err(|e| anyhow::anyhow!(e))?;
+    let signers = AllowedSigners::load(ctx)?;
+    let trusted_here = signers.trusts(&key).is_some();
+    ctx.out.emit(
+        &Wire {
+            name: &name,
+            key: &key,
+            fingerprint: fingerprint.clone(),
+            trusted_here,
+            tick: TickWire::of(&done),
+        },
+        || {
+            let here = if trusted_here {
+                "it is trusted here".to_owned()
+            } else {
+                format!("trust it on each machine with `loopx signer trust {name}`")
+            };
+            format!("Announced signer {name} ({fingerprint}); {here}.")
+        },
+    )?;
+    Ok(Exit::Ok)
+}

@@ -1,0 +1,27 @@
+//! `loopx signer …`: the SSH keys that sign human acts. The state may
+//! announce a signer's key so teammates can find it; which keys count is
+//! decided on each machine by its allowed-signers file (`trust`).
+
+pub mod announce;
+pub mod list;
+pub mod trust;
+
+use anyhow::Result;
+
+use crate::ctx::Ctx;
+use crate::error::Exit;
+
+#[derive(clap::Subcommand, Debug)]
+pub enum Command {
+    Announce(announce::Args),
+    List(list::Args),
+    Trust(trust::Args),
+}
+
+pub fn run(ctx: &Ctx, c: &Command) -> Result<Exit> {
+    match c {
+        Command::Announce(a) => announce::run(ctx, a),
+        Command::List(a) => list::run(ctx, a),
+        Command::Trust(a) => trust::run(ctx, a),
+    }
+}

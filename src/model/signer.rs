@@ -1,0 +1,39 @@
+//! Signers announced in the state, and the record of who vouched for a
+//! todo's validation. Stored at `signers/<name>.toml` and inside todos.
+//!
+//! An announcement only helps teammates find a key: which keys count is
+//! decided on each machine by its allowed-signers file (`trust`), never by
+//! the state.
+
+use serde::{Deserialize, Serialize};
+
+use super::{actor::Actor, id::OpId, id::SignerName};
+use crate::time::Timestamp;
+
+/// `signers/<name>.toml`: a name and an SSH public key, and who announced
+/// it when.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Signer {
+    pub name: SignerName,
+    /// The public key in OpenSSH form (`ssh-ed25519 AAAA…`), without its
+    /// comment.
+    pub key: String,
+    pub announced_by: Actor,
+    pub announced_at: Timestamp,
+    /// The SSH signature of the announcing op, when it was signed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<String>,
+}
+
+/// Who wrote (or trusted) a todo's validation: the op, its actor and time,
+/// and the op's signature if it carried one.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Vouch {
+    pub op: OpId,
+    pub by: Actor,
+    pub at: Timestamp,
+    /// `add`, `edit` or `trust`: how the validation got here.
+    pub how: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<String>,
+}

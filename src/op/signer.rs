@@ -1,0 +1,107 @@
+//! Rules for the signed-authority ops: announcing a signer's key in the
+//! state, and a human vouching for a todo's validation. Both are human
+//! acts (`trust::is_human_act`): on a machine that trusts any signer they
+//! apply only with a valid signature.
+
+use sha2::{Digest, Sha256};
+
+use super::{Effect, Happened, Op, rules, short, todo::vouch};
+use crate::error::{Code, Hint, N, Next, Refusal};
+use crate::model::{SignerName, State, TodoId, Validation, signer::Signer};
+
+pub(super) fn announce(
+    state: &mut State,
+    op: &Op,
+    name: &SignerName,
+    key: &str,
+) -> Result<Effect, Refusal> {
+    rules::human_only(&op.actor, "announce a signer")?;
+    let key = crate::trust::normalize_key(key).map_err(|e| {
+        Refusal::usage(Code::BadKey, format!("the key for {name} is not usable: {e}"))
+            .with_hint("pass an ed25519 or ECDSA public key (or its sk- FIDO form), e.g. --key ~/.ssh/id_ed25519.pub")
+    })?;
+    let verb = match state.signers.get(name) {
+        Some(s) if s.key == key => {
+            return Err(Refusal::rule(
+                Code::AlreadyAnnounced,
+                format!("{name} is already announced with this key"),
+            )
+            .with_hint(Hint::new(
+                format!("trust it on a machine with {N}"),
+                [Next::TrustSigner(name.to_string())],
+            )));
+        }
+        Some(_) => "replaces the key of",
+        None => "announces",
+    };
+    state.signers.insert(
+        name.clone(),
+        Signer {
+            name: name.clone(),
+            key: key.clone(),
+            announced_by: op.actor.clone(),
+            announced_at: op.at,
+            signature: op.signature.clone(),
+        },
+    );
+    let algo = key.split(' ').next().unwrap_or_default();
+    Ok(Effect::new(
+        Happened::SignerAnnounced { name: name.clone() },
+        format!("signer {verb} {name} ({algo})"),
+    ))
+}
+
+pub(super) fn trust_todo(
+    state: &mut State,
+    op: &Op,
+    id: &TodoId,
+    digest: &str,
+) -> Result<Effect, Refusal> {
+    rules::human_only(&op.actor, "trust a validation")?;
+    let todo = state.todos.get(id).ok_or_else(|| {
+        Refusal::error(Code::UnknownTodo, format!("there is no live todo {id}"))
+            .with_hint(Hint::new(format!("{N} shows the todos"), [Next::AllTodos]))
+    })?;
+    let Some(v) = &todo.validate else {
+        return Err(Refusal::rule(
+            Code::NoValidation,
+            format!("{id} has no validation command to trust"),
+        ));
+    };
+    if validation_digest(v) != digest {
+        return Err(Refusal::conflict(
+            Code::ValidationChanged,
+            format!(
+                "{id}'s validation changed to `{}` since it was shown for trust",
+                v.argv.join(" ")
+            ),
+        )
+        .with_hint(Hint::new(
+            format!("look at it again with {N}, then {N}"),
+            [
+                Next::ShowTodo(id.to_string()),
+                Next::TrustTodo(id.to_string()),
+            ],
+        )));
+    }
+    let title = short(&todo.title);
+    let t = state.todos.get_mut(id).expect("checked above");
+    t.validate_from = Some(vouch(op, "trust"));
+    t.updated_at = op.at;
+    Ok(Effect::new(
+        Happened::Trusted { todo: id.clone() },
+        format!("trust {id} \"{title}\" validation"),
+    ))
+}
+
+/// The digest a `todo.trust` names: SHA-256 of the validation's canonical
+/// TOML (argv and timeout), as `sha256:<hex>`.
+pub fn validation_digest(v: &Validation) -> String {
+    let bytes = crate::model::files::encode(v);
+    let hash = Sha256::digest(&bytes);
+    let hex: String = hash.iter().map(|b| format!("{b:02x}")).collect();
+    format!("sha256:{hex}")
+}
+
+#[cfg(test)]
+mod tests;

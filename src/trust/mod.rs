@@ -1,0 +1,664 @@
+//! Signed human authority (DESIGN §8, layer 2) and trusted validations
+//! (layer 3).
+//!
+//! A human act carries an SSH signature (namespace `loopx`) over a
+//! canonical record of its op and the revision of what it changes: the
+//! hashes of the files it changes, as they were before. So a signed act
+//! applies once: replayed later, against files that have moved on, it no
+//! longer verifies. Which keys count is decided on each machine by an
+//! allowed-signers file in git's format ([`allowed`]), never by the state.
+//!
+//! [`check_op`] is the one check every path that applies an op calls (the
+//! tick, sync's replay, `verify`): pure, with the allowed signers passed in
+//! as data. Signing ([`sign`]) runs `ssh-keygen -Y sign` as git does, so
+//! passphrases, ssh-agent and hardware keys work. [`validation`] decides
+//! whether a todo's validation may run on this machine.
+
+pub mod allowed;
+pub mod incoming;
+pub mod sign;
+pub mod validation;
+
+use sha2::{Digest, Sha256};
+use ssh_key::{Algorithm, HashAlg, PublicKey, SshSig};
+
+use crate::ctx::{Caller, Ctx};
+use crate::error::{Code, Hint, N, Next, Refusal};
+use crate::model::{Actor, State, files};
+use crate::op::{self, Change, Op};
+pub use allowed::AllowedSigners;
+
+/// The SSH signature namespace of loopx's signatures (`ssh-keygen -n`).
+pub const NAMESPACE: &str = "loopx";
+
+/// The first line of every signed record: what it is, and its version.
+const RECORD_HEADER: &str = "loopx signed act 1";
+
+/// The setup a refusal of an unsigned act points to.
+pub const SETUP: &str = "sign with your SSH key: `git config gpg.format ssh` and `git config user.signingKey ~/.ssh/id_ed25519.pub` (docs/gates.md, \"Signed answers\")";
+
+/// Who signed an op, as far as this machine can tell.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SignedBy {
+    /// The principal the allowed-signers file names for the key; None when
+    /// the key is not trusted here.
+    pub principal: Option<String>,
+    /// `SHA256:…`, as `ssh-keygen -l` prints it.
+    pub fingerprint: String,
+}
+
+impl std::fmt::Display for SignedBy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.principal {
+            Some(p) => write!(f, "signed by {p} ({})", self.fingerprint),
+            None => write!(f, "signed by an untrusted key ({})", self.fingerprint),
+        }
+    }
+}
+
+/// Whether `op`, applied to `before`, is a human act: one of the who-may
+/// table's human-only rows (DESIGN §4), a signer announcement or a
+/// validation trust.
+pub fn is_human_act(before: &State, op: &Op) -> bool {
+    match &op.change {
+        Change::GoalAdd { .. }
+        | Change::GoalSet { .. }
+        | Change::QuotaVoid { .. }
+        | Change::SignerAnnounce { .. }
+        | Change::TodoTrust { .. } => true,
+        Change::GateAnswer { gate, .. } | Change::GateWithdraw { gate } => {
+            before.gates.get(gate).is_some_and(|g| g.kind.human_only())
+        }
+        Change::TodoRelease { force, .. } => *force,
+        Change::AgentRetire { agent } => op.actor.agent() != Some(agent),
+        Change::Settle { steps, .. } => steps.iter().any(|step| {
+            is_human_act(
+                before,
+                &Op {
+                    change: step.clone(),
+                    ..op.clone()
+                },
+            )
+        }),
+        _ => false,
+    }
+}
+
+/// Whether a human's op should be signed when signing is configured: a
+/// human act, or an op that writes a validation command (which a signature
+/// makes trusted on other machines).
+pub fn wants_signature(before: &State, op: &Op) -> bool {
+    is_human_act(before, op)
+        || matches!(
+            &op.change,
+            Change::TodoAdd {
+                validate: Some(_),
+                ..
+            } | Change::TodoEdit {
+                validate: Some(_),
+                ..
+            }
+        )
+}
+
+/// The record a signature covers: the op (id, time, actor, change; not the
+/// signature itself) and, for every file the op changes, the hash of that
+/// file before the change (`absent` for a new file). `after` is `before`
+/// with the op applied.
+pub fn record(before: &State, after: &State, op: &Op) -> Vec<u8> {
+    let unsigned = Op {
+        signature: None,
+        ..op.clone()
+    };
+    let mut out = format!("{RECORD_HEADER}\n");
+    out.push_str(&toml::to_string(&unsigned).expect("ops always serialize to TOML"));
+    out.push_str("\n[revision]\n");
+    // The reverse diff names every changed file with its content before.
+    let mut targets = files::changes(after, before, &files::Records::default());
+    targets.sort_by(|a, b| a.0.cmp(&b.0));
+    for (path, bytes) in targets {
+        let hash = bytes.map_or_else(
+            || "absent".to_owned(),
+            |b| {
+                Sha256::digest(&b)
+                    .iter()
+                    .map(|x| format!("{x:02x}"))
+                    .collect()
+            },
+        );
+        out.push_str(&format!("{path:?} = {hash:?}\n"));
+    }
+    out.into_bytes()
+}
+
+/// The one check of an op's signature, for every path that applies ops
+/// (the tick, sync's replay, `verify`). Pure: the allowed signers come in
+/// as data.
+///
+/// - A signature, when present, must verify over the op's record against
+///   `before` (on every machine, trusted key or not), so a signature in the
+///   state always belongs to the act it sits in.
+/// - When `signers` lists anyone, a human act must be signed by one of
+///   them: unsigned is refused (`unsigned`), an unknown key too
+///   (`unknown-signer`).
+///
+/// Returns who signed, if anyone. Refusals are exit 3.
+pub fn check_op(
+    before: &State,
+    op: &Op,
+    signers: &AllowedSigners,
+) -> Result<Option<SignedBy>, Refusal> {
+    if op.signature.is_none() && !(signers.enforced() && is_human_act(before, op)) {
+        return Ok(None);
+    }
+    let mut after = before.clone();
+    op::apply(&mut after, op)?;
+    check_applied(before, &after, op, signers)
+}
+
+/// [`check_op`] for a caller that has already applied the op (`after`),
+/// so the op is not applied twice.
+pub fn check_applied(
+    before: &State,
+    after: &State,
+    op: &Op,
+    signers: &AllowedSigners,
+) -> Result<Option<SignedBy>, Refusal> {
+    let human = is_human_act(before, op);
+    let Some(text) = &op.signature else {
+        if human && signers.enforced() {
+            return Err(unsigned(op, signers));
+        }
+        return Ok(None);
+    };
+    let sig = decode(text).map_err(|e| bad_signature(op, &e))?;
+    verify(&sig, &record(before, after, op)).map_err(|e| bad_signature(op, &e))?;
+    let by = signed_by(&sig, signers, op);
+    if human && signers.enforced() && by.principal.is_none() {
+        return Err(Refusal::rule(
+            Code::UnknownSigner,
+            format!(
+                "{} by {} is signed by {}, a key this machine's allowed signers do not list",
+                op.change.kind(),
+                op.actor.name(),
+                by.fingerprint
+            ),
+        )
+        .with_hint(Hint::new(
+            format!(
+                "if the key is theirs, trust it: {N} for an announced signer ({N}), or add it to {}",
+                signers.describe_path()
+            ),
+            [Next::TrustSigner("NAME".to_owned()), Next::List("signer".to_owned())],
+        )));
+    }
+    Ok(Some(by))
+}
+
+/// What the tick remembers between its retries: the last record signed
+/// and its signature, so a retry against unchanged files signs nothing new.
+#[derive(Default)]
+pub struct Seal {
+    last: Option<(Vec<u8>, String)>,
+    signers: Option<AllowedSigners>,
+}
+
+impl Seal {
+    /// Signs `op` when a human with signing configured makes an act that
+    /// wants a signature, then checks it with [`check_applied`]. The tick
+    /// writer applies the signed op afterwards, so the files it produces
+    /// carry the signature too.
+    pub fn seal(&mut self, ctx: &Ctx, before: &State, op: &mut Op) -> anyhow::Result<()> {
+        let human = is_human_act(before, op);
+        // The key is looked up only for a human's op that wants a signature:
+        // an agent's tick costs one match here, nothing more.
+        let key = if op.signature.is_none()
+            && *ctx.caller() == Caller::Human
+            && wants_signature(before, op)
+        {
+            sign::configured(ctx)?
+        } else {
+            None
+        };
+        if key.is_none() && op.signature.is_none() && (!human || !self.signers(ctx)?.enforced()) {
+            return Ok(());
+        }
+        // The op's own rules speak first (an agent answering a human-only
+        // gate is told so, not that it did not sign).
+        let mut after = before.clone();
+        op::apply(&mut after, op)?;
+        if let Some(key) = key {
+            let record = record(before, &after, op);
+            let stored = match &self.last {
+                Some((r, s)) if *r == record => s.clone(),
+                _ => {
+                    let s = sign::sign(ctx, &key, &record)?;
+                    self.last = Some((record, s.clone()));
+                    s
+                }
+            };
+            op.signature = Some(stored);
+        }
+        check_applied(before, &after, op, self.signers(ctx)?)?;
+        Ok(())
+    }
+
+    /// This machine's allowed signers, read once per command.
+    fn signers(&mut self, ctx: &Ctx) -> anyhow::Result<&AllowedSigners> {
+        if self.signers.is_none() {
+            self.signers = Some(AllowedSigners::load(ctx)?);
+        }
+        Ok(self.signers.as_ref().expect("loaded above"))
+    }
+}
+
+/// Verifies a decoded signature over `record`: namespace `loopx`, a key
+/// type loopx accepts, and for FIDO keys the user-presence flag.
+pub fn verify(sig: &SshSig, record: &[u8]) -> Result<(), String> {
+    if sig.namespace() != NAMESPACE {
+        return Err(format!(
+            "its namespace is {:?}, not {NAMESPACE:?}",
+            sig.namespace()
+        ));
+    }
+    let algorithm = sig.algorithm();
+    if !supported(&algorithm) {
+        return Err(format!("{algorithm} keys are not accepted"));
+    }
+    if matches!(
+        algorithm,
+        Algorithm::SkEd25519 | Algorithm::SkEcdsaSha2NistP256
+    ) {
+        // flags (1 byte) and counter (4) trail a FIDO signature; bit 0 of
+        // the flags says the user was present.
+        let bytes = sig.signature_bytes();
+        let flags = bytes.len().checked_sub(5).map(|i| bytes[i]);
+        if flags.is_none_or(|f| f & 0x01 == 0) {
+            return Err("the FIDO key did not assert user presence".to_owned());
+        }
+    }
+    PublicKey::from(sig.public_key().clone())
+        .verify(NAMESPACE, record, sig)
+        .map_err(|_| "it does not match this op and the state it changes (an altered op, or an old signed act replayed)".to_owned())
+}
+
+/// Key types loopx accepts: ed25519, ECDSA, and their FIDO forms.
+fn supported(algorithm: &Algorithm) -> bool {
+    matches!(
+        algorithm,
+        Algorithm::Ed25519
+            | Algorithm::Ecdsa { .. }
+            | Algorithm::SkEd25519
+            | Algorithm::SkEcdsaSha2NistP256
+    )
+}
+
+/// Who a (verified) signature names, by the allowed signers.
+fn signed_by(sig: &SshSig, signers: &AllowedSigners, op: &Op) -> SignedBy {
+    let fingerprint = sig.public_key().fingerprint(HashAlg::Sha256).to_string();
+    SignedBy {
+        principal: signers
+            .principal(sig.public_key(), Some(op.at))
+            .map(str::to_owned),
+        fingerprint,
+    }
+}
+
+/// Describes a stored signature (of an op or of a file it produced) for
+/// people: "signed by ada (SHA256:…)", "signed by an untrusted key (…)" or
+/// "unsigned". The signature itself was checked when the op was applied.
+pub fn describe(signature: Option<&str>, signers: &AllowedSigners) -> String {
+    match signature.map(decode) {
+        None => "unsigned".to_owned(),
+        Some(Err(_)) => "signed, unreadably".to_owned(),
+        Some(Ok(sig)) => SignedBy {
+            principal: signers.principal(sig.public_key(), None).map(str::to_owned),
+            fingerprint: sig.public_key().fingerprint(HashAlg::Sha256).to_string(),
+        }
+        .to_string(),
+    }
+}
+
+/// What history shows about a tick's signature: "signed by …" for a
+/// signed op, "unsigned" for a human's op of a human-act kind, else None.
+/// (Reading history has no parent state at hand, so a human's answer to a
+/// decision gate also shows "unsigned".)
+pub fn history_note(op: &Op, signers: &AllowedSigners) -> Option<String> {
+    if op.signature.is_some() {
+        return Some(describe(op.signature.as_deref(), signers));
+    }
+    let human_kind = match &op.change {
+        Change::TodoRelease { force, .. } => *force,
+        Change::AgentRetire { agent } => op.actor.agent() != Some(agent),
+        c => matches!(
+            c.kind(),
+            "gate.answer"
+                | "gate.withdraw"
+                | "goal.add"
+                | "goal.set"
+                | "quota.void"
+                | "signer.announce"
+                | "todo.trust"
+        ),
+    };
+    (op.actor.is_human() && human_kind).then(|| "unsigned".to_owned())
+}
+
+/// A stored signature as `--format json` shows it.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct SignatureWire {
+    pub signed: bool,
+    /// The principal this machine's allowed signers name for the key; None
+    /// when unsigned or not trusted here.
+    pub signer: Option<String>,
+    pub fingerprint: Option<String>,
+    /// "signed by ada (SHA256:…)", "signed by an untrusted key (…)" or
+    /// "unsigned".
+    pub text: String,
+}
+
+impl SignatureWire {
+    pub fn of(signature: Option<&str>, signers: &AllowedSigners) -> Self {
+        let by = signer_of(signature, signers);
+        SignatureWire {
+            signed: signature.is_some(),
+            signer: by.as_ref().and_then(|b| b.principal.clone()),
+            fingerprint: by.map(|b| b.fingerprint),
+            text: describe(signature, signers),
+        }
+    }
+}
+
+/// The signer of a stored signature, for JSON output: principal (None when
+/// untrusted here) and fingerprint.
+pub fn signer_of(signature: Option<&str>, signers: &AllowedSigners) -> Option<SignedBy> {
+    let sig = decode(signature?).ok()?;
+    Some(SignedBy {
+        principal: signers.principal(sig.public_key(), None).map(str::to_owned),
+        fingerprint: sig.public_key().fingerprint(HashAlg::Sha256).to_string(),
+    })
+}
+
+/// Reads a stored signature: base64 of the SSHSIG blob, on one line.
+pub fn decode(text: &str) -> Result<SshSig, String> {
+    let body = text.trim();
+    if body.is_empty()
+        || !body
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"+/=".contains(&b))
+    {
+        return Err("it is not base64".to_owned());
+    }
+    let mut pem = String::from("-----BEGIN SSH SIGNATURE-----\n");
+    for chunk in body.as_bytes().chunks(70) {
+        pem.push_str(std::str::from_utf8(chunk).expect("ascii"));
+        pem.push('\n');
+    }
+    pem.push_str("-----END SSH SIGNATURE-----\n");
+    SshSig::from_pem(pem).map_err(|e| format!("it is not an SSH signature ({e})"))
+}
+
+/// The stored form of an armored signature (`ssh-keygen -Y sign` output):
+/// the base64 body on one line.
+pub fn encode(armored: &str) -> Result<String, String> {
+    let body: String = armored
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with("-----"))
+        .collect();
+    decode(&body)?;
+    Ok(body)
+}
+
+/// Checks an OpenSSH public key line and returns it as `type base64`,
+/// without its comment.
+pub fn normalize_key(key: &str) -> Result<String, String> {
+    let key = PublicKey::from_openssh(key.trim()).map_err(|e| format!("{e}"))?;
+    if !supported(&key.algorithm()) {
+        return Err(format!("{} keys are not accepted", key.algorithm()));
+    }
+    let mut plain = key.clone();
+    plain.set_comment("");
+    plain.to_openssh().map_err(|e| format!("{e}"))
+}
+
+/// The fingerprint (`SHA256:…`) of an OpenSSH public key line.
+pub fn fingerprint(key: &str) -> Result<String, String> {
+    let key = PublicKey::from_openssh(key.trim()).map_err(|e| format!("{e}"))?;
+    Ok(key.fingerprint(HashAlg::Sha256).to_string())
+}
+
+fn unsigned(op: &Op, signers: &AllowedSigners) -> Refusal {
+    let who = match &op.actor {
+        Actor::Human { name, .. } => name.clone(),
+        Actor::Agent(id) => id.to_string(),
+    };
+    Refusal::rule(
+        Code::Unsigned,
+        format!(
+            "{} by {who} is a human act and is not signed; this machine trusts the signers in {}, so it needs a signature by one of them",
+            op.change.kind(),
+            signers.describe_path()
+        ),
+    )
+    .with_hint(SETUP)
+}
+
+fn bad_signature(op: &Op, why: &str) -> Refusal {
+    Refusal::rule(
+        Code::BadSignature,
+        format!(
+            "the signature on {} {} by {} is not valid: {why}",
+            op.change.kind(),
+            op.id,
+            op.actor.name()
+        ),
+    )
+    .with_hint("a human act is signed against the state it changes: run the command again to sign it anew; nothing was changed")
+}
+
+#[cfg(test)]
+#[allow(clippy::print_stderr)] // says when a test is skipped, and the measurement
+mod tests {
+    use super::*;
+    use crate::model::{AgentId, GoalId, OpId};
+    use crate::time::Timestamp;
+
+    /// Signs `record` with a fresh ed25519 key made by `ssh-keygen` in
+    /// `dir`; None (skipped, said so) where OpenSSH is missing.
+    fn keygen(dir: &std::path::Path) -> Option<std::path::PathBuf> {
+        let key = dir.join("key");
+        let made = std::process::Command::new("ssh-keygen")
+            .args(["-q", "-t", "ed25519", "-N", "", "-C", "t", "-f"])
+            .arg(&key)
+            .status();
+        match made {
+            Ok(s) if s.success() => Some(key),
+            _ => {
+                eprintln!("skipped: ssh-keygen is not installed (apt-get install openssh-client)");
+                None
+            }
+        }
+    }
+
+    fn sign_file(key: &std::path::Path, record: &[u8]) -> String {
+        use std::io::Write;
+        let mut child = std::process::Command::new("ssh-keygen")
+            .args(["-Y", "sign", "-n", NAMESPACE, "-f"])
+            .arg(key)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(record).unwrap();
+        let out = child.wait_with_output().unwrap();
+        encode(&String::from_utf8_lossy(&out.stdout)).unwrap()
+    }
+
+    fn t(s: &str) -> Timestamp {
+        Timestamp::parse(s).unwrap()
+    }
+
+    fn op(at: &str, change: Change) -> Op {
+        Op {
+            id: OpId::from_hex(&format!("{:016x}", at.len() * 7 + change.kind().len())),
+            at: t(at),
+            actor: Actor::Human {
+                name: "Ada".into(),
+                email: "ada@example.com".into(),
+            },
+            signature: None,
+            change,
+        }
+    }
+
+    fn board() -> State {
+        let mut s = State::default();
+        let init = op(
+            "2026-11-30T09:00:00Z",
+            Change::Init {
+                goal: Some(GoalId::new("main").unwrap()),
+                objective: Some("Ship".into()),
+            },
+        );
+        op::apply(&mut s, &init).unwrap();
+        s
+    }
+
+    fn pause(at: &str, status: crate::model::GoalStatus) -> Op {
+        op(
+            at,
+            Change::GoalSet {
+                goal: GoalId::new("main").unwrap(),
+                objective: None,
+                status: Some(status),
+                scope: None,
+                guards: None,
+                quota_slots: None,
+                quota_window: None,
+            },
+        )
+    }
+
+    fn signed(key: &std::path::Path, state: &State, mut o: Op) -> Op {
+        let mut after = state.clone();
+        op::apply(&mut after, &o).unwrap();
+        o.signature = Some(sign_file(key, &record(state, &after, &o)));
+        o
+    }
+
+    fn allowed(key: &std::path::Path) -> AllowedSigners {
+        let public = std::fs::read_to_string(key.with_extension("pub")).unwrap();
+        AllowedSigners::parse(&format!("ada {public}"))
+    }
+
+    #[test]
+    fn a_signed_act_applies_once_and_only_as_signed() {
+        let dir = tempfile::tempdir().unwrap();
+        let Some(key) = keygen(dir.path()) else {
+            return;
+        };
+        let signers = allowed(&key);
+        let mut state = board();
+        let paused = signed(
+            &key,
+            &state,
+            pause("2026-11-30T09:01:00Z", crate::model::GoalStatus::Paused),
+        );
+        let by = check_op(&state, &paused, &signers).unwrap().unwrap();
+        assert_eq!(by.principal.as_deref(), Some("ada"));
+        op::apply(&mut state, &paused).unwrap();
+        let resumed = signed(
+            &key,
+            &state,
+            pause("2026-11-30T09:02:00Z", crate::model::GoalStatus::Active),
+        );
+        op::apply(&mut state, &resumed).unwrap();
+        // The old signed pause, replayed later: its files moved on.
+        let err = check_op(&state, &paused, &signers).unwrap_err();
+        assert_eq!(err.code, Code::BadSignature);
+        // Altered after signing: the same signature no longer fits.
+        let mut altered = resumed.clone();
+        altered.change = pause("2026-11-30T09:02:00Z", crate::model::GoalStatus::Done).change;
+        let err = check_op(&state, &altered, &signers).unwrap_err();
+        assert_eq!(err.code, Code::BadSignature);
+        // Unsigned is refused only where someone is trusted.
+        let plain = pause("2026-11-30T09:03:00Z", crate::model::GoalStatus::Paused);
+        assert_eq!(
+            check_op(&state, &plain, &signers).unwrap_err().code,
+            Code::Unsigned
+        );
+        assert_eq!(
+            check_op(&state, &plain, &AllowedSigners::none()).unwrap(),
+            None
+        );
+        // A valid signature by a key nobody listed counts for nothing.
+        let stranger_dir = tempfile::tempdir().unwrap();
+        let stranger = keygen(stranger_dir.path()).unwrap();
+        let by_stranger = signed(&stranger, &state, plain.clone());
+        assert_eq!(
+            check_op(&state, &by_stranger, &signers).unwrap_err().code,
+            Code::UnknownSigner
+        );
+        // Agents' ops are not human acts and need nothing.
+        let mut agent_op = plain;
+        agent_op.actor = Actor::Agent(AgentId::new("agent-a").unwrap());
+        agent_op.change = Change::AgentRegister {
+            agent: AgentId::new("agent-a").unwrap(),
+            runtime: crate::model::Runtime::Custom,
+            capabilities: Vec::new(),
+        };
+        assert_eq!(check_op(&state, &agent_op, &signers).unwrap(), None);
+    }
+
+    #[test]
+    fn a_fido_signature_without_user_presence_is_refused() {
+        use ssh_key::public::{Ed25519PublicKey, KeyData, SkEd25519};
+        let key = KeyData::SkEd25519(SkEd25519::new(
+            Ed25519PublicKey([7u8; 32]),
+            String::from("ssh:"),
+        ));
+        // 64 bytes of signature, then flags 0 (no user presence), counter 1.
+        let mut bytes = vec![0u8; 64];
+        bytes.extend([0u8, 0, 0, 0, 1]);
+        let sig = ssh_key::Signature::new(Algorithm::SkEd25519, bytes).unwrap();
+        let sshsig = SshSig::new(key, NAMESPACE, HashAlg::Sha512, sig).unwrap();
+        let err = verify(&sshsig, b"record").unwrap_err();
+        assert!(err.contains("user presence"), "{err}");
+    }
+
+    #[test]
+    #[ignore = "a measurement, not a test: cargo test --release --lib trust::tests::measure -- --ignored --nocapture"]
+    fn measure_verification() {
+        let dir = tempfile::tempdir().unwrap();
+        let Some(key) = keygen(dir.path()) else {
+            return;
+        };
+        let signers = allowed(&key);
+        let state = board();
+        let o = signed(
+            &key,
+            &state,
+            pause("2026-11-30T09:01:00Z", crate::model::GoalStatus::Paused),
+        );
+        let n = 2000u32;
+        let started = std::time::Instant::now();
+        for _ in 0..n {
+            check_op(&state, &o, &signers).unwrap();
+        }
+        let each = started.elapsed() / n;
+        let sig = decode(o.signature.as_deref().unwrap()).unwrap();
+        let mut after = state.clone();
+        op::apply(&mut after, &o).unwrap();
+        let rec = record(&state, &after, &o);
+        let started = std::time::Instant::now();
+        for _ in 0..n {
+            verify(&sig, &rec).unwrap();
+        }
+        eprintln!(
+            "check_op: {each:?} per op; signature verification alone: {:?}",
+            started.elapsed() / n
+        );
+    }
+}

@@ -1,0 +1,643 @@
+//! Signed human authority and trusted validations, with real keys made by
+//! `ssh-keygen` in the temp dir, a real `ssh-agent`, real clones and a real
+//! bare hub. Skipped (with a message) where OpenSSH's tools are missing;
+//! `.ci/run` installs them.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::common::{Machine, Output, TestEnv, git_in, isolate, run};
+
+/// Whether `ssh-keygen` and `ssh-agent` can run here; says how to get them
+/// when not (a skipped test says why, and how to run it).
+#[allow(clippy::print_stderr)]
+fn have_openssh() -> bool {
+    let found = |p: &str| {
+        Command::new(p)
+            .arg("-?")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok()
+    };
+    let ok = found("ssh-keygen") && found("ssh-agent") && found("ssh-add");
+    if !ok {
+        eprintln!(
+            "skipped: ssh-keygen/ssh-agent are not installed (apt-get install openssh-client; `bash .ci/run` does)"
+        );
+    }
+    ok
+}
+
+/// Makes an unencrypted ed25519 key `<tmp>/keys/<name>` and returns the path
+/// of its public half.
+fn keygen(env: &TestEnv, name: &str) -> PathBuf {
+    let dir = env.root().join("keys");
+    std::fs::create_dir_all(&dir).expect("mkdir keys");
+    let key = dir.join(name);
+    let out = Command::new("ssh-keygen")
+        .args(["-q", "-t", "ed25519", "-N", "", "-C", name, "-f"])
+        .arg(&key)
+        .output()
+        .expect("ssh-keygen runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    dir.join(format!("{name}.pub"))
+}
+
+fn fingerprint(public: &Path) -> String {
+    let out = Command::new("ssh-keygen")
+        .arg("-lf")
+        .arg(public)
+        .output()
+        .expect("ssh-keygen runs");
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .nth(1)
+        .expect("a fingerprint")
+        .to_owned()
+}
+
+/// This machine trusts `principal` with `public`, in an allowed-signers file
+/// of its own.
+fn trust(m: &Machine, principal: &str, public: &Path) {
+    let key = std::fs::read_to_string(public).expect("read the key");
+    let file = m.repo.with_extension("allowed_signers");
+    let mut text = std::fs::read_to_string(&file).unwrap_or_default();
+    text.push_str(&format!("{principal} {key}"));
+    std::fs::write(&file, text).expect("write allowed signers");
+    m.git(&[
+        "config",
+        "loopx.allowedSignersFile",
+        &file.to_string_lossy(),
+    ]);
+}
+
+/// The human of this machine signs with `public` (its private half next to
+/// it, or in ssh-agent).
+fn sign_with(m: &Machine, public: &Path) {
+    m.git(&["config", "gpg.format", "ssh"]);
+    m.git(&["config", "user.signingKey", &public.to_string_lossy()]);
+}
+
+fn code(out: &Output) -> String {
+    out.json()["error"]["code"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// A board pushed to a fresh hub as `origin`.
+fn team() -> (TestEnv, String) {
+    let env = TestEnv::with_board();
+    let hub = env.hub("hub.git");
+    env.git(&["remote", "add", "origin", &hub]);
+    env.loopx(&["sync"]).ok();
+    (env, hub)
+}
+
+/// Opens a publish gate as agent-a and returns its id.
+fn publish_gate(m: &Machine) -> String {
+    m.agent(
+        "agent-a",
+        &[
+            "--json",
+            "gate",
+            "open",
+            "--kind",
+            "publish",
+            "--question",
+            "Publish 1.0?",
+        ],
+    )
+    .ok()
+    .json()["gate"]["id"]
+        .as_str()
+        .expect("a gate id")
+        .to_owned()
+}
+
+#[test]
+fn signed_answers_verify_and_replay_across_clones() {
+    if !have_openssh() {
+        return;
+    }
+    let (env, hub) = team();
+    let a = env.machine();
+    let ada = keygen(&env, "ada");
+    let fp = fingerprint(&ada);
+    // Ada announces her key and trusts it here, then signs with it.
+    a.loopx(&["signer", "announce", "ada", "--key", &ada.to_string_lossy()])
+        .ok();
+    let out = a
+        .loopx(&["--json", "signer", "trust", "ada", "--fingerprint", &fp])
+        .ok();
+    assert_eq!(out.json()["added"], true);
+    sign_with(&a, &ada);
+    let gate = publish_gate(&a);
+    a.loopx(&["gate", "answer", &gate, "--choice", "approve"])
+        .ok();
+    let shown = a.loopx(&["gate", "show", &gate]).ok().stdout;
+    assert!(
+        shown.contains("answer: approve by Ada Lovelace at "),
+        "{shown}"
+    );
+    assert!(shown.contains(&format!("signed by ada ({fp})")), "{shown}");
+    let log = a.loopx(&["log", "-n", "1"]).ok().stdout;
+    assert!(log.ends_with(&format!("[signed by ada ({fp})]\n")), "{log}");
+    let gate_file = a.git(&["show", &format!("refs/loopx/state:gates/{gate}.toml")]);
+    assert!(gate_file.contains("\nsignature = \""), "{gate_file}");
+    a.loopx(&["sync"]).ok();
+
+    // Bob's clone trusts Ada too, by the same fingerprint: the signed answer
+    // comes through sync and reads as hers.
+    let b = env.clone_machine("bob", &hub);
+    b.loopx(&["sync"]).ok();
+    let out = b
+        .loopx(&["signer", "trust", "ada", "--fingerprint", "SHA256:not-hers"])
+        .code(3);
+    assert!(out.stderr.contains("fingerprint-mismatch") || out.stderr.contains(&fp));
+    b.loopx(&["signer", "trust", "ada", "--fingerprint", &fp])
+        .ok();
+    b.loopx(&["sync"]).ok();
+    let shown = b.loopx(&["--json", "gate", "show", &gate]).ok().json();
+    assert_eq!(shown["closed_signature"]["signer"], "ada");
+    assert_eq!(shown["closed_signature"]["fingerprint"], fp.as_str());
+
+    // A signed answer made while Bob moved the hub on is replayed onto
+    // Bob's tick: the gate file it signed is unchanged, so it still holds.
+    let second = publish_gate(&a);
+    a.loopx(&["sync"]).ok();
+    b.loopx(&["sync"]).ok();
+    a.loopx(&["gate", "answer", &second, "--choice", "reject"])
+        .ok();
+    b.add("Bob's todo");
+    b.loopx(&["sync"]).ok();
+    let out = a.loopx(&["--json", "sync"]).ok().json();
+    assert_eq!(out["outcome"], "replayed", "{out}");
+    b.loopx(&["sync"]).ok();
+    let shown = b.loopx(&["gate", "show", &second]).ok().stdout;
+    assert!(shown.contains("answer: reject by Ada Lovelace"), "{shown}");
+    assert!(shown.contains(&format!("signed by ada ({fp})")), "{shown}");
+}
+
+#[test]
+fn unsigned_and_unknown_key_acts_are_refused_locally() {
+    if !have_openssh() {
+        return;
+    }
+    let env = TestEnv::with_board();
+    let m = env.machine();
+    let ada = keygen(&env, "ada");
+    let mallory = keygen(&env, "mallory");
+    let gate = publish_gate(&m);
+    // Nobody trusted: works as before, and says so once.
+    let out = m.loopx(&["status"]).ok();
+    assert!(
+        out.stderr.contains("human acts here are unsigned"),
+        "{}",
+        out.stderr
+    );
+    let out = m.loopx(&["status"]).ok();
+    assert!(!out.stderr.contains("unsigned"), "{}", out.stderr);
+
+    trust(&m, "ada", &ada);
+    let before = env.tip();
+    let out = m
+        .loopx(&["--json", "gate", "answer", &gate, "--choice", "approve"])
+        .code(3);
+    assert_eq!(code(&out), "unsigned");
+    assert!(
+        out.stderr.contains("git config gpg.format ssh"),
+        "{}",
+        out.stderr
+    );
+    // Every human act, not only answers.
+    let out = m
+        .loopx(&["--json", "goal", "set", "main", "--status", "paused"])
+        .code(3);
+    assert_eq!(code(&out), "unsigned");
+    // Signed, but by a key this machine does not list.
+    sign_with(&m, &mallory);
+    let out = m
+        .loopx(&["--json", "gate", "answer", &gate, "--choice", "approve"])
+        .code(3);
+    assert_eq!(code(&out), "unknown-signer");
+    assert!(
+        out.stderr.contains(&fingerprint(&mallory)),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(env.tip(), before, "a refused act changes nothing");
+    // Ada's key passes, and acts that are not human acts need nothing.
+    sign_with(&m, &ada);
+    m.loopx(&["gate", "answer", &gate, "--choice", "approve"])
+        .ok();
+    m.agent("agent-a", &["todo", "add", "Unsigned agent work"])
+        .ok();
+}
+
+/// Writes a commit onto the hub's state ref with plain git: `message` on
+/// top of the hub's tip, with `tree`.
+fn forge(env: &TestEnv, hub: &str, tree: &str, message: &str) {
+    let tip = git_in(Path::new(hub), &["rev-parse", "refs/loopx/state"]);
+    let mut c = Command::new("git");
+    isolate(&mut c, env.root());
+    let out = c
+        .args(["commit-tree", tree, "-p", tip.trim(), "-m", message])
+        .current_dir(hub)
+        .env("GIT_AUTHOR_NAME", "Ada Lovelace")
+        .env("GIT_AUTHOR_EMAIL", "ada@example.com")
+        .env("GIT_COMMITTER_NAME", "Ada Lovelace")
+        .env("GIT_COMMITTER_EMAIL", "ada@example.com")
+        .output()
+        .expect("git runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let commit = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    git_in(Path::new(hub), &["update-ref", "refs/loopx/state", &commit]);
+}
+
+/// The tick number in a message, replaced by `tick`.
+fn renumber(message: &str, tick: usize) -> String {
+    message
+        .lines()
+        .map(|l| {
+            if l.starts_with("Loopx-Tick: ") {
+                format!("Loopx-Tick: {tick}")
+            } else {
+                l.to_owned()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn sync_refuses_an_old_signed_act_replayed_an_unsigned_one_and_an_unknown_key() {
+    if !have_openssh() {
+        return;
+    }
+    let (env, hub) = team();
+    let a = env.machine();
+    let ada = keygen(&env, "ada");
+    trust(&a, "ada", &ada);
+    sign_with(&a, &ada);
+    a.loopx(&["goal", "set", "main", "--status", "paused"]).ok();
+    let paused = a.git(&["rev-parse", "refs/loopx/state"]).trim().to_owned();
+    let paused_msg = a.git(&["log", "-1", "--format=%B", &paused]);
+    a.loopx(&["goal", "set", "main", "--status", "active"]).ok();
+    a.loopx(&["sync"]).ok();
+    let b = env.clone_machine("bob", &hub);
+    trust(&b, "ada", &ada);
+    b.loopx(&["sync"]).ok();
+    let b_tip = b.tip();
+
+    // The old signed "pause" is replayed on the hub: refused.
+    let tree = a.git(&["rev-parse", &format!("{paused}^{{tree}}")]);
+    let ticks = a.git(&["rev-list", "--count", "refs/loopx/state"]);
+    let next = ticks.trim().parse::<usize>().unwrap() + 1;
+    forge(&env, &hub, tree.trim(), &renumber(&paused_msg, next));
+    let out = b.loopx(&["--json", "sync"]).code(3);
+    assert_eq!(code(&out), "bad-signature", "{}", out.stderr);
+    assert!(
+        out.stderr.contains("an old signed act replayed"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(b.tip(), b_tip, "a refused sync moves nothing");
+
+    // The same act with its signature stripped: unsigned.
+    git_in(
+        Path::new(&hub),
+        &[
+            "update-ref",
+            "refs/loopx/state",
+            a.tip().as_deref().unwrap(),
+        ],
+    );
+    let stripped: String = renumber(&paused_msg, next)
+        .lines()
+        .filter(|l| !l.starts_with("signature = "))
+        .collect::<Vec<_>>()
+        .join("\n");
+    forge(&env, &hub, tree.trim(), &stripped);
+    let out = b.loopx(&["--json", "sync"]).code(3);
+    assert_eq!(code(&out), "unsigned", "{}", out.stderr);
+    assert_eq!(b.tip(), b_tip);
+
+    // A machine that trusts nobody lets Carol sign with a key she
+    // announced herself; Bob's machine, which trusts only Ada, refuses it.
+    git_in(
+        Path::new(&hub),
+        &[
+            "update-ref",
+            "refs/loopx/state",
+            a.tip().as_deref().unwrap(),
+        ],
+    );
+    let c = env.clone_machine("carol", &hub);
+    let carol = keygen(&env, "carol");
+    c.loopx(&["sync"]).ok();
+    sign_with(&c, &carol);
+    c.loopx(&[
+        "signer",
+        "announce",
+        "carol",
+        "--key",
+        &carol.to_string_lossy(),
+    ])
+    .ok();
+    let gate = publish_gate(&c);
+    c.loopx(&["gate", "answer", &gate, "--choice", "approve"])
+        .ok();
+    c.loopx(&["sync"]).ok();
+    let out = b.loopx(&["--json", "sync"]).code(3);
+    assert_eq!(code(&out), "unknown-signer", "{}", out.stderr);
+    assert_eq!(b.tip(), b_tip);
+    assert!(
+        out.stderr.contains("signer.announce by carol"),
+        "{}",
+        out.stderr
+    );
+    // On Carol's own machine the announcement stands, and still counts for
+    // nothing: no allowed signer lists her key.
+    let listed = c.loopx(&["--json", "signer", "list"]).ok().json();
+    assert_eq!(listed["enforced"], false);
+    assert_eq!(listed["signers"][0]["name"], "carol");
+    assert_eq!(listed["signers"][0]["trusted_as"], serde_json::Value::Null);
+    let shown = c.loopx(&["gate", "show", &gate]).ok().stdout;
+    assert!(
+        shown.contains(&format!(
+            "signed by an untrusted key ({})",
+            fingerprint(&carol)
+        )),
+        "{shown}"
+    );
+}
+
+/// An `ssh-agent` of the test's own, killed when dropped.
+struct Agent {
+    child: Child,
+    sock: PathBuf,
+}
+
+impl Agent {
+    fn start(env: &TestEnv) -> Agent {
+        let sock = env.root().join("agent.sock");
+        let child = Command::new("ssh-agent")
+            .args(["-D", "-a"])
+            .arg(&sock)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("ssh-agent runs");
+        let started = Instant::now();
+        while !sock.exists() {
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "ssh-agent did not start"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Agent { child, sock }
+    }
+
+    fn add(&self, private: &Path) {
+        let out = Command::new("ssh-add")
+            .arg(private)
+            .env("SSH_AUTH_SOCK", &self.sock)
+            .output()
+            .expect("ssh-add runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn an_agent_that_sheds_its_markers_without_the_key_cannot_answer_a_publish_gate() {
+    if !have_openssh() {
+        return;
+    }
+    let env = TestEnv::with_board();
+    let m = env.machine();
+    let ada = keygen(&env, "ada");
+    trust(&m, "ada", &ada);
+    // Ada's private key lives only in her ssh-agent: the file is gone.
+    let agent = Agent::start(&env);
+    agent.add(&ada.with_extension(""));
+    std::fs::remove_file(ada.with_extension("")).expect("remove the private key");
+    let key = std::fs::read_to_string(&ada).unwrap();
+    m.git(&["config", "gpg.format", "ssh"]);
+    m.git(&["config", "user.signingKey", &format!("key::{}", key.trim())]);
+    let gate = publish_gate(&m);
+
+    // The agent drops LOOPX_AGENT and its runtime markers: loopx takes it
+    // for the human, but it cannot reach the key, so it cannot sign.
+    let before = env.tip();
+    let out = run(m
+        .command()
+        .args(["--json", "gate", "answer", &gate, "--choice", "approve"]));
+    assert_eq!(out.code, 3, "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(code(&out), "signing-failed", "{}", out.stderr);
+    assert_eq!(env.tip(), before);
+    // An agent identity never signs, even with the key at hand.
+    let out = run(m
+        .command()
+        .env("SSH_AUTH_SOCK", &agent.sock)
+        .env("LOOPX_AGENT", "agent-a")
+        .args(["--json", "gate", "answer", &gate, "--choice", "approve"]));
+    assert_eq!(out.code, 3);
+    assert_eq!(code(&out), "humans-only");
+    // Ada, whose shell holds the agent, answers: signed through ssh-agent.
+    let out = run(m
+        .command()
+        .env("SSH_AUTH_SOCK", &agent.sock)
+        .args(["gate", "answer", &gate, "--choice", "approve"]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let shown = m.loopx(&["gate", "show", &gate]).ok().stdout;
+    assert!(
+        shown.contains(&format!("signed by ada ({})", fingerprint(&ada))),
+        "{shown}"
+    );
+    drop(agent);
+}
+
+#[test]
+fn untrusted_validations_do_not_run_and_trusted_ones_do() {
+    if !have_openssh() {
+        return;
+    }
+    let (env, hub) = team();
+    let a = env.machine();
+    let ada = keygen(&env, "ada");
+    trust(&a, "ada", &ada);
+    sign_with(&a, &ada);
+    // Bob's clone writes a todo whose validation would create a file.
+    let b = env.clone_machine("bob", &hub);
+    b.loopx(&["sync"]).ok();
+    let id = b
+        .loopx(&["todo", "add", "Fix typo", "--", "sh", "-c", "touch PWNED"])
+        .ok()
+        .stdout
+        .trim()
+        .to_owned();
+    b.loopx(&["sync"]).ok();
+    a.loopx(&["sync"]).ok();
+    a.agent("agent-a", &["todo", "claim", &id]).ok();
+    let out = a.agent("agent-a", &["--json", "todo", "done", &id]).code(3);
+    assert_eq!(code(&out), "untrusted-validation");
+    assert!(
+        out.stderr.contains("`sh -c 'touch PWNED'`"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("bob wrote it"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains(&format!("loopx todo trust {id}")),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        !env.repo.join("PWNED").exists(),
+        "the untrusted validation ran"
+    );
+    // settle --done refuses the same way.
+    let token = a
+        .agent("agent-a", &["--json", "quota", "should-run"])
+        .json()["turn_token"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    if !token.is_empty() {
+        let out = a.agent(
+            "agent-a",
+            &[
+                "--json",
+                "settle",
+                "--turn",
+                &token,
+                "--todo",
+                &id,
+                "--outcome",
+                "advanced",
+                "--done",
+            ],
+        );
+        assert_eq!(code(&out), "untrusted-validation", "{}", out.stderr);
+        assert!(!env.repo.join("PWNED").exists());
+    }
+    // Ada trusts it (a signed human act); now it runs.
+    let shown = a.loopx(&["--json", "todo", "show", &id]).ok().json();
+    assert_eq!(shown["validation_here"]["runs"], false, "{shown}");
+    assert_eq!(shown["validate_from"]["by"], "human:bob <bob@example.com>");
+    let out = a.loopx(&["todo", "trust", &id]).ok();
+    assert!(out.stdout.contains("signed by ada"), "{}", out.stdout);
+    let shown = a.loopx(&["todo", "show", &id]).ok().stdout;
+    assert!(
+        shown.contains(
+            "validation: `sh -c 'touch PWNED'` (timeout 5m)\n  runs here: trusted: signed by ada ("
+        ),
+        "{shown}"
+    );
+    a.agent("agent-a", &["todo", "done", &id]).ok();
+    assert!(
+        env.repo.join("PWNED").exists(),
+        "the trusted validation did not run"
+    );
+
+    // Written on this clone: runs on this clone without more ado.
+    let own = b
+        .loopx(&["todo", "add", "Own check", "--", "sh", "-c", "touch MINE"])
+        .ok()
+        .stdout
+        .trim()
+        .to_owned();
+    b.agent("agent-a", &["todo", "claim", &own]).ok();
+    b.agent("agent-a", &["todo", "done", &own]).ok();
+    assert!(b.repo.join("MINE").exists());
+}
+
+#[test]
+fn todo_trust_is_voided_by_an_edit_and_config_all_runs_everything() {
+    if !have_openssh() {
+        return;
+    }
+    let (env, hub) = team();
+    let a = env.machine();
+    let ada = keygen(&env, "ada");
+    trust(&a, "ada", &ada);
+    sign_with(&a, &ada);
+    let b = env.clone_machine("bob", &hub);
+    b.loopx(&["sync"]).ok();
+    let id = b
+        .loopx(&["todo", "add", "Check", "--", "true"])
+        .ok()
+        .stdout
+        .trim()
+        .to_owned();
+    b.loopx(&["sync"]).ok();
+    a.loopx(&["sync"]).ok();
+    a.loopx(&["todo", "trust", &id]).ok();
+    a.loopx(&["sync"]).ok();
+    // Bob changes the validation after Ada trusted it.
+    b.loopx(&["sync"]).ok();
+    b.loopx(&["todo", "edit", &id, "--", "sh", "-c", "touch EDITED"])
+        .ok();
+    b.loopx(&["sync"]).ok();
+    a.loopx(&["sync"]).ok();
+    a.agent("agent-a", &["todo", "claim", &id]).ok();
+    let out = a.agent("agent-a", &["--json", "todo", "done", &id]).code(3);
+    assert_eq!(code(&out), "untrusted-validation");
+    assert!(out.stderr.contains("(edit "), "{}", out.stderr);
+    assert!(!env.repo.join("EDITED").exists());
+    // The machine's own git config may let every validation run.
+    a.git(&["config", "loopx.runValidations", "all"]);
+    a.agent("agent-a", &["todo", "done", &id]).ok();
+    assert!(env.repo.join("EDITED").exists());
+}
+
+#[test]
+fn a_validation_the_tool_guard_denies_is_refused() {
+    let env = TestEnv::with_board();
+    env.loopx(&["hooks", "install", "--runtime", "claude-code", "--guard"])
+        .ok();
+    let id = env.add("Release", &["--", "cargo", "+nightly", "publish"]);
+    env.agent("agent-a", &["todo", "claim", &id]).ok();
+    env.agent(
+        "agent-b",
+        &[
+            "gate",
+            "open",
+            "--kind",
+            "publish",
+            "--question",
+            "Publish?",
+            "--blocks",
+            "agent:agent-b",
+        ],
+    )
+    .ok();
+    let out = env
+        .agent("agent-a", &["--json", "todo", "done", &id])
+        .code(3);
+    assert_eq!(code(&out), "untrusted-validation", "{}", out.stderr);
+    assert!(out.stderr.contains("tool guard"), "{}", out.stderr);
+}
