@@ -6,6 +6,7 @@ pub mod agent;
 pub mod completions;
 pub mod demo;
 pub mod diff;
+pub mod digest;
 pub mod doctor;
 pub mod evidence;
 pub mod gate;
@@ -40,6 +41,7 @@ pub enum Command {
     Demo(demo::Args),
     Init(init::Args),
     Status(status::Args),
+    Digest(digest::Args),
     Log(log::Args),
     Show(show::Args),
     Diff(diff::Args),
@@ -85,6 +87,7 @@ pub fn run(ctx: &Ctx, command: &Command) -> Result<Exit> {
         Command::Demo(args) => demo::run(ctx, args),
         Command::Init(args) => init::run(ctx, args),
         Command::Status(args) => status::run(ctx, args),
+        Command::Digest(args) => digest::run(ctx, args),
         Command::Log(args) => log::run(ctx, args),
         Command::Show(args) => show::run(ctx, args),
         Command::Diff(args) => diff::run(ctx, args),

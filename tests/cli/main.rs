@@ -7,6 +7,7 @@ mod test_browser;
 mod test_cli_docs;
 mod test_demo;
 mod test_diff;
+mod test_digest;
 mod test_doctor;
 mod test_errors;
 mod test_evidence;
