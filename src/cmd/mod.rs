@@ -81,8 +81,20 @@ pub enum Command {
 }
 
 /// Runs one command. `hook` never gets here: it always exits 0 and builds
-/// its context itself (see [`hook::main`]).
+/// its context itself (see [`hook::main`]). When `loopx.notify` is set and
+/// the command moved the state ref, gates waiting on a human are notified
+/// afterwards ([`crate::notify`]).
 pub fn run(ctx: &Ctx, command: &Command) -> Result<Exit> {
+    let before = match command {
+        Command::Demo(_) | Command::Init(_) | Command::Mcp(_) => None,
+        _ => crate::notify::before(ctx),
+    };
+    let result = dispatch(ctx, command);
+    crate::notify::after(ctx, before);
+    result
+}
+
+fn dispatch(ctx: &Ctx, command: &Command) -> Result<Exit> {
     match command {
         Command::Demo(args) => demo::run(ctx, args),
         Command::Init(args) => init::run(ctx, args),

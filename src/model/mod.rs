@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 pub use actor::Actor;
 pub use agent::{Agent, AgentStatus, LastTurn, Outcome, Runtime};
 pub use evidence::{Evidence, EvidenceKind};
-pub use gate::{Blocks, Gate, GateKind, GateStatus};
+pub use gate::{Blocks, Gate, GateKind, GateStatus, Notified};
 pub use goal::{Goal, GoalStatus, QuotaPolicy};
 pub use id::{AgentId, EvidenceId, GateId, GoalId, OpId, SignerName, TodoId};
 pub use signer::{Signer, Vouch};
@@ -53,7 +53,9 @@ use crate::time::Span;
 ///   `signature`, gate answers' and withdrawals' `signature`,
 ///   `signers/<name>.toml`, the ops `signer.announce` and `todo.trust`, a
 ///   todo's `validate_from`, and `todo.edit`'s `validate`.
-pub const FORMAT: u32 = 2;
+/// - 3 (unreleased): one notification per gate: the op `gate.notified` and
+///   a gate's `notified`.
+pub const FORMAT: u32 = 3;
 
 /// The whole state at one tick.
 #[derive(Clone, Debug, PartialEq, Default)]

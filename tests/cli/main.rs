@@ -23,6 +23,7 @@ mod test_lifecycle;
 mod test_log;
 mod test_mcp;
 mod test_mcp_sdk;
+mod test_notify;
 mod test_opencode;
 mod test_race;
 mod test_repos;

@@ -15,6 +15,7 @@ use super::{Args, View};
 use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::model::{Gate, Todo};
+use crate::notify::answer_command;
 use crate::op::board::{self, Board, Counts};
 use crate::time::{Span, Timestamp};
 
@@ -40,27 +41,6 @@ pub fn esc(s: &str) -> String {
         }
     }
     out
-}
-
-/// A word for a POSIX shell: as is when it is plain, else single-quoted.
-pub fn shell_word(s: &str) -> String {
-    let plain = !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_.,:/=@+%".contains(c));
-    if plain {
-        s.to_owned()
-    } else {
-        format!("'{}'", s.replace('\'', r"'\''"))
-    }
-}
-
-/// The command that answers `gate` with `option`, ready to paste.
-pub fn answer_command(gate: &Gate, option: &str) -> String {
-    format!(
-        "loopx gate answer {} --choice {}",
-        gate.id,
-        shell_word(option)
-    )
 }
 
 pub fn run(ctx: &Ctx, args: &Args, file: &Path) -> Result<Exit> {
@@ -400,13 +380,5 @@ mod tests {
             esc(r#""><img src=x onerror=alert(1)>'&"#),
             "&quot;&gt;&lt;img src=x onerror=alert(1)&gt;&#39;&amp;"
         );
-    }
-
-    #[test]
-    fn shell_words_survive_a_shell() {
-        assert_eq!(shell_word("approve"), "approve");
-        assert_eq!(shell_word("it's ok"), r"'it'\''s ok'");
-        assert_eq!(shell_word(""), "''");
-        assert_eq!(shell_word("$(rm -rf /)"), "'$(rm -rf /)'");
     }
 }

@@ -64,6 +64,15 @@ struct Wire<'a> {
     recent: Vec<TickRow>,
     /// Slots used per active agent on each active goal.
     quota: Vec<QuotaRow<'a>>,
+    /// Gates whose `loopx.notify` command failed on this clone.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    notify_failed: Vec<NotifyFailed>,
+}
+
+#[derive(Serialize)]
+struct NotifyFailed {
+    gate: crate::model::GateId,
+    reason: String,
 }
 
 #[derive(Serialize)]
@@ -241,6 +250,10 @@ impl<'a> Wire<'a> {
                     window: q.slots.window.to_string(),
                 })
                 .collect(),
+            notify_failed: crate::notify::failed(ctx, state)
+                .into_iter()
+                .map(|(gate, reason)| NotifyFailed { gate, reason })
+                .collect(),
             recent: b
                 .ticks
                 .iter()
@@ -273,6 +286,12 @@ fn human(w: &Wire, now: Timestamp) -> String {
         for g in other {
             s.push_str(&format!("  {}\n", g.line()));
         }
+    }
+    for f in &w.notify_failed {
+        s.push_str(&format!(
+            "notification failed for {}: {} (retried after the next tick or sync)\n",
+            f.gate, f.reason
+        ));
     }
     if w.goals.is_empty() {
         s.push_str("No goals yet: add one with `loopx goal add ID --objective TEXT`.\n");
