@@ -28,7 +28,7 @@ pub struct Gate {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub withdrawn: Option<Withdrawn>,
     /// The first successful `loopx.notify` run for this gate, recorded so
-    /// the team's other clones do not notify again (format 3).
+    /// the team's other clones do not notify again (format 2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub notified: Option<Notified>,
 }

@@ -52,10 +52,10 @@ use crate::time::Span;
 /// - 2 (unreleased): signed human authority and trusted validations: an op's
 ///   `signature`, gate answers' and withdrawals' `signature`,
 ///   `signers/<name>.toml`, the ops `signer.announce` and `todo.trust`, a
-///   todo's `validate_from`, and `todo.edit`'s `validate`.
-/// - 3 (unreleased): one notification per gate: the op `gate.notified` and
-///   a gate's `notified`.
-pub const FORMAT: u32 = 3;
+///   todo's `validate_from`, and `todo.edit`'s `validate`; and one
+///   notification per gate: the op `gate.notified` and a gate's `notified`.
+///   (Added to 2 rather than a new 3 because 2 is not released yet.)
+pub const FORMAT: u32 = 2;
 
 /// The whole state at one tick.
 #[derive(Clone, Debug, PartialEq, Default)]

@@ -11,6 +11,7 @@ use crate::common::TestEnv;
 
 const PWNED: &str = "<script>document.title='PWNED'</script>";
 
+#[allow(clippy::print_stderr)]
 fn chromium() -> Option<PathBuf> {
     match std::env::var_os("LOOPX_CHROMIUM") {
         Some(p) if !p.is_empty() => Some(PathBuf::from(p)),

@@ -54,10 +54,8 @@ fn random_board(seed: u64) -> TestEnv {
             0 => {
                 let _ = env.agent(agent, &["todo", "claim", t]);
             }
-            1 => {
-                if env.agent(agent, &["todo", "claim", t]).code == 0 {
-                    let _ = env.agent(agent, &["todo", "done", t]);
-                }
+            1 if env.agent(agent, &["todo", "claim", t]).code == 0 => {
+                let _ = env.agent(agent, &["todo", "done", t]);
             }
             2 => {
                 let _ = env.loopx(&["todo", "update", t, "--status", "blocked"]);

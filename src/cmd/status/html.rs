@@ -346,9 +346,9 @@ fn timeline(h: &mut String, b: &Board, day: &[Timestamp]) {
             23 - i
         );
     }
-    let _ = write!(
+    let _ = writeln!(
         h,
-        "<text x=\"1\" y=\"59\">-24h</text><text x=\"218\" y=\"59\">now</text></svg><figcaption class=\"mute\">{total} ticks in the last 24 hours, per hour (at most {max} in an hour)</figcaption></figure>\n"
+        "<text x=\"1\" y=\"59\">-24h</text><text x=\"218\" y=\"59\">now</text></svg><figcaption class=\"mute\">{total} ticks in the last 24 hours, per hour (at most {max} in an hour)</figcaption></figure>"
     );
     h.push_str("<div class=\"scroll\"><table>\n<thead><tr><th scope=\"col\">Tick</th><th scope=\"col\">When</th><th scope=\"col\">Who</th><th scope=\"col\">What</th></tr></thead>\n<tbody>\n");
     for t in b.ticks {
