@@ -3,7 +3,9 @@
 //!
 //! Commands build a serializable value and a human rendering; [`Out::emit`]
 //! picks one by `--format`. JSON is one compact line per document, so agents
-//! pay for few bytes.
+//! pay for few bytes, and keeps the exact text. Every human text (data,
+//! status, hints, warnings, errors) goes through [`crate::term`] first, so
+//! control characters an agent wrote cannot act on a person's terminal.
 
 use std::cell::RefCell;
 use std::io::{self, IsTerminal, Write};
@@ -12,6 +14,7 @@ use std::rc::Rc;
 use serde::Serialize;
 
 use crate::error::{Exit, Refusal, refusal_of};
+use crate::term;
 
 /// `--format human|json`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -74,6 +77,7 @@ impl Out {
                 if text.is_empty() {
                     return Ok(());
                 }
+                let text = self.safe(&text);
                 let mut out = self.stdout.borrow_mut();
                 out.write_all(text.as_bytes())?;
                 if !text.ends_with('\n') {
@@ -92,20 +96,30 @@ impl Out {
         out.flush()
     }
 
+    /// Human text as it may reach the terminal: control characters shown
+    /// as escapes, loopx's own colours kept when colour is on.
+    fn safe<'a>(&self, text: &'a str) -> std::borrow::Cow<'a, str> {
+        if self.color {
+            term::safe_keeping_colour(text)
+        } else {
+            term::safe(text)
+        }
+    }
+
     /// A status line on stderr, for people (suppressed in JSON mode).
     pub fn status(&self, msg: &str) {
         if self.format == Format::Human {
-            let _ = writeln!(self.stderr.borrow_mut(), "{msg}");
+            let _ = writeln!(self.stderr.borrow_mut(), "{}", term::safe(msg));
         }
     }
 
     /// A hint on stderr, in every format: it says what to do.
     pub fn hint(&self, msg: &str) {
-        let _ = writeln!(self.stderr.borrow_mut(), "hint: {msg}");
+        let _ = writeln!(self.stderr.borrow_mut(), "hint: {}", term::safe(msg));
     }
 
     pub fn warn(&self, msg: &str) {
-        let _ = writeln!(self.stderr.borrow_mut(), "warning: {msg}");
+        let _ = writeln!(self.stderr.borrow_mut(), "warning: {}", term::safe(msg));
     }
 
     /// Reports a failed command: on stderr always; in JSON mode also as a
@@ -114,9 +128,9 @@ impl Out {
         let refusal = refusal_of(err);
         {
             let mut stderr = self.stderr.borrow_mut();
-            let _ = writeln!(stderr, "error: {err:#}");
+            let _ = writeln!(stderr, "error: {}", term::safe(&format!("{err:#}")));
             if let Some(Refusal { hint: Some(h), .. }) = refusal {
-                let _ = writeln!(stderr, "hint: {h}");
+                let _ = writeln!(stderr, "hint: {}", term::safe(&h.to_string()));
             }
         }
         if self.format == Format::Json {
@@ -151,6 +165,7 @@ impl Out {
 /// is read instead of collected first.
 pub struct Stream<'o> {
     json: bool,
+    color: bool,
     out: io::BufWriter<StdoutOf<'o>>,
 }
 
@@ -173,6 +188,7 @@ impl Out {
     pub fn stream(&self) -> Stream<'_> {
         Stream {
             json: self.is_json(),
+            color: self.color,
             out: io::BufWriter::new(StdoutOf(self.stdout.borrow_mut())),
         }
     }
@@ -194,6 +210,11 @@ impl Stream<'_> {
         if text.is_empty() {
             return Ok(());
         }
+        let text = if self.color {
+            term::safe_keeping_colour(&text)
+        } else {
+            term::safe(&text)
+        };
         self.out.write_all(text.as_bytes())?;
         if !text.ends_with('\n') {
             self.out.write_all(b"\n")?;

@@ -1,58 +1,135 @@
-//! Runs a command loopx was asked to run (a todo's validation, later
-//! `evidence run`): no shell, a working directory, a timeout, the output
-//! captured whole for its hash and kept as a bounded, redacted tail.
+//! Runs a command loopx was asked to run (a todo's validation, `evidence
+//! run`, `settle`'s check): no shell, a working directory, a deadline that
+//! holds, and the output streamed through its hash while only a bounded,
+//! redacted tail is kept.
+//!
+//! The command gets a process group of its own. At the deadline the whole
+//! group gets SIGTERM, then SIGKILL after a short grace, and the pipes stop
+//! being read: a grandchild that keeps them open, a child that ignores TERM
+//! or closes its output and keeps running cannot hold loopx past the
+//! deadline. When the command exits on its own, whatever it left running in
+//! its group is ended the same way, so no process of it outlives the run.
 
-use std::io::Read;
+use std::io::{BufRead, BufReader, Read};
+use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
+use rustix::process::{Pid, Signal, kill_process_group, test_kill_process_group};
 use sha2::{Digest, Sha256};
 
-use crate::model::run::CommandRun;
+use crate::model::id::hex;
+use crate::model::run::{CommandRun, argv_digest};
+use crate::redact;
 use crate::time::Span;
 
 /// How much of the output's end is kept.
 pub const TAIL_BYTES: usize = 4096;
+/// How long a group has between SIGTERM and SIGKILL.
+const GRACE: Duration = Duration::from_secs(2);
+/// How long the pipe may stay open once the command's group is gone (a
+/// process that left the group can hold it forever).
+const DRAIN: Duration = Duration::from_millis(500);
+/// A longer line is cut into pieces of this size, so memory stays bounded.
+const MAX_LINE: u64 = 64 * 1024;
 
-/// Runs `argv` in `dir`, killing it after `timeout`. Never fails: a command
-/// that cannot start is recorded as such.
+/// Runs `argv` in `dir`, ending it after `timeout`. Never fails: a command
+/// that cannot start is recorded as such. The recorded argv, tail and
+/// digest are redacted (see [`crate::redact`]).
 pub fn run(argv: &[String], dir: &Path, timeout: Span) -> CommandRun {
     let started = Instant::now();
+    let limit = Duration::from_secs(timeout.as_secs().max(1) as u64);
     let Some((program, args)) = argv.split_first() else {
         return failed(argv, "the command is empty", started);
     };
-    let mut child = match Command::new(program)
-        .args(args)
-        .current_dir(dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-    {
+    let (reader, writer) = match std::io::pipe() {
+        Ok(p) => p,
+        Err(e) => return failed(argv, &format!("no pipe for its output: {e}"), started),
+    };
+    // The watcher comes first and leads the group, so the command never
+    // runs without it (a loopx killed a moment after the spawn).
+    let watcher = Watcher::start();
+    let spawn = |group: i32| {
+        let mut cmd = Command::new(program);
+        cmd.args(args)
+            .current_dir(dir)
+            .stdin(Stdio::null())
+            .process_group(group);
+        let w = writer.try_clone()?;
+        let w2 = writer.try_clone()?;
+        cmd.stdout(w).stderr(w2);
+        // `cmd` holds the pipe's write ends: it is dropped on return, so
+        // the reader sees the end of the output when the command's end.
+        cmd.spawn()
+    };
+    let (child, led_by_watcher) = match &watcher {
+        Some(w) => match spawn(w.child.id() as i32) {
+            Ok(c) => (Ok(c), true),
+            Err(_) => (spawn(0), false),
+        },
+        None => (spawn(0), false),
+    };
+    drop(writer);
+    // A watcher outside the command's group could not end it.
+    let watcher = if led_by_watcher {
+        watcher
+    } else {
+        watcher.and_then(|w| {
+            w.stop();
+            None
+        })
+    };
+    let mut child = match child {
         Ok(c) => c,
         Err(e) => return failed(argv, &format!("{program}: {e}"), started),
     };
-    let stdout = child.stdout.take().map(drain);
-    let stderr = child.stderr.take().map(drain);
-    let limit = Duration::from_secs(timeout.as_secs().max(1) as u64);
+    // The group: the watcher's, or the command's own.
+    let group_id = watcher.as_ref().map_or(child.id(), |w| w.child.id());
+    let capture = Arc::new(Mutex::new(Capture::default()));
+    let (done_tx, done_rx) = mpsc::channel();
+    {
+        let capture = Arc::clone(&capture);
+        std::thread::spawn(move || {
+            read_all(reader, &capture);
+            let _ = done_tx.send(());
+        });
+    }
+    let group = Pid::from_raw(group_id as i32).expect("a pid is positive");
+    let deadline = started + limit;
     let mut timed_out = false;
     let status = loop {
         match child.try_wait() {
             Ok(Some(status)) => break Some(status),
-            Ok(None) if started.elapsed() >= limit => {
+            Ok(None) if Instant::now() >= deadline => {
                 timed_out = true;
-                let _ = child.kill();
-                break child.wait().ok();
+                break None;
             }
             Ok(None) => std::thread::sleep(Duration::from_millis(5)),
             Err(_) => break None,
         }
     };
-    let mut output = stdout.and_then(|h| h.join().ok()).unwrap_or_default();
-    output.extend(stderr.and_then(|h| h.join().ok()).unwrap_or_default());
+    if let Some(w) = watcher {
+        w.stop();
+    }
+    let status = end_group(group, &mut child, status);
+    // The group is gone, so the pipe ends unless a process left the group;
+    // never wait past the deadline for that.
+    let wait = if timed_out {
+        DRAIN
+    } else {
+        deadline
+            .saturating_duration_since(Instant::now())
+            .min(DRAIN)
+    };
+    let _ = done_rx.recv_timeout(wait);
+    let capture = capture
+        .lock()
+        .map_or_else(|p| p.into_inner().clone(), |c| c.clone());
     CommandRun {
-        argv: argv.to_vec(),
+        argv_sha256: (redact::argv(argv) != argv).then(|| argv_digest(argv)),
+        argv: redact::argv(argv),
         exit: if timed_out {
             None
         } else {
@@ -61,34 +138,149 @@ pub fn run(argv: &[String], dir: &Path, timeout: Span) -> CommandRun {
         timed_out,
         error: None,
         duration_ms: started.elapsed().as_millis() as u64,
-        output_sha256: hex(&Sha256::digest(&output)),
-        output_tail: redact(&tail(&output, TAIL_BYTES)),
+        output_sha256: hex(&capture.hash.finalize()),
+        output_redacted: capture.redacted,
+        output_tail: tail(&capture.tail, TAIL_BYTES),
+    }
+}
+
+/// A watcher in the command's process group that ends the group if loopx
+/// itself dies first (Ctrl-C in a terminal, an agent runtime killing its
+/// tool call): the group is not the terminal's or the runtime's, so their
+/// signals no longer reach the command. It blocks reading a pipe that only
+/// loopx can write to; at its end (loopx is gone) it sends the group TERM,
+/// then KILL.
+struct Watcher {
+    child: Child,
+    /// Held open for as long as loopx wants the command to live.
+    _alive: std::io::PipeWriter,
+}
+
+impl Watcher {
+    /// Best effort: without `sh` there is no watcher, and the run goes on.
+    fn start() -> Option<Watcher> {
+        let (read, write) = std::io::pipe().ok()?;
+        let child = Command::new("/bin/sh")
+            .args([
+                "-c",
+                "trap '' TERM INT HUP; read -r _; kill -TERM 0; sleep 2; kill -KILL 0",
+            ])
+            .stdin(read)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .process_group(0)
+            .spawn()
+            .ok()?;
+        Some(Watcher {
+            child,
+            _alive: write,
+        })
+    }
+
+    /// loopx ends the group itself: the watcher goes first, so it neither
+    /// counts as a member left behind nor signals anything.
+    fn stop(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Ends what is left of the command's process group: SIGTERM, a grace for
+/// it to exit, then SIGKILL. Reaps the command itself and returns how it
+/// ended (`status` if it had already exited).
+fn end_group(group: Pid, child: &mut Child, status: Option<ExitStatus>) -> Option<ExitStatus> {
+    let mut status = status;
+    if test_kill_process_group(group).is_ok() {
+        let _ = kill_process_group(group, Signal::TERM);
+        let until = Instant::now() + GRACE;
+        loop {
+            if status.is_none() {
+                status = child.try_wait().ok().flatten();
+            }
+            // Only once the command is reaped can an empty group be told
+            // from a group holding its zombie.
+            if status.is_some() && test_kill_process_group(group).is_err() {
+                break;
+            }
+            if Instant::now() >= until {
+                let _ = kill_process_group(group, Signal::KILL);
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+    if status.is_none() {
+        status = child.wait().ok();
+    }
+    status
+}
+
+/// The output as it streams by: its digest and its last bytes.
+#[derive(Clone, Default)]
+struct Capture {
+    hash: Sha256,
+    /// The last bytes seen (redacted), at most twice [`TAIL_BYTES`].
+    tail: Vec<u8>,
+    /// Whether a line was redacted, so the digest is of the redacted text.
+    redacted: bool,
+}
+
+/// Reads the output to its end a line at a time (long lines in pieces),
+/// redacting each line before it reaches the digest and the tail.
+fn read_all(reader: impl Read, capture: &Mutex<Capture>) {
+    let mut reader = BufReader::with_capacity(64 * 1024, reader);
+    let mut lines = redact::Lines::new();
+    let mut buf = Vec::with_capacity(1024);
+    loop {
+        buf.clear();
+        match (&mut reader).take(MAX_LINE).read_until(b'\n', &mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+        let (body, newline) = match buf.strip_suffix(b"\n") {
+            Some(b) => (b, true),
+            None => (buf.as_slice(), false),
+        };
+        let text = String::from_utf8_lossy(body);
+        let Ok(mut c) = capture.lock() else { return };
+        match lines.line(&text) {
+            redact::Line::Same => c.push(&buf),
+            redact::Line::Changed(s) => {
+                c.redacted = true;
+                c.push(s.as_bytes());
+                if newline {
+                    c.push(b"\n");
+                }
+            }
+            redact::Line::Dropped => c.redacted = true,
+        }
+    }
+}
+
+impl Capture {
+    fn push(&mut self, bytes: &[u8]) {
+        self.hash.update(bytes);
+        self.tail.extend_from_slice(bytes);
+        if self.tail.len() > 2 * TAIL_BYTES {
+            let cut = self.tail.len() - TAIL_BYTES - 1024;
+            self.tail.drain(..cut);
+        }
     }
 }
 
 fn failed(argv: &[String], why: &str, started: Instant) -> CommandRun {
     CommandRun {
-        argv: argv.to_vec(),
+        argv_sha256: (redact::argv(argv) != argv).then(|| argv_digest(argv)),
+        argv: redact::argv(argv),
         exit: None,
         timed_out: false,
-        error: Some(why.to_owned()),
+        error: Some(redact::text(why).into_owned()),
         duration_ms: started.elapsed().as_millis() as u64,
         output_sha256: hex(&Sha256::digest(b"")),
+        output_redacted: false,
         output_tail: String::new(),
     }
 }
-
-/// Reads a pipe to its end on a thread, so a chatty command never blocks on
-/// a full pipe.
-fn drain(mut r: impl Read + Send + 'static) -> std::thread::JoinHandle<Vec<u8>> {
-    std::thread::spawn(move || {
-        let mut buf = Vec::new();
-        let _ = r.read_to_end(&mut buf);
-        buf
-    })
-}
-
-use crate::model::id::hex;
 
 /// The last `max` bytes as text, starting at a line boundary when one is
 /// near.
@@ -105,111 +297,9 @@ fn tail(output: &[u8], max: usize) -> String {
     text.trim_end().to_owned()
 }
 
-/// Hides common secret shapes: `key=…`/`token: …` pairs, bearer tokens, and
-/// well-known token prefixes (GitHub, GitLab, Slack, AWS, OpenAI-style).
-pub fn redact(text: &str) -> String {
-    text.lines().map(redact_line).collect::<Vec<_>>().join("\n")
-}
-
-fn redact_line(line: &str) -> String {
-    const PREFIXES: [&str; 9] = [
-        "ghp_",
-        "gho_",
-        "ghs_",
-        "github_pat_",
-        "glpat-",
-        "xoxb-",
-        "xoxp-",
-        "AKIA",
-        "sk-",
-    ];
-    const KEYS: [&str; 7] = [
-        "password",
-        "passwd",
-        "secret",
-        "token",
-        "api_key",
-        "apikey",
-        "authorization",
-    ];
-    let mut out = Vec::new();
-    let mut redact_next = false;
-    let mut key_before = false;
-    for word in line.split(' ') {
-        // `password = hunter2`: a key, a lone `=` or `:`, then the value.
-        if key_before && (word == "=" || word == ":") {
-            out.push(word.to_owned());
-            redact_next = true;
-            key_before = false;
-            continue;
-        }
-        key_before = {
-            let w = word.to_ascii_lowercase();
-            let w = w.trim_matches(|c: char| !c.is_ascii_alphanumeric() && c != '_');
-            !w.is_empty() && KEYS.iter().any(|k| w.ends_with(k))
-        };
-        if redact_next && !word.is_empty() {
-            out.push("[REDACTED]".to_owned());
-            // `Authorization: Bearer xyz`: the scheme and the credential.
-            redact_next = matches!(
-                word.to_ascii_lowercase().as_str(),
-                "bearer" | "basic" | "token"
-            );
-            continue;
-        }
-        let lower = word.to_ascii_lowercase();
-        if lower == "bearer" {
-            redact_next = true;
-            out.push(word.to_owned());
-            continue;
-        }
-        if let Some(i) = word.find(['=', ':']) {
-            let key = lower[..i].trim_matches(|c: char| !c.is_ascii_alphanumeric() && c != '_');
-            if KEYS.iter().any(|k| key.ends_with(k)) {
-                if word.len() > i + 1 {
-                    out.push(format!("{}[REDACTED]", &word[..=i]));
-                } else {
-                    out.push(word.to_owned());
-                    redact_next = true;
-                }
-                continue;
-            }
-        }
-        let bare = word.trim_matches(|c: char| "\"'`,;:.()[]{}".contains(c));
-        if PREFIXES
-            .iter()
-            .any(|p| bare.starts_with(p) && bare.len() >= p.len() + 12)
-        {
-            out.push(word.replace(bare, "[REDACTED]"));
-            continue;
-        }
-        out.push(word.to_owned());
-    }
-    out.join(" ")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn secrets_are_redacted() {
-        assert_eq!(redact("token=abc123 ok"), "token=[REDACTED] ok");
-        assert_eq!(
-            redact("GITHUB_TOKEN: ghp_aaaaaaaaaaaaaaaaaaaa"),
-            "GITHUB_TOKEN: [REDACTED]"
-        );
-        assert_eq!(
-            redact("Authorization: Bearer abc.def"),
-            "Authorization: [REDACTED] [REDACTED]"
-        );
-        assert_eq!(
-            redact("using key \"sk-proj1234567890abcdef\"."),
-            "using key \"[REDACTED]\"."
-        );
-        assert_eq!(redact("password = hunter2"), "password = [REDACTED]");
-        assert_eq!(redact("all 12 tests passed"), "all 12 tests passed");
-    }
 
     #[test]
     fn runs_without_a_shell_and_records_the_end() {

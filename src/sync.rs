@@ -928,12 +928,17 @@ pub fn rejection(op: &Op, refusal: &Refusal, state: &State) -> Option<Op> {
         .todo()
         .filter(|t| state.todos.get(*t).is_some_and(|x| x.goal == goal))
         .cloned();
-    let summary = format!(
-        "{} lost: {} (op {} by {})",
-        op.change.kind(),
-        refusal.message,
-        op.id,
-        op.actor.name()
+    // One line within the summary limit, whatever the refusal said (a
+    // failed validation quotes its output).
+    let summary = crate::op::limits::fit(
+        &format!(
+            "{} lost: {} (op {} by {})",
+            op.change.kind(),
+            refusal.message,
+            op.id,
+            op.actor.name()
+        ),
+        crate::op::limits::QUESTION,
     );
     Some(Op {
         id: rejection_id(&op.id),

@@ -272,6 +272,14 @@ pub fn write_tick(
             state: after,
         }));
     }
+    // No file over the size limit (a refusal, like apply's).
+    for (path, bytes) in &changes {
+        if let Some(bytes) = bytes
+            && let Err(refusal) = op::limits::file(path, bytes.len())
+        {
+            return Ok(Err(refusal));
+        }
+    }
     // Never write a state this binary cannot read back.
     for (path, bytes) in &changes {
         if let Some(bytes) = bytes {

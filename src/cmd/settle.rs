@@ -102,7 +102,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         goal: goal.clone(),
         todo: Some(todo.clone()),
         kind: EvidenceKind::Test,
-        summary: format!("{what}: {}", run.argv.join(" ")),
+        summary: crate::op::limits::fit(&format!("{what}: {}", run.argv.join(" ")), 200),
         code: Some(code.clone()),
         run: Some(run.clone()),
         artifact: None,

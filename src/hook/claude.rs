@@ -20,8 +20,12 @@ pub fn is_shell(tool: &str) -> bool {
 
 pub fn answer(event: Event, answer: &Answer) -> Option<Value> {
     match (event, answer) {
-        (Event::Start, Answer::Context { text, .. }) => Some(context("SessionStart", text)),
-        (Event::Prompt, Answer::Context { text, .. }) => Some(context("UserPromptSubmit", text)),
+        (Event::Start, Answer::Context { text, .. }) => {
+            Some(super::specific_context("SessionStart", text))
+        }
+        (Event::Prompt, Answer::Context { text, .. }) => {
+            Some(super::specific_context("UserPromptSubmit", text))
+        }
         (Event::Tool, Answer::Deny(reason)) => Some(json!({
             "hookSpecificOutput": {
                 "hookEventName": "PreToolUse",
@@ -35,15 +39,6 @@ pub fn answer(event: Event, answer: &Answer) -> Option<Value> {
         })),
         _ => None,
     }
-}
-
-fn context(event: &str, text: &str) -> Value {
-    json!({
-        "hookSpecificOutput": {
-            "hookEventName": event,
-            "additionalContext": text,
-        }
-    })
 }
 
 #[cfg(test)]

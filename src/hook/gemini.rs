@@ -16,22 +16,17 @@ pub fn is_shell(tool: &str) -> bool {
 
 pub fn answer(event: Event, answer: &Answer) -> Option<Value> {
     match (event, answer) {
-        (Event::Start, Answer::Context { text, .. }) => Some(context("SessionStart", text)),
-        (Event::Prompt, Answer::Context { text, .. }) => Some(context("BeforeAgent", text)),
+        (Event::Start, Answer::Context { text, .. }) => {
+            Some(super::specific_context("SessionStart", text))
+        }
+        (Event::Prompt, Answer::Context { text, .. }) => {
+            Some(super::specific_context("BeforeAgent", text))
+        }
         (Event::Tool, Answer::Deny(reason)) | (Event::Stop, Answer::Continue(reason)) => {
             Some(json!({"decision": "deny", "reason": reason}))
         }
         _ => None,
     }
-}
-
-fn context(event: &str, text: &str) -> Value {
-    json!({
-        "hookSpecificOutput": {
-            "hookEventName": event,
-            "additionalContext": text,
-        }
-    })
 }
 
 #[cfg(test)]

@@ -385,6 +385,17 @@ fn text(v: &Value, key: &str) -> Option<String> {
         .map(str::to_owned)
 }
 
+/// The `hookSpecificOutput` answer that Claude Code and Gemini CLI both read
+/// to add context for the model at an event.
+fn specific_context(event: &str, text: &str) -> serde_json::Value {
+    serde_json::json!({
+        "hookSpecificOutput": {
+            "hookEventName": event,
+            "additionalContext": text,
+        }
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

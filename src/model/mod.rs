@@ -52,9 +52,12 @@ use crate::time::Span;
 /// - 2 (unreleased): signed human authority and trusted validations: an op's
 ///   `signature`, gate answers' and withdrawals' `signature`,
 ///   `signers/<name>.toml`, the ops `signer.announce` and `todo.trust`, a
-///   todo's `validate_from`, and `todo.edit`'s `validate`; and one
+///   todo's `validate_from`, and `todo.edit`'s `validate`; and
+///   the input limits of `op::limits` (held by `apply` for ticks of format
+///   2 on, so older ticks apply as written), redacted command argv with
+///   `argv_sha256`, `output_redacted` (the output digest then of the
+///   redacted text), stdout and stderr in one pipe; and one
 ///   notification per gate: the op `gate.notified` and a gate's `notified`.
-///   (Added to 2 rather than a new 3 because 2 is not released yet.)
 pub const FORMAT: u32 = 2;
 
 /// The whole state at one tick.

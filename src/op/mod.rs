@@ -13,6 +13,7 @@ pub mod brief;
 mod evidence;
 mod gate;
 mod goal;
+pub mod limits;
 pub mod message;
 pub mod rules;
 pub mod signer;
@@ -508,6 +509,24 @@ impl Effect {
 
 /// Applies `op` to `state`, or refuses and leaves `state` unchanged.
 pub fn apply(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
+    apply_as(state, op, crate::model::FORMAT)
+}
+
+/// Applies `op` under the rules of `format`, the `Loopx-Format` of the tick
+/// that recorded it: the input limits ([`limits`]) hold from format 2, so a
+/// tick an older binary wrote honestly still applies.
+pub fn apply_as(state: &mut State, op: &Op, format: u32) -> Result<Effect, Refusal> {
+    if format >= limits::SINCE {
+        limits::check(&op.change)?;
+        if let Some(sig) = &op.signature {
+            limits::signature(sig)?;
+        }
+    }
+    dispatch(state, op)
+}
+
+/// The rules of each kind of change, without the input limits.
+fn dispatch(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
     // Every function below checks all its preconditions before it mutates.
     match &op.change {
         Change::Init { goal, objective } => {

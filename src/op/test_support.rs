@@ -350,11 +350,13 @@ pub(super) fn void(agent: &str, turn: &str, reason: &str) -> Change {
 pub(super) fn every_change() -> Vec<Change> {
     let run = CommandRun {
         argv: strings(&["cargo", "test", "--", "--quiet"]),
+        argv_sha256: Some("cd".repeat(32)),
         exit: Some(101),
         timed_out: true,
         error: Some("no such file".to_owned()),
         duration_ms: 1234,
         output_sha256: "ab".repeat(32),
+        output_redacted: true,
         output_tail: "line \"one\"\nline two\n".to_owned(),
     };
     let all = vec![

@@ -4,7 +4,7 @@
 
 use sha2::{Digest, Sha256};
 
-use super::{Change, Effect, Happened, Op, apply, goal::non_empty, rules, wrote_back};
+use super::{Change, Effect, Happened, Op, goal::non_empty, rules, wrote_back};
 use crate::error::{Code, Hint, N, Next, Refusal};
 use crate::model::quota::TurnToken;
 use crate::model::{
@@ -436,7 +436,8 @@ pub(super) fn settle(state: &mut State, op: &Op, steps: &[Change]) -> Result<Eff
             signature: op.signature.clone(),
             change: step.clone(),
         };
-        let effect = apply(&mut work, &sub)?;
+        // The steps' limits were checked with the settle's.
+        let effect = super::dispatch(&mut work, &sub)?;
         happened.push(effect.what);
         evidence.extend(effect.evidence);
         archived.extend(effect.archived);

@@ -354,36 +354,45 @@ fn plain_git_recipes_from_the_docs() {
     assert_eq!(rows[0], "13 todo.claim agent-a");
     assert_eq!(rows[9], "4 goal.add Ada Lovelace");
 
-    // Filter by trailer, by author (the acting agent), by time.
-    let out = recipe(
-        "git log --oneline --grep='^Loopx-Op: todo.release$' refs/loopx/state",
-        &[
-            "log",
-            "--oneline",
-            "--grep=^Loopx-Op: todo.release$",
-            "refs/loopx/state",
-        ],
+    // Filter by trailer (never by grep, which matches lines in notes).
+    let shell = |shown: &str| -> String {
+        assert!(
+            docs.contains(shown),
+            "docs/review.md does not show the recipe `{shown}`"
+        );
+        let out = std::process::Command::new("sh")
+            .args(["-c", shown])
+            .current_dir(&env.repo)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .output()
+            .expect("sh runs");
+        assert!(out.status.success(), "{shown}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let out = shell(
+        "git log --format='%h %(trailers:key=Loopx-Op,valueonly,separator=) %s' refs/loopx/state | awk '$2 == \"todo.release\"'",
     );
     assert_eq!(out.lines().count(), 1);
     assert!(out.contains("release t-09f33d6a"), "{out}");
-    let out = recipe(
-        "git log --oneline --author=agent-b refs/loopx/state",
-        &["log", "--oneline", "--author=agent-b", "refs/loopx/state"],
+    let out = shell(
+        "git log --format='%h%x09%(trailers:key=Loopx-Agent,valueonly,separator=)%x09%s' refs/loopx/state | awk -F '\\t' '$2 == \"agent-b\"'",
     );
-    assert_eq!(out.lines().count(), 2);
-    let out = recipe(
-        "git log --oneline --grep='^Loopx-Tick: 7$' refs/loopx/state",
-        &[
-            "log",
-            "--oneline",
-            "--grep=^Loopx-Tick: 7$",
-            "refs/loopx/state",
-        ],
+    assert_eq!(out.lines().count(), 2, "{out}");
+    let out = shell(
+        "git log --format='%h%x09%(trailers:key=Loopx-Human,valueonly,separator=)%x09%s' refs/loopx/state | awk -F '\\t' '$2 ~ /^Ada Lovelace /'",
     );
+    assert!(out.contains("init with goal main"), "{out}");
+    assert!(out.lines().all(|l| l.ends_with("— Ada Lovelace")), "{out}");
+    let out = shell(
+        "git log --format='%H %(trailers:key=Loopx-Tick,valueonly,separator=)' refs/loopx/state | awk '$2 == 7 {print $1}'",
+    );
+    let subject = env.git(&["log", "-1", "--format=%s", out.trim()]);
     assert!(
-        out.trim_end()
+        subject
+            .trim_end()
             .ends_with("claim t-19e5a72f \"Write the parser\" — agent-a"),
-        "{out}"
+        "{subject}"
     );
 
     // One tick in full; a file as it was; the files between two states.

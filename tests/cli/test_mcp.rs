@@ -454,7 +454,8 @@ fn large_messages_are_refused_and_large_arguments_pass() {
         assert!(shown.to_string().contains(&note[..1000]));
     } else {
         // A size limit on notes is a refusal from loopx itself, in words.
-        assert_eq!(answer["error"]["exit"], "usage", "{v}");
+        assert_eq!(answer["error"]["exit"], 2, "{v}");
+        assert_eq!(answer["error"]["code"], "too-long", "{v}");
     }
     // Batches get one array of answers; a wrong version is an error.
     let batch = raw(

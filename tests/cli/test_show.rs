@@ -193,7 +193,7 @@ fn a_tick_from_a_newer_loopx_says_to_upgrade() {
     let (env, ids) = history();
     let tree = env.git(&["rev-parse", "refs/loopx/state^{tree}"]);
     let message = format!(
-        "teleport {} \"Write the manual\" — agent-a\n\nid = \"o-00000000000000aa\"\nat = \"2026-11-30T09:13:00Z\"\nactor = \"agent:agent-a\"\n\n[change]\nop = \"todo.teleport\"\ntodo = \"{}\"\nto = \"agent-b\"\n\nLoopx-Op: todo.teleport\nLoopx-Agent: agent-a\nLoopx-Tick: 14\nLoopx-Format: 2\n",
+        "teleport {} \"Write the manual\" — agent-a\n\nid = \"o-00000000000000aa\"\nat = \"2026-11-30T09:13:00Z\"\nactor = \"agent:agent-a\"\n\n[change]\nop = \"todo.teleport\"\ntodo = \"{}\"\nto = \"agent-b\"\n\nLoopx-Op: todo.teleport\nLoopx-Agent: agent-a\nLoopx-Tick: 14\nLoopx-Format: 3\n",
         ids.manual, ids.manual
     );
     let commit = env.git(&[
@@ -235,7 +235,7 @@ message:
   Loopx-Op: todo.teleport
   Loopx-Agent: agent-a
   Loopx-Tick: 14
-  Loopx-Format: 2
+  Loopx-Format: 3
 "#,
     );
     let v = env.loopx(&["log", "--json", "-n", "1"]).ok().json();

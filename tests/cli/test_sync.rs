@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::net::{TcpListener, TcpStream};
+use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -535,8 +536,9 @@ fn a_cross_machine_claim_race_has_exactly_one_winner() {
     claim_race(&env, &env.machine(), &b, 3);
 }
 
-/// `git daemon` serving a folder on 127.0.0.1, killed when dropped (also
-/// when a test panics).
+/// `git daemon` serving a folder on 127.0.0.1, in a process group of its
+/// own, which is ended when dropped (also when a test panics): `git daemon`
+/// runs `git-daemon` as a child, which would outlive a kill of `git` alone.
 struct Daemon {
     child: Child,
     port: u16,
@@ -562,6 +564,7 @@ impl Daemon {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
+            .process_group(0)
             .spawn()
             .expect("git daemon starts");
         let daemon = Daemon { child, port };
@@ -583,8 +586,18 @@ impl Daemon {
 
 impl Drop for Daemon {
     fn drop(&mut self) {
-        let _ = self.child.kill();
+        use rustix::process::{Pid, Signal, kill_process_group, test_kill_process_group};
+        let group = Pid::from_raw(self.child.id() as i32).expect("a positive pid");
+        let _ = kill_process_group(group, Signal::TERM);
         let _ = self.child.wait();
+        let started = Instant::now();
+        while test_kill_process_group(group).is_ok() {
+            if started.elapsed() > Duration::from_secs(5) {
+                let _ = kill_process_group(group, Signal::KILL);
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 }
 
@@ -601,6 +614,17 @@ fn over_the_git_protocol_a_claim_race_has_one_winner_too() {
     let out = b.loopx(&["sync"]).ok();
     assert_text(&out.stdout, "Pulled 3 ticks (origin, tick 3).\n");
     claim_race(&env, &env.machine(), &b, 2);
+    // Ending the daemon ends its `git-daemon` child too.
+    let base = format!("--base-path={}", env.root().display());
+    drop(daemon);
+    let left: Vec<String> = std::fs::read_dir("/proc")
+        .expect("/proc")
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains(&base))
+        .collect();
+    assert!(left.is_empty(), "still serving: {left:?}");
 }
 
 /// A tiny xorshift generator: the test's choices, repeatable by seed.

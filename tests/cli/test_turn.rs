@@ -672,9 +672,12 @@ fn a_gate_on_a_held_todo_stops_its_holder_too() {
 }
 
 #[test]
-fn a_choice_with_blank_lines_keeps_the_tick_readable() {
+fn a_choice_with_blank_lines_is_refused_and_the_tick_stays_readable() {
     let env = TestEnv::with_board();
-    let g = env
+    // Option names are one line (format 2): a blank line in one could
+    // end a commit subject early or pose as trailers.
+    let before = env.ticks();
+    let out = env
         .loopx(&[
             "gate",
             "open",
@@ -685,11 +688,25 @@ fn a_choice_with_blank_lines_keeps_the_tick_readable() {
             "--option",
             "plan b",
         ])
+        .code(2);
+    assert!(out.stderr.contains("one line"), "{}", out.stderr);
+    assert_eq!(env.ticks(), before);
+    let g = env
+        .loopx(&[
+            "gate",
+            "open",
+            "--question",
+            "Which plan?",
+            "--option",
+            "plan a",
+            "--option",
+            "plan b",
+        ])
         .ok()
         .stdout
         .trim()
         .to_owned();
-    env.loopx(&["gate", "answer", &g, "--choice", "plan a\n\nfast"])
+    env.loopx(&["gate", "answer", &g, "--choice", "plan a"])
         .ok();
     let log = env.loopx(&["log", "-n", "1"]).ok().stdout;
     assert!(

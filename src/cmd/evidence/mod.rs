@@ -69,6 +69,9 @@ pub fn record(
     run: Option<crate::model::run::CommandRun>,
     artifact: Option<crate::model::evidence::Artifact>,
 ) -> Result<crate::tx::Committed> {
+    // The summary is the commit subject: a secret in it would reach every
+    // clone's history.
+    let summary = &*crate::redact::text(summary);
     let id = fresh_id(ctx, summary);
     crate::tx::commit(ctx, |state| {
         let (todo, goal) = target(ctx, state, todo, goal)?;

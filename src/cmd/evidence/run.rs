@@ -14,8 +14,12 @@ use crate::tx;
 /// Run a command (no shell) and record it as evidence; exit 0 if it passed, 3 if not
 ///
 /// Records argv, exit status, duration, the SHA-256 of the whole output and
-/// its last 4 KiB with common secret patterns redacted. A failing command is
-/// evidence, not a loopx error: it is recorded, and loopx exits 3.
+/// its last 4 KiB, with common secret patterns redacted (in the argv, the
+/// summary and the output, whose digest is then of the redacted text). At
+/// the timeout the command's whole process group is ended. A failing
+/// command is evidence, not a loopx error: it is recorded, and loopx exits
+/// 3. For a command whose output may hold secrets no pattern knows, use
+/// `--no-output`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// The todo it is for
@@ -50,7 +54,11 @@ struct Wire<'a> {
 }
 
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
-    // Check the target before running anything, so a typo costs no run.
+    // Check the target and the summary before running anything, so a typo
+    // costs no run.
+    if let Some(s) = &args.summary {
+        crate::op::limits::summary(s)?;
+    }
     {
         let snap = tx::load(ctx)?;
         target(ctx, &snap.state, args.todo.as_deref(), args.goal.as_deref())?;
@@ -60,10 +68,12 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     if args.no_output {
         record.output_tail.clear();
     }
-    let summary = args
-        .summary
-        .clone()
-        .unwrap_or_else(|| args.command.join(" "));
+    // The default summary (the command line, redacted like the argv)
+    // shortened to fit the summary limit; `record` redacts every summary.
+    let summary = match &args.summary {
+        Some(s) => s.clone(),
+        None => crate::op::limits::fit(&record.argv.join(" "), 200),
+    };
     let done = super::record(
         ctx,
         (args.todo.as_deref(), args.goal.as_deref()),

@@ -72,9 +72,14 @@ impl<'a> GateRef<'a> {
             None if self.status == "withdrawn" => "withdrawn".to_owned(),
             None => self.options.join(" | "),
         };
+        // One line, whatever an older tick let the question hold.
         format!(
-            "{}  {} on {}  \"{}\"  ({tail})",
-            self.id, self.kind, self.blocks, self.question
+            "{}  {} on {}  \"{}\"  ({})",
+            self.id,
+            self.kind,
+            self.blocks,
+            crate::term::line(self.question),
+            crate::term::line(&tail)
         )
     }
 }

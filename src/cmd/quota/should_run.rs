@@ -17,8 +17,9 @@ use crate::tx;
 /// A run names the todo to work on (your own claim first, else the best
 /// ready one), the gates that concern you, the slots left and a turn token
 /// for `spend-slot`. A skip gives the reason: not-registered, goal-paused,
-/// goal-done, gate-open, quota-exhausted, nothing-ready or no-change.
-/// Writes nothing.
+/// goal-done, gate-open, quota-exhausted, nothing-ready, no-change, or
+/// state-locked (a writer died holding the state ref's lock, so no tick can
+/// land until a person removes it; the reason says how). Writes nothing.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// The goal [default: the only active goal]
@@ -56,6 +57,9 @@ struct ReasonWire<'a> {
     question: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     frees_at: Option<String>,
+    /// What a person must do (state-locked).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fix: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -111,8 +115,29 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             gate,
             question,
             frees_at,
+            fix: None,
         }
     });
+    // Every tick would fail on a stale lock: stop the agent's loop with a
+    // skip that says why, rather than let its next write error.
+    let locked = stale_lock(ctx);
+    let reason = match &locked {
+        Some((lock, age)) => Some(ReasonWire {
+            code: "state-locked",
+            message: format!(
+                "the state ref's lock {} is {}s old: a writer died holding it, and no tick can land until it is removed",
+                lock.display(),
+                age.as_secs()
+            ),
+            gate: None,
+            question: None,
+            frees_at: None,
+            fix: Some(
+                "a person runs `loopx doctor --fix` once no loopx or git process is running in this repository".to_owned(),
+            ),
+        }),
+        None => reason,
+    };
     let todo = d.todo.as_ref().map(|(id, own)| TodoWire {
         id,
         title: short(&state.todos[id].title),
@@ -130,7 +155,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             }
         })
         .collect();
-    let run = d.skip.is_none();
+    let run = d.skip.is_none() && locked.is_none();
     let token =
         run.then(|| new_token(agent, &goal.id, &snap.tip.commit.to_string(), ctx.now).to_string());
     let wire = Wire {
@@ -153,7 +178,12 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
 fn human(w: &Wire) -> String {
     let mut s = String::new();
     match (&w.reason, &w.todo) {
-        (Some(r), _) => s.push_str(&format!("skip: {} — {}\n", r.code, r.message)),
+        (Some(r), _) => {
+            s.push_str(&format!("skip: {} — {}\n", r.code, r.message));
+            if let Some(fix) = &r.fix {
+                s.push_str(&format!("fix: {fix}\n"));
+            }
+        }
         (None, Some(t)) => {
             let whose = if t.own {
                 "your claim"
@@ -177,4 +207,22 @@ fn human(w: &Wire) -> String {
         s.push_str(&format!("turn: {t}\n"));
     }
     s
+}
+
+/// The state ref's lock file and its age, when it is older than a live
+/// writer holds it ([`tx::STALE_LOCK`]).
+///
+/// It is never removed here: git's lock files carry no owner, so nothing
+/// proves that the writer is gone rather than paused (a suspended process,
+/// a slow disk, another machine on a shared filesystem). A writer that
+/// resumes after its lock was broken would rename it over a newer tip.
+fn stale_lock(ctx: &Ctx) -> Option<(std::path::PathBuf, std::time::Duration)> {
+    let lock = ctx.store().ok()?.lock_path();
+    let age = std::fs::metadata(&lock)
+        .ok()?
+        .modified()
+        .ok()
+        .and_then(|t| std::time::SystemTime::now().duration_since(t).ok())
+        .unwrap_or_default();
+    (age >= tx::STALE_LOCK).then_some((lock, age))
 }

@@ -322,7 +322,9 @@ fn human(w: &Wire, now: Timestamp) -> String {
             };
             s.push_str(&format!(
                 "  {}  {}  {}  ({left})\n",
-                r.owner, r.todo, r.title
+                r.owner,
+                r.todo,
+                crate::term::line(r.title)
             ));
         }
         if w.claims_total > w.claims.len() {

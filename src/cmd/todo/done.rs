@@ -71,7 +71,10 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                     goal: goal.clone(),
                     todo: Some(id.clone()),
                     kind: EvidenceKind::Test,
-                    summary: format!("validation: {}", run.argv.join(" ")),
+                    summary: crate::op::limits::fit(
+                        &format!("validation: {}", run.argv.join(" ")),
+                        200,
+                    ),
                     code: Some(code_now(ctx)),
                     run: Some(run.clone()),
                     artifact: None,

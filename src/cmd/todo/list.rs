@@ -155,7 +155,11 @@ fn table(rows: &[Row], no_agents: bool) -> String {
             };
             format!(
                 "{}  {}  {:8}  {:12}  {}",
-                r.todo.id, r.priority, status, owner, r.todo.title
+                r.todo.id,
+                r.priority,
+                status,
+                owner,
+                crate::term::line(r.todo.title)
             )
         })
         .collect::<Vec<_>>()

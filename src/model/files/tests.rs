@@ -41,11 +41,13 @@ fn strings(v: &[&str]) -> Vec<String> {
 fn run() -> CommandRun {
     CommandRun {
         argv: strings(&["cargo", "test"]),
+        argv_sha256: Some("cd".repeat(32)),
         exit: Some(1),
         timed_out: false,
         error: None,
         duration_ms: 820,
         output_sha256: "ab".repeat(32),
+        output_redacted: true,
         output_tail: "test parser ... FAILED\n\"quoted\" and ünïcode\n".to_owned(),
     }
 }

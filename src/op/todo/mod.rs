@@ -195,7 +195,7 @@ pub(super) fn done(
                     [Next::FinishTodo(Some(id.to_string()))],
                 )));
             }
-            Some(run) if run.argv != v.argv => {
+            Some(run) if !run.ran(&v.argv) => {
                 return Err(Refusal::conflict(
                     Code::ValidationChanged,
                     format!(

@@ -251,9 +251,15 @@ impl Spawner {
     }
 }
 
+/// Marks every process the tests start (and, through inheritance, every
+/// process those start): `.ci/run` fails if one is still running after the
+/// suite.
+pub const SUITE_MARK: (&str, &str) = ("LOOPX_TEST_SUITE", "1");
+
 /// Clears the environment and points git's config away from the machine's.
 pub fn isolate(c: &mut Command, tmp: &Path) {
     c.env_clear()
+        .env(SUITE_MARK.0, SUITE_MARK.1)
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("HOME", tmp.join("home"))
         .env("GIT_CONFIG_GLOBAL", "/dev/null")

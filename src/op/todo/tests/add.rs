@@ -37,7 +37,7 @@ fn todo_add_subject_and_registered_agent_author() {
     let change = Change::TodoAdd {
         todo: tid(T2),
         goal: gid("main"),
-        title: "  Write\n the   lexer ".to_owned(),
+        title: "  Write\t the   lexer ".to_owned(),
         priority: "P0".parse().unwrap(),
         after: Vec::new(),
         capabilities: Vec::new(),
@@ -51,7 +51,7 @@ fn todo_add_subject_and_registered_agent_author() {
     );
     assert_eq!(subject, "add t-000000b2 \"Write the lexer\"");
     let todo = &s.todos[&tid(T2)];
-    assert_eq!(todo.title, "Write\n the   lexer");
+    assert_eq!(todo.title, "Write\t the   lexer");
     assert_eq!(todo.priority.to_string(), "P0");
     assert_eq!(todo.created_by, agent("agent-b"));
     assert!(todo.notes.is_empty());
