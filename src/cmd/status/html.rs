@@ -93,7 +93,7 @@ const STYLE: &str = r#"
 :root{color-scheme:light dark;--bg:#fff;--fg:#1b1b1b;--mute:#666;--line:#ddd;--warn:#b00020;--warnbg:#fde7ea;--ok:#1b7a3a;--acc:#0b57d0;--card:#f6f7f9}
 @media (prefers-color-scheme:dark){:root{--bg:#121417;--fg:#e6e6e6;--mute:#9aa0a6;--line:#333;--warn:#ff8a80;--warnbg:#3a1d20;--ok:#7bd88f;--acc:#8ab4f8;--card:#1c1f24}}
 *{box-sizing:border-box}
-body{margin:0 auto;max-width:72rem;padding:.75rem;font:15px/1.45 system-ui,sans-serif;background:var(--bg);color:var(--fg)}
+body{margin:0 auto;max-width:72rem;padding:.75rem;overflow-wrap:anywhere;font:15px/1.45 system-ui,sans-serif;background:var(--bg);color:var(--fg)}
 h1{font-size:1.3rem;margin:.2rem 0}h2{font-size:1.15rem;margin:1.4rem 0 .4rem;border-bottom:1px solid var(--line)}h3{font-size:1rem;margin:1rem 0 .3rem}
 .mute{color:var(--mute)}code,pre{font:13px/1.4 ui-monospace,monospace}
 pre{background:var(--card);padding:.4rem .5rem;overflow-x:auto;margin:.2rem 0;white-space:pre-wrap;word-break:break-all}
