@@ -203,3 +203,30 @@ fn bad_since_and_unknown_goal_are_refused() {
             .starts_with("loopx digest: 2026-11-30T00:00:00Z to ")
     );
 }
+
+#[test]
+fn a_lost_claim_shows_as_a_sync_rejection() {
+    let env = TestEnv::with_board();
+    let hub = env.hub("hub.git");
+    env.git(&["remote", "add", "origin", &hub]);
+    let t = env.add("Contested", &[]);
+    env.loopx(&["sync"]).ok();
+    let b = env.clone_machine("b", &hub);
+    b.loopx(&["sync"]).ok();
+    env.agent("agent-a", &["todo", "claim", &t]).ok();
+    env.loopx(&["sync"]).ok();
+    b.agent("agent-b", &["todo", "claim", &t]).ok();
+    b.agent("agent-b", &["sync"]).code(4);
+    let v = b.loopx(&["digest", "--since", "1d", "--json"]).ok().json();
+    let rejected = v["sync_rejected"].as_array().unwrap();
+    assert_eq!(rejected.len(), 1, "{v}");
+    assert!(
+        rejected[0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("todo.claim lost: {t} is not ready")),
+        "{v}"
+    );
+    let text = b.loopx(&["digest", "--since", "1d"]).ok().stdout;
+    assert!(text.contains("Sync rejections (1)"), "{text}");
+}
