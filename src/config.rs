@@ -46,6 +46,8 @@ pub struct Config {
     /// `loopx.notify` (local or global git config only): the command, split
     /// into words, run once per gate that waits on a human.
     pub notify: Option<Vec<String>>,
+    /// `loopx.notifyTimeout`: how long the notify command may run (10s).
+    pub notify_timeout: crate::time::Span,
 }
 
 impl Default for Config {
@@ -62,6 +64,7 @@ impl Default for Config {
             run_all_validations: false,
             signatures_from: None,
             notify: None,
+            notify_timeout: crate::time::Span::seconds(10),
         }
     }
 }
@@ -102,6 +105,10 @@ impl Config {
                 .config_local_or_global("loopx.notify")
                 .and_then(|v| words(&v))
                 .filter(|w| !w.is_empty()),
+            notify_timeout: text("loopx.notifyTimeout")
+                .and_then(|v| crate::time::Span::parse(&v).ok())
+                .filter(|s| s.as_secs() > 0)
+                .unwrap_or(d.notify_timeout),
         }
     }
 }

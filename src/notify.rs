@@ -19,9 +19,6 @@ use crate::model::{Gate, GateId};
 use crate::op::Change;
 use crate::tx;
 
-/// How long the notification command may run.
-pub const TIME_LIMIT: Duration = Duration::from_secs(10);
-
 /// A word for a POSIX shell: as is when it is plain, else single-quoted.
 pub fn shell_word(s: &str) -> String {
     let plain = !s.is_empty()
@@ -74,9 +71,14 @@ pub fn after(ctx: &Ctx, before: Option<Option<crate::store::Oid>>) {
     if Some(tip.commit) == before {
         return;
     }
-    let Some(argv) = ctx.config().ok().and_then(|c| c.notify.clone()) else {
+    let Some((argv, limit)) = ctx
+        .config()
+        .ok()
+        .and_then(|c| Some((c.notify.clone()?, c.notify_timeout)))
+    else {
         return;
     };
+    let limit = Duration::from_secs(limit.as_secs().unsigned_abs());
     let Ok(snap) = tx::load(ctx) else { return };
     let mut due: Vec<&Gate> = snap
         .state
@@ -86,7 +88,7 @@ pub fn after(ctx: &Ctx, before: Option<Option<crate::store::Oid>>) {
         .collect();
     due.sort_by_key(|g| (g.opened_at, g.id.clone()));
     for g in due {
-        match notify(&argv, g) {
+        match notify(&argv, g, limit) {
             Ok(()) => {
                 let _ = std::fs::remove_file(failed_marker(ctx, &g.id).unwrap_or_default());
                 let id = g.id.clone();
@@ -149,8 +151,8 @@ fn failed_marker(ctx: &Ctx, gate: &GateId) -> Option<PathBuf> {
     Some(failed_dir(ctx)?.join(gate.as_str()))
 }
 
-/// Runs the command once with the gate on stdin, within [`TIME_LIMIT`].
-fn notify(argv: &[String], g: &Gate) -> Result<(), String> {
+/// Runs the command once with the gate on stdin, within `limit`.
+fn notify(argv: &[String], g: &Gate, limit: Duration) -> Result<(), String> {
     let payload = Payload {
         id: &g.id,
         goal: g.goal.as_str(),
@@ -179,13 +181,13 @@ fn notify(argv: &[String], g: &Gate) -> Result<(), String> {
         match child.try_wait() {
             Ok(Some(s)) if s.success() => return Ok(()),
             Ok(Some(s)) => return Err(format!("`{}` exited with {s}", argv.join(" "))),
-            Ok(None) if start.elapsed() >= TIME_LIMIT => {
+            Ok(None) if start.elapsed() >= limit => {
                 let _ = child.kill();
                 let _ = child.wait();
                 return Err(format!(
                     "`{}` ran longer than {}s and was stopped",
                     argv.join(" "),
-                    TIME_LIMIT.as_secs()
+                    limit.as_secs()
                 ));
             }
             Ok(None) => std::thread::sleep(Duration::from_millis(20)),

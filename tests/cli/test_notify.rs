@@ -185,3 +185,55 @@ fn decisions_agents_may_answer_are_not_notified() {
     .ok();
     assert_eq!(calls(&log).len(), 0);
 }
+
+#[test]
+fn a_command_past_its_time_limit_is_stopped_and_the_tick_stands() {
+    let env = TestEnv::with_board();
+    env.git(&["config", "loopx.notify", "sleep 30"]);
+    env.git(&["config", "loopx.notifyTimeout", "1s"]);
+    let before = env.ticks();
+    let out = env
+        .loopx(&[
+            "gate",
+            "open",
+            "--kind",
+            "production",
+            "--question",
+            "Deploy?",
+        ])
+        .ok();
+    assert!(
+        out.stderr
+            .contains("`sleep 30` ran longer than 1s and was stopped"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(env.ticks(), before + 1, "the gate's tick, and no record");
+    let st = env.loopx(&["status", "--json"]).ok().json();
+    assert_eq!(st["gates"].as_array().unwrap().len(), 1);
+    assert!(
+        st["notify_failed"][0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("ran longer")
+    );
+}
+
+#[test]
+fn the_notify_command_is_read_from_local_or_global_config_only() {
+    let env = TestEnv::with_board();
+    let log = env.root().join("n.log");
+    let script = log.with_extension("sh");
+    std::fs::write(&script, format!("#!/bin/sh\ncat >> '{}'\n", log.display())).unwrap();
+    // `git -c` and the environment's config are not this repository's settings.
+    let out = env
+        .command()
+        .env("GIT_CONFIG_COUNT", "1")
+        .env("GIT_CONFIG_KEY_0", "loopx.notify")
+        .env("GIT_CONFIG_VALUE_0", format!("sh {}", script.display()))
+        .args(["gate", "open", "--kind", "spend", "--question", "Spend?"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert_eq!(calls(&log).len(), 0);
+}
