@@ -127,7 +127,7 @@ pub struct AgentLine<'s> {
     pub agent: &'s Agent,
     /// The todos it holds a claim on.
     pub holds: Vec<&'s Todo>,
-    /// Its newest tick among those given to [`derive`].
+    /// Its newest tick among those given to [`derive()`].
     pub last_tick: Option<&'s TickLine>,
 }
 
