@@ -29,6 +29,9 @@ pub struct Config {
     pub auto_pack: u64,
     /// `loopx.stopContinuations`: the Stop hook's limit per session.
     pub stop_continuations: u32,
+    /// `loopx.syncTimeout`: the time limit of each network step of a sync
+    /// (a duration such as `60s` or `2m`, or seconds).
+    pub sync_timeout: std::time::Duration,
     /// `loopx.allowedSignersFile`, else git's `gpg.ssh.allowedSignersFile`:
     /// the keys this machine trusts to sign human acts (as written; `trust`
     /// expands `~/` and relative paths).
@@ -50,6 +53,9 @@ pub struct Config {
     pub notify_timeout: crate::time::Span,
 }
 
+/// Each network step of a sync when git config says nothing.
+pub const SYNC_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
 impl Default for Config {
     fn default() -> Self {
         Config {
@@ -58,6 +64,7 @@ impl Default for Config {
             claim_sync: false,
             auto_pack: AUTO_PACK,
             stop_continuations: STOP_CONTINUATIONS,
+            sync_timeout: SYNC_TIMEOUT,
             allowed_signers_file: None,
             signing_key: None,
             ssh_program: None,
@@ -91,6 +98,15 @@ impl Config {
             stop_continuations: text("loopx.stopContinuations")
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(d.stop_continuations),
+            sync_timeout: text("loopx.syncTimeout")
+                .and_then(|v| {
+                    let secs = v
+                        .parse::<i64>()
+                        .ok()
+                        .or_else(|| v.parse::<crate::time::Span>().ok().map(|s| s.as_secs()))?;
+                    (secs > 0).then(|| std::time::Duration::from_secs(secs.unsigned_abs()))
+                })
+                .unwrap_or(d.sync_timeout),
             allowed_signers_file: text("loopx.allowedSignersFile")
                 .or_else(|| text("gpg.ssh.allowedSignersFile")),
             signing_key: text("loopx.signingKey").or_else(|| {

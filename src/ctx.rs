@@ -45,7 +45,11 @@ impl Env {
                 || k.starts_with("CODEX_")
                 || k.starts_with("GEMINI_")
                 || k.starts_with("CURSOR_")
-                || k.starts_with("OPENCODE");
+                || k.starts_with("OPENCODE")
+                // Where a pre-receive hook finds the pushed objects.
+                || k == "GIT_OBJECT_DIRECTORY"
+                || k == "GIT_ALTERNATE_OBJECT_DIRECTORIES"
+                || k == "GIT_QUARANTINE_PATH";
             if !wanted {
                 continue;
             }

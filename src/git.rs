@@ -3,15 +3,20 @@
 //! rules just work). Runs with the repository's own config; never touches
 //! HEAD, the index or the worktree.
 
+use std::io::Read;
+use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
-/// Every git process loopx starts begins here: no stdin.
+/// Every git process loopx starts begins here: no stdin, and never a
+/// password prompt on a terminal (`GIT_TERMINAL_PROMPT=0`), so a hub that
+/// wants one fails instead of hanging an unattended agent.
 fn git() -> Command {
     let mut c = Command::new("git");
-    c.stdin(Stdio::null());
+    c.stdin(Stdio::null()).env("GIT_TERMINAL_PROMPT", "0");
     c
 }
 
@@ -109,16 +114,71 @@ pub fn is_dirty(workdir: Option<&Path>) -> bool {
 pub const IN_SYNC: &str = "LOOPX_IN_SYNC";
 
 /// Runs `git ARGS` for sync (with [`IN_SYNC`] set) and returns whatever it
-/// did, successful or not, for the caller to classify.
-fn network(git_dir: &Path, args: &[&str]) -> Result<std::process::Output> {
-    git()
+/// did, successful or not, for the caller to classify. A step that takes
+/// longer than `limit` is stopped (with what it started, such as ssh) and
+/// is a [`NetworkError`].
+fn network(git_dir: &Path, args: &[&str], limit: Duration) -> Result<std::process::Output> {
+    let mut child = git()
         .arg("--git-dir")
         .arg(git_dir)
         .args(args)
         .env(IN_SYNC, "1")
         .stdin(Stdio::null())
-        .output()
-        .with_context(|| format!("running git {}", args.join(" ")))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .with_context(|| format!("running git {}", args.join(" ")))?;
+    let read = |pipe: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(mut p) = pipe {
+                let _ = p.read_to_end(&mut buf);
+            }
+            buf
+        })
+    };
+    let out = read(
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let err = read(
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().context("waiting for git")? {
+            break status;
+        }
+        if started.elapsed() >= limit {
+            // The group this git leads, and only it.
+            let _ = Command::new("kill")
+                .args(["-KILL", "--", &format!("-{}", child.id())])
+                .stderr(Stdio::null())
+                .status();
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(NetworkError {
+                stderr: format!(
+                    "git {} did not finish within {}s (git config loopx.syncTimeout sets the limit)",
+                    args.iter().find(|a| !a.starts_with("-") && !a.contains('=')).copied().unwrap_or_default(),
+                    limit.as_secs()
+                ),
+            }
+            .into());
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    Ok(std::process::Output {
+        status,
+        stdout: out.join().unwrap_or_default(),
+        stderr: err.join().unwrap_or_default(),
+    })
 }
 
 /// What fetching a remote's state ref found.
@@ -181,7 +241,13 @@ fn network_error(out: &std::process::Output) -> NetworkError {
 /// messages: a remote without the ref is [`Fetched::NoState`], one that has
 /// it is [`Fetched::Busy`], and an unreachable remote or a failed login is a
 /// [`NetworkError`].
-pub fn fetch(git_dir: &Path, remote: &str, src: &str, dst: &str) -> Result<Fetched> {
+pub fn fetch(
+    git_dir: &Path,
+    remote: &str,
+    src: &str,
+    dst: &str,
+    limit: Duration,
+) -> Result<Fetched> {
     let refspec = format!("+{src}:{dst}");
     let out = network(
         git_dir,
@@ -191,15 +257,20 @@ pub fn fetch(git_dir: &Path, remote: &str, src: &str, dst: &str) -> Result<Fetch
             "--no-tags",
             "--no-write-fetch-head",
             "--no-recurse-submodules",
+            // Only the refspec given here: a configured one that maps
+            // refs/loopx/* onto itself (a mirror) would overwrite the
+            // local state and drop unsynced ticks.
+            "--refmap=",
             remote,
             &refspec,
         ],
+        limit,
     )?;
     if out.status.success() {
         return Ok(Fetched::State);
     }
     let failed = network_error(&out);
-    let probe = network(git_dir, &["ls-remote", remote, src])?;
+    let probe = network(git_dir, &["ls-remote", remote, src], limit)?;
     if !probe.status.success() {
         return Err(failed.into());
     }
@@ -233,22 +304,72 @@ pub enum Pushed {
 fn lost_race(summary: &str) -> bool {
     summary.starts_with("[rejected]")
         || (summary.starts_with("[remote rejected]")
-            && ["failed to update ref", "cannot lock ref", "failed to lock"]
-                .iter()
-                .any(|s| summary.contains(s)))
+            && [
+                "failed to update ref",
+                "cannot lock ref",
+                "failed to lock",
+                // Two pushes moving the same objects into the hub at once
+                // (`.keep` files that differ): transient.
+                "unable to migrate objects",
+            ]
+            .iter()
+            .any(|s| summary.contains(s)))
 }
 
 /// Pushes `commit` to `remote`'s ref `dst`: fast-forward only (never `+`, so
 /// another machine's ticks are never overwritten), skipping the user's
 /// hooks. A remote that refuses for any other reason (a server hook, no
 /// permission) or cannot be reached is a [`NetworkError`].
-pub fn push(git_dir: &Path, remote: &str, commit: &str, dst: &str) -> Result<Pushed> {
+pub fn push(
+    git_dir: &Path,
+    remote: &str,
+    commit: &str,
+    dst: &str,
+    limit: Duration,
+) -> Result<Pushed> {
+    push_with(git_dir, remote, commit, dst, None, limit)
+}
+
+/// Puts `remote`'s ref `dst` back to `commit`, which need not be a
+/// fast-forward, only while the remote still holds `expected` (a lease,
+/// never `+`: another push meanwhile makes it fail). For
+/// `sync --repair-remote`, a human act.
+pub fn push_lease(
+    git_dir: &Path,
+    remote: &str,
+    commit: &str,
+    dst: &str,
+    expected: &str,
+    limit: Duration,
+) -> Result<Pushed> {
+    push_with(git_dir, remote, commit, dst, Some(expected), limit)
+}
+
+fn push_with(
+    git_dir: &Path,
+    remote: &str,
+    commit: &str,
+    dst: &str,
+    lease: Option<&str>,
+    limit: Duration,
+) -> Result<Pushed> {
     let refspec = format!("{commit}:{dst}");
     debug_assert!(!refspec.starts_with('+'), "sync never force-pushes");
-    let out = network(
-        git_dir,
-        &["push", "--porcelain", "--no-verify", remote, &refspec],
-    )?;
+    let lease = lease.map(|old| format!("--force-with-lease={dst}:{old}"));
+    // To the remote's push URL rather than its name: a push to a named
+    // remote also moves the local refs its fetch refspecs map the pushed
+    // ref to, and a mirror clone's (+refs/*:refs/*) is the local state ref
+    // itself, which would drop a tick made here meanwhile. (A mirror's
+    // remote also refuses a refspec.)
+    let url = output(git_dir, &["remote", "get-url", "--push", remote])
+        .map(|u| u.trim().to_owned())
+        .ok()
+        .filter(|u| !u.is_empty())
+        .unwrap_or_else(|| remote.to_owned());
+    let mut args = vec!["push", "--porcelain", "--no-verify"];
+    args.extend(lease.as_deref());
+    args.extend([url.as_str(), refspec.as_str()]);
+    let out = network(git_dir, &args, limit)?;
     let stdout = String::from_utf8_lossy(&out.stdout);
     // Porcelain lines: <flag> TAB <from>:<to> TAB <summary>
     let line = stdout
@@ -264,15 +385,46 @@ pub fn push(git_dir: &Path, remote: &str, commit: &str, dst: &str) -> Result<Pus
         .next();
     match line {
         Some((flag, _)) if out.status.success() && flag == "=" => Ok(Pushed::UpToDate),
-        Some((flag, _)) if out.status.success() && matches!(flag.as_str(), " " | "*") => {
+        Some((flag, _)) if out.status.success() && matches!(flag.as_str(), " " | "*" | "+") => {
             Ok(Pushed::Accepted)
         }
-        Some((flag, summary)) if flag == "!" && lost_race(&summary) => Ok(Pushed::Behind(summary)),
+        Some((flag, summary))
+            if flag == "!"
+                && (lost_race(&summary)
+                    || String::from_utf8_lossy(&out.stderr)
+                        .contains("unable to migrate objects")) =>
+        {
+            Ok(Pushed::Behind(summary))
+        }
         Some((_, summary)) if !summary.is_empty() => Err(NetworkError {
             stderr: format!("{summary}; {}", network_error(&out)),
         }
         .into()),
         _ => Err(network_error(&out).into()),
+    }
+}
+
+/// Every `(key, value)` of the git config whose key matches `pattern` (a
+/// regular expression, as `git config --get-regexp` takes it).
+pub fn config_matching(git_dir: &Path, pattern: &str) -> Result<Vec<(String, String)>> {
+    let out = git()
+        .arg("--git-dir")
+        .arg(git_dir)
+        .args(["config", "--get-regexp", pattern])
+        .stdin(Stdio::null())
+        .output()
+        .with_context(|| format!("running git config --get-regexp {pattern}"))?;
+    match out.status.code() {
+        Some(0) => Ok(String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| l.split_once(' '))
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect()),
+        Some(1) => Ok(Vec::new()),
+        _ => bail!(
+            "git config --get-regexp {pattern} failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ),
     }
 }
 

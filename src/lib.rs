@@ -37,6 +37,7 @@ pub mod time;
 pub mod trailer;
 pub mod trust;
 pub mod tx;
+pub mod verify;
 
 use std::process::ExitCode;
 

@@ -37,7 +37,12 @@ pub struct Committed {
 
 /// Reads the state at a commit.
 pub fn load_at(ctx: &Ctx, tip: Tip) -> Result<Snapshot> {
-    let files = ctx.store()?.read_files(tip.tree)?;
+    snapshot(ctx.store()?, tip)
+}
+
+/// Reads the state at a commit of any store (a hub's, in its hook).
+pub fn snapshot(store: &Store, tip: Tip) -> Result<Snapshot> {
+    let files = store.read_files(tip.tree)?;
     let state = files::decode(files.iter().map(|(p, b)| (p.as_str(), b.as_slice())))?;
     Ok(Snapshot { tip, state })
 }
@@ -234,26 +239,31 @@ pub enum Empty {
     Write,
 }
 
-/// The one writer of tick commits, used by live ticks, sync's replay and
-/// the benchmark's history generator: applies `op` to `before` (the state
-/// at `parent`; `None` for the first tick) with [`op::apply`], writes the
-/// changed files and a commit whose message, author and dates follow
-/// DESIGN §3. A refusal by `apply` is the inner error; the ref is never
-/// moved here.
-pub fn write_tick(
-    store: &Store,
+/// A tick as the writer makes it, before anything is written: what
+/// [`write_tick`] writes, and what `verify` requires a commit to be.
+pub struct Planned {
+    pub effect: Effect,
+    /// The state after the op (without the records it wrote).
+    pub state: State,
+    /// The files that change from the parent's tree (every file for the
+    /// first tick).
+    pub changes: Vec<files::Change>,
+    pub message: String,
+    pub author: Person,
+    pub tick: u64,
+}
+
+/// Applies `op` to `before` (the state at `parent`; `None` for the first
+/// tick) with [`op::apply`] and makes the tick's files, message and author
+/// (DESIGN §3). A refusal by `apply` is the error; nothing is written.
+pub fn plan_tick(
     parent: Option<&Tip>,
     before: &State,
     op: &Op,
     extra: &[(&str, String)],
-    committer: &Person,
-    empty: Empty,
-) -> Result<Result<Written, Refusal>> {
+) -> Result<Planned, Refusal> {
     let mut after = before.clone();
-    let effect = match op::apply(&mut after, op) {
-        Ok(e) => e,
-        Err(refusal) => return Ok(Err(refusal)),
-    };
+    let effect = op::apply(&mut after, op)?;
     let changes = match parent {
         Some(_) => files::changes(
             before,
@@ -265,23 +275,54 @@ pub fn write_tick(
         ),
         None => files::encode_all(&after),
     };
-    if parent.is_some() && changes.is_empty() && empty == Empty::Skip {
-        return Ok(Ok(Written {
-            tip: None,
-            effect,
-            state: after,
-        }));
-    }
     // No file over the size limit (a refusal, like apply's).
     for (path, bytes) in &changes {
-        if let Some(bytes) = bytes
-            && let Err(refusal) = op::limits::file(path, bytes.len())
-        {
-            return Ok(Err(refusal));
+        if let Some(bytes) = bytes {
+            op::limits::file(path, bytes.len())?;
         }
     }
+    let tick = parent.map_or(0, |t| t.tick) + 1;
+    let message = message::render(op, &effect, tick, extra);
+    let author = Person {
+        name: op.actor.name().to_owned(),
+        email: op.actor.email(),
+    };
+    Ok(Planned {
+        effect,
+        state: after,
+        changes,
+        message,
+        author,
+        tick,
+    })
+}
+
+/// The one writer of tick commits, used by live ticks, sync's replay and
+/// the benchmark's history generator: plans the tick with [`plan_tick`]
+/// and writes the changed files and a commit whose dates are the op's time.
+/// A refusal by `apply` is the inner error; the ref is never moved here.
+pub fn write_tick(
+    store: &Store,
+    parent: Option<&Tip>,
+    before: &State,
+    op: &Op,
+    extra: &[(&str, String)],
+    committer: &Person,
+    empty: Empty,
+) -> Result<Result<Written, Refusal>> {
+    let planned = match plan_tick(parent, before, op, extra) {
+        Ok(p) => p,
+        Err(refusal) => return Ok(Err(refusal)),
+    };
+    if parent.is_some() && planned.changes.is_empty() && empty == Empty::Skip {
+        return Ok(Ok(Written {
+            tip: None,
+            effect: planned.effect,
+            state: planned.state,
+        }));
+    }
     // Never write a state this binary cannot read back.
-    for (path, bytes) in &changes {
+    for (path, bytes) in &planned.changes {
         if let Some(bytes) = bytes {
             files::check_file(path, bytes).map_err(|r| {
                 anyhow::anyhow!(
@@ -291,17 +332,18 @@ pub fn write_tick(
             })?;
         }
     }
-    let tick = parent.map_or(0, |t| t.tick) + 1;
-    let msg = message::render(op, &effect, tick, extra);
-    let author = Person {
-        name: op.actor.name().to_owned(),
-        email: op.actor.email(),
-    };
-    let tip = store.write_commit(parent, &changes, &msg, &author, committer, op.at.unix())?;
+    let tip = store.write_commit(
+        parent,
+        &planned.changes,
+        &planned.message,
+        &planned.author,
+        committer,
+        op.at.unix(),
+    )?;
     Ok(Ok(Written {
         tip: Some(tip),
-        effect,
-        state: after,
+        effect: planned.effect,
+        state: planned.state,
     }))
 }
 

@@ -51,6 +51,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let mut problems = Vec::new();
     let mut fixed = Vec::new();
     check_locks(ctx, args.fix, &mut problems, &mut fixed);
+    check_refspecs(ctx, &mut problems);
     let mut files_seen = 0;
     let tip = tx::tip(ctx)?;
     match &tip {
@@ -114,6 +115,63 @@ fn human(w: &Wire) -> String {
         ));
     }
     s
+}
+
+/// Fetch refspecs that would write a remote's refs/loopx/* straight into
+/// this clone's (`git clone --mirror`, `+refs/*:refs/*`): a plain `git
+/// fetch` then overwrites the local state and drops unsynced ticks. loopx's
+/// own sync is immune (it fetches with `--refmap=`); people's fetches are
+/// not.
+fn check_refspecs(ctx: &Ctx, problems: &mut Vec<Problem>) {
+    let Ok(store) = ctx.store() else { return };
+    let Ok(specs) = crate::git::config_matching(store.common_dir(), r"^remote\..*\.fetch$") else {
+        return;
+    };
+    let state = ctx.state_ref();
+    for (key, spec) in specs {
+        let Some(dst) = mapped(spec.trim(), state) else {
+            continue;
+        };
+        if dst.starts_with("refs/loopx/") {
+            problems.push(Problem {
+                severity: "warning",
+                path: None,
+                message: format!(
+                    "git config {key} = {spec} makes a plain `git fetch` write the remote's {state} into {dst}, over this clone's state: unsynced ticks would be lost"
+                ),
+                fix: Some(format!(
+                    "map it elsewhere, e.g. `git config --unset {key} '{}'` and `loopx sync --setup` (loopx sync itself is not affected)",
+                    regex_escape(spec.trim())
+                )),
+            });
+        }
+    }
+}
+
+/// Where a fetch refspec maps the remote ref `name`, if it maps it.
+fn mapped(spec: &str, name: &str) -> Option<String> {
+    let spec = spec.strip_prefix('+').unwrap_or(spec);
+    let (src, dst) = spec.split_once(':')?;
+    match src.split_once('*') {
+        Some((pre, post)) => {
+            let middle = name.strip_prefix(pre)?.strip_suffix(post)?;
+            Some(dst.replacen('*', middle, 1))
+        }
+        None => (src == name).then(|| dst.to_owned()),
+    }
+}
+
+/// `git config --unset` takes a value pattern: escape what is special.
+fn regex_escape(s: &str) -> String {
+    s.chars()
+        .flat_map(|c| {
+            if "\\.*+?()[]{}^$|".contains(c) {
+                vec!['\\', c]
+            } else {
+                vec![c]
+            }
+        })
+        .collect()
 }
 
 /// Lock files on the state ref and on packed-refs: a young one is a writer

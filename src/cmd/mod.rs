@@ -14,6 +14,7 @@ pub mod gc;
 pub mod goal;
 pub mod hook;
 pub mod hooks;
+pub mod hub;
 pub mod init;
 pub mod log;
 pub mod man;
@@ -26,6 +27,7 @@ pub mod signer;
 pub mod status;
 pub mod sync;
 pub mod todo;
+pub mod verify;
 
 use anyhow::Result;
 use serde::Serialize;
@@ -69,6 +71,7 @@ pub enum Command {
     RefreshState(refresh_state::Args),
     Settle(settle::Args),
     Sync(sync::Args),
+    Verify(verify::Args),
     Doctor(doctor::Args),
     Gc(gc::Args),
     Hook(hook::Args),
@@ -78,6 +81,9 @@ pub enum Command {
     Mcp(mcp::Args),
     Completions(completions::Args),
     Man(man::Args),
+    /// Guard a bare hub repository: refuse pushes that forge or rewrite the state
+    #[command(subcommand)]
+    Hub(hub::Command),
 }
 
 /// Runs one command. `hook` never gets here: it always exits 0 and builds
@@ -113,6 +119,8 @@ fn dispatch(ctx: &Ctx, command: &Command) -> Result<Exit> {
         Command::RefreshState(args) => refresh_state::run(ctx, args),
         Command::Settle(args) => settle::run(ctx, args),
         Command::Sync(args) => sync::run(ctx, args),
+        Command::Verify(args) => verify::run(ctx, args),
+        Command::Hub(c) => hub::run(ctx, c),
         Command::Doctor(args) => doctor::run(ctx, args),
         Command::Gc(args) => gc::run(ctx, args),
         Command::Hooks(c) => hooks::run(ctx, c),

@@ -31,11 +31,22 @@ pub struct Args {
     /// Follow a rewritten or unrelated remote history, keeping the local state under a backup ref
     #[arg(long, conflicts_with = "setup")]
     adopt_remote: bool,
+    /// Put the remote back at its last valid tick, removing a forgery (a human act)
+    ///
+    /// Verifies the remote's ticks from the last one verified here, and if one
+    /// is not a valid tick, pushes the tick before it over the remote's ref
+    /// (with a lease on the bad tip, never forced blind), after listing what it
+    /// removes. For hubs without `loopx hub install`.
+    #[arg(long, conflicts_with_all = ["setup", "adopt_remote"])]
+    repair_remote: bool,
 }
 
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     if args.setup {
         return setup(ctx, args);
+    }
+    if args.repair_remote {
+        return repair(ctx, args);
     }
     let report = sync::run_with(
         ctx,
@@ -141,6 +152,24 @@ fn setup(ctx: &Ctx, args: &Args) -> Result<Exit> {
             r = names.remote,
             t = names.tracking
         )
+    })?;
+    Ok(Exit::Ok)
+}
+
+fn repair(ctx: &Ctx, args: &Args) -> Result<Exit> {
+    let r = sync::repair::run(ctx, args.remote.as_deref())?;
+    ctx.out.emit(&r, || match (&r.from, &r.to, &r.finding) {
+        (None, ..) => format!("{} has no loopx state: nothing to repair.", r.remote),
+        (Some(_), Some(to), Some(f)) => format!(
+            "Removed {} commit{} from {} (the first: {} [{}]); it is back at {}.",
+            r.removed.len(),
+            if r.removed.len() == 1 { "" } else { "s" },
+            r.remote,
+            &f.commit[..f.commit.len().min(8)],
+            f.rule.name(),
+            &to[..to.len().min(8)]
+        ),
+        _ => format!("Every tick on {} is valid: nothing to repair.", r.remote),
     })?;
     Ok(Exit::Ok)
 }

@@ -122,10 +122,13 @@ pub const OWN_TRAILERS: [&str; 5] = [
     "Loopx-Format",
 ];
 
-/// The trailer a replayed tick carries: the commit it was first written as.
+/// The trailer a replayed tick carries: the id of its op, which every clone
+/// can find (`git log --grep` on the state ref); format 1 ticks written
+/// before round 2 name the commit the op was first written as instead.
 pub const REPLAYED_FROM: &str = "Loopx-Replayed-From";
 
-/// The trailer of a `sync-rejected` evidence tick: the commit whose op lost.
+/// The trailer of a `sync-rejected` evidence tick: the id of the op that
+/// lost (older ticks: the commit that held it).
 pub const REJECTED_FROM: &str = "Loopx-Rejected-From";
 
 /// Reads only the op id, cheaply: the first line of the body. None for a

@@ -14,6 +14,8 @@ pub struct Entry {
     pub commit: Oid,
     pub tree: Oid,
     pub parent: Option<Oid>,
+    /// How many parents the commit has (a tick has one, the first has none).
+    pub parents: usize,
     pub message: String,
     /// Author time, seconds since the epoch.
     pub time: i64,
@@ -42,6 +44,7 @@ impl Store {
             commit,
             tree: Oid(decoded.tree()),
             parent: decoded.parents().next().map(Oid),
+            parents: decoded.parents().count(),
             message: decoded.message.to_str_lossy().into_owned(),
             time,
             author,
@@ -300,6 +303,30 @@ impl Store {
             let e = self.entry(id)?;
             next = e.parent;
             out.push(e);
+        }
+        match base {
+            None => {
+                out.reverse();
+                Ok(out)
+            }
+            Some(b) => Err(anyhow!(
+                "commit {b} is not on the first-parent chain of {tip}"
+            )),
+        }
+    }
+
+    /// Like [`Store::chain_since`], but only the commit ids: cheap to hold
+    /// for a long history.
+    pub fn chain_ids_since(&self, tip: Oid, base: Option<Oid>) -> Result<Vec<Oid>> {
+        let mut out = Vec::new();
+        let mut next = Some(tip);
+        while let Some(id) = next {
+            if Some(id) == base {
+                out.reverse();
+                return Ok(out);
+            }
+            next = self.first_parent(id)?;
+            out.push(id);
         }
         match base {
             None => {

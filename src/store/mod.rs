@@ -17,8 +17,18 @@ use gix::refs::transaction::{Change, LogChange, PreviousValue, RefEdit, RefLog};
 use crate::error::{Code, Refusal};
 
 mod history;
+mod scratch;
 
 pub use history::{Entry, FileChange, FirstParents, PrefixMatch};
+pub use scratch::Scratch;
+
+/// Whether `name` is one of the refs loopx keeps for itself beside the
+/// state (sync's records and backups), which can never be a state ref.
+fn is_own_ref(name: &str) -> bool {
+    ["synced", "verified", "backup"]
+        .iter()
+        .any(|own| name.starts_with(&format!("refs/loopx/{own}/")))
+}
 
 /// The default state ref; git config `loopx.ref` overrides it.
 pub const DEFAULT_REF: &str = "refs/loopx/state";
@@ -31,6 +41,12 @@ const PACK_CACHE_BYTES: usize = 1024 * 1024;
 pub struct Oid(gix::ObjectId);
 
 impl Oid {
+    /// An id made of byte `n` repeated, for tests that need distinct ids.
+    #[cfg(test)]
+    pub fn from_hex_for_tests(n: u8) -> Self {
+        Oid(gix::ObjectId::from_bytes_or_panic(&[n; 20]))
+    }
+
     /// The first `n` hex digits, for display.
     pub fn short(&self, n: usize) -> String {
         let s = self.0.to_string();
@@ -105,6 +121,18 @@ impl Store {
                         format!("git config loopx.ref = {name:?} is not a full ref name"),
                     )
                     .with_hint("use a name such as refs/loopx/state, or unset it")
+                    .into());
+                }
+                // The state is never a branch or a tag: loopx would commit
+                // onto the project's history and sync would push it.
+                if !name.starts_with("refs/loopx/") || is_own_ref(&name) {
+                    return Err(Refusal::usage(
+                        Code::BadConfig,
+                        format!(
+                            "git config loopx.ref = {name:?} is not under refs/loopx/, or is one of loopx's own refs"
+                        ),
+                    )
+                    .with_hint("the state lives under refs/loopx/, such as refs/loopx/state or refs/loopx/goals/api; fix or unset it")
                     .into());
                 }
                 name
@@ -292,6 +320,13 @@ impl Store {
         Ok(steps)
     }
 
+    /// A full hex object id, as git prints it.
+    pub fn oid(&self, hex: &str) -> Result<Oid> {
+        gix::ObjectId::from_hex(hex.as_bytes())
+            .map(Oid)
+            .map_err(|e| anyhow!("{hex:?} is not an object id: {e}"))
+    }
+
     /// The full message of a commit.
     pub fn message(&self, commit: Oid) -> Result<String> {
         let c = self
@@ -393,33 +428,7 @@ impl Store {
         committer: &Person,
         time_secs: i64,
     ) -> Result<Tip> {
-        let base = match parent {
-            Some(p) => p.tree.0,
-            None => gix::ObjectId::empty_tree(self.repo.object_hash()),
-        };
-        let mut editor = self
-            .repo
-            .edit_tree(base)
-            .context("editing the state tree")?;
-        for (path, bytes) in changes {
-            match bytes {
-                Some(bytes) => {
-                    let blob = self
-                        .repo
-                        .write_blob(bytes)
-                        .with_context(|| format!("writing {path}"))?;
-                    editor
-                        .upsert(path.as_str(), EntryKind::Blob, blob.detach())
-                        .with_context(|| format!("adding {path} to the tree"))?;
-                }
-                None => {
-                    editor
-                        .remove_leaf(path.as_str())
-                        .with_context(|| format!("removing {path} from the tree"))?;
-                }
-            }
-        }
-        let tree = editor.write().context("writing the state tree")?.detach();
+        let tree = edit_tree(&self.repo, parent.map(|p| p.tree), changes)?;
         let sig = |p: &'_ Person| gix::actor::Signature {
             name: p.name.as_str().into(),
             email: p.email.as_str().into(),
@@ -516,6 +525,25 @@ impl Store {
         }
     }
 
+    /// Deletes a ref loopx owns, whatever it points at.
+    pub fn delete_ref(&self, name: &str) -> Result<()> {
+        let full: gix::refs::FullName = name
+            .try_into()
+            .map_err(|e| anyhow!("{name} is not a valid ref name: {e}"))?;
+        let edit = RefEdit {
+            name: full,
+            deref: false,
+            change: Change::Delete {
+                expected: PreviousValue::Any,
+                log: RefLog::AndReference,
+            },
+        };
+        self.repo
+            .edit_references([edit])
+            .with_context(|| format!("deleting {name}"))?;
+        Ok(())
+    }
+
     /// The lock file git and gix create while updating the state ref.
     pub fn lock_path(&self) -> PathBuf {
         self.lock_path_of(&self.state_ref)
@@ -524,4 +552,36 @@ impl Store {
     fn lock_path_of(&self, name: &str) -> PathBuf {
         self.common_dir().join(format!("{name}.lock"))
     }
+}
+
+/// Writes the changed files on top of tree `base` (None: the empty tree)
+/// through `repo`'s object database and returns the new root tree.
+pub(crate) fn edit_tree(
+    repo: &gix::Repository,
+    base: Option<Oid>,
+    changes: &[(String, Option<Vec<u8>>)],
+) -> Result<gix::ObjectId> {
+    let base = match base {
+        Some(b) => b.0,
+        None => gix::ObjectId::empty_tree(repo.object_hash()),
+    };
+    let mut editor = repo.edit_tree(base).context("editing the state tree")?;
+    for (path, bytes) in changes {
+        match bytes {
+            Some(bytes) => {
+                let blob = repo
+                    .write_blob(bytes)
+                    .with_context(|| format!("writing {path}"))?;
+                editor
+                    .upsert(path.as_str(), EntryKind::Blob, blob.detach())
+                    .with_context(|| format!("adding {path} to the tree"))?;
+            }
+            None => {
+                editor
+                    .remove_leaf(path.as_str())
+                    .with_context(|| format!("removing {path} from the tree"))?;
+            }
+        }
+    }
+    Ok(editor.write().context("writing the state tree")?.detach())
 }

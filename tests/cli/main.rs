@@ -35,8 +35,10 @@ mod test_sign;
 mod test_status;
 mod test_status_html;
 mod test_sync;
+mod test_sync_safety;
 mod test_todo;
 mod test_turn;
+mod test_verify;
 
 /// Every `test_*.rs` file in this folder is listed above.
 #[test]

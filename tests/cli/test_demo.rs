@@ -108,6 +108,11 @@ fn the_demo_tells_the_whole_story_reproducibly() {
     );
     assert!(answer.contains("\nsignature = \""), "{answer}");
     assert!(dir.join("allowed_signers").exists());
+    // Every tick of the demo's history verifies, on a machine and the hub.
+    env.advance(86_400);
+    env.loopx(&["-C", a.to_str().unwrap(), "verify"]).ok();
+    env.loopx(&["-C", dir.join("hub.git").to_str().unwrap(), "verify"])
+        .ok();
     // No branch, index or worktree was touched by loopx on machine A.
     assert_text(&git_in(&a, &["status", "--porcelain"]), "");
 }

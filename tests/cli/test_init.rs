@@ -131,4 +131,22 @@ fn loopx_ref_config_moves_the_state() {
         "{}",
         out.stderr
     );
+    // Never a branch: the project's history is not the state's.
+    let main_before = env.git(&["for-each-ref", "refs/heads"]);
+    for name in [
+        "refs/heads/main",
+        "refs/tags/v1",
+        "refs/loopx/synced/origin",
+    ] {
+        env.git(&["config", "loopx.ref", name]);
+        let out = env.loopx(&["init"]).code(2);
+        assert!(
+            out.stderr.contains(&format!(
+                "git config loopx.ref = \"{name}\" is not under refs/loopx/, or is one of loopx's own refs"
+            )),
+            "{}",
+            out.stderr
+        );
+    }
+    assert_eq!(env.git(&["for-each-ref", "refs/heads"]), main_before);
 }

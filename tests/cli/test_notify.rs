@@ -88,6 +88,9 @@ fn a_gate_is_notified_once_across_clones_restarts_and_a_sync() {
     b.add("B's work");
     assert_eq!(calls(&blog).len(), 0, "b saw the gate already notified");
     assert_eq!(calls(&alog).len(), 1);
+    // The record re-applies to the same tree: the history verifies.
+    a.loopx(&["verify"]).ok();
+    b.loopx(&["verify"]).ok();
 }
 
 #[test]

@@ -641,3 +641,109 @@ fn a_validation_the_tool_guard_denies_is_refused() {
     assert_eq!(code(&out), "untrusted-validation", "{}", out.stderr);
     assert!(out.stderr.contains("tool guard"), "{}", out.stderr);
 }
+
+/// `loopx verify` and a guarded hub make the same signature check as sync:
+/// an unsigned copy of a human act is found by the `signature` rule, and a
+/// hub that trusts Ada refuses it at push time.
+#[test]
+fn verify_and_a_guarded_hub_refuse_an_unsigned_human_act() {
+    if !have_openssh() {
+        return;
+    }
+    let (env, hub) = team();
+    let a = env.machine();
+    let ada = keygen(&env, "ada");
+    trust(&a, "ada", &ada);
+    sign_with(&a, &ada);
+    a.loopx(&["goal", "set", "main", "--status", "paused"]).ok();
+    let paused = a.git(&["rev-parse", "refs/loopx/state"]).trim().to_owned();
+    let paused_msg = a.git(&["log", "-1", "--format=%B", &paused]);
+    let tree = a.git(&["rev-parse", &format!("{paused}^{{tree}}")]);
+    let date = format!(
+        "@{} +0000",
+        a.git(&["log", "-1", "--format=%at", &paused]).trim()
+    );
+    a.loopx(&["goal", "set", "main", "--status", "active"]).ok();
+    a.loopx(&["sync"]).ok();
+    a.loopx(&["verify"]).ok();
+    let next = a
+        .git(&["rev-list", "--count", "refs/loopx/state"])
+        .trim()
+        .parse::<usize>()
+        .unwrap()
+        + 1;
+    let stripped: String = renumber(&paused_msg, next)
+        .lines()
+        .filter(|l| !l.starts_with("signature = "))
+        .collect::<Vec<_>>()
+        .join("\n");
+
+    // The unsigned copy, made with plain git on a's own clone.
+    let tip = a.tip().expect("a has a state");
+    let mut c = Command::new("git");
+    isolate(&mut c, env.root());
+    let out = c
+        .args(["commit-tree", tree.trim(), "-p", &tip, "-m", &stripped])
+        .current_dir(&a.repo)
+        .env("GIT_AUTHOR_NAME", "Ada Lovelace")
+        .env("GIT_AUTHOR_EMAIL", "ada@example.com")
+        .env("GIT_COMMITTER_NAME", "Ada Lovelace")
+        .env("GIT_COMMITTER_EMAIL", "ada@example.com")
+        .env("GIT_AUTHOR_DATE", &date)
+        .env("GIT_COMMITTER_DATE", &date)
+        .output()
+        .expect("git runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let forged = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    a.git(&["update-ref", "refs/loopx/forged", &forged]);
+
+    let out = a
+        .loopx(&["--json", "verify", "--to", "refs/loopx/forged"])
+        .code(3);
+    let doc = out.json();
+    assert_eq!(doc["findings"][0]["rule"], "signature", "{doc}");
+    assert_eq!(doc["findings"][0]["refusal"], "unsigned", "{doc}");
+    assert_eq!(doc["findings"][0]["commit"], forged.as_str(), "{doc}");
+
+    // The hub trusts Ada too, and guards its refs.
+    let signers = a.repo.with_extension("allowed_signers");
+    git_in(
+        Path::new(&hub),
+        &[
+            "config",
+            "loopx.allowedSignersFile",
+            &signers.to_string_lossy(),
+        ],
+    );
+    env.loopx(&["-C", &hub, "hub", "install"]).ok();
+    let hub_tip = git_in(Path::new(&hub), &["rev-parse", "refs/loopx/state"]);
+    let mut c = Command::new("git");
+    isolate(&mut c, env.root());
+    let out = c
+        .args(["push", &hub, &format!("{forged}:refs/loopx/state")])
+        .current_dir(&a.repo)
+        .output()
+        .expect("git runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success(),
+        "the hub took an unsigned act: {stderr}"
+    );
+    assert!(stderr.contains("signature"), "{stderr}");
+    assert_eq!(
+        git_in(Path::new(&hub), &["rev-parse", "refs/loopx/state"]),
+        hub_tip,
+        "a refused push moves nothing"
+    );
+    // A signed act still goes through the guarded hub.
+    a.loopx(&["goal", "set", "main", "--status", "paused"]).ok();
+    a.loopx(&["sync"]).ok();
+    assert_eq!(
+        git_in(Path::new(&hub), &["rev-parse", "refs/loopx/state"]).trim(),
+        a.tip().unwrap()
+    );
+}

@@ -3,12 +3,11 @@
 //! several machines racing through them.
 
 use std::collections::BTreeMap;
-use std::net::{TcpListener, TcpStream};
-use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
+use crate::common::daemon::{Daemon, free_port};
 use crate::common::{Machine, Output, TestEnv, assert_text, isolate, run};
 
 /// A board (goal `main`, agents `agent-a` and `agent-b`) pushed to a fresh
@@ -164,12 +163,6 @@ fn plus_45m(t: &str) -> String {
     )
 }
 
-/// A port on 127.0.0.1 that nothing listens on (it was free a moment ago).
-fn free_port() -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
-    l.local_addr().expect("local addr").port()
-}
-
 #[test]
 fn a_first_sync_pushes_to_an_empty_hub_and_a_clone_adopts_it() {
     let env = TestEnv::with_board();
@@ -246,6 +239,17 @@ fn diverged_ticks_replay_on_the_remote_tip_and_a_lost_claim_is_recorded() {
         "refs/loopx/state",
     ]);
     let before_claim = b.rev(&format!("{before}~1")).unwrap();
+    // The trailers name the ops, which every clone has (not b's commits).
+    let op_of = |rev: &str| {
+        b.git(&["log", "-1", "--format=%b", rev])
+            .lines()
+            .find_map(|l| {
+                l.strip_prefix("id = \"")
+                    .map(|v| v.trim_end_matches('"').to_owned())
+            })
+            .unwrap()
+    };
+    let (before, before_claim) = (op_of(&before), op_of(&before_claim));
     assert_text(
         &mask(
             &log.replace(&t, "T")
@@ -536,71 +540,6 @@ fn a_cross_machine_claim_race_has_exactly_one_winner() {
     claim_race(&env, &env.machine(), &b, 3);
 }
 
-/// `git daemon` serving a folder on 127.0.0.1, in a process group of its
-/// own, which is ended when dropped (also when a test panics): `git daemon`
-/// runs `git-daemon` as a child, which would outlive a kill of `git` alone.
-struct Daemon {
-    child: Child,
-    port: u16,
-}
-
-impl Daemon {
-    fn start(env: &TestEnv) -> Daemon {
-        let port = free_port();
-        let base = env.root().to_str().expect("utf-8").to_owned();
-        let mut c = Command::new("git");
-        isolate(&mut c, env.root());
-        let child = c
-            .args([
-                "daemon",
-                "--reuseaddr",
-                &format!("--base-path={base}"),
-                "--export-all",
-                "--enable=receive-pack",
-                "--listen=127.0.0.1",
-                &format!("--port={port}"),
-                &base,
-            ])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .process_group(0)
-            .spawn()
-            .expect("git daemon starts");
-        let daemon = Daemon { child, port };
-        let started = Instant::now();
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                started.elapsed() < Duration::from_secs(10),
-                "git daemon did not listen on {port}"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        daemon
-    }
-
-    fn url(&self, repo: &str) -> String {
-        format!("git://127.0.0.1:{}/{repo}", self.port)
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        use rustix::process::{Pid, Signal, kill_process_group, test_kill_process_group};
-        let group = Pid::from_raw(self.child.id() as i32).expect("a positive pid");
-        let _ = kill_process_group(group, Signal::TERM);
-        let _ = self.child.wait();
-        let started = Instant::now();
-        while test_kill_process_group(group).is_ok() {
-            if started.elapsed() > Duration::from_secs(5) {
-                let _ = kill_process_group(group, Signal::KILL);
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
 #[test]
 fn over_the_git_protocol_a_claim_race_has_one_winner_too() {
     let env = TestEnv::with_board();
@@ -848,6 +787,9 @@ fn the_same_divergence_replays_to_the_same_tree_on_two_machines() {
         .expect("cp runs");
     assert!(status.success());
     b.git(&["remote", "set-url", "origin", copy.to_str().unwrap()]);
+    // Sync after those instants (a tick dated in a machine's future is
+    // refused there).
+    env.advance(3600);
     let out_a = a.loopx(&["sync", "--json"]).ok().json();
     let out_b = b.loopx(&["sync", "--json"]).ok().json();
     assert_eq!(out_a["outcome"], "replayed");
@@ -885,23 +827,33 @@ fn corrupt_state_on_the_remote_is_refused_and_nothing_changes_here() {
         "oops",
     );
     a.git(&["push", "-q", "origin", "refs/loopx/state:refs/loopx/state"]);
-    let out = b.loopx(&["sync"]).code(1);
+    let out = b.loopx(&["sync"]).code(3);
     let bad = a.tip().unwrap();
     assert_text(
         &out.stderr.replace(&bad[..8], "<bad>"),
-        "error: the loopx state on origin (tick 4, <bad>) is corrupt: the state file todos/ab/t-abababab.toml is corrupt: TOML parse error at line 1, column 6: key with no value, expected `=`\n\
-         hint: nothing was changed here; whoever pushed it must repair it (`loopx doctor` there names the file) and push the fix; `git log refs/remotes/origin/loopx/state` shows who. Then run `loopx sync` again\n",
+        "error: origin holds an invalid tick: commit <bad> (tick 4, by Hand Editor <hand@example.com>) is not a valid loopx tick [not-a-tick]: the message has no body\n\
+         hint: nothing was changed here and no local tick is lost. origin holds a commit that loopx did not write (or a rule it breaks), pushed as Hand Editor <hand@example.com>: ask them what happened. A human can put origin back at this clone's last verified tick with `loopx sync origin --repair-remote`; `loopx hub install` makes a hub you run refuse such pushes\n",
     );
     assert_eq!(b.tip(), b_tip);
     assert_eq!(b.rev("refs/loopx/synced/origin"), b_synced);
-    // The fix lands; the next sync completes and keeps b's tick.
+    // A "fix" on top by hand is no tick either: still refused.
     hand_commit(&env, &a, "todos/ab/t-abababab.toml", None, "fix");
     a.git(&["push", "-q", "origin", "refs/loopx/state:refs/loopx/state"]);
+    b.loopx(&["sync"]).code(3);
+    assert_eq!(b.tip(), b_tip);
+    // The hub is put back at its last valid tick; the next sync completes
+    // and keeps b's tick.
+    let good = a.rev(&format!("{bad}~1")).unwrap();
+    a.git(&["update-ref", "refs/loopx/state", &good]);
+    a.git(&[
+        "push",
+        "-q",
+        "-f",
+        "origin",
+        "refs/loopx/state:refs/loopx/state",
+    ]);
     let out = b.loopx(&["sync"]).ok();
-    assert_text(
-        &out.stdout,
-        "Pulled 2 ticks, pushed 1, replayed 1, rejected 0 (origin, tick 6).\n",
-    );
+    assert_text(&out.stdout, "Pushed 1 tick (origin, tick 4).\n");
     b.loopx(&["todo", "show", &mine]).ok();
     env.loopx(&["sync"]).ok();
     assert_eq!(a.tree(), b.tree());
@@ -1011,7 +963,7 @@ fn an_unreachable_remote_is_a_clear_error_and_a_later_sync_completes() {
     let out = b.agent("agent-b", &["todo", "claim", &t, "--sync"]).code(1);
     assert!(
         out.stderr
-            .starts_with("error: cannot fetch the loopx state from origin"),
+            .starts_with("error: nothing was claimed: cannot fetch the loopx state from origin"),
         "{}",
         out.stderr
     );
@@ -1098,20 +1050,36 @@ fn an_op_this_loopx_does_not_know_stops_the_sync() {
     let mine = future_tick(&b);
     env.add("Moves the hub", &[]);
     env.loopx(&["sync"]).ok();
-    let out = b.loopx(&["sync"]).code(1);
+    let out = b.loopx(&["sync"]).code(3);
     assert_text(
-        &out.stderr.replace(&mine[..8], "<c>"),
-        "error: the local tick <c> holds the op \"from.the.future\", which this loopx does not know\nhint: upgrade loopx, then run `loopx sync` again; nothing was changed\n",
+        out.stderr
+            .replace(&mine[..8], "<c>")
+            .lines()
+            .next()
+            .unwrap(),
+        "error: commit <c> (tick 4, by b <b@example.com>) is not a valid loopx tick [unknown-op]: its op \"from.the.future\" is unknown to this loopx",
+    );
+    assert!(
+        out.stderr
+            .contains("\nhint: upgrade loopx, then try again.")
     );
     assert_eq!(b.tip().as_deref(), Some(mine.as_str()));
     // A remote tick that would be pulled.
     let theirs = future_tick(&a);
     a.git(&["push", "-q", "origin", "refs/loopx/state:refs/loopx/state"]);
     let c = env.clone_machine("c", &hub);
-    let out = c.loopx(&["sync"]).code(1);
+    let out = c.loopx(&["sync"]).code(3);
     assert_text(
-        &out.stderr.replace(&theirs[..8], "<c>"),
-        "error: origin's tick <c> holds the op \"from.the.future\", which this loopx does not know\nhint: upgrade loopx, then run `loopx sync` again; nothing was changed\n",
+        out.stderr
+            .replace(&theirs[..8], "<c>")
+            .lines()
+            .next()
+            .unwrap(),
+        "error: origin holds an invalid tick: commit <c> (tick 5, by Ada Lovelace <ada@example.com>) is not a valid loopx tick [unknown-op]: its op \"from.the.future\" is unknown to this loopx",
+    );
+    assert!(
+        out.stderr
+            .contains("\nhint: upgrade loopx, then try again.")
     );
     assert_eq!(c.tip(), None);
 }
@@ -1125,14 +1093,13 @@ fn a_hand_commit_among_local_ticks_is_not_replayed() {
     b.add("Remote side");
     b.loopx(&["sync"]).ok();
     let hand = hand_commit(&env, &a, "notes.txt", Some(b"hello\n"), "hand edit");
-    let parent = a.rev(&format!("{hand}~1")).unwrap();
-    let out = a.loopx(&["sync"]).code(1);
+    let out = a.loopx(&["sync"]).code(3);
     assert_text(
         &out.stderr
-            .replace(&hand[..8], "<hand>")
-            .replace(&parent, "<parent>"),
-        "error: commit <hand> on refs/loopx/state is not a loopx tick (the message has no body), so sync cannot replay it onto origin's state\n\
-         hint: it was made by hand; move the ref back with `git update-ref refs/loopx/state <parent>`, redo the change with loopx commands, then sync again; nothing was changed\n",
+            .replace(&hand[..12], "<hand>")
+            .replace(&hand[..8], "<hand>"),
+        "error: commit <hand> (tick 4, by Hand Editor <hand@example.com>) is not a valid loopx tick [not-a-tick]: the message has no body\n\
+         hint: nothing was pushed to origin and nothing was changed. The commit was not written by loopx (or was edited since); move refs/loopx/state back to its parent with `git update-ref refs/loopx/state <hand>^`, redo the change with loopx commands, then sync again\n",
     );
     assert_eq!(a.tip().as_deref(), Some(hand.as_str()));
 }

@@ -68,7 +68,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     };
     if synced {
         // Claim against the freshest state there is.
-        let before = sync::run(ctx, None)?;
+        let before = sync::run(ctx, None).context("nothing was claimed")?;
         for r in &before.rejected {
             ctx.out.warn(&format!(
                 "sync rejected an earlier {} by {}: {}",
@@ -124,9 +124,10 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     };
     let id = done.op.change.todo().expect("a claim names its todo");
     let (exit, t, sync_report) = if synced {
-        let r = sync::run(ctx, None).with_context(|| {
-            format!("claimed {id} here, but the claim does not count until the remote has it")
-        })?;
+        let r = match sync::run(ctx, None) {
+            Ok(r) => r,
+            Err(e) => return Err(unclaim(ctx, id, &done, e)),
+        };
         if let Some(lost) = r.rejection_of(&done.op.id) {
             return Err(lost_claim(ctx, id, lost, &r.remote).into());
         }
@@ -168,6 +169,44 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         ctx.out.status(&crate::cmd::sync::human(r));
     }
     Ok(exit)
+}
+
+/// The sync after a claim failed (the network, the remote's history, the
+/// retries): the claim never reached the remote, so it is released here
+/// (a renewal is left as it was), and the error says so. The sync's own
+/// refusal (`remote-unreachable`, `push-failed`, …) keeps its code.
+fn unclaim(ctx: &Ctx, id: &TodoId, done: &tx::Committed, err: anyhow::Error) -> anyhow::Error {
+    if matches!(done.effect.what, Happened::Renewed { .. }) {
+        return err.context(format!(
+            "renewed {id} here, but the renewal does not count until the remote has it"
+        ));
+    }
+    let Some(me) = done.op.actor.agent().cloned() else {
+        return err;
+    };
+    let released = tx::commit(ctx, |state| {
+        let t = state
+            .todos
+            .get(id)
+            .filter(|t| t.owner() == Some(&me))
+            .ok_or_else(|| anyhow::anyhow!("{id} is no longer claimed here by {me}"))?;
+        Ok(tx::op(
+            ctx,
+            Change::TodoRelease {
+                todo: id.clone(),
+                epoch: t.epoch,
+                force: false,
+            },
+        )?)
+    });
+    match released {
+        Ok(_) => err.context(format!(
+            "the claim of {id} did not reach the remote, so it was released here: nothing was claimed"
+        )),
+        Err(undo) => err.context(format!(
+            "the claim of {id} did not reach the remote, and releasing it here failed too ({undo:#}); release it with `loopx todo release {id}`"
+        )),
+    }
 }
 
 /// The claim lost on the remote: exit 4 (or the rule's status), naming the

@@ -8,11 +8,14 @@
 
 #![allow(dead_code)]
 
+pub mod daemon;
 pub mod fixtures;
+pub mod forge;
 
-use std::cell::Cell;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
 
 use tempfile::TempDir;
 
@@ -23,7 +26,7 @@ pub struct TestEnv {
     tmp: TempDir,
     /// The repository commands run in.
     pub repo: PathBuf,
-    clock: Cell<i64>,
+    clock: Arc<AtomicI64>,
     pub seed: String,
 }
 
@@ -49,7 +52,7 @@ impl TestEnv {
         TestEnv {
             tmp,
             repo,
-            clock: Cell::new(START),
+            clock: Arc::new(AtomicI64::new(START)),
             seed: "test".to_owned(),
         }
     }
@@ -70,12 +73,12 @@ impl TestEnv {
 
     /// The time the next command will see, as RFC 3339.
     pub fn now(&self) -> String {
-        rfc3339(self.clock.get())
+        rfc3339(self.clock.load(Ordering::SeqCst))
     }
 
     /// Moves the clock forward by `secs` (on top of the minute per command).
     pub fn advance(&self, secs: i64) {
-        self.clock.set(self.clock.get() + secs);
+        self.clock.fetch_add(secs, Ordering::SeqCst);
     }
 
     /// A `loopx` command with the isolated environment, in the repository.
@@ -87,11 +90,14 @@ impl TestEnv {
     }
 
     /// A handle that threads can use to start `loopx` processes at once
-    /// (with the real clock and random ids).
+    /// (with random ids, all at the environment's current time: the clock
+    /// does not move for them, so no machine sees another's ticks dated in
+    /// its future).
     pub fn spawner(&self) -> Spawner {
         Spawner {
             root: self.tmp.path().to_path_buf(),
             repo: self.repo.clone(),
+            clock: Arc::clone(&self.clock),
         }
     }
 
@@ -240,13 +246,15 @@ fn flush_hex(run: &mut String, out: &mut String) {
 pub struct Spawner {
     root: PathBuf,
     repo: PathBuf,
+    clock: Arc<AtomicI64>,
 }
 
 impl Spawner {
     pub fn command(&self) -> Command {
         let mut c = Command::new(env!("CARGO_BIN_EXE_loopx"));
         isolate(&mut c, &self.root);
-        c.current_dir(&self.repo);
+        c.current_dir(&self.repo)
+            .env("LOOPX_NOW", rfc3339(self.clock.load(Ordering::SeqCst)));
         c
     }
 }
@@ -464,6 +472,7 @@ impl TestEnv {
         Spawner {
             root: self.tmp.path().to_path_buf(),
             repo: repo.to_path_buf(),
+            clock: Arc::clone(&self.clock),
         }
     }
 }
@@ -527,5 +536,10 @@ impl Machine<'_> {
 
     pub fn spawner(&self) -> Spawner {
         self.env.spawner_in(&self.repo)
+    }
+
+    /// The shared clock's time (without moving it).
+    pub fn now(&self) -> String {
+        self.env.now()
     }
 }

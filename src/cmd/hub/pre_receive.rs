@@ -1,0 +1,82 @@
+//! `loopx hub pre-receive`: the check the hook of `loopx hub install` runs.
+//! Reads git's `<old> <new> <ref>` lines from stdin; refuses (exit 3, with
+//! the reason on stderr, which the pushing user sees) any update of
+//! `refs/loopx/*` that deletes a ref, is not a fast-forward, or brings a
+//! commit that is not a valid tick. Pushed objects are read from git's
+//! quarantine (`GIT_OBJECT_DIRECTORY`, `GIT_ALTERNATE_OBJECT_DIRECTORIES`).
+
+use std::io::Read;
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+
+use crate::ctx::Ctx;
+use crate::error::{Code, Exit, Refusal};
+use crate::store::Store;
+use crate::verify::{self, Update};
+
+/// Check the ref updates of a push (run by the hook `hub install` writes)
+#[derive(clap::Args, Debug)]
+pub struct Args {}
+
+pub fn run(ctx: &Ctx, _args: &Args) -> Result<Exit> {
+    let mut input = String::new();
+    std::io::stdin()
+        .read_to_string(&mut input)
+        .context("reading the pushed ref updates")?;
+    let mut store = Store::discover(&ctx.cwd)?;
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    if let Some(d) = ctx.env.get("GIT_OBJECT_DIRECTORY") {
+        dirs.push(PathBuf::from(d));
+    }
+    if let Some(list) = ctx.env.get("GIT_ALTERNATE_OBJECT_DIRECTORIES") {
+        dirs.extend(
+            list.split(':')
+                .filter(|d| !d.is_empty())
+                .map(|d| PathBuf::from(d.trim_matches('"'))),
+        );
+    }
+    let _objects = if dirs.is_empty() {
+        None
+    } else {
+        Some(store.with_object_dirs(&dirs)?)
+    };
+    for line in input.lines().filter(|l| !l.trim().is_empty()) {
+        let mut parts = line.split_whitespace();
+        let (Some(old), Some(new), Some(name)) = (parts.next(), parts.next(), parts.next()) else {
+            continue;
+        };
+        if !name.starts_with("refs/loopx/") {
+            continue;
+        }
+        check(ctx, &store, old, new, name)?;
+    }
+    Ok(Exit::Ok)
+}
+
+/// Refuses one update of a `refs/loopx/*` ref, or lets it through.
+fn check(ctx: &Ctx, store: &Store, old: &str, new: &str, name: &str) -> Result<()> {
+    let refusal = match verify::update(store, old, new, ctx.now, &verify::Signing::load(ctx)?)? {
+        Ok(()) => return Ok(()),
+        Err(Update::Deletion) => Refusal::rule(
+            Code::HubDelete,
+            "loopx state refs are never deleted on this hub",
+        )
+        .with_hint("the state's history is the team's evidence trail; a hub admin can remove the hook to delete it"),
+        Err(Update::Rewrite { old, new }) => Refusal::rule(
+            Code::HubNonFastForward,
+            format!(
+                "{} does not build on the hub's {} (not a fast-forward)",
+                new.short(8),
+                old.short(8)
+            ),
+        )
+        .with_hint("run `loopx sync`, which replays local ticks onto the hub's; this hub never takes a rewrite of its history"),
+        Err(Update::Invalid(f)) => f.refusal(
+            "nothing was changed on the hub. Move your state ref back to the hub's tip (`loopx sync` tells you how) and redo the change with loopx commands",
+        ),
+    };
+    let mut r = refusal;
+    r.message = format!("loopx hub: refusing {name}: {}", r.message);
+    Err(r.into())
+}

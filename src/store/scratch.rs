@@ -1,0 +1,72 @@
+//! Objects outside the state ref's own: trees built in memory for
+//! `verify`, and the pushed objects a hub's `pre-receive` hook reads from
+//! git's quarantine.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+
+use super::{Oid, PACK_CACHE_BYTES, Store, edit_tree};
+
+/// Builds trees in memory: what a tick's changes make of its parent's tree,
+/// for `verify`. Nothing it writes reaches the object database, so checking
+/// a long history leaves no loose objects behind.
+pub struct Scratch {
+    repo: gix::Repository,
+}
+
+impl Scratch {
+    /// The id of the tree that `changes` make of tree `base` (None: the
+    /// empty tree).
+    pub fn tree(&self, base: Option<Oid>, changes: &[(String, Option<Vec<u8>>)]) -> Result<Oid> {
+        let tree = edit_tree(&self.repo, base, changes);
+        self.repo.objects.reset_object_memory();
+        tree.map(Oid)
+    }
+}
+
+impl Store {
+    /// A [`Scratch`] over this repository's objects.
+    pub fn scratch(&self) -> Scratch {
+        Scratch {
+            repo: self.repo.clone().with_object_memory(),
+        }
+    }
+
+    /// Reads objects also from `dirs` (object directories: the quarantine
+    /// a `pre-receive` hook sees pushed objects in, and its alternates),
+    /// as git does under `GIT_OBJECT_DIRECTORY` and
+    /// `GIT_ALTERNATE_OBJECT_DIRECTORIES`. The returned directory holds the
+    /// alternates file and must outlive the store's reads.
+    pub fn with_object_dirs(&mut self, dirs: &[PathBuf]) -> Result<tempfile::TempDir> {
+        let tmp = tempfile::Builder::new()
+            .prefix("loopx-objects")
+            .tempdir()
+            .context("creating a temporary object directory")?;
+        let objects = tmp.path().join("objects");
+        std::fs::create_dir_all(objects.join("info"))
+            .with_context(|| format!("creating {}", objects.display()))?;
+        let mut list = String::new();
+        for d in dirs
+            .iter()
+            .map(PathBuf::as_path)
+            .chain([self.repo.objects.store_ref().path()])
+        {
+            let d = std::path::absolute(d).with_context(|| format!("resolving {}", d.display()))?;
+            list.push_str(&d.to_string_lossy());
+            list.push('\n');
+        }
+        let file = objects.join("info").join("alternates");
+        std::fs::write(&file, list).with_context(|| format!("writing {}", file.display()))?;
+        let hash = self.repo.object_hash();
+        let odb = gix::odb::at(&objects, hash)
+            .with_context(|| format!("opening the objects at {}", objects.display()))?;
+        self.repo.objects = gix::OdbHandle::new(odb, hash);
+        self.repo.objects.set_pack_cache(|| {
+            Box::new(gix::odb::pack::cache::lru::MemoryCappedHashmap::new(
+                PACK_CACHE_BYTES,
+            ))
+        });
+        Ok(tmp)
+    }
+}

@@ -1,0 +1,508 @@
+//! Verified history (DESIGN §8.1): a commit of the state ref is trusted only
+//! if it is exactly the tick loopx would have written for its op.
+//!
+//! [`check_tick`] is the one place that decides whether one commit is a
+//! valid tick on top of a trusted parent. It checks that the commit is a
+//! tick (one parent, a message that parses, a format and an op this binary
+//! knows), that its author and date are its op's actor and time, that the
+//! op is not dated beyond the clock-skew margin in the verifying machine's
+//! future, then re-applies the op to the parent's state through
+//! [`tx::plan_tick`] (the first half of the one tick writer, and so the
+//! same `apply` every live command uses) and requires the message and the
+//! tree that a live tick would write: the same bytes, the same tree id.
+//! That one comparison covers every rule `apply` enforces and every file,
+//! live, evidence or archive. Evidence and the archive only grow: a tick
+//! may add files there, never replace one.
+//!
+//! [`chain`] walks a first-parent chain from a trusted commit, checking each
+//! commit in order and carrying the state forward, so a history of `n`
+//! ticks costs `n` applies and no reads of whole trees after the first.
+//! `verify`, sync (before it trusts a remote's commits, and before it pushes
+//! local ones) and the hub's `pre-receive` hook all go through here.
+//!
+//! Verification is deterministic: the same history verifies the same way on
+//! every machine, except that a tick dated in the future (beyond the skew
+//! margin) is refused until that time has come.
+
+use anyhow::Result;
+use serde::Serialize;
+
+use crate::ctx::Ctx;
+use crate::error::{Code, Refusal};
+use crate::model::{FORMAT, State, files};
+use crate::op::{Change, message};
+use crate::store::{Entry, Oid, Scratch, Store, Tip};
+use crate::time::Timestamp;
+use crate::tx;
+
+/// Which rule a commit breaks. Serialized as stable kebab-case names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Rule {
+    /// The message is not a loopx tick (no op, no trailers).
+    NotATick,
+    /// A merge commit, or a root commit in the middle of the chain.
+    Parents,
+    /// Written by a newer loopx (`Loopx-Format` above this binary's).
+    FormatTooNew,
+    /// An op kind this binary does not know.
+    UnknownOp,
+    /// `Loopx-Tick` is not the parent's plus one.
+    TickNumber,
+    /// The commit's author is not the op's actor, or its date not the op's
+    /// time.
+    Author,
+    /// Dated beyond the clock-skew margin after this machine's clock.
+    Future,
+    /// `apply` refuses the op on the parent's state.
+    Refused,
+    /// The message is not what loopx writes for this op: unknown fields, a
+    /// changed subject or trailers.
+    Message,
+    /// Evidence or archive files were replaced or removed.
+    AppendOnly,
+    /// The tree is not what the op makes of the parent's tree.
+    Tree,
+    /// A human act without a valid signature by a signer this machine
+    /// trusts (or any op whose signature does not verify).
+    Signature,
+}
+
+impl Rule {
+    /// The rule's name, as in `--format json`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Rule::NotATick => "not-a-tick",
+            Rule::Parents => "parents",
+            Rule::FormatTooNew => "format-too-new",
+            Rule::UnknownOp => "unknown-op",
+            Rule::TickNumber => "tick-number",
+            Rule::Author => "author",
+            Rule::Future => "future",
+            Rule::Refused => "refused",
+            Rule::Message => "message",
+            Rule::AppendOnly => "append-only",
+            Rule::Tree => "tree",
+            Rule::Signature => "signature",
+        }
+    }
+
+    /// Whether upgrading loopx could make the commit verify.
+    pub fn wants_upgrade(self) -> bool {
+        matches!(self, Rule::FormatTooNew | Rule::UnknownOp)
+    }
+}
+
+/// A commit that is not a valid tick. Every refusal for one has the code
+/// `invalid-tick` (one family); the [`Rule`] says which check failed.
+#[derive(Clone, Debug, Serialize)]
+pub struct Finding {
+    pub commit: String,
+    /// The tick number it claims (or would have).
+    pub tick: u64,
+    /// Its author as git records it: `Name <email>`.
+    pub author: String,
+    pub rule: Rule,
+    /// What is wrong, in words.
+    pub message: String,
+    /// For [`Rule::Refused`]: the refusal's own code (`claimed`, …).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refusal: Option<Code>,
+}
+
+impl Finding {
+    fn new(entry: &Entry, tick: u64, rule: Rule, message: impl Into<String>) -> Self {
+        Finding {
+            commit: entry.commit.to_string(),
+            tick,
+            author: format!("{} <{}>", entry.author.name, entry.author.email),
+            rule,
+            message: message.into(),
+            refusal: None,
+        }
+    }
+
+    /// The refusal a command exits with (exit 3), with `hint` saying what
+    /// to do where it was found.
+    pub fn refusal(&self, hint: impl Into<String>) -> Refusal {
+        let short = &self.commit[..self.commit.len().min(8)];
+        let hint = if self.rule.wants_upgrade() {
+            format!(
+                "upgrade loopx, then try again. If no newer loopx writes this, the commit is forged: {}",
+                hint.into()
+            )
+        } else {
+            hint.into()
+        };
+        Refusal::rule(
+            Code::InvalidTick,
+            format!(
+                "commit {short} (tick {}, by {}) is not a valid loopx tick [{}]: {}",
+                self.tick,
+                self.author,
+                self.rule.name(),
+                self.message
+            ),
+        )
+        .with_hint(hint)
+    }
+}
+
+/// A commit whose state is trusted: verified, or taken as the start.
+#[derive(Clone, Debug)]
+pub struct Verified {
+    pub tip: Tip,
+    pub state: State,
+}
+
+/// The result of checking one commit or a chain: the trusted tip it reached,
+/// or the first commit that is not a valid tick.
+pub type Checked = std::result::Result<Verified, Finding>;
+
+/// Which signatures this machine asks of human acts: its allowed signers
+/// (outside the state), and the commit (git config `loopx.signaturesFrom`)
+/// at or before which history is exempt, with its tick number.
+pub struct Signing {
+    signers: crate::trust::AllowedSigners,
+    exempt: Option<(Oid, u64)>,
+}
+
+impl Signing {
+    /// This machine's signers and exemption.
+    pub fn load(ctx: &Ctx) -> Result<Signing> {
+        let signers = crate::trust::AllowedSigners::load(ctx)?;
+        let exempt = match crate::trust::incoming::exempt_below(ctx)? {
+            Some(x) => Some((x, ctx.store()?.tip_at(x)?.tick)),
+            None => None,
+        };
+        Ok(Signing { signers, exempt })
+    }
+
+    /// Whether the tick `tick` at `commit` is history written before
+    /// signing was turned on.
+    fn exempt(&self, store: &Store, commit: Oid, tick: u64) -> Result<bool> {
+        Ok(match self.exempt {
+            Some((x, x_tick)) => tick <= x_tick && (x == commit || store.is_ancestor(commit, x)?),
+            None => false,
+        })
+    }
+}
+
+/// Checks that `entry` is the tick loopx writes for its op on top of
+/// `parent` (None: `entry` is the first tick). `now` is this machine's
+/// clock, for the one rule that reads it. Errors are I/O; a commit that
+/// breaks a rule is `Ok(Err(finding))`.
+///
+/// This is the one function that decides what a valid tick is: a further
+/// check (a signature on a human act, say) belongs here, so that `verify`,
+/// sync and the hub hook all make it.
+pub fn check_tick(
+    scratch: &Scratch,
+    store: &Store,
+    parent: Option<&Verified>,
+    entry: &Entry,
+    now: Timestamp,
+    signing: &Signing,
+) -> Result<Checked> {
+    let tick = parent.map_or(0, |p| p.tip.tick) + 1;
+    let fail = |rule, msg: String| Ok(Err(Finding::new(entry, tick, rule, msg)));
+    let want_parents = usize::from(parent.is_some());
+    if entry.parents != want_parents || entry.parent != parent.map(|p| p.tip.commit) {
+        return fail(
+            Rule::Parents,
+            format!(
+                "a tick has exactly {} parent{}; this commit has {}",
+                want_parents,
+                if want_parents == 1 { "" } else { "s" },
+                entry.parents
+            ),
+        );
+    }
+    if let Some(kind) = message::kind_of(&entry.message)
+        && !Change::KINDS.contains(&kind)
+    {
+        return fail(
+            Rule::UnknownOp,
+            format!("its op {kind:?} is unknown to this loopx"),
+        );
+    }
+    let parsed = match message::parse(&entry.message) {
+        Ok(p) => p,
+        Err(why) => return fail(Rule::NotATick, why),
+    };
+    if parsed.format > FORMAT {
+        return fail(
+            Rule::FormatTooNew,
+            format!(
+                "it was written in format {} and this loopx knows format {FORMAT} at most",
+                parsed.format
+            ),
+        );
+    }
+    if parsed.tick != tick {
+        return fail(
+            Rule::TickNumber,
+            format!(
+                "it says Loopx-Tick {} but follows tick {}",
+                parsed.tick,
+                tick - 1
+            ),
+        );
+    }
+    let op = &parsed.op;
+    let empty = State::default();
+    let (name, email) = (op.actor.name(), op.actor.email());
+    if entry.author.name != name || entry.author.email != email {
+        return fail(
+            Rule::Author,
+            format!(
+                "its op's actor is {} but the commit's author is {} <{}>",
+                op.actor, entry.author.name, entry.author.email
+            ),
+        );
+    }
+    if entry.time != op.at.unix() {
+        return fail(
+            Rule::Author,
+            format!(
+                "its op is dated {} but the commit {}",
+                op.at,
+                Timestamp::from_unix(entry.time)
+            ),
+        );
+    }
+    let (before, base) = match parent {
+        Some(p) => (&p.state, Some(&p.tip)),
+        None => (&empty, None),
+    };
+    let skew = before.meta.settings.clock_skew;
+    if op.at > now.plus(skew) {
+        return fail(
+            Rule::Future,
+            format!(
+                "it is dated {}, after this machine's clock ({now}) plus the clock-skew margin ({skew}); it is refused until then",
+                op.at
+            ),
+        );
+    }
+    // Human authority before the rules: a replayed signed act reports its
+    // signature, not the revision it no longer matches.
+    if !signing.exempt(store, entry.commit, tick)?
+        && let Err(r) = crate::trust::check_op(before, op, &signing.signers)
+    {
+        let mut f = Finding::new(entry, tick, Rule::Signature, r.message);
+        f.refusal = Some(r.code);
+        return Ok(Err(f));
+    }
+    let extra: Vec<(&str, String)> = parsed
+        .trailers
+        .iter()
+        .filter(|(k, _)| !message::OWN_TRAILERS.contains(&k.as_str()))
+        .map(|(k, v)| (k.as_str(), v.clone()))
+        .collect();
+    let planned = match tx::plan_tick(base, before, op, &extra) {
+        Ok(p) => p,
+        Err(refusal) => {
+            let mut f = Finding::new(
+                entry,
+                tick,
+                Rule::Refused,
+                format!(
+                    "its op {} by {} breaks a rule: {}",
+                    op.change.kind(),
+                    op.actor,
+                    refusal.message
+                ),
+            );
+            f.refusal = Some(refusal.code);
+            return Ok(Err(f));
+        }
+    };
+    if planned.message != entry.message {
+        return fail(
+            Rule::Message,
+            message_difference(&planned.message, &entry.message),
+        );
+    }
+    if let Some(p) = parent {
+        for (path, _) in &planned.changes {
+            let grows_only = path.starts_with(&format!("{}/", files::EVIDENCE))
+                || path.starts_with(&format!("{}/", files::ARCHIVE));
+            if grows_only && store.read_file(p.tip.tree, path)?.is_some() {
+                return fail(
+                    Rule::AppendOnly,
+                    format!("it replaces {path}, and evidence and the archive only grow"),
+                );
+            }
+        }
+    }
+    for (path, bytes) in &planned.changes {
+        if let Some(bytes) = bytes
+            && let Err(r) = files::check_file(path, bytes)
+        {
+            return fail(
+                Rule::Refused,
+                format!(
+                    "its op writes {path}, which would not read back: {}",
+                    r.message
+                ),
+            );
+        }
+    }
+    let tree = scratch.tree(base.map(|b| b.tree), &planned.changes)?;
+    if tree != entry.tree {
+        return fail(
+            Rule::Tree,
+            format!(
+                "its tree {} is not what its op makes of the parent's state ({}): files were changed that the op does not change",
+                entry.tree.short(8),
+                tree.short(8)
+            ),
+        );
+    }
+    let after = planned.state;
+    Ok(Ok(Verified {
+        tip: Tip {
+            commit: entry.commit,
+            tree: entry.tree,
+            tick,
+        },
+        state: after,
+    }))
+}
+
+/// Says where a message differs from the one loopx writes.
+fn message_difference(wanted: &str, got: &str) -> String {
+    let (ws, gs) = (
+        wanted.lines().next().unwrap_or_default(),
+        got.lines().next().unwrap_or_default(),
+    );
+    if ws != gs {
+        return format!("its subject reads {gs:?} where loopx writes {ws:?} for its op");
+    }
+    let line = wanted
+        .lines()
+        .zip(got.lines())
+        .find(|(w, g)| w != g)
+        .map(|(w, g)| format!("{g:?} where loopx writes {w:?}"));
+    match line {
+        Some(l) => format!(
+            "its message is not what loopx writes for its op (fields this loopx does not know, or edited by hand): {l}"
+        ),
+        None => "its message is not what loopx writes for its op: it has extra or missing lines"
+            .to_owned(),
+    }
+}
+
+/// Checks every commit after `base` (None: from the first tick) up to
+/// `tip`, in order, calling `progress(done, total)` as it goes. `base` is
+/// trusted as it is. Returns the verified tip, or the first bad commit.
+pub fn chain(
+    store: &Store,
+    base: Option<Verified>,
+    tip: Oid,
+    now: Timestamp,
+    signing: &Signing,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<Checked> {
+    let ids = store.chain_ids_since(tip, base.as_ref().map(|b| b.tip.commit))?;
+    let scratch = store.scratch();
+    let total = ids.len();
+    let mut current = base;
+    for (i, id) in ids.into_iter().enumerate() {
+        let entry = store.entry(id)?;
+        match check_tick(&scratch, store, current.as_ref(), &entry, now, signing)? {
+            Ok(v) => current = Some(v),
+            Err(f) => return Ok(Err(f)),
+        }
+        progress(i + 1, total);
+    }
+    Ok(Ok(current.expect(
+        "a chain ending at a commit has at least one commit",
+    )))
+}
+
+/// Like [`chain`], in a command's repository, with its clock.
+pub fn chain_of(
+    ctx: &Ctx,
+    base: Option<Verified>,
+    tip: Oid,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<Checked> {
+    chain(
+        ctx.store()?,
+        base,
+        tip,
+        ctx.now,
+        &Signing::load(ctx)?,
+        progress,
+    )
+}
+
+/// Whether `ancestor` is on the first-parent chain of `commit`.
+pub fn is_ancestor(ctx: &Ctx, ancestor: Oid, commit: Oid) -> Result<bool> {
+    ctx.store()?.is_ancestor(ancestor, commit)
+}
+
+/// The state before `from`, trusted as it is (None: `from` is the first
+/// tick).
+pub fn trusted_parent(ctx: &Ctx, from: &Entry) -> Result<Option<Verified>> {
+    let Some(parent) = from.parent else {
+        return Ok(None);
+    };
+    let snap = tx::load_at(ctx, ctx.store()?.tip_at(parent)?)?;
+    Ok(Some(Verified {
+        tip: snap.tip,
+        state: snap.state,
+    }))
+}
+
+/// Why a hub refuses one pushed update of a `refs/loopx/*` ref.
+pub enum Update {
+    Deletion,
+    /// Not a fast-forward of what the hub holds.
+    Rewrite {
+        old: Oid,
+        new: Oid,
+    },
+    Invalid(Finding),
+}
+
+/// Checks one pushed update (`old` → `new`, full hex ids, zeros for none)
+/// of a `refs/loopx/*` ref on a hub: never deleted, only fast-forwarded,
+/// and every new commit a valid tick on top of what the hub held.
+pub fn update(
+    store: &Store,
+    old: &str,
+    new: &str,
+    now: Timestamp,
+    signing: &Signing,
+) -> Result<std::result::Result<(), Update>> {
+    let zero = |id: &str| id.bytes().all(|b| b == b'0');
+    if zero(new) {
+        return Ok(Err(Update::Deletion));
+    }
+    let new = store.oid(new)?;
+    let base = if zero(old) {
+        None
+    } else {
+        let old = store.oid(old)?;
+        if old == new {
+            return Ok(Ok(()));
+        }
+        if !store.is_ancestor(old, new)? {
+            return Ok(Err(Update::Rewrite { old, new }));
+        }
+        let snap = tx::snapshot(store, store.tip_at(old)?)?;
+        Some(Verified {
+            tip: snap.tip,
+            state: snap.state,
+        })
+    };
+    Ok(
+        match chain(store, base, new, now, signing, &mut |_, _| {})? {
+            Ok(_) => Ok(()),
+            Err(f) => Err(Update::Invalid(f)),
+        },
+    )
+}

@@ -1,0 +1,557 @@
+//! Verified history: forgeries made with git plumbing on one clone and
+//! pushed to a hub are refused by `loopx sync` and `loopx verify` on another
+//! clone (state unchanged, no local tick lost), and by a hub guarded with
+//! `loopx hub install` before they land. An honest history of every op kind
+//! verifies.
+
+use std::path::{Path, PathBuf};
+
+use crate::common::daemon::Daemon;
+use crate::common::forge::{self, Parts};
+use crate::common::{Machine, TestEnv, git_in, rfc3339, run};
+
+/// Two clones of a board: `a` (the environment's repository) and `b`, an
+/// unguarded hub (`origin`) and a guarded one (`guarded`) at the same tip,
+/// and todo `todo` claimed by agent-a at `claimed_at` (unix seconds).
+struct Team<'e> {
+    env: &'e TestEnv,
+    a: Machine<'e>,
+    b: Machine<'e>,
+    hub: PathBuf,
+    guarded: PathBuf,
+    todo: String,
+    claimed_at: i64,
+}
+
+fn team(env: &TestEnv) -> Team<'_> {
+    let hub = PathBuf::from(env.hub("hub.git"));
+    let guarded = PathBuf::from(env.hub("guarded.git"));
+    env.loopx(&["-C", guarded.to_str().unwrap(), "hub", "install"])
+        .ok();
+    env.git(&["remote", "add", "origin", hub.to_str().unwrap()]);
+    // The guarded hub over file:// (the git daemon test below covers git://).
+    let guarded_url = format!("file://{}", guarded.display());
+    env.git(&["remote", "add", "guarded", &guarded_url]);
+    let todo = env.add("Claimed by a", &[]);
+    env.agent("agent-a", &["todo", "claim", &todo]).ok();
+    let a = env.machine();
+    let claimed_at: i64 = a
+        .git(&["log", "-1", "--format=%at", "refs/loopx/state"])
+        .trim()
+        .parse()
+        .unwrap();
+    env.loopx(&["sync"]).ok();
+    // The guarded hub verifies the whole honest history as it arrives.
+    let (ok, err) = forge::push(&a, "guarded", "refs/loopx/state:refs/loopx/state");
+    assert!(ok, "an honest first push is taken: {err}");
+    let b = env.clone_machine("b", hub.to_str().unwrap());
+    b.git(&["remote", "add", "guarded", &guarded_url]);
+    b.loopx(&["sync"]).ok();
+    Team {
+        env,
+        a,
+        b,
+        hub,
+        guarded,
+        todo,
+        claimed_at,
+    }
+}
+
+fn hub_tip(hub: &Path) -> String {
+    git_in(hub, &["rev-parse", "refs/loopx/state"])
+        .trim()
+        .to_owned()
+}
+
+impl Team<'_> {
+    /// Forges on `b` with `forge`, pushes it to both hubs, and checks that
+    /// the guarded hub, `a`'s sync and `a`'s verify all refuse it for
+    /// `rule`; then puts the unguarded hub and `b` back.
+    fn refused(&self, name: &str, rule: &str, forge: impl FnOnce(&Self, &Machine)) {
+        let (a, b) = (&self.a, &self.b);
+        let start = b.tip().unwrap();
+        assert_eq!(hub_tip(&self.hub), start);
+        // A local tick on `a` that is not synced yet.
+        let mine = a.add(&format!("Local work before the {name}"));
+        let (a_tip, a_synced) = (a.tip(), a.rev("refs/loopx/synced/origin"));
+        forge(self, b);
+        let forged = b.tip().unwrap();
+        assert_ne!(forged, start, "{name}: a forgery was made");
+        // The guarded hub refuses it and stays where it was.
+        let (ok, err) = forge::push(b, "guarded", "refs/loopx/state:refs/loopx/state");
+        assert!(!ok, "{name}: the guarded hub took it");
+        assert!(
+            err.contains("loopx hub: refusing refs/loopx/state")
+                && err.contains(&format!("[{rule}]")),
+            "{name}: the pusher is told why ({rule}):\n{err}"
+        );
+        assert_eq!(hub_tip(&self.guarded), start, "{name}: guarded hub moved");
+        // The unguarded hub takes it; `a` refuses to sync with it.
+        let (ok, err) = forge::push(b, "origin", "refs/loopx/state:refs/loopx/state");
+        assert!(ok, "{name}: {err}");
+        let out = a.loopx(&["sync"]).code(3);
+        assert!(
+            out.stderr
+                .contains("error: origin holds an invalid tick: commit ")
+                && out.stderr.contains(&format!("[{rule}]"))
+                && out.stderr.contains("--repair-remote"),
+            "{name}: {}",
+            out.stderr
+        );
+        assert_eq!(a.tip(), a_tip, "{name}: a's state moved");
+        assert_eq!(a.rev("refs/loopx/synced/origin"), a_synced);
+        a.loopx(&["todo", "show", &mine]).ok();
+        // verify names the same commit and rule.
+        let out = a
+            .loopx(&[
+                "verify",
+                "--to",
+                "refs/remotes/origin/loopx/state",
+                "--json",
+            ])
+            .code(3)
+            .json();
+        assert_eq!(out["ok"], false);
+        assert_eq!(out["findings"][0]["rule"], rule, "{name}: {out}");
+        assert_eq!(out["findings"][0]["commit"], forged.as_str(), "{name}");
+        let out = a
+            .loopx(&["verify", "--to", "refs/remotes/origin/loopx/state"])
+            .code(3);
+        assert!(out.stderr.contains(&forged[..8]), "{name}: {}", out.stderr);
+        // Put the unguarded hub and b back.
+        forge::set_hub_ref(&self.hub, "refs/loopx/state", &start);
+        b.git(&["update-ref", "refs/loopx/state", &start]);
+    }
+
+    fn todo_path(&self) -> String {
+        format!("todos/{}/{}.toml", &self.todo[2..4], self.todo)
+    }
+}
+
+/// The `Loopx-Format` a tick message says.
+fn format_of(message: &str) -> String {
+    message
+        .lines()
+        .find_map(|l| l.strip_prefix("Loopx-Format: "))
+        .expect("a tick says its format")
+        .to_owned()
+}
+
+/// An honest tick by `agent` on `m`, to forge on.
+fn honest(m: &Machine, agent: &str) {
+    m.agent(agent, &["evidence", "add", "--summary", "looked around"])
+        .ok();
+}
+
+#[test]
+fn forged_files_are_refused_by_sync_verify_and_the_hub() {
+    let env = TestEnv::with_board();
+    let t = team(&env);
+    t.refused("forged gate answer", "tree", |_, b| {
+        let gate = b
+            .agent(
+                "agent-a",
+                &[
+                    "gate",
+                    "open",
+                    "--question",
+                    "Publish 1.0?",
+                    "--kind",
+                    "publish",
+                ],
+            )
+            .ok()
+            .stdout
+            .trim()
+            .to_owned();
+        let opened = b.tip().unwrap();
+        // What a human's answer writes, taken from a real answer...
+        b.loopx(&["gate", "answer", &gate, "--choice", "approve"])
+            .ok();
+        let path = format!("gates/{gate}.toml");
+        let answered = forge::file(b, "refs/loopx/state", &path);
+        b.git(&["update-ref", "refs/loopx/state", &opened]);
+        // ...slipped into a tick of agent-a's.
+        honest(b, "agent-a");
+        forge::amend_tip(b, |m, p| {
+            p.tree = forge::tree_with(m, &p.tree, &[(&path, Some(&answered))]);
+        });
+    });
+    t.refused("claim moved without an epoch bump", "tree", |t, b| {
+        honest(b, "agent-b");
+        let path = t.todo_path();
+        let text = String::from_utf8(forge::file(b, "refs/loopx/state", &path)).unwrap();
+        assert!(text.contains("owner = \"agent-a\""), "{text}");
+        let moved: String = text
+            .replace("owner = \"agent-a\"", "owner = \"agent-b\"")
+            .lines()
+            .map(|l| {
+                if l.starts_with("lease_until = ") {
+                    "lease_until = \"2099-01-01T00:00:00Z\"\n".to_owned()
+                } else {
+                    format!("{l}\n")
+                }
+            })
+            .collect();
+        forge::amend_tip(b, |m, p| {
+            p.tree = forge::tree_with(m, &p.tree, &[(&path, Some(moved.as_bytes()))]);
+        });
+    });
+    t.refused("malformed evidence file", "tree", |_, b| {
+        honest(b, "agent-b");
+        forge::amend_tip(b, |m, p| {
+            p.tree = forge::tree_with(
+                m,
+                &p.tree,
+                &[("evidence/2026-11/ab/e-abababab.toml", Some(b"not toml {\n"))],
+            );
+        });
+    });
+    t.refused("archive move", "tree", |t, b| {
+        honest(b, "agent-b");
+        let path = t.todo_path();
+        let bytes = forge::file(b, "refs/loopx/state", &path);
+        let archived = format!("archive/{path}");
+        forge::amend_tip(b, |m, p| {
+            p.tree = forge::tree_with(m, &p.tree, &[(&path, None), (&archived, Some(&bytes[..]))]);
+        });
+    });
+    t.refused("non-UTF-8 in the archive", "tree", |_, b| {
+        honest(b, "agent-b");
+        forge::amend_tip(b, |m, p| {
+            p.tree = forge::tree_with(
+                m,
+                &p.tree,
+                &[(
+                    "archive/todos/ab/t-abababab.toml",
+                    Some(b"title = \"\xff\"\n"),
+                )],
+            );
+        });
+    });
+    t.refused("tree git fsck flags", "tree", |_, b| {
+        honest(b, "agent-b");
+        forge::amend_tip(b, |m, p| p.tree = forge::reversed_tree(m, &p.tree));
+    });
+    // Every forged commit was refused, and every local tick of a's waited:
+    // with the hub put back, a's sync pushes them all, and both verify.
+    let out = t.a.loopx(&["sync"]).ok();
+    assert!(out.stdout.starts_with("Pushed 6 ticks"), "{}", out.stdout);
+    t.b.loopx(&["sync"]).ok();
+    assert_eq!(t.a.tree(), t.b.tree());
+    t.b.loopx(&["verify"]).ok();
+    let (ok, err) = forge::push(&t.a, "guarded", "refs/loopx/state:refs/loopx/state");
+    assert!(ok, "honest ticks pass the guarded hub: {err}");
+}
+
+#[test]
+fn forged_ops_and_times_are_refused_by_sync_verify_and_the_hub() {
+    let env = TestEnv::with_board();
+    let t = team(&env);
+    t.refused("commit that is not a tick", "not-a-tick", |_, b| {
+        let tip = forge::read(b, "refs/loopx/state");
+        let hand = Parts {
+            tree: forge::tree_with(b, &tip.tree, &[("notes.txt", Some(b"hello\n"))]),
+            parent: b.tip(),
+            message: "hand edit\n".to_owned(),
+            author: ("Hand Editor".to_owned(), "hand@example.com".to_owned()),
+            date: tip.date,
+        };
+        let commit = forge::write(b, &hand);
+        b.git(&["update-ref", "refs/loopx/state", &commit]);
+    });
+    t.refused("steal dated in the future", "future", |t, b| {
+        run(b
+            .command()
+            .env("LOOPX_NOW", "2099-01-01T00:00:00Z")
+            .env("LOOPX_AGENT", "agent-b")
+            .args(["todo", "claim", &t.todo]))
+        .ok();
+    });
+    t.refused("backdated steal of a live lease", "refused", |t, b| {
+        // An honest steal once the lease ran out, then moved back to a
+        // minute after agent-a's claim, when the lease was live.
+        let (late, early) = (t.claimed_at + 3 * 3600, t.claimed_at + 60);
+        run(b
+            .command()
+            .env("LOOPX_NOW", rfc3339(late))
+            .env("LOOPX_AGENT", "agent-b")
+            .args(["todo", "claim", &t.todo]))
+        .ok();
+        forge::amend_tip(b, |_, p| {
+            p.message = p.message.replace(
+                &format!("at = \"{}\"", rfc3339(late)),
+                &format!("at = \"{}\"", rfc3339(early)),
+            );
+            p.date = format!("{early} +0000");
+        });
+    });
+    t.refused(
+        "newer format with unknown fields",
+        "format-too-new",
+        |_, b| {
+            honest(b, "agent-b");
+            forge::amend_tip(b, |_, p| {
+                p.message = p
+                    .message
+                    .replace(
+                        &format!("Loopx-Format: {}", format_of(&p.message)),
+                        "Loopx-Format: 99",
+                    )
+                    .replace(
+                        "actor = \"agent:agent-b\"\n",
+                        "actor = \"agent:agent-b\"\nmood = \"sneaky\"\n",
+                    );
+            });
+        },
+    );
+    t.refused("unknown op fields", "message", |_, b| {
+        honest(b, "agent-b");
+        forge::amend_tip(b, |_, p| {
+            p.message = p.message.replace(
+                "actor = \"agent:agent-b\"\n",
+                "actor = \"agent:agent-b\"\nmood = \"sneaky\"\n",
+            );
+        });
+    });
+    t.refused("author who is not the actor", "author", |_, b| {
+        honest(b, "agent-b");
+        forge::amend_tip(b, |_, p| {
+            p.author = (
+                "agent-a".to_owned(),
+                "agent-a@agents.loopx.invalid".to_owned(),
+            );
+        });
+    });
+    let out = t.a.loopx(&["sync"]).ok();
+    assert!(out.stdout.starts_with("Pushed 6 ticks"), "{}", out.stdout);
+    t.env.loopx(&["verify"]).ok();
+}
+
+#[test]
+fn verify_checks_a_range_and_names_the_first_bad_commit() {
+    let env = TestEnv::with_board();
+    let m = env.machine();
+    env.add("One", &[]);
+    env.add("Two", &[]);
+    let out = env.loopx(&["verify"]).ok();
+    assert_eq!(
+        out.stdout,
+        "Verified 5 ticks (tick 1 to 5): each one re-applies to exactly its tree.\n"
+    );
+    let out = env
+        .loopx(&["verify", "--from", "3", "--to", "4", "--json"])
+        .ok();
+    let v = out.json();
+    assert_eq!(
+        (
+            v["verified"].as_u64(),
+            v["from"].as_u64(),
+            v["tick"].as_u64()
+        ),
+        (Some(2), Some(2), Some(4))
+    );
+    // A tick dated in the future waits until its time has come.
+    let soon = run(env
+        .command()
+        .env("LOOPX_NOW", "2026-12-24T00:00:00Z")
+        .args(["todo", "add", "From the future"]))
+    .ok();
+    assert!(soon.stderr.starts_with("Added "), "{}", soon.stderr);
+    let out = env.loopx(&["verify"]).code(3);
+    assert!(out.stderr.contains("[future]"), "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("(tick 6, by Ada Lovelace <ada@example.com>)")
+    );
+    let out = run(env
+        .command()
+        .env("LOOPX_NOW", "2026-12-24T00:00:00Z")
+        .args(["verify"]))
+    .ok();
+    assert!(out.stdout.starts_with("Verified 6 ticks"));
+    // A hand edit, then an honest tick on top: the hand edit is named, and
+    // nothing after it counts.
+    let hand = env.commit_file("notes.txt", b"hello\n");
+    let late = |args: &[&str]| {
+        run(env
+            .command()
+            .env("LOOPX_NOW", "2026-12-24T00:00:00Z")
+            .args(args))
+    };
+    late(&["todo", "add", "On top"]).ok();
+    let out = late(&["verify", "--from", "2", "--json"]).code(3).json();
+    assert_eq!(out["findings"][0]["rule"], "not-a-tick", "{out}");
+    assert_eq!(out["findings"][0]["commit"], hand.as_str());
+    assert_eq!(out["findings"][0]["tick"], 7);
+    assert_eq!(out["verified"], 5, "ticks 2 to 6");
+    assert_eq!(m.rev("refs/loopx/state~1").as_deref(), Some(hand.as_str()));
+}
+
+#[test]
+fn the_hub_hook_chains_an_existing_hook_and_guards_over_git_daemon() {
+    let env = TestEnv::with_board();
+    let hub = PathBuf::from(env.hub("hub.git"));
+    // An existing pre-receive hook stays, and runs first.
+    let hooks = hub.join("hooks");
+    std::fs::create_dir_all(&hooks).unwrap();
+    let mark = env.root().join("chained-ran");
+    std::fs::write(
+        hooks.join("pre-receive"),
+        format!(
+            "#!/bin/sh\ncat >/dev/null\necho ran >> '{}'\n",
+            mark.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(
+        hooks.join("pre-receive"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    let out = env
+        .loopx(&["-C", hub.to_str().unwrap(), "hub", "install", "--json"])
+        .ok()
+        .json();
+    assert!(
+        out["chained"]
+            .as_str()
+            .unwrap()
+            .ends_with("pre-receive.loopx-chained")
+    );
+    // Installing again updates loopx's hook and keeps the chained one.
+    let again = env
+        .loopx(&["-C", hub.to_str().unwrap(), "hub", "install", "--json"])
+        .ok()
+        .json();
+    assert_eq!(again["updated"], true);
+    // A hub install in a clone with a worktree is refused.
+    env.loopx(&["hub", "install"]).code(2);
+    // Over the git protocol: honest pushes go through, a rewrite and a
+    // deletion of refs/loopx/* do not.
+    let daemon = Daemon::start_with(&env, &[("LOOPX_NOW", "2026-12-01T00:00:00Z")]);
+    let url = daemon.url("hub.git");
+    env.git(&["remote", "add", "origin", &url]);
+    env.loopx(&["sync"]).ok();
+    assert!(mark.exists(), "the chained hook ran");
+    let m = env.machine();
+    let first = m.rev("refs/loopx/state~1").unwrap();
+    env.add("More", &[]);
+    env.loopx(&["sync"]).ok();
+    let (ok, err) = forge::push(&m, "origin", &format!("+{first}:refs/loopx/state"));
+    assert!(!ok && err.contains("not a fast-forward"), "{err}");
+    let (ok, err) = forge::push(&m, "origin", ":refs/loopx/state");
+    assert!(!ok && err.contains("never deleted"), "{err}");
+    // A forged commit over the same transport.
+    honest(&m, "agent-a");
+    forge::amend_tip(&m, |m, p| {
+        p.tree = forge::tree_with(m, &p.tree, &[("goals/main.toml", Some(b"id = \"main\"\n"))]);
+    });
+    let (ok, err) = forge::push(&m, "origin", "refs/loopx/state:refs/loopx/state");
+    assert!(!ok && err.contains("[tree]"), "{err}");
+    // Refs outside refs/loopx/ are not the hook's business.
+    let (ok, err) = forge::push(&m, "origin", "refs/loopx/state:refs/heads/anything");
+    assert!(ok, "{err}");
+}
+
+/// A tiny xorshift generator: the test's choices, repeatable by seed.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        usize::try_from(self.0 % n as u64).unwrap()
+    }
+}
+
+#[test]
+fn random_honest_ops_from_three_clones_all_verify_everywhere() {
+    let env = TestEnv::with_board();
+    let hub = env.hub("hub.git");
+    env.git(&["remote", "add", "origin", &hub]);
+    env.loopx(&["sync"]).ok();
+    let machines = [
+        env.machine(),
+        env.clone_machine("b", &hub),
+        env.clone_machine("c", &hub),
+    ];
+    for m in &machines[1..] {
+        m.loopx(&["sync"]).ok();
+    }
+    let mut rng = Rng(0x05ee_d0f1_00b5);
+    let mut todos: Vec<String> = Vec::new();
+    let mut gates: Vec<String> = Vec::new();
+    for step in 0..48 {
+        let m = &machines[rng.below(machines.len())];
+        let agent = ["agent-a", "agent-b"][rng.below(2)];
+        let pick = |rng: &mut Rng, v: &[String]| v.get(rng.below(v.len().max(1))).cloned();
+        // Refusals are part of an honest history too: exit codes are not
+        // checked here, only that whatever landed verifies.
+        match rng.below(11) {
+            0 | 1 => {
+                let out = m.loopx(&["todo", "add", &format!("Task {step}")]);
+                if out.code == 0 {
+                    todos.push(out.stdout.trim().to_owned());
+                }
+            }
+            2 | 3 => {
+                if let Some(t) = pick(&mut rng, &todos) {
+                    let _ = m.agent(agent, &["todo", "claim", &t]);
+                }
+            }
+            4 => {
+                if let Some(t) = pick(&mut rng, &todos) {
+                    let _ = m.agent(agent, &["todo", "update", &t, "--note", "progress"]);
+                }
+            }
+            5 => {
+                if let Some(t) = pick(&mut rng, &todos) {
+                    let _ = m.agent(agent, &["todo", "done", &t]);
+                }
+            }
+            6 => {
+                if let Some(t) = pick(&mut rng, &todos) {
+                    let _ = m.agent(agent, &["todo", "release", &t]);
+                }
+            }
+            7 => {
+                let _ = m.agent(agent, &["evidence", "add", "--summary", "checked"]);
+            }
+            8 => {
+                let out = m.agent(
+                    agent,
+                    &["gate", "open", "--question", "Go on?", "--kind", "decision"],
+                );
+                if out.code == 0 {
+                    gates.push(out.stdout.trim().to_owned());
+                }
+                if let Some(g) = pick(&mut rng, &gates) {
+                    let _ = m.loopx(&["gate", "answer", &g, "--choice", "approve"]);
+                }
+            }
+            9 => {
+                let _ = m.loopx(&["todo", "archive"]);
+            }
+            _ => {
+                let _ = m.agent(agent, &["sync"]);
+            }
+        }
+    }
+    // Everyone syncs until the hub holds everything.
+    for _ in 0..2 {
+        for m in &machines {
+            m.loopx(&["sync"]).ok();
+        }
+    }
+    let tree = machines[0].tree();
+    for m in &machines {
+        assert_eq!(m.tree(), tree);
+        let out = m.loopx(&["verify", "--json"]).ok().json();
+        assert_eq!(out["ok"], true);
+    }
+    env.loopx(&["-C", &hub, "verify"]).ok();
+}
