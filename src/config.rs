@@ -46,6 +46,11 @@ pub struct Config {
     /// `loopx.signaturesFrom`: the last commit whose human acts sync
     /// accepts unsigned (history from before signing was turned on).
     pub signatures_from: Option<String>,
+    /// `loopx.notify` (local or global git config only): the command, split
+    /// into words, run once per gate that waits on a human.
+    pub notify: Option<Vec<String>>,
+    /// `loopx.notifyTimeout`: how long the notify command may run (10s).
+    pub notify_timeout: crate::time::Span,
 }
 
 /// Each network step of a sync when git config says nothing.
@@ -65,6 +70,8 @@ impl Default for Config {
             ssh_program: None,
             run_all_validations: false,
             signatures_from: None,
+            notify: None,
+            notify_timeout: crate::time::Span::seconds(10),
         }
     }
 }
@@ -110,6 +117,80 @@ impl Config {
             ssh_program: text("gpg.ssh.program"),
             run_all_validations: text("loopx.runValidations").as_deref() == Some("all"),
             signatures_from: text("loopx.signaturesFrom"),
+            notify: store
+                .config_local_or_global("loopx.notify")
+                .and_then(|v| words(&v))
+                .filter(|w| !w.is_empty()),
+            notify_timeout: text("loopx.notifyTimeout")
+                .and_then(|v| crate::time::Span::parse(&v).ok())
+                .filter(|s| s.as_secs() > 0)
+                .unwrap_or(d.notify_timeout),
         }
+    }
+}
+
+/// Splits a command line into words as a POSIX shell would for plain
+/// words, single and double quotes and backslashes; no expansion. None
+/// for an unclosed quote.
+pub fn words(line: &str) -> Option<Vec<String>> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut in_word = false;
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' => {
+                in_word = true;
+                loop {
+                    match chars.next()? {
+                        '\'' => break,
+                        c => cur.push(c),
+                    }
+                }
+            }
+            '"' => {
+                in_word = true;
+                loop {
+                    match chars.next()? {
+                        '"' => break,
+                        '\\' => cur.push(chars.next()?),
+                        c => cur.push(c),
+                    }
+                }
+            }
+            '\\' => {
+                in_word = true;
+                cur.push(chars.next()?);
+            }
+            c if c.is_whitespace() => {
+                if in_word {
+                    out.push(std::mem::take(&mut cur));
+                    in_word = false;
+                }
+            }
+            c => {
+                in_word = true;
+                cur.push(c);
+            }
+        }
+    }
+    if in_word {
+        out.push(cur);
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::words;
+
+    #[test]
+    fn words_split_like_a_shell() {
+        assert_eq!(
+            words(r#"curl -d "a b" 'c "d"' e\ f"#).unwrap(),
+            ["curl", "-d", "a b", "c \"d\"", "e f"]
+        );
+        assert_eq!(words("  ").unwrap(), Vec::<String>::new());
+        assert_eq!(words("'open"), None);
     }
 }

@@ -25,6 +25,7 @@ mod layering;
 pub mod mcp;
 pub mod model;
 pub mod next;
+pub mod notify;
 pub mod op;
 pub mod output;
 pub mod redact;

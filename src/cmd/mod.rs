@@ -6,6 +6,7 @@ pub mod agent;
 pub mod completions;
 pub mod demo;
 pub mod diff;
+pub mod digest;
 pub mod doctor;
 pub mod evidence;
 pub mod gate;
@@ -42,6 +43,7 @@ pub enum Command {
     Demo(demo::Args),
     Init(init::Args),
     Status(status::Args),
+    Digest(digest::Args),
     Log(log::Args),
     Show(show::Args),
     Diff(diff::Args),
@@ -85,12 +87,25 @@ pub enum Command {
 }
 
 /// Runs one command. `hook` never gets here: it always exits 0 and builds
-/// its context itself (see [`hook::main`]).
+/// its context itself (see [`hook::main`]). When `loopx.notify` is set and
+/// the command moved the state ref, gates waiting on a human are notified
+/// afterwards ([`crate::notify`]).
 pub fn run(ctx: &Ctx, command: &Command) -> Result<Exit> {
+    let before = match command {
+        Command::Demo(_) | Command::Init(_) | Command::Mcp(_) => None,
+        _ => crate::notify::before(ctx),
+    };
+    let result = dispatch(ctx, command);
+    crate::notify::after(ctx, before);
+    result
+}
+
+fn dispatch(ctx: &Ctx, command: &Command) -> Result<Exit> {
     match command {
         Command::Demo(args) => demo::run(ctx, args),
         Command::Init(args) => init::run(ctx, args),
         Command::Status(args) => status::run(ctx, args),
+        Command::Digest(args) => digest::run(ctx, args),
         Command::Log(args) => log::run(ctx, args),
         Command::Show(args) => show::run(ctx, args),
         Command::Diff(args) => diff::run(ctx, args),

@@ -27,6 +27,17 @@ pub struct Gate {
     pub answer: Option<Answer>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub withdrawn: Option<Withdrawn>,
+    /// The first successful `loopx.notify` run for this gate, recorded so
+    /// the team's other clones do not notify again (format 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notified: Option<Notified>,
+}
+
+/// Who ran the notification command for a gate, and when.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Notified {
+    pub by: Actor,
+    pub at: Timestamp,
 }
 
 impl Gate {

@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 pub use actor::Actor;
 pub use agent::{Agent, AgentStatus, LastTurn, Outcome, Runtime};
 pub use evidence::{Evidence, EvidenceKind};
-pub use gate::{Blocks, Gate, GateKind, GateStatus};
+pub use gate::{Blocks, Gate, GateKind, GateStatus, Notified};
 pub use goal::{Goal, GoalStatus, QuotaPolicy};
 pub use id::{AgentId, EvidenceId, GateId, GoalId, OpId, SignerName, TodoId};
 pub use signer::{Signer, Vouch};
@@ -56,7 +56,8 @@ use crate::time::Span;
 ///   the input limits of `op::limits` (held by `apply` for ticks of format
 ///   2 on, so older ticks apply as written), redacted command argv with
 ///   `argv_sha256`, `output_redacted` (the output digest then of the
-///   redacted text), stdout and stderr in one pipe.
+///   redacted text), stdout and stderr in one pipe; and one
+///   notification per gate: the op `gate.notified` and a gate's `notified`.
 pub const FORMAT: u32 = 2;
 
 /// The whole state at one tick.

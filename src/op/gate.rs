@@ -101,6 +101,7 @@ pub(super) fn open(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
             opened_by: op.actor.clone(),
             answer: None,
             withdrawn: None,
+            notified: None,
         },
     );
     Ok(Effect::new(
@@ -158,6 +159,30 @@ pub(super) fn withdraw(state: &mut State, op: &Op, id: &GateId) -> Result<Effect
     Ok(Effect::new(
         Happened::GateWithdrawn { gate: id.clone() },
         format!("gate withdraw {id}: \"{}\"", short(&g.question)),
+    ))
+}
+
+/// Records that the `loopx.notify` command ran for a gate. Anyone may; a
+/// gate already notified (another clone won the race) is left as it is, so
+/// a replayed record never conflicts.
+pub(super) fn notified(state: &mut State, op: &Op, id: &GateId) -> Result<Effect, Refusal> {
+    let g = state.gates.get_mut(id).ok_or_else(|| {
+        Refusal::error(Code::UnknownGate, format!("there is no gate {id}"))
+            .with_hint(Hint::new(format!("{N} shows the gates"), [Next::ListGates]))
+    })?;
+    let already = g.notified.is_some();
+    if !already {
+        g.notified = Some(crate::model::Notified {
+            by: op.actor.clone(),
+            at: op.at,
+        });
+    }
+    Ok(Effect::new(
+        Happened::GateNotified {
+            gate: id.clone(),
+            already,
+        },
+        format!("gate notified {id}: \"{}\"", short(&g.question)),
     ))
 }
 

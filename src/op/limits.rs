@@ -99,6 +99,7 @@ pub fn check(change: &Change) -> Result<(), Refusal> {
         | Change::TodoArchive { .. }
         | Change::AgentRetire { .. }
         | Change::GateWithdraw { .. }
+        | Change::GateNotified { .. }
         | Change::QuotaSpend { .. } => Ok(()),
     }
 }

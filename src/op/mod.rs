@@ -8,6 +8,7 @@
 //! the same way on every machine. Nothing here knows about git.
 
 pub mod agent;
+pub mod board;
 pub mod brief;
 mod evidence;
 mod gate;
@@ -201,6 +202,9 @@ pub enum Change {
     },
     #[serde(rename = "gate.withdraw")]
     GateWithdraw { gate: GateId },
+    /// The `loopx.notify` command ran for the gate and succeeded.
+    #[serde(rename = "gate.notified")]
+    GateNotified { gate: GateId },
     /// The agent records how its turn ended (and what concerned it then).
     #[serde(rename = "turn.refresh")]
     RefreshState {
@@ -275,6 +279,7 @@ impl Change {
             Change::GateOpen { .. } => "gate.open",
             Change::GateAnswer { .. } => "gate.answer",
             Change::GateWithdraw { .. } => "gate.withdraw",
+            Change::GateNotified { .. } => "gate.notified",
             Change::EvidenceAdd { .. } => "evidence.add",
             Change::RefreshState { .. } => "turn.refresh",
             Change::QuotaSpend { .. } => "quota.spend",
@@ -306,6 +311,7 @@ impl Change {
         "gate.open",
         "gate.answer",
         "gate.withdraw",
+        "gate.notified",
         "evidence.add",
         "turn.refresh",
         "turn.settle",
@@ -423,6 +429,11 @@ pub enum Happened {
     GateWithdrawn {
         gate: GateId,
     },
+    /// `already`: another clone recorded it first (a no-op).
+    GateNotified {
+        gate: GateId,
+        already: bool,
+    },
     /// A human vouched for a todo's validation.
     Trusted {
         todo: TodoId,
@@ -460,7 +471,8 @@ impl Happened {
         match self {
             Happened::GateOpened { gate }
             | Happened::GateAnswered { gate, .. }
-            | Happened::GateWithdrawn { gate } => Some(gate),
+            | Happened::GateWithdrawn { gate }
+            | Happened::GateNotified { gate, .. } => Some(gate),
             _ => None,
         }
     }
@@ -570,6 +582,7 @@ fn dispatch(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
             gate::answer(state, op, gate, choice, note.as_deref())
         }
         Change::GateWithdraw { gate } => gate::withdraw(state, op, gate),
+        Change::GateNotified { gate } => gate::notified(state, op, gate),
         Change::EvidenceAdd { .. } => evidence::add(state, op),
         Change::RefreshState { .. } => turn::refresh(state, op),
         Change::QuotaSpend { goal, turn, issued } => turn::spend(state, op, goal, turn, *issued),

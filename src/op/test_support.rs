@@ -458,6 +458,9 @@ pub(super) fn every_change() -> Vec<Change> {
         Change::GateWithdraw {
             gate: GateId::from_hex("0000c0de"),
         },
+        Change::GateNotified {
+            gate: GateId::from_hex("0000c0de"),
+        },
         Change::EvidenceAdd {
             evidence: EvidenceId::from_hex("0000e1e1"),
             goal: gid("main"),
@@ -509,6 +512,7 @@ pub(super) fn every_change() -> Vec<Change> {
             | Change::GateOpen { .. }
             | Change::GateAnswer { .. }
             | Change::GateWithdraw { .. }
+            | Change::GateNotified { .. }
             | Change::EvidenceAdd { .. }
             | Change::RefreshState { .. }
             | Change::QuotaSpend { .. }

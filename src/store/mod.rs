@@ -185,6 +185,21 @@ impl Store {
             .map(|v| v.to_str_lossy().into_owned())
     }
 
+    /// A git config value set in the repository's own or the user's global
+    /// config only: never the system's, the environment's or `-c`.
+    pub fn config_local_or_global(&self, key: &str) -> Option<String> {
+        use gix::config::Source;
+        self.repo
+            .config_snapshot()
+            .string_filter(key, |m| {
+                matches!(
+                    m.source,
+                    Source::Local | Source::Worktree | Source::User | Source::Git
+                )
+            })
+            .map(|v| v.to_str_lossy().into_owned())
+    }
+
     /// A git config value as a boolean.
     pub fn config_bool(&self, key: &str) -> Option<bool> {
         self.repo.config_snapshot().boolean(key)

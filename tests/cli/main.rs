@@ -3,9 +3,11 @@
 mod common;
 
 mod test_agent;
+mod test_browser;
 mod test_cli_docs;
 mod test_demo;
 mod test_diff;
+mod test_digest;
 mod test_doctor;
 mod test_errors;
 mod test_evidence;
@@ -22,6 +24,7 @@ mod test_lifecycle;
 mod test_log;
 mod test_mcp;
 mod test_mcp_sdk;
+mod test_notify;
 mod test_opencode;
 mod test_race;
 mod test_repos;
@@ -30,6 +33,7 @@ mod test_shell;
 mod test_show;
 mod test_sign;
 mod test_status;
+mod test_status_html;
 mod test_sync;
 mod test_sync_safety;
 mod test_todo;

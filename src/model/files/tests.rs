@@ -145,6 +145,7 @@ fn full_state() -> State {
             signature: None,
         }),
         withdrawn: None,
+        notified: None,
     };
     let ledger = Ledger {
         agent: agent_a(),

@@ -81,6 +81,7 @@ fn gate_open_stores_the_gate_with_trimmed_deduplicated_options() {
             opened_by: human(),
             answer: None,
             withdrawn: None,
+            notified: None,
         }
     );
 }

@@ -174,9 +174,10 @@ fn a_commit_that_is_no_tick_says_what_is_missing() {
     );
     let o = op(human(), "2026-01-01T09:10:00Z", init(None, None));
     let msg = render(&o, &effect("init"), 1, &[]);
+    let format_line = format!("Loopx-Format: {}\n", crate::model::FORMAT);
     for (trailer, want) in [
         ("Loopx-Tick: 1\n", "the trailer Loopx-Tick is missing"),
-        ("Loopx-Format: 2\n", "the trailer Loopx-Format is missing"),
+        (format_line.as_str(), "the trailer Loopx-Format is missing"),
         ("Loopx-Op: init\n", "the trailer Loopx-Op is missing"),
     ] {
         assert_eq!(parse(&msg.replace(trailer, "")), Err(want.to_owned()));

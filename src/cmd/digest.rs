@@ -1,0 +1,359 @@
+//! `loopx digest`: what happened while you were away, from the history alone.
+
+use std::collections::BTreeMap;
+use std::str::FromStr;
+
+use anyhow::Result;
+use serde::Serialize;
+
+use crate::ctx::Ctx;
+use crate::error::{Code, Exit, Refusal};
+use crate::history::{self, Tick};
+use crate::model::{AgentStatus, EvidenceKind, GoalId, State, Todo, TodoId};
+use crate::op::{Change, board};
+use crate::time::{Span, Timestamp};
+use crate::tx;
+
+/// What happened since a time: todos done, gates opened and answered,
+/// failed checks, quiet agents, slots spent, sync rejections
+///
+/// Read from the history alone; at most 40 lines on screen ("and N more"
+/// beyond). An agent is quiet when it is active and has written no tick in
+/// the last hour (or the last quarter of a shorter window).
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// A duration back from now (12h, 1d) or an RFC 3339 time
+    #[arg(long, value_name = "DURATION|TIME")]
+    since: Since,
+    /// Only what concerns this goal
+    #[arg(long, value_name = "G")]
+    goal: Option<String>,
+    /// Markdown, to paste into a chat or an issue
+    #[arg(long)]
+    markdown: bool,
+}
+
+/// `--since`: a span back from now, or a time.
+#[derive(Clone, Debug)]
+pub enum Since {
+    Ago(Span),
+    At(Timestamp),
+}
+
+impl FromStr for Since {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        if let Ok(span) = Span::parse(s) {
+            return Ok(Since::Ago(span));
+        }
+        Timestamp::parse(s)
+            .map(Since::At)
+            .map_err(|_| format!("{s:?} is neither a duration (30m, 12h, 1d) nor an RFC 3339 time"))
+    }
+}
+
+/// At most this many lines on screen or in Markdown.
+const MAX_LINES: usize = 40;
+
+/// The history walk stops after this many ticks in a row older than
+/// `--since` (as `log --since` does), so a few ticks with skewed times do
+/// not end it early.
+const OLDER_IN_A_ROW: usize = 20;
+
+#[derive(Serialize, Default)]
+struct Wire {
+    since: String,
+    until: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    goal: Option<GoalId>,
+    ticks: usize,
+    done: Vec<Item>,
+    gates_opened: Vec<Item>,
+    gates_answered: Vec<Item>,
+    failed: Vec<Item>,
+    quiet: Vec<Quiet>,
+    slots: BTreeMap<String, u32>,
+    sync_rejected: Vec<Item>,
+}
+
+/// One event: the tick, its time, who, and the line a person reads.
+#[derive(Serialize, Clone)]
+struct Item {
+    tick: u64,
+    at: Timestamp,
+    by: String,
+    text: String,
+}
+
+#[derive(Serialize)]
+struct Quiet {
+    agent: String,
+    /// Its newest tick in the window; absent when it wrote none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    last_tick_at: Option<Timestamp>,
+}
+
+pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
+    let now = ctx.now;
+    let since = match args.since {
+        Since::Ago(span) => now.minus(span),
+        Since::At(t) => t,
+    };
+    let snap = tx::load(ctx)?;
+    let state = &snap.state;
+    let goal = match &args.goal {
+        None => None,
+        Some(typed) => {
+            let id = GoalId::new(typed).map_err(|e| Refusal::usage(Code::BadId, e))?;
+            if !state.goals.contains_key(&id) {
+                return Err(crate::model::unknown_goal(&id).into());
+            }
+            Some(id)
+        }
+    };
+    let mut w = Wire {
+        since: since.to_string(),
+        until: now.to_string(),
+        goal: goal.clone(),
+        ..Wire::default()
+    };
+    // Done todos may have been archived since: their titles and goals live there.
+    let archive = tx::load_archive(ctx, &snap)?;
+    let find = |t: &TodoId| state.todos.get(t).or_else(|| archive.get(t));
+    let mut last_seen: BTreeMap<String, Timestamp> = BTreeMap::new();
+    let mut older = 0;
+    for e in history::walk(ctx, snap.tip.commit)? {
+        let t = Tick::read(e?);
+        let at = t.time();
+        if at < since {
+            older += 1;
+            if older >= OLDER_IN_A_ROW {
+                break;
+            }
+            continue;
+        }
+        older = 0;
+        let Some(op) = t.op() else { continue };
+        let by = op.actor.name().to_owned();
+        last_seen.entry(by.clone()).or_insert(at);
+        let steps: Vec<&Change> = match &op.change {
+            Change::Settle { steps, .. } => steps.iter().collect(),
+            c => vec![c],
+        };
+        if let Some(g) = &goal
+            && !steps
+                .iter()
+                .any(|c| goal_of(c, state, &find).as_ref() == Some(g))
+        {
+            continue;
+        }
+        w.ticks += 1;
+        let tick = t.number().unwrap_or(0);
+        let item = |text: String| Item {
+            tick,
+            at,
+            by: by.clone(),
+            text,
+        };
+        if steps.iter().any(|c| board::failed_check(c)) {
+            w.failed.push(item(t.subject()));
+        }
+        for c in steps {
+            match c {
+                Change::TodoDone {
+                    todo, validation, ..
+                } => {
+                    let title = find(todo)
+                        .map(|x| format!(" \"{}\"", x.title))
+                        .unwrap_or_default();
+                    let check = match validation {
+                        Some(r) if r.passed() => ", validation passed",
+                        Some(_) => ", validation failed",
+                        None => "",
+                    };
+                    let ev = find(todo)
+                        .and_then(|x| x.last_evidence.as_ref())
+                        .map(|e| {
+                            format!(
+                                ", last evidence {} {}",
+                                e.id,
+                                if e.passed { "passed" } else { "failed" }
+                            )
+                        })
+                        .unwrap_or_default();
+                    w.done.push(item(format!("{todo}{title}{check}{ev}")));
+                }
+                Change::GateOpen {
+                    gate,
+                    question,
+                    kind,
+                    ..
+                } => w
+                    .gates_opened
+                    .push(item(format!("{gate} {} \"{question}\"", kind.as_str()))),
+                Change::GateAnswer { gate, choice, .. } => {
+                    let q = state
+                        .gates
+                        .get(gate)
+                        .map(|g| format!(" \"{}\"", g.question))
+                        .unwrap_or_default();
+                    w.gates_answered.push(item(format!("{gate}{q}: {choice}")));
+                }
+                Change::QuotaSpend { .. } => *w.slots.entry(by.clone()).or_default() += 1,
+                Change::EvidenceAdd {
+                    kind: EvidenceKind::SyncRejected,
+                    summary,
+                    ..
+                } => w.sync_rejected.push(item(summary.clone())),
+                _ => {}
+            }
+        }
+    }
+    let quiet_after = Span::hours(1).min(Span::seconds(now.since(since).as_secs() / 4));
+    for a in state.agents.values() {
+        if a.status != AgentStatus::Active {
+            continue;
+        }
+        if let Some(g) = &goal
+            && !state
+                .todos
+                .values()
+                .any(|t| &t.goal == g && t.owner() == Some(&a.id))
+            && a.last_turn.as_ref().is_none_or(|l| &l.goal != g)
+        {
+            continue;
+        }
+        let seen = last_seen.get(a.id.as_str()).copied();
+        if seen.is_none_or(|s| now.since(s) > quiet_after) {
+            w.quiet.push(Quiet {
+                agent: a.id.to_string(),
+                last_tick_at: seen,
+            });
+        }
+    }
+    // Oldest first reads like a story.
+    for v in [
+        &mut w.done,
+        &mut w.gates_opened,
+        &mut w.gates_answered,
+        &mut w.failed,
+        &mut w.sync_rejected,
+    ] {
+        v.reverse();
+    }
+    ctx.out.emit(&w, || render(&w, args.markdown))?;
+    Ok(Exit::Ok)
+}
+
+/// The goal a step concerns, when the step or the state says.
+fn goal_of<'s>(
+    c: &Change,
+    state: &State,
+    find: &impl Fn(&TodoId) -> Option<&'s Todo>,
+) -> Option<GoalId> {
+    match c {
+        Change::TodoAdd { goal, .. }
+        | Change::GateOpen { goal, .. }
+        | Change::EvidenceAdd { goal, .. }
+        | Change::QuotaSpend { goal, .. }
+        | Change::RefreshState { goal, .. } => Some(goal.clone()),
+        Change::GateAnswer { gate, .. } | Change::GateWithdraw { gate } => {
+            state.gates.get(gate).map(|g| g.goal.clone())
+        }
+        c => c.todo().and_then(find).map(|t| t.goal.clone()),
+    }
+}
+
+/// The screen (or Markdown): a title, then one block per non-empty section,
+/// at most [`MAX_LINES`] lines in all. Sections share the lines in turn,
+/// one item each, and one that does not fit ends with "and N more".
+fn render(w: &Wire, markdown: bool) -> String {
+    let (h, bullet) = if markdown { ("### ", "- ") } else { ("", "  ") };
+    let scope = w
+        .goal
+        .as_ref()
+        .map(|g| format!(" on goal {g}"))
+        .unwrap_or_default();
+    let title = if markdown {
+        format!("## loopx digest{scope}: {} to {}", w.since, w.until)
+    } else {
+        format!(
+            "loopx digest{scope}: {} to {} ({} ticks)",
+            w.since, w.until, w.ticks
+        )
+    };
+    let line = |i: &Item| format!("{bullet}{}  {}  {}", i.at, i.by, i.text);
+    let mut sections: Vec<(String, Vec<String>)> = vec![
+        ("Done".into(), w.done.iter().map(line).collect()),
+        (
+            "Gates opened".into(),
+            w.gates_opened.iter().map(line).collect(),
+        ),
+        (
+            "Gates answered".into(),
+            w.gates_answered.iter().map(line).collect(),
+        ),
+        ("Failed checks".into(), w.failed.iter().map(line).collect()),
+        (
+            "Quiet agents".into(),
+            w.quiet
+                .iter()
+                .map(|q| match q.last_tick_at {
+                    Some(t) => format!("{bullet}{}  last tick {t}", q.agent),
+                    None => format!("{bullet}{}  no tick in the window", q.agent),
+                })
+                .collect(),
+        ),
+        (
+            "Slots spent".into(),
+            w.slots
+                .iter()
+                .map(|(a, n)| format!("{bullet}{a}  {n}"))
+                .collect(),
+        ),
+        (
+            "Sync rejections".into(),
+            w.sync_rejected.iter().map(line).collect(),
+        ),
+    ];
+    sections.retain(|(_, items)| !items.is_empty());
+    let mut out = vec![title];
+    if sections.is_empty() {
+        out.push("Nothing happened.".into());
+        return out.join("\n") + "\n";
+    }
+    let fixed = out.len() + sections.len() * if markdown { 2 } else { 1 };
+    let mut budget = MAX_LINES.saturating_sub(fixed);
+    let mut shown = vec![0usize; sections.len()];
+    while budget > 0 {
+        let mut gave = false;
+        for (i, (_, items)) in sections.iter().enumerate() {
+            if budget > 0 && shown[i] < items.len() {
+                shown[i] += 1;
+                budget -= 1;
+                gave = true;
+            }
+        }
+        if !gave {
+            break;
+        }
+    }
+    for (i, (name, items)) in sections.iter().enumerate() {
+        if markdown {
+            out.push(String::new());
+        }
+        out.push(format!("{h}{name} ({})", items.len()));
+        // A section cut short gives its last line to "and N more".
+        let cut = shown[i] < items.len();
+        let n = if cut {
+            shown[i].saturating_sub(1)
+        } else {
+            shown[i]
+        };
+        out.extend(items[..n].iter().cloned());
+        if cut {
+            out.push(format!("{bullet}… and {} more", items.len() - n));
+        }
+    }
+    out.join("\n") + "\n"
+}

@@ -1,0 +1,382 @@
+//! `loopx status`: one screen of what is happening.
+
+use anyhow::Result;
+use serde::Serialize;
+
+use crate::cmd::gate::GateRef;
+use crate::ctx::Ctx;
+use crate::error::Exit;
+use crate::history::{self, Rev};
+use crate::model::{AgentId, GoalId, TodoId};
+use crate::op::board::{self, Board, Counts, TickLine};
+use crate::time::{Span, Timestamp};
+use crate::trust::{self, AllowedSigners};
+use crate::tx;
+
+mod html;
+
+/// Show goals, who owns what, what is ready, and the last few ticks
+///
+/// With --at, the state as it was then: leases and readiness are judged at
+/// that time, and the last ticks are those before it.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Show the state at a tick number, or at an RFC 3339 time (the newest
+    /// tick at or before it); commit id prefixes and ref names work too
+    #[arg(long, value_name = "TICK|TIME")]
+    at: Option<Rev>,
+    /// Write the board as one self-contained HTML page to FILE instead
+    /// (no external requests; open it in any browser)
+    #[arg(long, value_name = "FILE")]
+    html: Option<std::path::PathBuf>,
+    /// With --html: keep running and rewrite FILE whenever the state ref
+    /// moves; the page then reloads itself
+    #[arg(long, requires = "html", conflicts_with = "at")]
+    watch: bool,
+    /// With --watch: stop after writing the page this many times (for tests)
+    #[arg(long, hide = true, requires = "watch", value_name = "N")]
+    max_updates: Option<u64>,
+}
+
+/// At most this many claims and ticks are listed, so the output stays
+/// bounded however large the board grows.
+const MAX_CLAIMS: usize = 10;
+const RECENT: usize = 5;
+
+#[derive(Serialize)]
+struct Wire<'a> {
+    #[serde(rename = "ref")]
+    state_ref: &'a str,
+    tick: u64,
+    commit: String,
+    /// Open gates, those waiting on a human first.
+    gates: Vec<GateRef<'a>>,
+    /// With --at: the time the state is shown at, and the tip's tick.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    as_of: Option<Timestamp>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tip_tick: Option<u64>,
+    goals: Vec<GoalRow<'a>>,
+    agents: usize,
+    counts: Counts,
+    claims: Vec<ClaimRow<'a>>,
+    claims_total: usize,
+    recent: Vec<TickRow>,
+    /// Slots used per active agent on each active goal.
+    quota: Vec<QuotaRow<'a>>,
+    /// Gates whose `loopx.notify` command failed on this clone.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    notify_failed: Vec<NotifyFailed>,
+}
+
+#[derive(Serialize)]
+struct NotifyFailed {
+    gate: crate::model::GateId,
+    reason: String,
+}
+
+#[derive(Serialize)]
+struct QuotaRow<'a> {
+    agent: &'a AgentId,
+    goal: &'a GoalId,
+    used: u32,
+    slots: u32,
+    window: String,
+}
+
+#[derive(Serialize)]
+struct GoalRow<'a> {
+    id: &'a GoalId,
+    status: &'static str,
+    objective: &'a str,
+}
+
+#[derive(Serialize)]
+struct ClaimRow<'a> {
+    todo: &'a TodoId,
+    title: &'a str,
+    owner: &'a AgentId,
+    lease_until: Timestamp,
+    expired: bool,
+}
+
+#[derive(Serialize)]
+struct TickRow {
+    tick: u64,
+    at: String,
+    subject: String,
+    /// "signed by NAME (SHA256:…)" or "unsigned" for a human act.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    signature: Option<String>,
+}
+
+pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
+    if let Some(file) = &args.html {
+        return html::run(ctx, args, file);
+    }
+    let view = View::read(ctx, args.at.as_ref(), RECENT, false)?;
+    if !view.signers.enforced() {
+        unsigned_hint_once(ctx);
+    }
+    let board = view.board();
+    let wire = Wire::of(ctx, &view, &board);
+    ctx.out.emit(&wire, || human(&wire, board.now))?;
+    Ok(Exit::Ok)
+}
+
+/// The state a status shows, the time it is judged at and the last ticks:
+/// what [`board::derive`] needs, read once.
+pub(crate) struct View {
+    pub snap: tx::Snapshot,
+    pub now: Timestamp,
+    pub tip_tick: Option<u64>,
+    pub at: bool,
+    pub ticks: Vec<TickLine>,
+    /// With `hours`: the times of the ticks of the last day (at most
+    /// [`DAY_CAP`] beyond the recent ones).
+    pub day: Vec<Timestamp>,
+    pub signers: AllowedSigners,
+}
+
+/// How many ticks of the last day the hourly chart reads at most.
+pub(crate) const DAY_CAP: usize = 20_000;
+
+impl View {
+    /// Reads the state (at `at`, or the tip) and its last `recent` ticks.
+    pub fn read(ctx: &Ctx, at: Option<&Rev>, recent: usize, hours: bool) -> Result<View> {
+        let (snap, now, tip_tick) = match at {
+            None => (tx::load(ctx)?, ctx.now, None),
+            Some(rev) => {
+                let tip = history::tip(ctx)?;
+                let entry = history::resolve(ctx, rev)?;
+                let at = match rev {
+                    Rev::Time(t) => *t,
+                    _ => Timestamp::from_unix(entry.time),
+                };
+                (history::load(ctx, &entry)?, at, Some(tip.tick))
+            }
+        };
+        let signers = AllowedSigners::load(ctx)?;
+        let mut ticks = Vec::new();
+        let mut day = Vec::new();
+        let since = now.minus(Span::hours(24)).unix();
+        for e in history::walk(ctx, snap.tip.commit)? {
+            let e = e?;
+            if ticks.len() < recent {
+                ticks.push(tick_line(e, &signers));
+            } else if hours && e.time >= since && day.len() < DAY_CAP {
+                day.push(Timestamp::from_unix(e.time));
+            } else {
+                break;
+            }
+        }
+        day.extend(ticks.iter().map(|t| t.at));
+        Ok(View {
+            snap,
+            now,
+            tip_tick,
+            at: at.is_some(),
+            ticks,
+            day,
+            signers,
+        })
+    }
+
+    pub fn board(&self) -> Board<'_> {
+        board::derive(&self.snap.state, self.now, &self.ticks)
+    }
+}
+
+/// One history entry as the board shows it.
+pub(crate) fn tick_line(e: crate::store::Entry, signers: &AllowedSigners) -> TickLine {
+    let subject = e.message.lines().next().unwrap_or_default().to_owned();
+    let at = Timestamp::from_unix(e.time);
+    let t = history::Tick::read(e);
+    TickLine {
+        tick: t.number().unwrap_or(0),
+        at,
+        actor: t.actor_name().to_owned(),
+        kind: t.kind().to_owned(),
+        failed: t.op().is_some_and(|op| board::failed_check(&op.change)),
+        signature: t.op().and_then(|op| trust::history_note(op, signers)),
+        subject,
+    }
+}
+
+impl<'a> Wire<'a> {
+    fn of(ctx: &'a Ctx, view: &'a View, b: &Board<'a>) -> Wire<'a> {
+        let state = &view.snap.state;
+        let mut claims: Vec<ClaimRow> = b
+            .claims
+            .iter()
+            .map(|c| ClaimRow {
+                todo: &c.todo.id,
+                title: &c.todo.title,
+                owner: c.owner,
+                lease_until: c.lease_until,
+                expired: c.expired,
+            })
+            .collect();
+        let claims_total = claims.len();
+        claims.truncate(MAX_CLAIMS);
+        Wire {
+            gates: b.gates.iter().map(|g| GateRef::of(g)).collect(),
+            state_ref: ctx.state_ref(),
+            tick: view.snap.tip.tick,
+            commit: view.snap.tip.commit.to_string(),
+            as_of: view.at.then_some(view.now),
+            tip_tick: view.tip_tick,
+            goals: state
+                .goals
+                .values()
+                .map(|g| GoalRow {
+                    id: &g.id,
+                    status: g.status.as_str(),
+                    objective: &g.objective,
+                })
+                .collect(),
+            agents: b.agents.len(),
+            counts: b.counts.clone(),
+            claims,
+            claims_total,
+            quota: b
+                .quota
+                .iter()
+                .map(|q| QuotaRow {
+                    agent: q.agent,
+                    goal: &q.goal.id,
+                    used: q.slots.used,
+                    slots: q.slots.slots,
+                    window: q.slots.window.to_string(),
+                })
+                .collect(),
+            notify_failed: crate::notify::failed(ctx, state)
+                .into_iter()
+                .map(|(gate, reason)| NotifyFailed { gate, reason })
+                .collect(),
+            recent: b
+                .ticks
+                .iter()
+                .map(|t| TickRow {
+                    tick: t.tick,
+                    at: t.at.to_string(),
+                    subject: t.subject.clone(),
+                    signature: t.signature.clone(),
+                })
+                .collect(),
+        }
+    }
+}
+
+fn human(w: &Wire, now: Timestamp) -> String {
+    let mut s = format!("loopx  {}  tick {}", w.state_ref, w.tick);
+    if let (Some(at), Some(tip)) = (w.as_of, w.tip_tick) {
+        s.push_str(&format!(", as of {at} (the tip is tick {tip})"));
+    }
+    s.push('\n');
+    let (human, other): (Vec<&GateRef>, Vec<&GateRef>) = w.gates.iter().partition(|g| g.human_only);
+    if !human.is_empty() {
+        s.push_str("waiting on a human:\n");
+        for g in human {
+            s.push_str(&format!("  {}\n", g.line()));
+        }
+    }
+    if !other.is_empty() {
+        s.push_str("open decisions:\n");
+        for g in other {
+            s.push_str(&format!("  {}\n", g.line()));
+        }
+    }
+    for f in &w.notify_failed {
+        s.push_str(&format!(
+            "notification failed for {}: {} (retried after the next tick or sync)\n",
+            f.gate, f.reason
+        ));
+    }
+    if w.goals.is_empty() {
+        s.push_str("No goals yet: add one with `loopx goal add ID --objective TEXT`.\n");
+    }
+    for g in &w.goals {
+        s.push_str(&format!("goal {} ({}): {}\n", g.id, g.status, g.objective));
+    }
+    let c = &w.counts;
+    s.push_str(&format!(
+        "todos: {} ready, {} open, {} waiting, {} claimed, {} blocked, {} deferred, {} done; {} agent{}\n",
+        c.ready,
+        c.open,
+        c.waiting,
+        c.claimed,
+        c.blocked,
+        c.deferred,
+        c.done,
+        w.agents,
+        if w.agents == 1 { "" } else { "s" }
+    ));
+    if !w.claims.is_empty() {
+        s.push_str("claims:\n");
+        for r in &w.claims {
+            let left = if r.expired {
+                "lease expired".to_owned()
+            } else {
+                format!("{} left", r.lease_until.since(now))
+            };
+            s.push_str(&format!(
+                "  {}  {}  {}  ({left})\n",
+                r.owner,
+                r.todo,
+                crate::term::line(r.title)
+            ));
+        }
+        if w.claims_total > w.claims.len() {
+            s.push_str(&format!(
+                "  … and {} more\n",
+                w.claims_total - w.claims.len()
+            ));
+        }
+    }
+    let goals: Vec<&GoalId> = {
+        let mut g: Vec<&GoalId> = w.quota.iter().map(|q| q.goal).collect();
+        g.dedup();
+        g
+    };
+    for goal in goals {
+        let rows: Vec<&QuotaRow> = w.quota.iter().filter(|q| q.goal == goal).collect();
+        if let Some(first) = rows.first() {
+            let used: Vec<String> = rows
+                .iter()
+                .map(|q| format!("{} {}/{}", q.agent, q.used, q.slots))
+                .collect();
+            s.push_str(&format!(
+                "quota {goal} per {}: {}\n",
+                first.window,
+                used.join(", ")
+            ));
+        }
+    }
+    s.push_str("recent:\n");
+    for r in &w.recent {
+        match &r.signature {
+            Some(note) => s.push_str(&format!(
+                "  {:>4}  {}  {}  [{note}]\n",
+                r.tick, r.at, r.subject
+            )),
+            None => s.push_str(&format!("  {:>4}  {}  {}\n", r.tick, r.at, r.subject)),
+        }
+    }
+    s
+}
+
+/// Says once per clone that human acts are not signed here, and how to
+/// turn signing on.
+fn unsigned_hint_once(ctx: &Ctx) {
+    let Ok(store) = ctx.store() else { return };
+    let marker = store.common_dir().join("loopx").join("unsigned-hint-shown");
+    if marker.exists() {
+        return;
+    }
+    ctx.out.hint(
+        "human acts here are unsigned: this machine trusts no signer, so anything that runs as you can answer a gate; to require signatures, `loopx signer announce NAME --key ~/.ssh/id_ed25519.pub`, then `loopx signer trust NAME`, and sign with `git config gpg.format ssh` and `git config user.signingKey ~/.ssh/id_ed25519.pub` (docs/gates.md)",
+    );
+    let _ = std::fs::create_dir_all(marker.parent().expect("has a parent"))
+        .and_then(|()| std::fs::write(&marker, b"shown\n"));
+}

@@ -1,0 +1,326 @@
+//! The operator's board: one derivation, from a `State`, a time and the
+//! last ticks, of what waits on a human, who holds what, what is ready,
+//! waiting, blocked, deferred or done lately, per goal and per agent.
+//! `status`, `status --json` and `status --html` all render this value,
+//! so they cannot disagree. Pure: no git, no I/O.
+
+use crate::model::{Agent, AgentId, AgentStatus, Gate, Goal, GoalStatus, State, Todo, TodoStatus};
+use crate::op::{Change, rules, turn};
+use crate::time::{Span, Timestamp};
+
+/// How far back "done recently" reaches.
+pub const RECENT_DONE: Span = Span::hours(24);
+
+/// One tick of the history, as the caller read it (newest first).
+#[derive(Debug, Clone)]
+pub struct TickLine {
+    pub tick: u64,
+    pub at: Timestamp,
+    /// The acting agent or human.
+    pub actor: String,
+    /// The op kind (`todo.claim`), or what stands in for it.
+    pub kind: String,
+    /// The first line of the message.
+    pub subject: String,
+    /// A check ran in this tick and failed (a validation or `evidence run`).
+    pub failed: bool,
+    /// For a human act: "signed by NAME (SHA256:…)" or "unsigned".
+    pub signature: Option<String>,
+}
+
+/// Where a todo stands on the board.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Column {
+    Claimed,
+    /// Open, its dependencies done, and some active agent may claim it.
+    Ready,
+    /// Open and its dependencies done, but no active agent may claim it
+    /// now (a gate, a capability, the goal's status).
+    Open,
+    /// Open, waiting on a dependency.
+    Waiting,
+    Blocked,
+    Deferred,
+    Done,
+}
+
+impl Column {
+    pub const ALL: [Column; 7] = [
+        Column::Claimed,
+        Column::Ready,
+        Column::Open,
+        Column::Waiting,
+        Column::Blocked,
+        Column::Deferred,
+        Column::Done,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Column::Claimed => "claimed",
+            Column::Ready => "ready",
+            Column::Open => "open",
+            Column::Waiting => "waiting",
+            Column::Blocked => "blocked",
+            Column::Deferred => "deferred",
+            Column::Done => "done",
+        }
+    }
+}
+
+/// One todo on the board.
+#[derive(Debug)]
+pub struct Card<'s> {
+    pub todo: &'s Todo,
+    pub column: Column,
+    /// Some active agent may claim it now.
+    pub ready: bool,
+    /// Its claim's lease has run out (judged with the clock skew).
+    pub expired: bool,
+    /// Dependencies not done yet.
+    pub pending: Vec<&'s Todo>,
+}
+
+/// A goal and its todos, by column.
+#[derive(Debug)]
+pub struct GoalBoard<'s> {
+    pub goal: &'s Goal,
+    /// Every live todo of the goal, ordered by column, priority, id; done
+    /// todos only when done within [`RECENT_DONE`].
+    pub cards: Vec<Card<'s>>,
+    pub counts: Counts,
+}
+
+/// How many todos stand where. `ready` overlaps the others (a ready todo
+/// is also counted as open).
+#[derive(Debug, Default, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Counts {
+    pub ready: usize,
+    pub open: usize,
+    pub waiting: usize,
+    pub claimed: usize,
+    pub blocked: usize,
+    pub deferred: usize,
+    pub done: usize,
+}
+
+/// A claim, live or expired.
+#[derive(Debug)]
+pub struct ClaimLine<'s> {
+    pub todo: &'s Todo,
+    pub owner: &'s AgentId,
+    pub lease_until: Timestamp,
+    pub expired: bool,
+}
+
+/// The slots an agent used on a goal in its window.
+#[derive(Debug)]
+pub struct QuotaLine<'s> {
+    pub agent: &'s AgentId,
+    pub goal: &'s Goal,
+    pub slots: turn::Slots,
+}
+
+/// One active agent.
+#[derive(Debug)]
+pub struct AgentLine<'s> {
+    pub agent: &'s Agent,
+    /// The todos it holds a claim on.
+    pub holds: Vec<&'s Todo>,
+    /// Its newest tick among those given to [`derive()`].
+    pub last_tick: Option<&'s TickLine>,
+}
+
+/// Everything the operator's views show.
+#[derive(Debug)]
+pub struct Board<'s> {
+    pub now: Timestamp,
+    /// Open gates, those waiting on a human first, then oldest first.
+    pub gates: Vec<&'s Gate>,
+    pub goals: Vec<GoalBoard<'s>>,
+    /// Active agents, by id.
+    pub agents: Vec<AgentLine<'s>>,
+    pub counts: Counts,
+    /// Every claim, by owner and lease end.
+    pub claims: Vec<ClaimLine<'s>>,
+    /// Slots per active agent on each active goal.
+    pub quota: Vec<QuotaLine<'s>>,
+    /// The ticks given, newest first.
+    pub ticks: &'s [TickLine],
+}
+
+/// What a tick's op ran and saw fail: a validation or an `evidence run`.
+pub fn failed_check(change: &Change) -> bool {
+    match change {
+        Change::EvidenceAdd { run: Some(r), .. } => !r.passed(),
+        Change::TodoDone {
+            validation: Some(r),
+            ..
+        } => !r.passed(),
+        Change::Settle { steps, .. } => steps.iter().any(failed_check),
+        _ => false,
+    }
+}
+
+/// The board of `state` at `now`, with `ticks` (newest first) for the
+/// timeline and each agent's last tick.
+pub fn derive<'s>(state: &'s State, now: Timestamp, ticks: &'s [TickLine]) -> Board<'s> {
+    let skew = state.meta.settings.clock_skew;
+    let active: Vec<&Agent> = state
+        .agents
+        .values()
+        .filter(|a| a.status == AgentStatus::Active)
+        .collect();
+    let scoped = rules::Scoped::of(state);
+    let mut counts = Counts::default();
+    let mut goals: Vec<GoalBoard> = state
+        .goals
+        .values()
+        .map(|goal| GoalBoard {
+            goal,
+            cards: Vec::new(),
+            counts: Counts::default(),
+        })
+        .collect();
+    for t in state.todos.values() {
+        let pending: Vec<&Todo> = t
+            .after
+            .iter()
+            .filter_map(|a| state.todos.get(a))
+            .filter(|x| x.status != TodoStatus::Done)
+            .collect();
+        let ready = active
+            .iter()
+            .any(|a| rules::ready_with(state, t, a, now, &scoped).is_ok());
+        let column = match t.status {
+            // An `after` no longer in the live set was archived: done.
+            TodoStatus::Open if !pending.is_empty() => Column::Waiting,
+            TodoStatus::Open if ready => Column::Ready,
+            TodoStatus::Open => Column::Open,
+            TodoStatus::Claimed => Column::Claimed,
+            TodoStatus::Blocked => Column::Blocked,
+            TodoStatus::Deferred => Column::Deferred,
+            TodoStatus::Done => Column::Done,
+        };
+        let card = Card {
+            todo: t,
+            column,
+            ready,
+            expired: t.claim.is_some() && t.live_claim(now, skew).is_none(),
+            pending,
+        };
+        let gb = goals.iter_mut().find(|g| g.goal.id == t.goal);
+        for c in std::iter::once(&mut counts).chain(gb.map(|g| &mut g.counts)) {
+            count(c, &card);
+        }
+        let recent = t.done_at.is_none_or(|d| now.since(d) <= RECENT_DONE);
+        if let Some(g) = goals.iter_mut().find(|g| g.goal.id == t.goal)
+            && (column != Column::Done || recent)
+        {
+            g.cards.push(card);
+        }
+    }
+    for g in &mut goals {
+        g.cards.sort_by(|a, b| {
+            (a.column, a.todo.priority.level(), &a.todo.id).cmp(&(
+                b.column,
+                b.todo.priority.level(),
+                &b.todo.id,
+            ))
+        });
+    }
+    let mut claims: Vec<ClaimLine> = state
+        .todos
+        .values()
+        .filter_map(|t| {
+            let c = t.claim.as_ref()?;
+            Some(ClaimLine {
+                todo: t,
+                owner: &c.owner,
+                lease_until: c.lease_until,
+                expired: t.live_claim(now, skew).is_none(),
+            })
+        })
+        .collect();
+    claims.sort_by(|a, b| (a.owner, a.lease_until).cmp(&(b.owner, b.lease_until)));
+    let mut gates: Vec<&Gate> = state.gates.values().filter(|g| g.is_open()).collect();
+    gates.sort_by_key(|g| (!g.kind.human_only(), g.opened_at, g.id.clone()));
+    let quota = state
+        .goals
+        .values()
+        .filter(|g| g.status == GoalStatus::Active)
+        .flat_map(|g| active.iter().map(move |a| (g, *a)))
+        .map(|(g, a)| QuotaLine {
+            agent: &a.id,
+            goal: g,
+            slots: turn::slots(state, &a.id, g, now),
+        })
+        .collect();
+    let agents = active
+        .iter()
+        .map(|a| AgentLine {
+            agent: a,
+            holds: claims
+                .iter()
+                .filter(|c| c.owner == &a.id)
+                .map(|c| c.todo)
+                .collect(),
+            last_tick: ticks.iter().find(|t| t.actor == a.id.as_str()),
+        })
+        .collect();
+    Board {
+        now,
+        gates,
+        goals,
+        agents,
+        counts,
+        claims,
+        quota,
+        ticks,
+    }
+}
+
+fn count(c: &mut Counts, card: &Card) {
+    match card.column {
+        Column::Ready | Column::Open => c.open += 1,
+        Column::Waiting => c.waiting += 1,
+        Column::Claimed => c.claimed += 1,
+        Column::Blocked => c.blocked += 1,
+        Column::Deferred => c.deferred += 1,
+        Column::Done => c.done += 1,
+    }
+    if card.ready {
+        c.ready += 1;
+    }
+}
+
+/// Ticks per hour over the day before `now`: 24 buckets, the oldest first.
+pub fn per_hour(ticks: &[Timestamp], now: Timestamp) -> [u32; 24] {
+    let mut out = [0; 24];
+    for t in ticks {
+        let age = now.unix() - t.unix();
+        if (0..24 * 3600).contains(&age) {
+            out[23 - (age / 3600) as usize] += 1;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn per_hour_buckets_the_last_day_oldest_first() {
+        let now = Timestamp::from_unix(100_000);
+        let at = |ago: i64| Timestamp::from_unix(100_000 - ago);
+        let h = per_hour(
+            &[at(0), at(10), at(3599), at(3600), at(86_399), at(86_400)],
+            now,
+        );
+        assert_eq!(h[23], 3);
+        assert_eq!(h[22], 1);
+        assert_eq!(h[0], 1);
+        assert_eq!(h.iter().sum::<u32>(), 5);
+    }
+}

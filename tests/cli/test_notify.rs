@@ -1,0 +1,242 @@
+//! `loopx.notify`: one notification per gate that waits on a human, across
+//! clones, restarts and syncs, with a counting script standing in for a
+//! chat webhook.
+
+use std::path::{Path, PathBuf};
+
+use crate::common::{Machine, TestEnv};
+
+/// A script that appends what it reads on stdin (one JSON line per call)
+/// to `log`; configured as `loopx.notify` on `m`.
+fn counting(m: &Machine, log: &Path) {
+    let script = log.with_extension("sh");
+    std::fs::write(&script, format!("#!/bin/sh\ncat >> '{}'\n", log.display())).unwrap();
+    m.git(&[
+        "config",
+        "loopx.notify",
+        &format!("sh '{}'", script.display()),
+    ]);
+}
+
+fn calls(log: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON document per call"))
+        .collect()
+}
+
+fn team() -> (TestEnv, String) {
+    let env = TestEnv::with_board();
+    let hub = env.hub("hub.git");
+    env.git(&["remote", "add", "origin", &hub]);
+    env.loopx(&["sync"]).ok();
+    (env, hub)
+}
+
+fn logs(env: &TestEnv) -> (PathBuf, PathBuf) {
+    (env.root().join("a.log"), env.root().join("b.log"))
+}
+
+#[test]
+fn a_gate_is_notified_once_across_clones_restarts_and_a_sync() {
+    let (env, hub) = team();
+    let (alog, blog) = logs(&env);
+    let a = env.machine();
+    let b = env.clone_machine("b", &hub);
+    counting(&a, &alog);
+    counting(&b, &blog);
+    b.loopx(&["sync"]).ok();
+    a.agent(
+        "agent-a",
+        &[
+            "gate",
+            "open",
+            "--kind",
+            "permission",
+            "--question",
+            "May I push to main?",
+        ],
+    )
+    .ok();
+    let got = calls(&alog);
+    assert_eq!(got.len(), 1, "notified once, as the gate opened");
+    let g = &got[0];
+    let id = g["id"].as_str().unwrap().to_owned();
+    assert_eq!(g["kind"], "permission");
+    assert_eq!(g["goal"], "main");
+    assert_eq!(g["question"], "May I push to main?");
+    assert_eq!(g["options"], serde_json::json!(["approve", "reject"]));
+    assert_eq!(g["opened_by"], "agent:agent-a");
+    assert_eq!(
+        g["answer_commands"][0],
+        format!("loopx gate answer {id} --choice approve")
+    );
+    // The notification is recorded in the state, as a tick of its own.
+    let log = a
+        .loopx(&["log", "--op", "gate.notified", "--json"])
+        .ok()
+        .stdout;
+    assert_eq!(log.lines().count(), 1, "{log}");
+    // Later ticks, each a new process (a restart), notify nothing more.
+    a.add("More work");
+    a.add("Even more work");
+    assert_eq!(calls(&alog).len(), 1);
+    // The other clone syncs the gate with its record: it stays quiet.
+    a.loopx(&["sync"]).ok();
+    b.loopx(&["sync"]).ok();
+    b.add("B's work");
+    assert_eq!(calls(&blog).len(), 0, "b saw the gate already notified");
+    assert_eq!(calls(&alog).len(), 1);
+    // The record re-applies to the same tree: the history verifies.
+    a.loopx(&["verify"]).ok();
+    b.loopx(&["verify"]).ok();
+}
+
+#[test]
+fn a_gate_from_a_remote_is_notified_on_sync_and_not_again_elsewhere() {
+    let (env, hub) = team();
+    let (alog, blog) = logs(&env);
+    let a = env.machine();
+    let b = env.clone_machine("b", &hub);
+    b.loopx(&["sync"]).ok();
+    // a has no notify command: the gate travels un-notified.
+    a.loopx(&[
+        "gate",
+        "open",
+        "--kind",
+        "spend",
+        "--question",
+        "May I spend $20?",
+    ])
+    .ok();
+    a.loopx(&["sync"]).ok();
+    counting(&b, &blog);
+    b.loopx(&["sync"]).ok();
+    assert_eq!(
+        calls(&blog).len(),
+        1,
+        "sync brought a gate that waits on a human"
+    );
+    b.loopx(&["sync"]).ok();
+    assert_eq!(calls(&blog).len(), 1);
+    // a turns notifications on and syncs b's record: nothing to send.
+    counting(&a, &alog);
+    a.loopx(&["sync"]).ok();
+    a.add("After the sync");
+    assert_eq!(calls(&alog).len(), 0);
+}
+
+#[test]
+fn a_failed_command_never_fails_the_tick_shows_in_status_and_is_retried() {
+    let env = TestEnv::with_board();
+    let log = env.root().join("n.log");
+    env.git(&["config", "loopx.notify", "false"]);
+    let out = env
+        .loopx(&[
+            "gate",
+            "open",
+            "--kind",
+            "publish",
+            "--question",
+            "Publish 1.0?",
+        ])
+        .ok();
+    assert!(
+        out.stderr.contains("loopx.notify failed for g-"),
+        "{}",
+        out.stderr
+    );
+    let st = env.loopx(&["status", "--json"]).ok().json();
+    let id = st["gates"][0]["id"].as_str().unwrap().to_owned();
+    assert_eq!(st["notify_failed"][0]["gate"], id.as_str());
+    let text = env.loopx(&["status"]).ok().stdout;
+    assert!(
+        text.contains(&format!("notification failed for {id}: `false` exited")),
+        "{text}"
+    );
+    // Reading does not retry (nothing moved); the next tick does.
+    counting(&env.machine(), &log);
+    env.loopx(&["status"]).ok();
+    assert_eq!(calls(&log).len(), 0);
+    env.add("Any tick", &[]);
+    assert_eq!(calls(&log).len(), 1);
+    let st = env.loopx(&["status", "--json"]).ok().json();
+    assert!(st.get("notify_failed").is_none(), "{st}");
+    env.add("Another tick", &[]);
+    assert_eq!(calls(&log).len(), 1);
+}
+
+#[test]
+fn decisions_agents_may_answer_are_not_notified() {
+    let env = TestEnv::with_board();
+    let log = env.root().join("n.log");
+    counting(&env.machine(), &log);
+    env.agent(
+        "agent-a",
+        &[
+            "gate",
+            "open",
+            "--question",
+            "nom or winnow?",
+            "--option",
+            "nom",
+            "--option",
+            "winnow",
+        ],
+    )
+    .ok();
+    assert_eq!(calls(&log).len(), 0);
+}
+
+#[test]
+fn a_command_past_its_time_limit_is_stopped_and_the_tick_stands() {
+    let env = TestEnv::with_board();
+    env.git(&["config", "loopx.notify", "sleep 30"]);
+    env.git(&["config", "loopx.notifyTimeout", "1s"]);
+    let before = env.ticks();
+    let out = env
+        .loopx(&[
+            "gate",
+            "open",
+            "--kind",
+            "production",
+            "--question",
+            "Deploy?",
+        ])
+        .ok();
+    assert!(
+        out.stderr
+            .contains("`sleep 30` ran longer than 1s and was stopped"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(env.ticks(), before + 1, "the gate's tick, and no record");
+    let st = env.loopx(&["status", "--json"]).ok().json();
+    assert_eq!(st["gates"].as_array().unwrap().len(), 1);
+    assert!(
+        st["notify_failed"][0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("ran longer")
+    );
+}
+
+#[test]
+fn the_notify_command_is_read_from_local_or_global_config_only() {
+    let env = TestEnv::with_board();
+    let log = env.root().join("n.log");
+    let script = log.with_extension("sh");
+    std::fs::write(&script, format!("#!/bin/sh\ncat >> '{}'\n", log.display())).unwrap();
+    // `git -c` and the environment's config are not this repository's settings.
+    let out = env
+        .command()
+        .env("GIT_CONFIG_COUNT", "1")
+        .env("GIT_CONFIG_KEY_0", "loopx.notify")
+        .env("GIT_CONFIG_VALUE_0", format!("sh {}", script.display()))
+        .args(["gate", "open", "--kind", "spend", "--question", "Spend?"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert_eq!(calls(&log).len(), 0);
+}
