@@ -150,12 +150,11 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         signatures_from: signatures_from.clone(),
     };
     ctx.out.emit(&wire, || {
-        let from = signatures_from.as_deref().map_or(String::new(), |c| {
-            format!(
-                " The history up to {} was written before signing was on here and stays valid (git config loopx.signaturesFrom).",
-                &c[..c.len().min(12)]
-            )
-        });
+        let from = if signatures_from.is_some() {
+            " The history before it stays valid as written (git config loopx.signaturesFrom)."
+        } else {
+            ""
+        };
         if added {
             format!(
                 "Trusted {name} ({fingerprint}) in {}; human acts here must now be signed by a trusted signer.{from}",
