@@ -61,7 +61,9 @@ macro_rules! codes {
                 }
             }
 
-            /// The code written as `text`, if this binary knows it.
+            /// The code written as `text`, if this binary knows it (the
+            /// round-trip test's inverse of [`Code::as_str`]).
+            #[cfg(test)]
             pub fn parse(text: &str) -> Option<Code> {
                 match text {
                     $($text => Some(Code::$variant),)*

@@ -130,11 +130,6 @@ impl Hint {
         hint
     }
 
-    /// The next steps, for front ends that offer them as actions.
-    pub fn next(&self) -> &[Next] {
-        &self.next
-    }
-
     /// The hint with each slot filled by `spell`.
     pub fn render(&self, spell: impl Fn(&Next) -> String) -> String {
         let mut out = String::with_capacity(self.text.len() + 32 * self.next.len());
