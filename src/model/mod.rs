@@ -22,7 +22,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 pub use actor::Actor;
-pub use agent::{Agent, AgentStatus, LastTurn, Outcome, Runtime};
+pub use agent::{Agent, AgentStatus, LastTurn, Outcome, Progress, Runtime};
 pub use evidence::{Evidence, EvidenceKind};
 pub use gate::{Blocks, Gate, GateKind, GateStatus, Notified};
 pub use goal::{Goal, GoalStatus, QuotaPolicy};

@@ -114,6 +114,8 @@ pub enum Happened {
     Refreshed {
         agent: AgentId,
         outcome: Outcome,
+        /// The stall gate this turn opened (`op::progress`).
+        stalled: Option<crate::model::GateId>,
     },
     /// `already`: the turn was spent before (a no-op).
     Spent {

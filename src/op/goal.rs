@@ -59,6 +59,7 @@ pub(super) fn add(
             scope: Vec::new(),
             guards: Vec::new(),
             quota: QuotaPolicy::default(),
+            stall_after: crate::model::goal::STALL_AFTER,
             created_at: op.at,
             created_by: op.actor.clone(),
             updated_at: op.at,
@@ -79,6 +80,7 @@ pub(super) fn set(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         guards,
         quota_slots,
         quota_window,
+        stall_after,
     } = &op.change
     else {
         unreachable!("dispatched on GoalSet")
@@ -103,6 +105,13 @@ pub(super) fn set(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
             Code::BadQuota,
             "--quota-window must be longer than 0s",
         ));
+    }
+    if stall_after.is_some_and(|n| n > super::progress::MAX_RUN) {
+        return Err(Refusal::usage(
+            Code::BadQuota,
+            format!("--stall-after must be at most {}", super::progress::MAX_RUN),
+        )
+        .with_hint("0 turns stall detection off"));
     }
     let mut what = Vec::new();
     if let Some(o) = objective {
@@ -133,10 +142,14 @@ pub(super) fn set(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         g.quota.window = *w;
         what.push(format!("quota-window={w}"));
     }
+    if let Some(n) = stall_after {
+        g.stall_after = *n;
+        what.push(format!("stall-after={n}"));
+    }
     if what.is_empty() {
         return Err(
             Refusal::usage(Code::NothingToSet, "goal set needs something to change").with_hint(
-                "pass --objective, --status, --scope, --guard, --quota-slots or --quota-window",
+                "pass --objective, --status, --scope, --guard, --quota-slots, --quota-window or --stall-after",
             ),
         );
     }

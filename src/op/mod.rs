@@ -16,6 +16,7 @@ mod gate;
 mod goal;
 pub mod limits;
 pub mod message;
+pub mod progress;
 pub mod rules;
 pub mod signer;
 pub mod todo;
@@ -75,6 +76,9 @@ pub enum Change {
         quota_slots: Option<u32>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         quota_window: Option<Span>,
+        /// Format 3.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        stall_after: Option<u32>,
     },
     #[serde(rename = "agent.register")]
     AgentRegister {
@@ -217,6 +221,10 @@ pub enum Change {
         todo: Option<TodoId>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         next_action: Option<String>,
+        /// The turn's progress fingerprint, computed by the command
+        /// (`op::progress`); format 3.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        progress: Option<String>,
     },
     /// One slot spent for a turn that made a validated writeback.
     #[serde(rename = "quota.spend")]

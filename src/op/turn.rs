@@ -20,10 +20,23 @@ pub enum Reason {
     NotRegistered,
     GoalPaused,
     GoalDone,
-    GateOpen { gate: GateId, question: String },
-    QuotaExhausted { frees_at: Timestamp },
-    NothingReady { detail: String },
+    GateOpen {
+        gate: GateId,
+        question: String,
+    },
+    QuotaExhausted {
+        frees_at: Timestamp,
+    },
+    NothingReady {
+        detail: String,
+    },
     NoChange,
+    /// Advanced turns made no progress: a stall gate on the todo waits for
+    /// a human (`op::progress`).
+    Stalled {
+        gate: GateId,
+        todo: TodoId,
+    },
 }
 
 impl Reason {
@@ -36,6 +49,7 @@ impl Reason {
             Reason::QuotaExhausted { .. } => "quota-exhausted",
             Reason::NothingReady { .. } => "nothing-ready",
             Reason::NoChange => "no-change",
+            Reason::Stalled { .. } => "stalled",
         }
     }
 }
@@ -124,6 +138,10 @@ pub fn decide(state: &State, agent: &AgentId, goal: &Goal, now: Timestamp) -> De
         });
         return d;
     }
+    if let Some((gate, todo)) = super::progress::stalled(state, agent, &goal.id) {
+        d.skip = Some(Reason::Stalled { gate, todo });
+        return d;
+    }
     let s = slots(state, agent, goal, now);
     d.slots = Some(s);
     if s.left() == 0 {
@@ -205,6 +223,7 @@ pub(super) fn refresh(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         turn,
         todo,
         next_action,
+        progress,
     } = &op.change
     else {
         unreachable!("dispatched on RefreshState")
@@ -254,14 +273,23 @@ pub(super) fn refresh(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
     if *outcome != Outcome::Unchanged {
         wrote_back(state, op);
     }
+    let stalled = match (progress, todo) {
+        (Some(p), Some(t)) => super::progress::record(state, op, &agent, (goal, t), *outcome, p),
+        _ => None,
+    };
     let next = next_action
         .map(|n| format!(": next {}", super::short(&n)))
         .unwrap_or_default();
-    let subject = format!("refresh {agent} {}{next}", outcome.as_str());
+    let stall = stalled
+        .as_ref()
+        .map(|g| format!(", stalled: gate {g}"))
+        .unwrap_or_default();
+    let subject = format!("refresh {agent} {}{stall}{next}", outcome.as_str());
     Ok(Effect::new(
         Happened::Refreshed {
             agent,
             outcome: *outcome,
+            stalled,
         },
         subject,
     ))
@@ -295,6 +323,7 @@ pub(super) fn spend(
             format!("spend {} turn {turn} (already spent)", agent.id),
         ));
     }
+    super::progress::refuse_spend(state, op, &agent.id, goal)?;
     if op.at.since(issued) > window {
         return Err(Refusal::rule(
             Code::TokenExpired,
@@ -449,7 +478,12 @@ pub(super) fn settle(state: &mut State, op: &Op, steps: &[Change]) -> Result<Eff
                 status: Some(s), ..
             } => s.to_string(),
             Change::TodoUpdate { .. } => "noted".to_owned(),
-            Change::RefreshState { outcome, .. } => outcome.as_str().to_owned(),
+            Change::RefreshState { outcome, .. } => match happened.last() {
+                Some(Happened::Refreshed {
+                    stalled: Some(g), ..
+                }) => format!("{}, stalled: gate {g}", outcome.as_str()),
+                _ => outcome.as_str().to_owned(),
+            },
             Change::QuotaSpend { goal, .. } => {
                 let agent = op.actor.agent().cloned();
                 match (agent, work.goals.get(goal)) {
@@ -520,6 +554,9 @@ pub fn reason_message(r: &Reason, agent: &AgentId, goal: &GoalId) -> String {
             "your last turn ended unchanged and nothing that concerns you has changed since"
                 .to_owned()
         }
+        Reason::Stalled { gate, todo } => format!(
+            "your last turns on {todo} claimed advanced but made no progress; a human answers gate {gate} (continue, reassign or drop)"
+        ),
     }
 }
 

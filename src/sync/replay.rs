@@ -513,6 +513,7 @@ mod tests {
                 guards: None,
                 quota_slots: None,
                 quota_window: None,
+                stall_after: None,
             },
         );
         kept.actor = Actor::Human {

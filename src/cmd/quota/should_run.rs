@@ -17,7 +17,8 @@ use crate::tx;
 /// A run names the todo to work on (your own claim first, else the best
 /// ready one), the gates that concern you, the slots left and a turn token
 /// for `spend-slot`. A skip gives the reason: not-registered, goal-paused,
-/// goal-done, gate-open, quota-exhausted, nothing-ready, no-change, or
+/// goal-done, gate-open, quota-exhausted, nothing-ready, no-change, stalled
+/// (advanced turns made no progress; a human answers the stall gate), or
 /// state-locked (a writer died holding the state ref's lock, so no tick can
 /// land until a person removes it; the reason says how). Writes nothing.
 #[derive(clap::Args, Debug)]
@@ -55,6 +56,9 @@ struct ReasonWire<'a> {
     gate: Option<&'a GateId>,
     #[serde(skip_serializing_if = "Option::is_none")]
     question: Option<&'a str>,
+    /// The stalled todo (stalled).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    todo: Option<&'a TodoId>,
     #[serde(skip_serializing_if = "Option::is_none")]
     frees_at: Option<String>,
     /// What a person must do (state-locked).
@@ -107,6 +111,11 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                 (Some(gate), Some(question.as_str()), None)
             }
             turn::Reason::QuotaExhausted { frees_at } => (None, None, Some(frees_at.to_string())),
+            turn::Reason::Stalled { gate, .. } => (
+                Some(gate),
+                state.gates.get(gate).map(|g| g.question.as_str()),
+                None,
+            ),
             _ => (None, None, None),
         };
         ReasonWire {
@@ -114,6 +123,10 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             message: reason_message(r, agent, &goal.id),
             gate,
             question,
+            todo: match r {
+                turn::Reason::Stalled { todo, .. } => Some(todo),
+                _ => None,
+            },
             frees_at,
             fix: None,
         }
@@ -131,6 +144,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             ),
             gate: None,
             question: None,
+            todo: None,
             frees_at: None,
             fix: Some(
                 "a person runs `loopx doctor --fix` once no loopx or git process is running in this repository".to_owned(),

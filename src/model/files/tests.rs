@@ -105,6 +105,7 @@ fn full_state() -> State {
             slots: 3,
             window: Span::hours(6),
         },
+        stall_after: 5,
         created_at: t("2026-01-01T09:00:00Z"),
         created_by: human(),
         updated_at: t("2026-01-01T09:01:00Z"),
@@ -125,6 +126,12 @@ fn full_state() -> State {
             todo: Some(TodoId::from_hex("000000a1")),
             next_action: Some("ask about the grammar".to_owned()),
             digest: "0123456789abcdef".to_owned(),
+        }),
+        progress: Some(crate::model::Progress {
+            todo: TodoId::from_hex("000000a1"),
+            fingerprint: "fedcba9876543210".to_owned(),
+            turns: vec![t("2026-01-01T09:26:00Z"), t("2026-01-01T09:28:00Z")],
+            gate: Some(GateId::from_hex("0000c0de")),
         }),
     };
     let gate = Gate {
