@@ -19,6 +19,7 @@ use crate::model::{
     AgentId, Blocks, Gate, GateId, GateKind, GateStatus, GoalId, Outcome, Progress, State, TodoId,
     TodoStatus,
 };
+use crate::time::Timestamp;
 
 /// The most turns a run keeps, and so the largest `stall-after`.
 pub const MAX_RUN: u32 = 100;
@@ -69,12 +70,15 @@ pub fn fingerprint(
     crate::model::id::hex(&h.finalize()[..8])
 }
 
-/// The stall gate this op would open: its id is derived from the op's, so
-/// a replay opens the same gate.
-pub fn gate_id(op: &Op) -> GateId {
+/// The stall gate an op at `at` opens for `agent` on `todo`: derived from
+/// what the op holds, so a replay opens the same gate.
+pub fn gate_id(agent: &AgentId, todo: &TodoId, at: Timestamp) -> GateId {
     let d = Sha256::new()
         .chain_update("stall\0")
-        .chain_update(op.id.as_str())
+        .chain_update(agent.as_str())
+        .chain_update([0])
+        .chain_update(todo.as_str())
+        .chain_update(at.unix().to_le_bytes())
         .finalize();
     GateId::from_hex(&crate::model::id::hex(&d[..4]))
 }
@@ -93,7 +97,7 @@ pub fn stalled(state: &State, agent: &AgentId, goal: &GoalId) -> Option<(GateId,
 /// opened it (the settle that makes the stalled turn still spends for it).
 pub fn refuse_spend(state: &State, op: &Op, agent: &AgentId, goal: &GoalId) -> Result<(), Refusal> {
     match stalled(state, agent, goal) {
-        Some((gate, todo)) if gate != gate_id(op) => Err(Refusal::rule(
+        Some((gate, todo)) if gate != gate_id(agent, &todo, op.at) => Err(Refusal::rule(
             Code::Stalled,
             format!("{agent} is stalled on {todo}: gate {gate} is open, so nothing is spent"),
         )
@@ -160,7 +164,7 @@ pub(super) fn record(
     } as u32;
     let mut opened = None;
     if stall_after > 0 && count >= stall_after {
-        let id = gate_id(op);
+        let id = gate_id(agent, todo, op.at);
         if !state.gates.contains_key(&id) {
             let evidence = state
                 .todos

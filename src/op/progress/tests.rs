@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use crate::op::progress::{self, CodeState};
 use crate::op::test_support::*;
 
-/// An op with its own id (the stall gate's id derives from it).
+/// An op with its own id.
 fn op_n(n: u64, actor: Actor, at: &str, change: Change) -> Op {
     Op {
         id: OpId::from_hex(&format!("{n:016x}")),
