@@ -700,6 +700,7 @@ mod tests {
             scope: Vec::new(),
             guards: Vec::new(),
             quota: Default::default(),
+            auto_resume: false,
             stall_after: crate::model::goal::STALL_AFTER,
             created_at: at(0),
             created_by: human(),
@@ -714,6 +715,7 @@ mod tests {
             registered_by: human(),
             last_writeback: None,
             last_turn: None,
+            parked: None,
             progress: None,
         };
         b.goals.insert(goal.id.clone(), goal.clone());

@@ -25,6 +25,10 @@ pub struct Goal {
         skip_serializing_if = "is_default_stall_after"
     )]
     pub stall_after: u32,
+    /// Whether an agent parked by `quota park` runs again by itself once
+    /// its time passes (format 3); otherwise a human's go is needed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub auto_resume: bool,
     pub created_at: Timestamp,
     pub created_by: Actor,
     pub updated_at: Timestamp,

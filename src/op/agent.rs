@@ -42,8 +42,13 @@ pub(super) fn register(
     let (registered_at, registered_by) = old.map_or((op.at, op.actor.clone()), |a| {
         (a.registered_at, a.registered_by.clone())
     });
-    let (last_writeback, last_turn, progress) = old.map_or((None, None, None), |a| {
-        (a.last_writeback, a.last_turn.clone(), a.progress.clone())
+    let (last_writeback, last_turn, parked, progress) = old.map_or((None, None, None, None), |a| {
+        (
+            a.last_writeback,
+            a.last_turn.clone(),
+            a.parked.clone(),
+            a.progress.clone(),
+        )
     });
     state.agents.insert(
         id.clone(),
@@ -56,6 +61,7 @@ pub(super) fn register(
             registered_by,
             last_writeback,
             last_turn,
+            parked,
             progress,
         },
     );

@@ -59,6 +59,7 @@ pub(super) fn add(
             scope: Vec::new(),
             guards: Vec::new(),
             quota: QuotaPolicy::default(),
+            auto_resume: false,
             stall_after: crate::model::goal::STALL_AFTER,
             created_at: op.at,
             created_by: op.actor.clone(),
@@ -80,6 +81,7 @@ pub(super) fn set(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         guards,
         quota_slots,
         quota_window,
+        auto_resume,
         stall_after,
     } = &op.change
     else {
@@ -142,6 +144,10 @@ pub(super) fn set(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         g.quota.window = *w;
         what.push(format!("quota-window={w}"));
     }
+    if let Some(r) = auto_resume {
+        g.auto_resume = *r;
+        what.push(format!("auto-resume={r}"));
+    }
     if let Some(n) = stall_after {
         g.stall_after = *n;
         what.push(format!("stall-after={n}"));
@@ -149,7 +155,7 @@ pub(super) fn set(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
     if what.is_empty() {
         return Err(
             Refusal::usage(Code::NothingToSet, "goal set needs something to change").with_hint(
-                "pass --objective, --status, --scope, --guard, --quota-slots, --quota-window or --stall-after",
+                "pass --objective, --status, --scope, --guard, --quota-slots, --quota-window, --auto-resume or --stall-after",
             ),
         );
     }

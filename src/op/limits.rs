@@ -87,6 +87,7 @@ pub fn check(change: &Change) -> Result<(), Refusal> {
             opt(progress.as_deref(), "progress fingerprint", title)
         }
         Change::QuotaVoid { reason, .. } => note(reason, "reason"),
+        Change::QuotaPark { reason, .. } => opt(reason.as_deref(), "reason", question),
         Change::EvidenceAdd { summary, run, .. } => {
             question(summary, "summary")?;
             if let Some(r) = run {
@@ -98,6 +99,7 @@ pub fn check(change: &Change) -> Result<(), Refusal> {
         }
         Change::Settle { steps, .. } => steps.iter().try_for_each(check),
         Change::TodoClaim { .. }
+        | Change::QuotaResume { .. }
         | Change::TodoRenew { .. }
         | Change::TodoRelease { .. }
         | Change::TodoReopen { .. }
