@@ -523,3 +523,64 @@ fn a_check_that_fails_is_not_progress() {
     }
     stalled_reason(&env);
 }
+
+#[test]
+fn the_human_is_notified_of_the_stall_gate() {
+    // `loopx.notify` runs once for the gate the third settle opened, with
+    // its question and the commands that answer it.
+    let (env, t) = board();
+    let log = env.root().join("notified.log");
+    let script = env.root().join("notify.sh");
+    std::fs::write(&script, format!("#!/bin/sh\ncat >> '{}'\n", log.display())).unwrap();
+    env.git(&[
+        "config",
+        "loopx.notify",
+        &format!("sh '{}'", script.display()),
+    ]);
+    for _ in 0..3 {
+        assert!(matches!(turn(&env, &t, || {}, &[]), Turn::Settled(_)));
+    }
+    let text = std::fs::read_to_string(&log).expect("the script ran");
+    let calls: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON document per call"))
+        .collect();
+    assert_eq!(calls.len(), 1, "{text}");
+    assert_eq!(calls[0]["kind"], "spend");
+    assert!(
+        calls[0]["question"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("{t} made no progress in 3 turns")),
+        "{text}"
+    );
+    let answers = calls[0]["answer_commands"].to_string();
+    for option in ["continue", "reassign", "drop"] {
+        assert!(answers.contains(option), "{answers}");
+    }
+}
+
+#[test]
+fn a_bare_repository_has_head_alone_as_its_code() {
+    // No working tree: the code part is HEAD alone, so frozen turns stall
+    // as anywhere else, and nothing is written into the git dir.
+    let env = TestEnv::empty();
+    crate::common::git_in(&env.repo, &["init", "-q", "--bare", "-b", "main"]);
+    env.git(&["config", "user.name", "Ada Lovelace"]);
+    env.git(&["config", "user.email", "ada@example.com"]);
+    env.loopx(&["init", "--goal", "main", "--objective", "Ship"])
+        .ok();
+    env.loopx(&["agent", "register", AGENT]).ok();
+    let t = env.add("Fix the flaky test", &[]);
+    for _ in 0..3 {
+        assert!(matches!(turn(&env, &t, || {}, &["true"]), Turn::Settled(_)));
+    }
+    stalled_reason(&env);
+    let left: Vec<_> = std::fs::read_dir(&env.repo)
+        .expect("the git dir")
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains("loopx-progress") || n == "index")
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
