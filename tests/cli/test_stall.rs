@@ -315,6 +315,12 @@ fn stall_after_is_set_on_the_goal() {
         .loopx(&["goal", "set", "main", "--stall-after", "0"])
         .ok();
     assert!(out.stdout.contains("stall-after=0"), "{}", out.stdout);
+    let shown = env.loopx(&["goal", "show", "main"]).ok().stdout;
+    assert!(shown.contains("\nstall detection: off"), "{shown}");
+    assert_eq!(
+        env.loopx(&["goal", "show", "main", "--json"]).ok().json()["stall_after"],
+        0
+    );
     for n in 1..=5 {
         assert!(
             matches!(turn(&env, &t, || {}, &[]), Turn::Settled(_)),
