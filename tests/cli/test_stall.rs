@@ -590,3 +590,37 @@ fn a_bare_repository_has_head_alone_as_its_code() {
         .collect();
     assert!(left.is_empty(), "{left:?}");
 }
+
+#[test]
+fn every_machine_agrees_on_a_stall_and_on_its_answer() {
+    // The stall lives in the history: another clone's should-run says
+    // stalled after a sync, its human answers there, and the first machine
+    // runs again once it syncs.
+    let (env, t) = board();
+    let hub = env.hub("hub.git");
+    env.git(&["remote", "add", "origin", &hub]);
+    for _ in 0..3 {
+        assert!(matches!(turn(&env, &t, || {}, &[]), Turn::Settled(_)));
+    }
+    env.loopx(&["sync"]).ok();
+    let b = env.clone_machine("b", &hub);
+    b.loopx(&["sync"]).ok();
+    let v = b
+        .agent(AGENT, &["quota", "should-run", "--json"])
+        .code(3)
+        .json();
+    assert_eq!(v["reason"]["code"], "stalled", "{v}");
+    let gate = v["reason"]["gate"].as_str().unwrap().to_owned();
+    b.loopx(&["gate", "answer", &gate, "reassign"]).ok();
+    b.loopx(&["sync"]).ok();
+    stalled_reason(&env);
+    env.loopx(&["sync"]).ok();
+    let v = env
+        .agent(AGENT, &["quota", "should-run", "--json"])
+        .ok()
+        .json();
+    assert_eq!(v["decision"], "run", "{v}");
+    // Both histories verify, the stall gate included.
+    env.loopx(&["verify"]).ok();
+    b.loopx(&["verify"]).ok();
+}
