@@ -4,7 +4,7 @@
 //! (HEAD and the tree `git add -A` would make of the working tree), the
 //! todo's status and dependencies, and the set of distinct checks that
 //! passed in the turn. The command computes it (it needs git) and passes it
-//! into `turn.refresh` as data; [`record`] keeps the agent's run of
+//! into `turn.refresh` as data; `record` keeps the agent's run of
 //! advanced turns with one fingerprint on one todo, and the turn that makes
 //! the run `stall-after` long opens a human-only `spend` gate on the todo.
 //! [`stalled`] is what `should-run` reads: no fingerprint is computed there.
