@@ -109,10 +109,50 @@ pub fn refuse_spend(state: &State, op: &Op, agent: &AgentId, goal: &GoalId) -> R
     }
 }
 
+/// The stall part of a `turn.refresh`: records its fingerprint when it has
+/// one and names a todo; returns the gate it opened and the words the
+/// tick's subject adds for it.
+pub(super) fn on_refresh(
+    state: &mut State,
+    op: &Op,
+    agent: &AgentId,
+    (goal, todo): (&GoalId, &Option<TodoId>),
+    outcome: Outcome,
+    fingerprint: &Option<String>,
+) -> (Option<GateId>, String) {
+    let gate = match (fingerprint, todo) {
+        (Some(f), Some(t)) => record(state, op, agent, (goal, t), outcome, f),
+        _ => None,
+    };
+    let words = gate
+        .as_ref()
+        .map(|g| format!(", stalled: gate {g}"))
+        .unwrap_or_default();
+    (gate, words)
+}
+
+/// The words a settle's summary adds after the outcome of a refresh step
+/// that opened a stall gate.
+pub(super) fn note(refreshed: Option<&super::Happened>) -> String {
+    match refreshed {
+        Some(super::Happened::Refreshed {
+            stalled: Some(g), ..
+        }) => format!(", stalled: gate {g}"),
+        _ => String::new(),
+    }
+}
+
+/// The sentence `should-run` and the hooks say for a stall.
+pub fn message(gate: &GateId, todo: &TodoId) -> String {
+    format!(
+        "your last turns on {todo} claimed advanced but made no progress; a human answers gate {gate} (continue, reassign or drop)"
+    )
+}
+
 /// Records a turn's fingerprint on the agent and opens the stall gate when
 /// the run of advanced turns without progress reaches `stall-after`.
 /// Returns the gate it opened.
-pub(super) fn record(
+fn record(
     state: &mut State,
     op: &Op,
     agent: &AgentId,

@@ -300,20 +300,14 @@ pub(super) fn refresh(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         wrote_back(state, op);
     }
     let gate = super::park::on_turn_end(state, op, &agent);
-    let stalled = match (progress, todo) {
-        (Some(p), Some(t)) => super::progress::record(state, op, &agent, (goal, t), *outcome, p),
-        _ => None,
-    };
+    let (stalled, stall) =
+        super::progress::on_refresh(state, op, &agent, (goal, todo), *outcome, progress);
     let next = next_action
         .map(|n| format!(": next {}", super::short(&n)))
         .unwrap_or_default();
     let asked = gate
         .as_ref()
         .map(|g| format!("; park ended, gate {g} asks for a go"))
-        .unwrap_or_default();
-    let stall = stalled
-        .as_ref()
-        .map(|g| format!(", stalled: gate {g}"))
         .unwrap_or_default();
     let subject = format!("refresh {agent} {}{stall}{next}{asked}", outcome.as_str());
     Ok(Effect::new(
@@ -510,12 +504,9 @@ pub(super) fn settle(state: &mut State, op: &Op, steps: &[Change]) -> Result<Eff
                 status: Some(s), ..
             } => s.to_string(),
             Change::TodoUpdate { .. } => "noted".to_owned(),
-            Change::RefreshState { outcome, .. } => match happened.last() {
-                Some(Happened::Refreshed {
-                    stalled: Some(g), ..
-                }) => format!("{}, stalled: gate {g}", outcome.as_str()),
-                _ => outcome.as_str().to_owned(),
-            },
+            Change::RefreshState { outcome, .. } => {
+                outcome.as_str().to_owned() + &super::progress::note(happened.last())
+            }
             Change::QuotaSpend { goal, .. } => {
                 let agent = op.actor.agent().cloned();
                 match (agent, work.goals.get(goal)) {
@@ -599,9 +590,7 @@ pub fn reason_message(r: &Reason, agent: &AgentId, goal: &GoalId) -> String {
             "your last turn ended unchanged and nothing that concerns you has changed since"
                 .to_owned()
         }
-        Reason::Stalled { gate, todo } => format!(
-            "your last turns on {todo} claimed advanced but made no progress; a human answers gate {gate} (continue, reassign or drop)"
-        ),
+        Reason::Stalled { gate, todo } => super::progress::message(gate, todo),
     }
 }
 
