@@ -528,6 +528,8 @@ fn end(
                         turn: None,
                         todo: todo.clone(),
                         next_action: next_action.clone(),
+                        // A session's end is not a turn: no fingerprint.
+                        progress: None,
                     },
                 )?)
             })?;
