@@ -316,6 +316,19 @@ impl Change {
         }
     }
 
+    /// The format that introduced this kind of op (`model::FORMAT`'s
+    /// list): a tick recorded in an older format cannot hold it.
+    pub fn since(&self) -> u32 {
+        match self {
+            Change::SignerAnnounce { .. }
+            | Change::TodoTrust { .. }
+            | Change::GateNotified { .. } => 2,
+            Change::QuotaPark { .. } | Change::QuotaResume { .. } => 3,
+            Change::Settle { steps, .. } => steps.iter().map(Change::since).max().unwrap_or(1),
+            _ => 1,
+        }
+    }
+
     /// Every kind this binary knows, for `log --op` and sync's "upgrade
     /// loopx" check.
     pub const KINDS: &'static [&'static str] = &[
