@@ -13,6 +13,7 @@ pub mod cursor;
 pub mod gemini;
 pub mod guard;
 pub mod installer;
+pub mod usage;
 pub mod view;
 
 use serde_json::Value;

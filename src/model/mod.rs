@@ -16,6 +16,7 @@ pub mod quota;
 pub mod run;
 pub mod signer;
 pub mod todo;
+pub mod usage;
 
 use std::collections::BTreeMap;
 

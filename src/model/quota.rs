@@ -18,6 +18,9 @@ pub struct Ledger {
     pub agent: AgentId,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub spends: Vec<Spend>,
+    /// Each turn's usage: the maxima of its reports (format 3).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub usage: Vec<super::usage::Entry>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -115,6 +115,13 @@ pub enum Happened {
         agent: AgentId,
         outcome: Outcome,
     },
+    /// `added`: what the report added to the turn's usage (None: nothing,
+    /// a no-op); `gates`: the budget gates it opened.
+    UsageRecorded {
+        agent: AgentId,
+        added: Option<crate::model::usage::Usage>,
+        gates: Vec<GateId>,
+    },
     /// `already`: the turn was spent before (a no-op).
     Spent {
         agent: AgentId,

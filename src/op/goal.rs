@@ -59,6 +59,7 @@ pub(super) fn add(
             scope: Vec::new(),
             guards: Vec::new(),
             quota: QuotaPolicy::default(),
+            budget: Default::default(),
             created_at: op.at,
             created_by: op.actor.clone(),
             updated_at: op.at,
@@ -79,15 +80,15 @@ pub(super) fn set(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         guards,
         quota_slots,
         quota_window,
+        budget,
     } = &op.change
     else {
         unreachable!("dispatched on GoalSet")
     };
     human_only(&op.actor, "change a goal")?;
-    let g = state
-        .goals
-        .get_mut(goal)
-        .ok_or_else(|| crate::model::unknown_goal(goal))?;
+    if !state.goals.contains_key(goal) {
+        return Err(crate::model::unknown_goal(goal));
+    }
     let objective = objective
         .as_deref()
         .map(|o| non_empty(o, "objective"))
@@ -104,6 +105,24 @@ pub(super) fn set(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
             "--quota-window must be longer than 0s",
         ));
     }
+    // The budget is checked on a copy first: nothing changes on a refusal.
+    let (budgeted, budget_words) = match budget {
+        Some(b) => {
+            if let Some(a) = &b.agent
+                && !state.agents.contains_key(a)
+            {
+                return Err(Refusal::error(
+                    Code::UnknownAgent,
+                    format!("there is no agent {a} to give a budget"),
+                ));
+            }
+            let mut trial = state.goals[goal].clone();
+            let words = super::usage::set_budget(&mut trial, b)?;
+            (trial.budget, words)
+        }
+        None => (Default::default(), Vec::new()),
+    };
+    let g = state.goals.get_mut(goal).expect("checked above");
     let mut what = Vec::new();
     if let Some(o) = objective {
         g.objective = o;
@@ -133,14 +152,21 @@ pub(super) fn set(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         g.quota.window = *w;
         what.push(format!("quota-window={w}"));
     }
+    if budget.is_some() {
+        g.budget = budgeted;
+        what.extend(budget_words);
+    }
     if what.is_empty() {
         return Err(
             Refusal::usage(Code::NothingToSet, "goal set needs something to change").with_hint(
-                "pass --objective, --status, --scope, --guard, --quota-slots or --quota-window",
+                "pass --objective, --status, --scope, --guard, --quota-slots, --quota-window or a budget",
             ),
         );
     }
-    g.updated_at = op.at;
+    state.goals.get_mut(goal).expect("checked above").updated_at = op.at;
+    if budget.is_some() {
+        what.extend(super::usage::rebudget(state, op, goal));
+    }
     let subject = format!("goal set {goal} {}", what.join(" "));
     Ok(Effect::new(
         Happened::GoalSet {

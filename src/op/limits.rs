@@ -100,7 +100,8 @@ pub fn check(change: &Change) -> Result<(), Refusal> {
         | Change::AgentRetire { .. }
         | Change::GateWithdraw { .. }
         | Change::GateNotified { .. }
-        | Change::QuotaSpend { .. } => Ok(()),
+        | Change::QuotaSpend { .. }
+        | Change::UsageRecord { .. } => Ok(()),
     }
 }
 

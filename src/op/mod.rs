@@ -20,6 +20,7 @@ pub mod rules;
 pub mod signer;
 pub mod todo;
 pub mod turn;
+pub mod usage;
 
 pub use effect::{Effect, Happened};
 
@@ -75,6 +76,9 @@ pub enum Change {
         quota_slots: Option<u32>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         quota_window: Option<Span>,
+        /// A budget of the goal or of one agent on it (format 3).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        budget: Option<usage::BudgetSet>,
     },
     #[serde(rename = "agent.register")]
     AgentRegister {
@@ -232,6 +236,14 @@ pub enum Change {
         turn: String,
         reason: String,
     },
+    /// One report of a turn's usage (format 3): each figure keeps the
+    /// maximum over the turn's reports, so a repeated report adds nothing.
+    #[serde(rename = "usage.record")]
+    UsageRecord {
+        goal: GoalId,
+        turn: String,
+        usage: crate::model::usage::Usage,
+    },
     /// A whole turn's writeback in one tick: the steps apply in order, all
     /// or nothing.
     #[serde(rename = "turn.settle")]
@@ -285,6 +297,7 @@ impl Change {
             Change::RefreshState { .. } => "turn.refresh",
             Change::QuotaSpend { .. } => "quota.spend",
             Change::QuotaVoid { .. } => "quota.void",
+            Change::UsageRecord { .. } => "usage.record",
             Change::Settle { .. } => "turn.settle",
         }
     }
@@ -318,6 +331,7 @@ impl Change {
         "turn.settle",
         "quota.spend",
         "quota.void",
+        "usage.record",
     ];
 
     /// The todo this change is about, if any.
@@ -428,6 +442,7 @@ fn dispatch(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
             turn,
             reason,
         } => turn::void(state, op, agent, turn, reason),
+        Change::UsageRecord { .. } => usage::record(state, op),
         Change::Settle { steps, .. } => turn::settle(state, op, steps),
     }
 }

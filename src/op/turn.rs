@@ -24,6 +24,12 @@ pub enum Reason {
     QuotaExhausted { frees_at: Timestamp },
     NothingReady { detail: String },
     NoChange,
+    /// A budget of the goal or of the agent is reached: the figures, and
+    /// the `spend` gate that asks a human (none once answered `stop`).
+    BudgetExhausted {
+        standing: super::usage::Standing,
+        gate: Option<GateId>,
+    },
 }
 
 impl Reason {
@@ -36,6 +42,7 @@ impl Reason {
             Reason::QuotaExhausted { .. } => "quota-exhausted",
             Reason::NothingReady { .. } => "nothing-ready",
             Reason::NoChange => "no-change",
+            Reason::BudgetExhausted { .. } => "budget-exhausted",
         }
     }
 }
@@ -108,6 +115,10 @@ pub fn decide(state: &State, agent: &AgentId, goal: &Goal, now: Timestamp) -> De
         GoalStatus::Active => {}
     }
     if d.skip.is_some() {
+        return d;
+    }
+    if let Some((standing, gate)) = super::usage::exhausted(state, agent, goal, now) {
+        d.skip = Some(Reason::BudgetExhausted { standing, gate });
         return d;
     }
     if let Some(g) = state.gates.values().find(|g| {
@@ -337,6 +348,7 @@ pub(super) fn spend(
         .or_insert_with(|| Ledger {
             agent: agent.id.clone(),
             spends: Vec::new(),
+            usage: Vec::new(),
         });
     // Spends that have left their goal's window no longer count; the
     // history keeps them.
@@ -450,6 +462,10 @@ pub(super) fn settle(state: &mut State, op: &Op, steps: &[Change]) -> Result<Eff
             } => s.to_string(),
             Change::TodoUpdate { .. } => "noted".to_owned(),
             Change::RefreshState { outcome, .. } => outcome.as_str().to_owned(),
+            Change::UsageRecord { .. } => match &effect_what_usage(happened.last()) {
+                Some(u) => format!("usage {}", super::usage::describe(u)),
+                None => "usage already recorded".to_owned(),
+            },
             Change::QuotaSpend { goal, .. } => {
                 let agent = op.actor.agent().cloned();
                 match (agent, work.goals.get(goal)) {
@@ -485,6 +501,14 @@ pub(super) fn settle(state: &mut State, op: &Op, steps: &[Change]) -> Result<Eff
     Ok(effect)
 }
 
+/// The usage a settle's `usage.record` step added, if any.
+fn effect_what_usage(h: Option<&Happened>) -> Option<crate::model::usage::Usage> {
+    match h {
+        Some(Happened::UsageRecorded { added, .. }) => added.clone(),
+        _ => None,
+    }
+}
+
 /// A new turn token: a stable turn id from the agent, the goal, the state's
 /// tip (its commit id) and the time, so two should-runs a tick apart differ and a repeated
 /// poll of the same state at the same instant does not.
@@ -516,6 +540,9 @@ pub fn reason_message(r: &Reason, agent: &AgentId, goal: &GoalId) -> String {
             format!("all slots are used; the next frees at {frees_at}")
         }
         Reason::NothingReady { detail } => detail.clone(),
+        Reason::BudgetExhausted { standing, gate } => {
+            super::usage::exhausted_message(goal, standing, gate.as_ref())
+        }
         Reason::NoChange => {
             "your last turn ended unchanged and nothing that concerns you has changed since"
                 .to_owned()

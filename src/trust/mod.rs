@@ -537,6 +537,7 @@ mod tests {
                 guards: None,
                 quota_slots: None,
                 quota_window: None,
+                budget: None,
             },
         )
     }

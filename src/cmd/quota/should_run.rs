@@ -17,7 +17,9 @@ use crate::tx;
 /// A run names the todo to work on (your own claim first, else the best
 /// ready one), the gates that concern you, the slots left and a turn token
 /// for `spend-slot`. A skip gives the reason: not-registered, goal-paused,
-/// goal-done, gate-open, quota-exhausted, nothing-ready, no-change, or
+/// goal-done, budget-exhausted (a budget of the goal or of the agent is
+/// reached; the figures say which), gate-open, quota-exhausted,
+/// nothing-ready, no-change, or
 /// state-locked (a writer died holding the state ref's lock, so no tick can
 /// land until a person removes it; the reason says how). Writes nothing.
 #[derive(clap::Args, Debug)]
@@ -60,6 +62,39 @@ struct ReasonWire<'a> {
     /// What a person must do (state-locked).
     #[serde(skip_serializing_if = "Option::is_none")]
     fix: Option<String>,
+    /// The figures of a reached budget (budget-exhausted).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    budget: Option<BudgetWire>,
+}
+
+/// A reached budget: its scope, limits, what was spent and its window.
+#[derive(Serialize)]
+pub struct BudgetWire {
+    scope: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    spent_usd: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    budget_usd: Option<f64>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    estimated: bool,
+    spent_tokens: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    budget_tokens: Option<u64>,
+    window: String,
+}
+
+impl BudgetWire {
+    pub fn of(st: &crate::op::usage::Standing) -> Self {
+        BudgetWire {
+            scope: st.scope.blocks().to_string(),
+            spent_usd: st.budget.usd.map(|_| st.spent.usd.dollars()),
+            budget_usd: st.budget.usd.map(|u| u.dollars()),
+            estimated: st.budget.usd.is_some() && st.spent.estimated,
+            spent_tokens: st.spent.tokens,
+            budget_tokens: st.budget.tokens,
+            window: st.budget.window.to_string(),
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -107,7 +142,12 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                 (Some(gate), Some(question.as_str()), None)
             }
             turn::Reason::QuotaExhausted { frees_at } => (None, None, Some(frees_at.to_string())),
+            turn::Reason::BudgetExhausted { gate, .. } => (gate.as_ref(), None, None),
             _ => (None, None, None),
+        };
+        let budget = match r {
+            turn::Reason::BudgetExhausted { standing, .. } => Some(BudgetWire::of(standing)),
+            _ => None,
         };
         ReasonWire {
             code: r.code(),
@@ -116,6 +156,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             question,
             frees_at,
             fix: None,
+            budget,
         }
     });
     // Every tick would fail on a stale lock: stop the agent's loop with a
@@ -135,6 +176,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             fix: Some(
                 "a person runs `loopx doctor --fix` once no loopx or git process is running in this repository".to_owned(),
             ),
+            budget: None,
         }),
         None => reason,
     };
