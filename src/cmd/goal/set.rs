@@ -48,8 +48,9 @@ pub struct Args {
     #[arg(long, value_name = "DURATION")]
     budget_window: Option<Span>,
     /// Set the budget of this agent on the goal rather than the goal's own
+    /// (`--agent` names who acts, so this flag has its own name)
     #[arg(long, value_name = "A", requires = "budget")]
-    agent: Option<String>,
+    budget_agent: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -61,7 +62,7 @@ struct Wire<'a> {
 
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let agent = args
-        .agent
+        .budget_agent
         .as_deref()
         .map(AgentId::new)
         .transpose()

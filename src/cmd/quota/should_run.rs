@@ -95,6 +95,24 @@ impl BudgetWire {
             window: st.budget.window.to_string(),
         }
     }
+
+    /// `goal: $1.10 (est.) of $1.00, 242k of 1M tokens spent per 1d`.
+    pub fn human(&self) -> String {
+        let d = |x: f64| crate::model::usage::Usd::from_dollars(x).unwrap_or_default();
+        let mut parts = Vec::new();
+        if let (Some(s), Some(u)) = (self.spent_usd, self.budget_usd) {
+            let est = if self.estimated { " (est.)" } else { "" };
+            parts.push(format!("{}{est} of {}", d(s), d(u)));
+        }
+        if let Some(t) = self.budget_tokens {
+            parts.push(format!(
+                "{} of {} tokens",
+                crate::model::usage::human_count(self.spent_tokens),
+                crate::model::usage::human_count(t)
+            ));
+        }
+        format!("{}: {} spent per {}", self.scope, parts.join(", "), self.window)
+    }
 }
 
 #[derive(Serialize)]
