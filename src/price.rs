@@ -72,7 +72,10 @@ mod tests {
 
     #[test]
     fn the_longest_prefix_prices_a_dated_model_id() {
-        assert_eq!(lookup("claude-sonnet-4-5-20250929").unwrap().0, "claude-sonnet-4-5");
+        assert_eq!(
+            lookup("claude-sonnet-4-5-20250929").unwrap().0,
+            "claude-sonnet-4-5"
+        );
         assert_eq!(lookup("claude-opus-4-20250514").unwrap().0, "claude-opus-4");
         assert_eq!(lookup("gpt-5-mini-2025").unwrap().0, "gpt-5-mini");
         assert_eq!(lookup("gpt-5-codex").unwrap().0, "gpt-5");
@@ -88,6 +91,9 @@ mod tests {
             ..Usage::default()
         };
         // 0.4M × $3 + 0.6M × $0.30 + 0.1M × $15 = 1.20 + 0.18 + 1.50
-        assert_eq!(cost(&u, &lookup("claude-sonnet-4-5").unwrap().1), Usd(2_880_000));
+        assert_eq!(
+            cost(&u, &lookup("claude-sonnet-4-5").unwrap().1),
+            Usd(2_880_000)
+        );
     }
 }

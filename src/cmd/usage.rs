@@ -40,7 +40,9 @@ fn bad(message: String) -> Refusal {
     let hint = if message.contains(&accepted) {
         "--usage-format claude|codex|gemini reads a runtime's own output instead".to_owned()
     } else {
-        format!("{accepted}; --usage-format claude|codex|gemini reads a runtime's own output instead")
+        format!(
+            "{accepted}; --usage-format claude|codex|gemini reads a runtime's own output instead"
+        )
     };
     Refusal::usage(Code::BadUsage, message).with_hint(hint)
 }
@@ -51,17 +53,30 @@ pub fn read(ctx: &Ctx, args: &UsageArgs) -> Result<Option<Usage>> {
         (Some(t), _) => t.clone(),
         (None, Some(path)) => {
             let path = ctx.cwd.join(path);
-            let meta = std::fs::metadata(&path)
-                .map_err(|e| bad(format!("cannot read the usage file {}: {e}", path.display())))?;
+            let meta = std::fs::metadata(&path).map_err(|e| {
+                bad(format!(
+                    "cannot read the usage file {}: {e}",
+                    path.display()
+                ))
+            })?;
             if meta.len() > FILE_LIMIT {
-                return Err(bad(format!("the usage file {} is over 16 MiB", path.display())).into());
+                return Err(
+                    bad(format!("the usage file {} is over 16 MiB", path.display())).into(),
+                );
             }
-            std::fs::read_to_string(&path)
-                .map_err(|e| bad(format!("cannot read the usage file {}: {e}", path.display())))?
+            std::fs::read_to_string(&path).map_err(|e| {
+                bad(format!(
+                    "cannot read the usage file {}: {e}",
+                    path.display()
+                ))
+            })?
         }
         (None, None) => {
             if args.usage_format.is_some() || args.usage_model.is_some() {
-                return Err(bad("--usage-format and --usage-model need --usage or --usage-file".to_owned()).into());
+                return Err(bad(
+                    "--usage-format and --usage-model need --usage or --usage-file".to_owned(),
+                )
+                .into());
             }
             return Ok(None);
         }

@@ -700,6 +700,7 @@ mod tests {
             scope: Vec::new(),
             guards: Vec::new(),
             quota: Default::default(),
+            budget: Default::default(),
             created_at: at(0),
             created_by: human(),
             updated_at: at(0),

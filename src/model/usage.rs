@@ -96,8 +96,7 @@ fn is_zero(n: &u64) -> bool {
 }
 
 /// The keys `--usage` accepts, for the error that lists them.
-pub const USAGE_KEYS: &str =
-    "input_tokens, output_tokens, cached_input_tokens (whole numbers ≥ 0), cost_usd (dollars ≥ 0), model, runtime (text)";
+pub const USAGE_KEYS: &str = "input_tokens, output_tokens, cached_input_tokens (whole numbers ≥ 0), cost_usd (dollars ≥ 0), model, runtime (text)";
 
 impl Usage {
     /// Tokens as budgets count them: input (cached included) plus output.
@@ -126,8 +125,9 @@ impl Usage {
         let mut u = Usage::default();
         for (k, v) in &map {
             let count = || {
-                v.as_u64()
-                    .ok_or_else(|| format!("{k} must be a whole number of tokens, 0 or more, not {v}; {accepted}"))
+                v.as_u64().ok_or_else(|| {
+                    format!("{k} must be a whole number of tokens, 0 or more, not {v}; {accepted}")
+                })
             };
             let text = || match v {
                 serde_json::Value::String(s) if !s.trim().is_empty() && s.len() <= 100 => {
@@ -144,7 +144,9 @@ impl Usage {
                 "cached_input_tokens" => u.cached_input_tokens = count()?,
                 "cost_usd" => {
                     u.cost_usd = Some(v.as_f64().and_then(Usd::from_dollars).ok_or_else(|| {
-                        format!("cost_usd must be a number of dollars, 0 or more, not {v}; {accepted}")
+                        format!(
+                            "cost_usd must be a number of dollars, 0 or more, not {v}; {accepted}"
+                        )
                     })?);
                 }
                 "model" => u.model = text()?,
@@ -286,7 +288,9 @@ pub fn parse_count(s: &str) -> Result<u64, String> {
 /// Parses dollars with an optional `$` and `k`/`M` suffix: `20`, `$2.50`,
 /// `1.5k`. `0` means "no limit".
 pub fn parse_usd(s: &str) -> Result<Usd, String> {
-    let bad = || format!("{s:?} is not an amount of dollars: use a number such as 20 or 2.50 (k/M allowed)");
+    let bad = || {
+        format!("{s:?} is not an amount of dollars: use a number such as 20 or 2.50 (k/M allowed)")
+    };
     let t = s.trim();
     let t = t.strip_prefix('$').unwrap_or(t);
     let (num, mult) = match t.strip_suffix(['k', 'K']) {

@@ -56,7 +56,9 @@ impl BudgetLine {
         let b = &st.budget;
         BudgetLine {
             scope: st.scope.blocks().to_string(),
-            usd_left: b.usd.map(|u| Usd(u.0.saturating_sub(st.spent.usd.0)).dollars()),
+            usd_left: b
+                .usd
+                .map(|u| Usd(u.0.saturating_sub(st.spent.usd.0)).dollars()),
             usd: b.usd.map(Usd::dollars),
             tokens_left: b.tokens.map(|t| t.saturating_sub(st.spent.tokens)),
             tokens: b.tokens,
@@ -74,7 +76,12 @@ impl BudgetLine {
         if let (Some(l), Some(t)) = (self.tokens_left, self.tokens) {
             parts.push(format!("{} of {} tokens", human_count(l), human_count(t)));
         }
-        format!("{}: {} left per {}", self.scope, parts.join(", "), self.window)
+        format!(
+            "{}: {} left per {}",
+            self.scope,
+            parts.join(", "),
+            self.window
+        )
     }
 }
 

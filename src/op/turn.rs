@@ -20,9 +20,16 @@ pub enum Reason {
     NotRegistered,
     GoalPaused,
     GoalDone,
-    GateOpen { gate: GateId, question: String },
-    QuotaExhausted { frees_at: Timestamp },
-    NothingReady { detail: String },
+    GateOpen {
+        gate: GateId,
+        question: String,
+    },
+    QuotaExhausted {
+        frees_at: Timestamp,
+    },
+    NothingReady {
+        detail: String,
+    },
     NoChange,
     /// A budget of the goal or of the agent is reached: the figures, and
     /// the `spend` gate that asks a human (none once answered `stop`).

@@ -103,7 +103,12 @@ pub fn spent(state: &State, goal: &GoalId, scope: &Scope, window: Span, now: Tim
 
 /// The goal's budget and the agent's (if either is set), with what was
 /// spent against each at `now`.
-pub fn standings(state: &State, goal: &Goal, agent: Option<&AgentId>, now: Timestamp) -> Vec<Standing> {
+pub fn standings(
+    state: &State,
+    goal: &Goal,
+    agent: Option<&AgentId>,
+    now: Timestamp,
+) -> Vec<Standing> {
     let mut scopes = vec![Scope::Goal];
     scopes.extend(agent.cloned().map(Scope::Agent));
     scopes
@@ -174,8 +179,16 @@ fn continue_once_pending(state: &State, goal: &GoalId, scope: &Scope) -> bool {
         return false;
     }
     let last = match scope {
-        Scope::Goal => state.quota.values().flat_map(|l| &l.usage).collect::<Vec<_>>(),
-        Scope::Agent(a) => state.quota.get(a).map(|l| l.usage.iter().collect()).unwrap_or_default(),
+        Scope::Goal => state
+            .quota
+            .values()
+            .flat_map(|l| &l.usage)
+            .collect::<Vec<_>>(),
+        Scope::Agent(a) => state
+            .quota
+            .get(a)
+            .map(|l| l.usage.iter().collect())
+            .unwrap_or_default(),
     }
     .into_iter()
     .filter(|e| &e.goal == goal)
@@ -188,7 +201,11 @@ fn continue_once_pending(state: &State, goal: &GoalId, scope: &Scope) -> bool {
 
 /// A turn id or hook key: 16 lowercase hex digits.
 fn check_turn(turn: &str) -> Result<(), Refusal> {
-    if turn.len() == 16 && turn.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
+    if turn.len() == 16
+        && turn
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    {
         Ok(())
     } else {
         Err(Refusal::usage(
@@ -202,7 +219,9 @@ pub(super) fn record(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
     let Change::UsageRecord { goal, turn, usage } = &op.change else {
         unreachable!("dispatched on UsageRecord")
     };
-    let agent = rules::acting_agent(state, &op.actor, "record usage")?.id.clone();
+    let agent = rules::acting_agent(state, &op.actor, "record usage")?
+        .id
+        .clone();
     let g = state
         .goals
         .get(goal)
@@ -224,7 +243,9 @@ pub(super) fn record(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         if t.trim().is_empty() || t.chars().count() > TEXT_MAX || t.chars().any(char::is_control) {
             return Err(Refusal::usage(
                 Code::BadUsage,
-                format!("a usage's model or runtime must be one line of at most {TEXT_MAX} characters"),
+                format!(
+                    "a usage's model or runtime must be one line of at most {TEXT_MAX} characters"
+                ),
             ));
         }
     }
@@ -238,7 +259,11 @@ pub(super) fn record(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         .goals
         .values()
         .map(|g| {
-            let w = g.budget.longest().unwrap_or(BUDGET_WINDOW).max(g.quota.window);
+            let w = g
+                .budget
+                .longest()
+                .unwrap_or(BUDGET_WINDOW)
+                .max(g.quota.window);
             (g.id.clone(), w.max(BUDGET_WINDOW))
         })
         .collect();
@@ -276,9 +301,9 @@ pub(super) fn record(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
     };
     // Entries that have left every window of their goal no longer count;
     // the history keeps them.
-    ledger
-        .usage
-        .retain(|e| e.turn == *turn || e.at > op.at.minus(windows.get(&e.goal).copied().unwrap_or(keep)));
+    ledger.usage.retain(|e| {
+        e.turn == *turn || e.at > op.at.minus(windows.get(&e.goal).copied().unwrap_or(keep))
+    });
     let goal_now = state.goals[goal].clone();
     let mut gates = Vec::new();
     let mut reached = Vec::new();
@@ -427,7 +452,10 @@ pub(super) fn rebudget(state: &mut State, op: &Op, goal: &GoalId) -> Vec<String>
             && let Some(st) = st
         {
             let id = open_gate(state, op, &g, &st);
-            done.push(format!("budget reached: {} ({id})", scope_name(goal, &scope)));
+            done.push(format!(
+                "budget reached: {} ({id})",
+                scope_name(goal, &scope)
+            ));
         }
     }
     done
@@ -486,10 +514,24 @@ pub(super) fn set_budget(goal: &mut Goal, set: &BudgetSet) -> Result<Vec<String>
         .unwrap_or_default();
     let mut words = Vec::new();
     if let Some(u) = set.usd {
-        words.push(format!("budget-usd{who}={}", if u.0 == 0 { "off".to_owned() } else { u.to_string() }));
+        words.push(format!(
+            "budget-usd{who}={}",
+            if u.0 == 0 {
+                "off".to_owned()
+            } else {
+                u.to_string()
+            }
+        ));
     }
     if let Some(t) = set.tokens {
-        words.push(format!("budget-tokens{who}={}", if t == 0 { "off".to_owned() } else { human_count(t) }));
+        words.push(format!(
+            "budget-tokens{who}={}",
+            if t == 0 {
+                "off".to_owned()
+            } else {
+                human_count(t)
+            }
+        ));
     }
     if let Some(w) = set.window {
         words.push(format!("budget-window{who}={w}"));

@@ -513,6 +513,7 @@ mod tests {
                 guards: None,
                 quota_slots: None,
                 quota_window: None,
+                budget: None,
             },
         );
         kept.actor = Actor::Human {

@@ -67,15 +67,14 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         .map(AgentId::new)
         .transpose()
         .map_err(|e| Refusal::usage(Code::BadId, e))?;
-    let budget = (args.budget_usd.is_some()
-        || args.budget_tokens.is_some()
-        || args.budget_window.is_some())
-    .then(|| BudgetSet {
-        agent,
-        usd: args.budget_usd,
-        tokens: args.budget_tokens,
-        window: args.budget_window,
-    });
+    let budget =
+        (args.budget_usd.is_some() || args.budget_tokens.is_some() || args.budget_window.is_some())
+            .then(|| BudgetSet {
+                agent,
+                usd: args.budget_usd,
+                tokens: args.budget_tokens,
+                window: args.budget_window,
+            });
     let done = tx::commit(ctx, |state| {
         let goal = state.goal(&args.id)?.id.clone();
         Ok(tx::op(

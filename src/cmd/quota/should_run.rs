@@ -111,7 +111,12 @@ impl BudgetWire {
                 crate::model::usage::human_count(t)
             ));
         }
-        format!("{}: {} spent per {}", self.scope, parts.join(", "), self.window)
+        format!(
+            "{}: {} spent per {}",
+            self.scope,
+            parts.join(", "),
+            self.window
+        )
     }
 }
 

@@ -104,7 +104,11 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                 "Turn {} was already spent at {}; {} its usage: {}.",
                 token.turn,
                 s.at,
-                if args.dry_run { "would add to" } else { "added to" },
+                if args.dry_run {
+                    "would add to"
+                } else {
+                    "added to"
+                },
                 crate::op::usage::describe(u)
             ),
             None => format!(

@@ -3,12 +3,12 @@
 use anyhow::Result;
 use serde::Serialize;
 
+use super::should_run::BudgetWire;
 use crate::ctx::Ctx;
 use crate::error::Exit;
-use crate::model::{AgentId, AgentStatus, GoalId, GoalStatus, quota::Spend};
 use crate::model::usage::{Usd, human_count};
+use crate::model::{AgentId, AgentStatus, GoalId, GoalStatus, quota::Spend};
 use crate::op::{turn, usage};
-use super::should_run::BudgetWire;
 use crate::time::Timestamp;
 use crate::tx;
 

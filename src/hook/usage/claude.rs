@@ -83,7 +83,9 @@ pub fn transcript(text: &str) -> Vec<Usage> {
         if v.get("type").and_then(Value::as_str) != Some("assistant") {
             continue;
         }
-        let Some(msg) = v.get("message") else { continue };
+        let Some(msg) = v.get("message") else {
+            continue;
+        };
         let Some(usage) = msg.get("usage").filter(|u| u.is_object()) else {
             continue;
         };

@@ -24,14 +24,19 @@ pub fn exec_json(text: &str) -> Result<Vec<Usage>, String> {
         if v.get("type").and_then(Value::as_str) != Some("turn.completed") {
             continue;
         }
-        let Some(usage) = v.get("usage") else { continue };
+        let Some(usage) = v.get("usage") else {
+            continue;
+        };
         turns += 1;
         u.input_tokens += count(usage.get("input_tokens"));
         u.cached_input_tokens += count(usage.get("cached_input_tokens"));
         u.output_tokens += count(usage.get("output_tokens"));
     }
     if turns == 0 {
-        return Err("no `turn.completed` event with usage: expected the output of `codex exec --json`".to_owned());
+        return Err(
+            "no `turn.completed` event with usage: expected the output of `codex exec --json`"
+                .to_owned(),
+        );
     }
     u.cached_input_tokens = u.cached_input_tokens.min(u.input_tokens);
     Ok(vec![u])

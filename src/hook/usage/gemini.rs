@@ -12,7 +12,9 @@ use crate::model::usage::Usage;
 /// One [`Usage`] per model of a Gemini CLI run.
 pub fn output(text: &str) -> Result<Vec<Usage>, String> {
     let doc: Value = serde_json::from_str(text.trim()).map_err(|e| {
-        format!("not Gemini CLI JSON ({e}): expected the output of `gemini -p --output-format json`")
+        format!(
+            "not Gemini CLI JSON ({e}): expected the output of `gemini -p --output-format json`"
+        )
     })?;
     let models = doc
         .pointer("/stats/models")
@@ -64,7 +66,10 @@ mod tests {
     fn each_model_is_read_apart() {
         let v = output(RUN).unwrap();
         assert_eq!(v.len(), 2);
-        let pro = v.iter().find(|u| u.model.as_deref() == Some("gemini-2.5-pro")).unwrap();
+        let pro = v
+            .iter()
+            .find(|u| u.model.as_deref() == Some("gemini-2.5-pro"))
+            .unwrap();
         assert_eq!(pro.input_tokens, 18_211);
         assert_eq!(pro.cached_input_tokens, 12_000);
         assert_eq!(pro.output_tokens, 612 + 578);

@@ -50,7 +50,9 @@ pub fn merge(parts: Vec<Usage>) -> Usage {
     for u in parts {
         out.input_tokens = out.input_tokens.saturating_add(u.input_tokens);
         out.output_tokens = out.output_tokens.saturating_add(u.output_tokens);
-        out.cached_input_tokens = out.cached_input_tokens.saturating_add(u.cached_input_tokens);
+        out.cached_input_tokens = out
+            .cached_input_tokens
+            .saturating_add(u.cached_input_tokens);
         if let Some(c) = u.cost_usd {
             out.cost_usd = Some(out.cost_usd.unwrap_or(Usd::ZERO).saturating_add(c));
             out.estimated |= u.estimated;
