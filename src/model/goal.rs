@@ -21,6 +21,10 @@ pub struct Goal {
     /// Caps on usage, the goal's and each agent's (format 3).
     #[serde(default, skip_serializing_if = "super::usage::Budgets::is_empty")]
     pub budget: super::usage::Budgets,
+    /// Whether an agent parked by `quota park` runs again by itself once
+    /// its time passes (format 3); otherwise a human's go is needed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub auto_resume: bool,
     pub created_at: Timestamp,
     pub created_by: Actor,
     pub updated_at: Timestamp,

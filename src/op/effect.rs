@@ -111,9 +111,11 @@ pub enum Happened {
         evidence: EvidenceId,
         passed: bool,
     },
+    /// `gate`: the human-only gate an expired park opened (format 3).
     Refreshed {
         agent: AgentId,
         outcome: Outcome,
+        gate: Option<GateId>,
     },
     /// `added`: what the report added to the turn's usage (None: nothing,
     /// a no-op); `gates`: the budget gates it opened.
@@ -128,6 +130,13 @@ pub enum Happened {
         already: bool,
     },
     Voided {
+        agent: AgentId,
+    },
+    Parked {
+        agent: AgentId,
+        until: crate::time::Timestamp,
+    },
+    Resumed {
         agent: AgentId,
     },
     /// Each step's account, in order, and a one-line summary of them

@@ -60,6 +60,7 @@ pub(super) fn add(
             guards: Vec::new(),
             quota: QuotaPolicy::default(),
             budget: Default::default(),
+            auto_resume: false,
             created_at: op.at,
             created_by: op.actor.clone(),
             updated_at: op.at,
@@ -81,6 +82,7 @@ pub(super) fn set(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         quota_slots,
         quota_window,
         budget,
+        auto_resume,
     } = &op.change
     else {
         unreachable!("dispatched on GoalSet")
@@ -156,10 +158,14 @@ pub(super) fn set(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         g.budget = budgeted;
         what.extend(budget_words);
     }
+    if let Some(r) = auto_resume {
+        g.auto_resume = *r;
+        what.push(format!("auto-resume={r}"));
+    }
     if what.is_empty() {
         return Err(
             Refusal::usage(Code::NothingToSet, "goal set needs something to change").with_hint(
-                "pass --objective, --status, --scope, --guard, --quota-slots, --quota-window or a budget",
+                "pass --objective, --status, --scope, --guard, --quota-slots, --quota-window, --auto-resume or a budget",
             ),
         );
     }

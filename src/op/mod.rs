@@ -16,6 +16,7 @@ mod gate;
 mod goal;
 pub mod limits;
 pub mod message;
+pub mod park;
 pub mod rules;
 pub mod signer;
 pub mod todo;
@@ -79,6 +80,9 @@ pub enum Change {
         /// A budget of the goal or of one agent on it (format 3).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         budget: Option<usage::BudgetSet>,
+        /// Format 3: whether parked agents resume by themselves.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        auto_resume: Option<bool>,
     },
     #[serde(rename = "agent.register")]
     AgentRegister {
@@ -244,6 +248,19 @@ pub enum Change {
         turn: String,
         usage: crate::model::usage::Usage,
     },
+    /// An agent parks itself until a time (its runtime's usage limit
+    /// resets then): `should-run` waits without spending. Format 3.
+    #[serde(rename = "quota.park")]
+    QuotaPark {
+        agent: AgentId,
+        goal: GoalId,
+        until: Timestamp,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+    /// A human's go for a parked agent: the park ends now. Format 3.
+    #[serde(rename = "quota.resume")]
+    QuotaResume { agent: AgentId },
     /// A whole turn's writeback in one tick: the steps apply in order, all
     /// or nothing.
     #[serde(rename = "turn.settle")]
@@ -298,6 +315,8 @@ impl Change {
             Change::QuotaSpend { .. } => "quota.spend",
             Change::QuotaVoid { .. } => "quota.void",
             Change::UsageRecord { .. } => "usage.record",
+            Change::QuotaPark { .. } => "quota.park",
+            Change::QuotaResume { .. } => "quota.resume",
             Change::Settle { .. } => "turn.settle",
         }
     }
@@ -332,6 +351,8 @@ impl Change {
         "quota.spend",
         "quota.void",
         "usage.record",
+        "quota.park",
+        "quota.resume",
     ];
 
     /// The todo this change is about, if any.
@@ -443,6 +464,8 @@ fn dispatch(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
             reason,
         } => turn::void(state, op, agent, turn, reason),
         Change::UsageRecord { .. } => usage::record(state, op),
+        Change::QuotaPark { .. } => park::park(state, op),
+        Change::QuotaResume { agent } => park::resume(state, op, agent),
         Change::Settle { steps, .. } => turn::settle(state, op, steps),
     }
 }

@@ -120,6 +120,7 @@ pub(super) fn goal_set() -> Change {
         quota_slots: None,
         quota_window: None,
         budget: None,
+        auto_resume: None,
     }
 }
 
@@ -251,6 +252,7 @@ pub(super) fn goal_set_with(
         quota_slots,
         quota_window,
         budget: None,
+        auto_resume: None,
     }
 }
 
@@ -378,6 +380,7 @@ pub(super) fn every_change() -> Vec<Change> {
                 tokens: Some(5_000_000),
                 window: Some(Span::hours(12)),
             }),
+            auto_resume: Some(true),
         },
         register("agent-a", Runtime::ClaudeCode, &["rust", "docs"]),
         Change::TodoAdd {
@@ -502,6 +505,15 @@ pub(super) fn every_change() -> Vec<Change> {
                 runtime: Some("claude-code".to_owned()),
             },
         },
+        Change::QuotaPark {
+            agent: aid("agent-a"),
+            goal: gid("main"),
+            until: t("2026-01-01T15:00:00Z"),
+            reason: Some("usage limit; resets 3pm UTC".to_owned()),
+        },
+        Change::QuotaResume {
+            agent: aid("agent-a"),
+        },
         Change::Settle {
             turn: "turn-2".to_owned(),
             steps: vec![
@@ -539,6 +551,8 @@ pub(super) fn every_change() -> Vec<Change> {
             | Change::QuotaSpend { .. }
             | Change::QuotaVoid { .. }
             | Change::UsageRecord { .. }
+            | Change::QuotaPark { .. }
+            | Change::QuotaResume { .. }
             | Change::Settle { .. } => {}
         }
     }

@@ -319,7 +319,9 @@ fn goal_of(op: &Op, state: &State) -> Option<GoalId> {
         | Change::GateOpen { goal, .. }
         | Change::EvidenceAdd { goal, .. }
         | Change::RefreshState { goal, .. }
-        | Change::QuotaSpend { goal, .. } => Some(goal.clone()),
+        | Change::QuotaSpend { goal, .. }
+        | Change::QuotaPark { goal, .. }
+        | Change::UsageRecord { goal, .. } => Some(goal.clone()),
         Change::GateAnswer { gate, .. } | Change::GateWithdraw { gate } => {
             state.gates.get(gate).map(|g| g.goal.clone())
         }
@@ -514,6 +516,7 @@ mod tests {
                 quota_slots: None,
                 quota_window: None,
                 budget: None,
+                auto_resume: None,
             },
         );
         kept.actor = Actor::Human {

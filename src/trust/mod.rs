@@ -64,6 +64,7 @@ pub fn is_human_act(before: &State, op: &Op) -> bool {
         Change::GoalAdd { .. }
         | Change::GoalSet { .. }
         | Change::QuotaVoid { .. }
+        | Change::QuotaResume { .. }
         | Change::SignerAnnounce { .. }
         | Change::TodoTrust { .. } => true,
         Change::GateAnswer { gate, .. } | Change::GateWithdraw { gate } => {
@@ -538,6 +539,7 @@ mod tests {
                 quota_slots: None,
                 quota_window: None,
                 budget: None,
+                auto_resume: None,
             },
         )
     }

@@ -12,7 +12,7 @@ use crate::op::{Change, Happened};
 use crate::time::Span;
 use crate::tx;
 
-/// Change a goal's objective, status, scope, guards, quota or budget (humans only)
+/// Change a goal's objective, status, scope, guards, quota, resume policy or budget (humans only)
 #[derive(clap::Args, Debug)]
 #[command(group = clap::ArgGroup::new("budget").multiple(true).args(["budget_usd", "budget_tokens", "budget_window"]))]
 pub struct Args {
@@ -51,6 +51,10 @@ pub struct Args {
     /// (`--agent` names who acts, so this flag has its own name)
     #[arg(long, value_name = "A", requires = "budget")]
     budget_agent: Option<String>,
+    /// Whether an agent parked by `quota park` runs again by itself once its
+    /// time passes (true), or waits for a human's go (false, the default)
+    #[arg(long, value_name = "BOOL")]
+    auto_resume: Option<bool>,
 }
 
 #[derive(Serialize)]
@@ -88,6 +92,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                 quota_slots: args.quota_slots,
                 quota_window: args.quota_window,
                 budget: budget.clone(),
+                auto_resume: args.auto_resume,
             },
         )?)
     })?;

@@ -8,7 +8,7 @@ use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::model::usage::{Usd, human_count};
 use crate::model::{AgentId, AgentStatus, GoalId, GoalStatus, quota::Spend};
-use crate::op::{turn, usage};
+use crate::op::{park, turn, usage};
 use crate::time::Timestamp;
 use crate::tx;
 
@@ -30,6 +30,10 @@ struct Row<'a> {
     window: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     frees_at: Option<Timestamp>,
+    /// Parked (`quota park`): until when, and whether the time passed and a
+    /// human's go is awaited.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    parked: Option<ParkWire>,
     spends: Vec<&'a Spend>,
     /// Usage recorded in the goal's longest window, and the budgets.
     usage: UsageWire,
@@ -46,6 +50,13 @@ struct UsageWire {
     cost_usd: f64,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     estimated: bool,
+}
+
+#[derive(Serialize)]
+struct ParkWire {
+    until: Timestamp,
+    /// `waiting` until the time, then `awaiting-go`.
+    state: &'static str,
 }
 
 #[derive(Serialize)]
@@ -103,6 +114,17 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                 .iter()
                 .map(BudgetWire::of)
                 .collect();
+            let parked = match park::standing(state, a, g, ctx.now) {
+                park::Standing::Free => None,
+                park::Standing::Waiting { until, .. } => Some(ParkWire {
+                    until,
+                    state: "waiting",
+                }),
+                park::Standing::NeedsGo { until, .. } => Some(ParkWire {
+                    until,
+                    state: "awaiting-go",
+                }),
+            };
             rows.push(Row {
                 agent: &a.id,
                 goal: &g.id,
@@ -111,6 +133,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                 left: s.left(),
                 window: s.window.to_string(),
                 frees_at: s.frees_at,
+                parked,
                 spends,
                 usage,
                 budget,
@@ -135,8 +158,13 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                 } else {
                     String::new()
                 };
+                let parked = match &r.parked {
+                    Some(p) if p.state == "waiting" => format!(", parked until {}", p.until),
+                    Some(p) => format!(", parked until {}: awaiting a human's go", p.until),
+                    None => String::new(),
+                };
                 let mut line = format!(
-                    "{}  {}  {} of {} used per {}{frees}{voided}",
+                    "{}  {}  {} of {} used per {}{frees}{voided}{parked}",
                     r.agent, r.goal, r.used, r.slots, r.window
                 );
                 if r.usage.turns > 0 {

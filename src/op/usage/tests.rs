@@ -35,6 +35,7 @@ fn budget(agent: Option<&str>, usd: Option<u64>, tokens: Option<u64>) -> Change 
         guards: None,
         quota_slots: None,
         quota_window: None,
+        auto_resume: None,
         budget: Some(BudgetSet {
             agent: agent.map(aid),
             usd: usd.map(Usd),
@@ -401,6 +402,7 @@ fn budgets_are_human_only_and_checked() {
         guards: None,
         quota_slots: None,
         quota_window: None,
+        auto_resume: None,
         budget: Some(BudgetSet {
             window: Some(crate::time::Span::hours(2)),
             ..BudgetSet::default()
