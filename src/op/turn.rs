@@ -501,9 +501,19 @@ pub(super) fn settle(state: &mut State, op: &Op, steps: &[Change]) -> Result<Eff
             } => s.to_string(),
             Change::TodoUpdate { .. } => "noted".to_owned(),
             Change::RefreshState { outcome, .. } => outcome.as_str().to_owned(),
-            Change::UsageRecord { .. } => match &effect_what_usage(happened.last()) {
-                Some(u) => format!("usage {}", super::usage::describe(u)),
-                None => "usage already recorded".to_owned(),
+            Change::UsageRecord { .. } => match happened.last() {
+                Some(Happened::UsageRecorded {
+                    added: Some(u),
+                    gates,
+                    ..
+                }) => {
+                    let mut p = format!("usage {}", super::usage::describe(u));
+                    for g in gates {
+                        p.push_str(&format!(", budget reached: gate {g}"));
+                    }
+                    p
+                }
+                _ => "usage already recorded".to_owned(),
             },
             Change::QuotaSpend { goal, .. } => {
                 let agent = op.actor.agent().cloned();
@@ -538,14 +548,6 @@ pub(super) fn settle(state: &mut State, op: &Op, steps: &[Change]) -> Result<Eff
     effect.evidence = evidence;
     effect.archived = archived;
     Ok(effect)
-}
-
-/// The usage a settle's `usage.record` step added, if any.
-fn effect_what_usage(h: Option<&Happened>) -> Option<crate::model::usage::Usage> {
-    match h {
-        Some(Happened::UsageRecorded { added, .. }) => added.clone(),
-        _ => None,
-    }
 }
 
 /// A new turn token: a stable turn id from the agent, the goal, the state's
