@@ -22,6 +22,8 @@ use serde::{Deserialize, Serialize};
 use crate::ctx::Global;
 use crate::ctx::{Ctx, Env, derive_agent};
 use crate::error::{Code, refusal_of};
+use sha2::Digest;
+
 use crate::hook::{self, Answer, Event, Input, Runtime, guard, view};
 use crate::model::{AgentId, AgentStatus, Outcome, TodoStatus};
 use crate::op::brief;
@@ -146,6 +148,17 @@ fn run(global: &Global, args: &Args) -> Result<Reply> {
         Err(e) => return Err(e),
     };
     let session = SessionFile::new(&ctx, runtime, input.session.as_deref());
+    // Claude Code's transcript holds each message's usage: record what
+    // came since the last record, at every Stop and at the session's end.
+    if runtime == Runtime::ClaudeCode && matches!(event, Event::Stop | Event::End) {
+        match transcript_usage(&ctx, &agent, &input, &session) {
+            Ok(()) => {}
+            Err(e) if quiet(&e) => {}
+            Err(e) => reply.notes.push(format!(
+                "loopx hook: the session's usage was not recorded: {e:#}"
+            )),
+        }
+    }
     let outcome = match event {
         Event::Start => start(&ctx, runtime, &agent, &input, &session).inspect(|_| {
             if runtime == Runtime::ClaudeCode && explicit.is_none() {
@@ -512,6 +525,98 @@ fn end(
     Ok(Answer::Nothing)
 }
 
+/// The most of a transcript one hook reads at once.
+const TRANSCRIPT_CHUNK: u64 = 64 << 20;
+
+/// Records the usage of the transcript's messages written since the last
+/// record (a byte offset kept in the session file, moved only after the
+/// tick landed). The record's key derives from the session and where the
+/// read began, so a Stop that reads the same stretch again after a crash
+/// reports the same turn: the max rule counts it once.
+fn transcript_usage(
+    ctx: &Ctx,
+    agent: &AgentId,
+    input: &Input,
+    session: &SessionFile,
+) -> Result<()> {
+    use std::io::{Seek, SeekFrom};
+    let (Some(path), Some(sid)) = (input.transcript.as_deref(), input.session.as_deref()) else {
+        return Ok(());
+    };
+    let mut s = session.load();
+    let Ok(mut file) = std::fs::File::open(path) else {
+        return Ok(());
+    };
+    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let from = if s.usage_offset > len {
+        0
+    } else {
+        s.usage_offset
+    };
+    file.seek(SeekFrom::Start(from))
+        .with_context(|| format!("reading {path}"))?;
+    let mut buf = Vec::new();
+    file.take(TRANSCRIPT_CHUNK)
+        .read_to_end(&mut buf)
+        .with_context(|| format!("reading {path}"))?;
+    // Only whole lines: the last one may still be being written.
+    let Some(end) = buf.iter().rposition(|b| *b == b'\n') else {
+        return Ok(());
+    };
+    let text = String::from_utf8_lossy(&buf[..=end]);
+    let next = from + end as u64 + 1;
+    let mut parts = hook::usage::claude::transcript(&text);
+    let snap = tx::load(ctx)?;
+    let active = snap
+        .state
+        .agents
+        .get(agent)
+        .is_some_and(|a| a.status == AgentStatus::Active);
+    if parts.is_empty() || !active {
+        if active {
+            s.usage_offset = next;
+            session.save(&s);
+        }
+        return Ok(());
+    }
+    let goal = snap
+        .state
+        .todos
+        .values()
+        .filter(|t| t.status == TodoStatus::Claimed && t.owner() == Some(agent))
+        .map(|t| t.goal.clone())
+        .next()
+        .map_or_else(|| super::pick_goal(ctx, &snap.state, None), Ok)?;
+    let mut unpriced = Vec::new();
+    for u in &mut parts {
+        super::usage::price(ctx, u, &mut unpriced)?;
+    }
+    let usage = hook::usage::merge(parts);
+    if !usage.is_empty() {
+        let digest = sha2::Sha256::new()
+            .chain_update(b"loopx transcript usage")
+            .chain_update([0])
+            .chain_update(sid.as_bytes())
+            .chain_update([0])
+            .chain_update(from.to_le_bytes())
+            .finalize();
+        let turn = crate::model::id::hex(&digest[..8]);
+        tx::commit(ctx, |_| {
+            Ok(tx::op(
+                ctx,
+                Change::UsageRecord {
+                    goal: goal.clone(),
+                    turn: turn.clone(),
+                    usage: usage.clone(),
+                },
+            )?)
+        })?;
+    }
+    s.usage_offset = next;
+    session.save(&s);
+    Ok(())
+}
+
 /// git's pre-push and post-merge: a note when the local state differs from
 /// a remote's last fetched copy. Reads only; nothing while loopx's own sync
 /// runs git.
@@ -581,6 +686,13 @@ struct Session {
     nudged: Option<Timestamp>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     view: Option<view::View>,
+    /// How far the transcript's usage has been recorded, in bytes.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    usage_offset: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// `<git common dir>/loopx/hooks/<runtime>-<session>.json`; without a

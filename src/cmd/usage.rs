@@ -110,7 +110,7 @@ pub fn read(ctx: &Ctx, args: &UsageArgs) -> Result<Option<Usage>> {
 
 /// Prices a usage that reports tokens but no dollars, marking it
 /// estimated; collects the models nothing prices.
-fn price(ctx: &Ctx, u: &mut Usage, unpriced: &mut Vec<Option<String>>) -> Result<()> {
+pub fn price(ctx: &Ctx, u: &mut Usage, unpriced: &mut Vec<Option<String>>) -> Result<()> {
     if u.cost_usd.is_some() || (u.input_tokens == 0 && u.output_tokens == 0) {
         return Ok(());
     }

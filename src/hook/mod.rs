@@ -266,6 +266,9 @@ pub struct Input {
     pub source: Option<String>,
     /// SessionEnd's `reason`.
     pub reason: Option<String>,
+    /// The session's transcript file (Claude Code's `transcript_path`),
+    /// read at Stop for the usage of each message.
+    pub transcript: Option<String>,
 }
 
 /// Parses a hook's stdin for `runtime`. An empty stdin is an empty input
@@ -312,6 +315,8 @@ struct CommonInput {
     /// SessionEnd's `reason`.
     #[serde(deserialize_with = "loose")]
     reason: Option<String>,
+    #[serde(deserialize_with = "loose")]
+    transcript_path: Option<String>,
 }
 
 fn loose<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
@@ -344,6 +349,7 @@ pub fn common_input(v: &Value) -> Input {
         stop_aborted: false,
         source: i.source,
         reason: i.reason,
+        transcript: i.transcript_path,
     }
 }
 

@@ -603,3 +603,85 @@ fn usage_totals_agree_across_machines_after_sync_without_double_counting() {
     env.loopx(&["verify"]).ok();
     b.loopx(&["verify"]).ok();
 }
+
+/// Runs `loopx hook claude-code EVENT` with `payload` on stdin.
+fn claude_hook(env: &TestEnv, event: &str, payload: &str) -> Output {
+    crate::common::run_stdin(
+        env.command().args(["hook", "claude-code", event]),
+        payload.as_bytes(),
+    )
+    .ok()
+}
+
+#[test]
+fn the_claude_stop_hook_records_the_transcripts_new_messages_once() {
+    let env = TestEnv::with_board();
+    env.add("Write the parser", &[]);
+    let transcript = env.root().join("session.jsonl");
+    let payload = |event: &str| {
+        serde_json::json!({
+            "session_id": "5b1e7c1a-3f0e-4c52-9f3e-6a1d2b7c9e10",
+            "transcript_path": transcript,
+            "cwd": env.repo,
+            "hook_event_name": event,
+            "stop_hook_active": false,
+        })
+        .to_string()
+    };
+    claude_hook(&env, "SessionStart", &payload("SessionStart"));
+    let line = |id: &str, input: u64, read: u64, output: u64| {
+        format!(
+            "{}\n",
+            serde_json::json!({"type": "assistant", "message": {"id": id, "model": "claude-sonnet-4-5-20250929", "usage": {"input_tokens": input, "cache_read_input_tokens": read, "output_tokens": output}}})
+        )
+    };
+    let user = "{\"type\":\"user\",\"message\":{\"role\":\"user\",\"content\":\"go\"}}\n";
+    std::fs::write(
+        &transcript,
+        format!(
+            "{user}{}{}",
+            line("msg_1", 100, 900, 10),
+            line("msg_1", 100, 900, 50)
+        ),
+    )
+    .unwrap();
+    let ticks = env.ticks();
+    claude_hook(&env, "Stop", &payload("Stop"));
+    assert_eq!(env.ticks(), ticks + 1, "the Stop recorded the usage");
+    let subject = env.git(&["log", "-1", "--format=%s", "refs/loopx/state"]);
+    assert!(subject.contains("+1000 in, +50 out, +$0.00"), "{subject}");
+    // A Stop with nothing new writes nothing.
+    claude_hook(&env, "Stop", &payload("Stop"));
+    assert_eq!(env.ticks(), ticks + 1);
+    // New messages (and a line still being written) since: only those.
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&transcript)
+        .unwrap();
+    std::io::Write::write_all(
+        &mut f,
+        format!(
+            "{}{{\"type\":\"assistant\",\"mess",
+            line("msg_2", 2000, 0, 300)
+        )
+        .as_bytes(),
+    )
+    .unwrap();
+    claude_hook(&env, "Stop", &payload("Stop"));
+    assert_eq!(env.ticks(), ticks + 2);
+    let q = env.loopx(&["quota", "status", "--json"]).ok().json();
+    let row = q["quota"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["agent"].as_str().unwrap().starts_with("claude-code-"))
+        .unwrap()
+        .clone();
+    assert_eq!(row["usage"]["turns"], 2, "{row}");
+    assert_eq!(row["usage"]["input_tokens"], 3000);
+    assert_eq!(row["usage"]["output_tokens"], 350);
+    assert_eq!(row["usage"]["cached_input_tokens"], 900);
+    assert_eq!(row["usage"]["estimated"], true);
+    // 100 × $3 + 900 × $0.30 + 50 × $15, then 2000 × $3 + 300 × $15, per million.
+    assert_eq!(row["usage"]["cost_usd"], 0.00132 + 0.0105);
+}
