@@ -62,7 +62,9 @@ use crate::time::Span;
 /// - 3 (unreleased): spend sanity. Parking: the ops `quota.park` and
 ///   `quota.resume`, an agent's `parked`, a goal's `auto_resume` and
 ///   `goal.set`'s `auto_resume`, gates an op opens by itself (ids from
-///   `GateId::derived`).
+///   `GateId::derived`). The usage ledger: the op `usage.record`, a
+///   ledger's `usage` entries, a goal's `budget` and `goal.set`'s
+///   `budget`, a gate's `budget`.
 pub const FORMAT: u32 = 3;
 
 /// The whole state at one tick.

@@ -4,8 +4,6 @@
 //! reaches a budget opens in its own tick, and the `budget-exhausted` answer
 //! of `should-run` (cheap: it sums only the entries of one goal).
 
-use sha2::{Digest, Sha256};
-
 use super::{Change, Effect, Happened, Op, rules};
 use crate::error::{Code, Refusal};
 use crate::model::{
@@ -370,14 +368,7 @@ fn scope_name(goal: &GoalId, scope: &Scope) -> String {
 /// A budget gate's id, derived from the op that opens it and its scope, so
 /// a replay opens the same gate.
 fn gate_id(op: &OpId, scope: &Scope) -> GateId {
-    let digest = Sha256::new()
-        .chain_update(b"loopx budget gate")
-        .chain_update([0])
-        .chain_update(op.as_str())
-        .chain_update([0])
-        .chain_update(scope.blocks().to_string())
-        .finalize();
-    GateId::from_hex(&crate::model::id::hex(&digest[..4]))
+    GateId::derived(op, &format!("budget {}", scope.blocks()))
 }
 
 /// Opens the human-only `spend` gate of a reached budget.

@@ -73,7 +73,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         .map_err(|e| Refusal::usage(Code::BadId, e))?;
     let budget =
         (args.budget_usd.is_some() || args.budget_tokens.is_some() || args.budget_window.is_some())
-            .then(|| BudgetSet {
+            .then_some(BudgetSet {
                 agent,
                 usd: args.budget_usd,
                 tokens: args.budget_tokens,

@@ -39,9 +39,9 @@ pub fn result(text: &str) -> Result<Vec<Usage>, String> {
         Ok(v) => v,
         Err(_) => text
             .lines()
+            .rev()
             .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-            .filter(|v| v.get("type").and_then(Value::as_str) == Some("result"))
-            .last()
+            .find(|v| v.get("type").and_then(Value::as_str) == Some("result"))
             .ok_or("no Claude Code result JSON: expected the output of `claude -p --output-format json`")?,
     };
     let usage = doc
