@@ -195,7 +195,11 @@ impl Usage {
 }
 
 /// One turn's usage in the ledger: the maxima of every report for it.
+/// Written flat (the usage's keys beside `turn`, `goal` and `at`) through
+/// [`EntryFile`]: serde's `flatten` would buffer every entry, and the
+/// ledger is read by every `should-run`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "EntryFile", into = "EntryFile")]
 pub struct Entry {
     /// The turn id (16 hex digits), or the key a hook derived for the
     /// stretch of a session it read.
@@ -203,8 +207,66 @@ pub struct Entry {
     pub goal: GoalId,
     /// When the turn's usage was last raised.
     pub at: Timestamp,
-    #[serde(flatten)]
     pub usage: Usage,
+}
+
+/// An [`Entry`] as its file writes it.
+#[derive(Serialize, Deserialize)]
+struct EntryFile {
+    turn: String,
+    goal: GoalId,
+    at: Timestamp,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    input_tokens: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    output_tokens: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    cached_input_tokens: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    cost_usd: Option<Usd>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    estimated: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    runtime: Option<String>,
+}
+
+impl From<EntryFile> for Entry {
+    fn from(f: EntryFile) -> Self {
+        Entry {
+            turn: f.turn,
+            goal: f.goal,
+            at: f.at,
+            usage: Usage {
+                input_tokens: f.input_tokens,
+                output_tokens: f.output_tokens,
+                cached_input_tokens: f.cached_input_tokens,
+                cost_usd: f.cost_usd,
+                estimated: f.estimated,
+                model: f.model,
+                runtime: f.runtime,
+            },
+        }
+    }
+}
+
+impl From<Entry> for EntryFile {
+    fn from(e: Entry) -> Self {
+        let u = e.usage;
+        EntryFile {
+            turn: e.turn,
+            goal: e.goal,
+            at: e.at,
+            input_tokens: u.input_tokens,
+            output_tokens: u.output_tokens,
+            cached_input_tokens: u.cached_input_tokens,
+            cost_usd: u.cost_usd,
+            estimated: u.estimated,
+            model: u.model,
+            runtime: u.runtime,
+        }
+    }
 }
 
 /// A cap on a goal's (or one agent's) usage in a rolling window: dollars,
