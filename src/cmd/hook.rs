@@ -25,6 +25,7 @@ use crate::error::{Code, refusal_of};
 use sha2::Digest;
 
 use crate::hook::{self, Answer, Event, Input, Runtime, guard, view};
+use crate::model::usage::Usage;
 use crate::model::{AgentId, AgentStatus, Outcome, TodoStatus};
 use crate::op::brief;
 use crate::op::turn::new_token;
@@ -528,11 +529,16 @@ fn end(
 /// The most of a transcript one hook reads at once.
 const TRANSCRIPT_CHUNK: u64 = 64 << 20;
 
+/// How long one ledger entry of a hook-read session gathers usage.
+const USAGE_STRETCH: crate::time::Span = crate::time::Span::hours(1);
+
 /// Records the usage of the transcript's messages written since the last
 /// record (a byte offset kept in the session file, moved only after the
-/// tick landed). The record's key derives from the session and where the
-/// read began, so a Stop that reads the same stretch again after a crash
-/// reports the same turn: the max rule counts it once.
+/// tick landed), added to the running total of the session's current hour
+/// and reported as that total under a key derived from the session and the
+/// hour's start. A Stop that reads the same stretch again after a crash
+/// recomputes the same or a larger total for the same key: the max rule
+/// counts it once.
 fn transcript_usage(
     ctx: &Ctx,
     agent: &AgentId,
@@ -591,14 +597,27 @@ fn transcript_usage(
     for u in &mut parts {
         super::usage::price(ctx, u, &mut unpriced)?;
     }
-    let usage = hook::usage::merge(parts);
-    if !usage.is_empty() {
+    let delta = hook::usage::merge(parts);
+    if !delta.is_empty() {
+        // One ledger entry per session and hour: a stretch's usage adds to
+        // the hour's total, reported again under the hour's key, so the
+        // ledger stays small and a re-read (the total recomputed from the
+        // saved one) counts once under the max rule.
+        let fresh = s
+            .usage_since
+            .is_none_or(|since| ctx.now.since(since) >= USAGE_STRETCH);
+        if fresh {
+            s.usage_since = Some(ctx.now);
+            s.usage_total = Usage::default();
+        }
+        let since = s.usage_since.expect("set above");
+        let total = add_usage(&s.usage_total, &delta);
         let digest = sha2::Sha256::new()
             .chain_update(b"loopx transcript usage")
             .chain_update([0])
             .chain_update(sid.as_bytes())
             .chain_update([0])
-            .chain_update(from.to_le_bytes())
+            .chain_update(since.unix().to_le_bytes())
             .finalize();
         let turn = crate::model::id::hex(&digest[..8]);
         tx::commit(ctx, |_| {
@@ -607,10 +626,11 @@ fn transcript_usage(
                 Change::UsageRecord {
                     goal: goal.clone(),
                     turn: turn.clone(),
-                    usage: usage.clone(),
+                    usage: total.clone(),
                 },
             )?)
         })?;
+        s.usage_total = total;
     }
     s.usage_offset = next;
     session.save(&s);
@@ -689,6 +709,16 @@ struct Session {
     /// How far the transcript's usage has been recorded, in bytes.
     #[serde(default, skip_serializing_if = "is_zero")]
     usage_offset: u64,
+    /// When the current stretch of recorded usage began, and its total.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    usage_since: Option<Timestamp>,
+    #[serde(default)]
+    usage_total: Usage,
+}
+
+/// Two stretches' usage together (a session's running total).
+fn add_usage(a: &Usage, b: &Usage) -> Usage {
+    hook::usage::merge(vec![a.clone(), b.clone()])
 }
 
 fn is_zero(n: &u64) -> bool {

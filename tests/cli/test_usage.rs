@@ -669,6 +669,21 @@ fn the_claude_stop_hook_records_the_transcripts_new_messages_once() {
     .unwrap();
     claude_hook(&env, "Stop", &payload("Stop"));
     assert_eq!(env.ticks(), ticks + 2);
+    let subject = env.git(&["log", "-1", "--format=%s", "refs/loopx/state"]);
+    assert!(subject.contains("+2000 in, +300 out"), "{subject}");
+    // An hour on, the session's usage goes to a new entry.
+    env.advance(3700);
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&transcript)
+        .unwrap();
+    std::io::Write::write_all(
+        &mut f,
+        format!("ssage\":{{}}}}\n{}", line("msg_3", 10, 0, 1)).as_bytes(),
+    )
+    .unwrap();
+    claude_hook(&env, "Stop", &payload("Stop"));
+    assert_eq!(env.ticks(), ticks + 3);
     let q = env.loopx(&["quota", "status", "--json"]).ok().json();
     let row = q["quota"]
         .as_array()
@@ -677,11 +692,15 @@ fn the_claude_stop_hook_records_the_transcripts_new_messages_once() {
         .find(|r| r["agent"].as_str().unwrap().starts_with("claude-code-"))
         .unwrap()
         .clone();
-    assert_eq!(row["usage"]["turns"], 2, "{row}");
-    assert_eq!(row["usage"]["input_tokens"], 3000);
-    assert_eq!(row["usage"]["output_tokens"], 350);
+    assert_eq!(
+        row["usage"]["turns"], 2,
+        "one entry per session and hour: {row}"
+    );
+    assert_eq!(row["usage"]["input_tokens"], 3010);
+    assert_eq!(row["usage"]["output_tokens"], 351);
     assert_eq!(row["usage"]["cached_input_tokens"], 900);
     assert_eq!(row["usage"]["estimated"], true);
-    // 100 × $3 + 900 × $0.30 + 50 × $15, then 2000 × $3 + 300 × $15, per million.
-    assert_eq!(row["usage"]["cost_usd"], 0.00132 + 0.0105);
+    // 100 × $3 + 900 × $0.30 + 50 × $15, then 2000 × $3 + 300 × $15, then
+    // 10 × $3 + 1 × $15, per million.
+    assert_eq!(row["usage"]["cost_usd"], 0.011865);
 }

@@ -57,10 +57,10 @@ pub fn merge(parts: Vec<Usage>) -> Usage {
             out.cost_usd = Some(out.cost_usd.unwrap_or(Usd::ZERO).saturating_add(c));
             out.estimated |= u.estimated;
         }
-        if let Some(m) = u.model
-            && !models.contains(&m)
-        {
-            models.push(m);
+        for m in u.model.iter().flat_map(|m| m.split('+')) {
+            if !models.iter().any(|x| x == m) {
+                models.push(m.to_owned());
+            }
         }
         if out.runtime.is_none() {
             out.runtime = u.runtime;
