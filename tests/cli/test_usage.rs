@@ -330,6 +330,14 @@ fn the_tick_that_reaches_a_budget_opens_a_spend_gate_and_should_run_skips() {
         goal.contains("[budget.goal]\nusd = 1.0\ntokens = 1500000\nwindow = \"1d\"\n"),
         "{goal}"
     );
+    let shown = env.loopx(&["goal", "show", "main"]).ok();
+    assert!(
+        shown
+            .stdout
+            .ends_with("\nbudget: $1.00, 1.5M tokens per 1d\n"),
+        "{}",
+        shown.stdout
+    );
     // Agents may not set budgets.
     env.agent("agent-a", &["goal", "set", "main", "--budget-usd", "100"])
         .code(3);
