@@ -702,6 +702,7 @@ mod tests {
             quota: Default::default(),
             budget: Default::default(),
             auto_resume: false,
+            stall_after: crate::model::goal::STALL_AFTER,
             created_at: at(0),
             created_by: human(),
             updated_at: at(0),
@@ -716,6 +717,7 @@ mod tests {
             last_writeback: None,
             last_turn: None,
             parked: None,
+            progress: None,
         };
         b.goals.insert(goal.id.clone(), goal.clone());
         b.agents.insert(agent.id.clone(), agent.clone());

@@ -32,6 +32,8 @@ pub fn input(event: Event, v: &Value) -> Input {
         source: None,
         reason: text(v, "reason"),
         transcript: None,
+        error_type: None,
+        error_text: None,
     }
 }
 

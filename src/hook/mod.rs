@@ -13,6 +13,7 @@ pub mod cursor;
 pub mod gemini;
 pub mod guard;
 pub mod installer;
+pub mod limit;
 pub mod usage;
 pub mod view;
 
@@ -114,6 +115,7 @@ impl Runtime {
                 ("Stop", Event::Stop),
                 ("SessionEnd", Event::End),
                 ("PreCompact", Event::PreCompact),
+                ("StopFailure", Event::LimitReached),
             ],
             Runtime::Cursor => &[
                 ("sessionStart", Event::Start),
@@ -165,6 +167,7 @@ impl Runtime {
                 "PostToolUseFailure",
                 "Notification",
                 "Stop",
+                "StopFailure",
                 "SubagentStart",
                 "SubagentStop",
                 "PreCompact",
@@ -239,6 +242,9 @@ pub enum Event {
     Stop,
     /// The session ends: record the end of the turn.
     End,
+    /// The turn ended on an API error (Claude's and Codex's StopFailure):
+    /// on a usage limit, park until it resets.
+    LimitReached,
     /// git's pre-push and post-merge: say when the state differs from the
     /// remote's copy.
     PrePush,
@@ -269,6 +275,11 @@ pub struct Input {
     /// The session's transcript file (Claude Code's `transcript_path`),
     /// read at Stop for the usage of each message.
     pub transcript: Option<String>,
+    /// StopFailure's `error_type` (`rate_limit`, `billing_error`, …).
+    pub error_type: Option<String>,
+    /// StopFailure's words for people: `error_message`, `error_details`,
+    /// `error` and `last_assistant_message`, joined.
+    pub error_text: Option<String>,
 }
 
 /// Parses a hook's stdin for `runtime`. An empty stdin is an empty input
@@ -317,6 +328,15 @@ struct CommonInput {
     reason: Option<String>,
     #[serde(deserialize_with = "loose")]
     transcript_path: Option<String>,
+    error_type: Option<String>,
+    #[serde(deserialize_with = "loose")]
+    error_message: Option<String>,
+    #[serde(deserialize_with = "loose")]
+    error_details: Option<String>,
+    #[serde(deserialize_with = "loose")]
+    error: Option<String>,
+    #[serde(deserialize_with = "loose")]
+    last_assistant_message: Option<String>,
 }
 
 fn loose<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
@@ -350,6 +370,19 @@ pub fn common_input(v: &Value) -> Input {
         source: i.source,
         reason: i.reason,
         transcript: i.transcript_path,
+        error_type: i.error_type,
+        error_text: {
+            let parts: Vec<String> = [
+                i.error_message,
+                i.error_details,
+                i.error,
+                i.last_assistant_message,
+            ]
+            .into_iter()
+            .flatten()
+            .collect();
+            (!parts.is_empty()).then(|| parts.join(" "))
+        },
     }
 }
 

@@ -41,6 +41,15 @@ pub struct Void {
 }
 
 impl Ledger {
+    /// An agent's empty ledger.
+    pub fn new(agent: AgentId) -> Self {
+        Ledger {
+            agent,
+            spends: Vec::new(),
+            usage: Vec::new(),
+        }
+    }
+
     /// The spends that count against `goal` at `now`: not voided, inside
     /// the rolling window, oldest first (a sync replay can append them out
     /// of time order, so they are sorted here).

@@ -116,6 +116,8 @@ pub enum Happened {
         agent: AgentId,
         outcome: Outcome,
         gate: Option<GateId>,
+        /// The stall gate this turn opened (`op::progress`).
+        stalled: Option<crate::model::GateId>,
     },
     /// `added`: what the report added to the turn's usage (None: nothing,
     /// a no-op); `gates`: the budget gates it opened.

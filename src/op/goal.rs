@@ -61,6 +61,7 @@ pub(super) fn add(
             quota: QuotaPolicy::default(),
             budget: Default::default(),
             auto_resume: false,
+            stall_after: crate::model::goal::STALL_AFTER,
             created_at: op.at,
             created_by: op.actor.clone(),
             updated_at: op.at,
@@ -83,6 +84,7 @@ pub(super) fn set(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         quota_window,
         budget,
         auto_resume,
+        stall_after,
     } = &op.change
     else {
         unreachable!("dispatched on GoalSet")
@@ -106,6 +108,13 @@ pub(super) fn set(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
             Code::BadQuota,
             "--quota-window must be longer than 0s",
         ));
+    }
+    if stall_after.is_some_and(|n| n > super::progress::MAX_RUN) {
+        return Err(Refusal::usage(
+            Code::BadQuota,
+            format!("--stall-after must be at most {}", super::progress::MAX_RUN),
+        )
+        .with_hint("0 turns stall detection off"));
     }
     // The budget is checked on a copy first: nothing changes on a refusal.
     let (budgeted, budget_words) = match budget {
@@ -162,10 +171,14 @@ pub(super) fn set(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         g.auto_resume = *r;
         what.push(format!("auto-resume={r}"));
     }
+    if let Some(n) = stall_after {
+        g.stall_after = *n;
+        what.push(format!("stall-after={n}"));
+    }
     if what.is_empty() {
         return Err(
             Refusal::usage(Code::NothingToSet, "goal set needs something to change").with_hint(
-                "pass --objective, --status, --scope, --guard, --quota-slots, --quota-window, --auto-resume or a budget",
+                "pass --objective, --status, --scope, --guard, --quota-slots, --quota-window, --auto-resume, --stall-after or a budget",
             ),
         );
     }

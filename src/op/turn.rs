@@ -42,11 +42,12 @@ pub enum Reason {
         detail: String,
     },
     NoChange,
-    /// A budget of the goal or of the agent is reached: the figures, and
-    /// the `spend` gate that asks a human (none once answered `stop`).
-    BudgetExhausted {
-        standing: super::usage::Standing,
-        gate: Option<GateId>,
+    BudgetExhausted(super::usage::Exhausted),
+    /// Advanced turns made no progress: a stall gate on the todo waits for
+    /// a human (`op::progress`).
+    Stalled {
+        gate: GateId,
+        todo: TodoId,
     },
 }
 
@@ -62,7 +63,8 @@ impl Reason {
             Reason::AwaitingGo { .. } => "awaiting-go",
             Reason::NothingReady { .. } => "nothing-ready",
             Reason::NoChange => "no-change",
-            Reason::BudgetExhausted { .. } => "budget-exhausted",
+            Reason::BudgetExhausted(_) => "budget-exhausted",
+            Reason::Stalled { .. } => "stalled",
         }
     }
 }
@@ -132,13 +134,9 @@ pub fn decide(state: &State, agent: &AgentId, goal: &Goal, now: Timestamp) -> De
     match goal.status {
         GoalStatus::Paused => d.skip = Some(Reason::GoalPaused),
         GoalStatus::Done => d.skip = Some(Reason::GoalDone),
-        GoalStatus::Active => {}
+        GoalStatus::Active => d.skip = super::usage::skip(state, agent, goal, now),
     }
     if d.skip.is_some() {
-        return d;
-    }
-    if let Some((standing, gate)) = super::usage::exhausted(state, agent, goal, now) {
-        d.skip = Some(Reason::BudgetExhausted { standing, gate });
         return d;
     }
     match super::park::standing(state, a, goal, now) {
@@ -166,6 +164,10 @@ pub fn decide(state: &State, agent: &AgentId, goal: &Goal, now: Timestamp) -> De
             gate: g.id.clone(),
             question: g.question.clone(),
         });
+        return d;
+    }
+    if let Some((gate, todo)) = super::progress::stalled(state, agent, &goal.id) {
+        d.skip = Some(Reason::Stalled { gate, todo });
         return d;
     }
     let s = slots(state, agent, goal, now);
@@ -249,6 +251,7 @@ pub(super) fn refresh(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         turn,
         todo,
         next_action,
+        progress,
     } = &op.change
     else {
         unreachable!("dispatched on RefreshState")
@@ -299,6 +302,8 @@ pub(super) fn refresh(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         wrote_back(state, op);
     }
     let gate = super::park::on_turn_end(state, op, &agent);
+    let (stalled, stall) =
+        super::progress::on_refresh(state, op, &agent, (goal, todo), *outcome, progress);
     let next = next_action
         .map(|n| format!(": next {}", super::short(&n)))
         .unwrap_or_default();
@@ -306,12 +311,13 @@ pub(super) fn refresh(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         .as_ref()
         .map(|g| format!("; park ended, gate {g} asks for a go"))
         .unwrap_or_default();
-    let subject = format!("refresh {agent} {}{next}{asked}", outcome.as_str());
+    let subject = format!("refresh {agent} {}{stall}{next}{asked}", outcome.as_str());
     Ok(Effect::new(
         Happened::Refreshed {
             agent,
             outcome: *outcome,
             gate,
+            stalled,
         },
         subject,
     ))
@@ -345,6 +351,7 @@ pub(super) fn spend(
             format!("spend {} turn {turn} (already spent)", agent.id),
         ));
     }
+    super::progress::refuse_spend(state, op, &agent.id, goal)?;
     if op.at.since(issued) > window {
         return Err(Refusal::rule(
             Code::TokenExpired,
@@ -384,11 +391,7 @@ pub(super) fn spend(
     let ledger = state
         .quota
         .entry(agent.id.clone())
-        .or_insert_with(|| Ledger {
-            agent: agent.id.clone(),
-            spends: Vec::new(),
-            usage: Vec::new(),
-        });
+        .or_insert_with(|| Ledger::new(agent.id.clone()));
     // Spends that have left their goal's window no longer count; the
     // history keeps them.
     ledger
@@ -500,21 +503,10 @@ pub(super) fn settle(state: &mut State, op: &Op, steps: &[Change]) -> Result<Eff
                 status: Some(s), ..
             } => s.to_string(),
             Change::TodoUpdate { .. } => "noted".to_owned(),
-            Change::RefreshState { outcome, .. } => outcome.as_str().to_owned(),
-            Change::UsageRecord { .. } => match happened.last() {
-                Some(Happened::UsageRecorded {
-                    added: Some(u),
-                    gates,
-                    ..
-                }) => {
-                    let mut p = format!("usage {}", super::usage::describe(u));
-                    for g in gates {
-                        p.push_str(&format!(", budget reached: gate {g}"));
-                    }
-                    p
-                }
-                _ => "usage already recorded".to_owned(),
-            },
+            Change::RefreshState { outcome, .. } => {
+                outcome.as_str().to_owned() + &super::progress::note(happened.last())
+            }
+            Change::UsageRecord { .. } => super::usage::settle_part(happened.last()),
             Change::QuotaSpend { goal, .. } => {
                 let agent = op.actor.agent().cloned();
                 match (agent, work.goals.get(goal)) {
@@ -594,13 +586,12 @@ pub fn reason_message(r: &Reason, agent: &AgentId, goal: &GoalId) -> String {
             "parked until {until}; gate {g} was answered without a go: it runs again once a human resumes {agent}"
         ),
         Reason::NothingReady { detail } => detail.clone(),
-        Reason::BudgetExhausted { standing, gate } => {
-            super::usage::exhausted_message(goal, standing, gate.as_ref())
-        }
+        Reason::BudgetExhausted(e) => super::usage::exhausted_message(goal, e),
         Reason::NoChange => {
             "your last turn ended unchanged and nothing that concerns you has changed since"
                 .to_owned()
         }
+        Reason::Stalled { gate, todo } => super::progress::message(gate, todo),
     }
 }
 

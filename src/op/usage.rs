@@ -4,7 +4,7 @@
 //! reaches a budget opens in its own tick, and the `budget-exhausted` answer
 //! of `should-run` (cheap: it sums only the entries of one goal).
 
-use super::{Change, Effect, Happened, Op, rules};
+use super::{Change, Effect, Happened, Op, rules, turn::Reason};
 use crate::error::{Code, Refusal};
 use crate::model::{
     AgentId, Blocks, Gate, GateId, GateKind, GateStatus, Goal, GoalId, GoalStatus, OpId, State,
@@ -122,15 +122,24 @@ pub fn standings(
         .collect()
 }
 
+/// Why `should-run` skips with `budget-exhausted`: the reached budget with
+/// its figures, and the `spend` gate that asks a human (none once it was
+/// answered `stop`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Exhausted {
+    pub standing: Standing,
+    pub gate: Option<GateId>,
+}
+
+/// `should-run`'s budget answer for an active goal: None, or the skip.
+pub fn skip(state: &State, agent: &AgentId, goal: &Goal, now: Timestamp) -> Option<Reason> {
+    exhausted(state, agent, goal, now).map(Reason::BudgetExhausted)
+}
+
 /// Why `should-run` skips for a budget, when it does: a reached budget
 /// whose gate is open, or was answered `stop`, or was answered
 /// `continue-once` and has seen a usage record since.
-pub fn exhausted(
-    state: &State,
-    agent: &AgentId,
-    goal: &Goal,
-    now: Timestamp,
-) -> Option<(Standing, Option<GateId>)> {
+pub fn exhausted(state: &State, agent: &AgentId, goal: &Goal, now: Timestamp) -> Option<Exhausted> {
     if goal.budget.is_empty() {
         return None;
     }
@@ -141,13 +150,13 @@ pub fn exhausted(
         let open = budget_gates(state, &goal.id, &st.scope)
             .find(|g| g.is_open())
             .map(|g| g.id.clone());
-        if let Some(id) = open {
-            return Some((st, Some(id)));
-        }
-        if continue_once_pending(state, &goal.id, &st.scope) {
+        if open.is_none() && continue_once_pending(state, &goal.id, &st.scope) {
             continue;
         }
-        return Some((st, None));
+        return Some(Exhausted {
+            standing: st,
+            gate: open,
+        });
     }
     None
 }
@@ -265,11 +274,10 @@ pub(super) fn record(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
             (g.id.clone(), w.max(BUDGET_WINDOW))
         })
         .collect();
-    let ledger = state.quota.entry(agent.clone()).or_insert_with(|| Ledger {
-        agent: agent.clone(),
-        spends: Vec::new(),
-        usage: Vec::new(),
-    });
+    let ledger = state
+        .quota
+        .entry(agent.clone())
+        .or_insert_with(|| Ledger::new(agent.clone()));
     let before = ledger.usage.iter().find(|e| e.turn == *turn).cloned();
     let added = match ledger.usage.iter_mut().find(|e| e.turn == *turn) {
         Some(e) => {
@@ -547,10 +555,11 @@ pub(super) fn set_budget(goal: &mut Goal, set: &BudgetSet) -> Result<Vec<String>
     Ok(words)
 }
 
-/// The line `should-run` and the brief say for an exhausted budget.
-pub fn exhausted_message(goal: &GoalId, st: &Standing, gate: Option<&GateId>) -> String {
+/// The line `should-run` and the hooks say for an exhausted budget.
+pub fn exhausted_message(goal: &GoalId, e: &Exhausted) -> String {
+    let st = &e.standing;
     let who = scope_name(goal, &st.scope);
-    match gate {
+    match &e.gate {
         Some(g) => format!(
             "{who} reached its budget ({}); gate {g} asks a human to raise it, continue once, or stop",
             st.figures()
@@ -564,3 +573,21 @@ pub fn exhausted_message(goal: &GoalId, st: &Standing, gate: Option<&GateId>) ->
 
 #[cfg(test)]
 mod tests;
+
+/// A settle's part for its `usage.record` step, from what the step did.
+pub(super) fn settle_part(h: Option<&Happened>) -> String {
+    match h {
+        Some(Happened::UsageRecorded {
+            added: Some(u),
+            gates,
+            ..
+        }) => {
+            let mut p = format!("usage {}", describe(u));
+            for g in gates {
+                p.push_str(&format!(", budget reached: gate {g}"));
+            }
+            p
+        }
+        _ => "usage already recorded".to_owned(),
+    }
+}

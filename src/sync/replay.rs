@@ -517,6 +517,7 @@ mod tests {
                 quota_window: None,
                 budget: None,
                 auto_resume: None,
+                stall_after: None,
             },
         );
         kept.actor = Actor::Human {

@@ -12,7 +12,7 @@ use crate::op::{Change, Happened};
 use crate::time::Span;
 use crate::tx;
 
-/// Change a goal's objective, status, scope, guards, quota, resume policy or budget (humans only)
+/// Change a goal's objective, status, scope, guards, quota, resume policy, stall limit or budget (humans only)
 #[derive(clap::Args, Debug)]
 #[command(group = clap::ArgGroup::new("budget").multiple(true).args(["budget_usd", "budget_tokens", "budget_window"]))]
 pub struct Args {
@@ -55,6 +55,10 @@ pub struct Args {
     /// time passes (true), or waits for a human's go (false, the default)
     #[arg(long, value_name = "BOOL")]
     auto_resume: Option<bool>,
+    /// Advanced turns without progress on one todo before a human-only stall
+    /// gate opens (default 3; 0 is off)
+    #[arg(long, value_name = "N")]
+    stall_after: Option<u32>,
 }
 
 #[derive(Serialize)]
@@ -93,6 +97,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                 quota_window: args.quota_window,
                 budget: budget.clone(),
                 auto_resume: args.auto_resume,
+                stall_after: args.stall_after,
             },
         )?)
     })?;

@@ -54,6 +54,13 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                 .collect();
             s.push_str(&format!("\n{who}: {} per {}", limits.join(", "), b.window));
         }
+        match g.stall_after {
+            crate::model::goal::STALL_AFTER => {}
+            0 => s.push_str("\nstall detection: off"),
+            n => s.push_str(&format!(
+                "\nstall: a gate after {n} advanced turns without progress"
+            )),
+        }
         s
     })?;
     Ok(Exit::Ok)

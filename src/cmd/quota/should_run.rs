@@ -19,7 +19,9 @@ use crate::tx;
 /// for `spend-slot`. A skip gives the reason: not-registered, goal-paused,
 /// goal-done, budget-exhausted (a budget of the goal or of the agent is
 /// reached; the figures say which), gate-open, quota-exhausted, wait-until
-/// (parked by `quota park`), awaiting-go (the park ended; a human's go is needed),
+/// (parked by `quota park`), awaiting-go (the park ended; a human's go is
+/// needed), stalled (advanced turns made no progress; a human answers the
+/// stall gate),
 /// nothing-ready, no-change, or
 /// state-locked (a writer died holding the state ref's lock, so no tick can
 /// land until a person removes it; the reason says how). Writes nothing.
@@ -58,6 +60,9 @@ struct ReasonWire<'a> {
     gate: Option<&'a GateId>,
     #[serde(skip_serializing_if = "Option::is_none")]
     question: Option<&'a str>,
+    /// The stalled todo (stalled).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    todo: Option<&'a TodoId>,
     #[serde(skip_serializing_if = "Option::is_none")]
     frees_at: Option<String>,
     /// When a park ends (wait-until) or ended (awaiting-go).
@@ -180,9 +185,14 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                 w.until = Some(until.to_string());
                 w.gate = gate.as_ref();
             }
-            turn::Reason::BudgetExhausted { standing, gate } => {
-                w.gate = gate.as_ref();
-                w.budget = Some(BudgetWire::of(standing));
+            turn::Reason::BudgetExhausted(e) => {
+                w.gate = e.gate.as_ref();
+                w.budget = Some(BudgetWire::of(&e.standing));
+            }
+            turn::Reason::Stalled { gate, todo } => {
+                w.gate = Some(gate);
+                w.question = state.gates.get(gate).map(|g| g.question.as_str());
+                w.todo = Some(todo);
             }
             _ => {}
         }

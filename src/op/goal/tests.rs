@@ -239,6 +239,7 @@ fn goal_set_refuses_an_unknown_goal() {
         quota_window: None,
         budget: None,
         auto_resume: None,
+        stall_after: None,
     };
     let r = refuse(
         &mut s,
@@ -321,6 +322,7 @@ fn goal_set_applies_every_field() {
         quota_window: Some(Span::hours(2)),
         budget: None,
         auto_resume: None,
+        stall_after: None,
     };
     let subject = ok(&mut s, &op(human(), "2026-01-01T10:00:00Z", change));
     assert_eq!(

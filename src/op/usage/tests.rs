@@ -36,6 +36,7 @@ fn budget(agent: Option<&str>, usd: Option<u64>, tokens: Option<u64>) -> Change 
         quota_slots: None,
         quota_window: None,
         auto_resume: None,
+        stall_after: None,
         budget: Some(BudgetSet {
             agent: agent.map(aid),
             usd: usd.map(Usd),
@@ -200,7 +201,8 @@ fn the_record_that_reaches_the_budget_opens_a_spend_gate_in_its_tick() {
     // Both agents skip, with the figures and the gate.
     for a in ["agent-a", "agent-b"] {
         let d = decide(&s, a, "2026-01-01T09:21:00Z");
-        let Some(Reason::BudgetExhausted { standing, gate }) = d.skip else {
+        let Some(Reason::BudgetExhausted(crate::op::usage::Exhausted { standing, gate })) = d.skip
+        else {
             panic!("{:?}", d.skip)
         };
         assert_eq!(gate.as_ref(), Some(&gates[0]));
@@ -283,7 +285,10 @@ fn continue_once_lets_work_go_on_until_the_next_usage_record() {
     let d = decide(&s, "agent-a", "2026-01-01T09:21:00Z");
     assert!(matches!(
         d.skip,
-        Some(Reason::BudgetExhausted { gate: Some(_), .. })
+        Some(Reason::BudgetExhausted(crate::op::usage::Exhausted {
+            gate: Some(_),
+            ..
+        }))
     ));
     // Stop: the gate closes and the skip stays, without a gate.
     ok(
@@ -300,7 +305,13 @@ fn continue_once_lets_work_go_on_until_the_next_usage_record() {
     );
     let d = decide(&s, "agent-a", "2026-01-01T09:23:00Z");
     assert!(
-        matches!(d.skip, Some(Reason::BudgetExhausted { gate: None, .. })),
+        matches!(
+            d.skip,
+            Some(Reason::BudgetExhausted(crate::op::usage::Exhausted {
+                gate: None,
+                ..
+            }))
+        ),
         "{:?}",
         d.skip
     );
@@ -403,6 +414,7 @@ fn budgets_are_human_only_and_checked() {
         quota_slots: None,
         quota_window: None,
         auto_resume: None,
+        stall_after: None,
         budget: Some(BudgetSet {
             window: Some(crate::time::Span::hours(2)),
             ..BudgetSet::default()
