@@ -524,7 +524,8 @@ fn usage_totals_agree_across_machines_after_sync_without_double_counting() {
     let hub = env.hub("hub.git");
     env.git(&["remote", "add", "origin", &hub]);
     let t = env.add("Write the parser", &[]);
-    env.loopx(&["goal", "set", "main", "--budget-usd", "10"])
+    // Neither machine alone reaches $2.10; together they do.
+    env.loopx(&["goal", "set", "main", "--budget-usd", "2.10"])
         .ok();
     env.loopx(&["sync"]).ok();
     let b = env.clone_machine("b", &hub);
@@ -610,6 +611,21 @@ fn usage_totals_agree_across_machines_after_sync_without_double_counting() {
     assert_eq!(here, there);
     assert_eq!(here[0]["spent_usd"], 2.25, "{here}");
     assert_eq!(here[0]["spent_tokens"], 1700, "{here}");
+    // The replayed record that reached the budget opened its gate, the same
+    // on both machines.
+    let gate_of = |v: serde_json::Value| v["reason"]["gate"].as_str().map(str::to_owned);
+    let a_says = gate_of(
+        env.agent("agent-a", &["quota", "should-run", "--json"])
+            .code(3)
+            .json(),
+    );
+    let b_says = gate_of(
+        b.agent("agent-b", &["quota", "should-run", "--json"])
+            .code(3)
+            .json(),
+    );
+    assert!(a_says.is_some());
+    assert_eq!(a_says, b_says);
     assert_eq!(env.machine().tree(), b.tree());
     env.loopx(&["verify"]).ok();
     b.loopx(&["verify"]).ok();
