@@ -229,10 +229,9 @@ pub(super) fn record(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
     let agent = rules::acting_agent(state, &op.actor, "record usage")?
         .id
         .clone();
-    let g = state
-        .goals
-        .get(goal)
-        .ok_or_else(|| crate::model::unknown_goal(goal))?;
+    if !state.goals.contains_key(goal) {
+        return Err(crate::model::unknown_goal(goal));
+    }
     check_turn(turn)?;
     if usage.is_empty() {
         return Err(Refusal::usage(
@@ -256,23 +255,12 @@ pub(super) fn record(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
             ));
         }
     }
-    let keep = g
-        .budget
-        .longest()
-        .unwrap_or(BUDGET_WINDOW)
-        .max(g.quota.window)
-        .max(BUDGET_WINDOW);
+    // How long each goal's entries are kept: its longest budget window,
+    // its quota window, and a day at least.
     let windows: std::collections::BTreeMap<GoalId, Span> = state
         .goals
         .values()
-        .map(|g| {
-            let w = g
-                .budget
-                .longest()
-                .unwrap_or(BUDGET_WINDOW)
-                .max(g.quota.window);
-            (g.id.clone(), w.max(BUDGET_WINDOW))
-        })
+        .map(|g| (g.id.clone(), keep_for(g)))
         .collect();
     let ledger = state
         .quota
@@ -308,7 +296,10 @@ pub(super) fn record(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
     // Entries that have left every window of their goal no longer count;
     // the history keeps them.
     ledger.usage.retain(|e| {
-        e.turn == *turn || e.at > op.at.minus(windows.get(&e.goal).copied().unwrap_or(keep))
+        e.turn == *turn
+            || e.at
+                > op.at
+                    .minus(windows.get(&e.goal).copied().unwrap_or(BUDGET_WINDOW))
     });
     let goal_now = state.goals[goal].clone();
     let mut gates = Vec::new();
@@ -334,6 +325,19 @@ pub(super) fn record(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         },
         subject,
     ))
+}
+
+/// How long a goal's ledger entries are kept.
+fn keep_for(g: &Goal) -> Span {
+    [
+        g.budget.longest(),
+        Some(g.quota.window),
+        Some(BUDGET_WINDOW),
+    ]
+    .into_iter()
+    .flatten()
+    .max()
+    .unwrap_or(BUDGET_WINDOW)
 }
 
 /// What the later report adds to the earlier one, per figure.
