@@ -731,3 +731,55 @@ fn the_claude_stop_hook_records_the_transcripts_new_messages_once() {
     // 10 × $3 + 1 × $15, per million.
     assert_eq!(row["usage"]["cost_usd"], 0.011865);
 }
+
+#[test]
+fn budgets_and_their_gates_are_signed_human_acts() {
+    use crate::test_sign::{have_openssh, keygen, sign_with, trust};
+    if !have_openssh() {
+        return;
+    }
+    let env = TestEnv::with_board();
+    let m = env.machine();
+    let t = env.add("Write the parser", &[]);
+    let ada = keygen(&env, "ada");
+    trust(&m, "ada", &ada);
+    // Unsigned, a budget is refused like every human act.
+    let out = m
+        .loopx(&["--json", "goal", "set", "main", "--budget-usd", "1"])
+        .code(3);
+    assert_eq!(out.json()["error"]["code"], "unsigned", "{}", out.stdout);
+    sign_with(&m, &ada);
+    m.loopx(&["goal", "set", "main", "--budget-usd", "1"]).ok();
+    let body = env.git(&["log", "-1", "--format=%B", "refs/loopx/state"]);
+    assert!(body.contains("\nsignature = "), "{body}");
+    // The agent's record that reaches it needs no signature; the gate it
+    // opens takes a signed answer.
+    env.agent("agent-a", &["todo", "claim", &t]).ok();
+    let turn = token(&env, "agent-a");
+    env.agent(
+        "agent-a",
+        &[
+            "settle",
+            "--turn",
+            &turn,
+            "--todo",
+            &t,
+            "--outcome",
+            "advanced",
+            "--usage",
+            r#"{"input_tokens": 10, "cost_usd": 1.25}"#,
+        ],
+    )
+    .ok();
+    let v = env
+        .agent("agent-a", &["quota", "should-run", "--json"])
+        .code(3)
+        .json();
+    let gate = v["reason"]["gate"].as_str().unwrap().to_owned();
+    // Raising the budget answers it, signed with the goal.set.
+    m.loopx(&["goal", "set", "main", "--budget-usd", "2"]).ok();
+    let g = m.loopx(&["gate", "show", &gate, "--json"]).ok().json();
+    assert_eq!(g["answer"]["choice"], "raised", "{g}");
+    assert!(g["answer"]["signature"].is_string(), "{g}");
+    m.loopx(&["verify"]).ok();
+}
