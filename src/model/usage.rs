@@ -196,7 +196,7 @@ impl Usage {
 
 /// One turn's usage in the ledger: the maxima of every report for it.
 /// Written flat (the usage's keys beside `turn`, `goal` and `at`) through
-/// [`EntryFile`]: serde's `flatten` would buffer every entry, and the
+/// `EntryFile`: serde's `flatten` would buffer every entry, and the
 /// ledger is read by every `should-run`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(from = "EntryFile", into = "EntryFile")]
