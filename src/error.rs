@@ -88,6 +88,7 @@ codes! {
     BadArtifact => "bad-artifact",
     BadChoice => "bad-choice",
     BadConfig => "bad-config",
+    BadDate => "bad-date",
     BadEnv => "bad-env",
     BadId => "bad-id",
     BadKey => "bad-key",
