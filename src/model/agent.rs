@@ -23,6 +23,25 @@ pub struct Agent {
     /// How its last turn ended, for the next turn's brief and `no-change`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_turn: Option<LastTurn>,
+    /// Parked by `quota park` until a time (format 3): `should-run` answers
+    /// `wait-until` before it, and after it runs only where the goal says
+    /// `auto_resume`; otherwise the agent's next `refresh-state` opens a
+    /// human-only gate and clears this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parked: Option<Parked>,
+}
+
+/// Why and until when an agent parked itself (a runtime's usage limit).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Parked {
+    pub until: Timestamp,
+    /// The goal it was working on, whose `auto_resume` decides what
+    /// happens after `until`.
+    pub goal: super::GoalId,
+    pub at: Timestamp,
+    pub by: Actor,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 /// The record `refresh-state` (or `settle`) leaves on the agent.

@@ -18,6 +18,10 @@ pub struct Goal {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub guards: Vec<String>,
     pub quota: QuotaPolicy,
+    /// Whether an agent parked by `quota park` runs again by itself once
+    /// its time passes (format 3); otherwise a human's go is needed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub auto_resume: bool,
     pub created_at: Timestamp,
     pub created_by: Actor,
     pub updated_at: Timestamp,

@@ -59,6 +59,7 @@ pub(super) fn add(
             scope: Vec::new(),
             guards: Vec::new(),
             quota: QuotaPolicy::default(),
+            auto_resume: false,
             created_at: op.at,
             created_by: op.actor.clone(),
             updated_at: op.at,
@@ -79,6 +80,7 @@ pub(super) fn set(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         guards,
         quota_slots,
         quota_window,
+        auto_resume,
     } = &op.change
     else {
         unreachable!("dispatched on GoalSet")
@@ -133,10 +135,14 @@ pub(super) fn set(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         g.quota.window = *w;
         what.push(format!("quota-window={w}"));
     }
+    if let Some(r) = auto_resume {
+        g.auto_resume = *r;
+        what.push(format!("auto-resume={r}"));
+    }
     if what.is_empty() {
         return Err(
             Refusal::usage(Code::NothingToSet, "goal set needs something to change").with_hint(
-                "pass --objective, --status, --scope, --guard, --quota-slots or --quota-window",
+                "pass --objective, --status, --scope, --guard, --quota-slots, --quota-window or --auto-resume",
             ),
         );
     }

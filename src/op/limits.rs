@@ -82,6 +82,7 @@ pub fn check(change: &Change) -> Result<(), Refusal> {
             opt(next_action.as_deref(), "next action", question)
         }
         Change::QuotaVoid { reason, .. } => note(reason, "reason"),
+        Change::QuotaPark { reason, .. } => opt(reason.as_deref(), "reason", question),
         Change::EvidenceAdd { summary, run, .. } => {
             question(summary, "summary")?;
             if let Some(r) = run {
@@ -93,6 +94,7 @@ pub fn check(change: &Change) -> Result<(), Refusal> {
         }
         Change::Settle { steps, .. } => steps.iter().try_for_each(check),
         Change::TodoClaim { .. }
+        | Change::QuotaResume { .. }
         | Change::TodoRenew { .. }
         | Change::TodoRelease { .. }
         | Change::TodoReopen { .. }

@@ -119,6 +119,7 @@ pub(super) fn goal_set() -> Change {
         guards: None,
         quota_slots: None,
         quota_window: None,
+        auto_resume: None,
     }
 }
 
@@ -249,6 +250,7 @@ pub(super) fn goal_set_with(
         guards: None,
         quota_slots,
         quota_window,
+        auto_resume: None,
     }
 }
 
@@ -370,6 +372,7 @@ pub(super) fn every_change() -> Vec<Change> {
             guards: Some(strings(&["no new dependencies"])),
             quota_slots: Some(3),
             quota_window: Some(Span::hours(6)),
+            auto_resume: Some(true),
         },
         register("agent-a", Runtime::ClaudeCode, &["rust", "docs"]),
         Change::TodoAdd {
@@ -481,6 +484,15 @@ pub(super) fn every_change() -> Vec<Change> {
         refresh(Outcome::Blocked, Some(T1), Some("ask about the grammar")),
         spend("turn-1", "2026-01-01T09:10:00Z"),
         void("agent-a", "turn-1", "a test run"),
+        Change::QuotaPark {
+            agent: aid("agent-a"),
+            goal: gid("main"),
+            until: t("2026-01-01T15:00:00Z"),
+            reason: Some("usage limit; resets 3pm UTC".to_owned()),
+        },
+        Change::QuotaResume {
+            agent: aid("agent-a"),
+        },
         Change::Settle {
             turn: "turn-2".to_owned(),
             steps: vec![
@@ -517,6 +529,8 @@ pub(super) fn every_change() -> Vec<Change> {
             | Change::RefreshState { .. }
             | Change::QuotaSpend { .. }
             | Change::QuotaVoid { .. }
+            | Change::QuotaPark { .. }
+            | Change::QuotaResume { .. }
             | Change::Settle { .. } => {}
         }
     }
