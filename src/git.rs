@@ -151,7 +151,15 @@ pub fn prune(git_dir: &Path, expire: &str) -> Result<()> {
     let cruft = format!("--cruft-expiration={expire}");
     output(
         git_dir,
-        &["repack", "-d", "-l", "-q", "--cruft", &cruft, "--write-midx"],
+        &[
+            "repack",
+            "-d",
+            "-l",
+            "-q",
+            "--cruft",
+            &cruft,
+            "--write-midx",
+        ],
     )?;
     // Loose objects the repack did not pack (written meanwhile) are dated
     // by their files.
