@@ -90,15 +90,10 @@ pub fn count_objects(git_dir: &Path) -> Result<ObjectCount> {
     Ok(c)
 }
 
-/// The packing ticks start in the background (and `loopx gc --prune
-/// never` runs): folds loose objects and small packs into geometrically
-/// sized packs, so the work per run stays small however long the history
-/// grows, and writes a multi-pack index over them. gix checks a pack
-/// index by scanning its whole offset table when it opens it (every
-/// process, before its first packed read: 2.9 M instructions at 100,000
-/// ticks) but a multi-pack index by its structure only, so with one the
-/// cost of opening stays flat as the history grows.
-pub const REPACK: [&str; 5] = ["repack", "-d", "--geometric=2", "--write-midx", "-q"];
+/// The packing `loopx gc` runs and ticks start in the background: folds
+/// loose objects and small packs into geometrically sized packs, so the
+/// work per run stays small however long the history grows.
+pub const REPACK: [&str; 4] = ["repack", "-d", "--geometric=2", "-q"];
 
 /// git's default for `gc.pruneExpire`: unreachable objects younger than
 /// this are kept, so an object a running writer has just written and not
@@ -140,27 +135,15 @@ pub fn object_total(git_dir: &Path) -> Result<u64> {
     Ok(stdout_of(c, &args)?.lines().count() as u64)
 }
 
-/// Repacks everything reachable into one pack (with a multi-pack index,
-/// as [`REPACK`]) and drops the unreachable objects whose modification
-/// time is older than `expire` (git's own `gc` without its reflog,
-/// ref-packing and worktree steps): reachability
+/// Repacks everything reachable into one pack and drops the unreachable
+/// objects whose modification time is older than `expire` (git's own
+/// `gc` without its reflog, ref-packing and worktree steps): reachability
 /// is git's, from every ref, every reflog entry and every worktree's index
 /// and HEAD. Younger unreachable objects are kept in a cruft pack with
 /// their times, so a later run still knows their age.
 pub fn prune(git_dir: &Path, expire: &str) -> Result<()> {
     let cruft = format!("--cruft-expiration={expire}");
-    output(
-        git_dir,
-        &[
-            "repack",
-            "-d",
-            "-l",
-            "-q",
-            "--cruft",
-            &cruft,
-            "--write-midx",
-        ],
-    )?;
+    output(git_dir, &["repack", "-d", "-l", "-q", "--cruft", &cruft])?;
     // Loose objects the repack did not pack (written meanwhile) are dated
     // by their files.
     output(git_dir, &["prune", &format!("--expire={expire}")])?;
