@@ -96,7 +96,7 @@ pub fn wait(common_dir: &Path, patience: Duration) -> Turn {
     if file.is_some() {
         HELD.store(true, Ordering::SeqCst);
     }
-    Turn { file: file }
+    Turn { file }
 }
 
 /// Blocks on the lock in a helper thread, so the wait can end after
