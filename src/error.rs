@@ -167,6 +167,7 @@ codes! {
     SigningFailed => "signing-failed",
     StaleEpoch => "stale-epoch",
     StaleLock => "stale-lock",
+    Stalled => "stalled",
     SyncRetriesExhausted => "sync-retries-exhausted",
     TodoDone => "todo-done",
     TokenExpired => "token-expired",

@@ -701,6 +701,7 @@ mod tests {
             guards: Vec::new(),
             quota: Default::default(),
             auto_resume: false,
+            stall_after: crate::model::goal::STALL_AFTER,
             created_at: at(0),
             created_by: human(),
             updated_at: at(0),
@@ -715,6 +716,7 @@ mod tests {
             last_writeback: None,
             last_turn: None,
             parked: None,
+            progress: None,
         };
         b.goals.insert(goal.id.clone(), goal.clone());
         b.agents.insert(agent.id.clone(), agent.clone());

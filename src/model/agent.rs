@@ -29,6 +29,10 @@ pub struct Agent {
     /// human-only gate and clears this.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parked: Option<Parked>,
+    /// Its run of advanced turns on one todo with one progress fingerprint,
+    /// for stall detection (format 3; docs/turn.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub progress: Option<Progress>,
 }
 
 /// Why and until when an agent parked itself (a runtime's usage limit).
@@ -42,6 +46,23 @@ pub struct Parked {
     pub by: Actor,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+}
+
+/// The agent's current run of turns on one todo with one progress
+/// fingerprint (`op::progress`): a run of `stall-after` advanced turns
+/// opens a stall gate.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Progress {
+    pub todo: super::TodoId,
+    /// The digest of the last turn's fingerprint (code, todo, checks).
+    pub fingerprint: String,
+    /// When each advanced turn of the run settled, oldest first; emptied by
+    /// a turn that was not advanced.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub turns: Vec<crate::time::Timestamp>,
+    /// The stall gate this run opened; only turns after its answer count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gate: Option<super::GateId>,
 }
 
 /// The record `refresh-state` (or `settle`) leaves on the agent.

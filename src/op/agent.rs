@@ -42,8 +42,13 @@ pub(super) fn register(
     let (registered_at, registered_by) = old.map_or((op.at, op.actor.clone()), |a| {
         (a.registered_at, a.registered_by.clone())
     });
-    let (last_writeback, last_turn, parked) = old.map_or((None, None, None), |a| {
-        (a.last_writeback, a.last_turn.clone(), a.parked.clone())
+    let (last_writeback, last_turn, parked, progress) = old.map_or((None, None, None, None), |a| {
+        (
+            a.last_writeback,
+            a.last_turn.clone(),
+            a.parked.clone(),
+            a.progress.clone(),
+        )
     });
     state.agents.insert(
         id.clone(),
@@ -57,6 +62,7 @@ pub(super) fn register(
             last_writeback,
             last_turn,
             parked,
+            progress,
         },
     );
     Ok(Effect::new(

@@ -116,6 +116,8 @@ pub enum Happened {
         agent: AgentId,
         outcome: Outcome,
         gate: Option<GateId>,
+        /// The stall gate this turn opened (`op::progress`).
+        stalled: Option<crate::model::GateId>,
     },
     /// `already`: the turn was spent before (a no-op).
     Spent {

@@ -78,8 +78,13 @@ pub fn check(change: &Change) -> Result<(), Refusal> {
             question(q, "question")?;
             each(options, "option", title)
         }
-        Change::RefreshState { next_action, .. } => {
-            opt(next_action.as_deref(), "next action", question)
+        Change::RefreshState {
+            next_action,
+            progress,
+            ..
+        } => {
+            opt(next_action.as_deref(), "next action", question)?;
+            opt(progress.as_deref(), "progress fingerprint", title)
         }
         Change::QuotaVoid { reason, .. } => note(reason, "reason"),
         Change::QuotaPark { reason, .. } => opt(reason.as_deref(), "reason", question),

@@ -17,6 +17,7 @@ mod goal;
 pub mod limits;
 pub mod message;
 pub mod park;
+pub mod progress;
 pub mod rules;
 pub mod signer;
 pub mod todo;
@@ -79,6 +80,9 @@ pub enum Change {
         /// Format 3: whether parked agents resume by themselves.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         auto_resume: Option<bool>,
+        /// Format 3.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        stall_after: Option<u32>,
     },
     #[serde(rename = "agent.register")]
     AgentRegister {
@@ -221,6 +225,10 @@ pub enum Change {
         todo: Option<TodoId>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         next_action: Option<String>,
+        /// The turn's progress fingerprint, computed by the command
+        /// (`op::progress`); format 3.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        progress: Option<String>,
     },
     /// One slot spent for a turn that made a validated writeback.
     #[serde(rename = "quota.spend")]

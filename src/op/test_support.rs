@@ -120,6 +120,7 @@ pub(super) fn goal_set() -> Change {
         quota_slots: None,
         quota_window: None,
         auto_resume: None,
+        stall_after: None,
     }
 }
 
@@ -251,6 +252,7 @@ pub(super) fn goal_set_with(
         quota_slots,
         quota_window,
         auto_resume: None,
+        stall_after: None,
     }
 }
 
@@ -325,6 +327,7 @@ pub(super) fn refresh(outcome: Outcome, todo: Option<&str>, next: Option<&str>) 
         turn: Some("7a1e".to_owned()),
         todo: todo.map(tid),
         next_action: next.map(str::to_owned),
+        progress: None,
     }
 }
 
@@ -373,6 +376,7 @@ pub(super) fn every_change() -> Vec<Change> {
             quota_slots: Some(3),
             quota_window: Some(Span::hours(6)),
             auto_resume: Some(true),
+            stall_after: Some(5),
         },
         register("agent-a", Runtime::ClaudeCode, &["rust", "docs"]),
         Change::TodoAdd {
@@ -481,7 +485,14 @@ pub(super) fn every_change() -> Vec<Change> {
                 bytes: 4096,
             }),
         },
-        refresh(Outcome::Blocked, Some(T1), Some("ask about the grammar")),
+        Change::RefreshState {
+            goal: gid("main"),
+            outcome: Outcome::Blocked,
+            turn: Some("7a1e".to_owned()),
+            todo: Some(tid(T1)),
+            next_action: Some("ask about the grammar".to_owned()),
+            progress: Some("0123456789abcdef".to_owned()),
+        },
         spend("turn-1", "2026-01-01T09:10:00Z"),
         void("agent-a", "turn-1", "a test run"),
         Change::QuotaPark {

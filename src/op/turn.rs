@@ -42,6 +42,12 @@ pub enum Reason {
         detail: String,
     },
     NoChange,
+    /// Advanced turns made no progress: a stall gate on the todo waits for
+    /// a human (`op::progress`).
+    Stalled {
+        gate: GateId,
+        todo: TodoId,
+    },
 }
 
 impl Reason {
@@ -56,6 +62,7 @@ impl Reason {
             Reason::AwaitingGo { .. } => "awaiting-go",
             Reason::NothingReady { .. } => "nothing-ready",
             Reason::NoChange => "no-change",
+            Reason::Stalled { .. } => "stalled",
         }
     }
 }
@@ -157,6 +164,10 @@ pub fn decide(state: &State, agent: &AgentId, goal: &Goal, now: Timestamp) -> De
         });
         return d;
     }
+    if let Some((gate, todo)) = super::progress::stalled(state, agent, &goal.id) {
+        d.skip = Some(Reason::Stalled { gate, todo });
+        return d;
+    }
     let s = slots(state, agent, goal, now);
     d.slots = Some(s);
     if s.left() == 0 {
@@ -238,6 +249,7 @@ pub(super) fn refresh(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         turn,
         todo,
         next_action,
+        progress,
     } = &op.change
     else {
         unreachable!("dispatched on RefreshState")
@@ -288,6 +300,8 @@ pub(super) fn refresh(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         wrote_back(state, op);
     }
     let gate = super::park::on_turn_end(state, op, &agent);
+    let (stalled, stall) =
+        super::progress::on_refresh(state, op, &agent, (goal, todo), *outcome, progress);
     let next = next_action
         .map(|n| format!(": next {}", super::short(&n)))
         .unwrap_or_default();
@@ -295,12 +309,13 @@ pub(super) fn refresh(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         .as_ref()
         .map(|g| format!("; park ended, gate {g} asks for a go"))
         .unwrap_or_default();
-    let subject = format!("refresh {agent} {}{next}{asked}", outcome.as_str());
+    let subject = format!("refresh {agent} {}{stall}{next}{asked}", outcome.as_str());
     Ok(Effect::new(
         Happened::Refreshed {
             agent,
             outcome: *outcome,
             gate,
+            stalled,
         },
         subject,
     ))
@@ -334,6 +349,7 @@ pub(super) fn spend(
             format!("spend {} turn {turn} (already spent)", agent.id),
         ));
     }
+    super::progress::refuse_spend(state, op, &agent.id, goal)?;
     if op.at.since(issued) > window {
         return Err(Refusal::rule(
             Code::TokenExpired,
@@ -488,7 +504,9 @@ pub(super) fn settle(state: &mut State, op: &Op, steps: &[Change]) -> Result<Eff
                 status: Some(s), ..
             } => s.to_string(),
             Change::TodoUpdate { .. } => "noted".to_owned(),
-            Change::RefreshState { outcome, .. } => outcome.as_str().to_owned(),
+            Change::RefreshState { outcome, .. } => {
+                outcome.as_str().to_owned() + &super::progress::note(happened.last())
+            }
             Change::QuotaSpend { goal, .. } => {
                 let agent = op.actor.agent().cloned();
                 match (agent, work.goals.get(goal)) {
@@ -572,6 +590,7 @@ pub fn reason_message(r: &Reason, agent: &AgentId, goal: &GoalId) -> String {
             "your last turn ended unchanged and nothing that concerns you has changed since"
                 .to_owned()
         }
+        Reason::Stalled { gate, todo } => super::progress::message(gate, todo),
     }
 }
 

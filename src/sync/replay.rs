@@ -515,6 +515,7 @@ mod tests {
                 quota_slots: None,
                 quota_window: None,
                 auto_resume: None,
+                stall_after: None,
             },
         );
         kept.actor = Actor::Human {

@@ -34,6 +34,7 @@ mod test_runtimes;
 mod test_shell;
 mod test_show;
 mod test_sign;
+mod test_stall;
 mod test_status;
 mod test_status_html;
 mod test_sync;

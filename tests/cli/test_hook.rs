@@ -387,7 +387,7 @@ fn bad_arguments_exit_zero_with_one_line() {
     let out = run_stdin(env.command().args(["hook", "claude", "Nope"]), b"{}").ok();
     assert_text(
         &out.stderr,
-        "loopx hook: \"Nope\" is not a claude-code event loopx answers (SessionStart, UserPromptSubmit, PreToolUse, Stop, SessionEnd, PreCompact); answering nothing.\n",
+        "loopx hook: \"Nope\" is not a claude-code event loopx answers (SessionStart, UserPromptSubmit, PreToolUse, Stop, SessionEnd, PreCompact, StopFailure); answering nothing.\n",
     );
 }
 

@@ -213,3 +213,75 @@ fn a_park_travels_with_sync_and_the_gate_it_opens_too() {
     env.loopx(&["verify"]).ok();
     b.loopx(&["verify"]).ok();
 }
+
+/// Claude Code's StopFailure on a usage limit parks the session's agent
+/// until the time its message gives; other errors change nothing.
+#[test]
+fn a_rate_limit_stop_failure_parks_the_agent() {
+    use crate::common::run_stdin;
+    let env = TestEnv::with_board();
+    env.add("Write the parser", &[]);
+    let repo = env.repo.to_string_lossy().to_string();
+    let hook = |event: &str, payload: String| {
+        run_stdin(
+            env.command().args(["hook", "claude-code", event]),
+            payload.as_bytes(),
+        )
+        .ok()
+    };
+    let start = format!(
+        r#"{{"session_id":"9f8e7d6c","cwd":"{repo}","hook_event_name":"SessionStart","source":"startup"}}"#
+    );
+    hook("SessionStart", start);
+    let agent = env.loopx(&["agent", "list", "--json"]).ok().json()["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["id"].as_str().unwrap().to_owned())
+        .find(|id| id.starts_with("claude-code-"))
+        .expect("the session registered its agent");
+    let ticks = env.ticks();
+    let failure = |kind: &str, message: &str| {
+        format!(
+            r#"{{"session_id":"9f8e7d6c","cwd":"{repo}","hook_event_name":"StopFailure","error_type":"{kind}","error":"429","error_message":"{message}"}}"#
+        )
+    };
+    let out = hook(
+        "StopFailure",
+        failure("server_error", "Overloaded, try again in 5 minutes"),
+    );
+    assert_eq!(out.stdout, "");
+    assert_eq!(env.ticks(), ticks, "only a usage limit parks");
+    hook(
+        "StopFailure",
+        failure(
+            "rate_limit",
+            "Claude usage limit reached. Your limit will reset at 3pm (UTC).",
+        ),
+    );
+    let v = env
+        .agent(&agent, &["quota", "should-run", "--json"])
+        .code(3)
+        .json();
+    assert_eq!(v["reason"]["code"], "wait-until", "{v}");
+    // The test clock starts at 09:00 UTC: the next 3pm is today's.
+    assert_eq!(v["reason"]["until"], "2026-11-30T15:00:00Z");
+    assert!(
+        v["reason"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("Your limit will reset at 3pm (UTC)"),
+        "{v}"
+    );
+    // No readable time: a short park, not a retry storm.
+    hook(
+        "StopFailure",
+        failure("rate_limit", "Rate limit exceeded: 100 requests per minute"),
+    );
+    let v = env
+        .agent(&agent, &["quota", "should-run", "--json"])
+        .code(3)
+        .json();
+    let until = v["reason"]["until"].as_str().unwrap();
+    assert!(until.starts_with("2026-11-30T10:"), "{v}");
+}

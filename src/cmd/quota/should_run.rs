@@ -18,7 +18,8 @@ use crate::tx;
 /// ready one), the gates that concern you, the slots left and a turn token
 /// for `spend-slot`. A skip gives the reason: not-registered, goal-paused,
 /// goal-done, gate-open, quota-exhausted, wait-until (parked by `quota
-/// park`), awaiting-go (the park ended; a human's go is needed),
+/// park`), awaiting-go (the park ended; a human's go is needed), stalled
+/// (advanced turns made no progress; a human answers the stall gate),
 /// nothing-ready, no-change, or
 /// state-locked (a writer died holding the state ref's lock, so no tick can
 /// land until a person removes it; the reason says how). Writes nothing.
@@ -57,6 +58,9 @@ struct ReasonWire<'a> {
     gate: Option<&'a GateId>,
     #[serde(skip_serializing_if = "Option::is_none")]
     question: Option<&'a str>,
+    /// The stalled todo (stalled).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    todo: Option<&'a TodoId>,
     #[serde(skip_serializing_if = "Option::is_none")]
     frees_at: Option<String>,
     /// When a park ends (wait-until) or ended (awaiting-go).
@@ -122,6 +126,11 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             turn::Reason::AwaitingGo { until, gate } => {
                 w.until = Some(until.to_string());
                 w.gate = gate.as_ref();
+            }
+            turn::Reason::Stalled { gate, todo } => {
+                w.gate = Some(gate);
+                w.question = state.gates.get(gate).map(|g| g.question.as_str());
+                w.todo = Some(todo);
             }
             _ => {}
         }

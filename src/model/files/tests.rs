@@ -106,6 +106,7 @@ fn full_state() -> State {
             window: Span::hours(6),
         },
         auto_resume: true,
+        stall_after: 5,
         created_at: t("2026-01-01T09:00:00Z"),
         created_by: human(),
         updated_at: t("2026-01-01T09:01:00Z"),
@@ -133,6 +134,12 @@ fn full_state() -> State {
             at: t("2026-01-01T09:29:00Z"),
             by: Actor::Agent(agent_a()),
             reason: Some("usage limit; resets 3pm UTC".to_owned()),
+        }),
+        progress: Some(crate::model::Progress {
+            todo: TodoId::from_hex("000000a1"),
+            fingerprint: "fedcba9876543210".to_owned(),
+            turns: vec![t("2026-01-01T09:26:00Z"), t("2026-01-01T09:28:00Z")],
+            gate: Some(GateId::from_hex("0000c0de")),
         }),
     };
     let gate = Gate {

@@ -238,6 +238,7 @@ fn goal_set_refuses_an_unknown_goal() {
         quota_slots: None,
         quota_window: None,
         auto_resume: None,
+        stall_after: None,
     };
     let r = refuse(
         &mut s,
@@ -319,6 +320,7 @@ fn goal_set_applies_every_field() {
         quota_slots: Some(3),
         quota_window: Some(Span::hours(2)),
         auto_resume: None,
+        stall_after: None,
     };
     let subject = ok(&mut s, &op(human(), "2026-01-01T10:00:00Z", change));
     assert_eq!(
