@@ -608,11 +608,16 @@ pub(crate) fn edit_tree(
     for (path, bytes) in changes {
         match bytes {
             Some(bytes) => {
-                let blob = repo
-                    .write_blob(bytes)
+                // Written even when it exists (gix's `write_blob` would skip
+                // it): like git, the fresh copy renews the object's time,
+                // so a `loopx gc` running meanwhile does not prune, as old
+                // and unreachable (a lost race's), a blob this tick is about
+                // to make reachable again.
+                let blob = gix::objs::Write::write_buf(&repo.objects, gix::objs::Kind::Blob, bytes)
+                    .map_err(|e| anyhow!("{e:#}"))
                     .with_context(|| format!("writing {path}"))?;
                 editor
-                    .upsert(path.as_str(), EntryKind::Blob, blob.detach())
+                    .upsert(path.as_str(), EntryKind::Blob, blob)
                     .with_context(|| format!("adding {path} to the tree"))?;
             }
             None => {

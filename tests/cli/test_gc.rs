@@ -307,3 +307,68 @@ fn gc_after_racing_writers_leaves_no_old_unreachable_object() {
     let list = env.loopx(&["todo", "list", "--json"]).ok().json();
     assert_eq!(list["todos"].as_array().unwrap().len(), 12);
 }
+
+#[test]
+fn a_tick_that_writes_an_old_unreachable_blob_again_renews_its_time() {
+    // What a lost race left two weeks ago can be exactly what a tick writes
+    // today. The tick writes it again (as git does), so its time is new and
+    // a `loopx gc` running meanwhile keeps it instead of pruning it under
+    // the tick.
+    let env = TestEnv::with_board();
+    let copy = env.root().join("copy");
+    let cp = Command::new("cp")
+        .args(["-a"])
+        .arg(&env.repo)
+        .arg(&copy)
+        .status()
+        .expect("cp runs");
+    assert!(cp.success());
+    let add = |dir: &Path| {
+        run(env
+            .spawner()
+            .command()
+            .current_dir(dir)
+            .env("LOOPX_SEED", "same")
+            .args(["todo", "add", "The same todo"]))
+        .ok();
+    };
+    // In the copy (a lost race's stand-in): the blobs the tick writes.
+    add(&copy);
+    let changed = crate::common::git_in(
+        &copy,
+        &[
+            "diff-tree",
+            "-r",
+            "--no-commit-id",
+            "refs/loopx/state~1",
+            "refs/loopx/state",
+        ],
+    );
+    let blobs: Vec<String> = changed
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(3).map(str::to_owned))
+        .collect();
+    assert!(!blobs.is_empty(), "{changed}");
+    // Here: the same blobs, unreachable and three weeks old.
+    for b in &blobs {
+        let bytes = crate::common::git_in(&copy, &["cat-file", "blob", b]);
+        let file = env.root().join("same.txt");
+        std::fs::write(&file, bytes).unwrap();
+        assert_eq!(
+            env.git(&["hash-object", "-w", file.to_str().unwrap()])
+                .trim(),
+            b
+        );
+        backdate(&loose_file(&env, b), 21);
+    }
+    add(&env.repo);
+    let week = Duration::from_secs(7 * DAY);
+    for b in &blobs {
+        let age = std::fs::metadata(loose_file(&env, b))
+            .and_then(|m| m.modified())
+            .map(|t| SystemTime::now().duration_since(t).unwrap_or_default())
+            .unwrap();
+        assert!(age < week, "{b} was written again: {age:?} old");
+    }
+    env.loopx(&["verify"]).ok();
+}
