@@ -145,6 +145,9 @@ fn run(
     let mut tries = 0u32;
     let committer = ctx.committer();
     let mut seal = crate::trust::Seal::default();
+    // Local writers take turns from reading the tip to moving the ref
+    // (src/queue.rs); the compare-and-swap below still decides.
+    let turn = crate::queue::wait(ctx.store()?.common_dir(), crate::queue::PATIENCE);
     loop {
         tries += 1;
         let (tip, before, mut op) = attempt(ctx)?;
@@ -187,6 +190,7 @@ fn run(
             &committer,
         ) {
             Ok(()) => {
+                drop(turn);
                 auto_pack(ctx, new.tick);
                 return Ok(Committed {
                     op,
@@ -215,8 +219,10 @@ fn run(
             .with_hint("other writers are very busy; run the command again")
             .into());
         }
-        std::thread::sleep(backoff.mul_f64(0.5 + jitter()));
-        backoff = (backoff * 2).min(Duration::from_millis(100));
+        // Full jitter: anywhere up to a cap that doubles to 50 ms, so
+        // writers outside the queue spread out instead of waking together.
+        std::thread::sleep(backoff.mul_f64(jitter()));
+        backoff = (backoff * 2).min(Duration::from_millis(50));
     }
 }
 
