@@ -28,6 +28,8 @@ pub mod next;
 pub mod notify;
 pub mod op;
 pub mod output;
+pub mod price;
+pub mod queue;
 pub mod redact;
 pub mod run;
 pub mod store;

@@ -145,6 +145,9 @@ fn run(
     let mut tries = 0u32;
     let committer = ctx.committer();
     let mut seal = crate::trust::Seal::default();
+    // Local writers take turns from reading the tip to moving the ref
+    // (src/queue.rs); the compare-and-swap below still decides.
+    let turn = crate::queue::wait(ctx.store()?.common_dir(), crate::queue::PATIENCE);
     loop {
         tries += 1;
         let (tip, before, mut op) = attempt(ctx)?;
@@ -187,6 +190,7 @@ fn run(
             &committer,
         ) {
             Ok(()) => {
+                drop(turn);
                 auto_pack(ctx, new.tick);
                 return Ok(Committed {
                     op,
@@ -215,8 +219,10 @@ fn run(
             .with_hint("other writers are very busy; run the command again")
             .into());
         }
-        std::thread::sleep(backoff.mul_f64(0.5 + jitter()));
-        backoff = (backoff * 2).min(Duration::from_millis(100));
+        // Full jitter: anywhere up to a cap that doubles to 50 ms, so
+        // writers outside the queue spread out instead of waking together.
+        std::thread::sleep(backoff.mul_f64(jitter()));
+        backoff = (backoff * 2).min(Duration::from_millis(50));
     }
 }
 
@@ -260,10 +266,15 @@ pub fn plan_tick(
     parent: Option<&Tip>,
     before: &State,
     op: &Op,
+    format: u32,
     extra: &[(&str, String)],
 ) -> Result<Planned, Refusal> {
     let mut after = before.clone();
-    let effect = op::apply(&mut after, op)?;
+    if parent.is_none() {
+        // The first tick writes `loopx.toml` with the format it is in.
+        after.meta.format = format;
+    }
+    let effect = op::apply_as(&mut after, op, format)?;
     let changes = match parent {
         Some(_) => files::changes(
             before,
@@ -282,7 +293,7 @@ pub fn plan_tick(
         }
     }
     let tick = parent.map_or(0, |t| t.tick) + 1;
-    let message = message::render(op, &effect, tick, extra);
+    let message = message::render(op, &effect, tick, format, extra);
     let author = Person {
         name: op.actor.name().to_owned(),
         email: op.actor.email(),
@@ -310,7 +321,7 @@ pub fn write_tick(
     committer: &Person,
     empty: Empty,
 ) -> Result<Result<Written, Refusal>> {
-    let planned = match plan_tick(parent, before, op, extra) {
+    let planned = match plan_tick(parent, before, op, crate::model::FORMAT, extra) {
         Ok(p) => p,
         Err(refusal) => return Ok(Err(refusal)),
     };

@@ -12,6 +12,7 @@ mod test_doctor;
 mod test_errors;
 mod test_evidence;
 mod test_gate;
+mod test_gc;
 mod test_goal;
 mod test_harden;
 mod test_hook;
@@ -40,6 +41,7 @@ mod test_sync;
 mod test_sync_safety;
 mod test_todo;
 mod test_turn;
+mod test_usage;
 mod test_verify;
 
 /// Every `test_*.rs` file in this folder is listed above.
