@@ -12,6 +12,7 @@
 //! through [`hook`] (their hook formats and the tool guard, pure, answered
 //! by `loopx hook`) and [`mcp`] (the JSON-RPC loop of `loopx mcp`).
 
+pub mod cache;
 pub mod cli;
 pub mod cmd;
 pub mod config;

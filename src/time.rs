@@ -83,8 +83,22 @@ impl Serialize for Timestamp {
 
 impl<'de> Deserialize<'de> for Timestamp {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = String::deserialize(d)?;
-        Timestamp::parse(&s).map_err(serde::de::Error::custom)
+        d.deserialize_str(Text("an RFC 3339 time", Timestamp::parse))
+    }
+}
+
+/// A visitor for a value written as a string: borrows the text where the
+/// format allows (the state cache's JSON), so reading a time allocates
+/// nothing.
+struct Text<T>(&'static str, fn(&str) -> Result<T, String>);
+
+impl<T> serde::de::Visitor<'_> for Text<T> {
+    type Value = T;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0)
+    }
+    fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<T, E> {
+        (self.1)(s).map_err(E::custom)
     }
 }
 
@@ -188,8 +202,7 @@ impl Serialize for Span {
 
 impl<'de> Deserialize<'de> for Span {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = String::deserialize(d)?;
-        Span::parse(&s).map_err(serde::de::Error::custom)
+        d.deserialize_str(Text("a duration such as 45m", Span::parse))
     }
 }
 

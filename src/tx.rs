@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
+use crate::cache;
 use crate::ctx::Ctx;
 use crate::error::{Code, Refusal};
 use crate::model::OpId;
@@ -91,12 +92,21 @@ pub fn op(ctx: &Ctx, change: Change) -> Result<Op, Refusal> {
     })
 }
 
-/// Reads the current state, or says how to create one.
+/// Reads the current state, or says how to create one: from the local
+/// cache when it holds the tip's commit, else from the tree (and then the
+/// cache is written). Only the tip of the live ref goes through the cache;
+/// `load_at` and `snapshot` always read the tree, for `verify` and sync.
 pub fn load(ctx: &Ctx) -> Result<Snapshot> {
-    match ctx.store()?.tip()? {
-        Some(tip) => load_at(ctx, tip),
-        None => Err(no_state(ctx).into()),
+    let store = ctx.store()?;
+    let Some(commit) = store.tip_commit()? else {
+        return Err(no_state(ctx).into());
+    };
+    if let Some((tip, state)) = cache::read(store, commit) {
+        return Ok(Snapshot { tip, state });
     }
+    let snap = snapshot(store, store.tip_at(commit)?)?;
+    cache::write(store, &snap.tip, &snap.state);
+    Ok(snap)
 }
 
 /// The state ref does not exist: says how to create or fetch it.
@@ -187,6 +197,8 @@ fn run(
             &committer,
         ) {
             Ok(()) => {
+                // The next read starts from the state in hand, not the tree.
+                cache::write(ctx.store()?, &new, &after);
                 auto_pack(ctx, new.tick);
                 return Ok(Committed {
                     op,

@@ -60,8 +60,9 @@ use crate::time::Span;
 ///   notification per gate: the op `gate.notified` and a gate's `notified`.
 pub const FORMAT: u32 = 2;
 
-/// The whole state at one tick.
-#[derive(Clone, Debug, PartialEq, Default)]
+/// The whole state at one tick. Serde only for the local cache
+/// (`crate::cache`): the stored form is [`files`], one TOML file an entity.
+#[derive(Clone, Debug, PartialEq, Default, Serialize, Deserialize)]
 pub struct State {
     pub meta: Meta,
     pub goals: BTreeMap<GoalId, Goal>,

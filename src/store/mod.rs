@@ -260,8 +260,21 @@ impl Store {
         self.resolve(&self.state_ref)
     }
 
+    /// The commit id the state ref points at, if the ref exists: the ref
+    /// alone, no object read (the key of the local cache).
+    pub fn tip_commit(&self) -> Result<Option<Oid>> {
+        self.resolve_id(&self.state_ref)
+    }
+
     /// The commit a ref points at, with its tree and tick.
     pub fn resolve(&self, name: &str) -> Result<Option<Tip>> {
+        match self.resolve_id(name)? {
+            Some(id) => self.tip_at(id).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    fn resolve_id(&self, name: &str) -> Result<Option<Oid>> {
         let Some(mut r) = self
             .repo
             .try_find_reference(name)
@@ -273,7 +286,7 @@ impl Store {
             .peel_to_id()
             .with_context(|| format!("resolving the ref {name}"))?
             .detach();
-        self.tip_at(Oid(id)).map(Some)
+        Ok(Some(Oid(id)))
     }
 
     /// The tree and tick of a commit.
