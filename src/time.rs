@@ -88,9 +88,9 @@ impl<'de> Deserialize<'de> for Timestamp {
 }
 
 /// A visitor for a value written as a string: borrows the text where the
-/// format allows (the state cache's JSON), so reading a time allocates
-/// nothing.
-struct Text<T>(&'static str, fn(&str) -> Result<T, String>);
+/// format allows (the state cache's JSON), so reading a time or an id
+/// allocates nothing beyond the value itself. `.0` says what is expected.
+pub(crate) struct Text<T>(pub &'static str, pub fn(&str) -> Result<T, String>);
 
 impl<T> serde::de::Visitor<'_> for Text<T> {
     type Value = T;

@@ -98,13 +98,16 @@ pub fn op(ctx: &Ctx, change: Change) -> Result<Op, Refusal> {
 /// `load_at` and `snapshot` always read the tree, for `verify` and sync.
 pub fn load(ctx: &Ctx) -> Result<Snapshot> {
     let store = ctx.store()?;
-    let Some(commit) = store.tip_commit()? else {
+    let Some(id) = store.tip_id()? else {
         return Err(no_state(ctx).into());
     };
-    if let Some((tip, state)) = cache::read(store, commit) {
+    if let Some((tip, state)) = cache::read(store, id) {
         return Ok(Snapshot { tip, state });
     }
-    let snap = snapshot(store, store.tip_at(commit)?)?;
+    let Some(tip) = store.tip()? else {
+        return Err(no_state(ctx).into());
+    };
+    let snap = snapshot(store, tip)?;
     cache::write(store, &snap.tip, &snap.state);
     Ok(snap)
 }

@@ -260,21 +260,28 @@ impl Store {
         self.resolve(&self.state_ref)
     }
 
-    /// The commit id the state ref points at, if the ref exists: the ref
-    /// alone, no object read (the key of the local cache).
-    pub fn tip_commit(&self) -> Result<Option<Oid>> {
-        self.resolve_id(&self.state_ref)
+    /// The object id the state ref names, if the ref exists: the ref file
+    /// (or packed-refs) alone, without opening the object database or
+    /// peeling, so it is the key of the local cache. A ref that points at
+    /// anything but a commit never matches a cached commit, so the caller
+    /// falls back to [`Store::tip`].
+    pub fn tip_id(&self) -> Result<Option<Oid>> {
+        let name = &self.state_ref;
+        let Some(r) = self
+            .repo
+            .try_find_reference(name.as_str())
+            .with_context(|| format!("reading the ref {name}"))?
+        else {
+            return Ok(None);
+        };
+        match r.try_id() {
+            Some(id) => Ok(Some(Oid(id.detach()))),
+            None => Ok(self.tip()?.map(|t| t.commit)),
+        }
     }
 
     /// The commit a ref points at, with its tree and tick.
     pub fn resolve(&self, name: &str) -> Result<Option<Tip>> {
-        match self.resolve_id(name)? {
-            Some(id) => self.tip_at(id).map(Some),
-            None => Ok(None),
-        }
-    }
-
-    fn resolve_id(&self, name: &str) -> Result<Option<Oid>> {
         let Some(mut r) = self
             .repo
             .try_find_reference(name)
@@ -286,7 +293,7 @@ impl Store {
             .peel_to_id()
             .with_context(|| format!("resolving the ref {name}"))?
             .detach();
-        Ok(Some(Oid(id)))
+        self.tip_at(Oid(id)).map(Some)
     }
 
     /// The tree and tick of a commit.
