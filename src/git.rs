@@ -1,7 +1,8 @@
-//! The system `git`, for what gix does not do: packing, and the network
+//! The system `git`, for what gix does not do: packing, the network
 //! (fetch and push, so the user's credentials, ssh config and `insteadOf`
-//! rules just work). Runs with the repository's own config; never touches
-//! HEAD, the index or the worktree.
+//! rules just work), and the tree of the working tree for stall detection
+//! (through a temporary index). Runs with the repository's own config;
+//! never touches HEAD, the index or the worktree.
 
 use std::io::Read;
 use std::os::unix::process::CommandExt;
@@ -107,6 +108,43 @@ pub fn is_dirty(workdir: Option<&Path>) -> bool {
         .output()
         .map(|o| o.status.success() && !o.stdout.is_empty())
         .unwrap_or(false)
+}
+
+/// The tree `git add -A` would make of the working tree at `workdir`
+/// (untracked files included, ignored ones not), for a turn's progress
+/// fingerprint. It is built in a temporary index, a copy of the real one
+/// beside it in the git dir (so git's stat cache still saves rehashing
+/// unchanged files), removed afterwards: the user's index is never
+/// written. Like `git add`, it writes the blobs and trees it hashes into
+/// the object store; `git gc` prunes those nothing refers to.
+pub fn worktree_tree(workdir: &Path) -> Result<String> {
+    let args = ["rev-parse", "--path-format=absolute", "--git-path", "index"];
+    let index = std::path::PathBuf::from(stdout_of(command_in(workdir, &args), &args)?.trim());
+    let dir = index.parent().context("the index has no directory")?;
+    let tmp = dir.join(format!("loopx-progress-{}.index", std::process::id()));
+    struct Remove(std::path::PathBuf);
+    impl Drop for Remove {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_file(&self.0);
+            let mut lock = self.0.clone().into_os_string();
+            lock.push(".lock");
+            let _ = std::fs::remove_file(lock);
+        }
+    }
+    let _remove = Remove(tmp.clone());
+    match std::fs::copy(&index, &tmp) {
+        Ok(_) => {}
+        // No index yet (nothing was ever added): start from an empty one.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e).with_context(|| format!("copying {}", index.display())),
+    }
+    let run = |args: &[&str]| {
+        let mut c = command_in(workdir, args);
+        c.env("GIT_INDEX_FILE", &tmp);
+        stdout_of(c, args)
+    };
+    run(&["add", "-A", "--", ":/"])?;
+    Ok(run(&["write-tree"])?.trim().to_owned())
 }
 
 /// Set in the environment of sync's own git calls, so loopx's hook shims

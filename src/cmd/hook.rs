@@ -164,6 +164,7 @@ fn run(global: &Global, args: &Args) -> Result<Reply> {
             _ => Ok(a),
         }),
         Event::End => end(&ctx, &agent, &input, &session, Some(&mut reply.notes)),
+        Event::LimitReached => limit_reached(&ctx, &agent, &input),
         Event::PreCompact | Event::Tool | Event::PrePush | Event::PostMerge => Ok(Answer::Nothing),
     };
     match outcome {
@@ -172,6 +173,45 @@ fn run(global: &Global, args: &Args) -> Result<Reply> {
         Err(e) => return Err(e),
     }
     Ok(reply)
+}
+
+/// StopFailure: on a usage limit (`rate_limit`), park the agent until the
+/// time the runtime's message gives (or [`hook::limit::FALLBACK`]), so its
+/// loop waits instead of retrying. Other errors and unregistered agents:
+/// nothing.
+fn limit_reached(ctx: &Ctx, agent: &AgentId, input: &Input) -> Result<Answer> {
+    if input.error_type.as_deref() != Some("rate_limit") {
+        return Ok(Answer::Nothing);
+    }
+    let text = input.error_text.as_deref().unwrap_or("usage limit reached");
+    let until = hook::limit::reset_time(text, ctx.now)
+        .unwrap_or_else(|| ctx.now.plus(hook::limit::FALLBACK));
+    let one_line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let reason: String = one_line.chars().take(300).collect();
+    let parked = tx::commit(ctx, |state| {
+        if !state
+            .agents
+            .get(agent)
+            .is_some_and(|a| a.status == AgentStatus::Active)
+        {
+            return Err(crate::error::Refusal::rule(Code::NotRegistered, "not registered").into());
+        }
+        let goal = crate::cmd::pick_goal(ctx, state, None)?;
+        Ok(tx::op(
+            ctx,
+            Change::QuotaPark {
+                agent: agent.clone(),
+                goal,
+                until,
+                reason: Some(reason.clone()),
+            },
+        )?)
+    });
+    match parked {
+        Ok(_) => Ok(Answer::Nothing),
+        Err(e) if refusal_of(&e).is_some() => Ok(Answer::Nothing),
+        Err(e) => Err(e),
+    }
 }
 
 /// Errors that mean loopx is not in use here: say nothing.
@@ -488,6 +528,8 @@ fn end(
                         turn: None,
                         todo: todo.clone(),
                         next_action: next_action.clone(),
+                        // A session's end is not a turn: no fingerprint.
+                        progress: None,
                     },
                 )?)
             })?;

@@ -19,6 +19,7 @@ pub mod init;
 pub mod log;
 pub mod man;
 pub mod mcp;
+pub mod progress;
 pub mod quota;
 pub mod refresh_state;
 pub mod settle;

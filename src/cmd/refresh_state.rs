@@ -5,7 +5,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use super::quota::{own_token, parse_token};
-use super::{TickWire, pick_goal};
+use super::{TickWire, pick_goal, progress};
 use crate::ctx::Ctx;
 use crate::error::{Code, Exit, Refusal};
 use crate::model::Outcome;
@@ -64,6 +64,30 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         .with_hint("pass --agent ID (or set LOOPX_AGENT)")
         .into());
     };
+    let snap = tx::load(ctx)?;
+    // The turn's progress fingerprint (stall detection), measured once:
+    // the turn began when its token was issued, else after the last turn.
+    let measured = match args.todo.as_deref().map(|t| snap.state.resolve_todo(t)) {
+        Some(Ok(todo)) if !args.dry_run => {
+            let since = match &token {
+                Some(t) => Some(progress::Since {
+                    at: t.issued,
+                    inclusive: true,
+                }),
+                None => snap
+                    .state
+                    .agents
+                    .get(&agent)
+                    .and_then(|a| a.last_turn.as_ref())
+                    .map(|t| progress::Since {
+                        at: t.at,
+                        inclusive: false,
+                    }),
+            };
+            progress::measure(ctx, snap.tip.commit, &agent, &todo, since, &[])
+        }
+        _ => None,
+    };
     let build = |state: &crate::model::State| -> Result<Change> {
         let goal = match (&args.goal, &token) {
             (None, Some(t)) => t.goal.clone(),
@@ -74,15 +98,19 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             .as_deref()
             .map(|t| state.resolve_todo(t))
             .transpose()?;
+        let progress = measured
+            .as_ref()
+            .zip(todo.as_ref())
+            .and_then(|(m, t)| progress::fingerprint(m, state, t, None));
         Ok(Change::RefreshState {
             goal,
             outcome: args.outcome,
             turn: token.as_ref().map(|t| t.turn.clone()),
             todo,
             next_action: args.next_action.clone(),
+            progress,
         })
     };
-    let snap = tx::load(ctx)?;
     let since = snap
         .state
         .agents

@@ -5,6 +5,7 @@ use serde::Serialize;
 
 use super::TickWire;
 use super::evidence::{code_now, fresh_id};
+use super::progress;
 use super::quota::{own_token, parse_token};
 use crate::ctx::Ctx;
 use crate::error::{Code, Exit, Refusal};
@@ -110,7 +111,8 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     // The tick's steps, given the check's and the validation's results.
     let plan = |state: &crate::model::State,
                 check: Option<&CommandRun>,
-                validation: Option<&CommandRun>|
+                validation: Option<&CommandRun>,
+                measured: Option<&progress::Measured>|
      -> Result<Vec<Change>> {
         let mut steps: Vec<Change> = check
             .map(|c| evidence(c, "settle check"))
@@ -154,6 +156,14 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             turn: Some(token.turn.clone()),
             todo: Some(todo.clone()),
             next_action: args.next_action.clone(),
+            progress: measured.and_then(|m| {
+                let status = if args.done {
+                    Some(TodoStatus::Done)
+                } else {
+                    args.status
+                };
+                progress::fingerprint(m, state, &todo, status)
+            }),
         });
         // A quiet turn (unchanged, nothing written back) records its
         // outcome and spends nothing.
@@ -183,6 +193,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             &snap.state,
             assumed_check.as_ref(),
             assumed_validation.as_ref(),
+            None,
         )?,
     };
     op::apply(&mut snap.state.clone(), &tx::op(ctx, probe)?)?;
@@ -208,12 +219,28 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     };
     let failed = check.as_ref().is_some_and(|c| !c.passed())
         || validation.as_ref().is_some_and(|v| !v.passed());
+    // The turn's progress fingerprint (stall detection), measured once.
+    let measured = (!failed)
+        .then(|| {
+            let own: Vec<&CommandRun> = check.iter().chain(validation.iter()).collect();
+            let since = progress::Since {
+                at: token.issued,
+                inclusive: true,
+            };
+            progress::measure(ctx, snap.tip.commit, &token.agent, &todo, Some(since), &own)
+        })
+        .flatten();
     let done = tx::commit(ctx, |state| {
         Ok(tx::op(
             ctx,
             Change::Settle {
                 turn: token.turn.clone(),
-                steps: plan(state, check.as_ref(), validation.as_ref())?,
+                steps: plan(
+                    state,
+                    check.as_ref(),
+                    validation.as_ref(),
+                    measured.as_ref(),
+                )?,
             },
         )?)
     })?;

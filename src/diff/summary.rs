@@ -700,6 +700,8 @@ mod tests {
             scope: Vec::new(),
             guards: Vec::new(),
             quota: Default::default(),
+            auto_resume: false,
+            stall_after: crate::model::goal::STALL_AFTER,
             created_at: at(0),
             created_by: human(),
             updated_at: at(0),
@@ -713,6 +715,8 @@ mod tests {
             registered_by: human(),
             last_writeback: None,
             last_turn: None,
+            parked: None,
+            progress: None,
         };
         b.goals.insert(goal.id.clone(), goal.clone());
         b.agents.insert(agent.id.clone(), agent.clone());

@@ -13,6 +13,7 @@ pub mod cursor;
 pub mod gemini;
 pub mod guard;
 pub mod installer;
+pub mod limit;
 pub mod view;
 
 use serde_json::Value;
@@ -113,6 +114,7 @@ impl Runtime {
                 ("Stop", Event::Stop),
                 ("SessionEnd", Event::End),
                 ("PreCompact", Event::PreCompact),
+                ("StopFailure", Event::LimitReached),
             ],
             Runtime::Cursor => &[
                 ("sessionStart", Event::Start),
@@ -164,6 +166,7 @@ impl Runtime {
                 "PostToolUseFailure",
                 "Notification",
                 "Stop",
+                "StopFailure",
                 "SubagentStart",
                 "SubagentStop",
                 "PreCompact",
@@ -238,6 +241,9 @@ pub enum Event {
     Stop,
     /// The session ends: record the end of the turn.
     End,
+    /// The turn ended on an API error (Claude's and Codex's StopFailure):
+    /// on a usage limit, park until it resets.
+    LimitReached,
     /// git's pre-push and post-merge: say when the state differs from the
     /// remote's copy.
     PrePush,
@@ -265,6 +271,11 @@ pub struct Input {
     pub source: Option<String>,
     /// SessionEnd's `reason`.
     pub reason: Option<String>,
+    /// StopFailure's `error_type` (`rate_limit`, `billing_error`, …).
+    pub error_type: Option<String>,
+    /// StopFailure's words for people: `error_message`, `error_details`,
+    /// `error` and `last_assistant_message`, joined.
+    pub error_text: Option<String>,
 }
 
 /// Parses a hook's stdin for `runtime`. An empty stdin is an empty input
@@ -311,6 +322,16 @@ struct CommonInput {
     /// SessionEnd's `reason`.
     #[serde(deserialize_with = "loose")]
     reason: Option<String>,
+    #[serde(deserialize_with = "loose")]
+    error_type: Option<String>,
+    #[serde(deserialize_with = "loose")]
+    error_message: Option<String>,
+    #[serde(deserialize_with = "loose")]
+    error_details: Option<String>,
+    #[serde(deserialize_with = "loose")]
+    error: Option<String>,
+    #[serde(deserialize_with = "loose")]
+    last_assistant_message: Option<String>,
 }
 
 fn loose<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
@@ -343,6 +364,19 @@ pub fn common_input(v: &Value) -> Input {
         stop_aborted: false,
         source: i.source,
         reason: i.reason,
+        error_type: i.error_type,
+        error_text: {
+            let parts: Vec<String> = [
+                i.error_message,
+                i.error_details,
+                i.error,
+                i.last_assistant_message,
+            ]
+            .into_iter()
+            .flatten()
+            .collect();
+            (!parts.is_empty()).then(|| parts.join(" "))
+        },
     }
 }
 

@@ -23,6 +23,46 @@ pub struct Agent {
     /// How its last turn ended, for the next turn's brief and `no-change`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_turn: Option<LastTurn>,
+    /// Parked by `quota park` until a time (format 3): `should-run` answers
+    /// `wait-until` before it, and after it runs only where the goal says
+    /// `auto_resume`; otherwise the agent's next `refresh-state` opens a
+    /// human-only gate and clears this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parked: Option<Parked>,
+    /// Its run of advanced turns on one todo with one progress fingerprint,
+    /// for stall detection (format 3; docs/turn.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub progress: Option<Progress>,
+}
+
+/// Why and until when an agent parked itself (a runtime's usage limit).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Parked {
+    pub until: Timestamp,
+    /// The goal it was working on, whose `auto_resume` decides what
+    /// happens after `until`.
+    pub goal: super::GoalId,
+    pub at: Timestamp,
+    pub by: Actor,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// The agent's current run of turns on one todo with one progress
+/// fingerprint (`op::progress`): a run of `stall-after` advanced turns
+/// opens a stall gate.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Progress {
+    pub todo: super::TodoId,
+    /// The digest of the last turn's fingerprint (code, todo, checks).
+    pub fingerprint: String,
+    /// When each advanced turn of the run settled, oldest first; emptied by
+    /// a turn that was not advanced.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub turns: Vec<crate::time::Timestamp>,
+    /// The stall gate this run opened; only turns after its answer count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gate: Option<super::GateId>,
 }
 
 /// The record `refresh-state` (or `settle`) leaves on the agent.

@@ -18,9 +18,31 @@ pub struct Goal {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub guards: Vec<String>,
     pub quota: QuotaPolicy,
+    /// Advanced turns without progress on one todo before a stall gate
+    /// opens; 0 is off (format 3, absent when 3).
+    #[serde(
+        default = "default_stall_after",
+        skip_serializing_if = "is_default_stall_after"
+    )]
+    pub stall_after: u32,
+    /// Whether an agent parked by `quota park` runs again by itself once
+    /// its time passes (format 3); otherwise a human's go is needed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub auto_resume: bool,
     pub created_at: Timestamp,
     pub created_by: Actor,
     pub updated_at: Timestamp,
+}
+
+/// The default of `stall_after`.
+pub const STALL_AFTER: u32 = 3;
+
+fn default_stall_after() -> u32 {
+    STALL_AFTER
+}
+
+fn is_default_stall_after(n: &u32) -> bool {
+    *n == STALL_AFTER
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -188,6 +188,17 @@ random_id!(
     "operation"
 );
 
+impl GateId {
+    /// The id of a gate an op opens by itself (a park that ran out, a
+    /// stalled todo, a budget reached): derived from the op's id and what
+    /// the gate is for, so a replay of the op opens the same gate.
+    pub fn derived(op: &OpId, what: &str) -> GateId {
+        use sha2::{Digest, Sha256};
+        let d = Sha256::digest(format!("{op}:{what}").as_bytes());
+        GateId::from_hex(&hex(&d[..RANDOM_HEX / 2]))
+    }
+}
+
 /// Normalises what a user typed for a prefixed id: `3fa9`, `t-3fa9` and
 /// `T-3FA9` all become the hex prefix `3fa9`. Returns an explanation when the
 /// text cannot be a prefix of such an id.

@@ -22,7 +22,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 pub use actor::Actor;
-pub use agent::{Agent, AgentStatus, LastTurn, Outcome, Runtime};
+pub use agent::{Agent, AgentStatus, LastTurn, Outcome, Parked, Progress, Runtime};
 pub use evidence::{Evidence, EvidenceKind};
 pub use gate::{Blocks, Gate, GateKind, GateStatus, Notified};
 pub use goal::{Goal, GoalStatus, QuotaPolicy};
@@ -58,7 +58,13 @@ use crate::time::Span;
 ///   `argv_sha256`, `output_redacted` (the output digest then of the
 ///   redacted text), stdout and stderr in one pipe; and one
 ///   notification per gate: the op `gate.notified` and a gate's `notified`.
-pub const FORMAT: u32 = 2;
+/// - 3 (unreleased): spend sanity. Parking: the ops `quota.park` and
+///   `quota.resume`, an agent's `parked`, a goal's `auto_resume` and
+///   `goal.set`'s `auto_resume`, gates an op opens by itself (ids from
+///   `GateId::derived`). Stall detection: a goal's `stall_after` and
+///   `goal.set`'s, `turn.refresh`'s `progress` fingerprint, an agent's
+///   `progress`, and the stall gate a `turn.refresh` opens (`op::progress`).
+pub const FORMAT: u32 = 3;
 
 /// The whole state at one tick. Serde only for the local cache
 /// (`crate::cache`): the stored form is [`files`], one TOML file an entity.

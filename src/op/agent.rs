@@ -42,8 +42,14 @@ pub(super) fn register(
     let (registered_at, registered_by) = old.map_or((op.at, op.actor.clone()), |a| {
         (a.registered_at, a.registered_by.clone())
     });
-    let (last_writeback, last_turn) =
-        old.map_or((None, None), |a| (a.last_writeback, a.last_turn.clone()));
+    let (last_writeback, last_turn, parked, progress) = old.map_or((None, None, None, None), |a| {
+        (
+            a.last_writeback,
+            a.last_turn.clone(),
+            a.parked.clone(),
+            a.progress.clone(),
+        )
+    });
     state.agents.insert(
         id.clone(),
         Agent {
@@ -55,6 +61,8 @@ pub(super) fn register(
             registered_by,
             last_writeback,
             last_turn,
+            parked,
+            progress,
         },
     );
     Ok(Effect::new(

@@ -111,9 +111,13 @@ pub enum Happened {
         evidence: EvidenceId,
         passed: bool,
     },
+    /// `gate`: the human-only gate an expired park opened (format 3).
     Refreshed {
         agent: AgentId,
         outcome: Outcome,
+        gate: Option<GateId>,
+        /// The stall gate this turn opened (`op::progress`).
+        stalled: Option<crate::model::GateId>,
     },
     /// `already`: the turn was spent before (a no-op).
     Spent {
@@ -121,6 +125,13 @@ pub enum Happened {
         already: bool,
     },
     Voided {
+        agent: AgentId,
+    },
+    Parked {
+        agent: AgentId,
+        until: crate::time::Timestamp,
+    },
+    Resumed {
         agent: AgentId,
     },
     /// Each step's account, in order, and a one-line summary of them

@@ -59,6 +59,8 @@ pub(super) fn add(
             scope: Vec::new(),
             guards: Vec::new(),
             quota: QuotaPolicy::default(),
+            auto_resume: false,
+            stall_after: crate::model::goal::STALL_AFTER,
             created_at: op.at,
             created_by: op.actor.clone(),
             updated_at: op.at,
@@ -79,6 +81,8 @@ pub(super) fn set(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         guards,
         quota_slots,
         quota_window,
+        auto_resume,
+        stall_after,
     } = &op.change
     else {
         unreachable!("dispatched on GoalSet")
@@ -103,6 +107,13 @@ pub(super) fn set(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
             Code::BadQuota,
             "--quota-window must be longer than 0s",
         ));
+    }
+    if stall_after.is_some_and(|n| n > super::progress::MAX_RUN) {
+        return Err(Refusal::usage(
+            Code::BadQuota,
+            format!("--stall-after must be at most {}", super::progress::MAX_RUN),
+        )
+        .with_hint("0 turns stall detection off"));
     }
     let mut what = Vec::new();
     if let Some(o) = objective {
@@ -133,10 +144,18 @@ pub(super) fn set(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         g.quota.window = *w;
         what.push(format!("quota-window={w}"));
     }
+    if let Some(r) = auto_resume {
+        g.auto_resume = *r;
+        what.push(format!("auto-resume={r}"));
+    }
+    if let Some(n) = stall_after {
+        g.stall_after = *n;
+        what.push(format!("stall-after={n}"));
+    }
     if what.is_empty() {
         return Err(
             Refusal::usage(Code::NothingToSet, "goal set needs something to change").with_hint(
-                "pass --objective, --status, --scope, --guard, --quota-slots or --quota-window",
+                "pass --objective, --status, --scope, --guard, --quota-slots, --quota-window, --auto-resume or --stall-after",
             ),
         );
     }

@@ -78,10 +78,16 @@ pub fn check(change: &Change) -> Result<(), Refusal> {
             question(q, "question")?;
             each(options, "option", title)
         }
-        Change::RefreshState { next_action, .. } => {
-            opt(next_action.as_deref(), "next action", question)
+        Change::RefreshState {
+            next_action,
+            progress,
+            ..
+        } => {
+            opt(next_action.as_deref(), "next action", question)?;
+            opt(progress.as_deref(), "progress fingerprint", title)
         }
         Change::QuotaVoid { reason, .. } => note(reason, "reason"),
+        Change::QuotaPark { reason, .. } => opt(reason.as_deref(), "reason", question),
         Change::EvidenceAdd { summary, run, .. } => {
             question(summary, "summary")?;
             if let Some(r) = run {
@@ -93,6 +99,7 @@ pub fn check(change: &Change) -> Result<(), Refusal> {
         }
         Change::Settle { steps, .. } => steps.iter().try_for_each(check),
         Change::TodoClaim { .. }
+        | Change::QuotaResume { .. }
         | Change::TodoRenew { .. }
         | Change::TodoRelease { .. }
         | Change::TodoReopen { .. }

@@ -16,6 +16,8 @@ mod gate;
 mod goal;
 pub mod limits;
 pub mod message;
+pub mod park;
+pub mod progress;
 pub mod rules;
 pub mod signer;
 pub mod todo;
@@ -75,6 +77,12 @@ pub enum Change {
         quota_slots: Option<u32>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         quota_window: Option<Span>,
+        /// Format 3: whether parked agents resume by themselves.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        auto_resume: Option<bool>,
+        /// Format 3.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        stall_after: Option<u32>,
     },
     #[serde(rename = "agent.register")]
     AgentRegister {
@@ -217,6 +225,10 @@ pub enum Change {
         todo: Option<TodoId>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         next_action: Option<String>,
+        /// The turn's progress fingerprint, computed by the command
+        /// (`op::progress`); format 3.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        progress: Option<String>,
     },
     /// One slot spent for a turn that made a validated writeback.
     #[serde(rename = "quota.spend")]
@@ -232,6 +244,19 @@ pub enum Change {
         turn: String,
         reason: String,
     },
+    /// An agent parks itself until a time (its runtime's usage limit
+    /// resets then): `should-run` waits without spending. Format 3.
+    #[serde(rename = "quota.park")]
+    QuotaPark {
+        agent: AgentId,
+        goal: GoalId,
+        until: Timestamp,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+    /// A human's go for a parked agent: the park ends now. Format 3.
+    #[serde(rename = "quota.resume")]
+    QuotaResume { agent: AgentId },
     /// A whole turn's writeback in one tick: the steps apply in order, all
     /// or nothing.
     #[serde(rename = "turn.settle")]
@@ -285,6 +310,8 @@ impl Change {
             Change::RefreshState { .. } => "turn.refresh",
             Change::QuotaSpend { .. } => "quota.spend",
             Change::QuotaVoid { .. } => "quota.void",
+            Change::QuotaPark { .. } => "quota.park",
+            Change::QuotaResume { .. } => "quota.resume",
             Change::Settle { .. } => "turn.settle",
         }
     }
@@ -318,6 +345,8 @@ impl Change {
         "turn.settle",
         "quota.spend",
         "quota.void",
+        "quota.park",
+        "quota.resume",
     ];
 
     /// The todo this change is about, if any.
@@ -428,6 +457,8 @@ fn dispatch(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
             turn,
             reason,
         } => turn::void(state, op, agent, turn, reason),
+        Change::QuotaPark { .. } => park::park(state, op),
+        Change::QuotaResume { agent } => park::resume(state, op, agent),
         Change::Settle { steps, .. } => turn::settle(state, op, steps),
     }
 }

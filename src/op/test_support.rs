@@ -119,6 +119,8 @@ pub(super) fn goal_set() -> Change {
         guards: None,
         quota_slots: None,
         quota_window: None,
+        auto_resume: None,
+        stall_after: None,
     }
 }
 
@@ -249,6 +251,8 @@ pub(super) fn goal_set_with(
         guards: None,
         quota_slots,
         quota_window,
+        auto_resume: None,
+        stall_after: None,
     }
 }
 
@@ -323,6 +327,7 @@ pub(super) fn refresh(outcome: Outcome, todo: Option<&str>, next: Option<&str>) 
         turn: Some("7a1e".to_owned()),
         todo: todo.map(tid),
         next_action: next.map(str::to_owned),
+        progress: None,
     }
 }
 
@@ -370,6 +375,8 @@ pub(super) fn every_change() -> Vec<Change> {
             guards: Some(strings(&["no new dependencies"])),
             quota_slots: Some(3),
             quota_window: Some(Span::hours(6)),
+            auto_resume: Some(true),
+            stall_after: Some(5),
         },
         register("agent-a", Runtime::ClaudeCode, &["rust", "docs"]),
         Change::TodoAdd {
@@ -478,9 +485,25 @@ pub(super) fn every_change() -> Vec<Change> {
                 bytes: 4096,
             }),
         },
-        refresh(Outcome::Blocked, Some(T1), Some("ask about the grammar")),
+        Change::RefreshState {
+            goal: gid("main"),
+            outcome: Outcome::Blocked,
+            turn: Some("7a1e".to_owned()),
+            todo: Some(tid(T1)),
+            next_action: Some("ask about the grammar".to_owned()),
+            progress: Some("0123456789abcdef".to_owned()),
+        },
         spend("turn-1", "2026-01-01T09:10:00Z"),
         void("agent-a", "turn-1", "a test run"),
+        Change::QuotaPark {
+            agent: aid("agent-a"),
+            goal: gid("main"),
+            until: t("2026-01-01T15:00:00Z"),
+            reason: Some("usage limit; resets 3pm UTC".to_owned()),
+        },
+        Change::QuotaResume {
+            agent: aid("agent-a"),
+        },
         Change::Settle {
             turn: "turn-2".to_owned(),
             steps: vec![
@@ -517,6 +540,8 @@ pub(super) fn every_change() -> Vec<Change> {
             | Change::RefreshState { .. }
             | Change::QuotaSpend { .. }
             | Change::QuotaVoid { .. }
+            | Change::QuotaPark { .. }
+            | Change::QuotaResume { .. }
             | Change::Settle { .. } => {}
         }
     }

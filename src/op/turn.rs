@@ -20,10 +20,34 @@ pub enum Reason {
     NotRegistered,
     GoalPaused,
     GoalDone,
-    GateOpen { gate: GateId, question: String },
-    QuotaExhausted { frees_at: Timestamp },
-    NothingReady { detail: String },
+    GateOpen {
+        gate: GateId,
+        question: String,
+    },
+    QuotaExhausted {
+        frees_at: Timestamp,
+    },
+    /// Parked by `quota park` until `until` (format 3).
+    WaitUntil {
+        until: Timestamp,
+        reason: Option<String>,
+    },
+    /// The park ended and the goal does not resume by itself: a human's
+    /// go is needed; `gate` asks for it once the agent's next tick opened it.
+    AwaitingGo {
+        until: Timestamp,
+        gate: Option<GateId>,
+    },
+    NothingReady {
+        detail: String,
+    },
     NoChange,
+    /// Advanced turns made no progress: a stall gate on the todo waits for
+    /// a human (`op::progress`).
+    Stalled {
+        gate: GateId,
+        todo: TodoId,
+    },
 }
 
 impl Reason {
@@ -34,8 +58,11 @@ impl Reason {
             Reason::GoalDone => "goal-done",
             Reason::GateOpen { .. } => "gate-open",
             Reason::QuotaExhausted { .. } => "quota-exhausted",
+            Reason::WaitUntil { .. } => "wait-until",
+            Reason::AwaitingGo { .. } => "awaiting-go",
             Reason::NothingReady { .. } => "nothing-ready",
             Reason::NoChange => "no-change",
+            Reason::Stalled { .. } => "stalled",
         }
     }
 }
@@ -110,6 +137,19 @@ pub fn decide(state: &State, agent: &AgentId, goal: &Goal, now: Timestamp) -> De
     if d.skip.is_some() {
         return d;
     }
+    match super::park::standing(state, a, goal, now) {
+        super::park::Standing::Free => {}
+        super::park::Standing::Waiting { until, reason } => {
+            d.skip = Some(Reason::WaitUntil { until, reason });
+            return d;
+        }
+        // An open gate asks for the go: the gate-open answer below says so.
+        super::park::Standing::NeedsGo { gate: Some(g), .. } if state.gates[&g].is_open() => {}
+        super::park::Standing::NeedsGo { until, gate } => {
+            d.skip = Some(Reason::AwaitingGo { until, gate });
+            return d;
+        }
+    }
     if let Some(g) = state.gates.values().find(|g| {
         g.is_open()
             && match &g.blocks {
@@ -122,6 +162,10 @@ pub fn decide(state: &State, agent: &AgentId, goal: &Goal, now: Timestamp) -> De
             gate: g.id.clone(),
             question: g.question.clone(),
         });
+        return d;
+    }
+    if let Some((gate, todo)) = super::progress::stalled(state, agent, &goal.id) {
+        d.skip = Some(Reason::Stalled { gate, todo });
         return d;
     }
     let s = slots(state, agent, goal, now);
@@ -205,6 +249,7 @@ pub(super) fn refresh(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         turn,
         todo,
         next_action,
+        progress,
     } = &op.change
     else {
         unreachable!("dispatched on RefreshState")
@@ -254,14 +299,23 @@ pub(super) fn refresh(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
     if *outcome != Outcome::Unchanged {
         wrote_back(state, op);
     }
+    let gate = super::park::on_turn_end(state, op, &agent);
+    let (stalled, stall) =
+        super::progress::on_refresh(state, op, &agent, (goal, todo), *outcome, progress);
     let next = next_action
         .map(|n| format!(": next {}", super::short(&n)))
         .unwrap_or_default();
-    let subject = format!("refresh {agent} {}{next}", outcome.as_str());
+    let asked = gate
+        .as_ref()
+        .map(|g| format!("; park ended, gate {g} asks for a go"))
+        .unwrap_or_default();
+    let subject = format!("refresh {agent} {}{stall}{next}{asked}", outcome.as_str());
     Ok(Effect::new(
         Happened::Refreshed {
             agent,
             outcome: *outcome,
+            gate,
+            stalled,
         },
         subject,
     ))
@@ -295,6 +349,7 @@ pub(super) fn spend(
             format!("spend {} turn {turn} (already spent)", agent.id),
         ));
     }
+    super::progress::refuse_spend(state, op, &agent.id, goal)?;
     if op.at.since(issued) > window {
         return Err(Refusal::rule(
             Code::TokenExpired,
@@ -449,7 +504,9 @@ pub(super) fn settle(state: &mut State, op: &Op, steps: &[Change]) -> Result<Eff
                 status: Some(s), ..
             } => s.to_string(),
             Change::TodoUpdate { .. } => "noted".to_owned(),
-            Change::RefreshState { outcome, .. } => outcome.as_str().to_owned(),
+            Change::RefreshState { outcome, .. } => {
+                outcome.as_str().to_owned() + &super::progress::note(happened.last())
+            }
             Change::QuotaSpend { goal, .. } => {
                 let agent = op.actor.agent().cloned();
                 match (agent, work.goals.get(goal)) {
@@ -515,11 +572,25 @@ pub fn reason_message(r: &Reason, agent: &AgentId, goal: &GoalId) -> String {
         Reason::QuotaExhausted { frees_at } => {
             format!("all slots are used; the next frees at {frees_at}")
         }
+        Reason::WaitUntil { until, reason } => match reason {
+            Some(r) => format!("parked until {until}: {r}"),
+            None => format!("parked until {until}"),
+        },
+        Reason::AwaitingGo { until, gate: None } => format!(
+            "parked until {until}, and goal {goal} does not resume by itself: your next refresh-state opens a gate that asks a human for the go"
+        ),
+        Reason::AwaitingGo {
+            until,
+            gate: Some(g),
+        } => format!(
+            "parked until {until}; gate {g} was answered without a go: it runs again once a human resumes {agent}"
+        ),
         Reason::NothingReady { detail } => detail.clone(),
         Reason::NoChange => {
             "your last turn ended unchanged and nothing that concerns you has changed since"
                 .to_owned()
         }
+        Reason::Stalled { gate, todo } => super::progress::message(gate, todo),
     }
 }
 

@@ -319,7 +319,8 @@ fn goal_of(op: &Op, state: &State) -> Option<GoalId> {
         | Change::GateOpen { goal, .. }
         | Change::EvidenceAdd { goal, .. }
         | Change::RefreshState { goal, .. }
-        | Change::QuotaSpend { goal, .. } => Some(goal.clone()),
+        | Change::QuotaSpend { goal, .. }
+        | Change::QuotaPark { goal, .. } => Some(goal.clone()),
         Change::GateAnswer { gate, .. } | Change::GateWithdraw { gate } => {
             state.gates.get(gate).map(|g| g.goal.clone())
         }
@@ -513,6 +514,8 @@ mod tests {
                 guards: None,
                 quota_slots: None,
                 quota_window: None,
+                auto_resume: None,
+                stall_after: None,
             },
         );
         kept.actor = Actor::Human {

@@ -64,6 +64,7 @@ pub fn is_human_act(before: &State, op: &Op) -> bool {
         Change::GoalAdd { .. }
         | Change::GoalSet { .. }
         | Change::QuotaVoid { .. }
+        | Change::QuotaResume { .. }
         | Change::SignerAnnounce { .. }
         | Change::TodoTrust { .. } => true,
         Change::GateAnswer { gate, .. } | Change::GateWithdraw { gate } => {
@@ -537,6 +538,8 @@ mod tests {
                 guards: None,
                 quota_slots: None,
                 quota_window: None,
+                auto_resume: None,
+                stall_after: None,
             },
         )
     }

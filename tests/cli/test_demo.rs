@@ -67,7 +67,7 @@ fn the_demo_tells_the_whole_story_reproducibly() {
     );
     assert_eq!(
         git_in(&a, &["rev-list", "--count", "refs/loopx/state"]).trim(),
-        "16"
+        "20"
     );
     let ops = git_in(
         &a,
@@ -89,10 +89,39 @@ fn the_demo_tells_the_whole_story_reproducibly() {
         assert!(ops.contains(op), "{op} in {ops}");
     }
     // The loser of the race is recorded, naming the winner.
-    let rejected = git_in(&a, &["log", "-1", "--format=%s", "refs/loopx/state"]);
+    let rejected = git_in(
+        &a,
+        &[
+            "log",
+            "-1",
+            "--format=%s",
+            "--grep=sync-rejected",
+            "refs/loopx/state",
+        ],
+    );
     assert!(
         rejected.contains("sync-rejected") && rejected.contains("builder holds it"),
         "{rejected}"
+    );
+    // The agent that made no progress was stopped at its third turn: three
+    // settles on the benchmark, the last one opening the stall gate.
+    let settles = git_in(
+        &a,
+        &[
+            "log",
+            "--format=%s",
+            "--grep=Benchmark the parser\": evidence passed, advanced",
+            "refs/loopx/state",
+        ],
+    );
+    assert_eq!(settles.lines().count(), 3, "{settles}");
+    assert!(
+        settles
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .contains("stalled: gate g-"),
+        "{settles}"
     );
     // Ada's answer carries her signature, in the op and in the gate file;
     // the key was made in the workspace and is trusted only there.

@@ -79,7 +79,13 @@ git          .githooks/post-merge: created
     let events: Vec<&String> = claude["hooks"].as_object().unwrap().keys().collect();
     assert_eq!(
         events,
-        ["Stop", "SessionStart", "UserPromptSubmit", "SessionEnd"]
+        [
+            "Stop",
+            "SessionStart",
+            "UserPromptSubmit",
+            "SessionEnd",
+            "StopFailure"
+        ]
     );
     assert_eq!(
         claude["hooks"]["Stop"][0]["hooks"][0]["command"],

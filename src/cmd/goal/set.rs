@@ -11,7 +11,7 @@ use crate::op::{Change, Happened};
 use crate::time::Span;
 use crate::tx;
 
-/// Change a goal's objective, status, scope, guards or quota (humans only)
+/// Change a goal's objective, status, scope, guards, quota, resume policy or stall limit (humans only)
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// The goal's id
@@ -34,6 +34,14 @@ pub struct Args {
     /// The rolling quota window, such as 24h
     #[arg(long, value_name = "DURATION")]
     quota_window: Option<Span>,
+    /// Whether an agent parked by `quota park` runs again by itself once its
+    /// time passes (true), or waits for a human's go (false, the default)
+    #[arg(long, value_name = "BOOL")]
+    auto_resume: Option<bool>,
+    /// Advanced turns without progress on one todo before a human-only stall
+    /// gate opens (default 3; 0 is off)
+    #[arg(long, value_name = "N")]
+    stall_after: Option<u32>,
 }
 
 #[derive(Serialize)]
@@ -56,6 +64,8 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                 guards: (!args.guard.is_empty()).then(|| args.guard.clone()),
                 quota_slots: args.quota_slots,
                 quota_window: args.quota_window,
+                auto_resume: args.auto_resume,
+                stall_after: args.stall_after,
             },
         )?)
     })?;

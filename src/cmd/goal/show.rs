@@ -33,6 +33,13 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         for guard in &g.guards {
             s.push_str(&format!("\nguard: {guard}"));
         }
+        match g.stall_after {
+            crate::model::goal::STALL_AFTER => {}
+            0 => s.push_str("\nstall detection: off"),
+            n => s.push_str(&format!(
+                "\nstall: a gate after {n} advanced turns without progress"
+            )),
+        }
         s
     })?;
     Ok(Exit::Ok)

@@ -1,5 +1,8 @@
-//! `loopx quota …`: whether to run a turn, and the slots turns spend.
+//! `loopx quota …`: whether to run a turn, the slots turns spend, and
+//! parking until a runtime's window resets.
 
+pub mod park;
+pub mod resume;
 pub mod should_run;
 pub mod spend_slot;
 pub mod status;
@@ -17,6 +20,8 @@ pub enum Command {
     SpendSlot(spend_slot::Args),
     VoidSlot(void_slot::Args),
     Status(status::Args),
+    Park(park::Args),
+    Resume(resume::Args),
 }
 
 pub fn run(ctx: &Ctx, c: &Command) -> Result<Exit> {
@@ -25,6 +30,8 @@ pub fn run(ctx: &Ctx, c: &Command) -> Result<Exit> {
         Command::SpendSlot(a) => spend_slot::run(ctx, a),
         Command::VoidSlot(a) => void_slot::run(ctx, a),
         Command::Status(a) => status::run(ctx, a),
+        Command::Park(a) => park::run(ctx, a),
+        Command::Resume(a) => resume::run(ctx, a),
     }
 }
 

@@ -17,7 +17,10 @@ use crate::tx;
 /// A run names the todo to work on (your own claim first, else the best
 /// ready one), the gates that concern you, the slots left and a turn token
 /// for `spend-slot`. A skip gives the reason: not-registered, goal-paused,
-/// goal-done, gate-open, quota-exhausted, nothing-ready, no-change, or
+/// goal-done, gate-open, quota-exhausted, wait-until (parked by `quota
+/// park`), awaiting-go (the park ended; a human's go is needed), stalled
+/// (advanced turns made no progress; a human answers the stall gate),
+/// nothing-ready, no-change, or
 /// state-locked (a writer died holding the state ref's lock, so no tick can
 /// land until a person removes it; the reason says how). Writes nothing.
 #[derive(clap::Args, Debug)]
@@ -47,7 +50,7 @@ struct Wire<'a> {
     turn_token: Option<String>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, Default)]
 struct ReasonWire<'a> {
     code: &'static str,
     message: String,
@@ -55,8 +58,14 @@ struct ReasonWire<'a> {
     gate: Option<&'a GateId>,
     #[serde(skip_serializing_if = "Option::is_none")]
     question: Option<&'a str>,
+    /// The stalled todo (stalled).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    todo: Option<&'a TodoId>,
     #[serde(skip_serializing_if = "Option::is_none")]
     frees_at: Option<String>,
+    /// When a park ends (wait-until) or ended (awaiting-go).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    until: Option<String>,
     /// What a person must do (state-locked).
     #[serde(skip_serializing_if = "Option::is_none")]
     fix: Option<String>,
@@ -102,21 +111,30 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let goal = state.goal(pick_goal(ctx, state, args.goal.as_deref())?.as_str())?;
     let d = turn::decide(state, agent, goal, ctx.now);
     let reason = d.skip.as_ref().map(|r| {
-        let (gate, question, frees_at) = match r {
-            turn::Reason::GateOpen { gate, question } => {
-                (Some(gate), Some(question.as_str()), None)
-            }
-            turn::Reason::QuotaExhausted { frees_at } => (None, None, Some(frees_at.to_string())),
-            _ => (None, None, None),
-        };
-        ReasonWire {
+        let mut w = ReasonWire {
             code: r.code(),
             message: reason_message(r, agent, &goal.id),
-            gate,
-            question,
-            frees_at,
-            fix: None,
+            ..ReasonWire::default()
+        };
+        match r {
+            turn::Reason::GateOpen { gate, question } => {
+                w.gate = Some(gate);
+                w.question = Some(question);
+            }
+            turn::Reason::QuotaExhausted { frees_at } => w.frees_at = Some(frees_at.to_string()),
+            turn::Reason::WaitUntil { until, .. } => w.until = Some(until.to_string()),
+            turn::Reason::AwaitingGo { until, gate } => {
+                w.until = Some(until.to_string());
+                w.gate = gate.as_ref();
+            }
+            turn::Reason::Stalled { gate, todo } => {
+                w.gate = Some(gate);
+                w.question = state.gates.get(gate).map(|g| g.question.as_str());
+                w.todo = Some(todo);
+            }
+            _ => {}
         }
+        w
     });
     // Every tick would fail on a stale lock: stop the agent's loop with a
     // skip that says why, rather than let its next write error.
@@ -129,12 +147,10 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                 lock.display(),
                 age.as_secs()
             ),
-            gate: None,
-            question: None,
-            frees_at: None,
             fix: Some(
                 "a person runs `loopx doctor --fix` once no loopx or git process is running in this repository".to_owned(),
             ),
+            ..ReasonWire::default()
         }),
         None => reason,
     };

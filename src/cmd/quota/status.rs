@@ -6,7 +6,7 @@ use serde::Serialize;
 use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::model::{AgentId, AgentStatus, GoalId, GoalStatus, quota::Spend};
-use crate::op::turn;
+use crate::op::{park, turn};
 use crate::time::Timestamp;
 use crate::tx;
 
@@ -28,7 +28,18 @@ struct Row<'a> {
     window: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     frees_at: Option<Timestamp>,
+    /// Parked (`quota park`): until when, and whether the time passed and a
+    /// human's go is awaited.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    parked: Option<ParkWire>,
     spends: Vec<&'a Spend>,
+}
+
+#[derive(Serialize)]
+struct ParkWire {
+    until: Timestamp,
+    /// `waiting` until the time, then `awaiting-go`.
+    state: &'static str,
 }
 
 #[derive(Serialize)]
@@ -64,6 +75,17 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                 .get(&a.id)
                 .map(|l| l.spends.iter().filter(|x| x.goal == g.id).collect())
                 .unwrap_or_default();
+            let parked = match park::standing(state, a, g, ctx.now) {
+                park::Standing::Free => None,
+                park::Standing::Waiting { until, .. } => Some(ParkWire {
+                    until,
+                    state: "waiting",
+                }),
+                park::Standing::NeedsGo { until, .. } => Some(ParkWire {
+                    until,
+                    state: "awaiting-go",
+                }),
+            };
             rows.push(Row {
                 agent: &a.id,
                 goal: &g.id,
@@ -72,6 +94,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                 left: s.left(),
                 window: s.window.to_string(),
                 frees_at: s.frees_at,
+                parked,
                 spends,
             });
         }
@@ -94,8 +117,13 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                 } else {
                     String::new()
                 };
+                let parked = match &r.parked {
+                    Some(p) if p.state == "waiting" => format!(", parked until {}", p.until),
+                    Some(p) => format!(", parked until {}: awaiting a human's go", p.until),
+                    None => String::new(),
+                };
                 format!(
-                    "{}  {}  {} of {} used per {}{frees}{voided}",
+                    "{}  {}  {} of {} used per {}{frees}{voided}{parked}",
                     r.agent, r.goal, r.used, r.slots, r.window
                 )
             })

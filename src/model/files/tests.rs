@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use super::*;
 use crate::error::Code as ErrorCode;
-use crate::model::agent::{LastTurn, Outcome, Runtime};
+use crate::model::agent::{LastTurn, Outcome, Parked, Runtime};
 use crate::model::evidence::{Artifact, Code, EvidenceKind};
 use crate::model::gate::{Answer, Blocks, GateKind, GateStatus};
 use crate::model::quota::{Ledger, Spend, Void};
@@ -105,6 +105,8 @@ fn full_state() -> State {
             slots: 3,
             window: Span::hours(6),
         },
+        auto_resume: true,
+        stall_after: 5,
         created_at: t("2026-01-01T09:00:00Z"),
         created_by: human(),
         updated_at: t("2026-01-01T09:01:00Z"),
@@ -125,6 +127,19 @@ fn full_state() -> State {
             todo: Some(TodoId::from_hex("000000a1")),
             next_action: Some("ask about the grammar".to_owned()),
             digest: "0123456789abcdef".to_owned(),
+        }),
+        parked: Some(Parked {
+            until: t("2026-01-01T15:00:00Z"),
+            goal: main_goal(),
+            at: t("2026-01-01T09:29:00Z"),
+            by: Actor::Agent(agent_a()),
+            reason: Some("usage limit; resets 3pm UTC".to_owned()),
+        }),
+        progress: Some(crate::model::Progress {
+            todo: TodoId::from_hex("000000a1"),
+            fingerprint: "fedcba9876543210".to_owned(),
+            turns: vec![t("2026-01-01T09:26:00Z"), t("2026-01-01T09:28:00Z")],
+            gate: Some(GateId::from_hex("0000c0de")),
         }),
     };
     let gate = Gate {

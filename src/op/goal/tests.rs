@@ -237,6 +237,8 @@ fn goal_set_refuses_an_unknown_goal() {
         guards: None,
         quota_slots: None,
         quota_window: None,
+        auto_resume: None,
+        stall_after: None,
     };
     let r = refuse(
         &mut s,
@@ -317,6 +319,8 @@ fn goal_set_applies_every_field() {
         guards: Some(strings(&["no unsafe"])),
         quota_slots: Some(3),
         quota_window: Some(Span::hours(2)),
+        auto_resume: None,
+        stall_after: None,
     };
     let subject = ok(&mut s, &op(human(), "2026-01-01T10:00:00Z", change));
     assert_eq!(

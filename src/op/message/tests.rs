@@ -101,6 +101,7 @@ fn ops_without_their_optional_fields_round_trip_too() {
             turn: None,
             todo: None,
             next_action: None,
+            progress: Some("0123456789abcdef".to_owned()),
         },
     ] {
         let o = op(human(), "2026-01-01T09:10:00Z", change);

@@ -16,6 +16,12 @@ pub(in crate::op) fn claim(
 ) -> Result<Effect, Refusal> {
     let agent = rules::acting_agent(state, &op.actor, "claim a todo")?.clone();
     let todo = get(state, id)?;
+    if let Some(goal) = state.goals.get(&todo.goal) {
+        let standing = crate::op::park::standing(state, &agent, goal, op.at);
+        if let Some(r) = crate::op::park::refusal(&standing, &agent.id, &goal.id) {
+            return Err(r);
+        }
+    }
     check_lease(lease)?;
     // Renew: the owner claims again; the epoch stays. A gate that covers
     // the todo stops a renew too.

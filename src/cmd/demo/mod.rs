@@ -3,8 +3,8 @@
 //! real turns through the real commands, as separate processes of this very
 //! binary, and narrates each step for someone who has never heard of loopx.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::PathBuf;
+use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 use serde::Serialize;
@@ -14,11 +14,17 @@ use crate::error::{Code, Exit};
 use crate::output::Out;
 use crate::time::Timestamp;
 
+mod stall;
+mod tools;
+
+use tools::shown;
+
 /// Show what loopx is for: two machines, two agents and a human, for real
 ///
 /// Creates a workspace with a bare hub repository and two clones (machine-a
-/// and machine-b), then runs agent turns, a failing check, a human-only gate
-/// and a claim race across machines, with the real commands. It takes a few
+/// and machine-b), then runs agent turns, a failing check, a human-only gate,
+/// a claim race across machines and an agent stopped for making no
+/// progress, with the real commands. It takes a few
 /// seconds and leaves the workspace to explore. With LOOPX_NOW set, every
 /// step's clock is fixed and the output is reproducible.
 #[derive(clap::Args, Debug)]
@@ -81,6 +87,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         commands: 0,
         human_config: None,
         masks: Vec::new(),
+        turns: None,
     };
     demo.play()?;
     let ticks = demo.count_ticks()?;
@@ -107,6 +114,9 @@ struct Demo {
     /// Texts shown as something stable (a fingerprint of a key made fresh
     /// each run).
     masks: Vec<(String, String)>,
+    /// Turn tokens shown as `<turn N>`, once they follow from a fresh key's
+    /// signatures (with a fixed clock only; `stall::learn_turns`).
+    turns: Option<Vec<String>>,
 }
 
 /// Who runs a command in the demo.
@@ -188,6 +198,7 @@ impl Demo {
             code: out.status.code().unwrap_or(-1),
             stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         };
+        self.learn_turns(&ran.stdout);
         let stderr = String::from_utf8_lossy(&out.stderr);
         for line in ran.stdout.lines().chain(stderr.lines()) {
             self.say(&self.masked(&format!("    {line}")));
@@ -207,100 +218,17 @@ impl Demo {
     }
 
     fn masked(&self, text: &str) -> String {
-        self.masks
+        let text = self
+            .masks
             .iter()
-            .fold(text.to_owned(), |t, (from, to)| t.replace(from, to))
-    }
-
-    /// Makes Ada's SSH key with ssh-keygen, gives her git the settings to
-    /// sign with it, and points machine A at the workspace's own
-    /// allowed-signers file. Returns the key's public file and fingerprint,
-    /// or None when ssh-keygen is not installed.
-    fn make_key(&mut self) -> Result<Option<(PathBuf, String)>> {
-        let dir = self.root.join("ada-keys");
-        std::fs::create_dir_all(&dir)?;
-        let key = dir.join("ada");
-        let made = Command::new("ssh-keygen")
-            .args([
-                "-q",
-                "-t",
-                "ed25519",
-                "-N",
-                "",
-                "-C",
-                "ada@example.com",
-                "-f",
-            ])
-            .arg(&key)
-            .stdin(Stdio::null())
-            .output();
-        match made {
-            Ok(o) if o.status.success() => {}
-            _ => return Ok(None),
-        }
-        let public = dir.join("ada.pub");
-        let listed = Command::new("ssh-keygen")
-            .arg("-lf")
-            .arg(&public)
-            .output()
-            .context("running ssh-keygen -lf")?;
-        let fingerprint = String::from_utf8_lossy(&listed.stdout)
-            .split_whitespace()
-            .nth(1)
-            .context("ssh-keygen -lf printed no fingerprint")?
-            .to_owned();
-        self.masks
-            .push((fingerprint.clone(), "SHA256:<ada's key>".to_owned()));
-        let cfg = dir.join("gitconfig");
-        std::fs::write(
-            &cfg,
-            format!(
-                "[gpg]\n\tformat = ssh\n[user]\n\tsigningKey = {}\n",
-                public.display()
-            ),
-        )?;
-        self.human_config = Some(cfg);
-        let allowed = self.root.join("allowed_signers");
-        self.git(
-            &self.machine("machine-a"),
-            &[
-                "config",
-                "loopx.allowedSignersFile",
-                &allowed.to_string_lossy(),
-            ],
-        )?;
-        Ok(Some((public, fingerprint)))
-    }
-
-    /// Runs git quietly (set-up steps nobody needs to read).
-    fn git(&self, dir: &Path, args: &[&str]) -> Result<String> {
-        let mut c = crate::git::command_in(dir, args);
-        self.isolate(&mut c);
-        if let Some(now) = self.clock {
-            c.env("GIT_AUTHOR_DATE", now.to_string())
-                .env("GIT_COMMITTER_DATE", now.to_string());
-        }
-        crate::git::stdout_of(c, args)
-    }
-
-    /// Keeps the user's git config and agent-runtime markers out.
-    fn isolate(&self, c: &mut Command) {
-        for (k, _) in std::env::vars_os() {
-            let k = k.to_string_lossy().into_owned();
-            if k.starts_with("LOOPX_")
-                || k.starts_with("CLAUDE")
-                || k.starts_with("CODEX_")
-                || k.starts_with("GEMINI_")
-                || k.starts_with("CURSOR_")
-                || k.starts_with("GIT_")
-            {
-                c.env_remove(&k);
-            }
-        }
-        c.env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("NO_COLOR", "1")
-            .stdin(Stdio::null());
+            .fold(text.to_owned(), |t, (from, to)| t.replace(from, to));
+        self.turns
+            .iter()
+            .flatten()
+            .enumerate()
+            .fold(text, |t, (i, hex)| {
+                t.replace(hex.as_str(), &format!("<turn {}>", i + 1))
+            })
     }
 
     fn todo_id(ran: &Ran) -> String {
@@ -610,8 +538,10 @@ impl Demo {
         self.loopx("machine-b", Some("tester"), &["sync"], &[4])?;
         self.loopx("machine-b", None, &["todo", "show", &bench], &[0])?;
 
+        self.stall_act(6, &bench)?;
+
         self.act(
-            6,
+            7,
             "what happened",
             "Every change was one commit. loopx reads the history back, and so does\n\
              plain git: the trail needs no loopx to audit.",
@@ -636,18 +566,4 @@ impl Demo {
         )?;
         n.trim().parse().context("counting ticks")
     }
-}
-
-/// An argument list as a person would type it: quoted where it has spaces.
-fn shown(args: &[&str]) -> String {
-    args.iter()
-        .map(|a| {
-            if a.contains(' ') || a.is_empty() {
-                format!("\"{a}\"")
-            } else {
-                (*a).to_owned()
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
 }
