@@ -24,6 +24,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::model::{FORMAT, State};
 use crate::store::{Oid, Store, Tip};
@@ -32,6 +33,8 @@ use crate::store::{Oid, Store, Tip};
 const LAYOUT: u32 = 1;
 /// The first line of every cache file.
 const MAGIC: &str = "loopx-cache";
+/// The size of the cache file this process last read.
+static LAST_SIZE: AtomicUsize = AtomicUsize::new(0);
 
 /// The folder of the cache under the git common dir.
 pub fn dir(store: &Store) -> PathBuf {
@@ -95,6 +98,7 @@ pub fn read(store: &Store, commit: Oid) -> Option<(Tip, State)> {
         return None;
     }
     let bytes = std::fs::read(&path).ok()?;
+    LAST_SIZE.store(bytes.len(), Ordering::Relaxed);
     parse(store, key, commit, &bytes)
 }
 
@@ -167,9 +171,12 @@ pub fn checksum(bytes: &[u8]) -> u64 {
 /// effort: a failure leaves the cache as it was (or absent).
 pub fn write(store: &Store, tip: &Tip, state: &State) {
     let Some(key) = build_key() else { return };
-    let Ok(body) = serde_json::to_vec(state) else {
+    // Sized like the last cache read, so a large state is not copied
+    // over and over as the buffer grows.
+    let mut body = Vec::with_capacity(LAST_SIZE.load(Ordering::Relaxed) + 4096);
+    if serde_json::to_writer(&mut body, state).is_err() {
         return;
-    };
+    }
     let _ = write_file(&path(store), &header(key, tip, &body), &body);
 }
 
