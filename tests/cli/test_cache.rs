@@ -214,3 +214,77 @@ fn reads_use_the_cache_and_verify_never_does() {
         list.stdout
     );
 }
+
+/// The state a tick caches (the one it holds after `apply`) is the state
+/// its tree gives: after each kind of tick, the answers from the cache the
+/// tick wrote equal the answers read from the tree.
+#[test]
+fn every_tick_caches_what_its_tree_holds() {
+    let env = TestEnv::with_board();
+    let file = cache_file(&env);
+    let check = |what: &str| {
+        assert!(file.is_file(), "{what}: the tick wrote the cache");
+        let cached = answers(&env);
+        std::fs::remove_dir_all(file.parent().unwrap()).unwrap();
+        let from_tree = answers(&env);
+        assert_eq!(cached, from_tree, "after {what}");
+        // The read above wrote the cache again; the next tick replaces it.
+    };
+    let t1 = env.add("Write the lexer", &["--priority", "P1", "--", "true"]);
+    check("todo add");
+    let t2 = env.add("Write the parser", &["--after", &t1]);
+    env.agent("agent-a", &["todo", "claim", &t1]).ok();
+    check("todo claim");
+    env.agent("agent-a", &["todo", "update", &t1, "--note", "halfway"])
+        .ok();
+    check("todo update");
+    env.loopx(&["evidence", "add", "--todo", &t1, "--summary", "reviewed"])
+        .ok();
+    check("evidence add");
+    env.agent("agent-a", &["todo", "done", &t1]).ok();
+    check("todo done with a validation");
+    let v = env
+        .agent("agent-b", &["quota", "should-run", "--json"])
+        .ok()
+        .json();
+    let tok = v["turn_token"].as_str().unwrap().to_owned();
+    env.agent("agent-b", &["todo", "claim", &t2]).ok();
+    env.agent(
+        "agent-b",
+        &[
+            "settle",
+            "--turn",
+            &tok,
+            "--todo",
+            &t2,
+            "--outcome",
+            "advanced",
+            "--note",
+            "started",
+            "--",
+            "true",
+        ],
+    )
+    .ok();
+    check("settle");
+    env.loopx(&["todo", "archive"]).ok();
+    check("todo archive");
+    let g = env
+        .loopx(&["gate", "open", "--question", "Ship it?", "--json"])
+        .ok()
+        .json();
+    check("gate open");
+    let gate = g["gate"]["id"]
+        .as_str()
+        .or(g["id"].as_str())
+        .unwrap()
+        .to_owned();
+    env.loopx(&["gate", "answer", &gate, "--choice", "approve"])
+        .ok();
+    check("gate answer");
+    env.loopx(&["goal", "set", "main", "--status", "paused"])
+        .ok();
+    check("goal set");
+    env.loopx(&["agent", "retire", "agent-b"]).ok();
+    check("agent retire");
+}
