@@ -129,6 +129,38 @@ impl Config {
     }
 }
 
+/// The price of a model's tokens on this machine: git config
+/// `loopx.price.<model>.input`, `.output` and `.cachedInput` (dollars per
+/// million tokens) for the reported id, else for the table row it matches;
+/// else the shipped table ([`crate::price`]). A row set in git config needs
+/// `input` and `output`; `cachedInput` defaults to `input`. None for a
+/// model with no price anywhere.
+pub fn price(store: &Store, model: &str) -> Option<crate::price::Price> {
+    let shipped = crate::price::lookup(model);
+    let configured = |key: &str| {
+        let get = |field: &str| {
+            store
+                .config(&format!("loopx.price.{key}.{field}"))
+                .and_then(|v| v.trim().parse::<f64>().ok())
+                .filter(|v| v.is_finite() && *v >= 0.0)
+        };
+        let base = shipped.filter(|(k, _)| *k == key).map(|(_, p)| p);
+        let input = get("input").or(base.map(|p| p.input))?;
+        let output = get("output").or(base.map(|p| p.output))?;
+        let cached_input = get("cachedInput")
+            .or(base.map(|p| p.cached_input))
+            .unwrap_or(input);
+        Some(crate::price::Price {
+            input,
+            output,
+            cached_input,
+        })
+    };
+    configured(model)
+        .or_else(|| shipped.and_then(|(k, _)| configured(k)))
+        .or(shipped.map(|(_, p)| p))
+}
+
 /// Splits a command line into words as a POSIX shell would for plain
 /// words, single and double quotes and backslashes; no expansion. None
 /// for an unclosed quote.

@@ -29,6 +29,7 @@ pub mod next;
 pub mod notify;
 pub mod op;
 pub mod output;
+pub mod price;
 pub mod redact;
 pub mod run;
 pub mod store;

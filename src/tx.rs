@@ -275,10 +275,15 @@ pub fn plan_tick(
     parent: Option<&Tip>,
     before: &State,
     op: &Op,
+    format: u32,
     extra: &[(&str, String)],
 ) -> Result<Planned, Refusal> {
     let mut after = before.clone();
-    let effect = op::apply(&mut after, op)?;
+    if parent.is_none() {
+        // The first tick writes `loopx.toml` with the format it is in.
+        after.meta.format = format;
+    }
+    let effect = op::apply_as(&mut after, op, format)?;
     let changes = match parent {
         Some(_) => files::changes(
             before,
@@ -297,7 +302,7 @@ pub fn plan_tick(
         }
     }
     let tick = parent.map_or(0, |t| t.tick) + 1;
-    let message = message::render(op, &effect, tick, extra);
+    let message = message::render(op, &effect, tick, format, extra);
     let author = Person {
         name: op.actor.name().to_owned(),
         email: op.actor.email(),
@@ -325,7 +330,7 @@ pub fn write_tick(
     committer: &Person,
     empty: Empty,
 ) -> Result<Result<Written, Refusal>> {
-    let planned = match plan_tick(parent, before, op, extra) {
+    let planned = match plan_tick(parent, before, op, crate::model::FORMAT, extra) {
         Ok(p) => p,
         Err(refusal) => return Ok(Err(refusal)),
     };

@@ -239,6 +239,17 @@ pub fn check_tick(
             ),
         );
     }
+    if parsed.op.change.since() > parsed.format {
+        return fail(
+            Rule::Message,
+            format!(
+                "its op {} first exists in format {}, but the tick says Loopx-Format {}",
+                parsed.op.change.kind(),
+                parsed.op.change.since(),
+                parsed.format
+            ),
+        );
+    }
     if parsed.tick != tick {
         return fail(
             Rule::TickNumber,
@@ -300,7 +311,7 @@ pub fn check_tick(
         .filter(|(k, _)| !message::OWN_TRAILERS.contains(&k.as_str()))
         .map(|(k, v)| (k.as_str(), v.clone()))
         .collect();
-    let planned = match tx::plan_tick(base, before, op, &extra) {
+    let planned = match tx::plan_tick(base, before, op, parsed.format, &extra) {
         Ok(p) => p,
         Err(refusal) => {
             let mut f = Finding::new(

@@ -22,7 +22,10 @@ use serde::{Deserialize, Serialize};
 use crate::ctx::Global;
 use crate::ctx::{Ctx, Env, derive_agent};
 use crate::error::{Code, refusal_of};
+use sha2::Digest;
+
 use crate::hook::{self, Answer, Event, Input, Runtime, guard, view};
+use crate::model::usage::Usage;
 use crate::model::{AgentId, AgentStatus, Outcome, TodoStatus};
 use crate::op::brief;
 use crate::op::turn::new_token;
@@ -146,6 +149,17 @@ fn run(global: &Global, args: &Args) -> Result<Reply> {
         Err(e) => return Err(e),
     };
     let session = SessionFile::new(&ctx, runtime, input.session.as_deref());
+    // Claude Code's transcript holds each message's usage: record what
+    // came since the last record, at every Stop and at the session's end.
+    if runtime == Runtime::ClaudeCode && matches!(event, Event::Stop | Event::End) {
+        match transcript_usage(&ctx, &agent, &input, &session) {
+            Ok(()) => {}
+            Err(e) if quiet(&e) => {}
+            Err(e) => reply.notes.push(format!(
+                "loopx hook: the session's usage was not recorded: {e:#}"
+            )),
+        }
+    }
     let outcome = match event {
         Event::Start => start(&ctx, runtime, &agent, &input, &session).inspect(|_| {
             if runtime == Runtime::ClaudeCode && explicit.is_none() {
@@ -554,6 +568,117 @@ fn end(
     Ok(Answer::Nothing)
 }
 
+/// The most of a transcript one hook reads at once.
+const TRANSCRIPT_CHUNK: u64 = 64 << 20;
+
+/// How long one ledger entry of a hook-read session gathers usage.
+const USAGE_STRETCH: crate::time::Span = crate::time::Span::hours(1);
+
+/// Records the usage of the transcript's messages written since the last
+/// record (a byte offset kept in the session file, moved only after the
+/// tick landed), added to the running total of the session's current hour
+/// and reported as that total under a key derived from the session and the
+/// hour's start. A Stop that reads the same stretch again after a crash
+/// recomputes the same or a larger total for the same key: the max rule
+/// counts it once.
+fn transcript_usage(
+    ctx: &Ctx,
+    agent: &AgentId,
+    input: &Input,
+    session: &SessionFile,
+) -> Result<()> {
+    use std::io::{Seek, SeekFrom};
+    let (Some(path), Some(sid)) = (input.transcript.as_deref(), input.session.as_deref()) else {
+        return Ok(());
+    };
+    let mut s = session.load();
+    let Ok(mut file) = std::fs::File::open(path) else {
+        return Ok(());
+    };
+    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let from = if s.usage_offset > len {
+        0
+    } else {
+        s.usage_offset
+    };
+    file.seek(SeekFrom::Start(from))
+        .with_context(|| format!("reading {path}"))?;
+    let mut buf = Vec::new();
+    file.take(TRANSCRIPT_CHUNK)
+        .read_to_end(&mut buf)
+        .with_context(|| format!("reading {path}"))?;
+    // Only whole lines: the last one may still be being written.
+    let Some(end) = buf.iter().rposition(|b| *b == b'\n') else {
+        return Ok(());
+    };
+    let text = String::from_utf8_lossy(&buf[..=end]);
+    let next = from + end as u64 + 1;
+    let mut parts = hook::usage::claude::transcript(&text);
+    let snap = tx::load(ctx)?;
+    let active = snap
+        .state
+        .agents
+        .get(agent)
+        .is_some_and(|a| a.status == AgentStatus::Active);
+    if parts.is_empty() || !active {
+        if active {
+            s.usage_offset = next;
+            session.save(&s);
+        }
+        return Ok(());
+    }
+    let goal = snap
+        .state
+        .todos
+        .values()
+        .filter(|t| t.status == TodoStatus::Claimed && t.owner() == Some(agent))
+        .map(|t| t.goal.clone())
+        .next()
+        .map_or_else(|| super::pick_goal(ctx, &snap.state, None), Ok)?;
+    let mut unpriced = Vec::new();
+    for u in &mut parts {
+        super::usage::price(ctx, u, &mut unpriced)?;
+    }
+    let delta = hook::usage::merge(parts);
+    if !delta.is_empty() {
+        // One ledger entry per session and hour: a stretch's usage adds to
+        // the hour's total, reported again under the hour's key, so the
+        // ledger stays small and a re-read (the total recomputed from the
+        // saved one) counts once under the max rule.
+        let fresh = s
+            .usage_since
+            .is_none_or(|since| ctx.now.since(since) >= USAGE_STRETCH);
+        if fresh {
+            s.usage_since = Some(ctx.now);
+            s.usage_total = Usage::default();
+        }
+        let since = s.usage_since.expect("set above");
+        let total = add_usage(&s.usage_total, &delta);
+        let digest = sha2::Sha256::new()
+            .chain_update(b"loopx transcript usage")
+            .chain_update([0])
+            .chain_update(sid.as_bytes())
+            .chain_update([0])
+            .chain_update(since.unix().to_le_bytes())
+            .finalize();
+        let turn = crate::model::id::hex(&digest[..8]);
+        tx::commit(ctx, |_| {
+            Ok(tx::op(
+                ctx,
+                Change::UsageRecord {
+                    goal: goal.clone(),
+                    turn: turn.clone(),
+                    usage: total.clone(),
+                },
+            )?)
+        })?;
+        s.usage_total = total;
+    }
+    s.usage_offset = next;
+    session.save(&s);
+    Ok(())
+}
+
 /// git's pre-push and post-merge: a note when the local state differs from
 /// a remote's last fetched copy. Reads only; nothing while loopx's own sync
 /// runs git.
@@ -623,6 +748,23 @@ struct Session {
     nudged: Option<Timestamp>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     view: Option<view::View>,
+    /// How far the transcript's usage has been recorded, in bytes.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    usage_offset: u64,
+    /// When the current stretch of recorded usage began, and its total.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    usage_since: Option<Timestamp>,
+    #[serde(default)]
+    usage_total: Usage,
+}
+
+/// Two stretches' usage together (a session's running total).
+fn add_usage(a: &Usage, b: &Usage) -> Usage {
+    hook::usage::merge(vec![a.clone(), b.clone()])
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// `<git common dir>/loopx/hooks/<runtime>-<session>.json`; without a

@@ -28,6 +28,7 @@ pub mod signer;
 pub mod status;
 pub mod sync;
 pub mod todo;
+pub mod usage;
 pub mod verify;
 
 use anyhow::Result;

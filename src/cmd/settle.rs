@@ -53,6 +53,8 @@ pub struct Args {
     /// origin); exits 4 if the remote's state rejected this turn's tick
     #[arg(long)]
     sync: bool,
+    #[command(flatten)]
+    usage: super::usage::UsageArgs,
     /// The check to run and record, and its arguments
     #[arg(last = true, value_name = "CMD")]
     command: Vec<String>,
@@ -74,6 +76,7 @@ struct Wire<'a> {
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let token = parse_token(&args.turn)?;
     own_token(ctx, &token)?;
+    let usage = super::usage::read(ctx, &args.usage)?;
     if args.sync {
         let report = crate::sync::run(ctx, None)?;
         ctx.out.status(&crate::cmd::sync::human(&report));
@@ -119,6 +122,12 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             .into_iter()
             .chain(validation.map(|v| evidence(v, "validation")))
             .collect();
+        // The turn's usage counts whether or not its checks passed.
+        steps.extend(usage.clone().map(|usage| Change::UsageRecord {
+            goal: goal.clone(),
+            turn: token.turn.clone(),
+            usage,
+        }));
         if check.is_some_and(|c| !c.passed()) || validation.is_some_and(|v| !v.passed()) {
             return Ok(steps);
         }

@@ -700,6 +700,7 @@ mod tests {
             scope: Vec::new(),
             guards: Vec::new(),
             quota: Default::default(),
+            budget: Default::default(),
             auto_resume: false,
             stall_after: crate::model::goal::STALL_AFTER,
             created_at: at(0),

@@ -31,6 +31,7 @@ pub fn input(event: Event, v: &Value) -> Input {
         stop_aborted: text(v, "status").is_some_and(|s| s != "completed"),
         source: None,
         reason: text(v, "reason"),
+        transcript: None,
         error_type: None,
         error_text: None,
     }

@@ -14,6 +14,7 @@ pub mod gemini;
 pub mod guard;
 pub mod installer;
 pub mod limit;
+pub mod usage;
 pub mod view;
 
 use serde_json::Value;
@@ -271,6 +272,9 @@ pub struct Input {
     pub source: Option<String>,
     /// SessionEnd's `reason`.
     pub reason: Option<String>,
+    /// The session's transcript file (Claude Code's `transcript_path`),
+    /// read at Stop for the usage of each message.
+    pub transcript: Option<String>,
     /// StopFailure's `error_type` (`rate_limit`, `billing_error`, …).
     pub error_type: Option<String>,
     /// StopFailure's words for people: `error_message`, `error_details`,
@@ -323,6 +327,7 @@ struct CommonInput {
     #[serde(deserialize_with = "loose")]
     reason: Option<String>,
     #[serde(deserialize_with = "loose")]
+    transcript_path: Option<String>,
     error_type: Option<String>,
     #[serde(deserialize_with = "loose")]
     error_message: Option<String>,
@@ -364,6 +369,7 @@ pub fn common_input(v: &Value) -> Input {
         stop_aborted: false,
         source: i.source,
         reason: i.reason,
+        transcript: i.transcript_path,
         error_type: i.error_type,
         error_text: {
             let parts: Vec<String> = [

@@ -74,6 +74,12 @@ const TIMEOUT: Prop = prop(
     Arg::Flag("--timeout"),
 );
 const EVIDENCE_KINDS: &[&str] = &["test", "build", "bench", "review", "note", "artifact"];
+const USAGE: Prop = prop(
+    "usage",
+    Ty::Str,
+    "The turn's usage as a JSON object with any of input_tokens, output_tokens, cached_input_tokens, cost_usd, model, runtime",
+    Arg::Flag("--usage"),
+);
 const DRY_RUN: Prop = prop(
     "dry_run",
     Ty::Bool,
@@ -202,6 +208,7 @@ pub const TOOLS: &[Tool] = &[
             NEXT_ACTION,
             TIMEOUT,
             SYNC,
+            USAGE,
             prop(
                 "command",
                 Ty::List,
@@ -384,7 +391,7 @@ pub const TOOLS: &[Tool] = &[
         name: "spend_slot",
         description: "Spend one quota slot for a turn_token, after a writeback (todo_update, evidence_add, refresh_state advanced|blocked).",
         command: &["quota", "spend-slot"],
-        props: &[req(TURN), DRY_RUN],
+        props: &[req(TURN), DRY_RUN, USAGE],
         needs_one_of: &[],
     },
     Tool {

@@ -31,6 +31,10 @@ pub struct Gate {
     /// the team's other clones do not notify again (format 2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub notified: Option<Notified>,
+    /// Opened by the usage record that reached a budget of its scope
+    /// (format 3): `should-run` then answers `budget-exhausted`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub budget: bool,
 }
 
 /// Who ran the notification command for a gate, and when.

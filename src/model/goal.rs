@@ -18,6 +18,9 @@ pub struct Goal {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub guards: Vec<String>,
     pub quota: QuotaPolicy,
+    /// Caps on usage, the goal's and each agent's (format 3).
+    #[serde(default, skip_serializing_if = "super::usage::Budgets::is_empty")]
+    pub budget: super::usage::Budgets,
     /// Advanced turns without progress on one todo before a stall gate
     /// opens; 0 is off (format 3, absent when 3).
     #[serde(

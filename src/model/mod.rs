@@ -16,6 +16,7 @@ pub mod quota;
 pub mod run;
 pub mod signer;
 pub mod todo;
+pub mod usage;
 
 use std::collections::BTreeMap;
 
@@ -64,6 +65,8 @@ use crate::time::Span;
 ///   `GateId::derived`). Stall detection: a goal's `stall_after` and
 ///   `goal.set`'s, `turn.refresh`'s `progress` fingerprint, an agent's
 ///   `progress`, and the stall gate a `turn.refresh` opens (`op::progress`).
+///   The usage ledger: the op `usage.record`, a ledger's `usage` entries, a
+///   goal's `budget` and `goal.set`'s `budget`, a gate's `budget`.
 pub const FORMAT: u32 = 3;
 
 /// The whole state at one tick. Serde only for the local cache

@@ -18,6 +18,9 @@ pub struct Ledger {
     pub agent: AgentId,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub spends: Vec<Spend>,
+    /// Each turn's usage: the maxima of its reports (format 3).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub usage: Vec<super::usage::Entry>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -38,6 +41,15 @@ pub struct Void {
 }
 
 impl Ledger {
+    /// An agent's empty ledger.
+    pub fn new(agent: AgentId) -> Self {
+        Ledger {
+            agent,
+            spends: Vec::new(),
+            usage: Vec::new(),
+        }
+    }
+
     /// The spends that count against `goal` at `now`: not voided, inside
     /// the rolling window, oldest first (a sync replay can append them out
     /// of time order, so they are sorted here).

@@ -145,6 +145,9 @@ pub struct Board<'s> {
     pub claims: Vec<ClaimLine<'s>>,
     /// Slots per active agent on each active goal.
     pub quota: Vec<QuotaLine<'s>>,
+    /// Each active goal's budgets (the goal's, then its agents'), with what
+    /// was spent against them.
+    pub budgets: Vec<(&'s crate::model::GoalId, super::usage::Standing)>,
     /// The ticks given, newest first.
     pub ticks: &'s [TickLine],
 }
@@ -256,6 +259,26 @@ pub fn derive<'s>(state: &'s State, now: Timestamp, ticks: &'s [TickLine]) -> Bo
             slots: turn::slots(state, &a.id, g, now),
         })
         .collect();
+    let budgets = state
+        .goals
+        .values()
+        .filter(|g| g.status == GoalStatus::Active && !g.budget.is_empty())
+        .flat_map(|g| {
+            let mut v: Vec<_> = super::usage::standings(state, g, None, now)
+                .into_iter()
+                .map(|st| (&g.id, st))
+                .collect();
+            for a in g.budget.agents.keys() {
+                v.extend(
+                    super::usage::standings(state, g, Some(a), now)
+                        .into_iter()
+                        .filter(|st| st.scope != super::usage::Scope::Goal)
+                        .map(|st| (&g.id, st)),
+                );
+            }
+            v
+        })
+        .collect();
     let agents = active
         .iter()
         .map(|a| AgentLine {
@@ -276,6 +299,7 @@ pub fn derive<'s>(state: &'s State, now: Timestamp, ticks: &'s [TickLine]) -> Bo
         counts,
         claims,
         quota,
+        budgets,
         ticks,
     }
 }

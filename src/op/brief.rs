@@ -6,6 +6,7 @@
 use serde::Serialize;
 
 use super::{rules, short, turn};
+use crate::model::usage::{Usd, human_count};
 use crate::model::{AgentId, GateId, Goal, State, TodoId, TodoStatus};
 use crate::time::Timestamp;
 
@@ -28,8 +29,60 @@ pub struct Brief {
     pub slots_left: u32,
     pub slots: u32,
     pub window: String,
+    /// What is left of the goal's budget and the agent's, where set.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub budget: Vec<BudgetLine>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_action: Option<String>,
+}
+
+/// What is left of one budget: `goal` or `agent:<id>`.
+#[derive(Serialize, Debug)]
+pub struct BudgetLine {
+    pub scope: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usd_left: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usd: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tokens_left: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<u64>,
+    pub window: String,
+}
+
+impl BudgetLine {
+    pub fn of(st: &super::usage::Standing) -> Self {
+        let b = &st.budget;
+        BudgetLine {
+            scope: st.scope.blocks().to_string(),
+            usd_left: b
+                .usd
+                .map(|u| Usd(u.0.saturating_sub(st.spent.usd.0)).dollars()),
+            usd: b.usd.map(Usd::dollars),
+            tokens_left: b.tokens.map(|t| t.saturating_sub(st.spent.tokens)),
+            tokens: b.tokens,
+            window: b.window.to_string(),
+        }
+    }
+
+    /// `goal: $0.90 of $5.00, 758k of 1M tokens left per 1d`.
+    pub fn human(&self) -> String {
+        let mut parts = Vec::new();
+        if let (Some(l), Some(u)) = (self.usd_left, self.usd) {
+            let d = |x: f64| Usd::from_dollars(x).unwrap_or_default();
+            parts.push(format!("{} of {}", d(l), d(u)));
+        }
+        if let (Some(l), Some(t)) = (self.tokens_left, self.tokens) {
+            parts.push(format!("{} of {} tokens", human_count(l), human_count(t)));
+        }
+        format!(
+            "{}: {} left per {}",
+            self.scope,
+            parts.join(", "),
+            self.window
+        )
+    }
 }
 
 #[derive(Serialize, Debug)]
@@ -167,6 +220,10 @@ pub fn build(
         slots_left: s.left(),
         slots: s.slots,
         window: s.window.to_string(),
+        budget: super::usage::standings(state, goal, Some(agent), now)
+            .iter()
+            .map(BudgetLine::of)
+            .collect(),
         next_action: state
             .agents
             .get(agent)
@@ -208,6 +265,9 @@ impl Brief {
             "quota: {} of {} slots left per {}\n",
             self.slots_left, self.slots, self.window
         ));
+        for b in &self.budget {
+            s.push_str(&format!("budget {}\n", b.human()));
+        }
         s
     }
 }

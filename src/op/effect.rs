@@ -119,6 +119,13 @@ pub enum Happened {
         /// The stall gate this turn opened (`op::progress`).
         stalled: Option<crate::model::GateId>,
     },
+    /// `added`: what the report added to the turn's usage (None: nothing,
+    /// a no-op); `gates`: the budget gates it opened.
+    UsageRecorded {
+        agent: AgentId,
+        added: Option<crate::model::usage::Usage>,
+        gates: Vec<GateId>,
+    },
     /// `already`: the turn was spent before (a no-op).
     Spent {
         agent: AgentId,

@@ -102,6 +102,7 @@ pub(super) fn open(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
             answer: None,
             withdrawn: None,
             notified: None,
+            budget: false,
         },
     );
     Ok(Effect::new(

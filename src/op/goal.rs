@@ -59,6 +59,7 @@ pub(super) fn add(
             scope: Vec::new(),
             guards: Vec::new(),
             quota: QuotaPolicy::default(),
+            budget: Default::default(),
             auto_resume: false,
             stall_after: crate::model::goal::STALL_AFTER,
             created_at: op.at,
@@ -81,6 +82,7 @@ pub(super) fn set(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         guards,
         quota_slots,
         quota_window,
+        budget,
         auto_resume,
         stall_after,
     } = &op.change
@@ -88,10 +90,9 @@ pub(super) fn set(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         unreachable!("dispatched on GoalSet")
     };
     human_only(&op.actor, "change a goal")?;
-    let g = state
-        .goals
-        .get_mut(goal)
-        .ok_or_else(|| crate::model::unknown_goal(goal))?;
+    if !state.goals.contains_key(goal) {
+        return Err(crate::model::unknown_goal(goal));
+    }
     let objective = objective
         .as_deref()
         .map(|o| non_empty(o, "objective"))
@@ -115,6 +116,24 @@ pub(super) fn set(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         )
         .with_hint("0 turns stall detection off"));
     }
+    // The budget is checked on a copy first: nothing changes on a refusal.
+    let (budgeted, budget_words) = match budget {
+        Some(b) => {
+            if let Some(a) = &b.agent
+                && !state.agents.contains_key(a)
+            {
+                return Err(Refusal::error(
+                    Code::UnknownAgent,
+                    format!("there is no agent {a} to give a budget"),
+                ));
+            }
+            let mut trial = state.goals[goal].clone();
+            let words = super::usage::set_budget(&mut trial, b)?;
+            (trial.budget, words)
+        }
+        None => (Default::default(), Vec::new()),
+    };
+    let g = state.goals.get_mut(goal).expect("checked above");
     let mut what = Vec::new();
     if let Some(o) = objective {
         g.objective = o;
@@ -144,6 +163,10 @@ pub(super) fn set(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         g.quota.window = *w;
         what.push(format!("quota-window={w}"));
     }
+    if budget.is_some() {
+        g.budget = budgeted;
+        what.extend(budget_words);
+    }
     if let Some(r) = auto_resume {
         g.auto_resume = *r;
         what.push(format!("auto-resume={r}"));
@@ -155,11 +178,14 @@ pub(super) fn set(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
     if what.is_empty() {
         return Err(
             Refusal::usage(Code::NothingToSet, "goal set needs something to change").with_hint(
-                "pass --objective, --status, --scope, --guard, --quota-slots, --quota-window, --auto-resume or --stall-after",
+                "pass --objective, --status, --scope, --guard, --quota-slots, --quota-window, --auto-resume, --stall-after or a budget",
             ),
         );
     }
-    g.updated_at = op.at;
+    state.goals.get_mut(goal).expect("checked above").updated_at = op.at;
+    if budget.is_some() {
+        what.extend(super::usage::rebudget(state, op, goal));
+    }
     let subject = format!("goal set {goal} {}", what.join(" "));
     Ok(Effect::new(
         Happened::GoalSet {

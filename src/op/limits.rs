@@ -107,7 +107,8 @@ pub fn check(change: &Change) -> Result<(), Refusal> {
         | Change::AgentRetire { .. }
         | Change::GateWithdraw { .. }
         | Change::GateNotified { .. }
-        | Change::QuotaSpend { .. } => Ok(()),
+        | Change::QuotaSpend { .. }
+        | Change::UsageRecord { .. } => Ok(()),
     }
 }
 

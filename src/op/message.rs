@@ -21,7 +21,7 @@
 //! replays add `Loopx-Replayed-From: <commit>`.
 
 use super::{Effect, Op};
-use crate::model::{Actor, FORMAT};
+use crate::model::Actor;
 
 /// A parsed tick message.
 #[derive(Clone, Debug, PartialEq)]
@@ -33,8 +33,16 @@ pub struct Parsed {
     pub trailers: Vec<(String, String)>,
 }
 
-/// Writes the message of tick number `tick` applying `op`.
-pub fn render(op: &Op, effect: &Effect, tick: u64, extra: &[(&str, String)]) -> String {
+/// Writes the message of tick number `tick` applying `op`, recorded in
+/// `format` (this binary's [`FORMAT`](crate::model::FORMAT) for a new tick; verify re-renders an
+/// older tick in its own).
+pub fn render(
+    op: &Op,
+    effect: &Effect,
+    tick: u64,
+    format: u32,
+    extra: &[(&str, String)],
+) -> String {
     let mut body = toml::to_string(op).expect("ops always serialize to TOML");
     while body.ends_with('\n') {
         body.pop();
@@ -53,7 +61,7 @@ pub fn render(op: &Op, effect: &Effect, tick: u64, extra: &[(&str, String)]) -> 
         Actor::Human { name, email } => msg.push_str(&format!("Loopx-Human: {name} <{email}>\n")),
     }
     msg.push_str(&format!("Loopx-Tick: {tick}\n"));
-    msg.push_str(&format!("Loopx-Format: {FORMAT}\n"));
+    msg.push_str(&format!("Loopx-Format: {format}\n"));
     for (k, v) in extra {
         msg.push_str(&format!("{k}: {v}\n"));
     }

@@ -22,6 +22,7 @@ pub mod rules;
 pub mod signer;
 pub mod todo;
 pub mod turn;
+pub mod usage;
 
 pub use effect::{Effect, Happened};
 
@@ -77,6 +78,9 @@ pub enum Change {
         quota_slots: Option<u32>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         quota_window: Option<Span>,
+        /// A budget of the goal or of one agent on it (format 3).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        budget: Option<usage::BudgetSet>,
         /// Format 3: whether parked agents resume by themselves.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         auto_resume: Option<bool>,
@@ -244,6 +248,14 @@ pub enum Change {
         turn: String,
         reason: String,
     },
+    /// One report of a turn's usage (format 3): each figure keeps the
+    /// maximum over the turn's reports, so a repeated report adds nothing.
+    #[serde(rename = "usage.record")]
+    UsageRecord {
+        goal: GoalId,
+        turn: String,
+        usage: crate::model::usage::Usage,
+    },
     /// An agent parks itself until a time (its runtime's usage limit
     /// resets then): `should-run` waits without spending. Format 3.
     #[serde(rename = "quota.park")]
@@ -310,9 +322,23 @@ impl Change {
             Change::RefreshState { .. } => "turn.refresh",
             Change::QuotaSpend { .. } => "quota.spend",
             Change::QuotaVoid { .. } => "quota.void",
+            Change::UsageRecord { .. } => "usage.record",
             Change::QuotaPark { .. } => "quota.park",
             Change::QuotaResume { .. } => "quota.resume",
             Change::Settle { .. } => "turn.settle",
+        }
+    }
+
+    /// The format that introduced this kind of op (`model::FORMAT`'s
+    /// list): a tick recorded in an older format cannot hold it.
+    pub fn since(&self) -> u32 {
+        match self {
+            Change::SignerAnnounce { .. }
+            | Change::TodoTrust { .. }
+            | Change::GateNotified { .. } => 2,
+            Change::QuotaPark { .. } | Change::QuotaResume { .. } => 3,
+            Change::Settle { steps, .. } => steps.iter().map(Change::since).max().unwrap_or(1),
+            _ => 1,
         }
     }
 
@@ -345,6 +371,7 @@ impl Change {
         "turn.settle",
         "quota.spend",
         "quota.void",
+        "usage.record",
         "quota.park",
         "quota.resume",
     ];
@@ -457,6 +484,7 @@ fn dispatch(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
             turn,
             reason,
         } => turn::void(state, op, agent, turn, reason),
+        Change::UsageRecord { .. } => usage::record(state, op),
         Change::QuotaPark { .. } => park::park(state, op),
         Change::QuotaResume { agent } => park::resume(state, op, agent),
         Change::Settle { steps, .. } => turn::settle(state, op, steps),

@@ -208,6 +208,7 @@ pub(super) fn on_turn_end(state: &mut State, op: &Op, agent: &AgentId) -> Option
                     answer: None,
                     withdrawn: None,
                     notified: None,
+                    budget: false,
                 },
             );
             Some(id)

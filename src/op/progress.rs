@@ -229,6 +229,7 @@ fn record(
                     answer: None,
                     withdrawn: None,
                     notified: None,
+                    budget: false,
                 },
             );
             run.gate = Some(id.clone());

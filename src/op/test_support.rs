@@ -119,6 +119,7 @@ pub(super) fn goal_set() -> Change {
         guards: None,
         quota_slots: None,
         quota_window: None,
+        budget: None,
         auto_resume: None,
         stall_after: None,
     }
@@ -251,6 +252,7 @@ pub(super) fn goal_set_with(
         guards: None,
         quota_slots,
         quota_window,
+        budget: None,
         auto_resume: None,
         stall_after: None,
     }
@@ -375,6 +377,12 @@ pub(super) fn every_change() -> Vec<Change> {
             guards: Some(strings(&["no new dependencies"])),
             quota_slots: Some(3),
             quota_window: Some(Span::hours(6)),
+            budget: Some(super::usage::BudgetSet {
+                agent: Some(aid("agent-a")),
+                usd: Some(crate::model::usage::Usd(2_500_000)),
+                tokens: Some(5_000_000),
+                window: Some(Span::hours(12)),
+            }),
             auto_resume: Some(true),
             stall_after: Some(5),
         },
@@ -495,6 +503,19 @@ pub(super) fn every_change() -> Vec<Change> {
         },
         spend("turn-1", "2026-01-01T09:10:00Z"),
         void("agent-a", "turn-1", "a test run"),
+        Change::UsageRecord {
+            goal: gid("main"),
+            turn: "0123456789abcdef".to_owned(),
+            usage: crate::model::usage::Usage {
+                input_tokens: 1200,
+                output_tokens: 300,
+                cached_input_tokens: 800,
+                cost_usd: Some(crate::model::usage::Usd(12_500)),
+                estimated: true,
+                model: Some("claude-sonnet-4-5".to_owned()),
+                runtime: Some("claude-code".to_owned()),
+            },
+        },
         Change::QuotaPark {
             agent: aid("agent-a"),
             goal: gid("main"),
@@ -540,6 +561,7 @@ pub(super) fn every_change() -> Vec<Change> {
             | Change::RefreshState { .. }
             | Change::QuotaSpend { .. }
             | Change::QuotaVoid { .. }
+            | Change::UsageRecord { .. }
             | Change::QuotaPark { .. }
             | Change::QuotaResume { .. }
             | Change::Settle { .. } => {}

@@ -42,6 +42,7 @@ pub enum Reason {
         detail: String,
     },
     NoChange,
+    BudgetExhausted(super::usage::Exhausted),
     /// Advanced turns made no progress: a stall gate on the todo waits for
     /// a human (`op::progress`).
     Stalled {
@@ -62,6 +63,7 @@ impl Reason {
             Reason::AwaitingGo { .. } => "awaiting-go",
             Reason::NothingReady { .. } => "nothing-ready",
             Reason::NoChange => "no-change",
+            Reason::BudgetExhausted(_) => "budget-exhausted",
             Reason::Stalled { .. } => "stalled",
         }
     }
@@ -132,7 +134,7 @@ pub fn decide(state: &State, agent: &AgentId, goal: &Goal, now: Timestamp) -> De
     match goal.status {
         GoalStatus::Paused => d.skip = Some(Reason::GoalPaused),
         GoalStatus::Done => d.skip = Some(Reason::GoalDone),
-        GoalStatus::Active => {}
+        GoalStatus::Active => d.skip = super::usage::skip(state, agent, goal, now),
     }
     if d.skip.is_some() {
         return d;
@@ -389,10 +391,7 @@ pub(super) fn spend(
     let ledger = state
         .quota
         .entry(agent.id.clone())
-        .or_insert_with(|| Ledger {
-            agent: agent.id.clone(),
-            spends: Vec::new(),
-        });
+        .or_insert_with(|| Ledger::new(agent.id.clone()));
     // Spends that have left their goal's window no longer count; the
     // history keeps them.
     ledger
@@ -507,6 +506,7 @@ pub(super) fn settle(state: &mut State, op: &Op, steps: &[Change]) -> Result<Eff
             Change::RefreshState { outcome, .. } => {
                 outcome.as_str().to_owned() + &super::progress::note(happened.last())
             }
+            Change::UsageRecord { .. } => super::usage::settle_part(happened.last()),
             Change::QuotaSpend { goal, .. } => {
                 let agent = op.actor.agent().cloned();
                 match (agent, work.goals.get(goal)) {
@@ -586,6 +586,7 @@ pub fn reason_message(r: &Reason, agent: &AgentId, goal: &GoalId) -> String {
             "parked until {until}; gate {g} was answered without a go: it runs again once a human resumes {agent}"
         ),
         Reason::NothingReady { detail } => detail.clone(),
+        Reason::BudgetExhausted(e) => super::usage::exhausted_message(goal, e),
         Reason::NoChange => {
             "your last turn ended unchanged and nothing that concerns you has changed since"
                 .to_owned()

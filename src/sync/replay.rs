@@ -320,7 +320,8 @@ fn goal_of(op: &Op, state: &State) -> Option<GoalId> {
         | Change::EvidenceAdd { goal, .. }
         | Change::RefreshState { goal, .. }
         | Change::QuotaSpend { goal, .. }
-        | Change::QuotaPark { goal, .. } => Some(goal.clone()),
+        | Change::QuotaPark { goal, .. }
+        | Change::UsageRecord { goal, .. } => Some(goal.clone()),
         Change::GateAnswer { gate, .. } | Change::GateWithdraw { gate } => {
             state.gates.get(gate).map(|g| g.goal.clone())
         }
@@ -514,6 +515,7 @@ mod tests {
                 guards: None,
                 quota_slots: None,
                 quota_window: None,
+                budget: None,
                 auto_resume: None,
                 stall_after: None,
             },

@@ -538,6 +538,7 @@ mod tests {
                 guards: None,
                 quota_slots: None,
                 quota_window: None,
+                budget: None,
                 auto_resume: None,
                 stall_after: None,
             },

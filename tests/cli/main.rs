@@ -41,6 +41,7 @@ mod test_sync;
 mod test_sync_safety;
 mod test_todo;
 mod test_turn;
+mod test_usage;
 mod test_verify;
 
 /// Every `test_*.rs` file in this folder is listed above.

@@ -12,7 +12,7 @@ use crate::common::{Machine, Output, TestEnv, git_in, isolate, run};
 /// Whether `ssh-keygen` and `ssh-agent` can run here; says how to get them
 /// when not (a skipped test says why, and how to run it).
 #[allow(clippy::print_stderr)]
-fn have_openssh() -> bool {
+pub(crate) fn have_openssh() -> bool {
     let found = |p: &str| {
         Command::new(p)
             .arg("-?")
@@ -32,7 +32,7 @@ fn have_openssh() -> bool {
 
 /// Makes an unencrypted ed25519 key `<tmp>/keys/<name>` and returns the path
 /// of its public half.
-fn keygen(env: &TestEnv, name: &str) -> PathBuf {
+pub(crate) fn keygen(env: &TestEnv, name: &str) -> PathBuf {
     let dir = env.root().join("keys");
     std::fs::create_dir_all(&dir).expect("mkdir keys");
     let key = dir.join(name);
@@ -64,7 +64,7 @@ fn fingerprint(public: &Path) -> String {
 
 /// This machine trusts `principal` with `public`, in an allowed-signers file
 /// of its own.
-fn trust(m: &Machine, principal: &str, public: &Path) {
+pub(crate) fn trust(m: &Machine, principal: &str, public: &Path) {
     let key = std::fs::read_to_string(public).expect("read the key");
     let file = m.repo.with_extension("allowed_signers");
     let mut text = std::fs::read_to_string(&file).unwrap_or_default();
@@ -79,7 +79,7 @@ fn trust(m: &Machine, principal: &str, public: &Path) {
 
 /// The human of this machine signs with `public` (its private half next to
 /// it, or in ssh-agent).
-fn sign_with(m: &Machine, public: &Path) {
+pub(crate) fn sign_with(m: &Machine, public: &Path) {
     m.git(&["config", "gpg.format", "ssh"]);
     m.git(&["config", "user.signingKey", &public.to_string_lossy()]);
 }

@@ -555,3 +555,54 @@ fn random_honest_ops_from_three_clones_all_verify_everywhere() {
     }
     env.loopx(&["-C", &hub, "verify"]).ok();
 }
+
+/// A history an older loopx wrote (format 2: its trailers and its
+/// `loopx.toml` say 2) verifies under this one, re-rendered in its own
+/// format; a tick that claims an older format than its op kind has is
+/// refused.
+#[test]
+fn a_history_in_an_older_format_verifies_and_a_newer_op_cannot_claim_it() {
+    let env = TestEnv::with_board();
+    let t = env.add("Write the parser", &[]);
+    env.agent("agent-a", &["todo", "claim", &t]).ok();
+    env.agent("agent-a", &["todo", "update", &t, "--note", "halfway"])
+        .ok();
+    let m = env.machine();
+    let now = format!(
+        "format = {}\n",
+        format_of(&forge::read(&m, "refs/loopx/state").message)
+    );
+    let commits = m.git(&["rev-list", "--reverse", "refs/loopx/state"]);
+    let mut parent: Option<String> = None;
+    for c in commits.lines() {
+        let mut p = forge::read(&m, c);
+        assert_eq!(format_of(&p.message), "3");
+        p.message = p.message.replace("Loopx-Format: 3\n", "Loopx-Format: 2\n");
+        let toml = String::from_utf8(forge::file(&m, c, "loopx.toml")).unwrap();
+        assert!(toml.starts_with(&now), "{toml}");
+        let old = toml.replacen("format = 3\n", "format = 2\n", 1);
+        p.tree = forge::tree_with(&m, &p.tree, &[("loopx.toml", Some(old.as_bytes()))]);
+        p.parent = parent.clone();
+        parent = Some(forge::write(&m, &p));
+    }
+    m.git(&["update-ref", "refs/loopx/state", parent.as_deref().unwrap()]);
+    env.loopx(&["verify"]).ok();
+    // New ticks on that state carry this binary's format, and verify too.
+    env.agent("agent-a", &["quota", "park", "--until", "1h"])
+        .ok();
+    assert_eq!(format_of(&forge::read(&m, "refs/loopx/state").message), "3");
+    env.loopx(&["verify"]).ok();
+    // The park claims format 2, which has no such op.
+    forge::amend_tip(&m, |_, p| {
+        p.message = p.message.replace("Loopx-Format: 3\n", "Loopx-Format: 2\n");
+    });
+    let v = env.loopx(&["verify", "--json"]).code(3).json();
+    let text = v.to_string();
+    assert!(text.contains("\"message\""), "{text}");
+    assert!(
+        text.contains(
+            "its op quota.park first exists in format 3, but the tick says Loopx-Format 2"
+        ),
+        "{text}"
+    );
+}

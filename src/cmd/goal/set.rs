@@ -5,14 +5,16 @@ use serde::Serialize;
 
 use crate::cmd::TickWire;
 use crate::ctx::Ctx;
-use crate::error::Exit;
-use crate::model::{GoalId, GoalStatus};
+use crate::error::{Code, Exit, Refusal};
+use crate::model::{AgentId, GoalId, GoalStatus, usage};
+use crate::op::usage::BudgetSet;
 use crate::op::{Change, Happened};
 use crate::time::Span;
 use crate::tx;
 
-/// Change a goal's objective, status, scope, guards, quota, resume policy or stall limit (humans only)
+/// Change a goal's objective, status, scope, guards, quota, resume policy, stall limit or budget (humans only)
 #[derive(clap::Args, Debug)]
+#[command(group = clap::ArgGroup::new("budget").multiple(true).args(["budget_usd", "budget_tokens", "budget_window"]))]
 pub struct Args {
     /// The goal's id
     id: String,
@@ -34,6 +36,21 @@ pub struct Args {
     /// The rolling quota window, such as 24h
     #[arg(long, value_name = "DURATION")]
     quota_window: Option<Span>,
+    /// A dollar budget per window, such as 20 or 2.50 (k and M allowed; 0
+    /// removes it); reaching it opens a human-only spend gate
+    #[arg(long, value_name = "USD", value_parser = usage::parse_usd)]
+    budget_usd: Option<usage::Usd>,
+    /// A token budget (input plus output) per window, such as 5000000, 500k
+    /// or 5M (0 removes it)
+    #[arg(long, value_name = "N", value_parser = usage::parse_count)]
+    budget_tokens: Option<u64>,
+    /// The budget's rolling window, such as 1d (default) or 12h
+    #[arg(long, value_name = "DURATION")]
+    budget_window: Option<Span>,
+    /// Set the budget of this agent on the goal rather than the goal's own
+    /// (`--agent` names who acts, so this flag has its own name)
+    #[arg(long, value_name = "A", requires = "budget")]
+    budget_agent: Option<String>,
     /// Whether an agent parked by `quota park` runs again by itself once its
     /// time passes (true), or waits for a human's go (false, the default)
     #[arg(long, value_name = "BOOL")]
@@ -52,6 +69,20 @@ struct Wire<'a> {
 }
 
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
+    let agent = args
+        .budget_agent
+        .as_deref()
+        .map(AgentId::new)
+        .transpose()
+        .map_err(|e| Refusal::usage(Code::BadId, e))?;
+    let budget =
+        (args.budget_usd.is_some() || args.budget_tokens.is_some() || args.budget_window.is_some())
+            .then_some(BudgetSet {
+                agent,
+                usd: args.budget_usd,
+                tokens: args.budget_tokens,
+                window: args.budget_window,
+            });
     let done = tx::commit(ctx, |state| {
         let goal = state.goal(&args.id)?.id.clone();
         Ok(tx::op(
@@ -64,6 +95,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                 guards: (!args.guard.is_empty()).then(|| args.guard.clone()),
                 quota_slots: args.quota_slots,
                 quota_window: args.quota_window,
+                budget: budget.clone(),
                 auto_resume: args.auto_resume,
                 stall_after: args.stall_after,
             },

@@ -4,6 +4,7 @@ use anyhow::Result;
 
 use crate::ctx::Ctx;
 use crate::error::Exit;
+use crate::model::usage::human_count;
 use crate::tx;
 
 /// Show one goal
@@ -32,6 +33,26 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         }
         for guard in &g.guards {
             s.push_str(&format!("\nguard: {guard}"));
+        }
+        let budgets = g
+            .budget
+            .goal
+            .iter()
+            .map(|b| ("budget".to_owned(), b))
+            .chain(
+                g.budget
+                    .agents
+                    .iter()
+                    .map(|(a, b)| (format!("budget of {a}"), b)),
+            );
+        for (who, b) in budgets {
+            let limits: Vec<String> = b
+                .usd
+                .map(|u| u.to_string())
+                .into_iter()
+                .chain(b.tokens.map(|t| format!("{} tokens", human_count(t))))
+                .collect();
+            s.push_str(&format!("\n{who}: {} per {}", limits.join(", "), b.window));
         }
         match g.stall_after {
             crate::model::goal::STALL_AFTER => {}

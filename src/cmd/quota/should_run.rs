@@ -17,9 +17,11 @@ use crate::tx;
 /// A run names the todo to work on (your own claim first, else the best
 /// ready one), the gates that concern you, the slots left and a turn token
 /// for `spend-slot`. A skip gives the reason: not-registered, goal-paused,
-/// goal-done, gate-open, quota-exhausted, wait-until (parked by `quota
-/// park`), awaiting-go (the park ended; a human's go is needed), stalled
-/// (advanced turns made no progress; a human answers the stall gate),
+/// goal-done, budget-exhausted (a budget of the goal or of the agent is
+/// reached; the figures say which), gate-open, quota-exhausted, wait-until
+/// (parked by `quota park`), awaiting-go (the park ended; a human's go is
+/// needed), stalled (advanced turns made no progress; a human answers the
+/// stall gate),
 /// nothing-ready, no-change, or
 /// state-locked (a writer died holding the state ref's lock, so no tick can
 /// land until a person removes it; the reason says how). Writes nothing.
@@ -69,6 +71,62 @@ struct ReasonWire<'a> {
     /// What a person must do (state-locked).
     #[serde(skip_serializing_if = "Option::is_none")]
     fix: Option<String>,
+    /// The figures of a reached budget (budget-exhausted).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    budget: Option<BudgetWire>,
+}
+
+/// A reached budget: its scope, limits, what was spent and its window.
+#[derive(Serialize)]
+pub struct BudgetWire {
+    scope: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    spent_usd: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    budget_usd: Option<f64>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    estimated: bool,
+    spent_tokens: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    budget_tokens: Option<u64>,
+    window: String,
+}
+
+impl BudgetWire {
+    pub fn of(st: &crate::op::usage::Standing) -> Self {
+        BudgetWire {
+            scope: st.scope.blocks().to_string(),
+            spent_usd: st.budget.usd.map(|_| st.spent.usd.dollars()),
+            budget_usd: st.budget.usd.map(|u| u.dollars()),
+            estimated: st.budget.usd.is_some() && st.spent.estimated,
+            spent_tokens: st.spent.tokens,
+            budget_tokens: st.budget.tokens,
+            window: st.budget.window.to_string(),
+        }
+    }
+
+    /// `goal: $1.10 (est.) of $1.00, 242k of 1M tokens spent per 1d`.
+    pub fn human(&self) -> String {
+        let d = |x: f64| crate::model::usage::Usd::from_dollars(x).unwrap_or_default();
+        let mut parts = Vec::new();
+        if let (Some(s), Some(u)) = (self.spent_usd, self.budget_usd) {
+            let est = if self.estimated { " (est.)" } else { "" };
+            parts.push(format!("{}{est} of {}", d(s), d(u)));
+        }
+        if let Some(t) = self.budget_tokens {
+            parts.push(format!(
+                "{} of {} tokens",
+                crate::model::usage::human_count(self.spent_tokens),
+                crate::model::usage::human_count(t)
+            ));
+        }
+        format!(
+            "{}: {} spent per {}",
+            self.scope,
+            parts.join(", "),
+            self.window
+        )
+    }
 }
 
 #[derive(Serialize)]
@@ -126,6 +184,10 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             turn::Reason::AwaitingGo { until, gate } => {
                 w.until = Some(until.to_string());
                 w.gate = gate.as_ref();
+            }
+            turn::Reason::BudgetExhausted(e) => {
+                w.gate = e.gate.as_ref();
+                w.budget = Some(BudgetWire::of(&e.standing));
             }
             turn::Reason::Stalled { gate, todo } => {
                 w.gate = Some(gate);

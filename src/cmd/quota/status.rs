@@ -3,10 +3,12 @@
 use anyhow::Result;
 use serde::Serialize;
 
+use super::should_run::BudgetWire;
 use crate::ctx::Ctx;
 use crate::error::Exit;
+use crate::model::usage::{Usd, human_count};
 use crate::model::{AgentId, AgentStatus, GoalId, GoalStatus, quota::Spend};
-use crate::op::{park, turn};
+use crate::op::{park, turn, usage};
 use crate::time::Timestamp;
 use crate::tx;
 
@@ -33,6 +35,21 @@ struct Row<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     parked: Option<ParkWire>,
     spends: Vec<&'a Spend>,
+    /// Usage recorded in the goal's longest window, and the budgets.
+    usage: UsageWire,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    budget: Vec<BudgetWire>,
+}
+
+#[derive(Serialize)]
+struct UsageWire {
+    turns: usize,
+    input_tokens: u64,
+    output_tokens: u64,
+    cached_input_tokens: u64,
+    cost_usd: f64,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    estimated: bool,
 }
 
 #[derive(Serialize)]
@@ -75,6 +92,28 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                 .get(&a.id)
                 .map(|l| l.spends.iter().filter(|x| x.goal == g.id).collect())
                 .unwrap_or_default();
+            let entries: Vec<_> = state
+                .quota
+                .get(&a.id)
+                .map(|l| l.usage.iter().filter(|e| e.goal == g.id).collect())
+                .unwrap_or_default();
+            let usage = UsageWire {
+                turns: entries.len(),
+                input_tokens: entries.iter().map(|e| e.usage.input_tokens).sum(),
+                output_tokens: entries.iter().map(|e| e.usage.output_tokens).sum(),
+                cached_input_tokens: entries.iter().map(|e| e.usage.cached_input_tokens).sum(),
+                cost_usd: Usd(entries
+                    .iter()
+                    .filter_map(|e| e.usage.cost_usd)
+                    .map(|c| c.0)
+                    .sum())
+                .dollars(),
+                estimated: entries.iter().any(|e| e.usage.estimated),
+            };
+            let budget = usage::standings(state, g, Some(&a.id), ctx.now)
+                .iter()
+                .map(BudgetWire::of)
+                .collect();
             let parked = match park::standing(state, a, g, ctx.now) {
                 park::Standing::Free => None,
                 park::Standing::Waiting { until, .. } => Some(ParkWire {
@@ -96,6 +135,8 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                 frees_at: s.frees_at,
                 parked,
                 spends,
+                usage,
+                budget,
             });
         }
     }
@@ -122,10 +163,24 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                     Some(p) => format!(", parked until {}: awaiting a human's go", p.until),
                     None => String::new(),
                 };
-                format!(
+                let mut line = format!(
                     "{}  {}  {} of {} used per {}{frees}{voided}{parked}",
                     r.agent, r.goal, r.used, r.slots, r.window
-                )
+                );
+                if r.usage.turns > 0 {
+                    let est = if r.usage.estimated { " (est.)" } else { "" };
+                    line.push_str(&format!(
+                        "\n  usage: {} in, {} out, {}{est} over {} turns",
+                        human_count(r.usage.input_tokens),
+                        human_count(r.usage.output_tokens),
+                        Usd::from_dollars(r.usage.cost_usd).unwrap_or_default(),
+                        r.usage.turns
+                    ));
+                }
+                for b in &r.budget {
+                    line.push_str(&format!("\n  budget {}", b.human()));
+                }
+                line
             })
             .collect::<Vec<_>>()
             .join("\n")

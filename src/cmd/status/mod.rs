@@ -64,9 +64,19 @@ struct Wire<'a> {
     recent: Vec<TickRow>,
     /// Slots used per active agent on each active goal.
     quota: Vec<QuotaRow<'a>>,
+    /// Spend against each budget of an active goal.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    budgets: Vec<BudgetRow<'a>>,
     /// Gates whose `loopx.notify` command failed on this clone.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     notify_failed: Vec<NotifyFailed>,
+}
+
+#[derive(Serialize)]
+struct BudgetRow<'a> {
+    goal: &'a GoalId,
+    #[serde(flatten)]
+    spend: crate::cmd::quota::should_run::BudgetWire,
 }
 
 #[derive(Serialize)]
@@ -250,6 +260,14 @@ impl<'a> Wire<'a> {
                     window: q.slots.window.to_string(),
                 })
                 .collect(),
+            budgets: b
+                .budgets
+                .iter()
+                .map(|(goal, st)| BudgetRow {
+                    goal,
+                    spend: crate::cmd::quota::should_run::BudgetWire::of(st),
+                })
+                .collect(),
             notify_failed: crate::notify::failed(ctx, state)
                 .into_iter()
                 .map(|(gate, reason)| NotifyFailed { gate, reason })
@@ -352,6 +370,9 @@ fn human(w: &Wire, now: Timestamp) -> String {
                 used.join(", ")
             ));
         }
+    }
+    for b in &w.budgets {
+        s.push_str(&format!("budget {} {}\n", b.goal, b.spend.human()));
     }
     s.push_str("recent:\n");
     for r in &w.recent {

@@ -105,6 +105,22 @@ fn full_state() -> State {
             slots: 3,
             window: Span::hours(6),
         },
+        budget: crate::model::usage::Budgets {
+            goal: Some(crate::model::usage::Budget {
+                usd: Some(crate::model::usage::Usd(20_000_000)),
+                tokens: Some(5_000_000),
+                window: Span::hours(24),
+            }),
+            agents: [(
+                agent_a(),
+                crate::model::usage::Budget {
+                    usd: Some(crate::model::usage::Usd(2_500_000)),
+                    tokens: None,
+                    window: Span::hours(12),
+                },
+            )]
+            .into(),
+        },
         auto_resume: true,
         stall_after: 5,
         created_at: t("2026-01-01T09:00:00Z"),
@@ -161,9 +177,24 @@ fn full_state() -> State {
         }),
         withdrawn: None,
         notified: None,
+        budget: true,
     };
     let ledger = Ledger {
         agent: agent_a(),
+        usage: vec![crate::model::usage::Entry {
+            turn: "0123456789abcdef".to_owned(),
+            goal: main_goal(),
+            at: t("2026-01-01T09:12:00Z"),
+            usage: crate::model::usage::Usage {
+                input_tokens: 1200,
+                output_tokens: 300,
+                cached_input_tokens: 800,
+                cost_usd: Some(crate::model::usage::Usd(12_345)),
+                estimated: true,
+                model: Some("gpt-5".to_owned()),
+                runtime: Some("codex".to_owned()),
+            },
+        }],
         spends: vec![
             Spend {
                 turn: "turn-1".to_owned(),

@@ -82,6 +82,7 @@ fn gate_open_stores_the_gate_with_trimmed_deduplicated_options() {
             answer: None,
             withdrawn: None,
             notified: None,
+            budget: false,
         }
     );
 }

@@ -237,6 +237,7 @@ fn goal_set_refuses_an_unknown_goal() {
         guards: None,
         quota_slots: None,
         quota_window: None,
+        budget: None,
         auto_resume: None,
         stall_after: None,
     };
@@ -319,6 +320,7 @@ fn goal_set_applies_every_field() {
         guards: Some(strings(&["no unsafe"])),
         quota_slots: Some(3),
         quota_window: Some(Span::hours(2)),
+        budget: None,
         auto_resume: None,
         stall_after: None,
     };

@@ -4,6 +4,7 @@
 use std::collections::BTreeSet;
 
 use super::*;
+use crate::model::FORMAT;
 use crate::op::test_support::*;
 
 fn effect(subject: &str) -> Effect {
@@ -25,6 +26,7 @@ fn a_tick_message_is_whole_and_readable() {
         &o,
         &effect("claim t-000000a1 \"Write the parser\""),
         7,
+        FORMAT,
         &[(REPLAYED_FROM, "0123abcd".to_owned())],
     );
     assert_eq!(
@@ -57,7 +59,7 @@ fn every_op_kind_round_trips_through_a_commit_message() {
     for change in every_change() {
         for actor in actors() {
             let o = op(actor.clone(), "2026-01-01T09:10:00Z", change.clone());
-            let msg = render(&o, &effect("a subject"), 42, &[]);
+            let msg = render(&o, &effect("a subject"), 42, FORMAT, &[]);
             let parsed = parse(&msg).unwrap_or_else(|e| panic!("{e}\n{msg}"));
             assert_eq!(parsed.op, o, "{msg}");
             assert_eq!(parsed.subject, format!("a subject — {}", actor.name()));
@@ -105,7 +107,7 @@ fn ops_without_their_optional_fields_round_trip_too() {
         },
     ] {
         let o = op(human(), "2026-01-01T09:10:00Z", change);
-        let msg = render(&o, &effect("s"), 1, &[]);
+        let msg = render(&o, &effect("s"), 1, FORMAT, &[]);
         assert_eq!(parse(&msg).map(|p| p.op), Ok(o), "{msg}");
     }
 }
@@ -117,7 +119,7 @@ fn extra_trailers_are_kept_after_the_own_ones() {
         (REPLAYED_FROM, "aaaa".to_owned()),
         (REJECTED_FROM, "bbbb".to_owned()),
     ];
-    let parsed = parse(&render(&o, &effect("init"), 3, &extra)).expect("parses");
+    let parsed = parse(&render(&o, &effect("init"), 3, FORMAT, &extra)).expect("parses");
     let keys: Vec<&str> = parsed.trailers.iter().map(|(k, _)| k.as_str()).collect();
     assert_eq!(
         keys,
@@ -141,7 +143,7 @@ fn extra_trailers_are_kept_after_the_own_ones() {
 #[test]
 fn a_subject_is_one_line_whatever_it_holds() {
     let o = op(human(), "2026-01-01T09:10:00Z", init(None, None));
-    let msg = render(&o, &effect("add t-1 \"two\n\nlines\"  "), 1, &[]);
+    let msg = render(&o, &effect("add t-1 \"two\n\nlines\"  "), 1, FORMAT, &[]);
     let parsed = parse(&msg).expect("parses");
     assert_eq!(parsed.subject, "add t-1 \"two lines\" — Ada");
     assert_eq!(parsed.op, o);
@@ -150,7 +152,7 @@ fn a_subject_is_one_line_whatever_it_holds() {
 #[test]
 fn an_unknown_op_kind_asks_for_an_upgrade() {
     let o = op(human(), "2026-01-01T09:10:00Z", init(None, None));
-    let msg = render(&o, &effect("init"), 1, &[])
+    let msg = render(&o, &effect("init"), 1, FORMAT, &[])
         .replace("op = \"init\"", "op = \"todo.teleport\"")
         .replace("Loopx-Op: init", "Loopx-Op: todo.teleport");
     assert_eq!(
@@ -158,7 +160,7 @@ fn an_unknown_op_kind_asks_for_an_upgrade() {
         Err("the op \"todo.teleport\" is unknown to this loopx: upgrade loopx".to_owned())
     );
     // A known kind whose body does not parse is corrupt, not new.
-    let msg = render(&o, &effect("init"), 1, &[]).replace("at = ", "at_ = ");
+    let msg = render(&o, &effect("init"), 1, FORMAT, &[]).replace("at = ", "at_ = ");
     let err = parse(&msg).expect_err("no time");
     assert!(err.starts_with("the op does not parse: "), "{err}");
 }
@@ -174,7 +176,7 @@ fn a_commit_that_is_no_tick_says_what_is_missing() {
         Err("the message has no trailers".to_owned())
     );
     let o = op(human(), "2026-01-01T09:10:00Z", init(None, None));
-    let msg = render(&o, &effect("init"), 1, &[]);
+    let msg = render(&o, &effect("init"), 1, FORMAT, &[]);
     let format_line = format!("Loopx-Format: {}\n", crate::model::FORMAT);
     for (trailer, want) in [
         ("Loopx-Tick: 1\n", "the trailer Loopx-Tick is missing"),

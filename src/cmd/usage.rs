@@ -1,0 +1,129 @@
+//! The `--usage` flags `settle` and `quota spend-slot` share (not a
+//! command): read a turn's usage from JSON or a file, in loopx's shape or
+//! a runtime's own, price the tokens a runtime reported without dollars
+//! (git config, else the shipped table), and check it strictly. A bad
+//! usage is a usage error (exit 2) and nothing is written.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+
+use crate::ctx::Ctx;
+use crate::error::{Code, Refusal};
+use crate::hook::usage::{self as formats, Format};
+use crate::model::usage::{USAGE_KEYS, Usage};
+
+/// The most a usage file may hold.
+const FILE_LIMIT: u64 = 16 << 20;
+
+#[derive(clap::Args, Debug, Default)]
+pub struct UsageArgs {
+    /// The turn's usage as a JSON object with any of input_tokens,
+    /// output_tokens, cached_input_tokens, cost_usd, model, runtime
+    #[arg(long, value_name = "JSON", conflicts_with = "usage_file")]
+    usage: Option<String>,
+    /// Read the usage from a file
+    #[arg(long, value_name = "PATH")]
+    usage_file: Option<PathBuf>,
+    /// What the usage is written in: loopx (default), claude (`claude -p
+    /// --output-format json`), codex (`codex exec --json`) or gemini
+    /// (`gemini -p --output-format json`)
+    #[arg(long, value_name = "FORMAT", value_enum)]
+    usage_format: Option<Format>,
+    /// The model, where the usage does not name one (Codex's does not)
+    #[arg(long, value_name = "MODEL")]
+    usage_model: Option<String>,
+}
+
+fn bad(message: String) -> Refusal {
+    let accepted = format!("--usage takes a JSON object with any of: {USAGE_KEYS}");
+    let hint = if message.contains(&accepted) {
+        "--usage-format claude|codex|gemini reads a runtime's own output instead".to_owned()
+    } else {
+        format!(
+            "{accepted}; --usage-format claude|codex|gemini reads a runtime's own output instead"
+        )
+    };
+    Refusal::usage(Code::BadUsage, message).with_hint(hint)
+}
+
+/// The usage the flags give, priced; None when no usage flag was given.
+pub fn read(ctx: &Ctx, args: &UsageArgs) -> Result<Option<Usage>> {
+    let text = match (&args.usage, &args.usage_file) {
+        (Some(t), _) => t.clone(),
+        (None, Some(path)) => {
+            let path = ctx.cwd.join(path);
+            let meta = std::fs::metadata(&path).map_err(|e| {
+                bad(format!(
+                    "cannot read the usage file {}: {e}",
+                    path.display()
+                ))
+            })?;
+            if meta.len() > FILE_LIMIT {
+                return Err(
+                    bad(format!("the usage file {} is over 16 MiB", path.display())).into(),
+                );
+            }
+            std::fs::read_to_string(&path).map_err(|e| {
+                bad(format!(
+                    "cannot read the usage file {}: {e}",
+                    path.display()
+                ))
+            })?
+        }
+        (None, None) => {
+            if args.usage_format.is_some() || args.usage_model.is_some() {
+                return Err(bad(
+                    "--usage-format and --usage-model need --usage or --usage-file".to_owned(),
+                )
+                .into());
+            }
+            return Ok(None);
+        }
+    };
+    let format = args.usage_format.unwrap_or(Format::Loopx);
+    let mut parts = formats::parse(format, &text).map_err(bad)?;
+    if parts.is_empty() {
+        return Err(bad("the usage names no model with tokens".to_owned()).into());
+    }
+    let mut unpriced = Vec::new();
+    for u in &mut parts {
+        if u.model.is_none() {
+            u.model.clone_from(&args.usage_model);
+        }
+        price(ctx, u, &mut unpriced)?;
+    }
+    let usage = formats::merge(parts);
+    if usage.is_empty() {
+        return Err(bad("the usage reports no tokens and no cost".to_owned()).into());
+    }
+    for m in unpriced {
+        ctx.out.status(&match m {
+            Some(m) => format!(
+                "loopx: no price for model {m}: its tokens count, its dollars do not (set git config loopx.price.{m}.input and .output, dollars per million tokens)."
+            ),
+            None => "loopx: the usage names no model, so its dollars are unknown: pass --usage-model.".to_owned(),
+        });
+    }
+    Ok(Some(usage))
+}
+
+/// Prices a usage that reports tokens but no dollars, marking it
+/// estimated; collects the models nothing prices.
+pub fn price(ctx: &Ctx, u: &mut Usage, unpriced: &mut Vec<Option<String>>) -> Result<()> {
+    if u.cost_usd.is_some() || (u.input_tokens == 0 && u.output_tokens == 0) {
+        return Ok(());
+    }
+    let Some(model) = u.model.clone() else {
+        unpriced.push(None);
+        return Ok(());
+    };
+    match crate::config::price(ctx.store()?, &model) {
+        Some(p) => {
+            u.cost_usd = Some(crate::price::cost(u, &p));
+            u.estimated = true;
+        }
+        None => unpriced.push(Some(model)),
+    }
+    Ok(())
+}

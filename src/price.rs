@@ -1,0 +1,99 @@
+//! The price table: dollars per million tokens for a handful of current
+//! models, used where a runtime reports tokens but no dollars. The recording
+//! machine prices the tokens once and stores the figure in the op, marked
+//! `estimated`, so every machine reads the same number and nothing is
+//! re-priced on read. git config overrides a row, or adds a model
+//! (`loopx.price.<model>.input`, `.output`, `.cachedInput`; `config.rs`).
+//!
+//! Prices are list prices for standard (not batch) use, short contexts,
+//! as published by each vendor in late 2025. A cache write is priced as
+//! plain input.
+
+use crate::model::usage::{Usage, Usd};
+
+/// Dollars per million tokens.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Price {
+    pub input: f64,
+    pub output: f64,
+    /// Input tokens read from a cache.
+    pub cached_input: f64,
+}
+
+/// The shipped table: a model id prefix and its price. The longest prefix
+/// that starts the reported model id wins, so `claude-sonnet-4-5-20250929`
+/// is priced as `claude-sonnet-4-5`.
+pub const TABLE: &[(&str, Price)] = &[
+    ("claude-opus-4-5", p(5.0, 25.0, 0.50)),
+    ("claude-opus-4-1", p(15.0, 75.0, 1.50)),
+    ("claude-opus-4", p(15.0, 75.0, 1.50)),
+    ("claude-sonnet-4-5", p(3.0, 15.0, 0.30)),
+    ("claude-sonnet-4", p(3.0, 15.0, 0.30)),
+    ("claude-haiku-4-5", p(1.0, 5.0, 0.10)),
+    ("gpt-5.1", p(1.25, 10.0, 0.125)),
+    ("gpt-5-mini", p(0.25, 2.0, 0.025)),
+    ("gpt-5", p(1.25, 10.0, 0.125)),
+    ("gemini-2.5-pro", p(1.25, 10.0, 0.125)),
+    ("gemini-2.5-flash", p(0.30, 2.50, 0.03)),
+];
+
+const fn p(input: f64, output: f64, cached_input: f64) -> Price {
+    Price {
+        input,
+        output,
+        cached_input,
+    }
+}
+
+/// The table's row for a model id: the longest prefix match, with the key
+/// it matched.
+pub fn lookup(model: &str) -> Option<(&'static str, Price)> {
+    TABLE
+        .iter()
+        .filter(|(k, _)| model.starts_with(k))
+        .max_by_key(|(k, _)| k.len())
+        .map(|(k, p)| (*k, *p))
+}
+
+/// What the tokens of `u` cost at `price`: uncached input, cached input and
+/// output, each at its rate.
+pub fn cost(u: &Usage, price: &Price) -> Usd {
+    let uncached = u.input_tokens.saturating_sub(u.cached_input_tokens) as f64;
+    let dollars = (uncached * price.input
+        + u.cached_input_tokens as f64 * price.cached_input
+        + u.output_tokens as f64 * price.output)
+        / 1_000_000.0;
+    Usd::from_dollars(dollars).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_longest_prefix_prices_a_dated_model_id() {
+        assert_eq!(
+            lookup("claude-sonnet-4-5-20250929").unwrap().0,
+            "claude-sonnet-4-5"
+        );
+        assert_eq!(lookup("claude-opus-4-20250514").unwrap().0, "claude-opus-4");
+        assert_eq!(lookup("gpt-5-mini-2025").unwrap().0, "gpt-5-mini");
+        assert_eq!(lookup("gpt-5-codex").unwrap().0, "gpt-5");
+        assert!(lookup("llama-3").is_none());
+    }
+
+    #[test]
+    fn cached_input_is_priced_apart() {
+        let u = Usage {
+            input_tokens: 1_000_000,
+            cached_input_tokens: 600_000,
+            output_tokens: 100_000,
+            ..Usage::default()
+        };
+        // 0.4M × $3 + 0.6M × $0.30 + 0.1M × $15 = 1.20 + 0.18 + 1.50
+        assert_eq!(
+            cost(&u, &lookup("claude-sonnet-4-5").unwrap().1),
+            Usd(2_880_000)
+        );
+    }
+}
