@@ -288,3 +288,54 @@ fn every_tick_caches_what_its_tree_holds() {
     env.loopx(&["agent", "retire", "agent-b"]).ok();
     check("agent retire");
 }
+
+/// Readers racing writers: every reader answers, with a state that some
+/// tick of the history held, whatever cache file it found mid-write (writes
+/// are renamed into place, and a torn file would fail its checksum).
+#[test]
+fn readers_racing_ticks_always_answer_a_real_state() {
+    let env = TestEnv::with_board();
+    let todos: Vec<String> = (0..6).map(|i| env.add(&format!("job {i}"), &[])).collect();
+    let spawner = env.spawner();
+    let outs: Vec<Output> = std::thread::scope(|s| {
+        let mut handles = Vec::new();
+        for (i, t) in todos.iter().enumerate() {
+            let (sp, t) = (spawner.clone(), t.clone());
+            let agent = if i % 2 == 0 { "agent-a" } else { "agent-b" };
+            handles.push(s.spawn(move || {
+                let mut outs = Vec::new();
+                for args in [&["todo", "claim", &t][..], &["todo", "done", &t][..]] {
+                    outs.push(run(sp.command().env("LOOPX_AGENT", agent).args(args)));
+                }
+                outs
+            }));
+        }
+        for _ in 0..6 {
+            let sp = spawner.clone();
+            handles.push(s.spawn(move || {
+                (0..8)
+                    .map(|_| run(sp.command().args(["todo", "list", "--all", "--json"])))
+                    .collect()
+            }));
+        }
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().expect("thread"))
+            .collect()
+    });
+    for o in &outs {
+        assert_eq!(o.code, 0, "{o:#?}");
+        assert!(!o.stderr.contains("cache"), "{o:#?}");
+    }
+    let lists: Vec<&Output> = outs.iter().filter(|o| o.stdout.starts_with('{')).collect();
+    assert_eq!(lists.len(), 48);
+    for o in lists {
+        let v = o.json();
+        let n = v["todos"].as_array().unwrap().len();
+        assert_eq!(n, 6, "every list holds the six todos: {v}");
+    }
+    let done = env.loopx(&["todo", "list", "--all", "--json"]).ok().json();
+    for t in done["todos"].as_array().unwrap() {
+        assert_eq!(t["status"], "done", "{t}");
+    }
+}
