@@ -200,7 +200,10 @@ fn run(
             &committer,
         ) {
             Ok(()) => {
-                // The next read starts from the state in hand, not the tree.
+                // The next read starts from the state in hand, not the tree
+                // (the state before is freed first: at 10,000 todos each
+                // state is about 12 MB).
+                drop(before);
                 cache::write(ctx.store()?, &new, &after);
                 auto_pack(ctx, new.tick);
                 return Ok(Committed {
