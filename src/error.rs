@@ -89,6 +89,7 @@ codes! {
     BadBudget => "bad-budget",
     BadChoice => "bad-choice",
     BadConfig => "bad-config",
+    BadDate => "bad-date",
     BadEnv => "bad-env",
     BadId => "bad-id",
     BadKey => "bad-key",

@@ -96,6 +96,61 @@ pub fn count_objects(git_dir: &Path) -> Result<ObjectCount> {
 /// work per run stays small however long the history grows.
 pub const REPACK: [&str; 4] = ["repack", "-d", "--geometric=2", "-q"];
 
+/// git's default for `gc.pruneExpire`: unreachable objects younger than
+/// this are kept, so an object a running writer has just written and not
+/// yet referenced is never removed under it.
+pub const PRUNE_EXPIRE: &str = "2.weeks.ago";
+
+/// A prune expiry as git reads `gc.pruneExpire` (`2.weeks.ago`, a date,
+/// `now`, `never`): the newest modification time, in seconds since the
+/// epoch, of an unreachable object that goes. `None` for `never`; `now` is
+/// `i64::MAX`. An error when git does not understand it.
+pub fn expiry_date(git_dir: &Path, value: &str) -> Result<Option<i64>> {
+    let key = "loopx.pruneexpirecheck";
+    let text = output(
+        git_dir,
+        &[
+            "-c",
+            &format!("{key}={value}"),
+            "config",
+            "--type=expiry-date",
+            key,
+        ],
+    )?;
+    let secs: u64 = text
+        .trim()
+        .parse()
+        .with_context(|| format!("git read {value:?} as {text:?}"))?;
+    Ok((secs != 0).then(|| i64::try_from(secs).unwrap_or(i64::MAX)))
+}
+
+/// Every object in the repository, loose or packed, each counted once.
+pub fn object_total(git_dir: &Path) -> Result<u64> {
+    let mut c = git();
+    let args = [
+        "cat-file",
+        "--batch-all-objects",
+        "--batch-check=%(objectsize)",
+    ];
+    c.arg("--git-dir").arg(git_dir).args(args);
+    Ok(stdout_of(c, &args)?.lines().count() as u64)
+}
+
+/// Repacks everything reachable into one pack and drops the unreachable
+/// objects whose modification time is older than `expire` (git's own
+/// `gc` without its reflog, ref-packing and worktree steps): reachability
+/// is git's, from every ref, every reflog entry and every worktree's index
+/// and HEAD. Younger unreachable objects are kept in a cruft pack with
+/// their times, so a later run still knows their age.
+pub fn prune(git_dir: &Path, expire: &str) -> Result<()> {
+    let cruft = format!("--cruft-expiration={expire}");
+    output(git_dir, &["repack", "-d", "-l", "-q", "--cruft", &cruft])?;
+    // Loose objects the repack did not pack (written meanwhile) are dated
+    // by their files.
+    output(git_dir, &["prune", &format!("--expire={expire}")])?;
+    Ok(())
+}
+
 /// Whether the worktree has uncommitted changes or untracked files (ignored
 /// files do not count). A repository without a worktree is never dirty.
 pub fn is_dirty(workdir: Option<&Path>) -> bool {

@@ -30,6 +30,7 @@ pub mod notify;
 pub mod op;
 pub mod output;
 pub mod price;
+pub mod queue;
 pub mod redact;
 pub mod run;
 pub mod store;

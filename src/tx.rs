@@ -158,6 +158,9 @@ fn run(
     let mut tries = 0u32;
     let committer = ctx.committer();
     let mut seal = crate::trust::Seal::default();
+    // Local writers take turns from reading the tip to moving the ref
+    // (src/queue.rs); the compare-and-swap below still decides.
+    let turn = crate::queue::wait(ctx.store()?.common_dir(), crate::queue::PATIENCE);
     loop {
         tries += 1;
         let (tip, before, mut op) = attempt(ctx)?;
@@ -202,9 +205,11 @@ fn run(
             Ok(()) => {
                 // The next read starts from the state in hand, not the tree
                 // (the state before is freed first: at 10,000 todos each
-                // state is about 12 MB).
+                // state is about 12 MB). Written before the turn passes on,
+                // so the next queued writer finds the new tip cached.
                 drop(before);
                 cache::write(ctx.store()?, &new, &after);
+                drop(turn);
                 auto_pack(ctx, new.tick);
                 return Ok(Committed {
                     op,
@@ -233,8 +238,10 @@ fn run(
             .with_hint("other writers are very busy; run the command again")
             .into());
         }
-        std::thread::sleep(backoff.mul_f64(0.5 + jitter()));
-        backoff = (backoff * 2).min(Duration::from_millis(100));
+        // Full jitter: anywhere up to a cap that doubles to 50 ms, so
+        // writers outside the queue spread out instead of waking together.
+        std::thread::sleep(backoff.mul_f64(jitter()));
+        backoff = (backoff * 2).min(Duration::from_millis(50));
     }
 }
 

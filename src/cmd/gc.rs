@@ -1,40 +1,124 @@
-//! `loopx gc`: pack the repository's loose objects now.
+//! `loopx gc`: pack the repository's loose objects now, and prune the
+//! unreachable ones (lost compare-and-swap races) older than a window.
 
 use anyhow::Result;
 use serde::Serialize;
 
 use crate::ctx::Ctx;
-use crate::error::Exit;
+use crate::error::{Code, Exit, Refusal};
 use crate::git::{self, ObjectCount};
+use crate::time::Timestamp;
 
-/// Pack loose objects written by ticks
+/// Pack loose objects and prune unreachable ones older than two weeks
 ///
-/// Runs `git repack -d --geometric=2`. Ticks also start it in the background
-/// every N ticks (git config loopx.autoPack, default 200; 0 turns it off), so
-/// this is rarely needed by hand.
+/// Repacks what is reachable into one pack and removes the objects no ref,
+/// reflog entry or index reaches that are older than the prune window: git
+/// config gc.pruneExpire, else git's default of two weeks. Those are mostly
+/// what writers that lost a race for the state ref left behind. Younger
+/// unreachable objects are kept (a writer may be about to use them). Ticks
+/// also pack in the background every N ticks (git config loopx.autoPack,
+/// default 200; 0 turns it off), without pruning.
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+pub struct Args {
+    /// Prune unreachable objects older than DATE, as git reads it
+    /// (`2.weeks.ago`, `2026-11-01`, `now`, or `never` to only repack);
+    /// default git config gc.pruneExpire, else 2.weeks.ago. `now` can remove
+    /// objects a concurrent writer has just written.
+    #[arg(long, value_name = "DATE")]
+    pub prune: Option<String>,
+}
 
 #[derive(Serialize)]
 struct Wire {
     before: ObjectCount,
     after: ObjectCount,
+    prune: Prune,
+    /// Objects in the repository before minus after (each counted once).
+    pruned: u64,
 }
 
-pub fn run(ctx: &Ctx, _args: &Args) -> Result<Exit> {
-    let dir = ctx.store()?.common_dir();
+#[derive(Serialize)]
+struct Prune {
+    /// The window as given.
+    expire: String,
+    /// Where it came from: `option`, `config` or `default`.
+    from: &'static str,
+    /// Unreachable objects last modified before this went; `None` with
+    /// `never`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    before: Option<Timestamp>,
+}
+
+pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
+    let store = ctx.store()?;
+    let dir = store.common_dir();
+    let (expire, from) = match (&args.prune, store.config("gc.pruneExpire")) {
+        (Some(given), _) => (given.trim().to_owned(), "option"),
+        (None, Some(config)) => (config.trim().to_owned(), "config"),
+        (None, None) => (git::PRUNE_EXPIRE.to_owned(), "default"),
+    };
+    let cutoff = git::expiry_date(dir, &expire).map_err(|_| {
+        let (what, fix) = match from {
+            "option" => (
+                format!("--prune {expire:?}"),
+                "pass a date git understands, such as 2.weeks.ago, 2026-11-01, now or never",
+            ),
+            _ => (
+                format!("git config gc.pruneExpire = {expire:?}"),
+                "fix it (such as 2.weeks.ago, 2026-11-01, now or never), or pass --prune DATE",
+            ),
+        };
+        Refusal::usage(
+            Code::BadDate,
+            format!("{what} is not a date git understands; nothing was changed"),
+        )
+        .with_hint(fix)
+    })?;
     let before = git::count_objects(dir)?;
-    git::output(dir, &git::REPACK)?;
+    let total_before = git::object_total(dir)?;
+    match cutoff {
+        Some(_) => git::prune(dir, &expire)?,
+        None => {
+            git::output(dir, &git::REPACK)?;
+        }
+    }
     let after = git::count_objects(dir)?;
-    ctx.out.emit(&Wire { before, after }, || {
-        format!(
+    let total_after = git::object_total(dir)?;
+    let wire = Wire {
+        before,
+        after,
+        prune: Prune {
+            expire,
+            from,
+            before: cutoff.map(|secs| {
+                if secs == i64::MAX {
+                    Timestamp::system_now()
+                } else {
+                    Timestamp::from_unix(secs)
+                }
+            }),
+        },
+        pruned: total_before.saturating_sub(total_after),
+    };
+    ctx.out.emit(&wire, || {
+        let packed = format!(
             "Packed: {} loose objects before, {} after; {} pack{} holding {} objects.",
             before.loose,
             after.loose,
             after.packs,
             if after.packs == 1 { "" } else { "s" },
             after.in_pack
-        )
+        );
+        let pruned = match wire.prune.before {
+            Some(at) => format!(
+                "Pruned {} unreachable object{} older than {} ({at}).",
+                wire.pruned,
+                if wire.pruned == 1 { "" } else { "s" },
+                wire.prune.expire
+            ),
+            None => "Pruned nothing (the prune window is never).".to_owned(),
+        };
+        format!("{packed}\n{pruned}")
     })?;
     Ok(Exit::Ok)
 }

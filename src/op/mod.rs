@@ -336,7 +336,7 @@ impl Change {
             Change::SignerAnnounce { .. }
             | Change::TodoTrust { .. }
             | Change::GateNotified { .. } => 2,
-            Change::QuotaPark { .. } | Change::QuotaResume { .. } => 3,
+            Change::QuotaPark { .. } | Change::QuotaResume { .. } | Change::UsageRecord { .. } => 3,
             Change::Settle { steps, .. } => steps.iter().map(Change::since).max().unwrap_or(1),
             _ => 1,
         }

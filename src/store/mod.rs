@@ -448,6 +448,31 @@ impl Store {
         committer: &Person,
         time_secs: i64,
     ) -> Result<Tip> {
+        // A repack running meanwhile (the background one every
+        // `loopx.autoPack` ticks) removes loose-object directories it has
+        // emptied; gix creates the directory, then renames the object into
+        // it, and fails when the directory went in between. Git retries
+        // such a write; so does this (objects are named by their content,
+        // so writing one again is harmless).
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            match self.write_commit_once(parent, changes, message, author, committer, time_secs) {
+                Err(e) if attempts < 5 && vanished_directory(&e) => continue,
+                done => return done,
+            }
+        }
+    }
+
+    fn write_commit_once(
+        &self,
+        parent: Option<&Tip>,
+        changes: &[(String, Option<Vec<u8>>)],
+        message: &str,
+        author: &Person,
+        committer: &Person,
+        time_secs: i64,
+    ) -> Result<Tip> {
         let tree = edit_tree(&self.repo, parent.map(|p| p.tree), changes)?;
         let sig = |p: &'_ Person| gix::actor::Signature {
             name: p.name.as_str().into(),
@@ -574,6 +599,20 @@ impl Store {
     }
 }
 
+/// Whether writing a loose object failed because its directory vanished
+/// between gix creating it and moving the object in (see
+/// [`Store::write_commit`]).
+fn vanished_directory(e: &anyhow::Error) -> bool {
+    let not_found = e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::NotFound)
+    });
+    let text = format!("{e:#}");
+    (not_found || text.contains("No such file or directory"))
+        && (text.contains("Could not persist loose object")
+            || text.contains("Could not create object directory"))
+}
+
 /// Writes the changed files on top of tree `base` (None: the empty tree)
 /// through `repo`'s object database and returns the new root tree.
 pub(crate) fn edit_tree(
@@ -589,11 +628,16 @@ pub(crate) fn edit_tree(
     for (path, bytes) in changes {
         match bytes {
             Some(bytes) => {
-                let blob = repo
-                    .write_blob(bytes)
+                // Written even when it exists (gix's `write_blob` would skip
+                // it): like git, the fresh copy renews the object's time,
+                // so a `loopx gc` running meanwhile does not prune, as old
+                // and unreachable (a lost race's), a blob this tick is about
+                // to make reachable again.
+                let blob = gix::objs::Write::write_buf(&repo.objects, gix::objs::Kind::Blob, bytes)
+                    .map_err(|e| anyhow!("{e:#}"))
                     .with_context(|| format!("writing {path}"))?;
                 editor
-                    .upsert(path.as_str(), EntryKind::Blob, blob.detach())
+                    .upsert(path.as_str(), EntryKind::Blob, blob)
                     .with_context(|| format!("adding {path} to the tree"))?;
             }
             None => {
@@ -604,4 +648,23 @@ pub(crate) fn edit_tree(
         }
     }
     Ok(editor.write().context("writing the state tree")?.detach())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_vanished_object_directory_is_told_apart_from_other_write_errors() {
+        let gone = anyhow::Error::new(std::io::Error::from(std::io::ErrorKind::NotFound))
+            .context("Could not persist loose object, path=\"objects/e7/51be\"")
+            .context("writing todos/t.toml");
+        assert!(vanished_directory(&gone));
+        let denied = anyhow::Error::new(std::io::Error::from(std::io::ErrorKind::PermissionDenied))
+            .context("Could not persist loose object");
+        assert!(!vanished_directory(&denied));
+        let other = anyhow::Error::new(std::io::Error::from(std::io::ErrorKind::NotFound))
+            .context("reading commit 1234");
+        assert!(!vanished_directory(&other));
+    }
 }

@@ -144,3 +144,102 @@ fn eight_writers_fifty_ticks_each_lose_nothing() {
         "0"
     );
 }
+
+/// Races agents for one todo; asserts exactly one wins and every other is
+/// told who did (exit 4).
+fn race_for_one_todo(env: &TestEnv, agents: &[String], round: usize) {
+    let t = env.add(&format!("contested {round}"), &[]);
+    let before = env.ticks();
+    let spawner = env.spawner();
+    let outs: Vec<(String, Output)> = std::thread::scope(|s| {
+        let handles: Vec<_> = agents
+            .iter()
+            .map(|a| {
+                let (sp, t, a) = (spawner.clone(), t.clone(), a.clone());
+                s.spawn(move || {
+                    let out = run(sp
+                        .command()
+                        .env("LOOPX_AGENT", &a)
+                        .args(["todo", "claim", &t]));
+                    (a, out)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("thread"))
+            .collect()
+    });
+    let winners: Vec<&String> = outs
+        .iter()
+        .filter(|(_, o)| o.code == 0)
+        .map(|(a, _)| a)
+        .collect();
+    assert_eq!(winners.len(), 1, "round {round}: {outs:#?}");
+    for (a, o) in &outs {
+        if a != winners[0] {
+            assert_eq!(o.code, 4, "round {round}, {a}: {o:#?}");
+            assert!(o.stderr.contains(&format!("{} holds it", winners[0])));
+        }
+    }
+    assert_eq!(env.ticks(), before + 1, "one claim tick per round");
+}
+
+/// Commits no ref reaches: what lost compare-and-swap races leave.
+fn lost_races(env: &TestEnv) -> usize {
+    env.git(&["fsck", "--unreachable", "--no-reflogs", "--no-progress"])
+        .lines()
+        .filter(|l| l.starts_with("unreachable commit"))
+        .count()
+}
+
+#[test]
+fn without_the_queue_the_compare_and_swap_alone_lets_exactly_one_win() {
+    let env = TestEnv::with_board();
+    let agents: Vec<String> = (0..16).map(|i| format!("racer-{i:02}")).collect();
+    for a in &agents {
+        env.loopx(&["agent", "register", a]).ok();
+    }
+    // The writers' queue is held here the whole round: every process waits
+    // out its patience, then races on the compare-and-swap alone.
+    let turn = loopx::queue::wait(&env.repo.join(".git"), loopx::queue::PATIENCE);
+    assert!(turn.held());
+    race_for_one_todo(&env, &agents, 0);
+    drop(turn);
+    race_for_one_todo(&env, &agents, 1);
+}
+
+#[test]
+fn queued_writers_take_turns_and_lose_no_race() {
+    let env = TestEnv::with_board();
+    let agents: Vec<String> = (0..8).map(|i| format!("racer-{i}")).collect();
+    for a in &agents {
+        env.loopx(&["agent", "register", a]).ok();
+    }
+    let todos: Vec<String> = (0..8).map(|i| env.add(&format!("t{i}"), &[])).collect();
+    let spawner = env.spawner();
+    let got: Vec<String> = std::thread::scope(|s| {
+        let handles: Vec<_> = agents
+            .iter()
+            .map(|a| {
+                let (sp, a) = (spawner.clone(), a.clone());
+                s.spawn(move || {
+                    let out = run(sp
+                        .command()
+                        .env("LOOPX_AGENT", &a)
+                        .args(["todo", "claim", "--next", "--json"]))
+                    .ok();
+                    out.json()["todo"]["id"].as_str().unwrap().to_owned()
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let mut sorted = got.clone();
+    sorted.sort();
+    let mut want = todos.clone();
+    want.sort();
+    assert_eq!(sorted, want, "each process claimed a different todo");
+    // Each read the tip in its turn: no commit was written in vain.
+    assert_eq!(lost_races(&env), 0);
+}
