@@ -35,11 +35,58 @@ impl Timestamp {
     /// Parses RFC 3339 (`2026-11-30T09:00:00Z`, any offset; fractions are
     /// truncated).
     pub fn parse(s: &str) -> Result<Self, String> {
+        if let Some(t) = Timestamp::parse_canonical(s) {
+            return Ok(t);
+        }
         DateTime::parse_from_rfc3339(s.trim())
             .map(|t| Timestamp(t.timestamp()))
             .map_err(|e| {
                 format!("{s:?} is not an RFC 3339 time such as 2026-11-30T09:00:00Z ({e})")
             })
+    }
+
+    /// The form loopx writes (`2026-11-30T09:00:00Z`), read without the
+    /// general parser: a state holds several times per todo. None for
+    /// anything else, including a date that does not exist and a leap
+    /// second, which [`Timestamp::parse`] leaves to chrono.
+    fn parse_canonical(s: &str) -> Option<Self> {
+        let b = s.as_bytes();
+        if b.len() != 20
+            || b[4] != b'-'
+            || b[7] != b'-'
+            || b[10] != b'T'
+            || b[13] != b':'
+            || b[16] != b':'
+            || b[19] != b'Z'
+        {
+            return None;
+        }
+        let num = |from: usize, to: usize| {
+            b[from..to].iter().try_fold(0i64, |n, &c| {
+                c.is_ascii_digit().then(|| n * 10 + i64::from(c - b'0'))
+            })
+        };
+        let (y, m, d) = (num(0, 4)?, num(5, 7)?, num(8, 10)?);
+        let (hh, mm, ss) = (num(11, 13)?, num(14, 16)?, num(17, 19)?);
+        let leap = y % 4 == 0 && (y % 100 != 0 || y % 400 == 0);
+        let month_days = match m {
+            1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+            4 | 6 | 9 | 11 => 30,
+            2 if leap => 29,
+            2 => 28,
+            _ => return None,
+        };
+        if d < 1 || d > month_days || hh > 23 || mm > 59 || ss > 59 {
+            return None;
+        }
+        // Days from 1970-01-01 to the civil date (proleptic Gregorian).
+        let (y, m) = if m <= 2 { (y - 1, m + 9) } else { (y, m - 3) };
+        let era = y.div_euclid(400);
+        let yoe = y - era * 400;
+        let doy = (153 * m + 2) / 5 + d - 1;
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+        let days = era * 146_097 + doe - 719_468;
+        Some(Timestamp(days * 86_400 + hh * 3600 + mm * 60 + ss))
     }
 
     pub fn plus(self, span: Span) -> Self {
@@ -64,7 +111,29 @@ impl Timestamp {
 
 impl fmt::Display for Timestamp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.datetime().to_rfc3339_opts(SecondsFormat::Secs, true))
+        // Years 0 to 9999 by hand (the inverse of `parse_canonical`): a
+        // state writes several times per todo. chrono for the rest.
+        let days = self.0.div_euclid(86_400);
+        let secs = self.0.rem_euclid(86_400);
+        let z = days + 719_468;
+        let era = z.div_euclid(146_097);
+        let doe = z - era * 146_097;
+        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+        let mp = (5 * doy + 2) / 153;
+        let d = doy - (153 * mp + 2) / 5 + 1;
+        let m = if mp < 10 { mp + 3 } else { mp - 9 };
+        let y = yoe + era * 400 + i64::from(m <= 2);
+        if !(0..=9999).contains(&y) {
+            return f.write_str(&self.datetime().to_rfc3339_opts(SecondsFormat::Secs, true));
+        }
+        write!(
+            f,
+            "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+            secs / 3600,
+            secs / 60 % 60,
+            secs % 60
+        )
     }
 }
 
@@ -83,8 +152,22 @@ impl Serialize for Timestamp {
 
 impl<'de> Deserialize<'de> for Timestamp {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = String::deserialize(d)?;
-        Timestamp::parse(&s).map_err(serde::de::Error::custom)
+        d.deserialize_str(Text("an RFC 3339 time", Timestamp::parse))
+    }
+}
+
+/// A visitor for a value written as a string: borrows the text where the
+/// format allows (the state cache's JSON), so reading a time or an id
+/// allocates nothing beyond the value itself. `.0` says what is expected.
+pub(crate) struct Text<T>(pub &'static str, pub fn(&str) -> Result<T, String>);
+
+impl<T> serde::de::Visitor<'_> for Text<T> {
+    type Value = T;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0)
+    }
+    fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<T, E> {
+        (self.1)(s).map_err(E::custom)
     }
 }
 
@@ -188,8 +271,7 @@ impl Serialize for Span {
 
 impl<'de> Deserialize<'de> for Span {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = String::deserialize(d)?;
-        Span::parse(&s).map_err(serde::de::Error::custom)
+        d.deserialize_str(Text("a duration such as 45m", Span::parse))
     }
 }
 
@@ -215,6 +297,69 @@ mod tests {
         for bad in ["", "10", "m", "1x", "-5m", "1.5h", "99999999999999999999d"] {
             assert!(Span::parse(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn the_canonical_fast_path_agrees_with_chrono() {
+        let chrono = |s: &str| {
+            DateTime::parse_from_rfc3339(s)
+                .ok()
+                .map(|t| Timestamp(t.timestamp()))
+        };
+        // Every 7,919 s from 1900 to 2200, and the edges of the format;
+        // the hand-made display agrees with chrono's too.
+        let mut t = -2_208_988_800i64;
+        while t < 7_258_118_400 {
+            let s = Timestamp(t).to_string();
+            assert_eq!(
+                s,
+                Timestamp(t)
+                    .datetime()
+                    .to_rfc3339_opts(SecondsFormat::Secs, true)
+            );
+            assert_eq!(Timestamp::parse_canonical(&s), Some(Timestamp(t)), "{s}");
+            t += 7_919;
+        }
+        for t in [i64::MIN, -62_167_219_201, 253_402_300_800, i64::MAX] {
+            assert_eq!(
+                Timestamp(t).to_string(),
+                Timestamp(t)
+                    .datetime()
+                    .to_rfc3339_opts(SecondsFormat::Secs, true)
+            );
+        }
+        for s in [
+            "0000-01-01T00:00:00Z",
+            "9999-12-31T23:59:59Z",
+            "2000-02-29T12:00:00Z",
+            "2024-02-29T00:00:00Z",
+            "1969-12-31T23:59:59Z",
+        ] {
+            assert_eq!(Timestamp::parse_canonical(s), chrono(s), "{s}");
+            assert!(chrono(s).is_some(), "{s}");
+        }
+        for s in [
+            "1900-02-29T00:00:00Z",
+            "2100-02-29T00:00:00Z",
+            "2026-04-31T00:00:00Z",
+            "2026-13-01T00:00:00Z",
+            "2026-00-10T00:00:00Z",
+            "2026-01-00T00:00:00Z",
+            "2026-01-01T24:00:00Z",
+            "2026-01-01T23:60:00Z",
+            "2026-06-30T23:59:60Z",
+            "2026-01-01T00:00:00+00:00",
+            "2026-01-01 00:00:00Z",
+            "2026-1-01T00:00:00Z ",
+            "+026-01-01T00:00:00Z",
+        ] {
+            assert_eq!(Timestamp::parse_canonical(s), None, "{s}");
+        }
+        // What the fast path leaves alone still parses as before.
+        assert_eq!(
+            Timestamp::parse("2026-01-01T01:00:00+01:00"),
+            Ok(Timestamp::parse("2026-01-01T00:00:00Z").unwrap())
+        );
     }
 
     #[test]

@@ -17,7 +17,8 @@ use crate::output::Out;
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Write every page into this directory (created if missing)
-    #[arg(long, value_name = "DIR")]
+    // Its own id: the global `-C` (id `dir`) reaches every command.
+    #[arg(long, id = "man_dir", value_name = "DIR")]
     dir: Option<PathBuf>,
 }
 

@@ -40,7 +40,12 @@ use crate::model::{GoalId, State};
 use crate::tx::Committed;
 
 /// Every command; `cli` parses into this and [`run`] dispatches it.
+/// `defer`: each command's arguments (and its subcommands') are defined
+/// only when the command line enters it, so a run pays for one command's
+/// definition, not all of them (help, completions, man pages and the docs
+/// build the whole tree).
 #[derive(clap::Subcommand, Debug)]
+#[command(defer = true)]
 pub enum Command {
     Demo(demo::Args),
     Init(init::Args),

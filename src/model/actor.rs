@@ -81,8 +81,7 @@ impl Serialize for Actor {
 
 impl<'de> Deserialize<'de> for Actor {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = String::deserialize(d)?;
-        Actor::parse(&s).map_err(serde::de::Error::custom)
+        d.deserialize_str(crate::time::Text("an actor", Actor::parse))
     }
 }
 

@@ -76,8 +76,7 @@ macro_rules! string_id_impls {
 
         impl<'de> Deserialize<'de> for $name {
             fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                let s = String::deserialize(d)?;
-                $name::new(&s).map_err(serde::de::Error::custom)
+                d.deserialize_str(crate::time::Text(stringify!($name), $name::new))
             }
         }
     };

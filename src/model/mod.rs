@@ -69,8 +69,9 @@ use crate::time::Span;
 ///   goal's `budget` and `goal.set`'s `budget`, a gate's `budget`.
 pub const FORMAT: u32 = 3;
 
-/// The whole state at one tick.
-#[derive(Clone, Debug, PartialEq, Default)]
+/// The whole state at one tick. Serde only for the local cache
+/// (`crate::cache`): the stored form is [`files`], one TOML file an entity.
+#[derive(Clone, Debug, PartialEq, Default, Serialize, Deserialize)]
 pub struct State {
     pub meta: Meta,
     pub goals: BTreeMap<GoalId, Goal>,

@@ -199,7 +199,6 @@ impl Serialize for Priority {
 
 impl<'de> Deserialize<'de> for Priority {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = String::deserialize(d)?;
-        s.parse().map_err(serde::de::Error::custom)
+        d.deserialize_str(crate::time::Text("a priority", str::parse))
     }
 }

@@ -260,6 +260,26 @@ impl Store {
         self.resolve(&self.state_ref)
     }
 
+    /// The object id the state ref names, if the ref exists: the ref file
+    /// (or packed-refs) alone, without opening the object database or
+    /// peeling, so it is the key of the local cache. A ref that points at
+    /// anything but a commit never matches a cached commit, so the caller
+    /// falls back to [`Store::tip`].
+    pub fn tip_id(&self) -> Result<Option<Oid>> {
+        let name = &self.state_ref;
+        let Some(r) = self
+            .repo
+            .try_find_reference(name.as_str())
+            .with_context(|| format!("reading the ref {name}"))?
+        else {
+            return Ok(None);
+        };
+        match r.try_id() {
+            Some(id) => Ok(Some(Oid(id.detach()))),
+            None => Ok(self.tip()?.map(|t| t.commit)),
+        }
+    }
+
     /// The commit a ref points at, with its tree and tick.
     pub fn resolve(&self, name: &str) -> Result<Option<Tip>> {
         let Some(mut r) = self

@@ -4,6 +4,7 @@ mod common;
 
 mod test_agent;
 mod test_browser;
+mod test_cache;
 mod test_cli_docs;
 mod test_demo;
 mod test_diff;

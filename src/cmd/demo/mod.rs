@@ -30,7 +30,8 @@ use tools::shown;
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Put the workspace here (it must not exist, or be empty)
-    #[arg(long, value_name = "PATH")]
+    // Its own id: the global `-C` (id `dir`) reaches every command.
+    #[arg(long, id = "demo_dir", value_name = "PATH")]
     dir: Option<PathBuf>,
     /// Keep the workspace (it is always kept; this flag is accepted for scripts)
     #[arg(long)]

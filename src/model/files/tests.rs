@@ -296,6 +296,21 @@ fn every_file_of_the_state_round_trips() {
     assert_eq!(decode(written(&files)), Ok(state));
 }
 
+/// The local cache (`crate::cache`) stores `State` as JSON through its own
+/// serde: every field that the TOML files keep must survive it too.
+#[test]
+fn the_whole_state_round_trips_through_the_cache_encoding() {
+    let state = full_state();
+    let json = serde_json::to_vec(&state).unwrap();
+    let back: State = serde_json::from_slice(&json).unwrap();
+    assert_eq!(back, state);
+    // And the state the TOML files give is the one the cache gives.
+    let files = encode_all(&state);
+    let from_files = decode(written(&files)).unwrap();
+    let again: State = serde_json::from_slice(&serde_json::to_vec(&from_files).unwrap()).unwrap();
+    assert_eq!(again, from_files);
+}
+
 #[test]
 fn evidence_and_archived_todos_round_trip_outside_the_state() {
     let state = full_state();
