@@ -198,18 +198,22 @@ fn limit_reached(ctx: &Ctx, agent: &AgentId, input: &Input) -> Result<Answer> {
         return Ok(Answer::Nothing);
     }
     let text = input.error_text.as_deref().unwrap_or("usage limit reached");
+    // The runtime's words are not trusted for more than a park can hold: a
+    // reset "in 9999 hours" parks for the longest park, not not at all.
     let until = hook::limit::reset_time(text, ctx.now)
-        .unwrap_or_else(|| ctx.now.plus(hook::limit::FALLBACK));
+        .unwrap_or_else(|| ctx.now.plus(hook::limit::FALLBACK))
+        .min(ctx.now.plus(crate::op::park::LONGEST));
+    // One line of at most 300 characters, without the payload's control
+    // characters, is what reaches the shared state.
     let one_line = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    let reason: String = one_line.chars().take(300).collect();
+    let reason: String = one_line
+        .chars()
+        .filter(|c| !c.is_control())
+        .take(300)
+        .collect();
+    // An unregistered agent or no goal: `apply` refuses, and the hook
+    // (whose output the runtime ignores) says nothing.
     let parked = tx::commit(ctx, |state| {
-        if !state
-            .agents
-            .get(agent)
-            .is_some_and(|a| a.status == AgentStatus::Active)
-        {
-            return Err(crate::error::Refusal::rule(Code::NotRegistered, "not registered").into());
-        }
         let goal = crate::cmd::pick_goal(ctx, state, None)?;
         Ok(tx::op(
             ctx,

@@ -5,10 +5,7 @@
 use crate::common::{Output, TestEnv, assert_text};
 
 fn code(out: &Output) -> String {
-    out.json()["error"]["code"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned()
+    out.error_code()
 }
 
 fn should_run(env: &TestEnv, agent: &str, code: i32) -> serde_json::Value {
@@ -284,4 +281,24 @@ fn a_rate_limit_stop_failure_parks_the_agent() {
         .json();
     let until = v["reason"]["until"].as_str().unwrap();
     assert!(until.starts_with("2026-11-30T10:"), "{v}");
+    // A hostile message: a reset far beyond the longest park, control
+    // characters and a huge text. The park is capped at 31 days and its
+    // reason kept to one line of 300 characters.
+    let huge = format!(
+        r"try again in 99999 hours \u001b[2J\n{}",
+        "x".repeat(100_000)
+    );
+    hook("StopFailure", failure("rate_limit", &huge));
+    let v = env
+        .agent(&agent, &["quota", "should-run", "--json"])
+        .code(3)
+        .json();
+    let until = v["reason"]["until"].as_str().unwrap();
+    assert!(until.starts_with("2026-12-31T"), "{v}");
+    let message = v["reason"]["message"].as_str().unwrap();
+    assert!(
+        !message.contains('\u{1b}') && !message.contains('\n'),
+        "{v}"
+    );
+    assert!(message.len() < 400, "{v}");
 }

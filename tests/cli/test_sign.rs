@@ -85,10 +85,7 @@ pub(crate) fn sign_with(m: &Machine, public: &Path) {
 }
 
 fn code(out: &Output) -> String {
-    out.json()["error"]["code"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned()
+    out.error_code()
 }
 
 /// A board pushed to a fresh hub as `origin`.

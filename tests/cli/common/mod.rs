@@ -353,6 +353,16 @@ impl Output {
         self
     }
 
+    /// The `error.code` of a `--json` error document on stdout ("" when
+    /// there is none).
+    #[track_caller]
+    pub fn error_code(&self) -> String {
+        self.json()["error"]["code"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    }
+
     /// Parses stdout as one JSON document.
     #[track_caller]
     pub fn json(&self) -> serde_json::Value {
