@@ -19,6 +19,8 @@ pub mod config;
 pub mod ctx;
 pub mod diff;
 pub mod error;
+#[doc(hidden)]
+pub mod fuzz;
 pub mod git;
 pub mod history;
 pub mod hook;

@@ -168,6 +168,15 @@ pub struct Signing {
 }
 
 impl Signing {
+    /// No signers and no exemption: human acts are checked as on a machine
+    /// that trusts nobody (the fuzz targets, which have no machine).
+    pub fn none() -> Signing {
+        Signing {
+            signers: crate::trust::AllowedSigners::none(),
+            exempt: None,
+        }
+    }
+
     /// This machine's signers and exemption.
     pub fn load(ctx: &Ctx) -> Result<Signing> {
         let signers = crate::trust::AllowedSigners::load(ctx)?;

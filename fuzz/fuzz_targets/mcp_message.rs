@@ -1,0 +1,4 @@
+//! Fuzz target: `loopx::fuzz::mcp_message` (see src/fuzz.rs for what it checks).
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| loopx::fuzz::mcp_message(data));
