@@ -68,7 +68,7 @@ pub enum Rule {
     /// trusts (or any op whose signature does not verify).
     Signature,
     /// An op id already used by an earlier tick of the chain.
-    OpReused,
+    OpIdReused,
     /// A `Loopx-Format` lower than an earlier tick's (format 4 on).
     FormatDown,
 }
@@ -89,7 +89,7 @@ impl Rule {
             Rule::AppendOnly => "append-only",
             Rule::Tree => "tree",
             Rule::Signature => "signature",
-            Rule::OpReused => "op-id-reused",
+            Rule::OpIdReused => "op-id-reused",
             Rule::FormatDown => "format-down",
         }
     }
@@ -284,7 +284,7 @@ pub fn check_tick(
         let mut f = Finding::new(
             entry,
             tick,
-            Rule::OpReused,
+            Rule::OpIdReused,
             format!(
                 "its op id {} is used by an earlier tick of the chain: an op id appears once along a chain (a copied or reused op)",
                 op.id

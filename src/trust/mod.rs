@@ -244,9 +244,6 @@ pub fn check_applied(
     };
     let sig = decode(text).map_err(|e| bad_signature(op, &e))?;
     verify(&sig, &record(before, after, op, binding)).map_err(|e| bad_signature(op, &e))?;
-    if binding.bound() {
-        bound_to_actor(before, after, op, &sig)?;
-    }
     let by = signed_by(&sig, signers, op);
     if human && enforced && by.principal.is_none() {
         return Err(Refusal::rule(
@@ -265,6 +262,10 @@ pub fn check_applied(
             ),
             [Next::TrustSigner("NAME".to_owned()), Next::List("signer".to_owned())],
         )));
+    }
+    // Whose key it is comes from the state, so every clone agrees.
+    if binding.bound() {
+        bound_to_actor(before, after, op, &sig)?;
     }
     Ok(Some(by))
 }
