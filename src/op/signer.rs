@@ -85,18 +85,11 @@ pub fn same_human(a: &crate::model::Actor, b: &crate::model::Actor) -> bool {
     a.is_human() && a == b
 }
 
-/// Sets the team's signing policy. Only a signed act may: the signature
-/// itself is checked (and bound to the actor) by `trust::check_op` on every
-/// path that applies ops; here the op must carry one.
+/// Sets the team's signing policy. Only a signed act may: `trust::check_op`
+/// (on every path that applies ops) refuses it unsigned, and checks the
+/// signature and its binding to the actor.
 pub(super) fn require(state: &mut State, op: &Op, required: bool) -> Result<Effect, Refusal> {
     rules::human_only(&op.actor, "set the signing policy")?;
-    if op.signature.is_none() {
-        return Err(Refusal::rule(
-            Code::Unsigned,
-            "the signing policy is set only by a signed human act, and this one is not signed",
-        )
-        .with_hint(crate::trust::SETUP));
-    }
     if state.meta.settings.signatures_required == required {
         return Err(Refusal::rule(
             Code::NothingToSet,

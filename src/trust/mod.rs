@@ -204,12 +204,20 @@ pub fn check_op(
     signers: &AllowedSigners,
     binding: &Binding,
 ) -> Result<Option<SignedBy>, Refusal> {
-    if op.signature.is_none() && !(enforced(before, signers) && is_human_act(before, op)) {
+    if op.signature.is_none()
+        && !must_be_signed(op)
+        && !(enforced(before, signers) && is_human_act(before, op))
+    {
         return Ok(None);
     }
     let mut after = before.clone();
     op::apply(&mut after, op)?;
     check_applied(before, &after, op, signers, binding)
+}
+
+/// Ops that are valid only signed, on every machine: the signing policy.
+pub fn must_be_signed(op: &Op) -> bool {
+    matches!(op.change, Change::SignerRequire { .. })
 }
 
 /// Whether human acts must be signed here: this machine trusts signers (or
@@ -237,6 +245,17 @@ pub fn check_applied(
         ));
     }
     let Some(text) = &op.signature else {
+        if must_be_signed(op) {
+            return Err(Refusal::rule(
+                Code::Unsigned,
+                format!(
+                    "{} by {} sets the team's signing policy, which only a signed human act may do, and it is not signed",
+                    op.change.kind(),
+                    op.actor.name()
+                ),
+            )
+            .with_hint(SETUP));
+        }
         if human && enforced {
             return Err(unsigned(op, signers));
         }
@@ -344,6 +363,7 @@ impl Seal {
         };
         if key.is_none()
             && op.signature.is_none()
+            && !must_be_signed(op)
             && (!human || !enforced(before, self.signers(ctx)?))
         {
             return Ok(());
