@@ -400,6 +400,44 @@ mod tests {
     }
 
     #[test]
+    fn each_field_and_value_has_its_first_format() {
+        use crate::model::{AgentId, Runtime};
+        let register = |runtime| Change::AgentRegister {
+            agent: AgentId::new("agent-o").unwrap(),
+            runtime,
+            capabilities: vec![],
+        };
+        assert_eq!(register(Runtime::Codex).since(), 1);
+        assert_eq!(register(Runtime::Opencode).since(), 4);
+        assert_eq!(register(Runtime::Pi).since(), 4);
+        let edit = |validate: Option<Validation>| Change::TodoEdit {
+            todo: TodoId::from_hex("00000001"),
+            epoch: 0,
+            title: Some("t".into()),
+            priority: None,
+            after: None,
+            note: None,
+            validate,
+        };
+        assert_eq!(edit(None).since(), 1);
+        let v = Validation {
+            argv: vec!["true".into()],
+            timeout: Span::seconds(60),
+        };
+        assert_eq!(edit(Some(v)).since(), 2);
+        let refresh = Change::RefreshState {
+            goal: GoalId::new("main").unwrap(),
+            outcome: crate::model::Outcome::Advanced,
+            turn: None,
+            todo: None,
+            next_action: None,
+            progress: Some("0123456789abcdef".into()),
+        };
+        assert_eq!(refresh.since(), 3);
+        assert_eq!(Change::SignerRequire { required: true }.since(), 4);
+    }
+
+    #[test]
     fn composed_texts_are_fitted_not_refused() {
         let reason = format!("is not done: it failed\nline 1\r\n{}", "x".repeat(3000));
         let fitted = fit(&reason, QUESTION);

@@ -804,6 +804,105 @@ mod tests {
     }
 
     #[test]
+    fn from_format_4_a_signature_binds_the_state_and_its_announced_actor() {
+        let dir = tempfile::tempdir().unwrap();
+        let Some(key) = keygen(dir.path()) else {
+            return;
+        };
+        let signers = allowed(&key);
+        let here = Binding {
+            format: BOUND_SINCE,
+            state: Some("1111111111111111111111111111111111111111".into()),
+        };
+        let sign_bound = |state: &State, mut o: Op| {
+            let mut after = state.clone();
+            op::apply(&mut after, &o).unwrap();
+            o.signature = Some(sign_file(&key, &record(state, &after, &o, &here)));
+            o
+        };
+        let mut state = board();
+        // Signed, but the state announces the key for nobody.
+        let paused = sign_bound(
+            &state,
+            pause("2026-11-30T09:01:00Z", crate::model::GoalStatus::Paused),
+        );
+        let err = check_op(&state, &paused, &AllowedSigners::none(), &here).unwrap_err();
+        assert_eq!(err.code, Code::NotAnnounced);
+        // Ada announces it, signed with it: the announcement binds itself.
+        let public = std::fs::read_to_string(key.with_extension("pub")).unwrap();
+        let announce = sign_bound(
+            &state,
+            op(
+                "2026-11-30T09:02:00Z",
+                Change::SignerAnnounce {
+                    name: crate::model::SignerName::new("ada").unwrap(),
+                    key: public,
+                },
+            ),
+        );
+        check_op(&state, &announce, &signers, &here).unwrap();
+        op::apply(&mut state, &announce).unwrap();
+        let paused = sign_bound(
+            &state,
+            pause("2026-11-30T09:03:00Z", crate::model::GoalStatus::Paused),
+        );
+        // Every machine agrees, whatever its file says.
+        check_op(&state, &paused, &AllowedSigners::none(), &here).unwrap();
+        assert_eq!(
+            check_op(&state, &paused, &signers, &here)
+                .unwrap()
+                .unwrap()
+                .principal
+                .as_deref(),
+            Some("ada")
+        );
+        // The same act in another state does not verify.
+        let there = Binding {
+            format: BOUND_SINCE,
+            state: Some("2222222222222222222222222222222222222222".into()),
+        };
+        assert_eq!(
+            check_op(&state, &paused, &signers, &there)
+                .unwrap_err()
+                .code,
+            Code::BadSignature
+        );
+        // Her key on an act whose actor is Bob: refused.
+        let mut as_bob = pause("2026-11-30T09:04:00Z", crate::model::GoalStatus::Paused);
+        as_bob.actor = Actor::Human {
+            name: "Bob".into(),
+            email: "bob@example.com".into(),
+        };
+        let as_bob = sign_bound(&state, as_bob);
+        assert_eq!(
+            check_op(&state, &as_bob, &signers, &here).unwrap_err().code,
+            Code::NotAnnounced
+        );
+        // The state's policy: unsigned, it cannot be set; signed, it can;
+        // then a machine with no allowed signers refuses every human act.
+        let require = op(
+            "2026-11-30T09:05:00Z",
+            Change::SignerRequire { required: true },
+        );
+        assert_eq!(
+            check_op(&state, &require, &AllowedSigners::none(), &here)
+                .unwrap_err()
+                .code,
+            Code::Unsigned
+        );
+        let require = sign_bound(&state, require);
+        check_op(&state, &require, &AllowedSigners::none(), &here).unwrap();
+        op::apply(&mut state, &require).unwrap();
+        let plain = pause("2026-11-30T09:06:00Z", crate::model::GoalStatus::Active);
+        assert_eq!(
+            check_op(&state, &plain, &AllowedSigners::none(), &here)
+                .unwrap_err()
+                .code,
+            Code::NoTrustRoot
+        );
+    }
+
+    #[test]
     fn a_fido_signature_without_user_presence_is_refused() {
         use ssh_key::public::{Ed25519PublicKey, KeyData, SkEd25519};
         let key = KeyData::SkEd25519(SkEd25519::new(
