@@ -166,10 +166,10 @@ fn run(
         let (tip, before, mut op) = attempt(ctx)?;
         // A human act is signed here (against the state it changes, so on
         // every retry) and checked against this machine's allowed signers.
-        seal.seal(ctx, &before, &mut op)?;
+        seal.seal(ctx, tip.as_ref().map(|t| t.commit), &before, &mut op)?;
         if crate::trust::validation::writes_validation(&op) {
-            // Remembered before the tick lands: a validation written here
-            // runs here without further trust.
+            // Remembered before the tick lands: this exact validation of
+            // this todo, written here, runs here without further trust.
             crate::trust::validation::remember(ctx, &op)?;
         }
         let Written {

@@ -33,6 +33,7 @@ use crate::model::{FORMAT, State, files};
 use crate::op::{Change, message};
 use crate::store::{Entry, Oid, Scratch, Store, Tip};
 use crate::time::Timestamp;
+use crate::trust::lineage::{self, Lineage};
 use crate::tx;
 
 /// Which rule a commit breaks. Serialized as stable kebab-case names.
@@ -66,6 +67,10 @@ pub enum Rule {
     /// A human act without a valid signature by a signer this machine
     /// trusts (or any op whose signature does not verify).
     Signature,
+    /// An op id already used by an earlier tick of the chain.
+    OpIdReused,
+    /// A `Loopx-Format` lower than an earlier tick's (format 4 on).
+    FormatDown,
 }
 
 impl Rule {
@@ -84,6 +89,8 @@ impl Rule {
             Rule::AppendOnly => "append-only",
             Rule::Tree => "tree",
             Rule::Signature => "signature",
+            Rule::OpIdReused => "op-id-reused",
+            Rule::FormatDown => "format-down",
         }
     }
 
@@ -205,6 +212,8 @@ impl Signing {
 /// This is the one function that decides what a valid tick is: a further
 /// check (a signature on a human act, say) belongs here, so that `verify`,
 /// sync and the hub hook all make it.
+/// `lineage` is the chain up to `parent` (its identity, op ids and
+/// format); a tick that verifies is added to it.
 pub fn check_tick(
     scratch: &Scratch,
     store: &Store,
@@ -212,6 +221,7 @@ pub fn check_tick(
     entry: &Entry,
     now: Timestamp,
     signing: &Signing,
+    lineage: &mut Lineage,
 ) -> Result<Checked> {
     let tick = parent.map_or(0, |p| p.tip.tick) + 1;
     let fail = |rule, msg: String| Ok(Err(Finding::new(entry, tick, rule, msg)));
@@ -259,6 +269,15 @@ pub fn check_tick(
             ),
         );
     }
+    if lineage.format >= crate::trust::BOUND_SINCE && parsed.format < lineage.format {
+        return fail(
+            Rule::FormatDown,
+            format!(
+                "it says Loopx-Format {} after a tick in format {}: formats never go down along a chain",
+                parsed.format, lineage.format
+            ),
+        );
+    }
     if parsed.tick != tick {
         return fail(
             Rule::TickNumber,
@@ -270,6 +289,19 @@ pub fn check_tick(
         );
     }
     let op = &parsed.op;
+    if lineage.has(op.id.as_str()) {
+        let mut f = Finding::new(
+            entry,
+            tick,
+            Rule::OpIdReused,
+            format!(
+                "its op id {} is used by an earlier tick of the chain: an op id appears once along a chain (a copied or reused op)",
+                op.id
+            ),
+        );
+        f.refusal = Some(Code::OpIdReused);
+        return Ok(Err(f));
+    }
     let empty = State::default();
     let (name, email) = (op.actor.name(), op.actor.email());
     if entry.author.name != name || entry.author.email != email {
@@ -308,7 +340,15 @@ pub fn check_tick(
     // Human authority before the rules: a replayed signed act reports its
     // signature, not the revision it no longer matches.
     if !signing.exempt(store, entry.commit, tick)?
-        && let Err(r) = crate::trust::check_op(before, op, &signing.signers)
+        && let Err(r) = crate::trust::check_op(
+            before,
+            op,
+            &signing.signers,
+            &crate::trust::Binding {
+                format: parsed.format,
+                state: lineage.state_id(),
+            },
+        )
     {
         let mut f = Finding::new(entry, tick, Rule::Signature, r.message);
         f.refusal = Some(r.code);
@@ -381,6 +421,7 @@ pub fn check_tick(
         );
     }
     let after = planned.state;
+    lineage.push(entry.commit, op.id.as_str(), parsed.format);
     Ok(Ok(Verified {
         tip: Tip {
             commit: entry.commit,
@@ -428,14 +469,31 @@ pub fn chain(
     let ids = store.chain_ids_since(tip, base.as_ref().map(|b| b.tip.commit))?;
     let scratch = store.scratch();
     let total = ids.len();
+    // The op ids and identity of the trusted part, from the index beside
+    // the cache (a walk of the messages when it has none that fits).
+    let mut lineage = match &base {
+        Some(b) => lineage::at(store, b.tip.commit)?,
+        None => Lineage::default(),
+    };
     let mut current = base;
     for (i, id) in ids.into_iter().enumerate() {
         let entry = store.entry(id)?;
-        match check_tick(&scratch, store, current.as_ref(), &entry, now, signing)? {
+        match check_tick(
+            &scratch,
+            store,
+            current.as_ref(),
+            &entry,
+            now,
+            signing,
+            &mut lineage,
+        )? {
             Ok(v) => current = Some(v),
             Err(f) => return Ok(Err(f)),
         }
         progress(i + 1, total);
+    }
+    if total > 0 {
+        lineage::save(store, &lineage);
     }
     Ok(Ok(current.expect(
         "a chain ending at a commit has at least one commit",

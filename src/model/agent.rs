@@ -118,6 +118,10 @@ pub enum Runtime {
     Cursor,
     Gemini,
     Custom,
+    /// Format 4.
+    Opencode,
+    /// Format 4.
+    Pi,
 }
 
 impl Runtime {
@@ -128,15 +132,27 @@ impl Runtime {
             Runtime::Cursor => "cursor",
             Runtime::Gemini => "gemini",
             Runtime::Custom => "custom",
+            Runtime::Opencode => "opencode",
+            Runtime::Pi => "pi",
         }
     }
 
-    pub const ALL: [Runtime; 5] = [
+    /// The format that introduced this runtime value.
+    pub fn since(self) -> u32 {
+        match self {
+            Runtime::Opencode | Runtime::Pi => 4,
+            _ => 1,
+        }
+    }
+
+    pub const ALL: [Runtime; 7] = [
         Runtime::ClaudeCode,
         Runtime::Codex,
         Runtime::Cursor,
         Runtime::Gemini,
         Runtime::Custom,
+        Runtime::Opencode,
+        Runtime::Pi,
     ];
 }
 
@@ -150,7 +166,7 @@ impl std::str::FromStr for Runtime {
             .into_iter()
             .find(|r| r.as_str() == s)
             .ok_or_else(|| {
-                format!("{s:?} is not a runtime: use claude-code, codex, cursor, gemini or custom")
+                format!("{s:?} is not a runtime: use claude-code, codex, cursor, gemini, opencode, pi or custom")
             })
     }
 }

@@ -67,7 +67,15 @@ use crate::time::Span;
 ///   `progress`, and the stall gate a `turn.refresh` opens (`op::progress`).
 ///   The usage ledger: the op `usage.record`, a ledger's `usage` entries, a
 ///   goal's `budget` and `goal.set`'s `budget`, a gate's `budget`.
-pub const FORMAT: u32 = 3;
+/// - 4 (unreleased): trust, closed. Every new signature binds the state's
+///   identity (the root tick's commit id, `trust::record`) and its act's
+///   actor must be the human the state announces for the signing key; the
+///   op `signer.require` and `loopx.toml`'s `signatures_required`; the
+///   agent runtimes `opencode` and `pi`. From format 4 verify also holds
+///   every tick to: formats never go down along a chain, an op id appears
+///   once along a chain, and the input limits of `op::limits` whatever
+///   format a tick claims.
+pub const FORMAT: u32 = 4;
 
 /// The whole state at one tick. Serde only for the local cache
 /// (`crate::cache`): the stored form is [`files`], one TOML file an entity.
@@ -109,6 +117,12 @@ pub struct Settings {
     /// Grace added to every lease before it counts as expired, for machines
     /// whose clocks disagree.
     pub clock_skew: Span,
+    /// Format 4: every human act must be signed by a signer the state
+    /// announces and the machine trusts, on every machine; a machine whose
+    /// allowed-signers file is missing, unreadable or empty then refuses
+    /// every human act (`trust`). Set only by a signed `signer.require`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub signatures_required: bool,
 }
 
 impl Default for Settings {
@@ -116,6 +130,7 @@ impl Default for Settings {
         Settings {
             lease: Span::minutes(45),
             clock_skew: Span::seconds(30),
+            signatures_required: false,
         }
     }
 }

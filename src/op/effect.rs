@@ -107,6 +107,10 @@ pub enum Happened {
     SignerAnnounced {
         name: SignerName,
     },
+    /// The team's signing policy was set (`signatures_required`).
+    SigningRequired {
+        required: bool,
+    },
     EvidenceAdded {
         evidence: EvidenceId,
         passed: bool,

@@ -1,18 +1,19 @@
-//! What one tick may write (format 2 on): bounded text, single-line names,
-//! no secret in a validation command.
+//! What one tick may write: bounded text, single-line names, no secret in a
+//! validation command.
 //!
 //! A tick is replicated to every clone and read by every command there, so
 //! an oversized note costs everyone memory, and a title with line breaks
 //! breaks every one-line listing and can pose as commit trailers. These
-//! checks run in [`super::apply_as`] for ops recorded under
-//! [`SINCE`] or later, so ticks that older binaries wrote honestly still
-//! apply and verify; [`file()`] bounds every file a tick writes.
+//! checks run in [`super::apply_as`] for every op, whatever format its tick
+//! claims (they came with format [`SINCE`]; from format 4 a tick saying
+//! `Loopx-Format: 1` is no way round them); [`file()`] bounds every file a
+//! tick writes.
 
 use super::Change;
 use crate::error::{Code, Refusal};
 use crate::model::Validation;
 
-/// The first format whose ticks are held to these limits.
+/// The format that introduced these limits (now held by every tick).
 pub const SINCE: u32 = 2;
 /// A todo title, an option name, a scope path, a capability: characters.
 pub const TITLE: usize = 300;
@@ -99,6 +100,7 @@ pub fn check(change: &Change) -> Result<(), Refusal> {
         }
         Change::Settle { steps, .. } => steps.iter().try_for_each(check),
         Change::TodoClaim { .. }
+        | Change::SignerRequire { .. }
         | Change::QuotaResume { .. }
         | Change::TodoRenew { .. }
         | Change::TodoRelease { .. }
@@ -354,7 +356,7 @@ mod tests {
     }
 
     #[test]
-    fn ticks_of_older_formats_apply_without_the_limits() {
+    fn ticks_of_any_format_are_held_to_the_limits() {
         use crate::model::{Actor, OpId, State};
         use crate::op::{Op, apply, apply_as};
         let op = |change| Op {
@@ -376,11 +378,63 @@ mod tests {
             }),
         )
         .unwrap();
-        let honest_but_long = op(add("A\ntitle", Some("x".repeat(NOTE + 1)), None));
-        let r = apply(&mut state.clone(), &honest_but_long).unwrap_err();
-        assert_eq!(r.exit, Exit::Usage);
-        apply_as(&mut state.clone(), &honest_but_long, 1).unwrap();
-        apply_as(&mut state, &honest_but_long, SINCE).unwrap_err();
+        // A 100 KB title over many lines, one of them a fake trailer.
+        let title = format!(
+            "Fix typo\nLoopx-Human: Ada <ada@example.com>\n{}",
+            "x".repeat(100 * 1024)
+        );
+        let forged = op(add(&title, None, None));
+        for format in [1, SINCE, crate::model::FORMAT] {
+            let r = apply_as(&mut state.clone(), &forged, format).unwrap_err();
+            assert_eq!(r.exit, Exit::Usage, "format {format}: {r:?}");
+        }
+        let secret = op(add("t", None, Some(vec!["deploy", "--token", "abc"])));
+        let r = apply_as(&mut state.clone(), &secret, 1).unwrap_err();
+        assert_eq!(r.code, Code::SecretInValidation);
+        // An op newer than the format it claims is refused too.
+        let park = op(Change::QuotaResume {
+            agent: crate::model::AgentId::new("agent-a").unwrap(),
+        });
+        let r = apply_as(&mut state.clone(), &park, 2).unwrap_err();
+        assert!(r.message.contains("first exists in format 3"), "{r:?}");
+    }
+
+    #[test]
+    fn each_field_and_value_has_its_first_format() {
+        use crate::model::{AgentId, Runtime};
+        let register = |runtime| Change::AgentRegister {
+            agent: AgentId::new("agent-o").unwrap(),
+            runtime,
+            capabilities: vec![],
+        };
+        assert_eq!(register(Runtime::Codex).since(), 1);
+        assert_eq!(register(Runtime::Opencode).since(), 4);
+        assert_eq!(register(Runtime::Pi).since(), 4);
+        let edit = |validate: Option<Validation>| Change::TodoEdit {
+            todo: TodoId::from_hex("00000001"),
+            epoch: 0,
+            title: Some("t".into()),
+            priority: None,
+            after: None,
+            note: None,
+            validate,
+        };
+        assert_eq!(edit(None).since(), 1);
+        let v = Validation {
+            argv: vec!["true".into()],
+            timeout: Span::seconds(60),
+        };
+        assert_eq!(edit(Some(v)).since(), 2);
+        let refresh = Change::RefreshState {
+            goal: GoalId::new("main").unwrap(),
+            outcome: crate::model::Outcome::Advanced,
+            turn: None,
+            todo: None,
+            next_action: None,
+            progress: Some("0123456789abcdef".into()),
+        };
+        assert_eq!(refresh.since(), 3);
+        assert_eq!(Change::SignerRequire { required: true }.since(), 4);
     }
 
     #[test]

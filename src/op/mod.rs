@@ -188,6 +188,11 @@ pub enum Change {
     /// A human announces a signer's public key in the state (format 2).
     #[serde(rename = "signer.announce")]
     SignerAnnounce { name: SignerName, key: String },
+    /// A human turns the team's signing policy on or off: whether every
+    /// human act must be signed (`loopx.toml`'s `signatures_required`).
+    /// Only a signed act may change it (format 4).
+    #[serde(rename = "signer.require")]
+    SignerRequire { required: bool },
     /// A done, blocked or deferred todo becomes open again.
     #[serde(rename = "todo.reopen")]
     TodoReopen { todo: TodoId, epoch: u64 },
@@ -312,6 +317,7 @@ impl Change {
             Change::TodoReopen { .. } => "todo.reopen",
             Change::TodoTrust { .. } => "todo.trust",
             Change::SignerAnnounce { .. } => "signer.announce",
+            Change::SignerRequire { .. } => "signer.require",
             Change::TodoArchive { .. } => "todo.archive",
             Change::AgentRetire { .. } => "agent.retire",
             Change::GateOpen { .. } => "gate.open",
@@ -329,17 +335,36 @@ impl Change {
         }
     }
 
-    /// The format that introduced this kind of op (`model::FORMAT`'s
-    /// list): a tick recorded in an older format cannot hold it.
+    /// The format that introduced this kind of op and every field and
+    /// value it holds (`model::FORMAT`'s list): a tick recorded in an older
+    /// format cannot hold it.
     pub fn since(&self) -> u32 {
-        match self {
+        let kind = match self {
             Change::SignerAnnounce { .. }
             | Change::TodoTrust { .. }
             | Change::GateNotified { .. } => 2,
             Change::QuotaPark { .. } | Change::QuotaResume { .. } | Change::UsageRecord { .. } => 3,
+            Change::SignerRequire { .. } => 4,
             Change::Settle { steps, .. } => steps.iter().map(Change::since).max().unwrap_or(1),
             _ => 1,
-        }
+        };
+        let field = match self {
+            Change::TodoEdit {
+                validate: Some(_), ..
+            } => 2,
+            Change::GoalSet {
+                budget,
+                auto_resume,
+                stall_after,
+                ..
+            } if budget.is_some() || auto_resume.is_some() || stall_after.is_some() => 3,
+            Change::RefreshState {
+                progress: Some(_), ..
+            } => 3,
+            Change::AgentRegister { runtime, .. } => runtime.since(),
+            _ => 1,
+        };
+        kind.max(field)
     }
 
     /// Every kind this binary knows, for `log --op` and sync's "upgrade
@@ -360,6 +385,7 @@ impl Change {
         "todo.reopen",
         "todo.trust",
         "signer.announce",
+        "signer.require",
         "todo.archive",
         "agent.retire",
         "gate.open",
@@ -406,16 +432,34 @@ pub fn apply(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
 }
 
 /// Applies `op` under the rules of `format`, the `Loopx-Format` of the tick
-/// that recorded it: the input limits ([`limits`]) hold from format 2, so a
-/// tick an older binary wrote honestly still applies.
+/// that recorded it. The input limits ([`limits`]) hold whatever format a
+/// tick claims (format 4 on: an old format number is no way round them), and
+/// an op holding a kind, field or value newer than `format` is refused.
 pub fn apply_as(state: &mut State, op: &Op, format: u32) -> Result<Effect, Refusal> {
-    if format >= limits::SINCE {
-        limits::check(&op.change)?;
-        if let Some(sig) = &op.signature {
-            limits::signature(sig)?;
-        }
+    let since = op.since();
+    if since > format {
+        return Err(Refusal::rule(
+            crate::error::Code::InvalidTick,
+            format!(
+                "its op {} holds what first exists in format {since}, but it is recorded in format {format}",
+                op.change.kind()
+            ),
+        ));
+    }
+    limits::check(&op.change)?;
+    if let Some(sig) = &op.signature {
+        limits::signature(sig)?;
     }
     dispatch(state, op)
+}
+
+impl Op {
+    /// The first format that can hold this op: its change's
+    /// ([`Change::since`]), and 2 for a signature.
+    pub fn since(&self) -> u32 {
+        let signed = if self.signature.is_some() { 2 } else { 1 };
+        self.change.since().max(signed)
+    }
 }
 
 /// The rules of each kind of change, without the input limits.
@@ -468,6 +512,7 @@ fn dispatch(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         Change::TodoReopen { todo, epoch } => todo::reopen(state, op, todo, *epoch),
         Change::TodoTrust { todo, digest } => signer::trust_todo(state, op, todo, digest),
         Change::SignerAnnounce { name, key } => signer::announce(state, op, name, key),
+        Change::SignerRequire { required } => signer::require(state, op, *required),
         Change::TodoArchive { todos } => todo::archive(state, op, todos),
         Change::AgentRetire { agent } => agent::retire(state, op, agent),
         Change::GateOpen { .. } => gate::open(state, op),

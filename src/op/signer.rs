@@ -20,6 +20,35 @@ pub(super) fn announce(
         Refusal::usage(Code::BadKey, format!("the key for {name} is not usable: {e}"))
             .with_hint("pass an ed25519 or ECDSA public key (or its sk- FIDO form), e.g. --key ~/.ssh/id_ed25519.pub")
     })?;
+    // A key names one human, and a signer's name stays with the human who
+    // announced it: otherwise Bob could announce his own key as Ada's, or
+    // replace hers, and sign acts as her (`trust`: the actor binding).
+    if let Some(other) = state
+        .signers
+        .values()
+        .find(|s| s.key == key && s.name != *name && !same_human(&s.announced_by, &op.actor))
+    {
+        return Err(Refusal::rule(
+            Code::SignerTaken,
+            format!(
+                "this key is announced already as {} for {}; a key names one human",
+                other.name, other.announced_by
+            ),
+        )
+        .with_hint("announce your own key (`ssh-keygen -t ed25519` makes one)"));
+    }
+    if let Some(s) = state.signers.get(name)
+        && !same_human(&s.announced_by, &op.actor)
+    {
+        return Err(Refusal::rule(
+            Code::SignerTaken,
+            format!(
+                "signer {name} was announced by {}; only they may replace its key",
+                s.announced_by
+            ),
+        )
+        .with_hint("announce your key under a name of your own"));
+    }
     let verb = match state.signers.get(name) {
         Some(s) if s.key == key => {
             return Err(Refusal::rule(
@@ -48,6 +77,37 @@ pub(super) fn announce(
     Ok(Effect::new(
         Happened::SignerAnnounced { name: name.clone() },
         format!("signer {verb} {name} ({algo})"),
+    ))
+}
+
+/// Whether two actors are the same human (name and email).
+pub fn same_human(a: &crate::model::Actor, b: &crate::model::Actor) -> bool {
+    a.is_human() && a == b
+}
+
+/// Sets the team's signing policy. Only a signed act may: `trust::check_op`
+/// (on every path that applies ops) refuses it unsigned, and checks the
+/// signature and its binding to the actor.
+pub(super) fn require(state: &mut State, op: &Op, required: bool) -> Result<Effect, Refusal> {
+    rules::human_only(&op.actor, "set the signing policy")?;
+    if state.meta.settings.signatures_required == required {
+        return Err(Refusal::rule(
+            Code::NothingToSet,
+            format!(
+                "signatures are {} already",
+                if required { "required" } else { "not required" }
+            ),
+        ));
+    }
+    state.meta.settings.signatures_required = required;
+    Ok(Effect::new(
+        Happened::SigningRequired { required },
+        if required {
+            "signer require: every human act must be signed".to_owned()
+        } else {
+            "signer require --off: human acts need a signature only where a machine trusts signers"
+                .to_owned()
+        },
     ))
 }
 

@@ -525,6 +525,7 @@ pub(super) fn every_change() -> Vec<Change> {
         Change::QuotaResume {
             agent: aid("agent-a"),
         },
+        Change::SignerRequire { required: true },
         Change::Settle {
             turn: "turn-2".to_owned(),
             steps: vec![
@@ -551,6 +552,7 @@ pub(super) fn every_change() -> Vec<Change> {
             | Change::TodoReopen { .. }
             | Change::TodoTrust { .. }
             | Change::SignerAnnounce { .. }
+            | Change::SignerRequire { .. }
             | Change::TodoArchive { .. }
             | Change::AgentRetire { .. }
             | Change::GateOpen { .. }

@@ -3,7 +3,7 @@
 //! (with `--adopt-remote`, follow it). Every commit taken from the remote
 //! is verified first.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 
 use anyhow::Result;
 
@@ -302,8 +302,9 @@ pub(super) struct RemoteSide {
     pub(super) snapshot: Snapshot,
     /// Commits since the base.
     pub(super) commits: usize,
-    /// The op ids of those commits.
-    pub(super) ops: HashSet<String>,
+    /// The op ids of those commits, each with the content hash of its op
+    /// (`trust::op_digest`).
+    pub(super) ops: HashMap<String, String>,
 }
 
 /// Verifies the remote's commits since `base` (None: all of them), then
@@ -327,11 +328,11 @@ pub(super) fn remote_side(
     // Then every commit is re-applied and compared (docs/sync.md, "What a
     // clone trusts").
     let verified = trust::remote(ctx, names, remote, base)?;
-    let mut ops = HashSet::new();
+    let mut ops = HashMap::new();
     if want_ops {
         for e in &chain {
-            if let Some(id) = message::op_id_of(&e.message) {
-                ops.insert(id.to_owned());
+            if let Ok(p) = message::parse(&e.message) {
+                ops.insert(p.op.id.to_string(), crate::trust::op_digest(&p.op));
             }
         }
     }

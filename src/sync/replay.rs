@@ -2,7 +2,7 @@
 //! the remote's state with the one tick writer; an op that no longer
 //! applies becomes a `sync-rejected` record derived from the op alone.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 
 use anyhow::{Context, Result};
 use sha2::{Digest, Sha256};
@@ -35,7 +35,7 @@ pub(super) fn replay(
     local: &Tip,
     remote: Snapshot,
     base: Oid,
-    on_remote: &HashSet<String>,
+    on_remote: &HashMap<String, String>,
 ) -> Result<Replay> {
     // Read and check every local tick before writing anything.
     let mut ticks = Vec::new();
@@ -66,7 +66,17 @@ pub(super) fn replay(
     let Snapshot { tip, state } = remote;
     let ops: Vec<(Oid, message::Parsed)> = ticks.into_iter().map(|(e, p)| (e.commit, p)).collect();
     let signers = crate::trust::AllowedSigners::load(ctx)?;
-    let planned = plan_replay(&state, &ops, on_remote, &signers);
+    // Replayed ops land on the remote's chain: their signatures must bind
+    // its identity.
+    let binding = crate::trust::Binding::live(crate::trust::lineage::state_id(
+        ctx.store()?,
+        Some(tip.commit),
+    )?);
+    let planned = plan_replay(&state, &ops, on_remote, &signers, &binding).map_err(|r| {
+        let mut r = r;
+        r.message = format!("{} holds {}", names.remote, r.message);
+        anyhow::Error::from(r)
+    })?;
     // Write what the plan says, with the one tick writer (which applies
     // each op again, to the same states, with the same result).
     let committer = ctx.committer();
@@ -124,12 +134,18 @@ pub(super) struct ReplayPlan {
 /// (with the commits that held them), oldest first: which ops apply again,
 /// which lost (and the `sync-rejected` record of each), which the remote
 /// already has. The same inputs give the same plan on every machine.
+///
+/// `on_remote` maps the op ids of the remote's ticks since the base to the
+/// content hash of each op ([`crate::trust::op_digest`]): a local op is
+/// "already there" only when both match. The same id with other content
+/// is refused (exit 3, `op-id-reused`), never taken for "already there".
 pub(super) fn plan_replay(
     remote: &State,
     ops: &[(Oid, message::Parsed)],
-    on_remote: &HashSet<String>,
+    on_remote: &HashMap<String, String>,
     signers: &crate::trust::AllowedSigners,
-) -> ReplayPlan {
+    binding: &crate::trust::Binding,
+) -> Result<ReplayPlan, Refusal> {
     let mut state = remote.clone();
     let mut plan = ReplayPlan {
         steps: Vec::new(),
@@ -141,7 +157,23 @@ pub(super) fn plan_replay(
         // Already on the remote: the op itself, or the record of its
         // rejection (a sync that pushed, then stopped before it moved the
         // local ref).
-        if on_remote.contains(op.id.as_str()) || on_remote.contains(rejection_id(&op.id).as_str()) {
+        if let Some(theirs) = on_remote.get(op.id.as_str()) {
+            if *theirs != crate::trust::op_digest(op) {
+                return Err(Refusal::rule(
+                    Code::OpIdReused,
+                    format!(
+                        "a tick whose op id {} is the id of the local {} by {}, with other content: an op id names one op, so this one is not taken for \"already there\"",
+                        op.id,
+                        op.change.kind(),
+                        op.actor.name()
+                    ),
+                )
+                .with_hint("nothing was changed here and no local tick is lost; the remote's tick reuses an op id (a forgery, or a copied op): ask who pushed it, and put the remote back before it"));
+            }
+            plan.already += 1;
+            continue;
+        }
+        if on_remote.contains_key(rejection_id(&op.id).as_str()) {
             plan.already += 1;
             continue;
         }
@@ -157,7 +189,7 @@ pub(super) fn plan_replay(
         }
         // The same rules a live tick applies, signatures included.
         let mut after = state.clone();
-        let applied = crate::trust::check_op(&state, op, signers)
+        let applied = crate::trust::check_op(&state, op, signers, binding)
             .and_then(|_| crate::op::apply(&mut after, op));
         match applied {
             Ok(_) => {
@@ -214,7 +246,7 @@ pub(super) fn plan_replay(
             }
         }
     }
-    plan
+    Ok(plan)
 }
 
 /// Writes one replayed tick on top of `parent` with the one tick writer.
@@ -527,15 +559,17 @@ mod tests {
         kept.id = OpId::from_hex("00000000000000bb");
         let mut known = kept.clone();
         known.id = OpId::from_hex("00000000000000cc");
-        let on_remote: HashSet<String> = [known.id.to_string()].into();
+        let on_remote: HashMap<String, String> =
+            [(known.id.to_string(), crate::trust::op_digest(&known))].into();
         let ops = [
             (commit(1), parsed(lost.clone())),
             (commit(2), parsed(kept.clone())),
-            (commit(3), parsed(known)),
+            (commit(3), parsed(known.clone())),
         ];
         let none = crate::trust::AllowedSigners::none();
-        let plan = plan_replay(&state, &ops, &on_remote, &none);
-        let again = plan_replay(&state, &ops, &on_remote, &none);
+        let bind = crate::trust::Binding::default();
+        let plan = plan_replay(&state, &ops, &on_remote, &none, &bind).unwrap();
+        let again = plan_replay(&state, &ops, &on_remote, &none, &bind).unwrap();
         assert_eq!(plan.already, 1);
         assert_eq!(plan.rejected.len(), 1);
         assert_eq!(plan.rejected[0].op, lost.id);
@@ -562,6 +596,16 @@ mod tests {
             plan.steps[1].extra,
             vec![(message::REPLAYED_FROM.to_owned(), kept.id.to_string())]
         );
+        // The same id with other content on the remote: refused, never
+        // taken for already there.
+        let mut other = known.clone();
+        other.at = crate::time::Timestamp::parse("2026-11-30T10:00:00Z").unwrap();
+        let reused: HashMap<String, String> =
+            [(known.id.to_string(), crate::trust::op_digest(&other))].into();
+        let err = plan_replay(&state, &ops, &reused, &none, &bind)
+            .err()
+            .unwrap();
+        assert_eq!(err.code, Code::OpIdReused);
         // Deterministic: the same inputs, the same plan.
         assert_eq!(
             again.steps.iter().map(|s| &s.op).collect::<Vec<_>>(),

@@ -7,6 +7,12 @@
 //! and `valid-after`/`valid-before` (judged at the op's time); lines it
 //! cannot use (`cert-authority`, RSA keys) still count as "lists anyone", so
 //! a file loopx cannot read never switches enforcement off.
+//!
+//! Fail closed: once a clone has loaded a file that lists anyone, it keeps
+//! a mark under its git dir (`loopx/signatures-enforced`). From then on a
+//! missing, unreadable or empty file (or no file configured) does not mean
+//! "trust nobody, check nothing": it is [`AllowedSigners::broken`], and
+//! every human act is refused until the file is back.
 
 use std::path::{Path, PathBuf};
 
@@ -39,6 +45,10 @@ pub struct AllowedSigners {
     pub listed: usize,
     /// Lines loopx cannot use, with why (for `signer list`).
     pub skipped: Vec<(usize, String)>,
+    /// Why the trust root is unusable although this clone has enforced
+    /// signatures before (the file is missing, unreadable or empty): then
+    /// signatures stay enforced and every human act is refused.
+    pub broken: Option<String>,
 }
 
 impl AllowedSigners {
@@ -48,21 +58,53 @@ impl AllowedSigners {
     }
 
     /// Reads the file git config names; none configured, or a missing
-    /// file, lists nobody.
+    /// file, lists nobody, unless this clone has enforced signatures
+    /// before: then the trust root is [`broken`](Self::broken).
     pub fn load(ctx: &Ctx) -> Result<Self> {
+        let mark = ctx
+            .store()?
+            .common_dir()
+            .join("loopx")
+            .join("signatures-enforced");
         let Some(path) = configured_path(ctx)? else {
-            return Ok(Self::none());
-        };
-        let text = match std::fs::read_to_string(&path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-            Err(e) => {
-                return Err(e)
-                    .with_context(|| format!("reading allowed signers {}", path.display()));
+            let mut out = Self::none();
+            if mark.exists() {
+                out.broken = Some(
+                    "git config loopx.allowedSignersFile (or gpg.ssh.allowedSignersFile) names no file"
+                        .to_owned(),
+                );
             }
+            return Ok(out);
+        };
+        let (text, unusable, unreadable) = match std::fs::read_to_string(&path) {
+            Ok(t) => (t, None, false),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => (
+                String::new(),
+                Some(format!("{} is missing", path.display())),
+                false,
+            ),
+            Err(e) => (
+                String::new(),
+                Some(format!("{} cannot be read ({e})", path.display())),
+                true,
+            ),
         };
         let mut out = Self::parse(&text);
-        out.path = Some(path);
+        out.path = Some(path.clone());
+        if out.enforced() {
+            if !mark.exists() {
+                // Remembered, so a file that goes away later fails closed.
+                if let Some(dir) = mark.parent() {
+                    let _ = std::fs::create_dir_all(dir);
+                }
+                std::fs::write(&mark, format!("{}\n", path.display()))
+                    .with_context(|| format!("writing {}", mark.display()))?;
+            }
+        } else if mark.exists() || unreadable {
+            // A file that cannot be read never switches the check off.
+            out.broken =
+                Some(unusable.unwrap_or_else(|| format!("{} lists nobody", path.display())));
+        }
         Ok(out)
     }
 
@@ -83,10 +125,11 @@ impl AllowedSigners {
         out
     }
 
-    /// Whether the file lists anyone: then every human act must be signed
-    /// by an allowed signer.
+    /// Whether the file lists anyone, or this clone enforced signatures
+    /// before and its file is now unusable: then every human act must be
+    /// signed by an allowed signer.
     pub fn enforced(&self) -> bool {
-        self.listed > 0
+        self.listed > 0 || self.broken.is_some()
     }
 
     /// The principal allowed to sign with `key` in namespace `loopx` (at

@@ -23,6 +23,7 @@ const HUMAN_KINDS: &[&str] = &[
     "goal.set",
     "quota.void",
     "signer.announce",
+    "signer.require",
     "todo.trust",
     "gate.answer",
     "gate.withdraw",
@@ -36,9 +37,13 @@ const HUMAN_KINDS: &[&str] = &[
 pub fn check(ctx: &Ctx, remote: &str, chain: &[Entry]) -> Result<()> {
     let signers = AllowedSigners::load(ctx)?;
     let exempt = exempt_below(ctx)?;
+    // Every commit of the chain shares one root: the state's identity.
+    let mut state_id: Option<Option<String>> = None;
     for e in chain {
         let signed = e.message.contains("\nsignature = \"");
         let maybe_human = message::kind_of(&e.message).is_some_and(|k| HUMAN_KINDS.contains(&k));
+        // (A state that requires signatures is checked by verify, which
+        // re-applies every tick right after this.)
         if !(signed || (maybe_human && signers.enforced())) {
             continue;
         }
@@ -53,7 +58,14 @@ pub fn check(ctx: &Ctx, remote: &str, chain: &[Entry]) -> Result<()> {
         };
         let Some(parent) = e.parent else { continue };
         let before = tx::load_at(ctx, ctx.store()?.tip_at(parent)?)?;
-        if let Err(r) = super::check_op(&before.state, &parsed.op, &signers) {
+        if state_id.is_none() {
+            state_id = Some(super::lineage::state_id(ctx.store()?, Some(parent))?);
+        }
+        let binding = super::Binding {
+            format: parsed.format,
+            state: state_id.clone().flatten(),
+        };
+        if let Err(r) = super::check_op(&before.state, &parsed.op, &signers, &binding) {
             return Err(Refusal::rule(
                 r.code,
                 format!(

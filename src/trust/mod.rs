@@ -16,6 +16,7 @@
 
 pub mod allowed;
 pub mod incoming;
+pub mod lineage;
 pub mod sign;
 pub mod validation;
 
@@ -33,6 +34,34 @@ pub const NAMESPACE: &str = "loopx";
 
 /// The first line of every signed record: what it is, and its version.
 const RECORD_HEADER: &str = "loopx signed act 1";
+/// The same from format 4 on, where the record also names the state.
+const RECORD_HEADER_BOUND: &str = "loopx signed act 2";
+/// The first format whose signatures bind the state's identity, and whose
+/// signed acts must be signed by a key the state announces for their actor.
+pub const BOUND_SINCE: u32 = 4;
+
+/// What a signature binds beyond its op and the files it changes: the
+/// format of the tick that records it and, from format 4, the state's
+/// identity (the root tick's commit id; None for the root tick itself).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Binding {
+    pub format: u32,
+    pub state: Option<String>,
+}
+
+impl Binding {
+    /// The binding of a new tick, written in this binary's format.
+    pub fn live(state: Option<String>) -> Self {
+        Binding {
+            format: crate::model::FORMAT,
+            state,
+        }
+    }
+
+    fn bound(&self) -> bool {
+        self.format >= BOUND_SINCE
+    }
+}
 
 /// The setup a refusal of an unsigned act points to.
 pub const SETUP: &str = "sign with your SSH key: `git config gpg.format ssh` and `git config user.signingKey ~/.ssh/id_ed25519.pub` (docs/gates.md, \"Signed answers\")";
@@ -66,6 +95,7 @@ pub fn is_human_act(before: &State, op: &Op) -> bool {
         | Change::QuotaVoid { .. }
         | Change::QuotaResume { .. }
         | Change::SignerAnnounce { .. }
+        | Change::SignerRequire { .. }
         | Change::TodoTrust { .. } => true,
         Change::GateAnswer { gate, .. } | Change::GateWithdraw { gate } => {
             before.gates.get(gate).is_some_and(|g| g.kind.human_only())
@@ -103,58 +133,97 @@ pub fn wants_signature(before: &State, op: &Op) -> bool {
 }
 
 /// The record a signature covers: the op (id, time, actor, change; not the
-/// signature itself) and, for every file the op changes, the hash of that
-/// file before the change (`absent` for a new file). `after` is `before`
-/// with the op applied.
-pub fn record(before: &State, after: &State, op: &Op) -> Vec<u8> {
+/// signature itself), for every file the op changes the hash of that file
+/// before the change (`absent` for a new file), and from format 4 the
+/// state's identity (the root tick's commit id), so a signed act applies
+/// once, to one state. `after` is `before` with the op applied.
+pub fn record(before: &State, after: &State, op: &Op, binding: &Binding) -> Vec<u8> {
     let unsigned = Op {
         signature: None,
         ..op.clone()
     };
-    let mut out = format!("{RECORD_HEADER}\n");
+    let mut out = if binding.bound() {
+        format!(
+            "{RECORD_HEADER_BOUND}\nstate = {:?}\n",
+            binding.state.as_deref().unwrap_or("none")
+        )
+    } else {
+        format!("{RECORD_HEADER}\n")
+    };
     out.push_str(&toml::to_string(&unsigned).expect("ops always serialize to TOML"));
     out.push_str("\n[revision]\n");
     // The reverse diff names every changed file with its content before.
     let mut targets = files::changes(after, before, &files::Records::default());
     targets.sort_by(|a, b| a.0.cmp(&b.0));
     for (path, bytes) in targets {
-        let hash = bytes.map_or_else(
-            || "absent".to_owned(),
-            |b| {
-                Sha256::digest(&b)
-                    .iter()
-                    .map(|x| format!("{x:02x}"))
-                    .collect()
-            },
-        );
+        let hash = bytes.map_or_else(|| "absent".to_owned(), |b| sha256_hex(&b));
         out.push_str(&format!("{path:?} = {hash:?}\n"));
     }
     out.into_bytes()
 }
 
+/// Lowercase hex of SHA-256.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|x| format!("{x:02x}"))
+        .collect()
+}
+
+/// The content hash of an op (its TOML, signature included): sync's replay
+/// takes a local op as "already there" only when the remote holds the same
+/// id with the same content.
+pub fn op_digest(op: &Op) -> String {
+    sha256_hex(
+        toml::to_string(op)
+            .expect("ops always serialize to TOML")
+            .as_bytes(),
+    )
+}
+
 /// The one check of an op's signature, for every path that applies ops
-/// (the tick, sync's replay, `verify`). Pure: the allowed signers come in
-/// as data.
+/// (the tick, sync's replay, `verify`). Pure: the allowed signers and the
+/// binding come in as data.
 ///
 /// - A signature, when present, must verify over the op's record against
-///   `before` (on every machine, trusted key or not), so a signature in the
-///   state always belongs to the act it sits in.
-/// - When `signers` lists anyone, a human act must be signed by one of
-///   them: unsigned is refused (`unsigned`), an unknown key too
-///   (`unknown-signer`).
+///   `before` and `binding` (on every machine, trusted key or not), so a
+///   signature in the state always belongs to the act it sits in, and from
+///   format 4 to the state it is in. From format 4 its key must also be
+///   one the state announces for the op's actor (`not-announced`): the
+///   same verdict on every clone, whatever names the machines' files give.
+/// - When `signers` lists anyone, or the state requires signatures, a human
+///   act must be signed by one of them: unsigned is refused (`unsigned`),
+///   an unknown key too (`unknown-signer`). Where signatures must be
+///   enforced but the allowed-signers file is missing, unreadable or empty,
+///   every human act is refused (`no-trust-root`).
 ///
 /// Returns who signed, if anyone. Refusals are exit 3.
 pub fn check_op(
     before: &State,
     op: &Op,
     signers: &AllowedSigners,
+    binding: &Binding,
 ) -> Result<Option<SignedBy>, Refusal> {
-    if op.signature.is_none() && !(signers.enforced() && is_human_act(before, op)) {
+    if op.signature.is_none()
+        && !must_be_signed(op)
+        && !(enforced(before, signers) && is_human_act(before, op))
+    {
         return Ok(None);
     }
     let mut after = before.clone();
     op::apply(&mut after, op)?;
-    check_applied(before, &after, op, signers)
+    check_applied(before, &after, op, signers, binding)
+}
+
+/// Ops that are valid only signed, on every machine: the signing policy.
+pub fn must_be_signed(op: &Op) -> bool {
+    matches!(op.change, Change::SignerRequire { .. })
+}
+
+/// Whether human acts must be signed here: this machine trusts signers (or
+/// has before, `AllowedSigners::broken`), or the state requires it.
+pub fn enforced(before: &State, signers: &AllowedSigners) -> bool {
+    signers.enforced() || before.meta.settings.signatures_required
 }
 
 /// [`check_op`] for a caller that has already applied the op (`after`),
@@ -164,18 +233,38 @@ pub fn check_applied(
     after: &State,
     op: &Op,
     signers: &AllowedSigners,
+    binding: &Binding,
 ) -> Result<Option<SignedBy>, Refusal> {
     let human = is_human_act(before, op);
+    let enforced = enforced(before, signers);
+    if human && enforced && signers.listed == 0 {
+        return Err(no_trust_root(
+            op,
+            signers,
+            before.meta.settings.signatures_required,
+        ));
+    }
     let Some(text) = &op.signature else {
-        if human && signers.enforced() {
+        if must_be_signed(op) {
+            return Err(Refusal::rule(
+                Code::Unsigned,
+                format!(
+                    "{} by {} sets the team's signing policy, which only a signed human act may do, and it is not signed",
+                    op.change.kind(),
+                    op.actor.name()
+                ),
+            )
+            .with_hint(SETUP));
+        }
+        if human && enforced {
             return Err(unsigned(op, signers));
         }
         return Ok(None);
     };
     let sig = decode(text).map_err(|e| bad_signature(op, &e))?;
-    verify(&sig, &record(before, after, op)).map_err(|e| bad_signature(op, &e))?;
+    verify(&sig, &record(before, after, op, binding)).map_err(|e| bad_signature(op, &e))?;
     let by = signed_by(&sig, signers, op);
-    if human && signers.enforced() && by.principal.is_none() {
+    if human && enforced && by.principal.is_none() {
         return Err(Refusal::rule(
             Code::UnknownSigner,
             format!(
@@ -193,7 +282,52 @@ pub fn check_applied(
             [Next::TrustSigner("NAME".to_owned()), Next::List("signer".to_owned())],
         )));
     }
+    // Whose key it is comes from the state, so every clone agrees.
+    if binding.bound() {
+        bound_to_actor(before, after, op, &sig)?;
+    }
     Ok(Some(by))
+}
+
+/// A signed act's actor must be the human the state announces for the
+/// signing key (before the act, or by the act itself: an announcement
+/// signed with the key it announces).
+fn bound_to_actor(before: &State, after: &State, op: &Op, sig: &SshSig) -> Result<(), Refusal> {
+    let key = PublicKey::from(sig.public_key().clone());
+    let announced: Vec<&crate::model::Signer> = before
+        .signers
+        .values()
+        .chain(after.signers.values())
+        .filter(|s| PublicKey::from_openssh(&s.key).is_ok_and(|k| k.key_data() == key.key_data()))
+        .collect();
+    if announced
+        .iter()
+        .any(|s| crate::op::signer::same_human(&s.announced_by, &op.actor))
+    {
+        return Ok(());
+    }
+    let fingerprint = key.fingerprint(HashAlg::Sha256).to_string();
+    let whose = match announced.first() {
+        Some(s) => format!(
+            "the state announces it for {} (signer {})",
+            s.announced_by, s.name
+        ),
+        None => "the state announces it for nobody".to_owned(),
+    };
+    Err(Refusal::rule(
+        Code::NotAnnounced,
+        format!(
+            "{} by {} is signed by {fingerprint}, but {whose}: a signed act's actor must be the human whose announced key signed it",
+            op.change.kind(),
+            op.actor.name(),
+        ),
+    )
+    .with_hint(Hint::new(
+        format!(
+            "announce your own key once with `loopx signer announce NAME --key FILE.pub` (signed with that key), then act again; {N} shows who holds which key; nothing was changed"
+        ),
+        [Next::List("signer".to_owned())],
+    )))
 }
 
 /// What the tick remembers between its retries: the last record signed
@@ -209,7 +343,13 @@ impl Seal {
     /// wants a signature, then checks it with [`check_applied`]. The tick
     /// writer applies the signed op afterwards, so the files it produces
     /// carry the signature too.
-    pub fn seal(&mut self, ctx: &Ctx, before: &State, op: &mut Op) -> anyhow::Result<()> {
+    pub fn seal(
+        &mut self,
+        ctx: &Ctx,
+        tip: Option<crate::store::Oid>,
+        before: &State,
+        op: &mut Op,
+    ) -> anyhow::Result<()> {
         let human = is_human_act(before, op);
         // The key is looked up only for a human's op that wants a signature:
         // an agent's tick costs one match here, nothing more.
@@ -221,15 +361,20 @@ impl Seal {
         } else {
             None
         };
-        if key.is_none() && op.signature.is_none() && (!human || !self.signers(ctx)?.enforced()) {
+        if key.is_none()
+            && op.signature.is_none()
+            && !must_be_signed(op)
+            && (!human || !enforced(before, self.signers(ctx)?))
+        {
             return Ok(());
         }
+        let binding = Binding::live(lineage::state_id(ctx.store()?, tip)?);
         // The op's own rules speak first (an agent answering a human-only
         // gate is told so, not that it did not sign).
         let mut after = before.clone();
         op::apply(&mut after, op)?;
         if let Some(key) = key {
-            let record = record(before, &after, op);
+            let record = record(before, &after, op, &binding);
             let stored = match &self.last {
                 Some((r, s)) if *r == record => s.clone(),
                 _ => {
@@ -240,7 +385,7 @@ impl Seal {
             };
             op.signature = Some(stored);
         }
-        check_applied(before, &after, op, self.signers(ctx)?)?;
+        check_applied(before, &after, op, self.signers(ctx)?, &binding)?;
         Ok(())
     }
 
@@ -339,6 +484,7 @@ pub fn history_note(op: &Op, signers: &AllowedSigners) -> Option<String> {
                 | "goal.set"
                 | "quota.void"
                 | "signer.announce"
+                | "signer.require"
                 | "todo.trust"
         ),
     };
@@ -445,6 +591,35 @@ fn unsigned(op: &Op, signers: &AllowedSigners) -> Refusal {
     .with_hint(SETUP)
 }
 
+fn no_trust_root(op: &Op, signers: &AllowedSigners, required: bool) -> Refusal {
+    let why = match (&signers.broken, required) {
+        (Some(b), _) => format!("this clone has enforced signatures before, and now {b}"),
+        (None, true) => format!(
+            "the state requires signatures (signer require), and {}",
+            match &signers.path {
+                Some(p) => format!("the allowed-signers file {} lists nobody", p.display()),
+                None =>
+                    "git config loopx.allowedSignersFile names no allowed-signers file".to_owned(),
+            }
+        ),
+        (None, false) => "the allowed-signers file lists nobody".to_owned(),
+    };
+    Refusal::rule(
+        Code::NoTrustRoot,
+        format!(
+            "{} by {} is a human act, and this clone has no usable trust root: {why}; until it has one, every human act is refused",
+            op.change.kind(),
+            op.actor.name()
+        ),
+    )
+    .with_hint(Hint::new(
+        format!(
+            "restore the allowed-signers file (git config loopx.allowedSignersFile), or trust the team's announced signers again with {N} for each ({N} lists them); nothing was changed"
+        ),
+        [Next::TrustSigner("NAME".to_owned()), Next::List("signer".to_owned())],
+    ))
+}
+
 fn bad_signature(op: &Op, why: &str) -> Refusal {
     Refusal::rule(
         Code::BadSignature,
@@ -548,7 +723,10 @@ mod tests {
     fn signed(key: &std::path::Path, state: &State, mut o: Op) -> Op {
         let mut after = state.clone();
         op::apply(&mut after, &o).unwrap();
-        o.signature = Some(sign_file(key, &record(state, &after, &o)));
+        o.signature = Some(sign_file(
+            key,
+            &record(state, &after, &o, &Binding::default()),
+        ));
         o
     }
 
@@ -570,7 +748,9 @@ mod tests {
             &state,
             pause("2026-11-30T09:01:00Z", crate::model::GoalStatus::Paused),
         );
-        let by = check_op(&state, &paused, &signers).unwrap().unwrap();
+        let by = check_op(&state, &paused, &signers, &Binding::default())
+            .unwrap()
+            .unwrap();
         assert_eq!(by.principal.as_deref(), Some("ada"));
         op::apply(&mut state, &paused).unwrap();
         let resumed = signed(
@@ -580,21 +760,23 @@ mod tests {
         );
         op::apply(&mut state, &resumed).unwrap();
         // The old signed pause, replayed later: its files moved on.
-        let err = check_op(&state, &paused, &signers).unwrap_err();
+        let err = check_op(&state, &paused, &signers, &Binding::default()).unwrap_err();
         assert_eq!(err.code, Code::BadSignature);
         // Altered after signing: the same signature no longer fits.
         let mut altered = resumed.clone();
         altered.change = pause("2026-11-30T09:02:00Z", crate::model::GoalStatus::Done).change;
-        let err = check_op(&state, &altered, &signers).unwrap_err();
+        let err = check_op(&state, &altered, &signers, &Binding::default()).unwrap_err();
         assert_eq!(err.code, Code::BadSignature);
         // Unsigned is refused only where someone is trusted.
         let plain = pause("2026-11-30T09:03:00Z", crate::model::GoalStatus::Paused);
         assert_eq!(
-            check_op(&state, &plain, &signers).unwrap_err().code,
+            check_op(&state, &plain, &signers, &Binding::default())
+                .unwrap_err()
+                .code,
             Code::Unsigned
         );
         assert_eq!(
-            check_op(&state, &plain, &AllowedSigners::none()).unwrap(),
+            check_op(&state, &plain, &AllowedSigners::none(), &Binding::default()).unwrap(),
             None
         );
         // A valid signature by a key nobody listed counts for nothing.
@@ -602,7 +784,9 @@ mod tests {
         let stranger = keygen(stranger_dir.path()).unwrap();
         let by_stranger = signed(&stranger, &state, plain.clone());
         assert_eq!(
-            check_op(&state, &by_stranger, &signers).unwrap_err().code,
+            check_op(&state, &by_stranger, &signers, &Binding::default())
+                .unwrap_err()
+                .code,
             Code::UnknownSigner
         );
         // Agents' ops are not human acts and need nothing.
@@ -613,7 +797,109 @@ mod tests {
             runtime: crate::model::Runtime::Custom,
             capabilities: Vec::new(),
         };
-        assert_eq!(check_op(&state, &agent_op, &signers).unwrap(), None);
+        assert_eq!(
+            check_op(&state, &agent_op, &signers, &Binding::default()).unwrap(),
+            None
+        );
+    }
+
+    #[test]
+    fn from_format_4_a_signature_binds_the_state_and_its_announced_actor() {
+        let dir = tempfile::tempdir().unwrap();
+        let Some(key) = keygen(dir.path()) else {
+            return;
+        };
+        let signers = allowed(&key);
+        let here = Binding {
+            format: BOUND_SINCE,
+            state: Some("1111111111111111111111111111111111111111".into()),
+        };
+        let sign_bound = |state: &State, mut o: Op| {
+            let mut after = state.clone();
+            op::apply(&mut after, &o).unwrap();
+            o.signature = Some(sign_file(&key, &record(state, &after, &o, &here)));
+            o
+        };
+        let mut state = board();
+        // Signed, but the state announces the key for nobody.
+        let paused = sign_bound(
+            &state,
+            pause("2026-11-30T09:01:00Z", crate::model::GoalStatus::Paused),
+        );
+        let err = check_op(&state, &paused, &AllowedSigners::none(), &here).unwrap_err();
+        assert_eq!(err.code, Code::NotAnnounced);
+        // Ada announces it, signed with it: the announcement binds itself.
+        let public = std::fs::read_to_string(key.with_extension("pub")).unwrap();
+        let announce = sign_bound(
+            &state,
+            op(
+                "2026-11-30T09:02:00Z",
+                Change::SignerAnnounce {
+                    name: crate::model::SignerName::new("ada").unwrap(),
+                    key: public,
+                },
+            ),
+        );
+        check_op(&state, &announce, &signers, &here).unwrap();
+        op::apply(&mut state, &announce).unwrap();
+        let paused = sign_bound(
+            &state,
+            pause("2026-11-30T09:03:00Z", crate::model::GoalStatus::Paused),
+        );
+        // Every machine agrees, whatever its file says.
+        check_op(&state, &paused, &AllowedSigners::none(), &here).unwrap();
+        assert_eq!(
+            check_op(&state, &paused, &signers, &here)
+                .unwrap()
+                .unwrap()
+                .principal
+                .as_deref(),
+            Some("ada")
+        );
+        // The same act in another state does not verify.
+        let there = Binding {
+            format: BOUND_SINCE,
+            state: Some("2222222222222222222222222222222222222222".into()),
+        };
+        assert_eq!(
+            check_op(&state, &paused, &signers, &there)
+                .unwrap_err()
+                .code,
+            Code::BadSignature
+        );
+        // Her key on an act whose actor is Bob: refused.
+        let mut as_bob = pause("2026-11-30T09:04:00Z", crate::model::GoalStatus::Paused);
+        as_bob.actor = Actor::Human {
+            name: "Bob".into(),
+            email: "bob@example.com".into(),
+        };
+        let as_bob = sign_bound(&state, as_bob);
+        assert_eq!(
+            check_op(&state, &as_bob, &signers, &here).unwrap_err().code,
+            Code::NotAnnounced
+        );
+        // The state's policy: unsigned, it cannot be set; signed, it can;
+        // then a machine with no allowed signers refuses every human act.
+        let require = op(
+            "2026-11-30T09:05:00Z",
+            Change::SignerRequire { required: true },
+        );
+        assert_eq!(
+            check_op(&state, &require, &AllowedSigners::none(), &here)
+                .unwrap_err()
+                .code,
+            Code::Unsigned
+        );
+        let require = sign_bound(&state, require);
+        check_op(&state, &require, &AllowedSigners::none(), &here).unwrap();
+        op::apply(&mut state, &require).unwrap();
+        let plain = pause("2026-11-30T09:06:00Z", crate::model::GoalStatus::Active);
+        assert_eq!(
+            check_op(&state, &plain, &AllowedSigners::none(), &here)
+                .unwrap_err()
+                .code,
+            Code::NoTrustRoot
+        );
     }
 
     #[test]
@@ -649,13 +935,13 @@ mod tests {
         let n = 2000u32;
         let started = std::time::Instant::now();
         for _ in 0..n {
-            check_op(&state, &o, &signers).unwrap();
+            check_op(&state, &o, &signers, &Binding::default()).unwrap();
         }
         let each = started.elapsed() / n;
         let sig = decode(o.signature.as_deref().unwrap()).unwrap();
         let mut after = state.clone();
         op::apply(&mut after, &o).unwrap();
-        let rec = record(&state, &after, &o);
+        let rec = record(&state, &after, &o, &Binding::default());
         let started = std::time::Instant::now();
         for _ in 0..n {
             verify(&sig, &rec).unwrap();

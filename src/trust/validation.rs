@@ -2,7 +2,10 @@
 //! 3). A validation is code from the shared state; it runs only when
 //!
 //! 1. it was written on this clone (loopx remembers, under the git dir and
-//!    outside the state, the op ids of the validations it wrote here);
+//!    outside the state, each validation it wrote here: the op id with a
+//!    hash of the exact validation, its todo id, argv, timeout, environment
+//!    and working directory, so no reused op id makes another command
+//!    trusted);
 //! 2. it was signed by a signer this machine trusts (a signed `todo add` or
 //!    `todo edit` by a human, or `loopx todo trust ID` after its last
 //!    change); or
@@ -20,7 +23,7 @@ use anyhow::{Context, Result};
 use super::AllowedSigners;
 use crate::ctx::Ctx;
 use crate::error::{Code, Hint, N, Next, Refusal};
-use crate::model::{State, Todo};
+use crate::model::{State, Todo, TodoId, Validation};
 use crate::op::Op;
 
 /// The file of op ids that wrote validations on this clone.
@@ -33,9 +36,24 @@ fn written_here_path(ctx: &Ctx) -> Result<PathBuf> {
 }
 
 /// Remembers that this clone wrote `op` (a todo add or edit with a
-/// validation), before its tick lands.
+/// validation), before its tick lands: its op id and [`digest`] of what
+/// it would run.
 pub fn remember(ctx: &Ctx, op: &Op) -> Result<()> {
     use std::io::Write;
+    let (todo, v) = match &op.change {
+        crate::op::Change::TodoAdd {
+            todo,
+            validate: Some(v),
+            ..
+        }
+        | crate::op::Change::TodoEdit {
+            todo,
+            validate: Some(v),
+            ..
+        } => (todo, v),
+        _ => return Ok(()),
+    };
+    let line = format!("{} {}", op.id, digest(ctx, todo, v)?);
     let path = written_here_path(ctx)?;
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -45,7 +63,23 @@ pub fn remember(ctx: &Ctx, op: &Op) -> Result<()> {
         .append(true)
         .open(&path)
         .with_context(|| format!("opening {}", path.display()))?;
-    writeln!(f, "{}", op.id).with_context(|| format!("writing {}", path.display()))
+    writeln!(f, "{line}").with_context(|| format!("writing {}", path.display()))
+}
+
+/// What a validation written here is remembered by: SHA-256 over the todo
+/// id, the validation (argv and timeout, canonical TOML), the environment
+/// it adds (none: it runs with the caller's) and the directory it runs in
+/// (the repository root).
+pub fn digest(ctx: &Ctx, todo: &TodoId, v: &Validation) -> Result<String> {
+    let mut text = String::from("loopx validation written here 1\n");
+    text.push_str(&format!("todo = {:?}\n", todo.as_str()));
+    text.push_str(&String::from_utf8_lossy(&crate::model::files::encode(v)));
+    text.push_str("env = []\n");
+    text.push_str(&format!(
+        "dir = {:?}\n",
+        ctx.store()?.root().to_string_lossy()
+    ));
+    Ok(super::sha256_hex(text.as_bytes()))
 }
 
 /// Whether this op writes a validation command.
@@ -121,7 +155,7 @@ pub fn verdict(ctx: &Ctx, state: &State, todo: &Todo) -> Result<Option<Result<Tr
     }
     let from = todo.validate_from.as_ref();
     if let Some(f) = from
-        && written_here(ctx)?.contains(f.op.as_str())
+        && written_here(ctx)?.contains(&format!("{} {}", f.op, digest(ctx, &todo.id, v)?))
     {
         return Ok(Some(Ok(Trusted::WrittenHere)));
     }

@@ -198,7 +198,7 @@ fn claude_code_answers_each_event() {
     assert_session(
         &CLAUDE,
         &[
-            r#"{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"loopx: you are agent claude-code-634098a0.\ngoal main: Ship the parser\nready: t-1dc8e030 P1 \"Write the parser\"\nquota: 48 of 48 slots left per 1d\nNext: claim t-1dc8e030 \"Write the parser\" with `loopx todo claim t-1dc8e030`.\nTurn token: lxt1:main:claude-code-634098a0:57c4cfbcdb80ac4f:1796029440. End the turn with `loopx settle --turn lxt1:main:claude-code-634098a0:57c4cfbcdb80ac4f:1796029440 --todo t-1dc8e030 --outcome advanced|blocked|unchanged [--done] [-- CHECK]`."}}
+            r#"{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"loopx: you are agent claude-code-634098a0.\ngoal main: Ship the parser\nready: t-1dc8e030 P1 \"Write the parser\"\nquota: 48 of 48 slots left per 1d\nNext: claim t-1dc8e030 \"Write the parser\" with `loopx todo claim t-1dc8e030`.\nTurn token: lxt1:main:claude-code-634098a0:34cf309cc39c434c:1796029440. End the turn with `loopx settle --turn lxt1:main:claude-code-634098a0:34cf309cc39c434c:1796029440 --todo t-1dc8e030 --outcome advanced|blocked|unchanged [--done] [-- CHECK]`."}}
 "#,
             r#""#,
             r#"{"hookSpecificOutput":{"hookEventName":"UserPromptSubmit","additionalContext":"loopx: since your last prompt:\n- gate g-f3a5792a is open: \"May I publish 1.0?\""}}
@@ -209,7 +209,7 @@ fn claude_code_answers_each_event() {
             r#""#,
             r#"{"hookSpecificOutput":{"hookEventName":"UserPromptSubmit","additionalContext":"loopx: since your last prompt:\n- gate g-f3a5792a was answered approve by Ada Lovelace: \"May I publish 1.0?\""}}
 "#,
-            r#"{"decision":"block","reason":"loopx: you still hold t-1dc8e030 \"Write the parser\", lease 37m left, and 48 of 48 slots remain: keep working on it. Record each step with `loopx settle --turn lxt1:main:claude-code-634098a0:28dcff86f2710d75:1796030040 --todo t-1dc8e030 --outcome advanced [--done] [-- CHECK]`. To stop instead, say why with `loopx refresh-state --outcome blocked --todo t-1dc8e030 --next-action TEXT`, or give it up with `loopx todo update t-1dc8e030 --status open`."}
+            r#"{"decision":"block","reason":"loopx: you still hold t-1dc8e030 \"Write the parser\", lease 37m left, and 48 of 48 slots remain: keep working on it. Record each step with `loopx settle --turn lxt1:main:claude-code-634098a0:c4fa8ff15677ac44:1796030040 --todo t-1dc8e030 --outcome advanced [--done] [-- CHECK]`. To stop instead, say why with `loopx refresh-state --outcome blocked --todo t-1dc8e030 --next-action TEXT`, or give it up with `loopx todo update t-1dc8e030 --status open`."}
 "#,
             r#""#,
             r#"loopx: claude-code-634098a0 keeps t-1dc8e030 "Write the parser" until 2026-11-30T09:51:00Z; nothing was released (`loopx todo release t-1dc8e030` gives it up).
@@ -223,7 +223,7 @@ fn codex_answers_each_event() {
     assert_session(
         &CODEX,
         &[
-            r#"{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"loopx: you are agent codex-9c6e7f77.\ngoal main: Ship the parser\nready: t-1dc8e030 P1 \"Write the parser\"\nquota: 48 of 48 slots left per 1d\nNext: claim t-1dc8e030 \"Write the parser\" with `loopx todo claim t-1dc8e030`.\nTurn token: lxt1:main:codex-9c6e7f77:0d288fc2df604a72:1796029440. End the turn with `loopx settle --turn lxt1:main:codex-9c6e7f77:0d288fc2df604a72:1796029440 --todo t-1dc8e030 --outcome advanced|blocked|unchanged [--done] [-- CHECK]`."}}
+            r#"{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"loopx: you are agent codex-9c6e7f77.\ngoal main: Ship the parser\nready: t-1dc8e030 P1 \"Write the parser\"\nquota: 48 of 48 slots left per 1d\nNext: claim t-1dc8e030 \"Write the parser\" with `loopx todo claim t-1dc8e030`.\nTurn token: lxt1:main:codex-9c6e7f77:7c79fff3b69c961d:1796029440. End the turn with `loopx settle --turn lxt1:main:codex-9c6e7f77:7c79fff3b69c961d:1796029440 --todo t-1dc8e030 --outcome advanced|blocked|unchanged [--done] [-- CHECK]`."}}
 "#,
             r#""#,
             r#"{"hookSpecificOutput":{"hookEventName":"UserPromptSubmit","additionalContext":"loopx: since your last prompt:\n- gate g-f3a5792a is open: \"May I publish 1.0?\""}}
@@ -234,7 +234,7 @@ fn codex_answers_each_event() {
             r#""#,
             r#"{"hookSpecificOutput":{"hookEventName":"UserPromptSubmit","additionalContext":"loopx: since your last prompt:\n- gate g-f3a5792a was answered approve by Ada Lovelace: \"May I publish 1.0?\""}}
 "#,
-            r#"{"decision":"block","reason":"loopx: you still hold t-1dc8e030 \"Write the parser\", lease 37m left, and 48 of 48 slots remain: keep working on it. Record each step with `loopx settle --turn lxt1:main:codex-9c6e7f77:067d6f6b63091979:1796030040 --todo t-1dc8e030 --outcome advanced [--done] [-- CHECK]`. To stop instead, say why with `loopx refresh-state --outcome blocked --todo t-1dc8e030 --next-action TEXT`, or give it up with `loopx todo update t-1dc8e030 --status open`."}
+            r#"{"decision":"block","reason":"loopx: you still hold t-1dc8e030 \"Write the parser\", lease 37m left, and 48 of 48 slots remain: keep working on it. Record each step with `loopx settle --turn lxt1:main:codex-9c6e7f77:04c2cb4eb965c79b:1796030040 --todo t-1dc8e030 --outcome advanced [--done] [-- CHECK]`. To stop instead, say why with `loopx refresh-state --outcome blocked --todo t-1dc8e030 --next-action TEXT`, or give it up with `loopx todo update t-1dc8e030 --status open`."}
 "#,
             r#""#,
             r#"loopx: codex-9c6e7f77 keeps t-1dc8e030 "Write the parser" until 2026-11-30T09:51:00Z; nothing was released (`loopx todo release t-1dc8e030` gives it up).
@@ -248,7 +248,7 @@ fn cursor_answers_each_event() {
     assert_session(
         &CURSOR,
         &[
-            r#"{"additional_context":"loopx: you are agent cursor-465e33b3.\ngoal main: Ship the parser\nready: t-1dc8e030 P1 \"Write the parser\"\nquota: 48 of 48 slots left per 1d\nNext: claim t-1dc8e030 \"Write the parser\" with `loopx todo claim t-1dc8e030`.\nTurn token: lxt1:main:cursor-465e33b3:6155d716b3847ed1:1796029440. End the turn with `loopx settle --turn lxt1:main:cursor-465e33b3:6155d716b3847ed1:1796029440 --todo t-1dc8e030 --outcome advanced|blocked|unchanged [--done] [-- CHECK]`.","env":{"LOOPX_AGENT":"cursor-465e33b3"}}
+            r#"{"additional_context":"loopx: you are agent cursor-465e33b3.\ngoal main: Ship the parser\nready: t-1dc8e030 P1 \"Write the parser\"\nquota: 48 of 48 slots left per 1d\nNext: claim t-1dc8e030 \"Write the parser\" with `loopx todo claim t-1dc8e030`.\nTurn token: lxt1:main:cursor-465e33b3:6fd11806f2f91c29:1796029440. End the turn with `loopx settle --turn lxt1:main:cursor-465e33b3:6fd11806f2f91c29:1796029440 --todo t-1dc8e030 --outcome advanced|blocked|unchanged [--done] [-- CHECK]`.","env":{"LOOPX_AGENT":"cursor-465e33b3"}}
 "#,
             r#""#,
             // Cursor drops context at beforeSubmitPrompt: loopx answers nothing.
@@ -259,7 +259,7 @@ fn cursor_answers_each_event() {
             r#""#,
             // Cursor drops context at beforeSubmitPrompt: loopx answers nothing.
             r#""#,
-            r#"{"followup_message":"loopx: you still hold t-1dc8e030 \"Write the parser\", lease 37m left, and 48 of 48 slots remain: keep working on it. Record each step with `loopx settle --turn lxt1:main:cursor-465e33b3:ee8c78dc525b0063:1796030040 --todo t-1dc8e030 --outcome advanced [--done] [-- CHECK]`. To stop instead, say why with `loopx refresh-state --outcome blocked --todo t-1dc8e030 --next-action TEXT`, or give it up with `loopx todo update t-1dc8e030 --status open`."}
+            r#"{"followup_message":"loopx: you still hold t-1dc8e030 \"Write the parser\", lease 37m left, and 48 of 48 slots remain: keep working on it. Record each step with `loopx settle --turn lxt1:main:cursor-465e33b3:0b4ace5302bb7dc6:1796030040 --todo t-1dc8e030 --outcome advanced [--done] [-- CHECK]`. To stop instead, say why with `loopx refresh-state --outcome blocked --todo t-1dc8e030 --next-action TEXT`, or give it up with `loopx todo update t-1dc8e030 --status open`."}
 "#,
             r#""#,
             r#"loopx: cursor-465e33b3 keeps t-1dc8e030 "Write the parser" until 2026-11-30T09:51:00Z; nothing was released (`loopx todo release t-1dc8e030` gives it up).
@@ -273,7 +273,7 @@ fn gemini_answers_each_event() {
     assert_session(
         &GEMINI,
         &[
-            r#"{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"loopx: you are agent gemini-1ba991ff.\ngoal main: Ship the parser\nready: t-1dc8e030 P1 \"Write the parser\"\nquota: 48 of 48 slots left per 1d\nNext: claim t-1dc8e030 \"Write the parser\" with `loopx todo claim t-1dc8e030`.\nTurn token: lxt1:main:gemini-1ba991ff:ea988a0e6a5a2ed2:1796029440. End the turn with `loopx settle --turn lxt1:main:gemini-1ba991ff:ea988a0e6a5a2ed2:1796029440 --todo t-1dc8e030 --outcome advanced|blocked|unchanged [--done] [-- CHECK]`."}}
+            r#"{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"loopx: you are agent gemini-1ba991ff.\ngoal main: Ship the parser\nready: t-1dc8e030 P1 \"Write the parser\"\nquota: 48 of 48 slots left per 1d\nNext: claim t-1dc8e030 \"Write the parser\" with `loopx todo claim t-1dc8e030`.\nTurn token: lxt1:main:gemini-1ba991ff:ea7641bd07eadc49:1796029440. End the turn with `loopx settle --turn lxt1:main:gemini-1ba991ff:ea7641bd07eadc49:1796029440 --todo t-1dc8e030 --outcome advanced|blocked|unchanged [--done] [-- CHECK]`."}}
 "#,
             r#""#,
             r#"{"hookSpecificOutput":{"hookEventName":"BeforeAgent","additionalContext":"loopx: since your last prompt:\n- gate g-f3a5792a is open: \"May I publish 1.0?\""}}
@@ -284,7 +284,7 @@ fn gemini_answers_each_event() {
             r#""#,
             r#"{"hookSpecificOutput":{"hookEventName":"BeforeAgent","additionalContext":"loopx: since your last prompt:\n- gate g-f3a5792a was answered approve by Ada Lovelace: \"May I publish 1.0?\""}}
 "#,
-            r#"{"decision":"deny","reason":"loopx: you still hold t-1dc8e030 \"Write the parser\", lease 37m left, and 48 of 48 slots remain: keep working on it. Record each step with `loopx settle --turn lxt1:main:gemini-1ba991ff:70e3a868d87c080b:1796030040 --todo t-1dc8e030 --outcome advanced [--done] [-- CHECK]`. To stop instead, say why with `loopx refresh-state --outcome blocked --todo t-1dc8e030 --next-action TEXT`, or give it up with `loopx todo update t-1dc8e030 --status open`."}
+            r#"{"decision":"deny","reason":"loopx: you still hold t-1dc8e030 \"Write the parser\", lease 37m left, and 48 of 48 slots remain: keep working on it. Record each step with `loopx settle --turn lxt1:main:gemini-1ba991ff:6eb9e93b7a112ca1:1796030040 --todo t-1dc8e030 --outcome advanced [--done] [-- CHECK]`. To stop instead, say why with `loopx refresh-state --outcome blocked --todo t-1dc8e030 --next-action TEXT`, or give it up with `loopx todo update t-1dc8e030 --status open`."}
 "#,
             r#""#,
             r#"loopx: gemini-1ba991ff keeps t-1dc8e030 "Write the parser" until 2026-11-30T09:51:00Z; nothing was released (`loopx todo release t-1dc8e030` gives it up).

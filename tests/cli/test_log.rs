@@ -179,7 +179,7 @@ fn log_p_adds_each_files_diff() {
 --- /dev/null
 +++ b/loopx.toml
 @@ -0,0 +1,5 @@
-+format = 3
++format = 4
 +
 +[settings]
 +lease = "45m"

@@ -749,6 +749,7 @@ fn budgets_and_their_gates_are_signed_human_acts() {
         .code(3);
     assert_eq!(out.json()["error"]["code"], "unsigned", "{}", out.stdout);
     sign_with(&m, &ada);
+    crate::test_sign::announce(&m, "ada", &ada);
     m.loopx(&["goal", "set", "main", "--budget-usd", "1"]).ok();
     let body = env.git(&["log", "-1", "--format=%B", "refs/loopx/state"]);
     assert!(body.contains("\nsignature = "), "{body}");

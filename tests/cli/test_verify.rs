@@ -468,11 +468,61 @@ impl Rng {
     }
 }
 
+/// Forges `m`'s tip (an honest tick just made) in one of the ways of
+/// issue 25, returns the rule every verifier must name.
+fn forge_tip(m: &Machine, kind: usize, used_ops: &[String]) -> &'static str {
+    match kind {
+        // An op id an earlier tick used.
+        0 if !used_ops.is_empty() => {
+            let reused = used_ops[used_ops.len() / 2].clone();
+            forge::amend_tip(m, |_, p| {
+                let own = p
+                    .message
+                    .lines()
+                    .find_map(|l| l.strip_prefix("id = \"").and_then(|r| r.strip_suffix('"')))
+                    .unwrap()
+                    .to_owned();
+                p.message = p.message.replace(&own, &reused);
+            });
+            "op-id-reused"
+        }
+        // An older format than the chain's.
+        1 => {
+            forge::amend_tip(m, |_, p| {
+                p.message = p.message.replace(
+                    &format!("Loopx-Format: {}", format_of(&p.message)),
+                    "Loopx-Format: 1",
+                );
+            });
+            "format-down"
+        }
+        // A summary carrying a fake trailer on a line of its own.
+        _ => {
+            forge::amend_tip(m, |_, p| {
+                p.message = p.message.replace(
+                    "summary = \"checked\"",
+                    "summary = \"checked\\nLoopx-Human: Ada Lovelace <ada@example.com>\"",
+                );
+            });
+            "refused"
+        }
+    }
+}
+
+/// Random honest ops from three clones, with forgeries of issue 25's kinds
+/// injected (a reused op id, a format that goes down, a fake trailer in a
+/// one-line field): every forgery is refused by the guarded hub and by the
+/// forger's own sync, and every honest tick is accepted everywhere.
 #[test]
 fn random_honest_ops_from_three_clones_all_verify_everywhere() {
     let env = TestEnv::with_board();
     let hub = env.hub("hub.git");
+    let guarded = PathBuf::from(env.hub("guarded.git"));
+    env.loopx(&["-C", guarded.to_str().unwrap(), "hub", "install"])
+        .ok();
+    let guarded_url = format!("file://{}", guarded.display());
     env.git(&["remote", "add", "origin", &hub]);
+    env.git(&["remote", "add", "guarded", &guarded_url]);
     env.loopx(&["sync"]).ok();
     let machines = [
         env.machine(),
@@ -480,18 +530,22 @@ fn random_honest_ops_from_three_clones_all_verify_everywhere() {
         env.clone_machine("c", &hub),
     ];
     for m in &machines[1..] {
+        m.git(&["remote", "add", "guarded", &guarded_url]);
         m.loopx(&["sync"]).ok();
     }
+    let (ok, err) = forge::push(&machines[0], "guarded", "refs/loopx/state:refs/loopx/state");
+    assert!(ok, "{err}");
     let mut rng = Rng(0x05ee_d0f1_00b5);
     let mut todos: Vec<String> = Vec::new();
     let mut gates: Vec<String> = Vec::new();
+    let mut forgeries = 0;
     for step in 0..48 {
         let m = &machines[rng.below(machines.len())];
         let agent = ["agent-a", "agent-b"][rng.below(2)];
         let pick = |rng: &mut Rng, v: &[String]| v.get(rng.below(v.len().max(1))).cloned();
         // Refusals are part of an honest history too: exit codes are not
         // checked here, only that whatever landed verifies.
-        match rng.below(11) {
+        match rng.below(13) {
             0 | 1 => {
                 let out = m.loopx(&["todo", "add", &format!("Task {step}")]);
                 if out.code == 0 {
@@ -536,11 +590,39 @@ fn random_honest_ops_from_three_clones_all_verify_everywhere() {
             9 => {
                 let _ = m.loopx(&["todo", "archive"]);
             }
+            10 | 11 => {
+                // A forgery on an honest tick of this clone.
+                let before = m.tip().unwrap();
+                let used: Vec<String> = m
+                    .git(&["log", "--format=%b", "refs/loopx/state"])
+                    .lines()
+                    .filter_map(|l| l.strip_prefix("id = \"").and_then(|r| r.strip_suffix('"')))
+                    .map(str::to_owned)
+                    .collect();
+                m.agent(agent, &["evidence", "add", "--summary", "checked"])
+                    .ok();
+                let rule = forge_tip(m, rng.below(3), &used);
+                forgeries += 1;
+                let (ok, err) = forge::push(m, "guarded", "refs/loopx/state:refs/loopx/state");
+                assert!(
+                    !ok && err.contains(&format!("[{rule}]")),
+                    "step {step}: the guarded hub must refuse a forgery ({rule}): {err}"
+                );
+                let out = m.loopx(&["sync"]);
+                assert_eq!(
+                    out.code, 3,
+                    "step {step}: sync pushed a forgery: {}",
+                    out.stderr
+                );
+                assert!(out.stderr.contains(&format!("[{rule}]")), "{}", out.stderr);
+                m.git(&["update-ref", "refs/loopx/state", &before]);
+            }
             _ => {
                 let _ = m.agent(agent, &["sync"]);
             }
         }
     }
+    assert!(forgeries > 0, "the seed injects forgeries");
     // Everyone syncs until the hub holds everything.
     for _ in 0..2 {
         for m in &machines {
@@ -554,6 +636,10 @@ fn random_honest_ops_from_three_clones_all_verify_everywhere() {
         assert_eq!(out["ok"], true);
     }
     env.loopx(&["-C", &hub, "verify"]).ok();
+    // Every honest tick passes the guarded hub.
+    let (ok, err) = forge::push(&machines[0], "guarded", "refs/loopx/state:refs/loopx/state");
+    assert!(ok, "{err}");
+    env.loopx(&["-C", guarded.to_str().unwrap(), "verify"]).ok();
 }
 
 /// A history an older loopx wrote (format 2: its trailers and its
@@ -576,11 +662,11 @@ fn a_history_in_an_older_format_verifies_and_a_newer_op_cannot_claim_it() {
     let mut parent: Option<String> = None;
     for c in commits.lines() {
         let mut p = forge::read(&m, c);
-        assert_eq!(format_of(&p.message), "3");
-        p.message = p.message.replace("Loopx-Format: 3\n", "Loopx-Format: 2\n");
+        assert_eq!(format_of(&p.message), "4");
+        p.message = p.message.replace("Loopx-Format: 4\n", "Loopx-Format: 2\n");
         let toml = String::from_utf8(forge::file(&m, c, "loopx.toml")).unwrap();
         assert!(toml.starts_with(&now), "{toml}");
-        let old = toml.replacen("format = 3\n", "format = 2\n", 1);
+        let old = toml.replacen("format = 4\n", "format = 2\n", 1);
         p.tree = forge::tree_with(&m, &p.tree, &[("loopx.toml", Some(old.as_bytes()))]);
         p.parent = parent.clone();
         parent = Some(forge::write(&m, &p));
@@ -590,11 +676,11 @@ fn a_history_in_an_older_format_verifies_and_a_newer_op_cannot_claim_it() {
     // New ticks on that state carry this binary's format, and verify too.
     env.agent("agent-a", &["quota", "park", "--until", "1h"])
         .ok();
-    assert_eq!(format_of(&forge::read(&m, "refs/loopx/state").message), "3");
+    assert_eq!(format_of(&forge::read(&m, "refs/loopx/state").message), "4");
     env.loopx(&["verify"]).ok();
     // The park claims format 2, which has no such op.
     forge::amend_tip(&m, |_, p| {
-        p.message = p.message.replace("Loopx-Format: 3\n", "Loopx-Format: 2\n");
+        p.message = p.message.replace("Loopx-Format: 4\n", "Loopx-Format: 2\n");
     });
     let v = env.loopx(&["verify", "--json"]).code(3).json();
     let text = v.to_string();

@@ -18,7 +18,7 @@ use crate::tx;
 pub struct Args {
     /// The agent's id: lowercase letters, digits, '.', '_' and '-'
     id: String,
-    /// claude-code, codex, cursor, gemini or custom
+    /// claude-code, codex, cursor, gemini, opencode, pi or custom
     #[arg(long, value_name = "RUNTIME", default_value = "custom")]
     runtime: Runtime,
     /// A capability the agent has (can be repeated)

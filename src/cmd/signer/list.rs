@@ -77,7 +77,7 @@ pub fn run(ctx: &Ctx, _args: &Args) -> Result<Exit> {
     }
     let wire = Wire {
         allowed_signers_file: signers.path.as_ref().map(|p| p.display().to_string()),
-        enforced: signers.enforced(),
+        enforced: trust::enforced(&snap.state, &signers),
         signers: rows,
         unusable: signers
             .skipped
