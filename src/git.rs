@@ -14,12 +14,22 @@ use anyhow::{Context, Result, bail};
 
 /// Every git process loopx starts begins here: no stdin, and never a
 /// password prompt on a terminal (`GIT_TERMINAL_PROMPT=0`), so a hub that
-/// wants one fails instead of hanging an unattended agent.
+/// wants one fails instead of hanging an unattended agent. It reads
+/// objects exactly as written, as the store does: never through
+/// `refs/replace/*` (`GIT_NO_REPLACE_OBJECTS`) or `info/grafts` (a graft
+/// file that cannot exist, which git skips without a word), so a planted
+/// replacement cannot turn the history it walks into a cycle.
 fn git() -> Command {
     let mut c = Command::new("git");
-    c.stdin(Stdio::null()).env("GIT_TERMINAL_PROMPT", "0");
+    c.stdin(Stdio::null())
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .env("GIT_NO_REPLACE_OBJECTS", "1")
+        .env("GIT_GRAFT_FILE", NO_GRAFTS);
     c
 }
+
+/// A path that can never be a file (`/dev/null` is not a directory).
+const NO_GRAFTS: &str = "/dev/null/loopx-no-grafts";
 
 /// Runs `git ARGS` with `--git-dir` and returns its stdout.
 pub fn output(git_dir: &Path, args: &[&str]) -> Result<String> {
