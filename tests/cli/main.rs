@@ -15,6 +15,7 @@ mod test_evidence;
 mod test_gate;
 mod test_gc;
 mod test_goal;
+mod test_guard_bypass;
 mod test_harden;
 mod test_hook;
 mod test_hooks_install;
