@@ -165,6 +165,7 @@ codes! {
     RetireSelfOnly => "retire-self-only",
     RetriesExhausted => "retries-exhausted",
     ScopeBusy => "scope-busy",
+    SecretInOption => "secret-in-option",
     SecretInValidation => "secret-in-validation",
     SettleRejected => "settle-rejected",
     SigningFailed => "signing-failed",

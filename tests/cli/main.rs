@@ -35,6 +35,7 @@ mod test_race;
 mod test_repo_trust;
 mod test_repos;
 mod test_runtimes;
+mod test_secrets;
 mod test_shell;
 mod test_show;
 mod test_sign;

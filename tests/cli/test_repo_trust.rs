@@ -53,6 +53,7 @@ fn tip_of(dir: &Path) -> String {
 
 /// Gives `dir` (recursively) to uid 12345, a user that need not exist.
 /// False when this process may not (not root): the caller skips, visibly.
+#[allow(clippy::print_stderr)]
 fn chown_away(dir: &Path) -> bool {
     let done = Command::new("chown")
         .args(["-R", "12345:12345"])
