@@ -1364,4 +1364,15 @@ mod tests {
             assert_eq!(text(line), line, "{line:?} was changed");
         }
     }
+
+    #[test]
+    fn the_docs_list_every_shape() {
+        let doc = include_str!("../docs/gates.md");
+        for name in shape_names() {
+            assert!(
+                doc.contains(&format!("| {name} |")),
+                "docs/gates.md does not list {name}"
+            );
+        }
+    }
 }
