@@ -175,7 +175,7 @@ fn quiet(line: &str) -> bool {
     let mut prev_token = false;
     // A bare 40-character secret (AWS) is a long run of base64 characters.
     let mut run = 0;
-    let starts = rule_starts();
+    let by_first = rules_by_first();
     for (i, &c) in b.iter().enumerate() {
         run = if c.is_ascii_alphanumeric() || c == b'/' || c == b'+' {
             run + 1
@@ -186,8 +186,7 @@ fn quiet(line: &str) -> bool {
             return false;
         }
         if !prev_token
-            && starts[c as usize]
-            && RULES
+            && by_first[c as usize]
                 .iter()
                 .any(|r| b[i..].starts_with(r.prefix.as_bytes()))
         {
@@ -290,7 +289,11 @@ fn key_parts(key: &str) -> Vec<String> {
 /// Whether a key (an environment variable, a JSON or YAML key, a flag's
 /// name) names a secret.
 pub fn is_secret_key(key: &str) -> bool {
-    let parts = key_parts(key);
+    secret_parts(&key_parts(key))
+}
+
+/// [`is_secret_key`] of a key already split into its parts.
+fn secret_parts(parts: &[String]) -> bool {
     let ends = |p: &str, w: &str| p.ends_with(w);
     parts.iter().enumerate().any(|(i, p)| {
         let next = parts.get(i + 1).map(String::as_str);
@@ -388,8 +391,9 @@ fn key_values(line: &str, spans: &mut Vec<(usize, usize)>) {
         // A key that only names a service or a key (`ADAFRUIT_IO_KEY`,
         // `AccountKey`) is taken as a secret only when its value looks
         // like a credential.
-        let weak = !is_secret_key(key);
-        if weak && !is_credential_hint(key) {
+        let parts = key_parts(key);
+        let weak = !secret_parts(&parts);
+        if weak && !credential_hint_parts(&parts) {
             continue;
         }
         j += len;
@@ -605,112 +609,114 @@ fn jwt(rest: &str) -> Option<usize> {
     Some(at)
 }
 
+/// Services whose keys gitleaks' default rules look for beside their name.
+/// Sorted, for a binary search.
+const SERVICES: &[&str] = &[
+    "adafruit",
+    "adobe",
+    "airtable",
+    "algolia",
+    "alibaba",
+    "anthropic",
+    "artifactory",
+    "asana",
+    "atlassian",
+    "aws",
+    "azure",
+    "beamer",
+    "bitbucket",
+    "bittrex",
+    "cloudflare",
+    "codecov",
+    "cohere",
+    "coinbase",
+    "confluence",
+    "confluent",
+    "contentful",
+    "databricks",
+    "datadog",
+    "digitalocean",
+    "discord",
+    "doppler",
+    "drone",
+    "dropbox",
+    "etsy",
+    "facebook",
+    "fastly",
+    "finicity",
+    "finnhub",
+    "flickr",
+    "freshbooks",
+    "gcp",
+    "gitlab",
+    "gitter",
+    "gocardless",
+    "hashicorp",
+    "heroku",
+    "hubspot",
+    "huggingface",
+    "intercom",
+    "jfrog",
+    "jira",
+    "kraken",
+    "kucoin",
+    "launchdarkly",
+    "linear",
+    "linkedin",
+    "lob",
+    "looker",
+    "mailchimp",
+    "mailgun",
+    "mapbox",
+    "mattermost",
+    "meraki",
+    "messagebird",
+    "netlify",
+    "newrelic",
+    "npm",
+    "nuget",
+    "nytimes",
+    "okta",
+    "openai",
+    "plaid",
+    "privateai",
+    "pulumi",
+    "pypi",
+    "rapidapi",
+    "sendbird",
+    "sendgrid",
+    "sentry",
+    "shopify",
+    "sidekiq",
+    "slack",
+    "snyk",
+    "sonar",
+    "sonarqube",
+    "squarespace",
+    "stripe",
+    "sumologic",
+    "telegram",
+    "terraform",
+    "travis",
+    "twilio",
+    "twitch",
+    "twitter",
+    "typeform",
+    "vault",
+    "yandex",
+    "zendesk",
+];
+
 /// A key that names a credential only loosely: a part `key`, `keys`,
 /// `creds`, `pat`, `sid`, or a service whose keys gitleaks' default rules
 /// look for next to its name (`ADAFRUIT_IO_KEY=…`, `"heroku": "…"`). Its
 /// value is redacted only when it looks like a credential ([`token_like`]).
-fn is_credential_hint(key: &str) -> bool {
-    const SERVICES: &[&str] = &[
-        "adafruit",
-        "adobe",
-        "airtable",
-        "algolia",
-        "alibaba",
-        "asana",
-        "atlassian",
-        "confluence",
-        "jira",
-        "beamer",
-        "bitbucket",
-        "bittrex",
-        "meraki",
-        "cloudflare",
-        "codecov",
-        "cohere",
-        "coinbase",
-        "confluent",
-        "contentful",
-        "datadog",
-        "discord",
-        "drone",
-        "dropbox",
-        "etsy",
-        "facebook",
-        "fastly",
-        "finicity",
-        "finnhub",
-        "flickr",
-        "freshbooks",
-        "gitter",
-        "gocardless",
-        "heroku",
-        "hubspot",
-        "intercom",
-        "jfrog",
-        "artifactory",
-        "kraken",
-        "kucoin",
-        "launchdarkly",
-        "linear",
-        "linkedin",
-        "lob",
-        "looker",
-        "mailchimp",
-        "mailgun",
-        "mapbox",
-        "mattermost",
-        "messagebird",
-        "netlify",
-        "newrelic",
-        "nytimes",
-        "okta",
-        "plaid",
-        "privateai",
-        "rapidapi",
-        "sendbird",
-        "sentry",
-        "sidekiq",
-        "snyk",
-        "sonar",
-        "sonarqube",
-        "squarespace",
-        "sumologic",
-        "telegram",
-        "travis",
-        "twitch",
-        "twitter",
-        "typeform",
-        "yandex",
-        "zendesk",
-        "terraform",
-        "hashicorp",
-        "gitlab",
-        "vault",
-        "twilio",
-        "sendgrid",
-        "shopify",
-        "databricks",
-        "digitalocean",
-        "pulumi",
-        "doppler",
-        "stripe",
-        "slack",
-        "openai",
-        "anthropic",
-        "huggingface",
-        "pypi",
-        "npm",
-        "nuget",
-        "aws",
-        "azure",
-        "gcp",
-    ];
-    let parts = key_parts(key);
+fn credential_hint_parts(parts: &[String]) -> bool {
     parts.iter().any(|p| {
         matches!(
             p.as_str(),
             "key" | "keys" | "creds" | "cred" | "pat" | "sid" | "pw" | "signature" | "sig"
-        ) || SERVICES.contains(&p.as_str())
+        ) || SERVICES.binary_search(&p.as_str()).is_ok()
     })
 }
 
@@ -930,14 +936,15 @@ const RULES: &[Rule] = &[
     x("Mailgun API key", "key-", Set::Hex, 32),
 ];
 
-/// Where some rule's prefix may start, by its first byte.
-fn rule_starts() -> &'static [bool; 256] {
-    static STARTS: std::sync::OnceLock<[bool; 256]> = std::sync::OnceLock::new();
-    STARTS.get_or_init(|| {
-        let mut t = [false; 256];
+/// The rules whose prefix starts with each byte, so a word is compared
+/// with the few that could match it, never with all of them.
+fn rules_by_first() -> &'static [Vec<&'static Rule>] {
+    static BY_FIRST: std::sync::OnceLock<Vec<Vec<&'static Rule>>> = std::sync::OnceLock::new();
+    BY_FIRST.get_or_init(|| {
+        let mut t: Vec<Vec<&'static Rule>> = vec![Vec::new(); 256];
         for r in RULES {
             if let Some(&c) = r.prefix.as_bytes().first() {
-                t[c as usize] = true;
+                t[c as usize].push(r);
             }
         }
         t
@@ -947,14 +954,15 @@ fn rule_starts() -> &'static [bool; 256] {
 /// The tokens of [`RULES`], each at the start of a word.
 fn prefixed(line: &str, spans: &mut Vec<(usize, usize)>) {
     let b = line.as_bytes();
-    let starts = rule_starts();
+    let by_first = rules_by_first();
     let mut i = 0;
     while i < b.len() {
-        if !starts[b[i] as usize] || (i > 0 && is_token_byte(b[i - 1])) {
+        let candidates = &by_first[b[i] as usize];
+        if candidates.is_empty() || (i > 0 && is_token_byte(b[i - 1])) {
             i += 1;
             continue;
         }
-        let hit = RULES.iter().find_map(|r| {
+        let hit = candidates.iter().find_map(|r| {
             let body = line[i..].strip_prefix(r.prefix)?.as_bytes();
             let n = body.iter().take_while(|c| r.set.has(**c)).count();
             let fits = if r.exact { n == r.min } else { n >= r.min };
@@ -1374,5 +1382,18 @@ mod tests {
                 "docs/gates.md does not list {name}"
             );
         }
+    }
+
+    #[test]
+    fn service_names_hint_at_credentials_only_with_a_credential_value() {
+        assert!(credential_hint_parts(&key_parts("ZENDESK_TOKEN_ID")));
+        assert!(credential_hint_parts(&key_parts("adafruitKey")));
+        assert!(credential_hint_parts(&key_parts("TWILIO_SID")));
+        assert!(!credential_hint_parts(&key_parts("max_tokens")));
+        assert_eq!(text("twilio=on"), "twilio=on");
+        assert!(
+            SERVICES.windows(2).all(|w| w[0] < w[1]),
+            "SERVICES is sorted"
+        );
     }
 }

@@ -282,4 +282,12 @@ fn replacement_refs_never_reach_a_guarded_hub_nor_loop_a_clone_that_fetched_them
     assert!(listed.stdout.contains(&u), "{}", listed.stdout);
     bounded(env.command().args(["-C", &open_hub, "verify"])).ok();
     bounded(env.command().args(["-C", &open_hub, "status"])).ok();
+    // A mirror clone carries refs/replace/* along with everything else.
+    git_in(
+        env.root(),
+        &["clone", "-q", "--mirror", &open_hub, "mirror.git"],
+    );
+    let mirror = env.root().join("mirror.git");
+    assert_eq!(git_in(&mirror, &["replace", "-l"]).lines().count(), 1);
+    bounded(env.command().arg("-C").arg(&mirror).arg("verify")).ok();
 }
