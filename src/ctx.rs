@@ -100,6 +100,21 @@ pub enum Caller {
 /// Decides who is calling (DESIGN §4 "Who is acting").
 pub fn caller(flag: Option<&str>, env: &Env) -> Result<Caller, Refusal> {
     env.utf8("LOOPX_AGENT")?;
+    // Set but empty is a mistake (an unset variable in a script, a
+    // runtime that cleared it), never the human: acting as the human is
+    // what an agent must not get by accident.
+    if flag.is_none()
+        && env
+            .vars
+            .get("LOOPX_AGENT")
+            .is_some_and(|v| v.trim().is_empty())
+    {
+        return Err(Refusal::usage(
+            Code::BadEnv,
+            "LOOPX_AGENT is set but empty, so loopx cannot tell who is acting (an empty id never means the human)",
+        )
+        .with_hint("set LOOPX_AGENT to the agent's id (`loopx agent register` makes one), or unset it to act as the human"));
+    }
     if let Some(id) = flag.or(env.get("LOOPX_AGENT")) {
         return AgentId::new(id)
             .map(Caller::Agent)
@@ -399,6 +414,21 @@ mod tests {
             caller(None, &e).unwrap(),
             Caller::Agent(AgentId::new("from-env").unwrap())
         );
+    }
+
+    #[test]
+    fn an_empty_loopx_agent_is_an_error_never_the_human() {
+        for blank in ["", " ", "\t"] {
+            let e = env(&[("LOOPX_AGENT", blank)]);
+            let r = caller(None, &e).unwrap_err();
+            assert_eq!((r.exit.code(), r.code), (2, Code::BadEnv), "{blank:?}");
+            // An explicit --agent still decides.
+            assert_eq!(
+                caller(Some("flag"), &e).unwrap(),
+                Caller::Agent(AgentId::new("flag").unwrap())
+            );
+        }
+        assert_eq!(caller(None, &env(&[])).unwrap(), Caller::Human);
     }
 
     #[test]

@@ -14,12 +14,22 @@ use anyhow::{Context, Result, bail};
 
 /// Every git process loopx starts begins here: no stdin, and never a
 /// password prompt on a terminal (`GIT_TERMINAL_PROMPT=0`), so a hub that
-/// wants one fails instead of hanging an unattended agent.
+/// wants one fails instead of hanging an unattended agent. It reads
+/// objects exactly as written, as the store does: never through
+/// `refs/replace/*` (`GIT_NO_REPLACE_OBJECTS`) or `info/grafts` (a graft
+/// file that cannot exist, which git skips without a word), so a planted
+/// replacement cannot turn the history it walks into a cycle.
 fn git() -> Command {
     let mut c = Command::new("git");
-    c.stdin(Stdio::null()).env("GIT_TERMINAL_PROMPT", "0");
+    c.stdin(Stdio::null())
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .env("GIT_NO_REPLACE_OBJECTS", "1")
+        .env("GIT_GRAFT_FILE", NO_GRAFTS);
     c
 }
+
+/// A path that can never be a file (`/dev/null` is not a directory).
+const NO_GRAFTS: &str = "/dev/null/loopx-no-grafts";
 
 /// Runs `git ARGS` with `--git-dir` and returns its stdout.
 pub fn output(git_dir: &Path, args: &[&str]) -> Result<String> {
@@ -542,4 +552,67 @@ pub fn config_values(git_dir: &Path, key: &str) -> Result<Vec<String>> {
             String::from_utf8_lossy(&out.stderr).trim()
         ),
     }
+}
+
+/// What git reads to decide where a `git push` without a refspec goes:
+/// the current branch (None: detached HEAD) and the whole config, as
+/// `(key, value)` pairs in git's order (section and key lowercased,
+/// subsection as written).
+#[derive(Debug, Default, Clone)]
+pub struct PushConfig {
+    pub branch: Option<String>,
+    pub config: Vec<(String, String)>,
+}
+
+impl PushConfig {
+    /// The last value of `key`, as git reads a single-valued key.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.config
+            .iter()
+            .rev()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// Every value of a multi-valued key, in order.
+    pub fn all(&self, key: &str) -> Vec<&str> {
+        self.config
+            .iter()
+            .filter(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+            .collect()
+    }
+}
+
+/// Reads [`PushConfig`] in `dir` (None: the current directory), read-only,
+/// for the tool guard.
+pub fn push_config(dir: Option<&Path>) -> Result<PushConfig> {
+    let here = |args: &[&str]| {
+        let mut c = git();
+        if let Some(d) = dir {
+            c.current_dir(d);
+        }
+        c.args(args);
+        c
+    };
+    let args = ["config", "--list", "-z"];
+    let listed = stdout_of(here(&args), &args)?;
+    let config = listed
+        .split('\0')
+        .filter(|e| !e.is_empty())
+        .map(|e| match e.split_once('\n') {
+            Some((k, v)) => (k.to_owned(), v.to_owned()),
+            // A key without `=` is a boolean true.
+            None => (e.to_owned(), "true".to_owned()),
+        })
+        .collect();
+    let out = here(&["symbolic-ref", "-q", "HEAD"])
+        .output()
+        .context("running git symbolic-ref HEAD")?;
+    let branch = String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .strip_prefix("refs/heads/")
+        .map(str::to_owned)
+        .filter(|_| out.status.success());
+    Ok(PushConfig { branch, config })
 }

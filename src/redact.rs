@@ -173,9 +173,28 @@ fn pem_begin(line: &str) -> Option<(usize, usize)> {
 fn quiet(line: &str) -> bool {
     let b = line.as_bytes();
     let mut prev_token = false;
+    // A bare 40-character secret (AWS) is a long run of base64 characters.
+    let mut run = 0;
+    let by_first = rules_by_first();
     for (i, &c) in b.iter().enumerate() {
+        run = if c.is_ascii_alphanumeric() || c == b'/' || c == b'+' {
+            run + 1
+        } else {
+            0
+        };
+        if run >= 40 {
+            return false;
+        }
+        if !prev_token
+            && by_first[c as usize]
+                .iter()
+                .any(|r| b[i..].starts_with(r.prefix.as_bytes()))
+        {
+            return false;
+        }
         match c {
-            b'=' | b':' | b'\t' | b'@' => return false,
+            b'=' | b':' | b'\t' | b'@' | b'~' => return false,
+            b'_' if b[i..].starts_with(b"_mmk") => return false,
             b'g' | b'A' | b'x' | b's' | b'r' | b'n' | b'e' | b'B' | b'b' if !prev_token => {
                 let rest = &b[i..];
                 const PREFIXES: [&[u8]; 11] = [
@@ -215,6 +234,9 @@ fn redact_line(line: &str) -> Option<String> {
     url_userinfo(line, &mut spans);
     slack_webhook(line, &mut spans);
     shapes(line, &mut spans);
+    prefixed(line, &mut spans);
+    bare_aws_secret(line, &mut spans);
+    azure_client_secret(line, &mut spans);
     if spans.is_empty() {
         return None;
     }
@@ -267,7 +289,11 @@ fn key_parts(key: &str) -> Vec<String> {
 /// Whether a key (an environment variable, a JSON or YAML key, a flag's
 /// name) names a secret.
 pub fn is_secret_key(key: &str) -> bool {
-    let parts = key_parts(key);
+    secret_parts(&key_parts(key))
+}
+
+/// [`is_secret_key`] of a key already split into its parts.
+fn secret_parts(parts: &[String]) -> bool {
     let ends = |p: &str, w: &str| p.ends_with(w);
     parts.iter().enumerate().any(|(i, p)| {
         let next = parts.get(i + 1).map(String::as_str);
@@ -285,8 +311,10 @@ pub fn is_secret_key(key: &str) -> bool {
             || p == "authorization"
             || p == "bearer"
             || p == "pwd" && parts.len() > 1
-            || (matches!(p.as_str(), "api" | "access" | "private" | "secret")
-                && matches!(next, Some("key")))
+            || (matches!(
+                p.as_str(),
+                "api" | "access" | "private" | "secret" | "account" | "signing" | "master"
+            ) && matches!(next, Some("key")))
     })
 }
 
@@ -360,7 +388,12 @@ fn key_values(line: &str, spans: &mut Vec<(usize, usize)>) {
             _ if j < b.len() && b[sep_start] == b'\t' => ('\t', 0),
             _ => continue,
         };
-        if !is_secret_key(key) {
+        // A key that only names a service or a key (`ADAFRUIT_IO_KEY`,
+        // `AccountKey`) is taken as a secret only when its value looks
+        // like a credential.
+        let parts = key_parts(key);
+        let weak = !secret_parts(&parts);
+        if weak && !credential_hint_parts(&parts) {
             continue;
         }
         j += len;
@@ -377,7 +410,7 @@ fn key_values(line: &str, spans: &mut Vec<(usize, usize)>) {
                 match line[j + 1..].find(q) {
                     // Keep the quotes: `"password": "[REDACTED]"`.
                     Some(k) => {
-                        if k > 0 {
+                        if k > 0 && (!weak || token_like(&line[j + 1..j + 1 + k])) {
                             spans.push((j + 1, j + 1 + k));
                         }
                         i = j + 1 + k + 1;
@@ -385,6 +418,16 @@ fn key_values(line: &str, spans: &mut Vec<(usize, usize)>) {
                     }
                     None => line.len(),
                 }
+            }
+            _ if weak => {
+                let end = line[j..]
+                    .find([' ', '\t', '&', ';', ',', '"', '\'', '<', '>', ')'])
+                    .map_or(line.len(), |k| j + k);
+                if !token_like(&line[j..end]) {
+                    i = end.max(i + 1);
+                    continue;
+                }
+                end
             }
             // `KEY: VALUE` (YAML, headers, prose): a passphrase may have
             // spaces, so the rest of the line.
@@ -564,6 +607,466 @@ fn jwt(rest: &str) -> Option<usize> {
         }
     }
     Some(at)
+}
+
+/// Services whose keys gitleaks' default rules look for beside their name.
+/// Sorted, for a binary search.
+const SERVICES: &[&str] = &[
+    "adafruit",
+    "adobe",
+    "airtable",
+    "algolia",
+    "alibaba",
+    "anthropic",
+    "artifactory",
+    "asana",
+    "atlassian",
+    "aws",
+    "azure",
+    "beamer",
+    "bitbucket",
+    "bittrex",
+    "cloudflare",
+    "codecov",
+    "cohere",
+    "coinbase",
+    "confluence",
+    "confluent",
+    "contentful",
+    "databricks",
+    "datadog",
+    "digitalocean",
+    "discord",
+    "doppler",
+    "drone",
+    "dropbox",
+    "etsy",
+    "facebook",
+    "fastly",
+    "finicity",
+    "finnhub",
+    "flickr",
+    "freshbooks",
+    "gcp",
+    "gitlab",
+    "gitter",
+    "gocardless",
+    "hashicorp",
+    "heroku",
+    "hubspot",
+    "huggingface",
+    "intercom",
+    "jfrog",
+    "jira",
+    "kraken",
+    "kucoin",
+    "launchdarkly",
+    "linear",
+    "linkedin",
+    "lob",
+    "looker",
+    "mailchimp",
+    "mailgun",
+    "mapbox",
+    "mattermost",
+    "meraki",
+    "messagebird",
+    "netlify",
+    "newrelic",
+    "npm",
+    "nuget",
+    "nytimes",
+    "okta",
+    "openai",
+    "plaid",
+    "privateai",
+    "pulumi",
+    "pypi",
+    "rapidapi",
+    "sendbird",
+    "sendgrid",
+    "sentry",
+    "shopify",
+    "sidekiq",
+    "slack",
+    "snyk",
+    "sonar",
+    "sonarqube",
+    "squarespace",
+    "stripe",
+    "sumologic",
+    "telegram",
+    "terraform",
+    "travis",
+    "twilio",
+    "twitch",
+    "twitter",
+    "typeform",
+    "vault",
+    "yandex",
+    "zendesk",
+];
+
+/// A key that names a credential only loosely: a part `key`, `keys`,
+/// `creds`, `pat`, `sid`, or a service whose keys gitleaks' default rules
+/// look for next to its name (`ADAFRUIT_IO_KEY=…`, `"heroku": "…"`). Its
+/// value is redacted only when it looks like a credential ([`token_like`]).
+fn credential_hint_parts(parts: &[String]) -> bool {
+    parts.iter().any(|p| {
+        matches!(
+            p.as_str(),
+            "key" | "keys" | "creds" | "cred" | "pat" | "sid" | "pw" | "signature" | "sig"
+        ) || SERVICES.binary_search(&p.as_str()).is_ok()
+    })
+}
+
+/// Whether a value looks like a credential rather than a word: at least 16
+/// characters of base64, hex or token alphabets with no space, letters and
+/// digits both, and not a reference (`$X`) or a path.
+fn token_like(v: &str) -> bool {
+    let v = v.trim_matches(['"', '\'']);
+    v.len() >= 16
+        && !v.starts_with('$')
+        && !v.starts_with('/')
+        && v.bytes()
+            .all(|c| c.is_ascii_alphanumeric() || b"_-+/=.~".contains(&c))
+        && v.bytes().any(|c| c.is_ascii_digit())
+        && v.bytes().any(|c| c.is_ascii_alphabetic())
+}
+
+/// The characters a token of a [`Rule`] is made of after its prefix.
+#[derive(Clone, Copy)]
+enum Set {
+    /// Letters and digits.
+    Alnum,
+    /// Letters, digits, `_` and `-`.
+    Word,
+    /// Lowercase or uppercase hex digits.
+    Hex,
+    /// Uppercase letters and digits.
+    Upper,
+    /// Word characters and `.`, `=`, `+`, `/`, `~` (dotted or base64 tokens).
+    Dotted,
+    /// Word characters and `.` (no `/`, so a path never fits).
+    Dots,
+    /// Lowercase letters only (Hugging Face).
+    Letters,
+}
+
+impl Set {
+    fn has(self, c: u8) -> bool {
+        match self {
+            Set::Alnum => c.is_ascii_alphanumeric(),
+            Set::Word => c.is_ascii_alphanumeric() || c == b'_' || c == b'-',
+            Set::Hex => c.is_ascii_hexdigit(),
+            Set::Upper => c.is_ascii_uppercase() || c.is_ascii_digit(),
+            Set::Dotted => c.is_ascii_alphanumeric() || b"_-.=+/~".contains(&c),
+            Set::Dots => c.is_ascii_alphanumeric() || b"_-.".contains(&c),
+            Set::Letters => c.is_ascii_alphabetic(),
+        }
+    }
+}
+
+/// A token shape: a fixed prefix at the start of a word, then at least
+/// `min` characters of `set` (exactly `min` when `exact`).
+struct Rule {
+    /// What the docs call it (the gitleaks rule it stands for).
+    name: &'static str,
+    prefix: &'static str,
+    set: Set,
+    min: usize,
+    exact: bool,
+}
+
+const fn r(name: &'static str, prefix: &'static str, set: Set, min: usize) -> Rule {
+    Rule {
+        name,
+        prefix,
+        set,
+        min,
+        exact: false,
+    }
+}
+
+const fn x(name: &'static str, prefix: &'static str, set: Set, len: usize) -> Rule {
+    Rule {
+        name,
+        prefix,
+        set,
+        min: len,
+        exact: true,
+    }
+}
+
+/// Token shapes by prefix, after gitleaks' default rules (written here,
+/// not copied; docs/gates.md lists them). The older shapes of [`shape`]
+/// (GitHub, GitLab PATs, AWS access keys, Slack, Stripe, OpenAI and
+/// Anthropic, Google API keys, npm, JWTs) stay there.
+const RULES: &[Rule] = &[
+    r("1Password secret key", "A3-", Set::Word, 30),
+    r(
+        "1Password service account token",
+        "ops_eyJ",
+        Set::Dotted,
+        50,
+    ),
+    x("Adobe client secret", "p8e-", Set::Alnum, 32),
+    r("age secret key", "AGE-SECRET-KEY-1", Set::Upper, 58),
+    x("Airtable personal access token", "pat", Set::Dots, 79),
+    x("Alibaba access key id", "LTAI", Set::Alnum, 20),
+    r("Artifactory API key", "AKCp", Set::Alnum, 69),
+    r("Artifactory reference token", "cmVmd", Set::Alnum, 59),
+    x("AWS access key (A3T)", "A3T", Set::Upper, 17),
+    x("AWS access key (ABIA)", "ABIA", Set::Upper, 16),
+    x("AWS access key (ACCA)", "ACCA", Set::Upper, 16),
+    r("Amazon Bedrock API key", "ABSK", Set::Dotted, 100),
+    r(
+        "Amazon Bedrock short-lived API key",
+        "bedrock-api-key-",
+        Set::Dotted,
+        20,
+    ),
+    x("ClickHouse Cloud secret key", "4b1d", Set::Alnum, 38),
+    r("Clojars API token", "CLOJARS_", Set::Alnum, 60),
+    r("Cloudflare origin CA key", "v1.0-", Set::Word, 150),
+    r("Databricks API token", "dapi", Set::Hex, 32),
+    r("DigitalOcean access token", "doo_v1_", Set::Hex, 64),
+    r(
+        "DigitalOcean personal access token",
+        "dop_v1_",
+        Set::Hex,
+        64,
+    ),
+    r("DigitalOcean refresh token", "dor_v1_", Set::Hex, 64),
+    r("Doppler API token", "dp.pt.", Set::Alnum, 40),
+    r("Duffel API token (test)", "duffel_test_", Set::Dotted, 40),
+    r("Duffel API token (live)", "duffel_live_", Set::Dotted, 40),
+    r("Dynatrace API token", "dt0c01.", Set::Dotted, 80),
+    r("EasyPost API token", "EZAK", Set::Alnum, 54),
+    r("EasyPost test API token", "EZTK", Set::Alnum, 54),
+    r("Facebook page access token (EAAC)", "EAAC", Set::Alnum, 100),
+    r("Facebook page access token (EAAM)", "EAAM", Set::Alnum, 100),
+    r(
+        "Flutterwave secret or encryption key",
+        "FLWSECK_TEST-",
+        Set::Word,
+        12,
+    ),
+    r("Flutterwave public key", "FLWPUBK_TEST-", Set::Word, 32),
+    r("Fly.io access token (fo1_)", "fo1_", Set::Word, 43),
+    r("Fly.io macaroon (fm1a_)", "fm1a_", Set::Dotted, 100),
+    r("Fly.io macaroon (fm1r_)", "fm1r_", Set::Dotted, 100),
+    r("Fly.io macaroon (fm2_)", "fm2_", Set::Dotted, 100),
+    r("Frame.io API token", "fio-u-", Set::Dotted, 64),
+    r("GitLab CI/CD job token", "glcbt-", Set::Word, 20),
+    r("GitLab deploy token", "gldt-", Set::Word, 20),
+    r("GitLab feature flag client token", "glffct-", Set::Word, 20),
+    r("GitLab feed token", "glft-", Set::Word, 20),
+    r("GitLab incoming mail token", "glimt-", Set::Word, 25),
+    r("GitLab Kubernetes agent token", "glagent-", Set::Word, 50),
+    r("GitLab OAuth application secret", "gloas-", Set::Word, 64),
+    r("GitLab pipeline trigger token", "glptt-", Set::Hex, 40),
+    r(
+        "GitLab runner registration token",
+        "GR1348941",
+        Set::Word,
+        20,
+    ),
+    r("GitLab runner authentication token", "glrt-", Set::Word, 20),
+    r("GitLab SCIM token", "glsoat-", Set::Word, 20),
+    r("GitLab session cookie", "_gitlab_session=", Set::Alnum, 32),
+    r("Grafana API key", "eyJrIjoi", Set::Dotted, 70),
+    r("Grafana Cloud API token", "glc_", Set::Dotted, 32),
+    r("Grafana service account token", "glsa_", Set::Word, 40),
+    x("Harness personal access token", "pat.", Set::Dots, 68),
+    x("Harness service account token", "sat.", Set::Dots, 68),
+    r("Heroku API key v2", "HRKU-AA", Set::Word, 58),
+    x("Hugging Face access token", "hf_", Set::Letters, 34),
+    x(
+        "Hugging Face organization token",
+        "api_org_",
+        Set::Letters,
+        34,
+    ),
+    x("Infracost API token", "ico-", Set::Alnum, 32),
+    r("42 Intra client secret (ud)", "s-s4t2ud-", Set::Hex, 64),
+    r("42 Intra client secret (af)", "s-s4t2af-", Set::Hex, 64),
+    r("JWT, base64-encoded", "ZXlKaGJHY2lPaU", Set::Dotted, 40),
+    r("Linear API key", "lin_api_", Set::Alnum, 40),
+    r("Notion API token", "ntn_", Set::Alnum, 46),
+    x("Octopus Deploy API key", "API-", Set::Upper, 26),
+    r("OpenShift user token", "sha256~", Set::Word, 43),
+    r("Perplexity API key", "pplx-", Set::Alnum, 48),
+    r("PlanetScale API token", "pscale_tkn_", Set::Dotted, 32),
+    r("PlanetScale OAuth token", "pscale_oauth_", Set::Dotted, 32),
+    r("PlanetScale password", "pscale_pw_", Set::Dotted, 32),
+    r("Postman API token", "PMAK-", Set::Word, 59),
+    x("Prefect API token", "pnu_", Set::Alnum, 36),
+    x("Pulumi API token", "pul-", Set::Hex, 40),
+    r("PyPI upload token", "pypi-", Set::Word, 50),
+    r("ReadMe API token", "rdme_", Set::Alnum, 70),
+    r("RubyGems API token", "rubygems_", Set::Hex, 48),
+    r("Scalingo API token", "tk-us-", Set::Word, 48),
+    x("SendGrid API token", "SG.", Set::Dotted, 66),
+    r("Sendinblue API token", "xkeysib-", Set::Word, 80),
+    r("Sentry organization token", "sntrys_eyJ", Set::Dotted, 60),
+    r("Sentry user token", "sntryu_", Set::Hex, 64),
+    r("SettleMint application token", "sm_aat_", Set::Alnum, 16),
+    r("SettleMint personal token", "sm_pat_", Set::Alnum, 16),
+    r("SettleMint service token", "sm_sat_", Set::Alnum, 16),
+    r("Shippo API token (live)", "shippo_live_", Set::Hex, 40),
+    r("Shippo API token (test)", "shippo_test_", Set::Hex, 40),
+    x("Shopify access token", "shpat_", Set::Hex, 32),
+    x("Shopify custom app token", "shpca_", Set::Hex, 32),
+    x("Shopify private app token", "shppa_", Set::Hex, 32),
+    x("Shopify shared secret", "shpss_", Set::Hex, 32),
+    r("Slack app-level token", "xapp-", Set::Word, 20),
+    r("Slack legacy token (xoxo)", "xoxo-", Set::Word, 10),
+    r("Sourcegraph access token", "sgp_", Set::Word, 40),
+    r("Square access token (EAAA)", "EAAA", Set::Word, 22),
+    r("Square access token (sq0atp-)", "sq0atp-", Set::Word, 22),
+    r("Square OAuth secret (sq0csp-)", "sq0csp-", Set::Word, 22),
+    r("Stripe restricted test key", "rk_test_", Set::Alnum, 10),
+    r("Stripe secret key (prod)", "sk_prod_", Set::Alnum, 10),
+    r("Stripe restricted key (prod)", "rk_prod_", Set::Alnum, 10),
+    x("Twilio API key", "SK", Set::Hex, 32),
+    r("HashiCorp Vault batch token", "hvb.", Set::Word, 138),
+    r("HashiCorp Vault service token", "hvs.", Set::Word, 90),
+    r("Google OAuth access token", "ya29.", Set::Word, 20),
+    x("Mailgun API key", "key-", Set::Hex, 32),
+];
+
+/// The rules whose prefix starts with each byte, so a word is compared
+/// with the few that could match it, never with all of them.
+fn rules_by_first() -> &'static [Vec<&'static Rule>] {
+    static BY_FIRST: std::sync::OnceLock<Vec<Vec<&'static Rule>>> = std::sync::OnceLock::new();
+    BY_FIRST.get_or_init(|| {
+        let mut t: Vec<Vec<&'static Rule>> = vec![Vec::new(); 256];
+        for r in RULES {
+            if let Some(&c) = r.prefix.as_bytes().first() {
+                t[c as usize].push(r);
+            }
+        }
+        t
+    })
+}
+
+/// The tokens of [`RULES`], each at the start of a word.
+fn prefixed(line: &str, spans: &mut Vec<(usize, usize)>) {
+    let b = line.as_bytes();
+    let by_first = rules_by_first();
+    let mut i = 0;
+    while i < b.len() {
+        let candidates = &by_first[b[i] as usize];
+        if candidates.is_empty() || (i > 0 && is_token_byte(b[i - 1])) {
+            i += 1;
+            continue;
+        }
+        let hit = candidates.iter().find_map(|r| {
+            let body = line[i..].strip_prefix(r.prefix)?.as_bytes();
+            let n = body.iter().take_while(|c| r.set.has(**c)).count();
+            let fits = if r.exact { n == r.min } else { n >= r.min };
+            fits.then_some(i + r.prefix.len() + n)
+        });
+        match hit {
+            Some(end) => {
+                spans.push((i, end));
+                i = end;
+            }
+            None => i += 1,
+        }
+    }
+    maxmind(line, spans);
+}
+
+/// `XXXXXX_<29>_mmk`: a MaxMind license key, known by its suffix.
+fn maxmind(line: &str, spans: &mut Vec<(usize, usize)>) {
+    let mut from = 0;
+    while let Some(k) = line[from..].find("_mmk") {
+        let end = from + k + 4;
+        from = end;
+        if end < 40 || line.as_bytes().get(end).is_some_and(|c| is_token_byte(*c)) {
+            continue;
+        }
+        let start = end - 40;
+        let t = &line.as_bytes()[start..end];
+        if (start == 0 || !is_token_byte(line.as_bytes()[start - 1]))
+            && t[6] == b'_'
+            && t[36] == b'_'
+            && t[..6]
+                .iter()
+                .chain(&t[7..36])
+                .all(u8::is_ascii_alphanumeric)
+        {
+            spans.push((start, end));
+        }
+    }
+}
+
+/// A bare AWS secret access key: exactly 40 characters of base64 (no `=`)
+/// standing alone, with upper and lower case letters and digits, not all
+/// hex (so commit ids and hashes pass).
+fn bare_aws_secret(line: &str, spans: &mut Vec<(usize, usize)>) {
+    let b = line.as_bytes();
+    let in_run = |c: u8| c.is_ascii_alphanumeric() || c == b'/' || c == b'+';
+    let mut i = 0;
+    while i < b.len() {
+        if !in_run(b[i]) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < b.len() && in_run(b[i]) {
+            i += 1;
+        }
+        let t = &b[start..i];
+        let alone = (start == 0 || !matches!(b[start - 1], b'_' | b'-' | b'=' | b'.'))
+            && b.get(i)
+                .is_none_or(|c| !matches!(c, b'_' | b'-' | b'=' | b'.'));
+        if t.len() == 40
+            && alone
+            && t.iter().any(u8::is_ascii_uppercase)
+            && t.iter().any(u8::is_ascii_lowercase)
+            && t.iter().any(u8::is_ascii_digit)
+            && !t.iter().all(u8::is_ascii_hexdigit)
+            && t[0] != b'/'
+        {
+            spans.push((start, i));
+        }
+    }
+}
+
+/// An Azure AD client secret: three characters, a digit, `Q~`, then 31 to
+/// 34 of `[A-Za-z0-9_~.-]`.
+fn azure_client_secret(line: &str, spans: &mut Vec<(usize, usize)>) {
+    let b = line.as_bytes();
+    let set = |c: u8| c.is_ascii_alphanumeric() || b"_~.-".contains(&c);
+    let mut from = 0;
+    while let Some(k) = line[from..].find("Q~") {
+        let q = from + k;
+        from = q + 2;
+        if q < 4 || !b[q - 1].is_ascii_digit() || !b[q - 4..q - 1].iter().all(|c| set(*c)) {
+            continue;
+        }
+        let n = b[q + 2..].iter().take_while(|c| set(**c)).count();
+        if (31..=34).contains(&n) {
+            spans.push((q - 4, q + 2 + n));
+        }
+    }
+}
+
+/// The token shapes the redactor knows, for docs and tests: the names of
+/// [`RULES`] and the older shapes.
+pub fn shape_names() -> Vec<&'static str> {
+    RULES
+        .iter()
+        .map(|r| r.name)
+        .chain([
+            "MaxMind license key",
+            "AWS secret access key (bare)",
+            "Azure AD client secret",
+        ])
+        .collect()
 }
 
 #[cfg(test)]
@@ -749,5 +1252,148 @@ mod tests {
             .map(|s| (*s).to_owned())
             .collect();
         assert_eq!(secret_arg(&plain), None);
+    }
+
+    /// A token of `rule`'s shape: its prefix and a body of its alphabet,
+    /// `extra` characters longer than its minimum.
+    fn sample(rule: &Rule, extra: usize) -> String {
+        let pool: &[u8] = match rule.set {
+            Set::Letters => b"qWeRtYuIoPaSdFgHjKlZxCvBnM",
+            Set::Hex => b"0a1b2c3d4e5f6789",
+            Set::Upper => b"Q7W3E9R2T5Y8U4I6O1PZ",
+            _ => b"a1B2c3D4e5F6g7H8i9J0kLmNpQ",
+        };
+        let body: String = (0..rule.min + extra)
+            .map(|i| pool[(i * 7 + 3) % pool.len()] as char)
+            .collect();
+        format!("{}{body}", rule.prefix)
+    }
+
+    #[test]
+    fn every_prefixed_shape_is_redacted_in_prose_json_and_env() {
+        for rule in RULES {
+            let token = sample(rule, 0);
+            for line in [
+                format!("use {token} for now"),
+                format!("{{\"value\": \"{token}\"}}"),
+                format!("X={token}"),
+                token.clone(),
+            ] {
+                let out = text(&line);
+                assert!(
+                    !out.contains(&token[rule.prefix.len()..]),
+                    "{}: {line:?} → {out:?}",
+                    rule.name
+                );
+            }
+            if !rule.exact && rule.min > 1 {
+                // Too short to be one: left alone by this rule.
+                let short = format!(
+                    "{}{}",
+                    rule.prefix,
+                    &sample(rule, 0)[rule.prefix.len()..][..rule.min / 2]
+                );
+                let line = format!("see {short} there");
+                let out = text(&line);
+                assert!(
+                    out.contains(&short) || looks_secret(&short),
+                    "{}: {short:?} → {out:?}",
+                    rule.name
+                );
+            }
+        }
+        assert!(shape_names().len() > RULES.len());
+    }
+
+    /// The shapes a probe found stored verbatim (issue 25), one test each,
+    /// in the context they were written in.
+    macro_rules! probe {
+        ($($name:ident: $line:expr, $secret:expr;)*) => {$(
+            #[test]
+            fn $name() {
+                let line: String = $line;
+                let secret: String = $secret;
+                let out = text(&line);
+                assert!(!out.contains(&secret), "{line:?} → {out:?}");
+                assert!(out.contains(MARK), "{line:?} → {out:?}");
+            }
+        )*};
+    }
+
+    fn hex(n: usize) -> String {
+        "3f9a0c7e1b5d2468".chars().cycle().take(n).collect()
+    }
+
+    fn mixed(n: usize) -> String {
+        "Zx8Qw2Er5Ty7Ui0Op3As6Df9Gh1Jk4Lm"
+            .chars()
+            .cycle()
+            .take(n)
+            .collect()
+    }
+
+    probe! {
+        hugging_face_token: format!("Title: rotate hf_{}", "qwertyuiopasdfghjklzxcvbnmqwertyui"), "hf_qwerty".to_owned();
+        sendgrid_key: format!("note SG.{}.{}", mixed(22), mixed(43)), mixed(22);
+        google_oauth_token: format!("ya29.{} expired", mixed(60)), mixed(60);
+        digitalocean_pat: format!("dop_v1_{}", hex(64)), hex(64);
+        shopify_token: format!("shpat_{} in the question", hex(32)), hex(32);
+        azure_account_key: format!("DefaultEndpointsProtocol=https;AccountName=x;AccountKey={}==;EndpointSuffix=core", mixed(64)), mixed(64);
+        twilio_api_key: format!("SK{} was pasted", hex(32)), hex(32);
+        databricks_token: format!("dapi{}", hex(32)), hex(32);
+        mailgun_key: format!("MAILGUN key-{}", hex(32)), hex(32);
+        pypi_token: format!("twine upload -p pypi-AgEIcHlwaS5vcmc{}", mixed(60)), mixed(60);
+        bare_aws_secret_key: "aws secret wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY here".to_owned(), "wJalrXUtnFEMI".to_owned();
+        aws_abia_key: "ABIAQ7W3E9R2T5Y8U4I6".to_owned(), "Q7W3E9R2T5Y8U4I6".to_owned();
+        gitlab_runner_token: format!("glrt-{}", mixed(20)), mixed(20);
+        service_named_key: format!("ADAFRUIT_IO_KEY={}", mixed(32)), mixed(32);
+        service_named_json: format!("{{\"heroku\": \"{}\"}}", mixed(36)), mixed(36);
+        azure_ad_client_secret: format!("secret abc1Q~{}", mixed(32)), mixed(32);
+        maxmind_license_key: format!("key Ab3dE5_{}_mmk", mixed(29)), mixed(29);
+        stripe_restricted_test_key: format!("rk_test_{}", mixed(24)), mixed(24);
+    }
+
+    #[test]
+    fn weak_keys_keep_ordinary_values() {
+        for line in [
+            "Fix the cache key: it collides on restart",
+            "sort key = name",
+            "PRIMARY_KEY=id",
+            "heroku: deploy failed twice",
+            "monkey=banana-split-dessert",
+            "see src/store/history.rs and docs/format.md for the key",
+            "commit 4b1d2e3f4a5b6c7d8e9f0a1b2c3d4e5f6a7b8c9d",
+            "path/to/the/patterns/in/a/long/directory/tree/of/the/project/file.rs",
+            "API-docs are out of date",
+            "SKIP this step",
+            "key-value store",
+            "ghp_ is GitHub's prefix",
+        ] {
+            assert_eq!(text(line), line, "{line:?} was changed");
+        }
+    }
+
+    #[test]
+    fn the_docs_list_every_shape() {
+        let doc = include_str!("../docs/gates.md");
+        for name in shape_names() {
+            assert!(
+                doc.contains(&format!("| {name} |")),
+                "docs/gates.md does not list {name}"
+            );
+        }
+    }
+
+    #[test]
+    fn service_names_hint_at_credentials_only_with_a_credential_value() {
+        assert!(credential_hint_parts(&key_parts("ZENDESK_TOKEN_ID")));
+        assert!(credential_hint_parts(&key_parts("adafruitKey")));
+        assert!(credential_hint_parts(&key_parts("TWILIO_SID")));
+        assert!(!credential_hint_parts(&key_parts("max_tokens")));
+        assert_eq!(text("twilio=on"), "twilio=on");
+        assert!(
+            SERVICES.windows(2).all(|w| w[0] < w[1]),
+            "SERVICES is sorted"
+        );
     }
 }

@@ -80,8 +80,19 @@ pub fn raw_files(ctx: &Ctx, tip: &Tip) -> Result<Vec<(String, Vec<u8>)>> {
     Ok(all)
 }
 
-/// An operation by the current actor, now, with a fresh op id.
-pub fn op(ctx: &Ctx, change: Change) -> Result<Op, Refusal> {
+/// An operation by the current actor, now, with a fresh op id. Its free
+/// text has been through the redactor ([`crate::op::secrets`]); the writer
+/// is told on stderr when something was redacted.
+pub fn op(ctx: &Ctx, mut change: Change) -> Result<Op, Refusal> {
+    let redacted = crate::op::secrets::redact(&mut change)?;
+    if !redacted.is_empty() {
+        ctx.out.warn(&format!(
+            "the {} looked like {} a secret, which the state would replicate to every clone and the hub: stored with {} in its place (pass secrets through the environment or a file instead)",
+            redacted.join(" and "),
+            if redacted.len() == 1 { "it held" } else { "they held" },
+            crate::redact::MARK
+        ));
+    }
     let context = toml::to_string(&change).unwrap_or_default();
     Ok(Op {
         id: OpId::from_hex(&ctx.ids.hex(16, context.as_bytes())),

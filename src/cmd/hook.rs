@@ -412,10 +412,12 @@ fn tool(dir: Option<PathBuf>, agent: Option<&AgentId>, runtime: Runtime, input: 
     if !shell || guard::risks(command).is_empty() {
         return Answer::Nothing;
     }
+    let cwd = dir.clone();
     let loaded = Ctx::with(dir, Format::Json, agent.map(AgentId::as_str))
         .and_then(|ctx| tx::load(&ctx).map(|s| s.state));
     match loaded {
-        Ok(state) => guard::check(command, &state, agent).map_or(Answer::Nothing, Answer::Deny),
+        Ok(state) => guard::check_in(command, &state, agent, cwd.as_deref())
+            .map_or(Answer::Nothing, Answer::Deny),
         Err(e) if quiet(&e) => Answer::Nothing,
         Err(e) => Answer::Deny(format!(
             "loopx could not read its state to check this command against open gates ({e:#}); it is refused until `loopx status` works again."

@@ -6,9 +6,16 @@
 //! strings are split too), leading `VAR=value` words and wrappers (`sudo`,
 //! `env`, `time`, `nohup`, `npx`, `uv run`, …) are skipped, and the program
 //! with its first words is matched against a fixed table (see
-//! docs/integrations.md). This stops an honest agent from running what a
-//! pending gate is about; it is not a sandbox: a script, an alias or a
-//! renamed binary walks past it.
+//! docs/integrations.md). Variables set earlier in the same command line
+//! (`L=loopx; $L gate answer …`) are substituted, a `cd DIR` moves where
+//! later commands run, and a `git push` whose destination git decides (no
+//! refspec, `HEAD`) is resolved with git, read-only, in that directory.
+//! This stops an honest agent from running what a pending gate is about;
+//! it is not a sandbox: a script, an alias or a renamed binary walks past
+//! it.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 
 use crate::model::{AgentId, Gate, GateKind, State};
 use crate::op::{rules, short};
@@ -27,6 +34,28 @@ pub enum Risk {
     /// config of the allowed-signers file, `loopx.runValidations` or
     /// `loopx.signaturesFrom`. Always denied to an agent.
     TrustChange { what: String },
+    /// Moving loopx's refs (or planting replacement objects) with git
+    /// plumbing: `git update-ref refs/loopx/…`, `git replace`, a fetch into
+    /// `refs/loopx/…`. Always denied to an agent.
+    StateWrite { what: String },
+    /// A `git push` whose destination git decides (no refspec, or `HEAD`):
+    /// resolved by [`check_in`] with git, only when a gate could cover it.
+    Push(Push),
+}
+
+/// A `git push` to resolve: where it runs and what it names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Push {
+    /// `git -C DIR` or an earlier `cd DIR`, relative to the hook's
+    /// directory.
+    pub dir: Option<String>,
+    /// The remote named on the command line.
+    pub remote: Option<String>,
+    /// The refspecs that name `HEAD` (empty: none was given, so git's
+    /// config decides).
+    pub specs: Vec<String>,
+    /// The command as the denial names it.
+    pub what: String,
 }
 
 const PUBLISH: &[GateKind] = &[GateKind::Publish, GateKind::Permission];
@@ -35,8 +64,20 @@ const PROVISION: &[GateKind] = &[GateKind::Production, GateKind::Spend, GateKind
 const SPEND: &[GateKind] = &[GateKind::Spend, GateKind::Permission];
 
 /// Why the command must not run, or None when nothing covers it. Without
-/// an agent id every open gate counts.
+/// an agent id every open gate counts. A `git push` git must resolve is
+/// resolved in the current directory.
 pub fn check(command: &str, state: &State, agent: Option<&AgentId>) -> Option<String> {
+    check_in(command, state, agent, None)
+}
+
+/// [`check`], with `git push` resolved in `dir` (the hook's working
+/// directory; None: the current one).
+pub fn check_in(
+    command: &str,
+    state: &State,
+    agent: Option<&AgentId>,
+    dir: Option<&Path>,
+) -> Option<String> {
     let risks = risks(command);
     if risks.is_empty() {
         return None;
@@ -45,7 +86,23 @@ pub fn check(command: &str, state: &State, agent: Option<&AgentId>) -> Option<St
         Some(a) => rules::gates_for(state, a, None),
         None => state.gates.values().filter(|g| g.is_open()).collect(),
     };
-    for risk in &risks {
+    let covers = |kinds: &[GateKind]| {
+        concerning
+            .iter()
+            .any(|g| g.kind.human_only() && kinds.contains(&g.kind))
+    };
+    let mut resolved = Vec::new();
+    for risk in risks {
+        match risk {
+            // Only worth a git process when a gate could cover the push.
+            Risk::Push(p) if covers(PRODUCTION) || covers(PUBLISH) => {
+                resolved.extend(resolve_push(&p, dir));
+            }
+            Risk::Push(_) => {}
+            r => resolved.push(r),
+        }
+    }
+    for risk in &resolved {
         match risk {
             Risk::Covered { what, kinds } => {
                 if let Some(g) = concerning
@@ -65,6 +122,12 @@ pub fn check(command: &str, state: &State, agent: Option<&AgentId>) -> Option<St
                     "loopx: an agent may not change what this machine trusts (`{what}`): only a human may. Ask the user to run it themselves."
                 ));
             }
+            Risk::StateWrite { what } => {
+                return Some(format!(
+                    "loopx: an agent may not move loopx's refs or plant replacement objects with git plumbing (`{what}`): the state changes only through loopx commands (sync, verify and a guarded hub refuse a hand-made tick anyway). Use the loopx command for what you meant to do."
+                ));
+            }
+            Risk::Push(_) => {}
             Risk::GateAnswer { verb, gate } => {
                 let target = gate.as_deref().and_then(|t| state.resolve_gate(t).ok());
                 let human_only: Option<&Gate> = match &target {
@@ -91,22 +154,86 @@ pub fn check(command: &str, state: &State, agent: Option<&AgentId>) -> Option<St
 /// Everything in `command` the table matches, in order.
 pub fn risks(command: &str) -> Vec<Risk> {
     let mut out = Vec::new();
-    collect(command, &mut out, 0);
+    collect(command, &mut out, 0, &mut Scan::default());
     out
 }
 
-fn collect(command: &str, out: &mut Vec<Risk>, depth: u8) {
+/// What earlier simple commands of the same command line set up for later
+/// ones: shell variables (`L=loopx`, `export L=loopx`) and the directory
+/// (`cd DIR`).
+#[derive(Default)]
+struct Scan {
+    vars: HashMap<String, String>,
+    dir: Option<String>,
+}
+
+impl Scan {
+    /// `$NAME` and `${NAME}` words replaced by what the command line set
+    /// them to (other words as they are).
+    fn expand(&self, words: Vec<String>) -> Vec<String> {
+        words
+            .into_iter()
+            .map(|w| {
+                let name = w
+                    .strip_prefix("${")
+                    .and_then(|r| r.strip_suffix('}'))
+                    .or_else(|| w.strip_prefix('$'));
+                match name.and_then(|n| self.vars.get(n)) {
+                    Some(v) => v.clone(),
+                    None => w,
+                }
+            })
+            .collect()
+    }
+
+    /// Takes in a simple command that only sets variables or changes
+    /// directory; true if it was one.
+    fn absorb(&mut self, words: &[String]) -> bool {
+        let assigns = match words.first().map(String::as_str) {
+            Some("export" | "declare" | "local" | "readonly" | "typeset") => &words[1..],
+            Some("cd" | "pushd") => {
+                let to = words[1..].iter().find(|w| !w.starts_with('-'));
+                self.dir = Some(match (to, &self.dir) {
+                    (Some(t), Some(d)) if !t.starts_with('/') => format!("{d}/{t}"),
+                    (Some(t), _) => t.clone(),
+                    (None, _) => "~".to_owned(),
+                });
+                return true;
+            }
+            _ => words,
+        };
+        let all = assigns
+            .iter()
+            .filter(|w| !w.starts_with('-'))
+            .all(|w| is_assignment(w));
+        if !all || assigns.is_empty() {
+            return false;
+        }
+        for w in assigns.iter().filter(|w| !w.starts_with('-')) {
+            if let Some((k, v)) = w.split_once('=') {
+                self.vars.insert(k.to_owned(), v.to_owned());
+            }
+        }
+        true
+    }
+}
+
+fn collect(command: &str, out: &mut Vec<Risk>, depth: u8, scan: &mut Scan) {
     if depth > 3 {
         return;
     }
     for segment in segments(command) {
-        collect_words(&words(&segment), out, depth);
+        let words = scan.expand(words(&segment));
+        if scan.absorb(&words) {
+            continue;
+        }
+        collect_words(&words, out, depth, scan);
     }
 }
 
 /// One simple command, as words: wrappers skipped, `sh -c` and `eval`
 /// strings and `find -exec` commands looked into, then classified.
-fn collect_words(words: &[String], out: &mut Vec<Risk>, depth: u8) {
+fn collect_words(words: &[String], out: &mut Vec<Risk>, depth: u8, scan: &mut Scan) {
     if depth > 3 {
         return;
     }
@@ -118,11 +245,29 @@ fn collect_words(words: &[String], out: &mut Vec<Risk>, depth: u8) {
         && let Some(i) = args.iter().position(|a| *a == "-c" || *a == "-lc")
         && let Some(script) = args.get(i + 1)
     {
-        collect(script, out, depth + 1);
+        collect(script, out, depth + 1, scan);
         return;
     }
     if program == "eval" {
-        collect(&args.join(" "), out, depth + 1);
+        collect(&args.join(" "), out, depth + 1, scan);
+        return;
+    }
+    // A program the command line hides: a variable it did not set
+    // (`$LOOPX gate answer …`), or a command substitution
+    // (`$(command -v loopx) gate answer …` leaves `gate answer …`).
+    // loopx's and git's own words are distinctive enough to go by.
+    if program.starts_with('$') {
+        out.extend(loopx(&args));
+        out.extend(git(&args, scan));
+        return;
+    }
+    if matches!(program.as_str(), "gate" | "signer") {
+        let all: Vec<&str> = words.iter().map(String::as_str).collect();
+        out.extend(loopx(&all));
+        return;
+    }
+    if program == "git" {
+        out.extend(git(&args, scan));
         return;
     }
     if program == "find" {
@@ -135,7 +280,7 @@ fn collect_words(words: &[String], out: &mut Vec<Risk>, depth: u8) {
                     .iter()
                     .position(|w| w == ";" || w == "+")
                     .map_or(rest.len(), |p| i + 1 + p);
-                collect_words(&rest[i + 1..end], out, depth + 1);
+                collect_words(&rest[i + 1..end], out, depth + 1, scan);
                 i = end;
             }
             i += 1;
@@ -163,8 +308,6 @@ fn classify(program: &str, args: &[&str]) -> Option<Risk> {
     // `cargo +nightly publish`: the toolchain comes first.
     let args = match program {
         "cargo" => &args[args.iter().take_while(|w| w.starts_with('+')).count()..],
-        // `git -C . push`, `git -c k=v push`: global options come first.
-        "git" => git_globals(args),
         _ => args,
     };
     let pos = positionals(args);
@@ -193,23 +336,6 @@ fn classify(program: &str, args: &[&str]) -> Option<Risk> {
         "gradle" | "gradlew" if pos.iter().any(|p| p.starts_with("publish")) => {
             covered(named("publish"), PUBLISH)
         }
-        "git" if sub == "push" => git_push(args),
-        "git" if sub == "config" => args
-            .iter()
-            .map(|a| a.to_ascii_lowercase())
-            .find(|a| {
-                [
-                    "loopx.allowedsignersfile",
-                    "gpg.ssh.allowedsignersfile",
-                    "loopx.runvalidations",
-                    "loopx.signaturesfrom",
-                ]
-                .iter()
-                .any(|k| a.starts_with(k))
-            })
-            .map(|key| Risk::TrustChange {
-                what: format!("git config {key}"),
-            }),
         "kubectl" | "oc"
             if matches!(
                 sub,
@@ -298,12 +424,21 @@ fn loopx(args: &[&str]) -> Option<Risk> {
 }
 
 /// The arguments after git's global options (`-C DIR`, `-c KEY=VALUE`,
-/// `--git-dir DIR`, `--no-pager`, …).
-fn git_globals<'a, 'b>(args: &'b [&'a str]) -> &'b [&'a str] {
+/// `--git-dir DIR`, `--no-pager`, …), and the directory `-C` moves to.
+fn git_globals<'a, 'b>(args: &'b [&'a str]) -> (&'b [&'a str], Option<String>) {
     let mut i = 0;
+    let mut dir: Option<String> = None;
     while let Some(a) = args.get(i) {
         if !a.starts_with('-') {
             break;
+        }
+        if *a == "-C"
+            && let Some(d) = args.get(i + 1)
+        {
+            dir = Some(match dir {
+                Some(base) if !d.starts_with('/') => format!("{base}/{d}"),
+                _ => (*d).to_owned(),
+            });
         }
         let takes_value = matches!(
             *a,
@@ -316,36 +451,280 @@ fn git_globals<'a, 'b>(args: &'b [&'a str]) -> &'b [&'a str] {
         );
         i += if takes_value { 2 } else { 1 };
     }
-    &args[i.min(args.len())..]
+    (&args[i.min(args.len())..], dir)
+}
+
+/// `git [globals] SUBCOMMAND …`: a push, a change of trust, or plumbing
+/// that moves loopx's refs.
+fn git(args: &[&str], scan: &Scan) -> Vec<Risk> {
+    let (args, dash_c) = git_globals(args);
+    let dir = match (&scan.dir, dash_c) {
+        (Some(base), Some(d)) if !d.starts_with('/') => Some(format!("{base}/{d}")),
+        (_, Some(d)) => Some(d),
+        (base, None) => base.clone(),
+    };
+    let sub = args.first().copied().unwrap_or("");
+    let rest = args.get(1..).unwrap_or_default();
+    let loopx_ref = |a: &&str| a.contains("loopx/") || a.contains("refs/replace");
+    match sub {
+        "push" => git_push(rest, dir),
+        "config" => rest
+            .iter()
+            .map(|a| a.to_ascii_lowercase())
+            .find(|a| {
+                [
+                    "loopx.allowedsignersfile",
+                    "gpg.ssh.allowedsignersfile",
+                    "loopx.runvalidations",
+                    "loopx.signaturesfrom",
+                ]
+                .iter()
+                .any(|k| a.starts_with(k))
+            })
+            .map(|key| Risk::TrustChange {
+                what: format!("git config {key}"),
+            })
+            .into_iter()
+            .collect(),
+        // `--stdin` reads its refs from elsewhere (a pipe, a file), which
+        // the guard cannot see: denied too.
+        "update-ref" | "symbolic-ref"
+            if rest.iter().any(loopx_ref) || rest.contains(&"--stdin") =>
+        {
+            vec![Risk::StateWrite {
+                what: format!("git {sub} {}", rest.join(" ")),
+            }]
+        }
+        // Listing is harmless; anything else plants or moves a replacement.
+        "replace" if !rest.is_empty() && !rest.iter().any(|a| matches!(*a, "-l" | "--list")) => {
+            vec![Risk::StateWrite {
+                what: "git replace".to_owned(),
+            }]
+        }
+        "fetch" | "pull"
+            if rest.iter().any(|a| {
+                a.split_once(':').is_some_and(|(_, dst)| {
+                    dst.starts_with("refs/loopx/") || dst.starts_with("refs/replace/")
+                })
+            }) =>
+        {
+            vec![Risk::StateWrite {
+                what: format!("git {sub} into refs/loopx or refs/replace"),
+            }]
+        }
+        _ => Vec::new(),
+    }
 }
 
 /// Branches whose push is a release or a deploy in most projects.
 const PROTECTED: &[&str] = &["main", "master", "production", "prod", "release", "live"];
 
-fn git_push(args: &[&str]) -> Option<Risk> {
-    if args
-        .iter()
-        .any(|a| matches!(*a, "--tags" | "--follow-tags" | "--mirror"))
-    {
-        return covered("git push --tags".to_owned(), PUBLISH);
+/// `git push …` (the words after `push`): what its flags and refspecs
+/// say, and a [`Risk::Push`] for whatever git's config decides.
+fn git_push(args: &[&str], dir: Option<String>) -> Vec<Risk> {
+    let mut out = Vec::new();
+    let mut pos: Vec<&str> = Vec::new();
+    let mut remote: Option<String> = None;
+    let (mut force, mut all, mut mirror, mut tags, mut follow) =
+        (false, false, false, false, false);
+    let mut it = args.iter().copied();
+    while let Some(a) = it.next() {
+        match a {
+            "--" => {
+                pos.extend(it.by_ref());
+                break;
+            }
+            "-o" | "--push-option" | "--receive-pack" | "--exec" => {
+                it.next();
+            }
+            "--repo" => remote = it.next().map(str::to_owned),
+            "--tags" => tags = true,
+            "--follow-tags" => follow = true,
+            "--mirror" => mirror = true,
+            "--all" | "--branches" => all = true,
+            _ if a.starts_with("--repo=") => remote = Some(a["--repo=".len()..].to_owned()),
+            _ if a.starts_with("--force") || a == "-f" => force = true,
+            _ if a.starts_with("--") => {}
+            // Clustered short flags: `-fu`.
+            _ if a.starts_with('-') => force |= a[1..].contains('f'),
+            _ => pos.push(a),
+        }
     }
-    // After `push`: the remote, then refspecs.
-    let pos: Vec<&str> = positionals(args).into_iter().skip(2).collect();
-    for spec in pos {
-        let dst = spec
-            .rsplit(':')
-            .next()
-            .unwrap_or(spec)
-            .trim_start_matches('+');
-        if dst.starts_with("refs/tags/") {
-            return covered(format!("git push {spec}"), PUBLISH);
+    let mut specs = pos.iter().map(|s| (*s).to_owned());
+    if let Some(r) = specs.next() {
+        remote = Some(r);
+    }
+    let specs: Vec<String> = specs.collect();
+    let dash_f = if force { " --force" } else { "" };
+    if tags {
+        out.extend(covered("git push --tags".to_owned(), PUBLISH));
+    }
+    if follow {
+        out.extend(covered("git push --follow-tags".to_owned(), PUBLISH));
+    }
+    if mirror {
+        out.extend(covered("git push --mirror".to_owned(), PUBLISH));
+        out.extend(covered(
+            "git push --mirror (every branch)".to_owned(),
+            PRODUCTION,
+        ));
+    }
+    if all {
+        out.extend(covered(
+            format!("git push{dash_f} --all (every branch)"),
+            PRODUCTION,
+        ));
+    }
+    let mut head = Vec::new();
+    for spec in &specs {
+        match destination(spec) {
+            Dest::Head => head.push(spec.clone()),
+            Dest::Ref(dst) => out.extend(dest_risk(&format!("git push{dash_f} {spec}"), &dst)),
         }
-        let branch = dst.strip_prefix("refs/heads/").unwrap_or(dst);
-        if PROTECTED.contains(&branch) || branch.starts_with("release/") {
-            return covered(format!("git push to {branch}"), PRODUCTION);
+    }
+    // With no refspec (and not `--all`, `--mirror` or only `--tags`),
+    // git's config decides; so it does for `HEAD`.
+    if (specs.is_empty() && !all && !mirror && !tags) || !head.is_empty() {
+        let mut what = format!("git push{dash_f}");
+        if let Some(r) = &remote {
+            what.push(' ');
+            what.push_str(r);
         }
+        for s in &head {
+            what.push(' ');
+            what.push_str(s);
+        }
+        out.push(Risk::Push(Push {
+            dir,
+            remote,
+            specs: head,
+            what,
+        }));
+    }
+    out
+}
+
+/// Where a refspec pushes to.
+enum Dest {
+    /// The current branch (`HEAD`, `@`), which git knows.
+    Head,
+    Ref(String),
+}
+
+fn destination(spec: &str) -> Dest {
+    let spec = spec.trim_start_matches('+');
+    let dst = match spec.split_once(':') {
+        Some((_, dst)) => dst,
+        None => spec,
+    };
+    if dst.is_empty() || matches!(dst, "HEAD" | "@") {
+        // `HEAD:` is not valid git; `:` alone is "matching branches".
+        if spec == ":" {
+            return Dest::Ref("refs/heads/*".to_owned());
+        }
+        return Dest::Head;
+    }
+    Dest::Ref(dst.to_owned())
+}
+
+/// What pushing to `dst` (a branch name or a full ref) is.
+fn dest_risk(what: &str, dst: &str) -> Option<Risk> {
+    if dst.starts_with("refs/tags/") {
+        return covered(what.to_owned(), PUBLISH);
+    }
+    let branch = dst.strip_prefix("refs/heads/").unwrap_or(dst);
+    if branch.contains('*') {
+        return covered(format!("{what} (every branch)"), PRODUCTION);
+    }
+    if PROTECTED.contains(&branch) || branch.starts_with("release/") {
+        return covered(format!("git push to {branch}"), PRODUCTION);
     }
     None
+}
+
+/// What a `git push` that git must resolve would update, as risks: git
+/// is run read-only in `base` (moved by the push's `-C` or `cd`) for the
+/// current branch and the push config. When git cannot tell, the push is
+/// taken as one to a protected branch.
+fn resolve_push(p: &Push, base: Option<&Path>) -> Vec<Risk> {
+    let dir: Option<PathBuf> = match (&p.dir, base) {
+        (Some(d), _) if d.starts_with('/') => Some(PathBuf::from(d)),
+        (Some(d), Some(b)) => Some(b.join(d)),
+        (Some(d), None) => Some(PathBuf::from(d)),
+        (None, b) => b.map(Path::to_path_buf),
+    };
+    let config = match crate::git::push_config(dir.as_deref()) {
+        Ok(c) => c,
+        Err(e) => {
+            return covered(
+                format!("{} (git could not say what it updates: {e:#})", p.what),
+                PRODUCTION,
+            )
+            .into_iter()
+            .collect();
+        }
+    };
+    push_destinations(p, &config)
+        .iter()
+        .filter_map(|dst| dest_risk(&p.what, dst))
+        .map(|r| match r {
+            // Name the command as typed, and where git would send it.
+            Risk::Covered { what, kinds } if what.starts_with("git push to ") => {
+                let to = &what["git push to ".len()..];
+                let current = if config.branch.as_deref() == Some(to) {
+                    ", the current branch"
+                } else {
+                    ""
+                };
+                Risk::Covered {
+                    what: format!("{} (to {to}{current})", p.what),
+                    kinds,
+                }
+            }
+            r => r,
+        })
+        .collect()
+}
+
+/// The refs a push updates, as git's rules decide them from `config`:
+/// the remote (the one given, else `branch.<b>.pushRemote`,
+/// `remote.pushDefault`, `branch.<b>.remote`, `origin`), then its
+/// `remote.<r>.push` refspecs, else `push.default` (`simple` unless set).
+fn push_destinations(p: &Push, config: &crate::git::PushConfig) -> Vec<String> {
+    let current = config.branch.as_deref();
+    let branch_key = |k: &str| current.and_then(|b| config.get(&format!("branch.{b}.{k}")));
+    let remote = p
+        .remote
+        .clone()
+        .or_else(|| branch_key("pushremote").map(str::to_owned))
+        .or_else(|| config.get("remote.pushdefault").map(str::to_owned))
+        .or_else(|| branch_key("remote").map(str::to_owned))
+        .unwrap_or_else(|| "origin".to_owned());
+    let specs: Vec<String> = if !p.specs.is_empty() {
+        p.specs.clone()
+    } else {
+        let configured = config.all(&format!("remote.{remote}.push"));
+        if !configured.is_empty() {
+            configured.into_iter().map(str::to_owned).collect()
+        } else {
+            match config.get("push.default").unwrap_or("simple") {
+                "nothing" => Vec::new(),
+                "matching" => vec![":".to_owned()],
+                "upstream" | "tracking" => branch_key("merge")
+                    .map(|m| vec![format!("HEAD:{m}")])
+                    .unwrap_or_default(),
+                // simple, current
+                _ => vec!["HEAD".to_owned()],
+            }
+        }
+    };
+    specs
+        .iter()
+        .filter_map(|s| match destination(s) {
+            Dest::Head => current.map(str::to_owned),
+            Dest::Ref(r) => Some(r),
+        })
+        .collect()
 }
 
 /// Splits a shell command into simple commands, outside quotes.
@@ -505,6 +884,8 @@ mod tests {
                 Risk::Covered { what, .. } => what,
                 Risk::GateAnswer { verb, gate } => format!("gate {verb} {gate:?}"),
                 Risk::TrustChange { what } => what,
+                Risk::StateWrite { what } => format!("write: {what}"),
+                Risk::Push(p) => format!("resolve: {} in {:?}", p.what, p.dir),
             })
             .collect()
     }
@@ -601,5 +982,170 @@ mod tests {
             ["gate withdraw None"]
         );
         assert!(what("loopx gate list --open").is_empty());
+    }
+
+    #[test]
+    fn variables_and_substitutions_do_not_hide_loopx() {
+        assert_eq!(
+            what("L=loopx; $L gate answer g-1a2b --choice approve"),
+            ["gate answer Some(\"g-1a2b\")"]
+        );
+        assert_eq!(
+            what("export L=/usr/bin/loopx && \"${L}\" gate withdraw g-1a2b"),
+            ["gate withdraw Some(\"g-1a2b\")"]
+        );
+        // Not set on this command line: loopx's words give it away.
+        assert_eq!(
+            what("$LOOPX --json gate answer g-1a2b --choice approve"),
+            ["gate answer Some(\"g-1a2b\")"]
+        );
+        assert_eq!(
+            what("$(command -v loopx) gate answer g-1a2b --choice approve"),
+            ["gate answer Some(\"g-1a2b\")"]
+        );
+        assert_eq!(
+            what("`which loopx` signer trust mallory"),
+            ["loopx signer trust"]
+        );
+        assert_eq!(what("G=git; $G push origin main"), ["git push to main"]);
+        assert!(what("L=loopx; $L gate list --open").is_empty());
+        assert!(what("X=1; echo $X").is_empty());
+    }
+
+    #[test]
+    fn plumbing_that_moves_loopx_refs_is_seen() {
+        assert_eq!(
+            what("git update-ref refs/loopx/state 1b2c3d4"),
+            ["write: git update-ref refs/loopx/state 1b2c3d4"]
+        );
+        assert_eq!(
+            what("git -C /r update-ref -d refs/loopx/state"),
+            ["write: git update-ref -d refs/loopx/state"]
+        );
+        assert_eq!(
+            what("printf 'update refs/loopx/state 1b2c\\n' | git update-ref --stdin"),
+            ["write: git update-ref --stdin"]
+        );
+        assert_eq!(what("git replace 1b2c 3d4e"), ["write: git replace"]);
+        assert_eq!(
+            what("git fetch hub +refs/loopx/state:refs/loopx/state"),
+            ["write: git fetch into refs/loopx or refs/replace"]
+        );
+        assert!(what("git replace -l").is_empty());
+        assert!(what("git update-ref refs/heads/x HEAD").is_empty());
+        assert!(what("git fetch origin").is_empty());
+        let why = check(
+            "git update-ref refs/loopx/state 1b2c",
+            &State::default(),
+            None,
+        )
+        .expect("denied whatever gates are open");
+        assert!(why.contains("may not move loopx's refs"), "{why}");
+    }
+
+    #[test]
+    fn pushes_git_must_resolve_are_marked_with_where_they_run() {
+        assert_eq!(what("git push"), ["resolve: git push in None"]);
+        assert_eq!(
+            what("git push --force"),
+            ["resolve: git push --force in None"]
+        );
+        assert_eq!(
+            what("git push -f origin"),
+            ["resolve: git push --force origin in None"]
+        );
+        assert_eq!(
+            what("git push -u origin HEAD"),
+            ["resolve: git push origin HEAD in None"]
+        );
+        assert_eq!(
+            what("cd ../other && git -C sub push"),
+            ["resolve: git push in Some(\"../other/sub\")"]
+        );
+        assert_eq!(what("git push origin +main"), ["git push to main"]);
+        assert_eq!(
+            what("git push --all origin"),
+            ["git push --all (every branch)"]
+        );
+        assert_eq!(
+            what("git push --mirror"),
+            ["git push --mirror", "git push --mirror (every branch)"]
+        );
+        assert_eq!(
+            what("git push origin 'refs/heads/*:refs/heads/*'"),
+            ["git push refs/heads/*:refs/heads/* (every branch)"]
+        );
+        assert_eq!(what("git push --tags origin"), ["git push --tags"]);
+        assert!(what("git push origin feature/x").is_empty());
+    }
+
+    fn config(branch: Option<&str>, pairs: &[(&str, &str)]) -> crate::git::PushConfig {
+        crate::git::PushConfig {
+            branch: branch.map(str::to_owned),
+            config: pairs
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+        }
+    }
+
+    fn push(command: &str) -> Push {
+        match risks(command).pop() {
+            Some(Risk::Push(p)) => p,
+            other => panic!("{command}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn git_config_decides_where_a_bare_push_goes() {
+        let on_main = config(Some("main"), &[]);
+        assert_eq!(push_destinations(&push("git push"), &on_main), ["main"]);
+        assert_eq!(
+            push_destinations(&push("git push -f origin"), &on_main),
+            ["main"]
+        );
+        let detached = config(None, &[]);
+        assert!(push_destinations(&push("git push"), &detached).is_empty());
+        let nothing = config(Some("main"), &[("push.default", "nothing")]);
+        assert!(push_destinations(&push("git push"), &nothing).is_empty());
+        let matching = config(Some("feature"), &[("push.default", "matching")]);
+        assert_eq!(
+            push_destinations(&push("git push"), &matching),
+            ["refs/heads/*"]
+        );
+        let upstream = config(
+            Some("feature"),
+            &[
+                ("push.default", "upstream"),
+                ("branch.feature.merge", "refs/heads/main"),
+            ],
+        );
+        assert_eq!(
+            push_destinations(&push("git push"), &upstream),
+            ["refs/heads/main"]
+        );
+        // remote.<r>.push of the remote git picks (pushRemote first).
+        let configured = config(
+            Some("feature"),
+            &[
+                ("branch.feature.remote", "origin"),
+                ("branch.feature.pushremote", "deploy"),
+                ("remote.deploy.push", "HEAD:refs/heads/production"),
+                ("remote.origin.push", "HEAD:refs/heads/feature"),
+            ],
+        );
+        assert_eq!(
+            push_destinations(&push("git push"), &configured),
+            ["refs/heads/production"]
+        );
+        assert_eq!(
+            push_destinations(&push("git push origin"), &configured),
+            ["refs/heads/feature"]
+        );
+        // An explicit HEAD is the current branch whatever the config says.
+        assert_eq!(
+            push_destinations(&push("git push deploy HEAD"), &configured),
+            ["feature"]
+        );
     }
 }

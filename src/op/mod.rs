@@ -19,6 +19,7 @@ pub mod message;
 pub mod park;
 pub mod progress;
 pub mod rules;
+pub mod secrets;
 pub mod signer;
 pub mod todo;
 pub mod turn;

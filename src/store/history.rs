@@ -24,6 +24,43 @@ pub struct Entry {
     pub author: Person,
 }
 
+/// Stops a walk along parents that comes back to a commit it already
+/// passed. Object ids make a cycle impossible in history read as written
+/// (the store never follows replace refs, and gix knows no grafts), so a
+/// repeat means a forged or corrupt object store: the walk ends with an
+/// error instead of spinning. Brent's method: one saved id, moved at
+/// powers of two, finds any cycle within about twice its length plus the
+/// distance to it, at no cost to an honest walk.
+#[derive(Default)]
+pub(super) struct CycleGuard {
+    saved: Option<Oid>,
+    steps: u64,
+    span: u64,
+}
+
+impl CycleGuard {
+    /// The error of a walk that reached `id` a second time.
+    pub(super) fn repeated(id: Oid) -> Result<()> {
+        Err(anyhow!(
+            "the history loops: commit {id} is its own ancestor, which history read as written never is (a corrupt or forged object store)"
+        ))
+    }
+
+    /// Records that the walk reached `id`; an error when it was there before.
+    pub(super) fn step(&mut self, id: Oid) -> Result<()> {
+        if self.saved == Some(id) {
+            return Self::repeated(id);
+        }
+        self.steps += 1;
+        if self.steps >= self.span.max(1) {
+            self.saved = Some(id);
+            self.span = self.span.max(1) * 2;
+            self.steps = 0;
+        }
+        Ok(())
+    }
+}
+
 impl Store {
     /// Reads one commit of the history.
     pub fn entry(&self, commit: Oid) -> Result<Entry> {
@@ -56,10 +93,12 @@ impl Store {
     pub fn first_parents(&self, start: Oid, limit: usize) -> Result<Vec<Entry>> {
         let mut out = Vec::new();
         let mut next = Some(start);
+        let mut guard = CycleGuard::default();
         while let Some(id) = next {
             if out.len() >= limit {
                 break;
             }
+            guard.step(id)?;
             let e = self.entry(id)?;
             next = e.parent;
             out.push(e);
@@ -93,6 +132,7 @@ pub enum PrefixMatch {
 pub struct FirstParents<'s> {
     store: &'s Store,
     next: Option<Oid>,
+    guard: CycleGuard,
 }
 
 impl Iterator for FirstParents<'_> {
@@ -100,6 +140,9 @@ impl Iterator for FirstParents<'_> {
 
     fn next(&mut self) -> Option<Result<Entry>> {
         let id = self.next.take()?;
+        if let Err(e) = self.guard.step(id) {
+            return Some(Err(e));
+        }
         Some(self.store.entry(id).inspect(|e| self.next = e.parent))
     }
 }
@@ -110,6 +153,7 @@ impl Store {
         FirstParents {
             store: self,
             next: Some(start),
+            guard: CycleGuard::default(),
         }
     }
 
@@ -269,14 +313,18 @@ impl Store {
                 if seen_b.contains(&c) || next_b == Some(c) {
                     return Ok(Some(c));
                 }
-                seen_a.insert(c);
+                if !seen_a.insert(c) {
+                    CycleGuard::repeated(c)?;
+                }
                 next_a = self.first_parent(c)?;
             }
             if let Some(c) = next_b {
                 if seen_a.contains(&c) {
                     return Ok(Some(c));
                 }
-                seen_b.insert(c);
+                if !seen_b.insert(c) {
+                    CycleGuard::repeated(c)?;
+                }
                 next_b = self.first_parent(c)?;
             }
         }
@@ -295,11 +343,13 @@ impl Store {
     pub fn chain_since(&self, tip: Oid, base: Option<Oid>) -> Result<Vec<Entry>> {
         let mut out = Vec::new();
         let mut next = Some(tip);
+        let mut guard = CycleGuard::default();
         while let Some(id) = next {
             if Some(id) == base {
                 out.reverse();
                 return Ok(out);
             }
+            guard.step(id)?;
             let e = self.entry(id)?;
             next = e.parent;
             out.push(e);
@@ -320,11 +370,13 @@ impl Store {
     pub fn chain_ids_since(&self, tip: Oid, base: Option<Oid>) -> Result<Vec<Oid>> {
         let mut out = Vec::new();
         let mut next = Some(tip);
+        let mut guard = CycleGuard::default();
         while let Some(id) = next {
             if Some(id) == base {
                 out.reverse();
                 return Ok(out);
             }
+            guard.step(id)?;
             next = self.first_parent(id)?;
             out.push(id);
         }
@@ -342,5 +394,46 @@ impl Store {
     /// Whether `name` is a valid full ref name.
     pub fn is_ref_name(name: &str) -> bool {
         name.starts_with("refs/") && gix::refs::FullName::try_from(name).is_ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{CycleGuard, Oid};
+
+    /// Walks `path` (ids by number) through a guard: the step that fails,
+    /// if any.
+    fn first_failure(path: impl Iterator<Item = u8>) -> Option<usize> {
+        let mut guard = CycleGuard::default();
+        path.enumerate()
+            .find(|(_, n)| guard.step(Oid::from_hex_for_tests(*n)).is_err())
+            .map(|(i, _)| i)
+    }
+
+    #[test]
+    fn a_walk_without_repeats_never_fails() {
+        assert_eq!(first_failure(0..=254), None);
+    }
+
+    #[test]
+    fn every_cycle_is_caught_within_a_few_laps() {
+        // A tail of `tail` commits, then a loop of `len` commits, forever.
+        for tail in 0..20u8 {
+            for len in 1..40u8 {
+                let walk = (0..).map(|i: usize| {
+                    if i < tail as usize {
+                        i as u8
+                    } else {
+                        tail + ((i - tail as usize) % len as usize) as u8
+                    }
+                });
+                let at = first_failure(walk.take(10_000))
+                    .unwrap_or_else(|| panic!("tail {tail}, loop {len}: never caught"));
+                assert!(
+                    at <= 2 * (tail as usize + 2 * len as usize) + 2,
+                    "tail {tail}, loop {len}: caught only at step {at}"
+                );
+            }
+        }
     }
 }

@@ -96,7 +96,33 @@ pub struct Store {
 impl Store {
     /// Opens the repository containing `dir`, as git would find it.
     pub fn discover(dir: &Path) -> Result<Store> {
-        let mut repo = gix::discover(dir).map_err(|e| {
+        // As git opens it: a repository owned by another user is refused
+        // unless `safe.directory` (system or global config) names it, so
+        // loopx never runs that user's `loopx.notify` or validations; and
+        // objects are read as written, never through `refs/replace/*`
+        // (gix has no grafts), so the history is the one the ids name.
+        let mut trust = gix::sec::trust::Mapping::<gix::open::Options>::default();
+        for options in [&mut trust.full, &mut trust.reduced] {
+            *options = std::mem::take(options)
+                .bail_if_untrusted(true)
+                .config_overrides(["core.useReplaceRefs=false"]);
+        }
+        let opened = gix::ThreadSafeRepository::discover_opts(dir, Default::default(), trust)
+            .map(gix::Repository::from);
+        let mut repo = opened.map_err(|e| {
+            let text = format!("{e:#}");
+            if text.contains("not owned by the current user") {
+                return Refusal::rule(
+                    Code::UnsafeRepository,
+                    format!(
+                        "the git repository at {} is owned by another user, and git's safe.directory does not name it: loopx refuses it as git does",
+                        dir.display()
+                    ),
+                )
+                .with_hint(
+                    "run loopx as the repository's owner; or, if you trust that user, `git config --global --add safe.directory PATH` (the path git names)",
+                );
+            }
             let text = e.to_string();
             let message = if text.contains("Could not find a git repository") {
                 format!("{} is not inside a git repository", dir.display())

@@ -12,8 +12,8 @@ use crate::error::{Code, Exit, Refusal};
 ///
 /// Installs a `pre-receive` hook that refuses, for every pushed update of
 /// refs/loopx/*: a deletion, a non-fast-forward, and any pushed commit that
-/// `loopx verify` rejects (each one is re-applied before the ref moves). The
-/// pushing user sees why. An existing `pre-receive` hook is kept as
+/// `loopx verify` rejects (each one is re-applied before the ref moves);
+/// and any creation or update of refs/replace/*. The pushing user sees why. An existing `pre-receive` hook is kept as
 /// `pre-receive.loopx-chained` and runs first. The hook calls this loopx
 /// binary by its absolute path: run `hub install` again after moving or
 /// upgrading it. Run it in the hub: `loopx -C hub.git hub install`.

@@ -2,7 +2,8 @@
 //! Reads git's `<old> <new> <ref>` lines from stdin; refuses (exit 3, with
 //! the reason on stderr, which the pushing user sees) any update of
 //! `refs/loopx/*` that deletes a ref, is not a fast-forward, or brings a
-//! commit that is not a valid tick. Pushed objects are read from git's
+//! commit that is not a valid tick; and any creation or update of a
+//! replacement ref (`refs/replace/*`). Pushed objects are read from git's
 //! quarantine (`GIT_OBJECT_DIRECTORY`, `GIT_ALTERNATE_OBJECT_DIRECTORIES`).
 
 use std::io::Read;
@@ -46,12 +47,28 @@ pub fn run(ctx: &Ctx, _args: &Args) -> Result<Exit> {
         let (Some(old), Some(new), Some(name)) = (parts.next(), parts.next(), parts.next()) else {
             continue;
         };
+        if name.starts_with("refs/replace/") && new.bytes().any(|b| b != b'0') {
+            return Err(replace_ref(name).into());
+        }
         if !name.starts_with("refs/loopx/") {
             continue;
         }
         check(ctx, &store, old, new, name)?;
     }
     Ok(Exit::Ok)
+}
+
+/// A replacement object would make git (and an older loopx) read another
+/// commit in place of the one an id names: the history a tick signs and
+/// `verify` checks would no longer be what other tools see, and a
+/// self-referencing one turns it into a cycle. loopx never follows them;
+/// the hub takes none (deleting one stays allowed).
+fn replace_ref(name: &str) -> Refusal {
+    Refusal::rule(
+        Code::HubReplaceRef,
+        format!("loopx hub: refusing {name}: this hub takes no replacement refs (refs/replace/*)"),
+    )
+    .with_hint("history here is read exactly as written; push the commits themselves instead of a replacement, or ask a hub admin")
 }
 
 /// Refuses one update of a `refs/loopx/*` ref, or lets it through.
