@@ -184,7 +184,8 @@ fn run(
             &[],
             &committer,
             Empty::Skip,
-        )??;
+        )
+        .map_err(|e| unwritten(ctx, e))??;
         let Some(new) = new else {
             // The op changes nothing (an identical registration, a spend of
             // a turn already spent): no tick, as if it had landed before.
@@ -224,7 +225,11 @@ fn run(
                     return Err(stale_lock(&lock, age).into());
                 }
             }
-            Err(CasError::Other(e)) => return Err(e),
+            Err(CasError::Other(e)) => {
+                // The ref did not move unless it now names the new tick.
+                let moved = ctx.store()?.tip_id().ok().flatten() == Some(new.commit);
+                return Err(if moved { e } else { unwritten(ctx, e) });
+            }
         }
         if started.elapsed() >= RETRY_FOR {
             return Err(Refusal::conflict(
@@ -242,6 +247,19 @@ fn run(
         // writers outside the queue spread out instead of waking together.
         std::thread::sleep(backoff.mul_f64(jitter()));
         backoff = (backoff * 2).min(Duration::from_millis(50));
+    }
+}
+
+/// An error from writing a tick that did not land: a full disk says so
+/// plainly (the objects written so far are unreachable and harmless).
+fn unwritten(ctx: &Ctx, e: anyhow::Error) -> anyhow::Error {
+    match ctx.store() {
+        Ok(store) if crate::error::is_disk_full(&e) => crate::error::disk_full(
+            store.common_dir(),
+            &format!("nothing was written ({} did not move)", ctx.state_ref()),
+        )
+        .into(),
+        _ => e,
     }
 }
 

@@ -16,6 +16,7 @@ mod test_gate;
 mod test_gc;
 mod test_goal;
 mod test_harden;
+mod test_harden3;
 mod test_hook;
 mod test_hooks_install;
 mod test_identity;
