@@ -101,15 +101,30 @@ pub fn load(ctx: &Ctx) -> Result<Snapshot> {
     let Some(id) = store.tip_id()? else {
         return Err(no_state(ctx).into());
     };
-    if let Some((tip, state)) = cache::read(store, id) {
+    // The cached state of a commit that is gone (pruned under a tick) must
+    // not become the parent of a new tick.
+    if let Some((tip, state)) = cache::read(store, id)
+        && store.has_object(id)
+    {
         return Ok(Snapshot { tip, state });
     }
-    let Some(tip) = store.tip()? else {
+    let Some(tip) = store.tip().map_err(|e| unreadable_tip(ctx, e))? else {
         return Err(no_state(ctx).into());
     };
     let snap = snapshot(store, tip)?;
     cache::write(store, &snap.tip, &snap.state);
     Ok(snap)
+}
+
+/// The state ref names a commit that cannot be read: says how to put back
+/// the last good one.
+fn unreadable_tip(ctx: &Ctx, e: anyhow::Error) -> anyhow::Error {
+    Refusal::error(
+        Code::CorruptState,
+        format!("{} names a commit that cannot be read: {e:#}", ctx.state_ref()),
+    )
+    .with_hint("nothing was written; `loopx doctor` names the last good tip in the state ref's reflog, and `loopx doctor --fix` puts it back")
+    .into()
 }
 
 /// The state ref does not exist: says how to create or fetch it.

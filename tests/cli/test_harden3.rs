@@ -200,3 +200,110 @@ fn a_full_disk_says_what_is_full_and_that_nothing_was_written() {
         "{doc}"
     );
 }
+
+// gc cannot lose the state (issue 27 item 3).
+
+#[test]
+fn gc_prune_now_racing_eight_writers_loses_nothing() {
+    let env = TestEnv::with_board();
+    let spawner = env.spawner();
+    let done = std::sync::atomic::AtomicBool::new(false);
+    const WRITERS: usize = 8;
+    const EACH: usize = 5;
+    let gcs = std::thread::scope(|s| {
+        let writers: Vec<_> = (0..WRITERS)
+            .map(|w| {
+                let sp = spawner.clone();
+                s.spawn(move || {
+                    for i in 0..EACH {
+                        crate::common::run(sp.command().args([
+                            "todo",
+                            "add",
+                            &format!("writer {w} item {i}"),
+                        ]))
+                        .ok();
+                    }
+                })
+            })
+            .collect();
+        let gc = s.spawn(|| {
+            let mut runs = Vec::new();
+            while !done.load(std::sync::atomic::Ordering::SeqCst) {
+                let out =
+                    crate::common::run(spawner.command().args(["gc", "--prune", "now", "--json"]))
+                        .ok();
+                runs.push(out.json());
+            }
+            runs
+        });
+        for w in writers {
+            w.join().expect("a writer");
+        }
+        done.store(true, std::sync::atomic::Ordering::SeqCst);
+        gc.join().expect("the gc loop")
+    });
+    assert!(!gcs.is_empty());
+    for v in &gcs {
+        // `now` is raised to the safe minimum, and the output says so.
+        assert_eq!(v["prune"]["expire"], "1.hour.ago", "{v}");
+        assert_eq!(v["prune"]["raised_from"], "now", "{v}");
+    }
+    env.loopx(&["verify"]).ok();
+    env.loopx(&["doctor"]).ok();
+    let list = env.loopx(&["todo", "list", "--json"]).ok().json();
+    assert_eq!(
+        list["todos"].as_array().unwrap().len(),
+        WRITERS * EACH,
+        "every writer's every todo is there"
+    );
+    env.git(&["fsck", "--full", "--no-dangling"]);
+    // In words, too.
+    let text = env.loopx(&["gc", "--prune", "now"]).ok().stdout;
+    assert!(
+        text.contains("Kept unreachable objects younger than an hour (now asked for less)"),
+        "{text}"
+    );
+}
+
+#[test]
+fn doctor_fix_puts_back_the_last_good_tip_from_the_reflog() {
+    let env = TestEnv::with_board();
+    env.add("First", &[]);
+    let good = env.tip().unwrap();
+    env.add("Second", &[]);
+    let lost = env.tip().unwrap();
+    // What a prune under a running tick did: the tip's commit is gone.
+    let file = env
+        .repo
+        .join(".git/objects")
+        .join(&lost[..2])
+        .join(&lost[2..]);
+    std::fs::remove_file(&file).expect("the tip's commit is a loose object");
+    // No tick is written on top of the missing commit (the local cache
+    // still holds its state), and the error says what to do.
+    let out = env.loopx(&["todo", "add", "On a missing tip"]).code(1);
+    assert!(out.stderr.contains("loopx doctor --fix"), "{}", out.stderr);
+    assert_eq!(env.tip().unwrap(), lost, "nothing was written");
+    let v = env.loopx(&["doctor", "--json"]).code(1).json();
+    let problem = v["problems"][0]["message"].as_str().unwrap();
+    assert!(
+        problem.contains(&format!(
+            "the last good tip in its reflog is {}",
+            &good[..12]
+        )),
+        "{v}"
+    );
+    assert_eq!(v["problems"].as_array().unwrap().len(), 1, "{v}");
+    let v = env.loopx(&["doctor", "--fix", "--json"]).ok().json();
+    assert_eq!(v["restored"]["missing"], lost.as_str(), "{v}");
+    assert_eq!(v["restored"]["to"], good.as_str(), "{v}");
+    assert_eq!(env.tip().unwrap(), good);
+    env.loopx(&["verify"]).ok();
+    env.add("After the repair", &[]);
+    env.loopx(&["verify"]).ok();
+    assert!(
+        env.git(&["reflog", "show", "refs/loopx/state"])
+            .contains("doctor --fix put back the last good tip"),
+        "the repair is in the reflog too"
+    );
+}
