@@ -111,6 +111,7 @@ codes! {
     ConfirmFingerprint => "confirm-fingerprint",
     CorruptState => "corrupt-state",
     DirNotEmpty => "dir-not-empty",
+    DiskFull => "disk-full",
     EmptyOption => "empty-option",
     EmptySettle => "empty-settle",
     EmptyText => "empty-text",
@@ -293,6 +294,41 @@ pub fn exit_of(err: &anyhow::Error) -> Exit {
 /// The first [`Refusal`] in an error's chain, if any.
 pub fn refusal_of(err: &anyhow::Error) -> Option<&Refusal> {
     err.chain().find_map(|e| e.downcast_ref::<Refusal>())
+}
+
+/// Whether an error comes from a full disk (or an exhausted quota)
+/// anywhere in its chain. gix reports some of these only as text (its path
+/// errors print the `io::Error` they hold), so the text counts too.
+pub fn is_disk_full(err: &anyhow::Error) -> bool {
+    err.chain().any(|e| {
+        let io = e.downcast_ref::<std::io::Error>().is_some_and(|io| {
+            matches!(
+                io.kind(),
+                std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
+            ) || matches!(io.raw_os_error(), Some(28 | 122))
+        });
+        let text = e.to_string();
+        io || [
+            "No space left on device",
+            "(StorageFull)",
+            "Disk quota exceeded",
+        ]
+        .iter()
+        .any(|t| text.contains(t))
+    })
+}
+
+/// A full disk, said plainly: what is full (the disk holding `where_`)
+/// and what was written (`written`, which the caller knows).
+pub fn disk_full(where_: &std::path::Path, written: &str) -> Refusal {
+    Refusal::error(
+        Code::DiskFull,
+        format!(
+            "the disk holding {} is full (no space left on device): {written}",
+            where_.display()
+        ),
+    )
+    .with_hint("free some space on that disk (`df -h` shows it), then run the command again")
 }
 
 #[cfg(test)]

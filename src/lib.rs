@@ -119,6 +119,21 @@ pub fn main_from(args: impl IntoIterator<Item = std::ffi::OsString>) -> ExitCode
     match result {
         Ok(exit) => ExitCode::from(exit.code()),
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) if error::is_disk_full(&e) && error::refusal_of(&e).is_none() => {
+            // Anywhere else a full disk stops a command: said plainly, with
+            // what git's atomic ref update guarantees.
+            let full = error::Refusal::error(
+                error::Code::DiskFull,
+                format!(
+                    "no space left on device while {}; the state ref moves only as a whole, so it holds the command's tick entirely or not at all",
+                    e.chain().next().map(ToString::to_string).unwrap_or_default()
+                ),
+            )
+            .with_hint("free some space on that disk (`df -h` shows it), then `loopx status` shows whether the command's tick landed");
+            let e = anyhow::Error::new(full);
+            Out::new(format, true).error(&e, Exit::Error);
+            ExitCode::from(Exit::Error.code())
+        }
         Err(e) => {
             let exit = exit_of(&e);
             Out::new(format, true).error(&e, exit);

@@ -91,7 +91,8 @@ impl Out {
     /// One JSON document on one line of stdout.
     pub fn json_line<T: Serialize>(&self, data: &T) -> io::Result<()> {
         let mut out = self.stdout.borrow_mut();
-        serde_json::to_writer(&mut *out, data).map_err(io::Error::other)?;
+        // `io::Error::from` keeps a write's own error (a closed pipe).
+        serde_json::to_writer(&mut *out, data).map_err(io::Error::from)?;
         out.write_all(b"\n")?;
         out.flush()
     }
@@ -203,7 +204,7 @@ impl Stream<'_> {
         human: impl FnOnce() -> String,
     ) -> io::Result<()> {
         if self.json {
-            serde_json::to_writer(&mut self.out, data).map_err(io::Error::other)?;
+            serde_json::to_writer(&mut self.out, data).map_err(io::Error::from)?;
             return self.out.write_all(b"\n");
         }
         let text = human();
@@ -260,11 +261,26 @@ impl Write for Capture {
 }
 
 /// Whether an error is a closed stdout (`loopx log | head`), which exits
-/// quietly.
+/// quietly, as git and ripgrep do. Looks through every layer, including a
+/// JSON writer's error and an `io::Error` that wraps another.
 pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
     err.chain().any(|e| {
-        e.downcast_ref::<io::Error>()
-            .is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
+        let mut next: Option<&(dyn std::error::Error + 'static)> = Some(e);
+        while let Some(e) = next {
+            let pipe = e
+                .downcast_ref::<io::Error>()
+                .is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
+                || e.downcast_ref::<serde_json::Error>()
+                    .is_some_and(|j| j.io_error_kind() == Some(io::ErrorKind::BrokenPipe));
+            if pipe {
+                return true;
+            }
+            next = e
+                .downcast_ref::<io::Error>()
+                .and_then(|io| io.get_ref())
+                .map(|inner| inner as &(dyn std::error::Error + 'static));
+        }
+        false
     })
 }
 

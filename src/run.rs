@@ -9,6 +9,13 @@
 //! or closes its output and keeps running cannot hold loopx past the
 //! deadline. When the command exits on its own, whatever it left running in
 //! its group is ended the same way, so no process of it outlives the run.
+//!
+//! A descendant can leave the group (`setsid`, `setpgid`). On Linux loopx
+//! is a child subreaper for the length of the run
+//! (`prctl(PR_SET_CHILD_SUBREAPER)`), so such a process is handed to loopx
+//! instead of init when its parent ends; once the group is gone, loopx
+//! kills and reaps every process handed to it and everything below them,
+//! whatever session or group they moved to ([`Reaper`]).
 
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::process::CommandExt;
@@ -51,6 +58,8 @@ pub fn run(argv: &[String], dir: &Path, timeout: Span) -> CommandRun {
     // The watcher comes first and leads the group, so the command never
     // runs without it (a loopx killed a moment after the spawn).
     let watcher = Watcher::start();
+    // From here on, whatever the command leaves behind comes back to loopx.
+    let reaper = Reaper::start();
     let spawn = |group: i32| {
         let mut cmd = Command::new(program);
         cmd.args(args)
@@ -114,6 +123,9 @@ pub fn run(argv: &[String], dir: &Path, timeout: Span) -> CommandRun {
         w.stop();
     }
     let status = end_group(group, &mut child, status);
+    // Descendants that left the group are ended too, before the pipe they
+    // may hold is waited for.
+    reaper.end_escaped();
     // The group is gone, so the pipe ends unless a process left the group;
     // never wait past the deadline for that.
     let wait = if timed_out {
@@ -198,7 +210,14 @@ fn end_group(group: Pid, child: &mut Child, status: Option<ExitStatus>) -> Optio
                 status = child.try_wait().ok().flatten();
             }
             // Only once the command is reaped can an empty group be told
-            // from a group holding its zombie.
+            // from a group holding its zombie. Members handed to loopx (the
+            // subreaper) are reaped here, or their zombies would keep the
+            // group alive.
+            #[cfg(target_os = "linux")]
+            if status.is_some() {
+                use rustix::process::{WaitOptions, waitpgid};
+                while let Ok(Some(_)) = waitpgid(group, WaitOptions::NOHANG) {}
+            }
             if status.is_some() && test_kill_process_group(group).is_err() {
                 break;
             }
@@ -213,6 +232,95 @@ fn end_group(group: Pid, child: &mut Child, status: Option<ExitStatus>) -> Optio
         status = child.wait().ok();
     }
     status
+}
+
+/// Ends the descendants of a run that left its process group. On Linux,
+/// loopx is a child subreaper while it lives; elsewhere it does nothing.
+struct Reaper {
+    /// loopx's children before the run (not the run's: never touched).
+    before: Vec<i32>,
+    /// Whether loopx was made a subreaper (and must stop being one).
+    on: bool,
+}
+
+impl Reaper {
+    fn start() -> Reaper {
+        #[cfg(target_os = "linux")]
+        {
+            let me = rustix::process::getpid();
+            Reaper {
+                before: children_of(me.as_raw_nonzero().get()),
+                on: rustix::process::set_child_subreaper(Some(me)).is_ok(),
+            }
+        }
+        #[cfg(not(target_os = "linux"))]
+        Reaper {
+            before: Vec::new(),
+            on: false,
+        }
+    }
+
+    /// Kills and reaps every process handed to loopx during the run (the
+    /// command's group already ended), and all their descendants, until
+    /// none is left; then loopx stops being a subreaper.
+    fn end_escaped(self) {
+        #[cfg(target_os = "linux")]
+        if self.on {
+            use rustix::process::{WaitOptions, kill_process, waitpid};
+            let me = rustix::process::getpid().as_raw_nonzero().get();
+            let until = Instant::now() + GRACE;
+            loop {
+                let escaped: Vec<i32> = children_of(me)
+                    .into_iter()
+                    .filter(|p| !self.before.contains(p))
+                    .collect();
+                if escaped.is_empty() || Instant::now() >= until {
+                    break;
+                }
+                // The whole tree at once, so none of it gets to fork away.
+                let mut tree = escaped.clone();
+                let mut i = 0;
+                while i < tree.len() {
+                    for p in children_of(tree[i]) {
+                        if !tree.contains(&p) {
+                            tree.push(p);
+                        }
+                    }
+                    i += 1;
+                }
+                for pid in &tree {
+                    if let Some(pid) = Pid::from_raw(*pid) {
+                        let _ = kill_process(pid, Signal::KILL);
+                    }
+                }
+                // Reaps ours; their children come to loopx on the next round.
+                for pid in escaped {
+                    if let Some(pid) = Pid::from_raw(pid) {
+                        let _ = waitpid(Some(pid), WaitOptions::empty());
+                    }
+                }
+            }
+            let _ = rustix::process::set_child_subreaper(None);
+        }
+    }
+}
+
+/// The processes whose parent is `parent`, from /proc.
+#[cfg(target_os = "linux")]
+fn children_of(parent: i32) -> Vec<i32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| {
+        let e = e.ok()?;
+        let pid: i32 = e.file_name().to_str()?.parse().ok()?;
+        let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+        // `pid (comm) state ppid …`; comm may hold spaces and parentheses.
+        let rest = &stat[stat.rfind(')')? + 1..];
+        let ppid: i32 = rest.split_whitespace().nth(1)?.parse().ok()?;
+        (ppid == parent).then_some(pid)
+    })
+    .collect()
 }
 
 /// The output as it streams by: its digest and its last bytes.

@@ -112,15 +112,30 @@ pub fn load(ctx: &Ctx) -> Result<Snapshot> {
     let Some(id) = store.tip_id()? else {
         return Err(no_state(ctx).into());
     };
-    if let Some((tip, state)) = cache::read(store, id) {
+    // The cached state of a commit that is gone (pruned under a tick) must
+    // not become the parent of a new tick.
+    if let Some((tip, state)) = cache::read(store, id)
+        && store.has_object(id)
+    {
         return Ok(Snapshot { tip, state });
     }
-    let Some(tip) = store.tip()? else {
+    let Some(tip) = store.tip().map_err(|e| unreadable_tip(ctx, e))? else {
         return Err(no_state(ctx).into());
     };
     let snap = snapshot(store, tip)?;
     cache::write(store, &snap.tip, &snap.state);
     Ok(snap)
+}
+
+/// The state ref names a commit that cannot be read: says how to put back
+/// the last good one.
+fn unreadable_tip(ctx: &Ctx, e: anyhow::Error) -> anyhow::Error {
+    Refusal::error(
+        Code::CorruptState,
+        format!("{} names a commit that cannot be read: {e:#}", ctx.state_ref()),
+    )
+    .with_hint("nothing was written; `loopx doctor` names the last good tip in the state ref's reflog, and `loopx doctor --fix` puts it back")
+    .into()
 }
 
 /// The state ref does not exist: says how to create or fetch it.
@@ -195,7 +210,8 @@ fn run(
             &[],
             &committer,
             Empty::Skip,
-        )??;
+        )
+        .map_err(|e| unwritten(ctx, e))??;
         let Some(new) = new else {
             // The op changes nothing (an identical registration, a spend of
             // a turn already spent): no tick, as if it had landed before.
@@ -235,7 +251,11 @@ fn run(
                     return Err(stale_lock(&lock, age).into());
                 }
             }
-            Err(CasError::Other(e)) => return Err(e),
+            Err(CasError::Other(e)) => {
+                // The ref did not move unless it now names the new tick.
+                let moved = ctx.store()?.tip_id().ok().flatten() == Some(new.commit);
+                return Err(if moved { e } else { unwritten(ctx, e) });
+            }
         }
         if started.elapsed() >= RETRY_FOR {
             return Err(Refusal::conflict(
@@ -253,6 +273,19 @@ fn run(
         // writers outside the queue spread out instead of waking together.
         std::thread::sleep(backoff.mul_f64(jitter()));
         backoff = (backoff * 2).min(Duration::from_millis(50));
+    }
+}
+
+/// An error from writing a tick that did not land: a full disk says so
+/// plainly (the objects written so far are unreachable and harmless).
+fn unwritten(ctx: &Ctx, e: anyhow::Error) -> anyhow::Error {
+    match ctx.store() {
+        Ok(store) if crate::error::is_disk_full(&e) => crate::error::disk_full(
+            store.common_dir(),
+            &format!("nothing was written ({} did not move)", ctx.state_ref()),
+        )
+        .into(),
+        _ => e,
     }
 }
 

@@ -1,5 +1,7 @@
 //! `loopx doctor`: check the state and its surroundings, name what is wrong
-//! and how to fix it. `--fix` removes stale lock files and nothing else.
+//! and how to fix it. `--fix` removes stale lock files, and puts back the
+//! newest readable tip from the state ref's reflog when the tip's commit is
+//! gone (a prune under a running tick); nothing else.
 
 use std::collections::BTreeMap;
 use std::time::SystemTime;
@@ -17,11 +19,12 @@ use crate::tx::STALE_LOCK;
 /// Check the state: every file parses, references resolve, no stale locks
 ///
 /// Exits 0 when healthy and 1 naming each file (and line) at fault. --fix
-/// removes lock files older than 10 seconds, left by a writer that died, and
-/// changes nothing else.
+/// removes lock files older than 10 seconds, left by a writer that died,
+/// puts back the last good tip from the state ref's reflog when the tip's
+/// commit is missing, and changes nothing else.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Remove stale lock files
+    /// Remove stale lock files, and put back a missing tip from the reflog
     #[arg(long)]
     fix: bool,
 }
@@ -45,16 +48,41 @@ struct Wire {
     files: usize,
     problems: Vec<Problem>,
     fixed: Vec<String>,
+    /// `--fix` put back the last good tip.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    restored: Option<Restored>,
+}
+
+/// A tip put back from the reflog.
+#[derive(Serialize)]
+struct Restored {
+    #[serde(rename = "ref")]
+    r#ref: String,
+    /// The commit the ref named, which cannot be read.
+    missing: String,
+    /// The last good tip it names now.
+    to: String,
+    tick: u64,
 }
 
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let mut problems = Vec::new();
     let mut fixed = Vec::new();
+    let mut restored = None;
     check_locks(ctx, args.fix, &mut problems, &mut fixed);
     check_refspecs(ctx, &mut problems);
     let mut files_seen = 0;
-    let tip = tx::tip(ctx)?;
+    let (tip, lost) = match tx::tip(ctx) {
+        Ok(tip) => (tip, false),
+        Err(e) => {
+            let tip = restore_tip(ctx, args.fix, e, &mut problems, &mut restored)?;
+            let lost = tip.is_none();
+            (tip, lost)
+        }
+    };
     match &tip {
+        // The problem is named already.
+        None if lost => {}
         None => problems.push(Problem {
             severity: "error",
             path: None,
@@ -86,15 +114,96 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         files: files_seen,
         problems,
         fixed,
+        restored,
     };
     ctx.out.emit(&wire, || human(&wire))?;
     Ok(if healthy { Exit::Ok } else { Exit::Error })
+}
+
+/// The state ref names a commit that cannot be read (its objects were
+/// pruned under a running tick). The newest commit of the ref's reflog
+/// whose whole tree reads is the last good tip: named, and with `fix` put
+/// back (by compare-and-swap from the missing id). Without such a commit
+/// the read error stands.
+fn restore_tip(
+    ctx: &Ctx,
+    fix: bool,
+    err: anyhow::Error,
+    problems: &mut Vec<Problem>,
+    restored: &mut Option<Restored>,
+) -> Result<Option<crate::store::Tip>> {
+    let store = ctx.store()?;
+    let Some(missing) = store.tip_id().ok().flatten() else {
+        return Err(err);
+    };
+    // Its whole history must read: a tick written onto the missing commit
+    // has a tree but no parent.
+    let good = store.state_reflog().into_iter().find_map(|id| {
+        let tip = store.tip_at(id).ok()?;
+        let whole = ["rev-list", "--objects", "--quiet", &id.to_string()];
+        crate::git::output(store.common_dir(), &whole).ok()?;
+        Some(tip)
+    });
+    let Some(good) = good else {
+        return Err(err.context(format!(
+            "{} names {missing}, which cannot be read, and its reflog holds no readable tick",
+            ctx.state_ref()
+        )));
+    };
+    let what = format!(
+        "{} names {}, which cannot be read ({:#}); the last good tip in its reflog is {} (tick {})",
+        ctx.state_ref(),
+        missing.short(12),
+        err,
+        good.commit.short(12),
+        good.tick
+    );
+    if !fix {
+        problems.push(Problem {
+            severity: "error",
+            path: None,
+            message: what,
+            fix: Some(format!(
+                "`loopx doctor --fix` moves {} back to {} (ticks after it that are gone cannot come back; a clone or hub that has them can sync them in)",
+                ctx.state_ref(),
+                good.commit.short(12)
+            )),
+        });
+        return Ok(None);
+    }
+    let moved = store.cas(
+        good.commit,
+        Some(missing),
+        "loopx: doctor --fix put back the last good tip",
+        &ctx.committer(),
+    );
+    match moved {
+        Ok(()) => {
+            *restored = Some(Restored {
+                r#ref: ctx.state_ref().to_owned(),
+                missing: missing.to_string(),
+                to: good.commit.to_string(),
+                tick: good.tick,
+            });
+            Ok(Some(good))
+        }
+        Err(e) => Err(err.context(format!("{what}; putting it back failed: {e:?}"))),
+    }
 }
 
 fn human(w: &Wire) -> String {
     let mut s = String::new();
     for f in &w.fixed {
         s.push_str(&format!("fixed: removed {f}\n"));
+    }
+    if let Some(r) = &w.restored {
+        s.push_str(&format!(
+            "fixed: {} moved from the missing {} back to {} (tick {})\n",
+            r.r#ref,
+            &r.missing[..12],
+            &r.to[..12],
+            r.tick
+        ));
     }
     for p in &w.problems {
         let at = p

@@ -366,6 +366,34 @@ impl Store {
         Ok(steps)
     }
 
+    /// Whether the object database holds `id`.
+    pub fn has_object(&self, id: Oid) -> bool {
+        self.repo.has_object(id.0)
+    }
+
+    /// The commits the state ref pointed at, newest first, from its reflog
+    /// (`<common dir>/logs/<ref>`; empty when there is none). Read as text,
+    /// so it works while the ref names a commit that is gone.
+    pub fn state_reflog(&self) -> Vec<Oid> {
+        let path = self.common_dir().join("logs").join(&self.state_ref);
+        let Ok(text) = std::fs::read_to_string(path) else {
+            return Vec::new();
+        };
+        let mut out: Vec<Oid> = Vec::new();
+        for line in text.lines().rev() {
+            let Some(new) = line.split_whitespace().nth(1) else {
+                continue;
+            };
+            if let Ok(id) = gix::ObjectId::from_hex(new.as_bytes())
+                && !id.is_null()
+                && !out.contains(&Oid(id))
+            {
+                out.push(Oid(id));
+            }
+        }
+        out
+    }
+
     /// A full hex object id, as git prints it.
     pub fn oid(&self, hex: &str) -> Result<Oid> {
         gix::ObjectId::from_hex(hex.as_bytes())
@@ -555,7 +583,10 @@ impl Store {
             change: Change::Update {
                 log: LogChange {
                     mode: RefLog::AndReference,
-                    force_create_reflog: false,
+                    // loopx's refs keep a reflog whatever
+                    // core.logAllRefUpdates says (it covers only branches),
+                    // so `doctor --fix` can put back a lost tip.
+                    force_create_reflog: name.starts_with("refs/loopx/"),
                     message: reflog.into(),
                 },
                 expected: match expected {

@@ -17,6 +17,7 @@ mod test_gc;
 mod test_goal;
 mod test_guard_bypass;
 mod test_harden;
+mod test_harden3;
 mod test_hook;
 mod test_hooks_install;
 mod test_identity;

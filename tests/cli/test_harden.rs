@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use crate::common::{Output, TestEnv, assert_text};
 
 /// The processes whose environment holds `LOOPX_TEST_MARK=<mark>`.
-fn tagged(mark: &str) -> Vec<u32> {
+pub(crate) fn tagged(mark: &str) -> Vec<u32> {
     let needle = format!("LOOPX_TEST_MARK={mark}");
     let mut out = Vec::new();
     for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
@@ -34,7 +34,7 @@ fn tagged(mark: &str) -> Vec<u32> {
 }
 
 /// Sends SIGKILL to `pids` (cleanup after a failure).
-fn kill_all(pids: &[u32]) {
+pub(crate) fn kill_all(pids: &[u32]) {
     for pid in pids {
         let _ = Command::new("kill")
             .args(["-KILL", &pid.to_string()])
@@ -43,17 +43,17 @@ fn kill_all(pids: &[u32]) {
 }
 
 /// What a guarded run saw.
-struct Guarded {
-    out: Output,
+pub(crate) struct Guarded {
+    pub(crate) out: Output,
     /// loopx's peak resident memory (VmHWM), in KiB, as last read.
-    peak_kib: u64,
+    pub(crate) peak_kib: u64,
     /// Tagged processes still alive once loopx exited.
-    left: Vec<u32>,
+    pub(crate) left: Vec<u32>,
 }
 
 /// Runs `loopx ARGS` tagged with a fresh marker; kills everything tagged
 /// and fails if loopx is still running after `guard`.
-fn guarded(env: &TestEnv, args: &[&str], guard: Duration) -> Guarded {
+pub(crate) fn guarded(env: &TestEnv, args: &[&str], guard: Duration) -> Guarded {
     let mark = format!("{}-{}", std::process::id(), env.root().display()).replace('/', "_");
     let dir = env.root().join("out");
     std::fs::create_dir_all(&dir).expect("mkdir out");
