@@ -1,7 +1,6 @@
 //! `loopx digest`: what happened while you were away, from the history alone.
 
 use std::collections::BTreeMap;
-use std::str::FromStr;
 
 use anyhow::Result;
 use serde::Serialize;
@@ -11,7 +10,7 @@ use crate::error::{Code, Exit, Refusal};
 use crate::history::{self, Tick};
 use crate::model::{AgentStatus, EvidenceKind, GoalId, State, Todo, TodoId};
 use crate::op::{Change, board};
-use crate::time::{Span, Timestamp};
+use crate::time::{Span, Timestamp, When};
 use crate::tx;
 
 /// What happened since a time: todos done, gates opened and answered,
@@ -21,35 +20,19 @@ use crate::tx;
 /// beyond). An agent is quiet when it is active and has written no tick in
 /// the last hour (or the last quarter of a shorter window).
 #[derive(clap::Args, Debug)]
+#[command(after_help = "Examples:
+  loopx digest --since 12h              what happened overnight
+  loopx digest --since 1d --goal web --markdown  paste it into a chat")]
 pub struct Args {
     /// A duration back from now (12h, 1d) or an RFC 3339 time
     #[arg(long, value_name = "DURATION|TIME")]
-    since: Since,
+    since: When,
     /// Only what concerns this goal
     #[arg(long, value_name = "G")]
     goal: Option<String>,
     /// Markdown, to paste into a chat or an issue
     #[arg(long)]
     markdown: bool,
-}
-
-/// `--since`: a span back from now, or a time.
-#[derive(Clone, Debug)]
-pub enum Since {
-    Ago(Span),
-    At(Timestamp),
-}
-
-impl FromStr for Since {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        if let Ok(span) = Span::parse(s) {
-            return Ok(Since::Ago(span));
-        }
-        Timestamp::parse(s)
-            .map(Since::At)
-            .map_err(|_| format!("{s:?} is neither a duration (30m, 12h, 1d) nor an RFC 3339 time"))
-    }
 }
 
 /// At most this many lines on screen or in Markdown.
@@ -95,10 +78,7 @@ struct Quiet {
 
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let now = ctx.now;
-    let since = match args.since {
-        Since::Ago(span) => now.minus(span),
-        Since::At(t) => t,
-    };
+    let since = args.since.back_from(now);
     let snap = tx::load(ctx)?;
     let state = &snap.state;
     let goal = match &args.goal {

@@ -6,6 +6,7 @@ mod test_agent;
 mod test_browser;
 mod test_cache;
 mod test_cli_docs;
+mod test_conventions;
 mod test_demo;
 mod test_diff;
 mod test_digest;

@@ -11,16 +11,15 @@ use crate::common::TestEnv;
 
 const PWNED: &str = "<script>document.title='PWNED'</script>";
 
-#[allow(clippy::print_stderr)]
 fn chromium() -> Option<PathBuf> {
     match std::env::var_os("LOOPX_CHROMIUM") {
         Some(p) if !p.is_empty() => Some(PathBuf::from(p)),
         _ => {
-            eprintln!(
+            crate::common::skipped(format_args!(
                 "skipped: the browser test needs Chromium; run it with \
                  LOOPX_CHROMIUM=/usr/bin/chromium cargo test --test cli test_browser:: \
                  (apt-get install chromium)"
-            );
+            ));
             None
         }
     }
