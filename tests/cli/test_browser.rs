@@ -168,3 +168,319 @@ fn chromium_renders_the_page_and_runs_nothing_injected() {
         assert!(png.len() > 10_000, "{name} shows something");
     }
 }
+
+/// The turn token `quota should-run` gives `agent`.
+fn turn(env: &TestEnv, agent: &str, goal: &str) -> String {
+    env.agent(agent, &["quota", "should-run", "--goal", goal, "--json"])
+        .ok()
+        .json()["turn_token"]
+        .as_str()
+        .expect("a turn token")
+        .to_owned()
+}
+
+/// A busy, realistic state (no markup in it): two goals, 52 todos with
+/// dependencies, three agents (one quiet), settled turns with dollars, a
+/// tripped budget, a permission gate on a todo, a publish gate, failing
+/// evidence, a blocked todo with its reason and an expired lease.
+pub fn busy() -> TestEnv {
+    let env = TestEnv::new();
+    env.loopx(&[
+        "init",
+        "--goal",
+        "parser",
+        "--objective",
+        "Replace the hand-written config parser with one that reports line and column",
+    ])
+    .ok();
+    env.loopx(&[
+        "goal",
+        "add",
+        "website",
+        "--objective",
+        "Publish the documentation site with search and a changelog",
+    ])
+    .ok();
+    for (a, rt) in [
+        ("claude-code-634098a0", "claude-code"),
+        ("codex-review", "codex"),
+        ("gemini-docs", "gemini"),
+    ] {
+        env.loopx(&["agent", "register", a, "--runtime", rt]).ok();
+    }
+    env.loopx(&["goal", "set", "parser", "--budget-usd", "40"])
+        .ok();
+    env.loopx(&[
+        "goal",
+        "set",
+        "website",
+        "--budget-usd",
+        "6",
+        "--budget-agent",
+        "gemini-docs",
+    ])
+    .ok();
+    let parser = [
+        "Write the tokenizer",
+        "Parse tables and arrays of tables",
+        "Report line and column in every error",
+        "Fuzz the parser for an hour",
+        "Port the 214 fixture files",
+        "Benchmark against the old parser",
+        "Delete the old parser",
+        "Handle CRLF line endings",
+        "Reject duplicate keys with both positions",
+        "Keep comments for the formatter",
+        "Unicode escapes in basic strings",
+        "Dates and times with offsets",
+        "Integer overflow is an error, not a wrap",
+        "Inline tables may not span lines",
+        "Error messages name the expected token",
+        "Document the error format",
+        "Golden tests for 40 broken files",
+        "Stream large files without reading them whole",
+        "Parse 10 MB under 100 ms",
+        "Remove the regex dependency",
+        "Dotted keys in inline tables",
+        "Multi-line literal strings",
+        "Make errors implement std::error::Error",
+        "Release notes for the new parser",
+        "Ask the security team to review the fuzz corpus",
+        "Migration guide for plugin authors",
+    ];
+    let site = [
+        "Pick a static site generator",
+        "Port the README into the getting-started page",
+        "Search over every page, offline",
+        "Changelog page generated from CHANGELOG.md",
+        "Dark mode that follows the system",
+        "Fix the 37 broken links",
+        "API reference from rustdoc",
+        "Landing page copy",
+        "Screenshots of the status page",
+        "Deploy previews for pull requests",
+        "Analytics-free visit counter",
+        "Redirects from the old wiki",
+        "Accessibility pass (axe, keyboard only)",
+        "Versioned docs for 0.1 and 0.2",
+        "404 page with search",
+        "Sitemap and robots.txt",
+        "Code blocks with copy buttons",
+        "Mobile navigation menu",
+        "Localise the getting-started page",
+        "Publish to the production domain",
+        "Print stylesheet for the manual",
+        "RSS feed of releases",
+        "Contributors page",
+        "Install page per platform",
+        "Compress images to under 200 KB",
+        "Announce the site",
+    ];
+    let mut p: Vec<String> = Vec::new();
+    for (i, title) in parser.iter().enumerate() {
+        let prio = ["P0", "P1", "P2", "P3"][i % 4];
+        let mut args = vec!["--goal", "parser", "--priority", prio];
+        let dep;
+        if i > 0 && i % 3 == 0 {
+            dep = p[i - 1].clone();
+            args.extend(["--after", dep.as_str()]);
+        }
+        p.push(env.add(title, &args));
+    }
+    let mut w: Vec<String> = Vec::new();
+    for (i, title) in site.iter().enumerate() {
+        let prio = ["P1", "P2", "P2", "P3"][i % 4];
+        let mut args = vec!["--goal", "website", "--priority", prio];
+        let dep;
+        if i > 0 && i % 4 == 0 {
+            dep = w[i - 1].clone();
+            args.extend(["--after", dep.as_str()]);
+        }
+        w.push(env.add(title, &args));
+    }
+    let claude = "claude-code-634098a0";
+    // Done work, with passing evidence and settled turns that cost money.
+    for t in [&p[0], &p[1], &p[2]] {
+        env.agent(claude, &["todo", "claim", t]).ok();
+        env.agent(
+            claude,
+            &[
+                "evidence",
+                "run",
+                "--todo",
+                t,
+                "--summary",
+                "cargo test",
+                "--",
+                "true",
+            ],
+        )
+        .ok();
+        env.agent(claude, &["todo", "done", t, "--note", "merged"])
+            .ok();
+    }
+    for (cost, todo) in [("4.10", &p[4]), ("6.35", &p[4]), ("3.80", &p[5])] {
+        let tok = turn(&env, claude, "parser");
+        env.agent(claude, &["todo", "claim", todo]).ok();
+        env.agent(
+            claude,
+            &[
+                "settle", "--turn", &tok, "--todo", todo, "--outcome", "advanced",
+                "--usage",
+                &format!(
+                    r#"{{"input_tokens": 900000, "output_tokens": 60000, "cost_usd": {cost}, "model": "claude-sonnet-4-5", "runtime": "claude-code"}}"#
+                ),
+            ],
+        )
+        .ok();
+    }
+    // A failing check on a claimed todo.
+    env.agent("codex-review", &["todo", "claim", &p[8]]).ok();
+    env.agent(
+        "codex-review",
+        &[
+            "evidence",
+            "run",
+            "--todo",
+            &p[8],
+            "--summary",
+            "cargo test duplicate_keys",
+            "--",
+            "false",
+        ],
+    )
+    .code(3);
+    let tok = turn(&env, "codex-review", "parser");
+    env.agent(
+        "codex-review",
+        &[
+            "settle", "--turn", &tok, "--todo", &p[8], "--outcome", "advanced", "--usage",
+            r#"{"input_tokens": 400000, "output_tokens": 30000, "cost_usd": 1.95, "model": "gpt-5-codex", "runtime": "codex"}"#,
+        ],
+    )
+    .ok();
+    // Blocked, with its reason.
+    env.agent("codex-review", &["todo", "claim", &p[7]]).ok();
+    env.agent(
+        "codex-review",
+        &[
+            "todo",
+            "update",
+            &p[7],
+            "--status",
+            "blocked",
+            "--note",
+            "needs a Windows machine to reproduce the CRLF bug",
+        ],
+    )
+    .ok();
+    env.loopx(&["todo", "update", &w[20], "--status", "deferred"])
+        .ok();
+    // The docs agent spends past its budget: the record opens a spend gate.
+    env.agent("gemini-docs", &["todo", "claim", &w[0]]).ok();
+    env.agent("gemini-docs", &["todo", "done", &w[0], "--note", "Zola"])
+        .ok();
+    for cost in ["2.40", "4.05"] {
+        let tok = turn(&env, "gemini-docs", "website");
+        env.agent("gemini-docs", &["todo", "claim", &w[1]]).ok();
+        env.agent(
+            "gemini-docs",
+            &[
+                "settle", "--turn", &tok, "--todo", &w[1], "--outcome", "advanced", "--usage",
+                &format!(
+                    r#"{{"input_tokens": 700000, "output_tokens": 50000, "cost_usd": {cost}, "model": "gemini-2.5-pro", "runtime": "gemini"}}"#
+                ),
+            ],
+        )
+        .ok();
+    }
+    // A permission gate on one todo, a publish gate on the site.
+    env.loopx(&[
+        "gate",
+        "open",
+        "--goal",
+        "parser",
+        "--kind",
+        "permission",
+        "--blocks",
+        &format!("todo:{}", p[24]),
+        "--question",
+        "May the agent send the fuzz corpus (2 GB, includes customer configs) to the security team's bucket?",
+        "--option",
+        "approve",
+        "--option",
+        "reject",
+    ])
+    .ok();
+    env.loopx(&[
+        "gate",
+        "open",
+        "--goal",
+        "website",
+        "--kind",
+        "publish",
+        "--blocks",
+        &format!("todo:{}", w[19]),
+        "--question",
+        "Publish the site on docs.example.org now, or wait for the search index?",
+        "--option",
+        "publish now",
+        "--option",
+        "wait for search",
+    ])
+    .ok();
+    // A claim whose short lease runs out while nobody ticks.
+    env.agent("codex-review", &["todo", "claim", &p[11], "--ttl", "10m"])
+        .ok();
+    env.advance(40 * 60);
+    // The others renew; the docs agent has gone quiet, its lease runs out.
+    for t in [&p[4], &p[5]] {
+        env.agent(claude, &["todo", "renew", t]).ok();
+    }
+    env.agent("codex-review", &["todo", "renew", &p[8]]).ok();
+    env.advance(25 * 60);
+    env.agent(claude, &["todo", "claim", &p[10]]).ok();
+    env.agent(
+        claude,
+        &[
+            "todo",
+            "update",
+            &p[10],
+            "--note",
+            "escapes done, surrogates next",
+        ],
+    )
+    .ok();
+    env
+}
+
+/// Screenshots of the busy state at 1280 and 390 px, for the README.
+#[test]
+fn chromium_shows_the_busy_state_at_1280_and_390() {
+    let Some(bin) = chromium() else { return };
+    let env = busy();
+    let page = env.root().join("status.html");
+    env.loopx(&["status", "--html", page.to_str().unwrap()])
+        .ok();
+    let url = format!("file://{}", page.display());
+    let home = env.root().join("home");
+    for (name, size) in [("busy-1280.png", "1280,2400"), ("busy-390.png", "390,3600")] {
+        let shot = shots().join(name);
+        let _ = std::fs::remove_file(&shot);
+        headless(
+            &bin,
+            &home,
+            &[
+                &format!("--screenshot={}", shot.display()),
+                &format!("--window-size={size}"),
+                &url,
+            ],
+        );
+        assert!(
+            std::fs::read(&shot)
+                .expect("a screenshot")
+                .starts_with(b"\x89PNG")
+        );
+    }
+    std::fs::copy(&page, shots().join("busy.html")).unwrap();
+}
