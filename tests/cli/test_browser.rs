@@ -464,7 +464,7 @@ fn chromium_shows_the_busy_state_at_1280_and_390() {
         .ok();
     let url = format!("file://{}", page.display());
     let home = env.root().join("home");
-    for (name, size) in [("busy-1280.png", "1280,2400"), ("busy-390.png", "390,3600")] {
+    for (name, size) in [("busy-1280.png", "1280,2200"), ("busy-390.png", "390,1500")] {
         let shot = shots().join(name);
         let _ = std::fs::remove_file(&shot);
         headless(
@@ -483,4 +483,165 @@ fn chromium_shows_the_busy_state_at_1280_and_390() {
         );
     }
     std::fs::copy(&page, shots().join("busy.html")).unwrap();
+}
+
+/// Appended to a copy of the page: measures the layout the browser made
+/// and writes what is wrong into `<pre id="report">` as a JSON list.
+/// 1. no cell, card, gate or list item is wider than its box;
+/// 2. numbers, times, ids, agent names, counts and column headers stay on
+///    one line (no digit or letter-by-letter wrapping);
+/// 3. an answer command breaks only between words.
+const MEASURE: &str = r#"<script>
+(function(){var bad=[];
+function shown(e){return e.getClientRects().length>0;}
+function name(e){return e.tagName.toLowerCase()+(e.id?'#'+e.id:'')+' "'+e.textContent.trim().slice(0,50)+'"';}
+function lines(r){var tops={};Array.prototype.forEach.call(r.getClientRects(),function(x){if(x.width>0)tops[Math.round(x.top)]=1;});return Object.keys(tops).length;}
+document.querySelectorAll('td, th, .card, .gate, li, h1, h2, h3, h4, p, dl').forEach(function(e){
+ if(shown(e)&&e.scrollWidth>e.clientWidth+1)bad.push('overflows: '+name(e)+' '+e.scrollWidth+'>'+e.clientWidth);});
+document.querySelectorAll('time, .id, td.num, thead th, .nw, dd, dt').forEach(function(e){
+ if(!shown(e))return;var r=document.createRange();r.selectNodeContents(e);if(lines(r)>1)bad.push('wraps: '+name(e));});
+document.querySelectorAll('pre code').forEach(function(e){var t=e.firstChild;if(!t)return;var i=0;
+ t.textContent.split(' ').forEach(function(w){if(w){var r=document.createRange();r.setStart(t,i);r.setEnd(t,i+w.length);
+ if(lines(r)>1)bad.push('command broken mid-word: '+w);}i+=w.length+1;});});
+var o=document.createElement('pre');o.id='report';o.textContent=JSON.stringify(bad);document.body.appendChild(o);})();
+</script>"#;
+
+/// The page's layout problems at a window width, as the browser measured
+/// them (see [`MEASURE`]).
+fn layout_problems(bin: &Path, home: &Path, page: &Path, width: u32) -> Vec<String> {
+    let html = std::fs::read_to_string(page).unwrap();
+    let copy = page.with_file_name(format!("measure-{width}.html"));
+    std::fs::write(&copy, html.replace("</body>", &format!("{MEASURE}</body>"))).unwrap();
+    let url = format!("file://{}", copy.display());
+    let dom = String::from_utf8(
+        headless(
+            bin,
+            home,
+            &["--dump-dom", &format!("--window-size={width},3000"), &url],
+        )
+        .stdout,
+    )
+    .unwrap();
+    let start = dom.find("<pre id=\"report\">").expect("the measuring script ran") + 17;
+    let report = &dom[start..start + dom[start..].find("</pre>").unwrap()];
+    let report = report
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&amp;", "&");
+    serde_json::from_str(&report).unwrap_or_else(|e| panic!("{e}: {report}"))
+}
+
+/// The busy page in Chromium: money, what is stuck and why, gates and
+/// todos linked both ways, and a layout that holds at 1280 and 390 px.
+#[test]
+fn chromium_shows_money_stuck_work_and_links_and_nothing_overflows() {
+    let Some(bin) = chromium() else { return };
+    let env = busy();
+    let page = env.root().join("busy.html");
+    env.loopx(&["status", "--html", page.to_str().unwrap()])
+        .ok();
+    let json = env.loopx(&["status", "--json"]).ok().json();
+    let home = env.root().join("home");
+    let url = format!("file://{}", page.display());
+    let dom = String::from_utf8(headless(&bin, &home, &["--dump-dom", &url]).stdout).unwrap();
+    // Money: every budget with its spend, the tripped one marked.
+    assert_eq!(json["budgets"].as_array().unwrap().len(), 2, "{json}");
+    assert!(dom.contains("data-budget=\"tripped\""), "a tripped budget");
+    assert!(dom.contains("data-usd=\"16.2\">$16.20"), "the goal's spend");
+    assert!(dom.contains("data-usd=\"6.45\">$6.45"), "the agent's spend");
+    assert!(dom.contains("$40.00") && dom.contains("$6.00"), "the budgets");
+    // What is stuck, and why.
+    let stuck = &dom[dom.find("id=\"stuck\"").unwrap()..dom.find("id=\"money\"").unwrap()];
+    for (kind, why) in [
+        ("blocked", "needs a Windows machine"),
+        ("expired", "lease expired at"),
+        ("gated", "held by gate"),
+        ("quiet", "last heard from"),
+    ] {
+        let at = stuck
+            .find(&format!("data-stuck=\"{kind}\""))
+            .unwrap_or_else(|| panic!("no {kind} item: {stuck}"));
+        let item = &stuck[at..at + stuck[at..].find("</li>").unwrap()];
+        assert!(item.contains(why), "{kind}: {item}");
+    }
+    // Each gate on a todo links to the todo and names its title; the todo's
+    // card links back to the gate; agents link to their rows.
+    for g in json["gates"].as_array().unwrap() {
+        let id = g["id"].as_str().unwrap();
+        let Some(todo) = g["blocks"].as_str().unwrap().strip_prefix("todo:") else {
+            continue;
+        };
+        let title = env.loopx(&["todo", "show", todo, "--json"]).ok().json()["title"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let gate = &dom[dom.find(&format!("<article class=\"gate\" id=\"{id}\"")).unwrap()..];
+        let gate = &gate[..gate.find("</article>").unwrap()];
+        assert!(gate.contains(&format!("href=\"#{todo}\"")), "{gate}");
+        assert!(gate.contains(&title), "{gate}");
+        let card = &dom[dom.find(&format!("id=\"{todo}\" data-column=")).unwrap()..];
+        let card = &card[..card.find("</article>").unwrap()];
+        assert!(card.contains(&format!("href=\"#{id}\"")), "{card}");
+    }
+    for a in ["claude-code-634098a0", "codex-review", "gemini-docs"] {
+        assert!(dom.contains(&format!("id=\"agent-{a}\"")), "{a}'s row");
+        assert!(dom.contains(&format!("href=\"#agent-{a}\"")), "a link to {a}");
+    }
+    // The layout holds, measured by the browser at both widths.
+    for width in [1280, 390] {
+        let problems = layout_problems(&bin, &home, &page, width);
+        assert!(problems.is_empty(), "at {width} px:\n{}", problems.join("\n"));
+    }
+}
+
+/// Under --watch, a lease counts down on the page's own clock: with no
+/// tick at all, it reads "expired" once its time has passed.
+#[test]
+fn chromium_turns_a_lease_expired_without_a_tick() {
+    let Some(bin) = chromium() else { return };
+    let env = TestEnv::with_board();
+    let t = env.add("Write the parser", &[]);
+    env.agent("agent-a", &["todo", "claim", &t, "--ttl", "2m"])
+        .ok();
+    let page = env.root().join("watch.html");
+    env.loopx(&[
+        "status",
+        "--html",
+        page.to_str().unwrap(),
+        "--watch",
+        "--max-updates",
+        "1",
+    ])
+    .ok();
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("data-until="), "a live lease");
+    // The page reloads itself every 2 s; headless Chromium's virtual clock
+    // never finishes across reloads, so the copy it loads does not reload
+    // (reloading the unchanged file would count from the same clock).
+    let refresh = "<meta http-equiv=\"refresh\" content=\"2\">\n";
+    assert!(html.contains(refresh));
+    let copy = env.root().join("watch-still.html");
+    std::fs::write(&copy, html.replace(refresh, "")).unwrap();
+    let home = env.root().join("home");
+    let url = format!("file://{}", copy.display());
+    let lease_of = |dom: &str| -> String {
+        let card = &dom[dom.find(&format!("id=\"{t}\" data-column=")).expect("the card")..];
+        let card = &card[..card.find("</article>").unwrap()];
+        let time = &card[card.find("<time").expect("a lease")..];
+        time[time.find('>').unwrap() + 1..time.find("</time>").unwrap()].to_owned()
+    };
+    // A moment after loading, the lease still runs...
+    let now = String::from_utf8(
+        headless(&bin, &home, &["--virtual-time-budget=1000", "--dump-dom", &url]).stdout,
+    )
+    .unwrap();
+    assert!(lease_of(&now).ends_with(" left"), "{}", lease_of(&now));
+    // ...three minutes later (the browser's virtual clock), it has expired,
+    // though the file never changed.
+    let later = String::from_utf8(
+        headless(&bin, &home, &["--virtual-time-budget=180000", "--dump-dom", &url]).stdout,
+    )
+    .unwrap();
+    assert_eq!(lease_of(&later), "expired");
+    assert_eq!(std::fs::read_to_string(&page).unwrap(), html);
 }
