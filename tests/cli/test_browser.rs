@@ -522,7 +522,10 @@ fn layout_problems(bin: &Path, home: &Path, page: &Path, width: u32) -> Vec<Stri
         .stdout,
     )
     .unwrap();
-    let start = dom.find("<pre id=\"report\">").expect("the measuring script ran") + 17;
+    let start = dom
+        .find("<pre id=\"report\">")
+        .expect("the measuring script ran")
+        + 17;
     let report = &dom[start..start + dom[start..].find("</pre>").unwrap()];
     let report = report
         .replace("&lt;", "<")
@@ -549,7 +552,10 @@ fn chromium_shows_money_stuck_work_and_links_and_nothing_overflows() {
     assert!(dom.contains("data-budget=\"tripped\""), "a tripped budget");
     assert!(dom.contains("data-usd=\"16.2\">$16.20"), "the goal's spend");
     assert!(dom.contains("data-usd=\"6.45\">$6.45"), "the agent's spend");
-    assert!(dom.contains("$40.00") && dom.contains("$6.00"), "the budgets");
+    assert!(
+        dom.contains("$40.00") && dom.contains("$6.00"),
+        "the budgets"
+    );
     // What is stuck, and why.
     let stuck = &dom[dom.find("id=\"stuck\"").unwrap()..dom.find("id=\"money\"").unwrap()];
     for (kind, why) in [
@@ -575,7 +581,9 @@ fn chromium_shows_money_stuck_work_and_links_and_nothing_overflows() {
             .as_str()
             .unwrap()
             .to_owned();
-        let gate = &dom[dom.find(&format!("<article class=\"gate\" id=\"{id}\"")).unwrap()..];
+        let gate = &dom[dom
+            .find(&format!("<article class=\"gate\" id=\"{id}\""))
+            .unwrap()..];
         let gate = &gate[..gate.find("</article>").unwrap()];
         assert!(gate.contains(&format!("href=\"#{todo}\"")), "{gate}");
         assert!(gate.contains(&title), "{gate}");
@@ -585,12 +593,19 @@ fn chromium_shows_money_stuck_work_and_links_and_nothing_overflows() {
     }
     for a in ["claude-code-634098a0", "codex-review", "gemini-docs"] {
         assert!(dom.contains(&format!("id=\"agent-{a}\"")), "{a}'s row");
-        assert!(dom.contains(&format!("href=\"#agent-{a}\"")), "a link to {a}");
+        assert!(
+            dom.contains(&format!("href=\"#agent-{a}\"")),
+            "a link to {a}"
+        );
     }
     // The layout holds, measured by the browser at both widths.
     for width in [1280, 390] {
         let problems = layout_problems(&bin, &home, &page, width);
-        assert!(problems.is_empty(), "at {width} px:\n{}", problems.join("\n"));
+        assert!(
+            problems.is_empty(),
+            "at {width} px:\n{}",
+            problems.join("\n")
+        );
     }
 }
 
@@ -625,21 +640,33 @@ fn chromium_turns_a_lease_expired_without_a_tick() {
     let home = env.root().join("home");
     let url = format!("file://{}", copy.display());
     let lease_of = |dom: &str| -> String {
-        let card = &dom[dom.find(&format!("id=\"{t}\" data-column=")).expect("the card")..];
+        let card = &dom[dom
+            .find(&format!("id=\"{t}\" data-column="))
+            .expect("the card")..];
         let card = &card[..card.find("</article>").unwrap()];
         let time = &card[card.find("<time").expect("a lease")..];
         time[time.find('>').unwrap() + 1..time.find("</time>").unwrap()].to_owned()
     };
     // A moment after loading, the lease still runs...
     let now = String::from_utf8(
-        headless(&bin, &home, &["--virtual-time-budget=1000", "--dump-dom", &url]).stdout,
+        headless(
+            &bin,
+            &home,
+            &["--virtual-time-budget=1000", "--dump-dom", &url],
+        )
+        .stdout,
     )
     .unwrap();
     assert!(lease_of(&now).ends_with(" left"), "{}", lease_of(&now));
     // ...three minutes later (the browser's virtual clock), it has expired,
     // though the file never changed.
     let later = String::from_utf8(
-        headless(&bin, &home, &["--virtual-time-budget=180000", "--dump-dom", &url]).stdout,
+        headless(
+            &bin,
+            &home,
+            &["--virtual-time-budget=180000", "--dump-dom", &url],
+        )
+        .stdout,
     )
     .unwrap();
     assert_eq!(lease_of(&later), "expired");
