@@ -32,6 +32,7 @@ mod test_notify;
 mod test_opencode;
 mod test_park;
 mod test_race;
+mod test_recipes;
 mod test_repos;
 mod test_runtimes;
 mod test_shell;
