@@ -6,6 +6,20 @@ use clap::Parser;
 use crate::cmd::Command;
 use crate::ctx::Global;
 
+/// Examples in `loopx --help`, as git, jj and gh show them.
+const EXAMPLES: &str = "\
+Examples:
+  loopx init && loopx goal add web --objective 'Ship the site'
+  loopx status                     what is happening, gates waiting on you first
+  loopx status --html board.html --watch
+  loopx digest --since 12h         what happened while you were away
+  loopx log --since 2h --goal web  the ticks of the last two hours
+  loopx gate answer GATE --option approve
+
+Global options go before or after the command (loopx --json status). Exit
+statuses: 0 ok, 1 error, 2 usage, 3 refused by a rule or a failed check,
+4 a conflict with another writer (see `loopx man` and docs/format.md).";
+
 /// The control plane for long-running AI-agent work, with its state on a git ref
 ///
 /// loopx keeps goals, todos with claims and leases, and their history as TOML
@@ -16,13 +30,95 @@ use crate::ctx::Global;
     name = "loopx",
     version,
     propagate_version = true,
-    max_term_width = 100
+    max_term_width = 100,
+    after_help = EXAMPLES
 )]
 pub struct Cli {
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = "Global options")]
     pub global: Global,
+    #[command(flatten, next_help_heading = "Global options")]
+    pub terminal: Terminal,
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// How output meets the terminal: colour and the pager. Read by `lib` before
+/// the command runs (colour through anstream, as clap's own output).
+#[derive(clap::Args, Debug, Clone)]
+pub struct Terminal {
+    /// When to colour the output: auto honours NO_COLOR, CLICOLOR,
+    /// CLICOLOR_FORCE and TERM=dumb, and colours only a terminal
+    #[arg(long, global = true, value_enum, value_name = "WHEN", default_value_t = ColorWhen::Auto)]
+    pub color: ColorWhen,
+    /// Never page long output (log, show, diff); the pager is $LOOPX_PAGER,
+    /// git config core.pager, $PAGER or less, and only on a terminal
+    #[arg(long, global = true)]
+    pub no_pager: bool,
+}
+
+/// `--color`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ColorWhen {
+    Auto,
+    Always,
+    Never,
+}
+
+impl ColorWhen {
+    /// The choice as anstream (and so clap) takes it.
+    pub fn choice(self) -> anstream::ColorChoice {
+        match self {
+            ColorWhen::Auto => anstream::ColorChoice::Auto,
+            ColorWhen::Always => anstream::ColorChoice::Always,
+            ColorWhen::Never => anstream::ColorChoice::Never,
+        }
+    }
+
+    /// `--color` read from a command line clap has not parsed yet (so its
+    /// own usage errors and help follow it too). The last one wins.
+    pub fn scan(args: &[std::ffi::OsString]) -> Option<ColorWhen> {
+        let mut found = None;
+        let mut it = args.iter().skip(1).map(|a| a.to_string_lossy());
+        while let Some(a) = it.next() {
+            if a == "--" {
+                break;
+            }
+            let value = match a.strip_prefix("--color") {
+                Some("") => it.next().map(|v| v.into_owned()),
+                Some(rest) => match rest.strip_prefix('=') {
+                    Some(v) => Some(v.to_owned()),
+                    None => continue,
+                },
+                None => continue,
+            };
+            found = match value.as_deref() {
+                Some("auto") => Some(ColorWhen::Auto),
+                Some("always") => Some(ColorWhen::Always),
+                Some("never") => Some(ColorWhen::Never),
+                _ => found,
+            };
+        }
+        found
+    }
+}
+
+/// Whether a command line asks for JSON (`--json`, `--format json`,
+/// `--format=json`), found without clap: a usage error clap reports is then
+/// written as JSON too.
+pub fn wants_json(args: &[std::ffi::OsString]) -> bool {
+    let mut json = false;
+    let mut it = args.iter().skip(1).map(|a| a.to_string_lossy());
+    while let Some(a) = it.next() {
+        match a.as_ref() {
+            "--" => break,
+            "--json" => json = true,
+            "--format" => json = it.next().is_some_and(|v| v == "json"),
+            "--format=json" => json = true,
+            "--format=human" => json = false,
+            _ => {}
+        }
+    }
+    json
 }
 
 /// Whether the command line calls `loopx hook`, found without clap: a bad
@@ -32,7 +128,7 @@ pub fn is_hook_call(args: impl IntoIterator<Item = std::ffi::OsString>) -> bool 
     let mut args = args.into_iter().skip(1);
     while let Some(a) = args.next() {
         let a = a.to_string_lossy();
-        if matches!(a.as_ref(), "-C" | "--format" | "--agent") {
+        if matches!(a.as_ref(), "-C" | "--format" | "--agent" | "--color") {
             args.next();
         } else if !a.starts_with('-') {
             return a == "hook";
@@ -48,6 +144,51 @@ mod tests {
     #[test]
     fn the_command_tree_is_consistent() {
         super::Cli::command().debug_assert();
+    }
+
+    /// `defer` leaves a command's own definition unbuilt until it is
+    /// entered, so `loopx --help` shows the variant's `///` line: it must
+    /// be there, and say what the command's own help says first.
+    #[test]
+    fn every_command_has_its_summary_before_it_is_built() {
+        let root = super::Cli::command();
+        let mut built = root.clone();
+        built.build();
+        for sub in root.get_subcommands() {
+            let name = sub.get_name();
+            let Some(about) = sub.get_about() else {
+                panic!("{name} has no `///` line on its variant in cmd::Command");
+            };
+            let full = built.find_subcommand(name).expect("built");
+            assert_eq!(
+                about.to_string(),
+                full.get_about()
+                    .map(ToString::to_string)
+                    .unwrap_or_default(),
+                "{name}: the variant's summary differs from the command's own"
+            );
+        }
+    }
+
+    #[test]
+    fn color_and_json_are_found_before_parsing() {
+        use super::{ColorWhen, wants_json};
+        let args = |s: &str| -> Vec<std::ffi::OsString> { s.split(' ').map(Into::into).collect() };
+        assert_eq!(
+            ColorWhen::scan(&args("loopx --color never log")),
+            Some(ColorWhen::Never)
+        );
+        assert_eq!(
+            ColorWhen::scan(&args("loopx log --color=always")),
+            Some(ColorWhen::Always)
+        );
+        assert_eq!(ColorWhen::scan(&args("loopx log -- --color=always")), None);
+        assert_eq!(ColorWhen::scan(&args("loopx --colors log")), None);
+        assert!(wants_json(&args("loopx --json log --bogus")));
+        assert!(wants_json(&args("loopx log --format json")));
+        assert!(wants_json(&args("loopx --format=json log")));
+        assert!(!wants_json(&args("loopx --json --format human log")));
+        assert!(!wants_json(&args("loopx todo add -- --json")));
     }
 
     #[test]

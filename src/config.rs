@@ -185,15 +185,29 @@ pub fn words(line: &str) -> Option<Vec<String>> {
                 loop {
                     match chars.next()? {
                         '"' => break,
-                        '\\' => cur.push(chars.next()?),
+                        // POSIX: inside double quotes a backslash quotes only
+                        // `$`, `` ` ``, `"`, `\` and a newline (which it
+                        // removes); before anything else it stays.
+                        '\\' => match chars.next()? {
+                            '\n' => {}
+                            c @ ('$' | '`' | '"' | '\\') => cur.push(c),
+                            c => {
+                                cur.push('\\');
+                                cur.push(c);
+                            }
+                        },
                         c => cur.push(c),
                     }
                 }
             }
-            '\\' => {
-                in_word = true;
-                cur.push(chars.next()?);
-            }
+            '\\' => match chars.next()? {
+                // A line continuation, as sh reads it.
+                '\n' => {}
+                c => {
+                    in_word = true;
+                    cur.push(c);
+                }
+            },
             c if c.is_whitespace() => {
                 if in_word {
                     out.push(std::mem::take(&mut cur));
@@ -223,6 +237,14 @@ mod tests {
             ["curl", "-d", "a b", "c \"d\"", "e f"]
         );
         assert_eq!(words("  ").unwrap(), Vec::<String>::new());
+        // As sh: in double quotes a backslash stays before other characters.
+        assert_eq!(words(r#""w\x""#).unwrap(), [r"w\x"]);
+        assert_eq!(
+            words(r#""a\"b" "\$HOME" "c\\d" e\x"#).unwrap(),
+            [r#"a"b"#, "$HOME", r"c\d", "ex"]
+        );
+        assert_eq!(words("\"a\\\nb\"").unwrap(), ["ab"]);
+        assert_eq!(words("a \\\n b").unwrap(), ["a", "b"]);
         assert_eq!(words("'open"), None);
     }
 }

@@ -39,6 +39,7 @@ impl Env {
             let Ok(k) = k.into_string() else { continue };
             let wanted = k.starts_with("LOOPX_")
                 || k == "NO_COLOR"
+                || k == "PAGER"
                 || k == "HOME"
                 || k == "PATH"
                 || k.starts_with("CLAUDE")

@@ -75,6 +75,10 @@ pub fn main_from(args: impl IntoIterator<Item = std::ffi::OsString>) -> ExitCode
         let _ = std::io::stdout().write_all(version_line().as_bytes());
         return ExitCode::SUCCESS;
     }
+    // Before parsing, so clap's own help and errors follow `--color` too.
+    if let Some(when) = cli::ColorWhen::scan(&args) {
+        when.choice().write_global();
+    }
     let cli = match cli::Cli::try_parse_from(&args) {
         Ok(cli) => cli,
         Err(e) if e.use_stderr() && cli::is_hook_call(args.iter().cloned()) => {
@@ -85,6 +89,18 @@ pub fn main_from(args: impl IntoIterator<Item = std::ffi::OsString>) -> ExitCode
                 first.trim_start_matches("error: ")
             ));
             return ExitCode::SUCCESS;
+        }
+        Err(e) if e.use_stderr() && cli::wants_json(&args) => {
+            // A usage error under --json is a JSON document too, like every
+            // other error (code `bad-usage`, exit 2).
+            let text = e.render().to_string();
+            let (message, hint) = usage_parts(&text);
+            let mut refusal = error::Refusal::usage(error::Code::BadUsage, message);
+            if let Some(hint) = hint {
+                refusal = refusal.with_hint(hint);
+            }
+            Out::new(output::Format::Json, true).error(&refusal.into(), Exit::Usage);
+            return ExitCode::from(Exit::Usage.code());
         }
         Err(e) => {
             let _ = e.print();
@@ -102,6 +118,14 @@ pub fn main_from(args: impl IntoIterator<Item = std::ffi::OsString>) -> ExitCode
     }
     let format = cli.global.format();
     let result = ctx::Ctx::new(&cli.global).and_then(|ctx| match &cli.command {
+        cmd::Command::Log(_) | cmd::Command::Show(_) | cmd::Command::Diff(_)
+            if !cli.terminal.no_pager =>
+        {
+            if let Some(pager) = pager(&ctx) {
+                ctx.out.page(&pager);
+            }
+            cmd::run(&ctx, &cli.command)
+        }
         // Generated from the command line's definition, which commands do
         // not import.
         cmd::Command::Completions(args) => cmd::completions::run(
@@ -140,6 +164,34 @@ pub fn main_from(args: impl IntoIterator<Item = std::ffi::OsString>) -> ExitCode
             ExitCode::from(exit.code())
         }
     }
+}
+
+/// clap's rendered usage error as a message and a hint: its first line
+/// without `error: `, and the rest (usage, "try --help") on one line.
+fn usage_parts(text: &str) -> (String, Option<String>) {
+    let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+    let message = lines
+        .next()
+        .unwrap_or("bad usage")
+        .trim_start_matches("error: ")
+        .to_owned();
+    let rest: Vec<&str> = lines.collect();
+    (message, (!rest.is_empty()).then(|| rest.join("; ")))
+}
+
+/// The pager for long output, found as git finds its own: `LOOPX_PAGER`,
+/// then git config `core.pager`, then `PAGER`, then `less`. Empty or `cat`
+/// means none.
+fn pager(ctx: &ctx::Ctx) -> Option<String> {
+    let chosen = ctx
+        .env
+        .get("LOOPX_PAGER")
+        .map(str::to_owned)
+        .or_else(|| ctx.store().ok().and_then(|s| s.config("core.pager")))
+        .or_else(|| ctx.env.get("PAGER").map(str::to_owned))
+        .unwrap_or_else(|| "less".to_owned());
+    let chosen = chosen.trim();
+    (!chosen.is_empty() && chosen != "cat").then(|| chosen.to_owned())
 }
 
 #[cfg(test)]

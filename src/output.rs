@@ -34,11 +34,14 @@ pub struct Out {
 }
 
 impl Out {
-    /// The process's stdout and stderr. `no_color`: `NO_COLOR` was set.
+    /// The process's stdout and stderr. `no_color`: never colour. Else
+    /// colour as clap does (anstream): `--color`, then `NO_COLOR`,
+    /// `CLICOLOR_FORCE`, `CLICOLOR=0`, a terminal and `TERM` (not `dumb`).
     pub fn new(format: Format, no_color: bool) -> Self {
         Out::with_writers(
             format,
-            !no_color && io::stdout().is_terminal(),
+            !no_color
+                && anstream::AutoStream::choice(&io::stdout()) != anstream::ColorChoice::Never,
             Box::new(io::stdout()),
             Box::new(io::stderr()),
         )
@@ -57,6 +60,31 @@ impl Out {
             stdout: RefCell::new(stdout),
             stderr: RefCell::new(stderr),
         }
+    }
+
+    /// Sends the data written from now on through a pager (`command`, run
+    /// by `sh -c` as git runs its pager, with `LESS=FRX` and `LV=-c` unless
+    /// they are set), when the output is for people and stdout is a terminal. The
+    /// pager is waited for when this output is dropped. Nothing happens for
+    /// JSON, a pipe or a file, or when the pager cannot start.
+    pub fn page(&self, command: &str) {
+        if self.format != Format::Human || !io::stdout().is_terminal() {
+            return;
+        }
+        let mut sh = std::process::Command::new("sh");
+        sh.arg("-c")
+            .arg(format!(
+                "export LESS=\"${{LESS-FRX}}\" LV=\"${{LV--c}}\"; {command}"
+            ))
+            .stdin(std::process::Stdio::piped());
+        let Ok(mut child) = sh.spawn() else { return };
+        let Some(stdin) = child.stdin.take() else {
+            return;
+        };
+        *self.stdout.borrow_mut() = Box::new(Pager {
+            stdin: Some(stdin),
+            child,
+        });
     }
 
     pub fn is_json(&self) -> bool {
@@ -226,6 +254,33 @@ impl Stream<'_> {
     /// Flushes what is buffered; call it once the stream is complete.
     pub fn finish(mut self) -> io::Result<()> {
         self.out.flush()
+    }
+}
+
+/// The pager's stdin, as stdout; dropping it closes the pipe and waits for
+/// the pager, so the shell prompt comes back after the person quits it.
+struct Pager {
+    stdin: Option<std::process::ChildStdin>,
+    child: std::process::Child,
+}
+
+impl Write for Pager {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match &mut self.stdin {
+            Some(s) => s.write(buf),
+            None => Err(io::ErrorKind::BrokenPipe.into()),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.stdin.as_mut().map_or(Ok(()), Write::flush)
+    }
+}
+
+impl Drop for Pager {
+    fn drop(&mut self) {
+        drop(self.stdin.take());
+        let _ = self.child.wait();
     }
 }
 

@@ -263,6 +263,47 @@ impl FromStr for Span {
     }
 }
 
+/// A time as a flag takes it (`--since`, `--until`): an RFC 3339 time, or
+/// a duration counted from now (`2h`, `1d`, `1h30m`), back for a start and
+/// forward for an end. The one parser every time flag uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum When {
+    At(Timestamp),
+    From(Span),
+}
+
+impl When {
+    /// The time this names as a start: a duration is that long before `now`.
+    pub fn back_from(self, now: Timestamp) -> Timestamp {
+        match self {
+            When::At(t) => t,
+            When::From(span) => now.minus(span),
+        }
+    }
+
+    /// The time this names as an end: a duration is that long after `now`.
+    pub fn on_from(self, now: Timestamp) -> Timestamp {
+        match self {
+            When::At(t) => t,
+            When::From(span) => now.plus(span),
+        }
+    }
+}
+
+impl FromStr for When {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        if let Ok(span) = Span::parse(s) {
+            return Ok(When::From(span));
+        }
+        Timestamp::parse(s).map(When::At).map_err(|_| {
+            format!(
+                "{s:?} is neither a duration (30m, 12h, 1d) nor an RFC 3339 time (2026-11-30T09:00:00Z)"
+            )
+        })
+    }
+}
+
 impl Serialize for Span {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_str(self)
@@ -277,6 +318,24 @@ impl<'de> Deserialize<'de> for Span {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_time_flag_takes_a_duration_or_a_time() {
+        use super::{Span, Timestamp, When};
+        let now = Timestamp::parse("2026-11-30T12:00:00Z").unwrap();
+        let w: When = "2h".parse().unwrap();
+        assert_eq!(w, When::From(Span::hours(2)));
+        assert_eq!(w.back_from(now).to_string(), "2026-11-30T10:00:00Z");
+        assert_eq!(w.on_from(now).to_string(), "2026-11-30T14:00:00Z");
+        let at: When = "2026-11-30T09:00:00+01:00".parse().unwrap();
+        assert_eq!(at.back_from(now).to_string(), "2026-11-30T08:00:00Z");
+        assert_eq!(at.on_from(now), at.back_from(now));
+        let bad = "yesterday".parse::<When>().unwrap_err();
+        assert!(
+            bad.contains("neither a duration") && bad.contains("RFC 3339"),
+            "{bad}"
+        );
+    }
+
     use super::*;
 
     #[test]

@@ -1,7 +1,6 @@
 //! `loopx digest`: what happened while you were away, from the history alone.
 
 use std::collections::BTreeMap;
-use std::str::FromStr;
 
 use anyhow::Result;
 use serde::Serialize;
@@ -9,47 +8,36 @@ use serde::Serialize;
 use crate::ctx::Ctx;
 use crate::error::{Code, Exit, Refusal};
 use crate::history::{self, Tick};
+use crate::model::usage::Usd;
 use crate::model::{AgentStatus, EvidenceKind, GoalId, State, Todo, TodoId};
 use crate::op::{Change, board};
-use crate::time::{Span, Timestamp};
+use crate::time::{Span, Timestamp, When};
 use crate::tx;
 
 /// What happened since a time: todos done, gates opened and answered,
 /// failed checks, quiet agents, slots spent, sync rejections
 ///
-/// Read from the history alone; at most 40 lines on screen ("and N more"
-/// beyond). An agent is quiet when it is active and has written no tick in
-/// the last hour (or the last quarter of a shorter window).
+/// First what needs you now (open gates waiting on a human, with the
+/// commands that answer them) and the leases that ran out; then what
+/// happened, read from the history: gates opened (by `gate open`, or by
+/// `settle` and usage records: stall and budget gates), dollars spent per
+/// agent. At most 40 lines on screen ("and N more" beyond). An agent is
+/// quiet when it is active and has written no tick in the last hour (or
+/// the last quarter of a shorter window).
 #[derive(clap::Args, Debug)]
+#[command(after_help = "Examples:
+  loopx digest --since 12h              what happened overnight
+  loopx digest --since 1d --goal web --markdown  paste it into a chat")]
 pub struct Args {
     /// A duration back from now (12h, 1d) or an RFC 3339 time
     #[arg(long, value_name = "DURATION|TIME")]
-    since: Since,
+    since: When,
     /// Only what concerns this goal
     #[arg(long, value_name = "G")]
     goal: Option<String>,
     /// Markdown, to paste into a chat or an issue
     #[arg(long)]
     markdown: bool,
-}
-
-/// `--since`: a span back from now, or a time.
-#[derive(Clone, Debug)]
-pub enum Since {
-    Ago(Span),
-    At(Timestamp),
-}
-
-impl FromStr for Since {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        if let Ok(span) = Span::parse(s) {
-            return Ok(Since::Ago(span));
-        }
-        Timestamp::parse(s)
-            .map(Since::At)
-            .map_err(|_| format!("{s:?} is neither a duration (30m, 12h, 1d) nor an RFC 3339 time"))
-    }
 }
 
 /// At most this many lines on screen or in Markdown.
@@ -67,13 +55,49 @@ struct Wire {
     #[serde(skip_serializing_if = "Option::is_none")]
     goal: Option<GoalId>,
     ticks: usize,
+    /// Open gates waiting on a human, oldest first (the state now).
+    needs_you: Vec<Waiting>,
+    /// Claims whose lease has run out (the state now).
+    expired_leases: Vec<Expired>,
     done: Vec<Item>,
     gates_opened: Vec<Item>,
     gates_answered: Vec<Item>,
     failed: Vec<Item>,
     quiet: Vec<Quiet>,
     slots: BTreeMap<String, u32>,
+    /// Dollars (and tokens) the usage records of the window add up to, per
+    /// agent.
+    spent: BTreeMap<String, Spend>,
     sync_rejected: Vec<Item>,
+}
+
+#[derive(Serialize)]
+struct Waiting {
+    gate: crate::model::GateId,
+    goal: GoalId,
+    kind: &'static str,
+    question: String,
+    opened_at: Timestamp,
+    /// One `loopx gate answer` command per option.
+    answer: Vec<String>,
+}
+
+#[derive(Serialize)]
+struct Expired {
+    todo: TodoId,
+    title: String,
+    owner: String,
+    lease_until: Timestamp,
+}
+
+#[derive(Serialize, Default)]
+struct Spend {
+    usd: f64,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    estimated: bool,
+    tokens: u64,
+    #[serde(skip)]
+    micros: Usd,
 }
 
 /// One event: the tick, its time, who, and the line a person reads.
@@ -95,10 +119,7 @@ struct Quiet {
 
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let now = ctx.now;
-    let since = match args.since {
-        Since::Ago(span) => now.minus(span),
-        Since::At(t) => t,
-    };
+    let since = args.since.back_from(now);
     let snap = tx::load(ctx)?;
     let state = &snap.state;
     let goal = match &args.goal {
@@ -121,6 +142,10 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let archive = tx::load_archive(ctx, &snap)?;
     let find = |t: &TodoId| state.todos.get(t).or_else(|| archive.get(t));
     let mut last_seen: BTreeMap<String, Timestamp> = BTreeMap::new();
+    // Each tick in the window: when, by whom, its number; a gate opened as
+    // the effect of an op (settle's stall gate, a usage record's budget
+    // gate) is found by these.
+    let mut window: Vec<(Timestamp, String, u64)> = Vec::new();
     let mut older = 0;
     for e in history::walk(ctx, snap.tip.commit)? {
         let t = Tick::read(e?);
@@ -149,6 +174,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         }
         w.ticks += 1;
         let tick = t.number().unwrap_or(0);
+        window.push((at, by.clone(), tick));
         let item = |text: String| Item {
             tick,
             at,
@@ -200,6 +226,13 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                     w.gates_answered.push(item(format!("{gate}{q}: {choice}")));
                 }
                 Change::QuotaSpend { .. } => *w.slots.entry(by.clone()).or_default() += 1,
+                Change::UsageRecord { usage, .. } => {
+                    let s = w.spent.entry(by.clone()).or_default();
+                    s.micros = s.micros.saturating_add(usage.cost_usd.unwrap_or_default());
+                    s.usd = s.micros.dollars();
+                    s.estimated |= usage.estimated;
+                    s.tokens += usage.input_tokens + usage.output_tokens;
+                }
                 Change::EvidenceAdd {
                     kind: EvidenceKind::SyncRejected,
                     summary,
@@ -209,6 +242,75 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             }
         }
     }
+    // Gates no `gate open` in the window opened: those an op opened as its
+    // effect (settle's stall gate, a usage record's budget gate).
+    let listed: Vec<String> = w
+        .gates_opened
+        .iter()
+        .filter_map(|i| i.text.split(' ').next().map(str::to_owned))
+        .collect();
+    let mut effects: Vec<Item> = Vec::new();
+    for g in state.gates.values() {
+        if g.opened_at < since
+            || listed.iter().any(|l| l == g.id.as_str())
+            || goal.as_ref().is_some_and(|x| *x != g.goal)
+        {
+            continue;
+        }
+        let by = g.opened_by.name().to_owned();
+        let Some((_, _, tick)) = window
+            .iter()
+            .find(|(at, who, _)| *at == g.opened_at && *who == by)
+        else {
+            continue;
+        };
+        effects.push(Item {
+            tick: *tick,
+            at: g.opened_at,
+            by,
+            text: format!("{} {} \"{}\"", g.id, g.kind.as_str(), g.question),
+        });
+    }
+    w.gates_opened.extend(effects);
+    w.gates_opened
+        .sort_by_key(|i| std::cmp::Reverse((i.tick, i.at)));
+    // What needs a person now, from the state as it is.
+    let mut waiting: Vec<&crate::model::Gate> = state
+        .gates
+        .values()
+        .filter(|g| g.is_open() && g.kind.human_only())
+        .filter(|g| goal.as_ref().is_none_or(|x| *x == g.goal))
+        .collect();
+    waiting.sort_by_key(|g| (g.opened_at, g.id.clone()));
+    w.needs_you = waiting
+        .into_iter()
+        .map(|g| Waiting {
+            gate: g.id.clone(),
+            goal: g.goal.clone(),
+            kind: g.kind.as_str(),
+            question: g.question.clone(),
+            opened_at: g.opened_at,
+            answer: g
+                .options
+                .iter()
+                .map(|o| crate::notify::answer_command(g, o))
+                .collect(),
+        })
+        .collect();
+    let skew = state.meta.settings.clock_skew;
+    for t in state.todos.values() {
+        let Some(c) = &t.claim else { continue };
+        if t.live_claim(now, skew).is_some() || goal.as_ref().is_some_and(|x| *x != t.goal) {
+            continue;
+        }
+        w.expired_leases.push(Expired {
+            todo: t.id.clone(),
+            title: t.title.clone(),
+            owner: c.owner.to_string(),
+            lease_until: c.lease_until,
+        });
+    }
+    w.expired_leases.sort_by_key(|e| e.lease_until);
     let quiet_after = Span::hours(1).min(Span::seconds(now.since(since).as_secs() / 4));
     for a in state.agents.values() {
         if a.status != AgentStatus::Active {
@@ -284,6 +386,35 @@ fn render(w: &Wire, markdown: bool) -> String {
     };
     let line = |i: &Item| format!("{bullet}{}  {}  {}", i.at, i.by, i.text);
     let mut sections: Vec<(String, Vec<String>)> = vec![
+        (
+            "Needs you now".into(),
+            w.needs_you
+                .iter()
+                .map(|g| {
+                    format!(
+                        "{bullet}{} {} on {}, open since {}: \"{}\"; answer with `{}`",
+                        g.gate,
+                        g.kind,
+                        g.goal,
+                        g.opened_at,
+                        g.question,
+                        g.answer.join("` or `")
+                    )
+                })
+                .collect(),
+        ),
+        (
+            "Expired leases".into(),
+            w.expired_leases
+                .iter()
+                .map(|e| {
+                    format!(
+                        "{bullet}{} \"{}\"  {}'s lease ran out at {}",
+                        e.todo, e.title, e.owner, e.lease_until
+                    )
+                })
+                .collect(),
+        ),
         ("Done".into(), w.done.iter().map(line).collect()),
         (
             "Gates opened".into(),
@@ -309,6 +440,20 @@ fn render(w: &Wire, markdown: bool) -> String {
             w.slots
                 .iter()
                 .map(|(a, n)| format!("{bullet}{a}  {n}"))
+                .collect(),
+        ),
+        (
+            "Dollars spent".into(),
+            w.spent
+                .iter()
+                .map(|(a, s)| {
+                    format!(
+                        "{bullet}{a}  {}{}, {} tokens",
+                        s.micros,
+                        if s.estimated { " (est.)" } else { "" },
+                        crate::model::usage::human_count(s.tokens)
+                    )
+                })
                 .collect(),
         ),
         (

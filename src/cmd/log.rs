@@ -13,7 +13,7 @@ use crate::history::{self, FileDiff, Tick};
 use crate::model::id::RANDOM_HEX;
 use crate::model::{AgentId, GoalId, TodoId, files};
 use crate::op::Change;
-use crate::time::Timestamp;
+use crate::time::{Timestamp, When};
 use crate::tx;
 
 /// Show the ticks, newest first: who did what, and when
@@ -23,6 +23,11 @@ use crate::tx;
 /// agent's ticks (LOOPX_AGENT does not filter). With --format json, one JSON
 /// record per line.
 #[derive(clap::Args, Debug)]
+#[command(after_help = "Examples:
+  loopx log -n 20                       the last twenty ticks
+  loopx log --since 2h --goal web       the last two hours of one goal
+  loopx log --todo t-7093 -p            one todo's ticks, with their diffs
+  loopx --json log --op gate            one JSON record per line (NDJSON)")]
 pub struct Args {
     /// Only ticks about this goal, its todos included
     #[arg(long, value_name = "G")]
@@ -33,9 +38,10 @@ pub struct Args {
     /// Only this operation (todo.claim), or a group of them (todo)
     #[arg(long = "op", value_name = "KIND")]
     op: Option<String>,
-    /// Only ticks at or after this time (RFC 3339)
-    #[arg(long, value_name = "TIME")]
-    since: Option<Timestamp>,
+    /// Only ticks at or after this time: a duration back from now (2h, 1d)
+    /// or an RFC 3339 time
+    #[arg(long, value_name = "DURATION|TIME")]
+    since: Option<When>,
     /// Show at most N ticks
     #[arg(short = 'n', long = "max-count", value_name = "N")]
     max_count: Option<usize>,
@@ -104,12 +110,13 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         return Ok(Exit::Ok);
     }
     let signers = crate::trust::AllowedSigners::load(ctx)?;
+    let since = args.since.map(|w| w.back_from(ctx.now));
     let mut stream = ctx.out.stream();
     let mut shown = 0usize;
     let mut older = 0usize;
     for entry in history::walk(ctx, tip.commit)? {
         let tick = Tick::read(entry?);
-        if let Some(since) = args.since
+        if let Some(since) = since
             && tick.time() < since
         {
             older += 1;

@@ -89,8 +89,141 @@ fn write_all(cmd: &clap::Command, name: &str, dir: &Path, pages: &mut Vec<Page>)
     Ok(())
 }
 
+/// One page: clap_mangen's sections, the synopsis as `--help` writes it
+/// (`loopx todo claim [OPTIONS] <ID>`, not every flag with its value
+/// dropped), the examples, and the sections every man page has: EXIT
+/// STATUS, ENVIRONMENT and SEE ALSO.
 fn render(cmd: &clap::Command) -> Result<String> {
+    let usage = cmd.clone().render_usage().to_string();
+    let usage = usage.trim().trim_start_matches("Usage:").trim().to_owned();
+    let man = clap_mangen::Man::new(cmd.clone().override_usage(usage));
     let mut roff = Vec::new();
-    clap_mangen::Man::new(cmd.clone()).render(&mut roff)?;
-    Ok(String::from_utf8(roff)?)
+    man.render_title(&mut roff)?;
+    man.render_name_section(&mut roff)?;
+    man.render_synopsis_section(&mut roff)?;
+    man.render_description_section(&mut roff)?;
+    if cmd.get_arguments().any(|a| !a.is_hide_set()) {
+        man.render_options_section(&mut roff)?;
+    }
+    if cmd.has_subcommands() {
+        man.render_subcommands_section(&mut roff)?;
+    }
+    // Each section rendered alone repeats roff's two-line preamble.
+    let mut text = String::new();
+    for (i, line) in String::from_utf8(roff)?.lines().enumerate() {
+        if i < 2 || !(line.starts_with(".ie \\n(.g") || line.starts_with(".el .ds Aq")) {
+            text.push_str(line);
+            text.push('\n');
+        }
+    }
+    if let Some(after) = cmd.get_after_long_help().or(cmd.get_after_help()) {
+        text.push_str(".SH EXAMPLES\n.nf\n");
+        for line in after.to_string().lines() {
+            if line.trim_end() == "Examples:" {
+                continue;
+            }
+            text.push_str(&roff_line(line));
+            text.push('\n');
+        }
+        text.push_str(".fi\n");
+    }
+    text.push_str(".SH \"EXIT STATUS\"\n");
+    for (code, what) in EXIT_STATUS {
+        text.push_str(&format!(".TP\n{code}\n{}\n", roff_line(what)));
+    }
+    text.push_str(".SH ENVIRONMENT\n");
+    for (var, what) in ENVIRONMENT {
+        text.push_str(&format!(
+            ".TP\n\\fB{}\\fR\n{}\n",
+            roff_line(var),
+            roff_line(what)
+        ));
+    }
+    text.push_str(".SH \"SEE ALSO\"\n");
+    text.push_str(&roff_line(&see_also(cmd).join(", ")));
+    text.push('\n');
+    let mut version = Vec::new();
+    man.render_version_section(&mut version)?;
+    for line in String::from_utf8(version)?.lines() {
+        if !(line.starts_with(".ie \\n(.g") || line.starts_with(".el .ds Aq")) {
+            text.push_str(line);
+            text.push('\n');
+        }
+    }
+    Ok(text)
+}
+
+/// The EXIT STATUS section (docs/format.md §11 has the full table).
+const EXIT_STATUS: [(u8, &str); 5] = [
+    (0, "Success, including should-run saying run."),
+    (
+        1,
+        "An error that is neither a rule nor a conflict: I/O, git, a corrupt state, an unknown id.",
+    ),
+    (2, "Usage: a bad flag or a malformed argument."),
+    (
+        3,
+        "Refused by a rule (permission, gate, quota, a failed validation), or a check that failed.",
+    ),
+    (
+        4,
+        "A conflict with another writer: a claim held by another agent, a stale epoch, a sync rejection.",
+    ),
+];
+
+/// The ENVIRONMENT section: every variable loopx reads.
+const ENVIRONMENT: [(&str, &str); 8] = [
+    (
+        "LOOPX_AGENT",
+        "The registered agent loopx acts as when --agent is not given.",
+    ),
+    (
+        "LOOPX_NOW",
+        "A fixed clock (an RFC 3339 time), for reproducible scripts and tests.",
+    ),
+    ("LOOPX_SEED", "Makes generated ids deterministic."),
+    (
+        "LOOPX_PAGER, PAGER",
+        "The pager for log, show and diff on a terminal (before PAGER, git config core.pager); empty or cat turns it off, as does --no-pager.",
+    ),
+    ("NO_COLOR", "Set to anything: no colour (as --color never)."),
+    (
+        "CLICOLOR, CLICOLOR_FORCE",
+        "CLICOLOR=0: no colour; CLICOLOR_FORCE=1: colour even when not on a terminal.",
+    ),
+    ("TERM", "dumb: no colour."),
+    (
+        "HOME",
+        "Where hooks install finds the agent runtimes' settings.",
+    ),
+];
+
+/// loopx(1) and the page's neighbours: its parent and its own commands.
+fn see_also(cmd: &clap::Command) -> Vec<String> {
+    let bin = cmd.get_bin_name().unwrap_or("loopx").replace(' ', "-");
+    let mut pages = Vec::new();
+    if let Some((parent, _)) = bin.rsplit_once('-') {
+        if parent != "loopx" {
+            pages.push("loopx(1)".to_owned());
+        }
+        pages.push(format!("{parent}(1)"));
+    }
+    pages.extend(
+        cmd.get_subcommands()
+            .filter(|s| !s.is_hide_set() && s.get_name() != "help")
+            .map(|s| format!("{bin}-{}(1)", s.get_name())),
+    );
+    pages.push("git(1)".to_owned());
+    pages
+}
+
+/// Text as one line of roff: backslashes and hyphens escaped, and a line
+/// that would start with a control character made plain.
+fn roff_line(s: &str) -> String {
+    let s = s.replace('\\', "\\e").replace('-', "\\-");
+    if s.starts_with('.') || s.starts_with('\'') {
+        format!("\\&{s}")
+    } else {
+        s
+    }
 }

@@ -43,16 +43,26 @@ use crate::tx::Committed;
 /// `defer`: each command's arguments (and its subcommands') are defined
 /// only when the command line enters it, so a run pays for one command's
 /// definition, not all of them (help, completions, man pages and the docs
-/// build the whole tree).
+/// build the whole tree). So `loopx --help` sees only what is written on
+/// the variant: each one's `///` line is its summary there, the same as the
+/// first line of the command's own help (`cli`'s tests compare them).
 #[derive(clap::Subcommand, Debug)]
 #[command(defer = true)]
 pub enum Command {
+    /// Show what loopx is for: two machines, two agents and a human, for real
     Demo(demo::Args),
+    /// Create the loopx state in this repository
     Init(init::Args),
+    /// Show goals, who owns what, what is ready, and the last few ticks
     Status(status::Args),
+    /// What happened since a time: todos done, gates opened and answered,
+    /// failed checks, quiet agents, slots spent, sync rejections
     Digest(digest::Args),
+    /// Show the ticks, newest first: who did what, and when
     Log(log::Args),
+    /// Show one tick: its operation, actor, time, trailers and file diffs
     Show(show::Args),
+    /// Summarize what changed between two states
     Diff(diff::Args),
     /// Add, list, show and change goals
     #[command(subcommand)]
@@ -75,18 +85,28 @@ pub enum Command {
     /// The turn's gate: should this agent run now, and the slots turns spend
     #[command(subcommand)]
     Quota(quota::Command),
+    /// Record how your turn ended, and print the brief for the next one
     RefreshState(refresh_state::Args),
+    /// End a turn in one tick: run the check, update the todo, refresh, spend
     Settle(settle::Args),
+    /// Sync the state with a git remote: fetch, replay local ticks, push
     Sync(sync::Args),
+    /// Check that every tick re-applies to exactly its tree
     Verify(verify::Args),
+    /// Check the state: every file parses, references resolve, no stale locks
     Doctor(doctor::Args),
+    /// Pack loose objects and prune unreachable ones older than two weeks
     Gc(gc::Args),
+    /// Answer an agent runtime's hook: read its JSON on stdin, reply in its own JSON
     Hook(hook::Args),
     /// Install, remove and check the hooks that wire agent runtimes and git to loopx
     #[command(subcommand)]
     Hooks(hooks::Command),
+    /// Serve the turn as MCP tools over stdio (newline-delimited JSON-RPC)
     Mcp(mcp::Args),
+    /// Print the completion script for a shell
     Completions(completions::Args),
+    /// Write the man pages: loopx(1), and loopx-todo-claim(1) and so on with --dir
     Man(man::Args),
     /// Guard a bare hub repository: refuse pushes that forge or rewrite the state
     #[command(subcommand)]

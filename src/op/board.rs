@@ -79,6 +79,45 @@ pub struct Card<'s> {
     pub expired: bool,
     /// Dependencies not done yet.
     pub pending: Vec<&'s Todo>,
+    /// The open gates that hold it: on the todo itself, or on its whole
+    /// goal (a gate on an agent holds only that agent).
+    pub gates: Vec<&'s Gate>,
+    /// Why no active agent may claim it, for an open todo that is not
+    /// ready: the first active agent's reason (None when there is no
+    /// active agent, or it is not open).
+    pub why: Option<rules::NotReady>,
+}
+
+impl Card<'_> {
+    /// What holds it back and what would free it, in a few words, for a
+    /// todo that is stuck: blocked (its newest note), an expired lease, a
+    /// gate, or an open todo nobody may take. None when it is not stuck.
+    pub fn stuck(&self) -> Option<String> {
+        let t = self.todo;
+        if self.expired
+            && let Some(c) = &t.claim
+        {
+            return Some(format!(
+                "{}'s lease expired at {}: the owner renews it, or another agent claims it (loopx todo claim {})",
+                c.owner, c.lease_until, t.id
+            ));
+        }
+        match self.column {
+            Column::Blocked => Some(match t.notes.last() {
+                Some(n) => format!("blocked: {}", n.text),
+                None => "blocked, with no note saying why".to_owned(),
+            }),
+            Column::Open | Column::Waiting | Column::Ready if !self.gates.is_empty() => {
+                let g = self.gates[0];
+                Some(format!("held by gate {}: {}", g.id, g.question))
+            }
+            Column::Open => Some(match &self.why {
+                Some(why) => format!("no agent may take it: {why}"),
+                None => "no active agent may take it".to_owned(),
+            }),
+            _ => None,
+        }
+    }
 }
 
 /// A goal and its todos, by column.
@@ -129,7 +168,16 @@ pub struct AgentLine<'s> {
     pub holds: Vec<&'s Todo>,
     /// Its newest tick among those given to [`derive()`].
     pub last_tick: Option<&'s TickLine>,
+    /// When it was last heard from: its newest tick given, its last turn,
+    /// its last validated writeback, else its registration.
+    pub last_seen: Timestamp,
+    /// Active, not parked, and not heard from for [`QUIET_AFTER`].
+    pub quiet: bool,
 }
+
+/// An active agent not heard from for this long is flagged quiet (as
+/// `digest` does).
+pub const QUIET_AFTER: Span = Span::hours(1);
 
 /// Everything the operator's views show.
 #[derive(Debug)]
@@ -205,12 +253,33 @@ pub fn derive<'s>(state: &'s State, now: Timestamp, ticks: &'s [TickLine]) -> Bo
             TodoStatus::Deferred => Column::Deferred,
             TodoStatus::Done => Column::Done,
         };
+        let gates: Vec<&Gate> = state
+            .gates
+            .values()
+            .filter(|g| {
+                g.is_open()
+                    && match &g.blocks {
+                        crate::model::Blocks::Todo(id) => *id == t.id,
+                        crate::model::Blocks::Goal => g.goal == t.goal,
+                        crate::model::Blocks::Agent(_) => false,
+                    }
+            })
+            .collect();
+        let why = (column == Column::Open)
+            .then(|| {
+                active
+                    .iter()
+                    .find_map(|a| rules::ready_with(state, t, a, now, &scoped).err())
+            })
+            .flatten();
         let card = Card {
             todo: t,
             column,
             ready,
             expired: t.claim.is_some() && t.live_claim(now, skew).is_none(),
             pending,
+            gates,
+            why,
         };
         let gb = goals.iter_mut().find(|g| g.goal.id == t.goal);
         for c in std::iter::once(&mut counts).chain(gb.map(|g| &mut g.counts)) {
@@ -289,6 +358,23 @@ pub fn derive<'s>(state: &'s State, now: Timestamp, ticks: &'s [TickLine]) -> Bo
                 .map(|c| c.todo)
                 .collect(),
             last_tick: ticks.iter().find(|t| t.actor == a.id.as_str()),
+            last_seen: Timestamp::from_unix(0),
+            quiet: false,
+        })
+        .map(|mut line: AgentLine| {
+            let a = line.agent;
+            line.last_seen = [
+                line.last_tick.map(|t| t.at),
+                a.last_turn.as_ref().map(|t| t.at),
+                a.last_writeback,
+                Some(a.registered_at),
+            ]
+            .into_iter()
+            .flatten()
+            .max()
+            .unwrap_or(a.registered_at);
+            line.quiet = a.parked.is_none() && now.since(line.last_seen) > QUIET_AFTER;
+            line
         })
         .collect();
     Board {

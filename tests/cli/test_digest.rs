@@ -97,6 +97,24 @@ fn scripted_day() -> TestEnv {
         ],
     )
     .ok();
+    // A claim left to run out, and a settled turn whose dollars reach the
+    // goal's budget: the tick settle writes opens the spend gate.
+    let outline = env.add("Profile the lexer", &["--goal", "main"]);
+    env.agent("agent-c", &["todo", "claim", &outline, "--ttl", "2m"])
+        .ok();
+    env.loopx(&["goal", "set", "main", "--budget-usd", "5"])
+        .ok();
+    let tune = env.add("Tune the lexer", &["--goal", "main"]);
+    env.agent("agent-a", &["todo", "claim", &tune]).ok();
+    let tok = token(&env, "agent-a", "main");
+    env.agent(
+        "agent-a",
+        &[
+            "settle", "--turn", &tok, "--todo", &tune, "--outcome", "advanced", "--usage",
+            r#"{"input_tokens": 800000, "output_tokens": 40000, "cost_usd": 6.2, "model": "claude-sonnet-4-5", "runtime": "claude-code"}"#,
+        ],
+    )
+    .ok();
     env
 }
 
@@ -125,9 +143,43 @@ fn a_day_in_a_screen_in_markdown_and_in_json() {
         .json();
     assert_eq!(v["done"].as_array().unwrap().len(), 2);
     assert_eq!(v["failed"].as_array().unwrap().len(), 1);
-    assert_eq!(v["gates_opened"].as_array().unwrap().len(), 2);
+    // The spend gate settle opened is among the gates opened, and needs
+    // a person now; the decision gate does not.
+    let opened = v["gates_opened"].as_array().unwrap();
+    assert_eq!(opened.len(), 3, "{v}");
+    let budget = opened
+        .iter()
+        .find(|g| g["text"].as_str().unwrap().contains(" spend "))
+        .unwrap_or_else(|| panic!("the settle-made gate: {v}"));
+    assert_eq!(budget["by"], "agent-a");
+    assert!(
+        budget["text"]
+            .as_str()
+            .unwrap()
+            .contains("reached its budget"),
+        "{budget}"
+    );
+    let needs = v["needs_you"].as_array().unwrap();
+    assert_eq!(needs.len(), 1, "{v}");
+    assert_eq!(needs[0]["kind"], "spend");
+    assert!(
+        needs[0]["answer"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("loopx gate answer g-"),
+        "{v}"
+    );
+    // agent-b's claim of the parser, and agent-c's short one.
+    let expired: Vec<&str> = v["expired_leases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["owner"].as_str().unwrap())
+        .collect();
+    assert_eq!(expired, ["agent-b", "agent-c"], "{v}");
+    assert_eq!(v["spent"]["agent-a"]["usd"], 6.2);
     assert_eq!(v["gates_answered"].as_array().unwrap().len(), 1);
-    assert_eq!(v["slots"]["agent-a"], 1);
+    assert_eq!(v["slots"]["agent-a"], 2, "a spend-slot and a settle");
     assert_eq!(v["slots"]["agent-c"], 1);
     let quiet: Vec<&str> = v["quiet"]
         .as_array()

@@ -10,14 +10,13 @@ use std::process::Command;
 use crate::common::TestEnv;
 
 #[test]
-#[allow(clippy::print_stderr)]
 fn the_official_python_sdk_runs_a_whole_turn_in_both_eras() {
     let Some(python) = std::env::var_os("LOOPX_MCP_SDK_PYTHON") else {
-        eprintln!(
+        crate::common::skipped(format_args!(
             "skipped: set LOOPX_MCP_SDK_PYTHON to a python with `mcp==2.3.0 jsonschema==4.26.0` installed \
              (python3 -m venv target/mcp-venv && target/mcp-venv/bin/pip install mcp==2.3.0 jsonschema==4.26.0; \
              LOOPX_MCP_SDK_PYTHON=target/mcp-venv/bin/python cargo test --test cli test_mcp_sdk), as .ci/run does"
-        );
+        ));
         return;
     };
     let env = TestEnv::with_board();

@@ -90,14 +90,15 @@ fn the_hook_answers_opencode_in_claude_codes_shape_and_the_session_names_the_age
 }
 
 #[test]
-#[allow(clippy::print_stderr)]
 fn the_plugin_drives_the_turn_as_opencode_calls_it() {
     let node_ok = Command::new("node")
         .arg("--version")
         .output()
         .is_ok_and(|o| o.status.success());
     if !node_ok {
-        eprintln!("skipped: node is not installed (apt-get install nodejs); .ci/run installs it");
+        crate::common::skipped(format_args!(
+            "skipped: node is not installed (apt-get install nodejs); .ci/run installs it"
+        ));
         return;
     }
     let env = TestEnv::with_board();

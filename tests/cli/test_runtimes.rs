@@ -14,14 +14,13 @@ use std::path::Path;
 use std::process::Command;
 
 #[test]
-#[allow(clippy::print_stderr)]
 fn claude_code_and_codex_run_the_hooks_offline() {
     let Some(bin) = std::env::var_os("LOOPX_RUNTIMES_BIN") else {
-        eprintln!(
+        crate::common::skipped(format_args!(
             "skipped: set LOOPX_RUNTIMES_BIN to a folder with Claude Code's and Codex's binaries \
              (npm install --prefix target/runtimes @anthropic-ai/claude-code@2.1.197 @openai/codex@0.171.0; \
              LOOPX_RUNTIMES_BIN=target/runtimes/node_modules/.bin), as .ci/run does"
-        );
+        ));
         return;
     };
     let bin = std::fs::canonicalize(bin).expect("LOOPX_RUNTIMES_BIN exists");

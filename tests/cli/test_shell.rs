@@ -7,14 +7,15 @@ use crate::common::{TestEnv, run};
 
 /// Whether `program` runs here; says how to get it when it does not (the
 /// test is then skipped, as the brief for opt-in tests asks).
-#[allow(clippy::print_stderr)]
 fn have(program: &str, install: &str) -> bool {
     let ok = Command::new(program)
         .arg("--version")
         .output()
         .is_ok_and(|o| o.status.success());
     if !ok {
-        eprintln!("skipped: {program} is not installed ({install}); .ci/run installs it");
+        crate::common::skipped(format_args!(
+            "skipped: {program} is not installed ({install}); .ci/run installs it"
+        ));
     }
     ok
 }

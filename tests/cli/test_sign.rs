@@ -11,7 +11,6 @@ use crate::common::{Machine, Output, TestEnv, git_in, isolate, run};
 
 /// Whether `ssh-keygen` and `ssh-agent` can run here; says how to get them
 /// when not (a skipped test says why, and how to run it).
-#[allow(clippy::print_stderr)]
 pub(crate) fn have_openssh() -> bool {
     let found = |p: &str| {
         Command::new(p)
@@ -23,9 +22,9 @@ pub(crate) fn have_openssh() -> bool {
     };
     let ok = found("ssh-keygen") && found("ssh-agent") && found("ssh-add");
     if !ok {
-        eprintln!(
+        crate::common::skipped(format_args!(
             "skipped: ssh-keygen/ssh-agent are not installed (apt-get install openssh-client; `bash .ci/run` does)"
-        );
+        ));
     }
     ok
 }

@@ -9,7 +9,7 @@ use crate::ctx::Ctx;
 use crate::error::{Code, Exit, Refusal};
 use crate::model::{AgentId, GoalId};
 use crate::op::Change;
-use crate::time::{Span, Timestamp};
+use crate::time::{Timestamp, When};
 use crate::tx;
 
 /// Park an agent until a time: should-run answers wait-until until then
@@ -95,15 +95,11 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
 
 /// An RFC 3339 time, or a duration from `now`.
 fn parse_until(s: &str, now: Timestamp) -> Result<Timestamp, Refusal> {
-    Timestamp::parse(s)
-        .or_else(|_| Span::parse(s).map(|d| now.plus(d)))
-        .map_err(|_| {
-            Refusal::usage(
-                Code::BadTime,
-                format!("--until {s:?} is neither a time nor a duration"),
-            )
-            .with_hint(
-                "write an RFC 3339 time such as 2026-12-01T09:00:00Z, or a duration such as 5h",
-            )
-        })
+    s.parse::<When>().map(|w| w.on_from(now)).map_err(|_| {
+        Refusal::usage(
+            Code::BadTime,
+            format!("--until {s:?} is neither a time nor a duration"),
+        )
+        .with_hint("write an RFC 3339 time such as 2026-12-01T09:00:00Z, or a duration such as 5h")
+    })
 }

@@ -14,9 +14,11 @@ use anyhow::{Context as _, Result};
 use super::{Args, View};
 use crate::ctx::Ctx;
 use crate::error::Exit;
-use crate::model::{Gate, Todo};
+use crate::model::usage::{BUDGET_WINDOW, human_count};
+use crate::model::{AgentId, Blocks, Gate, Todo, TodoId};
 use crate::notify::answer_command;
-use crate::op::board::{self, Board, Counts};
+use crate::op::board::{self, Board, Column, Counts};
+use crate::op::usage;
 use crate::time::{Span, Timestamp};
 
 /// The timeline shows this many ticks.
@@ -90,30 +92,50 @@ fn write(ctx: &Ctx, view: &View, file: &Path, watch: bool) -> Result<()> {
 }
 
 const STYLE: &str = r#"
-:root{color-scheme:light dark;--bg:#fff;--fg:#1b1b1b;--mute:#666;--line:#ddd;--warn:#b00020;--warnbg:#fde7ea;--ok:#1b7a3a;--acc:#0b57d0;--card:#f6f7f9}
-@media (prefers-color-scheme:dark){:root{--bg:#121417;--fg:#e6e6e6;--mute:#9aa0a6;--line:#333;--warn:#ff8a80;--warnbg:#3a1d20;--ok:#7bd88f;--acc:#8ab4f8;--card:#1c1f24}}
+:root{color-scheme:light dark;--bg:#fff;--fg:#1b1b1b;--mute:#666;--line:#ddd;--warn:#b00020;--warnbg:#fde7ea;--ok:#1b7a3a;--acc:#0b57d0;--card:#f6f7f9;--col:#eef0f3}
+@media (prefers-color-scheme:dark){:root{--bg:#121417;--fg:#e6e6e6;--mute:#9aa0a6;--line:#333;--warn:#ff8a80;--warnbg:#3a1d20;--ok:#7bd88f;--acc:#8ab4f8;--card:#1c1f24;--col:#17191d}}
 *{box-sizing:border-box}
-body{margin:0 auto;max-width:72rem;padding:.75rem;overflow-wrap:anywhere;font:15px/1.45 system-ui,sans-serif;background:var(--bg);color:var(--fg)}
+body{margin:0 auto;max-width:80rem;padding:.75rem;overflow-wrap:break-word;font:15px/1.45 system-ui,sans-serif;background:var(--bg);color:var(--fg)}
 h1{font-size:1.3rem;margin:.2rem 0}h2{font-size:1.15rem;margin:1.4rem 0 .4rem;border-bottom:1px solid var(--line)}h3{font-size:1rem;margin:1rem 0 .3rem}
-.mute{color:var(--mute)}code,pre{font:13px/1.4 ui-monospace,monospace}
-pre{background:var(--card);padding:.4rem .5rem;overflow-x:auto;margin:.2rem 0;white-space:pre-wrap;word-break:break-all}
+a{color:var(--acc)}.mute{color:var(--mute)}code,pre{font:13px/1.4 ui-monospace,monospace}
+pre{background:var(--card);padding:.4rem .5rem;margin:.2rem 0;white-space:pre-wrap;word-break:normal;overflow-wrap:normal;overflow-x:auto}
+.nw,time,.id{white-space:nowrap}
 .scroll{overflow-x:auto}
 table{border-collapse:collapse;width:100%;font-size:14px}
 th,td{text-align:left;padding:.25rem .4rem;border-bottom:1px solid var(--line);vertical-align:top}
-th{font-weight:600}
+th{font-weight:600;white-space:nowrap}td.num{text-align:right;white-space:nowrap}
+@media (max-width:40rem){table.stack thead{display:none}table.stack tr{display:block;border-bottom:1px solid var(--line);padding:.3rem 0}table.stack td,table.stack th{display:block;border:0;padding:.1rem .2rem;text-align:left}table.stack td:empty{display:none}table.stack td[data-label]::before{content:attr(data-label) ": ";color:var(--mute)}table.ticks tr{display:grid;grid-template-columns:auto 1fr;gap:0 .5rem}table.ticks td:nth-child(n+3){grid-column:1/-1}}
 .gate{background:var(--card);border-left:4px solid var(--warn);padding:.5rem .7rem;margin:.5rem 0}
 .failed td{color:var(--warn);background:var(--warnbg)}
-.passed{color:var(--ok)}.bad{color:var(--warn)}
+.passed{color:var(--ok)}.bad{color:var(--warn);font-weight:600}
+.tag{display:inline-block;padding:0 .35rem;border-radius:.6rem;font-size:12px;background:var(--warnbg);color:var(--warn);white-space:nowrap}
 dl.counts{display:flex;flex-wrap:wrap;gap:.3rem 1rem;margin:.4rem 0}dl.counts div{display:flex;gap:.3rem}dl.counts dt{color:var(--mute)}dl.counts dd{margin:0;font-weight:600}
+ul.stuck{padding-left:1.1rem;margin:.3rem 0}ul.stuck li{margin:.25rem 0}
+.board{display:grid;grid-template-columns:repeat(auto-fit,minmax(12rem,1fr));gap:.5rem;align-items:start}
+.col{background:var(--col);border-radius:.4rem;padding:.3rem .4rem;min-width:0}.col h4{margin:.1rem 0 .3rem;font-size:13px;text-transform:uppercase;letter-spacing:.03em;color:var(--mute)}
+.card{background:var(--bg);border:1px solid var(--line);border-radius:.3rem;padding:.3rem .4rem;margin:.3rem 0;font-size:13px}
+.card.stuck{border-left:3px solid var(--warn)}.card p{margin:.15rem 0}
 svg{max-width:100%;height:auto}svg rect{fill:var(--acc)}svg text{fill:var(--mute);font-size:9px}
 #filter{display:none;width:100%;max-width:24rem;padding:.3rem;margin:.3rem 0;font:inherit}
+:target{outline:2px solid var(--acc)}
 "#;
 
-/// Filtering only: rows whose text does not contain what was typed hide.
+/// Filtering: rows and cards whose text does not contain what was typed
+/// hide. The clock: on a page `--watch` writes, times count on from the
+/// page's own clock between rewrites, so a lease turns "expired" and "5m
+/// ago" grows while nothing ticks. The page is whole without it.
 const SCRIPT: &str = r#"
-(function(){var f=document.getElementById('filter');if(!f)return;f.style.display='block';
+(function(){var f=document.getElementById('filter');if(f){f.style.display='block';
 f.addEventListener('input',function(){var q=f.value.toLowerCase();
-document.querySelectorAll('tbody tr').forEach(function(r){r.hidden=q!==''&&r.textContent.toLowerCase().indexOf(q)===-1;});});})();
+document.querySelectorAll('tbody tr, .card').forEach(function(r){r.hidden=q!==''&&r.textContent.toLowerCase().indexOf(q)===-1;});});}
+var b=document.body,now0=+b.getAttribute('data-now'),w=+b.getAttribute('data-written');if(!w)return;
+function span(s){s=Math.max(0,Math.floor(s));var d=Math.floor(s/86400),h=Math.floor(s%86400/3600),m=Math.floor(s%3600/60),x=s%60,o='';
+if(d)o+=d+'d';if(h)o+=h+'h';if(m)o+=m+'m';if(x||!o)o+=x+'s';return o;}
+function tick(){var now=now0+(Date.now()-w)/1000;
+document.querySelectorAll('[data-until]').forEach(function(e){var u=+e.getAttribute('data-until');
+if(now>=u){e.textContent='expired';e.className='bad';}else{e.textContent=span(u-now)+' left';}});
+document.querySelectorAll('[data-ago]').forEach(function(e){e.textContent=span(now-e.getAttribute('data-ago'))+' ago';});}
+tick();setInterval(tick,1000);})();
 "#;
 
 /// The whole page.
@@ -127,9 +149,23 @@ pub fn render(state_ref: &str, view: &View, b: &Board, watch: bool) -> String {
     }
     let _ = writeln!(
         h,
-        "<title>loopx {} tick {tick}</title>\n<style>{STYLE}</style>\n</head>\n<body>",
+        "<title>loopx {} tick {tick}</title>\n<style>{STYLE}</style>\n</head>",
         esc(state_ref)
     );
+    // The clock the script counts from: the board's time, and the wall
+    // clock (milliseconds) when the page was written.
+    if watch {
+        let written = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis());
+        let _ = writeln!(
+            h,
+            "<body data-now=\"{}\" data-written=\"{written}\">",
+            b.now.unix()
+        );
+    } else {
+        let _ = writeln!(h, "<body data-now=\"{}\">", b.now.unix());
+    }
     h.push_str("<header>\n");
     let _ = writeln!(h, "<h1>loopx {} · tick {tick}</h1>", esc(state_ref));
     let _ = write!(h, "<p class=\"mute\">as of <time>{}</time>", b.now);
@@ -137,40 +173,88 @@ pub fn render(state_ref: &str, view: &View, b: &Board, watch: bool) -> String {
         let _ = write!(h, " (the tip is tick {tip})");
     }
     if watch {
-        h.push_str(" · follows the state ref");
+        h.push_str(" · follows the state ref; times count on between updates");
     }
     h.push_str("</p>\n");
     counts(&mut h, "counts", &b.counts, b.agents.len());
-    h.push_str("<input id=\"filter\" type=\"search\" placeholder=\"Filter rows…\" aria-label=\"Filter rows\">\n</header>\n<main>\n");
+    h.push_str("<input id=\"filter\" type=\"search\" placeholder=\"Filter rows and cards…\" aria-label=\"Filter rows and cards\">\n</header>\n<main>\n");
     gates(&mut h, b);
+    stuck(&mut h, b);
+    money(&mut h, view, b);
     goals(&mut h, b);
-    agents(&mut h, b);
+    agents(&mut h, view, b);
     timeline(&mut h, b, &view.day);
     let _ = writeln!(h, "</main>\n<script>{SCRIPT}</script>\n</body>\n</html>");
     h
 }
 
+/// The counts. `ready` (some active agent may claim it now) overlaps the
+/// others: an open todo, or a claimed one whose lease ran out.
 fn counts(h: &mut String, id: &str, c: &Counts, agents: usize) {
     let _ = write!(h, "<dl class=\"counts\" id=\"{id}\">");
-    for (k, v) in [
-        ("ready", c.ready),
-        ("open", c.open),
-        ("waiting", c.waiting),
-        ("claimed", c.claimed),
-        ("blocked", c.blocked),
-        ("deferred", c.deferred),
-        ("done", c.done),
-        ("agents", agents),
+    for (k, label, v) in [
+        ("ready", "ready to claim", c.ready),
+        ("open", "open", c.open),
+        ("waiting", "waiting", c.waiting),
+        ("claimed", "claimed", c.claimed),
+        ("blocked", "blocked", c.blocked),
+        ("deferred", "deferred", c.deferred),
+        ("done", "done", c.done),
+        ("agents", "agents", agents),
     ] {
-        let _ = write!(h, "<div><dt>{k}</dt><dd data-count=\"{k}\">{v}</dd></div>");
+        let _ = write!(
+            h,
+            "<div><dt>{label}</dt><dd data-count=\"{k}\">{v}</dd></div>"
+        );
     }
     h.push_str("</dl>\n");
+}
+
+/// A link to a todo's card, with its id and title.
+fn todo_link(t: &Todo) -> String {
+    format!(
+        "<a href=\"#{id}\"><code class=\"id\">{id}</code></a> {title}",
+        id = esc(t.id.as_str()),
+        title = esc(&t.title)
+    )
+}
+
+/// A link to an agent's row.
+fn agent_link(a: &AgentId) -> String {
+    format!(
+        "<a class=\"nw\" href=\"#agent-{id}\">{id}</a>",
+        id = esc(a.as_str())
+    )
+}
+
+/// A lease's end: a countdown (or "expired"), live on a watched page.
+fn lease(until: Timestamp, expired: bool, now: Timestamp) -> String {
+    if expired {
+        format!(
+            "<time class=\"bad\" datetime=\"{until}\" title=\"expired at {until}\">expired</time>"
+        )
+    } else {
+        format!(
+            "<time datetime=\"{until}\" data-until=\"{}\" title=\"until {until}\">{} left</time>",
+            until.unix(),
+            until.since(now)
+        )
+    }
+}
+
+/// "5m ago", live on a watched page.
+fn ago(at: Timestamp, now: Timestamp) -> String {
+    format!(
+        "<time datetime=\"{at}\" data-ago=\"{}\" title=\"{at}\">{} ago</time>",
+        at.unix(),
+        now.since(at)
+    )
 }
 
 fn gates(h: &mut String, b: &Board) {
     let (human, other): (Vec<&Gate>, Vec<&Gate>) =
         b.gates.iter().partition(|g| g.kind.human_only());
-    h.push_str("<section id=\"gates\">\n<h2>Waiting on a human</h2>\n");
+    h.push_str("<section id=\"gates\">\n<h2>Waiting on you</h2>\n");
     if human.is_empty() {
         h.push_str("<p class=\"mute\">Nothing waits on a human.</p>\n");
     }
@@ -186,24 +270,195 @@ fn gates(h: &mut String, b: &Board) {
     h.push_str("</section>\n");
 }
 
+/// What a gate holds, linked: the todo with its title, the agent, or the
+/// goal.
+fn blocks(b: &Board, g: &Gate) -> String {
+    match &g.blocks {
+        Blocks::Todo(id) => match find_card(b, id) {
+            Some(c) => format!("todo {}", todo_link(c.todo)),
+            None => format!("todo <code class=\"id\">{}</code>", esc(id.as_str())),
+        },
+        Blocks::Agent(a) => format!("agent {}", agent_link(a)),
+        Blocks::Goal => format!(
+            "all of goal <a href=\"#goal-{id}\">{id}</a>",
+            id = esc(g.goal.as_str())
+        ),
+    }
+}
+
+fn find_card<'b, 's>(b: &'b Board<'s>, id: &TodoId) -> Option<&'b board::Card<'s>> {
+    b.goals
+        .iter()
+        .flat_map(|g| g.cards.iter())
+        .find(|c| &c.todo.id == id)
+}
+
 fn gate(h: &mut String, b: &Board, g: &Gate) {
+    let budget = if g.budget {
+        " <span class=\"tag\">budget reached</span>"
+    } else {
+        ""
+    };
     let _ = writeln!(
         h,
-        "<article class=\"gate\" id=\"{id}\" data-kind=\"{kind}\">\n<h3>{q}</h3>\n<p class=\"mute\">{id} · {kind} on goal {goal}, blocks {blocks} · opened by {by} at <time>{at}</time> ({ago} ago)</p>",
+        "<article class=\"gate\" id=\"{id}\" data-kind=\"{kind}\">\n<h3>{q}{budget}</h3>\n<p>Holds {blocks}.</p>\n<p class=\"mute\"><code class=\"id\">{id}</code> · {kind} on goal {goal} · opened by {by} {ago}</p>",
         id = esc(g.id.as_str()),
         kind = g.kind.as_str(),
         q = esc(&g.question),
+        blocks = blocks(b, g),
         goal = esc(g.goal.as_str()),
-        blocks = esc(&g.blocks.to_string()),
         by = esc(g.opened_by.name()),
-        at = g.opened_at,
-        ago = b.now.since(g.opened_at),
+        ago = ago(g.opened_at, b.now),
     );
     h.push_str("<p>Answer with one of:</p>\n");
     for o in &g.options {
         let _ = writeln!(h, "<pre><code>{}</code></pre>", esc(&answer_command(g, o)));
     }
     h.push_str("</article>\n");
+}
+
+/// What is stuck and why: expired leases, blocked todos, todos a gate
+/// holds or nobody may take, quiet agents; each linked to its card, gate
+/// or agent.
+fn stuck(h: &mut String, b: &Board) {
+    h.push_str("<section id=\"stuck\">\n<h2>Stuck</h2>\n");
+    let mut items = Vec::new();
+    for c in b.goals.iter().flat_map(|g| g.cards.iter()) {
+        let Some(why) = c.stuck() else { continue };
+        let kind = if c.expired {
+            "expired"
+        } else if c.column == Column::Blocked {
+            "blocked"
+        } else if !c.gates.is_empty() {
+            "gated"
+        } else {
+            "not-ready"
+        };
+        let gate = match c.gates.first() {
+            Some(g) if kind == "gated" => format!(
+                " <a href=\"#{id}\">answer gate {id}</a>",
+                id = esc(g.id.as_str())
+            ),
+            _ => String::new(),
+        };
+        let owner = match &c.todo.claim {
+            Some(cl) if c.expired => format!(" · {}", agent_link(&cl.owner)),
+            _ => String::new(),
+        };
+        items.push(format!(
+            "<li data-stuck=\"{kind}\"><span class=\"tag\">{label}</span> {todo}{owner}: {why}{gate}</li>",
+            label = kind.replace('-', " "),
+            todo = todo_link(c.todo),
+            why = esc(&why),
+        ));
+    }
+    for a in b.agents.iter().filter(|a| a.quiet) {
+        let holds = if a.holds.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; it holds {}",
+                a.holds
+                    .iter()
+                    .map(|t| todo_link(t))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        };
+        items.push(format!(
+            "<li data-stuck=\"quiet\"><span class=\"tag\">quiet</span> agent {}: last heard from {}{holds}</li>",
+            agent_link(&a.agent.id),
+            ago(a.last_seen, b.now)
+        ));
+    }
+    if items.is_empty() {
+        h.push_str("<p class=\"mute\">Nothing is stuck.</p>\n");
+    } else {
+        let _ = writeln!(h, "<ul class=\"stuck\">\n{}\n</ul>", items.join("\n"));
+    }
+    h.push_str("</section>\n");
+}
+
+/// Money: spend against every budget of every active goal (the goal's and
+/// each agent's), the tripped ones marked; and what each goal and agent
+/// spent in the last day where no budget watches it.
+fn money(h: &mut String, view: &View, b: &Board) {
+    let state = &view.snap.state;
+    h.push_str("<section id=\"money\">\n<h2>Money</h2>\n");
+    let mut rows = Vec::new();
+    for (goal, st) in &b.budgets {
+        let scope = match &st.scope {
+            usage::Scope::Goal => format!("goal {}", esc(goal.as_str())),
+            usage::Scope::Agent(a) => format!("{} on {}", agent_link(a), esc(goal.as_str())),
+        };
+        let limit = match (st.budget.usd, st.budget.tokens) {
+            (Some(u), Some(t)) => format!("{u}, {} tokens", human_count(t)),
+            (Some(u), None) => u.to_string(),
+            (None, Some(t)) => format!("{} tokens", human_count(t)),
+            (None, None) => String::new(),
+        };
+        let est = if st.spent.estimated { " (est.)" } else { "" };
+        let state_cell = if st.reached() {
+            "<span class=\"bad\" data-tripped=\"1\">tripped</span>".to_owned()
+        } else {
+            "<span class=\"passed\">under</span>".to_owned()
+        };
+        rows.push(format!(
+            "<tr data-budget=\"{}\"><td>{scope}</td><td class=\"num\" data-label=\"spent\" data-usd=\"{}\">{}{est}</td><td class=\"num\" data-label=\"tokens\">{}</td><td class=\"num\" data-label=\"budget\">{limit}</td><td class=\"nw\" data-label=\"window\">{}</td><td data-label=\"state\">{state_cell}</td></tr>",
+            if st.reached() { "tripped" } else { "ok" },
+            st.spent.usd.dollars(),
+            st.spent.usd,
+            human_count(st.spent.tokens),
+            st.budget.window,
+        ));
+    }
+    // Scopes no budget watches: what they spent in the last day.
+    for g in state
+        .goals
+        .values()
+        .filter(|g| g.status == crate::model::GoalStatus::Active)
+    {
+        let scopes = std::iter::once(usage::Scope::Goal).chain(
+            b.agents
+                .iter()
+                .map(|a| usage::Scope::Agent(a.agent.id.clone())),
+        );
+        for scope in scopes {
+            let watched = b
+                .budgets
+                .iter()
+                .any(|(id, st)| *id == &g.id && st.scope == scope);
+            if watched {
+                continue;
+            }
+            let spent = usage::spent(state, &g.id, &scope, BUDGET_WINDOW, b.now);
+            if spent.tokens == 0 && spent.usd.dollars() == 0.0 {
+                continue;
+            }
+            let who = match &scope {
+                usage::Scope::Goal => format!("goal {}", esc(g.id.as_str())),
+                usage::Scope::Agent(a) => format!("{} on {}", agent_link(a), esc(g.id.as_str())),
+            };
+            let est = if spent.estimated { " (est.)" } else { "" };
+            rows.push(format!(
+                "<tr data-budget=\"none\"><td>{who}</td><td class=\"num\" data-label=\"spent\" data-usd=\"{}\">{}{est}</td><td class=\"num\" data-label=\"tokens\">{}</td><td class=\"mute\" data-label=\"budget\">none</td><td class=\"nw\" data-label=\"window\">{BUDGET_WINDOW}</td><td></td></tr>",
+                spent.usd.dollars(),
+                spent.usd,
+                human_count(spent.tokens),
+            ));
+        }
+    }
+    if rows.is_empty() {
+        h.push_str("<p class=\"mute\">No spend recorded and no budget set (<code>loopx goal set G --budget-usd 20</code>).</p>\n");
+    } else {
+        h.push_str("<div class=\"scroll\"><table class=\"stack\">\n<thead><tr><th scope=\"col\">Who</th><th scope=\"col\">Spent</th><th scope=\"col\">Tokens</th><th scope=\"col\">Budget</th><th scope=\"col\">Window</th><th scope=\"col\">State</th></tr></thead>\n<tbody>\n");
+        for r in rows {
+            h.push_str(&r);
+            h.push('\n');
+        }
+        h.push_str("</tbody></table></div>\n");
+    }
+    h.push_str("</section>\n");
 }
 
 fn goals(h: &mut String, b: &Board) {
@@ -229,32 +484,81 @@ fn goals(h: &mut String, b: &Board) {
             h.push_str("<p class=\"mute\">No live todos.</p>\n</section>\n");
             continue;
         }
-        h.push_str("<div class=\"scroll\"><table>\n<thead><tr><th scope=\"col\">Column</th><th scope=\"col\">Todo</th><th scope=\"col\">Pri</th><th scope=\"col\">Owner</th><th scope=\"col\">Lease</th><th scope=\"col\">After</th><th scope=\"col\">Last evidence</th></tr></thead>\n<tbody>\n");
-        for c in &g.cards {
-            let t = c.todo;
-            let (owner, lease) = match &t.claim {
-                Some(cl) if c.expired => (esc(cl.owner.as_str()), "expired".to_owned()),
-                Some(cl) => (
-                    esc(cl.owner.as_str()),
-                    format!("{} left", cl.lease_until.since(b.now)),
-                ),
-                None => (String::new(), String::new()),
-            };
-            let after: Vec<String> = c.pending.iter().map(|p| esc(p.id.as_str())).collect();
+        // A board: one column per state that has cards.
+        h.push_str("<div class=\"board\">\n");
+        for col in Column::ALL {
+            let cards: Vec<&board::Card> = g.cards.iter().filter(|c| c.column == col).collect();
+            if cards.is_empty() {
+                continue;
+            }
             let _ = writeln!(
                 h,
-                "<tr data-column=\"{col}\"><td>{col}</td><td><code>{id}</code> {title}</td><td>{pri}</td><td>{owner}</td><td>{lease}</td><td>{after}</td><td>{ev}</td></tr>",
-                col = c.column.as_str(),
-                id = esc(t.id.as_str()),
-                title = esc(&t.title),
-                pri = t.priority,
-                after = after.join(" "),
-                ev = evidence(t),
+                "<div class=\"col\" data-col=\"{c}\"><h4>{c} <span>{n}</span></h4>",
+                c = col.as_str(),
+                n = cards.len()
             );
+            for c in cards {
+                card(h, b, c);
+            }
+            h.push_str("</div>\n");
         }
-        h.push_str("</tbody></table></div>\n</section>\n");
+        h.push_str("</div>\n</section>\n");
     }
     h.push_str("</section>\n");
+}
+
+fn card(h: &mut String, b: &Board, c: &board::Card) {
+    let t = c.todo;
+    let why = c.stuck();
+    let _ = write!(
+        h,
+        "<article class=\"card{}\" id=\"{id}\" data-column=\"{col}\">\n<p><code class=\"id\">{id}</code> <span class=\"mute\">{pri}</span> {title}</p>\n",
+        if why.is_some() { " stuck" } else { "" },
+        id = esc(t.id.as_str()),
+        col = c.column.as_str(),
+        pri = t.priority,
+        title = esc(&t.title),
+    );
+    if let Some(cl) = &t.claim {
+        let _ = writeln!(
+            h,
+            "<p>{} · {}</p>",
+            agent_link(&cl.owner),
+            lease(cl.lease_until, c.expired, b.now)
+        );
+    }
+    if !c.pending.is_empty() {
+        let after: Vec<String> = c
+            .pending
+            .iter()
+            .map(|p| {
+                format!(
+                    "<a href=\"#{id}\"><code class=\"id\">{id}</code></a>",
+                    id = esc(p.id.as_str())
+                )
+            })
+            .collect();
+        let _ = writeln!(h, "<p class=\"mute\">after {}</p>", after.join(" "));
+    }
+    let ev = evidence(t);
+    if !ev.is_empty() {
+        let _ = writeln!(h, "<p>{ev}</p>");
+    }
+    for g in &c.gates {
+        let _ = writeln!(
+            h,
+            "<p>held by gate <a href=\"#{id}\"><code class=\"id\">{id}</code></a>: {q}</p>",
+            id = esc(g.id.as_str()),
+            q = esc(&g.question)
+        );
+    }
+    match (&why, c.column) {
+        (Some(w), Column::Blocked | Column::Open) if c.gates.is_empty() => {
+            let _ = writeln!(h, "<p class=\"bad\">{}</p>", esc(w));
+        }
+        _ => {}
+    }
+    h.push_str("</article>\n");
 }
 
 /// The todo's last evidence: passed, failed, or stale (recorded before the
@@ -270,28 +574,32 @@ fn evidence(t: &Todo) -> String {
         (false, false) => ("bad", "failed"),
     };
     format!(
-        "<span class=\"{class}\">{word}</span> <time>{}</time>",
+        "evidence <span class=\"{class}\">{word}</span> <time>{}</time>",
         e.at
     )
 }
 
-fn agents(h: &mut String, b: &Board) {
+fn agents(h: &mut String, view: &View, b: &Board) {
+    let state = &view.snap.state;
     h.push_str("<section id=\"agents\">\n<h2>Agents</h2>\n");
     if b.agents.is_empty() {
         h.push_str("<p class=\"mute\">No active agents.</p>\n</section>\n");
         return;
     }
-    h.push_str("<div class=\"scroll\"><table>\n<thead><tr><th scope=\"col\">Agent</th><th scope=\"col\">Runtime</th><th scope=\"col\">Holds</th><th scope=\"col\">Last tick</th><th scope=\"col\">Last turn</th><th scope=\"col\">Slots in window</th></tr></thead>\n<tbody>\n");
+    h.push_str("<div class=\"scroll\"><table class=\"stack\">\n<thead><tr><th scope=\"col\">Agent</th><th scope=\"col\">Holds</th><th scope=\"col\">Last heard</th><th scope=\"col\">Last turn</th><th scope=\"col\">Slots</th><th scope=\"col\">Spent (1d)</th></tr></thead>\n<tbody>\n");
     for a in &b.agents {
-        let holds: Vec<String> = a
-            .holds
-            .iter()
-            .map(|t| format!("<code>{}</code> {}", esc(t.id.as_str()), esc(&t.title)))
-            .collect();
-        let last = match a.last_tick {
-            Some(t) => format!("{} <time>{}</time>", t.tick, t.at),
-            None => String::new(),
-        };
+        let holds: Vec<String> = a.holds.iter().map(|t| todo_link(t)).collect();
+        let mut heard = ago(a.last_seen, b.now);
+        if a.quiet {
+            heard.push_str(" <span class=\"tag\">quiet</span>");
+        }
+        if let Some(p) = &a.agent.parked {
+            let _ = write!(
+                heard,
+                " <span class=\"mute\">parked until <time>{}</time></span>",
+                p.until
+            );
+        }
         let turn = match &a.agent.last_turn {
             Some(t) => format!(
                 "{} on {} <time>{}</time>",
@@ -307,7 +615,7 @@ fn agents(h: &mut String, b: &Board) {
             .filter(|q| q.agent == &a.agent.id)
             .map(|q| {
                 format!(
-                    "{}: {}/{} per {}",
+                    "<span class=\"nw\">{}: {}/{} per {}</span>",
                     esc(q.goal.id.as_str()),
                     q.slots.used,
                     q.slots.slots,
@@ -315,13 +623,37 @@ fn agents(h: &mut String, b: &Board) {
                 )
             })
             .collect();
+        let spent: Vec<String> = b
+            .quota
+            .iter()
+            .filter(|q| q.agent == &a.agent.id)
+            .filter_map(|q| {
+                let s = usage::spent(
+                    state,
+                    &q.goal.id,
+                    &usage::Scope::Agent(a.agent.id.clone()),
+                    BUDGET_WINDOW,
+                    b.now,
+                );
+                (s.tokens > 0 || s.usd.dollars() > 0.0).then(|| {
+                    format!(
+                        "<span class=\"nw\">{}: {}{}</span>",
+                        esc(q.goal.id.as_str()),
+                        s.usd,
+                        if s.estimated { " (est.)" } else { "" }
+                    )
+                })
+            })
+            .collect();
         let _ = writeln!(
             h,
-            "<tr><th scope=\"row\">{}</th><td>{}</td><td>{}</td><td>{last}</td><td>{turn}</td><td>{}</td></tr>",
-            esc(a.agent.id.as_str()),
-            a.agent.runtime.as_str(),
+            "<tr id=\"agent-{id}\"{quiet}><th scope=\"row\"><span class=\"nw\">{id}</span> <span class=\"mute nw\">{rt}</span></th><td data-label=\"holds\">{}</td><td data-label=\"last heard\">{heard}</td><td data-label=\"last turn\">{turn}</td><td data-label=\"slots\">{}</td><td data-label=\"spent (1d)\">{}</td></tr>",
             holds.join("<br>"),
             slots.join("<br>"),
+            spent.join("<br>"),
+            id = esc(a.agent.id.as_str()),
+            rt = a.agent.runtime.as_str(),
+            quiet = if a.quiet { " data-quiet=\"1\"" } else { "" },
         );
     }
     h.push_str("</tbody></table></div>\n</section>\n");
@@ -350,7 +682,7 @@ fn timeline(h: &mut String, b: &Board, day: &[Timestamp]) {
         h,
         "<text x=\"1\" y=\"59\">-24h</text><text x=\"218\" y=\"59\">now</text></svg><figcaption class=\"mute\">{total} ticks in the last 24 hours, per hour (at most {max} in an hour)</figcaption></figure>"
     );
-    h.push_str("<div class=\"scroll\"><table>\n<thead><tr><th scope=\"col\">Tick</th><th scope=\"col\">When</th><th scope=\"col\">Who</th><th scope=\"col\">What</th></tr></thead>\n<tbody>\n");
+    h.push_str("<div class=\"scroll\"><table class=\"stack ticks\">\n<thead><tr><th scope=\"col\">Tick</th><th scope=\"col\">When</th><th scope=\"col\">Who</th><th scope=\"col\">What</th></tr></thead>\n<tbody>\n");
     for t in b.ticks {
         let mark = if t.failed { "✗ failed: " } else { "" };
         let signed = match &t.signature {
@@ -359,7 +691,7 @@ fn timeline(h: &mut String, b: &Board, day: &[Timestamp]) {
         };
         let _ = writeln!(
             h,
-            "<tr{}><td>{}</td><td><time>{}</time></td><td>{}</td><td>{mark}{}{signed}</td></tr>",
+            "<tr{}><td class=\"num\">{}</td><td><time>{}</time></td><td class=\"nw\">{}</td><td>{mark}{}{signed}</td></tr>",
             if t.failed { " class=\"failed\"" } else { "" },
             t.tick,
             t.at,

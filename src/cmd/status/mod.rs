@@ -20,6 +20,11 @@ mod html;
 /// With --at, the state as it was then: leases and readiness are judged at
 /// that time, and the last ticks are those before it.
 #[derive(clap::Args, Debug)]
+#[command(after_help = "Examples:
+  loopx status                          gates waiting on you first, then goals and claims
+  loopx status --at 120                 the board as it was at tick 120
+  loopx status --html board.html        one page to open in a browser
+  loopx status --html board.html --watch  keep it current; it reloads itself")]
 pub struct Args {
     /// Show the state at a tick number, or at an RFC 3339 time (the newest
     /// tick at or before it); commit id prefixes and ref names work too

@@ -259,6 +259,14 @@ impl Spawner {
     }
 }
 
+/// Says that an opt-in test did not run, and why, where a person running
+/// plain `cargo test` sees it: straight to the process's stderr, which the
+/// test harness does not capture (it captures only `eprintln!`).
+pub fn skipped(why: std::fmt::Arguments) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "{why}");
+}
+
 /// Marks every process the tests start (and, through inheritance, every
 /// process those start): `.ci/run` fails if one is still running after the
 /// suite.
