@@ -14,6 +14,7 @@ use crate::model::{FORMAT, State, files};
 use crate::op::message;
 use crate::store::{Person, Store, Tip};
 use crate::time::Timestamp;
+use crate::trust::lineage::Lineage;
 use crate::verify::{self, Signing, Verified};
 
 /// A tick message: the trailers, the op, rendering it again, and applying
@@ -139,6 +140,7 @@ fn verify_tick_in(chain: &SeedChain, data: &[u8]) {
         author,
     };
     let now = Timestamp::from_unix(1_800_000_000);
+    let mut lineage = chain.lineages[parent.map_or(0, |p| p.tip.tick as usize)].clone();
     let _ = verify::check_tick(
         &chain.scratch,
         &chain.store,
@@ -146,6 +148,7 @@ fn verify_tick_in(chain: &SeedChain, data: &[u8]) {
         &entry,
         now,
         &Signing::none(),
+        &mut lineage,
     );
 }
 
@@ -258,6 +261,8 @@ struct SeedChain {
     store: Store,
     scratch: crate::store::Scratch,
     states: Vec<Verified>,
+    /// The chain's op ids and identity after each seed tick (`[0]`: none).
+    lineages: Vec<Lineage>,
     fallback: Person,
 }
 
@@ -284,6 +289,7 @@ fn build_seed_chain() -> anyhow::Result<SeedChain> {
     let store = Store::discover(dir.path())?;
     let scratch = store.scratch();
     let mut states: Vec<Verified> = Vec::new();
+    let mut lineages = vec![Lineage::default()];
     for msg in SEED_CHAIN.split("\n%%\n").filter(|m| !m.trim().is_empty()) {
         let msg = format!("{}\n", msg.trim_end());
         let parsed = message::parse(&msg).map_err(anyhow::Error::msg)?;
@@ -310,6 +316,9 @@ fn build_seed_chain() -> anyhow::Result<SeedChain> {
             &who,
             parsed.op.at.unix(),
         )?;
+        let mut lineage = lineages.last().expect("the empty chain").clone();
+        lineage.push(tip.commit, parsed.op.id.as_str(), parsed.format);
+        lineages.push(lineage);
         states.push(Verified {
             tip,
             state: planned.state,
@@ -321,6 +330,7 @@ fn build_seed_chain() -> anyhow::Result<SeedChain> {
         store,
         scratch,
         states,
+        lineages,
         fallback: Person {
             name: "Mallory".to_owned(),
             email: "mallory@example.com".to_owned(),
@@ -400,6 +410,7 @@ mod tests {
                 &entry,
                 crate::time::Timestamp::from_unix(1_900_000_000),
                 &crate::verify::Signing::none(),
+                &mut chain.lineages[1].clone(),
             )
             .expect("no I/O error");
             assert!(got.is_ok(), "{:?}", got.err().map(|f| f.message));

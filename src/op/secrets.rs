@@ -89,6 +89,7 @@ fn walk(change: &mut Change, hit: &mut Vec<&'static str>) -> Result<(), Refusal>
         | Change::TodoRelease { .. }
         | Change::TodoTrust { .. }
         | Change::SignerAnnounce { .. }
+        | Change::SignerRequire { .. }
         | Change::TodoReopen { .. }
         | Change::TodoArchive { .. }
         | Change::AgentRetire { .. }
