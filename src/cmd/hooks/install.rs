@@ -21,8 +21,10 @@ use crate::hook::Runtime;
 /// the first time it changes it, and prints what it changed. Running it
 /// again changes nothing. Project scope writes .claude/settings.json,
 /// .codex/hooks.json, .cursor/hooks.json (and an always-applied rule),
-/// .gemini/settings.json and the git hooks (respecting core.hooksPath, and
-/// chaining a hook already there); user scope the same files under $HOME.
+/// .gemini/settings.json, OpenCode's plugin, Pi's extension
+/// (.pi/extensions/loopx.ts) and the git hooks (respecting core.hooksPath,
+/// and chaining a hook already there); user scope the same files under
+/// $HOME.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     #[command(flatten)]
@@ -83,6 +85,16 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                     &path,
                     &base,
                     &super::opencode_plugin(&program),
+                    args.dry_run,
+                )?);
+            }
+            Runtime::Pi => {
+                let path = super::pi_extension_path(&base, args.target.scope);
+                changes.push(install_file(
+                    runtime,
+                    &path,
+                    &base,
+                    &super::pi_extension(&program, args.guard),
                     args.dry_run,
                 )?);
             }
