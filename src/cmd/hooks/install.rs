@@ -265,7 +265,8 @@ fn install_mcp(path: &Path, base: &Path, program: &str, dry_run: bool) -> Result
     Ok(change)
 }
 
-/// A whole file loopx owns (the Cursor rule).
+/// A whole file loopx owns (the Cursor rule, OpenCode's plugin, Pi's
+/// extension).
 fn install_file(
     runtime: Runtime,
     path: &Path,
@@ -287,7 +288,14 @@ fn install_file(
     if dry_run {
         return Ok(change);
     }
+    // Only the user's own file is backed up, not one of loopx's (a second
+    // install), which uninstall would otherwise put back.
+    let ours = |b: &[u8]| {
+        b.starts_with(super::OPENCODE_MARKER.as_bytes())
+            || b.starts_with(super::PI_MARKER.as_bytes())
+    };
     if let Some(old) = &old
+        && !ours(old)
         && backup_once(path, old)?
     {
         change.note = Some(format!("backup {}", shown(&backup_path(path), base)));
