@@ -19,6 +19,8 @@
 //                                            records the end of the turn;
 //                                            the usage Pi reported
 //   session_shutdown    -> SessionEnd        records the end of the session
+//   session_compact     -> SessionStart      the brief again (source
+//                                            "compact"), with the next prompt
 //
 // It also sets PI_SESSION_ID for the agent's bash commands, so that its
 // own `loopx` commands act as the same agent (pi-<8 hex digits>). Calls
@@ -119,6 +121,12 @@ export default function loopx(pi) {
     process.env.PI_SESSION_ID = session;
     const source = event?.reason === "resume" || event?.reason === "reload" ? "resume" : "startup";
     brief = call("SessionStart", { source });
+  });
+
+  // A compaction may summarise the brief away: send it again.
+  pi.on("session_compact", async () => {
+    if (!session) return;
+    brief = call("SessionStart", { source: "compact" });
   });
 
   pi.on("before_agent_start", async (event) => {

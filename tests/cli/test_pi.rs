@@ -85,7 +85,8 @@ fn the_extension_is_placed_pointed_at_this_loopx_checked_and_removed() {
             "before_agent_start",
             "tool_call",
             "agent_end",
-            "session_shutdown"
+            "session_shutdown",
+            "session_compact"
         ])
     );
     assert!(

@@ -89,6 +89,11 @@ if (ls !== undefined || read !== undefined) fail(`a harmless tool call was block
 const next = await fire("before_agent_start", { prompt: "Go on." }, interactive);
 if (!next?.message?.content?.includes("since your last prompt")) fail(`no delta on the next prompt: ${JSON.stringify(next)}`);
 
+// After a compaction, the next prompt gets the brief again.
+await fire("session_compact", { fromExtension: false }, interactive);
+const again = await fire("before_agent_start", { prompt: "Continue." }, interactive);
+if (!again?.message?.content?.startsWith(`loopx: you are agent ${agent}.`)) fail(`no brief after compaction: ${JSON.stringify(again)}`);
+
 // Print mode ends with the prompt: agent_end asks nothing more of it, and
 // session_shutdown records the end of the turn the agent left open.
 await fire("agent_end", { messages: [] }, print);

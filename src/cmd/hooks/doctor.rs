@@ -345,7 +345,7 @@ fn check_pi(path: &Path, base: &Path) -> Check {
     c.events = ["session_start", "before_agent_start"]
         .into_iter()
         .chain(guard.then_some("tool_call"))
-        .chain(["agent_end", "session_shutdown"])
+        .chain(["agent_end", "session_shutdown", "session_compact"])
         .map(str::to_owned)
         .collect();
     c.status = if c.problems.is_empty() {
