@@ -145,17 +145,21 @@ export default function loopx(pi) {
     return { message: { customType: "loopx", content: text, display: true } };
   });
 
-  pi.on("tool_call", async (event) => {
-    if (!GUARD || event?.toolName !== "bash") return;
-    const answer = await call("PreToolUse", {
-      tool_name: "bash",
-      tool_input: { command: event.input?.command ?? "" },
+  // Without the guard there is no handler at all: Pi then runs each tool
+  // call without waiting on extensions.
+  if (GUARD) {
+    pi.on("tool_call", async (event) => {
+      if (event?.toolName !== "bash") return;
+      const answer = await call("PreToolUse", {
+        tool_name: "bash",
+        tool_input: { command: event.input?.command ?? "" },
+      });
+      const out = answer?.hookSpecificOutput;
+      if (out?.permissionDecision === "deny") {
+        return { block: true, reason: out.permissionDecisionReason || "loopx: denied" };
+      }
     });
-    const out = answer?.hookSpecificOutput;
-    if (out?.permissionDecision === "deny") {
-      return { block: true, reason: out.permissionDecisionReason || "loopx: denied" };
-    }
-  });
+  }
 
   pi.on("message_end", async (event) => {
     const u = usageOf(event?.message);

@@ -266,24 +266,30 @@ fn the_extension_drives_the_turn_as_pi_calls_it_and_its_tool_call_blocks_a_gated
     }
     let env = TestEnv::with_board();
     let t = env.add("Write the parser", &[]);
-    env.loopx(&["hooks", "install", "--runtime", "pi", "--guard"])
-        .ok();
     let extension = env.repo.join(".pi/extensions/loopx.ts");
     let here = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut c = Command::new("node");
-    crate::common::isolate(&mut c, env.root());
-    let out = c
-        .arg(here.join("tests/pi/extension_test.mjs"))
-        .arg(&extension)
-        .arg(&env.repo)
-        .arg(&t)
-        .current_dir(&env.repo)
-        .output()
-        .expect("node runs");
-    assert!(
-        out.status.success(),
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let node = |mode: &[&str]| {
+        let mut c = Command::new("node");
+        crate::common::isolate(&mut c, env.root());
+        let out = c
+            .arg(here.join("tests/pi/extension_test.mjs"))
+            .arg(&extension)
+            .arg(&env.repo)
+            .arg(&t)
+            .args(mode)
+            .current_dir(&env.repo)
+            .output()
+            .expect("node runs");
+        assert!(
+            out.status.success(),
+            "{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    env.loopx(&["hooks", "install", "--runtime", "pi"]).ok();
+    node(&["unguarded"]);
+    env.loopx(&["hooks", "install", "--runtime", "pi", "--guard"])
+        .ok();
+    node(&[]);
 }

@@ -5,8 +5,10 @@
 // extension runs the real loopx. (Pi loads the .ts file through jiti; it is
 // plain JavaScript, so Node imports a copy of it as a module.)
 //
-// Usage: node extension_test.mjs EXTENSION REPO TODO
-// Exits 1 with the reason when a check fails.
+// Usage: node extension_test.mjs EXTENSION REPO TODO [unguarded]
+// With `unguarded` (an install without --guard) it checks only that the
+// extension does not listen to tool_call. Exits 1 with the reason when a
+// check fails.
 
 import { execFileSync } from "node:child_process";
 import { copyFileSync, mkdtempSync, readFileSync } from "node:fs";
@@ -14,7 +16,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 
-const [extension, repo, todo] = process.argv.slice(2);
+const [extension, repo, todo, mode] = process.argv.slice(2);
 const copy = join(mkdtempSync(join(tmpdir(), "loopx-pi-")), "loopx.mjs");
 copyFileSync(extension, copy);
 const mod = await import(pathToFileURL(copy).href);
@@ -31,6 +33,11 @@ const pi = {
   sendUserMessage: (text, options) => sent.push({ text, deliverAs: options?.deliverAs }),
 };
 await mod.default(pi);
+if (mode === "unguarded") {
+  if (handlers.has("tool_call")) fail("installed without --guard, it still listens to tool_call");
+  console.log(JSON.stringify({ unguarded: true }));
+  process.exit(0);
+}
 const fire = (event, payload, ctx) => handlers.get(event)?.({ type: event, ...payload }, ctx);
 
 // The loopx the installed extension runs.
