@@ -19,8 +19,9 @@
 # CLI then settle: a human approves the gate, a new session's brief names
 # the todo to claim, the model claims it (the command taken from the brief)
 # and stops without recording the turn, and the hooks record the end of the
-# turn for it. Pi's usage, as Pi reports it, is recorded. Prints one
-# "ok RUNTIME" line each, or FAIL.
+# turn for it. Pi's usage, as Pi reports it, is recorded; and a Pi that
+# stays up (RPC mode) is kept going with its claim, then records its turn.
+# Prints one "ok RUNTIME" line each, or FAIL.
 set -euo pipefail
 loopx=$1 bin=$2 work=$3
 shift 3
@@ -172,5 +173,27 @@ for runtime in "$@"; do
         || fail "$runtime: the end of $claimer's turn was not recorded: $("$loopx" log | head -5)"
       ;;
   esac
+
+  if [ "$runtime" = pi ]; then
+    # Keep going: a Pi that stays up (RPC mode) is asked to go on with its
+    # claim at agent_end, as a follow-up prompt, until loopx's bound on
+    # continuations; then the end of the turn is recorded at agent_end.
+    # Its stdin closes once that is in the log.
+    next=$("$loopx" todo add "Write the tests" --json | python3 -c 'import json, sys; print(json.load(sys.stdin)["todo"])')
+    : > "$work/hooks.log"
+    {
+      echo '{"type": "prompt", "message": "Work on the goal."}'
+      for _ in $(seq 600); do
+        "$loopx" log | grep -q "refresh.* unchanged: next resume $next \"Write the tests\"\$" && break
+        sleep 0.2
+      done
+    } | FAKE_KEY=fake PI_OFFLINE=1 timeout 180 pi --mode rpc --provider fake --model fake-model \
+      > "$work/pi-rpc.out" 2> "$work/pi-rpc.err" || true
+    stops=$(grep -c "^hook pi Stop" "$work/hooks.log" || true)
+    [ "$stops" -ge 2 ] && grep -q "you still hold $next" "$work/model.log" \
+      || fail "pi: agent_end did not keep the agent going ($stops Stop calls) $(tail -c 1500 "$work/pi-rpc.err")"
+    "$loopx" log | grep -q "refresh.* unchanged: next resume $next \"Write the tests\"\$" \
+      || fail "pi: the end of the turn was not recorded at agent_end: $("$loopx" log | head -5)"
+  fi
   echo "ok $runtime"
 done
