@@ -15,9 +15,9 @@
 //                                            loopx's reason
 //   agent_end           -> Stop              "keep going" while a claim is
 //                                            held (a follow-up prompt, when
-//                                            Pi runs interactively); else
-//                                            records the end of the turn;
-//                                            the usage Pi reported
+//                                            Pi stays up: interactive, RPC);
+//                                            else records the end of the
+//                                            turn; the usage Pi reported
 //   session_shutdown    -> SessionEnd        records the end of the session
 //   session_compact     -> SessionStart      the brief again (source
 //                                            "compact"), with the next prompt
