@@ -47,6 +47,8 @@ impl Env {
                 || k.starts_with("GEMINI_")
                 || k.starts_with("CURSOR_")
                 || k.starts_with("OPENCODE")
+                // Set by loopx's Pi extension.
+                || k == "PI_SESSION_ID"
                 // Where a pre-receive hook finds the pushed objects.
                 || k == "GIT_OBJECT_DIRECTORY"
                 || k == "GIT_ALTERNATE_OBJECT_DIRECTORIES"

@@ -37,16 +37,18 @@ use crate::tx;
 
 /// Answer an agent runtime's hook: read its JSON on stdin, reply in its own JSON
 ///
-/// Runtimes: claude-code (or claude), codex, cursor, gemini, opencode, and
-/// git for the git shims. Events as each runtime names them: SessionStart,
-/// UserPromptSubmit, PreToolUse, Stop, SessionEnd, PreCompact (Claude Code,
-/// Codex); sessionStart, beforeSubmitPrompt, beforeShellExecution, stop,
-/// sessionEnd (Cursor); SessionStart, BeforeAgent, BeforeTool, AfterAgent,
-/// SessionEnd (Gemini CLI); SessionStart, UserPromptSubmit, PreToolUse, Stop
-/// (OpenCode's plugin); pre-push, post-merge (git). Always exits 0.
+/// Runtimes: claude-code (or claude), codex, cursor, gemini, opencode, pi,
+/// and git for the git shims. Events as each runtime names them:
+/// SessionStart, UserPromptSubmit, PreToolUse, Stop, SessionEnd, PreCompact
+/// (Claude Code, Codex); sessionStart, beforeSubmitPrompt,
+/// beforeShellExecution, stop, sessionEnd (Cursor); SessionStart,
+/// BeforeAgent, BeforeTool, AfterAgent, SessionEnd (Gemini CLI);
+/// SessionStart, UserPromptSubmit, PreToolUse, Stop (OpenCode's plugin);
+/// SessionStart, UserPromptSubmit, PreToolUse, Stop, SessionEnd (Pi's
+/// extension); pre-push, post-merge (git). Always exits 0.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// claude-code, codex, cursor, gemini, opencode or git
+    /// claude-code, codex, cursor, gemini, opencode, pi or git
     #[arg(allow_hyphen_values = true)]
     runtime: Option<String>,
     /// The event, spelled as the runtime names it
@@ -96,7 +98,7 @@ fn run(global: &Global, args: &Args) -> Result<Reply> {
     let name = args.runtime.as_deref().unwrap_or("");
     let runtime = Runtime::parse(name).ok_or_else(|| {
         anyhow!(
-            "unknown runtime {name:?} (use claude-code, codex, cursor, gemini, opencode or git)"
+            "unknown runtime {name:?} (use claude-code, codex, cursor, gemini, opencode, pi or git)"
         )
     })?;
     let typed = args.event.as_deref().unwrap_or("");
@@ -118,7 +120,8 @@ fn run(global: &Global, args: &Args) -> Result<Reply> {
         reply.answer = git_event(global, &env, event, &args.rest)?;
         return Ok(reply);
     }
-    let input = hook::parse_input(runtime, event, &read_stdin()?).map_err(|e| anyhow!(e))?;
+    let stdin = read_stdin()?;
+    let input = hook::parse_input(runtime, event, &stdin).map_err(|e| anyhow!(e))?;
     let explicit = env.get("LOOPX_AGENT").map(str::to_owned);
     let agent = match &explicit {
         Some(a) => Some(AgentId::new(a).map_err(|e| anyhow!("LOOPX_AGENT: {e}"))?),
@@ -151,8 +154,18 @@ fn run(global: &Global, args: &Args) -> Result<Reply> {
     let session = SessionFile::new(&ctx, runtime, input.session.as_deref());
     // Claude Code's transcript holds each message's usage: record what
     // came since the last record, at every Stop and at the session's end.
-    if runtime == Runtime::ClaudeCode && matches!(event, Event::Stop | Event::End) {
-        match transcript_usage(&ctx, &agent, &input, &session) {
+    // Pi's extension sends the usage Pi reported since its last call.
+    let usage = match (runtime, event) {
+        (Runtime::ClaudeCode, Event::Stop | Event::End) => {
+            Some(transcript_usage(&ctx, &agent, &input, &session))
+        }
+        (Runtime::Pi, Event::Stop | Event::End) => {
+            Some(pi_usage(&ctx, &agent, &input, &session, &stdin))
+        }
+        _ => None,
+    };
+    if let Some(recorded) = usage {
+        match recorded {
             Ok(()) => {}
             Err(e) if quiet(&e) => {}
             Err(e) => reply.notes.push(format!(
@@ -171,8 +184,9 @@ fn run(global: &Global, args: &Args) -> Result<Reply> {
             // Gemini CLI does not wait for its SessionEnd hook, so a tick
             // written there may never land, and OpenCode has none: the end
             // of the turn is recorded when the agent stops (AfterAgent,
-            // which Gemini waits for; session.idle).
-            (Runtime::Gemini | Runtime::OpenCode, Answer::Nothing) => {
+            // which Gemini waits for; session.idle). Pi's session may stay
+            // open long after its turn (agent_end).
+            (Runtime::Gemini | Runtime::OpenCode | Runtime::Pi, Answer::Nothing) => {
                 end(&ctx, &agent, &input, &session, None).map(|_| a)
             }
             _ => Ok(a),
@@ -182,11 +196,38 @@ fn run(global: &Global, args: &Args) -> Result<Reply> {
         Event::PreCompact | Event::Tool | Event::PrePush | Event::PostMerge => Ok(Answer::Nothing),
     };
     match outcome {
+        Ok(a) if runtime == Runtime::Gemini && explicit.is_none() => {
+            reply.answer = name_the_agent(a, event, &agent);
+        }
         Ok(a) => reply.answer = a,
         Err(e) if quiet(&e) => {}
         Err(e) => return Err(e),
     }
     Ok(reply)
+}
+
+/// Gemini CLI gives the session id to hooks only: its shell tool sets
+/// `GEMINI_CLI` but no `GEMINI_SESSION_ID`, so a bare `loopx` run by the
+/// agent cannot tell which agent it is and refuses (Gemini CLI 0.61.0, seen
+/// in the runtime smoke test). The commands loopx gives a Gemini agent name
+/// it, `LOOPX_AGENT=<id> loopx …`, and the brief says so.
+fn name_the_agent(answer: Answer, event: Event, agent: &AgentId) -> Answer {
+    let named = |text: String| text.replace("`loopx ", &format!("`LOOPX_AGENT={agent} loopx "));
+    match answer {
+        Answer::Context { text, agent: a } if event == Event::Start => Answer::Context {
+            text: format!(
+                "{}\nGemini CLI's shell does not say which session runs it: run loopx as `LOOPX_AGENT={agent} loopx …`.",
+                named(text)
+            ),
+            agent: a,
+        },
+        Answer::Context { text, agent: a } => Answer::Context {
+            text: named(text),
+            agent: a,
+        },
+        Answer::Continue(text) => Answer::Continue(named(text)),
+        other => other,
+    }
 }
 
 /// StopFailure: on a usage limit (`rate_limit`), park the agent until the
@@ -407,6 +448,7 @@ fn tool(dir: Option<PathBuf>, agent: Option<&AgentId>, runtime: Runtime, input: 
     let shell = match runtime {
         Runtime::ClaudeCode | Runtime::Codex | Runtime::OpenCode => hook::claude::is_shell(tool),
         Runtime::Gemini => hook::gemini::is_shell(tool),
+        Runtime::Pi => hook::pi::is_shell(tool),
         Runtime::Cursor | Runtime::Git => true,
     };
     if !shell || guard::risks(command).is_empty() {
@@ -619,7 +661,49 @@ fn transcript_usage(
     };
     let text = String::from_utf8_lossy(&buf[..=end]);
     let next = from + end as u64 + 1;
-    let mut parts = hook::usage::claude::transcript(&text);
+    let parts = hook::usage::claude::transcript(&text);
+    if record_usage(ctx, agent, sid, &mut s, parts)? {
+        s.usage_offset = next;
+        session.save(&s);
+    }
+    Ok(())
+}
+
+/// Records the usage Pi reported since the extension's last call (the
+/// payload's `usage`), as [`transcript_usage`] does a transcript's.
+fn pi_usage(
+    ctx: &Ctx,
+    agent: &AgentId,
+    input: &Input,
+    session: &SessionFile,
+    stdin: &[u8],
+) -> Result<()> {
+    let Some(sid) = input.session.as_deref() else {
+        return Ok(());
+    };
+    let payload: serde_json::Value = serde_json::from_slice(stdin).unwrap_or_default();
+    let parts = hook::pi::usage(&payload);
+    if parts.is_empty() {
+        return Ok(());
+    }
+    let mut s = session.load();
+    if record_usage(ctx, agent, sid, &mut s, parts)? {
+        session.save(&s);
+    }
+    Ok(())
+}
+
+/// Adds `parts` (one per model) to the running total of the session's
+/// current hour and reports that total under a key derived from the session
+/// `sid` and the hour's start. Returns whether the agent is active (else
+/// nothing was recorded, and the caller keeps its place to read again).
+fn record_usage(
+    ctx: &Ctx,
+    agent: &AgentId,
+    sid: &str,
+    s: &mut Session,
+    mut parts: Vec<Usage>,
+) -> Result<bool> {
     let snap = tx::load(ctx)?;
     let active = snap
         .state
@@ -627,11 +711,7 @@ fn transcript_usage(
         .get(agent)
         .is_some_and(|a| a.status == AgentStatus::Active);
     if parts.is_empty() || !active {
-        if active {
-            s.usage_offset = next;
-            session.save(&s);
-        }
-        return Ok(());
+        return Ok(active);
     }
     let goal = snap
         .state
@@ -680,9 +760,7 @@ fn transcript_usage(
         })?;
         s.usage_total = total;
     }
-    s.usage_offset = next;
-    session.save(&s);
-    Ok(())
+    Ok(true)
 }
 
 /// git's pre-push and post-merge: a note when the local state differs from

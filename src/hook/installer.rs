@@ -63,7 +63,7 @@ pub fn hook_file(runtime: Runtime, base: &Path) -> Option<HookFile> {
             include_str!("../../hooks/gemini/settings.fragment.json"),
             "BeforeTool",
         ),
-        Runtime::OpenCode | Runtime::Git => return None,
+        Runtime::OpenCode | Runtime::Pi | Runtime::Git => return None,
     };
     Some(HookFile {
         runtime,
@@ -98,6 +98,40 @@ pub fn opencode_program(plugin: &str) -> Option<String> {
         .trim_start_matches("const LOOPX = ")
         .trim_end_matches(';');
     serde_json::from_str(value).ok()
+}
+
+/// The Pi extension; [`pi_extension`] points it at a loopx and sets its
+/// guard.
+pub const PI_EXTENSION: &str = include_str!("../../hooks/pi/loopx.ts");
+/// The lines in the extension that name the loopx it runs and say whether
+/// it guards bash.
+const PI_PROGRAM: &str = "const LOOPX = \"loopx\";";
+const PI_GUARD: &str = "const GUARD = false;";
+/// The line that marks the extension as loopx's.
+pub const PI_MARKER: &str = "// loopx-managed extension";
+
+/// The Pi extension, running `program`, with the bash guard when `guard`.
+pub fn pi_extension(program: &str, guard: bool) -> String {
+    let quoted = serde_json::to_string(program).expect("a string serializes");
+    PI_EXTENSION
+        .replacen(PI_PROGRAM, &format!("const LOOPX = {quoted};"), 1)
+        .replacen(PI_GUARD, &format!("const GUARD = {guard};"), 1)
+}
+
+/// The loopx an installed Pi extension runs and whether it guards bash, if
+/// the file is loopx's.
+pub fn pi_program(extension: &str) -> Option<(String, bool)> {
+    if !extension.starts_with(PI_MARKER) {
+        return None;
+    }
+    let value = |prefix: &str| {
+        extension
+            .lines()
+            .find_map(|l| l.strip_prefix(prefix))
+            .map(|v| v.trim_end_matches(';').to_owned())
+    };
+    let program = serde_json::from_str(&value("const LOOPX = ")?).ok()?;
+    Some((program, value("const GUARD = ")?.as_str() == "true"))
 }
 
 pub const CURSOR_RULE: &str = include_str!("../../hooks/cursor/rules/loopx.mdc");
@@ -476,6 +510,25 @@ mod tests {
         );
         assert_eq!(opencode_program(OPENCODE_PLUGIN).as_deref(), Some("loopx"));
         assert_eq!(opencode_program("export const X = 1;"), None);
+    }
+
+    #[test]
+    fn the_pi_extension_names_its_program_and_its_guard() {
+        assert!(PI_EXTENSION.contains(PI_PROGRAM));
+        assert!(PI_EXTENSION.contains(PI_GUARD));
+        let p = pi_extension("/opt/my \"tools\"/loopx", true);
+        assert_eq!(
+            pi_program(&p),
+            Some(("/opt/my \"tools\"/loopx".to_owned(), true))
+        );
+        assert_eq!(pi_program(PI_EXTENSION), Some(("loopx".to_owned(), false)));
+        assert_eq!(pi_program("export default function () {}"), None);
+        // Pi loads the default export; the file exports nothing else.
+        let exports: Vec<&str> = PI_EXTENSION
+            .lines()
+            .filter(|l| l.starts_with("export "))
+            .collect();
+        assert_eq!(exports, ["export default function loopx(pi) {"]);
     }
 
     #[test]

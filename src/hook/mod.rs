@@ -4,7 +4,8 @@
 //! `cmd/hook.rs` reads stdin, decides the answer from the state, and prints.
 //!
 //! One file per wire format: [`claude`] (Claude Code, and Codex, which
-//! adopted Claude's format), [`cursor`] and [`gemini`]. [`guard`] matches
+//! adopted Claude's format, as loopx's OpenCode plugin and Pi extension
+//! do), [`cursor`], [`gemini`] and [`pi`] (what Pi's payloads add). [`guard`] matches
 //! shell commands against open human-only gates; [`view`] is what the
 //! prompt-submit delta compares between two prompts.
 
@@ -14,6 +15,7 @@ pub mod gemini;
 pub mod guard;
 pub mod installer;
 pub mod limit;
+pub mod pi;
 pub mod usage;
 pub mod view;
 
@@ -29,20 +31,25 @@ pub enum Runtime {
     /// OpenCode, through the plugin in `hooks/opencode/` (Claude Code's
     /// wire format).
     OpenCode,
+    /// Pi, through the extension in `hooks/pi/` (Claude Code's wire
+    /// format, plus the usage Pi reports).
+    Pi,
     Git,
 }
 
 impl Runtime {
-    pub const ALL: [Runtime; 6] = [
+    pub const ALL: [Runtime; 7] = [
         Runtime::ClaudeCode,
         Runtime::Codex,
         Runtime::Cursor,
         Runtime::Gemini,
         Runtime::OpenCode,
+        Runtime::Pi,
         Runtime::Git,
     ];
 
-    /// `claude-code` (also `claude`), `codex`, `cursor`, `gemini`, `git`.
+    /// `claude-code` (also `claude`), `codex`, `cursor`, `gemini`,
+    /// `opencode`, `pi`, `git`.
     pub fn parse(s: &str) -> Option<Runtime> {
         match s.to_ascii_lowercase().as_str() {
             "claude-code" | "claude" => Some(Runtime::ClaudeCode),
@@ -50,6 +57,7 @@ impl Runtime {
             "cursor" => Some(Runtime::Cursor),
             "gemini" => Some(Runtime::Gemini),
             "opencode" => Some(Runtime::OpenCode),
+            "pi" => Some(Runtime::Pi),
             "git" => Some(Runtime::Git),
             _ => None,
         }
@@ -62,6 +70,7 @@ impl Runtime {
             Runtime::Cursor => "cursor",
             Runtime::Gemini => "gemini",
             Runtime::OpenCode => "opencode",
+            Runtime::Pi => "pi",
             Runtime::Git => "git",
         }
     }
@@ -87,6 +96,8 @@ impl Runtime {
             ),
             // Set by loopx's plugin (`shell.env`).
             Runtime::OpenCode => (&["OPENCODE_SESSION_ID"], "OPENCODE_SESSION_ID"),
+            // Set by loopx's extension for the agent's bash commands.
+            Runtime::Pi => (&["PI_SESSION_ID"], "PI_SESSION_ID"),
             Runtime::Git => return None,
         })
     }
@@ -101,6 +112,9 @@ impl Runtime {
             // The stored runtimes have no `opencode` yet (adding it is a
             // format change): recorded as custom.
             Runtime::OpenCode | Runtime::Git => crate::model::Runtime::Custom,
+            // TODO(format 4): crate::model::Runtime::Pi once the format-4
+            // runtimes (`pi`, `opencode`) are in src/model/agent.rs.
+            Runtime::Pi => crate::model::Runtime::Custom,
         }
     }
 
@@ -138,6 +152,15 @@ impl Runtime {
                 ("UserPromptSubmit", Event::Prompt),
                 ("PreToolUse", Event::Tool),
                 ("Stop", Event::Stop),
+            ],
+            // The extension's names for session_start, before_agent_start,
+            // tool_call, agent_end and session_shutdown.
+            Runtime::Pi => &[
+                ("SessionStart", Event::Start),
+                ("UserPromptSubmit", Event::Prompt),
+                ("PreToolUse", Event::Tool),
+                ("Stop", Event::Stop),
+                ("SessionEnd", Event::End),
             ],
             Runtime::Git => &[
                 ("pre-push", Event::PrePush),
@@ -221,6 +244,13 @@ impl Runtime {
                 "Notification",
             ],
             Runtime::OpenCode => &["SessionStart", "UserPromptSubmit", "PreToolUse", "Stop"],
+            Runtime::Pi => &[
+                "SessionStart",
+                "UserPromptSubmit",
+                "PreToolUse",
+                "Stop",
+                "SessionEnd",
+            ],
             Runtime::Git => &["pre-push", "post-merge"],
         }
     }
@@ -294,17 +324,20 @@ pub fn parse_input(runtime: Runtime, event: Event, bytes: &[u8]) -> Result<Input
         return Err("stdin is not a JSON object".to_owned());
     }
     Ok(match runtime {
-        Runtime::ClaudeCode | Runtime::Codex | Runtime::Gemini | Runtime::OpenCode => {
-            common_input(&v)
-        }
+        Runtime::ClaudeCode
+        | Runtime::Codex
+        | Runtime::Gemini
+        | Runtime::OpenCode
+        | Runtime::Pi => common_input(&v),
         Runtime::Cursor => cursor::input(event, &v),
         Runtime::Git => Input::default(),
     })
 }
 
-/// The stdin of Claude Code, Codex, Gemini CLI and OpenCode's plugin: one
-/// shape, read leniently (a field of the wrong type counts as absent, so a
-/// runtime's change of a field it does not need cannot break a hook).
+/// The stdin of Claude Code, Codex, Gemini CLI, OpenCode's plugin and Pi's
+/// extension: one shape, read leniently (a field of the wrong type counts as
+/// absent, so a runtime's change of a field it does not need cannot break a
+/// hook).
 #[derive(serde::Deserialize, Default)]
 #[serde(default)]
 struct CommonInput {
@@ -410,7 +443,9 @@ pub fn render(runtime: Runtime, event: Event, answer: &Answer) -> Option<Value> 
         return None;
     }
     match runtime {
-        Runtime::ClaudeCode | Runtime::Codex | Runtime::OpenCode => claude::answer(event, answer),
+        Runtime::ClaudeCode | Runtime::Codex | Runtime::OpenCode | Runtime::Pi => {
+            claude::answer(event, answer)
+        }
         Runtime::Cursor => cursor::answer(event, answer),
         Runtime::Gemini => gemini::answer(event, answer),
         Runtime::Git => None,

@@ -33,6 +33,7 @@ mod test_mcp_sdk;
 mod test_notify;
 mod test_opencode;
 mod test_park;
+mod test_pi;
 mod test_race;
 mod test_recipes;
 mod test_repo_trust;

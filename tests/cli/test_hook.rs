@@ -273,7 +273,7 @@ fn gemini_answers_each_event() {
     assert_session(
         &GEMINI,
         &[
-            r#"{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"loopx: you are agent gemini-1ba991ff.\ngoal main: Ship the parser\nready: t-1dc8e030 P1 \"Write the parser\"\nquota: 48 of 48 slots left per 1d\nNext: claim t-1dc8e030 \"Write the parser\" with `loopx todo claim t-1dc8e030`.\nTurn token: lxt1:main:gemini-1ba991ff:ea7641bd07eadc49:1796029440. End the turn with `loopx settle --turn lxt1:main:gemini-1ba991ff:ea7641bd07eadc49:1796029440 --todo t-1dc8e030 --outcome advanced|blocked|unchanged [--done] [-- CHECK]`."}}
+            r#"{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"loopx: you are agent gemini-1ba991ff.\ngoal main: Ship the parser\nready: t-1dc8e030 P1 \"Write the parser\"\nquota: 48 of 48 slots left per 1d\nNext: claim t-1dc8e030 \"Write the parser\" with `LOOPX_AGENT=gemini-1ba991ff loopx todo claim t-1dc8e030`.\nTurn token: lxt1:main:gemini-1ba991ff:ea7641bd07eadc49:1796029440. End the turn with `LOOPX_AGENT=gemini-1ba991ff loopx settle --turn lxt1:main:gemini-1ba991ff:ea7641bd07eadc49:1796029440 --todo t-1dc8e030 --outcome advanced|blocked|unchanged [--done] [-- CHECK]`.\nGemini CLI's shell does not say which session runs it: run loopx as `LOOPX_AGENT=gemini-1ba991ff loopx …`."}}
 "#,
             r#""#,
             r#"{"hookSpecificOutput":{"hookEventName":"BeforeAgent","additionalContext":"loopx: since your last prompt:\n- gate g-f3a5792a is open: \"May I publish 1.0?\""}}
@@ -284,7 +284,7 @@ fn gemini_answers_each_event() {
             r#""#,
             r#"{"hookSpecificOutput":{"hookEventName":"BeforeAgent","additionalContext":"loopx: since your last prompt:\n- gate g-f3a5792a was answered approve by Ada Lovelace: \"May I publish 1.0?\""}}
 "#,
-            r#"{"decision":"deny","reason":"loopx: you still hold t-1dc8e030 \"Write the parser\", lease 37m left, and 48 of 48 slots remain: keep working on it. Record each step with `loopx settle --turn lxt1:main:gemini-1ba991ff:6eb9e93b7a112ca1:1796030040 --todo t-1dc8e030 --outcome advanced [--done] [-- CHECK]`. To stop instead, say why with `loopx refresh-state --outcome blocked --todo t-1dc8e030 --next-action TEXT`, or give it up with `loopx todo update t-1dc8e030 --status open`."}
+            r#"{"decision":"deny","reason":"loopx: you still hold t-1dc8e030 \"Write the parser\", lease 37m left, and 48 of 48 slots remain: keep working on it. Record each step with `LOOPX_AGENT=gemini-1ba991ff loopx settle --turn lxt1:main:gemini-1ba991ff:6eb9e93b7a112ca1:1796030040 --todo t-1dc8e030 --outcome advanced [--done] [-- CHECK]`. To stop instead, say why with `LOOPX_AGENT=gemini-1ba991ff loopx refresh-state --outcome blocked --todo t-1dc8e030 --next-action TEXT`, or give it up with `LOOPX_AGENT=gemini-1ba991ff loopx todo update t-1dc8e030 --status open`."}
 "#,
             r#""#,
             r#"loopx: gemini-1ba991ff keeps t-1dc8e030 "Write the parser" until 2026-11-30T09:51:00Z; nothing was released (`loopx todo release t-1dc8e030` gives it up).

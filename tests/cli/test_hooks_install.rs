@@ -11,6 +11,8 @@ use crate::common::{TestEnv, assert_text};
 const CLAUDE_BEFORE: &str = "{\n    \"model\": \"opus\",\n    \"permissions\": {\"allow\": [\"Bash(ls:*)\"]},\n    \"hooks\": {\n        \"Stop\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"say done\"}]}]\n    }\n}\n";
 const GEMINI_BEFORE: &str = "{ \"theme\": \"GitHub\", \"general\": { \"vimMode\": true } }\n";
 const CODEX_TOML_BEFORE: &str = "# my Codex settings\nmodel = \"gpt-5-codex\" # the default\n\n[mcp_servers.docs]\ncommand = \"docs-mcp\"\n";
+const PI_MINE: &str =
+    "export default function (pi) {\n  pi.on(\"agent_end\", async () => {});\n}\n";
 const HOOK_BEFORE: &str = "#!/bin/sh\n# the team's own pre-push\necho ran >> \"$(dirname \"$0\")/../pre-push-ran\"\nexit 0\n";
 
 /// The loopx under test, as `hooks install` writes it into hook commands.
@@ -67,6 +69,7 @@ cursor       .cursor/hooks.json: created
 cursor       .cursor/rules/loopx.mdc: created
 gemini       .gemini/settings.json: updated (backup .gemini/settings.json.loopx-backup)
 opencode     .opencode/plugins/loopx.js: created
+pi           .pi/extensions/loopx.ts: created
 git          .githooks/pre-push: updated (chains the hook that was there, kept as .githooks/pre-push.loopx-backup)
 git          .githooks/post-merge: created
 ",
@@ -130,6 +133,7 @@ git          .githooks/post-merge: created
             ".gemini/settings.json",
             ".githooks/pre-push",
             ".githooks/post-merge",
+            ".pi/extensions/loopx.ts",
         ]
         .iter()
         .map(|f| read(&env.repo.join(f)))
@@ -156,6 +160,7 @@ cursor       .cursor/hooks.json: removed
 cursor       .cursor/rules/loopx.mdc: removed
 gemini       .gemini/settings.json: restored
 opencode     .opencode/plugins/loopx.js: removed
+pi           .pi/extensions/loopx.ts: removed
 git          .githooks/pre-push: restored
 git          .githooks/post-merge: removed
 ",
@@ -166,6 +171,7 @@ git          .githooks/post-merge: removed
     }
     assert!(!env.repo.join(".cursor").exists());
     assert!(!env.repo.join(".opencode").exists());
+    assert!(!env.repo.join(".pi").exists());
     assert!(!env.repo.join(".codex/hooks.json").exists());
     assert!(!env.repo.join(".githooks/post-merge").exists());
 }
@@ -211,6 +217,7 @@ codex        .codex/hooks.json: created
 cursor       .cursor/hooks.json: created
 gemini       .gemini/settings.json: updated (backup .gemini/settings.json.loopx-backup)
 opencode     .config/opencode/plugins/loopx.js: created
+pi           .pi/agent/extensions/loopx.ts: created
 git          -: skipped (git hooks belong to a repository: use --scope project)
 ",
     );
@@ -303,7 +310,7 @@ fn doctor_checks_path_events_and_matchers_and_names_trust_steps() {
         "\
 loopx on PATH: $BIN/loopx
 gemini       .gemini/settings.json: wired (SessionStart, BeforeAgent, AfterAgent, SessionEnd)
-  trust: Gemini CLI ignores .gemini/settings.json in an untrusted folder: trust this folder when it asks
+  trust: Gemini CLI ignores .gemini/settings.json in an untrusted folder: trust this folder when it asks; a headless run (gemini -p) needs GEMINI_CLI_TRUST_WORKSPACE=true in its environment (--skip-trust does not load the folder's hooks in 0.61)
 ",
     );
     let settings = env.repo.join(".gemini/settings.json");
@@ -328,7 +335,7 @@ gemini       .gemini/settings.json: broken (SessionStart, BeforeAgent, AfterAgen
   problem: hooks.AfterTool has an empty matcher; leave the key out to match everything
   problem: Stop is not a gemini event (a typo is silently ignored)
   problem: hooks.Stop runs `loopx hook gemini Stop`, which loopx does not answer there
-  trust: Gemini CLI ignores .gemini/settings.json in an untrusted folder: trust this folder when it asks
+  trust: Gemini CLI ignores .gemini/settings.json in an untrusted folder: trust this folder when it asks; a headless run (gemini -p) needs GEMINI_CLI_TRUST_WORKSPACE=true in its environment (--skip-trust does not load the folder's hooks in 0.61)
 ",
     );
 }
@@ -447,8 +454,9 @@ fn tree(dir: &Path) -> Vec<(PathBuf, Option<Vec<u8>>)> {
 
 /// Property: whatever sequence of installs (with and without `--guard`
 /// and `--mcp`, one runtime or all, both scopes) ran on top of whatever
-/// settings the user had, uninstall gives back the original bytes, and
-/// leaves no file or folder of its own.
+/// settings the user had (Pi: extensions of their own, one perhaps at
+/// loopx's path), uninstall gives back the original bytes, and leaves no
+/// file or folder of its own.
 #[test]
 fn uninstall_after_any_install_sequence_restores_the_users_bytes() {
     let files = [
@@ -470,12 +478,33 @@ fn uninstall_after_any_install_sequence_restores_the_users_bytes() {
             if rng.below(2) == 0 {
                 write(&base.join(".codex/config.toml"), CODEX_TOML_BEFORE);
             }
+            // Pi: extensions of the user's own beside loopx's, sometimes
+            // one at loopx's very path.
+            let pi = if *base == home {
+                ".pi/agent/extensions"
+            } else {
+                ".pi/extensions"
+            };
+            if rng.below(2) == 0 {
+                write(&base.join(pi).join("mine.ts"), PI_MINE);
+            }
+            if rng.below(4) == 0 {
+                write(&base.join(pi).join("loopx.ts"), PI_MINE);
+            }
         }
         let before = (tree(&env.repo), tree(&home));
         let mut steps = Vec::new();
         for _ in 0..=rng.below(4) {
             let mut args = vec!["hooks", "install"];
-            let runtime = rng.pick(&["all", "all", "claude-code", "codex", "cursor", "gemini"]);
+            let runtime = rng.pick(&[
+                "all",
+                "all",
+                "claude-code",
+                "codex",
+                "cursor",
+                "gemini",
+                "pi",
+            ]);
             args.extend(["--runtime", runtime]);
             args.extend(["--scope", rng.pick(&["project", "user"])]);
             if rng.below(2) == 0 {

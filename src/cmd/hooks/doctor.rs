@@ -70,13 +70,16 @@ fn trust(runtime: Runtime, scope: Scope) -> Option<&'static str> {
             "Cursor reloads hooks.json on save: check the Hooks tab of its settings for errors",
         ),
         (Runtime::Gemini, Scope::Project) => Some(
-            "Gemini CLI ignores .gemini/settings.json in an untrusted folder: trust this folder when it asks",
+            "Gemini CLI ignores .gemini/settings.json in an untrusted folder: trust this folder when it asks; a headless run (gemini -p) needs GEMINI_CLI_TRUST_WORKSPACE=true in its environment (--skip-trust does not load the folder's hooks in 0.61)",
         ),
         (Runtime::Gemini, Scope::User) => {
             Some("Gemini CLI runs hooks since v0.27; check them with /hooks")
         }
         (Runtime::OpenCode, _) => Some(
             "OpenCode loads plugins when it starts: restart it after installing or changing the plugin",
+        ),
+        (Runtime::Pi, _) => Some(
+            "Pi loads extensions when it starts: restart it (or /reload) after installing or changing the extension",
         ),
         (Runtime::Git, _) => None,
     }
@@ -90,6 +93,13 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         if runtime == Runtime::OpenCode {
             let path = super::opencode_plugin_path(&base, args.target.scope);
             let mut c = check_opencode(&path, &base);
+            if c.status != "absent" {
+                c.trust = trust(runtime, args.target.scope);
+            }
+            checks.push(c);
+        } else if runtime == Runtime::Pi {
+            let path = super::pi_extension_path(&base, args.target.scope);
+            let mut c = check_pi(&path, &base);
             if c.status != "absent" {
                 c.trust = trust(runtime, args.target.scope);
             }
@@ -293,6 +303,51 @@ fn check_opencode(path: &Path, base: &Path) -> Check {
     ]
     .map(str::to_owned)
     .to_vec();
+    c.status = if c.problems.is_empty() {
+        "wired"
+    } else {
+        "broken"
+    };
+    c
+}
+
+/// The Pi extension: loopx's, and the loopx it runs is there.
+fn check_pi(path: &Path, base: &Path) -> Check {
+    let mut c = Check {
+        runtime: Runtime::Pi.as_str(),
+        file: shown(path, base),
+        status: "absent",
+        events: Vec::new(),
+        problems: Vec::new(),
+        trust: None,
+        by_name: false,
+    };
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return c;
+    };
+    let Some((program, guard)) = super::pi_program(&text) else {
+        c.problems.push(
+            "not loopx's extension (no loopx-managed marker); move it away and install again"
+                .to_owned(),
+        );
+        c.status = "broken";
+        return c;
+    };
+    if program.contains('/') {
+        if !is_executable(Path::new(&program)) {
+            c.problems.push(format!(
+                "the extension runs {program}, which is not there or not executable (loopx moved?): run `loopx hooks install --runtime pi` again"
+            ));
+        }
+    } else {
+        c.by_name = true;
+    }
+    c.events = ["session_start", "before_agent_start"]
+        .into_iter()
+        .chain(guard.then_some("tool_call"))
+        .chain(["agent_end", "session_shutdown", "session_compact"])
+        .map(str::to_owned)
+        .collect();
     c.status = if c.problems.is_empty() {
         "wired"
     } else {

@@ -21,8 +21,10 @@ use crate::hook::Runtime;
 /// the first time it changes it, and prints what it changed. Running it
 /// again changes nothing. Project scope writes .claude/settings.json,
 /// .codex/hooks.json, .cursor/hooks.json (and an always-applied rule),
-/// .gemini/settings.json and the git hooks (respecting core.hooksPath, and
-/// chaining a hook already there); user scope the same files under $HOME.
+/// .gemini/settings.json, OpenCode's plugin, Pi's extension
+/// (.pi/extensions/loopx.ts) and the git hooks (respecting core.hooksPath,
+/// and chaining a hook already there); user scope the same files under
+/// $HOME.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     #[command(flatten)]
@@ -83,6 +85,16 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                     &path,
                     &base,
                     &super::opencode_plugin(&program),
+                    args.dry_run,
+                )?);
+            }
+            Runtime::Pi => {
+                let path = super::pi_extension_path(&base, args.target.scope);
+                changes.push(install_file(
+                    runtime,
+                    &path,
+                    &base,
+                    &super::pi_extension(&program, args.guard),
                     args.dry_run,
                 )?);
             }
@@ -253,7 +265,8 @@ fn install_mcp(path: &Path, base: &Path, program: &str, dry_run: bool) -> Result
     Ok(change)
 }
 
-/// A whole file loopx owns (the Cursor rule).
+/// A whole file loopx owns (the Cursor rule, OpenCode's plugin, Pi's
+/// extension).
 fn install_file(
     runtime: Runtime,
     path: &Path,
@@ -275,7 +288,14 @@ fn install_file(
     if dry_run {
         return Ok(change);
     }
+    // Only the user's own file is backed up, not one of loopx's (a second
+    // install), which uninstall would otherwise put back.
+    let ours = |b: &[u8]| {
+        b.starts_with(super::OPENCODE_MARKER.as_bytes())
+            || b.starts_with(super::PI_MARKER.as_bytes())
+    };
     if let Some(old) = &old
+        && !ours(old)
         && backup_once(path, old)?
     {
         change.note = Some(format!("backup {}", shown(&backup_path(path), base)));

@@ -48,6 +48,7 @@ pub enum Which {
     Gemini,
     #[value(name = "opencode")]
     OpenCode,
+    Pi,
     Git,
     All,
 }
@@ -60,6 +61,7 @@ impl Which {
             Which::Cursor => vec![Runtime::Cursor],
             Which::Gemini => vec![Runtime::Gemini],
             Which::OpenCode => vec![Runtime::OpenCode],
+            Which::Pi => vec![Runtime::Pi],
             Which::Git => vec![Runtime::Git],
             Which::All => Runtime::ALL.to_vec(),
         }
@@ -69,7 +71,7 @@ impl Which {
 /// The `--runtime` and `--scope` every hooks command takes.
 #[derive(clap::Args, Debug)]
 pub struct Target {
-    /// claude-code, codex, cursor, gemini, opencode, git, or all of them
+    /// claude-code, codex, cursor, gemini, opencode, pi, git, or all of them
     #[arg(long, value_enum, value_name = "RUNTIME", default_value = "all")]
     pub runtime: Which,
     /// project (this repository) or user (the home directory)
@@ -91,6 +93,16 @@ pub fn opencode_plugin_path(base: &std::path::Path, scope: Scope) -> PathBuf {
     match scope {
         Scope::Project => base.join(".opencode/plugins/loopx.js"),
         Scope::User => base.join(".config/opencode/plugins/loopx.js"),
+    }
+}
+
+/// Where Pi loads loopx's extension from: `.pi/extensions/` in a project,
+/// `~/.pi/agent/extensions/` for a user (Pi's default agent directory; one
+/// moved with `PI_CODING_AGENT_DIR` is not followed).
+pub fn pi_extension_path(base: &std::path::Path, scope: Scope) -> PathBuf {
+    match scope {
+        Scope::Project => base.join(".pi/extensions/loopx.ts"),
+        Scope::User => base.join(".pi/agent/extensions/loopx.ts"),
     }
 }
 

@@ -66,6 +66,14 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                     changes.push(c);
                 }
             }
+            Runtime::Pi => {
+                let path = super::pi_extension_path(&base, args.target.scope);
+                let ours =
+                    std::fs::read_to_string(&path).is_ok_and(|t| super::pi_program(&t).is_some());
+                if ours && let Some(c) = uninstall_file(runtime, &path, &base, args.dry_run)? {
+                    changes.push(c);
+                }
+            }
             Runtime::Git if args.target.scope == Scope::Project => {
                 changes.extend(uninstall_git(ctx, &base, args.dry_run)?);
             }

@@ -73,6 +73,6 @@ pub fn merge(parts: Vec<Usage>) -> Usage {
 }
 
 /// A JSON number as a token count: whole and not negative, else 0.
-fn count(v: Option<&serde_json::Value>) -> u64 {
+pub(crate) fn count(v: Option<&serde_json::Value>) -> u64 {
     v.and_then(serde_json::Value::as_u64).unwrap_or(0)
 }
