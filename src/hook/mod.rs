@@ -131,7 +131,7 @@ impl Runtime {
                 ("AfterAgent", Event::Stop),
                 ("SessionEnd", Event::End),
             ],
-            // The plugin's names for session.created, chat.message,
+            // The plugin's names for chat.message (a first one, then every one),
             // tool.execute.before and session.idle.
             Runtime::OpenCode => &[
                 ("SessionStart", Event::Start),
