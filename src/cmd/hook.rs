@@ -167,7 +167,7 @@ fn run(global: &Global, args: &Args) -> Result<Reply> {
             }
         }),
         Event::Prompt => prompt(&ctx, &agent, &session),
-        Event::Stop => stop(&ctx, &agent, &input, &session).and_then(|a| match (runtime, &a) {
+        Event::Stop => stop(&ctx, runtime, &agent, &input, &session).and_then(|a| match (runtime, &a) {
             // Gemini CLI does not wait for its SessionEnd hook, so a tick
             // written there may never land, and OpenCode has none: the end
             // of the turn is recorded when the agent stops (AfterAgent,
@@ -317,6 +317,7 @@ fn start(
         .map(|t| t.at);
     let d = turn::decide(&state, agent, &goal, ctx.now);
     let b = brief::build(&state, agent, &goal, ctx.now, since);
+    let lx = loopx_command(ctx, runtime);
     let mut text = format!("loopx: you are agent {agent}.\n{}", b.human());
     match (&d.skip, &d.todo) {
         (Some(r), _) => text.push_str(&format!(
@@ -331,16 +332,25 @@ fn start(
                 text.push_str(&format!("Next: go on with your claim {id} \"{title}\".\n"));
             } else {
                 text.push_str(&format!(
-                    "Next: claim {id} \"{title}\" with `loopx todo claim {id}`.\n"
+                    "Next: claim {id} \"{title}\" with `{lx} todo claim {id}`.\n"
                 ));
             }
             text.push_str(&format!(
-                "Turn token: {token}. End the turn with `loopx settle --turn {token} --todo {id} --outcome advanced|blocked|unchanged [--done] [-- CHECK]`.\n"
+                "Turn token: {token}. End the turn with `{lx} settle --turn {token} --todo {id} --outcome advanced|blocked|unchanged [--done] [-- CHECK]`.\n"
             ));
         }
         (None, None) => {}
     }
     Ok(context(agent, text))
+}
+
+/// How the agent's shell calls loopx under `runtime` (the brief names it
+/// so): see [`hook::loopx_command`].
+fn loopx_command(ctx: &Ctx, runtime: Runtime) -> String {
+    let exe = std::env::current_exe()
+        .and_then(std::fs::canonicalize)
+        .unwrap_or_else(|_| PathBuf::from("loopx"));
+    hook::loopx_command(runtime, ctx.env.get("PATH"), &exe)
 }
 
 fn context(agent: &AgentId, text: String) -> Answer {
@@ -426,7 +436,13 @@ fn tool(dir: Option<PathBuf>, agent: Option<&AgentId>, runtime: Runtime, input: 
 /// The agent wants to stop: keep it going while it holds a claim, quota
 /// remains and neither the runtime's loop guard nor loopx's own count says
 /// stop. Writes only the session file.
-fn stop(ctx: &Ctx, agent: &AgentId, input: &Input, session: &SessionFile) -> Result<Answer> {
+fn stop(
+    ctx: &Ctx,
+    runtime: Runtime,
+    agent: &AgentId,
+    input: &Input,
+    session: &SessionFile,
+) -> Result<Answer> {
     if input.stop_active || input.stop_aborted {
         return Ok(Answer::Nothing);
     }
@@ -464,11 +480,12 @@ fn stop(ctx: &Ctx, agent: &AgentId, input: &Input, session: &SessionFile) -> Res
         .map(|c| format!(", lease {} left", c.lease_until.since(ctx.now)))
         .unwrap_or_default();
     let token = new_token(agent, &goal.id, &snap.tip.commit.to_string(), ctx.now);
+    let lx = loopx_command(ctx, runtime);
     s.continuations += 1;
     s.nudged = Some(ctx.now);
     session.save(&s);
     Ok(Answer::Continue(format!(
-        "loopx: you still hold {id} \"{}\"{left}, and {} of {} slots remain: keep working on it. Record each step with `loopx settle --turn {token} --todo {id} --outcome advanced [--done] [-- CHECK]`. To stop instead, say why with `loopx refresh-state --outcome blocked --todo {id} --next-action TEXT`, or give it up with `loopx todo update {id} --status open`.",
+        "loopx: you still hold {id} \"{}\"{left}, and {} of {} slots remain: keep working on it. Record each step with `{lx} settle --turn {token} --todo {id} --outcome advanced [--done] [-- CHECK]`. To stop instead, say why with `{lx} refresh-state --outcome blocked --todo {id} --next-action TEXT`, or give it up with `{lx} todo update {id} --status open`.",
         short(&t.title),
         slots.left(),
         slots.slots

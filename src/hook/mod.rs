@@ -226,6 +226,25 @@ impl Runtime {
     }
 }
 
+/// How an agent's own shell calls loopx under `runtime`, as the brief and
+/// the hooks' answers name it: `loopx` where the runtime's shells keep the
+/// PATH and the `loopx` on it is `exe` (this binary); else `exe`'s absolute
+/// path, as one shell word, the way the hooks call it. Codex always gets
+/// the path: it runs commands under `bash -lc`, and a login shell's
+/// profile (Debian's /etc/profile) resets PATH.
+pub fn loopx_command(runtime: Runtime, path: Option<&str>, exe: &std::path::Path) -> String {
+    let same = |p: std::path::PathBuf| std::fs::canonicalize(p).is_ok_and(|c| c == exe);
+    let found = std::env::split_paths(path.unwrap_or(""))
+        .filter(|d| d.is_absolute())
+        .map(|d| d.join("loopx"))
+        .find(|p| p.is_file());
+    if runtime != Runtime::Codex && found.is_some_and(same) {
+        return "loopx".to_owned();
+    }
+    exe.to_str()
+        .map_or_else(|| "loopx".to_owned(), installer::shell_word)
+}
+
 /// What an event means to the turn, whatever the runtime calls it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Event {
@@ -459,6 +478,25 @@ mod tests {
                 assert!(r.known_events().contains(name), "{name}");
             }
         }
+    }
+
+    #[test]
+    fn the_brief_names_loopx_by_path_under_codex_and_where_path_lacks_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let exe = dir.path().join("loopx");
+        std::fs::write(&exe, "").unwrap();
+        let exe = std::fs::canonicalize(&exe).unwrap();
+        let path = exe.parent().unwrap().display().to_string();
+        let abs = exe.display().to_string();
+        assert_eq!(loopx_command(Runtime::ClaudeCode, Some(&path), &exe), "loopx");
+        assert_eq!(loopx_command(Runtime::Codex, Some(&path), &exe), abs);
+        assert_eq!(loopx_command(Runtime::OpenCode, Some("/nowhere"), &exe), abs);
+        assert_eq!(loopx_command(Runtime::OpenCode, None, &exe), abs);
+        let other = dir.path().join("other/loopx");
+        assert_eq!(
+            loopx_command(Runtime::Gemini, Some(&path), &other),
+            other.display().to_string()
+        );
     }
 
     #[test]
