@@ -14,6 +14,7 @@ pub mod gemini;
 pub mod guard;
 pub mod installer;
 pub mod limit;
+pub mod sessions;
 pub mod usage;
 pub mod view;
 
@@ -299,6 +300,9 @@ pub struct Input {
     /// StopFailure's words for people: `error_message`, `error_details`,
     /// `error` and `last_assistant_message`, joined.
     pub error_text: Option<String>,
+    /// The runtime's own process id, where it says (loopx's OpenCode
+    /// plugin sends `pid`): whether the session still runs.
+    pub pid: Option<u32>,
 }
 
 /// Parses a hook's stdin for `runtime`. An empty stdin is an empty input
@@ -356,6 +360,8 @@ struct CommonInput {
     error: Option<String>,
     #[serde(deserialize_with = "loose")]
     last_assistant_message: Option<String>,
+    #[serde(deserialize_with = "loose_u32")]
+    pid: Option<u32>,
 }
 
 fn loose<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
@@ -363,6 +369,13 @@ fn loose<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Er
         Value::String(s) if !s.is_empty() => Some(s),
         _ => None,
     })
+}
+
+fn loose_u32<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    Ok(<Value as serde::Deserialize>::deserialize(d)?
+        .as_u64()
+        .and_then(|n| u32::try_from(n).ok())
+        .filter(|n| *n > 1))
 }
 
 fn loose_bool<'de, D: serde::Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
@@ -402,6 +415,7 @@ pub fn common_input(v: &Value) -> Input {
             .collect();
             (!parts.is_empty()).then(|| parts.join(" "))
         },
+        pid: i.pid,
     }
 }
 
@@ -488,9 +502,15 @@ mod tests {
         let exe = std::fs::canonicalize(&exe).unwrap();
         let path = exe.parent().unwrap().display().to_string();
         let abs = exe.display().to_string();
-        assert_eq!(loopx_command(Runtime::ClaudeCode, Some(&path), &exe), "loopx");
+        assert_eq!(
+            loopx_command(Runtime::ClaudeCode, Some(&path), &exe),
+            "loopx"
+        );
         assert_eq!(loopx_command(Runtime::Codex, Some(&path), &exe), abs);
-        assert_eq!(loopx_command(Runtime::OpenCode, Some("/nowhere"), &exe), abs);
+        assert_eq!(
+            loopx_command(Runtime::OpenCode, Some("/nowhere"), &exe),
+            abs
+        );
         assert_eq!(loopx_command(Runtime::OpenCode, None, &exe), abs);
         let other = dir.path().join("other/loopx");
         assert_eq!(

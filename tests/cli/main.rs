@@ -33,6 +33,7 @@ mod test_park;
 mod test_race;
 mod test_repos;
 mod test_runtimes;
+mod test_sessions;
 mod test_shell;
 mod test_show;
 mod test_sign;

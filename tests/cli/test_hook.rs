@@ -141,7 +141,9 @@ fn hook(env: &TestEnv, runtime: &str, event: &str, payload: &str) -> Output {
         std::env::var("PATH").unwrap_or_default()
     );
     let mut out = run_stdin(
-        env.command().env("PATH", path).args(["hook", runtime, event]),
+        env.command()
+            .env("PATH", path)
+            .args(["hook", runtime, event]),
         payload.as_bytes(),
     )
     .ok();

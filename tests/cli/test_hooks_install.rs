@@ -35,7 +35,10 @@ fn trust_in_codex(env: &TestEnv) {
     let repo = std::fs::canonicalize(&env.repo).unwrap();
     write(
         &env.root().join("home/.codex/config.toml"),
-        &format!("[projects.\"{}\"]\ntrust_level = \"trusted\"\n", repo.display()),
+        &format!(
+            "[projects.\"{}\"]\ntrust_level = \"trusted\"\n",
+            repo.display()
+        ),
     );
 }
 
@@ -696,16 +699,28 @@ fn hooks_installed_with_a_wrapper_program_are_loopxs_to_doctor_reinstall_and_uni
     let wrapper = wrapper.display().to_string();
     let install = || {
         env.loopx(&[
-            "hooks", "install", "--runtime", "codex", "--guard", "--program", &wrapper,
+            "hooks",
+            "install",
+            "--runtime",
+            "codex",
+            "--guard",
+            "--program",
+            &wrapper,
         ])
         .ok()
     };
     install();
     let hooks = env.repo.join(".codex/hooks.json");
     let first = read(&hooks);
-    assert!(first.contains(&format!("{wrapper} hook codex Stop")), "{first}");
+    assert!(
+        first.contains(&format!("{wrapper} hook codex Stop")),
+        "{first}"
+    );
     // A second install changes nothing: no hook is duplicated.
-    assert_text(&install().stdout, "codex        .codex/hooks.json: unchanged\n");
+    assert_text(
+        &install().stdout,
+        "codex        .codex/hooks.json: unchanged\n",
+    );
     assert_eq!(read(&hooks), first);
     // Doctor sees the wrapper's hooks as wired, and needs no loopx on PATH.
     let doctor = crate::common::run(env.command().env("PATH", "/usr/bin:/bin").args([
@@ -716,7 +731,9 @@ fn hooks_installed_with_a_wrapper_program_are_loopxs_to_doctor_reinstall_and_uni
     ]))
     .ok();
     assert!(
-        doctor.stdout.contains("codex        .codex/hooks.json: wired (")
+        doctor
+            .stdout
+            .contains("codex        .codex/hooks.json: wired (")
             && doctor
                 .stdout
                 .contains("loopx is not on PATH (the hooks run it by its absolute path"),

@@ -403,7 +403,9 @@ fn opencode_dependency(opencode: &Path, folder: &Path, base: &Path, dry_run: boo
     let ran = crate::run::run(&argv, base, crate::time::Span::seconds(120));
     if ran.exit == Some(0) && installed.is_dir() {
         change.action = "created";
-        change.note = Some(format!("ran `{command}`, so OpenCode does not install it at every start"));
+        change.note = Some(format!(
+            "ran `{command}`, so OpenCode does not install it at every start"
+        ));
     } else {
         change.action = "skipped";
         change.note = Some(format!(
@@ -437,7 +439,8 @@ fn opencode_plugin_package(opencode: &Path) -> String {
         .filter(|v| {
             !v.is_empty()
                 && v.len() < 40
-                && v.chars().all(|c| c.is_ascii_alphanumeric() || ".-+".contains(c))
+                && v.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || ".-+".contains(c))
         });
     match version {
         Some(v) => format!("@opencode-ai/plugin@{v}"),

@@ -134,7 +134,12 @@ pub fn git_hooks_dir(ctx: &Ctx) -> Result<PathBuf> {
 
 /// When `runtime` is Codex in project scope and Codex does not trust the
 /// project: what to run so that it does (see [`codex_trust_hint`]).
-pub fn codex_untrusted(ctx: &Ctx, runtime: Runtime, scope: Scope, base: &std::path::Path) -> Option<String> {
+pub fn codex_untrusted(
+    ctx: &Ctx,
+    runtime: Runtime,
+    scope: Scope,
+    base: &std::path::Path,
+) -> Option<String> {
     if runtime != Runtime::Codex || scope != Scope::Project {
         return None;
     }
