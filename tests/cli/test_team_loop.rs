@@ -46,15 +46,20 @@ fn three_runtimes_finish_a_goal_together_offline() {
         .map(std::path::PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".npm")))
         .unwrap_or_default();
-    let out = Command::new("unshare")
+    let mut c = Command::new("unshare");
+    // Nothing of the caller's environment: no agent markers, no HOME.
+    c.env_clear();
+    // The knobs for what the defaults do not do yet (loop.sh says which).
+    for (k, v) in std::env::vars().filter(|(k, _)| k.starts_with("LOOP_")) {
+        c.env(k, v);
+    }
+    let out = c
         .arg("--net")
         .arg("bash")
         .arg(here.join("tests/runtimes/loop.sh"))
         .arg(env!("CARGO_BIN_EXE_loopx"))
         .arg(&bin)
         .arg(&work)
-        // Nothing of the caller's environment: no agent markers, no HOME.
-        .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("LANG", "C")
         .env("npm_config_cache", cache)
@@ -65,7 +70,8 @@ fn three_runtimes_finish_a_goal_together_offline() {
     println!("{stdout}");
     assert!(
         out.status.success() && stdout.contains("ok the loop"),
-        "{stdout}\n{}\n(logs in {})",
+        "{}\n{stdout}\n{}\n(logs in {})",
+        out.status,
         String::from_utf8_lossy(&out.stderr),
         work.display()
     );
