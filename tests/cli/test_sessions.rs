@@ -120,3 +120,36 @@ fn of_two_sessions_starting_at_once_only_one_continues_an_ended_agent() {
     assert_ne!(b, c);
     assert!(b == a || c == a, "{a} {b} {c}");
 }
+
+#[test]
+fn status_lists_idle_session_agents_apart() {
+    let env = TestEnv::with_board();
+    let t = env.add("Write the parser", &[]);
+    let idle = agent_in(&start(&env, A, None));
+    let busy = agent_in(&start(&env, B, None));
+    assert_eq!(claim_in(&env, B, &t), busy);
+    let listed = |env: &TestEnv| {
+        let v = env.loopx(&["status", "--json"]).ok().json();
+        v["idle_session_agents"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .map(|x| x.as_str().unwrap().to_owned())
+                    .collect::<Vec<_>>()
+            })
+            .unwrap_or_default()
+    };
+    // Just registered: not idle yet.
+    assert!(listed(&env).is_empty());
+    env.advance(2 * 3600);
+    // The one holding a claim matters; the other is listed apart, and
+    // agent-a and agent-b (not session agents) never are.
+    assert_eq!(listed(&env), vec![idle.clone()]);
+    let text = env.loopx(&["status"]).ok().stdout;
+    assert!(
+        text.contains(&format!(
+            "idle session agents (no claim, nothing for an hour): {idle}\n"
+        )),
+        "{text}"
+    );
+}
