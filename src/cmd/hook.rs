@@ -926,11 +926,17 @@ fn session_agent(
             .filter(|t| t.status == TodoStatus::Claimed && t.owner() == Some(a))
             .count()
     };
+    // A gone session whose agent is retired or unknown here can never be
+    // continued: its file goes.
     gone.retain(|g| {
-        state
+        let active = state
             .agents
             .get(&g.agent)
-            .is_some_and(|a| a.status == AgentStatus::Active)
+            .is_some_and(|a| a.status == AgentStatus::Active);
+        if !active {
+            let _ = std::fs::remove_file(&g.path);
+        }
+        active
     });
     gone.sort_by(|a, b| {
         claims(&b.agent)

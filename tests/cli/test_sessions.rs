@@ -153,3 +153,19 @@ fn status_lists_idle_session_agents_apart() {
         "{text}"
     );
 }
+
+#[test]
+fn a_retired_agent_is_not_continued_and_its_session_file_goes() {
+    let env = TestEnv::with_board();
+    let a = agent_in(&start(&env, A, None));
+    end(&env, A);
+    env.loopx(&["agent", "retire", &a]).ok();
+    let b = agent_in(&start(&env, B, None));
+    assert_ne!(a, b);
+    let hooks = env.repo.join(".git/loopx/hooks");
+    let files: Vec<String> = std::fs::read_dir(&hooks)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(files, vec![format!("codex-{B}.json")], "{files:?}");
+}
