@@ -909,7 +909,9 @@ fn session_agent(
     if let Some(a) = session.load().agent.and_then(|a| AgentId::new(&a).ok()) {
         return Ok(Some((a, false)));
     }
-    if event != Event::Start {
+    // Only a session loopx has not seen yet takes an agent over (one whose
+    // file an older loopx wrote keeps the agent its id derives).
+    if event != Event::Start || path.exists() {
         return Ok(None);
     }
     let common = ctx.store()?.common_dir().to_path_buf();
