@@ -48,7 +48,8 @@ fn three_runtimes_finish_a_goal_together_offline() {
         .unwrap_or_default();
     let mut c = Command::new("unshare");
     // Nothing of the caller's environment: no agent markers, no HOME.
-    c.env_clear();
+    c.env_clear()
+        .env(crate::common::SUITE_MARK.0, crate::common::SUITE_MARK.1);
     // The knobs for what the defaults do not do yet (loop.sh says which).
     for (k, v) in std::env::vars().filter(|(k, _)| k.starts_with("LOOP_")) {
         c.env(k, v);
