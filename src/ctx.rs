@@ -146,6 +146,16 @@ pub fn caller(flag: Option<&str>, env: &Env) -> Result<Caller, Refusal> {
     Ok(Caller::Human)
 }
 
+/// The runtime whose marker is set, and its session id, when there is one
+/// (as [`caller`] reads them).
+fn runtime_session(env: &Env) -> Option<(Runtime, &str)> {
+    Runtime::ALL.into_iter().find_map(|r| {
+        let (markers, session) = r.identity()?;
+        markers.iter().find(|m| env.get(m).is_some())?;
+        Some((r, env.get(session)?))
+    })
+}
+
 /// `<runtime>-<8 hex digits of the SHA-256 of the whole session id>`. A
 /// hash, not a prefix: Codex's ids are UUIDv7, whose first digits are a
 /// timestamp shared by every session started in the same minute. None for
@@ -277,6 +287,26 @@ impl Ctx {
             _ => None,
         };
         let ids = IdGen::new(env.get("LOOPX_SEED").map(str::to_owned), now.unix());
+        // A runtime session's agent may continue an earlier session's
+        // (crate::hook::sessions): its session file says which.
+        let repo = OnceCell::new();
+        let caller = match (&caller, runtime_session(&env)) {
+            (Caller::Agent(_), Some((runtime, session)))
+                if agent_flag.is_none() && env.get("LOOPX_AGENT").is_none() =>
+            {
+                match Store::discover(&cwd) {
+                    Ok(store) => {
+                        let continued =
+                            crate::hook::sessions::agent_of(store.common_dir(), runtime, session);
+                        let config = Config::read(&store);
+                        let _ = repo.set(Repo { store, config });
+                        continued.map_or(caller, Caller::Agent)
+                    }
+                    Err(_) => caller,
+                }
+            }
+            _ => caller,
+        };
         Ok(Ctx {
             cwd,
             out,
@@ -286,7 +316,7 @@ impl Ctx {
             caller,
             agent_flag,
             actor: RefCell::new(None),
-            repo: OnceCell::new(),
+            repo,
         })
     }
 

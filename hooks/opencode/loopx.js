@@ -4,17 +4,26 @@
 // every event below runs `loopx hook opencode EVENT` with a JSON payload on
 // stdin (Claude Code's shape) and acts on its JSON answer.
 //
-//   session.created      -> SessionStart      the brief, as context
-//   chat.message         -> UserPromptSubmit  what changed since the last prompt
-//   tool.execute.before  -> PreToolUse        bash only: denies what an open
+//   chat.message          -> SessionStart      the brief, on a session's first
+//                                              prompt (OpenCode awaits this
+//                                              hook before the model request)
+//                         -> UserPromptSubmit  what changed since the last
+//                                              prompt, once per prompt
+//   experimental.chat.system.transform         puts both into the system
+//                                              prompt of every model request
+//   tool.execute.before   -> PreToolUse        bash only: denies what an open
 //                                              human-only gate covers (throws)
-//   session.idle         -> Stop              "keep going" while a claim is
+//   session.idle          -> Stop              "keep going" while a claim is
 //                                              held; else records the turn's end
-//   shell.env            sets OPENCODE_SESSION_ID, so that the agent's own
-//                        `loopx` commands act as the same agent (opencode-<8>)
+//   shell.env             sets OPENCODE_SESSION_ID, so that the agent's own
+//                         `loopx` commands act as the same agent
 //
-// Context goes in as a message that asks for no reply; a "keep going" as a
-// prompt. A loopx that is missing or fails changes nothing: OpenCode goes on.
+// OpenCode calls every function this file exports as a plugin: it exports
+// the plugin and nothing else. It imports only Node's own modules, so it
+// does not need `@opencode-ai/plugin` (OpenCode still installs that package
+// into each config folder at start: `loopx hooks install --runtime opencode`
+// says how). A loopx that is missing or fails changes nothing: OpenCode
+// goes on.
 
 import { spawn } from "node:child_process";
 
@@ -22,8 +31,8 @@ import { spawn } from "node:child_process";
 const LOOPX = "loopx";
 
 /** Runs `loopx hook opencode EVENT`; resolves to its JSON answer, or null. */
-export function hook(event, payload, cwd) {
-  return new Promise((resolve) => {
+const hook = (event, payload, cwd) =>
+  new Promise((resolve) => {
     let out = "";
     let child;
     try {
@@ -52,31 +61,51 @@ export function hook(event, payload, cwd) {
       }
     });
     child.stdin.on("error", () => {});
-    child.stdin.end(JSON.stringify({ hook_event_name: event, cwd, ...payload }));
+    child.stdin.end(
+      JSON.stringify({ hook_event_name: event, cwd, pid: process.pid, ...payload }),
+    );
   });
-}
+
+const context = (answer) => answer?.hookSpecificOutput?.additionalContext;
 
 export const LoopxPlugin = async ({ client, directory }) => {
-  const say = async (sessionID, text, noReply) => {
-    try {
-      await client.session.prompt({
-        path: { id: sessionID },
-        body: { noReply, parts: [{ type: "text", text }] },
-      });
-    } catch {
-      // The session may be gone; loopx's answer is advice, not a must.
+  // Per session: the brief (from its first prompt), the latest delta, and
+  // the prompts loopx itself sent (a Stop's "keep going"), which are not
+  // the user's and run no UserPromptSubmit.
+  const sessions = new Map();
+  const of = (id) => {
+    let s = sessions.get(id);
+    if (!s) {
+      s = { brief: null, started: false, delta: null, ours: new Set() };
+      sessions.set(id, s);
     }
+    return s;
   };
-  const context = (answer) => answer?.hookSpecificOutput?.additionalContext;
   return {
     "shell.env": async (input, output) => {
       if (input?.sessionID) output.env.OPENCODE_SESSION_ID = input.sessionID;
     },
-    "chat.message": async (input) => {
+    "chat.message": async (input, output) => {
       const id = input?.sessionID;
       if (!id) return;
-      const text = context(await hook("UserPromptSubmit", { session_id: id }, directory));
-      if (text) await say(id, text, true);
+      const s = of(id);
+      const text = (output?.parts ?? [])
+        .filter((p) => p?.type === "text")
+        .map((p) => p.text)
+        .join("");
+      if (s.ours.delete(text)) return;
+      if (!s.started) {
+        s.started = true;
+        s.brief = context(
+          await hook("SessionStart", { session_id: id, source: "startup" }, directory),
+        );
+      }
+      s.delta = context(await hook("UserPromptSubmit", { session_id: id, prompt: text }, directory));
+    },
+    "experimental.chat.system.transform": async (input, output) => {
+      const s = input?.sessionID && sessions.get(input.sessionID);
+      if (!s || !Array.isArray(output?.system)) return;
+      for (const text of [s.brief, s.delta]) if (text) output.system.push(text);
     },
     "tool.execute.before": async (input, output) => {
       if (input?.tool !== "bash") return;
@@ -95,18 +124,19 @@ export const LoopxPlugin = async ({ client, directory }) => {
       }
     },
     event: async ({ event }) => {
-      if (event?.type === "session.created") {
-        const id = event.properties?.info?.id;
-        if (!id || event.properties?.info?.parentID) return;
-        const text = context(
-          await hook("SessionStart", { session_id: id, source: "startup" }, directory),
-        );
-        if (text) await say(id, text, true);
-      } else if (event?.type === "session.idle") {
-        const id = event.properties?.sessionID;
-        if (!id) return;
-        const answer = await hook("Stop", { session_id: id }, directory);
-        if (answer?.decision === "block" && answer.reason) await say(id, answer.reason, false);
+      if (event?.type !== "session.idle") return;
+      const id = event.properties?.sessionID;
+      if (!id || !sessions.get(id)?.started) return;
+      const answer = await hook("Stop", { session_id: id }, directory);
+      if (answer?.decision !== "block" || !answer.reason) return;
+      of(id).ours.add(answer.reason);
+      try {
+        await client.session.prompt({
+          path: { id },
+          body: { parts: [{ type: "text", text: answer.reason }] },
+        });
+      } catch {
+        // The session may be gone; loopx's answer is advice, not a must.
       }
     },
   };

@@ -12,7 +12,7 @@
 //! the state ref.
 
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -146,12 +146,25 @@ fn run(global: &Global, args: &Args) -> Result<Reply> {
             "the hook's input has no session id, so loopx cannot tell which agent this is; set LOOPX_AGENT"
         ));
     };
-    let ctx = match Ctx::with(dir, Format::Json, Some(agent.as_str())) {
+    let ctx = match Ctx::with(dir.clone(), Format::Json, Some(agent.as_str())) {
         Ok(ctx) => ctx,
         Err(e) if quiet(&e) => return Ok(reply),
         Err(e) => return Err(e),
     };
     let session = SessionFile::new(&ctx, runtime, input.session.as_deref());
+    // The session acts as the agent its start recorded, which may be an
+    // earlier session's that is gone (hook::sessions).
+    let (ctx, agent, continued) = match explicit {
+        Some(_) => (ctx, agent, false),
+        None => match session_agent(&ctx, runtime, event, &session)? {
+            Some((a, continued)) if a != agent => (
+                Ctx::with(dir, Format::Json, Some(a.as_str()))?,
+                a,
+                continued,
+            ),
+            _ => (ctx, agent, false),
+        },
+    };
     // Claude Code's transcript holds each message's usage: record what
     // came since the last record, at every Stop and at the session's end.
     // Pi's extension sends the usage Pi reported since its last call.
@@ -174,23 +187,25 @@ fn run(global: &Global, args: &Args) -> Result<Reply> {
         }
     }
     let outcome = match event {
-        Event::Start => start(&ctx, runtime, &agent, &input, &session).inspect(|_| {
+        Event::Start => start(&ctx, runtime, &agent, &input, &session, continued).inspect(|_| {
             if runtime == Runtime::ClaudeCode && explicit.is_none() {
                 export_agent(&ctx.env, &agent);
             }
         }),
         Event::Prompt => prompt(&ctx, &agent, &session),
-        Event::Stop => stop(&ctx, &agent, &input, &session).and_then(|a| match (runtime, &a) {
-            // Gemini CLI does not wait for its SessionEnd hook, so a tick
-            // written there may never land, and OpenCode has none: the end
-            // of the turn is recorded when the agent stops (AfterAgent,
-            // which Gemini waits for; session.idle). Pi's session may stay
-            // open long after its turn (agent_end).
-            (Runtime::Gemini | Runtime::OpenCode | Runtime::Pi, Answer::Nothing) => {
-                end(&ctx, &agent, &input, &session, None).map(|_| a)
-            }
-            _ => Ok(a),
-        }),
+        Event::Stop => {
+            stop(&ctx, runtime, &agent, &input, &session).and_then(|a| match (runtime, &a) {
+                // Gemini CLI does not wait for its SessionEnd hook, so a tick
+                // written there may never land, and OpenCode has none: the end
+                // of the turn is recorded when the agent stops (AfterAgent,
+                // which Gemini waits for; session.idle). Pi's session may stay
+                // open long after its turn (agent_end).
+                (Runtime::Gemini | Runtime::OpenCode | Runtime::Pi, Answer::Nothing) => {
+                    end(&ctx, &agent, &input, &session, None).map(|_| a)
+                }
+                _ => Ok(a),
+            })
+        }
         Event::End => end(&ctx, &agent, &input, &session, Some(&mut reply.notes)),
         Event::LimitReached => limit_reached(&ctx, &agent, &input),
         Event::PreCompact | Event::Tool | Event::PrePush | Event::PostMerge => Ok(Answer::Nothing),
@@ -305,6 +320,7 @@ fn start(
     agent: &AgentId,
     input: &Input,
     session: &SessionFile,
+    continued: bool,
 ) -> Result<Answer> {
     let snap = tx::load(ctx)?;
     let (state, tip) = match snap.state.agents.get(agent) {
@@ -338,10 +354,17 @@ fn start(
     }
     s.continuations = 0;
     s.nudged = Some(ctx.now);
+    s.agent = Some(agent.to_string());
+    s.ended = false;
+    if let Some((pid, start)) = hook::sessions::runtime_process(input.pid) {
+        s.pid = Some(pid);
+        s.pid_start = Some(start);
+    }
     let goal = match super::pick_goal(ctx, &state, None) {
         Ok(g) => state.goals[&g].clone(),
         Err(r) => {
             session.save(&s);
+            session.release();
             let hint = r.hint.map(|h| format!(" ({h})")).unwrap_or_default();
             return Ok(context(
                 agent,
@@ -351,14 +374,27 @@ fn start(
     };
     s.view = Some(view::view(&state, agent, Some(&goal), ctx.now));
     session.save(&s);
+    session.release();
     let since = state
         .agents
         .get(agent)
         .and_then(|a| a.last_turn.as_ref())
         .map(|t| t.at);
-    let d = turn::decide(&state, agent, &goal, ctx.now);
+    let mut d = turn::decide(&state, agent, &goal, ctx.now);
+    // The earlier session's end recorded an unchanged turn; this session
+    // is what its "resume" asked for, not a retry of the same turn.
+    if continued && d.skip == Some(turn::Reason::NoChange) {
+        d.skip = None;
+    }
     let b = brief::build(&state, agent, &goal, ctx.now, since);
+    let lx = loopx_command(ctx, runtime);
     let mut text = format!("loopx: you are agent {agent}.\n{}", b.human());
+    if continued {
+        text.push_str(&format!(
+            "This session continues {agent}, the agent of an earlier {} session in this clone that has ended: its claims are yours.\n",
+            runtime.as_str()
+        ));
+    }
     match (&d.skip, &d.todo) {
         (Some(r), _) => text.push_str(&format!(
             "Stand down ({}): {}. Take no loopx work until that changes; the user's own requests come first.\n",
@@ -372,16 +408,25 @@ fn start(
                 text.push_str(&format!("Next: go on with your claim {id} \"{title}\".\n"));
             } else {
                 text.push_str(&format!(
-                    "Next: claim {id} \"{title}\" with `loopx todo claim {id}`.\n"
+                    "Next: claim {id} \"{title}\" with `{lx} todo claim {id}`.\n"
                 ));
             }
             text.push_str(&format!(
-                "Turn token: {token}. End the turn with `loopx settle --turn {token} --todo {id} --outcome advanced|blocked|unchanged [--done] [-- CHECK]`.\n"
+                "Turn token: {token}. End the turn with `{lx} settle --turn {token} --todo {id} --outcome advanced|blocked|unchanged [--done] [-- CHECK]`.\n"
             ));
         }
         (None, None) => {}
     }
     Ok(context(agent, text))
+}
+
+/// How the agent's shell calls loopx under `runtime` (the brief names it
+/// so): see [`hook::loopx_command`].
+fn loopx_command(ctx: &Ctx, runtime: Runtime) -> String {
+    let exe = std::env::current_exe()
+        .and_then(std::fs::canonicalize)
+        .unwrap_or_else(|_| PathBuf::from("loopx"));
+    hook::loopx_command(runtime, ctx.env.get("PATH"), &exe)
 }
 
 fn context(agent: &AgentId, text: String) -> Answer {
@@ -470,7 +515,13 @@ fn tool(dir: Option<PathBuf>, agent: Option<&AgentId>, runtime: Runtime, input: 
 /// The agent wants to stop: keep it going while it holds a claim, quota
 /// remains and neither the runtime's loop guard nor loopx's own count says
 /// stop. Writes only the session file.
-fn stop(ctx: &Ctx, agent: &AgentId, input: &Input, session: &SessionFile) -> Result<Answer> {
+fn stop(
+    ctx: &Ctx,
+    runtime: Runtime,
+    agent: &AgentId,
+    input: &Input,
+    session: &SessionFile,
+) -> Result<Answer> {
     if input.stop_active || input.stop_aborted {
         return Ok(Answer::Nothing);
     }
@@ -508,11 +559,12 @@ fn stop(ctx: &Ctx, agent: &AgentId, input: &Input, session: &SessionFile) -> Res
         .map(|c| format!(", lease {} left", c.lease_until.since(ctx.now)))
         .unwrap_or_default();
     let token = new_token(agent, &goal.id, &snap.tip.commit.to_string(), ctx.now);
+    let lx = loopx_command(ctx, runtime);
     s.continuations += 1;
     s.nudged = Some(ctx.now);
     session.save(&s);
     Ok(Answer::Continue(format!(
-        "loopx: you still hold {id} \"{}\"{left}, and {} of {} slots remain: keep working on it. Record each step with `loopx settle --turn {token} --todo {id} --outcome advanced [--done] [-- CHECK]`. To stop instead, say why with `loopx refresh-state --outcome blocked --todo {id} --next-action TEXT`, or give it up with `loopx todo update {id} --status open`.",
+        "loopx: you still hold {id} \"{}\"{left}, and {} of {} slots remain: keep working on it. Record each step with `{lx} settle --turn {token} --todo {id} --outcome advanced [--done] [-- CHECK]`. To stop instead, say why with `{lx} refresh-state --outcome blocked --todo {id} --next-action TEXT`, or give it up with `{lx} todo update {id} --status open`.",
         short(&t.title),
         slots.left(),
         slots.slots
@@ -531,7 +583,7 @@ fn end(
 ) -> Result<Answer> {
     let s = session.load();
     if notes.is_some() {
-        session.remove();
+        session.finish();
     }
     let snap = tx::load(ctx)?;
     let state = &snap.state;
@@ -840,6 +892,19 @@ struct Session {
     usage_since: Option<Timestamp>,
     #[serde(default)]
     usage_total: Usage,
+    /// The agent the session acts as (hook::sessions): recorded at its
+    /// start, maybe taken over from an earlier session that is gone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    agent: Option<String>,
+    /// The runtime's process and its start time (/proc), to tell whether
+    /// the session still runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pid: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pid_start: Option<u64>,
+    /// Its end event was seen.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    ended: bool,
 }
 
 /// Two stretches' usage together (a session's running total).
@@ -860,15 +925,26 @@ struct SessionFile {
 impl SessionFile {
     fn new(ctx: &Ctx, runtime: Runtime, session: Option<&str>) -> Self {
         let path = session.and_then(|s| {
-            let key: String = s
-                .chars()
-                .filter(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
-                .take(64)
-                .collect();
-            let store = ctx.store().ok().filter(|_| !key.is_empty())?;
-            Some(dir(store.common_dir()).join(format!("{}-{key}.json", runtime.as_str())))
+            let store = ctx.store().ok()?;
+            hook::sessions::path(store.common_dir(), runtime, s)
         });
         SessionFile { path }
+    }
+
+    /// The session ended: kept (its agent may be continued by a later
+    /// session), marked as such, without what only a running one needs.
+    fn finish(&self) {
+        let mut s = self.load();
+        s.ended = true;
+        s.view = None;
+        self.save(&s);
+    }
+
+    /// Drops the earlier session's file a takeover moved aside.
+    fn release(&self) {
+        if let Some(p) = &self.path {
+            hook::sessions::release(p);
+        }
     }
 
     fn load(&self) -> Session {
@@ -894,15 +970,63 @@ impl SessionFile {
             .and_then(|()| std::fs::write(&tmp, &bytes))
             .and_then(|()| std::fs::rename(&tmp, path));
     }
-
-    fn remove(&self) {
-        if let Some(p) = &self.path {
-            let _ = std::fs::remove_file(p);
-        }
-    }
 }
 
-/// Where hooks keep their per-session files.
-fn dir(common: &Path) -> PathBuf {
-    common.join("loopx").join("hooks")
+/// The agent the session acts as: the one its start recorded; at a start
+/// with none recorded, the agent of an earlier session of the same runtime
+/// in this clone that is gone (then `true`), when one is registered and
+/// active, those holding claims first, then the latest. None: the agent
+/// its session id derives.
+fn session_agent(
+    ctx: &Ctx,
+    runtime: Runtime,
+    event: Event,
+    session: &SessionFile,
+) -> Result<Option<(AgentId, bool)>> {
+    let Some(path) = &session.path else {
+        return Ok(None);
+    };
+    if let Some(a) = session.load().agent.and_then(|a| AgentId::new(&a).ok()) {
+        return Ok(Some((a, false)));
+    }
+    // Only a session loopx has not seen yet takes an agent over (one whose
+    // file an older loopx wrote keeps the agent its id derives).
+    if event != Event::Start || path.exists() {
+        return Ok(None);
+    }
+    let common = ctx.store()?.common_dir().to_path_buf();
+    let mut gone = hook::sessions::gone(&common, runtime, path);
+    if gone.is_empty() {
+        return Ok(None);
+    }
+    let snap = tx::load(ctx)?;
+    let state = &snap.state;
+    let claims = |a: &AgentId| {
+        state
+            .todos
+            .values()
+            .filter(|t| t.status == TodoStatus::Claimed && t.owner() == Some(a))
+            .count()
+    };
+    // A gone session whose agent is retired or unknown here can never be
+    // continued: its file goes.
+    gone.retain(|g| {
+        let active = state
+            .agents
+            .get(&g.agent)
+            .is_some_and(|a| a.status == AgentStatus::Active);
+        if !active {
+            let _ = std::fs::remove_file(&g.path);
+        }
+        active
+    });
+    gone.sort_by(|a, b| {
+        claims(&b.agent)
+            .cmp(&claims(&a.agent))
+            .then(b.modified.cmp(&a.modified))
+    });
+    Ok(gone
+        .into_iter()
+        .find(|g| hook::sessions::take(g, path))
+        .map(|g| (g.agent, true)))
 }

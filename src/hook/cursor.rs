@@ -34,6 +34,7 @@ pub fn input(event: Event, v: &Value) -> Input {
         transcript: None,
         error_type: None,
         error_text: None,
+        pid: None,
     }
 }
 

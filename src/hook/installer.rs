@@ -134,6 +134,45 @@ pub fn pi_program(extension: &str) -> Option<(String, bool)> {
     Some((program, value("const GUARD = ")?.as_str() == "true"))
 }
 
+/// Codex's config file: `$CODEX_HOME/config.toml`, else
+/// `~/.codex/config.toml`.
+pub fn codex_config(codex_home: Option<&str>, home: Option<&Path>) -> Option<PathBuf> {
+    match codex_home {
+        Some(h) if !h.is_empty() => Some(Path::new(h).join("config.toml")),
+        _ => home.map(|h| h.join(".codex/config.toml")),
+    }
+}
+
+/// Whether Codex trusts `project` (or a folder above it): its config holds
+/// `[projects."<path>"] trust_level = "trusted"`. Codex 0.171 reads no
+/// project-local settings, hooks included, in a project it does not trust.
+pub fn codex_trusts(config: &str, project: &Path) -> bool {
+    let Ok(doc) = config.parse::<toml_edit::DocumentMut>() else {
+        return false;
+    };
+    let Some(projects) = doc.get("projects").and_then(toml_edit::Item::as_table_like) else {
+        return false;
+    };
+    project.ancestors().any(|dir| {
+        let Some(key) = dir.to_str() else {
+            return false;
+        };
+        projects
+            .get(key)
+            .and_then(|p| p.get("trust_level"))
+            .and_then(toml_edit::Item::as_str)
+            == Some("trusted")
+    })
+}
+
+/// What to run so that Codex runs the hooks in `project`.
+pub fn codex_trust_hint(project: &Path) -> String {
+    format!(
+        "Codex runs no hooks in a project it does not trust, and it does not trust {p}: start `codex` there once and accept the trust prompt; for unattended runs use `codex exec --trust …` (or add `[projects.\"{p}\"]` with `trust_level = \"trusted\"` to Codex's config.toml)",
+        p = project.display()
+    )
+}
+
 pub const CURSOR_RULE: &str = include_str!("../../hooks/cursor/rules/loopx.mdc");
 pub const GIT_HOOKS: [(&str, &str); 2] = [
     ("pre-push", include_str!("../../hooks/git/pre-push")),
@@ -166,12 +205,21 @@ pub fn program_of(command: &str) -> (String, &str) {
     (command[..end].to_owned(), &command[end..])
 }
 
-/// Whether a hook command is loopx's: it runs `loopx hook …`, by name or
-/// by path.
+/// Whether a hook command is loopx's: it runs `loopx hook …` (by name or
+/// by path), or any program as `PROGRAM hook RUNTIME …` with a runtime loopx
+/// answers (what `hooks install --program WRAPPER` writes).
 pub fn owned(command: &str) -> bool {
     let (program, rest) = program_of(command);
     let name = program.rsplit('/').next().unwrap_or(&program);
-    name == "loopx" && rest.split_whitespace().next() == Some("hook")
+    let mut words = rest.split_whitespace();
+    if words.next() != Some("hook") {
+        return false;
+    }
+    name == "loopx"
+        || words
+            .next()
+            .and_then(Runtime::parse)
+            .is_some_and(|r| r != Runtime::Git)
 }
 
 /// `path` as one shell word: as it is when it holds only safe characters,
@@ -496,8 +544,34 @@ mod tests {
         assert!(owned("/usr/local/bin/loopx hook codex Stop"));
         assert!(!owned("loopx status"));
         assert!(!owned("my-loopx hook"));
+        assert!(!owned("my-tool hook something"));
+        // `hooks install --program WRAPPER`.
+        assert!(owned("/opt/bin/loopx-logged hook codex Stop"));
         assert!(owned("'/opt/my tools/loopx' hook gemini BeforeTool"));
         assert!(owned("\"/opt/x/loopx\" hook cursor stop"));
+    }
+
+    #[test]
+    fn codex_trust_is_read_from_its_projects_table() {
+        let p = Path::new("/work/repo");
+        assert!(!codex_trusts("", p));
+        assert!(!codex_trusts("not toml [", p));
+        assert!(codex_trusts(
+            "[projects.\"/work/repo\"]\ntrust_level = \"trusted\"\n",
+            p
+        ));
+        assert!(codex_trusts(
+            "projects = { \"/work\" = { trust_level = \"trusted\" } }\n",
+            p
+        ));
+        assert!(!codex_trusts(
+            "[projects.\"/work/repo\"]\ntrust_level = \"untrusted\"\n",
+            p
+        ));
+        assert!(!codex_trusts(
+            "[projects.\"/work/other\"]\ntrust_level = \"trusted\"\n",
+            p
+        ));
     }
 
     #[test]

@@ -16,6 +16,7 @@ pub mod guard;
 pub mod installer;
 pub mod limit;
 pub mod pi;
+pub mod sessions;
 pub mod usage;
 pub mod view;
 
@@ -145,7 +146,7 @@ impl Runtime {
                 ("AfterAgent", Event::Stop),
                 ("SessionEnd", Event::End),
             ],
-            // The plugin's names for session.created, chat.message,
+            // The plugin's names for chat.message (a first one, then every one),
             // tool.execute.before and session.idle.
             Runtime::OpenCode => &[
                 ("SessionStart", Event::Start),
@@ -256,6 +257,25 @@ impl Runtime {
     }
 }
 
+/// How an agent's own shell calls loopx under `runtime`, as the brief and
+/// the hooks' answers name it: `loopx` where the runtime's shells keep the
+/// PATH and the `loopx` on it is `exe` (this binary); else `exe`'s absolute
+/// path, as one shell word, the way the hooks call it. Codex always gets
+/// the path: it runs commands under `bash -lc`, and a login shell's
+/// profile (Debian's /etc/profile) resets PATH.
+pub fn loopx_command(runtime: Runtime, path: Option<&str>, exe: &std::path::Path) -> String {
+    let same = |p: std::path::PathBuf| std::fs::canonicalize(p).is_ok_and(|c| c == exe);
+    let found = std::env::split_paths(path.unwrap_or(""))
+        .filter(|d| d.is_absolute())
+        .map(|d| d.join("loopx"))
+        .find(|p| p.is_file());
+    if runtime != Runtime::Codex && found.is_some_and(same) {
+        return "loopx".to_owned();
+    }
+    exe.to_str()
+        .map_or_else(|| "loopx".to_owned(), installer::shell_word)
+}
+
 /// What an event means to the turn, whatever the runtime calls it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Event {
@@ -310,6 +330,9 @@ pub struct Input {
     /// StopFailure's words for people: `error_message`, `error_details`,
     /// `error` and `last_assistant_message`, joined.
     pub error_text: Option<String>,
+    /// The runtime's own process id, where it says (loopx's OpenCode
+    /// plugin sends `pid`): whether the session still runs.
+    pub pid: Option<u32>,
 }
 
 /// Parses a hook's stdin for `runtime`. An empty stdin is an empty input
@@ -370,6 +393,8 @@ struct CommonInput {
     error: Option<String>,
     #[serde(deserialize_with = "loose")]
     last_assistant_message: Option<String>,
+    #[serde(deserialize_with = "loose_u32")]
+    pid: Option<u32>,
 }
 
 fn loose<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
@@ -377,6 +402,13 @@ fn loose<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Er
         Value::String(s) if !s.is_empty() => Some(s),
         _ => None,
     })
+}
+
+fn loose_u32<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    Ok(<Value as serde::Deserialize>::deserialize(d)?
+        .as_u64()
+        .and_then(|n| u32::try_from(n).ok())
+        .filter(|n| *n > 1))
 }
 
 fn loose_bool<'de, D: serde::Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
@@ -416,6 +448,7 @@ pub fn common_input(v: &Value) -> Input {
             .collect();
             (!parts.is_empty()).then(|| parts.join(" "))
         },
+        pid: i.pid,
     }
 }
 
@@ -494,6 +527,31 @@ mod tests {
                 assert!(r.known_events().contains(name), "{name}");
             }
         }
+    }
+
+    #[test]
+    fn the_brief_names_loopx_by_path_under_codex_and_where_path_lacks_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let exe = dir.path().join("loopx");
+        std::fs::write(&exe, "").unwrap();
+        let exe = std::fs::canonicalize(&exe).unwrap();
+        let path = exe.parent().unwrap().display().to_string();
+        let abs = exe.display().to_string();
+        assert_eq!(
+            loopx_command(Runtime::ClaudeCode, Some(&path), &exe),
+            "loopx"
+        );
+        assert_eq!(loopx_command(Runtime::Codex, Some(&path), &exe), abs);
+        assert_eq!(
+            loopx_command(Runtime::OpenCode, Some("/nowhere"), &exe),
+            abs
+        );
+        assert_eq!(loopx_command(Runtime::OpenCode, None, &exe), abs);
+        let other = dir.path().join("other/loopx");
+        assert_eq!(
+            loopx_command(Runtime::Gemini, Some(&path), &other),
+            other.display().to_string()
+        );
     }
 
     #[test]

@@ -256,7 +256,7 @@ impl Server<'_> {
 
 /// Why a call without an agent is refused, and how to name one.
 fn no_agent() -> String {
-    "loopx mcp acts only for an agent, and none is named: pass \"agent\": \"YOUR-ID\" in the call, or start the server as `loopx mcp --agent ID` (or with LOOPX_AGENT set, or from an agent runtime that sets its session id); register the id with `loopx agent add ID`".to_owned()
+    "loopx mcp acts only for an agent, and none is named: pass \"agent\": \"YOUR-ID\" in the call, or start the server as `loopx mcp --agent ID` (or with LOOPX_AGENT set, or from an agent runtime that sets its session id); register the id with `loopx agent register ID`".to_owned()
 }
 
 fn failed(text: String) -> Value {

@@ -178,6 +178,34 @@ pub struct AgentLine<'s> {
 /// An active agent not heard from for this long is flagged quiet (as
 /// `digest` does).
 pub const QUIET_AFTER: Span = Span::hours(1);
+/// How long an agent a runtime session registered may go without a claim,
+/// a turn or a tick before the views list it as idle.
+pub const SESSION_IDLE: crate::time::Span = crate::time::Span::hours(1);
+
+impl AgentLine<'_> {
+    /// An agent a runtime's session registered (`<runtime>-<8 hex digits>`,
+    /// as the hooks derive it) that holds no claim and has had no turn,
+    /// writeback or tick for [`SESSION_IDLE`]: a session that ended, most
+    /// likely. The views list these apart from the agents that matter.
+    pub fn idle_session(&self, now: Timestamp) -> bool {
+        let id = self.agent.id.as_str();
+        let derived = crate::hook::Runtime::ALL.iter().any(|r| {
+            id.strip_prefix(r.as_str())
+                .and_then(|rest| rest.strip_prefix('-'))
+                .is_some_and(|h| h.len() == 8 && h.bytes().all(|b| b.is_ascii_hexdigit()))
+        });
+        let last = [
+            Some(self.agent.registered_at),
+            self.agent.last_writeback,
+            self.agent.last_turn.as_ref().map(|t| t.at),
+            self.last_tick.map(|t| t.at),
+        ]
+        .into_iter()
+        .flatten()
+        .max();
+        derived && self.holds.is_empty() && last.is_none_or(|at| now.since(at) >= SESSION_IDLE)
+    }
+}
 
 /// Everything the operator's views show.
 #[derive(Debug)]

@@ -32,11 +32,24 @@ fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
+/// Codex trusts the test's repository (its config under the test's HOME).
+fn trust_in_codex(env: &TestEnv) {
+    let repo = std::fs::canonicalize(&env.repo).unwrap();
+    write(
+        &env.root().join("home/.codex/config.toml"),
+        &format!(
+            "[projects.\"{}\"]\ntrust_level = \"trusted\"\n",
+            repo.display()
+        ),
+    );
+}
+
 /// A repository with settings of its own for Claude Code, Gemini CLI and
 /// Codex, and a pre-push hook under core.hooksPath.
 fn project() -> (TestEnv, Vec<(PathBuf, &'static str)>) {
     let env = TestEnv::with_board();
     env.git(&["config", "core.hooksPath", ".githooks"]);
+    trust_in_codex(&env);
     let originals = vec![
         (env.repo.join(".claude/settings.json"), CLAUDE_BEFORE),
         (env.repo.join(".gemini/settings.json"), GEMINI_BEFORE),
@@ -574,7 +587,13 @@ fn uninstall_takes_the_install_flags_and_says_when_there_is_nothing_to_remove() 
 #[test]
 fn doctor_checks_the_program_each_hook_runs_and_the_runtime_timeout_limits() {
     let env = TestEnv::with_board();
-    env.loopx(&["hooks", "install", "--runtime", "codex"]).ok();
+    let out = env.loopx(&["hooks", "install", "--runtime", "codex"]).ok();
+    assert!(
+        out.stdout.contains("codex        .codex/hooks.json: created (Codex runs no hooks in a project it does not trust")
+            && out.stdout.contains("`codex exec --trust …`"),
+        "{}",
+        out.stdout
+    );
     let hooks = env.repo.join(".codex/hooks.json");
     let v: serde_json::Value = serde_json::from_str(&read(&hooks)).unwrap();
     assert_eq!(v["hooks"]["SessionEnd"][0]["hooks"][0]["timeout"], 3);
@@ -588,6 +607,16 @@ fn doctor_checks_the_program_each_hook_runs_and_the_runtime_timeout_limits() {
             "--json",
         ]))
     };
+    // Codex runs no hooks in a project it does not trust: doctor says so,
+    // and what to run.
+    let untrusted = doctor(&env).code(1).json();
+    let problems = untrusted["checks"][0]["problems"].to_string();
+    assert!(
+        problems.contains("Codex runs no hooks in a project it does not trust")
+            && problems.contains("codex exec --trust"),
+        "{problems}"
+    );
+    trust_in_codex(&env);
     let ok = doctor(&env).ok().json();
     assert_eq!(ok["ok"], true, "{ok}");
     // A binary that moved, and a timeout Codex cuts.
@@ -683,4 +712,67 @@ fn the_opencode_plugin_is_placed_pointed_at_this_loopx_checked_and_removed() {
         .ok();
     assert_eq!(out.stdout, "");
     assert_eq!(read(&plugin), "export const Mine = async () => ({});\n");
+}
+
+#[test]
+fn hooks_installed_with_a_wrapper_program_are_loopxs_to_doctor_reinstall_and_uninstall() {
+    let env = TestEnv::with_board();
+    trust_in_codex(&env);
+    let wrapper = env.root().join("bin/loopx-logged");
+    write(&wrapper, &format!("#!/bin/sh\nexec {} \"$@\"\n", exe()));
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let wrapper = wrapper.display().to_string();
+    let install = || {
+        env.loopx(&[
+            "hooks",
+            "install",
+            "--runtime",
+            "codex",
+            "--guard",
+            "--program",
+            &wrapper,
+        ])
+        .ok()
+    };
+    install();
+    let hooks = env.repo.join(".codex/hooks.json");
+    let first = read(&hooks);
+    assert!(
+        first.contains(&format!("{wrapper} hook codex Stop")),
+        "{first}"
+    );
+    // A second install changes nothing: no hook is duplicated.
+    assert_text(
+        &install().stdout,
+        "codex        .codex/hooks.json: unchanged\n",
+    );
+    assert_eq!(read(&hooks), first);
+    // Doctor sees the wrapper's hooks as wired, and needs no loopx on PATH.
+    let doctor = crate::common::run(env.command().env("PATH", "/usr/bin:/bin").args([
+        "hooks",
+        "doctor",
+        "--runtime",
+        "codex",
+    ]))
+    .ok();
+    assert!(
+        doctor
+            .stdout
+            .contains("codex        .codex/hooks.json: wired (")
+            && doctor
+                .stdout
+                .contains("loopx is not on PATH (the hooks run it by its absolute path"),
+        "{}",
+        doctor.stdout
+    );
+    // Uninstall removes them.
+    let out = env
+        .loopx(&["hooks", "uninstall", "--runtime", "codex"])
+        .ok();
+    assert_text(&out.stdout, "codex        .codex/hooks.json: removed\n");
+    assert!(!hooks.exists());
 }

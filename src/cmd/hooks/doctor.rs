@@ -108,6 +108,10 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             let mut c = check_json(runtime, &file.path, &base);
             if c.status != "absent" {
                 c.trust = trust(runtime, args.target.scope);
+                if let Some(hint) = super::codex_untrusted(ctx, runtime, args.target.scope, &base) {
+                    c.problems.push(hint);
+                    c.status = "broken";
+                }
             }
             checks.push(c);
         } else if args.target.scope == Scope::Project {
@@ -131,7 +135,7 @@ fn human(w: &Wire, wired: bool) -> String {
         None if wired => {
             "problem: loopx is not on PATH, so every hook fails (silently in most runtimes); install it or put it on the PATH the runtimes start with\n".to_owned()
         }
-        None => "loopx is not on PATH\n".to_owned(),
+        None => "loopx is not on PATH (the hooks run it by its absolute path, so they do not need it)\n".to_owned(),
     };
     for c in &w.checks {
         let events = if c.events.is_empty() {
@@ -296,8 +300,8 @@ fn check_opencode(path: &Path, base: &Path) -> Check {
         c.by_name = true;
     }
     c.events = [
-        "session.created",
         "chat.message",
+        "experimental.chat.system.transform",
         "tool.execute.before",
         "session.idle",
     ]

@@ -61,7 +61,14 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let mut changes = Vec::new();
     for runtime in args.target.runtime.runtimes() {
         if let Some(file) = hook_file(runtime, &base) {
-            changes.push(install_json(&file, &base, args, &program)?);
+            let mut change = install_json(&file, &base, args, &program)?;
+            if let Some(hint) = super::codex_untrusted(ctx, runtime, args.target.scope, &base) {
+                change.note = Some(match change.note {
+                    Some(n) => format!("{n}; {hint}"),
+                    None => hint,
+                });
+            }
+            changes.push(change);
         }
         match runtime {
             Runtime::Codex if args.mcp => {
@@ -87,6 +94,11 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                     &super::opencode_plugin(&program),
                     args.dry_run,
                 )?);
+                if let (Some(folder), Some(opencode)) =
+                    (path.parent().and_then(Path::parent), opencode_on_path(ctx))
+                {
+                    changes.push(opencode_dependency(&opencode, folder, &base, args.dry_run));
+                }
             }
             Runtime::Pi => {
                 let path = super::pi_extension_path(&base, args.target.scope);
@@ -368,4 +380,90 @@ fn write_shim(path: &Path, shim: &str) -> Result<()> {
             .with_context(|| format!("making {} executable", path.display()))?;
     }
     Ok(())
+}
+
+/// OpenCode installs `@opencode-ai/plugin` into each of its config folders
+/// (`.opencode`, `~/.config/opencode`) at every start until a
+/// `node_modules` there lists it; offline that wait is about 70 s. Where
+/// OpenCode is on PATH, loopx's
+/// plugin does not import it, so installing it here (with npm, from its
+/// cache first, bounded) only spares OpenCode the wait. Failing is a note
+/// that says what to run, never an error.
+fn opencode_dependency(opencode: &Path, folder: &Path, base: &Path, dry_run: bool) -> Change {
+    let installed = folder.join("node_modules/@opencode-ai/plugin");
+    let mut change = Change {
+        runtime: Runtime::OpenCode.as_str(),
+        file: shown(&installed, base),
+        action: "unchanged",
+        note: None,
+    };
+    if installed.is_dir() {
+        return change;
+    }
+    let package = opencode_plugin_package(opencode);
+    let argv: Vec<String> = [
+        "npm",
+        "install",
+        "--prefix",
+        &folder.display().to_string(),
+        "--no-audit",
+        "--no-fund",
+        "--silent",
+        "--prefer-offline",
+        &package,
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    let command = crate::trust::validation::shell_words(&argv);
+    if dry_run {
+        change.action = "created";
+        change.note = Some(format!("would run `{command}`"));
+        return change;
+    }
+    let ran = crate::run::run(&argv, base, crate::time::Span::seconds(120));
+    if ran.exit == Some(0) && installed.is_dir() {
+        change.action = "created";
+        change.note = Some(format!(
+            "ran `{command}`, so OpenCode does not install it at every start"
+        ));
+    } else {
+        change.action = "skipped";
+        change.note = Some(format!(
+            "OpenCode installs {package} here at start and waits about 70 s when offline; run `{command}` once (it failed here: {})",
+            ran.error.clone().unwrap_or_else(|| match ran.exit {
+                Some(c) => format!("exit {c}"),
+                None => "timed out".to_owned(),
+            })
+        ));
+    }
+    change
+}
+
+/// The `opencode` on PATH, if any.
+fn opencode_on_path(ctx: &Ctx) -> Option<std::path::PathBuf> {
+    std::env::split_paths(ctx.env.get("PATH").unwrap_or(""))
+        .map(|d| d.join("opencode"))
+        .find(|p| p.is_file())
+}
+
+/// `@opencode-ai/plugin@VERSION` for that OpenCode (`opencode --version`),
+/// else the latest.
+fn opencode_plugin_package(opencode: &Path) -> String {
+    let version = std::process::Command::new(opencode)
+        .arg("--version")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .filter(|v| {
+            !v.is_empty()
+                && v.len() < 40
+                && v.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || ".-+".contains(c))
+        });
+    match version {
+        Some(v) => format!("@opencode-ai/plugin@{v}"),
+        None => "@opencode-ai/plugin".to_owned(),
+    }
 }

@@ -143,3 +143,22 @@ pub fn git_hooks_dir(ctx: &Ctx) -> Result<PathBuf> {
         _ => store.common_dir().join("hooks"),
     })
 }
+
+/// When `runtime` is Codex in project scope and Codex does not trust the
+/// project: what to run so that it does (see [`codex_trust_hint`]).
+pub fn codex_untrusted(
+    ctx: &Ctx,
+    runtime: Runtime,
+    scope: Scope,
+    base: &std::path::Path,
+) -> Option<String> {
+    if runtime != Runtime::Codex || scope != Scope::Project {
+        return None;
+    }
+    let home = ctx.home();
+    let config = codex_config(ctx.env.get("CODEX_HOME"), home.as_deref())?;
+    let text = std::fs::read_to_string(config).unwrap_or_default();
+    let project = std::fs::canonicalize(base).unwrap_or_else(|_| base.to_path_buf());
+    (!codex_trusts(&text, &project) && !codex_trusts(&text, base))
+        .then(|| codex_trust_hint(&project))
+}

@@ -63,6 +63,10 @@ struct Wire<'a> {
     tip_tick: Option<u64>,
     goals: Vec<GoalRow<'a>>,
     agents: usize,
+    /// Agents runtime sessions registered that hold no claim and did
+    /// nothing for an hour (ended sessions, most likely), listed apart.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    idle_session_agents: Vec<&'a AgentId>,
     counts: Counts,
     claims: Vec<ClaimRow<'a>>,
     claims_total: usize,
@@ -251,6 +255,12 @@ impl<'a> Wire<'a> {
                 })
                 .collect(),
             agents: b.agents.len(),
+            idle_session_agents: b
+                .agents
+                .iter()
+                .filter(|a| a.idle_session(b.now))
+                .map(|a| &a.agent.id)
+                .collect(),
             counts: b.counts.clone(),
             claims,
             claims_total,
@@ -363,7 +373,11 @@ fn human(w: &Wire, now: Timestamp) -> String {
         g
     };
     for goal in goals {
-        let rows: Vec<&QuotaRow> = w.quota.iter().filter(|q| q.goal == goal).collect();
+        let rows: Vec<&QuotaRow> = w
+            .quota
+            .iter()
+            .filter(|q| q.goal == goal && !w.idle_session_agents.contains(&q.agent))
+            .collect();
         if let Some(first) = rows.first() {
             let used: Vec<String> = rows
                 .iter()
@@ -378,6 +392,24 @@ fn human(w: &Wire, now: Timestamp) -> String {
     }
     for b in &w.budgets {
         s.push_str(&format!("budget {} {}\n", b.goal, b.spend.human()));
+    }
+    if !w.idle_session_agents.is_empty() {
+        let n = w.idle_session_agents.len();
+        let shown: Vec<String> = w
+            .idle_session_agents
+            .iter()
+            .take(3)
+            .map(ToString::to_string)
+            .collect();
+        let more = if n > 3 {
+            format!(" and {} more", n - 3)
+        } else {
+            String::new()
+        };
+        s.push_str(&format!(
+            "idle session agents (no claim, nothing for an hour): {}{more}\n",
+            shown.join(", ")
+        ));
     }
     s.push_str("recent:\n");
     for r in &w.recent {
