@@ -265,6 +265,12 @@ fn start(
     input: &Input,
     session: &SessionFile,
 ) -> Result<Answer> {
+    // The brief comes from the hub's state when the clone has one: sync
+    // first (which also pushes what earlier sessions left here), bounded.
+    let offline = match hub_sync(ctx) {
+        Synced::Alone | Synced::Online => None,
+        Synced::Offline(why) => Some(why),
+    };
     let snap = tx::load(ctx)?;
     let (state, tip) = match snap.state.agents.get(agent) {
         Some(a) if a.status == AgentStatus::Retired => {
@@ -317,7 +323,16 @@ fn start(
         .map(|t| t.at);
     let d = turn::decide(&state, agent, &goal, ctx.now);
     let b = brief::build(&state, agent, &goal, ctx.now, since);
-    let mut text = format!("loopx: you are agent {agent}.\n{}", b.human());
+    let mut text = format!("loopx: you are agent {agent}.\n");
+    if let Some(why) = &offline {
+        text.push_str(&format!("{why}\n"));
+    }
+    text.push_str(&b.human());
+    if let Some(hub) = crate::sync::hub(ctx) {
+        text.push_str(&format!(
+            "This clone shares its state through {hub}: `loopx todo claim`, `loopx todo done` and `loopx settle` sync with it by themselves, so they are safe across machines; never pass --no-sync. A claim that exits 4 lost to another agent (maybe on another machine): run `loopx quota should-run` again.\n"
+        ));
+    }
     match (&d.skip, &d.todo) {
         (Some(r), _) => text.push_str(&format!(
             "Stand down ({}): {}. Take no loopx work until that changes; the user's own requests come first.\n",
@@ -341,6 +356,68 @@ fn start(
         (None, None) => {}
     }
     Ok(context(agent, text))
+}
+
+/// How long a hook's sync with the hub may take: well below the time any
+/// runtime gives a hook (OpenCode's plugin stops one at 15 s).
+const HUB_SYNC: crate::time::Span = crate::time::Span::seconds(3);
+
+/// What a hook's sync with the hub did.
+enum Synced {
+    /// The clone has no hub (or opted out with loopx.claimSync false).
+    Alone,
+    Online,
+    /// It did not finish in time, or failed: why, and the state's age.
+    Offline(String),
+}
+
+/// Syncs with the hub, when the clone has one, in a child `loopx sync` that
+/// is ended (with every git process it started) after [`HUB_SYNC`]. Killing
+/// it is safe: the hub's ref moves only by a whole push, the local one only
+/// by compare-and-swap.
+fn hub_sync(ctx: &Ctx) -> Synced {
+    if !super::syncs(ctx, false, false).unwrap_or(false) {
+        return Synced::Alone;
+    }
+    let (Ok(exe), Ok(store)) = (std::env::current_exe(), ctx.store()) else {
+        return Synced::Alone;
+    };
+    let root = store.root().to_path_buf();
+    let argv: Vec<String> = vec![
+        exe.display().to_string(),
+        "-C".to_owned(),
+        root.display().to_string(),
+        "sync".to_owned(),
+    ];
+    let run = crate::run::run(&argv, &root, HUB_SYNC);
+    // Exit 4: the hub rejected one of this agent's ticks, and sync recorded
+    // it: the state is the hub's all the same.
+    if matches!(run.exit, Some(0 | 4)) {
+        return Synced::Online;
+    }
+    let why = if run.timed_out {
+        format!("the hub did not answer within {HUB_SYNC}")
+    } else {
+        run.last_lines(1)
+            .first()
+            .map_or_else(|| "the sync with the hub failed".to_owned(), |l| (*l).to_owned())
+    };
+    Synced::Offline(format!("offline: {why}; {}", state_age(ctx)))
+}
+
+/// "state as of <when it last synced with the hub>".
+fn state_age(ctx: &Ctx) -> String {
+    let synced = crate::sync::names(ctx, None)
+        .ok()
+        .and_then(|n| ctx.store().ok()?.resolve(&n.synced).ok().flatten())
+        .and_then(|t| crate::history::entry(ctx, t.commit).ok());
+    match synced {
+        Some(e) => format!(
+            "state as of {} (the last sync); claims fail until the hub answers",
+            crate::history::Tick::read(e).time()
+        ),
+        None => "this clone never synced with its hub; claims fail until the hub answers".to_owned(),
+    }
 }
 
 fn context(agent: &AgentId, text: String) -> Answer {
@@ -556,6 +633,12 @@ fn end(
     let Some(notes) = notes else {
         return Ok(Answer::Nothing);
     };
+    // What the session wrote and no turn pushed goes to the hub in one push.
+    if let Synced::Offline(why) = hub_sync(ctx) {
+        notes.push(format!(
+            "loopx: {why}; what this session recorded stays here until the next session or `loopx sync` pushes it."
+        ));
+    }
     for t in claims {
         let until = t
             .claim
