@@ -212,7 +212,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     op::apply(&mut snap.state.clone(), &tx::op(ctx, probe)?)?;
     // Code from the shared state runs only when this machine trusts it.
     if validate.is_some() {
-        crate::trust::validation::allow(ctx, &snap.state, &snap.state.todos[&todo])?;
+        super::todo::trust::allow_or_hold(ctx, &snap.state, &snap.state.todos[&todo])?;
     }
     // The side effects run once, before the tick.
     let check = (!args.command.is_empty())

@@ -60,7 +60,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     };
     op::apply(&mut snap.state.clone(), &tx::op(ctx, probe)?)?;
     // Code from the shared state runs only when this machine trusts it.
-    crate::trust::validation::allow(ctx, &snap.state, todo)?;
+    super::trust::allow_or_hold(ctx, &snap.state, todo)?;
     // The validation runs once, before the tick; retries reuse its result.
     let root = ctx.store()?.root();
     let validation = todo.validate.as_ref().map(|v| {
