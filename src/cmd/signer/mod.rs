@@ -4,6 +4,7 @@
 
 pub mod announce;
 pub mod list;
+pub mod setup;
 pub mod trust;
 
 use anyhow::Result;
@@ -15,6 +16,7 @@ use crate::error::Exit;
 pub enum Command {
     Announce(announce::Args),
     List(list::Args),
+    Setup(setup::Args),
     Trust(trust::Args),
 }
 
@@ -22,6 +24,7 @@ pub fn run(ctx: &Ctx, c: &Command) -> Result<Exit> {
     match c {
         Command::Announce(a) => announce::run(ctx, a),
         Command::List(a) => list::run(ctx, a),
+        Command::Setup(a) => setup::run(ctx, a),
         Command::Trust(a) => trust::run(ctx, a),
     }
 }
