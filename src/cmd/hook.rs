@@ -398,9 +398,10 @@ fn hub_sync(ctx: &Ctx) -> Synced {
     let why = if run.timed_out {
         format!("the hub did not answer within {HUB_SYNC}")
     } else {
-        run.last_lines(1)
-            .first()
-            .map_or_else(|| "the sync with the hub failed".to_owned(), |l| (*l).to_owned())
+        run.last_lines(1).first().map_or_else(
+            || "the sync with the hub failed".to_owned(),
+            |l| (*l).to_owned(),
+        )
     };
     Synced::Offline(format!("offline: {why}; {}", state_age(ctx)))
 }
@@ -416,7 +417,9 @@ fn state_age(ctx: &Ctx) -> String {
             "state as of {} (the last sync); claims fail until the hub answers",
             crate::history::Tick::read(e).time()
         ),
-        None => "this clone never synced with its hub; claims fail until the hub answers".to_owned(),
+        None => {
+            "this clone never synced with its hub; claims fail until the hub answers".to_owned()
+        }
     }
 }
 

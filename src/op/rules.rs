@@ -343,8 +343,11 @@ pub fn best_ready<'s>(
                 let rank = spread_rank(&agent.id, &t.id);
                 let better = match best {
                     None => true,
-                    Some((b, r)) => (t.priority, std::cmp::Reverse(rank), &t.id)
-                        .lt(&(b.priority, std::cmp::Reverse(r), &b.id)),
+                    Some((b, r)) => (t.priority, std::cmp::Reverse(rank), &t.id).lt(&(
+                        b.priority,
+                        std::cmp::Reverse(r),
+                        &b.id,
+                    )),
                 };
                 if better {
                     best = Some((t, rank));

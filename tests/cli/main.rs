@@ -41,6 +41,7 @@ mod test_status;
 mod test_status_html;
 mod test_sync;
 mod test_sync_safety;
+mod test_team;
 mod test_todo;
 mod test_turn;
 mod test_usage;

@@ -202,7 +202,10 @@ fn claim_next_picks_by_priority_then_spreads_and_respects_dependencies_and_capab
         .stdout
         .trim()
         .to_owned();
-    assert!(second == old_p2 || second == newer_p2, "then a P2: {second}");
+    assert!(
+        second == old_p2 || second == newer_p2,
+        "then a P2: {second}"
+    );
     let other = if second == old_p2 { &newer_p2 } else { &old_p2 };
     assert_eq!(
         env.agent("rusty", &["todo", "claim", "--next"])
@@ -218,7 +221,11 @@ fn claim_next_picks_by_priority_then_spreads_and_respects_dependencies_and_capab
             .trim(),
         other.as_str()
     );
-    let holder = if second == old_p2 { "agent-a" } else { "agent-b" };
+    let holder = if second == old_p2 {
+        "agent-a"
+    } else {
+        "agent-b"
+    };
     env.agent(holder, &["todo", "done", &old_p2]).ok();
     assert_eq!(
         env.agent("agent-b", &["todo", "claim", "--next"])
@@ -255,10 +262,7 @@ fn claim_next_spreads_agents_over_the_top_tier_and_the_brief_names_the_pick() {
     // and it is what `claim --next` would take.
     let mut picks = std::collections::BTreeSet::new();
     for a in &agents {
-        let v = env
-            .agent(a, &["quota", "should-run", "--json"])
-            .ok()
-            .json();
+        let v = env.agent(a, &["quota", "should-run", "--json"]).ok().json();
         let id = v["todo"]["id"].as_str().expect("a todo").to_owned();
         assert!(top.contains(&id), "{a} picked {id}, below the top tier");
         assert_ne!(id, low);
@@ -272,7 +276,10 @@ fn claim_next_spreads_agents_over_the_top_tier_and_the_brief_names_the_pick() {
         "eight agents all wanted the same todo: {picks:?}"
     );
     // The pick is what claim --next takes.
-    let v = env.agent(&agents[0], &["quota", "should-run", "--json"]).ok().json();
+    let v = env
+        .agent(&agents[0], &["quota", "should-run", "--json"])
+        .ok()
+        .json();
     let out = env.agent(&agents[0], &["todo", "claim", "--next"]).ok();
     assert_eq!(out.stdout.trim(), v["todo"]["id"].as_str().unwrap());
 }

@@ -68,6 +68,15 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             },
         )?)
     })?;
+    // The agents waiting on it may be on other machines.
+    if crate::cmd::syncs(ctx, false, false)? {
+        crate::cmd::push_after(ctx, &done.op.id, |r| {
+            Refusal::conflict(
+                r.code,
+                format!("the hub's state rejected this answer: {}", r.reason),
+            )
+        })?;
+    }
     super::emit(ctx, &done, |g| {
         format!(
             "Answered {}: {}. \"{}\"",

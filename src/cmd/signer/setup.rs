@@ -102,8 +102,9 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     }
     let hub = crate::cmd::syncs(ctx, false, false)?;
     if hub && let Err(e) = crate::sync::run(ctx, None) {
-        ctx.out
-            .warn(&format!("could not sync with the hub first: {e:#}; going on with this clone's state"));
+        ctx.out.warn(&format!(
+            "could not sync with the hub first: {e:#}; going on with this clone's state"
+        ));
     }
     let mut wire = Wire {
         name: name.as_ref().map(ToString::to_string),
@@ -238,7 +239,10 @@ fn human(w: &Wire) -> String {
         out.push(format!("Trusted {t} here."));
     }
     for u in &w.untrusted {
-        out.push(format!("Not trusted: {} ({}): {}.", u.name, u.fingerprint, u.why));
+        out.push(format!(
+            "Not trusted: {} ({}): {}.",
+            u.name, u.fingerprint, u.why
+        ));
     }
     if let Some(f) = &w.allowed_signers_file {
         out.push(format!("This clone's trusted keys are in {f}."));
@@ -361,9 +365,11 @@ fn offer_key(ctx: &Ctx, set: &dyn Fn(&str) -> Result<()>) -> Result<String> {
         set(&path.display().to_string())?;
         return read_public(&pub_of(&path));
     }
-    Err(Refusal::rule(Code::NotConfirmed, "no key was chosen: nothing was set up")
-        .with_hint("pass `--key FILE.pub` or `--create-key FILE`")
-        .into())
+    Err(
+        Refusal::rule(Code::NotConfirmed, "no key was chosen: nothing was set up")
+            .with_hint("pass `--key FILE.pub` or `--create-key FILE`")
+            .into(),
+    )
 }
 
 fn pub_of(path: &Path) -> PathBuf {
@@ -404,12 +410,11 @@ fn read_public(path: &Path) -> Result<String> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("reading the public key {}", path.display()))?;
     if text.contains("PRIVATE KEY") {
-        return Err(Refusal::usage(
-            Code::BadKey,
-            format!("{} is a private key", path.display()),
-        )
-        .with_hint("pass the public half, the file ending in .pub")
-        .into());
+        return Err(
+            Refusal::usage(Code::BadKey, format!("{} is a private key", path.display()))
+                .with_hint("pass the public half, the file ending in .pub")
+                .into(),
+        );
     }
     trust::normalize_key(&text).map_err(|e| {
         Refusal::usage(

@@ -147,6 +147,21 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             )
             .with_hint(format!("`loopx todo show {id}` finds it in the archive"))
         })?;
+        // Another sync on this clone may have replayed the claim first and
+        // seen it lost: what counts is who holds the todo on the hub now.
+        let me = done.op.actor.agent();
+        if t.owner() != me {
+            let why = match t.owner() {
+                Some(w) => format!("{w} holds it"),
+                None => format!("it is {}", t.status.as_str()),
+            };
+            return Err(Refusal::conflict(
+                Code::Claimed,
+                format!("the claim of {id} lost on {}: {why}", r.remote),
+            )
+            .with_hint("pick another with `loopx quota should-run` (or `loopx todo list --ready`)")
+            .into());
+        }
         ctx.out.emit(
             &Wire {
                 todo: TodoRef::of(&t),
@@ -176,7 +191,11 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
 fn offline_hint(e: anyhow::Error) -> anyhow::Error {
     match crate::error::refusal_of(&e) {
         Some(r) if matches!(r.code, Code::RemoteUnreachable | Code::PushFailed) => {
-            let hint = r.hint.as_ref().map(|h| format!("{h}; ")).unwrap_or_default();
+            let hint = r
+                .hint
+                .as_ref()
+                .map(|h| format!("{h}; "))
+                .unwrap_or_default();
             r.clone()
                 .with_hint(format!(
                     "{hint}to work offline, claim with `--no-sync` (the claim is then not safe across machines)"

@@ -117,6 +117,18 @@ fn vouch(ctx: &Ctx, todo: &TodoId, note: Option<&str>) -> Result<Exit> {
         }
         _ => None,
     };
+    // The machines that wait on it learn it now.
+    if crate::cmd::syncs(ctx, false, false)? {
+        crate::cmd::push_after(ctx, &done.op.id, |r| {
+            Refusal::conflict(
+                r.code,
+                format!(
+                    "the hub's state rejected the trust of {todo}'s validation: {}",
+                    r.reason
+                ),
+            )
+        })?;
+    }
     let signers = AllowedSigners::load(ctx)?;
     let signature = trust::describe(done.op.signature.as_deref(), &signers);
     let state = tx::load(ctx)?.state;
@@ -196,6 +208,23 @@ pub fn answer_run(ctx: &Ctx, todo: &TodoId, note: Option<&str>) -> Result<Exit> 
 /// validation's digest, so every clone opens the same one; its text taken
 /// from the todo), and the agent keeps its claim until a human answers.
 pub fn allow_or_hold(ctx: &Ctx, state: &State, todo: &Todo) -> Result<()> {
+    if crate::trust::validation::verdict(ctx, state, todo)?.is_none_or(|v| v.is_ok()) {
+        return Ok(());
+    }
+    // A human may have vouched for it on another machine: take the hub's
+    // ticks (pushing nothing) and decide on those.
+    let fresh;
+    let (state, todo) =
+        if crate::cmd::syncs(ctx, false, false)? && crate::sync::pull(ctx, None).is_ok() {
+            fresh = tx::load(ctx)?.state;
+            // Only for the validation that is about to run, unchanged.
+            match fresh.todos.get(&todo.id) {
+                Some(t) if t.validate == todo.validate => (&fresh, t),
+                _ => (state, todo),
+            }
+        } else {
+            (state, todo)
+        };
     let refusal = match crate::trust::validation::verdict(ctx, state, todo)? {
         None | Some(Ok(_)) => return Ok(()),
         Some(Err(r)) => r,
@@ -252,6 +281,14 @@ pub fn allow_or_hold(ctx: &Ctx, state: &State, todo: &Todo) -> Result<()> {
             ctx.out.status(&format!(
                 "Opened gate {gate}: a human decides whether {id}'s validation runs on the team's machines."
             ));
+            // The humans who can answer it are on other machines.
+            if crate::cmd::syncs(ctx, false, false)?
+                && let Err(e) = crate::sync::run(ctx, None)
+            {
+                ctx.out.warn(&format!(
+                    "gate {gate} is not on the hub yet: {e:#}; it goes with the next sync"
+                ));
+            }
             Err(held(format!(
                 "no signer this machine trusts vouches for it, so gate {gate} now asks a human (`loopx gate answer {gate} run` trusts it everywhere that trusts them)"
             ))
