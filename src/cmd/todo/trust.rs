@@ -245,10 +245,10 @@ pub fn allow_or_hold(ctx: &Ctx, state: &State, todo: &Todo) -> Result<()> {
     let held = |what: String| {
         Refusal::rule(
             Code::UntrustedValidation,
-            format!("{id}'s validation `{argv}` does not run on this machine: {what}"),
+            format!("{}; {what}", refusal.message),
         )
         .with_hint(format!(
-            "nothing was run and nothing was marked done; you keep {id} while a human decides: end this turn (`loopx refresh-state --outcome blocked --todo {id} --next-action \"wait for gate {gate}\"`) or take other work with `loopx quota should-run`"
+            "nothing was run and nothing was marked done; you keep {id} while a human decides (`loopx gate answer {gate} run` or `loopx todo trust {id}`, both signed human acts): end this turn (`loopx refresh-state --outcome blocked --todo {id} --next-action \"wait for gate {gate}\"`) or take other work with `loopx quota should-run`"
         ))
     };
     match state.gates.get(&gate) {
@@ -264,7 +264,7 @@ pub fn allow_or_hold(ctx: &Ctx, state: &State, todo: &Todo) -> Result<()> {
             .into())
         }
         None => {
-            let question = held_question(state, todo, &argv);
+            let question = held_question(todo, &argv);
             tx::commit(ctx, |_| {
                 Ok(tx::op(
                     ctx,
@@ -299,8 +299,7 @@ pub fn allow_or_hold(ctx: &Ctx, state: &State, todo: &Todo) -> Result<()> {
 
 /// The held gate's question, from the todo's own record (never an agent's
 /// words): the exact command, who wrote it and how it is signed.
-fn held_question(state: &State, todo: &Todo, argv: &str) -> String {
-    let _ = state;
+fn held_question(todo: &Todo, argv: &str) -> String {
     let who = match &todo.validate_from {
         Some(f) => format!(
             "{} by {} at {} ({})",
