@@ -337,3 +337,25 @@ fn an_unreachable_hub_fails_a_claim_and_the_brief_says_offline() {
         .agent("agent-a", &["todo", "claim", &t, "--no-sync"])
         .ok();
 }
+
+#[test]
+fn what_a_session_leaves_goes_to_the_hub_when_it_ends() {
+    let (env, hub, fp) = seeded();
+    let alice = onboarded(&env, "alice", &hub, &fp);
+    let hub_tip = || {
+        crate::common::git_in(Path::new(&hub), &["rev-parse", "refs/loopx/state"])
+            .trim()
+            .to_owned()
+    };
+    // The session's registration is a tick of this clone only…
+    let (agent, _) = session(&alice, "leftover");
+    assert_ne!(alice.tip().as_deref(), Some(hub_tip().as_str()));
+    // …until the session ends: one push, no operator's sync.
+    end_session(&alice, "leftover");
+    assert_eq!(alice.tip().as_deref(), Some(hub_tip().as_str()));
+    // The seed's next session start sees the agent.
+    let (_, brief) = session(&env.machine(), "seed-session");
+    assert!(!brief.contains("offline:"), "{brief}");
+    let agents = env.loopx(&["agent", "list", "--json"]).ok().json();
+    assert!(agents.to_string().contains(&agent), "{agents}");
+}

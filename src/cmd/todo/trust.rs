@@ -242,13 +242,17 @@ pub fn allow_or_hold(ctx: &Ctx, state: &State, todo: &Todo) -> Result<()> {
     }
     let id = &todo.id;
     let gate = held_gate(id, &validation_digest(v));
+    let keeps = match (ctx.caller(), todo.owner()) {
+        (Caller::Agent(me), Some(owner)) if me == owner => format!("you keep {id}"),
+        _ => format!("{id} stays as it is"),
+    };
     let held = |what: String| {
         Refusal::rule(
             Code::UntrustedValidation,
             format!("{}; {what}", refusal.message),
         )
         .with_hint(format!(
-            "nothing was run and nothing was marked done; you keep {id} while a human decides (`loopx gate answer {gate} run` or `loopx todo trust {id}`, both signed human acts): end this turn (`loopx refresh-state --outcome blocked --todo {id} --next-action \"wait for gate {gate}\"`) or take other work with `loopx quota should-run`"
+            "nothing was run and nothing was marked done; {keeps} while a human decides (`loopx gate answer {gate} run` or `loopx todo trust {id}`, both signed human acts): end this turn (`loopx refresh-state --outcome blocked --todo {id} --next-action \"wait for gate {gate}\"`) or take other work with `loopx quota should-run`"
         ))
     };
     match state.gates.get(&gate) {
