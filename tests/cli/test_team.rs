@@ -16,6 +16,11 @@ fn seeded() -> (TestEnv, String, String) {
     env.loopx(&["init", "--goal", "main", "--objective", "Finish the steps"])
         .ok();
     let hub = env.hub("hub.git");
+    // The hub's reflog counts the pushes it took.
+    crate::common::git_in(
+        Path::new(&hub),
+        &["config", "core.logAllRefUpdates", "always"],
+    );
     env.git(&["remote", "add", "origin", &hub]);
     env.loopx(&["sync"]).ok();
     env.loopx(&["sync", "--setup"]).ok();
@@ -92,6 +97,16 @@ fn end_session(m: &Machine, session: &str) {
         input.as_bytes(),
     );
     assert_eq!(out.code, 0, "{}", out.stderr);
+}
+
+/// How many times the hub's state ref moved (its reflog).
+fn pushes(hub: &str) -> usize {
+    crate::common::git_in(
+        Path::new(hub),
+        &["reflog", "show", "--format=%H", "refs/loopx/state"],
+    )
+    .lines()
+    .count()
 }
 
 /// What one agent did: per todo, the exit status of each `settle --done`.
@@ -182,6 +197,7 @@ fn two_clones_finish_a_humans_validated_goal_with_no_todo_done_twice() {
             agents.push((i, sid, agent));
         }
     }
+    let pushes_before = pushes(&hub);
     let logs: Vec<Log> = std::thread::scope(|s| {
         let hs: Vec<_> = agents
             .iter()
@@ -199,6 +215,15 @@ fn two_clones_finish_a_humans_validated_goal_with_no_todo_done_twice() {
     for (i, sid, _) in &agents {
         end_session(&clones[*i], sid);
     }
+    // About two pushes a turn (the claim's, the settle's); the sessions'
+    // registrations ride them, and a lost claim race costs its record.
+    let turns = logs.iter().map(Vec::len).sum::<usize>();
+    let took = pushes(&hub) - pushes_before;
+    eprintln!("team loop: {turns} turns, {took} pushes to the hub");
+    assert!(
+        took <= 3 * turns + agents.len(),
+        "{took} pushes for {turns} turns"
+    );
     // Each todo was completed exactly once, and no completed turn was
     // rejected (a lost claim race is fine).
     let mut done: BTreeMap<&str, usize> = BTreeMap::new();
