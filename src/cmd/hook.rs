@@ -267,7 +267,7 @@ fn start(
 ) -> Result<Answer> {
     // The brief comes from the hub's state when the clone has one: sync
     // first (which also pushes what earlier sessions left here), bounded.
-    let offline = match hub_sync(ctx) {
+    let offline = match hub_sync(ctx, START_SYNC) {
         Synced::Alone | Synced::Online => None,
         Synced::Offline(why) => Some(why),
     };
@@ -358,9 +358,11 @@ fn start(
     Ok(context(agent, text))
 }
 
-/// How long a hook's sync with the hub may take: well below the time any
-/// runtime gives a hook (OpenCode's plugin stops one at 15 s).
-const HUB_SYNC: crate::time::Span = crate::time::Span::seconds(3);
+/// How long the SessionStart hook's sync with the hub may take: well below
+/// the time any runtime gives a hook (OpenCode's plugin stops one at 15 s).
+const START_SYNC: crate::time::Span = crate::time::Span::seconds(3);
+/// The same at SessionEnd (Codex cuts that hook to 3 s).
+const END_SYNC: crate::time::Span = crate::time::Span::seconds(2);
 
 /// What a hook's sync with the hub did.
 enum Synced {
@@ -372,10 +374,10 @@ enum Synced {
 }
 
 /// Syncs with the hub, when the clone has one, in a child `loopx sync` that
-/// is ended (with every git process it started) after [`HUB_SYNC`]. Killing
+/// is ended (with every git process it started) after `limit`. Killing
 /// it is safe: the hub's ref moves only by a whole push, the local one only
 /// by compare-and-swap.
-fn hub_sync(ctx: &Ctx) -> Synced {
+fn hub_sync(ctx: &Ctx, limit: crate::time::Span) -> Synced {
     if !super::syncs(ctx, false, false).unwrap_or(false) {
         return Synced::Alone;
     }
@@ -389,14 +391,14 @@ fn hub_sync(ctx: &Ctx) -> Synced {
         root.display().to_string(),
         "sync".to_owned(),
     ];
-    let run = crate::run::run(&argv, &root, HUB_SYNC);
+    let run = crate::run::run(&argv, &root, limit);
     // Exit 4: the hub rejected one of this agent's ticks, and sync recorded
     // it: the state is the hub's all the same.
     if matches!(run.exit, Some(0 | 4)) {
         return Synced::Online;
     }
     let why = if run.timed_out {
-        format!("the hub did not answer within {HUB_SYNC}")
+        format!("the hub did not answer within {limit}")
     } else {
         run.last_lines(1).first().map_or_else(
             || "the sync with the hub failed".to_owned(),
@@ -637,7 +639,7 @@ fn end(
         return Ok(Answer::Nothing);
     };
     // What the session wrote and no turn pushed goes to the hub in one push.
-    if let Synced::Offline(why) = hub_sync(ctx) {
+    if let Synced::Offline(why) = hub_sync(ctx, END_SYNC) {
         notes.push(format!(
             "loopx: {why}; what this session recorded stays here until the next session or `loopx sync` pushes it."
         ));

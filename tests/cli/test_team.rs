@@ -384,3 +384,30 @@ fn what_a_session_leaves_goes_to_the_hub_when_it_ends() {
     let agents = env.loopx(&["agent", "list", "--json"]).ok().json();
     assert!(agents.to_string().contains(&agent), "{agents}");
 }
+
+#[test]
+fn a_hub_that_never_answers_gives_the_offline_brief_without_waiting_for_it() {
+    let (env, hub, fp) = seeded();
+    env.add("one", &[]);
+    env.loopx(&["sync"]).ok();
+    let alice = onboarded(&env, "alice", &hub, &fp);
+    // Accepts connections (the kernel's backlog) and never says a word;
+    // loopx.syncTimeout stays at its default of a minute.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = silent.local_addr().unwrap().port();
+    alice.git(&[
+        "remote",
+        "set-url",
+        "origin",
+        &format!("git://127.0.0.1:{port}/hub.git"),
+    ]);
+    let (_, brief) = session(&alice, "silent-hub");
+    assert!(
+        brief.contains("offline: the hub did not answer within 3s; state as of "),
+        "{brief}"
+    );
+    assert!(brief.contains("(the last sync)"), "{brief}");
+    // The brief still comes from this clone's last synced state.
+    assert!(brief.contains("ready: "), "{brief}");
+    drop(silent);
+}
