@@ -219,7 +219,6 @@ fn two_clones_finish_a_humans_validated_goal_with_no_todo_done_twice() {
     // registrations ride them, and a lost claim race costs its record.
     let turns = logs.iter().map(Vec::len).sum::<usize>();
     let took = pushes(&hub) - pushes_before;
-    eprintln!("team loop: {turns} turns, {took} pushes to the hub");
     assert!(
         took <= 3 * turns + agents.len(),
         "{took} pushes for {turns} turns"
