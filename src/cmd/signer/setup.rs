@@ -275,17 +275,11 @@ fn own_key(ctx: &Ctx, args: &Args) -> Result<String> {
             .with_hint("use it with `--key FILE.pub`, or name a new file")
             .into());
         }
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)
-                .with_context(|| format!("creating {}", parent.display()))?;
-        }
-        keygen(ctx, &path)?;
-        set(&path.display().to_string())?;
-        return read_public(&pub_of(&path));
+        return create(ctx, &path, &set);
     }
     if let Some(path) = &args.key {
         let path = abs(path);
-        let public = read_public(&path)?;
+        let public = super::announce::read_public(&path)?;
         // The private half next to it, else ssh-agent holds it.
         let private = path.with_extension("");
         let value = if path.extension().is_some_and(|e| e == "pub") && private.is_file() {
@@ -306,7 +300,7 @@ fn own_key(ctx: &Ctx, args: &Args) -> Result<String> {
             } else {
                 pub_of(&p)
             };
-            read_public(&public)
+            super::announce::read_public(&public)
         }
         None => offer_key(ctx, &set),
     }
@@ -357,19 +351,25 @@ fn offer_key(ctx: &Ctx, set: &dyn Fn(&str) -> Result<()>) -> Result<String> {
             path.display()
         ))?
     {
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)
-                .with_context(|| format!("creating {}", parent.display()))?;
-        }
-        keygen(ctx, &path)?;
-        set(&path.display().to_string())?;
-        return read_public(&pub_of(&path));
+        return create(ctx, &path, set);
     }
     Err(
         Refusal::rule(Code::NotConfirmed, "no key was chosen: nothing was set up")
             .with_hint("pass `--key FILE.pub` or `--create-key FILE`")
             .into(),
     )
+}
+
+/// Creates a new key at `path`, makes it the signing key here, and returns
+/// its public half.
+fn create(ctx: &Ctx, path: &Path, set: &dyn Fn(&str) -> Result<()>) -> Result<String> {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("creating {}", parent.display()))?;
+    }
+    keygen(ctx, path)?;
+    set(&path.display().to_string())?;
+    super::announce::read_public(&pub_of(path))
 }
 
 fn pub_of(path: &Path) -> PathBuf {
@@ -404,24 +404,4 @@ fn keygen(ctx: &Ctx, path: &Path) -> Result<()> {
         .into());
     }
     Ok(())
-}
-
-fn read_public(path: &Path) -> Result<String> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("reading the public key {}", path.display()))?;
-    if text.contains("PRIVATE KEY") {
-        return Err(
-            Refusal::usage(Code::BadKey, format!("{} is a private key", path.display()))
-                .with_hint("pass the public half, the file ending in .pub")
-                .into(),
-        );
-    }
-    trust::normalize_key(&text).map_err(|e| {
-        Refusal::usage(
-            Code::BadKey,
-            format!("{} is not a usable public key: {e}", path.display()),
-        )
-        .with_hint("pass an ed25519 or ECDSA public key, e.g. ~/.ssh/id_ed25519.pub")
-        .into()
-    })
 }
