@@ -400,10 +400,13 @@ fn hub_sync(ctx: &Ctx, limit: crate::time::Span) -> Synced {
     let why = if run.timed_out {
         format!("the hub did not answer within {limit}")
     } else {
-        run.last_lines(1).first().map_or_else(
-            || "the sync with the hub failed".to_owned(),
-            |l| (*l).to_owned(),
-        )
+        // The error's line, not its hint.
+        let lines = run.last_lines(8);
+        lines
+            .iter()
+            .find_map(|l| l.strip_prefix("error: "))
+            .or(lines.last().copied())
+            .map_or_else(|| "the sync with the hub failed".to_owned(), str::to_owned)
     };
     Synced::Offline(format!("offline: {why}; {}", state_age(ctx)))
 }
