@@ -23,8 +23,9 @@ pub struct Config {
     pub remote: String,
     /// `loopx.goal`: the goal commands act on when `--goal` is not given.
     pub goal: Option<String>,
-    /// `loopx.claimSync`: `todo claim` syncs by default.
-    pub claim_sync: bool,
+    /// `loopx.claimSync`: whether commands sync around their work by
+    /// default (None: they do once the clone has a hub, `sync --setup`).
+    pub claim_sync: Option<bool>,
     /// `loopx.autoPack`: ticks between background repacks (0: never).
     pub auto_pack: u64,
     /// `loopx.stopContinuations`: the Stop hook's limit per session.
@@ -61,7 +62,7 @@ impl Default for Config {
         Config {
             remote: "origin".to_owned(),
             goal: None,
-            claim_sync: false,
+            claim_sync: None,
             auto_pack: AUTO_PACK,
             stop_continuations: STOP_CONTINUATIONS,
             sync_timeout: SYNC_TIMEOUT,
@@ -91,7 +92,7 @@ impl Config {
         Config {
             remote: text("loopx.remote").unwrap_or(d.remote),
             goal: text("loopx.goal"),
-            claim_sync: store.config_bool("loopx.claimSync").unwrap_or(d.claim_sync),
+            claim_sync: store.config_bool("loopx.claimSync").or(d.claim_sync),
             auto_pack: text("loopx.autoPack")
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(d.auto_pack),

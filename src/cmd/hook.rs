@@ -322,6 +322,12 @@ fn start(
     session: &SessionFile,
     continued: bool,
 ) -> Result<Answer> {
+    // The brief comes from the hub's state when the clone has one: sync
+    // first (which also pushes what earlier sessions left here), bounded.
+    let offline = match hub_sync(ctx, START_SYNC) {
+        Synced::Alone | Synced::Online => None,
+        Synced::Offline(why) => Some(why),
+    };
     let snap = tx::load(ctx)?;
     let (state, tip) = match snap.state.agents.get(agent) {
         Some(a) if a.status == AgentStatus::Retired => {
@@ -388,11 +394,20 @@ fn start(
     }
     let b = brief::build(&state, agent, &goal, ctx.now, since);
     let lx = loopx_command(ctx, runtime);
-    let mut text = format!("loopx: you are agent {agent}.\n{}", b.human());
+    let mut text = format!("loopx: you are agent {agent}.\n");
+    if let Some(why) = &offline {
+        text.push_str(&format!("{why}\n"));
+    }
+    text.push_str(&b.human());
     if continued {
         text.push_str(&format!(
             "This session continues {agent}, the agent of an earlier {} session in this clone that has ended: its claims are yours.\n",
             runtime.as_str()
+        ));
+    }
+    if let Some(hub) = crate::sync::hub(ctx) {
+        text.push_str(&format!(
+            "This clone shares its state through {hub}: `{lx} todo claim`, `{lx} todo done` and `{lx} settle` sync with it by themselves, so they are safe across machines; never pass --no-sync. A claim that exits 4 lost to another agent (maybe on another machine): run `{lx} quota should-run` again.\n"
         ));
     }
     match (&d.skip, &d.todo) {
@@ -427,6 +442,76 @@ fn loopx_command(ctx: &Ctx, runtime: Runtime) -> String {
         .and_then(std::fs::canonicalize)
         .unwrap_or_else(|_| PathBuf::from("loopx"));
     hook::loopx_command(runtime, ctx.env.get("PATH"), &exe)
+}
+
+/// How long the SessionStart hook's sync with the hub may take: well below
+/// the time any runtime gives a hook (OpenCode's plugin stops one at 15 s).
+const START_SYNC: crate::time::Span = crate::time::Span::seconds(3);
+/// The same at SessionEnd (Codex cuts that hook to 3 s).
+const END_SYNC: crate::time::Span = crate::time::Span::seconds(2);
+
+/// What a hook's sync with the hub did.
+enum Synced {
+    /// The clone has no hub (or opted out with loopx.claimSync false).
+    Alone,
+    Online,
+    /// It did not finish in time, or failed: why, and the state's age.
+    Offline(String),
+}
+
+/// Syncs with the hub, when the clone has one, in a child `loopx sync` that
+/// is ended (with every git process it started) after `limit`. Killing
+/// it is safe: the hub's ref moves only by a whole push, the local one only
+/// by compare-and-swap.
+fn hub_sync(ctx: &Ctx, limit: crate::time::Span) -> Synced {
+    if !super::syncs(ctx, false, false).unwrap_or(false) {
+        return Synced::Alone;
+    }
+    let (Ok(exe), Ok(store)) = (std::env::current_exe(), ctx.store()) else {
+        return Synced::Alone;
+    };
+    let root = store.root().to_path_buf();
+    let argv: Vec<String> = vec![
+        exe.display().to_string(),
+        "-C".to_owned(),
+        root.display().to_string(),
+        "sync".to_owned(),
+    ];
+    let run = crate::run::run(&argv, &root, limit);
+    // Exit 4: the hub rejected one of this agent's ticks, and sync recorded
+    // it: the state is the hub's all the same.
+    if matches!(run.exit, Some(0 | 4)) {
+        return Synced::Online;
+    }
+    let why = if run.timed_out {
+        format!("the hub did not answer within {limit}")
+    } else {
+        // The error's line, not its hint.
+        let lines = run.last_lines(8);
+        lines
+            .iter()
+            .find_map(|l| l.strip_prefix("error: "))
+            .or(lines.last().copied())
+            .map_or_else(|| "the sync with the hub failed".to_owned(), str::to_owned)
+    };
+    Synced::Offline(format!("offline: {why}; {}", state_age(ctx)))
+}
+
+/// "state as of <when it last synced with the hub>".
+fn state_age(ctx: &Ctx) -> String {
+    let synced = crate::sync::names(ctx, None)
+        .ok()
+        .and_then(|n| ctx.store().ok()?.resolve(&n.synced).ok().flatten())
+        .and_then(|t| crate::history::entry(ctx, t.commit).ok());
+    match synced {
+        Some(e) => format!(
+            "state as of {} (the last sync); claims fail until the hub answers",
+            crate::history::Tick::read(e).time()
+        ),
+        None => {
+            "this clone never synced with its hub; claims fail until the hub answers".to_owned()
+        }
+    }
 }
 
 fn context(agent: &AgentId, text: String) -> Answer {
@@ -652,6 +737,12 @@ fn end(
     let Some(notes) = notes else {
         return Ok(Answer::Nothing);
     };
+    // What the session wrote and no turn pushed goes to the hub in one push.
+    if let Synced::Offline(why) = hub_sync(ctx, END_SYNC) {
+        notes.push(format!(
+            "loopx: {why}; what this session recorded stays here until the next session or `loopx sync` pushes it."
+        ));
+    }
     for t in claims {
         let until = t
             .claim

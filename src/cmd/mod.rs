@@ -218,3 +218,43 @@ pub fn slug<T>(kind: &str, s: &str, new: impl Fn(&str) -> Result<T, String>) -> 
     new(s)
         .map_err(|e| Refusal::usage(Code::BadId, e).with_hint(format!("choose another {kind} id")))
 }
+
+/// Whether a command syncs with the team's hub around its own work: `--sync`
+/// forces it, `--no-sync` opts out (offline work), else git config
+/// `loopx.claimSync` decides, else whether this clone has a hub (`loopx sync
+/// --setup`, DESIGN §5): multi-machine is the default once it has one.
+pub fn syncs(ctx: &Ctx, sync: bool, no_sync: bool) -> Result<bool> {
+    if sync || no_sync {
+        return Ok(sync);
+    }
+    Ok(match ctx.config()?.claim_sync {
+        Some(on) => on,
+        None => crate::sync::hub(ctx).is_some(),
+    })
+}
+
+/// Pushes what a command just wrote (`todo done`, `settle`): one sync after
+/// the tick. The tick stays recorded here whatever happens; an unreachable
+/// hub is a warning (the tick goes with the next sync), and a remote state
+/// that rejected the op is the refusal `rejected` builds from its reason.
+pub fn push_after(
+    ctx: &Ctx,
+    op: &crate::model::OpId,
+    rejected: impl FnOnce(&crate::sync::Rejected) -> Refusal,
+) -> Result<Option<crate::sync::Report>> {
+    match crate::sync::run(ctx, None) {
+        Ok(report) => {
+            ctx.out.status(&sync::human(&report));
+            if let Some(r) = report.rejection_of(op) {
+                return Err(rejected(r).into());
+            }
+            Ok(Some(report))
+        }
+        Err(e) => {
+            ctx.out.warn(&format!(
+                "recorded here, but not on the hub yet: {e:#}; it goes with the next `loopx sync` (or claim)"
+            ));
+            Ok(None)
+        }
+    }
+}

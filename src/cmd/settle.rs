@@ -50,9 +50,13 @@ pub struct Args {
     #[arg(long, value_name = "DURATION", default_value = "10m")]
     timeout: Span,
     /// Sync with the remote before and after (git config loopx.remote, else
-    /// origin); exits 4 if the remote's state rejected this turn's tick
-    #[arg(long)]
+    /// origin); exits 4 if the remote's state rejected this turn's tick.
+    /// Once the clone has a hub, the tick is pushed after by default
+    #[arg(long, overrides_with = "no_sync")]
     sync: bool,
+    /// Keep the tick here until the next sync (offline work)
+    #[arg(long, overrides_with = "sync")]
+    no_sync: bool,
     #[command(flatten)]
     usage: super::usage::UsageArgs,
     /// The check to run and record, and its arguments
@@ -208,7 +212,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     op::apply(&mut snap.state.clone(), &tx::op(ctx, probe)?)?;
     // Code from the shared state runs only when this machine trusts it.
     if validate.is_some() {
-        crate::trust::validation::allow(ctx, &snap.state, &snap.state.todos[&todo])?;
+        super::todo::trust::allow_or_hold(ctx, &snap.state, &snap.state.todos[&todo])?;
     }
     // The side effects run once, before the tick.
     let check = (!args.command.is_empty())
@@ -294,19 +298,16 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         }
         s
     })?;
-    if args.sync {
-        let report = crate::sync::run(ctx, None)?;
-        ctx.out.status(&crate::cmd::sync::human(&report));
-        if let Some(r) = report.rejection_of(&done.op.id) {
-            return Err(Refusal::conflict(
+    if args.sync || crate::cmd::syncs(ctx, false, args.no_sync)? {
+        crate::cmd::push_after(ctx, &done.op.id, |r| {
+            Refusal::conflict(
                 Code::SettleRejected,
                 format!("the remote's state rejected this turn's tick: {}", r.reason),
             )
             .with_hint(
                 "the evidence of the rejection is recorded; ask `loopx quota should-run` again",
             )
-            .into());
-        }
+        })?;
     }
     Ok(if failed { Exit::Refused } else { Exit::Ok })
 }

@@ -53,6 +53,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         &sync::Options {
             remote: args.remote.clone(),
             adopt_remote: args.adopt_remote,
+            no_push: false,
         },
     )?;
     ctx.out.emit(&report, || human(&report))?;

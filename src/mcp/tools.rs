@@ -118,7 +118,7 @@ pub const TOOLS: &[Tool] = &[
             prop(
                 "sync",
                 Ty::Bool,
-                "Count the claim only once the remote accepts it [default: git config loopx.claimSync]",
+                "Count the claim only once the remote accepts it [default: once the clone has a hub]",
                 Arg::Toggle("--sync", "--no-sync"),
             ),
         ],

@@ -179,7 +179,14 @@ pub fn build(
                     t.goal == goal.id && rules::ready_with(state, t, a, now, &scoped).is_ok()
                 })
                 .collect();
-            r.sort_by(|a, b| rules::pick_order(a, b));
+            // In the order `todo claim --next` picks for this agent.
+            r.sort_by_key(|t| {
+                (
+                    t.priority,
+                    std::cmp::Reverse(rules::spread_rank(agent, &t.id)),
+                    t.id.clone(),
+                )
+            });
             r.into_iter()
                 .take(READY)
                 .map(|t| TodoLine {

@@ -288,6 +288,18 @@ pub fn gate_concerns(
     }
 }
 
+/// How much `agent` wants `todo` among equally urgent ones: a stable hash
+/// of both ids, the same on every machine.
+pub fn spread_rank(agent: &AgentId, todo: &TodoId) -> u64 {
+    use sha2::{Digest, Sha256};
+    let d = Sha256::new()
+        .chain_update(agent.as_str().as_bytes())
+        .chain_update(b"\n")
+        .chain_update(todo.as_str().as_bytes())
+        .finalize();
+    u64::from_be_bytes(d[..8].try_into().expect("a SHA-256 has 8 bytes"))
+}
+
 /// The open gates that concern an agent.
 pub fn gates_for<'s>(
     state: &'s State,
@@ -306,8 +318,13 @@ pub fn pick_order(a: &Todo, b: &Todo) -> std::cmp::Ordering {
     (a.priority, a.created_at, &a.id).cmp(&(b.priority, b.created_at, &b.id))
 }
 
-/// The best ready todo for an agent (priority, then age), optionally within
-/// one goal; or a summary of why none is.
+/// The ready todo an agent should take next, optionally within one goal;
+/// or a summary of why none is. Only the most urgent priority among the
+/// ready todos counts, never a lower one; within it, agents are spread: each
+/// takes the todo that ranks first for its own id (the highest hash of the
+/// agent id and the todo id, rendezvous hashing), so concurrent claimers
+/// on several machines mostly want different todos, and an agent keeps
+/// wanting the same one while it stays ready.
 pub fn best_ready<'s>(
     state: &'s State,
     agent: &Agent,
@@ -315,7 +332,7 @@ pub fn best_ready<'s>(
     now: Timestamp,
 ) -> Result<&'s Todo, Refusal> {
     let mut why: BTreeMap<&'static str, usize> = BTreeMap::new();
-    let mut best: Option<&Todo> = None;
+    let mut best: Option<(&Todo, u64)> = None;
     let scoped = Scoped::of(state);
     for t in state.todos.values() {
         if goal.is_some_and(|g| &t.goal != g) || t.status == TodoStatus::Done {
@@ -323,14 +340,23 @@ pub fn best_ready<'s>(
         }
         match ready_with(state, t, agent, now, &scoped) {
             Ok(()) => {
-                if best.is_none_or(|b| pick_order(t, b).is_lt()) {
-                    best = Some(t);
+                let rank = spread_rank(&agent.id, &t.id);
+                let better = match best {
+                    None => true,
+                    Some((b, r)) => (t.priority, std::cmp::Reverse(rank), &t.id).lt(&(
+                        b.priority,
+                        std::cmp::Reverse(r),
+                        &b.id,
+                    )),
+                };
+                if better {
+                    best = Some((t, rank));
                 }
             }
             Err(n) => *why.entry(n.kind()).or_default() += 1,
         }
     }
-    best.ok_or_else(|| {
+    best.map(|(t, _)| t).ok_or_else(|| {
         let detail = if why.is_empty() {
             "there are no open todos".to_owned()
         } else {

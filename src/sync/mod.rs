@@ -34,7 +34,7 @@ mod replay;
 mod trust;
 
 use plan::{Plan, move_state, plan, remote_corrupt};
-pub use remote::{Names, default_remote, names, setup};
+pub use remote::{Names, default_remote, hub, names, setup};
 pub use replay::{rejection, rejection_id};
 
 use std::time::Duration;
@@ -61,6 +61,10 @@ pub struct Options {
     /// Follow a rewritten (or unrelated) remote history, keeping the local
     /// tip under a backup ref.
     pub adopt_remote: bool,
+    /// Take the remote's ticks (replaying local ones on top of them, here
+    /// only) but push nothing: a claim decides on the freshest state, and
+    /// its own push then carries every local tick at once.
+    pub no_push: bool,
 }
 
 /// How a sync ended.
@@ -162,7 +166,22 @@ pub fn run(ctx: &Ctx, remote: Option<&str>) -> Result<Report> {
         ctx,
         &Options {
             remote: remote.map(str::to_owned),
-            adopt_remote: false,
+            ..Options::default()
+        },
+    )
+}
+
+/// Brings the remote's ticks into the local state without pushing: local
+/// ticks the remote lacks are replayed on top of its tip here, and go with
+/// the next [`run`]. For a command that decides on the freshest state and
+/// pushes once afterwards (`todo claim`).
+pub fn pull(ctx: &Ctx, remote: Option<&str>) -> Result<Report> {
+    run_with(
+        ctx,
+        &Options {
+            remote: remote.map(str::to_owned),
+            no_push: true,
+            ..Options::default()
         },
     )
 }
@@ -211,6 +230,32 @@ pub fn run_with(ctx: &Ctx, opts: &Options) -> Result<Report> {
                 tally.pulled = pulled;
                 tally.backup = backup;
                 return Ok(tally.report(&names, outcome, &tip));
+            }
+            Plan::Push(push) if opts.no_push => {
+                // Keep the replayed chain here; the remote tip it sits on
+                // is the one last synced with.
+                if let Some(from) = push.local
+                    && from != push.tip.commit
+                    && !move_state(ctx, push.tip.commit, Some(from), "loopx: sync")?
+                {
+                    continue;
+                }
+                if let Some(r) = &remote_tip {
+                    remember(ctx, &names.synced, r.commit)?;
+                }
+                tally.pulled = push.pulled;
+                tally.replays.extend(push.replays);
+                tally.rejected.extend(push.rejected);
+                let outcome = if tally.replays.is_empty() && tally.rejected.is_empty() {
+                    if tally.pulled > 0 {
+                        Outcome::Pulled
+                    } else {
+                        Outcome::UpToDate
+                    }
+                } else {
+                    Outcome::Replayed
+                };
+                return Ok(tally.report(&names, outcome, &push.tip));
             }
             Plan::Push(push) => {
                 let sent = git::push(

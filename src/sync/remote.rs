@@ -85,6 +85,26 @@ pub fn names(ctx: &Ctx, remote: Option<&str>) -> Result<Names, Refusal> {
     Ok(names)
 }
 
+/// The fetch refspec `--setup` adds to `remote`.
+fn setup_refspec(remote: &str) -> String {
+    format!("+refs/loopx/*:refs/remotes/{remote}/loopx/*")
+}
+
+/// The team's hub, when this clone shares its state through one: the
+/// default remote ([`default_remote`]), once `loopx sync --setup` gave it
+/// the state's fetch refspec. Commands then sync around their own work by
+/// default (DESIGN §5); None: this clone works alone.
+pub fn hub(ctx: &Ctx) -> Option<String> {
+    let remote = default_remote(ctx);
+    let dir = ctx.store().ok()?.common_dir();
+    let want = setup_refspec(&remote);
+    git::config_values(dir, &format!("remote.{remote}.fetch"))
+        .ok()?
+        .iter()
+        .any(|v| v.trim() == want)
+        .then_some(remote)
+}
+
 /// Adds the glob fetch refspec `+refs/loopx/*:refs/remotes/<remote>/loopx/*`
 /// to the remote, so a plain `git fetch` brings the state too. Returns the
 /// refspec and whether it was added (false: it was there already). A glob,
@@ -93,7 +113,7 @@ pub fn names(ctx: &Ctx, remote: Option<&str>) -> Result<Names, Refusal> {
 /// does.
 pub fn setup(ctx: &Ctx, remote: Option<&str>) -> Result<(Names, String, bool)> {
     let names = names(ctx, remote)?;
-    let refspec = format!("+refs/loopx/*:refs/remotes/{}/loopx/*", names.remote);
+    let refspec = setup_refspec(&names.remote);
     let key = format!("remote.{}.fetch", names.remote);
     let dir = ctx.store()?.common_dir();
     let present = git::config_values(dir, &key)?

@@ -49,6 +49,7 @@ mod test_status;
 mod test_status_html;
 mod test_sync;
 mod test_sync_safety;
+mod test_team;
 mod test_team_loop;
 mod test_todo;
 mod test_trust;

@@ -67,7 +67,8 @@ fn the_demo_tells_the_whole_story_reproducibly() {
     );
     assert_eq!(
         git_in(&a, &["rev-list", "--count", "refs/loopx/state"]).trim(),
-        "20"
+        // 20, and the gate machine B's held validation opened.
+        "21"
     );
     let ops = git_in(
         &a,

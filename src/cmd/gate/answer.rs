@@ -3,7 +3,7 @@
 use anyhow::Result;
 
 use crate::ctx::Ctx;
-use crate::error::Exit;
+use crate::error::{Code, Exit, Refusal};
 use crate::op::Change;
 use crate::tx;
 
@@ -32,21 +32,51 @@ pub struct Args {
 }
 
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
+    let choice = args
+        .choice
+        .clone()
+        .or_else(|| args.choice_flag.clone())
+        .expect("clap requires one of them");
+    // A held validation's gate: `run` is the signed trust of the exact
+    // validation it asks about, recorded with the answer.
+    let snap = tx::load(ctx)?;
+    if let Ok(gate) = snap.state.resolve_gate(&args.id)
+        && snap.state.gates[&gate].is_open()
+        && choice == crate::cmd::todo::trust::RUN
+        && let Some((todo, current)) = crate::cmd::todo::trust::held_by(&snap.state, &gate)
+    {
+        if !current {
+            return Err(Refusal::conflict(
+                Code::ValidationChanged,
+                format!("{gate} asked about an earlier validation of {todo}, which has changed since: nothing was trusted"),
+            )
+            .with_hint(format!(
+                "look at the new one with `loopx todo show {todo}`; withdraw this gate with `loopx gate withdraw {gate}` (the next `todo done` asks again)"
+            ))
+            .into());
+        }
+        return crate::cmd::todo::trust::answer_run(ctx, &todo, args.note.as_deref());
+    }
     let done = tx::commit(ctx, |state| {
         let gate = state.resolve_gate(&args.id)?;
         Ok(tx::op(
             ctx,
             Change::GateAnswer {
                 gate,
-                choice: args
-                    .choice
-                    .clone()
-                    .or_else(|| args.choice_flag.clone())
-                    .expect("clap requires one of them"),
+                choice: choice.clone(),
                 note: args.note.clone(),
             },
         )?)
     })?;
+    // The agents waiting on it may be on other machines.
+    if crate::cmd::syncs(ctx, false, false)? {
+        crate::cmd::push_after(ctx, &done.op.id, |r| {
+            Refusal::conflict(
+                r.code,
+                format!("the hub's state rejected this answer: {}", r.reason),
+            )
+        })?;
+    }
     super::emit(ctx, &done, |g| {
         format!(
             "Answered {}: {}. \"{}\"",

@@ -45,23 +45,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     } else {
         ctx.cwd.join(&args.key)
     };
-    let text = std::fs::read_to_string(&path)
-        .with_context(|| format!("reading the public key {}", path.display()))?;
-    if text.contains("PRIVATE KEY") {
-        return Err(Refusal::usage(
-            Code::BadKey,
-            format!(
-                "{} is a private key: never put it in the state",
-                path.display()
-            ),
-        )
-        .with_hint("pass the public half, the file ending in .pub")
-        .into());
-    }
-    let key = trust::normalize_key(&text).map_err(|e| {
-        Refusal::usage(Code::BadKey, format!("{} is not a usable public key: {e}", path.display()))
-            .with_hint("pass an ed25519 or ECDSA public key (or its sk- FIDO form), e.g. ~/.ssh/id_ed25519.pub")
-    })?;
+    let key = read_public(&path)?;
     let done = tx::commit(ctx, |_| {
         Ok(tx::op(
             ctx,
@@ -92,4 +76,27 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         },
     )?;
     Ok(Exit::Ok)
+}
+
+/// The public key in `path`, normalized; refuses a private key or a file
+/// that holds no usable public key.
+pub(super) fn read_public(path: &std::path::Path) -> Result<String> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("reading the public key {}", path.display()))?;
+    if text.contains("PRIVATE KEY") {
+        return Err(Refusal::usage(
+            Code::BadKey,
+            format!(
+                "{} is a private key: never put it in the state",
+                path.display()
+            ),
+        )
+        .with_hint("pass the public half, the file ending in .pub")
+        .into());
+    }
+    trust::normalize_key(&text).map_err(|e| {
+        Refusal::usage(Code::BadKey, format!("{} is not a usable public key: {e}", path.display()))
+            .with_hint("pass an ed25519 or ECDSA public key (or its sk- FIDO form), e.g. ~/.ssh/id_ed25519.pub")
+            .into()
+    })
 }

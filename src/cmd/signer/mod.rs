@@ -5,6 +5,7 @@
 pub mod announce;
 pub mod list;
 pub mod require;
+pub mod setup;
 pub mod trust;
 
 use anyhow::Result;
@@ -17,6 +18,7 @@ pub enum Command {
     Announce(announce::Args),
     List(list::Args),
     Require(require::Args),
+    Setup(setup::Args),
     Trust(trust::Args),
 }
 
@@ -25,6 +27,7 @@ pub fn run(ctx: &Ctx, c: &Command) -> Result<Exit> {
         Command::Announce(a) => announce::run(ctx, a),
         Command::List(a) => list::run(ctx, a),
         Command::Require(a) => require::run(ctx, a),
+        Command::Setup(a) => setup::run(ctx, a),
         Command::Trust(a) => trust::run(ctx, a),
     }
 }

@@ -100,48 +100,8 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             }
         }
     }
-    let path = match &signers.path {
-        Some(p) => p.clone(),
-        None => {
-            let p = ctx
-                .store()?
-                .common_dir()
-                .join("loopx")
-                .join("allowed_signers");
-            crate::git::output(
-                ctx.store()?.common_dir(),
-                &[
-                    "config",
-                    "--local",
-                    "loopx.allowedSignersFile",
-                    &p.display().to_string(),
-                ],
-            )?;
-            p
-        }
-    };
-    let added = signers.trusts(&signer.key).is_none();
-    if added {
-        allowed::append(&path, name.as_str(), &signer.key)?;
-    }
-    // Turning signing on here: what this clone already holds was written
-    // before any signature was asked for, so it stays valid as it is
-    // (history before `loopx.signaturesFrom` needs none), unless the user
-    // chose a commit already.
-    let signatures_from = match (signers.enforced(), &ctx.config()?.signatures_from) {
-        (false, None) => match crate::tx::tip(ctx)? {
-            Some(tip) => {
-                let commit = tip.commit.to_string();
-                crate::git::output(
-                    ctx.store()?.common_dir(),
-                    &["config", "--local", "loopx.signaturesFrom", &commit],
-                )?;
-                Some(commit)
-            }
-            None => None,
-        },
-        _ => None,
-    };
+    let added_to = add_key(ctx, &signers, &name, &signer.key)?;
+    let (path, added, signatures_from) = (added_to.path, added_to.added, added_to.signatures_from);
     let wire = Wire {
         name: &name,
         fingerprint: &fingerprint,
@@ -165,4 +125,71 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         }
     })?;
     Ok(Exit::Ok)
+}
+
+/// Where a key was trusted.
+pub(super) struct Added {
+    pub(super) path: std::path::PathBuf,
+    /// False when the file already listed the key.
+    pub(super) added: bool,
+    /// Set when this turned signing on here (`loopx.signaturesFrom`).
+    pub(super) signatures_from: Option<String>,
+}
+
+/// Adds `key` under `name` to this machine's allowed-signers file (setting
+/// one up under the git dir when none is configured), and when that turns
+/// signing on here, keeps the history so far valid as written.
+pub(super) fn add_key(
+    ctx: &Ctx,
+    signers: &AllowedSigners,
+    name: &SignerName,
+    key: &str,
+) -> Result<Added> {
+    let path = match &signers.path {
+        Some(p) => p.clone(),
+        None => {
+            let p = ctx
+                .store()?
+                .common_dir()
+                .join("loopx")
+                .join("allowed_signers");
+            crate::git::output(
+                ctx.store()?.common_dir(),
+                &[
+                    "config",
+                    "--local",
+                    "loopx.allowedSignersFile",
+                    &p.display().to_string(),
+                ],
+            )?;
+            p
+        }
+    };
+    let added = signers.trusts(key).is_none();
+    if added {
+        allowed::append(&path, name.as_str(), key)?;
+    }
+    // Turning signing on here: what this clone already holds was written
+    // before any signature was asked for, so it stays valid as it is
+    // (history before `loopx.signaturesFrom` needs none), unless the user
+    // chose a commit already.
+    let signatures_from = match (signers.enforced(), &ctx.config()?.signatures_from) {
+        (false, None) => match crate::tx::tip(ctx)? {
+            Some(tip) => {
+                let commit = tip.commit.to_string();
+                crate::git::output(
+                    ctx.store()?.common_dir(),
+                    &["config", "--local", "loopx.signaturesFrom", &commit],
+                )?;
+                Some(commit)
+            }
+            None => None,
+        },
+        _ => None,
+    };
+    Ok(Added {
+        path,
+        added,
+        signatures_from,
+    })
 }

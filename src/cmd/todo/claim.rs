@@ -1,5 +1,5 @@
 //! `loopx todo claim`: take a todo, race-safe; `--next` picks the best one;
-//! `--sync` makes it safe across machines.
+//! once the clone has a hub (or with `--sync`) it is safe across machines.
 
 use anyhow::{Context, Result};
 use serde::Serialize;
@@ -18,15 +18,19 @@ use crate::tx;
 ///
 /// Claiming a todo you already hold renews its lease. A todo whose lease has
 /// expired is taken over (and the previous holder is recorded). If another
-/// agent wins the race, this exits 4 and names the winner. With --next, the
-/// most urgent ready todo (then the oldest) is picked and claimed in the same
+/// agent wins the race, this exits 4 and names the winner. With --next, a
+/// ready todo of the most urgent priority is picked (concurrent agents are
+/// spread over that tier by their ids) and claimed in the same
 /// compare-and-swap, and its id is printed.
 ///
-/// With --sync (or git config loopx.claimSync=true) the claim is safe across
-/// machines: loopx syncs with the remote (git config loopx.remote, else
-/// origin) before and after the claim, and the claim counts only once the
-/// remote accepted it. If another machine's claim got there first, this
-/// exits 4 and names the winner.
+/// Once this clone shares its state through a hub (`loopx sync --setup`), or
+/// with --sync, the claim is safe across machines: loopx takes the hub's
+/// ticks first (git config loopx.remote, else origin), claims, and pushes,
+/// and the claim counts only once the hub accepted it. If another machine's
+/// claim got there first, this exits 4 and names the winner. An unreachable
+/// hub fails the claim (nothing is claimed); --no-sync claims here only, for
+/// offline work. git config loopx.claimSync (true or false) overrides the
+/// default.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// The todo's id or a unique prefix
@@ -41,10 +45,10 @@ pub struct Args {
     /// How long the lease lasts [default: the state's lease setting, 45m]
     #[arg(long, value_name = "DURATION")]
     ttl: Option<Span>,
-    /// Count the claim only once the remote accepts it [default: git config loopx.claimSync]
+    /// Count the claim only once the remote accepts it [default: once the clone has a hub]
     #[arg(long, overrides_with = "no_sync")]
     sync: bool,
-    /// Claim here only, whatever git config loopx.claimSync says
+    /// Claim here only (offline work), even with a hub
     #[arg(long, overrides_with = "sync")]
     no_sync: bool,
 }
@@ -59,16 +63,13 @@ struct Wire<'a> {
 }
 
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
-    let synced = if args.sync {
-        true
-    } else if args.no_sync {
-        false
-    } else {
-        ctx.config()?.claim_sync
-    };
+    let synced = crate::cmd::syncs(ctx, args.sync, args.no_sync)?;
     if synced {
-        // Claim against the freshest state there is.
-        let before = sync::run(ctx, None).context("nothing was claimed")?;
+        // Claim against the freshest state there is; the claim's own push
+        // below carries every local tick at once.
+        let before = sync::pull(ctx, None)
+            .map_err(offline_hint)
+            .context("nothing was claimed")?;
         for r in &before.rejected {
             ctx.out.warn(&format!(
                 "sync rejected an earlier {} by {}: {}",
@@ -126,7 +127,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let (exit, t, sync_report) = if synced {
         let r = match sync::run(ctx, None) {
             Ok(r) => r,
-            Err(e) => return Err(unclaim(ctx, id, &done, e)),
+            Err(e) => return Err(unclaim(ctx, id, &done, offline_hint(e))),
         };
         if let Some(lost) = r.rejection_of(&done.op.id) {
             return Err(lost_claim(ctx, id, lost, &r.remote).into());
@@ -146,6 +147,21 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             )
             .with_hint(format!("`loopx todo show {id}` finds it in the archive"))
         })?;
+        // Another sync on this clone may have replayed the claim first and
+        // seen it lost: what counts is who holds the todo on the hub now.
+        let me = done.op.actor.agent();
+        if t.owner() != me {
+            let why = match t.owner() {
+                Some(w) => format!("{w} holds it"),
+                None => format!("it is {}", t.status.as_str()),
+            };
+            return Err(Refusal::conflict(
+                Code::Claimed,
+                format!("the claim of {id} lost on {}: {why}", r.remote),
+            )
+            .with_hint("pick another with `loopx quota should-run` (or `loopx todo list --ready`)")
+            .into());
+        }
         ctx.out.emit(
             &Wire {
                 todo: TodoRef::of(&t),
@@ -169,6 +185,25 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         ctx.out.status(&crate::cmd::sync::human(r));
     }
     Ok(exit)
+}
+
+/// An unreachable hub: the refusal also says how to work offline.
+fn offline_hint(e: anyhow::Error) -> anyhow::Error {
+    match crate::error::refusal_of(&e) {
+        Some(r) if matches!(r.code, Code::RemoteUnreachable | Code::PushFailed) => {
+            let hint = r
+                .hint
+                .as_ref()
+                .map(|h| format!("{h}; "))
+                .unwrap_or_default();
+            r.clone()
+                .with_hint(format!(
+                    "{hint}to work offline, claim with `--no-sync` (the claim is then not safe across machines)"
+                ))
+                .into()
+        }
+        _ => e,
+    }
 }
 
 /// The sync after a claim failed (the network, the remote's history, the

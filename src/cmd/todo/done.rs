@@ -7,7 +7,7 @@ use super::TodoRef;
 use crate::cmd::TickWire;
 use crate::cmd::evidence::{code_now, fresh_id};
 use crate::ctx::Ctx;
-use crate::error::Exit;
+use crate::error::{Exit, Refusal};
 use crate::model::EvidenceKind;
 use crate::model::run::CommandRun;
 use crate::op::{self, Change};
@@ -16,7 +16,9 @@ use crate::tx;
 /// Mark a todo done (its owner, or anyone if it is unclaimed)
 ///
 /// If the todo has a validation command, it runs first (once, before the
-/// tick); if it fails, nothing is marked done and this exits 3.
+/// tick); if it fails, nothing is marked done and this exits 3. Once the
+/// clone has a hub (`loopx sync --setup`), the completion is pushed right
+/// away; --no-sync keeps it here until the next sync.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     #[command(flatten)]
@@ -24,6 +26,12 @@ pub struct Args {
     /// What was done, for the record
     #[arg(long, value_name = "TEXT")]
     note: Option<String>,
+    /// Push the completion to the hub [default: once the clone has a hub]
+    #[arg(long, overrides_with = "no_sync")]
+    sync: bool,
+    /// Keep the completion here until the next sync (offline work)
+    #[arg(long, overrides_with = "sync")]
+    no_sync: bool,
 }
 
 #[derive(Serialize)]
@@ -52,7 +60,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     };
     op::apply(&mut snap.state.clone(), &tx::op(ctx, probe)?)?;
     // Code from the shared state runs only when this machine trusts it.
-    crate::trust::validation::allow(ctx, &snap.state, todo)?;
+    super::trust::allow_or_hold(ctx, &snap.state, todo)?;
     // The validation runs once, before the tick; retries reuse its result.
     let root = ctx.store()?.root();
     let validation = todo.validate.as_ref().map(|v| {
@@ -116,5 +124,14 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             None => format!("Done {id} \"{}\".", t.title),
         },
     )?;
+    if crate::cmd::syncs(ctx, args.sync, args.no_sync)? {
+        crate::cmd::push_after(ctx, &done.op.id, |r| {
+            Refusal::conflict(
+                r.code,
+                format!("the hub's state rejected the completion of {id}: {}", r.reason),
+            )
+            .with_hint("the rejection is recorded as evidence; ask `loopx quota should-run` what to do next")
+        })?;
+    }
     Ok(Exit::Ok)
 }

@@ -520,3 +520,50 @@ fn a_lease_of_zero_is_a_usage_error() {
         "bad-ttl",
     );
 }
+
+#[test]
+fn next_spreads_agents_over_the_top_tier_and_never_below_it() {
+    let mut s = board();
+    for i in 0..6 {
+        ok(
+            &mut s,
+            &op(
+                human(),
+                "2026-01-01T09:02:00Z",
+                add(&format!("0000c0{i:02}"), "Same priority"),
+            ),
+        );
+    }
+    let agents: Vec<String> = (0..16).map(|i| format!("spread-{i}")).collect();
+    for a in &agents {
+        ok(
+            &mut s,
+            &op(
+                human(),
+                "2026-01-01T09:03:00Z",
+                register(a, Runtime::Codex, &[]),
+            ),
+        );
+    }
+    let now = t("2026-01-01T09:10:00Z");
+    let pick = |s: &State, a: &str| {
+        crate::op::rules::best_ready(s, &s.agents[&aid(a)], None, now)
+            .unwrap()
+            .id
+            .clone()
+    };
+    let picks: std::collections::BTreeSet<TodoId> = agents.iter().map(|a| pick(&s, a)).collect();
+    assert!(picks.len() >= 3, "16 agents over 7 todos: {picks:?}");
+    for a in &agents {
+        assert_eq!(pick(&s, a), pick(&s, a), "stable");
+    }
+    // One more urgent todo: every agent wants it, none a lower one.
+    let mut urgent = add("0000d001", "Urgent");
+    if let Change::TodoAdd { priority, .. } = &mut urgent {
+        *priority = "P1".parse().unwrap();
+    }
+    ok(&mut s, &op(human(), "2026-01-01T09:04:00Z", urgent));
+    for a in &agents {
+        assert_eq!(pick(&s, a), tid("0000d001"));
+    }
+}
