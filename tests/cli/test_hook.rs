@@ -238,7 +238,7 @@ fn codex_answers_each_event() {
     assert_session(
         &CODEX,
         &[
-            r#"{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"loopx: you are agent codex-9c6e7f77.\ngoal main: Ship the parser\nready: t-1dc8e030 P1 \"Write the parser\"\nquota: 48 of 48 slots left per 1d\nNext: claim t-1dc8e030 \"Write the parser\" with `$LOOPX todo claim t-1dc8e030`.\nTurn token: lxt1:main:codex-9c6e7f77:0d288fc2df604a72:1796029440. End the turn with `$LOOPX settle --turn lxt1:main:codex-9c6e7f77:0d288fc2df604a72:1796029440 --todo t-1dc8e030 --outcome advanced|blocked|unchanged [--done] [-- CHECK]`."}}
+            r#"{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"loopx: you are agent codex-9c6e7f77.\ngoal main: Ship the parser\nready: t-1dc8e030 P1 \"Write the parser\"\nquota: 48 of 48 slots left per 1d\nNext: claim t-1dc8e030 \"Write the parser\" with `$LOOPX todo claim t-1dc8e030`.\nTurn token: lxt1:main:codex-9c6e7f77:7c79fff3b69c961d:1796029440. End the turn with `$LOOPX settle --turn lxt1:main:codex-9c6e7f77:7c79fff3b69c961d:1796029440 --todo t-1dc8e030 --outcome advanced|blocked|unchanged [--done] [-- CHECK]`."}}
 "#,
             r#""#,
             r#"{"hookSpecificOutput":{"hookEventName":"UserPromptSubmit","additionalContext":"loopx: since your last prompt:\n- gate g-f3a5792a is open: \"May I publish 1.0?\""}}
@@ -249,7 +249,7 @@ fn codex_answers_each_event() {
             r#""#,
             r#"{"hookSpecificOutput":{"hookEventName":"UserPromptSubmit","additionalContext":"loopx: since your last prompt:\n- gate g-f3a5792a was answered approve by Ada Lovelace: \"May I publish 1.0?\""}}
 "#,
-            r#"{"decision":"block","reason":"loopx: you still hold t-1dc8e030 \"Write the parser\", lease 37m left, and 48 of 48 slots remain: keep working on it. Record each step with `$LOOPX settle --turn lxt1:main:codex-9c6e7f77:067d6f6b63091979:1796030040 --todo t-1dc8e030 --outcome advanced [--done] [-- CHECK]`. To stop instead, say why with `$LOOPX refresh-state --outcome blocked --todo t-1dc8e030 --next-action TEXT`, or give it up with `$LOOPX todo update t-1dc8e030 --status open`."}
+            r#"{"decision":"block","reason":"loopx: you still hold t-1dc8e030 \"Write the parser\", lease 37m left, and 48 of 48 slots remain: keep working on it. Record each step with `$LOOPX settle --turn lxt1:main:codex-9c6e7f77:04c2cb4eb965c79b:1796030040 --todo t-1dc8e030 --outcome advanced [--done] [-- CHECK]`. To stop instead, say why with `$LOOPX refresh-state --outcome blocked --todo t-1dc8e030 --next-action TEXT`, or give it up with `$LOOPX todo update t-1dc8e030 --status open`."}
 "#,
             r#""#,
             r#"loopx: codex-9c6e7f77 keeps t-1dc8e030 "Write the parser" until 2026-11-30T09:51:00Z; nothing was released (`loopx todo release t-1dc8e030` gives it up).
