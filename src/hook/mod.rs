@@ -110,12 +110,10 @@ impl Runtime {
             Runtime::Codex => crate::model::Runtime::Codex,
             Runtime::Cursor => crate::model::Runtime::Cursor,
             Runtime::Gemini => crate::model::Runtime::Gemini,
-            // The stored runtimes have no `opencode` yet (adding it is a
-            // format change): recorded as custom.
-            Runtime::OpenCode | Runtime::Git => crate::model::Runtime::Custom,
-            // TODO(format 4): crate::model::Runtime::Pi once the format-4
-            // runtimes (`pi`, `opencode`) are in src/model/agent.rs.
-            Runtime::Pi => crate::model::Runtime::Custom,
+            // Stored as themselves since format 4.
+            Runtime::OpenCode => crate::model::Runtime::Opencode,
+            Runtime::Pi => crate::model::Runtime::Pi,
+            Runtime::Git => crate::model::Runtime::Custom,
         }
     }
 

@@ -186,8 +186,7 @@ fn the_hook_answers_pi_in_claude_codes_shape_and_records_the_usage_pi_reports() 
         .iter()
         .find(|a| a["id"] == agent.as_str())
         .map(|a| a["runtime"].clone());
-    // TODO(format 4): "pi" once the stored runtimes have it.
-    assert_eq!(runtime, Some(serde_json::json!("custom")));
+    assert_eq!(runtime, Some(serde_json::json!("pi")));
 
     // Stop with the claim held: keep going; the usage is recorded.
     let stop = hook(

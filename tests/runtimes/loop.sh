@@ -17,27 +17,27 @@
 # Must run as root inside `unshare --net` (each runtime gets a nested one).
 # Prints one "ok …" line per check and "measured: …" lines, or "FAIL …".
 #
-# What the hooks and the brief do not do yet, done here by knobs (each one
-# is what an operator would do today; set it to 0 to see the loop without
-# it, once the defaults do it):
-#   LOOP_CLAIM_SYNC=1     git config loopx.claimSync true in every clone, so
-#                         the brief's `loopx todo claim` counts across clones
+# The loop runs on loopx's defaults: claims, dones and settles sync with the
+# hub by themselves, the session hooks sync at start and end, and the one
+# onboarding step (`signer setup`: Ada's key on the seed, her fingerprint
+# trusted on each clone) lets her validations run everywhere. Knobs that put
+# back what an operator did before those defaults (1 turns each on):
+#   LOOP_CLAIM_SYNC=1     git config loopx.claimSync true in every clone
 #   LOOP_AFTER_SETTLE     a command the model runs after each settle
-#                         (default `LOOPX sync`: settle does not push yet)
+#                         (e.g. `LOOPX sync`)
 #   LOOP_RUN_VALIDATIONS=1  git config loopx.runValidations all in the
-#                         agents' clones: the human's validations are not
-#                         signed, so they would not run there
-#   LOOP_OPERATOR_SYNC=1  `loopx sync` in each clone after the work phase
-#                         (so the gates reach them) and at the end
+#                         agents' clones instead of the onboarding step
+#   LOOP_OPERATOR_SYNC=1  `loopx sync` in each agent clone after the work
+#                         phase and at the end
 set -euo pipefail
 loopx=$1 bin=$2 work=$3 sessions=${4:-3}
 # Every command's trace, for when a step fails before a check says why.
 [ "${LOOP_ROLE:-}" = runtime ] || { exec 2>> "$work/loop.trace"; set -x; }
 here=$(cd "$(dirname "$0")" && pwd)
-claim_sync=${LOOP_CLAIM_SYNC:-1}
-export LOOP_AFTER_SETTLE=${LOOP_AFTER_SETTLE-LOOPX sync}
-run_validations=${LOOP_RUN_VALIDATIONS:-1}
-operator_sync=${LOOP_OPERATOR_SYNC:-1}
+claim_sync=${LOOP_CLAIM_SYNC:-0}
+export LOOP_AFTER_SETTLE=${LOOP_AFTER_SETTLE-}
+run_validations=${LOOP_RUN_VALIDATIONS:-0}
+operator_sync=${LOOP_OPERATOR_SYNC:-0}
 runtimes="claude-code codex opencode"
 
 fail() { echo "FAIL $*"; exit 1; }
@@ -131,6 +131,13 @@ cp AGENTS.md CLAUDE.md
 printf 'opencode.json\n.opencode/\n' > .gitignore
 git add -A && git commit -qm "The project, with loopx's instruction block" && git push -q origin main
 "$loopx" init --goal main --objective "Write six words" > /dev/null 2>&1
+if [ "$run_validations" = 0 ]; then
+  # The one onboarding step (docs/sync.md): Ada's signing key, so that her
+  # validations run on every clone that trusts her.
+  "$loopx" signer setup ada --create-key "$work/seed-home/ada_key" > "$work/seed-setup.out" 2>&1 \
+    || fail "signer setup on the seed: $(cat "$work/seed-setup.out")"
+  ada_fp=$(ssh-keygen -lf "$work/seed-home/ada_key.pub" | awk '{print $2}')
+fi
 words="alpha bravo charlie delta echo foxtrot"
 for w in $words; do
   "$loopx" todo add "echo $w > $w.txt" -- grep -qx "$w" "$w.txt" > /dev/null 2>&1
@@ -148,7 +155,13 @@ for rt in $runtimes; do
   "$loopx" sync --setup > /dev/null
   "$loopx" sync > /dev/null
   [ "$claim_sync" = 1 ] && git config loopx.claimSync true
-  [ "$run_validations" = 1 ] && git config loopx.runValidations all
+  if [ "$run_validations" = 1 ]; then
+    git config loopx.runValidations all
+  else
+    # Onboarding on this clone: trust Ada's key, by the fingerprint she gave.
+    "$loopx" signer setup --no-key --trust "ada=$ada_fp" > "$dir/setup.out" 2>&1 \
+      || fail "$rt: signer setup: $(cat "$dir/setup.out")"
+  fi
   # `loopx` as the hooks run it, logging each call.
   cat > "$dir/bin/loopx-logged" <<SH
 #!/bin/sh
@@ -205,8 +218,11 @@ t_gates=$(now)
 
 if [ "$operator_sync" = 1 ]; then
   for rt in $runtimes; do HOME="$work/$rt/home" "$loopx" -C "$work/$rt/repo" sync > /dev/null 2>&1 || true; done
-  HOME="$work/seed-home" "$loopx" -C "$work/seed" sync > /dev/null 2>&1 || true
 fi
+# The human comes back to see what the team did: on a clone where nobody
+# runs an agent, nothing syncs by itself, so Ada pulls (the agents' clones
+# are checked without any such step).
+HOME="$work/seed-home" "$loopx" -C "$work/seed" sync > /dev/null 2>&1 || true
 
 # The checks.
 cd "$work"
@@ -251,7 +267,7 @@ for rt in runtimes:
         fail(f"{rt}: hook events fired fewer times than sessions ran: {counts}")
     print(f"ok {rt}: hook events {json.dumps(counts)}")
     gate_cmds = [c for s, c in commands if s == "gates-1"]
-    if "cargo publish" not in gate_cmds or "git push --force origin main" not in gate_cmds:
+    if "cargo publish" not in gate_cmds or "git push --force" not in gate_cmds:
         fail(f"{rt}: the gates session did not try both risky commands: {gate_cmds}")
     if denials < 2:
         fail(f"{rt}: the guard's two denials are not in the model's requests")

@@ -84,7 +84,7 @@ def plan(body, prompt, history):
     of (command, output) pairs the conversation holds, in order."""
     done = [c for c, _ in history]
     if "PUBLISH-NOW" in prompt:
-        for attempt in ("cargo publish", "git push --force origin main"):
+        for attempt in ("cargo publish", "git push --force"):
             if attempt not in done:
                 return attempt
     b = parse_brief(find_brief(body))
@@ -95,7 +95,7 @@ def plan(body, prompt, history):
     phase = "work" if b["own"] else "claim"
     claim = b["claim"]
     for cmd, out in history:
-        if cmd in ("cargo publish", "git push --force origin main"):
+        if cmd in ("cargo publish", "git push --force"):
             continue
         if phase == "claim" and cmd == claim:
             phase = "work" if re.search(r"^Claimed t-", out, re.M) else "ask"
