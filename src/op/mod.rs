@@ -362,6 +362,11 @@ impl Change {
                 progress: Some(_), ..
             } => 3,
             Change::AgentRegister { runtime, .. } => runtime.since(),
+            Change::EvidenceAdd { run: Some(r), .. }
+            | Change::TodoDone {
+                validation: Some(r),
+                ..
+            } if r.argv_sha256.is_some() || r.output_redacted => 2,
             _ => 1,
         };
         kind.max(field)
