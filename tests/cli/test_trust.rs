@@ -759,3 +759,35 @@ fn new_runtimes_need_format_4() {
     m.git(&["update-ref", "refs/loopx/state", &start]);
     m.loopx(&["verify"]).ok();
 }
+
+/// Item 1 over the git protocol: a guarded hub served by `git daemon`
+/// refuses a tick that reuses an op id, and takes the honest tick after.
+#[test]
+fn a_guarded_hub_over_git_daemon_refuses_a_reused_op_id() {
+    let env = TestEnv::with_board();
+    let hub = PathBuf::from(env.hub("hub.git"));
+    env.loopx(&["-C", hub.to_str().unwrap(), "hub", "install"])
+        .ok();
+    let daemon =
+        crate::common::daemon::Daemon::start_with(&env, &[("LOOPX_NOW", "2026-12-01T00:00:00Z")]);
+    env.git(&["remote", "add", "origin", &daemon.url("hub.git")]);
+    let m = env.machine();
+    env.add("First", &[]);
+    env.loopx(&["sync"]).ok();
+    let used = op_id(&forge::read(&m, "refs/loopx/state").message);
+    let start = m.tip().unwrap();
+    m.agent("agent-a", &["evidence", "add", "--summary", "checked"])
+        .ok();
+    forge::amend_tip(&m, |_, p| {
+        let own = op_id(&p.message);
+        p.message = p.message.replace(&own, &used);
+    });
+    let (ok, err) = forge::push(&m, "origin", "refs/loopx/state:refs/loopx/state");
+    assert!(!ok && err.contains("[op-id-reused]"), "{err}");
+    assert_eq!(hub_tip(&hub), start);
+    m.git(&["update-ref", "refs/loopx/state", &start]);
+    m.agent("agent-a", &["evidence", "add", "--summary", "checked"])
+        .ok();
+    env.loopx(&["sync"]).ok();
+    assert_eq!(hub_tip(&hub), m.tip().unwrap());
+}
