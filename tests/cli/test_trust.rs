@@ -318,7 +318,7 @@ fn a_state_that_requires_signatures_binds_every_clone() {
     let out = a.loopx(&["--json", "signer", "require"]).ok().json();
     assert_eq!(out["required"], true, "{out}");
     let toml = String::from_utf8(forge::file(&a, "refs/loopx/state", "loopx.toml")).unwrap();
-    assert!(toml.contains("signatures_required = true"), "{toml}");
+    assert!(toml.contains("signatures = \"humans\""), "{toml}");
     a.loopx(&["sync"]).ok();
     push_guarded(&a);
     b.loopx(&["sync"]).ok();
