@@ -791,3 +791,37 @@ fn a_guarded_hub_over_git_daemon_refuses_a_reused_op_id() {
     env.loopx(&["sync"]).ok();
     assert_eq!(hub_tip(&hub), m.tip().unwrap());
 }
+
+/// Item 1, sync's replay: the hub holds a tick that reuses the id of a
+/// local op not yet pushed, with other content. Sync never takes it for
+/// "already there" (which would drop the local op): it refuses, exit 3,
+/// and changes nothing; once the hub is put back, the local op goes out.
+#[test]
+fn sync_never_takes_a_reused_op_id_for_already_there() {
+    let env = TestEnv::with_board();
+    let h = hubs(&env);
+    let a = env.machine();
+    let b = clone(&env, &h, "mallory");
+    let start = b.tip().unwrap();
+    a.agent("agent-a", &["evidence", "add", "--summary", "mine"])
+        .ok();
+    let mine = op_id(&forge::read(&a, "refs/loopx/state").message);
+    b.agent("agent-b", &["evidence", "add", "--summary", "theirs"])
+        .ok();
+    forge::amend_tip(&b, |_, p| {
+        let own = op_id(&p.message);
+        p.message = p.message.replace(&own, &mine);
+    });
+    let (ok, err) = forge::push(&b, "origin", "refs/loopx/state:refs/loopx/state");
+    assert!(ok, "{err}");
+    let before = a.tip();
+    let out = a.loopx(&["--json", "sync"]).code(3);
+    assert_eq!(out.error_code(), "op-id-reused", "{}", out.stderr);
+    assert_eq!(a.tip(), before, "nothing moved");
+    let log = a.loopx(&["log", "-n", "1"]).ok().stdout;
+    assert!(log.contains("mine"), "the local op is kept: {log}");
+    // The hub put back: the local op goes out.
+    forge::set_hub_ref(&h.origin, "refs/loopx/state", &start);
+    a.loopx(&["sync"]).ok();
+    assert_eq!(hub_tip(&h.origin), a.tip().unwrap());
+}
