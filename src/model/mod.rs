@@ -70,7 +70,7 @@ use crate::time::Span;
 /// - 4 (unreleased): trust, closed. Every new signature binds the state's
 ///   identity (the root tick's commit id, `trust::record`) and its act's
 ///   actor must be the human the state announces for the signing key; the
-///   op `signer.require` and `loopx.toml`'s `signatures_required`; the
+///   op `signer.require` and `loopx.toml`'s `signatures` policy; the
 ///   agent runtimes `opencode` and `pi`. From format 4 verify also holds
 ///   every tick to: formats never go down along a chain, an op id appears
 ///   once along a chain, and the input limits of `op::limits` whatever
@@ -117,12 +117,44 @@ pub struct Settings {
     /// Grace added to every lease before it counts as expired, for machines
     /// whose clocks disagree.
     pub clock_skew: Span,
-    /// Format 4: every human act must be signed by a signer the state
-    /// announces and the machine trusts, on every machine; a machine whose
-    /// allowed-signers file is missing, unreadable or empty then refuses
-    /// every human act (`trust`). Set only by a signed `signer.require`.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub signatures_required: bool,
+    /// Format 4: the team's one signing policy (`trust`). Set only by a
+    /// signed `signer.require`.
+    #[serde(default, skip_serializing_if = "Signatures::is_off")]
+    pub signatures: Signatures,
+}
+
+/// The team's signing policy, in `loopx.toml` (format 4). The one signing
+/// policy in the state: machine keys for agent ticks extend it with a
+/// further value rather than add a second setting.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Signatures {
+    /// Each machine decides, by its allowed-signers file.
+    #[default]
+    Off,
+    /// Every human act must be signed by a key the state announces for its
+    /// actor and the machine trusts, on every machine; a machine whose
+    /// allowed-signers file is missing, unreadable or empty refuses every
+    /// human act.
+    Humans,
+}
+
+impl Signatures {
+    pub fn is_off(&self) -> bool {
+        *self == Signatures::Off
+    }
+
+    /// Whether human acts must be signed on every machine.
+    pub fn humans(self) -> bool {
+        !self.is_off()
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Signatures::Off => "off",
+            Signatures::Humans => "humans",
+        }
+    }
 }
 
 impl Default for Settings {
@@ -130,7 +162,7 @@ impl Default for Settings {
         Settings {
             lease: Span::minutes(45),
             clock_skew: Span::seconds(30),
-            signatures_required: false,
+            signatures: Signatures::Off,
         }
     }
 }

@@ -107,9 +107,9 @@ pub enum Happened {
     SignerAnnounced {
         name: SignerName,
     },
-    /// The team's signing policy was set (`signatures_required`).
+    /// The team's signing policy was set (`loopx.toml`'s `signatures`).
     SigningRequired {
-        required: bool,
+        signatures: crate::model::Signatures,
     },
     EvidenceAdded {
         evidence: EvidenceId,

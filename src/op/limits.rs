@@ -434,7 +434,10 @@ mod tests {
             progress: Some("0123456789abcdef".into()),
         };
         assert_eq!(refresh.since(), 3);
-        assert_eq!(Change::SignerRequire { required: true }.since(), 4);
+        let require = Change::SignerRequire {
+            signatures: crate::model::Signatures::Humans,
+        };
+        assert_eq!(require.since(), 4);
     }
 
     #[test]

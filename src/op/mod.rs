@@ -190,10 +190,12 @@ pub enum Change {
     #[serde(rename = "signer.announce")]
     SignerAnnounce { name: SignerName, key: String },
     /// A human turns the team's signing policy on or off: whether every
-    /// human act must be signed (`loopx.toml`'s `signatures_required`).
+    /// human act must be signed (`loopx.toml`'s `signatures`).
     /// Only a signed act may change it (format 4).
     #[serde(rename = "signer.require")]
-    SignerRequire { required: bool },
+    SignerRequire {
+        signatures: crate::model::Signatures,
+    },
     /// A done, blocked or deferred todo becomes open again.
     #[serde(rename = "todo.reopen")]
     TodoReopen { todo: TodoId, epoch: u64 },
@@ -363,6 +365,11 @@ impl Change {
                 progress: Some(_), ..
             } => 3,
             Change::AgentRegister { runtime, .. } => runtime.since(),
+            Change::EvidenceAdd { run: Some(r), .. }
+            | Change::TodoDone {
+                validation: Some(r),
+                ..
+            } if r.argv_sha256.is_some() || r.output_redacted => 2,
             _ => 1,
         };
         kind.max(field)
@@ -513,7 +520,7 @@ fn dispatch(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         Change::TodoReopen { todo, epoch } => todo::reopen(state, op, todo, *epoch),
         Change::TodoTrust { todo, digest } => signer::trust_todo(state, op, todo, digest),
         Change::SignerAnnounce { name, key } => signer::announce(state, op, name, key),
-        Change::SignerRequire { required } => signer::require(state, op, *required),
+        Change::SignerRequire { signatures } => signer::require(state, op, *signatures),
         Change::TodoArchive { todos } => todo::archive(state, op, todos),
         Change::AgentRetire { agent } => agent::retire(state, op, agent),
         Change::GateOpen { .. } => gate::open(state, op),

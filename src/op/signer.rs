@@ -88,21 +88,22 @@ pub fn same_human(a: &crate::model::Actor, b: &crate::model::Actor) -> bool {
 /// Sets the team's signing policy. Only a signed act may: `trust::check_op`
 /// (on every path that applies ops) refuses it unsigned, and checks the
 /// signature and its binding to the actor.
-pub(super) fn require(state: &mut State, op: &Op, required: bool) -> Result<Effect, Refusal> {
+pub(super) fn require(
+    state: &mut State,
+    op: &Op,
+    signatures: crate::model::Signatures,
+) -> Result<Effect, Refusal> {
     rules::human_only(&op.actor, "set the signing policy")?;
-    if state.meta.settings.signatures_required == required {
+    if state.meta.settings.signatures == signatures {
         return Err(Refusal::rule(
             Code::NothingToSet,
-            format!(
-                "signatures are {} already",
-                if required { "required" } else { "not required" }
-            ),
+            format!("the signing policy is {} already", signatures.as_str()),
         ));
     }
-    state.meta.settings.signatures_required = required;
+    state.meta.settings.signatures = signatures;
     Ok(Effect::new(
-        Happened::SigningRequired { required },
-        if required {
+        Happened::SigningRequired { signatures },
+        if signatures.humans() {
             "signer require: every human act must be signed".to_owned()
         } else {
             "signer require --off: human acts need a signature only where a machine trusts signers"

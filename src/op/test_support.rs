@@ -525,7 +525,9 @@ pub(super) fn every_change() -> Vec<Change> {
         Change::QuotaResume {
             agent: aid("agent-a"),
         },
-        Change::SignerRequire { required: true },
+        Change::SignerRequire {
+            signatures: crate::model::Signatures::Humans,
+        },
         Change::Settle {
             turn: "turn-2".to_owned(),
             steps: vec![

@@ -97,8 +97,8 @@ impl AllowedSigners {
                 if let Some(dir) = mark.parent() {
                     let _ = std::fs::create_dir_all(dir);
                 }
-                std::fs::write(&mark, format!("{}\n", path.display()))
-                    .with_context(|| format!("writing {}", mark.display()))?;
+                // Best effort: a read-only clone still reads its state.
+                let _ = std::fs::write(&mark, format!("{}\n", path.display()));
             }
         } else if mark.exists() || unreadable {
             // A file that cannot be read never switches the check off.

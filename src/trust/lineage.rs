@@ -84,6 +84,7 @@ pub fn at(store: &Store, commit: Oid) -> Result<Lineage> {
             for e in store.chain_since(commit, Some(itip))? {
                 push_entry(&mut index, e.commit, &e.message);
             }
+            save(store, &index);
             return Ok(index);
         }
         if tick < itick && store.is_ancestor(commit, itip)? {
@@ -105,6 +106,9 @@ pub fn at(store: &Store, commit: Oid) -> Result<Lineage> {
     for e in store.chain_since(commit, None)? {
         push_entry(&mut out, e.commit, &e.message);
     }
+    // The op ids of a chain are a function of its commits: worth keeping
+    // for the next command, verified or not.
+    save(store, &out);
     Ok(out)
 }
 
@@ -152,8 +156,8 @@ fn read(store: &Store) -> Option<Lineage> {
     (store.tip_at(tip).ok()?.tick == out.ops.len() as u64).then_some(out)
 }
 
-/// Writes the index for a verified chain. Silent on failure: the index
-/// only ever saves time.
+/// Writes the index of a chain. Silent on failure: the index only ever
+/// saves time.
 pub fn save(store: &Store, l: &Lineage) {
     let (Some(root), Some(tip)) = (l.root, l.tip) else {
         return;

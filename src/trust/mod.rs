@@ -223,7 +223,7 @@ pub fn must_be_signed(op: &Op) -> bool {
 /// Whether human acts must be signed here: this machine trusts signers (or
 /// has before, `AllowedSigners::broken`), or the state requires it.
 pub fn enforced(before: &State, signers: &AllowedSigners) -> bool {
-    signers.enforced() || before.meta.settings.signatures_required
+    signers.enforced() || before.meta.settings.signatures.humans()
 }
 
 /// [`check_op`] for a caller that has already applied the op (`after`),
@@ -241,7 +241,7 @@ pub fn check_applied(
         return Err(no_trust_root(
             op,
             signers,
-            before.meta.settings.signatures_required,
+            before.meta.settings.signatures.humans(),
         ));
     }
     let Some(text) = &op.signature else {
@@ -882,7 +882,9 @@ mod tests {
         // then a machine with no allowed signers refuses every human act.
         let require = op(
             "2026-11-30T09:05:00Z",
-            Change::SignerRequire { required: true },
+            Change::SignerRequire {
+                signatures: crate::model::Signatures::Humans,
+            },
         );
         assert_eq!(
             check_op(&state, &require, &AllowedSigners::none(), &here)

@@ -40,18 +40,18 @@ fn written_here_path(ctx: &Ctx) -> Result<PathBuf> {
 /// it would run.
 pub fn remember(ctx: &Ctx, op: &Op) -> Result<()> {
     use std::io::Write;
-    let (todo, v) = match &op.change {
-        crate::op::Change::TodoAdd {
-            todo,
-            validate: Some(v),
-            ..
-        }
-        | crate::op::Change::TodoEdit {
-            todo,
-            validate: Some(v),
-            ..
-        } => (todo, v),
-        _ => return Ok(()),
+    let (crate::op::Change::TodoAdd {
+        todo,
+        validate: Some(v),
+        ..
+    }
+    | crate::op::Change::TodoEdit {
+        todo,
+        validate: Some(v),
+        ..
+    }) = &op.change
+    else {
+        return Ok(());
     };
     let line = format!("{} {}", op.id, digest(ctx, todo, v)?);
     let path = written_here_path(ctx)?;

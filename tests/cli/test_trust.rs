@@ -318,7 +318,7 @@ fn a_state_that_requires_signatures_binds_every_clone() {
     let out = a.loopx(&["--json", "signer", "require"]).ok().json();
     assert_eq!(out["required"], true, "{out}");
     let toml = String::from_utf8(forge::file(&a, "refs/loopx/state", "loopx.toml")).unwrap();
-    assert!(toml.contains("signatures_required = true"), "{toml}");
+    assert!(toml.contains("signatures = \"humans\""), "{toml}");
     a.loopx(&["sync"]).ok();
     push_guarded(&a);
     b.loopx(&["sync"]).ok();
@@ -758,4 +758,70 @@ fn new_runtimes_need_format_4() {
     );
     m.git(&["update-ref", "refs/loopx/state", &start]);
     m.loopx(&["verify"]).ok();
+}
+
+/// Item 1 over the git protocol: a guarded hub served by `git daemon`
+/// refuses a tick that reuses an op id, and takes the honest tick after.
+#[test]
+fn a_guarded_hub_over_git_daemon_refuses_a_reused_op_id() {
+    let env = TestEnv::with_board();
+    let hub = PathBuf::from(env.hub("hub.git"));
+    env.loopx(&["-C", hub.to_str().unwrap(), "hub", "install"])
+        .ok();
+    let daemon =
+        crate::common::daemon::Daemon::start_with(&env, &[("LOOPX_NOW", "2026-12-01T00:00:00Z")]);
+    env.git(&["remote", "add", "origin", &daemon.url("hub.git")]);
+    let m = env.machine();
+    env.add("First", &[]);
+    env.loopx(&["sync"]).ok();
+    let used = op_id(&forge::read(&m, "refs/loopx/state").message);
+    let start = m.tip().unwrap();
+    m.agent("agent-a", &["evidence", "add", "--summary", "checked"])
+        .ok();
+    forge::amend_tip(&m, |_, p| {
+        let own = op_id(&p.message);
+        p.message = p.message.replace(&own, &used);
+    });
+    let (ok, err) = forge::push(&m, "origin", "refs/loopx/state:refs/loopx/state");
+    assert!(!ok && err.contains("[op-id-reused]"), "{err}");
+    assert_eq!(hub_tip(&hub), start);
+    m.git(&["update-ref", "refs/loopx/state", &start]);
+    m.agent("agent-a", &["evidence", "add", "--summary", "checked"])
+        .ok();
+    env.loopx(&["sync"]).ok();
+    assert_eq!(hub_tip(&hub), m.tip().unwrap());
+}
+
+/// Item 1, sync's replay: the hub holds a tick that reuses the id of a
+/// local op not yet pushed, with other content. Sync never takes it for
+/// "already there" (which would drop the local op): it refuses, exit 3,
+/// and changes nothing; once the hub is put back, the local op goes out.
+#[test]
+fn sync_never_takes_a_reused_op_id_for_already_there() {
+    let env = TestEnv::with_board();
+    let h = hubs(&env);
+    let a = env.machine();
+    let b = clone(&env, &h, "mallory");
+    let start = b.tip().unwrap();
+    a.agent("agent-a", &["evidence", "add", "--summary", "mine"])
+        .ok();
+    let mine = op_id(&forge::read(&a, "refs/loopx/state").message);
+    b.agent("agent-b", &["evidence", "add", "--summary", "theirs"])
+        .ok();
+    forge::amend_tip(&b, |_, p| {
+        let own = op_id(&p.message);
+        p.message = p.message.replace(&own, &mine);
+    });
+    let (ok, err) = forge::push(&b, "origin", "refs/loopx/state:refs/loopx/state");
+    assert!(ok, "{err}");
+    let before = a.tip();
+    let out = a.loopx(&["--json", "sync"]).code(3);
+    assert_eq!(out.error_code(), "op-id-reused", "{}", out.stderr);
+    assert_eq!(a.tip(), before, "nothing moved");
+    let log = a.loopx(&["log", "-n", "1"]).ok().stdout;
+    assert!(log.contains("mine"), "the local op is kept: {log}");
+    // The hub put back: the local op goes out.
+    forge::set_hub_ref(&h.origin, "refs/loopx/state", &start);
+    a.loopx(&["sync"]).ok();
+    assert_eq!(hub_tip(&h.origin), a.tip().unwrap());
 }

@@ -19,7 +19,8 @@ pub struct Args {}
 struct Wire {
     /// The allowed-signers file git config names, if any.
     allowed_signers_file: Option<String>,
-    /// Whether human acts must be signed here (the file lists anyone).
+    /// Whether human acts must be signed here (the file lists anyone, the
+    /// clone enforced them before, or the state requires them).
     enforced: bool,
     signers: Vec<Row>,
     /// Lines of the file loopx cannot use.

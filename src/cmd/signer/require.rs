@@ -6,12 +6,13 @@ use serde::Serialize;
 use crate::cmd::TickWire;
 use crate::ctx::Ctx;
 use crate::error::Exit;
+use crate::model::Signatures;
 use crate::op::Change;
 use crate::tx;
 
 /// Require every human act to be signed, on every machine (a signed human act)
 ///
-/// Sets `signatures_required` in the state's loopx.toml. From then on every
+/// Sets the policy `signatures = "humans"` in the state's loopx.toml. From then on every
 /// clone and a guarded hub refuse a human act that is not signed by a key
 /// the state announces for its actor and the machine trusts; a machine
 /// whose allowed-signers file is missing, unreadable or empty refuses every
@@ -26,18 +27,26 @@ pub struct Args {
 #[derive(Serialize)]
 struct Wire {
     required: bool,
+    /// The policy now: `humans` or `off`.
+    signatures: &'static str,
     #[serde(flatten)]
     tick: TickWire,
 }
 
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let required = !args.off;
+    let signatures = if required {
+        Signatures::Humans
+    } else {
+        Signatures::Off
+    };
     let done = tx::commit(ctx, |_| {
-        Ok(tx::op(ctx, Change::SignerRequire { required })?)
+        Ok(tx::op(ctx, Change::SignerRequire { signatures })?)
     })?;
     ctx.out.emit(
         &Wire {
             required,
+            signatures: signatures.as_str(),
             tick: TickWire::of(&done),
         },
         || {

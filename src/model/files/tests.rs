@@ -221,7 +221,7 @@ fn full_state() -> State {
             settings: Settings {
                 lease: Span::hours(2),
                 clock_skew: Span::seconds(5),
-                signatures_required: false,
+                signatures: crate::model::Signatures::Off,
             },
         },
         goals: BTreeMap::from([(goal.id.clone(), goal)]),
