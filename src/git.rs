@@ -438,6 +438,30 @@ pub fn push_lease(
     push_with(git_dir, remote, commit, dst, Some(expected), limit)
 }
 
+/// Pushes `commit` to `remote`'s ref `dst` naming the tip the remote is
+/// expected to hold (None: no ref yet). Only for a `commit` that descends
+/// from `expected` by construction (DESIGN §5): a compare-and-swap on the
+/// remote, not a force, which spares git's client-side ancestry walk (and
+/// its "could not parse commit" while a concurrent fetch here is still
+/// unpacking objects).
+pub fn push_expecting(
+    git_dir: &Path,
+    remote: &str,
+    commit: &str,
+    dst: &str,
+    expected: Option<&str>,
+    limit: Duration,
+) -> Result<Pushed> {
+    push_with(
+        git_dir,
+        remote,
+        commit,
+        dst,
+        Some(expected.unwrap_or("")),
+        limit,
+    )
+}
+
 fn push_with(
     git_dir: &Path,
     remote: &str,

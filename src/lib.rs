@@ -32,6 +32,7 @@ pub mod output;
 pub mod price;
 pub mod queue;
 pub mod redact;
+pub mod repo;
 pub mod run;
 pub mod store;
 pub mod sync;

@@ -705,7 +705,7 @@ fn git_event(global: &Global, env: &Env, event: Event, rest: &[String]) -> Resul
         &[
             "for-each-ref",
             "--format=%(refname) %(objectname)",
-            "refs/remotes/",
+            "refs/loopx/remotes/",
         ],
     )?;
     let tip = tip.commit.to_string();
@@ -718,8 +718,8 @@ fn git_event(global: &Global, env: &Env, event: Event, rest: &[String]) -> Resul
         .filter_map(|l| l.split_once(' '))
         .filter_map(|(name, oid)| {
             let remote = name
-                .strip_prefix("refs/remotes/")?
-                .strip_suffix("/loopx/state")?;
+                .strip_prefix("refs/loopx/remotes/")?
+                .strip_suffix("/state")?;
             (oid != tip && only.is_none_or(|o| o == remote)).then_some(remote)
         })
         .collect();

@@ -103,7 +103,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     if args.max_count == Some(0) {
         return Ok(Exit::Ok);
     }
-    let signers = crate::trust::AllowedSigners::load(ctx)?;
+    let signers = crate::trust::AllowedSigners::load(ctx.repo()?)?;
     let mut stream = ctx.out.stream();
     let mut shown = 0usize;
     let mut older = 0usize;

@@ -78,7 +78,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     own_token(ctx, &token)?;
     let usage = super::usage::read(ctx, &args.usage)?;
     if args.sync {
-        let report = crate::sync::run(ctx, None)?;
+        let report = ctx.sync(None)?;
         ctx.out.status(&crate::cmd::sync::human(&report));
     }
     let snap = tx::load(ctx)?;
@@ -295,7 +295,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         s
     })?;
     if args.sync {
-        let report = crate::sync::run(ctx, None)?;
+        let report = ctx.sync(None)?;
         ctx.out.status(&crate::cmd::sync::human(&report));
         if let Some(r) = report.rejection_of(&done.op.id) {
             return Err(Refusal::conflict(

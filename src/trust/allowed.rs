@@ -14,7 +14,7 @@ use anyhow::{Context, Result};
 use ssh_key::PublicKey;
 use ssh_key::public::KeyData;
 
-use crate::ctx::Ctx;
+use crate::repo::Repo;
 use crate::time::Timestamp;
 
 /// One usable line of the file.
@@ -49,8 +49,8 @@ impl AllowedSigners {
 
     /// Reads the file git config names; none configured, or a missing
     /// file, lists nobody.
-    pub fn load(ctx: &Ctx) -> Result<Self> {
-        let Some(path) = configured_path(ctx)? else {
+    pub fn load(repo: &Repo) -> Result<Self> {
+        let Some(path) = configured_path(repo)? else {
             return Ok(Self::none());
         };
         let text = match std::fs::read_to_string(&path) {
@@ -126,15 +126,11 @@ impl AllowedSigners {
 
 /// The file git config names, with `~/` expanded and a relative path taken
 /// from the repository root.
-pub fn configured_path(ctx: &Ctx) -> Result<Option<PathBuf>> {
-    let Some(raw) = ctx.config()?.allowed_signers_file.clone() else {
+pub fn configured_path(repo: &Repo) -> Result<Option<PathBuf>> {
+    let Some(raw) = repo.config().allowed_signers_file.clone() else {
         return Ok(None);
     };
-    Ok(Some(expand(
-        &raw,
-        ctx.home().as_deref(),
-        ctx.store()?.root(),
-    )))
+    Ok(Some(expand(&raw, repo.home(), repo.store().root())))
 }
 
 /// Expands `~/` (from HOME) and makes a relative path relative to `base`.

@@ -10,7 +10,7 @@ use crate::ctx::Ctx;
 use crate::error::{Code, Exit, Refusal};
 use crate::model::{Todo, TodoId};
 use crate::op::{Change, Happened, rules};
-use crate::sync::{self, Rejected, Report};
+use crate::sync::{Rejected, Report};
 use crate::time::Span;
 use crate::tx;
 
@@ -68,7 +68,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     };
     if synced {
         // Claim against the freshest state there is.
-        let before = sync::run(ctx, None).context("nothing was claimed")?;
+        let before = ctx.sync(None).context("nothing was claimed")?;
         for r in &before.rejected {
             ctx.out.warn(&format!(
                 "sync rejected an earlier {} by {}: {}",
@@ -124,7 +124,9 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     };
     let id = done.op.change.todo().expect("a claim names its todo");
     let (exit, t, sync_report) = if synced {
-        let r = match sync::run(ctx, None) {
+        // The claim is pushed expecting the hub where that sync left it;
+        // only a refused push fetches again (DESIGN §5).
+        let r = match ctx.sync_push_first(None) {
             Ok(r) => r,
             Err(e) => return Err(unclaim(ctx, id, &done, e)),
         };

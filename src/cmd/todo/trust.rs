@@ -57,7 +57,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         .as_ref()
         .map(|v| v.argv.as_slice())
         .unwrap_or(&[]);
-    let signers = AllowedSigners::load(ctx)?;
+    let signers = AllowedSigners::load(ctx.repo()?)?;
     let signature = trust::describe(done.op.signature.as_deref(), &signers);
     ctx.out.emit(
         &Wire {
