@@ -409,20 +409,6 @@ fn lost_race(summary: &str) -> bool {
             .any(|s| summary.contains(s)))
 }
 
-/// Pushes `commit` to `remote`'s ref `dst`: fast-forward only (never `+`, so
-/// another machine's ticks are never overwritten), skipping the user's
-/// hooks. A remote that refuses for any other reason (a server hook, no
-/// permission) or cannot be reached is a [`NetworkError`].
-pub fn push(
-    git_dir: &Path,
-    remote: &str,
-    commit: &str,
-    dst: &str,
-    limit: Duration,
-) -> Result<Pushed> {
-    push_with(git_dir, remote, commit, dst, None, limit)
-}
-
 /// Puts `remote`'s ref `dst` back to `commit`, which need not be a
 /// fast-forward, only while the remote still holds `expected` (a lease,
 /// never `+`: another push meanwhile makes it fail). For
