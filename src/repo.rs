@@ -52,7 +52,8 @@ impl Clock {
 pub struct Repo {
     store: Store,
     config: Config,
-    committer: Person,
+    /// Resolved on first use: read-only commands never need it.
+    committer: OnceCell<Person>,
     home: Option<PathBuf>,
     clock: Clock,
     signing: OnceCell<Signing>,
@@ -67,14 +68,10 @@ impl Repo {
     /// A handle on an opened store (the hub's hook opens its own).
     pub fn new(store: Store, home: Option<PathBuf>, clock: Clock) -> Repo {
         let config = Config::read(&store);
-        let committer = store.committer().unwrap_or_else(|| Person {
-            name: FALLBACK_COMMITTER.0.to_owned(),
-            email: FALLBACK_COMMITTER.1.to_owned(),
-        });
         Repo {
             store,
             config,
-            committer,
+            committer: OnceCell::new(),
             home,
             clock,
             signing: OnceCell::new(),
@@ -92,7 +89,12 @@ impl Repo {
 
     /// The committer of ticks: git's configured committer, else loopx's.
     pub fn committer(&self) -> &Person {
-        &self.committer
+        self.committer.get_or_init(|| {
+            self.store.committer().unwrap_or_else(|| Person {
+                name: FALLBACK_COMMITTER.0.to_owned(),
+                email: FALLBACK_COMMITTER.1.to_owned(),
+            })
+        })
     }
 
     /// The state ref (`refs/loopx/state`, or git config `loopx.ref`).
