@@ -14,13 +14,13 @@ use crate::error::{Code, Refusal};
 use crate::hook::Runtime;
 use crate::model::{Actor, AgentId};
 use crate::output::{Format, Out};
+use crate::repo::{Clock, Repo};
 use crate::store::{Person, Store};
 use crate::time::Timestamp;
 
 /// The identity recorded when a human has no git identity.
 pub const FALLBACK_HUMAN: (&str, &str) = ("unknown human", "human@loopx.invalid");
-/// The committer recorded when git has no identity configured.
-pub const FALLBACK_COMMITTER: (&str, &str) = ("loopx", "loopx@loopx.invalid");
+pub use crate::repo::FALLBACK_COMMITTER;
 
 /// Environment variables loopx reads, captured once.
 #[derive(Clone, Debug, Default)]
@@ -234,12 +234,6 @@ impl Global {
     }
 }
 
-/// The repository and its settings, opened on first use.
-struct Repo {
-    store: Store,
-    config: Config,
-}
-
 /// Everything a command needs, resolved once: where it runs, the
 /// environment, the clock, who is calling, ids, output; and the repository
 /// with its `loopx.*` settings, opened on first use, so commands that also
@@ -250,7 +244,10 @@ pub struct Ctx {
     /// run user commands or read user paths start here.
     pub cwd: PathBuf,
     pub out: Out,
+    /// When this invocation started: the time of the ops it writes.
     pub now: Timestamp,
+    /// This machine's clock for checks (`LOOPX_NOW` fixes it).
+    clock: Clock,
     pub env: Env,
     pub ids: IdGen,
     caller: Caller,
@@ -276,11 +273,14 @@ impl Ctx {
             Some(d) => d,
             None => std::env::current_dir().context("reading the current directory")?,
         };
-        let now = match env.get("LOOPX_NOW") {
-            Some(s) => Timestamp::parse(s)
-                .map_err(|e| Refusal::usage(Code::BadEnv, format!("LOOPX_NOW: {e}")))?,
-            None => Timestamp::system_now(),
+        let clock = match env.get("LOOPX_NOW") {
+            Some(s) => Clock::Fixed(
+                Timestamp::parse(s)
+                    .map_err(|e| Refusal::usage(Code::BadEnv, format!("LOOPX_NOW: {e}")))?,
+            ),
+            None => Clock::System,
         };
+        let now = clock.now();
         let caller = caller(agent_flag, &env)?;
         let agent_flag = match (&caller, agent_flag) {
             (Caller::Agent(id), Some(_)) => Some(id.clone()),
@@ -298,8 +298,8 @@ impl Ctx {
                     Ok(store) => {
                         let continued =
                             crate::hook::sessions::agent_of(store.common_dir(), runtime, session);
-                        let config = Config::read(&store);
-                        let _ = repo.set(Repo { store, config });
+                        let home = env.get("HOME").map(PathBuf::from);
+                        let _ = repo.set(Repo::new(store, home, clock));
                         continued.map_or(caller, Caller::Agent)
                     }
                     Err(_) => caller,
@@ -311,6 +311,7 @@ impl Ctx {
             cwd,
             out,
             now,
+            clock,
             env,
             ids,
             caller,
@@ -320,25 +321,45 @@ impl Ctx {
         })
     }
 
-    fn repo(&self) -> Result<&Repo> {
+    /// The repository handle (store, settings, committer, clock, signing),
+    /// opened on first use, or why there is none: what the layers below
+    /// the commands take.
+    pub fn repo(&self) -> Result<&Repo> {
         if let Some(r) = self.repo.get() {
             return Ok(r);
         }
-        let store = Store::discover(&self.cwd)?;
-        let config = Config::read(&store);
-        Ok(self.repo.get_or_init(|| Repo { store, config }))
+        let repo = Repo::open(&self.cwd, self.home(), self.clock)?;
+        Ok(self.repo.get_or_init(|| repo))
     }
 
     /// The repository loopx runs in, opened on first use, or why there is
     /// none. Commands read through `tx` and `history`; only the layers
     /// below commands (`tx`, `sync`, `history`) call the store.
     pub fn store(&self) -> Result<&Store> {
-        Ok(&self.repo()?.store)
+        Ok(self.repo()?.store())
     }
 
     /// The `loopx.*` git settings of the repository, read once.
     pub fn config(&self) -> Result<&Config> {
-        Ok(&self.repo()?.config)
+        Ok(self.repo()?.config())
+    }
+
+    /// Syncs with `remote` (None: the default remote), reporting progress
+    /// on stderr: for the commands that sync around their own work.
+    pub fn sync(&self, remote: Option<&str>) -> Result<crate::sync::Report> {
+        crate::sync::run(self.repo()?, &crate::sync::Options::with(remote), &|line| {
+            self.out.status(line)
+        })
+    }
+
+    /// [`Ctx::sync`] for a claim (DESIGN §5): push first, expecting the hub
+    /// at the last synced tip, and fetch only when that push is refused.
+    pub fn sync_push_first(&self, remote: Option<&str>) -> Result<crate::sync::Report> {
+        let opts = crate::sync::Options {
+            push_first: true,
+            ..crate::sync::Options::with(remote)
+        };
+        crate::sync::run(self.repo()?, &opts, &|line| self.out.status(line))
     }
 
     /// The state ref (`refs/loopx/state`, or git config `loopx.ref`), for
@@ -412,13 +433,13 @@ impl Ctx {
 
     /// The committer of ticks: git's configured committer, else loopx's.
     pub fn committer(&self) -> Person {
-        self.store()
-            .ok()
-            .and_then(Store::committer)
-            .unwrap_or_else(|| Person {
+        match self.repo() {
+            Ok(r) => r.committer().clone(),
+            Err(_) => Person {
                 name: FALLBACK_COMMITTER.0.to_owned(),
                 email: FALLBACK_COMMITTER.1.to_owned(),
-            })
+            },
+        }
     }
 }
 

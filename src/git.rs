@@ -419,20 +419,6 @@ fn lost_race(summary: &str) -> bool {
             .any(|s| summary.contains(s)))
 }
 
-/// Pushes `commit` to `remote`'s ref `dst`: fast-forward only (never `+`, so
-/// another machine's ticks are never overwritten), skipping the user's
-/// hooks. A remote that refuses for any other reason (a server hook, no
-/// permission) or cannot be reached is a [`NetworkError`].
-pub fn push(
-    git_dir: &Path,
-    remote: &str,
-    commit: &str,
-    dst: &str,
-    limit: Duration,
-) -> Result<Pushed> {
-    push_with(git_dir, remote, commit, dst, None, limit)
-}
-
 /// Puts `remote`'s ref `dst` back to `commit`, which need not be a
 /// fast-forward, only while the remote still holds `expected` (a lease,
 /// never `+`: another push meanwhile makes it fail). For
@@ -446,6 +432,30 @@ pub fn push_lease(
     limit: Duration,
 ) -> Result<Pushed> {
     push_with(git_dir, remote, commit, dst, Some(expected), limit)
+}
+
+/// Pushes `commit` to `remote`'s ref `dst` naming the tip the remote is
+/// expected to hold (None: no ref yet). Only for a `commit` that descends
+/// from `expected` by construction (DESIGN §5): a compare-and-swap on the
+/// remote, not a force, which spares git's client-side ancestry walk (and
+/// its "could not parse commit" while a concurrent fetch here is still
+/// unpacking objects).
+pub fn push_expecting(
+    git_dir: &Path,
+    remote: &str,
+    commit: &str,
+    dst: &str,
+    expected: Option<&str>,
+    limit: Duration,
+) -> Result<Pushed> {
+    push_with(
+        git_dir,
+        remote,
+        commit,
+        dst,
+        Some(expected.unwrap_or("")),
+        limit,
+    )
 }
 
 fn push_with(

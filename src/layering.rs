@@ -77,6 +77,23 @@ mod tests {
     }
 
     #[test]
+    fn the_layers_below_the_commands_take_the_repository_not_the_context() {
+        // `Ctx` (environment, caller, output) stops at the front ends; sync
+        // and verify take a `Repo` and explicit values, and never print.
+        let bad = offenders(
+            |f| f.starts_with("sync/") || f == "verify.rs" || f == "repo.rs",
+            &[
+                "crate::ctx",
+                "Ctx",
+                "crate::output",
+                "println!",
+                "eprintln!",
+            ],
+        );
+        assert!(bad.is_empty(), "{bad:#?}");
+    }
+
+    #[test]
     fn the_store_knows_neither_op_nor_model() {
         let bad = offenders(|f| f.starts_with("store/"), &["crate::op", "crate::model"]);
         assert!(bad.is_empty(), "{bad:#?}");

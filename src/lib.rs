@@ -34,6 +34,7 @@ pub mod output;
 pub mod price;
 pub mod queue;
 pub mod redact;
+pub mod repo;
 pub mod run;
 pub mod store;
 pub mod sync;

@@ -190,6 +190,12 @@ fn run(
     loop {
         tries += 1;
         let (tip, before, mut op) = attempt(ctx)?;
+        // Never a tick this machine's own clock calls the future: no hub
+        // would take it, nor any later tick of this clone.
+        let (now, skew) = (ctx.repo()?.now(), before.meta.settings.clock_skew);
+        if op.at > now.plus(skew) {
+            return Err(future_tick(op.at, now, skew).into());
+        }
         // A human act is signed here (against the state it changes, so on
         // every retry) and checked against this machine's allowed signers.
         seal.seal(ctx, tip.as_ref().map(|t| t.commit), &before, &mut op)?;
@@ -247,8 +253,8 @@ fn run(
             }
             Err(CasError::Moved) => {}
             Err(CasError::Locked { lock, age }) => {
-                if age.is_some_and(|a| a >= STALE_LOCK) {
-                    return Err(stale_lock(&lock, age).into());
+                if recover_lock(ctx.store()?, &lock, age)? {
+                    continue;
                 }
             }
             Err(CasError::Other(e)) => {
@@ -441,6 +447,35 @@ pub fn jitter() -> f64 {
     let mut b = [0u8; 2];
     let _ = getrandom::fill(&mut b);
     f64::from(u16::from_le_bytes(b)) / 65536.0
+}
+
+/// What a writer does about a busy ref lock: true when its writer was gone
+/// and the lock was removed (try again at once), false to wait a little,
+/// and the stale-lock refusal when a live process held it too long.
+pub fn recover_lock(store: &Store, lock: &std::path::Path, age: Option<Duration>) -> Result<bool> {
+    if store.recover_lock(lock) {
+        return Ok(true);
+    }
+    if age.is_some_and(|a| a >= STALE_LOCK) {
+        return Err(stale_lock(lock, age).into());
+    }
+    Ok(false)
+}
+
+/// The refusal of an op dated beyond this machine's clock and the skew
+/// margin.
+pub fn future_tick(
+    at: crate::time::Timestamp,
+    now: crate::time::Timestamp,
+    skew: crate::time::Span,
+) -> Refusal {
+    Refusal::rule(
+        Code::FutureTick,
+        format!(
+            "this op is dated {at}, after this machine's clock ({now}) plus the clock-skew margin ({skew}): no other clone or hub would take the tick"
+        ),
+    )
+    .with_hint("check this machine's clock (and LOOPX_NOW, which moves it); nothing was written")
 }
 
 /// The error for a state ref whose lock is stale (or held too long).

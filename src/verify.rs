@@ -27,10 +27,10 @@
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::ctx::Ctx;
 use crate::error::{Code, Refusal};
 use crate::model::{FORMAT, State, files};
 use crate::op::{Change, message};
+use crate::repo::Repo;
 use crate::store::{Entry, Oid, Scratch, Store, Tip};
 use crate::time::Timestamp;
 use crate::trust::lineage::{self, Lineage};
@@ -184,14 +184,20 @@ impl Signing {
         }
     }
 
-    /// This machine's signers and exemption.
-    pub fn load(ctx: &Ctx) -> Result<Signing> {
-        let signers = crate::trust::AllowedSigners::load(ctx)?;
-        let exempt = match crate::trust::incoming::exempt_below(ctx)? {
-            Some(x) => Some((x, ctx.store()?.tip_at(x)?.tick)),
+    /// This machine's signers and exemption, read from its settings (the
+    /// repository handle loads them once: [`Repo::signing`]).
+    pub fn load(repo: &Repo) -> Result<Signing> {
+        let signers = crate::trust::AllowedSigners::load(repo)?;
+        let exempt = match crate::trust::incoming::exempt_below(repo)? {
+            Some(x) => Some((x, repo.store().tip_at(x)?.tick)),
             None => None,
         };
         Ok(Signing { signers, exempt })
+    }
+
+    /// The allowed signers this was loaded with.
+    pub fn signers(&self) -> &crate::trust::AllowedSigners {
+        &self.signers
     }
 
     /// Whether the tick `tick` at `commit` is history written before
@@ -500,39 +506,41 @@ pub fn chain(
     )))
 }
 
-/// Like [`chain`], in a command's repository, with its clock.
+/// Like [`chain`], in a repository, with its clock and signing setup.
 pub fn chain_of(
-    ctx: &Ctx,
+    repo: &Repo,
     base: Option<Verified>,
     tip: Oid,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<Checked> {
     chain(
-        ctx.store()?,
+        repo.store(),
         base,
         tip,
-        ctx.now,
-        &Signing::load(ctx)?,
+        repo.now(),
+        repo.signing()?,
         progress,
     )
 }
 
 /// Whether `ancestor` is on the first-parent chain of `commit`.
-pub fn is_ancestor(ctx: &Ctx, ancestor: Oid, commit: Oid) -> Result<bool> {
-    ctx.store()?.is_ancestor(ancestor, commit)
+pub fn is_ancestor(repo: &Repo, ancestor: Oid, commit: Oid) -> Result<bool> {
+    repo.store().is_ancestor(ancestor, commit)
+}
+
+/// The state at `commit`, trusted as it is (a chain's starting point).
+pub fn trusted_at(store: &Store, commit: Oid) -> Result<Verified> {
+    let snap = tx::snapshot(store, store.tip_at(commit)?)?;
+    Ok(Verified {
+        tip: snap.tip,
+        state: snap.state,
+    })
 }
 
 /// The state before `from`, trusted as it is (None: `from` is the first
 /// tick).
-pub fn trusted_parent(ctx: &Ctx, from: &Entry) -> Result<Option<Verified>> {
-    let Some(parent) = from.parent else {
-        return Ok(None);
-    };
-    let snap = tx::load_at(ctx, ctx.store()?.tip_at(parent)?)?;
-    Ok(Some(Verified {
-        tip: snap.tip,
-        state: snap.state,
-    }))
+pub fn trusted_parent(repo: &Repo, from: &Entry) -> Result<Option<Verified>> {
+    from.parent.map(|p| trusted_at(repo.store(), p)).transpose()
 }
 
 /// Why a hub refuses one pushed update of a `refs/loopx/*` ref.
@@ -571,11 +579,7 @@ pub fn update(
         if !store.is_ancestor(old, new)? {
             return Ok(Err(Update::Rewrite { old, new }));
         }
-        let snap = tx::snapshot(store, store.tip_at(old)?)?;
-        Some(Verified {
-            tip: snap.tip,
-            state: snap.state,
-        })
+        Some(trusted_at(store, old)?)
     };
     Ok(
         match chain(store, base, new, now, signing, &mut |_, _| {})? {

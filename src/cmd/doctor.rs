@@ -241,7 +241,9 @@ fn check_refspecs(ctx: &Ctx, problems: &mut Vec<Problem>) {
         let Some(dst) = mapped(spec.trim(), state) else {
             continue;
         };
-        if dst.starts_with("refs/loopx/") {
+        // Into loopx's refs, except the remote-tracking namespace that
+        // `sync --setup` maps them to.
+        if dst.starts_with("refs/loopx/") && !dst.starts_with("refs/loopx/remotes/") {
             problems.push(Problem {
                 severity: "warning",
                 path: None,

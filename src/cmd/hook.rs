@@ -405,7 +405,7 @@ fn start(
             runtime.as_str()
         ));
     }
-    if let Some(hub) = crate::sync::hub(ctx) {
+    if let Some(hub) = ctx.repo().ok().and_then(crate::sync::hub) {
         text.push_str(&format!(
             "This clone shares its state through {hub}: `{lx} todo claim`, `{lx} todo done` and `{lx} settle` sync with it by themselves, so they are safe across machines; never pass --no-sync. A claim that exits 4 lost to another agent (maybe on another machine): run `{lx} quota should-run` again.\n"
         ));
@@ -499,8 +499,10 @@ fn hub_sync(ctx: &Ctx, limit: crate::time::Span) -> Synced {
 
 /// "state as of <when it last synced with the hub>".
 fn state_age(ctx: &Ctx) -> String {
-    let synced = crate::sync::names(ctx, None)
+    let synced = ctx
+        .repo()
         .ok()
+        .and_then(|r| crate::sync::names(r, None).ok())
         .and_then(|n| ctx.store().ok()?.resolve(&n.synced).ok().flatten())
         .and_then(|t| crate::history::entry(ctx, t.commit).ok());
     match synced {
@@ -928,7 +930,7 @@ fn git_event(global: &Global, env: &Env, event: Event, rest: &[String]) -> Resul
         &[
             "for-each-ref",
             "--format=%(refname) %(objectname)",
-            "refs/remotes/",
+            "refs/loopx/remotes/",
         ],
     )?;
     let tip = tip.commit.to_string();
@@ -941,8 +943,8 @@ fn git_event(global: &Global, env: &Env, event: Event, rest: &[String]) -> Resul
         .filter_map(|l| l.split_once(' '))
         .filter_map(|(name, oid)| {
             let remote = name
-                .strip_prefix("refs/remotes/")?
-                .strip_suffix("/loopx/state")?;
+                .strip_prefix("refs/loopx/remotes/")?
+                .strip_suffix("/state")?;
             (oid != tip && only.is_none_or(|o| o == remote)).then_some(remote)
         })
         .collect();

@@ -109,7 +109,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     if args.max_count == Some(0) {
         return Ok(Exit::Ok);
     }
-    let signers = crate::trust::AllowedSigners::load(ctx)?;
+    let signers = crate::trust::AllowedSigners::load(ctx.repo()?)?;
     let since = args.since.map(|w| w.back_from(ctx.now));
     let mut stream = ctx.out.stream();
     let mut shown = 0usize;

@@ -229,7 +229,7 @@ pub fn syncs(ctx: &Ctx, sync: bool, no_sync: bool) -> Result<bool> {
     }
     Ok(match ctx.config()?.claim_sync {
         Some(on) => on,
-        None => crate::sync::hub(ctx).is_some(),
+        None => ctx.repo().ok().and_then(crate::sync::hub).is_some(),
     })
 }
 
@@ -242,7 +242,7 @@ pub fn push_after(
     op: &crate::model::OpId,
     rejected: impl FnOnce(&crate::sync::Rejected) -> Refusal,
 ) -> Result<Option<crate::sync::Report>> {
-    match crate::sync::run(ctx, None) {
+    match ctx.sync(None) {
         Ok(report) => {
             ctx.out.status(&sync::human(&report));
             if let Some(r) = report.rejection_of(op) {

@@ -60,7 +60,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let color = ctx.out.color() && !ctx.out.is_json();
     let files = history::file_diffs(&history::changed_files(ctx, &tick.entry)?, color);
     let op = tick.op();
-    let signers = crate::trust::AllowedSigners::load(ctx)?;
+    let signers = crate::trust::AllowedSigners::load(ctx.repo()?)?;
     let wire = Wire {
         signature: op.and_then(|op| crate::trust::history_note(op, &signers)),
         tick: tick.number(),

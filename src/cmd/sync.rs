@@ -5,12 +5,12 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::ctx::Ctx;
-use crate::error::Exit;
+use crate::error::{Code, Exit, Refusal};
 use crate::sync::{self, Outcome, Report};
 
 /// Sync the state with a git remote: fetch, replay local ticks, push
 ///
-/// Fetches the remote's refs/loopx/state into refs/remotes/REMOTE/loopx/state.
+/// Fetches the remote's refs/loopx/state into refs/loopx/remotes/REMOTE/state.
 /// Behind, it fast-forwards; ahead, it pushes; diverged, it replays the local
 /// ticks' ops on top of the remote's, in order, through the same rules as a
 /// live command, and pushes that (fast-forward only, never forced). An op that
@@ -37,8 +37,28 @@ pub struct Args {
     /// is not a valid tick, pushes the tick before it over the remote's ref
     /// (with a lease on the bad tip, never forced blind), after listing what it
     /// removes. For hubs without `loopx hub install`.
+    ///
+    /// Only ticks every clone refuses are removed: one that is only in this
+    /// machine's future, signed by a key not trusted here, or written by a
+    /// newer loopx is reported and left. It asks first (or takes --yes);
+    /// --dry-run only lists. A hub running the guard has the last word.
     #[arg(long, conflicts_with_all = ["setup", "adopt_remote"])]
     repair_remote: bool,
+    /// With --repair-remote: list what it would remove, and change nothing
+    #[arg(long, requires = "repair_remote")]
+    dry_run: bool,
+    /// With --repair-remote: remove without asking (after a --dry-run)
+    #[arg(long, requires = "repair_remote", conflicts_with = "dry_run")]
+    yes: bool,
+    /// Write local ticks dated in this machine's future again at its time, keeping every op
+    ///
+    /// For a clone that made a tick while its clock (or LOOPX_NOW) was ahead:
+    /// no hub takes that tick, nor any after it. Writes the ticks from the
+    /// first future-dated one again (that one and any other future-dated op at
+    /// this machine's time, the rest as they were), keeps the old tip under
+    /// refs/loopx/backup/redate/…, and moves the local state. Then sync.
+    #[arg(long, conflicts_with_all = ["setup", "adopt_remote", "repair_remote"])]
+    redate: bool,
 }
 
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
@@ -48,13 +68,17 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     if args.repair_remote {
         return repair(ctx, args);
     }
-    let report = sync::run_with(
-        ctx,
+    if args.redate {
+        return redate(ctx);
+    }
+    let report = sync::run(
+        ctx.repo()?,
         &sync::Options {
             remote: args.remote.clone(),
             adopt_remote: args.adopt_remote,
-            no_push: false,
+            push_first: false,
         },
+        &|line| ctx.out.status(line),
     )?;
     ctx.out.emit(&report, || human(&report))?;
     if report.rejected.is_empty() {
@@ -136,7 +160,7 @@ struct SetupWire<'a> {
 }
 
 fn setup(ctx: &Ctx, args: &Args) -> Result<Exit> {
-    let (names, refspec, added) = sync::setup(ctx, args.remote.as_deref())?;
+    let (names, refspec, added) = sync::setup(ctx.repo()?, args.remote.as_deref())?;
     let wire = SetupWire {
         remote: &names.remote,
         refspec: &refspec,
@@ -157,20 +181,110 @@ fn setup(ctx: &Ctx, args: &Args) -> Result<Exit> {
     Ok(Exit::Ok)
 }
 
+fn redate(ctx: &Ctx) -> Result<Exit> {
+    let r = sync::redate::run(ctx.repo()?)?;
+    ctx.out.emit(&r, || match (&r.from, &r.backup) {
+        (None, _) => "There is no loopx state here: nothing to redate.".to_owned(),
+        (Some(_), None) => "No local tick is dated in this machine's future: nothing to redate.".to_owned(),
+        (Some(from), Some(backup)) => {
+            let mut s = format!(
+                "Wrote {} tick{} again ({} redated to this machine's time); the old tip {} is kept at {backup}.",
+                r.rewritten,
+                if r.rewritten == 1 { "" } else { "s" },
+                r.redated,
+                &from[..from.len().min(8)],
+            );
+            for x in &r.rejected {
+                s.push_str(&format!(
+                    "\nRejected {} {} by {}: {}",
+                    x.kind,
+                    x.todo.as_ref().map_or(x.op.as_str(), |t| t.as_str()),
+                    x.actor.name(),
+                    x.reason
+                ));
+            }
+            s.push_str("\nRun `loopx sync` to share them.");
+            s
+        }
+    })?;
+    Ok(Exit::Ok)
+}
+
 fn repair(ctx: &Ctx, args: &Args) -> Result<Exit> {
-    let r = sync::repair::run(ctx, args.remote.as_deref())?;
+    let repo = ctx.repo()?;
+    let plan = sync::repair::plan(repo, &ctx.actor()?, args.remote.as_deref())?;
+    let r = if plan.report.removed.is_empty() || args.dry_run {
+        plan.report
+    } else {
+        // Show what goes before it goes, and ask.
+        for x in &plan.report.removed {
+            ctx.out.status(&format!(
+                "Would remove from {}: {} {} ({})",
+                plan.report.remote,
+                &x.commit[..x.commit.len().min(8)],
+                x.subject,
+                x.author
+            ));
+        }
+        if !args.yes {
+            confirm(ctx, &plan.report)?;
+        }
+        sync::repair::apply(repo, plan)?
+    };
     ctx.out.emit(&r, || match (&r.from, &r.to, &r.finding) {
         (None, ..) => format!("{} has no loopx state: nothing to repair.", r.remote),
         (Some(_), Some(to), Some(f)) => format!(
-            "Removed {} commit{} from {} (the first: {} [{}]); it is back at {}.",
+            "{} {} commit{} from {} (the first: {} [{}]); it {} at {}.",
+            if r.applied { "Removed" } else { "Would remove" },
             r.removed.len(),
             if r.removed.len() == 1 { "" } else { "s" },
             r.remote,
             &f.commit[..f.commit.len().min(8)],
             f.rule.name(),
+            if r.applied {
+                "is back"
+            } else {
+                "would be back"
+            },
             &to[..to.len().min(8)]
         ),
         _ => format!("Every tick on {} is valid: nothing to repair.", r.remote),
     })?;
     Ok(Exit::Ok)
+}
+
+/// Asks on the terminal before ticks leave the hub; refuses without one.
+fn confirm(ctx: &Ctx, r: &sync::repair::Repair) -> Result<()> {
+    use std::io::{BufRead, IsTerminal};
+    let n = r.removed.len();
+    if !std::io::stdin().is_terminal() {
+        return Err(Refusal::usage(
+            Code::ConfirmRepair,
+            format!(
+                "putting {} back would remove {n} commit{} from it, and there is no terminal to ask",
+                r.remote,
+                if n == 1 { "" } else { "s" }
+            ),
+        )
+        .with_hint(format!(
+            "list them with `loopx sync {} --repair-remote --dry-run`; if each is a forgery, run it again with --yes",
+            r.remote
+        ))
+        .into());
+    }
+    ctx.out.status(&format!(
+        "Remove {n} commit{} from {}? Each is a tick every clone refuses. [y/N]",
+        if n == 1 { "" } else { "s" },
+        r.remote
+    ));
+    let mut line = String::new();
+    std::io::stdin().lock().read_line(&mut line)?;
+    if !matches!(line.trim(), "y" | "Y" | "yes") {
+        return Err(Refusal::rule(
+            Code::NotConfirmed,
+            format!("nothing was removed from {}", r.remote),
+        )
+        .into());
+    }
+    Ok(())
 }

@@ -57,7 +57,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         None => None,
         Some(rev) => {
             let from = history::resolve(ctx, rev)?;
-            if !verify::is_ancestor(ctx, from.commit, to.commit)? {
+            if !verify::is_ancestor(ctx.repo()?, from.commit, to.commit)? {
                 return Err(Refusal::usage(
                     Code::BadRange,
                     format!(
@@ -69,7 +69,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                 .with_hint("give --from an older tick of the same history")
                 .into());
             }
-            verify::trusted_parent(ctx, &from)?
+            verify::trusted_parent(ctx.repo()?, &from)?
         }
     };
     let from_tick = base.as_ref().map_or(0, |b| b.tip.tick);
@@ -82,7 +82,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                 .status(&format!("Verifying: {done} of {total} ticks checked…"));
         }
     };
-    let checked = verify::chain_of(ctx, base, to.commit, &mut progress)?;
+    let checked = verify::chain_of(ctx.repo()?, base, to.commit, &mut progress)?;
     match checked {
         Ok(v) => {
             let wire = Wire {

@@ -17,6 +17,7 @@ use gix::refs::transaction::{Change, LogChange, PreviousValue, RefEdit, RefLog};
 use crate::error::{Code, Refusal};
 
 mod history;
+mod lock;
 mod scratch;
 
 pub use history::{Entry, FileChange, FirstParents, PrefixMatch};
@@ -25,7 +26,7 @@ pub use scratch::Scratch;
 /// Whether `name` is one of the refs loopx keeps for itself beside the
 /// state (sync's records and backups), which can never be a state ref.
 fn is_own_ref(name: &str) -> bool {
-    ["synced", "verified", "backup"]
+    ["synced", "verified", "backup", "remotes", "fetching"]
         .iter()
         .any(|own| name.starts_with(&format!("refs/loopx/{own}/")))
 }
@@ -209,6 +210,18 @@ impl Store {
             .config_snapshot()
             .string(key)
             .map(|v| v.to_str_lossy().into_owned())
+    }
+
+    /// Every value of a multi-valued git config key (`remote.<r>.fetch`),
+    /// as read when the store was opened.
+    pub fn config_values(&self, key: &str) -> Vec<String> {
+        self.repo
+            .config_snapshot()
+            .strings(key)
+            .unwrap_or_default()
+            .iter()
+            .map(|v| v.to_str_lossy().into_owned())
+            .collect()
     }
 
     /// A git config value set in the repository's own or the user's global
@@ -596,6 +609,9 @@ impl Store {
                 new: Target::Object(new.0),
             },
         };
+        // No loopx writer here can then mistake this lock for an
+        // abandoned one (`lock.rs`).
+        let _guard = lock::guard(self.common_dir());
         let who = gix::actor::Signature {
             name: committer.name.as_str().into(),
             email: committer.email.as_str().into(),
@@ -644,6 +660,12 @@ impl Store {
             .edit_references([edit])
             .with_context(|| format!("deleting {name}"))?;
         Ok(())
+    }
+
+    /// Removes a ref lock file whose writer is gone (see `lock.rs`); true
+    /// when it did, and the compare-and-swap can be tried again at once.
+    pub fn recover_lock(&self, lock: &Path) -> bool {
+        lock::recover(self.common_dir(), lock)
     }
 
     /// The lock file git and gix create while updating the state ref.

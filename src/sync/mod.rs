@@ -1,12 +1,21 @@
 //! Sync across machines through an ordinary git remote (DESIGN §5).
 //!
-//! A round fetches the remote's state ref into its remote-tracking ref
-//! (`refs/remotes/<remote>/loopx/state`) with the system git, then compares
-//! it with the local tip: equal, nothing to do; behind, fast-forward; ahead,
-//! push; diverged, **replay** the local-only ticks' ops, in order, through
-//! [`op::apply`](crate::op::apply) on top of the remote tip, and push that. A push is
-//! fast-forward only (never `+`); when another machine pushed first, the
-//! next round fetches again, after a backoff, a bounded number of times.
+//! A round is four steps, each in its own file:
+//! 1. [`fetch`]: the system git brings the remote's state ref (into a ref
+//!    of this sync's own, then the remote-tracking ref);
+//! 2. [`observe`]: a plain value of what is there: the local, remote and
+//!    last synced tips, their merge base, and the ticks on each side of it,
+//!    verified once (`crate::verify::check_tick`, signatures included);
+//! 3. [`decide`]: a pure function from that value and the options to a
+//!    plan: equal, nothing to do; behind, fast-forward; ahead, push;
+//!    diverged, **replay** the local-only ticks' ops, in order, through
+//!    [`op::apply`](crate::op::apply) on top of the remote tip
+//!    ([`replay::plan_replay`]), and push that;
+//! 4. [`execute`]: the one place a sync writes a commit (through the one
+//!    tick writer) or moves a ref. A push names the fetched remote tip as
+//!    the expected tip (a compare-and-swap, never `+`); when another
+//!    machine pushed first, the next round fetches again, after a backoff,
+//!    a bounded number of times.
 //!
 //! Replay is a pure function of the remote tip and the local ops. Each op
 //! keeps its id, time and actor; a survivor is written again with a
@@ -27,13 +36,15 @@
 //! it and changes nothing, unless told to adopt it (`--adopt-remote`), which
 //! keeps the local tip reachable under `refs/loopx/backup/<remote>/…`.
 
-mod plan;
+mod decide;
+mod execute;
+mod fetch;
+mod observe;
+pub mod redate;
 mod remote;
 pub mod repair;
 mod replay;
-mod trust;
 
-use plan::{Plan, move_state, plan, remote_corrupt};
 pub use remote::{Names, default_remote, hub, names, setup};
 pub use replay::{rejection, rejection_id};
 
@@ -42,10 +53,9 @@ use std::time::Duration;
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::ctx::Ctx;
 use crate::error::{Code, Exit, Refusal};
-use crate::git::{self, Fetched, NetworkError, Pushed};
 use crate::model::{Actor, AgentId, EvidenceId, OpId, TodoId};
+use crate::repo::Repo;
 use crate::store::{CasError, Oid, Tip};
 
 /// Rounds (fetch, reconcile, push) before sync gives up with exit 4.
@@ -61,10 +71,10 @@ pub struct Options {
     /// Follow a rewritten (or unrelated) remote history, keeping the local
     /// tip under a backup ref.
     pub adopt_remote: bool,
-    /// Take the remote's ticks (replaying local ones on top of them, here
-    /// only) but push nothing: a claim decides on the freshest state, and
-    /// its own push then carries every local tick at once.
-    pub no_push: bool,
+    /// First push the local ticks expecting the hub at the last synced tip,
+    /// and fetch only when that push is refused (a claim's protocol, DESIGN
+    /// §5).
+    pub push_first: bool,
 }
 
 /// How a sync ended.
@@ -158,38 +168,32 @@ impl Report {
     }
 }
 
-/// Syncs the state with `remote` (None: [`default_remote`]). This is the
-/// entry point for commands that sync around their own work (`claim
-/// --sync`, and the turn commands).
-pub fn run(ctx: &Ctx, remote: Option<&str>) -> Result<Report> {
-    run_with(
-        ctx,
-        &Options {
+impl Options {
+    /// A plain sync with `remote` (None: [`default_remote`]).
+    pub fn with(remote: Option<&str>) -> Options {
+        Options {
             remote: remote.map(str::to_owned),
-            ..Options::default()
-        },
-    )
+            adopt_remote: false,
+            push_first: false,
+        }
+    }
 }
 
-/// Brings the remote's ticks into the local state without pushing: local
-/// ticks the remote lacks are replayed on top of its tip here, and go with
-/// the next [`run`]. For a command that decides on the freshest state and
-/// pushes once afterwards (`todo claim`).
-pub fn pull(ctx: &Ctx, remote: Option<&str>) -> Result<Report> {
-    run_with(
-        ctx,
-        &Options {
-            remote: remote.map(str::to_owned),
-            no_push: true,
-            ..Options::default()
-        },
-    )
-}
+/// Where a sync reports progress (long verifications): a line for a human,
+/// never printed here.
+pub type Progress<'a> = &'a dyn Fn(&str);
 
 /// Syncs with the remote until the remote holds every local tick (replayed
 /// or recorded as rejected) and the local state holds every remote tick.
-pub fn run_with(ctx: &Ctx, opts: &Options) -> Result<Report> {
-    let names = names(ctx, opts.remote.as_deref())?;
+/// Each round: fetch, observe, decide, execute.
+pub fn run(repo: &Repo, opts: &Options, progress: Progress) -> Result<Report> {
+    let names = names(repo, opts.remote.as_deref())?;
+    remote::migrate(repo, &names)?;
+    if opts.push_first
+        && let Some(report) = push_first(repo, &names, progress)?
+    {
+        return Ok(report);
+    }
     let mut tally = Tally::default();
     let mut backoff = FIRST_BACKOFF;
     let mut fetched: Option<Option<Tip>> = None;
@@ -199,7 +203,7 @@ pub fn run_with(ctx: &Ctx, opts: &Options) -> Result<Report> {
         tally.rounds = round;
         let remote_tip = match fetched.take() {
             Some(tip) => tip,
-            None => match fetch(ctx, &names)? {
+            None => match fetch::fetch(repo, &names)? {
                 Ok(tip) => tip,
                 Err(busy) => {
                     last_refusal = busy;
@@ -209,93 +213,39 @@ pub fn run_with(ctx: &Ctx, opts: &Options) -> Result<Report> {
                 }
             },
         };
-        match plan(ctx, &names, remote_tip.as_ref(), opts, refetched)? {
-            Plan::Refetch => {
-                // Once: plan reads a second fetch that is as old as a real
-                // rewind.
-                refetched = true;
-            }
-            Plan::Again => {
+        let seen = observe::observe(repo, &names, remote_tip.clone(), opts, refetched, progress)?;
+        let (plan, verified) = decide::decide(seen, opts, repo.signers()?)
+            .map_err(|stop| decide::refusal(repo, &names, *stop))?;
+        match execute::execute(repo, &names, plan, verified)? {
+            execute::Step::Refetch => refetched = true,
+            execute::Step::Again => {
                 // A local tick landed meanwhile: decide again against the
                 // same remote tip.
                 fetched = Some(remote_tip);
             }
-            Plan::Done {
+            execute::Step::Refused(why) => {
+                last_refusal = why;
+                pause(backoff);
+                backoff = (backoff * 2).min(MAX_BACKOFF);
+            }
+            execute::Step::Moved(counts) => {
+                // The remote has the pushed chain, but a local tick landed
+                // meanwhile: the next round replays that tick (ops already
+                // on the remote are not applied again).
+                tally.add(counts);
+            }
+            execute::Step::Done {
                 outcome,
                 tip,
-                pulled,
-                backup,
+                counts,
             } => {
-                remember(ctx, &names.synced, tip.commit)?;
-                tally.pulled = pulled;
-                tally.backup = backup;
+                tally.add(counts);
                 return Ok(tally.report(&names, outcome, &tip));
-            }
-            Plan::Push(push) if opts.no_push => {
-                // Keep the replayed chain here; the remote tip it sits on
-                // is the one last synced with.
-                if let Some(from) = push.local
-                    && from != push.tip.commit
-                    && !move_state(ctx, push.tip.commit, Some(from), "loopx: sync")?
-                {
-                    continue;
-                }
-                if let Some(r) = &remote_tip {
-                    remember(ctx, &names.synced, r.commit)?;
-                }
-                tally.pulled = push.pulled;
-                tally.replays.extend(push.replays);
-                tally.rejected.extend(push.rejected);
-                let outcome = if tally.replays.is_empty() && tally.rejected.is_empty() {
-                    if tally.pulled > 0 {
-                        Outcome::Pulled
-                    } else {
-                        Outcome::UpToDate
-                    }
-                } else {
-                    Outcome::Replayed
-                };
-                return Ok(tally.report(&names, outcome, &push.tip));
-            }
-            Plan::Push(push) => {
-                let sent = git::push(
-                    ctx.store()?.common_dir(),
-                    &names.remote,
-                    &push.tip.commit.to_string(),
-                    ctx.state_ref(),
-                    ctx.config()?.sync_timeout,
-                )
-                .map_err(|e| push_failed(&names, e))?;
-                if let Pushed::Behind(why) = sent {
-                    last_refusal = why;
-                    pause(backoff);
-                    backoff = (backoff * 2).min(MAX_BACKOFF);
-                    continue;
-                }
-                let _ = remember(ctx, &names.tracking, push.tip.commit);
-                tally.pushed += push.count;
-                tally.pulled = push.pulled;
-                tally.replays.extend(push.replays);
-                tally.rejected.extend(push.rejected);
-                let moved = match push.local {
-                    Some(from) if from != push.tip.commit => {
-                        move_state(ctx, push.tip.commit, Some(from), "loopx: sync")?
-                    }
-                    _ => true,
-                };
-                if !moved {
-                    // The remote has the replayed chain, but a local tick
-                    // landed meanwhile: the next round replays that tick
-                    // (ops already on the remote are not applied again).
-                    continue;
-                }
-                remember(ctx, &names.synced, push.tip.commit)?;
-                return Ok(tally.report(&names, push.outcome, &push.tip));
             }
         }
     }
     let last = if last_refusal.is_empty() {
-        format!("{} kept moving", ctx.state_ref())
+        format!("{} kept moving", repo.state_ref())
     } else {
         format!("the last attempt got: {last_refusal}")
     };
@@ -312,6 +262,33 @@ pub fn run_with(ctx: &Ctx, opts: &Options) -> Result<Report> {
     .into())
 }
 
+/// The claim protocol (DESIGN §5): when the local tip descends from the
+/// last synced one, push it expecting the hub still there, without a
+/// fetch. None when that does not apply or the hub moved (then a full
+/// round fetches and replays).
+fn push_first(repo: &Repo, names: &Names, progress: Progress) -> Result<Option<Report>> {
+    let Some(seen) = observe::ahead_of_synced(repo, names, progress)? else {
+        return Ok(None);
+    };
+    let (plan, _) = decide::decide(seen, &Options::default(), repo.signers()?)
+        .map_err(|stop| decide::refusal(repo, names, *stop))?;
+    match execute::execute(repo, names, plan, None)? {
+        execute::Step::Done {
+            outcome,
+            tip,
+            counts,
+        } => {
+            let mut tally = Tally {
+                rounds: 1,
+                ..Tally::default()
+            };
+            tally.add(counts);
+            Ok(Some(tally.report(names, outcome, &tip)))
+        }
+        _ => Ok(None),
+    }
+}
+
 /// What the rounds so far did.
 #[derive(Default)]
 struct Tally {
@@ -324,6 +301,16 @@ struct Tally {
 }
 
 impl Tally {
+    fn add(&mut self, c: execute::Counts) {
+        self.pushed += c.pushed;
+        self.pulled = c.pulled;
+        self.replays.extend(c.replays);
+        self.rejected.extend(c.rejected);
+        if c.backup.is_some() {
+            self.backup = c.backup;
+        }
+    }
+
     fn report(self, names: &Names, outcome: Outcome, tip: &Tip) -> Report {
         Report {
             remote: names.remote.clone(),
@@ -341,136 +328,40 @@ impl Tally {
     }
 }
 
-/// Fetches the remote's tip, trying again while another fetch here is in
-/// the way.
-pub(super) fn fetch_tip(ctx: &Ctx, names: &Names) -> Result<Option<Tip>> {
-    let mut backoff = FIRST_BACKOFF;
-    for _ in 0..MAX_ROUNDS {
-        match fetch(ctx, names)? {
-            Ok(tip) => return Ok(tip),
-            Err(_) => {
-                pause(backoff);
-                backoff = (backoff * 2).min(MAX_BACKOFF);
-            }
-        }
-    }
-    Err(Refusal::conflict(
-        Code::SyncRetriesExhausted,
-        format!(
-            "could not fetch from {}: other fetches kept getting in the way",
-            names.remote
-        ),
-    )
-    .with_hint("run it again")
-    .into())
-}
-
-/// Fetches the remote's state into the tracking ref and resolves it;
-/// `Ok(Err(why))` when another fetch on this machine got in the way.
-fn fetch(ctx: &Ctx, names: &Names) -> Result<Result<Option<Tip>, String>> {
-    // Into a ref of this sync's own, then read from there: two syncs on one
-    // clone each see the tip their own fetch brought, never an older one
-    // that a slower fetch wrote into the tracking ref afterwards.
-    let mut b = [0u8; 4];
-    let _ = getrandom::fill(&mut b);
-    let fetching = format!(
-        "refs/loopx/fetching/{}-{}-{:08x}",
-        names.remote.replace('/', "-"),
-        std::process::id(),
-        u32::from_le_bytes(b)
-    );
-    let found = git::fetch(
-        ctx.store()?.common_dir(),
-        &names.remote,
-        ctx.state_ref(),
-        &fetching,
-        ctx.config()?.sync_timeout,
-    )
-    .map_err(|e| match e.downcast_ref::<NetworkError>() {
-        Some(n) => Refusal::error(
-            Code::RemoteUnreachable,
-            format!(
-                "cannot fetch the loopx state from {}: {}",
-                names.remote, n.stderr
-            ),
-        )
-        .with_hint(format!(
-            "nothing was changed here; check the remote's URL (`git remote get-url {}`), the network and your credentials, then run `loopx sync` again",
-            names.remote
-        ))
-        .into(),
-        None => e,
-    })?;
-    match found {
-        Fetched::NoState => Ok(Ok(None)),
-        Fetched::Busy(why) => Ok(Err(why)),
-        Fetched::State => {
-            let tip = ctx.store()?.resolve(&fetching);
-            let _ = ctx.store()?.delete_ref(&fetching);
-            let tip = tip
-                .map_err(|e| anyhow::Error::from(remote_corrupt(names, None, &format!("{e:#}"))))?;
-            if let Some(t) = &tip {
-                track_ref(ctx, &names.tracking, t.commit)?;
-            }
-            Ok(Ok(tip))
-        }
-    }
-}
-
-pub(super) fn push_failed(names: &Names, e: anyhow::Error) -> anyhow::Error {
-    match e.downcast_ref::<NetworkError>() {
-        Some(n) => Refusal::error(
-            Code::PushFailed,
-            format!("{} did not take the push: {}", names.remote, n.stderr),
-        )
-        .with_hint(
-            "nothing was changed here and no tick is lost; check your push access to the remote (and any server-side hook), then run `loopx sync` again",
-        )
-        .into(),
-        None => e,
-    }
-}
-
-/// Moves a ref loopx owns forward to `commit`; leaves it where it is when
-/// it already holds `commit` or a descendant of it.
-pub(super) fn remember(ctx: &Ctx, name: &str, commit: Oid) -> Result<()> {
-    let committer = ctx.committer();
+/// Moves a ref loopx owns to `commit` by compare-and-swap, retrying while
+/// another writer here moves it or holds its lock. `forward_only`: leave it
+/// where it is when it already holds `commit` or a descendant (the synced
+/// and verified refs); else it mirrors whatever it is given (the tracking
+/// ref). Gives up quietly, after a few tries, only for a mirror.
+pub(super) fn advance_ref(
+    repo: &Repo,
+    name: &str,
+    commit: Oid,
+    forward_only: bool,
+    reflog: &str,
+) -> Result<()> {
     for _ in 0..8 {
-        let current = ctx.store()?.resolve(name)?.map(|t| t.commit);
-        if let Some(c) = current
-            && (c == commit || ctx.store()?.is_ancestor(commit, c)?)
-        {
-            return Ok(());
-        }
-        match ctx
-            .store()?
-            .cas_ref(name, commit, current, "loopx: sync", &committer)
-        {
-            Ok(()) => return Ok(()),
-            Err(CasError::Moved | CasError::Locked { .. }) => {}
-            Err(CasError::Other(e)) => return Err(e),
-        }
-    }
-    Err(anyhow::anyhow!("{name} kept moving while sync recorded it"))
-}
-
-/// Points the remote-tracking ref at what a fetch brought (a mirror of
-/// the remote, for people and `git log`; sync decides on its own fetch).
-pub(super) fn track_ref(ctx: &Ctx, name: &str, commit: Oid) -> Result<()> {
-    let committer = ctx.committer();
-    for _ in 0..8 {
-        let current = ctx.store()?.resolve(name)?.map(|t| t.commit);
+        let current = repo.store().resolve(name)?.map(|t| t.commit);
         if current == Some(commit) {
             return Ok(());
         }
-        match ctx
-            .store()?
-            .cas_ref(name, commit, current, "loopx: sync fetch", &committer)
+        if forward_only
+            && let Some(c) = current
+            && repo.store().is_ancestor(commit, c)?
+        {
+            return Ok(());
+        }
+        match repo
+            .store()
+            .cas_ref(name, commit, current, reflog, repo.committer())
         {
             Ok(()) => return Ok(()),
             Err(CasError::Moved | CasError::Locked { .. }) => {}
             Err(CasError::Other(e)) => return Err(e),
         }
+    }
+    if forward_only {
+        return Err(anyhow::anyhow!("{name} kept moving while sync recorded it"));
     }
     Ok(())
 }

@@ -1,26 +1,36 @@
 //! Remote naming and setup: which remote, the refs sync keeps for it, and
 //! the fetch refspec `--setup` adds.
+//!
+//! The remote-tracking copy of a remote's state lives under
+//! `refs/loopx/remotes/<remote>/`, a namespace no branch can collide with
+//! (round 1 used `refs/remotes/<remote>/loopx/state`, where a branch named
+//! `loopx/state` on the remote made every plain `git fetch` fail). Clones set
+//! up before are moved over by their next sync or `sync --setup`
+//! ([`migrate`]).
 
 use anyhow::Result;
 
-use crate::ctx::Ctx;
 use crate::error::{Code, Refusal};
 use crate::git::{self};
+use crate::repo::Repo;
 use crate::store::Store;
 
 /// The remote `loopx sync` uses when none is named: git config
 /// `loopx.remote`, else `origin`.
-pub fn default_remote(ctx: &Ctx) -> String {
-    ctx.config()
-        .map_or_else(|_| "origin".to_owned(), |c| c.remote.clone())
+pub fn default_remote(repo: &Repo) -> String {
+    repo.config().remote.clone()
 }
 
 /// The refs one remote's sync uses.
 #[derive(Clone, Debug)]
 pub struct Names {
     pub remote: String,
-    /// The remote-tracking copy of the remote's state ref.
+    /// The remote-tracking copy of the remote's state ref
+    /// (`refs/loopx/remotes/<remote>/state`).
     pub tracking: String,
+    /// Where round 1 kept it (`refs/remotes/<remote>/loopx/state`), for
+    /// [`migrate`].
+    pub legacy_tracking: String,
     /// The remote tip last synced with.
     pub synced: String,
     /// The remote tip last verified (every commit up to it is a valid
@@ -29,13 +39,12 @@ pub struct Names {
 }
 
 /// Checks that `remote` is a configured git remote and names its refs.
-pub fn names(ctx: &Ctx, remote: Option<&str>) -> Result<Names, Refusal> {
+pub fn names(repo: &Repo, remote: Option<&str>) -> Result<Names, Refusal> {
     let named = remote.is_some();
-    let remote = remote.map_or_else(|| default_remote(ctx), str::to_owned);
-    if ctx
+    let remote = remote.map_or_else(|| default_remote(repo), str::to_owned);
+    if repo
         .store()
-        .ok()
-        .and_then(|s| s.config(&format!("remote.{remote}.url")))
+        .config(&format!("remote.{remote}.url"))
         .is_none()
     {
         let hint = if named {
@@ -51,7 +60,7 @@ pub fn names(ctx: &Ctx, remote: Option<&str>) -> Result<Names, Refusal> {
         )
         .with_hint(hint));
     }
-    let state_ref = ctx.state_ref();
+    let state_ref = repo.state_ref();
     let rest = state_ref.strip_prefix("refs/").unwrap_or(state_ref);
     // The default state ref is remembered under refs/loopx/synced/<remote>;
     // another one (git config loopx.ref, e.g. one ref per goal) under a name
@@ -63,8 +72,10 @@ pub fn names(ctx: &Ctx, remote: Option<&str>) -> Result<Names, Refusal> {
             format!("refs/loopx/{kind}/{remote}@{}", rest.replace('/', "-"))
         }
     };
+    let tail = state_ref.strip_prefix("refs/loopx/").unwrap_or(rest);
     let names = Names {
-        tracking: format!("refs/remotes/{remote}/{rest}"),
+        tracking: format!("refs/loopx/remotes/{remote}/{tail}"),
+        legacy_tracking: format!("refs/remotes/{remote}/{rest}"),
         synced: own("synced"),
         verified: own("verified"),
         remote,
@@ -85,42 +96,88 @@ pub fn names(ctx: &Ctx, remote: Option<&str>) -> Result<Names, Refusal> {
     Ok(names)
 }
 
-/// The fetch refspec `--setup` adds to `remote`.
-fn setup_refspec(remote: &str) -> String {
-    format!("+refs/loopx/*:refs/remotes/{remote}/loopx/*")
-}
-
 /// The team's hub, when this clone shares its state through one: the
 /// default remote ([`default_remote`]), once `loopx sync --setup` gave it
-/// the state's fetch refspec. Commands then sync around their own work by
-/// default (DESIGN §5); None: this clone works alone.
-pub fn hub(ctx: &Ctx) -> Option<String> {
-    let remote = default_remote(ctx);
-    let dir = ctx.store().ok()?.common_dir();
-    let want = setup_refspec(&remote);
+/// the state's fetch refspec (or round 1's, which the next sync migrates).
+/// Commands then sync around their own work by default (DESIGN §5); None:
+/// this clone works alone.
+pub fn hub(repo: &Repo) -> Option<String> {
+    let remote = default_remote(repo);
+    let dir = repo.store().common_dir();
+    let want = [refspec(&remote), legacy_refspec(&remote)];
     git::config_values(dir, &format!("remote.{remote}.fetch"))
         .ok()?
         .iter()
-        .any(|v| v.trim() == want)
+        .any(|v| want.iter().any(|w| v.trim() == w))
         .then_some(remote)
 }
 
-/// Adds the glob fetch refspec `+refs/loopx/*:refs/remotes/<remote>/loopx/*`
-/// to the remote, so a plain `git fetch` brings the state too. Returns the
-/// refspec and whether it was added (false: it was there already). A glob,
-/// because a plain refspec makes `git fetch` fail while the remote has no
-/// state yet; no push refspec, which would change what a bare `git push`
-/// does.
-pub fn setup(ctx: &Ctx, remote: Option<&str>) -> Result<(Names, String, bool)> {
-    let names = names(ctx, remote)?;
-    let refspec = setup_refspec(&names.remote);
+/// The fetch refspec `--setup` adds: the remote's `refs/loopx/*` into
+/// `refs/loopx/remotes/<remote>/*`.
+pub fn refspec(remote: &str) -> String {
+    format!("+refs/loopx/*:refs/loopx/remotes/{remote}/*")
+}
+
+/// The refspec round 1's `--setup` added, which a branch named
+/// `loopx/state` collides with.
+fn legacy_refspec(remote: &str) -> String {
+    format!("+refs/loopx/*:refs/remotes/{remote}/loopx/*")
+}
+
+/// Adds the glob fetch refspec [`refspec`] to the remote, so a plain `git
+/// fetch` brings the state too. Returns the refspec and whether it was
+/// added (false: it was there already). A glob, because a plain refspec
+/// makes `git fetch` fail while the remote has no state yet; no push
+/// refspec, which would change what a bare `git push` does.
+pub fn setup(repo: &Repo, remote: Option<&str>) -> Result<(Names, String, bool)> {
+    let names = names(repo, remote)?;
+    let migrated = migrate(repo, &names)?;
+    let refspec = refspec(&names.remote);
     let key = format!("remote.{}.fetch", names.remote);
-    let dir = ctx.store()?.common_dir();
+    let dir = repo.store().common_dir();
     let present = git::config_values(dir, &key)?
         .iter()
         .any(|v| v.trim() == refspec);
     if !present {
         git::output(dir, &["config", "--add", &key, &refspec])?;
     }
-    Ok((names, refspec, !present))
+    Ok((names, refspec, !present || migrated))
+}
+
+/// Moves a clone set up by round 1 to the tracking namespace of today: the
+/// old fetch refspec is replaced by [`refspec`], and the old tracking ref
+/// (when it holds a loopx tick and the new one does not exist yet) moves to
+/// [`Names::tracking`]. Cheap when there is nothing to do (the settings and
+/// refs are read in memory). True when the refspec was replaced.
+pub fn migrate(repo: &Repo, names: &Names) -> Result<bool> {
+    let store = repo.store();
+    let key = format!("remote.{}.fetch", names.remote);
+    let old = legacy_refspec(&names.remote);
+    let mut replaced = false;
+    if store.config_values(&key).iter().any(|v| v.trim() == old) {
+        let dir = store.common_dir();
+        git::output(dir, &["config", "--unset-all", "--fixed-value", &key, &old])?;
+        let new = refspec(&names.remote);
+        if !git::config_values(dir, &key)?
+            .iter()
+            .any(|v| v.trim() == new)
+        {
+            git::output(dir, &["config", "--add", &key, &new])?;
+        }
+        replaced = true;
+    }
+    if store.resolve(&names.tracking)?.is_none()
+        && let Some(legacy) = store.resolve(&names.legacy_tracking)?
+        && crate::op::message::kind_of(&store.message(legacy.commit)?).is_some()
+    {
+        super::advance_ref(
+            repo,
+            &names.tracking,
+            legacy.commit,
+            false,
+            "loopx: sync (tracking ref moved)",
+        )?;
+        store.delete_ref(&names.legacy_tracking)?;
+    }
+    Ok(replaced)
 }

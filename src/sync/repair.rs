@@ -1,22 +1,32 @@
 //! `loopx sync --repair-remote`: the way back after a forgery landed on an
-//! unguarded hub. A human act: it finds the first commit on the remote
-//! that is not a valid tick (verifying from the last tip verified for that
-//! remote), and puts the remote's ref back at the last valid tick before
-//! it, with a lease on the bad tip (never `+`). Clones that refused the
-//! forgery then sync on without seeing a rewrite.
+//! unguarded hub. A human act, in two steps. [`plan`] finds the first
+//! commit on the remote that is not a valid tick (verifying from the last
+//! tip verified for that remote) and lists what putting the remote back
+//! before it would remove; [`apply`] (after the human said yes) pushes the
+//! last valid tick over the remote's ref, with a lease on the bad tip
+//! (never `+`). Clones that refused the forgery then sync on without seeing
+//! a rewrite.
+//!
+//! Only a tick invalid by structure, one every clone refuses whatever its
+//! clock and its trusted signers, is ever removed. A tick that is only "in
+//! this machine's future", "signed by a key not trusted here" or "written by
+//! a newer loopx" is this machine's verdict, not the team's: it is reported,
+//! never removed. A hub that runs the guard (`loopx hub install`) judged
+//! what it took by its own rules; its refusal of the repair wins.
 
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::ctx::Ctx;
 use crate::error::{Code, Refusal};
-use crate::git::{self, Pushed};
+use crate::git::{self, NetworkError, Pushed};
 use crate::model::Actor;
-use crate::store::Oid;
-use crate::tx;
-use crate::verify::{self, Verified};
+use crate::repo::Repo;
+use crate::store::{Oid, Tip};
+use crate::verify::{self, Finding, Rule};
 
-use super::{Names, names, remember};
+use super::execute::push_failed;
+use super::fetch::fetch_tip;
+use super::{Names, advance_ref, names};
 
 /// A commit the repair takes off the remote.
 #[derive(Clone, Debug, Serialize)]
@@ -26,27 +36,47 @@ pub struct Removed {
     pub subject: String,
 }
 
-/// What a repair did.
+/// What a repair did, or would do (`applied` false).
 #[derive(Clone, Debug, Serialize)]
 pub struct Repair {
     pub remote: String,
     /// The remote's tip before (None: it has no state).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub from: Option<String>,
-    /// Where the remote's ref is now.
+    /// Where the remote's ref is now (or would be).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub to: Option<String>,
     /// The rule the first removed commit breaks.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub finding: Option<verify::Finding>,
+    pub finding: Option<Finding>,
     /// Oldest first.
     pub removed: Vec<Removed>,
+    /// Whether the remote was changed (false for `--dry-run`, and when
+    /// there is nothing to remove).
+    pub applied: bool,
 }
 
-/// Finds the remote's first invalid tick and puts the remote back before
-/// it; changes nothing when every tick is valid.
-pub fn run(ctx: &Ctx, remote: Option<&str>) -> Result<Repair> {
-    if !matches!(ctx.actor()?, Actor::Human { .. }) {
+/// A repair decided, not yet pushed.
+pub struct Plan {
+    names: Names,
+    /// The remote's tip, and the valid tick to put it back at.
+    rewind: Option<(Tip, Oid)>,
+    pub report: Repair,
+}
+
+/// Whether every clone refuses a tick that breaks `rule`, whatever its
+/// clock, its trusted signers and its loopx version.
+pub fn structural(rule: Rule) -> bool {
+    !matches!(
+        rule,
+        Rule::Future | Rule::Signature | Rule::FormatTooNew | Rule::UnknownOp
+    )
+}
+
+/// Finds the remote's first invalid tick and what putting the remote back
+/// before it removes. Changes nothing on the remote.
+pub fn plan(repo: &Repo, actor: &Actor, remote: Option<&str>) -> Result<Plan> {
+    if !matches!(actor, Actor::Human { .. }) {
         return Err(Refusal::rule(
             Code::HumansOnly,
             "repairing a remote's history is a human act; an agent may not do it",
@@ -54,47 +84,41 @@ pub fn run(ctx: &Ctx, remote: Option<&str>) -> Result<Repair> {
         .with_hint("ask a human to run `loopx sync --repair-remote`")
         .into());
     }
-    let names = names(ctx, remote)?;
-    let Some(tip) = super::fetch_tip(ctx, &names)? else {
-        return Ok(Repair {
-            remote: names.remote,
-            from: None,
-            to: None,
-            finding: None,
-            removed: Vec::new(),
+    let names = names(repo, remote)?;
+    let mut report = Repair {
+        remote: names.remote.clone(),
+        from: None,
+        to: None,
+        finding: None,
+        removed: Vec::new(),
+        applied: false,
+    };
+    let Some(tip) = fetch_tip(repo, &names)? else {
+        return Ok(Plan {
+            names,
+            rewind: None,
+            report,
         });
     };
-    let start = start(ctx, &names, tip.commit)?;
-    let base = match start {
-        Some(s) => {
-            let snap = tx::load_at(ctx, ctx.store()?.tip_at(s)?)?;
-            Some(Verified {
-                tip: snap.tip,
-                state: snap.state,
-            })
-        }
+    report.from = Some(tip.commit.to_string());
+    report.to = report.from.clone();
+    let base = match start(repo, &names, tip.commit)? {
+        Some(s) => Some(verify::trusted_at(repo.store(), s)?),
         None => None,
     };
-    let checked = verify::chain(
-        ctx.store()?,
-        base,
-        tip.commit,
-        ctx.now,
-        &verify::Signing::load(ctx)?,
-        &mut |_, _| {},
-    )?;
-    let Err(finding) = checked else {
-        remember(ctx, &names.verified, tip.commit)?;
-        return Ok(Repair {
-            remote: names.remote,
-            from: Some(tip.commit.to_string()),
-            to: Some(tip.commit.to_string()),
-            finding: None,
-            removed: Vec::new(),
+    let Err(finding) = verify::chain_of(repo, base, tip.commit, &mut |_, _| {})? else {
+        advance_ref(repo, &names.verified, tip.commit, true, "loopx: sync")?;
+        return Ok(Plan {
+            names,
+            rewind: None,
+            report,
         });
     };
-    let bad = ctx.store()?.oid(&finding.commit)?;
-    let Some(good) = ctx.store()?.entry(bad)?.parent else {
+    if !structural(finding.rule) {
+        return Err(not_removable(&names, &finding).into());
+    }
+    let bad = repo.store().oid(&finding.commit)?;
+    let Some(good) = repo.store().entry(bad)?.parent else {
         return Err(Refusal::error(
             Code::NothingValid,
             format!(
@@ -103,15 +127,14 @@ pub fn run(ctx: &Ctx, remote: Option<&str>) -> Result<Repair> {
             ),
         )
         .with_hint(format!(
-            "push a valid state there yourself, e.g. `git push --force-with-lease={r}:{t} {rem} {r}:{r}`",
-            r = ctx.state_ref(),
-            t = tip.commit,
-            rem = names.remote
+            "nothing was changed; a human who knows which state {} should hold pushes it there with a lease on its tip {}",
+            names.remote,
+            tip.commit.short(12),
         ))
         .into());
     };
-    let removed = ctx
-        .store()?
+    report.removed = repo
+        .store()
         .chain_since(tip.commit, Some(good))?
         .into_iter()
         .map(|e| Removed {
@@ -119,26 +142,46 @@ pub fn run(ctx: &Ctx, remote: Option<&str>) -> Result<Repair> {
             author: format!("{} <{}>", e.author.name, e.author.email),
             subject: e.message.lines().next().unwrap_or_default().to_owned(),
         })
-        .collect::<Vec<_>>();
-    // Show what goes before it goes.
-    for r in &removed {
-        ctx.out.status(&format!(
-            "Removing from {}: {} {} ({})",
-            names.remote,
-            &r.commit[..r.commit.len().min(8)],
-            r.subject,
-            r.author
-        ));
-    }
+        .collect();
+    report.to = Some(good.to_string());
+    report.finding = Some(finding);
+    Ok(Plan {
+        names,
+        rewind: Some((tip, good)),
+        report,
+    })
+}
+
+/// Puts the remote back as planned, with a lease on the tip the plan saw.
+pub fn apply(repo: &Repo, plan: Plan) -> Result<Repair> {
+    let Plan {
+        names,
+        rewind,
+        mut report,
+    } = plan;
+    let Some((tip, good)) = rewind else {
+        return Ok(report);
+    };
     let pushed = git::push_lease(
-        ctx.store()?.common_dir(),
+        repo.store().common_dir(),
         &names.remote,
         &good.to_string(),
-        ctx.state_ref(),
+        repo.state_ref(),
         &tip.commit.to_string(),
-        ctx.config()?.sync_timeout,
+        repo.config().sync_timeout,
     )
-    .map_err(|e| super::push_failed(&names, e))?;
+    .map_err(|e| match e.downcast_ref::<NetworkError>() {
+        Some(n) if n.stderr.contains("loopx hub") => Refusal::rule(
+            Code::HubNonFastForward,
+            format!(
+                "{} runs the loopx hub guard, and its verdict wins: it refused to be put back ({})",
+                names.remote, n.stderr
+            ),
+        )
+        .with_hint("nothing was changed there; the hub took those ticks by its own rules (its clock, its trusted signers): ask its admin, and compare with `loopx verify` here")
+        .into(),
+        _ => push_failed(&names, e),
+    })?;
     if let Pushed::Behind(why) = pushed {
         return Err(Refusal::conflict(
             Code::RemoteMoved,
@@ -147,30 +190,58 @@ pub fn run(ctx: &Ctx, remote: Option<&str>) -> Result<Repair> {
                 names.remote
             ),
         )
-        .with_hint("run `loopx sync --repair-remote` again")
+        .with_hint("run `loopx sync --repair-remote --dry-run` again to see what it holds now")
         .into());
     }
-    let _ = super::track_ref(ctx, &names.tracking, good);
-    remember(ctx, &names.verified, good)?;
-    Ok(Repair {
-        remote: names.remote,
-        from: Some(tip.commit.to_string()),
-        to: Some(good.to_string()),
-        finding: Some(finding),
-        removed,
-    })
+    let _ = advance_ref(
+        repo,
+        &names.tracking,
+        good,
+        false,
+        "loopx: sync --repair-remote",
+    );
+    advance_ref(
+        repo,
+        &names.verified,
+        good,
+        true,
+        "loopx: sync --repair-remote",
+    )?;
+    report.applied = true;
+    Ok(report)
+}
+
+/// The report of a tick this machine refuses but other clones may not.
+fn not_removable(names: &Names, f: &Finding) -> Refusal {
+    let why = match f.rule {
+        Rule::Future => {
+            "it is dated in this machine's future, and it is taken once its time has come: check this machine's clock and the writer's"
+        }
+        Rule::Signature => {
+            "its signature is not one this machine trusts, and another clone's allowed signers may: check git config loopx.allowedSignersFile here, and ask the signer"
+        }
+        _ => "it was written by a newer loopx: upgrade loopx here",
+    };
+    let mut r = f.refusal(format!(
+        "nothing was changed: --repair-remote removes only ticks every clone refuses, and {why}"
+    ));
+    r.message = format!(
+        "{} holds a tick this machine refuses, which is not removed: {}",
+        names.remote, r.message
+    );
+    r
 }
 
 /// Where verification of the remote starts: the last tip verified for it,
 /// else the newest commit it shares with the local state, else the first.
-fn start(ctx: &Ctx, names: &Names, remote: Oid) -> Result<Option<Oid>> {
-    if let Some(v) = ctx.store()?.resolve(&names.verified)?
-        && ctx.store()?.is_ancestor(v.commit, remote)?
+fn start(repo: &Repo, names: &Names, remote: Oid) -> Result<Option<Oid>> {
+    if let Some(v) = repo.store().resolve(&names.verified)?
+        && repo.store().is_ancestor(v.commit, remote)?
     {
         return Ok(Some(v.commit));
     }
-    match ctx.store()?.tip()? {
-        Some(local) => ctx.store()?.merge_base(local.commit, remote),
+    match repo.store().tip()? {
+        Some(local) => repo.store().merge_base(local.commit, remote),
         None => Ok(None),
     }
 }

@@ -1,116 +1,18 @@
-//! The replay: the local-only ticks' ops, in order, re-applied on top of
-//! the remote's state with the one tick writer; an op that no longer
-//! applies becomes a `sync-rejected` record derived from the op alone.
+//! The replay, decided: the local-only ticks' ops, in order, re-applied on
+//! top of the remote's state (`execute` writes them with the one tick
+//! writer); an op that no longer applies becomes a `sync-rejected` record
+//! derived from the op alone.
 
 use std::collections::HashMap;
 
-use anyhow::{Context, Result};
 use sha2::{Digest, Sha256};
 
-use crate::ctx::Ctx;
-use crate::error::{Code, Refusal};
+use crate::error::Refusal;
 use crate::model::{EvidenceId, EvidenceKind, GoalId, OpId, State, id::RANDOM_HEX};
 use crate::op::{Change, Op, message};
-use crate::store::{Oid, Person, Tip};
-use crate::tx::{self, Snapshot};
+use crate::store::Oid;
 
-use super::plan::unknown_op;
-use super::{Names, Rejected, Replayed};
-
-/// The result of replaying the local ops on the remote's state.
-pub(super) struct Replay {
-    pub(super) tip: Tip,
-    pub(super) written: usize,
-    /// Local ops the remote already had (same op id), not applied again.
-    pub(super) already: usize,
-    pub(super) replays: Vec<Replayed>,
-    pub(super) rejected: Vec<Rejected>,
-}
-
-/// Replays the local-only ticks (`base`..`local`) on top of the remote's
-/// snapshot, writing commits but moving no ref.
-pub(super) fn replay(
-    ctx: &Ctx,
-    names: &Names,
-    local: &Tip,
-    remote: Snapshot,
-    base: Oid,
-    on_remote: &HashMap<String, String>,
-) -> Result<Replay> {
-    // Read and check every local tick before writing anything.
-    let mut ticks = Vec::new();
-    for e in ctx.store()?.chain_since(local.commit, Some(base))? {
-        if let Some(kind) = message::kind_of(&e.message)
-            && !Change::KINDS.contains(&kind)
-        {
-            return Err(unknown_op("the local", &e, kind).into());
-        }
-        let parsed = message::parse(&e.message).map_err(|why| {
-            let parent = e.parent.map_or_else(|| "<parent>".to_owned(), |p| p.to_string());
-            Refusal::error(
-                Code::InvalidTick,
-                format!(
-                    "commit {} on {} is not a loopx tick ({why}), so sync cannot replay it onto {}'s state",
-                    e.commit.short(8),
-                    ctx.state_ref(),
-                    names.remote
-                ),
-            )
-            .with_hint(format!(
-                "it was made by hand; move the ref back with `git update-ref {} {parent}`, redo the change with loopx commands, then sync again; nothing was changed",
-                ctx.state_ref()
-            ))
-        })?;
-        ticks.push((e, parsed));
-    }
-    let Snapshot { tip, state } = remote;
-    let ops: Vec<(Oid, message::Parsed)> = ticks.into_iter().map(|(e, p)| (e.commit, p)).collect();
-    let signers = crate::trust::AllowedSigners::load(ctx)?;
-    // Replayed ops land on the remote's chain: their signatures must bind
-    // its identity.
-    let binding = crate::trust::Binding::live(crate::trust::lineage::state_id(
-        ctx.store()?,
-        Some(tip.commit),
-    )?);
-    let planned = plan_replay(&state, &ops, on_remote, &signers, &binding).map_err(|r| {
-        let mut r = r;
-        r.message = format!("{} holds {}", names.remote, r.message);
-        anyhow::Error::from(r)
-    })?;
-    // Write what the plan says, with the one tick writer (which applies
-    // each op again, to the same states, with the same result).
-    let committer = ctx.committer();
-    let mut out = Replay {
-        tip,
-        written: 0,
-        already: planned.already,
-        replays: Vec::new(),
-        rejected: planned.rejected,
-    };
-    let mut state = state;
-    for step in planned.steps {
-        let written =
-            write(ctx, &out.tip, &state, &step.op, &step.extra, &committer)?.map_err(|r| {
-                anyhow::anyhow!(
-                    "replaying {} failed on the second apply: {}",
-                    step.op.id,
-                    r.message
-                )
-            })?;
-        out.tip = written.tip.expect("a replay writes every op");
-        out.written += 1;
-        if let Some(from) = step.replayed_from {
-            out.replays.push(Replayed {
-                op: step.op.id.clone(),
-                from,
-                to: out.tip.clone(),
-                subject: written.effect.subject,
-            });
-        }
-        state = written.state;
-    }
-    Ok(out)
-}
+use super::Rejected;
 
 /// One tick a replay writes: a local op that still applies, or the record
 /// of one that lost.
@@ -160,7 +62,7 @@ pub(super) fn plan_replay(
         if let Some(theirs) = on_remote.get(op.id.as_str()) {
             if *theirs != crate::trust::op_digest(op) {
                 return Err(Refusal::rule(
-                    Code::OpIdReused,
+                    crate::error::Code::OpIdReused,
                     format!(
                         "a tick whose op id {} is the id of the local {} by {}, with other content: an op id names one op, so this one is not taken for \"already there\"",
                         op.id,
@@ -247,28 +149,6 @@ pub(super) fn plan_replay(
         }
     }
     Ok(plan)
-}
-
-/// Writes one replayed tick on top of `parent` with the one tick writer.
-fn write(
-    ctx: &Ctx,
-    parent: &Tip,
-    before: &State,
-    op: &Op,
-    extra: &[(String, String)],
-    committer: &Person,
-) -> Result<Result<tx::Written, Refusal>> {
-    let extra: Vec<(&str, String)> = extra.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
-    tx::write_tick(
-        ctx.store()?,
-        Some(parent),
-        before,
-        op,
-        &extra,
-        committer,
-        tx::Empty::Write,
-    )
-    .context("writing a replayed tick")
 }
 
 /// Whether an op is a `sync-rejected` record that sync wrote.
@@ -387,6 +267,7 @@ fn derive(purpose: &str, id: &OpId, n: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::Code;
     use crate::model::{Actor, AgentId, TodoId};
     use crate::op;
     use crate::time::{Span, Timestamp};
@@ -605,7 +486,7 @@ mod tests {
         let err = plan_replay(&state, &ops, &reused, &none, &bind)
             .err()
             .unwrap();
-        assert_eq!(err.code, Code::OpIdReused);
+        assert_eq!(err.code, crate::error::Code::OpIdReused);
         // Deterministic: the same inputs, the same plan.
         assert_eq!(
             again.steps.iter().map(|s| &s.op).collect::<Vec<_>>(),

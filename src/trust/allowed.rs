@@ -20,7 +20,7 @@ use anyhow::{Context, Result};
 use ssh_key::PublicKey;
 use ssh_key::public::KeyData;
 
-use crate::ctx::Ctx;
+use crate::repo::Repo;
 use crate::time::Timestamp;
 
 /// One usable line of the file.
@@ -60,13 +60,13 @@ impl AllowedSigners {
     /// Reads the file git config names; none configured, or a missing
     /// file, lists nobody, unless this clone has enforced signatures
     /// before: then the trust root is [`broken`](Self::broken).
-    pub fn load(ctx: &Ctx) -> Result<Self> {
-        let mark = ctx
-            .store()?
+    pub fn load(repo: &Repo) -> Result<Self> {
+        let mark = repo
+            .store()
             .common_dir()
             .join("loopx")
             .join("signatures-enforced");
-        let Some(path) = configured_path(ctx)? else {
+        let Some(path) = configured_path(repo)? else {
             let mut out = Self::none();
             if mark.exists() {
                 out.broken = Some(
@@ -169,15 +169,11 @@ impl AllowedSigners {
 
 /// The file git config names, with `~/` expanded and a relative path taken
 /// from the repository root.
-pub fn configured_path(ctx: &Ctx) -> Result<Option<PathBuf>> {
-    let Some(raw) = ctx.config()?.allowed_signers_file.clone() else {
+pub fn configured_path(repo: &Repo) -> Result<Option<PathBuf>> {
+    let Some(raw) = repo.config().allowed_signers_file.clone() else {
         return Ok(None);
     };
-    Ok(Some(expand(
-        &raw,
-        ctx.home().as_deref(),
-        ctx.store()?.root(),
-    )))
+    Ok(Some(expand(&raw, repo.home(), repo.store().root())))
 }
 
 /// Expands `~/` (from HOME) and makes a relative path relative to `base`.

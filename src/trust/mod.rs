@@ -392,7 +392,7 @@ impl Seal {
     /// This machine's allowed signers, read once per command.
     fn signers(&mut self, ctx: &Ctx) -> anyhow::Result<&AllowedSigners> {
         if self.signers.is_none() {
-            self.signers = Some(AllowedSigners::load(ctx)?);
+            self.signers = Some(AllowedSigners::load(ctx.repo()?)?);
         }
         Ok(self.signers.as_ref().expect("loaded above"))
     }

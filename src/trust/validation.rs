@@ -136,7 +136,7 @@ pub fn verdict(ctx: &Ctx, state: &State, todo: &Todo) -> Result<Option<Result<Tr
     let Some(v) = &todo.validate else {
         return Ok(None);
     };
-    let signers = AllowedSigners::load(ctx)?;
+    let signers = AllowedSigners::load(ctx.repo()?)?;
     let argv = shell_words(&v.argv);
     if guard_installed(ctx)?
         && let Some(why) = crate::hook::guard::check(&argv, state, None)

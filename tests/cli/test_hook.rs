@@ -584,7 +584,7 @@ fn git_hooks_note_a_state_that_differs_from_the_remote_copy() {
     let env = TestEnv::with_board();
     let tip = env.tip().unwrap();
     env.loopx(&["todo", "add", "More"]).ok();
-    env.git(&["update-ref", "refs/remotes/origin/loopx/state", &tip]);
+    env.git(&["update-ref", "refs/loopx/remotes/origin/state", &tip]);
     let out = run_stdin(
         env.command()
             .args(["hook", "git", "pre-push", "origin", "git@example.com:r.git"]),

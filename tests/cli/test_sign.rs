@@ -259,7 +259,9 @@ fn unsigned_and_unknown_key_acts_are_refused_locally() {
 
 /// Writes a commit onto the hub's state ref with plain git: `message` on
 /// top of the hub's tip, with `tree`.
-fn forge(env: &TestEnv, hub: &str, tree: &str, message: &str) {
+/// Commits `message` on the hub's state by plumbing, dated `date` (the
+/// op's own time, so that only its signature is wrong).
+fn forge(env: &TestEnv, hub: &str, tree: &str, message: &str, date: &str) {
     let tip = git_in(Path::new(hub), &["rev-parse", "refs/loopx/state"]);
     let mut c = Command::new("git");
     isolate(&mut c, env.root());
@@ -270,6 +272,8 @@ fn forge(env: &TestEnv, hub: &str, tree: &str, message: &str) {
         .env("GIT_AUTHOR_EMAIL", "ada@example.com")
         .env("GIT_COMMITTER_NAME", "Ada Lovelace")
         .env("GIT_COMMITTER_EMAIL", "ada@example.com")
+        .env("GIT_AUTHOR_DATE", date)
+        .env("GIT_COMMITTER_DATE", date)
         .output()
         .expect("git runs");
     assert!(
@@ -310,6 +314,7 @@ fn sync_refuses_an_old_signed_act_replayed_an_unsigned_one_and_an_unknown_key() 
     a.loopx(&["goal", "set", "main", "--status", "paused"]).ok();
     let paused = a.git(&["rev-parse", "refs/loopx/state"]).trim().to_owned();
     let paused_msg = a.git(&["log", "-1", "--format=%B", &paused]);
+    let paused_at = format!("@{}", a.git(&["log", "-1", "--format=%at", &paused]).trim());
     a.loopx(&["goal", "set", "main", "--status", "active"]).ok();
     a.loopx(&["sync"]).ok();
     let b = env.clone_machine("bob", &hub);
@@ -321,7 +326,13 @@ fn sync_refuses_an_old_signed_act_replayed_an_unsigned_one_and_an_unknown_key() 
     let tree = a.git(&["rev-parse", &format!("{paused}^{{tree}}")]);
     let ticks = a.git(&["rev-list", "--count", "refs/loopx/state"]);
     let next = ticks.trim().parse::<usize>().unwrap() + 1;
-    forge(&env, &hub, tree.trim(), &renumber(&paused_msg, next));
+    forge(
+        &env,
+        &hub,
+        tree.trim(),
+        &renumber(&paused_msg, next),
+        &paused_at,
+    );
     let out = b.loopx(&["--json", "sync"]).code(3);
     assert_eq!(code(&out), "bad-signature", "{}", out.stderr);
     assert!(
@@ -345,7 +356,7 @@ fn sync_refuses_an_old_signed_act_replayed_an_unsigned_one_and_an_unknown_key() 
         .filter(|l| !l.starts_with("signature = "))
         .collect::<Vec<_>>()
         .join("\n");
-    forge(&env, &hub, tree.trim(), &stripped);
+    forge(&env, &hub, tree.trim(), &stripped, &paused_at);
     let out = b.loopx(&["--json", "sync"]).code(3);
     assert_eq!(code(&out), "unsigned", "{}", out.stderr);
     assert_eq!(b.tip(), b_tip);

@@ -177,7 +177,7 @@ fn a_first_sync_pushes_to_an_empty_hub_and_a_clone_adopts_it() {
         Some(tip.as_str())
     );
     assert_eq!(
-        a.rev("refs/remotes/origin/loopx/state").as_deref(),
+        a.rev("refs/loopx/remotes/origin/state").as_deref(),
         Some(tip.as_str())
     );
 
@@ -399,11 +399,11 @@ fn claim_sync_counts_only_once_pushed_and_the_loser_is_told_who_won() {
     assert_eq!(v["sync"]["outcome"], "pushed");
     assert_eq!(v["sync"]["pushed"], 1);
     assert_eq!(v["commit"].as_str(), b.tip().as_deref());
-    assert_eq!(b.rev("refs/remotes/origin/loopx/state"), b.tip());
+    assert_eq!(b.rev("refs/loopx/remotes/origin/state"), b.tip());
     // --no-sync overrides it.
     let w = b.add("Third");
     b.agent("agent-b", &["todo", "claim", &w, "--no-sync"]).ok();
-    assert_ne!(b.rev("refs/remotes/origin/loopx/state"), b.tip());
+    assert_ne!(b.rev("refs/loopx/remotes/origin/state"), b.tip());
 }
 
 /// Writes a `git` wrapper into `<tmp>/<dir>/git` that runs `hook` (a shell
@@ -444,14 +444,15 @@ fn a_claim_that_loses_after_the_push_race_exits_4_naming_the_winner() {
     env.loopx(&["sync"]).ok();
     let b = env.clone_machine("b", &hub);
     b.loopx(&["sync"]).ok();
-    // b's second fetch (the one after its local claim) first lets agent-a
-    // claim and push from the other machine: the race, made certain.
-    let count = env.root().join("fetches");
+    // b's push of its claim (expecting the hub where b's sync left it)
+    // first lets agent-a claim and push from the other machine: the race,
+    // made certain. b's push is refused; only then does b fetch again.
+    let count = env.root().join("pushes");
     let path = git_wrapper(
         &env,
         "bin-b",
         &format!(
-            "case \" $* \" in *\" fetch \"*)\n  n=$(cat '{count}' 2>/dev/null || echo 0); n=$((n+1)); echo $n > '{count}'\n  if [ $n -eq 2 ]; then (cd '{a}' && PATH=\"$REAL_PATH\" LOOPX_AGENT=agent-a LOOPX_NOW=\"$A_NOW\" '{loopx}' todo claim --sync '{t}' >/dev/null 2>&1); fi;;\nesac",
+            "case \" $* \" in *\" push \"*)\n  n=$(cat '{count}' 2>/dev/null || echo 0); n=$((n+1)); echo $n > '{count}'\n  if [ $n -eq 1 ]; then (cd '{a}' && PATH=\"$REAL_PATH\" LOOPX_AGENT=agent-a LOOPX_NOW=\"$A_NOW\" '{loopx}' todo claim --sync '{t}' >/dev/null 2>&1); fi;;\nesac",
             count = count.display(),
             a = env.repo.display(),
             loopx = env!("CARGO_BIN_EXE_loopx"),
@@ -479,7 +480,7 @@ fn a_claim_that_loses_after_the_push_race_exits_4_naming_the_winner() {
     let v = b.loopx(&["todo", "show", &t, "--json"]).ok().json();
     assert_eq!(v["claim"]["owner"], "agent-a");
     // The hub holds the loss too.
-    assert_eq!(b.rev("refs/remotes/origin/loopx/state"), b.tip());
+    assert_eq!(b.rev("refs/loopx/remotes/origin/state"), b.tip());
 }
 
 /// Runs one cross-machine claim race per round over `url`: agent-a on one
@@ -731,7 +732,7 @@ fn three_clones_tick_concurrently_sync_in_random_order_and_lose_nothing() {
     assert!(total > 0, "seed {seed}");
     // The hub holds that same state.
     assert_eq!(
-        machines[0].rev("refs/remotes/origin/loopx/state"),
+        machines[0].rev("refs/loopx/remotes/origin/state"),
         machines[0].tip()
     );
     let _ = hub;
@@ -868,7 +869,7 @@ fn a_rewritten_remote_is_reported_not_followed_until_adopted() {
         "config",
         "--add",
         "remote.origin.fetch",
-        "+refs/loopx/*:refs/remotes/origin/loopx/*",
+        "+refs/loopx/*:refs/loopx/remotes/origin/*",
     ]);
     b.loopx(&["sync"]).ok();
     let old = a.tip().unwrap();
@@ -898,13 +899,13 @@ fn a_rewritten_remote_is_reported_not_followed_until_adopted() {
     };
     let out = b.loopx(&["sync"]).code(1);
     let want = "error: origin's history was rewritten: its state (tick 4, <new>) no longer contains tick 5 (<synced>), which this machine synced with it\n\
-                hint: nothing was changed here. If the rewrite was meant, `loopx sync origin --adopt-remote` follows it and keeps this state under refs/loopx/backup/origin/…; if not, put the remote back with `git push --force-with-lease=refs/loopx/state:<new-full> origin refs/loopx/synced/origin:refs/loopx/state`, then sync again\n";
+                hint: nothing was changed here. If the rewrite was meant, `loopx sync origin --adopt-remote` follows it and keeps this state under refs/loopx/backup/origin/…; if not, a human should find out who rewrote origin's refs/loopx/state (its reflog, or `git log refs/loopx/remotes/origin/state`) and have them put the lost ticks back on top of what origin holds now (this clone still has every tick up to <synced>); never push over origin's ticks, which other machines wrote\n";
     assert_text(&expected(&out.stderr), want);
     assert_eq!(b.tip(), b_tip);
     // Also after a plain `git fetch` moved the tracking ref.
     b.git(&["fetch", "-q", "origin"]);
     assert_eq!(
-        b.rev("refs/remotes/origin/loopx/state").as_deref(),
+        b.rev("refs/loopx/remotes/origin/state").as_deref(),
         Some(rewritten.as_str())
     );
     let out = b.loopx(&["sync"]).code(1);
@@ -987,18 +988,18 @@ fn setup_adds_one_glob_fetch_refspec_and_no_push_refspec() {
     let out = env.loopx(&["sync", "--setup"]).ok();
     assert_text(
         &out.stdout,
-        "Added the fetch refspec +refs/loopx/*:refs/remotes/origin/loopx/* to remote origin.\n\
-         A plain `git fetch origin` now brings the loopx state too (into refs/remotes/origin/loopx/state).\n\
+        "Added the fetch refspec +refs/loopx/*:refs/loopx/remotes/origin/* to remote origin.\n\
+         A plain `git fetch origin` now brings the loopx state too (into refs/loopx/remotes/origin/state).\n\
          No push refspec was added, so `git push` still pushes only what it did; `loopx sync origin` pushes the state.\n",
     );
     let out = env.loopx(&["sync", "--setup", "--json"]).ok();
     assert_text(
         &out.stdout,
-        "{\"remote\":\"origin\",\"refspec\":\"+refs/loopx/*:refs/remotes/origin/loopx/*\",\"added\":false}\n",
+        "{\"remote\":\"origin\",\"refspec\":\"+refs/loopx/*:refs/loopx/remotes/origin/*\",\"added\":false}\n",
     );
     assert_text(
         &env.git(&["config", "--get-all", "remote.origin.fetch"]),
-        "+refs/heads/*:refs/remotes/origin/*\n+refs/loopx/*:refs/remotes/origin/loopx/*\n",
+        "+refs/heads/*:refs/remotes/origin/*\n+refs/loopx/*:refs/loopx/remotes/origin/*\n",
     );
     let m = env.machine();
     assert_eq!(m.rev("HEAD"), None);
@@ -1015,7 +1016,7 @@ fn setup_adds_one_glob_fetch_refspec_and_no_push_refspec() {
     env.add("New", &[]);
     env.loopx(&["sync"]).ok();
     b.git(&["fetch", "-q", "origin"]);
-    assert_eq!(b.rev("refs/remotes/origin/loopx/state"), m.tip());
+    assert_eq!(b.rev("refs/loopx/remotes/origin/state"), m.tip());
     // And sync takes it from there.
     let out = b.loopx(&["sync"]).ok();
     assert_text(&out.stdout, "Pulled 4 ticks (origin, tick 4).\n");
@@ -1099,7 +1100,7 @@ fn a_hand_commit_among_local_ticks_is_not_replayed() {
             .replace(&hand[..12], "<hand>")
             .replace(&hand[..8], "<hand>"),
         "error: commit <hand> (tick 4, by Hand Editor <hand@example.com>) is not a valid loopx tick [not-a-tick]: the message has no body\n\
-         hint: nothing was pushed to origin and nothing was changed. The commit was not written by loopx (or was edited since); move refs/loopx/state back to its parent with `git update-ref refs/loopx/state <hand>^`, redo the change with loopx commands, then sync again\n",
+         hint: nothing was pushed to origin and nothing was changed. `loopx verify` names every commit of refs/loopx/state it refuses and why; keep the ticks after it: they can be redone with loopx commands once it is out of the way\n",
     );
     assert_eq!(a.tip().as_deref(), Some(hand.as_str()));
 }
@@ -1156,7 +1157,7 @@ fn two_state_refs_sync_through_one_hub_independently() {
         b.rev("refs/loopx/goals/api")
     );
     assert_eq!(
-        b.rev("refs/remotes/origin/loopx/goals/api"),
+        b.rev("refs/loopx/remotes/origin/goals/api"),
         b.rev("refs/loopx/goals/api")
     );
     // The default state moves on meanwhile; neither disturbs the other.
@@ -1261,4 +1262,56 @@ fn should_run_and_settle_sync_around_the_turn() {
     env.loopx(&["sync"]).ok();
     let v = env.loopx(&["todo", "show", &t, "--json"]).ok().json();
     assert_eq!(v["status"], "done");
+}
+
+/// Issue 27 item 8: a branch named `loopx/state` on the hub collided with
+/// round 1's tracking namespace. A clone set up then is migrated by its
+/// next sync (the old refspec replaced, the old tracking ref moved), and a
+/// plain `git fetch` works with such a branch on the hub.
+#[test]
+fn a_branch_named_loopx_state_never_breaks_a_plain_fetch() {
+    let (env, hub) = team();
+    let b = env.clone_machine("b", &hub);
+    // b as round 1 set it up.
+    b.git(&[
+        "config",
+        "--add",
+        "remote.origin.fetch",
+        "+refs/loopx/*:refs/remotes/origin/loopx/*",
+    ]);
+    b.git(&["fetch", "-q", "origin"]);
+    let old = b.rev("refs/remotes/origin/loopx/state");
+    assert!(old.is_some(), "round 1 tracked the state there");
+    // Someone pushes a branch named loopx/state to the hub.
+    env.git(&["commit", "-q", "--allow-empty", "-m", "Work"]);
+    env.git(&["push", "-q", "origin", "HEAD:refs/heads/loopx/state"]);
+    b.loopx(&["sync"]).ok();
+    assert_text(
+        &b.git(&["config", "--get-all", "remote.origin.fetch"]),
+        "+refs/heads/*:refs/remotes/origin/*\n+refs/loopx/*:refs/loopx/remotes/origin/*\n",
+    );
+    assert_eq!(b.rev("refs/loopx/remotes/origin/state"), b.tip());
+    // A plain fetch works, and brings both: the branch where branches go,
+    // the state where loopx keeps it.
+    b.git(&["fetch", "-q", "origin"]);
+    assert_eq!(
+        b.rev("refs/remotes/origin/loopx/state"),
+        env.machine().rev("HEAD"),
+        "the branch's tracking ref"
+    );
+    env.add("New", &[]);
+    env.loopx(&["sync"]).ok();
+    b.git(&["fetch", "-q", "origin"]);
+    assert_eq!(
+        b.rev("refs/loopx/remotes/origin/state"),
+        env.machine().tip()
+    );
+    // A clone set up today gets the new refspec at once.
+    let c = env.clone_machine("c", &hub);
+    c.loopx(&["sync", "--setup"]).ok();
+    c.git(&["fetch", "-q", "origin"]);
+    assert_eq!(
+        c.rev("refs/loopx/remotes/origin/state"),
+        env.machine().tip()
+    );
 }

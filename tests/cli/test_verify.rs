@@ -95,7 +95,9 @@ impl Team<'_> {
             out.stderr
                 .contains("error: origin holds an invalid tick: commit ")
                 && out.stderr.contains(&format!("[{rule}]"))
-                && out.stderr.contains("--repair-remote"),
+                // A tick in this machine's future is a clock question,
+                // never a reason to take ticks off the hub.
+                && out.stderr.contains("--repair-remote") == (rule != "future"),
             "{name}: {}",
             out.stderr
         );
@@ -107,7 +109,7 @@ impl Team<'_> {
             .loopx(&[
                 "verify",
                 "--to",
-                "refs/remotes/origin/loopx/state",
+                "refs/loopx/remotes/origin/state",
                 "--json",
             ])
             .code(3)
@@ -116,7 +118,7 @@ impl Team<'_> {
         assert_eq!(out["findings"][0]["rule"], rule, "{name}: {out}");
         assert_eq!(out["findings"][0]["commit"], forged.as_str(), "{name}");
         let out = a
-            .loopx(&["verify", "--to", "refs/remotes/origin/loopx/state"])
+            .loopx(&["verify", "--to", "refs/loopx/remotes/origin/state"])
             .code(3);
         assert!(out.stderr.contains(&forged[..8]), "{name}: {}", out.stderr);
         // Put the unguarded hub and b back.

@@ -105,7 +105,7 @@ pub fn emit<'d>(
     let signature = match &done.op.signature {
         Some(sig) => Some(crate::trust::SignatureWire::of(
             Some(sig),
-            &crate::trust::AllowedSigners::load(ctx)?,
+            &crate::trust::AllowedSigners::load(ctx.repo()?)?,
         )),
         None => None,
     };

@@ -30,7 +30,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let snap = tx::load(ctx)?;
     let id = snap.state.resolve_gate(&args.id)?;
     let g = &snap.state.gates[&id];
-    let signers = AllowedSigners::load(ctx)?;
+    let signers = AllowedSigners::load(ctx.repo()?)?;
     let closed = g
         .answer
         .as_ref()

@@ -56,7 +56,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         )?)
     })?;
     let fingerprint = trust::fingerprint(&key).map_err(|e| anyhow::anyhow!(e))?;
-    let signers = AllowedSigners::load(ctx)?;
+    let signers = AllowedSigners::load(ctx.repo()?)?;
     let trusted_here = signers.trusts(&key).is_some();
     ctx.out.emit(
         &Wire {

@@ -50,7 +50,7 @@ struct Unusable {
 
 pub fn run(ctx: &Ctx, _args: &Args) -> Result<Exit> {
     let snap = tx::load(ctx)?;
-    let signers = AllowedSigners::load(ctx)?;
+    let signers = AllowedSigners::load(ctx.repo()?)?;
     let mut rows: Vec<Row> = snap
         .state
         .signers

@@ -101,7 +101,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         expected.push((slug("signer", who, SignerName::new)?, fp.trim().to_owned()));
     }
     let hub = crate::cmd::syncs(ctx, false, false)?;
-    if hub && let Err(e) = crate::sync::run(ctx, None) {
+    if hub && let Err(e) = ctx.sync(None) {
         ctx.out.warn(&format!(
             "could not sync with the hub first: {e:#}; going on with this clone's state"
         ));
@@ -116,7 +116,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         let public = own_key(ctx, args)?;
         // The settings just written take effect in a fresh context.
         let fresh = Ctx::with(Some(ctx.cwd.clone()), ctx.out.format, None)?;
-        let signers = AllowedSigners::load(&fresh)?;
+        let signers = AllowedSigners::load(fresh.repo()?)?;
         let added = super::trust::add_key(&fresh, &signers, name, &public)?;
         wire.allowed_signers_file = Some(added.path.display().to_string());
         let fresh = Ctx::with(Some(ctx.cwd.clone()), ctx.out.format, None)?;
@@ -153,7 +153,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         if Some(&s.name) == name.as_ref() {
             continue;
         }
-        let signers = AllowedSigners::load(&fresh)?;
+        let signers = AllowedSigners::load(fresh.repo()?)?;
         if signers.trusts(&s.key).is_some() {
             continue;
         }
@@ -195,11 +195,11 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         });
     }
     if wire.allowed_signers_file.is_none() {
-        wire.allowed_signers_file = AllowedSigners::load(&fresh)?
+        wire.allowed_signers_file = AllowedSigners::load(fresh.repo()?)?
             .path
             .map(|p| p.display().to_string());
     }
-    if hub && let Err(e) = crate::sync::run(&fresh, None) {
+    if hub && let Err(e) = fresh.sync(None) {
         ctx.out.warn(&format!(
             "could not push to the hub: {e:#}; your announcement goes with the next `loopx sync`"
         ));

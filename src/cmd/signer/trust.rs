@@ -64,7 +64,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         .into());
     };
     let fingerprint = trust::fingerprint(&signer.key).map_err(|e| anyhow::anyhow!(e))?;
-    let signers = AllowedSigners::load(ctx)?;
+    let signers = AllowedSigners::load(ctx.repo()?)?;
     match &args.fingerprint {
         Some(want) if want.trim() != fingerprint => {
             return Err(Refusal::rule(

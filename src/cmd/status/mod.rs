@@ -175,7 +175,7 @@ impl View {
                 (history::load(ctx, &entry)?, at, Some(tip.tick))
             }
         };
-        let signers = AllowedSigners::load(ctx)?;
+        let signers = AllowedSigners::load(ctx.repo()?)?;
         let mut ticks = Vec::new();
         let mut day = Vec::new();
         let since = now.minus(Span::hours(24)).unix();

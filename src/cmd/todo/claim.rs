@@ -10,7 +10,7 @@ use crate::ctx::Ctx;
 use crate::error::{Code, Exit, Refusal};
 use crate::model::{Todo, TodoId};
 use crate::op::{Change, Happened, rules};
-use crate::sync::{self, Rejected, Report};
+use crate::sync::{Rejected, Report};
 use crate::time::Span;
 use crate::tx;
 
@@ -65,9 +65,11 @@ struct Wire<'a> {
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let synced = crate::cmd::syncs(ctx, args.sync, args.no_sync)?;
     if synced {
-        // Claim against the freshest state there is; the claim's own push
-        // below carries every local tick at once.
-        let before = sync::pull(ctx, None)
+        // Claim against the freshest state there is (which also pushes what
+        // this clone holds that the hub lacks); the claim itself is then
+        // pushed expecting the hub where this sync left it.
+        let before = ctx
+            .sync(None)
             .map_err(offline_hint)
             .context("nothing was claimed")?;
         for r in &before.rejected {
@@ -125,7 +127,9 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     };
     let id = done.op.change.todo().expect("a claim names its todo");
     let (exit, t, sync_report) = if synced {
-        let r = match sync::run(ctx, None) {
+        // The claim is pushed expecting the hub where that sync left it;
+        // only a refused push fetches again (DESIGN §5).
+        let r = match ctx.sync_push_first(None) {
             Ok(r) => r,
             Err(e) => return Err(unclaim(ctx, id, &done, offline_hint(e))),
         };

@@ -129,7 +129,7 @@ fn vouch(ctx: &Ctx, todo: &TodoId, note: Option<&str>) -> Result<Exit> {
             )
         })?;
     }
-    let signers = AllowedSigners::load(ctx)?;
+    let signers = AllowedSigners::load(ctx.repo()?)?;
     let signature = trust::describe(done.op.signature.as_deref(), &signers);
     let state = tx::load(ctx)?.state;
     let here = crate::trust::validation::verdict(ctx, &state, &state.todos[todo])?;
@@ -214,17 +214,16 @@ pub fn allow_or_hold(ctx: &Ctx, state: &State, todo: &Todo) -> Result<()> {
     // A human may have vouched for it on another machine: take the hub's
     // ticks (pushing nothing) and decide on those.
     let fresh;
-    let (state, todo) =
-        if crate::cmd::syncs(ctx, false, false)? && crate::sync::pull(ctx, None).is_ok() {
-            fresh = tx::load(ctx)?.state;
-            // Only for the validation that is about to run, unchanged.
-            match fresh.todos.get(&todo.id) {
-                Some(t) if t.validate == todo.validate => (&fresh, t),
-                _ => (state, todo),
-            }
-        } else {
-            (state, todo)
-        };
+    let (state, todo) = if crate::cmd::syncs(ctx, false, false)? && ctx.sync(None).is_ok() {
+        fresh = tx::load(ctx)?.state;
+        // Only for the validation that is about to run, unchanged.
+        match fresh.todos.get(&todo.id) {
+            Some(t) if t.validate == todo.validate => (&fresh, t),
+            _ => (state, todo),
+        }
+    } else {
+        (state, todo)
+    };
     let refusal = match crate::trust::validation::verdict(ctx, state, todo)? {
         None | Some(Ok(_)) => return Ok(()),
         Some(Err(r)) => r,
@@ -287,7 +286,7 @@ pub fn allow_or_hold(ctx: &Ctx, state: &State, todo: &Todo) -> Result<()> {
             ));
             // The humans who can answer it are on other machines.
             if crate::cmd::syncs(ctx, false, false)?
-                && let Err(e) = crate::sync::run(ctx, None)
+                && let Err(e) = ctx.sync(None)
             {
                 ctx.out.warn(&format!(
                     "gate {gate} is not on the hub yet: {e:#}; it goes with the next sync"

@@ -1,0 +1,529 @@
+//! Step 3 of a round: a pure function from what was observed and the
+//! options to a plan (or a typed reason to stop). No git, no clock, no
+//! ref: unit-tested on hand-made values, like [`super::replay::plan_replay`].
+
+use crate::error::{Code, Refusal};
+use crate::repo::Repo;
+use crate::store::{Oid, Tip};
+use crate::trust::AllowedSigners;
+use crate::tx::Snapshot;
+use crate::verify::{Finding, Rule};
+
+use super::observe::{LocalSide, Observed, RemoteSide, Shape};
+use super::replay::{Step, plan_replay};
+use super::{Names, Options, Outcome, Rejected};
+
+/// What one round does.
+pub(super) enum Plan {
+    /// Both sides hold `tip`.
+    UpToDate { tip: Tip },
+    /// The fetched tip is older than one synced here already: fetch again.
+    Refetch,
+    /// Move the local ref from `from` to the remote's `to` (a fast-forward,
+    /// a first sync, or every local op already on the remote).
+    Pull {
+        from: Option<Oid>,
+        to: Tip,
+        pulled: usize,
+    },
+    /// Follow a rewritten or unrelated remote, keeping `from` under a
+    /// backup ref.
+    Adopt { from: Tip, to: Tip, pulled: usize },
+    /// Push the local tip as it is, expecting the remote at `expected`.
+    Push {
+        tip: Tip,
+        expected: Option<Oid>,
+        count: usize,
+    },
+    /// Write `steps` on top of the remote's state, push them expecting the
+    /// remote at its tip, then move the local ref from `local`.
+    Replay {
+        onto: Snapshot,
+        local: Oid,
+        steps: Vec<Step>,
+        rejected: Vec<Rejected>,
+        pulled: usize,
+    },
+}
+
+/// Why a round stops without changing anything.
+#[derive(Debug)]
+pub(super) enum Stop {
+    NoState,
+    /// The remote has no state although this clone synced `synced` with it.
+    RemoteGone {
+        synced: Tip,
+    },
+    Rewritten {
+        synced: Tip,
+        remote: Tip,
+    },
+    Unrelated,
+    /// A remote commit is not a valid tick.
+    RemoteInvalid(Finding),
+    /// A local commit is not a valid tick.
+    LocalInvalid(Finding),
+    /// The replay refused the remote's history (an op id it reuses).
+    Refused(Refusal),
+}
+
+/// Decides the round.
+pub(super) fn decide(
+    seen: Observed,
+    opts: &Options,
+    signers: &AllowedSigners,
+) -> Result<(Plan, Option<Oid>), Box<Stop>> {
+    let verified_to = match &seen.remote_side {
+        Some(Ok(_)) => seen.remote.as_ref().map(|r| r.commit),
+        _ => None,
+    };
+    decide_plan(seen, opts, signers).map(|p| (p, verified_to))
+}
+
+fn decide_plan(
+    seen: Observed,
+    opts: &Options,
+    signers: &AllowedSigners,
+) -> Result<Plan, Box<Stop>> {
+    let Observed {
+        shape,
+        local,
+        remote,
+        synced,
+        base,
+        remote_side,
+        local_side,
+    } = seen;
+    match shape {
+        Shape::Empty => Err(Box::new(Stop::NoState)),
+        Shape::Same => Ok(Plan::UpToDate {
+            tip: remote.expect("both tips"),
+        }),
+        Shape::StaleFetch => Ok(Plan::Refetch),
+        Shape::LocalOnly => {
+            let local = local.expect("a local tip");
+            if let Some(synced) = synced {
+                return Err(Box::new(Stop::RemoteGone { synced }));
+            }
+            mine(local_side)?;
+            Ok(Plan::Push {
+                count: usize::try_from(local.tick).unwrap_or(usize::MAX),
+                tip: local,
+                expected: None,
+            })
+        }
+        Shape::RemoteOnly => {
+            let side = theirs(remote_side)?;
+            Ok(Plan::Pull {
+                from: None,
+                to: remote.expect("a remote tip"),
+                pulled: side.commits,
+            })
+        }
+        Shape::Rewritten | Shape::Unrelated if opts.adopt_remote => {
+            let side = theirs(remote_side)?;
+            Ok(Plan::Adopt {
+                from: local.expect("a local tip"),
+                to: remote.expect("a remote tip"),
+                pulled: side.commits,
+            })
+        }
+        Shape::Rewritten => Err(Box::new(Stop::Rewritten {
+            synced: synced.expect("a synced tip"),
+            remote: remote.expect("a remote tip"),
+        })),
+        Shape::Unrelated => Err(Box::new(Stop::Unrelated)),
+        Shape::Behind => {
+            let side = theirs(remote_side)?;
+            Ok(Plan::Pull {
+                from: local.map(|l| l.commit),
+                to: remote.expect("a remote tip"),
+                pulled: side.commits,
+            })
+        }
+        Shape::Ahead => {
+            let side = mine(local_side)?;
+            Ok(Plan::Push {
+                tip: local.expect("a local tip"),
+                expected: remote.map(|r| r.commit),
+                count: side.ticks.len(),
+            })
+        }
+        Shape::Diverged => {
+            let ours = mine(local_side)?;
+            let remote_side = theirs(remote_side)?;
+            let local = local.expect("a local tip");
+            let remote = remote.expect("a remote tip");
+            debug_assert!(base.is_some(), "diverged sides have a merge base");
+            let planned = plan_replay(
+                &remote_side.verified.state,
+                &ours.ticks,
+                &remote_side.ops,
+                signers,
+                &crate::trust::Binding::live(remote_side.state_id.clone()),
+            )
+            .map_err(|r| Box::new(Stop::Refused(r)))?;
+            let pulled = remote_side.commits.saturating_sub(planned.already);
+            if planned.steps.is_empty() {
+                // Every local op is already on the remote: a fast-forward.
+                return Ok(Plan::Pull {
+                    from: Some(local.commit),
+                    to: remote,
+                    pulled,
+                });
+            }
+            Ok(Plan::Replay {
+                onto: Snapshot {
+                    tip: remote_side.verified.tip,
+                    state: remote_side.verified.state,
+                },
+                local: local.commit,
+                steps: planned.steps,
+                rejected: planned.rejected,
+                pulled,
+            })
+        }
+    }
+}
+
+/// The remote's side, as observed for a shape that takes it.
+fn theirs(side: Option<Result<RemoteSide, Finding>>) -> Result<RemoteSide, Box<Stop>> {
+    match side.expect("observe verifies the remote side of this shape") {
+        Ok(s) => Ok(s),
+        Err(f) => Err(Box::new(Stop::RemoteInvalid(f))),
+    }
+}
+
+/// The local side, as observed for a shape that sends it.
+fn mine(side: Option<Result<LocalSide, Finding>>) -> Result<LocalSide, Box<Stop>> {
+    match side.expect("observe verifies the local side of this shape") {
+        Ok(s) => Ok(s),
+        Err(f) => Err(Box::new(Stop::LocalInvalid(f))),
+    }
+}
+
+/// The outcome a plan reports when it lands.
+pub(super) fn outcome(plan: &Plan) -> Option<Outcome> {
+    match plan {
+        Plan::UpToDate { .. } => Some(Outcome::UpToDate),
+        Plan::Pull { .. } => Some(Outcome::Pulled),
+        Plan::Adopt { .. } => Some(Outcome::Adopted),
+        Plan::Push { .. } => Some(Outcome::Pushed),
+        Plan::Replay { .. } => Some(Outcome::Replayed),
+        Plan::Refetch => None,
+    }
+}
+
+/// The refusal a command exits with for a stopped round.
+pub(super) fn refusal(repo: &Repo, names: &Names, stop: Stop) -> anyhow::Error {
+    match stop {
+        Stop::Refused(mut r) => {
+            r.message = format!("{} holds {}", names.remote, r.message);
+            r.into()
+        }
+        Stop::NoState => Refusal::error(
+            Code::NoState,
+            format!("there is no loopx state here or on {}", names.remote),
+        )
+        .with_hint("create one with `loopx init`; `loopx sync` then shares it"),
+        Stop::RemoteGone { synced: s } => Refusal::error(
+            Code::RemoteRewritten,
+            format!(
+                "{} no longer has a loopx state, though this machine synced tick {} ({}) with it",
+                names.remote,
+                s.tick,
+                s.commit.short(8)
+            ),
+        )
+        .with_hint(format!(
+            "nothing was changed; if its removal was intended and this state should go there again, forget the old sync with `git update-ref -d {}` and run `loopx sync` again",
+            names.synced
+        )),
+        Stop::Rewritten { synced, remote } => rewritten(repo, names, &synced, &remote),
+        Stop::Unrelated => Refusal::error(
+            Code::UnrelatedStates,
+            format!(
+                "the local state and {}'s share no history: each was made by its own `loopx init`",
+                names.remote
+            ),
+        )
+        .with_hint(format!(
+            "nothing was changed; keep one: `loopx sync {} --adopt-remote` takes {}'s state and keeps this one under refs/loopx/backup/{}/…",
+            names.remote, names.remote, names.remote
+        )),
+        Stop::RemoteInvalid(f) => refused_remote(names, &f),
+        Stop::LocalInvalid(f) => refused_local(repo, names, &f),
+    }
+    .into()
+}
+
+fn rewritten(repo: &Repo, names: &Names, synced: &Tip, remote: &Tip) -> Refusal {
+    Refusal::error(
+        Code::RemoteRewritten,
+        format!(
+            "{}'s history was rewritten: its state (tick {}, {}) no longer contains tick {} ({}), which this machine synced with it",
+            names.remote,
+            remote.tick,
+            remote.commit.short(8),
+            synced.tick,
+            synced.commit.short(8)
+        ),
+    )
+    .with_hint(format!(
+        "nothing was changed here. If the rewrite was meant, `loopx sync {r} --adopt-remote` follows it and keeps this state under refs/loopx/backup/{r}/…; if not, a human should find out who rewrote {r}'s {s} (its reflog, or `git log {t}`) and have them put the lost ticks back on top of what {r} holds now (this clone still has every tick up to {c}); never push over {r}'s ticks, which other machines wrote",
+        r = names.remote,
+        s = repo.state_ref(),
+        t = names.tracking,
+        c = synced.commit.short(8),
+    ))
+}
+
+/// The refusal for a remote that holds a bad commit.
+fn refused_remote(names: &Names, f: &Finding) -> Refusal {
+    let hint = if f.rule == Rule::Future {
+        format!(
+            "nothing was changed here and no local tick is lost. The tick is dated after this machine's clock plus the clock-skew margin: check this machine's clock and the clock of whoever wrote it ({a}); it is taken once its time has come",
+            a = f.author,
+        )
+    } else {
+        format!(
+            "nothing was changed here and no local tick is lost. {r} holds a commit that loopx did not write (or a rule it breaks), pushed as {a}: ask them what happened. A human can put {r} back at this clone's last verified tick with `loopx sync {r} --repair-remote`; `loopx hub install` makes a hub you run refuse such pushes",
+            r = names.remote,
+            a = f.author,
+        )
+    };
+    let mut r = f.refusal(hint);
+    r.message = format!("{} holds an invalid tick: {}", names.remote, r.message);
+    if f.rule == Rule::Signature
+        && let Some(code) = f.refusal
+    {
+        // The signature's own code (`bad-signature`, `unsigned`, …).
+        r.code = code;
+    }
+    r
+}
+
+/// The refusal for a local commit that is not a valid tick.
+fn refused_local(repo: &Repo, names: &Names, f: &Finding) -> Refusal {
+    if f.rule == Rule::Future {
+        return f.refusal(format!(
+            "nothing was pushed to {} and nothing was changed. The tick was written while this machine's clock (or LOOPX_NOW) was ahead; no hub takes it, nor any tick after it. `loopx sync --redate` writes it again at this machine's time and every later local tick as it was (nothing is discarded; the old tip is kept under refs/loopx/backup/redate/…), then sync again",
+            names.remote,
+        ));
+    }
+    f.refusal(format!(
+        "nothing was pushed to {} and nothing was changed. `loopx verify` names every commit of {} it refuses and why; keep the ticks after it: they can be redone with loopx commands once it is out of the way",
+        names.remote,
+        repo.state_ref(),
+    ))
+}
+
+/// A remote state that cannot be read.
+pub(super) fn remote_corrupt(names: &Names, tip: Option<&Tip>, why: &str) -> Refusal {
+    let at = tip.map_or(String::new(), |t| {
+        format!(" (tick {}, {})", t.tick, t.commit.short(8))
+    });
+    Refusal::error(
+        Code::InvalidTick,
+        format!("the loopx state on {}{at} is corrupt: {why}", names.remote),
+    )
+    .with_hint(format!(
+        "nothing was changed here; whoever pushed it must repair it (`loopx doctor` there names the file) and push the fix; `git log {}` shows who. Then run `loopx sync` again",
+        names.tracking
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Actor, OpId, State};
+    use crate::op::{Change, Op, message};
+    use crate::time::Timestamp;
+    use crate::verify::Verified;
+
+    fn tip(n: u8, tick: u64) -> Tip {
+        Tip {
+            commit: Oid::from_hex_for_tests(n),
+            tree: Oid::from_hex_for_tests(100 + n),
+            tick,
+        }
+    }
+
+    fn seen(shape: Shape) -> Observed {
+        Observed {
+            shape,
+            local: Some(tip(2, 2)),
+            remote: Some(tip(3, 2)),
+            synced: Some(tip(1, 1)),
+            base: Some(Oid::from_hex_for_tests(1)),
+            remote_side: None,
+            local_side: None,
+        }
+    }
+
+    fn theirs_verified(ops: &[&Op]) -> RemoteSide {
+        RemoteSide {
+            verified: Verified {
+                tip: tip(3, 2),
+                state: State::default(),
+            },
+            commits: 1,
+            ops: ops
+                .iter()
+                .map(|op| (op.id.to_string(), crate::trust::op_digest(op)))
+                .collect(),
+            state_id: None,
+        }
+    }
+
+    fn finding(rule: Rule) -> Finding {
+        Finding {
+            commit: Oid::from_hex_for_tests(2).to_string(),
+            tick: 2,
+            author: "Hand <hand@example.com>".into(),
+            rule,
+            message: "bad".into(),
+            refusal: None,
+        }
+    }
+
+    fn local_op(id: &str) -> (Oid, message::Parsed) {
+        let op = Op {
+            id: OpId::from_hex(id),
+            at: Timestamp::parse("2026-11-30T09:00:00Z").unwrap(),
+            actor: Actor::Human {
+                name: "Ada".into(),
+                email: "ada@example.com".into(),
+            },
+            signature: None,
+            change: Change::Init {
+                goal: None,
+                objective: None,
+            },
+        };
+        (
+            Oid::from_hex_for_tests(2),
+            message::Parsed {
+                subject: String::new(),
+                op,
+                tick: 2,
+                format: crate::model::FORMAT,
+                trailers: Vec::new(),
+            },
+        )
+    }
+
+    fn plan(seen: Observed, adopt: bool) -> Result<Plan, Box<Stop>> {
+        let opts = Options {
+            adopt_remote: adopt,
+            ..Options::default()
+        };
+        decide(seen, &opts, &AllowedSigners::none()).map(|(p, _)| p)
+    }
+
+    fn stop(seen: Observed) -> Stop {
+        match plan(seen, false) {
+            Err(stop) => *stop,
+            Ok(_) => panic!("a stop"),
+        }
+    }
+
+    #[test]
+    fn equal_tips_are_up_to_date_and_a_stale_fetch_fetches_again() {
+        let mut s = seen(Shape::Same);
+        s.remote = s.local.clone();
+        assert!(matches!(plan(s, false), Ok(Plan::UpToDate { tip }) if tip.tick == 2));
+        assert!(matches!(
+            plan(seen(Shape::StaleFetch), false),
+            Ok(Plan::Refetch)
+        ));
+    }
+
+    #[test]
+    fn a_push_expects_the_fetched_remote_tip() {
+        let mut s = seen(Shape::Ahead);
+        s.local_side = Some(Ok(LocalSide {
+            ticks: vec![local_op("00000000000000aa")],
+        }));
+        let Ok(Plan::Push {
+            tip: t,
+            expected,
+            count,
+        }) = plan(s, false)
+        else {
+            panic!("a push");
+        };
+        assert_eq!(t.commit, Oid::from_hex_for_tests(2));
+        assert_eq!(expected, Some(Oid::from_hex_for_tests(3)));
+        assert_eq!(count, 1);
+        // A first push expects no ref at all.
+        let mut s = seen(Shape::LocalOnly);
+        s.synced = None;
+        s.local_side = Some(Ok(LocalSide { ticks: Vec::new() }));
+        assert!(matches!(
+            plan(s, false),
+            Ok(Plan::Push { expected: None, .. })
+        ));
+    }
+
+    #[test]
+    fn a_rewrite_is_refused_unless_adopted() {
+        assert!(matches!(
+            stop(seen(Shape::Rewritten)),
+            Stop::Rewritten { synced, remote } if synced.tick == 1 && remote.tick == 2
+        ));
+        let mut s = seen(Shape::Rewritten);
+        s.remote_side = Some(Ok(theirs_verified(&[])));
+        assert!(matches!(
+            plan(s, true),
+            Ok(Plan::Adopt { from, to, pulled: 1 })
+                if from.commit == Oid::from_hex_for_tests(2) && to.commit == Oid::from_hex_for_tests(3)
+        ));
+        let mut s = seen(Shape::LocalOnly);
+        s.remote = None;
+        assert!(matches!(stop(s), Stop::RemoteGone { .. }));
+        assert!(matches!(stop(seen(Shape::Unrelated)), Stop::Unrelated));
+    }
+
+    #[test]
+    fn invalid_ticks_stop_the_round_on_either_side() {
+        let mut s = seen(Shape::Diverged);
+        s.local_side = Some(Err(finding(Rule::NotATick)));
+        assert!(matches!(stop(s), Stop::LocalInvalid(f) if f.rule == Rule::NotATick));
+        let mut s = seen(Shape::Behind);
+        s.remote_side = Some(Err(finding(Rule::Future)));
+        assert!(matches!(stop(s), Stop::RemoteInvalid(f) if f.rule == Rule::Future));
+    }
+
+    #[test]
+    fn diverged_sides_replay_unless_the_remote_has_every_local_op() {
+        let op = local_op("00000000000000aa");
+        let known = op.1.op.clone();
+        let mut s = seen(Shape::Diverged);
+        s.local_side = Some(Ok(LocalSide {
+            ticks: vec![op.clone()],
+        }));
+        s.remote_side = Some(Ok(theirs_verified(&[&known])));
+        assert!(matches!(
+            plan(s, false),
+            Ok(Plan::Pull { from: Some(_), to, pulled: 0 }) if to.tick == 2
+        ));
+        let mut s = seen(Shape::Diverged);
+        s.local_side = Some(Ok(LocalSide { ticks: vec![op] }));
+        s.remote_side = Some(Ok(theirs_verified(&[])));
+        let Ok(Plan::Replay {
+            onto,
+            local,
+            steps,
+            pulled,
+            ..
+        }) = plan(s, false)
+        else {
+            panic!("a replay");
+        };
+        assert_eq!(onto.tip.commit, Oid::from_hex_for_tests(3));
+        assert_eq!(local, Oid::from_hex_for_tests(2));
+        assert_eq!(pulled, 1);
+        assert_eq!(steps.len(), 1, "the init op applies to an empty state");
+    }
+}

@@ -1,0 +1,297 @@
+//! Step 2 of a round: what is there, as a plain value. The tips (the last
+//! synced one read before the local one, so that another sync in this
+//! clone moving both in between never looks like a rewrite), how they
+//! relate, and the ticks on each side of their merge base, each verified
+//! once through `crate::verify` (signatures included) before anything may
+//! take them: the remote's from the last tip verified for that remote, the
+//! local ones before they are pushed or replayed. A bad commit is recorded
+//! here as a finding, for [`super::decide`] to report.
+
+use std::collections::HashMap;
+
+use anyhow::Result;
+
+use crate::op::message;
+use crate::repo::Repo;
+use crate::store::{Oid, Tip};
+use crate::verify::{self, Finding, Verified};
+
+use super::{Names, Options, Progress};
+
+/// Ranges at least this long report their progress.
+const PROGRESS_FROM: usize = 2000;
+
+/// How the local and remote tips relate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Shape {
+    /// Neither side has a state.
+    Empty,
+    /// Both hold the same tip.
+    Same,
+    /// Only this clone has a state.
+    LocalOnly,
+    /// Only the remote has a state: a first sync.
+    RemoteOnly,
+    /// The fetched remote tip is older than one this clone already synced
+    /// with (another sync here fetched later and finished first).
+    StaleFetch,
+    /// The remote no longer contains the tip last synced with it.
+    Rewritten,
+    /// The two states share no history.
+    Unrelated,
+    /// The local tip is the merge base: fast-forward.
+    Behind,
+    /// The remote tip is the merge base: push.
+    Ahead,
+    /// Both have ticks beyond the merge base: replay.
+    Diverged,
+}
+
+/// The remote's ticks beyond the merge base, verified.
+pub(super) struct RemoteSide {
+    /// The state at the remote's tip.
+    pub(super) verified: Verified,
+    /// Commits beyond the base.
+    pub(super) commits: usize,
+    /// Their op ids, each with the content hash of its op
+    /// (`trust::op_digest`): a replay does not apply an op the remote has,
+    /// and refuses one whose id the remote holds with other content.
+    pub(super) ops: HashMap<String, String>,
+    /// The remote chain's identity (its root commit), which a replayed
+    /// signature must bind (format 4).
+    pub(super) state_id: Option<String>,
+}
+
+/// The local ticks beyond the merge base, verified and parsed, oldest
+/// first.
+pub(super) struct LocalSide {
+    pub(super) ticks: Vec<(Oid, message::Parsed)>,
+}
+
+/// Everything a round decides from.
+pub(super) struct Observed {
+    pub(super) shape: Shape,
+    pub(super) local: Option<Tip>,
+    pub(super) remote: Option<Tip>,
+    pub(super) synced: Option<Tip>,
+    pub(super) base: Option<Oid>,
+    /// Present when the remote's ticks may be taken.
+    pub(super) remote_side: Option<std::result::Result<RemoteSide, Finding>>,
+    /// Present when the local ticks are to be pushed or replayed.
+    pub(super) local_side: Option<std::result::Result<LocalSide, Finding>>,
+}
+
+/// Reads the tips, relates them, and verifies what the round may take or
+/// send. Writes nothing.
+pub(super) fn observe(
+    repo: &Repo,
+    names: &Names,
+    remote: Option<Tip>,
+    opts: &Options,
+    refetched: bool,
+    progress: Progress,
+) -> Result<Observed> {
+    let store = repo.store();
+    // The synced tip first: it only moves after the local ref has, so a
+    // local tip read after it always contains it.
+    let synced = store.resolve(&names.synced)?;
+    let local = store.tip()?;
+    let mut seen = Observed {
+        shape: Shape::Empty,
+        local,
+        remote,
+        synced,
+        base: None,
+        remote_side: None,
+        local_side: None,
+    };
+    let (local, remote) = match (&seen.local, &seen.remote) {
+        (None, None) => return Ok(seen),
+        (Some(l), None) => {
+            seen.shape = Shape::LocalOnly;
+            if seen.synced.is_none() {
+                seen.local_side = Some(local_side(repo, None, l, progress)?);
+            }
+            return Ok(seen);
+        }
+        (None, Some(r)) => {
+            seen.shape = Shape::RemoteOnly;
+            seen.remote_side = Some(remote_side(repo, names, None, r, progress)?);
+            return Ok(seen);
+        }
+        (Some(l), Some(r)) => (l.clone(), r.clone()),
+    };
+    if local.commit == remote.commit {
+        seen.shape = Shape::Same;
+        return Ok(seen);
+    }
+    seen.base = store.merge_base(local.commit, remote.commit)?;
+    if let Some(s) = &seen.synced
+        && !refetched
+        && s.commit != remote.commit
+        && store.is_ancestor(remote.commit, s.commit)?
+        && store.is_ancestor(s.commit, local.commit)?
+    {
+        seen.shape = Shape::StaleFetch;
+        return Ok(seen);
+    }
+    let rewritten = match &seen.synced {
+        Some(s) => !store.is_ancestor(s.commit, remote.commit)?,
+        None => false,
+    };
+    seen.shape = match seen.base {
+        _ if rewritten => Shape::Rewritten,
+        None => Shape::Unrelated,
+        Some(b) if b == local.commit => Shape::Behind,
+        Some(b) if b == remote.commit => Shape::Ahead,
+        Some(_) => Shape::Diverged,
+    };
+    match seen.shape {
+        Shape::Rewritten | Shape::Unrelated if opts.adopt_remote => {
+            seen.remote_side = Some(remote_side(repo, names, seen.base, &remote, progress)?);
+        }
+        Shape::Behind => {
+            seen.remote_side = Some(remote_side(repo, names, seen.base, &remote, progress)?);
+        }
+        Shape::Ahead => {
+            seen.local_side = Some(local_side(repo, seen.base, &local, progress)?);
+        }
+        Shape::Diverged => {
+            // The local ticks first, so a commit loopx did not write is
+            // named the same way wherever it is.
+            seen.local_side = Some(local_side(repo, seen.base, &local, progress)?);
+            if matches!(seen.local_side, Some(Ok(_))) {
+                seen.remote_side = Some(remote_side(repo, names, seen.base, &remote, progress)?);
+            }
+        }
+        _ => {}
+    }
+    Ok(seen)
+}
+
+/// The local tip as it stands against the last synced one, when it
+/// descends from it: shaped as "ahead" of a hub assumed unmoved, the local
+/// ticks since the synced tip verified. None when there is nothing to push
+/// that way (never synced, up to date, or not a descendant).
+pub(super) fn ahead_of_synced(
+    repo: &Repo,
+    names: &Names,
+    progress: Progress,
+) -> Result<Option<Observed>> {
+    let store = repo.store();
+    let Some(synced) = store.resolve(&names.synced)? else {
+        return Ok(None);
+    };
+    let Some(local) = store.tip()? else {
+        return Ok(None);
+    };
+    if local.commit == synced.commit || !store.is_ancestor(synced.commit, local.commit)? {
+        return Ok(None);
+    }
+    let local_side = local_side(repo, Some(synced.commit), &local, progress)?;
+    Ok(Some(Observed {
+        shape: Shape::Ahead,
+        base: Some(synced.commit),
+        remote: Some(synced.clone()),
+        local: Some(local),
+        synced: Some(synced),
+        remote_side: None,
+        local_side: Some(local_side),
+    }))
+}
+
+/// Verifies the remote's commits after `base` (None: all of them) up to
+/// `remote`, starting from the last tip verified for this remote when it
+/// lies between them.
+fn remote_side(
+    repo: &Repo,
+    names: &Names,
+    base: Option<Oid>,
+    remote: &Tip,
+    progress: Progress,
+) -> Result<std::result::Result<RemoteSide, Finding>> {
+    let store = repo.store();
+    let mut start = base;
+    if let Some(v) = store.resolve(&names.verified)?
+        && store.is_ancestor(v.commit, remote.commit)?
+        && match base {
+            Some(b) => store.is_ancestor(b, v.commit)?,
+            None => true,
+        }
+    {
+        start = Some(v.commit);
+    }
+    let what = format!("{}'s history", names.remote);
+    let verified = match chain(repo, start, remote.commit, &what, progress)? {
+        Ok(v) => v,
+        Err(f) => return Ok(Err(f)),
+    };
+    let base_tick = match base {
+        Some(b) => store.tip_at(b)?.tick,
+        None => 0,
+    };
+    let mut ops = HashMap::new();
+    if base.is_some() {
+        for e in store.chain_since(remote.commit, base)? {
+            if let Ok(p) = message::parse(&e.message) {
+                ops.insert(p.op.id.to_string(), crate::trust::op_digest(&p.op));
+            }
+        }
+    }
+    let state_id = crate::trust::lineage::state_id(store, Some(remote.commit))?;
+    Ok(Ok(RemoteSide {
+        state_id,
+        verified,
+        commits: usize::try_from(remote.tick.saturating_sub(base_tick)).unwrap_or(usize::MAX),
+        ops,
+    }))
+}
+
+/// Verifies the local commits after `base` up to `local` and parses their
+/// ops.
+fn local_side(
+    repo: &Repo,
+    base: Option<Oid>,
+    local: &Tip,
+    progress: Progress,
+) -> Result<std::result::Result<LocalSide, Finding>> {
+    if let Err(f) = chain(repo, base, local.commit, "the local history", progress)? {
+        return Ok(Err(f));
+    }
+    let mut ticks = Vec::new();
+    for e in repo.store().chain_since(local.commit, base)? {
+        // Verified just now, so every message parses.
+        let parsed = message::parse(&e.message)
+            .map_err(|why| anyhow::anyhow!("commit {} stopped parsing: {why}", e.commit))?;
+        ticks.push((e.commit, parsed));
+    }
+    Ok(Ok(LocalSide { ticks }))
+}
+
+/// Verifies `start`..`tip`, trusting the state at `start` as it is.
+fn chain(
+    repo: &Repo,
+    start: Option<Oid>,
+    tip: Oid,
+    what: &str,
+    progress: Progress,
+) -> Result<std::result::Result<Verified, Finding>> {
+    let base = match start {
+        Some(s) => {
+            let v = verify::trusted_at(repo.store(), s)?;
+            if s == tip {
+                return Ok(Ok(v));
+            }
+            Some(v)
+        }
+        None => None,
+    };
+    let mut report = |done: usize, total: usize| {
+        if total >= PROGRESS_FROM && done.is_multiple_of(total / 10) && done < total {
+            progress(&format!(
+                "Verifying {what}: {done} of {total} ticks checked…"
+            ));
+        }
+    };
+    verify::chain_of(repo, base, tip, &mut report)
+}
