@@ -106,7 +106,7 @@ fn refused_everywhere(
         .loopx(&[
             "verify",
             "--to",
-            "refs/remotes/origin/loopx/state",
+            "refs/loopx/remotes/origin/state",
             "--json",
         ])
         .code(3)
