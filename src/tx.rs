@@ -173,14 +173,41 @@ fn run(
     let mut tries = 0u32;
     let committer = ctx.committer();
     let mut seal = crate::trust::Seal::default();
-    // Local writers take turns from reading the tip to moving the ref
-    // (src/queue.rs); the compare-and-swap below still decides.
-    let turn = crate::queue::wait(ctx.store()?.common_dir(), crate::queue::PATIENCE);
+    // A human who signs runs ssh-keygen (which may wait on a key's touch):
+    // never while holding the writers' queue. Such a tick builds and signs
+    // its op first, then queues, and uses that op if the tip has not moved
+    // meanwhile; if it has, it lets the queue go and signs again outside.
+    let signs = *ctx.caller() == crate::ctx::Caller::Human
+        && crate::trust::sign::configured(ctx).is_ok_and(|k| k.is_some());
+    let mut turn: Option<crate::queue::Turn> = None;
+    let mut sealed: Option<(Option<Tip>, State, Op)> = None;
     loop {
         tries += 1;
-        let (tip, before, mut op) = attempt(ctx)?;
-        // A human act is signed here (against the state it changes, so on
-        // every retry) and checked against this machine's allowed signers.
+        if turn.is_none() {
+            if signs {
+                let (tip, before, mut op) = attempt(ctx)?;
+                seal.seal(ctx, &before, &mut op)?;
+                sealed = Some((tip, before, op));
+            }
+            // Local writers take turns from reading the tip to moving the
+            // ref (src/queue.rs); the compare-and-swap below still decides.
+            turn = Some(crate::queue::wait(
+                ctx.store()?.common_dir(),
+                crate::queue::PATIENCE,
+            ));
+        }
+        let (tip, before, mut op) = match sealed.take() {
+            Some(s) if ctx.store()?.tip_id()? == s.0.as_ref().map(|t| t.commit) => s,
+            // The state moved since the signature: sign again, outside.
+            _ if signs && started.elapsed() < RETRY_FOR => {
+                turn = None;
+                continue;
+            }
+            _ => attempt(ctx)?,
+        };
+        // A human act is signed (against the state it changes; above,
+        // outside the queue, so here it is only checked) and checked
+        // against this machine's allowed signers.
         seal.seal(ctx, &before, &mut op)?;
         if crate::trust::validation::writes_validation(&op) {
             // Remembered before the tick lands: a validation written here

@@ -135,6 +135,7 @@ fn can_mount_tmpfs() -> bool {
 }
 
 #[test]
+#[allow(clippy::print_stderr)]
 fn a_full_disk_says_what_is_full_and_that_nothing_was_written() {
     if !can_mount_tmpfs() {
         eprintln!("SKIPPED: this machine cannot mount a tmpfs in a user namespace (unshare -rm)");
@@ -305,5 +306,187 @@ fn doctor_fix_puts_back_the_last_good_tip_from_the_reflog() {
         env.git(&["reflog", "show", "refs/loopx/state"])
             .contains("doctor --fix put back the last good tip"),
         "the repair is in the reflog too"
+    );
+}
+
+// A stuck lock holder (issue 27 item 2).
+
+/// The writers' queue's log of passes: one line per tick that went on
+/// without its turn, with why.
+fn passes(env: &TestEnv) -> Vec<String> {
+    std::fs::read_to_string(env.repo.join(".git/loopx/queue-passed"))
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The holder's record in the lock file: its pid, once it is `pid`.
+fn lock_record(env: &TestEnv) -> String {
+    std::fs::read_to_string(env.repo.join(".git/loopx/writers.lock")).unwrap_or_default()
+}
+
+fn signal(pid: u32, sig: &str) {
+    let ok = Command::new("kill")
+        .args([sig, &pid.to_string()])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok, "kill {sig} {pid}");
+}
+
+#[test]
+fn a_stopped_loopx_holding_the_queue_is_passed_at_once() {
+    let env = TestEnv::with_board();
+    env.add("Before", &[]);
+    // A loopx that holds the queue: the state ref's own lock is taken, so
+    // it keeps retrying its compare-and-swap, in its turn. Then it is
+    // stopped there, as a debugger or a ^Z would.
+    let ref_lock = env.repo.join(".git/refs/loopx/state.lock");
+    std::fs::write(&ref_lock, "").unwrap();
+    let mut stuck = env
+        .command()
+        .args(["todo", "add", "Made by the stopped one"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("loopx runs");
+    let pid = stuck.id();
+    let mut waited = 0;
+    while !lock_record(&env).starts_with(&format!("{pid} ")) {
+        waited += 1;
+        assert!(waited < 6000, "loopx never took its turn");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    signal(pid, "-STOP");
+    std::fs::remove_file(&ref_lock).unwrap();
+    // Every later tick goes on without waiting for it, and says why.
+    for i in 0..5 {
+        env.add(&format!("While it is stopped {i}"), &[]);
+    }
+    let passed = passes(&env);
+    assert_eq!(passed.len(), 5, "{passed:?}");
+    for p in &passed {
+        assert!(
+            p.ends_with(&format!("its holder (pid {pid}) is stopped")),
+            "passed at once, not after waiting: {p}"
+        );
+    }
+    let doctor = env.loopx(&["doctor", "--json"]).ok().json();
+    let text = doctor["problems"].to_string();
+    assert!(text.contains("the writers' queue is stuck"), "{text}");
+    assert!(
+        text.contains("5 ticks went on without the writers' queue"),
+        "{text}"
+    );
+    // Continued, it finishes its own tick on the new tip: nothing is lost.
+    signal(pid, "-CONT");
+    let status = stuck.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    let list = env.loopx(&["todo", "list", "--json"]).ok().json();
+    assert_eq!(list["todos"].as_array().unwrap().len(), 7, "{list}");
+    env.loopx(&["verify"]).ok();
+}
+
+#[test]
+fn a_plain_flock_holding_the_queue_is_passed() {
+    let env = TestEnv::with_board();
+    env.add("Before", &[]);
+    let lock = env.repo.join(".git/loopx/writers.lock");
+    // One process that takes the lock and sleeps holding it (so killing it
+    // leaves nothing behind).
+    let mut holder = Command::new("sh")
+        .args(["-c", "exec 9>>\"$1\"; flock 9; exec sleep 100000", "sh"])
+        .arg(&lock)
+        .spawn()
+        .expect("flock runs (util-linux)");
+    // Taken: a non-blocking try fails.
+    let mut waited = 0;
+    while Command::new("flock")
+        .args(["-n"])
+        .arg(&lock)
+        .arg("true")
+        .status()
+        .unwrap()
+        .success()
+    {
+        waited += 1;
+        assert!(waited < 6000, "flock never took the lock");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    for i in 0..3 {
+        env.add(&format!("Past flock {i}"), &[]);
+    }
+    let passed = passes(&env);
+    let _ = holder.kill();
+    let _ = holder.wait();
+    assert_eq!(passed.len(), 3, "{passed:?}");
+    for p in &passed {
+        // The record is the last loopx's, which is gone: not a wait.
+        assert!(!p.contains("waited"), "{p}");
+    }
+    env.loopx(&["verify"]).ok();
+}
+
+#[test]
+fn a_validation_and_a_signature_run_outside_the_queue() {
+    let env = TestEnv::with_board();
+    let lock = env.repo.join(".git/loopx/writers.lock");
+    let lock = lock.to_str().unwrap();
+    // The validation succeeds only if nobody holds the queue while it runs.
+    let t = env.add("Checked", &["--", "flock", "-n", lock, "true"]);
+    let v = env.loopx(&["todo", "done", &t, "--json"]).ok().json();
+    assert_eq!(v["validation"]["exit"], 0, "the queue was free: {v}");
+    if !crate::test_sign::have_openssh() {
+        return;
+    }
+    // ssh-keygen, through a wrapper that notes whether the queue is free.
+    let m = env.machine();
+    let ada = crate::test_sign::keygen(&env, "ada");
+    let seen = env.root().join("seen");
+    let wrapper = env.root().join("keygen.sh");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nif flock -n '{lock}' true; then echo free >> '{seen}'; else echo held >> '{seen}'; fi\nexec ssh-keygen \"$@\"\n",
+            seen = seen.display()
+        ),
+    )
+    .unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    m.git(&[
+        "config",
+        "gpg.ssh.program",
+        &format!("{}", wrapper.display()),
+    ]);
+    crate::test_sign::trust(&m, "ada", &ada);
+    crate::test_sign::sign_with(&m, &ada);
+    let gate = m
+        .agent(
+            "agent-a",
+            &[
+                "--json",
+                "gate",
+                "open",
+                "--kind",
+                "publish",
+                "--question",
+                "Ship?",
+            ],
+        )
+        .ok()
+        .json()["gate"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    m.loopx(&["gate", "answer", &gate, "--choice", "approve"])
+        .ok();
+    let seen = std::fs::read_to_string(&seen).unwrap_or_default();
+    assert!(seen.contains("free"), "ssh-keygen ran: {seen:?}");
+    assert!(
+        !seen.contains("held"),
+        "ssh-keygen ran inside the queue: {seen:?}"
     );
 }
