@@ -490,3 +490,169 @@ fn a_validation_and_a_signature_run_outside_the_queue() {
         "ssh-keygen ran inside the queue: {seen:?}"
     );
 }
+
+// Notifications never stall a tick (issue 27 item 1).
+
+/// Opens `n` human-only gates before notifications are configured.
+fn open_gates(env: &TestEnv, n: usize) {
+    for i in 0..n {
+        env.agent(
+            "agent-a",
+            &[
+                "gate",
+                "open",
+                "--kind",
+                "spend",
+                "--question",
+                &format!("Spend {i}?"),
+            ],
+        )
+        .ok();
+    }
+}
+
+/// A tick as agent-a, tagged with `mark` (which the notify runner and its
+/// commands inherit).
+fn tagged_tick(env: &TestEnv, mark: &str, title: &str) {
+    crate::common::run(
+        env.command()
+            .env("LOOPX_TEST_MARK", mark)
+            .env("LOOPX_AGENT", "agent-a")
+            .args(["todo", "add", title]),
+    )
+    .ok();
+}
+
+/// Waits (under a guard of minutes: a hang, not a timing) until nothing
+/// tagged `mark` runs any more.
+fn until_gone(mark: &str) {
+    let started = std::time::Instant::now();
+    while !crate::test_harden::tagged(mark).is_empty() {
+        if started.elapsed() > Duration::from_secs(300) {
+            let left = crate::test_harden::tagged(mark);
+            crate::test_harden::kill_all(&left);
+            panic!("still running after minutes: {left:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn notified_once_each_while_the_tick_returns(gates: usize) {
+    let env = TestEnv::with_board();
+    open_gates(&env, gates);
+    let log = env.root().join("sent.log");
+    let script = env.root().join("notify.sh");
+    std::fs::write(
+        &script,
+        format!("#!/bin/sh\nsleep 1\ncat >> '{}'\n", log.display()),
+    )
+    .unwrap();
+    env.git(&[
+        "config",
+        "loopx.notify",
+        &format!("sh {}", script.display()),
+    ]);
+    let mark = format!("notify-{gates}-{}", std::process::id());
+    tagged_tick(&env, &mark, "The tick that finds the gates due");
+    // The tick has returned; its notifications have not.
+    let sent = |log: &std::path::Path| {
+        std::fs::read_to_string(log)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).expect("one JSON line per call");
+                v["id"].as_str().unwrap().to_owned()
+            })
+            .collect::<Vec<String>>()
+    };
+    let running = crate::test_harden::tagged(&mark);
+    assert!(
+        !running.is_empty(),
+        "the notify runner and its commands outlive the tick"
+    );
+    assert!(sent(&log).len() < gates, "the tick did not wait for them");
+    crate::test_notify::settle(&env.repo);
+    until_gone(&mark);
+    let mut ids = sent(&log);
+    assert_eq!(ids.len(), gates, "each gate once: {ids:?}");
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), gates, "no gate twice");
+    let records = env
+        .loopx(&["log", "--op", "gate.notified", "--json"])
+        .ok()
+        .stdout;
+    assert_eq!(records.lines().count(), gates, "{records}");
+    // Later ticks send nothing again.
+    tagged_tick(&env, &mark, "Later");
+    crate::test_notify::settle(&env.repo);
+    until_gone(&mark);
+    assert_eq!(sent(&log).len(), gates);
+    env.loopx(&["verify"]).ok();
+}
+
+#[test]
+fn ten_open_gates_with_a_slow_notify_never_hold_the_tick() {
+    notified_once_each_while_the_tick_returns(10);
+}
+
+#[test]
+fn forty_open_gates_with_a_slow_notify_never_hold_the_tick() {
+    notified_once_each_while_the_tick_returns(40);
+}
+
+#[test]
+fn a_notify_past_its_limit_leaves_nothing_running_and_is_backed_off() {
+    let env = TestEnv::with_board();
+    open_gates(&env, 3);
+    let started = env.root().join("started.log");
+    let script = env.root().join("notify.sh");
+    // It forks, and neither it nor its child ever ends by itself.
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\necho start >> '{}'\nsleep 100000 &\nsleep 100000\n",
+            started.display()
+        ),
+    )
+    .unwrap();
+    env.git(&[
+        "config",
+        "loopx.notify",
+        &format!("sh {}", script.display()),
+    ]);
+    env.git(&["config", "loopx.notifyTimeout", "1s"]);
+    let mark = format!("notify-limit-{}", std::process::id());
+    let starts = || {
+        std::fs::read_to_string(&started)
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    // First failure; then, a minute later, the retry (a minute's
+    // back-off); then, a minute later again, nothing: two minutes now.
+    for (tick, want) in [(0, 3), (1, 6), (2, 6)] {
+        tagged_tick(&env, &mark, &format!("Tick {tick}"));
+        crate::test_notify::settle(&env.repo);
+        until_gone(&mark);
+        assert_eq!(starts(), want, "after tick {tick}");
+    }
+    let st = env.loopx(&["status", "--json"]).ok().json();
+    let failed = st["notify_failed"].as_array().unwrap();
+    assert_eq!(failed.len(), 3, "{st}");
+    for f in failed {
+        assert!(
+            f["reason"]
+                .as_str()
+                .unwrap()
+                .contains("ran longer than 1s and was stopped"),
+            "{st}"
+        );
+        let marker = env
+            .repo
+            .join(".git/loopx/notify-failed")
+            .join(f["gate"].as_str().unwrap());
+        let text = std::fs::read_to_string(marker).unwrap();
+        assert!(text.contains("\nattempts 2 next "), "{text}");
+    }
+}
