@@ -656,3 +656,45 @@ fn a_notify_past_its_limit_leaves_nothing_running_and_is_backed_off() {
         assert!(text.contains("\nattempts 2 next "), "{text}");
     }
 }
+
+// Unbounded reads (issue 27 item 5).
+
+#[test]
+fn a_usage_file_of_dev_zero_is_refused_in_bounded_memory_in_every_format() {
+    let env = TestEnv::with_board();
+    env.add("Work to do", &[]);
+    for format in ["loopx", "claude", "codex", "gemini"] {
+        let turn = env
+            .agent("agent-a", &["quota", "should-run", "--json"])
+            .ok()
+            .json()["turn_token"]
+            .as_str()
+            .expect("a turn token")
+            .to_owned();
+        let g = guarded(
+            &env,
+            &[
+                "--agent",
+                "agent-a",
+                "quota",
+                "spend-slot",
+                "--turn",
+                &turn,
+                "--usage-file",
+                "/dev/zero",
+                "--usage-format",
+                format,
+            ],
+            Duration::from_secs(120),
+        );
+        let out = g.out.clone().code(2);
+        assert!(
+            out.stderr
+                .contains("/dev/zero is over 16 MiB (the limit of a usage file)"),
+            "{format}: {}",
+            out.stderr
+        );
+        // 16 MiB read at most, in a buffer that may double once.
+        assert!(g.peak_kib < 128 * 1024, "{format}: peak {} KiB", g.peak_kib);
+    }
+}
