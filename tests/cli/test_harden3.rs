@@ -698,3 +698,47 @@ fn a_usage_file_of_dev_zero_is_refused_in_bounded_memory_in_every_format() {
         assert!(g.peak_kib < 128 * 1024, "{format}: peak {} KiB", g.peak_kib);
     }
 }
+
+#[test]
+fn a_huge_title_or_file_from_elsewhere_is_refused_unread() {
+    use crate::common::forge;
+    let env = TestEnv::with_board();
+    env.add("Honest", &[]);
+    let m = env.machine();
+    let honest = env.tip().unwrap();
+    // A 40 MB title in the tip's message (a remote's forgery, say).
+    let huge = "x".repeat(40 << 20);
+    forge::amend_tip(&m, |_, p| {
+        p.message = p.message.replacen("Honest", &huge, 1);
+    });
+    let g = guarded(&env, &["--json", "verify"], Duration::from_secs(120));
+    let said = format!("{}{}", g.out.stdout, g.out.stderr);
+    assert_ne!(g.out.code, 0, "{said}");
+    assert!(
+        said.contains("over loopx's limit of 4 MiB for an object of the state"),
+        "{}",
+        &said[..said.len().min(2000)]
+    );
+    assert!(
+        g.peak_kib < 100 * 1024,
+        "verify peaked at {} KiB",
+        g.peak_kib
+    );
+    // A 40 MB file in the tip's tree: every read of the state refuses it.
+    m.git(&["update-ref", "refs/loopx/state", &honest]);
+    let tree = forge::tree_with(
+        &m,
+        &format!("{honest}^{{tree}}"),
+        &[("todos/ab/t-ab000000.toml", Some(huge.as_bytes()))],
+    );
+    forge::amend_tip(&m, |_, p| p.tree = tree.clone());
+    let g = guarded(&env, &["--json", "status"], Duration::from_secs(120));
+    let said = format!("{}{}", g.out.stdout, g.out.stderr);
+    assert_ne!(g.out.code, 0, "{said}");
+    assert!(said.contains("\"code\":\"too-large\""), "{said}");
+    assert!(
+        g.peak_kib < 100 * 1024,
+        "status peaked at {} KiB",
+        g.peak_kib
+    );
+}
