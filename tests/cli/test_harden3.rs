@@ -742,3 +742,49 @@ fn a_huge_title_or_file_from_elsewhere_is_refused_unread() {
         g.peak_kib
     );
 }
+
+#[test]
+fn a_huge_note_through_a_hub_is_refused_unread() {
+    use crate::common::forge;
+    let env = TestEnv::with_board();
+    let hub = env.hub("hub.git");
+    let guarded_hub = env.hub("guarded.git");
+    env.loopx(&["-C", &guarded_hub, "hub", "install"]).ok();
+    env.git(&["remote", "add", "origin", &hub]);
+    env.git(&["remote", "add", "guarded", &format!("file://{guarded_hub}")]);
+    env.add("Honest", &[]);
+    env.loopx(&["sync"]).ok();
+    let a = env.machine();
+    let (ok, err) = forge::push(&a, "guarded", "refs/loopx/state:refs/loopx/state");
+    assert!(ok, "{err}");
+    let b = env.clone_machine("b", &hub);
+    b.loopx(&["sync"]).ok();
+    let b_tip = b.tip().unwrap();
+    // A tick whose note is 40 MB, made with plain git.
+    let huge = "n".repeat(40 << 20);
+    forge::amend_tip(&a, |_, p| p.message.push_str(&format!("\n{huge}\n")));
+    // The guarded hub refuses it from the header.
+    let (ok, err) = forge::push(&a, "guarded", "+refs/loopx/state:refs/loopx/state");
+    assert!(!ok, "the guarded hub took it");
+    assert!(err.contains("over loopx's limit of 4 MiB"), "{err}");
+    // An unguarded hub takes it; the clone that syncs it refuses it unread.
+    let (ok, err) = forge::push(&a, "origin", "+refs/loopx/state:refs/loopx/state");
+    assert!(ok, "{err}");
+    // b's sync, with its peak memory (run from env's repository, so b's
+    // is given with -C).
+    let dir = b.repo.to_str().unwrap().to_owned();
+    let g = guarded(
+        &env,
+        &["-C", &dir, "--json", "sync"],
+        Duration::from_secs(120),
+    );
+    let said = format!("{}{}", g.out.stdout, g.out.stderr);
+    assert_ne!(g.out.code, 0, "{said}");
+    assert!(
+        said.contains("over loopx's limit of 4 MiB"),
+        "{}",
+        &said[..said.len().min(2000)]
+    );
+    assert!(g.peak_kib < 100 * 1024, "sync peaked at {} KiB", g.peak_kib);
+    assert_eq!(b.tip().unwrap(), b_tip, "nothing was taken in");
+}
