@@ -162,16 +162,25 @@ fn due<'s>(ctx: &Ctx, dirs: &Dirs, state: &'s crate::model::State) -> Vec<&'s Ga
     due
 }
 
-/// Gates this clone notified whose `gate.notified` tick has not landed.
+/// Open gates this clone notified whose `gate.notified` tick has not
+/// landed. The notes of gates recorded or closed since are removed.
 fn unrecorded(dirs: &Dirs, state: &crate::model::State) -> Vec<GateId> {
     let Ok(entries) = std::fs::read_dir(&dirs.sent) else {
         return Vec::new();
     };
     entries
         .filter_map(|e| {
-            let name = e.ok()?.file_name().into_string().ok()?;
-            let g = state.gates.values().find(|g| g.id.as_str() == name)?;
-            (g.notified.is_none()).then(|| g.id.clone())
+            let e = e.ok()?;
+            let name = e.file_name().into_string().ok()?;
+            match state.gates.values().find(|g| g.id.as_str() == name) {
+                Some(g) if g.is_open() && g.notified.is_none() => Some(g.id.clone()),
+                // Not in this state yet (a tick of it not synced here).
+                None => None,
+                Some(_) => {
+                    let _ = std::fs::remove_file(e.path());
+                    None
+                }
+            }
         })
         .collect()
 }
