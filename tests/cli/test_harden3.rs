@@ -788,3 +788,49 @@ fn a_huge_note_through_a_hub_is_refused_unread() {
     assert!(g.peak_kib < 100 * 1024, "sync peaked at {} KiB", g.peak_kib);
     assert_eq!(b.tip().unwrap(), b_tip, "nothing was taken in");
 }
+
+#[test]
+fn an_artifact_streams_through_its_hash_and_a_device_is_refused_unread() {
+    let env = TestEnv::with_board();
+    let g = guarded(
+        &env,
+        &[
+            "evidence",
+            "add",
+            "--summary",
+            "zeros",
+            "--artifact",
+            "/dev/zero",
+            "--json",
+        ],
+        Duration::from_secs(60),
+    );
+    let out = g.out.clone().code(2);
+    assert!(
+        out.stdout
+            .contains("cannot read the artifact /dev/zero: it is not a regular file"),
+        "{}",
+        out.stdout
+    );
+    // 200 MB (sparse on disk) hashed in bounded memory.
+    let big = env.repo.join("big.bin");
+    std::fs::File::create(&big)
+        .and_then(|f| f.set_len(200 << 20))
+        .unwrap();
+    let g = guarded(
+        &env,
+        &[
+            "evidence",
+            "add",
+            "--summary",
+            "big",
+            "--artifact",
+            "big.bin",
+            "--json",
+        ],
+        Duration::from_secs(120),
+    );
+    let v = g.out.clone().ok().json();
+    assert_eq!(v["evidence"]["artifact"]["bytes"], 200u64 << 20, "{v}");
+    assert!(g.peak_kib < 100 * 1024, "peak {} KiB", g.peak_kib);
+}
