@@ -312,8 +312,10 @@ fn say_who(mut file: &File) {
 }
 
 /// What `/proc/<pid>/stat` says of a process.
-struct Proc {
-    state: char,
+pub(crate) struct Proc {
+    pub(crate) state: char,
+    /// Its parent.
+    pub(crate) ppid: i32,
     /// User and system CPU time, in clock ticks.
     cpu: u64,
     /// Start time, in clock ticks after boot (tells a reused pid apart).
@@ -321,7 +323,7 @@ struct Proc {
 }
 
 /// `None` when the process does not exist (or there is no /proc).
-fn process(pid: u32) -> Option<Proc> {
+pub(crate) fn process(pid: u32) -> Option<Proc> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // `pid (comm) state ppid …`: comm may hold spaces and parentheses.
     let rest = &stat[stat.rfind(')')? + 1..];
@@ -330,6 +332,7 @@ fn process(pid: u32) -> Option<Proc> {
     // Fields 14, 15 and 22 of the line: utime, stime, starttime.
     Some(Proc {
         state: f.first()?.chars().next()?,
+        ppid: f.get(1)?.parse().ok()?,
         cpu: num(11)? + num(12)?,
         start: num(19)?,
     })
