@@ -101,11 +101,7 @@ pub fn load(ctx: &Ctx) -> Result<Snapshot> {
     let Some(id) = store.tip_id()? else {
         return Err(no_state(ctx).into());
     };
-    // The cached state of a commit that is gone (pruned under a tick) must
-    // not become the parent of a new tick.
-    if let Some((tip, state)) = cache::read(store, id)
-        && store.has_object(id)
-    {
+    if let Some((tip, state)) = cache::read(store, id) {
         return Ok(Snapshot { tip, state });
     }
     let Some(tip) = store.tip().map_err(|e| unreadable_tip(ctx, e))? else {
@@ -140,6 +136,15 @@ pub fn no_state(ctx: &Ctx) -> Refusal {
 pub fn commit(ctx: &Ctx, mut build: impl FnMut(&State) -> Result<Op>) -> Result<Committed> {
     run(ctx, |ctx| {
         let snap = load(ctx)?;
+        // The cached state of a commit that is gone (pruned under a tick)
+        // must not become the parent of a new tick. Checked here, where
+        // the object database is open anyway, not on every read.
+        if !ctx.store()?.has_object(snap.tip.commit) {
+            return Err(unreadable_tip(
+                ctx,
+                anyhow::anyhow!("commit {} is missing", snap.tip.commit),
+            ));
+        }
         let op = build(&snap.state)?;
         Ok((Some(snap.tip), snap.state, op))
     })
