@@ -1,11 +1,24 @@
 //! One notification per gate: `git config loopx.notify "CMD ARG…"` runs
 //! once for each open gate that waits on a human (a human-only kind), with
 //! the gate as JSON on stdin, after any command that moved the state ref
-//! (a tick, or a sync that brought ticks in). A success is recorded as a
-//! `gate.notified` tick, so clones that sync it later stay quiet; a
-//! failure is remembered under `.git/loopx/notify-failed/` (shown by
-//! `status`) and retried next time. The command runs with a time limit
-//! after the tick has landed, so it never blocks or fails the tick.
+//! (a tick, or a sync that brought ticks in).
+//!
+//! Nothing of it runs inside the command: [`after`] only looks whether a
+//! gate is due and, if one is, starts a detached runner (`loopx
+//! notify-run`, in a process group of its own) and returns. The runner
+//! ([`run_pending`]) is one per clone at a time (`.git/loopx/notify.lock`;
+//! a command that finds one running leaves `.git/loopx/notify-pending`,
+//! which the running one picks up before it ends). It sends at most
+//! [`CONCURRENCY`] at once, each in a process group of its own with its
+//! time limit (`loopx.notifyTimeout`), and ends the whole group at the
+//! limit and when the command exits.
+//!
+//! Once per gate, never lost: a success is written down at once under
+//! `.git/loopx/notify-sent/` (so this clone never sends it again), then
+//! recorded as a `gate.notified` tick, so clones that sync it stay quiet.
+//! A failure is remembered under `.git/loopx/notify-failed/` (the reason,
+//! shown by `status`, and when to try again) and retried after a later
+//! tick once its back-off (1 minute, doubling to 1 hour) has passed.
 
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -55,6 +68,14 @@ struct Payload<'a> {
     answer_commands: Vec<String>,
 }
 
+/// How many notify commands run at once.
+pub const CONCURRENCY: usize = 4;
+/// The first back-off after a failure; it doubles up to [`BACKOFF_MAX`].
+const BACKOFF: i64 = 60;
+const BACKOFF_MAX: i64 = 3600;
+/// How long a notify command's group has between SIGTERM and SIGKILL.
+const GRACE: Duration = Duration::from_millis(500);
+
 /// The tip before a command, when notifications are configured: the
 /// argument [`after`] compares against.
 pub fn before(ctx: &Ctx) -> Option<Option<crate::store::Oid>> {
@@ -62,15 +83,154 @@ pub fn before(ctx: &Ctx) -> Option<Option<crate::store::Oid>> {
     Some(tx::tip(ctx).ok()?.map(|t| t.commit))
 }
 
-/// After a command: if the ref moved since `before`, notify every gate
-/// that waits on a human and has not been notified. Never fails: problems
-/// become warnings.
+/// After a command: if the ref moved since `before` and a gate is due,
+/// starts the detached runner and returns at once. Never fails.
 pub fn after(ctx: &Ctx, before: Option<Option<crate::store::Oid>>) {
     let Some(before) = before else { return };
     let Ok(Some(tip)) = tx::tip(ctx) else { return };
     if Some(tip.commit) == before {
         return;
     }
+    let Ok(snap) = tx::load(ctx) else { return };
+    let Some(dirs) = Dirs::of(ctx) else { return };
+    if due(ctx, &dirs, &snap.state).is_empty() && unrecorded(&dirs, &snap.state).is_empty() {
+        return;
+    }
+    let _ = std::fs::create_dir_all(&dirs.base)
+        .and_then(|()| std::fs::write(dirs.base.join(PENDING), b""));
+    if let Err(e) = start_runner(ctx) {
+        ctx.out
+            .warn(&format!("could not start the loopx.notify runner: {e:#}"));
+    }
+}
+
+/// Starts `loopx notify-run` detached: its own process group, no terminal,
+/// as the same actor, in the same repository. A thread reaps it if this
+/// process outlives it (`loopx mcp`).
+fn start_runner(ctx: &Ctx) -> anyhow::Result<()> {
+    use std::os::unix::process::CommandExt;
+    let exe = std::env::current_exe()?;
+    let mut c = Command::new(exe);
+    c.current_dir(ctx.store()?.root());
+    if let crate::ctx::Caller::Agent(id) = ctx.caller() {
+        c.arg("--agent").arg(id.as_str());
+    }
+    let mut child = c
+        .arg("notify-run")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()?;
+    std::thread::spawn(move || child.wait());
+    Ok(())
+}
+
+/// Where a clone keeps its notification records.
+struct Dirs {
+    base: PathBuf,
+    sent: PathBuf,
+    failed: PathBuf,
+}
+
+const PENDING: &str = "notify-pending";
+const LOCK: &str = "notify.lock";
+
+impl Dirs {
+    fn of(ctx: &Ctx) -> Option<Dirs> {
+        let base = ctx.store().ok()?.common_dir().join("loopx");
+        Some(Dirs {
+            sent: base.join("notify-sent"),
+            failed: base.join("notify-failed"),
+            base,
+        })
+    }
+}
+
+/// Open human-only gates without a `notified` record, not sent from this
+/// clone already, and not backed off: oldest first.
+fn due<'s>(ctx: &Ctx, dirs: &Dirs, state: &'s crate::model::State) -> Vec<&'s Gate> {
+    let now = ctx.now.unix();
+    let mut due: Vec<&Gate> = state
+        .gates
+        .values()
+        .filter(|g| g.is_open() && g.kind.human_only() && g.notified.is_none())
+        .filter(|g| !dirs.sent.join(g.id.as_str()).exists())
+        .filter(|g| backoff(&dirs.failed.join(g.id.as_str())).is_none_or(|(_, next)| next <= now))
+        .collect();
+    due.sort_by_key(|g| (g.opened_at, g.id.clone()));
+    due
+}
+
+/// Open gates this clone notified whose `gate.notified` tick has not
+/// landed. The notes of gates recorded or closed since are removed.
+fn unrecorded(dirs: &Dirs, state: &crate::model::State) -> Vec<GateId> {
+    let Ok(entries) = std::fs::read_dir(&dirs.sent) else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|e| {
+            let e = e.ok()?;
+            let name = e.file_name().into_string().ok()?;
+            match state.gates.values().find(|g| g.id.as_str() == name) {
+                Some(g) if g.is_open() && g.notified.is_none() => Some(g.id.clone()),
+                // Not in this state yet (a tick of it not synced here).
+                None => None,
+                Some(_) => {
+                    let _ = std::fs::remove_file(e.path());
+                    None
+                }
+            }
+        })
+        .collect()
+}
+
+/// A failure marker's attempts and the time (unix seconds) of the next try.
+fn backoff(marker: &std::path::Path) -> Option<(u32, i64)> {
+    let text = std::fs::read_to_string(marker).ok()?;
+    let line = text.lines().nth(1)?;
+    let mut w = line.split_whitespace();
+    match (w.next(), w.next(), w.next(), w.next()) {
+        (Some("attempts"), Some(n), Some("next"), Some(at)) => {
+            Some((n.parse().ok()?, at.parse().ok()?))
+        }
+        _ => None,
+    }
+}
+
+/// `loopx notify-run`: sends what is due, one runner per clone at a time.
+/// A runner that finds another at work leaves it the pending mark.
+pub fn run_pending(ctx: &Ctx) -> anyhow::Result<()> {
+    use rustix::fs::{FlockOperation, flock};
+    let Some(dirs) = Dirs::of(ctx) else {
+        return Ok(());
+    };
+    std::fs::create_dir_all(&dirs.base)?;
+    let lock = std::fs::File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(dirs.base.join(LOCK))?;
+    let pending = dirs.base.join(PENDING);
+    loop {
+        if flock(&lock, FlockOperation::NonBlockingLockExclusive).is_err() {
+            // Another runner is at work; it sees the pending mark.
+            return Ok(());
+        }
+        while std::fs::remove_file(&pending).is_ok() {
+            deliver(ctx, &dirs);
+        }
+        let _ = flock(&lock, FlockOperation::Unlock);
+        // A command that came by between the last look and the unlock.
+        if !pending.exists() {
+            return Ok(());
+        }
+    }
+}
+
+/// Sends every due gate, [`CONCURRENCY`] at a time, and records each
+/// result as it comes.
+fn deliver(ctx: &Ctx, dirs: &Dirs) {
     let Some((argv, limit)) = ctx
         .config()
         .ok()
@@ -78,48 +238,74 @@ pub fn after(ctx: &Ctx, before: Option<Option<crate::store::Oid>>) {
     else {
         return;
     };
-    let limit = Duration::from_secs(limit.as_secs().unsigned_abs());
+    let limit = Duration::from_secs(limit.as_secs().unsigned_abs().max(1));
     let Ok(snap) = tx::load(ctx) else { return };
-    let mut due: Vec<&Gate> = snap
-        .state
-        .gates
-        .values()
-        .filter(|g| g.is_open() && g.kind.human_only() && g.notified.is_none())
+    for id in unrecorded(dirs, &snap.state) {
+        record(ctx, dirs, &id);
+    }
+    let jobs: Vec<(GateId, Vec<u8>)> = due(ctx, dirs, &snap.state)
+        .into_iter()
+        .filter_map(|g| Some((g.id.clone(), payload(g).ok()?)))
         .collect();
-    due.sort_by_key(|g| (g.opened_at, g.id.clone()));
-    for g in due {
-        match notify(&argv, g, limit) {
-            Ok(()) => {
-                let _ = std::fs::remove_file(failed_marker(ctx, &g.id).unwrap_or_default());
-                let id = g.id.clone();
-                if let Err(e) = tx::commit(ctx, |_| {
-                    Ok(tx::op(ctx, Change::GateNotified { gate: id.clone() })?)
-                }) {
-                    ctx.out
-                        .warn(&format!("notified {id}, but could not record it: {e:#}"));
+    drop(snap);
+    let queue = std::sync::Mutex::new(jobs.into_iter());
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    std::thread::scope(|s| {
+        for _ in 0..CONCURRENCY {
+            let (queue, done_tx, argv) = (&queue, done_tx.clone(), &argv);
+            s.spawn(move || {
+                loop {
+                    let next = queue.lock().ok().and_then(|mut q| q.next());
+                    let Some((id, json)) = next else { break };
+                    let result = notify(argv, &json, limit);
+                    if done_tx.send((id, result)).is_err() {
+                        break;
+                    }
                 }
-            }
-            Err(why) => {
-                ctx.out.warn(&format!(
-                    "loopx.notify failed for {}: {why}; it is retried after the next tick or sync",
-                    g.id
-                ));
-                if let Some(m) = failed_marker(ctx, &g.id) {
-                    let _ = std::fs::create_dir_all(m.parent().expect("has a parent"))
-                        .and_then(|()| std::fs::write(&m, format!("{why}\n")));
+            });
+        }
+        drop(done_tx);
+        for (id, result) in done_rx {
+            match result {
+                Ok(()) => {
+                    // Written down before the tick: never sent twice here.
+                    let _ = std::fs::create_dir_all(&dirs.sent)
+                        .and_then(|()| std::fs::write(dirs.sent.join(id.as_str()), b""));
+                    let _ = std::fs::remove_file(dirs.failed.join(id.as_str()));
+                    record(ctx, dirs, &id);
+                }
+                Err(why) => {
+                    let marker = dirs.failed.join(id.as_str());
+                    let attempts = backoff(&marker).map_or(0, |(n, _)| n) + 1;
+                    let wait = (BACKOFF << (attempts - 1).min(10)).min(BACKOFF_MAX);
+                    let next = ctx.now.unix() + wait;
+                    let _ = std::fs::create_dir_all(&dirs.failed).and_then(|()| {
+                        std::fs::write(&marker, format!("{why}\nattempts {attempts} next {next}\n"))
+                    });
                 }
             }
         }
+    });
+}
+
+/// Records a sent notification as a `gate.notified` tick; the local
+/// record goes once the tick has landed.
+fn record(ctx: &Ctx, dirs: &Dirs, id: &GateId) {
+    let landed = tx::commit(ctx, |_| {
+        Ok(tx::op(ctx, Change::GateNotified { gate: id.clone() })?)
+    });
+    if landed.is_ok() {
+        let _ = std::fs::remove_file(dirs.sent.join(id.as_str()));
     }
 }
 
 /// Gates whose last notification failed on this clone, with the reason;
 /// those since notified or closed are left out.
 pub fn failed(ctx: &Ctx, state: &crate::model::State) -> Vec<(GateId, String)> {
-    let Some(dir) = failed_dir(ctx) else {
+    let Some(dirs) = Dirs::of(ctx) else {
         return Vec::new();
     };
-    let Ok(entries) = std::fs::read_dir(dir) else {
+    let Ok(entries) = std::fs::read_dir(&dirs.failed) else {
         return Vec::new();
     };
     let mut out: Vec<(GateId, String)> = entries
@@ -129,6 +315,7 @@ pub fn failed(ctx: &Ctx, state: &crate::model::State) -> Vec<(GateId, String)> {
             let g = state.gates.values().find(|g| g.id.as_str() == name)?;
             (g.is_open() && g.notified.is_none()).then(|| {
                 let why = std::fs::read_to_string(e.path()).unwrap_or_default();
+                let why = why.lines().next().unwrap_or_default();
                 (g.id.clone(), why.trim().to_owned())
             })
         })
@@ -137,23 +324,9 @@ pub fn failed(ctx: &Ctx, state: &crate::model::State) -> Vec<(GateId, String)> {
     out
 }
 
-fn failed_dir(ctx: &Ctx) -> Option<PathBuf> {
-    Some(
-        ctx.store()
-            .ok()?
-            .common_dir()
-            .join("loopx")
-            .join("notify-failed"),
-    )
-}
-
-fn failed_marker(ctx: &Ctx, gate: &GateId) -> Option<PathBuf> {
-    Some(failed_dir(ctx)?.join(gate.as_str()))
-}
-
-/// Runs the command once with the gate on stdin, within `limit`.
-fn notify(argv: &[String], g: &Gate, limit: Duration) -> Result<(), String> {
-    let payload = Payload {
+/// What the command reads on stdin for gate `g`.
+fn payload(g: &Gate) -> serde_json::Result<Vec<u8>> {
+    let mut json = serde_json::to_vec(&Payload {
         id: &g.id,
         goal: g.goal.as_str(),
         kind: g.kind.as_str(),
@@ -163,27 +336,59 @@ fn notify(argv: &[String], g: &Gate, limit: Duration) -> Result<(), String> {
         opened_by: g.opened_by.to_string(),
         opened_at: g.opened_at.to_string(),
         answer_commands: g.options.iter().map(|o| answer_command(g, o)).collect(),
-    };
-    let json = serde_json::to_vec(&payload).map_err(|e| e.to_string())?;
+    })?;
+    json.push(b'\n');
+    Ok(json)
+}
+
+/// Runs the command once with `json` on stdin, in a process group of its
+/// own, within `limit`. The whole group is ended at the limit (TERM, then
+/// KILL), and whatever it left running when the command exits.
+fn notify(argv: &[String], json: &[u8], limit: Duration) -> Result<(), String> {
+    use rustix::process::{Pid, Signal, kill_process_group, test_kill_process_group};
+    use std::os::unix::process::CommandExt;
     let mut child = Command::new(&argv[0])
         .args(&argv[1..])
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
+        .process_group(0)
         .spawn()
         .map_err(|e| format!("cannot start {}: {e}", argv[0]))?;
+    let group = Pid::from_raw(child.id() as i32).expect("a pid is positive");
     if let Some(mut stdin) = child.stdin.take() {
-        // A command that does not read stdin is not an error.
-        let _ = stdin.write_all(&json).and_then(|()| stdin.write_all(b"\n"));
+        // A command that does not read stdin is not an error; one that
+        // does not read it all must not hold the runner past its limit.
+        let json = json.to_vec();
+        std::thread::spawn(move || {
+            let _ = stdin.write_all(&json);
+        });
     }
     let start = Instant::now();
+    let end_group = |child: &mut std::process::Child| {
+        if test_kill_process_group(group).is_ok() {
+            let _ = kill_process_group(group, Signal::TERM);
+            let until = Instant::now() + GRACE;
+            while Instant::now() < until && test_kill_process_group(group).is_ok() {
+                let _ = child.try_wait();
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            let _ = kill_process_group(group, Signal::KILL);
+        }
+        let _ = child.wait();
+    };
     loop {
         match child.try_wait() {
-            Ok(Some(s)) if s.success() => return Ok(()),
-            Ok(Some(s)) => return Err(format!("`{}` exited with {s}", argv.join(" "))),
+            Ok(Some(s)) => {
+                end_group(&mut child);
+                return if s.success() {
+                    Ok(())
+                } else {
+                    Err(format!("`{}` exited with {s}", argv.join(" ")))
+                };
+            }
             Ok(None) if start.elapsed() >= limit => {
-                let _ = child.kill();
-                let _ = child.wait();
+                end_group(&mut child);
                 return Err(format!(
                     "`{}` ran longer than {}s and was stopped",
                     argv.join(" "),

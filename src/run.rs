@@ -312,13 +312,8 @@ fn children_of(parent: i32) -> Vec<i32> {
         return Vec::new();
     };
     dir.filter_map(|e| {
-        let e = e.ok()?;
-        let pid: i32 = e.file_name().to_str()?.parse().ok()?;
-        let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
-        // `pid (comm) state ppid …`; comm may hold spaces and parentheses.
-        let rest = &stat[stat.rfind(')')? + 1..];
-        let ppid: i32 = rest.split_whitespace().nth(1)?.parse().ok()?;
-        (ppid == parent).then_some(pid)
+        let pid: u32 = e.ok()?.file_name().to_str()?.parse().ok()?;
+        (crate::queue::process(pid)?.ppid == parent).then_some(pid as i32)
     })
     .collect()
 }

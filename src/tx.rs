@@ -112,11 +112,7 @@ pub fn load(ctx: &Ctx) -> Result<Snapshot> {
     let Some(id) = store.tip_id()? else {
         return Err(no_state(ctx).into());
     };
-    // The cached state of a commit that is gone (pruned under a tick) must
-    // not become the parent of a new tick.
-    if let Some((tip, state)) = cache::read(store, id)
-        && store.has_object(id)
-    {
+    if let Some((tip, state)) = cache::read(store, id) {
         return Ok(Snapshot { tip, state });
     }
     let Some(tip) = store.tip().map_err(|e| unreadable_tip(ctx, e))? else {
@@ -151,6 +147,15 @@ pub fn no_state(ctx: &Ctx) -> Refusal {
 pub fn commit(ctx: &Ctx, mut build: impl FnMut(&State) -> Result<Op>) -> Result<Committed> {
     run(ctx, |ctx| {
         let snap = load(ctx)?;
+        // The cached state of a commit that is gone (pruned under a tick)
+        // must not become the parent of a new tick. Checked here, where
+        // the object database is open anyway, not on every read.
+        if !ctx.store()?.has_object(snap.tip.commit) {
+            return Err(unreadable_tip(
+                ctx,
+                anyhow::anyhow!("commit {} is missing", snap.tip.commit),
+            ));
+        }
         let op = build(&snap.state)?;
         Ok((Some(snap.tip), snap.state, op))
     })
@@ -184,20 +189,47 @@ fn run(
     let mut tries = 0u32;
     let committer = ctx.committer();
     let mut seal = crate::trust::Seal::default();
-    // Local writers take turns from reading the tip to moving the ref
-    // (src/queue.rs); the compare-and-swap below still decides.
-    let turn = crate::queue::wait(ctx.store()?.common_dir(), crate::queue::PATIENCE);
+    // A human who signs runs ssh-keygen (which may wait on a key's touch):
+    // never while holding the writers' queue. Such a tick builds and signs
+    // its op first, then queues, and uses that op if the tip has not moved
+    // meanwhile; if it has, it lets the queue go and signs again outside.
+    let signs = *ctx.caller() == crate::ctx::Caller::Human
+        && crate::trust::sign::configured(ctx).is_ok_and(|k| k.is_some());
+    let mut turn: Option<crate::queue::Turn> = None;
+    let mut sealed: Option<(Option<Tip>, State, Op)> = None;
     loop {
         tries += 1;
-        let (tip, before, mut op) = attempt(ctx)?;
+        if turn.is_none() {
+            if signs {
+                let (tip, before, mut op) = attempt(ctx)?;
+                seal.seal(ctx, tip.as_ref().map(|t| t.commit), &before, &mut op)?;
+                sealed = Some((tip, before, op));
+            }
+            // Local writers take turns from reading the tip to moving the
+            // ref (src/queue.rs); the compare-and-swap below still decides.
+            turn = Some(crate::queue::wait(
+                ctx.store()?.common_dir(),
+                crate::queue::PATIENCE,
+            ));
+        }
+        let (tip, before, mut op) = match sealed.take() {
+            Some(s) if ctx.store()?.tip_id()? == s.0.as_ref().map(|t| t.commit) => s,
+            // The state moved since the signature: sign again, outside.
+            _ if signs && started.elapsed() < RETRY_FOR => {
+                turn = None;
+                continue;
+            }
+            _ => attempt(ctx)?,
+        };
         // Never a tick this machine's own clock calls the future: no hub
         // would take it, nor any later tick of this clone.
         let (now, skew) = (ctx.repo()?.now(), before.meta.settings.clock_skew);
         if op.at > now.plus(skew) {
             return Err(future_tick(op.at, now, skew).into());
         }
-        // A human act is signed here (against the state it changes, so on
-        // every retry) and checked against this machine's allowed signers.
+        // A human act is signed (against the state it changes; above,
+        // outside the queue, so here it is only checked) and checked
+        // against this machine's allowed signers.
         seal.seal(ctx, tip.as_ref().map(|t| t.commit), &before, &mut op)?;
         if crate::trust::validation::writes_validation(&op) {
             // Remembered before the tick lands: this exact validation of

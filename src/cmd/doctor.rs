@@ -71,6 +71,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let mut restored = None;
     check_locks(ctx, args.fix, &mut problems, &mut fixed);
     check_refspecs(ctx, &mut problems);
+    check_queue(ctx, &mut problems);
     let mut files_seen = 0;
     let (tip, lost) = match tx::tip(ctx) {
         Ok(tip) => (tip, false),
@@ -283,6 +284,41 @@ fn regex_escape(s: &str) -> String {
             }
         })
         .collect()
+}
+
+/// The writers' queue: a holder that is stuck now, and ticks that went on
+/// without their turn in the last hour (src/queue.rs). Warnings: the
+/// compare-and-swap keeps the state right, ticks only lose their turn.
+fn check_queue(ctx: &Ctx, problems: &mut Vec<Problem>) {
+    let Ok(store) = ctx.store() else {
+        return;
+    };
+    let dir = store.common_dir();
+    if let Some(why) = crate::queue::stuck(dir) {
+        problems.push(Problem {
+            severity: "warning",
+            path: Some(crate::queue::LOCK_FILE.to_owned()),
+            message: format!("the writers' queue is stuck: {why}; every tick goes on without it"),
+            fix: Some("continue the process (`kill -CONT PID`) or end it; `fuser .git/loopx/writers.lock` names a holder that is not loopx".to_owned()),
+        });
+    }
+    let hour_ago = crate::time::Timestamp::system_now().unix() - 3600;
+    let recent: Vec<(i64, String)> = crate::queue::passes(dir)
+        .into_iter()
+        .filter(|(at, _)| *at >= hour_ago)
+        .collect();
+    if let Some((_, last)) = recent.last() {
+        problems.push(Problem {
+            severity: "warning",
+            path: Some(crate::queue::PASSED_FILE.to_owned()),
+            message: format!(
+                "{} tick{} went on without the writers' queue in the last hour (the last: {last})",
+                recent.len(),
+                if recent.len() == 1 { "" } else { "s" }
+            ),
+            fix: None,
+        });
+    }
 }
 
 /// Lock files on the state ref and on packed-refs: a young one is a writer

@@ -19,6 +19,7 @@ pub mod init;
 pub mod log;
 pub mod man;
 pub mod mcp;
+pub mod notify_run;
 pub mod progress;
 pub mod quota;
 pub mod refresh_state;
@@ -111,6 +112,8 @@ pub enum Command {
     /// Guard a bare hub repository: refuse pushes that forge or rewrite the state
     #[command(subcommand)]
     Hub(hub::Command),
+    #[command(hide = true, name = "notify-run")]
+    NotifyRun(notify_run::Args),
 }
 
 /// Runs one command. `hook` never gets here: it always exits 0 and builds
@@ -119,7 +122,7 @@ pub enum Command {
 /// afterwards ([`crate::notify`]).
 pub fn run(ctx: &Ctx, command: &Command) -> Result<Exit> {
     let before = match command {
-        Command::Demo(_) | Command::Init(_) | Command::Mcp(_) => None,
+        Command::Demo(_) | Command::Init(_) | Command::Mcp(_) | Command::NotifyRun(_) => None,
         _ => crate::notify::before(ctx),
     };
     let result = dispatch(ctx, command);
@@ -152,6 +155,7 @@ fn dispatch(ctx: &Ctx, command: &Command) -> Result<Exit> {
         Command::Gc(args) => gc::run(ctx, args),
         Command::Hooks(c) => hooks::run(ctx, c),
         Command::Mcp(args) => mcp::run(ctx, args),
+        Command::NotifyRun(args) => notify_run::run(ctx, args),
         Command::Completions(_) | Command::Man(_) => Err(anyhow::anyhow!(
             "loopx completions and man run from the command line's definition, in lib::main_from"
         )),

@@ -52,21 +52,36 @@ pub fn read(ctx: &Ctx, args: &UsageArgs) -> Result<Option<Usage>> {
     let text = match (&args.usage, &args.usage_file) {
         (Some(t), _) => t.clone(),
         (None, Some(path)) => {
+            use std::io::Read as _;
             let path = ctx.cwd.join(path);
-            let meta = std::fs::metadata(&path).map_err(|e| {
+            let cannot = |e: std::io::Error| {
                 bad(format!(
                     "cannot read the usage file {}: {e}",
                     path.display()
                 ))
-            })?;
-            if meta.len() > FILE_LIMIT {
-                return Err(
-                    bad(format!("the usage file {} is over 16 MiB", path.display())).into(),
-                );
-            }
-            std::fs::read_to_string(&path).map_err(|e| {
+            };
+            let over = || {
                 bad(format!(
-                    "cannot read the usage file {}: {e}",
+                    "the usage file {} is over 16 MiB (the limit of a usage file)",
+                    path.display()
+                ))
+            };
+            // The size is checked before reading, and the read stops at the
+            // limit: a device or a pipe (/dev/zero) has no size to check.
+            let file = std::fs::File::open(&path).map_err(cannot)?;
+            if file.metadata().map_err(cannot)?.len() > FILE_LIMIT {
+                return Err(over().into());
+            }
+            let mut bytes = Vec::new();
+            file.take(FILE_LIMIT + 1)
+                .read_to_end(&mut bytes)
+                .map_err(cannot)?;
+            if bytes.len() as u64 > FILE_LIMIT {
+                return Err(over().into());
+            }
+            String::from_utf8(bytes).map_err(|_| {
+                bad(format!(
+                    "the usage file {} is not UTF-8 text",
                     path.display()
                 ))
             })?

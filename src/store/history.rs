@@ -65,8 +65,7 @@ impl Store {
     /// Reads one commit of the history.
     pub fn entry(&self, commit: Oid) -> Result<Entry> {
         let c = self
-            .repo
-            .find_commit(commit.0)
+            .bounded_commit(commit.0)
             .with_context(|| format!("reading commit {commit}"))?;
         let decoded = c
             .decode()
@@ -199,8 +198,7 @@ impl Store {
             return Ok(None);
         }
         let mut blob = self
-            .repo
-            .find_blob(entry.oid())
+            .bounded_blob(entry.oid().to_owned())
             .with_context(|| format!("reading {path}"))?;
         Ok(Some(blob.take_data()))
     }
@@ -239,8 +237,7 @@ impl Store {
             if !mode.is_blob() {
                 return Ok(None);
             }
-            self.repo
-                .find_blob(id)
+            self.bounded_blob(id)
                 .map(|mut b| Some(b.take_data()))
                 .with_context(|| format!("reading {path}"))
         };
@@ -295,8 +292,7 @@ impl Store {
     /// The first parent of a commit, if it has one.
     pub fn first_parent(&self, commit: Oid) -> Result<Option<Oid>> {
         let c = self
-            .repo
-            .find_commit(commit.0)
+            .bounded_commit(commit.0)
             .with_context(|| format!("reading commit {commit}"))?;
         Ok(c.parent_ids().next().map(|p| Oid(p.detach())))
     }

@@ -76,6 +76,13 @@ pub struct Person {
     pub email: String,
 }
 
+/// The largest commit or blob loopx reads from a state's history: far
+/// over what a tick writes (a file is at most 256 KiB, an op's texts at
+/// most 64 KiB each), far under what could exhaust memory. Checked from
+/// the object's header, so a huge object a remote pushed is refused
+/// without being loaded.
+pub const MAX_OBJECT: u64 = 4 << 20;
+
 /// Why a compare-and-swap did not move the ref.
 #[derive(Debug)]
 pub enum CasError {
@@ -338,8 +345,7 @@ impl Store {
     /// The tree and tick of a commit.
     pub fn tip_at(&self, commit: Oid) -> Result<Tip> {
         let c = self
-            .repo
-            .find_commit(commit.0)
+            .bounded_commit(commit.0)
             .with_context(|| format!("reading commit {commit}"))?;
         let tree = c
             .tree_id()
@@ -365,8 +371,7 @@ impl Store {
         let mut next = Some(commit);
         while let Some(id) = next {
             let c = self
-                .repo
-                .find_commit(id.0)
+                .bounded_commit(id.0)
                 .with_context(|| format!("reading commit {id}"))?;
             if steps > 0
                 && let Some(t) = crate::trailer::tick(&c.message_raw_sloppy().to_str_lossy())
@@ -407,6 +412,40 @@ impl Store {
         out
     }
 
+    /// Refuses an object over [`MAX_OBJECT`] from its header, before it
+    /// is loaded.
+    fn bounded(&self, id: gix::ObjectId, what: &str) -> Result<()> {
+        let size = self
+            .repo
+            .find_header(id)
+            .with_context(|| format!("reading the header of {what} {id}"))?
+            .size();
+        if size > MAX_OBJECT {
+            return Err(Refusal::error(
+                Code::TooLarge,
+                format!(
+                    "{what} {id} is {size} bytes, over loopx's limit of {} MiB for an object of the state (seen from its header; it was not read)",
+                    MAX_OBJECT >> 20
+                ),
+            )
+            .with_hint("no loopx tick writes an object this large: it was made by hand or pushed by something that is not loopx; `loopx verify` names the tick")
+            .into());
+        }
+        Ok(())
+    }
+
+    /// A commit, refused unread when it is over [`MAX_OBJECT`].
+    fn bounded_commit(&self, id: gix::ObjectId) -> Result<gix::Commit<'_>> {
+        self.bounded(id, "commit")?;
+        Ok(self.repo.find_commit(id)?)
+    }
+
+    /// A blob, refused unread when it is over [`MAX_OBJECT`].
+    fn bounded_blob(&self, id: gix::ObjectId) -> Result<gix::Blob<'_>> {
+        self.bounded(id, "blob")?;
+        Ok(self.repo.find_blob(id)?)
+    }
+
     /// A full hex object id, as git prints it.
     pub fn oid(&self, hex: &str) -> Result<Oid> {
         gix::ObjectId::from_hex(hex.as_bytes())
@@ -417,8 +456,7 @@ impl Store {
     /// The full message of a commit.
     pub fn message(&self, commit: Oid) -> Result<String> {
         let c = self
-            .repo
-            .find_commit(commit.0)
+            .bounded_commit(commit.0)
             .with_context(|| format!("reading commit {commit}"))?;
         Ok(c.message_raw_sloppy().to_str_lossy().into_owned())
     }
@@ -489,8 +527,7 @@ impl Store {
                 EntryKind::Tree => self.walk(oid, path, &[], out)?,
                 EntryKind::Blob | EntryKind::BlobExecutable => {
                     let mut data = self
-                        .repo
-                        .find_blob(oid)
+                        .bounded_blob(oid)
                         .with_context(|| format!("reading {path}"))?
                         .take_data();
                     // A blob decoded from a delta keeps the decoder's larger

@@ -1,6 +1,7 @@
 //! `loopx.notify`: one notification per gate that waits on a human, across
 //! clones, restarts and syncs, with a counting script standing in for a
-//! chat webhook.
+//! chat webhook. Notifications are sent by a detached runner after the
+//! command has returned: [`settle`] waits for it before a test looks.
 
 use std::path::{Path, PathBuf};
 
@@ -16,6 +17,31 @@ fn counting(m: &Machine, log: &Path) {
         "loopx.notify",
         &format!("sh '{}'", script.display()),
     ]);
+}
+
+/// Waits until the clone at `repo` has no notify runner at work and none
+/// pending (a guard fails the test if that takes minutes: a hang, not a
+/// timing).
+pub(crate) fn settle(repo: &Path) {
+    let base = repo.join(".git/loopx");
+    let started = std::time::Instant::now();
+    loop {
+        let free = !base.join("notify-pending").exists()
+            && std::process::Command::new("flock")
+                .args(["-n"])
+                .arg(base.join("notify.lock"))
+                .arg("true")
+                .status()
+                .is_ok_and(|s| s.success());
+        if free {
+            return;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(300),
+            "the notify runner never finished"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
 }
 
 fn calls(log: &Path) -> Vec<serde_json::Value> {
@@ -59,6 +85,7 @@ fn a_gate_is_notified_once_across_clones_restarts_and_a_sync() {
         ],
     )
     .ok();
+    settle(&a.repo);
     let got = calls(&alog);
     assert_eq!(got.len(), 1, "notified once, as the gate opened");
     let g = &got[0];
@@ -81,11 +108,13 @@ fn a_gate_is_notified_once_across_clones_restarts_and_a_sync() {
     // Later ticks, each a new process (a restart), notify nothing more.
     a.add("More work");
     a.add("Even more work");
+    settle(&a.repo);
     assert_eq!(calls(&alog).len(), 1);
     // The other clone syncs the gate with its record: it stays quiet.
     a.loopx(&["sync"]).ok();
     b.loopx(&["sync"]).ok();
     b.add("B's work");
+    settle(&b.repo);
     assert_eq!(calls(&blog).len(), 0, "b saw the gate already notified");
     assert_eq!(calls(&alog).len(), 1);
     // The record re-applies to the same tree: the history verifies.
@@ -113,17 +142,20 @@ fn a_gate_from_a_remote_is_notified_on_sync_and_not_again_elsewhere() {
     a.loopx(&["sync"]).ok();
     counting(&b, &blog);
     b.loopx(&["sync"]).ok();
+    settle(&b.repo);
     assert_eq!(
         calls(&blog).len(),
         1,
         "sync brought a gate that waits on a human"
     );
     b.loopx(&["sync"]).ok();
+    settle(&b.repo);
     assert_eq!(calls(&blog).len(), 1);
     // a turns notifications on and syncs b's record: nothing to send.
     counting(&a, &alog);
     a.loopx(&["sync"]).ok();
     a.add("After the sync");
+    settle(&a.repo);
     assert_eq!(calls(&alog).len(), 0);
 }
 
@@ -132,21 +164,16 @@ fn a_failed_command_never_fails_the_tick_shows_in_status_and_is_retried() {
     let env = TestEnv::with_board();
     let log = env.root().join("n.log");
     env.git(&["config", "loopx.notify", "false"]);
-    let out = env
-        .loopx(&[
-            "gate",
-            "open",
-            "--kind",
-            "publish",
-            "--question",
-            "Publish 1.0?",
-        ])
-        .ok();
-    assert!(
-        out.stderr.contains("loopx.notify failed for g-"),
-        "{}",
-        out.stderr
-    );
+    env.loopx(&[
+        "gate",
+        "open",
+        "--kind",
+        "publish",
+        "--question",
+        "Publish 1.0?",
+    ])
+    .ok();
+    settle(&env.repo);
     let st = env.loopx(&["status", "--json"]).ok().json();
     let id = st["gates"][0]["id"].as_str().unwrap().to_owned();
     assert_eq!(st["notify_failed"][0]["gate"], id.as_str());
@@ -155,15 +182,19 @@ fn a_failed_command_never_fails_the_tick_shows_in_status_and_is_retried() {
         text.contains(&format!("notification failed for {id}: `false` exited")),
         "{text}"
     );
-    // Reading does not retry (nothing moved); the next tick does.
+    // Reading does not retry (nothing moved); the next tick does, once the
+    // back-off (a minute; each command here is a minute later) has passed.
     counting(&env.machine(), &log);
     env.loopx(&["status"]).ok();
+    settle(&env.repo);
     assert_eq!(calls(&log).len(), 0);
     env.add("Any tick", &[]);
+    settle(&env.repo);
     assert_eq!(calls(&log).len(), 1);
     let st = env.loopx(&["status", "--json"]).ok().json();
     assert!(st.get("notify_failed").is_none(), "{st}");
     env.add("Another tick", &[]);
+    settle(&env.repo);
     assert_eq!(calls(&log).len(), 1);
 }
 
@@ -186,6 +217,7 @@ fn decisions_agents_may_answer_are_not_notified() {
         ],
     )
     .ok();
+    settle(&env.repo);
     assert_eq!(calls(&log).len(), 0);
 }
 
@@ -195,22 +227,16 @@ fn a_command_past_its_time_limit_is_stopped_and_the_tick_stands() {
     env.git(&["config", "loopx.notify", "sleep 30"]);
     env.git(&["config", "loopx.notifyTimeout", "1s"]);
     let before = env.ticks();
-    let out = env
-        .loopx(&[
-            "gate",
-            "open",
-            "--kind",
-            "production",
-            "--question",
-            "Deploy?",
-        ])
-        .ok();
-    assert!(
-        out.stderr
-            .contains("`sleep 30` ran longer than 1s and was stopped"),
-        "{}",
-        out.stderr
-    );
+    env.loopx(&[
+        "gate",
+        "open",
+        "--kind",
+        "production",
+        "--question",
+        "Deploy?",
+    ])
+    .ok();
+    settle(&env.repo);
     assert_eq!(env.ticks(), before + 1, "the gate's tick, and no record");
     let st = env.loopx(&["status", "--json"]).ok().json();
     assert_eq!(st["gates"].as_array().unwrap().len(), 1);
@@ -218,7 +244,8 @@ fn a_command_past_its_time_limit_is_stopped_and_the_tick_stands() {
         st["notify_failed"][0]["reason"]
             .as_str()
             .unwrap()
-            .contains("ran longer")
+            .contains("`sleep 30` ran longer than 1s and was stopped"),
+        "{st}"
     );
 }
 
@@ -238,5 +265,6 @@ fn the_notify_command_is_read_from_local_or_global_config_only() {
         .output()
         .unwrap();
     assert!(out.status.success());
+    settle(&env.repo);
     assert_eq!(calls(&log).len(), 0);
 }

@@ -546,6 +546,8 @@ fn the_human_is_notified_of_the_stall_gate() {
     for _ in 0..3 {
         assert!(matches!(turn(&env, &t, || {}, &[]), Turn::Settled(_)));
     }
+    // Sent by a detached runner after the tick (src/notify.rs).
+    crate::test_notify::settle(&env.repo);
     let text = std::fs::read_to_string(&log).expect("the script ran");
     let calls: Vec<Value> = text
         .lines()

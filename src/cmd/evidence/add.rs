@@ -81,15 +81,40 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
 /// relative to the repository root when it is inside it.
 fn hash_file(ctx: &Ctx, typed: &str) -> Result<Artifact> {
     let path = ctx.cwd.join(typed);
-    let bytes = std::fs::read(&path).map_err(|e| {
+    let cannot = |why: String| {
         anyhow::Error::new(
             Refusal::usage(
                 Code::BadArtifact,
-                format!("cannot read the artifact {}: {e}", path.display()),
+                format!("cannot read the artifact {}: {why}", path.display()),
             )
             .with_hint("give the path of an existing file"),
         )
-    })?;
+    };
+    // A regular file, hashed as it streams by: memory stays bounded
+    // whatever its size, and a device or a pipe (/dev/zero) is refused
+    // before anything is read.
+    let mut file = std::fs::File::open(&path).map_err(|e| cannot(e.to_string()))?;
+    if !file
+        .metadata()
+        .map_err(|e| cannot(e.to_string()))?
+        .is_file()
+    {
+        return Err(cannot("it is not a regular file".to_owned()));
+    }
+    let mut hash = Sha256::new();
+    let mut size = 0u64;
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        use std::io::Read as _;
+        let n = match file.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(cannot(e.to_string())),
+        };
+        hash.update(&buf[..n]);
+        size += n as u64;
+    }
     let shown = ctx
         .store()?
         .workdir()
@@ -101,7 +126,7 @@ fn hash_file(ctx: &Ctx, typed: &str) -> Result<Artifact> {
         .unwrap_or(path.clone());
     Ok(Artifact {
         path: shown.to_string_lossy().into_owned(),
-        sha256: crate::model::id::hex(&Sha256::digest(&bytes)),
-        bytes: bytes.len() as u64,
+        sha256: crate::model::id::hex(&hash.finalize()),
+        bytes: size,
     })
 }
