@@ -112,6 +112,7 @@ pub enum Command {
     /// Guard a bare hub repository: refuse pushes that forge or rewrite the state
     #[command(subcommand)]
     Hub(hub::Command),
+    /// Send the notifications that are due (started by loopx itself)
     #[command(hide = true, name = "notify-run")]
     NotifyRun(notify_run::Args),
 }
