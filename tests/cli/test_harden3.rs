@@ -463,6 +463,8 @@ fn a_validation_and_a_signature_run_outside_the_queue() {
     ]);
     crate::test_sign::trust(&m, "ada", &ada);
     crate::test_sign::sign_with(&m, &ada);
+    // Format 4 binds a signed act to the human who announced the key.
+    crate::test_sign::announce(&m, "ada", &ada);
     let gate = m
         .agent(
             "agent-a",

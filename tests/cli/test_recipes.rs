@@ -112,6 +112,8 @@ fn open_gate(env: &TestEnv, webhook: &str) -> String {
             "--json",
         ]))
     .ok();
+    // Notifications go out from a detached runner: wait for it.
+    crate::test_notify::settle(&env.repo);
     out.json()["gate"]["id"]
         .as_str()
         .expect("a gate id")

@@ -152,6 +152,21 @@ fn status_lists_idle_session_agents_apart() {
         )),
         "{text}"
     );
+    // The page lists it apart too, and not among the stuck.
+    let page = env.repo.join("status.html");
+    env.loopx(&["status", "--html", page.to_str().unwrap()])
+        .ok();
+    let html = std::fs::read_to_string(&page).unwrap();
+    let apart = html
+        .split("id=\"idle-session-agents\"")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no idle session agents on the page"));
+    assert!(apart.contains(&idle), "{html}");
+    assert!(
+        !html.contains(&format!("<tr id=\"agent-{idle}\"")),
+        "{html}"
+    );
+    assert!(html.contains(&format!("<tr id=\"agent-{busy}\"")), "{html}");
 }
 
 #[test]

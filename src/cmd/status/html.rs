@@ -352,7 +352,13 @@ fn stuck(h: &mut String, b: &Board) {
             why = esc(&why),
         ));
     }
-    for a in b.agents.iter().filter(|a| a.quiet) {
+    // An idle session agent is a session that ended, not work that is
+    // stuck: the agents section lists those apart.
+    for a in b
+        .agents
+        .iter()
+        .filter(|a| a.quiet && !a.idle_session(b.now))
+    {
         let holds = if a.holds.is_empty() {
             String::new()
         } else {
@@ -587,7 +593,10 @@ fn agents(h: &mut String, view: &View, b: &Board) {
         return;
     }
     h.push_str("<div class=\"scroll\"><table class=\"stack\">\n<thead><tr><th scope=\"col\">Agent</th><th scope=\"col\">Holds</th><th scope=\"col\">Last heard</th><th scope=\"col\">Last turn</th><th scope=\"col\">Slots</th><th scope=\"col\">Spent (1d)</th></tr></thead>\n<tbody>\n");
-    for a in &b.agents {
+    // Agents of runtime sessions that ended (no claim, nothing for an hour)
+    // are listed apart, below the ones that matter.
+    let (idle, live): (Vec<_>, Vec<_>) = b.agents.iter().partition(|a| a.idle_session(b.now));
+    for a in live {
         let holds: Vec<String> = a.holds.iter().map(|t| todo_link(t)).collect();
         let mut heard = ago(a.last_seen, b.now);
         if a.quiet {
@@ -656,7 +665,24 @@ fn agents(h: &mut String, view: &View, b: &Board) {
             quiet = if a.quiet { " data-quiet=\"1\"" } else { "" },
         );
     }
-    h.push_str("</tbody></table></div>\n</section>\n");
+    h.push_str("</tbody></table></div>\n");
+    if !idle.is_empty() {
+        let ids: Vec<String> = idle
+            .iter()
+            .map(|a| {
+                format!(
+                    "<span class=\"nw\" id=\"agent-{id}\">{id}</span>",
+                    id = esc(a.agent.id.as_str())
+                )
+            })
+            .collect();
+        let _ = writeln!(
+            h,
+            "<p class=\"mute\" id=\"idle-session-agents\">Idle session agents (no claim, nothing for an hour): {}</p>",
+            ids.join(", ")
+        );
+    }
+    h.push_str("</section>\n");
 }
 
 fn timeline(h: &mut String, b: &Board, day: &[Timestamp]) {
