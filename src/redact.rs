@@ -1056,7 +1056,7 @@ fn azure_client_secret(line: &str, spans: &mut Vec<(usize, usize)>) {
 }
 
 /// The token shapes the redactor knows, for docs and tests: the names of
-/// [`RULES`] and the older shapes.
+/// `RULES` and the older shapes.
 pub fn shape_names() -> Vec<&'static str> {
     RULES
         .iter()

@@ -15,7 +15,7 @@
 //! (`prctl(PR_SET_CHILD_SUBREAPER)`), so such a process is handed to loopx
 //! instead of init when its parent ends; once the group is gone, loopx
 //! kills and reaps every process handed to it and everything below them,
-//! whatever session or group they moved to ([`Reaper`]).
+//! whatever session or group they moved to (`Reaper`).
 
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::process::CommandExt;

@@ -219,7 +219,7 @@ pub(super) fn refusal(repo: &Repo, names: &Names, stop: Stop) -> anyhow::Error {
     match stop {
         Stop::Refused(mut r) => {
             r.message = format!("{} holds {}", names.remote, r.message);
-            r.into()
+            r
         }
         Stop::NoState => Refusal::error(
             Code::NoState,

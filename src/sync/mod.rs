@@ -1,17 +1,17 @@
 //! Sync across machines through an ordinary git remote (DESIGN §5).
 //!
 //! A round is four steps, each in its own file:
-//! 1. [`fetch`]: the system git brings the remote's state ref (into a ref
+//! 1. `fetch`: the system git brings the remote's state ref (into a ref
 //!    of this sync's own, then the remote-tracking ref);
-//! 2. [`observe`]: a plain value of what is there: the local, remote and
+//! 2. `observe`: a plain value of what is there: the local, remote and
 //!    last synced tips, their merge base, and the ticks on each side of it,
 //!    verified once (`crate::verify::check_tick`, signatures included);
-//! 3. [`decide`]: a pure function from that value and the options to a
+//! 3. `decide`: a pure function from that value and the options to a
 //!    plan: equal, nothing to do; behind, fast-forward; ahead, push;
 //!    diverged, **replay** the local-only ticks' ops, in order, through
 //!    [`op::apply`](crate::op::apply) on top of the remote tip
-//!    ([`replay::plan_replay`]), and push that;
-//! 4. [`execute`]: the one place a sync writes a commit (through the one
+//!    (`replay::plan_replay`), and push that;
+//! 4. `execute`: the one place a sync writes a commit (through the one
 //!    tick writer) or moves a ref. A push names the fetched remote tip as
 //!    the expected tip (a compare-and-swap, never `+`); when another
 //!    machine pushed first, the next round fetches again, after a backoff,

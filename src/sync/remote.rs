@@ -29,7 +29,7 @@ pub struct Names {
     /// (`refs/loopx/remotes/<remote>/state`).
     pub tracking: String,
     /// Where round 1 kept it (`refs/remotes/<remote>/loopx/state`), for
-    /// [`migrate`].
+    /// `migrate`.
     pub legacy_tracking: String,
     /// The remote tip last synced with.
     pub synced: String,
@@ -124,7 +124,7 @@ fn legacy_refspec(remote: &str) -> String {
     format!("+refs/loopx/*:refs/remotes/{remote}/loopx/*")
 }
 
-/// Adds the glob fetch refspec [`refspec`] to the remote, so a plain `git
+/// Adds the glob fetch refspec `refspec` to the remote, so a plain `git
 /// fetch` brings the state too. Returns the refspec and whether it was
 /// added (false: it was there already). A glob, because a plain refspec
 /// makes `git fetch` fail while the remote has no state yet; no push
