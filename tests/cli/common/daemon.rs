@@ -78,5 +78,19 @@ impl Drop for Daemon {
             .status();
         let _ = self.child.kill();
         let _ = self.child.wait();
+        // SIGTERM is delivered, not yet acted on: on a loaded machine the
+        // `git-daemon` the wrapper started can still be there a moment
+        // later. Wait (boundedly) until nothing of the group is left.
+        let group = format!("-{}", self.child.id());
+        let started = Instant::now();
+        while started.elapsed() < Duration::from_secs(10)
+            && Command::new("kill")
+                .args(["-0", "--", &group])
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success())
+        {
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 }
