@@ -44,6 +44,7 @@ mod test_status_html;
 mod test_sync;
 mod test_sync_safety;
 mod test_todo;
+mod test_trajectory;
 mod test_turn;
 mod test_usage;
 mod test_verify;
