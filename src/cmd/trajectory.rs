@@ -3,7 +3,7 @@
 //!
 //! Read from the history (the ticks that concern the goal) and the state
 //! with its archive (titles, dependencies, gates). Nothing from outside the
-//! goal enters it. Every free text goes through [`Redactor`]: the secret
+//! goal enters it. Every free text goes through `Redactor`: the secret
 //! rules of [`crate::redact`], then names replaced by roles (`agent-1`,
 //! `human-1`), emails, SSH key fingerprints and home or temporary paths
 //! removed; `--keep-names` keeps the names for an internal report.
