@@ -348,7 +348,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
 }
 
 /// The goal a step concerns, when the step or the state says.
-fn goal_of<'s>(
+pub(crate) fn goal_of<'s>(
     c: &Change,
     state: &State,
     find: &impl Fn(&TodoId) -> Option<&'s Todo>,

@@ -29,6 +29,7 @@ pub mod signer;
 pub mod status;
 pub mod sync;
 pub mod todo;
+pub mod trajectory;
 pub mod usage;
 pub mod verify;
 
@@ -65,6 +66,8 @@ pub enum Command {
     Show(show::Args),
     /// Summarize what changed between two states
     Diff(diff::Args),
+    /// Write a goal's decision graph over time as a shareable page and JSON
+    Trajectory(trajectory::Args),
     /// Add, list, show and change goals
     #[command(subcommand)]
     Goal(goal::Command),
@@ -140,6 +143,7 @@ fn dispatch(ctx: &Ctx, command: &Command) -> Result<Exit> {
         Command::Log(args) => log::run(ctx, args),
         Command::Show(args) => show::run(ctx, args),
         Command::Diff(args) => diff::run(ctx, args),
+        Command::Trajectory(args) => trajectory::run(ctx, args),
         Command::Goal(c) => goal::run(ctx, c),
         Command::Agent(c) => agent::run(ctx, c),
         Command::Todo(c) => todo::run(ctx, c),

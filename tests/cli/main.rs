@@ -52,6 +52,7 @@ mod test_sync_safety;
 mod test_team;
 mod test_team_loop;
 mod test_todo;
+mod test_trajectory;
 mod test_trust;
 mod test_turn;
 mod test_usage;

@@ -11,7 +11,7 @@ use crate::common::TestEnv;
 
 const PWNED: &str = "<script>document.title='PWNED'</script>";
 
-fn chromium() -> Option<PathBuf> {
+pub(crate) fn chromium() -> Option<PathBuf> {
     match std::env::var_os("LOOPX_CHROMIUM") {
         Some(p) if !p.is_empty() => Some(PathBuf::from(p)),
         _ => {
@@ -26,7 +26,7 @@ fn chromium() -> Option<PathBuf> {
 }
 
 /// Where screenshots go: under the target directory, kept as CI artifacts.
-fn shots() -> PathBuf {
+pub(crate) fn shots() -> PathBuf {
     let target = option_env!("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target"));
@@ -35,7 +35,7 @@ fn shots() -> PathBuf {
     dir
 }
 
-fn headless(bin: &Path, home: &Path, args: &[&str]) -> std::process::Output {
+pub(crate) fn headless(bin: &Path, home: &Path, args: &[&str]) -> std::process::Output {
     let out = Command::new(bin)
         .args([
             "--headless",

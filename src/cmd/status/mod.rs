@@ -15,6 +15,8 @@ use crate::tx;
 
 mod html;
 
+pub(crate) use html::esc;
+
 /// Show goals, who owns what, what is ready, and the last few ticks
 ///
 /// With --at, the state as it was then: leases and readiness are judged at
