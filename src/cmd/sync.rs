@@ -137,13 +137,7 @@ pub fn human(r: &Report) -> String {
         }
     };
     for x in &r.rejected {
-        s.push_str(&format!(
-            "\nRejected {} {} by {}: {}",
-            x.kind,
-            x.todo.as_ref().map_or(x.op.as_str(), |t| t.as_str()),
-            x.actor.name(),
-            x.reason
-        ));
+        s.push_str(&rejected_line(x));
         match &x.evidence {
             Some(e) => s.push_str(&format!(" (recorded as {e})")),
             None => s.push_str(" (not recorded: the state has no goal)"),
@@ -157,6 +151,17 @@ struct SetupWire<'a> {
     remote: &'a str,
     refspec: &'a str,
     added: bool,
+}
+
+/// One op a sync or a redate could not replay, as a line of its report.
+fn rejected_line(x: &sync::Rejected) -> String {
+    format!(
+        "\nRejected {} {} by {}: {}",
+        x.kind,
+        x.todo.as_ref().map_or(x.op.as_str(), |t| t.as_str()),
+        x.actor.name(),
+        x.reason
+    )
 }
 
 fn setup(ctx: &Ctx, args: &Args) -> Result<Exit> {
@@ -195,13 +200,7 @@ fn redate(ctx: &Ctx) -> Result<Exit> {
                 &from[..from.len().min(8)],
             );
             for x in &r.rejected {
-                s.push_str(&format!(
-                    "\nRejected {} {} by {}: {}",
-                    x.kind,
-                    x.todo.as_ref().map_or(x.op.as_str(), |t| t.as_str()),
-                    x.actor.name(),
-                    x.reason
-                ));
+                s.push_str(&rejected_line(x));
             }
             s.push_str("\nRun `loopx sync` to share them.");
             s
