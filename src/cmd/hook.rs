@@ -26,7 +26,7 @@ use sha2::Digest;
 
 use crate::hook::{self, Answer, Event, Input, Runtime, guard, view};
 use crate::model::usage::Usage;
-use crate::model::{AgentId, AgentStatus, Outcome, TodoStatus};
+use crate::model::{AgentId, AgentStatus, LastTurn, Outcome, State, TodoStatus};
 use crate::op::brief;
 use crate::op::turn::new_token;
 use crate::op::turn::reason_message;
@@ -355,11 +355,14 @@ fn start(
     };
     let mut s = session.load();
     let keep = matches!(input.source.as_deref(), Some("resume" | "compact"));
+    let seen = Seen::of(&state, agent);
     if !keep || s.started.is_none() {
         s.started = Some(ctx.now);
+        s.at_start = Some(seen.clone());
     }
     s.continuations = 0;
     s.nudged = Some(ctx.now);
+    s.at_nudge = Some(seen);
     s.agent = Some(agent.to_string());
     s.ended = false;
     if let Some((pid, start)) = hook::sessions::runtime_process(input.pid) {
@@ -559,6 +562,7 @@ fn prompt(ctx: &Ctx, agent: &AgentId, session: &SessionFile) -> Result<Answer> {
     s.view = Some(now);
     s.continuations = 0;
     s.nudged = Some(ctx.now);
+    s.at_nudge = Some(Seen::of(state, agent));
     session.save(&s);
     if lines.is_empty() {
         return Ok(Answer::Nothing);
@@ -624,9 +628,9 @@ fn stop(
     };
     // The agent closed its turn as blocked or unchanged since it was last
     // prompted or nudged: it has said why it stops.
-    if let (Some(t), Some(n)) = (&a.last_turn, s.nudged)
+    if let Some(t) = &a.last_turn
         && t.outcome != Outcome::Advanced
-        && t.at >= n
+        && Seen::newer_turn(t, s.nudged, s.at_nudge.as_ref())
     {
         return Ok(Answer::Nothing);
     }
@@ -649,6 +653,7 @@ fn stop(
     let lx = loopx_command(ctx, runtime);
     s.continuations += 1;
     s.nudged = Some(ctx.now);
+    s.at_nudge = Some(Seen::of(state, agent));
     session.save(&s);
     Ok(Answer::Continue(format!(
         "loopx: you still hold {id} \"{}\"{left}, and {} of {} slots remain: keep working on it. Record each step with `{lx} settle --turn {token} --todo {id} --outcome advanced [--done] [-- CHECK]`. To stop instead, say why with `{lx} refresh-state --outcome blocked --todo {id} --next-action TEXT`, or give it up with `{lx} todo update {id} --status open`.",
@@ -689,17 +694,18 @@ fn end(
     claims.sort_by(|x, y| rules::pick_order(x, y));
     // At a session's end, anything recorded since it started counts; at
     // Gemini's stop, only what was recorded since the last prompt or nudge.
-    let from = if notes.is_some() {
-        s.started
+    let (from, base) = if notes.is_none() && s.nudged > s.started {
+        (s.nudged, s.at_nudge.as_ref())
     } else {
-        s.started.max(s.nudged)
+        (s.started, s.at_start.as_ref())
     };
-    let since = |at: Option<Timestamp>| match (at, from) {
-        (Some(at), Some(start)) => at >= start,
-        _ => false,
-    };
-    let recorded = since(a.last_turn.as_ref().map(|t| t.at));
-    let wrote = since(a.last_writeback);
+    let recorded = a
+        .last_turn
+        .as_ref()
+        .is_some_and(|t| Seen::newer_turn(t, from, base));
+    let wrote = a
+        .last_writeback
+        .is_some_and(|w| Seen::newer_writeback(w, from, base));
     if !recorded && (wrote || !claims.is_empty()) {
         let goal = match claims.first() {
             Some(t) => Some(t.goal.clone()),
@@ -998,6 +1004,45 @@ struct Session {
     /// Its end event was seen.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     ended: bool,
+    /// What the agent had recorded when the session started, and when it
+    /// was last prompted or nudged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    at_start: Option<Seen>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    at_nudge: Option<Seen>,
+}
+
+/// An agent's last turn and write-back as a hook saw them. Timestamps have
+/// whole seconds, so a record in the same second as a session's start or
+/// nudge is new only if it differs from what was there then (an earlier
+/// session's end, a second before, looked new to the next session).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+struct Seen {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    turn: Option<LastTurn>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    writeback: Option<Timestamp>,
+}
+
+impl Seen {
+    fn of(state: &State, agent: &AgentId) -> Self {
+        let a = state.agents.get(agent);
+        Seen {
+            turn: a.and_then(|a| a.last_turn.clone()),
+            writeback: a.and_then(|a| a.last_writeback),
+        }
+    }
+
+    /// `turn` was recorded after `from` (with `base`, what was seen then).
+    fn newer_turn(turn: &LastTurn, from: Option<Timestamp>, base: Option<&Self>) -> bool {
+        from.is_some_and(|f| {
+            turn.at > f || (turn.at == f && base.is_none_or(|b| b.turn.as_ref() != Some(turn)))
+        })
+    }
+
+    fn newer_writeback(at: Timestamp, from: Option<Timestamp>, base: Option<&Self>) -> bool {
+        from.is_some_and(|f| at > f || (at == f && base.is_none_or(|b| b.writeback != Some(at))))
+    }
 }
 
 /// Two stretches' usage together (a session's running total).

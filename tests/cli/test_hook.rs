@@ -525,6 +525,69 @@ fn stop_continues_a_bounded_number_of_times_and_a_prompt_resets_the_count() {
     assert_eq!(stops(1), [false]);
 }
 
+/// Timestamps have whole seconds: a session that continues an earlier
+/// one's agent in the second that session ended still sees the earlier
+/// end's record as old, so it is kept going on the claim, and its own end
+/// is recorded (the runtime smoke test's Pi failed here about half the
+/// time).
+#[test]
+fn a_session_continued_in_the_second_the_last_one_ended_is_kept_going() {
+    let env = TestEnv::with_board();
+    let t = env.add("Write the parser", &[]);
+    let now = env.now();
+    let at = |event: &str, payload: &str| {
+        let payload = payload.replace("$REPO", &env.repo.to_string_lossy());
+        run_stdin(
+            env.command()
+                .env("LOOPX_NOW", &now)
+                .args(["hook", "cursor", event]),
+            payload.as_bytes(),
+        )
+        .ok()
+        .stdout
+    };
+    at(CURSOR.start.0, CURSOR.start.1);
+    run_stdin(
+        env.command()
+            .env("LOOPX_NOW", &now)
+            .env("LOOPX_AGENT", CURSOR.agent)
+            .args(["todo", "claim", &t]),
+        b"",
+    )
+    .ok();
+    at(CURSOR.end.0, CURSOR.end.1);
+    let ends = || {
+        env.loopx(&["log", "--json"])
+            .ok()
+            .stdout
+            .matches("turn.refresh")
+            .count()
+    };
+    assert_eq!(ends(), 1, "the first session's end is recorded");
+    // Something changed since that end (else the agent has nothing new to
+    // act on, and is let stop).
+    run_stdin(
+        env.command()
+            .env("LOOPX_NOW", &now)
+            .args(["todo", "add", "Write the tests"]),
+        b"",
+    )
+    .ok();
+    let second = |p: &str| p.replace("c0ffee00-1111", "c0ffee00-9999");
+    let brief = at(CURSOR.start.0, &second(CURSOR.start.1));
+    assert!(
+        brief.contains(&format!("continues {}", CURSOR.agent)),
+        "{brief}"
+    );
+    let stop = at(CURSOR.stop.0, &second(CURSOR.stop.1));
+    assert!(
+        stop.contains("followup_message") && stop.contains("you still hold"),
+        "{stop}"
+    );
+    at(CURSOR.end.0, &second(CURSOR.end.1));
+    assert_eq!(ends(), 2, "the second session's end is recorded too");
+}
+
 #[test]
 fn loopx_agent_names_the_agent_and_claude_sessions_export_it() {
     let env = TestEnv::with_board();
