@@ -365,7 +365,8 @@ impl Ctx {
     /// been opened yet and its layout and settings are understood and
     /// current (`crate::fast`); None sends the caller to [`Ctx::repo`].
     pub fn fast(&self) -> Option<&crate::fast::Fast> {
-        if self.repo.get().is_some() {
+        // `LOOPX_NO_FAST=1`: always open the repository (a way to compare).
+        if self.repo.get().is_some() || self.env.get("LOOPX_NO_FAST").is_some() {
             return None;
         }
         self.fast

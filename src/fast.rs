@@ -184,9 +184,17 @@ fn discover(cwd: &Path) -> Option<Layout> {
         match std::fs::symlink_metadata(&dot) {
             Ok(m) if m.is_dir() => {
                 let owned = m.uid() == me && std::fs::metadata(dir).ok()?.uid() == me;
-                let plain = ["commondir", "reftable"]
-                    .iter()
-                    .all(|f| matches!(std::fs::symlink_metadata(dot.join(f)), Err(e) if e.kind() == ErrorKind::NotFound));
+                let is = |f: &str, dir: bool| {
+                    std::fs::metadata(dot.join(f)).is_ok_and(|m| m.is_dir() == dir)
+                };
+                let absent = |f: &str| matches!(std::fs::symlink_metadata(dot.join(f)), Err(e) if e.kind() == ErrorKind::NotFound);
+                // What git needs of a git dir, and nothing that makes this
+                // one another layout (a linked worktree's, reftable).
+                let plain = is("objects", true)
+                    && is("refs", true)
+                    && (absent("packed-refs") || is("packed-refs", false))
+                    && absent("commondir")
+                    && absent("reftable");
                 return (owned && plain).then(|| Layout {
                     workdir: dir.to_path_buf(),
                     git_dir: dot,
@@ -274,6 +282,10 @@ fn check<'a>(bytes: &'a [u8], layout: &Layout, vars: &[(&str, &str)]) -> Option<
     if field("env")? != env_key(vars) {
         return None;
     }
+    let sum = field("sum")?;
+    if sum != format!("{:016x}", crate::cache::checksum(&bytes[end..])) {
+        return None;
+    }
     let mut files = 0;
     for line in lines.take_while(|l| !l.is_empty()) {
         let rest = line.strip_prefix("file ")?;
@@ -336,10 +348,16 @@ fn write(
     config: &Config,
 ) -> Option<()> {
     let key = crate::cache::build_key()?;
+    let body = serde_json::to_vec(&Body {
+        state_ref: store.state_ref().to_owned(),
+        settings: config.settings(),
+    })
+    .ok()?;
     let mut head = format!(
-        "{MAGIC}\nkey {key}\nworkdir {}\nenv {}\n",
+        "{MAGIC}\nkey {key}\nworkdir {}\nenv {}\nsum {:016x}\n",
         layout.workdir.to_str()?,
-        env_key(vars)
+        env_key(vars),
+        crate::cache::checksum(&body)
     );
     let mut files = store.config_files();
     files.push(layout.git_dir.join("HEAD"));
@@ -361,11 +379,6 @@ fn write(
         head.push_str(&format!("file {} {name}\n", file_key(&file)?));
     }
     head.push('\n');
-    let body = serde_json::to_vec(&Body {
-        state_ref: store.state_ref().to_owned(),
-        settings: config.settings(),
-    })
-    .ok()?;
     crate::cache::write_file(path, &head, &body).ok()
 }
 
