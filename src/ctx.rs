@@ -311,19 +311,35 @@ impl Ctx {
         // A runtime session's agent may continue an earlier session's
         // (crate::hook::sessions): its session file says which.
         let repo = OnceCell::new();
+        let fast = OnceCell::new();
         let caller = match (&caller, runtime_session(&env)) {
             (Caller::Agent(_), Some((runtime, session)))
                 if agent_flag.is_none() && env.get("LOOPX_AGENT").is_none() =>
             {
-                match Store::discover(&cwd) {
-                    Ok(store) => {
-                        let continued =
-                            crate::hook::sessions::agent_of(store.common_dir(), runtime, session);
-                        let home = env.get("HOME").map(PathBuf::from);
-                        let _ = repo.set(Repo::new(store, home, clock));
-                        continued.map_or(caller, Caller::Agent)
+                // The fast path's view first (no repository opened), kept
+                // for the command.
+                let quick = env
+                    .keyed_vars()
+                    .filter(|_| env.get("LOOPX_NO_FAST").is_none())
+                    .and_then(|vars| crate::fast::Fast::open(&cwd, &vars));
+                if let Some(f) = quick {
+                    let continued = crate::hook::sessions::agent_of(f.git_dir(), runtime, session);
+                    let _ = fast.set(Some(f));
+                    continued.map_or(caller, Caller::Agent)
+                } else {
+                    match Store::discover(&cwd) {
+                        Ok(store) => {
+                            let continued = crate::hook::sessions::agent_of(
+                                store.common_dir(),
+                                runtime,
+                                session,
+                            );
+                            let home = env.get("HOME").map(PathBuf::from);
+                            let _ = repo.set(Repo::new(store, home, clock));
+                            continued.map_or(caller, Caller::Agent)
+                        }
+                        Err(_) => caller,
                     }
-                    Err(_) => caller,
                 }
             }
             _ => caller,
@@ -339,7 +355,7 @@ impl Ctx {
             agent_flag,
             actor: RefCell::new(None),
             repo,
-            fast: OnceCell::new(),
+            fast,
         })
     }
 
