@@ -225,6 +225,9 @@ fn another_state_ref_is_seen() {
     assert_eq!(goal_of(&answer(&env, &[])), "");
 }
 
+/// One way of damaging the settings file.
+type Damage<'a> = Box<dyn Fn() + 'a>;
+
 #[test]
 fn a_damaged_settings_file_or_state_ref_gives_the_cold_answer() {
     let env = two_goals();
@@ -233,7 +236,7 @@ fn a_damaged_settings_file_or_state_ref_gives_the_cold_answer() {
     let file = settings_file(&env);
     let bytes = std::fs::read(&file).unwrap();
     let text = String::from_utf8(bytes.clone()).unwrap();
-    let damages: Vec<(&str, Box<dyn Fn()>)> = vec![
+    let damages: Vec<(&str, Damage)> = vec![
         ("empty", Box::new(|| std::fs::write(&file, b"").unwrap())),
         (
             "truncated",
