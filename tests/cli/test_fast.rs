@@ -344,3 +344,33 @@ fn layouts_the_fast_path_does_not_understand_take_the_slow_path() {
     }
     assert_eq!(answer(&env, &[]), good);
 }
+
+#[test]
+fn another_build_rewrites_the_settings_and_answers_the_same() {
+    let env = two_goals();
+    env.git(&["config", "loopx.goal", "docs"]);
+    let good = answer(&env, &[]);
+    let ours = std::fs::read_to_string(settings_file(&env)).unwrap();
+    // A copy of the binary is another build to the key (its size and time).
+    let other = env.root().join("loopx-other");
+    std::fs::copy(env!("CARGO_BIN_EXE_loopx"), &other).unwrap();
+    let mut c = Command::new(&other);
+    crate::common::isolate(&mut c, env.root());
+    let out = run(c
+        .current_dir(&env.repo)
+        .env("LOOPX_NOW", "2026-12-01T12:00:00Z")
+        .env("LOOPX_SEED", "fast")
+        .env("LOOPX_AGENT", "agent-a")
+        .args(["quota", "should-run", "--json"]));
+    assert_eq!((out.code, &out.stdout), (0, &good));
+    let theirs = std::fs::read_to_string(settings_file(&env)).unwrap();
+    let key = |t: &str| t.lines().nth(1).unwrap_or_default().to_owned();
+    assert_ne!(key(&ours), key(&theirs), "{theirs}");
+    // And back: this build reads none of the other's, and answers the same.
+    env.git(&["config", "loopx.goal", "main"]);
+    assert_eq!(goal_of(&answer(&env, &[])), "main");
+    assert_eq!(
+        key(&std::fs::read_to_string(settings_file(&env)).unwrap()),
+        key(&ours)
+    );
+}
