@@ -38,24 +38,32 @@ static LAST_SIZE: AtomicUsize = AtomicUsize::new(0);
 
 /// The folder of the cache under the git common dir.
 pub fn dir(store: &Store) -> PathBuf {
-    store.common_dir().join("loopx").join("cache")
+    dir_in(store.common_dir())
+}
+
+/// [`dir`] under a given git common dir.
+pub fn dir_in(common_dir: &Path) -> PathBuf {
+    common_dir.join("loopx").join("cache")
 }
 
 /// The cache file of the state ref: one file per ref, so two refs used in
 /// turn in one repository do not evict each other.
 fn path(store: &Store) -> PathBuf {
-    let name: String = store
-        .state_ref()
+    path_in(store.common_dir(), store.state_ref())
+}
+
+fn path_in(common_dir: &Path, state_ref: &str) -> PathBuf {
+    let name: String = state_ref
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
         .collect();
-    dir(store).join(format!("{name}.state"))
+    dir_in(common_dir).join(format!("{name}.state"))
 }
 
 /// What a cache must have been written by: this binary, this format, this
 /// layout. None when the executable cannot be identified: then nothing is
 /// cached at all.
-fn build_key() -> Option<&'static str> {
+pub fn build_key() -> Option<&'static str> {
     static KEY: OnceLock<Option<String>> = OnceLock::new();
     KEY.get_or_init(|| {
         let exe = std::env::current_exe().ok()?;
@@ -91,18 +99,24 @@ fn header(key: &str, tip: &Tip, body: &[u8]) -> String {
 /// The state at `commit` from the cache, with its tree and tick; None on any
 /// miss (see the module docs).
 pub fn read(store: &Store, commit: Oid) -> Option<(Tip, State)> {
+    read_in(store.common_dir(), store.state_ref(), commit)
+}
+
+/// [`read`] for the state ref `state_ref` of the repository whose git
+/// common dir is `common_dir`, without opening it (`crate::fast`).
+pub fn read_in(common_dir: &Path, state_ref: &str, commit: Oid) -> Option<(Tip, State)> {
     let key = build_key()?;
-    let path = path(store);
+    let path = path_in(common_dir, state_ref);
     // Only a regular file: a FIFO in its place would block a read.
     if !std::fs::symlink_metadata(&path).ok()?.is_file() {
         return None;
     }
     let bytes = std::fs::read(&path).ok()?;
     LAST_SIZE.store(bytes.len(), Ordering::Relaxed);
-    parse(store, key, commit, &bytes)
+    parse(key, commit, &bytes)
 }
 
-fn parse(store: &Store, key: &str, commit: Oid, bytes: &[u8]) -> Option<(Tip, State)> {
+fn parse(key: &str, commit: Oid, bytes: &[u8]) -> Option<(Tip, State)> {
     let end = bytes.windows(2).position(|w| w == b"\n\n")? + 2;
     let head = std::str::from_utf8(&bytes[..end]).ok()?;
     let mut lines = head.lines();
@@ -118,10 +132,10 @@ fn parse(store: &Store, key: &str, commit: Oid, bytes: &[u8]) -> Option<(Tip, St
     if field("key")? != key {
         return None;
     }
-    if store.oid(field("commit")?).ok()? != commit {
+    if Oid::from_hex(field("commit")?)? != commit {
         return None;
     }
-    let tree = store.oid(field("tree")?).ok()?;
+    let tree = Oid::from_hex(field("tree")?)?;
     let tick: u64 = field("tick")?.parse().ok()?;
     let len: usize = field("bytes")?.parse().ok()?;
     let sum = field("sum")?;
@@ -180,7 +194,9 @@ pub fn write(store: &Store, tip: &Tip, state: &State) {
     let _ = write_file(&path(store), &header(key, tip, &body), &body);
 }
 
-fn write_file(path: &Path, header: &str, body: &[u8]) -> std::io::Result<()> {
+/// Writes `header` and `body` to `path` through a temporary file renamed
+/// over it, so a reader sees a whole file or none.
+pub fn write_file(path: &Path, header: &str, body: &[u8]) -> std::io::Result<()> {
     let dir = path.parent().expect("the cache file has a folder");
     std::fs::create_dir_all(dir)?;
     let mut tmp = tempfile::Builder::new()

@@ -54,6 +54,28 @@ pub struct Config {
     pub notify_timeout: crate::time::Span,
 }
 
+/// The settings a read may take from the fast start-up path's cache
+/// (`crate::fast`) without opening the repository: none of them decides
+/// trust (allowed signers, signing, validations, notify are read from git
+/// config itself, through [`Config`], every time).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Settings {
+    /// `loopx.goal`.
+    pub goal: Option<String>,
+    /// `loopx.claimSync`.
+    pub claim_sync: Option<bool>,
+}
+
+impl Config {
+    /// The settings a read may take from the fast path's cache.
+    pub fn settings(&self) -> Settings {
+        Settings {
+            goal: self.goal.clone(),
+            claim_sync: self.claim_sync,
+        }
+    }
+}
+
 /// Each network step of a sync when git config says nothing.
 pub const SYNC_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 

@@ -41,6 +41,9 @@ impl Env {
                 || k == "NO_COLOR"
                 || k == "PAGER"
                 || k == "HOME"
+                // What chooses git's config files (`crate::fast` keys its
+                // settings by them).
+                || crate::fast::keyed_var(&k)
                 || k == "PATH"
                 || k.starts_with("CLAUDE")
                 || k.starts_with("CODEX_")
@@ -77,6 +80,22 @@ impl Env {
             .with_hint(format!("unset {key} or set it to a plain id")));
         }
         Ok(())
+    }
+
+    /// The variables the fast start-up path keys its settings by
+    /// ([`crate::fast::keyed_var`]), set ones only; None when one of them
+    /// is not valid UTF-8 (then the fast path stands aside).
+    pub fn keyed_vars(&self) -> Option<Vec<(&str, &str)>> {
+        if self.not_utf8.iter().any(|k| crate::fast::keyed_var(k)) {
+            return None;
+        }
+        Some(
+            self.vars
+                .iter()
+                .filter(|(k, _)| crate::fast::keyed_var(k))
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect(),
+        )
     }
 
     pub fn get(&self, key: &str) -> Option<&str> {
@@ -256,6 +275,8 @@ pub struct Ctx {
     agent_flag: Option<AgentId>,
     actor: RefCell<Option<Actor>>,
     repo: OnceCell<Repo>,
+    /// The fast start-up path's view of the repository, tried once.
+    fast: OnceCell<Option<crate::fast::Fast>>,
 }
 
 impl Ctx {
@@ -290,19 +311,35 @@ impl Ctx {
         // A runtime session's agent may continue an earlier session's
         // (crate::hook::sessions): its session file says which.
         let repo = OnceCell::new();
+        let fast = OnceCell::new();
         let caller = match (&caller, runtime_session(&env)) {
             (Caller::Agent(_), Some((runtime, session)))
                 if agent_flag.is_none() && env.get("LOOPX_AGENT").is_none() =>
             {
-                match Store::discover(&cwd) {
-                    Ok(store) => {
-                        let continued =
-                            crate::hook::sessions::agent_of(store.common_dir(), runtime, session);
-                        let home = env.get("HOME").map(PathBuf::from);
-                        let _ = repo.set(Repo::new(store, home, clock));
-                        continued.map_or(caller, Caller::Agent)
+                // The fast path's view first (no repository opened), kept
+                // for the command.
+                let quick = env
+                    .keyed_vars()
+                    .filter(|_| env.get("LOOPX_NO_FAST").is_none())
+                    .and_then(|vars| crate::fast::Fast::open(&cwd, &vars));
+                if let Some(f) = quick {
+                    let continued = crate::hook::sessions::agent_of(f.git_dir(), runtime, session);
+                    let _ = fast.set(Some(f));
+                    continued.map_or(caller, Caller::Agent)
+                } else {
+                    match Store::discover(&cwd) {
+                        Ok(store) => {
+                            let continued = crate::hook::sessions::agent_of(
+                                store.common_dir(),
+                                runtime,
+                                session,
+                            );
+                            let home = env.get("HOME").map(PathBuf::from);
+                            let _ = repo.set(Repo::new(store, home, clock));
+                            continued.map_or(caller, Caller::Agent)
+                        }
+                        Err(_) => caller,
                     }
-                    Err(_) => caller,
                 }
             }
             _ => caller,
@@ -318,6 +355,7 @@ impl Ctx {
             agent_flag,
             actor: RefCell::new(None),
             repo,
+            fast,
         })
     }
 
@@ -329,7 +367,48 @@ impl Ctx {
             return Ok(r);
         }
         let repo = Repo::open(&self.cwd, self.home(), self.clock)?;
+        // The settings a later start can read without opening it, unless
+        // this start already read them.
+        if !matches!(self.fast.get(), Some(Some(_)))
+            && let Some(vars) = self.env.keyed_vars()
+        {
+            crate::fast::remember(&self.cwd, &vars, repo.store(), repo.config());
+        }
         Ok(self.repo.get_or_init(|| repo))
+    }
+
+    /// The repository as the fast start-up path sees it, when it has not
+    /// been opened yet and its layout and settings are understood and
+    /// current (`crate::fast`); None sends the caller to [`Ctx::repo`].
+    pub fn fast(&self) -> Option<&crate::fast::Fast> {
+        // `LOOPX_NO_FAST=1`: always open the repository (a way to compare).
+        if self.repo.get().is_some() || self.env.get("LOOPX_NO_FAST").is_some() {
+            return None;
+        }
+        self.fast
+            .get_or_init(|| {
+                let vars = self.env.keyed_vars()?;
+                crate::fast::Fast::open(&self.cwd, &vars)
+            })
+            .as_ref()
+    }
+
+    /// The settings a read takes (`loopx.goal`, `loopx.claimSync`): from
+    /// the fast path when it has them, else from git config. Settings that
+    /// decide trust are read through [`Ctx::config`] only.
+    pub fn settings(&self) -> Result<crate::config::Settings> {
+        if let Some(f) = self.fast() {
+            return Ok(f.settings().clone());
+        }
+        Ok(self.config()?.settings())
+    }
+
+    /// The state ref's lock file, where a writer holds it.
+    pub fn state_lock_path(&self) -> Option<PathBuf> {
+        match self.fast() {
+            Some(f) => Some(f.lock_path()),
+            None => Some(self.store().ok()?.lock_path()),
+        }
     }
 
     /// The repository loopx runs in, opened on first use, or why there is
@@ -365,6 +444,9 @@ impl Ctx {
     /// The state ref (`refs/loopx/state`, or git config `loopx.ref`), for
     /// messages.
     pub fn state_ref(&self) -> &str {
+        if let Some(f) = self.fast() {
+            return f.state_ref();
+        }
         self.store()
             .map_or(crate::store::DEFAULT_REF, Store::state_ref)
     }

@@ -19,6 +19,7 @@ pub mod config;
 pub mod ctx;
 pub mod diff;
 pub mod error;
+pub mod fast;
 #[doc(hidden)]
 pub mod fuzz;
 pub mod git;

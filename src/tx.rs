@@ -108,6 +108,10 @@ pub fn op(ctx: &Ctx, mut change: Change) -> Result<Op, Refusal> {
 /// cache is written). Only the tip of the live ref goes through the cache;
 /// `load_at` and `snapshot` always read the tree, for `verify` and sync.
 pub fn load(ctx: &Ctx) -> Result<Snapshot> {
+    // A cache hit without opening the repository (`crate::fast`).
+    if let Some((tip, state)) = ctx.fast().and_then(crate::fast::Fast::cached) {
+        return Ok(Snapshot { tip, state });
+    }
     let store = ctx.store()?;
     let Some(id) = store.tip_id()? else {
         return Err(no_state(ctx).into());

@@ -127,6 +127,10 @@ pub enum Command {
 pub fn run(ctx: &Ctx, command: &Command) -> Result<Exit> {
     let before = match command {
         Command::Demo(_) | Command::Init(_) | Command::Mcp(_) | Command::NotifyRun(_) => None,
+        // Moves no ref, so it has nothing to notify about, and answers
+        // without opening the repository (`crate::fast`): `loopx.notify`
+        // decides trust and is never read from a cache.
+        Command::Quota(quota::Command::ShouldRun(a)) if !a.syncs() => None,
         _ => crate::notify::before(ctx),
     };
     let result = dispatch(ctx, command);
@@ -213,9 +217,9 @@ pub fn pick_goal(ctx: &Ctx, state: &State, flag: Option<&str>) -> Result<GoalId,
     if let Some(g) = flag {
         return state.goal(g).map(|g| g.id.clone());
     }
-    if let Some(g) = ctx.config().ok().and_then(|c| c.goal.as_ref()) {
+    if let Some(g) = ctx.settings().ok().and_then(|c| c.goal) {
         return state
-            .goal(g)
+            .goal(&g)
             .map(|g| g.id.clone())
             .map_err(|r| r.with_hint("git config loopx.goal names it; fix or unset that setting"));
     }
@@ -236,7 +240,7 @@ pub fn syncs(ctx: &Ctx, sync: bool, no_sync: bool) -> Result<bool> {
     if sync || no_sync {
         return Ok(sync);
     }
-    Ok(match ctx.config()?.claim_sync {
+    Ok(match ctx.settings()?.claim_sync {
         Some(on) => on,
         None => ctx.repo().ok().and_then(crate::sync::hub).is_some(),
     })

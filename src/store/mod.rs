@@ -48,6 +48,12 @@ impl Oid {
         Oid(gix::ObjectId::from_bytes_or_panic(&[n; 20]))
     }
 
+    /// An object id from its full hex digits (SHA-1 or SHA-256), without a
+    /// repository: the fast start-up path reads ids from files.
+    pub fn from_hex(hex: &str) -> Option<Oid> {
+        gix::ObjectId::from_hex(hex.as_bytes()).ok().map(Oid)
+    }
+
     /// The first `n` hex digits, for display.
     pub fn short(&self, n: usize) -> String {
         let s = self.0.to_string();
@@ -191,6 +197,42 @@ impl Store {
     /// The directory shared by all worktrees of the repository.
     pub fn common_dir(&self) -> &Path {
         self.repo.common_dir()
+    }
+
+    /// The repository's own git dir (a linked worktree's, not the common
+    /// one).
+    pub fn git_dir(&self) -> &Path {
+        self.repo.git_dir()
+    }
+
+    /// Every git config file this store's settings came from or could have
+    /// come from: the system, installation, XDG and global files where the
+    /// environment puts them (whether or not they exist), the repository's
+    /// `config` and `config.worktree`, and every file gix actually read
+    /// (include targets among them). What the fast start-up path keys its
+    /// settings by (`crate::fast`).
+    pub fn config_files(&self) -> Vec<PathBuf> {
+        use gix::config::Source;
+        let mut env = |name: &str| std::env::var_os(name);
+        let mut out: Vec<PathBuf> = [
+            Source::GitInstallation,
+            Source::System,
+            Source::Git,
+            Source::User,
+        ]
+        .into_iter()
+        .filter_map(|s| s.storage_location(&mut env))
+        .collect();
+        out.push(self.common_dir().join("config"));
+        out.push(self.git_dir().join("config.worktree"));
+        for section in self.repo.config_snapshot().plumbing().sections() {
+            if let Some(p) = &section.meta().path {
+                out.push(p.clone());
+            }
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        out.retain(|p| seen.insert(p.clone()));
+        out
     }
 
     /// The worktree root, or the git dir of a bare repository.

@@ -36,6 +36,13 @@ pub struct Args {
     sync: bool,
 }
 
+impl Args {
+    /// Whether it syncs first (and so may move the state ref).
+    pub fn syncs(&self) -> bool {
+        self.sync
+    }
+}
+
 #[derive(Serialize)]
 struct Wire<'a> {
     decision: &'static str,
@@ -295,7 +302,7 @@ fn human(w: &Wire) -> String {
 /// a slow disk, another machine on a shared filesystem). A writer that
 /// resumes after its lock was broken would rename it over a newer tip.
 fn stale_lock(ctx: &Ctx) -> Option<(std::path::PathBuf, std::time::Duration)> {
-    let lock = ctx.store().ok()?.lock_path();
+    let lock = ctx.state_lock_path()?;
     let age = std::fs::metadata(&lock)
         .ok()?
         .modified()

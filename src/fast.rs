@@ -1,0 +1,420 @@
+//! The fast start-up path: a read answered from the state cache
+//! ([`crate::cache`]) without opening the repository through gix.
+//!
+//! A cache hit needs three things, all read here as plain files: where the
+//! repository is, which ref holds the state (`loopx.ref`) with the few
+//! settings a read takes ([`Settings`]), and the commit that ref names. The
+//! first is found as git finds it, for the one layout this path fully
+//! understands: a directory with a `.git` *directory* in it, owned by this
+//! user, on the same filesystem as the starting directory. Anything else
+//! stands aside for the slow path, which opens the repository with gix and
+//! decides: a `.git` file (linked worktrees, submodules), a `commondir` or
+//! `reftable` in the git dir, a bare repository or a start inside a git
+//! dir, a repository owned by another user (git's `safe.directory` check is
+//! the slow path's), a filesystem boundary on the way up, and any variable
+//! that moves the repository, its refs or its config (`GIT_DIR` and the
+//! others in [`STAND_ASIDE`]).
+//!
+//! The settings come from a file beside the cache (`settings`), written by
+//! the slow path after gix read the config. It is keyed by this binary
+//! ([`crate::cache::build_key`]), the worktree, the variables that choose
+//! config files (every `GIT_*`, `HOME`, `XDG_CONFIG_HOME`) and the content of
+//! every config file that was read or could have been read: the system and
+//! installation files, `$XDG_CONFIG_HOME/git/config` (or
+//! `~/.config/git/config`), `~/.gitconfig` (or `GIT_CONFIG_GLOBAL`), the
+//! repository's `config` and `config.worktree`, and `HEAD`. A file that
+//! appears, disappears or changes by one byte is a miss. Config with an
+//! `[include]` or `[includeIf]` section, or naming a ref storage, is never
+//! cached (an include's target may not exist yet, or depend on the branch):
+//! such a repository always takes the slow path.
+//!
+//! The ref is read from its loose file, else from `packed-refs`; a
+//! symbolic ref, anything but an object id, or no ref at all is a miss. No
+//! object is read, so replace refs play no part (the cache holds the state
+//! as the slow path read it, without them). Everything that writes opens
+//! the repository as before.
+
+use std::io::ErrorKind;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use crate::config::{Config, Settings};
+use crate::model::State;
+use crate::store::{Oid, Store, Tip};
+
+/// The first line of the settings file.
+const MAGIC: &str = "loopx-settings";
+
+/// Variables that move the repository, its refs, its objects or its
+/// config past the files the settings are keyed by: when one is set the
+/// fast path stands aside.
+pub const STAND_ASIDE: &[&str] = &[
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_COMMON_DIR",
+    "GIT_CEILING_DIRECTORIES",
+    "GIT_DISCOVERY_ACROSS_FILESYSTEM",
+    "GIT_NAMESPACE",
+    "GIT_CONFIG",
+    "GIT_CONFIG_PARAMETERS",
+    "GIT_CONFIG_COUNT",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_QUARANTINE_PATH",
+    "GIT_REPLACE_REF_BASE",
+    "GIT_NO_REPLACE_OBJECTS",
+];
+
+/// Whether a variable is part of the settings' key: every `GIT_*`, and the
+/// two that place the global config files.
+pub fn keyed_var(name: &str) -> bool {
+    name.starts_with("GIT_") || name == "HOME" || name == "XDG_CONFIG_HOME"
+}
+
+/// A repository the fast path understands, with its settings.
+#[derive(Debug)]
+pub struct Fast {
+    git_dir: PathBuf,
+    state_ref: String,
+    settings: Settings,
+}
+
+/// What the settings file holds after its key.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Body {
+    state_ref: String,
+    settings: Settings,
+}
+
+/// Where the repository is, as far as the fast path understands it.
+struct Layout {
+    workdir: PathBuf,
+    git_dir: PathBuf,
+}
+
+impl Fast {
+    /// The repository at or above `cwd` with its cached settings, or None
+    /// when the fast path does not understand the layout or the settings
+    /// file is missing or stale. `vars` are the keyed variables
+    /// ([`keyed_var`]) of the environment.
+    pub fn open(cwd: &Path, vars: &[(&str, &str)]) -> Option<Fast> {
+        if vars.iter().any(|(k, _)| STAND_ASIDE.contains(k)) {
+            return None;
+        }
+        let layout = discover(cwd)?;
+        let bytes = read_regular(&settings_path(&layout.git_dir))?;
+        let body = check(&bytes, &layout, vars)?;
+        let body: Body = serde_json::from_slice(body).ok()?;
+        Some(Fast {
+            git_dir: layout.git_dir,
+            state_ref: body.state_ref,
+            settings: body.settings,
+        })
+    }
+
+    /// The git dir (also the common dir: linked worktrees stand aside).
+    pub fn git_dir(&self) -> &Path {
+        &self.git_dir
+    }
+
+    /// The state ref (`loopx.ref`, else `refs/loopx/state`).
+    pub fn state_ref(&self) -> &str {
+        &self.state_ref
+    }
+
+    /// The cached settings.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// The state ref's lock file, where a writer holds it.
+    pub fn lock_path(&self) -> PathBuf {
+        self.git_dir.join(format!("{}.lock", self.state_ref))
+    }
+
+    /// The object id the state ref names: its loose file, else its line in
+    /// `packed-refs`. None for a symbolic ref, anything unreadable or no
+    /// ref at all (the slow path says why).
+    pub fn tip(&self) -> Option<Oid> {
+        match std::fs::read(self.git_dir.join(&self.state_ref)) {
+            Ok(bytes) => {
+                let text = std::str::from_utf8(&bytes).ok()?;
+                let hex = text.strip_suffix('\n').unwrap_or(text);
+                return object_id(hex);
+            }
+            Err(e) if e.kind() == ErrorKind::NotFound => {}
+            Err(_) => return None,
+        }
+        let packed = std::fs::read(self.git_dir.join("packed-refs")).ok()?;
+        let packed = std::str::from_utf8(&packed).ok()?;
+        packed
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.starts_with('^'))
+            .find_map(|l| {
+                let (hex, name) = l.split_once(' ')?;
+                (name == self.state_ref).then_some(hex)
+            })
+            .and_then(object_id)
+    }
+
+    /// The state at the state ref's commit from the cache, on a hit.
+    pub fn cached(&self) -> Option<(Tip, State)> {
+        crate::cache::read_in(&self.git_dir, &self.state_ref, self.tip()?)
+    }
+}
+
+/// Only full hex ids (SHA-1 or SHA-256), lowercase as git writes them.
+fn object_id(hex: &str) -> Option<Oid> {
+    let plain = matches!(hex.len(), 40 | 64)
+        && hex
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+    plain.then(|| Oid::from_hex(hex)).flatten()
+}
+
+/// The repository at or above `cwd`, found as git finds it, in the one
+/// layout the fast path understands (see the module docs).
+fn discover(cwd: &Path) -> Option<Layout> {
+    let start = std::fs::canonicalize(cwd).ok()?;
+    let dev = std::fs::metadata(&start).ok()?.dev();
+    let me = rustix::process::geteuid().as_raw();
+    let mut dir = start.as_path();
+    loop {
+        let dot = dir.join(".git");
+        match std::fs::symlink_metadata(&dot) {
+            Ok(m) if m.is_dir() => {
+                let owned = m.uid() == me && std::fs::metadata(dir).ok()?.uid() == me;
+                let is = |f: &str, dir: bool| {
+                    std::fs::metadata(dot.join(f)).is_ok_and(|m| m.is_dir() == dir)
+                };
+                let absent = |f: &str| matches!(std::fs::symlink_metadata(dot.join(f)), Err(e) if e.kind() == ErrorKind::NotFound);
+                // What git needs of a git dir, and nothing that makes this
+                // one another layout (a linked worktree's, reftable).
+                let plain = is("objects", true)
+                    && is("refs", true)
+                    && (absent("packed-refs") || is("packed-refs", false))
+                    && absent("commondir")
+                    && absent("reftable");
+                return (owned && plain).then(|| Layout {
+                    workdir: dir.to_path_buf(),
+                    git_dir: dot,
+                });
+            }
+            // A `.git` file or link: a linked worktree or a submodule.
+            Ok(_) => return None,
+            Err(e) if e.kind() == ErrorKind::NotFound => {}
+            Err(_) => return None,
+        }
+        // Perhaps a git dir itself (a bare repository, or a start inside
+        // `.git`): the slow path decides.
+        if std::fs::symlink_metadata(dir.join("HEAD")).is_ok() {
+            return None;
+        }
+        let parent = dir.parent()?;
+        if std::fs::metadata(parent).ok()?.dev() != dev {
+            return None;
+        }
+        dir = parent;
+    }
+}
+
+fn settings_path(git_dir: &Path) -> PathBuf {
+    crate::cache::dir_in(git_dir).join("settings")
+}
+
+/// A regular file's bytes (never a FIFO's, which would block).
+fn read_regular(path: &Path) -> Option<Vec<u8>> {
+    if !std::fs::symlink_metadata(path).ok()?.is_file() {
+        return None;
+    }
+    std::fs::read(path).ok()
+}
+
+/// The length of [`file_key`]'s answer.
+const KEY_LEN: usize = 18;
+
+/// The key line of one config file: whether it exists and the checksum of
+/// its content. None when it cannot be told (unreadable, a directory).
+fn file_key(path: &Path) -> Option<String> {
+    match std::fs::read(path) {
+        Ok(bytes) => Some(format!("1 {:016x}", crate::cache::checksum(&bytes))),
+        Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => {
+            Some("0 0000000000000000".to_owned())
+        }
+        Err(_) => None,
+    }
+}
+
+/// The checksum of the keyed variables, in name order.
+fn env_key(vars: &[(&str, &str)]) -> String {
+    let mut sorted: Vec<&(&str, &str)> = vars.iter().collect();
+    sorted.sort();
+    let mut text = String::new();
+    for (k, v) in sorted {
+        text.push_str(k);
+        text.push('=');
+        text.push_str(v);
+        text.push('\0');
+    }
+    format!("{:016x}", crate::cache::checksum(text.as_bytes()))
+}
+
+/// The body of a settings file whose every key line still holds, or None.
+fn check<'a>(bytes: &'a [u8], layout: &Layout, vars: &[(&str, &str)]) -> Option<&'a [u8]> {
+    let end = bytes.windows(2).position(|w| w == b"\n\n")? + 2;
+    let head = std::str::from_utf8(&bytes[..end]).ok()?;
+    let mut lines = head.lines();
+    if lines.next()? != MAGIC {
+        return None;
+    }
+    let mut field = |name: &str| {
+        lines
+            .next()
+            .and_then(|l| l.strip_prefix(name))
+            .and_then(|l| l.strip_prefix(' '))
+    };
+    if field("key")? != crate::cache::build_key()? {
+        return None;
+    }
+    if field("workdir")? != layout.workdir.to_str()? {
+        return None;
+    }
+    if field("env")? != env_key(vars) {
+        return None;
+    }
+    let sum = field("sum")?;
+    if sum != format!("{:016x}", crate::cache::checksum(&bytes[end..])) {
+        return None;
+    }
+    let mut files = 0;
+    for line in lines.take_while(|l| !l.is_empty()) {
+        let rest = line.strip_prefix("file ")?;
+        // `<exists> <sum> <path>`: the path last, as it may hold spaces.
+        let (key, path) = rest.split_at_checked(KEY_LEN)?;
+        let path = path.strip_prefix(' ')?;
+        if file_key(Path::new(path))? != key {
+            return None;
+        }
+        files += 1;
+    }
+    (files > 0).then_some(&bytes[end..])
+}
+
+/// Whether a config file's text could make the settings depend on more
+/// than the listed files: an include (whose target may not exist yet, or
+/// depend on the branch) or another ref storage.
+fn unkeyable(text: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(text).to_ascii_lowercase();
+    text.contains("refstorage")
+        || text
+            .lines()
+            .any(|l| l.trim_start().starts_with('[') && l.contains("include"))
+}
+
+/// After the slow path opened `store` from `cwd` and read `config`: writes
+/// the settings file the fast path reads, when the layout is one it
+/// understands and the file there does not already hold. Best effort, and
+/// removes a settings file it cannot replace, so a stale one is never left
+/// to match by accident.
+pub fn remember(cwd: &Path, vars: &[(&str, &str)], store: &Store, config: &Config) {
+    if vars.iter().any(|(k, _)| STAND_ASIDE.contains(k)) {
+        return;
+    }
+    let Some(layout) = discover(cwd) else { return };
+    let path = settings_path(&layout.git_dir);
+    if read_regular(&path).is_some_and(|b| check(&b, &layout, vars).is_some()) {
+        return;
+    }
+    let same = |a: &Path, b: &Path| {
+        std::fs::canonicalize(a)
+            .ok()
+            .zip(std::fs::canonicalize(b).ok())
+            .is_some_and(|(a, b)| a == b)
+    };
+    let understood = same(store.git_dir(), &layout.git_dir)
+        && same(store.common_dir(), &layout.git_dir)
+        && store.workdir().is_some_and(|w| same(w, &layout.workdir));
+    let written = understood && write(&path, &layout, vars, store, config).is_some();
+    if !written {
+        let _ = std::fs::remove_file(&path);
+    }
+}
+
+fn write(
+    path: &Path,
+    layout: &Layout,
+    vars: &[(&str, &str)],
+    store: &Store,
+    config: &Config,
+) -> Option<()> {
+    let key = crate::cache::build_key()?;
+    let body = serde_json::to_vec(&Body {
+        state_ref: store.state_ref().to_owned(),
+        settings: config.settings(),
+    })
+    .ok()?;
+    let mut head = format!(
+        "{MAGIC}\nkey {key}\nworkdir {}\nenv {}\nsum {:016x}\n",
+        layout.workdir.to_str()?,
+        env_key(vars),
+        crate::cache::checksum(&body)
+    );
+    let mut files = store.config_files();
+    files.push(layout.git_dir.join("HEAD"));
+    for file in files {
+        // A relative path (`GIT_CONFIG_GLOBAL=x`) is read from wherever
+        // loopx starts: not a file the key can name.
+        if file.is_relative() {
+            return None;
+        }
+        let name = file.to_str()?;
+        if name.contains('\n') || name.is_empty() {
+            return None;
+        }
+        if file.file_name() != Some(std::ffi::OsStr::new("HEAD"))
+            && std::fs::read(&file).is_ok_and(|t| unkeyable(&t))
+        {
+            return None;
+        }
+        head.push_str(&format!("file {} {name}\n", file_key(&file)?));
+    }
+    head.push('\n');
+    crate::cache::write_file(path, &head, &body).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_plain_object_ids_are_tips() {
+        assert!(object_id(&"a".repeat(40)).is_some());
+        assert!(object_id(&"0".repeat(64)).is_some());
+        for bad in [
+            "ref: refs/heads/main".to_owned(),
+            "A".repeat(40),
+            "a".repeat(39),
+            String::new(),
+            format!("{} ", "a".repeat(40)),
+        ] {
+            assert!(object_id(&bad).is_none(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn includes_and_ref_storage_are_never_keyed() {
+        assert!(unkeyable(b"[include]\n\tpath = x\n"));
+        assert!(unkeyable(b"  [includeIf \"onbranch:main\"]\n\tpath = x\n"));
+        assert!(unkeyable(b"[extensions]\n\trefStorage = reftable\n"));
+        assert!(!unkeyable(b"[loopx]\n\tgoal = api\n[user]\n\tname = A\n"));
+    }
+
+    #[test]
+    fn the_env_key_ignores_order_but_not_values() {
+        let a = env_key(&[("HOME", "/h"), ("GIT_CONFIG_GLOBAL", "/dev/null")]);
+        let b = env_key(&[("GIT_CONFIG_GLOBAL", "/dev/null"), ("HOME", "/h")]);
+        let c = env_key(&[("GIT_CONFIG_GLOBAL", "/dev/null"), ("HOME", "/h2")]);
+        assert_eq!(a, b);
+        assert_ne!(a, c);
+    }
+}
