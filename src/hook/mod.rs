@@ -11,12 +11,16 @@
 
 pub mod claude;
 pub mod cursor;
+pub mod decide;
 pub mod gemini;
 pub mod guard;
 pub mod installer;
 pub mod limit;
 pub mod pi;
+pub mod session;
 pub mod sessions;
+pub mod stdin;
+pub mod transcript;
 pub mod usage;
 pub mod view;
 
