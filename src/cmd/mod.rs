@@ -30,6 +30,7 @@ pub mod sync;
 pub mod todo;
 pub mod trajectory;
 pub mod verify;
+pub mod wire;
 
 use anyhow::Result;
 use serde::Serialize;
@@ -277,7 +278,7 @@ pub fn push_after(
 ) -> Result<Option<crate::sync::Report>> {
     match ctx.sync(None) {
         Ok(report) => {
-            ctx.out.status(&sync::human(&report));
+            ctx.out.status(&wire::human(&report));
             if let Some(r) = report.rejection_of(op) {
                 return Err(rejected(r).into());
             }

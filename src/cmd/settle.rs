@@ -84,7 +84,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let usage = super::read_usage(ctx, &args.usage)?;
     if args.sync {
         let report = ctx.sync(None)?;
-        ctx.out.status(&crate::cmd::sync::human(&report));
+        ctx.out.status(&crate::cmd::wire::human(&report));
     }
     let snap = tx::load(ctx)?;
     let todo = snap.state.resolve_todo(&args.todo)?;
