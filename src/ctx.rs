@@ -11,7 +11,7 @@ use sha2::{Digest, Sha256};
 
 use crate::config::Config;
 use crate::error::{Code, Refusal};
-use crate::hook::Runtime;
+use crate::model::Runtime;
 use crate::model::{Actor, AgentId};
 use crate::output::{Format, Out};
 use crate::repo::{Clock, Repo};

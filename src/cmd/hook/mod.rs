@@ -26,6 +26,7 @@ use crate::error::{Code, refusal_of};
 use crate::hook::decide::{self, Start};
 use crate::hook::session::SessionFile;
 use crate::hook::{self, Answer, Event, Input, Runtime, guard};
+use crate::model::runtime::UsageFrom;
 use crate::model::{AgentId, AgentStatus, TodoStatus};
 use crate::op::Change;
 use crate::output::{Format, Out};
@@ -148,9 +149,10 @@ fn run(global: &Global, args: &Args) -> Result<Reply> {
     // Claude Code's transcript holds each message's usage: record what
     // came since the last record, at every Stop and at the session's end.
     // Pi's extension sends the usage Pi reported since its last call.
-    let recorded = match (runtime, event) {
-        (Runtime::ClaudeCode, Event::Stop | Event::End) => Some(usage::transcript(&call)),
-        (Runtime::Pi, Event::Stop | Event::End) => Some(usage::pi(&call, &stdin)),
+    let spec = runtime.spec();
+    let recorded = match (spec.usage, event) {
+        (UsageFrom::Transcript, Event::Stop | Event::End) => Some(usage::transcript(&call)),
+        (UsageFrom::Payload, Event::Stop | Event::End) => Some(usage::pi(&call, &stdin)),
         _ => None,
     };
     match recorded {
@@ -161,20 +163,20 @@ fn run(global: &Global, args: &Args) -> Result<Reply> {
     }
     let outcome = match event {
         Event::Start => start(&call, continued).inspect(|_| {
-            if runtime == Runtime::ClaudeCode && !named {
-                export_agent(&call.ctx.env, &call.agent);
+            if let Some(var) = spec.env_file
+                && !named
+            {
+                export_agent(&call.ctx.env, var, &call.agent);
             }
         }),
         Event::Prompt => prompt(&call),
-        Event::Stop => stop(&call).and_then(|a| match (runtime, &a) {
+        Event::Stop => stop(&call).and_then(|a| match &a {
             // Gemini CLI does not wait for its SessionEnd hook, so a tick
             // written there may never land, and OpenCode has none: the end
             // of the turn is recorded when the agent stops (AfterAgent,
             // which Gemini waits for; session.idle). Pi's session may stay
             // open long after its turn (agent_end).
-            (Runtime::Gemini | Runtime::OpenCode | Runtime::Pi, Answer::Nothing) => {
-                end(&call, None).map(|_| a)
-            }
+            Answer::Nothing if spec.stop_ends_turn => end(&call, None).map(|_| a),
             _ => Ok(a),
         }),
         Event::End => end(&call, Some(&mut reply.notes)),
@@ -182,7 +184,7 @@ fn run(global: &Global, args: &Args) -> Result<Reply> {
         Event::PreCompact | Event::Tool | Event::PrePush | Event::PostMerge => Ok(Answer::Nothing),
     };
     match outcome {
-        Ok(a) if runtime == Runtime::Gemini && !named => {
+        Ok(a) if !spec.shell_has_session && !named => {
             reply.answer = decide::name_the_agent(a, event, &call.agent);
         }
         Ok(a) => reply.answer = a,
@@ -287,7 +289,7 @@ fn start(call: &Call, continued: bool) -> Result<Answer> {
                     ctx,
                     Change::AgentRegister {
                         agent: agent.clone(),
-                        runtime: call.runtime.model(),
+                        runtime: call.runtime.stored(),
                         capabilities: Vec::new(),
                     },
                 )?)
@@ -340,10 +342,10 @@ fn loopx_command(ctx: &Ctx, runtime: Runtime) -> String {
 }
 
 /// Claude Code's SessionStart may append `export` lines to the file named by
-/// `CLAUDE_ENV_FILE`, which later shell commands source: the agent id
-/// there keeps every loopx call in the session on the same agent.
-fn export_agent(env: &Env, agent: &AgentId) {
-    let Some(path) = env.get("CLAUDE_ENV_FILE") else {
+/// `CLAUDE_ENV_FILE` (`var`), which later shell commands source: the agent
+/// id there keeps every loopx call in the session on the same agent.
+fn export_agent(env: &Env, var: &str, agent: &AgentId) {
+    let Some(path) = env.get(var) else {
         return;
     };
     let line = format!("export LOOPX_AGENT={agent}\n");
@@ -383,13 +385,7 @@ fn tool(dir: Option<PathBuf>, agent: Option<&AgentId>, runtime: Runtime, input: 
     let (Some(tool), Some(command)) = (input.tool.as_deref(), input.command.as_deref()) else {
         return Answer::Nothing;
     };
-    let shell = match runtime {
-        Runtime::ClaudeCode | Runtime::Codex | Runtime::OpenCode => hook::claude::is_shell(tool),
-        Runtime::Gemini => hook::gemini::is_shell(tool),
-        Runtime::Pi => hook::pi::is_shell(tool),
-        Runtime::Cursor | Runtime::Git => true,
-    };
-    if !shell || guard::risks(command).is_empty() {
+    if !runtime.is_shell(tool) || guard::risks(command).is_empty() {
         return Answer::Nothing;
     }
     let cwd = dir.clone();

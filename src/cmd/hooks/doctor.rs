@@ -81,7 +81,7 @@ fn trust(runtime: Runtime, scope: Scope) -> Option<&'static str> {
         (Runtime::Pi, _) => Some(
             "Pi loads extensions when it starts: restart it (or /reload) after installing or changing the extension",
         ),
-        (Runtime::Git, _) => None,
+        (Runtime::Git | Runtime::Custom, _) => None,
     }
 }
 

@@ -63,7 +63,7 @@ impl Which {
             Which::OpenCode => vec![Runtime::OpenCode],
             Which::Pi => vec![Runtime::Pi],
             Which::Git => vec![Runtime::Git],
-            Which::All => Runtime::ALL.to_vec(),
+            Which::All => Runtime::HOOKED.to_vec(),
         }
     }
 }
