@@ -86,6 +86,15 @@ pub struct Settings {
     pub guard_event: &'static str,
 }
 
+/// A runtime whose hooks are loopx's own plugin file (it has no JSON
+/// hooks): where the file goes, relative to the project root and to the
+/// home directory.
+#[derive(Clone, Copy, Debug)]
+pub struct Plugin {
+    pub project: &'static str,
+    pub user: &'static str,
+}
+
 /// Where a runtime's hooks get a session's usage from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum UsageFrom {
@@ -121,6 +130,7 @@ pub struct Spec {
     /// None: its tool event is about shell commands only.
     pub shell_tools: Option<&'static [&'static str]>,
     pub settings: Option<Settings>,
+    pub plugin: Option<Plugin>,
     pub usage: UsageFrom,
     /// Its stop is also where the end of the turn is recorded: Gemini CLI
     /// does not wait for its SessionEnd hook, OpenCode has none, and Pi's
@@ -163,6 +173,7 @@ const BASE: Spec = Spec {
     wire: Wire::None,
     shell_tools: None,
     settings: None,
+    plugin: None,
     usage: UsageFrom::Nothing,
     stop_ends_turn: false,
     shell_has_session: true,
@@ -340,6 +351,10 @@ pub const SPECS: [Spec; 8] = [
         known_events: &["SessionStart", "UserPromptSubmit", "PreToolUse", "Stop"],
         wire: Wire::Claude,
         shell_tools: Some(CLAUDE_SHELL),
+        plugin: Some(Plugin {
+            project: ".opencode/plugins/loopx.js",
+            user: ".config/opencode/plugins/loopx.js",
+        }),
         stop_ends_turn: true,
         ..BASE
     },
@@ -367,6 +382,12 @@ pub const SPECS: [Spec; 8] = [
         ],
         wire: Wire::Claude,
         shell_tools: Some(&["bash"]),
+        // Pi's default agent directory for a user; one moved with
+        // PI_CODING_AGENT_DIR is not followed.
+        plugin: Some(Plugin {
+            project: ".pi/extensions/loopx.ts",
+            user: ".pi/agent/extensions/loopx.ts",
+        }),
         usage: UsageFrom::Payload,
         stop_ends_turn: true,
         ..BASE
