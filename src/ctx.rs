@@ -11,7 +11,7 @@ use sha2::{Digest, Sha256};
 
 use crate::config::Config;
 use crate::error::{Code, Refusal};
-use crate::hook::Runtime;
+use crate::model::Runtime;
 use crate::model::{Actor, AgentId};
 use crate::output::{Format, Out};
 use crate::repo::{Clock, Repo};
@@ -121,26 +121,8 @@ pub enum Caller {
 
 /// Decides who is calling (DESIGN §4 "Who is acting").
 pub fn caller(flag: Option<&str>, env: &Env) -> Result<Caller, Refusal> {
-    env.utf8("LOOPX_AGENT")?;
-    // Set but empty is a mistake (an unset variable in a script, a
-    // runtime that cleared it), never the human: acting as the human is
-    // what an agent must not get by accident.
-    if flag.is_none()
-        && env
-            .vars
-            .get("LOOPX_AGENT")
-            .is_some_and(|v| v.trim().is_empty())
-    {
-        return Err(Refusal::usage(
-            Code::BadEnv,
-            "LOOPX_AGENT is set but empty, so loopx cannot tell who is acting (an empty id never means the human)",
-        )
-        .with_hint("set LOOPX_AGENT to the agent's id (`loopx agent register` makes one), or unset it to act as the human"));
-    }
-    if let Some(id) = flag.or(env.get("LOOPX_AGENT")) {
-        return AgentId::new(id)
-            .map(Caller::Agent)
-            .map_err(|e| Refusal::usage(Code::BadId, e));
+    if let Some(id) = named(flag, env)? {
+        return Ok(Caller::Agent(id));
     }
     // The runtimes' markers, in the order of `Runtime::ALL`: the first
     // runtime with a marker set is the one.
@@ -163,6 +145,46 @@ pub fn caller(flag: Option<&str>, env: &Env) -> Result<Caller, Refusal> {
         };
     }
     Ok(Caller::Human)
+}
+
+/// Who a runtime's hook acts for: [`caller`]'s rule, with the session id
+/// taken from the hook's payload instead of the environment. The agent,
+/// and whether it was named (`LOOPX_AGENT`) rather than derived; None
+/// when the payload has no session id either.
+pub fn hook_caller(
+    env: &Env,
+    runtime: Runtime,
+    session: Option<&str>,
+) -> Result<Option<(AgentId, bool)>, Refusal> {
+    if let Some(id) = named(None, env)? {
+        return Ok(Some((id, true)));
+    }
+    Ok(session
+        .and_then(|s| derive_agent(runtime.as_str(), s))
+        .map(|a| (a, false)))
+}
+
+/// The agent `--agent` or `LOOPX_AGENT` names, if any.
+fn named(flag: Option<&str>, env: &Env) -> Result<Option<AgentId>, Refusal> {
+    env.utf8("LOOPX_AGENT")?;
+    // Set but empty is a mistake (an unset variable in a script, a
+    // runtime that cleared it), never the human: acting as the human is
+    // what an agent must not get by accident.
+    if flag.is_none()
+        && env
+            .vars
+            .get("LOOPX_AGENT")
+            .is_some_and(|v| v.trim().is_empty())
+    {
+        return Err(Refusal::usage(
+            Code::BadEnv,
+            "LOOPX_AGENT is set but empty, so loopx cannot tell who is acting (an empty id never means the human)",
+        )
+        .with_hint("set LOOPX_AGENT to the agent's id (`loopx agent register` makes one), or unset it to act as the human"));
+    }
+    flag.or(env.get("LOOPX_AGENT"))
+        .map(|id| AgentId::new(id).map_err(|e| Refusal::usage(Code::BadId, e)))
+        .transpose()
 }
 
 /// The runtime whose marker is set, and its session id, when there is one

@@ -159,7 +159,7 @@ pub fn hook_payload(data: &[u8]) {
     let Some((&pick, stdin)) = data.split_first() else {
         return;
     };
-    let runtime = Runtime::ALL[usize::from(pick) % Runtime::ALL.len()];
+    let runtime = Runtime::HOOKED[usize::from(pick) % Runtime::HOOKED.len()];
     let events = runtime.events();
     if events.is_empty() {
         return;

@@ -37,6 +37,7 @@ pub mod queue;
 pub mod redact;
 pub mod repo;
 pub mod run;
+pub mod service;
 pub mod store;
 pub mod sync;
 pub mod term;

@@ -66,9 +66,55 @@ pub fn cost(u: &Usage, price: &Price) -> Usd {
     Usd::from_dollars(dollars).unwrap_or_default()
 }
 
+/// Prices a usage that reports tokens but no dollars at the price
+/// `price_of` gives its model (git config, else the shipped table), marking
+/// it estimated. Returns the model nothing prices (`Some(None)` when the
+/// usage names no model), for the caller to tell; None when priced or
+/// nothing to price.
+pub fn fill(u: &mut Usage, price_of: impl Fn(&str) -> Option<Price>) -> Option<Option<String>> {
+    if u.cost_usd.is_some() || (u.input_tokens == 0 && u.output_tokens == 0) {
+        return None;
+    }
+    let Some(model) = u.model.clone() else {
+        return Some(None);
+    };
+    match price_of(&model) {
+        Some(p) => {
+            u.cost_usd = Some(cost(u, &p));
+            u.estimated = true;
+            None
+        }
+        None => Some(Some(model)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fill_prices_tokens_without_dollars_and_names_what_it_cannot() {
+        let mut u = Usage {
+            input_tokens: 1_000_000,
+            model: Some("m".to_owned()),
+            ..Usage::default()
+        };
+        assert_eq!(fill(&mut u.clone(), |_| None), Some(Some("m".to_owned())));
+        assert_eq!(fill(&mut u, |_| Some(p(2.0, 0.0, 0.0))), None);
+        assert_eq!(u.cost_usd, Usd::from_dollars(2.0));
+        assert!(u.estimated);
+        // Reported dollars and no tokens are left alone.
+        let before = u.clone();
+        assert_eq!(fill(&mut u, |_| Some(p(9.0, 9.0, 9.0))), None);
+        assert_eq!(u, before);
+        let mut empty = Usage::default();
+        assert_eq!(fill(&mut empty, |_| None), None);
+        let mut anonymous = Usage {
+            output_tokens: 5,
+            ..Usage::default()
+        };
+        assert_eq!(fill(&mut anonymous, |_| None), Some(None));
+    }
 
     #[test]
     fn the_longest_prefix_prices_a_dated_model_id() {

@@ -9,7 +9,7 @@ use crate::ctx::Ctx;
 use crate::error::{Code, Exit, Refusal};
 use crate::history::{self, Tick};
 use crate::model::usage::Usd;
-use crate::model::{AgentStatus, EvidenceKind, GoalId, State, Todo, TodoId};
+use crate::model::{AgentStatus, EvidenceKind, GoalId, TodoId};
 use crate::op::{Change, board};
 use crate::time::{Span, Timestamp, When};
 use crate::tx;
@@ -168,7 +168,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         if let Some(g) = &goal
             && !steps
                 .iter()
-                .any(|c| goal_of(c, state, &find).as_ref() == Some(g))
+                .any(|c| c.goal_in(state, &find).as_ref() == Some(g))
         {
             continue;
         }
@@ -345,25 +345,6 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     }
     ctx.out.emit(&w, || render(&w, args.markdown))?;
     Ok(Exit::Ok)
-}
-
-/// The goal a step concerns, when the step or the state says.
-pub(crate) fn goal_of<'s>(
-    c: &Change,
-    state: &State,
-    find: &impl Fn(&TodoId) -> Option<&'s Todo>,
-) -> Option<GoalId> {
-    match c {
-        Change::TodoAdd { goal, .. }
-        | Change::GateOpen { goal, .. }
-        | Change::EvidenceAdd { goal, .. }
-        | Change::QuotaSpend { goal, .. }
-        | Change::RefreshState { goal, .. } => Some(goal.clone()),
-        Change::GateAnswer { gate, .. } | Change::GateWithdraw { gate } => {
-            state.gates.get(gate).map(|g| g.goal.clone())
-        }
-        c => c.todo().and_then(find).map(|t| t.goal.clone()),
-    }
 }
 
 /// The screen (or Markdown): a title, then one block per non-empty section,

@@ -20,7 +20,6 @@ pub mod log;
 pub mod man;
 pub mod mcp;
 pub mod notify_run;
-pub mod progress;
 pub mod quota;
 pub mod refresh_state;
 pub mod settle;
@@ -30,8 +29,8 @@ pub mod status;
 pub mod sync;
 pub mod todo;
 pub mod trajectory;
-pub mod usage;
 pub mod verify;
+pub mod wire;
 
 use anyhow::Result;
 use serde::Serialize;
@@ -226,6 +225,32 @@ pub fn pick_goal(ctx: &Ctx, state: &State, flag: Option<&str>) -> Result<GoalId,
     state.default_goal().map(|g| g.id.clone())
 }
 
+/// A fresh evidence id. Records are not loaded with the state, so this
+/// relies on 32 random bits (or the seed) rather than a lookup.
+pub fn fresh_id(ctx: &Ctx, context: &str) -> crate::model::EvidenceId {
+    crate::model::EvidenceId::from_hex(
+        &ctx.ids
+            .hex(crate::model::id::RANDOM_HEX, context.as_bytes()),
+    )
+}
+
+/// The turn's usage the `--usage` flags give (`settle`, `quota
+/// spend-slot`), priced from git config or the shipped table; a line on
+/// stderr for each model nothing prices.
+pub fn read_usage(
+    ctx: &Ctx,
+    args: &crate::service::usage::UsageArgs,
+) -> Result<Option<crate::model::usage::Usage>> {
+    let price_of = |m: &str| ctx.store().ok().and_then(|s| crate::config::price(s, m));
+    let read = crate::service::usage::read(&ctx.cwd, &price_of, args)?;
+    Ok(read.map(|(usage, notes)| {
+        for n in notes {
+            ctx.out.status(&n);
+        }
+        usage
+    }))
+}
+
 /// Parses a slug id given on the command line.
 pub fn slug<T>(kind: &str, s: &str, new: impl Fn(&str) -> Result<T, String>) -> Result<T, Refusal> {
     new(s)
@@ -257,7 +282,7 @@ pub fn push_after(
 ) -> Result<Option<crate::sync::Report>> {
     match ctx.sync(None) {
         Ok(report) => {
-            ctx.out.status(&sync::human(&report));
+            ctx.out.status(&wire::human(&report));
             if let Some(r) = report.rejection_of(op) {
                 return Err(rejected(r).into());
             }

@@ -4,13 +4,14 @@
 use anyhow::Result;
 use serde::Serialize;
 
-use super::quota::{own_token, parse_token};
-use super::{TickWire, pick_goal, progress};
+use super::{TickWire, pick_goal};
 use crate::ctx::Ctx;
 use crate::error::{Code, Exit, Refusal};
 use crate::model::Outcome;
 use crate::op::brief::{self, Brief};
 use crate::op::{self, Change};
+use crate::service::progress;
+use crate::service::turn::{own_token, parse_token};
 use crate::tx;
 
 /// Record how your turn ended, and print the brief for the next one
@@ -53,7 +54,7 @@ struct Wire {
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let token = args.turn.as_deref().map(parse_token).transpose()?;
     if let Some(t) = &token {
-        own_token(ctx, t)?;
+        own_token(&ctx.actor()?, t)?;
     }
     let actor = ctx.actor()?;
     let Some(agent) = actor.agent().cloned() else {
@@ -84,7 +85,11 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                         inclusive: false,
                     }),
             };
-            progress::measure(ctx, snap.tip.commit, &agent, &todo, since, &[])
+            ctx.repo().ok().and_then(|repo| {
+                progress::measure(repo, snap.tip.commit, (&agent, &todo), since, &[], &|w| {
+                    ctx.out.status(&w)
+                })
+            })
         }
         _ => None,
     };

@@ -4,14 +4,15 @@ use anyhow::Result;
 use serde::Serialize;
 
 use super::TickWire;
-use super::evidence::{code_now, fresh_id};
-use super::progress;
-use super::quota::{own_token, parse_token};
+use super::fresh_id;
 use crate::ctx::Ctx;
 use crate::error::{Code, Exit, Refusal};
 use crate::model::{EvidenceKind, Outcome, TodoStatus, run::CommandRun};
 use crate::op::brief::{self, Brief};
 use crate::op::{self, Change};
+use crate::service::evidence::code_now;
+use crate::service::progress;
+use crate::service::turn::{own_token, parse_token};
 use crate::time::Span;
 use crate::tx;
 
@@ -58,7 +59,7 @@ pub struct Args {
     #[arg(long, overrides_with = "sync")]
     no_sync: bool,
     #[command(flatten)]
-    usage: super::usage::UsageArgs,
+    usage: crate::service::usage::UsageArgs,
     /// The check to run and record, and its arguments
     #[arg(last = true, value_name = "CMD")]
     command: Vec<String>,
@@ -79,11 +80,11 @@ struct Wire<'a> {
 
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let token = parse_token(&args.turn)?;
-    own_token(ctx, &token)?;
-    let usage = super::usage::read(ctx, &args.usage)?;
+    own_token(&ctx.actor()?, &token)?;
+    let usage = super::read_usage(ctx, &args.usage)?;
     if args.sync {
         let report = ctx.sync(None)?;
-        ctx.out.status(&crate::cmd::sync::human(&report));
+        ctx.out.status(&crate::cmd::wire::human(&report));
     }
     let snap = tx::load(ctx)?;
     let todo = snap.state.resolve_todo(&args.todo)?;
@@ -104,7 +105,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         .get(&token.agent)
         .and_then(|a| a.last_turn.as_ref())
         .map(|t| t.at);
-    let code = code_now(ctx);
+    let code = code_now(ctx.store().ok());
     let evidence = |run: &CommandRun, what: &str| Change::EvidenceAdd {
         evidence: fresh_id(ctx, &format!("{what}\n{}", run.argv.join(" "))),
         goal: goal.clone(),
@@ -240,7 +241,14 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                 at: token.issued,
                 inclusive: true,
             };
-            progress::measure(ctx, snap.tip.commit, &token.agent, &todo, Some(since), &own)
+            progress::measure(
+                ctx.repo().ok()?,
+                snap.tip.commit,
+                (&token.agent, &todo),
+                Some(since),
+                &own,
+                &|w| ctx.out.status(&w),
+            )
         })
         .flatten();
     let done = tx::commit(ctx, |state| {

@@ -1,12 +1,13 @@
 //! `loopx sync`: share the state through a git remote (DESIGN §5); the
 //! algorithm lives in `crate::sync`.
 
+use super::wire::{human, rejected_line};
 use anyhow::Result;
 use serde::Serialize;
 
 use crate::ctx::Ctx;
 use crate::error::{Code, Exit, Refusal};
-use crate::sync::{self, Outcome, Report};
+use crate::sync;
 
 /// Sync the state with a git remote: fetch, replay local ticks, push
 ///
@@ -91,77 +92,11 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     })
 }
 
-/// The human summary of a sync, for `loopx sync` and the commands that sync
-/// around their own work.
-pub fn human(r: &Report) -> String {
-    let mut s = match r.outcome {
-        Outcome::UpToDate => format!("Up to date with {} (tick {}).", r.remote, r.tick),
-        Outcome::Adopted => format!(
-            "Adopted {}'s state: pulled {}, now at tick {}; the local state before it is kept at {}.",
-            r.remote,
-            match r.pulled {
-                1 => "1 tick".to_owned(),
-                n => format!("{n} ticks"),
-            },
-            r.tick,
-            r.backup.as_deref().unwrap_or("a backup ref")
-        ),
-        _ => {
-            // "Pulled 3 ticks, pushed 2, replayed 2, rejected 1": only the
-            // first count names its unit.
-            let mut parts: Vec<(&str, usize)> = Vec::new();
-            if r.pulled > 0 || r.outcome == Outcome::Pulled {
-                parts.push(("pulled", r.pulled));
-            }
-            if r.pushed > 0 || r.outcome == Outcome::Pushed {
-                parts.push(("pushed", r.pushed));
-            }
-            if r.outcome == Outcome::Replayed {
-                parts.push(("replayed", r.replayed));
-                parts.push(("rejected", r.rejected.len()));
-            }
-            let line: Vec<String> = parts
-                .iter()
-                .enumerate()
-                .map(|(i, (verb, n))| match i {
-                    0 => {
-                        let unit = if *n == 1 { "tick" } else { "ticks" };
-                        let mut v = (*verb).to_owned();
-                        v[..1].make_ascii_uppercase();
-                        format!("{v} {n} {unit}")
-                    }
-                    _ => format!("{verb} {n}"),
-                })
-                .collect();
-            format!("{} ({}, tick {}).", line.join(", "), r.remote, r.tick)
-        }
-    };
-    for x in &r.rejected {
-        s.push_str(&rejected_line(x));
-        match &x.evidence {
-            Some(e) => s.push_str(&format!(" (recorded as {e})")),
-            None => s.push_str(" (not recorded: the state has no goal)"),
-        }
-    }
-    s
-}
-
 #[derive(Serialize)]
 struct SetupWire<'a> {
     remote: &'a str,
     refspec: &'a str,
     added: bool,
-}
-
-/// One op a sync or a redate could not replay, as a line of its report.
-fn rejected_line(x: &sync::Rejected) -> String {
-    format!(
-        "\nRejected {} {} by {}: {}",
-        x.kind,
-        x.todo.as_ref().map_or(x.op.as_str(), |t| t.as_str()),
-        x.actor.name(),
-        x.reason
-    )
 }
 
 fn setup(ctx: &Ctx, args: &Args) -> Result<Exit> {

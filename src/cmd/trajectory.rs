@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use anyhow::{Context as _, Result};
 use serde::Serialize;
 
-use crate::cmd::status::esc;
+use crate::cmd::wire::esc;
 use crate::ctx::Ctx;
 use crate::error::{Code, Exit, Refusal};
 use crate::history::{self, Tick};
@@ -153,7 +153,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         };
         if !steps
             .iter()
-            .any(|c| crate::cmd::digest::goal_of(c, state, &find).as_ref() == Some(&goal))
+            .any(|c| c.goal_in(state, &find).as_ref() == Some(&goal))
         {
             continue;
         }

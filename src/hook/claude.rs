@@ -12,12 +12,6 @@ use serde_json::{Value, json};
 
 use super::{Answer, Event};
 
-/// Whether `tool` is the runtime's shell (`Bash`; Codex also names its
-/// shell tool `shell` or `exec_command` in some builds).
-pub fn is_shell(tool: &str) -> bool {
-    matches!(tool, "Bash" | "shell" | "exec_command" | "local_shell")
-}
-
 pub fn answer(event: Event, answer: &Answer) -> Option<Value> {
     match (event, answer) {
         (Event::Start, Answer::Context { text, .. }) => {

@@ -9,11 +9,6 @@ use serde_json::{Value, json};
 
 use super::{Answer, Event};
 
-/// Whether `tool` is Gemini's shell.
-pub fn is_shell(tool: &str) -> bool {
-    tool == "run_shell_command"
-}
-
 pub fn answer(event: Event, answer: &Answer) -> Option<Value> {
     match (event, answer) {
         (Event::Start, Answer::Context { text, .. }) => {
@@ -41,7 +36,7 @@ mod tests {
         });
         let i = crate::hook::common_input(&v);
         assert_eq!(i.command.as_deref(), Some("kubectl apply -f x"));
-        assert!(is_shell(i.tool.as_deref().unwrap()));
+        assert!(super::super::Runtime::Gemini.is_shell(i.tool.as_deref().unwrap()));
         let a = answer(Event::Tool, &Answer::Deny("wait".into())).unwrap();
         assert_eq!(a.to_string(), r#"{"decision":"deny","reason":"wait"}"#);
     }

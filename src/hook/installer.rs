@@ -15,15 +15,7 @@ use serde_json::{Map, Value};
 use super::Runtime;
 use crate::error::{Code, Refusal};
 
-/// The shape of a runtime's hook settings.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Shape {
-    /// `hooks.<Event>: [{matcher?, hooks: [{command, …}]}]` (Claude Code,
-    /// Codex, Gemini CLI).
-    Grouped,
-    /// `version: 1, hooks.<event>: [{command, …}]` (Cursor).
-    Flat,
-}
+pub use crate::model::runtime::Shape;
 
 /// A runtime's hook settings file and its template.
 pub struct HookFile {
@@ -38,39 +30,24 @@ pub struct HookFile {
 /// The hook settings file of `runtime` in `scope`, with `base` the project
 /// root or the home directory.
 pub fn hook_file(runtime: Runtime, base: &Path) -> Option<HookFile> {
-    let (rel, shape, template, guard_event) = match runtime {
-        Runtime::ClaudeCode => (
-            ".claude/settings.json",
-            Shape::Grouped,
-            include_str!("../../hooks/claude/settings.fragment.json"),
-            "PreToolUse",
-        ),
-        Runtime::Codex => (
-            ".codex/hooks.json",
-            Shape::Grouped,
-            include_str!("../../hooks/codex/hooks.json"),
-            "PreToolUse",
-        ),
-        Runtime::Cursor => (
-            ".cursor/hooks.json",
-            Shape::Flat,
-            include_str!("../../hooks/cursor/hooks.json"),
-            "beforeShellExecution",
-        ),
-        Runtime::Gemini => (
-            ".gemini/settings.json",
-            Shape::Grouped,
-            include_str!("../../hooks/gemini/settings.fragment.json"),
-            "BeforeTool",
-        ),
-        Runtime::OpenCode | Runtime::Pi | Runtime::Git => return None,
-    };
+    let settings = runtime.spec().settings?;
     Some(HookFile {
         runtime,
-        path: base.join(rel),
-        shape,
-        template,
-        guard_event,
+        path: base.join(settings.path),
+        shape: settings.shape,
+        template: template(runtime)?,
+        guard_event: settings.guard_event,
+    })
+}
+
+/// The hooks loopx installs into a runtime's settings file.
+fn template(runtime: Runtime) -> Option<&'static str> {
+    Some(match runtime {
+        Runtime::ClaudeCode => include_str!("../../hooks/claude/settings.fragment.json"),
+        Runtime::Codex => include_str!("../../hooks/codex/hooks.json"),
+        Runtime::Cursor => include_str!("../../hooks/cursor/hooks.json"),
+        Runtime::Gemini => include_str!("../../hooks/gemini/settings.fragment.json"),
+        _ => return None,
     })
 }
 

@@ -11,249 +11,22 @@
 
 pub mod claude;
 pub mod cursor;
+pub mod decide;
 pub mod gemini;
 pub mod guard;
 pub mod installer;
 pub mod limit;
 pub mod pi;
+pub mod session;
 pub mod sessions;
+pub mod stdin;
+pub mod transcript;
 pub mod usage;
 pub mod view;
 
 use serde_json::Value;
 
-/// The runtimes whose hooks call `loopx hook`, and git's own hooks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Runtime {
-    ClaudeCode,
-    Codex,
-    Cursor,
-    Gemini,
-    /// OpenCode, through the plugin in `hooks/opencode/` (Claude Code's
-    /// wire format).
-    OpenCode,
-    /// Pi, through the extension in `hooks/pi/` (Claude Code's wire
-    /// format, plus the usage Pi reports).
-    Pi,
-    Git,
-}
-
-impl Runtime {
-    pub const ALL: [Runtime; 7] = [
-        Runtime::ClaudeCode,
-        Runtime::Codex,
-        Runtime::Cursor,
-        Runtime::Gemini,
-        Runtime::OpenCode,
-        Runtime::Pi,
-        Runtime::Git,
-    ];
-
-    /// `claude-code` (also `claude`), `codex`, `cursor`, `gemini`,
-    /// `opencode`, `pi`, `git`.
-    pub fn parse(s: &str) -> Option<Runtime> {
-        match s.to_ascii_lowercase().as_str() {
-            "claude-code" | "claude" => Some(Runtime::ClaudeCode),
-            "codex" => Some(Runtime::Codex),
-            "cursor" => Some(Runtime::Cursor),
-            "gemini" => Some(Runtime::Gemini),
-            "opencode" => Some(Runtime::OpenCode),
-            "pi" => Some(Runtime::Pi),
-            "git" => Some(Runtime::Git),
-            _ => None,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Runtime::ClaudeCode => "claude-code",
-            Runtime::Codex => "codex",
-            Runtime::Cursor => "cursor",
-            Runtime::Gemini => "gemini",
-            Runtime::OpenCode => "opencode",
-            Runtime::Pi => "pi",
-            Runtime::Git => "git",
-        }
-    }
-
-    /// The environment variables that say a shell runs under this runtime
-    /// (any one of them), and the one that holds its session id, from which
-    /// the agent id derives (DESIGN §4 "Who is acting"). None for git.
-    pub fn identity(self) -> Option<(&'static [&'static str], &'static str)> {
-        Some(match self {
-            Runtime::ClaudeCode => (
-                &[
-                    "CLAUDECODE",
-                    "CLAUDE_CODE_ENTRYPOINT",
-                    "CLAUDE_CODE_SESSION_ID",
-                ],
-                "CLAUDE_CODE_SESSION_ID",
-            ),
-            Runtime::Codex => (&["CODEX_THREAD_ID", "CODEX_SANDBOX"], "CODEX_THREAD_ID"),
-            Runtime::Gemini => (&["GEMINI_CLI", "GEMINI_SESSION_ID"], "GEMINI_SESSION_ID"),
-            Runtime::Cursor => (
-                &["CURSOR_AGENT", "CURSOR_CONVERSATION_ID"],
-                "CURSOR_CONVERSATION_ID",
-            ),
-            // Set by loopx's plugin (`shell.env`).
-            Runtime::OpenCode => (&["OPENCODE_SESSION_ID"], "OPENCODE_SESSION_ID"),
-            // Set by loopx's extension for the agent's bash commands.
-            Runtime::Pi => (&["PI_SESSION_ID"], "PI_SESSION_ID"),
-            Runtime::Git => return None,
-        })
-    }
-
-    /// The runtime as an agent's registered runtime.
-    pub fn model(self) -> crate::model::Runtime {
-        match self {
-            Runtime::ClaudeCode => crate::model::Runtime::ClaudeCode,
-            Runtime::Codex => crate::model::Runtime::Codex,
-            Runtime::Cursor => crate::model::Runtime::Cursor,
-            Runtime::Gemini => crate::model::Runtime::Gemini,
-            // Stored as themselves since format 4.
-            Runtime::OpenCode => crate::model::Runtime::Opencode,
-            Runtime::Pi => crate::model::Runtime::Pi,
-            Runtime::Git => crate::model::Runtime::Custom,
-        }
-    }
-
-    /// The events `loopx hook` answers, spelled as the runtime names them,
-    /// with what each means to the turn.
-    pub fn events(self) -> &'static [(&'static str, Event)] {
-        match self {
-            Runtime::ClaudeCode | Runtime::Codex => &[
-                ("SessionStart", Event::Start),
-                ("UserPromptSubmit", Event::Prompt),
-                ("PreToolUse", Event::Tool),
-                ("Stop", Event::Stop),
-                ("SessionEnd", Event::End),
-                ("PreCompact", Event::PreCompact),
-                ("StopFailure", Event::LimitReached),
-            ],
-            Runtime::Cursor => &[
-                ("sessionStart", Event::Start),
-                ("beforeSubmitPrompt", Event::Prompt),
-                ("beforeShellExecution", Event::Tool),
-                ("stop", Event::Stop),
-                ("sessionEnd", Event::End),
-            ],
-            Runtime::Gemini => &[
-                ("SessionStart", Event::Start),
-                ("BeforeAgent", Event::Prompt),
-                ("BeforeTool", Event::Tool),
-                ("AfterAgent", Event::Stop),
-                ("SessionEnd", Event::End),
-            ],
-            // The plugin's names for chat.message (a first one, then every one),
-            // tool.execute.before and session.idle.
-            Runtime::OpenCode => &[
-                ("SessionStart", Event::Start),
-                ("UserPromptSubmit", Event::Prompt),
-                ("PreToolUse", Event::Tool),
-                ("Stop", Event::Stop),
-            ],
-            // The extension's names for session_start, before_agent_start,
-            // tool_call, agent_end and session_shutdown.
-            Runtime::Pi => &[
-                ("SessionStart", Event::Start),
-                ("UserPromptSubmit", Event::Prompt),
-                ("PreToolUse", Event::Tool),
-                ("Stop", Event::Stop),
-                ("SessionEnd", Event::End),
-            ],
-            Runtime::Git => &[
-                ("pre-push", Event::PrePush),
-                ("post-merge", Event::PostMerge),
-            ],
-        }
-    }
-
-    /// The event named `name` (case-insensitive), if the runtime has it.
-    pub fn event(self, name: &str) -> Option<(&'static str, Event)> {
-        self.events()
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .copied()
-    }
-
-    /// Every event the runtime itself defines, including those loopx does
-    /// not answer: `hooks doctor` flags any other name as a likely typo.
-    pub fn known_events(self) -> &'static [&'static str] {
-        match self {
-            Runtime::ClaudeCode => &[
-                "SessionStart",
-                "UserPromptSubmit",
-                "PreToolUse",
-                "PermissionRequest",
-                "PostToolUse",
-                "PostToolUseFailure",
-                "Notification",
-                "Stop",
-                "StopFailure",
-                "SubagentStart",
-                "SubagentStop",
-                "PreCompact",
-                "PostCompact",
-                "SessionEnd",
-            ],
-            Runtime::Codex => &[
-                "SessionStart",
-                "UserPromptSubmit",
-                "PreToolUse",
-                "PermissionRequest",
-                "PostToolUse",
-                "Stop",
-                "StopFailure",
-                "SubagentStart",
-                "SubagentStop",
-                "PreCompact",
-                "PostCompact",
-                "SessionEnd",
-            ],
-            Runtime::Cursor => &[
-                "sessionStart",
-                "sessionEnd",
-                "beforeSubmitPrompt",
-                "beforeShellExecution",
-                "afterShellExecution",
-                "beforeMCPExecution",
-                "afterMCPExecution",
-                "beforeReadFile",
-                "afterFileEdit",
-                "preToolUse",
-                "postToolUse",
-                "subagentStart",
-                "subagentStop",
-                "preCompact",
-                "afterAgentResponse",
-                "afterAgentThought",
-                "stop",
-            ],
-            Runtime::Gemini => &[
-                "SessionStart",
-                "SessionEnd",
-                "BeforeAgent",
-                "AfterAgent",
-                "BeforeModel",
-                "AfterModel",
-                "BeforeToolSelection",
-                "BeforeTool",
-                "AfterTool",
-                "PreCompress",
-                "Notification",
-            ],
-            Runtime::OpenCode => &["SessionStart", "UserPromptSubmit", "PreToolUse", "Stop"],
-            Runtime::Pi => &[
-                "SessionStart",
-                "UserPromptSubmit",
-                "PreToolUse",
-                "Stop",
-                "SessionEnd",
-            ],
-            Runtime::Git => &["pre-push", "post-merge"],
-        }
-    }
-}
+pub use crate::model::runtime::{Event, Runtime, Wire};
 
 /// How an agent's own shell calls loopx under `runtime`, as the brief and
 /// the hooks' answers name it: `loopx` where the runtime's shells keep the
@@ -267,36 +40,11 @@ pub fn loopx_command(runtime: Runtime, path: Option<&str>, exe: &std::path::Path
         .filter(|d| d.is_absolute())
         .map(|d| d.join("loopx"))
         .find(|p| p.is_file());
-    if runtime != Runtime::Codex && found.is_some_and(same) {
+    if !runtime.spec().login_shell && found.is_some_and(same) {
         return "loopx".to_owned();
     }
     exe.to_str()
         .map_or_else(|| "loopx".to_owned(), installer::shell_word)
-}
-
-/// What an event means to the turn, whatever the runtime calls it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Event {
-    /// The session starts, resumes, or was cleared or compacted: prime it.
-    Start,
-    /// Claude's and Codex's PreCompact: neither lets a hook add context
-    /// here, so the brief is re-sent by the SessionStart that follows.
-    PreCompact,
-    /// A prompt is submitted: tell what changed since the last one.
-    Prompt,
-    /// A tool is about to run: the opt-in guard.
-    Tool,
-    /// The agent wants to stop: keep it going while it holds a claim.
-    Stop,
-    /// The session ends: record the end of the turn.
-    End,
-    /// The turn ended on an API error (Claude's and Codex's StopFailure):
-    /// on a usage limit, park until it resets.
-    LimitReached,
-    /// git's pre-push and post-merge: say when the state differs from the
-    /// remote's copy.
-    PrePush,
-    PostMerge,
 }
 
 /// A hook's stdin, normalised across runtimes.
@@ -344,14 +92,10 @@ pub fn parse_input(runtime: Runtime, event: Event, bytes: &[u8]) -> Result<Input
     if !v.is_object() {
         return Err("stdin is not a JSON object".to_owned());
     }
-    Ok(match runtime {
-        Runtime::ClaudeCode
-        | Runtime::Codex
-        | Runtime::Gemini
-        | Runtime::OpenCode
-        | Runtime::Pi => common_input(&v),
-        Runtime::Cursor => cursor::input(event, &v),
-        Runtime::Git => Input::default(),
+    Ok(match runtime.spec().wire {
+        Wire::Claude | Wire::Gemini => common_input(&v),
+        Wire::Cursor => cursor::input(event, &v),
+        Wire::None => Input::default(),
     })
 }
 
@@ -473,13 +217,11 @@ pub fn render(runtime: Runtime, event: Event, answer: &Answer) -> Option<Value> 
     if matches!(answer, Answer::Nothing | Answer::Note(_)) {
         return None;
     }
-    match runtime {
-        Runtime::ClaudeCode | Runtime::Codex | Runtime::OpenCode | Runtime::Pi => {
-            claude::answer(event, answer)
-        }
-        Runtime::Cursor => cursor::answer(event, answer),
-        Runtime::Gemini => gemini::answer(event, answer),
-        Runtime::Git => None,
+    match runtime.spec().wire {
+        Wire::Claude => claude::answer(event, answer),
+        Wire::Cursor => cursor::answer(event, answer),
+        Wire::Gemini => gemini::answer(event, answer),
+        Wire::None => None,
     }
 }
 
@@ -508,9 +250,6 @@ mod tests {
 
     #[test]
     fn runtimes_and_events_parse_as_each_runtime_spells_them() {
-        assert_eq!(Runtime::parse("claude"), Some(Runtime::ClaudeCode));
-        assert_eq!(Runtime::parse("Claude-Code"), Some(Runtime::ClaudeCode));
-        assert_eq!(Runtime::parse("vim"), None);
         assert_eq!(
             Runtime::Cursor.event("beforeSubmitPrompt"),
             Some(("beforeSubmitPrompt", Event::Prompt))
@@ -520,11 +259,6 @@ mod tests {
             Some(("AfterAgent", Event::Stop))
         );
         assert_eq!(Runtime::Gemini.event("Stop"), None);
-        for r in Runtime::ALL {
-            for (name, _) in r.events() {
-                assert!(r.known_events().contains(name), "{name}");
-            }
-        }
     }
 
     #[test]

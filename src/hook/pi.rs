@@ -11,11 +11,6 @@ use serde_json::Value;
 use super::usage::count;
 use crate::model::usage::{Usage, Usd};
 
-/// Whether `tool` is Pi's shell.
-pub fn is_shell(tool: &str) -> bool {
-    tool == "bash"
-}
-
 /// The usage in a Pi payload: one [`Usage`] per model, each message's
 /// figures added up. Entries that are not objects, and a `usage` that is
 /// not a list, count as nothing. loopx's input counts the cache too; its
@@ -110,12 +105,5 @@ mod tests {
         assert_eq!(u[1].cost_usd, None);
         assert!(usage(&json!({"usage": {"input": 1}})).is_empty());
         assert!(usage(&json!({})).is_empty());
-    }
-
-    #[test]
-    fn only_bash_is_the_shell() {
-        assert!(is_shell("bash"));
-        assert!(!is_shell("Bash"));
-        assert!(!is_shell("read"));
     }
 }

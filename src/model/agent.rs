@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use super::runtime::Runtime;
 use super::{actor::Actor, id::AgentId};
 use crate::time::Timestamp;
 
@@ -107,67 +108,6 @@ impl std::str::FromStr for Outcome {
             .into_iter()
             .find(|o| o.as_str() == s)
             .ok_or_else(|| format!("{s:?} is not an outcome: use advanced, unchanged or blocked"))
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Runtime {
-    ClaudeCode,
-    Codex,
-    Cursor,
-    Gemini,
-    Custom,
-    /// Format 4.
-    Opencode,
-    /// Format 4.
-    Pi,
-}
-
-impl Runtime {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Runtime::ClaudeCode => "claude-code",
-            Runtime::Codex => "codex",
-            Runtime::Cursor => "cursor",
-            Runtime::Gemini => "gemini",
-            Runtime::Custom => "custom",
-            Runtime::Opencode => "opencode",
-            Runtime::Pi => "pi",
-        }
-    }
-
-    /// The format that introduced this runtime value.
-    pub fn since(self) -> u32 {
-        match self {
-            Runtime::Opencode | Runtime::Pi => 4,
-            _ => 1,
-        }
-    }
-
-    pub const ALL: [Runtime; 7] = [
-        Runtime::ClaudeCode,
-        Runtime::Codex,
-        Runtime::Cursor,
-        Runtime::Gemini,
-        Runtime::Custom,
-        Runtime::Opencode,
-        Runtime::Pi,
-    ];
-}
-
-impl std::str::FromStr for Runtime {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        if s == "claude" {
-            return Ok(Runtime::ClaudeCode);
-        }
-        Runtime::ALL
-            .into_iter()
-            .find(|r| r.as_str() == s)
-            .ok_or_else(|| {
-                format!("{s:?} is not a runtime: use claude-code, codex, cursor, gemini, opencode, pi or custom")
-            })
     }
 }
 

@@ -14,6 +14,7 @@ pub mod goal;
 pub mod id;
 pub mod quota;
 pub mod run;
+pub mod runtime;
 pub mod signer;
 pub mod todo;
 pub mod usage;
@@ -23,11 +24,12 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 pub use actor::Actor;
-pub use agent::{Agent, AgentStatus, LastTurn, Outcome, Parked, Progress, Runtime};
+pub use agent::{Agent, AgentStatus, LastTurn, Outcome, Parked, Progress};
 pub use evidence::{Evidence, EvidenceKind};
 pub use gate::{Blocks, Gate, GateKind, GateStatus, Notified};
 pub use goal::{Goal, GoalStatus, QuotaPolicy};
 pub use id::{AgentId, EvidenceId, GateId, GoalId, OpId, SignerName, TodoId};
+pub use runtime::Runtime;
 pub use signer::{Signer, Vouch};
 pub use todo::{Claim, Note, Priority, Todo, TodoStatus, Validation};
 

@@ -189,7 +189,7 @@ impl AgentLine<'_> {
     /// likely. The views list these apart from the agents that matter.
     pub fn idle_session(&self, now: Timestamp) -> bool {
         let id = self.agent.id.as_str();
-        let derived = crate::hook::Runtime::ALL.iter().any(|r| {
+        let derived = crate::model::Runtime::HOOKED.iter().any(|r| {
             id.strip_prefix(r.as_str())
                 .and_then(|rest| rest.strip_prefix('-'))
                 .is_some_and(|h| h.len() == 8 && h.bytes().all(|b| b.is_ascii_hexdigit()))

@@ -408,7 +408,7 @@ mod tests {
             capabilities: vec![],
         };
         assert_eq!(register(Runtime::Codex).since(), 1);
-        assert_eq!(register(Runtime::Opencode).since(), 4);
+        assert_eq!(register(Runtime::OpenCode).since(), 4);
         assert_eq!(register(Runtime::Pi).since(), 4);
         let edit = |validate: Option<Validation>| Change::TodoEdit {
             todo: TodoId::from_hex("00000001"),

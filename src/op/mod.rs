@@ -410,6 +410,26 @@ impl Change {
         "quota.resume",
     ];
 
+    /// The goal this change concerns, when it or the state says (`find`
+    /// looks a todo up, archived ones too where the caller has them).
+    pub fn goal_in<'s>(
+        &self,
+        state: &State,
+        find: &impl Fn(&TodoId) -> Option<&'s crate::model::Todo>,
+    ) -> Option<GoalId> {
+        match self {
+            Change::TodoAdd { goal, .. }
+            | Change::GateOpen { goal, .. }
+            | Change::EvidenceAdd { goal, .. }
+            | Change::QuotaSpend { goal, .. }
+            | Change::RefreshState { goal, .. } => Some(goal.clone()),
+            Change::GateAnswer { gate, .. } | Change::GateWithdraw { gate } => {
+                state.gates.get(gate).map(|g| g.goal.clone())
+            }
+            c => c.todo().and_then(find).map(|t| t.goal.clone()),
+        }
+    }
+
     /// The todo this change is about, if any.
     pub fn todo(&self) -> Option<&TodoId> {
         match self {

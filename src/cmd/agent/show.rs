@@ -3,7 +3,7 @@
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::cmd::todo::TodoRef;
+use crate::cmd::wire::TodoRef;
 use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::model::Agent;

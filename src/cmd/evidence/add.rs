@@ -6,11 +6,11 @@ use anyhow::Result;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use super::code_now;
 use crate::cmd::TickWire;
 use crate::ctx::Ctx;
 use crate::error::{Code, Exit, Refusal};
 use crate::model::{Evidence, EvidenceKind, evidence::Artifact};
+use crate::service::evidence::code_now;
 
 /// Record evidence: what was checked, reviewed or produced
 ///
@@ -58,7 +58,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         (args.todo.as_deref(), args.goal.as_deref()),
         kind,
         &args.summary,
-        code_now(ctx),
+        code_now(ctx.store().ok()),
         None,
         artifact,
     )?;

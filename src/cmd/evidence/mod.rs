@@ -6,11 +6,11 @@ pub mod run;
 
 use anyhow::Result;
 
+use crate::cmd::fresh_id;
 use crate::cmd::pick_goal;
 use crate::ctx::Ctx;
 use crate::error::Exit;
-use crate::git;
-use crate::model::{EvidenceId, GoalId, State, TodoId, evidence::Code, id::RANDOM_HEX};
+use crate::model::{GoalId, State, TodoId, evidence::Code};
 
 #[derive(clap::Subcommand, Debug)]
 pub enum Command {
@@ -24,15 +24,6 @@ pub fn run(ctx: &Ctx, c: &Command) -> Result<Exit> {
         Command::Add(a) => add::run(ctx, a),
         Command::Run(a) => run::run(ctx, a),
         Command::List(a) => list::run(ctx, a),
-    }
-}
-
-/// The project's code right now: HEAD and whether the worktree is dirty.
-pub fn code_now(ctx: &Ctx) -> Code {
-    let store = ctx.store().ok();
-    Code {
-        head: store.and_then(|s| s.head()),
-        dirty: git::is_dirty(store.and_then(|s| s.workdir())),
     }
 }
 
@@ -50,12 +41,6 @@ pub fn target(
         (_, g) => pick_goal(ctx, state, g)?,
     };
     Ok((todo, goal))
-}
-
-/// A fresh evidence id. Records are not loaded with the state, so this
-/// relies on 32 random bits (or the seed) rather than a lookup.
-pub fn fresh_id(ctx: &Ctx, context: &str) -> EvidenceId {
-    EvidenceId::from_hex(&ctx.ids.hex(RANDOM_HEX, context.as_bytes()))
 }
 
 /// Records one piece of evidence in a tick: a fresh id, the code it saw, the

@@ -3,11 +3,12 @@
 use anyhow::Result;
 use serde::Serialize;
 
-use super::{code_now, target};
+use super::target;
 use crate::cmd::TickWire;
 use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::model::{Evidence, EvidenceKind};
+use crate::service::evidence::code_now;
 use crate::time::Span;
 use crate::tx;
 
@@ -63,7 +64,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         let snap = tx::load(ctx)?;
         target(ctx, &snap.state, args.todo.as_deref(), args.goal.as_deref())?;
     }
-    let code = code_now(ctx);
+    let code = code_now(ctx.store().ok());
     let mut record = crate::cmd::run_command(ctx, &args.command, &ctx.cwd, args.timeout);
     if args.no_output {
         record.output_tail.clear();

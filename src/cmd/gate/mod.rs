@@ -6,13 +6,12 @@ pub mod open;
 pub mod show;
 pub mod withdraw;
 
+pub use super::wire::GateRef;
 use anyhow::Result;
 use serde::Serialize;
 
 use crate::ctx::Ctx;
 use crate::error::Exit;
-use crate::model::{Gate, GateId, GoalId};
-use crate::time::Timestamp;
 
 #[derive(clap::Subcommand, Debug)]
 pub enum Command {
@@ -30,57 +29,6 @@ pub fn run(ctx: &Ctx, c: &Command) -> Result<Exit> {
         Command::Withdraw(a) => withdraw::run(ctx, a),
         Command::List(a) => list::run(ctx, a),
         Command::Show(a) => show::run(ctx, a),
-    }
-}
-
-/// A gate as lists and tick commands report it.
-#[derive(Serialize)]
-pub struct GateRef<'a> {
-    pub id: &'a GateId,
-    pub goal: &'a GoalId,
-    pub kind: &'static str,
-    pub human_only: bool,
-    pub blocks: String,
-    pub status: &'static str,
-    pub question: &'a str,
-    pub options: &'a [String],
-    pub opened_at: Timestamp,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub choice: Option<&'a str>,
-}
-
-impl<'a> GateRef<'a> {
-    pub fn of(g: &'a Gate) -> Self {
-        GateRef {
-            id: &g.id,
-            goal: &g.goal,
-            kind: g.kind.as_str(),
-            human_only: g.kind.human_only(),
-            blocks: g.blocks.to_string(),
-            status: g.status.as_str(),
-            question: &g.question,
-            options: &g.options,
-            opened_at: g.opened_at,
-            choice: g.answer.as_ref().map(|a| a.choice.as_str()),
-        }
-    }
-
-    /// One line: `g-1a2b3c4d  permission on goal  "May I push?"  (approve | reject)`.
-    pub fn line(&self) -> String {
-        let tail = match self.choice {
-            Some(c) => format!("answered {c}"),
-            None if self.status == "withdrawn" => "withdrawn".to_owned(),
-            None => self.options.join(" | "),
-        };
-        // One line, whatever an older tick let the question hold.
-        format!(
-            "{}  {} on {}  \"{}\"  ({})",
-            self.id,
-            self.kind,
-            self.blocks,
-            crate::term::line(self.question),
-            crate::term::line(&tail)
-        )
     }
 }
 

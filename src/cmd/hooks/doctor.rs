@@ -81,7 +81,7 @@ fn trust(runtime: Runtime, scope: Scope) -> Option<&'static str> {
         (Runtime::Pi, _) => Some(
             "Pi loads extensions when it starts: restart it (or /reload) after installing or changing the extension",
         ),
-        (Runtime::Git, _) => None,
+        (Runtime::Git | Runtime::Custom, _) => None,
     }
 }
 
@@ -91,14 +91,16 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let mut checks = Vec::new();
     for runtime in args.target.runtime.runtimes() {
         if runtime == Runtime::OpenCode {
-            let path = super::opencode_plugin_path(&base, args.target.scope);
+            let path = super::plugin_path(runtime, &base, args.target.scope)
+                .expect("OpenCode has a plugin");
             let mut c = check_opencode(&path, &base);
             if c.status != "absent" {
                 c.trust = trust(runtime, args.target.scope);
             }
             checks.push(c);
         } else if runtime == Runtime::Pi {
-            let path = super::pi_extension_path(&base, args.target.scope);
+            let path =
+                super::plugin_path(runtime, &base, args.target.scope).expect("Pi has a plugin");
             let mut c = check_pi(&path, &base);
             if c.status != "absent" {
                 c.trust = trust(runtime, args.target.scope);

@@ -86,7 +86,8 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                 )?);
             }
             Runtime::OpenCode => {
-                let path = super::opencode_plugin_path(&base, args.target.scope);
+                let path = super::plugin_path(runtime, &base, args.target.scope)
+                    .expect("OpenCode has a plugin");
                 changes.push(install_file(
                     runtime,
                     &path,
@@ -101,7 +102,8 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                 }
             }
             Runtime::Pi => {
-                let path = super::pi_extension_path(&base, args.target.scope);
+                let path =
+                    super::plugin_path(runtime, &base, args.target.scope).expect("Pi has a plugin");
                 changes.push(install_file(
                     runtime,
                     &path,

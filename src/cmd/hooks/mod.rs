@@ -63,7 +63,7 @@ impl Which {
             Which::OpenCode => vec![Runtime::OpenCode],
             Which::Pi => vec![Runtime::Pi],
             Which::Git => vec![Runtime::Git],
-            Which::All => Runtime::ALL.to_vec(),
+            Which::All => Runtime::HOOKED.to_vec(),
         }
     }
 }
@@ -87,23 +87,15 @@ pub enum Scope {
     User,
 }
 
-/// Where OpenCode loads loopx's plugin from: `.opencode/plugins/` in a
-/// project, `~/.config/opencode/plugins/` for a user.
-pub fn opencode_plugin_path(base: &std::path::Path, scope: Scope) -> PathBuf {
-    match scope {
-        Scope::Project => base.join(".opencode/plugins/loopx.js"),
-        Scope::User => base.join(".config/opencode/plugins/loopx.js"),
-    }
-}
-
-/// Where Pi loads loopx's extension from: `.pi/extensions/` in a project,
-/// `~/.pi/agent/extensions/` for a user (Pi's default agent directory; one
-/// moved with `PI_CODING_AGENT_DIR` is not followed).
-pub fn pi_extension_path(base: &std::path::Path, scope: Scope) -> PathBuf {
-    match scope {
-        Scope::Project => base.join(".pi/extensions/loopx.ts"),
-        Scope::User => base.join(".pi/agent/extensions/loopx.ts"),
-    }
+/// Where loopx's plugin file of `runtime` (OpenCode's plugin, Pi's
+/// extension: the runtime's `Spec::plugin`) goes in `scope`, with `base`
+/// the project root or the home directory.
+pub fn plugin_path(runtime: Runtime, base: &std::path::Path, scope: Scope) -> Option<PathBuf> {
+    let plugin = runtime.spec().plugin?;
+    Some(base.join(match scope {
+        Scope::Project => plugin.project,
+        Scope::User => plugin.user,
+    }))
 }
 
 /// Where a scope's files live: the repository's worktree root, or `HOME`.

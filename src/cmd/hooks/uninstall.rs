@@ -59,7 +59,8 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                 }
             }
             Runtime::OpenCode => {
-                let path = super::opencode_plugin_path(&base, args.target.scope);
+                let path = super::plugin_path(runtime, &base, args.target.scope)
+                    .expect("OpenCode has a plugin");
                 let ours = std::fs::read_to_string(&path)
                     .is_ok_and(|t| super::opencode_program(&t).is_some());
                 if ours && let Some(c) = uninstall_file(runtime, &path, &base, args.dry_run)? {
@@ -67,7 +68,8 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                 }
             }
             Runtime::Pi => {
-                let path = super::pi_extension_path(&base, args.target.scope);
+                let path =
+                    super::plugin_path(runtime, &base, args.target.scope).expect("Pi has a plugin");
                 let ours =
                     std::fs::read_to_string(&path).is_ok_and(|t| super::pi_program(&t).is_some());
                 if ours && let Some(c) = uninstall_file(runtime, &path, &base, args.dry_run)? {

@@ -1,6 +1,7 @@
 //! `loopx quota should-run`: may this agent run one turn now, and on what?
 //! Read-only: a quiet poll costs neither quota nor history.
 
+use crate::cmd::wire::BudgetWire;
 use anyhow::Result;
 use serde::Serialize;
 
@@ -83,59 +84,6 @@ struct ReasonWire<'a> {
     budget: Option<BudgetWire>,
 }
 
-/// A reached budget: its scope, limits, what was spent and its window.
-#[derive(Serialize)]
-pub struct BudgetWire {
-    scope: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    spent_usd: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    budget_usd: Option<f64>,
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    estimated: bool,
-    spent_tokens: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    budget_tokens: Option<u64>,
-    window: String,
-}
-
-impl BudgetWire {
-    pub fn of(st: &crate::op::usage::Standing) -> Self {
-        BudgetWire {
-            scope: st.scope.blocks().to_string(),
-            spent_usd: st.budget.usd.map(|_| st.spent.usd.dollars()),
-            budget_usd: st.budget.usd.map(|u| u.dollars()),
-            estimated: st.budget.usd.is_some() && st.spent.estimated,
-            spent_tokens: st.spent.tokens,
-            budget_tokens: st.budget.tokens,
-            window: st.budget.window.to_string(),
-        }
-    }
-
-    /// `goal: $1.10 (est.) of $1.00, 242k of 1M tokens spent per 1d`.
-    pub fn human(&self) -> String {
-        let d = |x: f64| crate::model::usage::Usd::from_dollars(x).unwrap_or_default();
-        let mut parts = Vec::new();
-        if let (Some(s), Some(u)) = (self.spent_usd, self.budget_usd) {
-            let est = if self.estimated { " (est.)" } else { "" };
-            parts.push(format!("{}{est} of {}", d(s), d(u)));
-        }
-        if let Some(t) = self.budget_tokens {
-            parts.push(format!(
-                "{} of {} tokens",
-                crate::model::usage::human_count(self.spent_tokens),
-                crate::model::usage::human_count(t)
-            ));
-        }
-        format!(
-            "{}: {} spent per {}",
-            self.scope,
-            parts.join(", "),
-            self.window
-        )
-    }
-}
-
 #[derive(Serialize)]
 struct TodoWire<'a> {
     id: &'a TodoId,
@@ -169,7 +117,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     };
     if args.sync {
         let report = ctx.sync(None)?;
-        ctx.out.status(&crate::cmd::sync::human(&report));
+        ctx.out.status(&crate::cmd::wire::human(&report));
     }
     let snap = tx::load(ctx)?;
     let state = &snap.state;

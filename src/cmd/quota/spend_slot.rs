@@ -3,11 +3,11 @@
 use anyhow::Result;
 use serde::Serialize;
 
-use super::{own_token, parse_token};
 use crate::cmd::TickWire;
 use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::op::{self, Change, Happened, turn};
+use crate::service::turn::{own_token, parse_token};
 use crate::tx;
 
 /// Spend one slot for the turn a token names, after a validated writeback
@@ -30,7 +30,7 @@ pub struct Args {
     #[arg(long)]
     dry_run: bool,
     #[command(flatten)]
-    usage: crate::cmd::usage::UsageArgs,
+    usage: crate::service::usage::UsageArgs,
 }
 
 #[derive(Serialize)]
@@ -49,8 +49,8 @@ struct Wire {
 
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let token = parse_token(&args.turn)?;
-    own_token(ctx, &token)?;
-    let usage = crate::cmd::usage::read(ctx, &args.usage)?;
+    own_token(&ctx.actor()?, &token)?;
+    let usage = crate::cmd::read_usage(ctx, &args.usage)?;
     let snap = tx::load(ctx)?;
     let record = usage.map(|usage| Change::UsageRecord {
         goal: token.goal.clone(),

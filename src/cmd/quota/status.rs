@@ -3,7 +3,7 @@
 use anyhow::Result;
 use serde::Serialize;
 
-use super::should_run::BudgetWire;
+use crate::cmd::wire::BudgetWire;
 use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::model::usage::{Usd, human_count};

@@ -3,11 +3,11 @@
 use anyhow::Result;
 use serde::Serialize;
 
-use super::parse_token;
 use crate::cmd::TickWire;
 use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::op::Change;
+use crate::service::turn::parse_token;
 use crate::tx;
 
 /// Void a spent slot: it stops counting and stays recorded (humans only)

@@ -5,6 +5,7 @@
 //! that comes from the state goes through [`esc`], the one escaping
 //! function, so an agent-written title cannot inject markup.
 
+use crate::cmd::wire::esc;
 use std::fmt::Write as _;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -26,24 +27,6 @@ const TIMELINE: usize = 100;
 
 /// How often `--watch` looks at the state ref.
 const POLL: Duration = Duration::from_millis(200);
-
-/// The only way state text enters the page: `&`, `<`, `>`, `"` and `'`
-/// become character references, so the text is inert in element content
-/// and in quoted attribute values alike.
-pub fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
 
 pub fn run(ctx: &Ctx, args: &Args, file: &Path) -> Result<Exit> {
     if !args.watch {

@@ -3,7 +3,7 @@
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::cmd::gate::GateRef;
+use crate::cmd::wire::{BudgetWire, GateRef};
 use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::history::{self, Rev};
@@ -14,8 +14,6 @@ use crate::trust::{self, AllowedSigners};
 use crate::tx;
 
 mod html;
-
-pub(crate) use html::esc;
 
 /// Show goals, who owns what, what is ready, and the last few ticks
 ///
@@ -87,7 +85,7 @@ struct Wire<'a> {
 struct BudgetRow<'a> {
     goal: &'a GoalId,
     #[serde(flatten)]
-    spend: crate::cmd::quota::should_run::BudgetWire,
+    spend: BudgetWire,
 }
 
 #[derive(Serialize)]
@@ -282,7 +280,7 @@ impl<'a> Wire<'a> {
                 .iter()
                 .map(|(goal, st)| BudgetRow {
                     goal,
-                    spend: crate::cmd::quota::should_run::BudgetWire::of(st),
+                    spend: BudgetWire::of(st),
                 })
                 .collect(),
             notify_failed: crate::notify::failed(ctx, state)

@@ -186,7 +186,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         ));
     }
     if let Some(r) = &sync_report {
-        ctx.out.status(&crate::cmd::sync::human(r));
+        ctx.out.status(&crate::cmd::wire::human(r));
     }
     Ok(exit)
 }

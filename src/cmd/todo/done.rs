@@ -5,12 +5,13 @@ use serde::Serialize;
 
 use super::TodoRef;
 use crate::cmd::TickWire;
-use crate::cmd::evidence::{code_now, fresh_id};
+use crate::cmd::fresh_id;
 use crate::ctx::Ctx;
 use crate::error::{Exit, Refusal};
 use crate::model::EvidenceKind;
 use crate::model::run::CommandRun;
 use crate::op::{self, Change};
+use crate::service::evidence::code_now;
 use crate::tx;
 
 /// Mark a todo done (its owner, or anyone if it is unclaimed)
@@ -83,7 +84,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                         &format!("validation: {}", run.argv.join(" ")),
                         200,
                     ),
-                    code: Some(code_now(ctx)),
+                    code: Some(code_now(ctx.store().ok())),
                     run: Some(run.clone()),
                     artifact: None,
                 },

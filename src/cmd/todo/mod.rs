@@ -14,15 +14,15 @@ pub mod show;
 pub mod trust;
 pub mod update;
 
+pub use super::wire::TodoRef;
 use anyhow::Result;
 use serde::Serialize;
 
 use crate::cmd::TickWire;
 use crate::ctx::Ctx;
 use crate::error::Exit;
-use crate::model::{AgentId, State, Todo, TodoId};
+use crate::model::{State, Todo, TodoId};
 use crate::op::Change;
-use crate::time::Timestamp;
 use crate::tx::{self, Committed};
 
 #[derive(clap::Subcommand, Debug)]
@@ -57,32 +57,6 @@ pub fn run(ctx: &Ctx, c: &Command) -> Result<Exit> {
         Command::Reopen(a) => reopen::run(ctx, a),
         Command::Archive(a) => archive::run(ctx, a),
         Command::Trust(a) => trust::run(ctx, a),
-    }
-}
-
-/// A todo as the tick commands report it.
-#[derive(Serialize)]
-pub struct TodoRef<'a> {
-    pub id: &'a TodoId,
-    pub title: &'a str,
-    pub status: &'static str,
-    pub epoch: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub owner: Option<&'a AgentId>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub lease_until: Option<Timestamp>,
-}
-
-impl<'a> TodoRef<'a> {
-    pub fn of(t: &'a crate::model::Todo) -> Self {
-        TodoRef {
-            id: &t.id,
-            title: &t.title,
-            status: t.status.as_str(),
-            epoch: t.epoch,
-            owner: t.owner(),
-            lease_until: t.claim.as_ref().map(|c| c.lease_until),
-        }
     }
 }
 

@@ -1,14 +1,13 @@
-//! The `--usage` flags `settle` and `quota spend-slot` share (not a
-//! command): read a turn's usage from JSON or a file, in loopx's shape or
-//! a runtime's own, price the tokens a runtime reported without dollars
-//! (git config, else the shipped table), and check it strictly. A bad
-//! usage is a usage error (exit 2) and nothing is written.
+//! The `--usage` flags `settle` and `quota spend-slot` share: read a
+//! turn's usage from JSON or a file, in loopx's shape or a runtime's own,
+//! price the tokens a runtime reported without dollars (git config, else
+//! the shipped table), and check it strictly. A bad usage is a usage error
+//! (exit 2) and nothing is written.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
-use crate::ctx::Ctx;
 use crate::error::{Code, Refusal};
 use crate::hook::usage::{self as formats, Format};
 use crate::model::usage::{USAGE_KEYS, Usage};
@@ -47,13 +46,20 @@ fn bad(message: String) -> Refusal {
     Refusal::usage(Code::BadUsage, message).with_hint(hint)
 }
 
-/// The usage the flags give, priced; None when no usage flag was given.
-pub fn read(ctx: &Ctx, args: &UsageArgs) -> Result<Option<Usage>> {
+/// The usage the flags give, priced at what `price_of` says a model costs
+/// (git config, else the shipped table: `config::price`), with a note for
+/// each model nothing prices; None when no usage flag was given. A
+/// relative `--usage-file` is read from `cwd`.
+pub fn read(
+    cwd: &Path,
+    price_of: &dyn Fn(&str) -> Option<crate::price::Price>,
+    args: &UsageArgs,
+) -> Result<Option<(Usage, Vec<String>)>> {
     let text = match (&args.usage, &args.usage_file) {
         (Some(t), _) => t.clone(),
         (None, Some(path)) => {
             use std::io::Read as _;
-            let path = ctx.cwd.join(path);
+            let path = cwd.join(path);
             let cannot = |e: std::io::Error| {
                 bad(format!(
                     "cannot read the usage file {}: {e}",
@@ -106,39 +112,20 @@ pub fn read(ctx: &Ctx, args: &UsageArgs) -> Result<Option<Usage>> {
         if u.model.is_none() {
             u.model.clone_from(&args.usage_model);
         }
-        price(ctx, u, &mut unpriced)?;
+        unpriced.extend(crate::price::fill(u, price_of));
     }
     let usage = formats::merge(parts);
     if usage.is_empty() {
         return Err(bad("the usage reports no tokens and no cost".to_owned()).into());
     }
-    for m in unpriced {
-        ctx.out.status(&match m {
+    let notes = unpriced
+        .into_iter()
+        .map(|m| match m {
             Some(m) => format!(
                 "loopx: no price for model {m}: its tokens count, its dollars do not (set git config loopx.price.{m}.input and .output, dollars per million tokens)."
             ),
             None => "loopx: the usage names no model, so its dollars are unknown: pass --usage-model.".to_owned(),
-        });
-    }
-    Ok(Some(usage))
-}
-
-/// Prices a usage that reports tokens but no dollars, marking it
-/// estimated; collects the models nothing prices.
-pub fn price(ctx: &Ctx, u: &mut Usage, unpriced: &mut Vec<Option<String>>) -> Result<()> {
-    if u.cost_usd.is_some() || (u.input_tokens == 0 && u.output_tokens == 0) {
-        return Ok(());
-    }
-    let Some(model) = u.model.clone() else {
-        unpriced.push(None);
-        return Ok(());
-    };
-    match crate::config::price(ctx.store()?, &model) {
-        Some(p) => {
-            u.cost_usd = Some(crate::price::cost(u, &p));
-            u.estimated = true;
-        }
-        None => unpriced.push(Some(model)),
-    }
-    Ok(())
+        })
+        .collect();
+    Ok(Some((usage, notes)))
 }

@@ -1,13 +1,14 @@
 //! A turn's progress fingerprint, as `settle` and `refresh-state` measure it
-//! (the definition and the stall rule are in `op::progress`).
+//! (the definition and the stall rule are in `op::progress`): git for the
+//! code under the agent, the history for the checks that passed.
 
 use std::collections::BTreeSet;
 
-use crate::ctx::Ctx;
 use crate::model::run::CommandRun;
 use crate::model::{Actor, AgentId, State, TodoId, TodoStatus};
 use crate::op::progress::{self, Check, CodeState};
 use crate::op::{Change, Op};
+use crate::repo::Repo;
 use crate::store::Oid;
 use crate::time::Timestamp;
 
@@ -33,23 +34,24 @@ pub struct Since {
 /// (git), and the checks that passed: `own` (what this command ran) and the
 /// agent's passing `evidence run` records on the todo in the ticks since the
 /// turn began, read back from `tip`. None when git cannot say (the turn then
-/// carries no fingerprint: it neither counts towards a stall nor resets one).
+/// carries no fingerprint: it neither counts towards a stall nor resets one);
+/// `warn` hears why, when git failed.
 pub fn measure(
-    ctx: &Ctx,
+    repo: &Repo,
     tip: Oid,
-    agent: &AgentId,
-    todo: &TodoId,
+    (agent, todo): (&AgentId, &TodoId),
     since: Option<Since>,
     own: &[&CommandRun],
+    warn: &dyn Fn(String),
 ) -> Option<Measured> {
-    let store = ctx.store().ok()?;
+    let store = repo.store();
     let tree = match store.workdir() {
         // A bare repository has no working tree: the code is HEAD alone.
         None => None,
         Some(dir) => match crate::git::worktree_tree(dir) {
             Ok(t) => Some(t),
             Err(e) => {
-                ctx.out.status(&format!(
+                warn(format!(
                     "loopx: no progress fingerprint for this turn: {e:#}"
                 ));
                 return None;
@@ -66,8 +68,7 @@ pub fn measure(
         .map(|r| (r.argv.clone(), r.exit))
         .collect();
     if let Some(since) = since {
-        let walk = crate::history::walk(ctx, tip).ok()?;
-        for entry in walk.take(LOOK_BACK) {
+        for entry in store.history(tip).take(LOOK_BACK) {
             let Ok(entry) = entry else { break };
             let tick = crate::history::Tick::read(entry);
             let t = tick.time();
