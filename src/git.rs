@@ -272,6 +272,7 @@ fn network(git_dir: &Path, args: &[&str], limit: Duration) -> Result<std::proces
                     args.iter().find(|a| !a.starts_with("-") && !a.contains('=')).copied().unwrap_or_default(),
                     limit.as_secs()
                 ),
+                answered: false,
             }
             .into());
         }
@@ -301,6 +302,10 @@ pub enum Fetched {
 #[derive(Debug)]
 pub struct NetworkError {
     pub stderr: String,
+    /// The remote answered about the ref (a push it refused, its hook
+    /// declining); false when it was never reached (no connection, no such
+    /// repository, a failed login, the time limit).
+    pub answered: bool,
 }
 
 impl std::fmt::Display for NetworkError {
@@ -334,7 +339,10 @@ fn network_error(out: &std::process::Output) -> NetworkError {
     } else {
         lines.join("; ")
     };
-    NetworkError { stderr }
+    NetworkError {
+        stderr,
+        answered: false,
+    }
 }
 
 /// Fetches `remote`'s ref `src` into the local ref `dst`, forced: `dst` is a
@@ -511,6 +519,7 @@ fn push_with(
         }
         Some((_, summary)) if !summary.is_empty() => Err(NetworkError {
             stderr: format!("{summary}; {}", network_error(&out)),
+            answered: true,
         }
         .into()),
         _ => Err(network_error(&out).into()),
