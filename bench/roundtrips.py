@@ -86,8 +86,10 @@ class Relay:
                     client.close()
                     upstream.close()
 
+        # The server's first bytes reach the client once the handshake's
+        # last packet reached the server (accept returns there).
         self._pipe(client, upstream, ready, finish)
-        self._pipe(upstream, client, 0.0, finish)
+        self._pipe(upstream, client, accepted + 1.5 * self.rtt, finish)
 
     def _pipe(self, src: socket.socket, dst: socket.socket, not_before: float, finish) -> None:
         q: deque = deque()
@@ -172,9 +174,10 @@ class Servers:
         self.env = env
         self.procs: list[subprocess.Popen] = []
 
-    def start(self, argv: list[str], env: dict | None = None, **kw) -> subprocess.Popen:
+    def start(self, argv: list[str], env: dict | None = None, stderr_to: Path | None = None) -> subprocess.Popen:
+        err = open(stderr_to, "ab") if stderr_to else subprocess.DEVNULL
         p = subprocess.Popen(argv, env=env if env is not None else self.env, start_new_session=True,
-                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, **kw)
+                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
         self.procs.append(p)
         return p
 
@@ -269,7 +272,8 @@ PermitRootLogin prohibit-password
 PasswordAuthentication no
 """)
         Path("/run/sshd").mkdir(exist_ok=True)
-        self.start([sshd, "-D", "-e", "-f", str(d / "sshd_config")])
+        self.start([sshd, "-D", "-e", "-f", str(d / "sshd_config")],
+                   stderr_to=d / "sshd.log")
         wait_port(port, "sshd")
         (d / "client_config").write_text(f"""Host 127.0.0.1
   User {user}
@@ -408,7 +412,11 @@ def scenario(b, runs: int, say) -> dict:
             transports.append(("ssh, no sharing", url, port, cold, None))
         else:
             results["transports"]["ssh"] = "skipped: sshd (openssh-server) is not installed"
+        # LOOPX_BENCH_TRANSPORTS=ssh (a comma list of name prefixes) keeps some.
+        keep = [k for k in os.environ.get("LOOPX_BENCH_TRANSPORTS", "").split(",") if k]
         for name, template, port, tenv, before in transports:
+            if keep and not any(name.startswith(k) for k in keep):
+                continue
             row = {}
             for label, target_port in (("local", port), ("relay", None)):
                 relay = None
