@@ -71,6 +71,9 @@ const NEXT_TRIES: u32 = 4;
 
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let synced = crate::cmd::syncs(ctx, args.sync, args.no_sync)?;
+    // Whether the state decided on is the hub's as of now (no sync, or
+    // just fetched).
+    let mut fresh = !synced;
     if synced
         && crate::sync::synced_tip(ctx.repo()?, None)
             .map_err(offline_hint)
@@ -86,11 +89,11 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             .map_err(offline_hint)
             .context("nothing was claimed")?;
         warn_rejected(ctx, &before, None);
+        fresh = true;
     }
     // Decided on the last synced state, which may be stale: a refusal of
     // the decision itself (an unknown id, nothing ready) fetches the hub's
     // state once and decides again.
-    let mut fresh = !synced;
     let mut lost: Option<Refusal> = None;
     let mut tries = 0;
     loop {
