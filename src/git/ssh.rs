@@ -29,11 +29,14 @@ pub const PERSIST: &str = "300";
 /// dot and 16 random characters while it sets the master up.
 const SOCKET_PATH_MAX: usize = 107 - 17;
 
+/// What [`shared`] answered, per git dir and URL.
+type Seen = HashMap<(PathBuf, String), Option<String>>;
+
 /// The `GIT_SSH_COMMAND` that shares one connection for `url`, or None
 /// (not ssh, the user configured ssh, no private directory). Computed once
 /// per URL and process.
 pub(super) fn shared(git_dir: &Path, url: &str) -> Option<String> {
-    static SEEN: Mutex<Option<HashMap<(PathBuf, String), Option<String>>>> = Mutex::new(None);
+    static SEEN: Mutex<Option<Seen>> = Mutex::new(None);
     let key = (git_dir.to_path_buf(), url.to_owned());
     if let Ok(seen) = SEEN.lock()
         && let Some(v) = seen.as_ref().and_then(|m| m.get(&key))
