@@ -453,16 +453,6 @@ impl Ctx {
         })
     }
 
-    /// [`Ctx::sync`] for a claim (DESIGN §5): push first, expecting the hub
-    /// at the last synced tip, and fetch only when that push is refused.
-    pub fn sync_push_first(&self, remote: Option<&str>) -> Result<crate::sync::Report> {
-        let opts = crate::sync::Options {
-            push_first: true,
-            ..crate::sync::Options::with(remote)
-        };
-        crate::sync::run(self.repo()?, &opts, &|line| self.out.status(line))
-    }
-
     /// The state ref (`refs/loopx/state`, or git config `loopx.ref`), for
     /// messages.
     pub fn state_ref(&self) -> &str {

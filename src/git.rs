@@ -12,6 +12,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
+mod ssh;
+
 /// Every git process loopx starts begins here: no stdin, and never a
 /// password prompt on a terminal (`GIT_TERMINAL_PROMPT=0`), so a hub that
 /// wants one fails instead of hanging an unattended agent. It reads
@@ -220,8 +222,17 @@ pub const IN_SYNC: &str = "LOOPX_IN_SYNC";
 /// did, successful or not, for the caller to classify. A step that takes
 /// longer than `limit` is stopped (with what it started, such as ssh) and
 /// is a [`NetworkError`].
-fn network(git_dir: &Path, args: &[&str], limit: Duration) -> Result<std::process::Output> {
-    let mut child = git()
+fn network(
+    git_dir: &Path,
+    url: &str,
+    args: &[&str],
+    limit: Duration,
+) -> Result<std::process::Output> {
+    let mut c = git();
+    if let Some(ssh) = ssh::shared(git_dir, url) {
+        c.env("GIT_SSH_COMMAND", ssh);
+    }
+    let mut child = c
         .arg("--git-dir")
         .arg(git_dir)
         .args(args)
@@ -272,6 +283,7 @@ fn network(git_dir: &Path, args: &[&str], limit: Duration) -> Result<std::proces
                     args.iter().find(|a| !a.starts_with("-") && !a.contains('=')).copied().unwrap_or_default(),
                     limit.as_secs()
                 ),
+                answered: false,
             }
             .into());
         }
@@ -301,6 +313,10 @@ pub enum Fetched {
 #[derive(Debug)]
 pub struct NetworkError {
     pub stderr: String,
+    /// The remote answered about the ref (a push it refused, its hook
+    /// declining); false when it was never reached (no connection, no such
+    /// repository, a failed login, the time limit).
+    pub answered: bool,
 }
 
 impl std::fmt::Display for NetworkError {
@@ -334,7 +350,10 @@ fn network_error(out: &std::process::Output) -> NetworkError {
     } else {
         lines.join("; ")
     };
-    NetworkError { stderr }
+    NetworkError {
+        stderr,
+        answered: false,
+    }
 }
 
 /// Fetches `remote`'s ref `src` into the local ref `dst`, forced: `dst` is a
@@ -352,8 +371,14 @@ pub fn fetch(
     limit: Duration,
 ) -> Result<Fetched> {
     let refspec = format!("+{src}:{dst}");
+    // Where `remote` points, with git's `insteadOf` rules applied (no
+    // network): what decides whether ssh shares a connection.
+    let url = output(git_dir, &["ls-remote", "--get-url", remote])
+        .map(|u| u.trim().to_owned())
+        .unwrap_or_default();
     let out = network(
         git_dir,
+        &url,
         &[
             "fetch",
             "--quiet",
@@ -373,7 +398,7 @@ pub fn fetch(
         return Ok(Fetched::State);
     }
     let failed = network_error(&out);
-    let probe = network(git_dir, &["ls-remote", remote, src], limit)?;
+    let probe = network(git_dir, &url, &["ls-remote", remote, src], limit)?;
     if !probe.status.success() {
         return Err(failed.into());
     }
@@ -482,7 +507,7 @@ fn push_with(
     let mut args = vec!["push", "--porcelain", "--no-verify"];
     args.extend(lease.as_deref());
     args.extend([url.as_str(), refspec.as_str()]);
-    let out = network(git_dir, &args, limit)?;
+    let out = network(git_dir, &url, &args, limit)?;
     let stdout = String::from_utf8_lossy(&out.stdout);
     // Porcelain lines: <flag> TAB <from>:<to> TAB <summary>
     let line = stdout
@@ -511,6 +536,7 @@ fn push_with(
         }
         Some((_, summary)) if !summary.is_empty() => Err(NetworkError {
             stderr: format!("{summary}; {}", network_error(&out)),
+            answered: true,
         }
         .into()),
         _ => Err(network_error(&out).into()),

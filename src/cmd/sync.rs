@@ -77,7 +77,6 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         &sync::Options {
             remote: args.remote.clone(),
             adopt_remote: args.adopt_remote,
-            push_first: false,
         },
         &|line| ctx.out.status(line),
     )?;

@@ -270,6 +270,19 @@ pub(super) fn move_state(
 
 pub(super) fn push_failed(names: &Names, e: anyhow::Error) -> anyhow::Error {
     match e.downcast_ref::<NetworkError>() {
+        // Never reached: the same refusal as a fetch that cannot reach it.
+        Some(n) if !n.answered => Refusal::error(
+            crate::error::Code::RemoteUnreachable,
+            format!(
+                "cannot push the loopx state to {}: {}",
+                names.remote, n.stderr
+            ),
+        )
+        .with_hint(format!(
+            "nothing was changed here and no tick is lost; check the remote's URL (`git remote get-url {}`), the network and your credentials, then run `loopx sync` again",
+            names.remote
+        ))
+        .into(),
         Some(n) => Refusal::error(
             crate::error::Code::PushFailed,
             format!("{} did not take the push: {}", names.remote, n.stderr),

@@ -71,10 +71,6 @@ pub struct Options {
     /// Follow a rewritten (or unrelated) remote history, keeping the local
     /// tip under a backup ref.
     pub adopt_remote: bool,
-    /// First push the local ticks expecting the hub at the last synced tip,
-    /// and fetch only when that push is refused (a claim's protocol, DESIGN
-    /// §5).
-    pub push_first: bool,
 }
 
 /// How a sync ended.
@@ -174,7 +170,6 @@ impl Options {
         Options {
             remote: remote.map(str::to_owned),
             adopt_remote: false,
-            push_first: false,
         }
     }
 }
@@ -185,11 +180,16 @@ pub type Progress<'a> = &'a dyn Fn(&str);
 
 /// Syncs with the remote until the remote holds every local tick (replayed
 /// or recorded as rejected) and the local state holds every remote tick.
-/// Each round: fetch, observe, decide, execute.
+///
+/// When this clone holds ticks beyond the last synced tip, they are all
+/// pushed first, in one push expecting the hub still at that tip (DESIGN
+/// §5): accepted, the sync is done in one network call. Otherwise (nothing
+/// to push, the push refused, `--adopt-remote`), rounds of fetch, observe,
+/// decide, execute.
 pub fn run(repo: &Repo, opts: &Options, progress: Progress) -> Result<Report> {
     let names = names(repo, opts.remote.as_deref())?;
     remote::migrate(repo, &names)?;
-    if opts.push_first
+    if !opts.adopt_remote
         && let Some(report) = push_first(repo, &names, progress)?
     {
         return Ok(report);
@@ -262,10 +262,11 @@ pub fn run(repo: &Repo, opts: &Options, progress: Progress) -> Result<Report> {
     .into())
 }
 
-/// The claim protocol (DESIGN §5): when the local tip descends from the
-/// last synced one, push it expecting the hub still there, without a
-/// fetch. None when that does not apply or the hub moved (then a full
-/// round fetches and replays).
+/// The claim protocol (DESIGN §5), for every sync: when the local tip
+/// descends from the last synced one, push it (every pending tick in one
+/// push) expecting the hub still there, without a fetch. None when that
+/// does not apply or the hub moved (then a full round fetches and
+/// replays).
 fn push_first(repo: &Repo, names: &Names, progress: Progress) -> Result<Option<Report>> {
     let Some(seen) = observe::ahead_of_synced(repo, names, progress)? else {
         return Ok(None);
@@ -287,6 +288,13 @@ fn push_first(repo: &Repo, names: &Names, progress: Progress) -> Result<Option<R
         }
         _ => Ok(None),
     }
+}
+
+/// The remote tip this clone last synced with (None: never synced with
+/// `remote`), for a claim deciding from the last synced state.
+pub fn synced_tip(repo: &Repo, remote: Option<&str>) -> Result<Option<Tip>> {
+    let names = names(repo, remote)?;
+    repo.store().resolve(&names.synced)
 }
 
 /// What the rounds so far did.

@@ -41,6 +41,7 @@ mod test_repo_trust;
 mod test_repos;
 mod test_runtimes;
 mod test_secrets;
+mod test_server;
 mod test_sessions;
 mod test_shell;
 mod test_show;

@@ -483,6 +483,79 @@ fn a_claim_that_loses_after_the_push_race_exits_4_naming_the_winner() {
     assert_eq!(b.rev("refs/loopx/remotes/origin/state"), b.tip());
 }
 
+#[test]
+fn a_next_claim_that_loses_the_push_race_picks_again_from_the_hubs_state() {
+    let (env, hub) = team();
+    let t = env.add("Contested", &["--priority", "P0"]);
+    let u = env.add("Still free", &["--priority", "P1"]);
+    env.loopx(&["sync"]).ok();
+    let b = env.clone_machine("b", &hub);
+    b.loopx(&["sync"]).ok();
+    // As above: agent-a claims T from the other machine just before b's
+    // first push, so b's pick (T, the most urgent) loses on the hub.
+    let count = env.root().join("pushes");
+    let path = git_wrapper(
+        &env,
+        "bin-b",
+        &format!(
+            "case \" $* \" in *\" push \"*)\n  n=$(cat '{count}' 2>/dev/null || echo 0); n=$((n+1)); echo $n > '{count}'\n  if [ $n -eq 1 ]; then (cd '{a}' && PATH=\"$REAL_PATH\" LOOPX_AGENT=agent-a LOOPX_NOW=\"$A_NOW\" '{loopx}' todo claim --sync '{t}' >/dev/null 2>&1); fi;;\nesac",
+            count = count.display(),
+            a = env.repo.display(),
+            loopx = env!("CARGO_BIN_EXE_loopx"),
+        ),
+    );
+    let a_now = env.now();
+    env.advance(30);
+    let out = run(b
+        .command()
+        .env("PATH", &path)
+        .env("REAL_PATH", std::env::var("PATH").unwrap_or_default())
+        .env("A_NOW", &a_now)
+        .env("LOOPX_AGENT", "agent-b")
+        .args(["todo", "claim", "--next", "--sync"]))
+    .ok();
+    assert_eq!(out.stdout.trim(), u, "{}", out.stderr);
+    assert!(
+        out.stderr.contains(&format!(
+            "(the claim of {t} lost on origin: {t} is not ready: agent-a holds it"
+        )) && out.stderr.contains("picked again)"),
+        "{}",
+        out.stderr
+    );
+    // The lost claim's push, then the new claim's: no fetch before either
+    // unless refused.
+    assert_eq!(std::fs::read_to_string(&count).unwrap().trim(), "3");
+    let v = b.loopx(&["todo", "show", &u, "--json"]).ok().json();
+    assert_eq!(v["claim"]["owner"], "agent-b");
+    let v = b.loopx(&["todo", "show", &t, "--json"]).ok().json();
+    assert_eq!(v["claim"]["owner"], "agent-a");
+    assert_eq!(b.rev("refs/loopx/remotes/origin/state"), b.tip());
+}
+
+#[test]
+fn a_claim_decided_on_a_stale_state_fetches_once_when_refused_here() {
+    // A todo added on the hub after this clone's last sync: the claim by
+    // its id is refused on the local state, which then takes the hub's and
+    // decides again.
+    let (env, hub) = team();
+    env.loopx(&["sync"]).ok();
+    let b = env.clone_machine("b", &hub);
+    b.loopx(&["sync"]).ok();
+    let t = env.add("Added later", &[]);
+    env.loopx(&["sync"]).ok();
+    let out = b.agent("agent-b", &["todo", "claim", &t, "--sync"]).ok();
+    assert!(
+        out.stdout.starts_with(&format!("Claimed {t}")),
+        "{}",
+        out.stdout
+    );
+    // An id that exists nowhere is still refused, after that one fetch.
+    let out = b
+        .agent("agent-b", &["todo", "claim", "t-00000000", "--sync"])
+        .code(1);
+    assert!(out.stderr.contains("t-00000000"), "{}", out.stderr);
+}
+
 /// Runs one cross-machine claim race per round over `url`: agent-a on one
 /// machine and agent-b on another claim the same todo with --sync at once.
 fn claim_race(env: &TestEnv, a: &Machine, b: &Machine, rounds: usize) {
@@ -940,8 +1013,8 @@ fn an_unreachable_remote_is_a_clear_error_and_a_later_sync_completes() {
     let out = b.loopx(&["sync"]).code(1);
     assert_text(
         &env.normalize(&out.stderr),
-        "error: cannot fetch the loopx state from origin: '$TMP/nowhere.git' does not appear to be a git repository; Could not read from remote repository\n\
-         hint: nothing was changed here; check the remote's URL (`git remote get-url origin`), the network and your credentials, then run `loopx sync` again\n",
+        "error: cannot push the loopx state to origin: '$TMP/nowhere.git' does not appear to be a git repository; Could not read from remote repository\n\
+         hint: nothing was changed here and no tick is lost; check the remote's URL (`git remote get-url origin`), the network and your credentials, then run `loopx sync` again\n",
     );
     // Nothing listens on this port.
     let url = format!("git://127.0.0.1:{}/hub.git", free_port());
@@ -958,20 +1031,23 @@ fn an_unreachable_remote_is_a_clear_error_and_a_later_sync_completes() {
         out.stdout
     );
     assert_eq!(b.tip(), tip);
-    // A claim that must be safe across machines is not even made.
+    // A claim that must be safe across machines does not count: it is
+    // decided here and pushed (the sync's one network call), and when the
+    // push cannot reach the hub it is released again.
     let t = b.add("Claim me");
-    let tip = b.tip();
     let out = b.agent("agent-b", &["todo", "claim", &t, "--sync"]).code(1);
     assert!(
-        out.stderr
-            .starts_with("error: nothing was claimed: cannot fetch the loopx state from origin"),
+        out.stderr.starts_with(&format!(
+            "error: the claim of {t} did not reach the remote, so it was released here: nothing was claimed: cannot push the loopx state to origin"
+        )),
         "{}",
         out.stderr
     );
-    assert_eq!(b.tip(), tip);
+    let v = b.loopx(&["todo", "show", &t, "--json"]).ok().json();
+    assert_eq!(v["status"], "open", "{v}");
     b.git(&["remote", "set-url", "origin", &hub]);
     let out = b.loopx(&["sync"]).ok();
-    assert_text(&out.stdout, "Pushed 2 ticks (origin, tick 5).\n");
+    assert_text(&out.stdout, "Pushed 4 ticks (origin, tick 7).\n");
     // A remote that does not exist at all.
     let out = b.loopx(&["sync", "upstream"]).code(1);
     assert_text(

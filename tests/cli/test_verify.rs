@@ -13,24 +13,32 @@ use crate::common::{Machine, TestEnv, git_in, rfc3339, run};
 /// Two clones of a board: `a` (the environment's repository) and `b`, an
 /// unguarded hub (`origin`) and a guarded one (`guarded`) at the same tip,
 /// and todo `todo` claimed by agent-a at `claimed_at` (unix seconds).
-struct Team<'e> {
+pub(crate) struct Team<'e> {
     env: &'e TestEnv,
     a: Machine<'e>,
     b: Machine<'e>,
     hub: PathBuf,
-    guarded: PathBuf,
+    /// Where the clones reach the guarded hub.
+    guarded_url: String,
     todo: String,
     claimed_at: i64,
 }
 
 fn team(env: &TestEnv) -> Team<'_> {
+    // The guarded hub over file:// (the git daemon test below covers
+    // git://, tests/cli/test_server.rs nginx's smart HTTP).
+    team_with(env, |guarded| format!("file://{}", guarded.display()))
+}
+
+/// [`team`] with the guarded hub (a bare repository, its guard installed)
+/// reached at the URL `serve` returns for it.
+pub(crate) fn team_with(env: &TestEnv, serve: impl FnOnce(&Path) -> String) -> Team<'_> {
     let hub = PathBuf::from(env.hub("hub.git"));
     let guarded = PathBuf::from(env.hub("guarded.git"));
     env.loopx(&["-C", guarded.to_str().unwrap(), "hub", "install"])
         .ok();
     env.git(&["remote", "add", "origin", hub.to_str().unwrap()]);
-    // The guarded hub over file:// (the git daemon test below covers git://).
-    let guarded_url = format!("file://{}", guarded.display());
+    let guarded_url = serve(&guarded);
     env.git(&["remote", "add", "guarded", &guarded_url]);
     let todo = env.add("Claimed by a", &[]);
     env.agent("agent-a", &["todo", "claim", &todo]).ok();
@@ -52,7 +60,7 @@ fn team(env: &TestEnv) -> Team<'_> {
         a,
         b,
         hub,
-        guarded,
+        guarded_url,
         todo,
         claimed_at,
     }
@@ -65,6 +73,18 @@ fn hub_tip(hub: &Path) -> String {
 }
 
 impl Team<'_> {
+    /// The guarded hub's tip, asked through the server.
+    fn guarded_tip(&self) -> String {
+        let listed = self
+            .a
+            .git(&["ls-remote", &self.guarded_url, "refs/loopx/state"]);
+        listed
+            .split_whitespace()
+            .next()
+            .unwrap_or_default()
+            .to_owned()
+    }
+
     /// Forges on `b` with `forge`, pushes it to both hubs, and checks that
     /// the guarded hub, `a`'s sync and `a`'s verify all refuse it for
     /// `rule`; then puts the unguarded hub and `b` back.
@@ -86,7 +106,7 @@ impl Team<'_> {
                 && err.contains(&format!("[{rule}]")),
             "{name}: the pusher is told why ({rule}):\n{err}"
         );
-        assert_eq!(hub_tip(&self.guarded), start, "{name}: guarded hub moved");
+        assert_eq!(self.guarded_tip(), start, "{name}: guarded hub moved");
         // The unguarded hub takes it; `a` refuses to sync with it.
         let (ok, err) = forge::push(b, "origin", "refs/loopx/state:refs/loopx/state");
         assert!(ok, "{name}: {err}");
@@ -149,7 +169,12 @@ fn honest(m: &Machine, agent: &str) {
 #[test]
 fn forged_files_are_refused_by_sync_verify_and_the_hub() {
     let env = TestEnv::with_board();
-    let t = team(&env);
+    forged_files(&team(&env));
+}
+
+/// The forged files, each refused by the guarded hub, `a`'s sync and
+/// `a`'s verify.
+pub(crate) fn forged_files(t: &Team) {
     t.refused("forged gate answer", "tree", |_, b| {
         let gate = b
             .agent(
@@ -250,7 +275,12 @@ fn forged_files_are_refused_by_sync_verify_and_the_hub() {
 #[test]
 fn forged_ops_and_times_are_refused_by_sync_verify_and_the_hub() {
     let env = TestEnv::with_board();
-    let t = team(&env);
+    forged_ops(&team(&env));
+}
+
+/// The forged ops and times, each refused by the guarded hub, `a`'s sync
+/// and `a`'s verify.
+pub(crate) fn forged_ops(t: &Team) {
     t.refused("commit that is not a tick", "not-a-tick", |_, b| {
         let tip = forge::read(b, "refs/loopx/state");
         let hand = Parts {

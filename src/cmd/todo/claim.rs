@@ -24,10 +24,13 @@ use crate::tx;
 /// compare-and-swap, and its id is printed.
 ///
 /// Once this clone shares its state through a hub (`loopx sync --setup`), or
-/// with --sync, the claim is safe across machines: loopx takes the hub's
-/// ticks first (git config loopx.remote, else origin), claims, and pushes,
-/// and the claim counts only once the hub accepted it. If another machine's
-/// claim got there first, this exits 4 and names the winner. An unreachable
+/// with --sync, the claim is safe across machines: loopx claims on the state
+/// last synced with the hub (git config loopx.remote, else origin) and pushes
+/// the claim, with every tick still pending here, expecting the hub unmoved;
+/// only if the hub moved does it fetch, replay the claim on the hub's state
+/// and push again. The claim counts only once the hub accepted it. If another
+/// machine's claim got there first, this exits 4 and names the winner (with
+/// --next, it first picks again, up to 3 more times). An unreachable
 /// hub fails the claim (nothing is claimed); --no-sync claims here only, for
 /// offline work. git config loopx.claimSync (true or false) overrides the
 /// default.
@@ -62,26 +65,94 @@ struct Wire<'a> {
     sync: &'a Report,
 }
 
+/// How many times `--next` picks again when its pick lost on the hub (the
+/// hub's state then known here, so each try is better informed).
+const NEXT_TRIES: u32 = 4;
+
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let synced = crate::cmd::syncs(ctx, args.sync, args.no_sync)?;
-    if synced {
-        // Claim against the freshest state there is (which also pushes what
-        // this clone holds that the hub lacks); the claim itself is then
-        // pushed expecting the hub where this sync left it.
+    // Whether the state decided on is the hub's as of now (no sync, or
+    // just fetched).
+    let mut fresh = !synced;
+    if synced
+        && crate::sync::synced_tip(ctx.repo()?, None)
+            .map_err(offline_hint)
+            .context("nothing was claimed")?
+            .is_none()
+    {
+        // Never synced with the hub: take its state first. Afterwards a
+        // claim is decided from the last synced state and pushed expecting
+        // the hub still there, fetching only when that push is refused
+        // (DESIGN §5).
         let before = ctx
             .sync(None)
             .map_err(offline_hint)
             .context("nothing was claimed")?;
-        for r in &before.rejected {
-            ctx.out.warn(&format!(
-                "sync rejected an earlier {} by {}: {}",
-                r.kind,
-                r.actor.name(),
-                r.reason
-            ));
+        warn_rejected(ctx, &before, None);
+        fresh = true;
+    }
+    // Decided on the last synced state, which may be stale: a refusal of
+    // the decision itself (an unknown id, nothing ready) fetches the hub's
+    // state once and decides again.
+    let mut lost: Option<Refusal> = None;
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        match claim_once(ctx, args, synced)? {
+            Attempt::Done(exit) => {
+                if let Some(l) = &lost {
+                    ctx.out.status(&format!("({}; picked again)", l.message));
+                }
+                return Ok(exit);
+            }
+            Attempt::Lost(refusal) if args.next && tries < NEXT_TRIES => {
+                fresh = true;
+                lost = Some(refusal);
+            }
+            Attempt::Lost(refusal) => return Err(refusal.into()),
+            // Nothing else to pick: the lost claim is the answer.
+            Attempt::Refused(_) if lost.is_some() => {
+                return Err(lost.expect("checked").into());
+            }
+            Attempt::Refused(e) if !fresh => {
+                fresh = true;
+                let before = ctx
+                    .sync(None)
+                    .map_err(offline_hint)
+                    .context("nothing was claimed")?;
+                warn_rejected(ctx, &before, None);
+                if before.pulled == 0 {
+                    return Err(e);
+                }
+            }
+            Attempt::Refused(e) => return Err(e),
         }
     }
-    let done = tx::commit(ctx, |state| {
+}
+
+/// One claim: decided here, then (synced) pushed with every pending tick.
+enum Attempt {
+    Done(Exit),
+    /// The claim lost on the hub (the hub's state is now the local one).
+    Lost(Refusal),
+    /// The claim was refused here, before anything was written.
+    Refused(anyhow::Error),
+}
+
+/// Warns of the ops of this clone the sync rejected, other than `skip`.
+fn warn_rejected(ctx: &Ctx, r: &Report, skip: Option<&crate::model::OpId>) {
+    for rej in r.rejected.iter().filter(|x| Some(&x.op) != skip) {
+        ctx.out.warn(&format!(
+            "sync rejected an earlier {} by {}: {}",
+            rej.kind,
+            rej.actor.name(),
+            rej.reason
+        ));
+    }
+}
+
+fn claim_once(ctx: &Ctx, args: &Args, synced: bool) -> Result<Attempt> {
+    let decided = tx::commit(ctx, |state| {
         let todo = match &args.id {
             Some(id) => state.resolve_todo(id)?,
             None => {
@@ -105,7 +176,12 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                 lease: args.ttl.unwrap_or(state.meta.settings.lease),
             },
         )?)
-    })?;
+    });
+    let done = match decided {
+        Ok(done) => done,
+        Err(e) if crate::error::refusal_of(&e).is_some() => return Ok(Attempt::Refused(e)),
+        Err(e) => return Err(e),
+    };
     let human = |t: &Todo| {
         if args.next {
             return t.id.to_string();
@@ -127,14 +203,16 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     };
     let id = done.op.change.todo().expect("a claim names its todo");
     let (exit, t, sync_report) = if synced {
-        // The claim is pushed expecting the hub where that sync left it;
-        // only a refused push fetches again (DESIGN §5).
-        let r = match ctx.sync_push_first(None) {
+        // The claim, with every tick still pending here, is pushed
+        // expecting the hub at the last synced tip; only a refused push
+        // fetches, replays and pushes again (DESIGN §5).
+        let r = match ctx.sync(None) {
             Ok(r) => r,
             Err(e) => return Err(unclaim(ctx, id, &done, offline_hint(e))),
         };
+        warn_rejected(ctx, &r, Some(&done.op.id));
         if let Some(lost) = r.rejection_of(&done.op.id) {
-            return Err(lost_claim(ctx, id, lost, &r.remote).into());
+            return Ok(Attempt::Lost(lost_claim(ctx, id, lost, &r.remote)));
         }
         let mut tick = TickWire::of(&done);
         if let Some(replayed) = r.replay_of(&done.op.id) {
@@ -159,12 +237,15 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                 Some(w) => format!("{w} holds it"),
                 None => format!("it is {}", t.status.as_str()),
             };
-            return Err(Refusal::conflict(
-                Code::Claimed,
-                format!("the claim of {id} lost on {}: {why}", r.remote),
-            )
-            .with_hint("pick another with `loopx quota should-run` (or `loopx todo list --ready`)")
-            .into());
+            return Ok(Attempt::Lost(
+                Refusal::conflict(
+                    Code::Claimed,
+                    format!("the claim of {id} lost on {}: {why}", r.remote),
+                )
+                .with_hint(
+                    "pick another with `loopx quota should-run` (or `loopx todo list --ready`)",
+                ),
+            ));
         }
         ctx.out.emit(
             &Wire {
@@ -188,7 +269,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     if let Some(r) = &sync_report {
         ctx.out.status(&crate::cmd::wire::human(r));
     }
-    Ok(exit)
+    Ok(Attempt::Done(exit))
 }
 
 /// An unreachable hub: the refusal also says how to work offline.

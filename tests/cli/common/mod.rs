@@ -11,6 +11,7 @@
 pub mod daemon;
 pub mod fixtures;
 pub mod forge;
+pub mod nginx;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
