@@ -151,6 +151,10 @@ struct Child {
 }
 
 impl Runner for Child {
+    fn parse(&self, words: &[String]) -> Result<(), clap::Error> {
+        crate::cmd::parse(words)
+    }
+
     fn run(&self, argv: &[String]) -> Result<(Value, bool), String> {
         let mut child = Command::new(&self.exe)
             .args(["mcp", "--exec"])

@@ -120,6 +120,18 @@ pub enum Command {
     NotifyRun(notify_run::Args),
 }
 
+/// Parses a whole command line (`loopx [global flags] COMMAND …`) with the
+/// global flags and the command tree `cli::Cli` is made of, for a front end
+/// that checks one before running it in a child (`loopx mcp`): it lives here,
+/// not in `cli`, so the layers below the command line need not reach up.
+pub fn parse(words: &[String]) -> Result<(), clap::Error> {
+    use clap::{Args, Subcommand};
+    let line = crate::ctx::Global::augment_args(clap::Command::new("loopx"));
+    Command::augment_subcommands(line.subcommand_required(true))
+        .try_get_matches_from(words)
+        .map(drop)
+}
+
 /// Runs one command. `hook` never gets here: it always exits 0 and builds
 /// its context itself (see [`hook::main`]). When `loopx.notify` is set and
 /// the command moved the state ref, gates waiting on a human are notified

@@ -66,7 +66,7 @@ pub fn measure(
         .map(|r| (r.argv.clone(), r.exit))
         .collect();
     if let Some(since) = since {
-        let walk = crate::history::walk(ctx, tip).ok()?;
+        let walk = crate::history::walk(ctx.repo().ok()?, tip).ok()?;
         for entry in walk.take(LOOK_BACK) {
             let Ok(entry) = entry else { break };
             let tick = crate::history::Tick::read(entry);

@@ -203,7 +203,7 @@ fn guard_installed(ctx: &Ctx) -> Result<bool> {
         .collect();
     Ok(crate::hook::Runtime::ALL.into_iter().any(|runtime| {
         bases.iter().any(|base| {
-            crate::cmd::hooks::hook_file(runtime, base).is_some_and(|f| {
+            crate::hook::installer::hook_file(runtime, base).is_some_and(|f| {
                 !f.guard_event.is_empty()
                     && std::fs::read_to_string(&f.path).is_ok_and(|text| {
                         text.lines()
