@@ -344,24 +344,6 @@ impl Ctx {
         Ok(self.repo()?.config())
     }
 
-    /// Syncs with `remote` (None: the default remote), reporting progress
-    /// on stderr: for the commands that sync around their own work.
-    pub fn sync(&self, remote: Option<&str>) -> Result<crate::sync::Report> {
-        crate::sync::run(self.repo()?, &crate::sync::Options::with(remote), &|line| {
-            self.out.status(line)
-        })
-    }
-
-    /// [`Ctx::sync`] for a claim (DESIGN §5): push first, expecting the hub
-    /// at the last synced tip, and fetch only when that push is refused.
-    pub fn sync_push_first(&self, remote: Option<&str>) -> Result<crate::sync::Report> {
-        let opts = crate::sync::Options {
-            push_first: true,
-            ..crate::sync::Options::with(remote)
-        };
-        crate::sync::run(self.repo()?, &opts, &|line| self.out.status(line))
-    }
-
     /// The state ref (`refs/loopx/state`, or git config `loopx.ref`), for
     /// messages.
     pub fn state_ref(&self) -> &str {

@@ -181,6 +181,17 @@ pub fn file_at(repo: &Repo, tree: Oid, path: &str) -> Result<Option<Vec<u8>>> {
     repo.store().read_file(tree, path)
 }
 
+/// Every evidence record in a state's tree (they only grow, so a live
+/// tick never loads them).
+pub fn evidence_at(repo: &Repo, tree: Oid) -> Result<Vec<crate::model::Evidence>> {
+    let files = repo
+        .store()
+        .read_files_under(tree, crate::model::files::EVIDENCE)?;
+    Ok(crate::model::files::decode_evidence(
+        files.iter().map(|(p, b)| (p.as_str(), b.as_slice())),
+    )?)
+}
+
 /// The files that differ between two trees.
 pub fn diff_trees(repo: &Repo, a: Option<Oid>, b: Oid) -> Result<Vec<FileChange>> {
     repo.store().diff_trees(a, b)
@@ -188,7 +199,9 @@ pub fn diff_trees(repo: &Repo, a: Option<Oid>, b: Oid) -> Result<Vec<FileChange>
 
 /// The tip of the state ref, or how to create one.
 pub fn tip(repo: &Repo) -> Result<Tip> {
-    repo.store().tip()?.ok_or_else(|| tx::no_state_at(repo.state_ref()).into())
+    repo.store()
+        .tip()?
+        .ok_or_else(|| tx::no_state_at(repo.state_ref()).into())
 }
 
 /// The commit a tick argument names.

@@ -296,7 +296,11 @@ fn goal_of(
     if bytes.is_none()
         && let Some(parent) = tick.entry.parent
     {
-        bytes = history::file_at(ctx.repo()?, history::entry(ctx.repo()?, parent)?.tree, &path)?;
+        bytes = history::file_at(
+            ctx.repo()?,
+            history::entry(ctx.repo()?, parent)?.tree,
+            &path,
+        )?;
     }
     let goal = bytes
         .and_then(|b| String::from_utf8(b).ok())
@@ -308,22 +312,14 @@ fn goal_of(
 
 fn existing_goal(ctx: &Ctx, tree: crate::store::Oid, typed: &str) -> Result<GoalId> {
     let id = GoalId::new(typed).map_err(|e| Refusal::usage(Code::BadId, e))?;
-    if ctx
-        .store()?
-        .read_file(tree, &files::goal_path(&id))?
-        .is_none()
-    {
+    if history::file_at(ctx.repo()?, tree, &files::goal_path(&id))?.is_none() {
         return Err(crate::model::unknown_goal(&id).into());
     }
     Ok(id)
 }
 
 fn existing_agent(ctx: &Ctx, tree: crate::store::Oid, id: &AgentId) -> Result<AgentId> {
-    if ctx
-        .store()?
-        .read_file(tree, &files::agent_path(id))?
-        .is_none()
-    {
+    if history::file_at(ctx.repo()?, tree, &files::agent_path(id))?.is_none() {
         return Err(
             Refusal::error(Code::UnknownAgent, format!("there is no agent {id}"))
                 .with_hint("`loopx agent list` shows the registered agents")

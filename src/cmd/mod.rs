@@ -132,6 +132,24 @@ pub fn parse(words: &[String]) -> Result<(), clap::Error> {
         .map(drop)
 }
 
+/// Syncs with `remote` (None: the default remote), reporting progress
+/// on stderr: for the commands that sync around their own work.
+pub fn sync(ctx: &Ctx, remote: Option<&str>) -> Result<crate::sync::Report> {
+    crate::sync::run(ctx.repo()?, &crate::sync::Options::with(remote), &|line| {
+        ctx.out.status(line)
+    })
+}
+
+/// [`sync`] for a claim (DESIGN §5): push first, expecting the hub at the
+/// last synced tip, and fetch only when that push is refused.
+pub fn sync_push_first(ctx: &Ctx, remote: Option<&str>) -> Result<crate::sync::Report> {
+    let opts = crate::sync::Options {
+        push_first: true,
+        ..crate::sync::Options::with(remote)
+    };
+    crate::sync::run(ctx.repo()?, &opts, &|line| ctx.out.status(line))
+}
+
 /// Runs one command. `hook` never gets here: it always exits 0 and builds
 /// its context itself (see [`hook::main`]). When `loopx.notify` is set and
 /// the command moved the state ref, gates waiting on a human are notified
@@ -139,10 +157,17 @@ pub fn parse(words: &[String]) -> Result<(), clap::Error> {
 pub fn run(ctx: &Ctx, command: &Command) -> Result<Exit> {
     let before = match command {
         Command::Demo(_) | Command::Init(_) | Command::Mcp(_) | Command::NotifyRun(_) => None,
-        _ => crate::notify::before(ctx),
+        _ => ctx.repo().ok().and_then(crate::notify::before),
     };
     let result = dispatch(ctx, command);
-    crate::notify::after(ctx, before);
+    if before.is_some()
+        && let Ok(repo) = ctx.repo()
+        && crate::notify::after(repo, before, ctx.now, || {
+            crate::tx::load(ctx).ok().map(|s| s.state)
+        })
+    {
+        notify_run::start(ctx);
+    }
     result
 }
 
@@ -263,7 +288,7 @@ pub fn push_after(
     op: &crate::model::OpId,
     rejected: impl FnOnce(&crate::sync::Rejected) -> Refusal,
 ) -> Result<Option<crate::sync::Report>> {
-    match ctx.sync(None) {
+    match crate::cmd::sync(ctx, None) {
         Ok(report) => {
             ctx.out.status(&sync::human(&report));
             if let Some(r) = report.rejection_of(op) {

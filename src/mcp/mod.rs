@@ -240,7 +240,11 @@ impl Server<'_> {
             Ok(a) => a,
             Err(e) => return Ok(failed(format!("invalid arguments: {e}"))),
         };
-        let words: Vec<String> = ["loopx", "--json"].map(String::from).into_iter().chain(argv.iter().cloned()).collect();
+        let words: Vec<String> = ["loopx", "--json"]
+            .map(String::from)
+            .into_iter()
+            .chain(argv.iter().cloned())
+            .collect();
         if let Err(e) = self.runner.parse(&words) {
             return Ok(failed(format!(
                 "invalid arguments: {}",

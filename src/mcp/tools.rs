@@ -554,8 +554,13 @@ mod tests {
             .unwrap();
         let words: Vec<String> = std::iter::once("loopx".to_owned()).chain(argv).collect();
         let e = crate::cmd::parse(&words).unwrap_err().to_string();
-        let real = crate::cli::Cli::try_parse_from(&words).unwrap_err().to_string();
-        assert_eq!(e, real, "cmd::parse explains a bad argument as the real parser does");
+        let real = crate::cli::Cli::try_parse_from(&words)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e, real,
+            "cmd::parse explains a bad argument as the real parser does"
+        );
         let said = t.explain(&e);
         assert!(
             said.starts_with("todo_renew: invalid value 'soon' for ttl"),

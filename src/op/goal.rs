@@ -1,6 +1,10 @@
 //! Rules for `init`, `goal.add` and `goal.set`.
 
-use super::{Change, Effect, Happened, Op, rules::{human_only, non_empty}, short};
+use super::{
+    Change, Effect, Happened, Op,
+    rules::{human_only, non_empty},
+    short,
+};
 use crate::error::{Code, Hint, N, Next, Refusal};
 use crate::model::{Goal, GoalId, GoalStatus, QuotaPolicy, State};
 

@@ -443,4 +443,3 @@ pub(crate) fn non_empty(text: &str, what: &str) -> Result<String, Refusal> {
         Ok(t.to_owned())
     }
 }
-

@@ -285,7 +285,10 @@ impl<'a> Wire<'a> {
                     spend: crate::cmd::quota::should_run::BudgetWire::of(st),
                 })
                 .collect(),
-            notify_failed: crate::notify::failed(ctx, state)
+            notify_failed: ctx
+                .repo()
+                .map(|r| crate::notify::failed(r, state))
+                .unwrap_or_default()
                 .into_iter()
                 .map(|(gate, reason)| NotifyFailed { gate, reason })
                 .collect(),

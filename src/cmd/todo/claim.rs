@@ -68,8 +68,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         // Claim against the freshest state there is (which also pushes what
         // this clone holds that the hub lacks); the claim itself is then
         // pushed expecting the hub where this sync left it.
-        let before = ctx
-            .sync(None)
+        let before = crate::cmd::sync(ctx, None)
             .map_err(offline_hint)
             .context("nothing was claimed")?;
         for r in &before.rejected {
@@ -129,7 +128,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let (exit, t, sync_report) = if synced {
         // The claim is pushed expecting the hub where that sync left it;
         // only a refused push fetches again (DESIGN §5).
-        let r = match ctx.sync_push_first(None) {
+        let r = match crate::cmd::sync_push_first(ctx, None) {
             Ok(r) => r,
             Err(e) => return Err(unclaim(ctx, id, &done, offline_hint(e))),
         };

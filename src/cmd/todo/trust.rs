@@ -214,16 +214,17 @@ pub fn allow_or_hold(ctx: &Ctx, state: &State, todo: &Todo) -> Result<()> {
     // A human may have vouched for it on another machine: take the hub's
     // ticks (pushing nothing) and decide on those.
     let fresh;
-    let (state, todo) = if crate::cmd::syncs(ctx, false, false)? && ctx.sync(None).is_ok() {
-        fresh = tx::load(ctx)?.state;
-        // Only for the validation that is about to run, unchanged.
-        match fresh.todos.get(&todo.id) {
-            Some(t) if t.validate == todo.validate => (&fresh, t),
-            _ => (state, todo),
-        }
-    } else {
-        (state, todo)
-    };
+    let (state, todo) =
+        if crate::cmd::syncs(ctx, false, false)? && crate::cmd::sync(ctx, None).is_ok() {
+            fresh = tx::load(ctx)?.state;
+            // Only for the validation that is about to run, unchanged.
+            match fresh.todos.get(&todo.id) {
+                Some(t) if t.validate == todo.validate => (&fresh, t),
+                _ => (state, todo),
+            }
+        } else {
+            (state, todo)
+        };
     let refusal = match crate::trust::validation::verdict(ctx, state, todo)? {
         None | Some(Ok(_)) => return Ok(()),
         Some(Err(r)) => r,
@@ -286,7 +287,7 @@ pub fn allow_or_hold(ctx: &Ctx, state: &State, todo: &Todo) -> Result<()> {
             ));
             // The humans who can answer it are on other machines.
             if crate::cmd::syncs(ctx, false, false)?
-                && let Err(e) = ctx.sync(None)
+                && let Err(e) = crate::cmd::sync(ctx, None)
             {
                 ctx.out.warn(&format!(
                     "gate {gate} is not on the hub yet: {e:#}; it goes with the next sync"
