@@ -239,7 +239,7 @@ fn run(
         if crate::trust::validation::writes_validation(&op) {
             // Remembered before the tick lands: this exact validation of
             // this todo, written here, runs here without further trust.
-            crate::trust::validation::remember(ctx, &op)?;
+            crate::trust::validation::remember(ctx.repo()?, &op)?;
         }
         let Written {
             tip: new,

@@ -132,7 +132,7 @@ fn vouch(ctx: &Ctx, todo: &TodoId, note: Option<&str>) -> Result<Exit> {
     let signers = AllowedSigners::load(ctx.repo()?)?;
     let signature = trust::describe(done.op.signature.as_deref(), &signers);
     let state = tx::load(ctx)?.state;
-    let here = crate::trust::validation::verdict(ctx, &state, &state.todos[todo])?;
+    let here = crate::trust::validation::verdict(ctx.repo()?, &state, &state.todos[todo])?;
     if let Some(Err(_)) = here {
         // Signed, but by a key this machine does not trust: it runs nowhere
         // that does not trust that key either.
@@ -208,7 +208,7 @@ pub fn answer_run(ctx: &Ctx, todo: &TodoId, note: Option<&str>) -> Result<Exit> 
 /// validation's digest, so every clone opens the same one; its text taken
 /// from the todo), and the agent keeps its claim until a human answers.
 pub fn allow_or_hold(ctx: &Ctx, state: &State, todo: &Todo) -> Result<()> {
-    if crate::trust::validation::verdict(ctx, state, todo)?.is_none_or(|v| v.is_ok()) {
+    if crate::trust::validation::verdict(ctx.repo()?, state, todo)?.is_none_or(|v| v.is_ok()) {
         return Ok(());
     }
     // A human may have vouched for it on another machine: take the hub's
@@ -225,7 +225,7 @@ pub fn allow_or_hold(ctx: &Ctx, state: &State, todo: &Todo) -> Result<()> {
         } else {
             (state, todo)
         };
-    let refusal = match crate::trust::validation::verdict(ctx, state, todo)? {
+    let refusal = match crate::trust::validation::verdict(ctx.repo()?, state, todo)? {
         None | Some(Ok(_)) => return Ok(()),
         Some(Err(r)) => r,
     };
