@@ -5,7 +5,7 @@
 //! path of every file under src/ and turns it into an edge between modules
 //! (the crate root is `lib`). The tests then check that every edge between
 //! top-level modules is one their table `ALLOWED` lists, that there is no
-//! cycle among the top-level modules nor among the rule files under op/,
+//! cycle among the top-level modules nor among the files of one module,
 //! and that op/ and model/ reach, through any number of edges, no module
 //! that does I/O; `TO_BREAK` lists the edges still to break, which may only
 //! disappear. What a graph cannot see stays a search in the text: gix only
