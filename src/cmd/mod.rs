@@ -134,13 +134,13 @@ pub fn parse(words: &[String]) -> Result<(), clap::Error> {
 
 /// Syncs with `remote` (None: the default remote), reporting progress
 /// on stderr: for the commands that sync around their own work.
-pub fn sync(ctx: &Ctx, remote: Option<&str>) -> Result<crate::sync::Report> {
+pub fn sync_remote(ctx: &Ctx, remote: Option<&str>) -> Result<crate::sync::Report> {
     crate::sync::run(ctx.repo()?, &crate::sync::Options::with(remote), &|line| {
         ctx.out.status(line)
     })
 }
 
-/// [`sync`] for a claim (DESIGN §5): push first, expecting the hub at the
+/// [`sync_remote`] for a claim (DESIGN §5): push first, expecting the hub at the
 /// last synced tip, and fetch only when that push is refused.
 pub fn sync_push_first(ctx: &Ctx, remote: Option<&str>) -> Result<crate::sync::Report> {
     let opts = crate::sync::Options {
@@ -288,7 +288,7 @@ pub fn push_after(
     op: &crate::model::OpId,
     rejected: impl FnOnce(&crate::sync::Rejected) -> Refusal,
 ) -> Result<Option<crate::sync::Report>> {
-    match crate::cmd::sync(ctx, None) {
+    match crate::cmd::sync_remote(ctx, None) {
         Ok(report) => {
             ctx.out.status(&sync::human(&report));
             if let Some(r) = report.rejection_of(op) {

@@ -161,7 +161,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         .into());
     };
     if args.sync {
-        let report = crate::cmd::sync(ctx, None)?;
+        let report = crate::cmd::sync_remote(ctx, None)?;
         ctx.out.status(&crate::cmd::sync::human(&report));
     }
     let snap = tx::load(ctx)?;

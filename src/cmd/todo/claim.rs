@@ -68,7 +68,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         // Claim against the freshest state there is (which also pushes what
         // this clone holds that the hub lacks); the claim itself is then
         // pushed expecting the hub where this sync left it.
-        let before = crate::cmd::sync(ctx, None)
+        let before = crate::cmd::sync_remote(ctx, None)
             .map_err(offline_hint)
             .context("nothing was claimed")?;
         for r in &before.rejected {

@@ -215,7 +215,7 @@ pub fn allow_or_hold(ctx: &Ctx, state: &State, todo: &Todo) -> Result<()> {
     // ticks (pushing nothing) and decide on those.
     let fresh;
     let (state, todo) =
-        if crate::cmd::syncs(ctx, false, false)? && crate::cmd::sync(ctx, None).is_ok() {
+        if crate::cmd::syncs(ctx, false, false)? && crate::cmd::sync_remote(ctx, None).is_ok() {
             fresh = tx::load(ctx)?.state;
             // Only for the validation that is about to run, unchanged.
             match fresh.todos.get(&todo.id) {
@@ -287,7 +287,7 @@ pub fn allow_or_hold(ctx: &Ctx, state: &State, todo: &Todo) -> Result<()> {
             ));
             // The humans who can answer it are on other machines.
             if crate::cmd::syncs(ctx, false, false)?
-                && let Err(e) = crate::cmd::sync(ctx, None)
+                && let Err(e) = crate::cmd::sync_remote(ctx, None)
             {
                 ctx.out.warn(&format!(
                     "gate {gate} is not on the hub yet: {e:#}; it goes with the next sync"
