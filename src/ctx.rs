@@ -445,14 +445,6 @@ impl Ctx {
         Ok(self.repo()?.config())
     }
 
-    /// Syncs with `remote` (None: the default remote), reporting progress
-    /// on stderr: for the commands that sync around their own work.
-    pub fn sync(&self, remote: Option<&str>) -> Result<crate::sync::Report> {
-        crate::sync::run(self.repo()?, &crate::sync::Options::with(remote), &|line| {
-            self.out.status(line)
-        })
-    }
-
     /// The state ref (`refs/loopx/state`, or git config `loopx.ref`), for
     /// messages.
     pub fn state_ref(&self) -> &str {

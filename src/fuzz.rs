@@ -211,6 +211,9 @@ pub fn mcp_message(data: &[u8]) {
         fn run(&self, argv: &[String]) -> Result<(serde_json::Value, bool), String> {
             Ok((serde_json::json!({ "ok": true, "argv": argv }), false))
         }
+        fn parse(&self, words: &[String]) -> Result<(), clap::Error> {
+            crate::cmd::parse(words)
+        }
     }
     let Ok(line) = std::str::from_utf8(data) else {
         return;

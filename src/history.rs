@@ -14,11 +14,11 @@ use std::str::FromStr;
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::ctx::Ctx;
 use crate::diff::{self, FileStatus};
 use crate::error::{Code, Refusal};
 use crate::op::Op;
 use crate::op::message::{self, Parsed};
+use crate::repo::Repo;
 use crate::store::{Entry, FileChange, Oid, PrefixMatch, Tip};
 use crate::time::Timestamp;
 use crate::tx;
@@ -162,42 +162,55 @@ impl Tick {
 }
 
 /// The ticks from `start` back along the first parents, newest first.
-pub fn walk(ctx: &Ctx, start: Oid) -> Result<crate::store::FirstParents<'_>> {
-    Ok(ctx.store()?.history(start))
+pub fn walk(repo: &Repo, start: Oid) -> Result<crate::store::FirstParents<'_>> {
+    Ok(repo.store().history(start))
 }
 
 /// One commit of the history.
-pub fn entry(ctx: &Ctx, commit: Oid) -> Result<Entry> {
-    ctx.store()?.entry(commit)
+pub fn entry(repo: &Repo, commit: Oid) -> Result<Entry> {
+    repo.store().entry(commit)
 }
 
 /// The entry at the tip of the state ref.
-pub fn tip_entry(ctx: &Ctx) -> Result<Entry> {
-    entry(ctx, tip(ctx)?.commit)
+pub fn tip_entry(repo: &Repo) -> Result<Entry> {
+    entry(repo, tip(repo)?.commit)
 }
 
 /// A file as it was at a tree, if it existed.
-pub fn file_at(ctx: &Ctx, tree: Oid, path: &str) -> Result<Option<Vec<u8>>> {
-    ctx.store()?.read_file(tree, path)
+pub fn file_at(repo: &Repo, tree: Oid, path: &str) -> Result<Option<Vec<u8>>> {
+    repo.store().read_file(tree, path)
+}
+
+/// Every evidence record in a state's tree (they only grow, so a live
+/// tick never loads them).
+pub fn evidence_at(repo: &Repo, tree: Oid) -> Result<Vec<crate::model::Evidence>> {
+    let files = repo
+        .store()
+        .read_files_under(tree, crate::model::files::EVIDENCE)?;
+    Ok(crate::model::files::decode_evidence(
+        files.iter().map(|(p, b)| (p.as_str(), b.as_slice())),
+    )?)
 }
 
 /// The files that differ between two trees.
-pub fn diff_trees(ctx: &Ctx, a: Option<Oid>, b: Oid) -> Result<Vec<FileChange>> {
-    ctx.store()?.diff_trees(a, b)
+pub fn diff_trees(repo: &Repo, a: Option<Oid>, b: Oid) -> Result<Vec<FileChange>> {
+    repo.store().diff_trees(a, b)
 }
 
 /// The tip of the state ref, or how to create one.
-pub fn tip(ctx: &Ctx) -> Result<Tip> {
-    ctx.store()?.tip()?.ok_or_else(|| tx::no_state(ctx).into())
+pub fn tip(repo: &Repo) -> Result<Tip> {
+    repo.store()
+        .tip()?
+        .ok_or_else(|| tx::no_state_at(repo.state_ref()).into())
 }
 
 /// The commit a tick argument names.
-pub fn resolve(ctx: &Ctx, rev: &Rev) -> Result<Entry> {
+pub fn resolve(repo: &Repo, rev: &Rev) -> Result<Entry> {
     match rev {
-        Rev::Tick(n) => find_tick(ctx, &tip(ctx)?, *n),
-        Rev::Time(t) => at_time(ctx, &tip(ctx)?, *t),
-        Rev::Commit(hex) => match ctx.store()?.commit_by_prefix(hex)? {
-            PrefixMatch::One(id) => ctx.store()?.entry(id),
+        Rev::Tick(n) => find_tick(repo, &tip(repo)?, *n),
+        Rev::Time(t) => at_time(repo, &tip(repo)?, *t),
+        Rev::Commit(hex) => match repo.store().commit_by_prefix(hex)? {
+            PrefixMatch::One(id) => repo.store().entry(id),
             PrefixMatch::None => Err(Refusal::error(
                 Code::UnknownCommit,
                 format!("no commit id starts with {hex}"),
@@ -211,11 +224,11 @@ pub fn resolve(ctx: &Ctx, rev: &Rev) -> Result<Entry> {
             .with_hint("type more digits of the commit id")
             .into()),
         },
-        Rev::Ref(name) => match ctx.store()?.resolve(name)? {
-            Some(tip) => ctx.store()?.entry(tip.commit),
+        Rev::Ref(name) => match repo.store().resolve(name)? {
+            Some(tip) => repo.store().entry(tip.commit),
             None => Err(
                 Refusal::error(Code::UnknownRef, format!("there is no ref {name}"))
-                    .with_hint(format!("give a full ref name such as {}", ctx.state_ref()))
+                    .with_hint(format!("give a full ref name such as {}", repo.state_ref()))
                     .into(),
             ),
         },
@@ -224,9 +237,9 @@ pub fn resolve(ctx: &Ctx, rev: &Rev) -> Result<Entry> {
 
 /// Tick number `n`, walking first parents from `tip` and stopping as soon
 /// as the tick numbers fall to `n` or below.
-fn find_tick(ctx: &Ctx, tip: &Tip, n: u64) -> Result<Entry> {
+fn find_tick(repo: &Repo, tip: &Tip, n: u64) -> Result<Entry> {
     let mut newest = None;
-    for entry in ctx.store()?.history(tip.commit) {
+    for entry in repo.store().history(tip.commit) {
         let entry = entry?;
         let Some(tick) = message::tick_of(&entry.message) else {
             continue;
@@ -252,9 +265,9 @@ fn no_tick(n: u64, newest: u64) -> anyhow::Error {
 }
 
 /// The newest commit at or before `t`.
-fn at_time(ctx: &Ctx, tip: &Tip, t: Timestamp) -> Result<Entry> {
+fn at_time(repo: &Repo, tip: &Tip, t: Timestamp) -> Result<Entry> {
     let mut first = None;
-    for entry in ctx.store()?.history(tip.commit) {
+    for entry in repo.store().history(tip.commit) {
         let entry = entry?;
         if entry.time <= t.unix() {
             return Ok(entry);
@@ -273,23 +286,23 @@ fn at_time(ctx: &Ctx, tip: &Tip, t: Timestamp) -> Result<Entry> {
 }
 
 /// The state as a commit of the history holds it.
-pub fn load(ctx: &Ctx, entry: &Entry) -> Result<tx::Snapshot> {
+pub fn load(repo: &Repo, entry: &Entry) -> Result<tx::Snapshot> {
     let tip = Tip {
         commit: entry.commit,
         tree: entry.tree,
         tick: message::tick_of(&entry.message).unwrap_or(0),
     };
-    tx::load_at(ctx, tip)
+    tx::snapshot(repo.store(), tip)
 }
 
 /// The files a commit changed, compared with its first parent (an empty
 /// tree for the first tick).
-pub fn changed_files(ctx: &Ctx, entry: &Entry) -> Result<Vec<FileChange>> {
+pub fn changed_files(repo: &Repo, entry: &Entry) -> Result<Vec<FileChange>> {
     let base = match entry.parent {
-        Some(p) => Some(self::entry(ctx, p)?.tree),
+        Some(p) => Some(self::entry(repo, p)?.tree),
         None => None,
     };
-    diff_trees(ctx, base, entry.tree)
+    diff_trees(repo, base, entry.tree)
 }
 
 /// One changed file with its unified diff, as `log -p`, `show` and

@@ -116,7 +116,9 @@ pub fn main_from(args: impl IntoIterator<Item = std::ffi::OsString>) -> ExitCode
     };
     match &cli.command {
         cmd::Command::Hook(args) => return cmd::hook::main(&cli.global, args),
-        cmd::Command::Mcp(args) if args.exec => return cmd::mcp::exec(),
+        cmd::Command::Mcp(args) if args.exec => {
+            return cmd::mcp::exec().map_or_else(|code| code, main_from);
+        }
         _ => {}
     }
     let format = cli.global.format();

@@ -4,7 +4,7 @@
 //! (a tick, or a sync that brought ticks in).
 //!
 //! Nothing of it runs inside the command: [`after`] only looks whether a
-//! gate is due and, if one is, starts a detached runner (`loopx
+//! gate is due and, if one is, the command starts a detached runner (`loopx
 //! notify-run`, in a process group of its own) and returns. The runner
 //! ([`run_pending`]) is one per clone at a time (`.git/loopx/notify.lock`;
 //! a command that finds one running leaves `.git/loopx/notify-pending`,
@@ -19,6 +19,11 @@
 //! A failure is remembered under `.git/loopx/notify-failed/` (the reason,
 //! shown by `status`, and when to try again) and retried after a later
 //! tick once its back-off (1 minute, doubling to 1 hour) has passed.
+//!
+//! This module takes the repository handle and explicit values (the time,
+//! how to load the state, how to record a gate as notified) and never
+//! prints: starting the runner, loading through the cache and writing the
+//! tick are the commands' (`cmd::run`, `cmd/notify_run.rs`).
 
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -27,10 +32,10 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::ctx::Ctx;
-use crate::model::{Gate, GateId};
-use crate::op::Change;
-use crate::tx;
+use crate::model::{Gate, GateId, State};
+use crate::repo::Repo;
+use crate::store::Oid;
+use crate::time::Timestamp;
 
 /// A word for a POSIX shell: as is when it is plain, else single-quoted.
 pub fn shell_word(s: &str) -> String {
@@ -78,42 +83,48 @@ const GRACE: Duration = Duration::from_millis(500);
 
 /// The tip before a command, when notifications are configured: the
 /// argument [`after`] compares against.
-pub fn before(ctx: &Ctx) -> Option<Option<crate::store::Oid>> {
-    ctx.config().ok()?.notify.as_ref()?;
-    Some(tx::tip(ctx).ok()?.map(|t| t.commit))
+pub fn before(repo: &Repo) -> Option<Option<Oid>> {
+    repo.config().notify.as_ref()?;
+    Some(repo.store().tip().ok()?.map(|t| t.commit))
 }
 
-/// After a command: if the ref moved since `before` and a gate is due,
-/// starts the detached runner and returns at once. Never fails.
-pub fn after(ctx: &Ctx, before: Option<Option<crate::store::Oid>>) {
-    let Some(before) = before else { return };
-    let Ok(Some(tip)) = tx::tip(ctx) else { return };
+/// After a command: whether the ref moved since `before` and a gate is due
+/// in the state `load` gives (asked only then). If so, the pending mark is
+/// left for the runner, and the caller starts it (`loopx notify-run`,
+/// detached). Never fails.
+pub fn after(
+    repo: &Repo,
+    before: Option<Option<Oid>>,
+    now: Timestamp,
+    load: impl FnOnce() -> Option<State>,
+) -> bool {
+    let Some(before) = before else { return false };
+    let Ok(Some(tip)) = repo.store().tip() else {
+        return false;
+    };
     if Some(tip.commit) == before {
-        return;
+        return false;
     }
-    let Ok(snap) = tx::load(ctx) else { return };
-    let Some(dirs) = Dirs::of(ctx) else { return };
-    if due(ctx, &dirs, &snap.state).is_empty() && unrecorded(&dirs, &snap.state).is_empty() {
-        return;
+    let Some(state) = load() else { return false };
+    let dirs = Dirs::of(repo);
+    if due(&dirs, &state, now).is_empty() && unrecorded(&dirs, &state).is_empty() {
+        return false;
     }
     let _ = std::fs::create_dir_all(&dirs.base)
         .and_then(|()| std::fs::write(dirs.base.join(PENDING), b""));
-    if let Err(e) = start_runner(ctx) {
-        ctx.out
-            .warn(&format!("could not start the loopx.notify runner: {e:#}"));
-    }
+    true
 }
 
-/// Starts `loopx notify-run` detached: its own process group, no terminal,
-/// as the same actor, in the same repository. A thread reaps it if this
-/// process outlives it (`loopx mcp`).
-fn start_runner(ctx: &Ctx) -> anyhow::Result<()> {
+/// Starts `loopx notify-run` detached in `dir` (as `agent`, when one acts):
+/// its own process group, no terminal. A thread reaps it if this process
+/// outlives it (`loopx mcp`).
+pub fn start_runner(dir: &std::path::Path, agent: Option<&str>) -> anyhow::Result<()> {
     use std::os::unix::process::CommandExt;
     let exe = std::env::current_exe()?;
     let mut c = Command::new(exe);
-    c.current_dir(ctx.store()?.root());
-    if let crate::ctx::Caller::Agent(id) = ctx.caller() {
-        c.arg("--agent").arg(id.as_str());
+    c.current_dir(dir);
+    if let Some(id) = agent {
+        c.arg("--agent").arg(id);
     }
     let mut child = c
         .arg("notify-run")
@@ -137,20 +148,20 @@ const PENDING: &str = "notify-pending";
 const LOCK: &str = "notify.lock";
 
 impl Dirs {
-    fn of(ctx: &Ctx) -> Option<Dirs> {
-        let base = ctx.store().ok()?.common_dir().join("loopx");
-        Some(Dirs {
+    fn of(repo: &Repo) -> Dirs {
+        let base = repo.store().common_dir().join("loopx");
+        Dirs {
             sent: base.join("notify-sent"),
             failed: base.join("notify-failed"),
             base,
-        })
+        }
     }
 }
 
 /// Open human-only gates without a `notified` record, not sent from this
 /// clone already, and not backed off: oldest first.
-fn due<'s>(ctx: &Ctx, dirs: &Dirs, state: &'s crate::model::State) -> Vec<&'s Gate> {
-    let now = ctx.now.unix();
+fn due<'s>(dirs: &Dirs, state: &'s State, now: Timestamp) -> Vec<&'s Gate> {
+    let now = now.unix();
     let mut due: Vec<&Gate> = state
         .gates
         .values()
@@ -164,7 +175,7 @@ fn due<'s>(ctx: &Ctx, dirs: &Dirs, state: &'s crate::model::State) -> Vec<&'s Ga
 
 /// Open gates this clone notified whose `gate.notified` tick has not
 /// landed. The notes of gates recorded or closed since are removed.
-fn unrecorded(dirs: &Dirs, state: &crate::model::State) -> Vec<GateId> {
+fn unrecorded(dirs: &Dirs, state: &State) -> Vec<GateId> {
     let Ok(entries) = std::fs::read_dir(&dirs.sent) else {
         return Vec::new();
     };
@@ -198,13 +209,18 @@ fn backoff(marker: &std::path::Path) -> Option<(u32, i64)> {
     }
 }
 
+/// How the runner reaches the state: it loads the live state, and records
+/// a sent notification as a `gate.notified` tick (true: it landed).
+pub struct Runner<'a> {
+    pub load: &'a dyn Fn() -> Option<State>,
+    pub record: &'a dyn Fn(&GateId) -> bool,
+}
+
 /// `loopx notify-run`: sends what is due, one runner per clone at a time.
 /// A runner that finds another at work leaves it the pending mark.
-pub fn run_pending(ctx: &Ctx) -> anyhow::Result<()> {
+pub fn run_pending(repo: &Repo, now: Timestamp, runner: &Runner) -> anyhow::Result<()> {
     use rustix::fs::{FlockOperation, flock};
-    let Some(dirs) = Dirs::of(ctx) else {
-        return Ok(());
-    };
+    let dirs = Dirs::of(repo);
     std::fs::create_dir_all(&dirs.base)?;
     let lock = std::fs::File::options()
         .create(true)
@@ -218,7 +234,7 @@ pub fn run_pending(ctx: &Ctx) -> anyhow::Result<()> {
             return Ok(());
         }
         while std::fs::remove_file(&pending).is_ok() {
-            deliver(ctx, &dirs);
+            deliver(repo, &dirs, now, runner);
         }
         let _ = flock(&lock, FlockOperation::Unlock);
         // A command that came by between the last look and the unlock.
@@ -230,24 +246,21 @@ pub fn run_pending(ctx: &Ctx) -> anyhow::Result<()> {
 
 /// Sends every due gate, [`CONCURRENCY`] at a time, and records each
 /// result as it comes.
-fn deliver(ctx: &Ctx, dirs: &Dirs) {
-    let Some((argv, limit)) = ctx
-        .config()
-        .ok()
-        .and_then(|c| Some((c.notify.clone()?, c.notify_timeout)))
-    else {
+fn deliver(repo: &Repo, dirs: &Dirs, now: Timestamp, runner: &Runner) {
+    let config = repo.config();
+    let Some(argv) = config.notify.clone() else {
         return;
     };
-    let limit = Duration::from_secs(limit.as_secs().unsigned_abs().max(1));
-    let Ok(snap) = tx::load(ctx) else { return };
-    for id in unrecorded(dirs, &snap.state) {
-        record(ctx, dirs, &id);
+    let limit = Duration::from_secs(config.notify_timeout.as_secs().unsigned_abs().max(1));
+    let Some(state) = (runner.load)() else { return };
+    for id in unrecorded(dirs, &state) {
+        record(dirs, &id, runner);
     }
-    let jobs: Vec<(GateId, Vec<u8>)> = due(ctx, dirs, &snap.state)
+    let jobs: Vec<(GateId, Vec<u8>)> = due(dirs, &state, now)
         .into_iter()
         .filter_map(|g| Some((g.id.clone(), payload(g).ok()?)))
         .collect();
-    drop(snap);
+    drop(state);
     let queue = std::sync::Mutex::new(jobs.into_iter());
     let (done_tx, done_rx) = std::sync::mpsc::channel();
     std::thread::scope(|s| {
@@ -272,13 +285,13 @@ fn deliver(ctx: &Ctx, dirs: &Dirs) {
                     let _ = std::fs::create_dir_all(&dirs.sent)
                         .and_then(|()| std::fs::write(dirs.sent.join(id.as_str()), b""));
                     let _ = std::fs::remove_file(dirs.failed.join(id.as_str()));
-                    record(ctx, dirs, &id);
+                    record(dirs, &id, runner);
                 }
                 Err(why) => {
                     let marker = dirs.failed.join(id.as_str());
                     let attempts = backoff(&marker).map_or(0, |(n, _)| n) + 1;
                     let wait = (BACKOFF << (attempts - 1).min(10)).min(BACKOFF_MAX);
-                    let next = ctx.now.unix() + wait;
+                    let next = now.unix() + wait;
                     let _ = std::fs::create_dir_all(&dirs.failed).and_then(|()| {
                         std::fs::write(&marker, format!("{why}\nattempts {attempts} next {next}\n"))
                     });
@@ -290,21 +303,16 @@ fn deliver(ctx: &Ctx, dirs: &Dirs) {
 
 /// Records a sent notification as a `gate.notified` tick; the local
 /// record goes once the tick has landed.
-fn record(ctx: &Ctx, dirs: &Dirs, id: &GateId) {
-    let landed = tx::commit(ctx, |_| {
-        Ok(tx::op(ctx, Change::GateNotified { gate: id.clone() })?)
-    });
-    if landed.is_ok() {
+fn record(dirs: &Dirs, id: &GateId, runner: &Runner) {
+    if (runner.record)(id) {
         let _ = std::fs::remove_file(dirs.sent.join(id.as_str()));
     }
 }
 
 /// Gates whose last notification failed on this clone, with the reason;
 /// those since notified or closed are left out.
-pub fn failed(ctx: &Ctx, state: &crate::model::State) -> Vec<(GateId, String)> {
-    let Some(dirs) = Dirs::of(ctx) else {
-        return Vec::new();
-    };
+pub fn failed(repo: &Repo, state: &State) -> Vec<(GateId, String)> {
+    let dirs = Dirs::of(repo);
     let Ok(entries) = std::fs::read_dir(&dirs.failed) else {
         return Vec::new();
     };

@@ -140,9 +140,14 @@ fn unreadable_tip(ctx: &Ctx, e: anyhow::Error) -> anyhow::Error {
 
 /// The state ref does not exist: says how to create or fetch it.
 pub fn no_state(ctx: &Ctx) -> Refusal {
+    no_state_at(ctx.state_ref())
+}
+
+/// [`no_state`] for a state ref by name (the layers that take a `Repo`).
+pub fn no_state_at(state_ref: &str) -> Refusal {
     Refusal::error(
         Code::NoState,
-        format!("there is no loopx state here ({} does not exist)", ctx.state_ref()),
+        format!("there is no loopx state here ({state_ref} does not exist)"),
     )
     .with_hint("create it with `loopx init`, or get a team's state with `loopx sync` (from git config loopx.remote, else origin)")
 }
@@ -238,7 +243,7 @@ fn run(
         if crate::trust::validation::writes_validation(&op) {
             // Remembered before the tick lands: this exact validation of
             // this todo, written here, runs here without further trust.
-            crate::trust::validation::remember(ctx, &op)?;
+            crate::trust::validation::remember(ctx.repo()?, &op)?;
         }
         let Written {
             tip: new,

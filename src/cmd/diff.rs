@@ -71,17 +71,17 @@ impl End {
 }
 
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
-    let a = history::resolve(ctx, &args.from)?;
+    let a = history::resolve(ctx.repo()?, &args.from)?;
     let b = match &args.to {
-        Some(rev) => history::resolve(ctx, rev)?,
-        None => history::tip_entry(ctx)?,
+        Some(rev) => history::resolve(ctx.repo()?, rev)?,
+        None => history::tip_entry(ctx.repo()?)?,
     };
-    let state_a = history::load(ctx, &a)?.state;
-    let state_b = history::load(ctx, &b)?.state;
+    let state_a = history::load(ctx.repo()?, &a)?.state;
+    let state_b = history::load(ctx.repo()?, &b)?.state;
     let color = ctx.out.color() && !ctx.out.is_json();
     let files = if args.patch {
         Some(history::file_diffs(
-            &history::diff_trees(ctx, Some(a.tree), b.tree)?,
+            &history::diff_trees(ctx.repo()?, Some(a.tree), b.tree)?,
             color,
         ))
     } else {

@@ -147,7 +147,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     // gate) is found by these.
     let mut window: Vec<(Timestamp, String, u64)> = Vec::new();
     let mut older = 0;
-    for e in history::walk(ctx, snap.tip.commit)? {
+    for e in history::walk(ctx.repo()?, snap.tip.commit)? {
         let t = Tick::read(e?);
         let at = t.time();
         if at < since {

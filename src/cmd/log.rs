@@ -90,7 +90,7 @@ struct Filter {
 }
 
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
-    let tip = history::tip(ctx)?;
+    let tip = history::tip(ctx.repo()?)?;
     let filter = Filter {
         goal: args
             .goal
@@ -114,7 +114,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let mut stream = ctx.out.stream();
     let mut shown = 0usize;
     let mut older = 0usize;
-    for entry in history::walk(ctx, tip.commit)? {
+    for entry in history::walk(ctx.repo()?, tip.commit)? {
         let tick = Tick::read(entry?);
         if let Some(since) = since
             && tick.time() < since
@@ -131,7 +131,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         }
         let files = if args.patch {
             Some(history::file_diffs(
-                &history::changed_files(ctx, &tick.entry)?,
+                &history::changed_files(ctx.repo()?, &tick.entry)?,
                 color,
             ))
         } else {
@@ -292,11 +292,15 @@ fn goal_of(
         goal: GoalId,
     }
     let path = files::todo_path(todo);
-    let mut bytes = history::file_at(ctx, tick.entry.tree, &path)?;
+    let mut bytes = history::file_at(ctx.repo()?, tick.entry.tree, &path)?;
     if bytes.is_none()
         && let Some(parent) = tick.entry.parent
     {
-        bytes = history::file_at(ctx, history::entry(ctx, parent)?.tree, &path)?;
+        bytes = history::file_at(
+            ctx.repo()?,
+            history::entry(ctx.repo()?, parent)?.tree,
+            &path,
+        )?;
     }
     let goal = bytes
         .and_then(|b| String::from_utf8(b).ok())
@@ -308,22 +312,14 @@ fn goal_of(
 
 fn existing_goal(ctx: &Ctx, tree: crate::store::Oid, typed: &str) -> Result<GoalId> {
     let id = GoalId::new(typed).map_err(|e| Refusal::usage(Code::BadId, e))?;
-    if ctx
-        .store()?
-        .read_file(tree, &files::goal_path(&id))?
-        .is_none()
-    {
+    if history::file_at(ctx.repo()?, tree, &files::goal_path(&id))?.is_none() {
         return Err(crate::model::unknown_goal(&id).into());
     }
     Ok(id)
 }
 
 fn existing_agent(ctx: &Ctx, tree: crate::store::Oid, id: &AgentId) -> Result<AgentId> {
-    if ctx
-        .store()?
-        .read_file(tree, &files::agent_path(id))?
-        .is_none()
-    {
+    if history::file_at(ctx.repo()?, tree, &files::agent_path(id))?.is_none() {
         return Err(
             Refusal::error(Code::UnknownAgent, format!("there is no agent {id}"))
                 .with_hint("`loopx agent list` shows the registered agents")

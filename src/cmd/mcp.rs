@@ -120,8 +120,10 @@ fn read_message(input: &mut impl BufRead) -> std::io::Result<Option<Message>> {
 }
 
 /// `loopx mcp --exec`: reads an argv (a JSON array of strings) on stdin
-/// and runs `loopx --json ARGV` in this process, through the real parser.
-pub fn exec() -> ExitCode {
+/// and returns the command line `loopx --json ARGV`, which `lib` runs in
+/// this process through the real parser (or the exit status of a bad
+/// input, said on stderr).
+pub fn exec() -> Result<Vec<std::ffi::OsString>, ExitCode> {
     let mut input = String::new();
     let argv: Result<Vec<String>, String> = std::io::stdin()
         .lock()
@@ -132,13 +134,16 @@ pub fn exec() -> ExitCode {
     match argv {
         Ok(argv) => {
             let words = ["loopx", "--json"].map(std::ffi::OsString::from);
-            crate::main_from(words.into_iter().chain(argv.into_iter().map(Into::into)))
+            Ok(words
+                .into_iter()
+                .chain(argv.into_iter().map(Into::into))
+                .collect())
         }
         Err(e) => {
             Out::new(Format::Human, true).status(&format!(
                 "loopx mcp --exec: stdin is not a JSON list of strings: {e}"
             ));
-            ExitCode::from(Exit::Usage.code())
+            Err(ExitCode::from(Exit::Usage.code()))
         }
     }
 }
@@ -151,6 +156,10 @@ struct Child {
 }
 
 impl Runner for Child {
+    fn parse(&self, words: &[String]) -> Result<(), clap::Error> {
+        crate::cmd::parse(words)
+    }
+
     fn run(&self, argv: &[String]) -> Result<(Value, bool), String> {
         let mut child = Command::new(&self.exe)
             .args(["mcp", "--exec"])

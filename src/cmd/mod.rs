@@ -119,6 +119,26 @@ pub enum Command {
     NotifyRun(notify_run::Args),
 }
 
+/// Parses a whole command line (`loopx [global flags] COMMAND …`) with the
+/// global flags and the command tree `cli::Cli` is made of, for a front end
+/// that checks one before running it in a child (`loopx mcp`): it lives here,
+/// not in `cli`, so the layers below the command line need not reach up.
+pub fn parse(words: &[String]) -> Result<(), clap::Error> {
+    use clap::{Args, Subcommand};
+    let line = crate::ctx::Global::augment_args(clap::Command::new("loopx"));
+    Command::augment_subcommands(line.subcommand_required(true))
+        .try_get_matches_from(words)
+        .map(drop)
+}
+
+/// Syncs with `remote` (None: the default remote), reporting progress
+/// on stderr: for the commands that sync around their own work.
+pub fn sync_remote(ctx: &Ctx, remote: Option<&str>) -> Result<crate::sync::Report> {
+    crate::sync::run(ctx.repo()?, &crate::sync::Options::with(remote), &|line| {
+        ctx.out.status(line)
+    })
+}
+
 /// Runs one command. `hook` never gets here: it always exits 0 and builds
 /// its context itself (see [`hook::main`]). When `loopx.notify` is set and
 /// the command moved the state ref, gates waiting on a human are notified
@@ -130,10 +150,17 @@ pub fn run(ctx: &Ctx, command: &Command) -> Result<Exit> {
         // without opening the repository (`crate::fast`): `loopx.notify`
         // decides trust and is never read from a cache.
         Command::Quota(quota::Command::ShouldRun(a)) if !a.syncs() => None,
-        _ => crate::notify::before(ctx),
+        _ => ctx.repo().ok().and_then(crate::notify::before),
     };
     let result = dispatch(ctx, command);
-    crate::notify::after(ctx, before);
+    if before.is_some()
+        && let Ok(repo) = ctx.repo()
+        && crate::notify::after(repo, before, ctx.now, || {
+            crate::tx::load(ctx).ok().map(|s| s.state)
+        })
+    {
+        notify_run::start(ctx);
+    }
     result
 }
 
@@ -280,7 +307,7 @@ pub fn push_after(
     op: &crate::model::OpId,
     rejected: impl FnOnce(&crate::sync::Rejected) -> Refusal,
 ) -> Result<Option<crate::sync::Report>> {
-    match ctx.sync(None) {
+    match crate::cmd::sync_remote(ctx, None) {
         Ok(report) => {
             ctx.out.status(&wire::human(&report));
             if let Some(r) = report.rejection_of(op) {

@@ -4,14 +4,44 @@
 
 use anyhow::Result;
 
-use crate::ctx::Ctx;
+use crate::ctx::{Caller, Ctx};
 use crate::error::Exit;
+use crate::op::Change;
 
 /// Send the notifications that are due (started by loopx itself)
 #[derive(clap::Args, Debug)]
 pub struct Args {}
 
 pub fn run(ctx: &Ctx, _args: &Args) -> Result<Exit> {
-    crate::notify::run_pending(ctx)?;
+    let runner = crate::notify::Runner {
+        load: &|| crate::tx::load(ctx).ok().map(|s| s.state),
+        record: &|id| {
+            let gate = id.clone();
+            crate::tx::commit(ctx, |_| {
+                Ok(crate::tx::op(
+                    ctx,
+                    Change::GateNotified { gate: gate.clone() },
+                )?)
+            })
+            .is_ok()
+        },
+    };
+    crate::notify::run_pending(ctx.repo()?, ctx.now, &runner)?;
     Ok(Exit::Ok)
+}
+
+/// Starts the runner detached when [`crate::notify::after`] says a gate is
+/// due: in the same repository, as the same agent. Never fails (a warning).
+pub fn start(ctx: &Ctx) {
+    let agent = match ctx.caller() {
+        Caller::Agent(id) => Some(id.as_str()),
+        _ => None,
+    };
+    let started = ctx
+        .store()
+        .and_then(|s| crate::notify::start_runner(s.root(), agent));
+    if let Err(e) = started {
+        ctx.out
+            .warn(&format!("could not start the loopx.notify runner: {e:#}"));
+    }
 }

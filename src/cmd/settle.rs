@@ -83,7 +83,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     own_token(&ctx.actor()?, &token)?;
     let usage = super::read_usage(ctx, &args.usage)?;
     if args.sync {
-        let report = ctx.sync(None)?;
+        let report = crate::cmd::sync_remote(ctx, None)?;
         ctx.out.status(&crate::cmd::wire::human(&report));
     }
     let snap = tx::load(ctx)?;

@@ -55,10 +55,10 @@ struct Wire<'a> {
 }
 
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
-    let entry = history::resolve(ctx, &args.tick)?;
+    let entry = history::resolve(ctx.repo()?, &args.tick)?;
     let tick = Tick::read(entry);
     let color = ctx.out.color() && !ctx.out.is_json();
-    let files = history::file_diffs(&history::changed_files(ctx, &tick.entry)?, color);
+    let files = history::file_diffs(&history::changed_files(ctx.repo()?, &tick.entry)?, color);
     let op = tick.op();
     let signers = crate::trust::AllowedSigners::load(ctx.repo()?)?;
     let wire = Wire {

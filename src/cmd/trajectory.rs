@@ -139,7 +139,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let mut red = Redactor::new(!args.keep_names);
     // The goal's ticks, oldest first.
     let mut ticks = Vec::new();
-    for e in history::walk(ctx, snap.tip.commit)? {
+    for e in history::walk(ctx.repo()?, snap.tip.commit)? {
         let e = e?;
         let commit = e.commit.to_string();
         let t = Tick::read(e);

@@ -50,13 +50,13 @@ const PROGRESS_FROM: usize = 2000;
 
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let to = match &args.to {
-        Some(rev) => history::resolve(ctx, rev)?,
-        None => history::tip_entry(ctx)?,
+        Some(rev) => history::resolve(ctx.repo()?, rev)?,
+        None => history::tip_entry(ctx.repo()?)?,
     };
     let base = match &args.from {
         None => None,
         Some(rev) => {
-            let from = history::resolve(ctx, rev)?;
+            let from = history::resolve(ctx.repo()?, rev)?;
             if !verify::is_ancestor(ctx.repo()?, from.commit, to.commit)? {
                 return Err(Refusal::usage(
                     Code::BadRange,

@@ -17,7 +17,6 @@
 mod args;
 pub mod tools;
 
-use clap::Parser;
 use serde_json::{Map, Value, json};
 
 pub use tools::{TOOLS, Tool};
@@ -44,6 +43,11 @@ const INSTRUCTIONS: &str = "loopx keeps this project's goals, todos, gates and q
 /// JSON document, and whether the command failed.
 pub trait Runner {
     fn run(&self, argv: &[String]) -> Result<(Value, bool), String>;
+    /// Parses a whole command line (`loopx --json …`) as the loopx that
+    /// runs it would, so a bad argument is explained before anything runs.
+    /// The caller supplies the parser: this layer sits below the commands
+    /// and the command line.
+    fn parse(&self, words: &[String]) -> Result<(), clap::Error>;
 }
 
 /// What answers requests: the runner of tools and who the calls act as.
@@ -236,8 +240,12 @@ impl Server<'_> {
             Ok(a) => a,
             Err(e) => return Ok(failed(format!("invalid arguments: {e}"))),
         };
-        let words = ["loopx", "--json"].map(String::from).into_iter();
-        if let Err(e) = crate::cli::Cli::try_parse_from(words.chain(argv.iter().cloned())) {
+        let words: Vec<String> = ["loopx", "--json"]
+            .map(String::from)
+            .into_iter()
+            .chain(argv.iter().cloned())
+            .collect();
+        if let Err(e) = self.runner.parse(&words) {
             return Ok(failed(format!(
                 "invalid arguments: {}",
                 tool.explain(&e.to_string())
@@ -291,6 +299,9 @@ mod tests {
     impl Runner for Echo {
         fn run(&self, argv: &[String]) -> Result<(Value, bool), String> {
             Ok((json!({"argv": argv}), false))
+        }
+        fn parse(&self, words: &[String]) -> Result<(), clap::Error> {
+            crate::cmd::parse(words)
         }
     }
 

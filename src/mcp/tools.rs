@@ -462,8 +462,13 @@ mod tests {
             for args in [full, minimal] {
                 let argv = t.argv(&args, "agent-a").unwrap_or_else(|e| panic!("{e}"));
                 let words = std::iter::once("loopx".to_owned()).chain(argv.iter().cloned());
-                if let Err(e) = crate::cli::Cli::try_parse_from(words) {
+                let words: Vec<String> = words.collect();
+                if let Err(e) = crate::cli::Cli::try_parse_from(&words) {
                     panic!("{}: {argv:?} does not parse: {e}", t.name);
+                }
+                // The check the server makes agrees with the real parser.
+                if let Err(e) = crate::cmd::parse(&words) {
+                    panic!("{}: {argv:?} does not parse in cmd::parse: {e}", t.name);
                 }
                 assert_eq!(argv[0], "--agent=agent-a");
                 assert_eq!(&argv[1..=t.command.len()], t.command, "{}", t.name);
@@ -547,9 +552,15 @@ mod tests {
                 "a",
             )
             .unwrap();
-        let e = crate::cli::Cli::try_parse_from(std::iter::once("loopx".to_owned()).chain(argv))
+        let words: Vec<String> = std::iter::once("loopx".to_owned()).chain(argv).collect();
+        let e = crate::cmd::parse(&words).unwrap_err().to_string();
+        let real = crate::cli::Cli::try_parse_from(&words)
             .unwrap_err()
             .to_string();
+        assert_eq!(
+            e, real,
+            "cmd::parse explains a bad argument as the real parser does"
+        );
         let said = t.explain(&e);
         assert!(
             said.starts_with("todo_renew: invalid value 'soon' for ttl"),

@@ -1,7 +1,11 @@
 //! Rules for evidence: who may record it and what it must name. Records are
 //! append-only; a failing command is evidence too, not a refusal.
 
-use super::{Change, Effect, Happened, Op, goal::non_empty, rules, short};
+use super::{
+    Change, Effect, Happened, Op,
+    rules::{self, non_empty},
+    short,
+};
 use crate::error::{Code, Refusal};
 use crate::model::{Actor, Evidence, EvidenceKind, State, todo::EvidenceRef};
 

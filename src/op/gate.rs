@@ -1,7 +1,11 @@
 //! Rules for gates: open, answer, withdraw. Human-only kinds refuse agents
 //! here, inside `apply`, so a replayed answer is judged the same way.
 
-use super::{Change, Effect, Happened, Op, goal::non_empty, rules, short};
+use super::{
+    Change, Effect, Happened, Op,
+    rules::{self, non_empty},
+    short,
+};
 use crate::error::{Code, Hint, N, Next, Refusal};
 use crate::model::{
     Actor, Blocks, Gate, GateId, GateStatus, GoalStatus, State,

@@ -1,6 +1,10 @@
 //! Rules for `init`, `goal.add` and `goal.set`.
 
-use super::{Change, Effect, Happened, Op, rules::human_only, short};
+use super::{
+    Change, Effect, Happened, Op,
+    rules::{human_only, non_empty},
+    short,
+};
 use crate::error::{Code, Hint, N, Next, Refusal};
 use crate::model::{Goal, GoalId, GoalStatus, QuotaPolicy, State};
 
@@ -194,19 +198,6 @@ pub(super) fn set(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         },
         subject,
     ))
-}
-
-/// Trims text a user gave and refuses it when nothing is left.
-pub(super) fn non_empty(text: &str, what: &str) -> Result<String, Refusal> {
-    let t = text.trim();
-    if t.is_empty() {
-        Err(Refusal::usage(
-            Code::EmptyText,
-            format!("the {what} is empty"),
-        ))
-    } else {
-        Ok(t.to_owned())
-    }
 }
 
 #[cfg(test)]

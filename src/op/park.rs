@@ -6,7 +6,10 @@
 //! `settle`) opens a human-only `spend` gate on it, and a human answers
 //! `resume` (or runs `quota resume`). No silent resume, no retry storm.
 
-use super::{Change, Effect, Happened, Op, goal::non_empty, rules};
+use super::{
+    Change, Effect, Happened, Op,
+    rules::{self, non_empty},
+};
 use crate::error::{Code, Hint, N, Next, Refusal};
 use crate::model::{
     Actor, Agent, AgentId, Blocks, Gate, GateId, GateKind, GateStatus, Goal, GoalId, Parked, State,

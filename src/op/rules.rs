@@ -431,3 +431,15 @@ pub fn human_only(actor: &Actor, action: &str) -> Result<(), Refusal> {
         )),
     }
 }
+/// Trims text a user gave and refuses it when nothing is left.
+pub(crate) fn non_empty(text: &str, what: &str) -> Result<String, Refusal> {
+    let t = text.trim();
+    if t.is_empty() {
+        Err(Refusal::usage(
+            Code::EmptyText,
+            format!("the {what} is empty"),
+        ))
+    } else {
+        Ok(t.to_owned())
+    }
+}

@@ -4,10 +4,34 @@
 //! apply only with a valid signature.
 
 use sha2::{Digest, Sha256};
+use ssh_key::{Algorithm, PublicKey};
 
 use super::{Effect, Happened, Op, rules, short, todo::vouch};
 use crate::error::{Code, Hint, N, Next, Refusal};
 use crate::model::{SignerName, State, TodoId, Validation, signer::Signer};
+
+/// Key types loopx accepts: ed25519, ECDSA, and their FIDO forms.
+pub fn supported(algorithm: &Algorithm) -> bool {
+    matches!(
+        algorithm,
+        Algorithm::Ed25519
+            | Algorithm::Ecdsa { .. }
+            | Algorithm::SkEd25519
+            | Algorithm::SkEcdsaSha2NistP256
+    )
+}
+
+/// Checks an OpenSSH public key line and returns it as `type base64`,
+/// without its comment (`trust::normalize_key`).
+pub fn normalize_key(key: &str) -> Result<String, String> {
+    let key = PublicKey::from_openssh(key.trim()).map_err(|e| format!("{e}"))?;
+    if !supported(&key.algorithm()) {
+        return Err(format!("{} keys are not accepted", key.algorithm()));
+    }
+    let mut plain = key.clone();
+    plain.set_comment("");
+    plain.to_openssh().map_err(|e| format!("{e}"))
+}
 
 pub(super) fn announce(
     state: &mut State,
@@ -16,7 +40,7 @@ pub(super) fn announce(
     key: &str,
 ) -> Result<Effect, Refusal> {
     rules::human_only(&op.actor, "announce a signer")?;
-    let key = crate::trust::normalize_key(key).map_err(|e| {
+    let key = normalize_key(key).map_err(|e| {
         Refusal::usage(Code::BadKey, format!("the key for {name} is not usable: {e}"))
             .with_hint("pass an ed25519 or ECDSA public key (or its sk- FIDO form), e.g. --key ~/.ssh/id_ed25519.pub")
     })?;

@@ -4,7 +4,11 @@
 
 use sha2::{Digest, Sha256};
 
-use super::{Change, Effect, Happened, Op, goal::non_empty, rules, wrote_back};
+use super::{
+    Change, Effect, Happened, Op,
+    rules::{self, non_empty},
+    wrote_back,
+};
 use crate::error::{Code, Hint, N, Next, Refusal};
 use crate::model::quota::TurnToken;
 use crate::model::{
@@ -134,7 +138,10 @@ pub fn decide(state: &State, agent: &AgentId, goal: &Goal, now: Timestamp) -> De
     match goal.status {
         GoalStatus::Paused => d.skip = Some(Reason::GoalPaused),
         GoalStatus::Done => d.skip = Some(Reason::GoalDone),
-        GoalStatus::Active => d.skip = super::usage::skip(state, agent, goal, now),
+        GoalStatus::Active => {
+            // `should-run`'s budget answer for an active goal.
+            d.skip = super::usage::exhausted(state, agent, goal, now).map(Reason::BudgetExhausted)
+        }
     }
     if d.skip.is_some() {
         return d;

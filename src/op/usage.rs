@@ -4,7 +4,7 @@
 //! reaches a budget opens in its own tick, and the `budget-exhausted` answer
 //! of `should-run` (cheap: it sums only the entries of one goal).
 
-use super::{Change, Effect, Happened, Op, rules, turn::Reason};
+use super::{Change, Effect, Happened, Op, rules};
 use crate::error::{Code, Refusal};
 use crate::model::{
     AgentId, Blocks, Gate, GateId, GateKind, GateStatus, Goal, GoalId, GoalStatus, OpId, State,
@@ -129,11 +129,6 @@ pub fn standings(
 pub struct Exhausted {
     pub standing: Standing,
     pub gate: Option<GateId>,
-}
-
-/// `should-run`'s budget answer for an active goal: None, or the skip.
-pub fn skip(state: &State, agent: &AgentId, goal: &Goal, now: Timestamp) -> Option<Reason> {
-    exhausted(state, agent, goal, now).map(Reason::BudgetExhausted)
 }
 
 /// Why `should-run` skips for a budget, when it does: a reached budget

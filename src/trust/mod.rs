@@ -27,6 +27,10 @@ use crate::ctx::{Caller, Ctx};
 use crate::error::{Code, Hint, N, Next, Refusal};
 use crate::model::{Actor, State, files};
 use crate::op::{self, Change, Op};
+// A key's check is pure, so it lives with the signer rules that use it
+// (op/ reaches nothing above it); callers keep naming it here.
+pub use crate::op::signer::normalize_key;
+use crate::op::signer::supported;
 pub use allowed::AllowedSigners;
 
 /// The SSH signature namespace of loopx's signatures (`ssh-keygen -n`).
@@ -428,17 +432,6 @@ pub fn verify(sig: &SshSig, record: &[u8]) -> Result<(), String> {
         .map_err(|_| "it does not match this op and the state it changes (an altered op, or an old signed act replayed)".to_owned())
 }
 
-/// Key types loopx accepts: ed25519, ECDSA, and their FIDO forms.
-fn supported(algorithm: &Algorithm) -> bool {
-    matches!(
-        algorithm,
-        Algorithm::Ed25519
-            | Algorithm::Ecdsa { .. }
-            | Algorithm::SkEd25519
-            | Algorithm::SkEcdsaSha2NistP256
-    )
-}
-
 /// Who a (verified) signature names, by the allowed signers.
 fn signed_by(sig: &SshSig, signers: &AllowedSigners, op: &Op) -> SignedBy {
     let fingerprint = sig.public_key().fingerprint(HashAlg::Sha256).to_string();
@@ -555,18 +548,6 @@ pub fn encode(armored: &str) -> Result<String, String> {
         .collect();
     decode(&body)?;
     Ok(body)
-}
-
-/// Checks an OpenSSH public key line and returns it as `type base64`,
-/// without its comment.
-pub fn normalize_key(key: &str) -> Result<String, String> {
-    let key = PublicKey::from_openssh(key.trim()).map_err(|e| format!("{e}"))?;
-    if !supported(&key.algorithm()) {
-        return Err(format!("{} keys are not accepted", key.algorithm()));
-    }
-    let mut plain = key.clone();
-    plain.set_comment("");
-    plain.to_openssh().map_err(|e| format!("{e}"))
 }
 
 /// The fingerprint (`SHA256:…`) of an OpenSSH public key line.

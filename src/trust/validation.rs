@@ -21,15 +21,15 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 
 use super::AllowedSigners;
-use crate::ctx::Ctx;
 use crate::error::{Code, Hint, N, Next, Refusal};
 use crate::model::{State, Todo, TodoId, Validation};
 use crate::op::Op;
+use crate::repo::Repo;
 
 /// The file of op ids that wrote validations on this clone.
-fn written_here_path(ctx: &Ctx) -> Result<PathBuf> {
-    Ok(ctx
-        .store()?
+fn written_here_path(repo: &Repo) -> Result<PathBuf> {
+    Ok(repo
+        .store()
         .common_dir()
         .join("loopx")
         .join("validations-written-here"))
@@ -38,7 +38,7 @@ fn written_here_path(ctx: &Ctx) -> Result<PathBuf> {
 /// Remembers that this clone wrote `op` (a todo add or edit with a
 /// validation), before its tick lands: its op id and [`digest`] of what
 /// it would run.
-pub fn remember(ctx: &Ctx, op: &Op) -> Result<()> {
+pub fn remember(repo: &Repo, op: &Op) -> Result<()> {
     use std::io::Write;
     let (crate::op::Change::TodoAdd {
         todo,
@@ -53,8 +53,8 @@ pub fn remember(ctx: &Ctx, op: &Op) -> Result<()> {
     else {
         return Ok(());
     };
-    let line = format!("{} {}", op.id, digest(ctx, todo, v)?);
-    let path = written_here_path(ctx)?;
+    let line = format!("{} {}", op.id, digest(repo, todo, v)?);
+    let path = written_here_path(repo)?;
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
@@ -70,14 +70,14 @@ pub fn remember(ctx: &Ctx, op: &Op) -> Result<()> {
 /// id, the validation (argv and timeout, canonical TOML), the environment
 /// it adds (none: it runs with the caller's) and the directory it runs in
 /// (the repository root).
-pub fn digest(ctx: &Ctx, todo: &TodoId, v: &Validation) -> Result<String> {
+pub fn digest(repo: &Repo, todo: &TodoId, v: &Validation) -> Result<String> {
     let mut text = String::from("loopx validation written here 1\n");
     text.push_str(&format!("todo = {:?}\n", todo.as_str()));
     text.push_str(&String::from_utf8_lossy(&crate::model::files::encode(v)));
     text.push_str("env = []\n");
     text.push_str(&format!(
         "dir = {:?}\n",
-        ctx.store()?.root().to_string_lossy()
+        repo.store().root().to_string_lossy()
     ));
     Ok(super::sha256_hex(text.as_bytes()))
 }
@@ -96,8 +96,8 @@ pub fn writes_validation(op: &Op) -> bool {
     )
 }
 
-fn written_here(ctx: &Ctx) -> Result<BTreeSet<String>> {
-    Ok(std::fs::read_to_string(written_here_path(ctx)?)
+fn written_here(repo: &Repo) -> Result<BTreeSet<String>> {
+    Ok(std::fs::read_to_string(written_here_path(repo)?)
         .map(|t| t.lines().map(|l| l.trim().to_owned()).collect())
         .unwrap_or_default())
 }
@@ -122,8 +122,8 @@ impl std::fmt::Display for Trusted {
 
 /// Decides whether `todo`'s validation may run here, or refuses with exit
 /// 3, code `untrusted-validation`.
-pub fn allow(ctx: &Ctx, state: &State, todo: &Todo) -> Result<Option<Trusted>> {
-    match verdict(ctx, state, todo)? {
+pub fn allow(repo: &Repo, state: &State, todo: &Todo) -> Result<Option<Trusted>> {
+    match verdict(repo, state, todo)? {
         None => Ok(None),
         Some(Ok(t)) => Ok(Some(t)),
         Some(Err(refusal)) => Err(refusal.into()),
@@ -132,13 +132,17 @@ pub fn allow(ctx: &Ctx, state: &State, todo: &Todo) -> Result<Option<Trusted>> {
 
 /// Whether `todo`'s validation may run here (None: it has none), and if
 /// not, the refusal that says why, for `allow` and `todo show`.
-pub fn verdict(ctx: &Ctx, state: &State, todo: &Todo) -> Result<Option<Result<Trusted, Refusal>>> {
+pub fn verdict(
+    repo: &Repo,
+    state: &State,
+    todo: &Todo,
+) -> Result<Option<Result<Trusted, Refusal>>> {
     let Some(v) = &todo.validate else {
         return Ok(None);
     };
-    let signers = AllowedSigners::load(ctx.repo()?)?;
+    let signers = AllowedSigners::load(repo)?;
     let argv = shell_words(&v.argv);
-    if guard_installed(ctx)?
+    if guard_installed(repo)?
         && let Some(why) = crate::hook::guard::check(&argv, state, None)
     {
         return Ok(Some(Err(Refusal::rule(
@@ -150,12 +154,12 @@ pub fn verdict(ctx: &Ctx, state: &State, todo: &Todo) -> Result<Option<Result<Tr
         )
         .with_hint("answer the gate first (a human), or change the validation with `loopx todo edit ID -- COMMAND…`"))));
     }
-    if ctx.config()?.run_all_validations {
+    if repo.config().run_all_validations {
         return Ok(Some(Ok(Trusted::ConfigAll)));
     }
     let from = todo.validate_from.as_ref();
     if let Some(f) = from
-        && written_here(ctx)?.contains(&format!("{} {}", f.op, digest(ctx, &todo.id, v)?))
+        && written_here(repo)?.contains(&format!("{} {}", f.op, digest(repo, &todo.id, v)?))
     {
         return Ok(Some(Ok(Trusted::WrittenHere)));
     }
@@ -196,11 +200,14 @@ pub fn verdict(ctx: &Ctx, state: &State, todo: &Todo) -> Result<Option<Result<Tr
 
 /// Whether a runtime's tool guard is wired (in the project or the home
 /// directory).
-fn guard_installed(ctx: &Ctx) -> Result<bool> {
-    let bases: Vec<PathBuf> = [Some(ctx.store()?.root().to_path_buf()), ctx.home()]
-        .into_iter()
-        .flatten()
-        .collect();
+fn guard_installed(repo: &Repo) -> Result<bool> {
+    let bases: Vec<PathBuf> = [
+        Some(repo.store().root().to_path_buf()),
+        repo.home().map(PathBuf::from),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
     Ok(crate::hook::Runtime::ALL.into_iter().any(|runtime| {
         bases.iter().any(|base| {
             crate::hook::installer::hook_file(runtime, base).is_some_and(|f| {

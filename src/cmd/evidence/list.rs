@@ -5,7 +5,7 @@ use serde::Serialize;
 
 use crate::ctx::Ctx;
 use crate::error::Exit;
-use crate::model::{Evidence, files};
+use crate::model::Evidence;
 use crate::tx;
 
 /// List evidence, newest first
@@ -46,10 +46,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         .as_deref()
         .map(|t| snap.state.resolve_todo(t))
         .transpose()?;
-    let files = ctx
-        .store()?
-        .read_files_under(snap.tip.tree, files::EVIDENCE)?;
-    let all = files::decode_evidence(files.iter().map(|(p, b)| (p.as_str(), b.as_slice())))?;
+    let all = crate::history::evidence_at(ctx.repo()?, snap.tip.tree)?;
     let head = ctx.store()?.head();
     let mut rows: Vec<Row> = all
         .iter()

@@ -67,7 +67,7 @@ fn state_age(ctx: &Ctx) -> String {
         .ok()
         .and_then(|r| crate::sync::names(r, None).ok())
         .and_then(|n| ctx.store().ok()?.resolve(&n.synced).ok().flatten())
-        .and_then(|t| crate::history::entry(ctx, t.commit).ok());
+        .and_then(|t| crate::history::entry(ctx.repo().ok()?, t.commit).ok());
     match synced {
         Some(e) => format!(
             "state as of {} (the last sync); claims fail until the hub answers",

@@ -116,7 +116,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         .into());
     };
     if args.sync {
-        let report = ctx.sync(None)?;
+        let report = crate::cmd::sync_remote(ctx, None)?;
         ctx.out.status(&crate::cmd::wire::human(&report));
     }
     let snap = tx::load(ctx)?;

@@ -101,7 +101,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         expected.push((slug("signer", who, SignerName::new)?, fp.trim().to_owned()));
     }
     let hub = crate::cmd::syncs(ctx, false, false)?;
-    if hub && let Err(e) = ctx.sync(None) {
+    if hub && let Err(e) = crate::cmd::sync_remote(ctx, None) {
         ctx.out.warn(&format!(
             "could not sync with the hub first: {e:#}; going on with this clone's state"
         ));
@@ -199,7 +199,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             .path
             .map(|p| p.display().to_string());
     }
-    if hub && let Err(e) = fresh.sync(None) {
+    if hub && let Err(e) = crate::cmd::sync_remote(&fresh, None) {
         ctx.out.warn(&format!(
             "could not push to the hub: {e:#}; your announcement goes with the next `loopx sync`"
         ));

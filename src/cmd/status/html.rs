@@ -41,7 +41,7 @@ pub fn run(ctx: &Ctx, args: &Args, file: &Path) -> Result<Exit> {
     let mut last = None;
     let mut written = 0u64;
     loop {
-        let tip = crate::history::tip(ctx)?.commit;
+        let tip = crate::history::tip(ctx.repo()?)?.commit;
         if last != Some(tip) {
             let mut view = View::read(ctx, None, TIMELINE, true)?;
             view.now = ctx

@@ -166,20 +166,20 @@ impl View {
         let (snap, now, tip_tick) = match at {
             None => (tx::load(ctx)?, ctx.now, None),
             Some(rev) => {
-                let tip = history::tip(ctx)?;
-                let entry = history::resolve(ctx, rev)?;
+                let tip = history::tip(ctx.repo()?)?;
+                let entry = history::resolve(ctx.repo()?, rev)?;
                 let at = match rev {
                     Rev::Time(t) => *t,
                     _ => Timestamp::from_unix(entry.time),
                 };
-                (history::load(ctx, &entry)?, at, Some(tip.tick))
+                (history::load(ctx.repo()?, &entry)?, at, Some(tip.tick))
             }
         };
         let signers = AllowedSigners::load(ctx.repo()?)?;
         let mut ticks = Vec::new();
         let mut day = Vec::new();
         let since = now.minus(Span::hours(24)).unix();
-        for e in history::walk(ctx, snap.tip.commit)? {
+        for e in history::walk(ctx.repo()?, snap.tip.commit)? {
             let e = e?;
             if ticks.len() < recent {
                 ticks.push(tick_line(e, &signers));
@@ -283,7 +283,10 @@ impl<'a> Wire<'a> {
                     spend: BudgetWire::of(st),
                 })
                 .collect(),
-            notify_failed: crate::notify::failed(ctx, state)
+            notify_failed: ctx
+                .repo()
+                .map(|r| crate::notify::failed(r, state))
+                .unwrap_or_default()
                 .into_iter()
                 .map(|(gate, reason)| NotifyFailed { gate, reason })
                 .collect(),

@@ -84,8 +84,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         // claim is decided from the last synced state and pushed expecting
         // the hub still there, fetching only when that push is refused
         // (DESIGN §5).
-        let before = ctx
-            .sync(None)
+        let before = crate::cmd::sync_remote(ctx, None)
             .map_err(offline_hint)
             .context("nothing was claimed")?;
         warn_rejected(ctx, &before, None);
@@ -116,8 +115,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             }
             Attempt::Refused(e) if !fresh => {
                 fresh = true;
-                let before = ctx
-                    .sync(None)
+                let before = crate::cmd::sync_remote(ctx, None)
                     .map_err(offline_hint)
                     .context("nothing was claimed")?;
                 warn_rejected(ctx, &before, None);
@@ -206,7 +204,7 @@ fn claim_once(ctx: &Ctx, args: &Args, synced: bool) -> Result<Attempt> {
         // The claim, with every tick still pending here, is pushed
         // expecting the hub at the last synced tip; only a refused push
         // fetches, replays and pushes again (DESIGN §5).
-        let r = match ctx.sync(None) {
+        let r = match crate::cmd::sync_remote(ctx, None) {
             Ok(r) => r,
             Err(e) => return Err(unclaim(ctx, id, &done, offline_hint(e))),
         };

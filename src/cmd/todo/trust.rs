@@ -132,7 +132,7 @@ fn vouch(ctx: &Ctx, todo: &TodoId, note: Option<&str>) -> Result<Exit> {
     let signers = AllowedSigners::load(ctx.repo()?)?;
     let signature = trust::describe(done.op.signature.as_deref(), &signers);
     let state = tx::load(ctx)?.state;
-    let here = crate::trust::validation::verdict(ctx, &state, &state.todos[todo])?;
+    let here = crate::trust::validation::verdict(ctx.repo()?, &state, &state.todos[todo])?;
     if let Some(Err(_)) = here {
         // Signed, but by a key this machine does not trust: it runs nowhere
         // that does not trust that key either.
@@ -208,23 +208,24 @@ pub fn answer_run(ctx: &Ctx, todo: &TodoId, note: Option<&str>) -> Result<Exit> 
 /// validation's digest, so every clone opens the same one; its text taken
 /// from the todo), and the agent keeps its claim until a human answers.
 pub fn allow_or_hold(ctx: &Ctx, state: &State, todo: &Todo) -> Result<()> {
-    if crate::trust::validation::verdict(ctx, state, todo)?.is_none_or(|v| v.is_ok()) {
+    if crate::trust::validation::verdict(ctx.repo()?, state, todo)?.is_none_or(|v| v.is_ok()) {
         return Ok(());
     }
     // A human may have vouched for it on another machine: take the hub's
     // ticks (pushing nothing) and decide on those.
     let fresh;
-    let (state, todo) = if crate::cmd::syncs(ctx, false, false)? && ctx.sync(None).is_ok() {
-        fresh = tx::load(ctx)?.state;
-        // Only for the validation that is about to run, unchanged.
-        match fresh.todos.get(&todo.id) {
-            Some(t) if t.validate == todo.validate => (&fresh, t),
-            _ => (state, todo),
-        }
-    } else {
-        (state, todo)
-    };
-    let refusal = match crate::trust::validation::verdict(ctx, state, todo)? {
+    let (state, todo) =
+        if crate::cmd::syncs(ctx, false, false)? && crate::cmd::sync_remote(ctx, None).is_ok() {
+            fresh = tx::load(ctx)?.state;
+            // Only for the validation that is about to run, unchanged.
+            match fresh.todos.get(&todo.id) {
+                Some(t) if t.validate == todo.validate => (&fresh, t),
+                _ => (state, todo),
+            }
+        } else {
+            (state, todo)
+        };
+    let refusal = match crate::trust::validation::verdict(ctx.repo()?, state, todo)? {
         None | Some(Ok(_)) => return Ok(()),
         Some(Err(r)) => r,
     };
@@ -286,7 +287,7 @@ pub fn allow_or_hold(ctx: &Ctx, state: &State, todo: &Todo) -> Result<()> {
             ));
             // The humans who can answer it are on other machines.
             if crate::cmd::syncs(ctx, false, false)?
-                && let Err(e) = ctx.sync(None)
+                && let Err(e) = crate::cmd::sync_remote(ctx, None)
             {
                 ctx.out.warn(&format!(
                     "gate {gate} is not on the hub yet: {e:#}; it goes with the next sync"

@@ -4,7 +4,11 @@
 use super::{get, todo_mut};
 use crate::error::{Code, Hint, N, Next, Refusal};
 use crate::model::{Actor, Claim, State, Todo, TodoId, TodoStatus};
-use crate::op::{Effect, Happened, Op, goal::non_empty, rules, short};
+use crate::op::{
+    Effect, Happened, Op,
+    rules::{self, non_empty},
+    short,
+};
 use crate::time::Span;
 
 pub(in crate::op) fn claim(

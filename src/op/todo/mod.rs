@@ -2,7 +2,12 @@
 //! the claim side (claim, renew, steal, release, handoff) is in `claim.rs`. Every op on a todo carries the epoch its writer read; a mismatch is
 //! a conflict (fencing).
 
-use super::{Change, Effect, Happened, Op, agent::normalize, goal::non_empty, rules, short};
+use super::{
+    Change, Effect, Happened, Op,
+    agent::normalize,
+    rules::{self, non_empty},
+    short,
+};
 use crate::error::{Code, Hint, N, Next, Refusal};
 use crate::model::{
     Actor, GoalStatus, Note, State, Todo, TodoId, TodoStatus, Validation, Vouch, run::CommandRun,
