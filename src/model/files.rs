@@ -8,8 +8,8 @@
 use serde::{Serialize, de::DeserializeOwned};
 
 use super::{
-    Agent, AgentId, Evidence, FORMAT, Gate, GateId, Goal, GoalId, Meta, Signer, SignerName, State,
-    Todo, TodoId,
+    Agent, AgentId, Entities, Evidence, FORMAT, Gate, GateId, Goal, GoalId, Meta, Signer,
+    SignerName, State, Todo, TodoId,
 };
 use crate::error::{Code, Refusal};
 
@@ -112,22 +112,25 @@ pub fn changes(old: &State, new: &State, records: &Records<'_>) -> Vec<Change> {
     out
 }
 
-fn diff_map<K: Ord, V: PartialEq + Serialize>(
-    old: &std::collections::BTreeMap<K, V>,
-    new: &std::collections::BTreeMap<K, V>,
+/// The changed entries of one map: written ones in key order, then removed
+/// ones in key order. Only the keys [`Entities::changed`] names are
+/// compared: for a state cloned from `old` (a tick's), those the op wrote.
+fn diff_map<K: Ord + Clone, V: Clone + PartialEq + Serialize>(
+    old: &Entities<K, V>,
+    new: &Entities<K, V>,
     path: impl Fn(&K) -> String,
     out: &mut Vec<Change>,
 ) {
-    for (k, v) in new {
-        if old.get(k) != Some(v) {
-            out.push((path(k), Some(encode(v))));
+    let mut gone = Vec::new();
+    for k in old.changed(new) {
+        match (old.get(k), new.get(k)) {
+            (Some(a), Some(b)) if a == b => {}
+            (_, Some(b)) => out.push((path(k), Some(encode(b)))),
+            (Some(_), None) => gone.push((path(k), None)),
+            (None, None) => {}
         }
     }
-    for k in old.keys() {
-        if !new.contains_key(k) {
-            out.push((path(k), None));
-        }
-    }
+    out.append(&mut gone);
 }
 
 /// What kind of file a path is, by the layout of `docs/format.md`.
