@@ -524,3 +524,6 @@ pub fn stale_lock(lock: &std::path::Path, age: Option<Duration>) -> Refusal {
         lock.display()
     ))
 }
+
+#[cfg(test)]
+mod tests;
