@@ -112,6 +112,47 @@ pub fn changes(old: &State, new: &State, records: &Records<'_>) -> Vec<Change> {
     out
 }
 
+/// The entities whose files two states differ in, by kind, each in id
+/// order: what a tick wrote or removed in the live state. For a state
+/// cloned from the other (a tick's) only what the op wrote is compared, so
+/// a cache can be brought up to date in place (`cache::update`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Touched {
+    pub meta: bool,
+    pub goals: Vec<GoalId>,
+    pub agents: Vec<AgentId>,
+    pub todos: Vec<TodoId>,
+    pub gates: Vec<GateId>,
+    pub quota: Vec<AgentId>,
+    pub signers: Vec<SignerName>,
+}
+
+impl Touched {
+    pub fn is_empty(&self) -> bool {
+        *self == Touched::default()
+    }
+}
+
+/// What differs from `old` to `new` (see [`Touched`]).
+pub fn touched(old: &State, new: &State) -> Touched {
+    fn keys<K: Ord + Clone, V: PartialEq>(old: &Entities<K, V>, new: &Entities<K, V>) -> Vec<K> {
+        old.changed(new)
+            .into_iter()
+            .filter(|k| old.get(*k) != new.get(*k))
+            .cloned()
+            .collect()
+    }
+    Touched {
+        meta: old.meta != new.meta,
+        goals: keys(&old.goals, &new.goals),
+        agents: keys(&old.agents, &new.agents),
+        todos: keys(&old.todos, &new.todos),
+        gates: keys(&old.gates, &new.gates),
+        quota: keys(&old.quota, &new.quota),
+        signers: keys(&old.signers, &new.signers),
+    }
+}
+
 /// The changed entries of one map: written ones in key order, then removed
 /// ones in key order. Only the keys [`Entities::changed`] names are
 /// compared: for a state cloned from `old` (a tick's), those the op wrote.

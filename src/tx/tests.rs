@@ -302,6 +302,32 @@ fn every_incremental_tick_writes_what_a_cold_full_rewrite_writes() {
         let changes = plan_tick(tip.as_ref(), &state, &op, crate::model::FORMAT, &[])
             .expect("planned once already")
             .changes;
+        assert_eq!(changes, full_changes, "tick {n}: the files written");
+        // What the cache is told the tick touched: the live files written
+        // (the first tick writes every file, whatever it is told).
+        let t = files::touched(&state, &written.state);
+        let mut told: Vec<String> = t.meta.then(|| files::META.to_owned()).into_iter().collect();
+        told.extend(t.goals.iter().map(files::goal_path));
+        told.extend(t.agents.iter().map(files::agent_path));
+        told.extend(t.todos.iter().map(files::todo_path));
+        told.extend(t.gates.iter().map(files::gate_path));
+        told.extend(t.quota.iter().map(files::quota_path));
+        told.extend(t.signers.iter().map(files::signer_path));
+        let mut live: Vec<String> = changes
+            .iter()
+            .map(|(p, _)| p.clone())
+            .filter(|p| {
+                !matches!(
+                    files::kind_of(p),
+                    files::Kind::Evidence | files::Kind::Archived
+                )
+            })
+            .collect();
+        told.sort();
+        live.sort();
+        if tip.is_some() {
+            assert_eq!(told, live, "tick {n}: the entities touched");
+        }
         for (path, bytes) in &changes {
             if files::kind_of(path) == files::Kind::Evidence
                 || files::kind_of(path) == files::Kind::Archived
