@@ -33,7 +33,10 @@ pub const FOLD_AT: usize = 256;
 
 /// A map of entities by id with copy-on-write sharing (see the module docs).
 pub struct Entities<K, V> {
-    base: Arc<BTreeMap<K, V>>,
+    /// Each value boxed: a B-tree node then holds 11 keys and pointers
+    /// rather than 11 whole entities (a todo is over 500 bytes), and nodes
+    /// filled one insert at a time are half empty.
+    base: Arc<BTreeMap<K, Box<V>>>,
     /// Entries written since the base was shared: the new value, or `None`
     /// for a removal. Never holds a removal of a key the base lacks.
     over: BTreeMap<K, Option<V>>,
@@ -83,7 +86,7 @@ impl<K: Ord, V> Entities<K, V> {
     {
         match self.over.get(key) {
             Some(v) => v.as_ref(),
-            None => self.base.get(key),
+            None => self.base.get(key).map(|v| &**v),
         }
     }
 
@@ -144,17 +147,17 @@ impl<K: Ord, V> Entities<K, V> {
 impl<K: Ord + Clone, V: Clone> Entities<K, V> {
     /// Whether nothing but this map holds the base (then it is written in
     /// place).
-    fn base_mut(&mut self) -> Option<&mut BTreeMap<K, V>> {
+    fn base_mut(&mut self) -> Option<&mut BTreeMap<K, Box<V>>> {
         Arc::get_mut(&mut self.base)
     }
 
     pub fn insert(&mut self, key: K, value: V) -> Option<V> {
         let in_over = self.over.contains_key(&key);
         let old = match self.base_mut() {
-            Some(base) if !in_over => base.insert(key, value),
+            Some(base) if !in_over => base.insert(key, Box::new(value)).map(|v| *v),
             _ => match self.over.insert(key.clone(), Some(value)) {
                 Some(old) => old,
-                None => self.base.get(&key).cloned(),
+                None => self.base.get(&key).map(|v| V::clone(v)),
             },
         };
         if old.is_none() {
@@ -176,10 +179,10 @@ impl<K: Ord + Clone, V: Clone> Entities<K, V> {
             }
             old
         } else if let Some(base) = self.base_mut() {
-            base.remove(key)
+            base.remove(key).map(|v| *v)
         } else {
             let (k, v) = self.base.get_key_value(key)?;
-            let (k, v) = (k.clone(), v.clone());
+            let (k, v) = (k.clone(), V::clone(v));
             self.over.insert(k, None);
             Some(v)
         };
@@ -200,10 +203,11 @@ impl<K: Ord + Clone, V: Clone> Entities<K, V> {
             if Arc::get_mut(&mut self.base).is_some() {
                 return Arc::get_mut(&mut self.base)
                     .expect("checked above")
-                    .get_mut(key);
+                    .get_mut(key)
+                    .map(|v| &mut **v);
             }
             let (k, v) = self.base.get_key_value(key)?;
-            let (k, v) = (k.clone(), v.clone());
+            let (k, v) = (k.clone(), V::clone(v));
             self.over.insert(k, Some(v));
         }
         self.over.get_mut(key).and_then(Option::as_mut)
@@ -225,7 +229,7 @@ impl<K: Ord + Clone, V: Clone> Entities<K, V> {
 
 /// The entries of an [`Entities`] in key order: the overlay over the base.
 pub struct Iter<'a, K, V> {
-    base: Peekable<btree_map::Iter<'a, K, V>>,
+    base: Peekable<btree_map::Iter<'a, K, Box<V>>>,
     over: Peekable<btree_map::Iter<'a, K, Option<V>>>,
     left: usize,
 }
@@ -257,7 +261,7 @@ impl<'a, K: Ord, V> Iterator for Iter<'a, K, V> {
                 }
             } else {
                 self.left -= 1;
-                return self.base.next();
+                return self.base.next().map(|(k, v)| (k, &**v));
             }
         }
     }
@@ -271,7 +275,7 @@ impl<K: Ord, V> ExactSizeIterator for Iter<'_, K, V> {}
 
 /// A double-ended walk of the entries (see [`Entities::ordered`]).
 enum Ordered<'a, K, V> {
-    Base(btree_map::Iter<'a, K, V>),
+    Base(btree_map::Iter<'a, K, Box<V>>),
     Merged(std::vec::IntoIter<(&'a K, &'a V)>),
 }
 
@@ -289,7 +293,7 @@ impl<'a, K, V> Iterator for Ordered<'a, K, V> {
 
     fn next(&mut self) -> Option<Self::Item> {
         match self {
-            Ordered::Base(i) => i.next(),
+            Ordered::Base(i) => i.next().map(|(k, v)| (k, &**v)),
             Ordered::Merged(i) => i.next(),
         }
     }
@@ -305,7 +309,7 @@ impl<'a, K, V> Iterator for Ordered<'a, K, V> {
 impl<K, V> DoubleEndedIterator for Ordered<'_, K, V> {
     fn next_back(&mut self) -> Option<Self::Item> {
         match self {
-            Ordered::Base(i) => i.next_back(),
+            Ordered::Base(i) => i.next_back().map(|(k, v)| (k, &**v)),
             Ordered::Merged(i) => i.next_back(),
         }
     }
@@ -332,7 +336,7 @@ impl<K: Ord, V> From<BTreeMap<K, V>> for Entities<K, V> {
     fn from(map: BTreeMap<K, V>) -> Self {
         Entities {
             len: map.len(),
-            base: Arc::new(map),
+            base: Arc::new(map.into_iter().map(|(k, v)| (k, Box::new(v))).collect()),
             over: BTreeMap::new(),
         }
     }
@@ -379,7 +383,12 @@ impl<K: Ord + Serialize, V: Serialize> Serialize for Entities<K, V> {
 
 impl<'de, K: Ord + Deserialize<'de>, V: Deserialize<'de>> Deserialize<'de> for Entities<K, V> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        BTreeMap::deserialize(d).map(Self::from)
+        let base = BTreeMap::<K, Box<V>>::deserialize(d)?;
+        Ok(Entities {
+            len: base.len(),
+            base: Arc::new(base),
+            over: BTreeMap::new(),
+        })
     }
 }
 
