@@ -263,11 +263,36 @@ pub fn check_meta(bytes: Option<&[u8]>) -> Result<Meta, Refusal> {
 pub fn decode<'a>(files: impl IntoIterator<Item = (&'a str, &'a [u8])>) -> Result<State, Refusal> {
     let files: Vec<(&str, &[u8])> = files.into_iter().collect();
     let meta_bytes = files.iter().find(|(p, _)| *p == META).map(|(_, b)| *b);
-    let mut state = State {
-        meta: check_meta(meta_bytes)?,
-        ..State::default()
-    };
+    let mut decoder = Decoder::new(meta_bytes)?;
     for (path, bytes) in files {
+        decoder.file(path, bytes)?;
+    }
+    Ok(decoder.finish())
+}
+
+/// [`decode`] one file at a time, for a reader that streams the tree
+/// (`tx::snapshot`): the meta file first (a format newer than this binary
+/// is refused before any other file is parsed), then every file in any
+/// order.
+pub struct Decoder {
+    state: State,
+}
+
+impl Decoder {
+    /// Starts from the meta file's bytes (`None`: it is missing).
+    pub fn new(meta: Option<&[u8]>) -> Result<Decoder, Refusal> {
+        Ok(Decoder {
+            state: State {
+                meta: check_meta(meta)?,
+                ..State::default()
+            },
+        })
+    }
+
+    /// Adds one file of the tree (the meta file and paths outside the live
+    /// state are skipped).
+    pub fn file(&mut self, path: &str, bytes: &[u8]) -> Result<(), Refusal> {
+        let state = &mut self.state;
         match kind_of(path) {
             Kind::Meta | Kind::Unknown | Kind::Archived | Kind::Evidence => {}
             Kind::Quota => {
@@ -301,8 +326,12 @@ pub fn decode<'a>(files: impl IntoIterator<Item = (&'a str, &'a [u8])>) -> Resul
                 state.todos.insert(t.id.clone(), t);
             }
         }
+        Ok(())
     }
-    Ok(state)
+
+    pub fn finish(self) -> State {
+        self.state
+    }
 }
 
 fn expect_path(path: &str, want: &str) -> Result<(), Refusal> {
