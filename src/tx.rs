@@ -42,10 +42,26 @@ pub fn load_at(ctx: &Ctx, tip: Tip) -> Result<Snapshot> {
 }
 
 /// Reads the state at a commit of any store (a hub's, in its hook).
+/// Each file is parsed as it is read and dropped, so the bytes of every
+/// file are never held at once beside the state.
 pub fn snapshot(store: &Store, tip: Tip) -> Result<Snapshot> {
-    let files = store.read_files(tip.tree)?;
-    let state = files::decode(files.iter().map(|(p, b)| (p.as_str(), b.as_slice())))?;
-    Ok(Snapshot { tip, state })
+    let meta = store.read_file(tip.tree, files::META)?;
+    let mut decoder = files::Decoder::new(meta.as_deref())?;
+    let mut refused = None;
+    let walked = store.visit_files(tip.tree, &mut |path, bytes| {
+        decoder.file(path, &bytes).map_err(|r| {
+            refused = Some(r);
+            anyhow::anyhow!("refused")
+        })
+    });
+    if let Some(r) = refused {
+        return Err(r.into());
+    }
+    walked?;
+    Ok(Snapshot {
+        tip,
+        state: decoder.finish(),
+    })
 }
 
 /// Reads the archived todos of a snapshot (not part of the live state).
@@ -277,12 +293,13 @@ fn run(
             &committer,
         ) {
             Ok(()) => {
-                // The next read starts from the state in hand, not the tree
-                // (the state before is freed first: at 10,000 todos each
-                // state is about 12 MB). Written before the turn passes on,
-                // so the next queued writer finds the new tip cached.
+                // The next read starts from the state in hand, not the tree.
+                // Written before the turn passes on, so the next queued
+                // writer finds the new tip cached; with what the tick
+                // touched, so the cache can be updated in place.
+                let touched = files::touched(&before, &after);
                 drop(before);
-                cache::write(ctx.store()?, &new, &after);
+                cache::update(ctx.store()?, tip.as_ref(), &new, &after, &touched);
                 drop(turn);
                 auto_pack(ctx, new.tick);
                 return Ok(Committed {
@@ -533,3 +550,6 @@ pub fn stale_lock(lock: &std::path::Path, age: Option<Duration>) -> Refusal {
         lock.display()
     ))
 }
+
+#[cfg(test)]
+mod tests;

@@ -2,13 +2,12 @@
 //! entity that changed, in a fixed order, so `log -p`, `show` and `diff`
 //! read alike.
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use serde::Serialize;
 
 use crate::model::{
-    Agent, AgentId, Gate, GateStatus, Goal, Meta, State, Todo, TodoStatus,
+    Agent, AgentId, Entities, Gate, GateStatus, Goal, Meta, State, Todo, TodoStatus,
     quota::{Ledger, Spend},
 };
 use crate::time::Timestamp;
@@ -241,15 +240,12 @@ fn quota(agent: &str, a: Option<&Ledger>, b: Option<&Ledger>, out: &mut Vec<Item
 /// Calls `f` with both sides of every key present in either map, in key
 /// order; `new` is `None` for a removed entity.
 fn each<K: Ord, V: PartialEq>(
-    a: &BTreeMap<K, V>,
-    b: &BTreeMap<K, V>,
+    a: &Entities<K, V>,
+    b: &Entities<K, V>,
     out: &mut Vec<Item>,
     mut f: impl FnMut(&K, Option<&V>, Option<&V>, &mut Vec<Item>),
 ) {
-    let mut keys: Vec<&K> = a.keys().chain(b.keys()).collect();
-    keys.sort();
-    keys.dedup();
-    for k in keys {
+    for k in a.changed(b) {
         let (old, new) = (a.get(k), b.get(k));
         if old != new {
             f(k, old, new, out);

@@ -8,8 +8,8 @@
 use serde::{Serialize, de::DeserializeOwned};
 
 use super::{
-    Agent, AgentId, Evidence, FORMAT, Gate, GateId, Goal, GoalId, Meta, Signer, SignerName, State,
-    Todo, TodoId,
+    Agent, AgentId, Entities, Evidence, FORMAT, Gate, GateId, Goal, GoalId, Meta, Signer,
+    SignerName, State, Todo, TodoId,
 };
 use crate::error::{Code, Refusal};
 
@@ -112,22 +112,66 @@ pub fn changes(old: &State, new: &State, records: &Records<'_>) -> Vec<Change> {
     out
 }
 
-fn diff_map<K: Ord, V: PartialEq + Serialize>(
-    old: &std::collections::BTreeMap<K, V>,
-    new: &std::collections::BTreeMap<K, V>,
+/// The entities whose files two states differ in, by kind, each in id
+/// order: what a tick wrote or removed in the live state. For a state
+/// cloned from the other (a tick's) only what the op wrote is compared, so
+/// a cache can be brought up to date in place (`cache::update`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Touched {
+    pub meta: bool,
+    pub goals: Vec<GoalId>,
+    pub agents: Vec<AgentId>,
+    pub todos: Vec<TodoId>,
+    pub gates: Vec<GateId>,
+    pub quota: Vec<AgentId>,
+    pub signers: Vec<SignerName>,
+}
+
+impl Touched {
+    pub fn is_empty(&self) -> bool {
+        *self == Touched::default()
+    }
+}
+
+/// What differs from `old` to `new` (see [`Touched`]).
+pub fn touched(old: &State, new: &State) -> Touched {
+    fn keys<K: Ord + Clone, V: PartialEq>(old: &Entities<K, V>, new: &Entities<K, V>) -> Vec<K> {
+        old.changed(new)
+            .into_iter()
+            .filter(|k| old.get(*k) != new.get(*k))
+            .cloned()
+            .collect()
+    }
+    Touched {
+        meta: old.meta != new.meta,
+        goals: keys(&old.goals, &new.goals),
+        agents: keys(&old.agents, &new.agents),
+        todos: keys(&old.todos, &new.todos),
+        gates: keys(&old.gates, &new.gates),
+        quota: keys(&old.quota, &new.quota),
+        signers: keys(&old.signers, &new.signers),
+    }
+}
+
+/// The changed entries of one map: written ones in key order, then removed
+/// ones in key order. Only the keys [`Entities::changed`] names are
+/// compared: for a state cloned from `old` (a tick's), those the op wrote.
+fn diff_map<K: Ord + Clone, V: Clone + PartialEq + Serialize>(
+    old: &Entities<K, V>,
+    new: &Entities<K, V>,
     path: impl Fn(&K) -> String,
     out: &mut Vec<Change>,
 ) {
-    for (k, v) in new {
-        if old.get(k) != Some(v) {
-            out.push((path(k), Some(encode(v))));
+    let mut gone = Vec::new();
+    for k in old.changed(new) {
+        match (old.get(k), new.get(k)) {
+            (Some(a), Some(b)) if a == b => {}
+            (_, Some(b)) => out.push((path(k), Some(encode(b)))),
+            (Some(_), None) => gone.push((path(k), None)),
+            (None, None) => {}
         }
     }
-    for k in old.keys() {
-        if !new.contains_key(k) {
-            out.push((path(k), None));
-        }
-    }
+    out.append(&mut gone);
 }
 
 /// What kind of file a path is, by the layout of `docs/format.md`.
@@ -219,11 +263,36 @@ pub fn check_meta(bytes: Option<&[u8]>) -> Result<Meta, Refusal> {
 pub fn decode<'a>(files: impl IntoIterator<Item = (&'a str, &'a [u8])>) -> Result<State, Refusal> {
     let files: Vec<(&str, &[u8])> = files.into_iter().collect();
     let meta_bytes = files.iter().find(|(p, _)| *p == META).map(|(_, b)| *b);
-    let mut state = State {
-        meta: check_meta(meta_bytes)?,
-        ..State::default()
-    };
+    let mut decoder = Decoder::new(meta_bytes)?;
     for (path, bytes) in files {
+        decoder.file(path, bytes)?;
+    }
+    Ok(decoder.finish())
+}
+
+/// [`decode`] one file at a time, for a reader that streams the tree
+/// (`tx::snapshot`): the meta file first (a format newer than this binary
+/// is refused before any other file is parsed), then every file in any
+/// order.
+pub struct Decoder {
+    state: State,
+}
+
+impl Decoder {
+    /// Starts from the meta file's bytes (`None`: it is missing).
+    pub fn new(meta: Option<&[u8]>) -> Result<Decoder, Refusal> {
+        Ok(Decoder {
+            state: State {
+                meta: check_meta(meta)?,
+                ..State::default()
+            },
+        })
+    }
+
+    /// Adds one file of the tree (the meta file and paths outside the live
+    /// state are skipped).
+    pub fn file(&mut self, path: &str, bytes: &[u8]) -> Result<(), Refusal> {
+        let state = &mut self.state;
         match kind_of(path) {
             Kind::Meta | Kind::Unknown | Kind::Archived | Kind::Evidence => {}
             Kind::Quota => {
@@ -257,8 +326,12 @@ pub fn decode<'a>(files: impl IntoIterator<Item = (&'a str, &'a [u8])>) -> Resul
                 state.todos.insert(t.id.clone(), t);
             }
         }
+        Ok(())
     }
-    Ok(state)
+
+    pub fn finish(self) -> State {
+        self.state
+    }
 }
 
 fn expect_path(path: &str, want: &str) -> Result<(), Refusal> {

@@ -6,6 +6,7 @@
 
 pub mod actor;
 pub mod agent;
+pub mod entities;
 pub mod evidence;
 pub mod files;
 pub mod gate;
@@ -25,6 +26,7 @@ use serde::{Deserialize, Serialize};
 
 pub use actor::Actor;
 pub use agent::{Agent, AgentStatus, LastTurn, Outcome, Parked, Progress};
+pub use entities::Entities;
 pub use evidence::{Evidence, EvidenceKind};
 pub use gate::{Blocks, Gate, GateKind, GateStatus, Notified};
 pub use goal::{Goal, GoalStatus, QuotaPolicy};
@@ -84,15 +86,15 @@ pub const FORMAT: u32 = 4;
 #[derive(Clone, Debug, PartialEq, Default, Serialize, Deserialize)]
 pub struct State {
     pub meta: Meta,
-    pub goals: BTreeMap<GoalId, Goal>,
-    pub agents: BTreeMap<AgentId, Agent>,
-    pub todos: BTreeMap<TodoId, Todo>,
-    pub gates: BTreeMap<GateId, Gate>,
+    pub goals: Entities<GoalId, Goal>,
+    pub agents: Entities<AgentId, Agent>,
+    pub todos: Entities<TodoId, Todo>,
+    pub gates: Entities<GateId, Gate>,
     /// Each agent's spends, bounded by the quota windows.
-    pub quota: BTreeMap<AgentId, quota::Ledger>,
+    pub quota: Entities<AgentId, quota::Ledger>,
     /// Signers announced in the state, so teammates can find their keys.
     /// Which keys count is decided per machine, never here (`trust`).
-    pub signers: BTreeMap<SignerName, Signer>,
+    pub signers: Entities<SignerName, Signer>,
 }
 
 /// `loopx.toml`: the format version and settings shared by every machine.
@@ -227,35 +229,47 @@ impl State {
 
     /// Resolves what a user typed (a full id or a unique prefix) to a todo.
     pub fn resolve_todo(&self, typed: &str) -> Result<TodoId, Refusal> {
-        resolve_todo_in(&self.todos, typed)
+        resolve(
+            self.todos.keys(),
+            TodoId::PREFIX,
+            TodoId::KIND,
+            typed,
+            |id| id.hex(),
+        )
     }
 }
 
 impl State {
     /// Resolves a typed gate id or prefix.
     pub fn resolve_gate(&self, typed: &str) -> Result<GateId, Refusal> {
-        resolve(&self.gates, GateId::PREFIX, GateId::KIND, typed, |id| {
-            id.hex()
-        })
+        resolve(
+            self.gates.keys(),
+            GateId::PREFIX,
+            GateId::KIND,
+            typed,
+            |id| id.hex(),
+        )
     }
 }
 
 /// Resolves a typed todo id or prefix within any set of todos (the live
 /// state, or the archive).
 pub fn resolve_todo_in(todos: &BTreeMap<TodoId, Todo>, typed: &str) -> Result<TodoId, Refusal> {
-    resolve(todos, TodoId::PREFIX, TodoId::KIND, typed, |id| id.hex())
+    resolve(todos.keys(), TodoId::PREFIX, TodoId::KIND, typed, |id| {
+        id.hex()
+    })
 }
 
 /// Finds the one key whose hex part starts with what the user typed.
-fn resolve<K: Clone + Ord + std::fmt::Display, V>(
-    map: &BTreeMap<K, V>,
+fn resolve<'a, K: Clone + Ord + std::fmt::Display + 'a>(
+    keys: impl Iterator<Item = &'a K> + Clone,
     prefix: &str,
     kind: &str,
     typed: &str,
     hex: impl Fn(&K) -> &str,
 ) -> Result<K, Refusal> {
     let want = id::prefix_of(prefix, kind, typed).map_err(|e| Refusal::usage(Code::BadId, e))?;
-    let mut found = map.keys().filter(|k| hex(k).starts_with(&want));
+    let mut found = keys.clone().filter(|k| hex(k).starts_with(&want));
     match (found.next(), found.next()) {
         (Some(k), None) => Ok(k.clone()),
         (None, _) => Err(Refusal::error(
@@ -267,7 +281,7 @@ fn resolve<K: Clone + Ord + std::fmt::Display, V>(
             [Next::List(kind.to_string())],
         ))),
         (Some(a), Some(b)) => {
-            let more = map.keys().filter(|k| hex(k).starts_with(&want)).count();
+            let more = keys.filter(|k| hex(k).starts_with(&want)).count();
             Err(Refusal::usage(
                 Code::AmbiguousId,
                 format!("{typed:?} matches {more} {kind}s ({a}, {b}, …)"),

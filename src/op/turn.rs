@@ -397,8 +397,7 @@ pub(super) fn spend(
         .collect();
     let ledger = state
         .quota
-        .entry(agent.id.clone())
-        .or_insert_with(|| Ledger::new(agent.id.clone()));
+        .get_or_insert_with(agent.id.clone(), || Ledger::new(agent.id.clone()));
     // Spends that have left their goal's window no longer count; the
     // history keeps them.
     ledger

@@ -259,8 +259,7 @@ pub(super) fn record(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         .collect();
     let ledger = state
         .quota
-        .entry(agent.clone())
-        .or_insert_with(|| Ledger::new(agent.clone()));
+        .get_or_insert_with(agent.clone(), || Ledger::new(agent.clone()));
     let before = ledger.usage.iter().find(|e| e.turn == *turn).cloned();
     let added = match ledger.usage.iter_mut().find(|e| e.turn == *turn) {
         Some(e) => {

@@ -509,9 +509,23 @@ impl Store {
     /// [`Store::read_files_under`].
     pub fn read_files(&self, tree: Oid) -> Result<Vec<(String, Vec<u8>)>> {
         let mut out = Vec::new();
-        self.walk(tree.0, String::new(), &["archive", "evidence"], &mut out)
-            .with_context(|| format!("reading the state tree {tree}"))?;
+        self.visit_files(tree, &mut |path, data| {
+            out.push((path.to_owned(), data));
+            Ok(())
+        })?;
         Ok(out)
+    }
+
+    /// [`Store::read_files`] one blob at a time: `f` gets each path and its
+    /// bytes, which are dropped before the next blob is read, so a caller
+    /// that parses as it goes never holds every file at once.
+    pub fn visit_files(
+        &self,
+        tree: Oid,
+        f: &mut dyn FnMut(&str, Vec<u8>) -> Result<()>,
+    ) -> Result<()> {
+        self.walk(tree.0, String::new(), &["archive", "evidence"], f)
+            .with_context(|| format!("reading the state tree {tree}"))
     }
 
     /// Every blob under the folder `dir` of a tree (paths from the root), or
@@ -531,8 +545,11 @@ impl Store {
             return Ok(Vec::new());
         }
         let mut out = Vec::new();
-        self.walk(entry.object_id(), dir.to_owned(), &[], &mut out)
-            .with_context(|| format!("reading {dir} in the state tree"))?;
+        self.walk(entry.object_id(), dir.to_owned(), &[], &mut |path, data| {
+            out.push((path.to_owned(), data));
+            Ok(())
+        })
+        .with_context(|| format!("reading {dir} in the state tree"))?;
         Ok(out)
     }
 
@@ -543,7 +560,7 @@ impl Store {
         tree: gix::ObjectId,
         prefix: String,
         skip: &[&str],
-        out: &mut Vec<(String, Vec<u8>)>,
+        out: &mut dyn FnMut(&str, Vec<u8>) -> Result<()>,
     ) -> Result<()> {
         let tree = self.repo.find_tree(tree)?;
         let entries: Vec<(EntryKind, String, gix::ObjectId)> = tree
@@ -575,7 +592,7 @@ impl Store {
                     // A blob decoded from a delta keeps the decoder's larger
                     // buffer; every file of the state is held at once.
                     data.shrink_to_fit();
-                    out.push((path, data));
+                    out(&path, data)?;
                 }
                 _ => {}
             }

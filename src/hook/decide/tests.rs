@@ -226,7 +226,8 @@ fn a_prompt_says_what_changed_since_the_last_one() {
     assert_eq!(rec.nudged, Some(now));
     assert_eq!(prompt(&mut rec, &s, &a, Some(goal(&s)), now), None);
     let mut paused = s.clone();
-    paused.goals.values_mut().next().unwrap().status = GoalStatus::Paused;
+    let first = paused.goals.keys().next().unwrap().clone();
+    paused.goals.get_mut(&first).unwrap().status = GoalStatus::Paused;
     let text = prompt(&mut rec, &paused, &a, Some(goal(&paused)), now).unwrap();
     assert_eq!(
         text,

@@ -224,12 +224,12 @@ fn full_state() -> State {
                 signatures: crate::model::Signatures::Off,
             },
         },
-        goals: BTreeMap::from([(goal.id.clone(), goal)]),
-        agents: BTreeMap::from([(agent.id.clone(), agent)]),
-        todos: BTreeMap::from([(todo.id.clone(), todo)]),
-        gates: BTreeMap::from([(gate.id.clone(), gate)]),
-        quota: BTreeMap::from([(ledger.agent.clone(), ledger)]),
-        signers: BTreeMap::new(),
+        goals: BTreeMap::from([(goal.id.clone(), goal)]).into(),
+        agents: BTreeMap::from([(agent.id.clone(), agent)]).into(),
+        todos: BTreeMap::from([(todo.id.clone(), todo)]).into(),
+        gates: BTreeMap::from([(gate.id.clone(), gate)]).into(),
+        quota: BTreeMap::from([(ledger.agent.clone(), ledger)]).into(),
+        signers: Default::default(),
     }
 }
 

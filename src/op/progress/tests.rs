@@ -256,7 +256,11 @@ fn progress_of_any_kind_restarts_the_run() {
     );
     turn(&mut s, 12, "f2");
     turn(&mut s, 13, "f2");
-    assert!(s.gates.is_empty(), "{:?}", s.gates.keys());
+    assert!(
+        s.gates.is_empty(),
+        "{:?}",
+        s.gates.keys().collect::<Vec<_>>()
+    );
     let p = s.agents[&aid("agent-a")].progress.clone().expect("a run");
     assert_eq!((p.todo, p.turns.len()), (tid(T1), 2));
     // A refresh without a fingerprint (an older tick, the Stop hook) leaves
