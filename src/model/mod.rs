@@ -12,6 +12,7 @@ pub mod gate;
 pub mod glob;
 pub mod goal;
 pub mod id;
+pub mod machine;
 pub mod quota;
 pub mod run;
 pub mod signer;
@@ -27,7 +28,8 @@ pub use agent::{Agent, AgentStatus, LastTurn, Outcome, Parked, Progress, Runtime
 pub use evidence::{Evidence, EvidenceKind};
 pub use gate::{Blocks, Gate, GateKind, GateStatus, Notified};
 pub use goal::{Goal, GoalStatus, QuotaPolicy};
-pub use id::{AgentId, EvidenceId, GateId, GoalId, OpId, SignerName, TodoId};
+pub use id::{AgentId, EvidenceId, GateId, GoalId, MachineName, OpId, SignerName, TodoId};
+pub use machine::Machine;
 pub use signer::{Signer, Vouch};
 pub use todo::{Claim, Note, Priority, Todo, TodoStatus, Validation};
 
@@ -75,7 +77,11 @@ use crate::time::Span;
 ///   every tick to: formats never go down along a chain, an op id appears
 ///   once along a chain, and the input limits of `op::limits` whatever
 ///   format a tick claims.
-pub const FORMAT: u32 = 4;
+/// - 5 (unreleased): authenticated agents. `machines/<name>.toml`, the ops
+///   `machine.propose`, `machine.admit` and `machine.revoke`, an agent's op
+///   carrying a `signature` (its machine's, `trust::machine`), and the
+///   signing policy's value `all` (`signer.require --machines`).
+pub const FORMAT: u32 = 5;
 
 /// The whole state at one tick. Serde only for the local cache
 /// (`crate::cache`): the stored form is [`files`], one TOML file an entity.
@@ -91,6 +97,10 @@ pub struct State {
     /// Signers announced in the state, so teammates can find their keys.
     /// Which keys count is decided per machine, never here (`trust`).
     pub signers: BTreeMap<SignerName, Signer>,
+    /// Machines (one key per clone) proposed and admitted in the state
+    /// (format 5): which may act for which agents (`trust::machine`).
+    #[serde(default)]
+    pub machines: BTreeMap<MachineName, Machine>,
 }
 
 /// `loopx.toml`: the format version and settings shared by every machine.
@@ -137,6 +147,9 @@ pub enum Signatures {
     /// allowed-signers file is missing, unreadable or empty refuses every
     /// human act.
     Humans,
+    /// Format 5: as `Humans`, and every agent tick must be signed by an
+    /// admitted machine allowed to act for its agent (`trust::machine`).
+    All,
 }
 
 impl Signatures {
@@ -149,10 +162,16 @@ impl Signatures {
         !self.is_off()
     }
 
+    /// Whether every agent tick must be signed by an allowed machine.
+    pub fn machines(self) -> bool {
+        self == Signatures::All
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Signatures::Off => "off",
             Signatures::Humans => "humans",
+            Signatures::All => "all",
         }
     }
 }

@@ -17,6 +17,7 @@
 pub mod allowed;
 pub mod incoming;
 pub mod lineage;
+pub mod machine;
 pub mod sign;
 pub mod validation;
 
@@ -96,6 +97,8 @@ pub fn is_human_act(before: &State, op: &Op) -> bool {
         | Change::QuotaResume { .. }
         | Change::SignerAnnounce { .. }
         | Change::SignerRequire { .. }
+        | Change::MachineAdmit { .. }
+        | Change::MachineRevoke { .. }
         | Change::TodoTrust { .. } => true,
         Change::GateAnswer { gate, .. } | Change::GateWithdraw { gate } => {
             before.gates.get(gate).is_some_and(|g| g.kind.human_only())
@@ -206,6 +209,7 @@ pub fn check_op(
 ) -> Result<Option<SignedBy>, Refusal> {
     if op.signature.is_none()
         && !must_be_signed(op)
+        && !machine::required(before, op)
         && !(enforced(before, signers) && is_human_act(before, op))
     {
         return Ok(None);
@@ -235,6 +239,10 @@ pub fn check_applied(
     signers: &AllowedSigners,
     binding: &Binding,
 ) -> Result<Option<SignedBy>, Refusal> {
+    // An agent's tick is signed by its machine, from format 5.
+    if machine::applies(before, op, binding) {
+        return machine::check(before, after, op, binding);
+    }
     let human = is_human_act(before, op);
     let enforced = enforced(before, signers);
     if human && enforced && signers.listed == 0 {
@@ -336,6 +344,8 @@ fn bound_to_actor(before: &State, after: &State, op: &Op, sig: &SshSig) -> Resul
 pub struct Seal {
     last: Option<(Vec<u8>, String)>,
     signers: Option<AllowedSigners>,
+    /// This clone's machine key, read once per command (None inside: none).
+    machine: Option<Option<ssh_key::PrivateKey>>,
 }
 
 impl Seal {
@@ -351,8 +361,12 @@ impl Seal {
         op: &mut Op,
     ) -> anyhow::Result<()> {
         let human = is_human_act(before, op);
-        // The key is looked up only for a human's op that wants a signature:
-        // an agent's tick costs one match here, nothing more.
+        // An agent's tick is signed in-process with this clone's machine
+        // key, when it has one (`machine`).
+        if op.actor.agent().is_some() {
+            return self.seal_agent(ctx, tip, before, op);
+        }
+        // The key is looked up only for a human's op that wants a signature.
         let key = if op.signature.is_none()
             && *ctx.caller() == Caller::Human
             && wants_signature(before, op)
@@ -384,6 +398,33 @@ impl Seal {
                 }
             };
             op.signature = Some(stored);
+        }
+        check_applied(before, &after, op, self.signers(ctx)?, &binding)?;
+        Ok(())
+    }
+
+    /// An agent's tick: signed with the clone's machine key (in-process,
+    /// no prompt; before the ref is locked), then checked like every path
+    /// checks it ([`check_applied`]).
+    fn seal_agent(
+        &mut self,
+        ctx: &Ctx,
+        tip: Option<crate::store::Oid>,
+        before: &State,
+        op: &mut Op,
+    ) -> anyhow::Result<()> {
+        if self.machine.is_none() {
+            self.machine = Some(machine::load(ctx.store()?.common_dir())?);
+        }
+        let key = self.machine.as_ref().and_then(Option::as_ref);
+        if key.is_none() && op.signature.is_none() && !machine::required(before, op) {
+            return Ok(());
+        }
+        let binding = Binding::live(machine::state_id(ctx.store()?, tip)?);
+        let mut after = before.clone();
+        op::apply(&mut after, op)?;
+        if let Some(key) = key {
+            op.signature = Some(machine::sign(key, &record(before, &after, op, &binding))?);
         }
         check_applied(before, &after, op, self.signers(ctx)?, &binding)?;
         Ok(())
@@ -485,6 +526,8 @@ pub fn history_note(op: &Op, signers: &AllowedSigners) -> Option<String> {
                 | "quota.void"
                 | "signer.announce"
                 | "signer.require"
+                | "machine.admit"
+                | "machine.revoke"
                 | "todo.trust"
         ),
     };
