@@ -13,8 +13,8 @@ fn unknown(name: &MachineName) -> Refusal {
         format!("there is no machine {name} in the state"),
     )
     .with_hint(Hint::new(
-        format!("{N} lists the machines; a clone proposes itself with `loopx machine setup`"),
-        [Next::List("machine".to_owned())],
+        format!("{N} lists the machines; a clone proposes itself with {N}"),
+        [Next::List("machine".to_owned()), Next::SetupMachine(None)],
     ))
 }
 
@@ -29,7 +29,10 @@ pub(super) fn propose(
             Code::BadKey,
             format!("the key for machine {name} is not usable: {e}"),
         )
-        .with_hint("a machine's key is an ed25519 or ECDSA public key (`loopx machine setup` makes one)")
+        .with_hint(Hint::new(
+            format!("a machine's key is an ed25519 or ECDSA public key ({N} makes one)"),
+            [Next::SetupMachine(None)],
+        ))
     })?;
     if let Some(other) = state
         .machines
@@ -57,7 +60,10 @@ pub(super) fn propose(
                 Code::MachineTaken,
                 format!("machine {name} is admitted with another key"),
             )
-            .with_hint("propose the new key under a new name (`loopx machine setup --name NEW`); a human then admits it and revokes the old one"));
+            .with_hint(Hint::new(
+                format!("propose the new key under a new name ({N}); a human then admits it and revokes the old one"),
+                [Next::SetupMachine(Some("NEW".to_owned()))],
+            )));
         }
     }
     state.machines.insert(
@@ -97,7 +103,7 @@ pub(super) fn admit(
             Code::BadPattern,
             format!("admitting machine {name} names no agents it may act for"),
         )
-        .with_hint("pass --agent ID or --agent 'PREFIX-*' once per agent or pattern"));
+        .with_hint("pass --for ID or --for 'PREFIX-*' once per agent or pattern"));
     }
     let m = state.machines.get(name).ok_or_else(|| unknown(name))?;
     if m.revoked_by.is_some() {
@@ -105,7 +111,10 @@ pub(super) fn admit(
             Code::MachineUnadmitted,
             format!("machine {name} was revoked; a revoked key is never admitted again"),
         )
-        .with_hint("the machine proposes a new key under a new name (`loopx machine setup --name NEW`)"));
+        .with_hint(Hint::new(
+            format!("the machine proposes a new key under a new name ({N})"),
+            [Next::SetupMachine(Some("NEW".to_owned()))],
+        )));
     }
     let has = crate::trust::fingerprint(&m.key).unwrap_or_default();
     if has != fingerprint {
@@ -116,8 +125,8 @@ pub(super) fn admit(
             ),
         )
         .with_hint(Hint::new(
-            format!("compare with the machine's own `loopx machine setup` output, and look again with {N}"),
-            [Next::List("machine".to_owned())],
+            format!("compare with the machine's own {N} output, and look again with {N}"),
+            [Next::SetupMachine(None), Next::List("machine".to_owned())],
         )));
     }
     if m.admitted() && m.agents == agents {

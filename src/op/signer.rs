@@ -147,9 +147,13 @@ fn machines_cover_agents(state: &State) -> Result<(), Refusal> {
     )
     .with_hint(Hint::new(
         format!(
-            "run `loopx machine setup` on every machine, admit each with `loopx machine admit NAME --fingerprint FP --agent PATTERN` (or retire agents no longer used); {N} shows them; nothing was changed"
+            "run {N} on every machine, admit each with {N} (or retire agents no longer used); {N} shows them; nothing was changed"
         ),
-        [Next::List("machine".to_owned())],
+        [
+            Next::SetupMachine(None),
+            Next::AdmitMachine("NAME".to_owned(), "FP".to_owned()),
+            Next::List("machine".to_owned()),
+        ],
     )))
 }
 

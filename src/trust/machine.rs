@@ -189,7 +189,7 @@ pub fn check(
         )
         .with_hint(Hint::new(
             format!(
-                "if that machine runs {agent}, a human admits it for it: `loopx machine admit {} --fingerprint {fingerprint} --agent {agent}` (with its other patterns); {N} shows who may act for whom",
+                "if that machine runs {agent}, a human admits it for it: `loopx machine admit {} --fingerprint {fingerprint} --for {agent}` (with its other patterns); {N} shows who may act for whom",
                 m.name
             ),
             [Next::List("machine".to_owned())],
@@ -222,7 +222,7 @@ pub fn check(
 fn setup_hint() -> Hint {
     Hint::new(
         format!(
-            "run `loopx machine setup` on this machine (it makes and proposes its key), and have a human admit it with `loopx machine admit NAME --fingerprint FP --agent PATTERN`; {N} shows the machines; nothing was changed"
+            "run `loopx machine setup` on this machine (it makes and proposes its key), and have a human admit it with `loopx machine admit NAME --fingerprint FP --for PATTERN`; {N} shows the machines; nothing was changed"
         ),
         [Next::List("machine".to_owned())],
     )

@@ -14,7 +14,7 @@ use crate::tx;
 ///
 /// Names the machine's key by its fingerprint (as `loopx machine setup`
 /// printed it on that machine), so what is admitted is what was checked.
-/// `--agent` takes an agent id or a pattern with `*` (`claude-code-*`), once
+/// `--for` takes an agent id or a pattern with `*` (`claude-code-*`), once
 /// per agent or pattern; admitting again replaces the list. Agents
 /// registered before machine keys existed are bound the same way, by name:
 /// no agent belongs to a machine because it registered first.
@@ -26,7 +26,7 @@ pub struct Args {
     #[arg(long)]
     fingerprint: String,
     /// An agent id or pattern it may act for (repeatable)
-    #[arg(long = "agent", value_name = "PATTERN", required = true)]
+    #[arg(long = "for", value_name = "PATTERN", required = true)]
     agents: Vec<String>,
 }
 

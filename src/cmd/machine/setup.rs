@@ -18,7 +18,7 @@ use crate::tx;
 /// 0600) unless it has one, and proposes it under a name with a
 /// `machine.propose` tick. Every agent tick written here is then signed
 /// with it. A proposal admits nothing: a human admits the machine with
-/// `loopx machine admit NAME --fingerprint FP --agent PATTERN` (a signed
+/// `loopx machine admit NAME --fingerprint FP --for PATTERN` (a signed
 /// act), after checking the fingerprint this command prints.
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -112,7 +112,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         );
         if status != "admitted" {
             s.push_str(&format!(
-                "\nA human admits it (a signed act) with: loopx machine admit {name} --fingerprint {fingerprint} --agent PATTERN"
+                "\nA human admits it (a signed act) with: loopx machine admit {name} --fingerprint {fingerprint} --for PATTERN"
             ));
         }
         s
