@@ -664,11 +664,11 @@ fn a_history_in_an_older_format_verifies_and_a_newer_op_cannot_claim_it() {
     let mut parent: Option<String> = None;
     for c in commits.lines() {
         let mut p = forge::read(&m, c);
-        assert_eq!(format_of(&p.message), "4");
-        p.message = p.message.replace("Loopx-Format: 4\n", "Loopx-Format: 2\n");
+        assert_eq!(format_of(&p.message), "5");
+        p.message = p.message.replace("Loopx-Format: 5\n", "Loopx-Format: 2\n");
         let toml = String::from_utf8(forge::file(&m, c, "loopx.toml")).unwrap();
         assert!(toml.starts_with(&now), "{toml}");
-        let old = toml.replacen("format = 4\n", "format = 2\n", 1);
+        let old = toml.replacen("format = 5\n", "format = 2\n", 1);
         p.tree = forge::tree_with(&m, &p.tree, &[("loopx.toml", Some(old.as_bytes()))]);
         p.parent = parent.clone();
         parent = Some(forge::write(&m, &p));
@@ -678,11 +678,11 @@ fn a_history_in_an_older_format_verifies_and_a_newer_op_cannot_claim_it() {
     // New ticks on that state carry this binary's format, and verify too.
     env.agent("agent-a", &["quota", "park", "--until", "1h"])
         .ok();
-    assert_eq!(format_of(&forge::read(&m, "refs/loopx/state").message), "4");
+    assert_eq!(format_of(&forge::read(&m, "refs/loopx/state").message), "5");
     env.loopx(&["verify"]).ok();
     // The park claims format 2, which has no such op.
     forge::amend_tip(&m, |_, p| {
-        p.message = p.message.replace("Loopx-Format: 4\n", "Loopx-Format: 2\n");
+        p.message = p.message.replace("Loopx-Format: 5\n", "Loopx-Format: 2\n");
     });
     let v = env.loopx(&["verify", "--json"]).code(3).json();
     let text = v.to_string();
