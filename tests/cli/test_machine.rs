@@ -85,6 +85,15 @@ fn team(env: &TestEnv) -> (Hubs, Machine<'_>, Machine<'_>) {
     let a = env.machine();
     let ada = keygen(env, "ada");
     trust(&a, "ada", &ada);
+    // The guarded hub trusts Ada too: once the state requires signatures
+    // it refuses every human act without a trust root.
+    let file = env.root().join("hub_allowed_signers");
+    let key = std::fs::read_to_string(&ada).unwrap();
+    std::fs::write(&file, format!("ada {key}")).unwrap();
+    crate::common::git_in(
+        &h.guarded,
+        &["config", "loopx.allowedSignersFile", file.to_str().unwrap()],
+    );
     sign_with(&a, &ada);
     announce(&a, "ada", &ada);
     let fa = setup_machine(&a, "ma");
@@ -215,6 +224,8 @@ fn a_second_clone_acting_as_agent_a_is_refused_once_machines_are_required() {
     // Everyone back to P.
     for m in [&a, &b] {
         m.git(&["update-ref", "refs/loopx/state", &p]);
+        m.git(&["update-ref", "refs/loopx/remotes/origin/state", &p]);
+        m.git(&["update-ref", "refs/loopx/synced/origin", &p]);
     }
     forge::set_hub_ref(&h.origin, "refs/loopx/state", &p);
     forge::set_hub_ref(&h.guarded, "refs/loopx/state", &p);
