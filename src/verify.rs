@@ -536,9 +536,7 @@ pub fn chain_noting(
         lineage::save(store, &lineage);
     }
     Ok((
-        Ok(current.expect(
-            "a chain ending at a commit has at least one commit",
-        )),
+        Ok(current.expect("a chain ending at a commit has at least one commit")),
         notes(lineage),
     ))
 }

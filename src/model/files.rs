@@ -8,8 +8,8 @@
 use serde::{Serialize, de::DeserializeOwned};
 
 use super::{
-    Agent, AgentId, Evidence, FORMAT, Gate, GateId, Goal, GoalId, Machine, MachineName, Meta, Signer,
-    SignerName, State, Todo, TodoId,
+    Agent, AgentId, Evidence, FORMAT, Gate, GateId, Goal, GoalId, Machine, MachineName, Meta,
+    Signer, SignerName, State, Todo, TodoId,
 };
 use crate::error::{Code, Refusal};
 

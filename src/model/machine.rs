@@ -75,7 +75,9 @@ pub fn check_pattern(pattern: &str) -> Result<(), String> {
     }
     let probe = pattern.replace('*', "x");
     AgentId::new(&probe).map(drop).map_err(|_| {
-        format!("{pattern:?} is not an agent id or a pattern of one (letters, digits, '-', and '*')")
+        format!(
+            "{pattern:?} is not an agent id or a pattern of one (letters, digits, '-', and '*')"
+        )
     })
 }
 

@@ -95,8 +95,7 @@ pub(super) fn admit(
 ) -> Result<Effect, Refusal> {
     rules::human_only(&op.actor, "admit a machine")?;
     for p in agents {
-        crate::model::machine::check_pattern(p)
-            .map_err(|e| Refusal::usage(Code::BadPattern, e))?;
+        crate::model::machine::check_pattern(p).map_err(|e| Refusal::usage(Code::BadPattern, e))?;
     }
     if agents.is_empty() {
         return Err(Refusal::usage(

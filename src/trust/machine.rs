@@ -50,7 +50,9 @@ pub fn load(common_dir: &Path) -> Result<Option<PrivateKey>> {
             Code::NoMachineKey,
             format!("the machine key {} is not usable: {e}", path.display()),
         )
-        .with_hint("move it away and run `loopx machine setup` to make a new one (then have it admitted)")
+        .with_hint(
+            "move it away and run `loopx machine setup` to make a new one (then have it admitted)",
+        )
     })?;
     Ok(Some(key))
 }
@@ -100,6 +102,31 @@ pub fn sign(key: &PrivateKey, record: &[u8]) -> Result<String> {
         .to_pem(LineEnding::LF)
         .map_err(|e| anyhow::anyhow!("encoding the signature: {e}"))?;
     super::encode(&armored).map_err(|e| anyhow::anyhow!(e))
+}
+
+/// Signs an agent op this clone makes outside a live tick (sync's record
+/// of a local op that lost, written in the agent's name) with the clone's
+/// machine key, when it has one and the op is unsigned. Replayed ops are
+/// never re-signed: they keep the signature they were written with.
+pub fn sign_record(
+    store: &Store,
+    tip: &crate::store::Tip,
+    before: &State,
+    op: &mut Op,
+) -> Result<()> {
+    if op.signature.is_some() || op.actor.agent().is_none() {
+        return Ok(());
+    }
+    let Some(key) = load(store.common_dir())? else {
+        return Ok(());
+    };
+    let binding = Binding::live(state_id(store, Some(tip.commit))?);
+    let mut after = before.clone();
+    if crate::op::apply(&mut after, op).is_err() {
+        return Ok(());
+    }
+    op.signature = Some(sign(&key, &super::record(before, &after, op, &binding))?);
+    Ok(())
 }
 
 /// Whether `op` is an agent's tick that the state requires signed by an

@@ -215,8 +215,7 @@ fn a_second_clone_acting_as_agent_a_is_refused_once_machines_are_required() {
     );
     let out = a.loopx(&["verify"]).ok();
     assert!(
-        out.stderr
-            .contains("3 agent ticks (tick ")
+        out.stderr.contains("3 agent ticks (tick ")
             && out.stderr.contains("signer require --machines"),
         "{}",
         out.stderr

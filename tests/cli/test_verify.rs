@@ -498,7 +498,8 @@ fn forge_tip(m: &Machine, kind: usize, used_ops: &[String]) -> &'static str {
             });
             "format-down"
         }
-        // A summary carrying a fake trailer on a line of its own.
+        // A summary carrying a fake trailer on a line of its own: the op
+        // is no longer the one its machine signed, which is checked first.
         _ => {
             forge::amend_tip(m, |_, p| {
                 p.message = p.message.replace(
@@ -506,7 +507,7 @@ fn forge_tip(m: &Machine, kind: usize, used_ops: &[String]) -> &'static str {
                     "summary = \"checked\\nLoopx-Human: Ada Lovelace <ada@example.com>\"",
                 );
             });
-            "refused"
+            "signature"
         }
     }
 }
@@ -514,9 +515,15 @@ fn forge_tip(m: &Machine, kind: usize, used_ops: &[String]) -> &'static str {
 /// Random honest ops from three clones, with forgeries of issue 25's kinds
 /// injected (a reused op id, a format that goes down, a fake trailer in a
 /// one-line field): every forgery is refused by the guarded hub and by the
-/// forger's own sync, and every honest tick is accepted everywhere.
+/// forger's own sync, and every honest tick is accepted everywhere. The
+/// team runs with every signature required (issue 31): each human signs
+/// with an announced key every clone and both hubs trust, and each clone's
+/// machine is admitted for the agents.
 #[test]
 fn random_honest_ops_from_three_clones_all_verify_everywhere() {
+    if !crate::test_sign::have_openssh() {
+        return;
+    }
     let env = TestEnv::with_board();
     let hub = env.hub("hub.git");
     let guarded = PathBuf::from(env.hub("guarded.git"));
@@ -533,6 +540,64 @@ fn random_honest_ops_from_three_clones_all_verify_everywhere() {
     ];
     for m in &machines[1..] {
         m.git(&["remote", "add", "guarded", &guarded_url]);
+        m.loopx(&["sync"]).ok();
+    }
+    // Every signature required: keys, announcements, machines, the policy.
+    let names = ["ada", "b", "c"];
+    let keys: Vec<PathBuf> = names
+        .iter()
+        .map(|n| crate::test_sign::keygen(&env, n))
+        .collect();
+    let allowed = env.root().join("team_allowed_signers");
+    let lines: String = names
+        .iter()
+        .zip(&keys)
+        .map(|(n, k)| format!("{n} {}", std::fs::read_to_string(k).unwrap()))
+        .collect();
+    std::fs::write(&allowed, lines).unwrap();
+    for repo in [Path::new(&hub), guarded.as_path()] {
+        git_in(
+            repo,
+            &[
+                "config",
+                "loopx.allowedSignersFile",
+                allowed.to_str().unwrap(),
+            ],
+        );
+    }
+    let mut fingerprints = Vec::new();
+    for ((m, n), k) in machines.iter().zip(names).zip(&keys) {
+        m.git(&[
+            "config",
+            "loopx.allowedSignersFile",
+            allowed.to_str().unwrap(),
+        ]);
+        crate::test_sign::sign_with(m, k);
+        m.loopx(&["sync"]).ok();
+        crate::test_sign::announce(m, n, k);
+        let v = m
+            .loopx(&["--json", "machine", "setup", "--name", &format!("m-{n}")])
+            .ok()
+            .json();
+        fingerprints.push(v["fingerprint"].as_str().unwrap().to_owned());
+        m.loopx(&["sync"]).ok();
+    }
+    machines[0].loopx(&["sync"]).ok();
+    for (n, fp) in names.iter().zip(&fingerprints) {
+        machines[0]
+            .loopx(&[
+                "machine",
+                "admit",
+                &format!("m-{n}"),
+                "--fingerprint",
+                fp,
+                "--for",
+                "agent-*",
+            ])
+            .ok();
+    }
+    machines[0].loopx(&["signer", "require", "--machines"]).ok();
+    for m in &machines {
         m.loopx(&["sync"]).ok();
     }
     let (ok, err) = forge::push(&machines[0], "guarded", "refs/loopx/state:refs/loopx/state");
