@@ -38,7 +38,7 @@ pub(super) enum Plan {
     /// Write `steps` on top of the remote's state, push them expecting the
     /// remote at its tip, then move the local ref from `local`.
     Replay {
-        onto: Snapshot,
+        onto: Box<Snapshot>,
         local: Oid,
         steps: Vec<Step>,
         rejected: Vec<Rejected>,
@@ -173,10 +173,10 @@ fn decide_plan(
                 });
             }
             Ok(Plan::Replay {
-                onto: Snapshot {
+                onto: Box::new(Snapshot {
                     tip: remote_side.verified.tip,
                     state: remote_side.verified.state,
-                },
+                }),
                 local: local.commit,
                 steps: planned.steps,
                 rejected: planned.rejected,

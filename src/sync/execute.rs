@@ -128,7 +128,7 @@ pub(super) fn execute(
             pulled,
         } => {
             let expected = Some(onto.tip.commit);
-            let (tip, replays, written) = write_replay(repo, onto, steps)?;
+            let (tip, replays, written) = write_replay(repo, *onto, steps)?;
             let counts = Counts {
                 pushed: written,
                 pulled,

@@ -207,11 +207,11 @@ pub fn check_op(
     signers: &AllowedSigners,
     binding: &Binding,
 ) -> Result<Option<SignedBy>, Refusal> {
-    if op.signature.is_none()
-        && !must_be_signed(op)
-        && !machine::required(before, op)
-        && !(enforced(before, signers) && is_human_act(before, op))
-    {
+    let wanted = op.signature.is_some()
+        || must_be_signed(op)
+        || machine::required(before, op)
+        || (enforced(before, signers) && is_human_act(before, op));
+    if !wanted {
         return Ok(None);
     }
     let mut after = before.clone();
