@@ -295,3 +295,210 @@ fn remember(file: &Path, root: &str, tip: Oid) {
         let _ = tmp.persist(file);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Actor, AgentId, GoalId, MachineName, OpId, Signatures};
+    use crate::op;
+    use crate::time::Timestamp;
+
+    fn key() -> PrivateKey {
+        let mut seed = [0u8; 32];
+        getrandom::fill(&mut seed).unwrap();
+        PrivateKey::from(ssh_key::private::Ed25519Keypair::from_seed(&seed))
+    }
+
+    fn ada() -> Actor {
+        Actor::Human {
+            name: "Ada".into(),
+            email: "ada@example.com".into(),
+        }
+    }
+
+    fn at(n: u32) -> Timestamp {
+        Timestamp::parse(&format!("2026-11-30T09:{n:02}:00Z")).unwrap()
+    }
+
+    fn op(n: u32, actor: Actor, change: Change) -> Op {
+        Op {
+            id: OpId::from_hex(&format!("{n:016x}")),
+            at: at(n),
+            actor,
+            signature: None,
+            change,
+        }
+    }
+
+    fn agent(id: &str) -> Actor {
+        Actor::Agent(AgentId::new(id).unwrap())
+    }
+
+    fn add(n: u32, by: &str) -> Op {
+        op(
+            n,
+            agent(by),
+            Change::EvidenceAdd {
+                evidence: crate::model::EvidenceId::from_hex(&format!("{n:08x}")),
+                goal: GoalId::new("main").unwrap(),
+                todo: None,
+                kind: crate::model::EvidenceKind::Note,
+                summary: "checked".into(),
+                code: None,
+                run: None,
+                artifact: None,
+            },
+        )
+    }
+
+    fn signed(k: &PrivateKey, before: &State, mut o: Op, binding: &Binding) -> Op {
+        let mut after = before.clone();
+        op::apply(&mut after, &o).unwrap();
+        o.signature = Some(sign(k, &super::super::record(before, &after, &o, binding)).unwrap());
+        o
+    }
+
+    fn verdict(before: &State, o: &Op, binding: &Binding) -> Result<Option<String>, Code> {
+        let mut after = before.clone();
+        op::apply(&mut after, o).map_err(|r| r.code)?;
+        check(before, &after, o, binding)
+            .map(|by| by.and_then(|b| b.principal))
+            .map_err(|r| r.code)
+    }
+
+    /// Every verdict of the one check, judged from the state before each
+    /// op: unsigned, unknown, proposed, admitted for another agent,
+    /// allowed, altered, revoked; before and after the policy.
+    #[test]
+    fn an_agent_tick_counts_only_signed_by_a_machine_allowed_for_its_agent() {
+        let binding = Binding {
+            format: SINCE,
+            state: Some("1111111111111111111111111111111111111111".into()),
+        };
+        let mut s = State::default();
+        for (n, c) in [
+            (
+                1,
+                Change::Init {
+                    goal: Some(GoalId::new("main").unwrap()),
+                    objective: Some("Ship".into()),
+                },
+            ),
+            (
+                2,
+                Change::AgentRegister {
+                    agent: AgentId::new("agent-a").unwrap(),
+                    runtime: crate::model::Runtime::Custom,
+                    capabilities: Vec::new(),
+                },
+            ),
+            (
+                3,
+                Change::AgentRegister {
+                    agent: AgentId::new("agent-b").unwrap(),
+                    runtime: crate::model::Runtime::Custom,
+                    capabilities: Vec::new(),
+                },
+            ),
+        ] {
+            op::apply(&mut s, &op(n, ada(), c)).unwrap();
+        }
+        let (m1, stranger) = (key(), key());
+        // Unsigned, and no policy: valid, reported (None).
+        assert_eq!(verdict(&s, &add(10, "agent-a"), &binding), Ok(None));
+        // A proposal signed by the key it proposes proves possession.
+        let propose = signed(
+            &m1,
+            &s,
+            op(
+                11,
+                agent("agent-a"),
+                Change::MachinePropose {
+                    machine: MachineName::new("m1").unwrap(),
+                    key: public_line(&m1),
+                },
+            ),
+            &binding,
+        );
+        assert!(verdict(&s, &propose, &binding).unwrap().is_some());
+        op::apply(&mut s, &propose).unwrap();
+        // Proposed only: reported, not trusted.
+        let by_m1 = signed(&m1, &s, add(12, "agent-a"), &binding);
+        assert_eq!(verdict(&s, &by_m1, &binding), Ok(None));
+        let fp = crate::trust::fingerprint(&public_line(&m1)).unwrap();
+        let admit = op(
+            13,
+            ada(),
+            Change::MachineAdmit {
+                machine: MachineName::new("m1").unwrap(),
+                fingerprint: fp,
+                agents: vec!["agent-a".into()],
+            },
+        );
+        op::apply(&mut s, &admit).unwrap();
+        assert_eq!(verdict(&s, &by_m1, &binding), Ok(Some("machine m1".into())));
+        s.meta.settings.signatures = Signatures::All;
+        assert_eq!(
+            verdict(&s, &add(14, "agent-a"), &binding),
+            Err(Code::Unsigned)
+        );
+        assert_eq!(
+            verdict(
+                &s,
+                &signed(&stranger, &s, add(15, "agent-a"), &binding),
+                &binding
+            ),
+            Err(Code::MachineUnadmitted)
+        );
+        assert_eq!(
+            verdict(&s, &signed(&m1, &s, add(16, "agent-b"), &binding), &binding),
+            Err(Code::MachineNotAllowed)
+        );
+        // Altered after signing, or moved into another state.
+        let mut altered = signed(&m1, &s, add(17, "agent-a"), &binding);
+        altered.at = at(18);
+        assert_eq!(verdict(&s, &altered, &binding), Err(Code::BadSignature));
+        let elsewhere = Binding {
+            format: SINCE,
+            state: Some("2222222222222222222222222222222222222222".into()),
+        };
+        let moved = signed(&m1, &s, add(19, "agent-a"), &binding);
+        assert_eq!(verdict(&s, &moved, &elsewhere), Err(Code::BadSignature));
+        // Signed before the revocation: valid against the state before it.
+        let early = signed(&m1, &s, add(20, "agent-a"), &binding);
+        let before_revoke = s.clone();
+        op::apply(
+            &mut s,
+            &op(
+                21,
+                ada(),
+                Change::MachineRevoke {
+                    machine: MachineName::new("m1").unwrap(),
+                },
+            ),
+        )
+        .unwrap();
+        assert!(verdict(&before_revoke, &early, &binding).unwrap().is_some());
+        let late = signed(&m1, &s, add(22, "agent-a"), &binding);
+        assert_eq!(verdict(&s, &late, &binding), Err(Code::MachineUnadmitted));
+    }
+
+    #[test]
+    fn a_key_is_made_once_with_tight_permissions_and_reads_back() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(load(dir.path()).unwrap().is_none());
+        let made = create(dir.path()).unwrap();
+        assert!(create(dir.path()).is_err(), "never over an existing key");
+        let read = load(dir.path()).unwrap().unwrap();
+        assert_eq!(public_line(&made), public_line(&read));
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(key_path(dir.path()))
+                .unwrap()
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+    }
+}
