@@ -173,12 +173,30 @@ pub fn check(
     let sig = super::decode(text).map_err(|e| super::bad_signature(op, &e))?;
     super::verify(&sig, &super::record(before, after, op, binding))
         .map_err(|e| super::bad_signature(op, &e))?;
-    let key = PublicKey::from(sig.public_key().clone());
+    admission(
+        before,
+        after,
+        op,
+        &PublicKey::from(sig.public_key().clone()),
+    )
+}
+
+/// Whether the machine holding `key` may sign `op` (its signature already
+/// checked, or just made here): the part of [`check`] after the
+/// cryptography.
+pub fn admission(
+    before: &State,
+    after: &State,
+    op: &Op,
+    key: &PublicKey,
+) -> Result<Option<SignedBy>, Refusal> {
+    let enforced = required(before, op);
+    let agent = op.actor.agent().expect("only agents' ops are checked here");
     let fingerprint = key.fingerprint(HashAlg::Sha256).to_string();
     let held = |s: &State| {
         s.machines
             .values()
-            .filter(|m| same_key(m, &key))
+            .filter(|m| same_key(m, key))
             .max_by_key(|m| (m.admitted(), m.revoked_by.is_none()))
             .cloned()
     };
@@ -257,8 +275,9 @@ fn setup_hint() -> Hint {
 
 /// The state's identity for a new tick on top of `tip`, cheaply: the root
 /// remembered beside the cache with the tip it was found for is reused
-/// when `tip` is that tip or its child (a tick's usual case), else looked
-/// up once ([`super::lineage::state_id`]). Derived and disposable.
+/// when that tip is `tip` or one of its first 64 ancestors (a tick's usual
+/// case), else looked up once ([`super::lineage::state_id`]). Derived and
+/// disposable: a first-parent chain has one root.
 pub fn state_id(store: &Store, tip: Option<Oid>) -> Result<Option<String>> {
     let Some(tip) = tip else { return Ok(None) };
     let file = store.common_dir().join("loopx").join("state-root");
@@ -268,13 +287,24 @@ pub fn state_id(store: &Store, tip: Option<Oid>) -> Result<Option<String>> {
         let at = store.oid(l.next()?.strip_prefix("tip ")?).ok()?;
         Some((root, at))
     });
-    if let Some((root, at)) = &remembered
-        && (*at == tip || store.first_parent(tip)? == Some(*at))
-    {
-        if *at != tip {
-            remember(&file, root, tip);
+    if let Some((root, at)) = &remembered {
+        // The remembered tip, or an ancestor a few ticks back (other
+        // writers' ticks, a small sync), keeps the same root.
+        // Rewritten only every few ticks: a rename over the file costs
+        // more than reading a few commits.
+        let mut c = Some(tip);
+        for steps in 0..=NEAR {
+            match c {
+                Some(x) if x == *at => {
+                    if steps >= NEAR / 4 {
+                        remember(&file, root, tip);
+                    }
+                    return Ok(Some(root.clone()));
+                }
+                Some(x) => c = store.first_parent(x)?,
+                None => break,
+            }
         }
-        return Ok(Some(root.clone()));
     }
     let id = super::lineage::state_id(store, Some(tip))?;
     if let Some(root) = &id {
@@ -282,6 +312,9 @@ pub fn state_id(store: &Store, tip: Option<Oid>) -> Result<Option<String>> {
     }
     Ok(id)
 }
+
+/// How many ticks back the remembered tip is looked for.
+const NEAR: usize = 64;
 
 fn remember(file: &Path, root: &str, tip: Oid) {
     let Some(dir) = file.parent() else { return };
