@@ -518,6 +518,16 @@ pub fn describe(signature: Option<&str>, signers: &AllowedSigners) -> String {
 /// (Reading history has no parent state at hand, so a human's answer to a
 /// decision gate also shows "unsigned".)
 pub fn history_note(op: &Op, signers: &AllowedSigners) -> Option<String> {
+    if op.actor.agent().is_some()
+        && let Some(Ok(sig)) = op.signature.as_deref().map(decode)
+    {
+        // An agent's op is signed by its machine (format 5): which machine
+        // the state knows the key as is `loopx machine list`'s to say.
+        return Some(format!(
+            "signed by a machine key ({})",
+            sig.public_key().fingerprint(HashAlg::Sha256)
+        ));
+    }
     if op.signature.is_some() {
         return Some(describe(op.signature.as_deref(), signers));
     }
