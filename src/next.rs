@@ -64,6 +64,10 @@ pub enum Next {
     TrustSigner(String),
     /// Vouch for a todo's validation (a signed human act).
     TrustTodo(String),
+    /// Make and propose this clone's machine key (`Some`: under a new name).
+    SetupMachine(Option<String>),
+    /// Admit a machine for agents (a signed human act): name, fingerprint.
+    AdmitMachine(String, String),
 }
 
 impl Next {
@@ -84,7 +88,7 @@ impl Next {
             Next::AddTodo => "loopx todo add".to_owned(),
             Next::AddTodoWithCheck => "loopx todo add TITLE -- cargo test".to_owned(),
             Next::ShouldRun => "loopx quota should-run".to_owned(),
-            Next::QuotaOf(agent) => format!("loopx quota status --agent {agent}"),
+            Next::QuotaOf(agent) => format!("loopx quota status --for {agent}"),
             Next::RunEvidence => "loopx evidence run".to_owned(),
             Next::AddEvidence => "loopx evidence add".to_owned(),
             Next::RefreshState => "loopx refresh-state --outcome advanced|blocked".to_owned(),
@@ -102,6 +106,11 @@ impl Next {
             Next::Doctor => "loopx doctor".to_owned(),
             Next::TrustSigner(name) => format!("loopx signer trust {name}"),
             Next::TrustTodo(id) => format!("loopx todo trust {id}"),
+            Next::SetupMachine(None) => "loopx machine setup".to_owned(),
+            Next::SetupMachine(Some(name)) => format!("loopx machine setup --name {name}"),
+            Next::AdmitMachine(name, fp) => {
+                format!("loopx machine admit {name} --fingerprint {fp} --for PATTERN")
+            }
         };
         format!("`{cmd}`")
     }

@@ -345,8 +345,9 @@ pub fn check_tick(
     }
     // Human authority before the rules: a replayed signed act reports its
     // signature, not the revision it no longer matches.
-    if !signing.exempt(store, entry.commit, tick)?
-        && let Err(r) = crate::trust::check_op(
+    let mut unsigned_agent = false;
+    if !signing.exempt(store, entry.commit, tick)? {
+        match crate::trust::check_op(
             before,
             op,
             &signing.signers,
@@ -354,11 +355,20 @@ pub fn check_tick(
                 format: parsed.format,
                 state: lineage.state_id(),
             },
-        )
-    {
-        let mut f = Finding::new(entry, tick, Rule::Signature, r.message);
-        f.refusal = Some(r.code);
-        return Ok(Err(f));
+        ) {
+            Err(r) => {
+                let mut f = Finding::new(entry, tick, Rule::Signature, r.message);
+                f.refusal = Some(r.code);
+                return Ok(Err(f));
+            }
+            // An agent tick no allowed machine signed, before the policy
+            // requires it: valid, and reported (`trust::machine`).
+            Ok(by) => {
+                unsigned_agent = by.is_none()
+                    && op.actor.agent().is_some()
+                    && parsed.format >= crate::trust::machine::SINCE;
+            }
+        }
     }
     let extra: Vec<(&str, String)> = parsed
         .trailers
@@ -428,6 +438,9 @@ pub fn check_tick(
     }
     let after = planned.state;
     lineage.push(entry.commit, op.id.as_str(), parsed.format);
+    if unsigned_agent {
+        lineage.unsigned_agent_ticks.push(tick);
+    }
     Ok(Ok(Verified {
         tip: Tip {
             commit: entry.commit,
@@ -472,6 +485,27 @@ pub fn chain(
     signing: &Signing,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<Checked> {
+    Ok(chain_noting(store, base, tip, now, signing, progress)?.0)
+}
+
+/// What a chain's check found valid but worth saying (`verify` prints it).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Notes {
+    /// Agent ticks (format 5 on) not signed by a machine allowed to act for
+    /// their agent, accepted because the signing policy did not require it
+    /// then; refused once `signer require --machines` is on.
+    pub unsigned_agent_ticks: Vec<u64>,
+}
+
+/// [`chain`], also returning its [`Notes`].
+pub fn chain_noting(
+    store: &Store,
+    base: Option<Verified>,
+    tip: Oid,
+    now: Timestamp,
+    signing: &Signing,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<(Checked, Notes)> {
     let ids = store.chain_ids_since(tip, base.as_ref().map(|b| b.tip.commit))?;
     let scratch = store.scratch();
     let total = ids.len();
@@ -494,16 +528,41 @@ pub fn chain(
             &mut lineage,
         )? {
             Ok(v) => current = Some(v),
-            Err(f) => return Ok(Err(f)),
+            Err(f) => return Ok((Err(f), notes(lineage))),
         }
         progress(i + 1, total);
     }
     if total > 0 {
         lineage::save(store, &lineage);
     }
-    Ok(Ok(current.expect(
-        "a chain ending at a commit has at least one commit",
-    )))
+    Ok((
+        Ok(current.expect("a chain ending at a commit has at least one commit")),
+        notes(lineage),
+    ))
+}
+
+fn notes(lineage: Lineage) -> Notes {
+    Notes {
+        unsigned_agent_ticks: lineage.unsigned_agent_ticks,
+    }
+}
+
+/// Like [`chain_noting`], in a repository, with its clock and signing
+/// setup.
+pub fn chain_of_noting(
+    repo: &Repo,
+    base: Option<Verified>,
+    tip: Oid,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<(Checked, Notes)> {
+    chain_noting(
+        repo.store(),
+        base,
+        tip,
+        repo.now(),
+        repo.signing()?,
+        progress,
+    )
 }
 
 /// Like [`chain`], in a repository, with its clock and signing setup.

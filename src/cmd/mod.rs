@@ -17,6 +17,7 @@ pub mod hooks;
 pub mod hub;
 pub mod init;
 pub mod log;
+pub mod machine;
 pub mod man;
 pub mod mcp;
 pub mod notify_run;
@@ -82,6 +83,9 @@ pub enum Command {
     /// Announce, list and trust the SSH keys that sign human acts
     #[command(subcommand)]
     Signer(signer::Command),
+    /// Set up, list, admit and revoke the machine keys that sign agent ticks
+    #[command(subcommand)]
+    Machine(machine::Command),
     /// Record and list evidence of what was tried
     #[command(subcommand)]
     Evidence(evidence::Command),
@@ -179,6 +183,7 @@ fn dispatch(ctx: &Ctx, command: &Command) -> Result<Exit> {
         Command::Todo(c) => todo::run(ctx, c),
         Command::Gate(c) => gate::run(ctx, c),
         Command::Signer(c) => signer::run(ctx, c),
+        Command::Machine(c) => machine::run(ctx, c),
         Command::Evidence(c) => evidence::run(ctx, c),
         Command::Quota(c) => quota::run(ctx, c),
         Command::RefreshState(args) => refresh_state::run(ctx, args),

@@ -43,6 +43,9 @@ struct Wire<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     commit: Option<String>,
     findings: &'a [Finding],
+    /// Valid ticks worth a warning: agent ticks no allowed machine signed,
+    /// before the signing policy required it.
+    unsigned_agent_ticks: &'a [u64],
 }
 
 /// Ranges at least this long report their progress.
@@ -82,7 +85,20 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                 .status(&format!("Verifying: {done} of {total} ticks checked…"));
         }
     };
-    let checked = verify::chain_of(ctx.repo()?, base, to.commit, &mut progress)?;
+    let (checked, notes) = verify::chain_of_noting(ctx.repo()?, base, to.commit, &mut progress)?;
+    let unsigned = &notes.unsigned_agent_ticks;
+    if !unsigned.is_empty() && !ctx.out.is_json() {
+        let shown: Vec<String> = unsigned.iter().take(5).map(u64::to_string).collect();
+        ctx.out.warn(&format!(
+            "{} agent tick{} (tick {}{}) {} not signed by an admitted machine allowed to act for {} agent; valid while the signing policy does not require it, refused once `loopx signer require --machines` is on (`loopx machine list` shows the machines)",
+            unsigned.len(),
+            if unsigned.len() == 1 { "" } else { "s" },
+            shown.join(", "),
+            if unsigned.len() > 5 { ", …" } else { "" },
+            if unsigned.len() == 1 { "is" } else { "are" },
+            if unsigned.len() == 1 { "its" } else { "their" },
+        ));
+    }
     match checked {
         Ok(v) => {
             let wire = Wire {
@@ -92,6 +108,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                 tick: v.tip.tick,
                 commit: Some(v.tip.commit.to_string()),
                 findings: &[],
+                unsigned_agent_ticks: unsigned,
             };
             ctx.out.emit(&wire, || {
                 format!(
@@ -118,6 +135,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                     tick: last,
                     commit: None,
                     findings: std::slice::from_ref(&finding),
+                    unsigned_agent_ticks: unsigned,
                 };
                 ctx.out.emit(&wire, String::new)?;
                 return Ok(Exit::Refused);

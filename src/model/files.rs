@@ -8,8 +8,8 @@
 use serde::{Serialize, de::DeserializeOwned};
 
 use super::{
-    Agent, AgentId, Entities, Evidence, FORMAT, Gate, GateId, Goal, GoalId, Meta, Signer,
-    SignerName, State, Todo, TodoId,
+    Agent, AgentId, Entities, Evidence, FORMAT, Gate, GateId, Goal, GoalId, Machine, MachineName,
+    Meta, Signer, SignerName, State, Todo, TodoId,
 };
 use crate::error::{Code, Refusal};
 
@@ -40,6 +40,10 @@ pub fn gate_path(id: &GateId) -> String {
 
 pub fn signer_path(name: &SignerName) -> String {
     format!("signers/{name}.toml")
+}
+
+pub fn machine_path(name: &MachineName) -> String {
+    format!("machines/{name}.toml")
 }
 
 /// Evidence fans out by month, then by the first two hex digits of its id,
@@ -103,6 +107,7 @@ pub fn changes(old: &State, new: &State, records: &Records<'_>) -> Vec<Change> {
     diff_map(&old.gates, &new.gates, gate_path, &mut out);
     diff_map(&old.quota, &new.quota, quota_path, &mut out);
     diff_map(&old.signers, &new.signers, signer_path, &mut out);
+    diff_map(&old.machines, &new.machines, machine_path, &mut out);
     for e in records.evidence {
         out.push((evidence_path(e), Some(encode(e))));
     }
@@ -125,6 +130,7 @@ pub struct Touched {
     pub gates: Vec<GateId>,
     pub quota: Vec<AgentId>,
     pub signers: Vec<SignerName>,
+    pub machines: Vec<MachineName>,
 }
 
 impl Touched {
@@ -150,6 +156,7 @@ pub fn touched(old: &State, new: &State) -> Touched {
         gates: keys(&old.gates, &new.gates),
         quota: keys(&old.quota, &new.quota),
         signers: keys(&old.signers, &new.signers),
+        machines: keys(&old.machines, &new.machines),
     }
 }
 
@@ -186,6 +193,7 @@ pub enum Kind {
     Gate,
     Quota,
     Signer,
+    Machine,
     /// An evidence record: not loaded with the state.
     Evidence,
     /// Not part of the layout this binary knows.
@@ -203,6 +211,7 @@ pub fn kind_of(path: &str) -> Kind {
         ["gates", f] if f.ends_with(".toml") => Kind::Gate,
         ["quota", f] if f.ends_with(".toml") => Kind::Quota,
         ["signers", f] if f.ends_with(".toml") => Kind::Signer,
+        ["machines", f] if f.ends_with(".toml") => Kind::Machine,
         ["evidence", _, _, f] if f.ends_with(".toml") => Kind::Evidence,
         _ => Kind::Unknown,
     }
@@ -310,6 +319,11 @@ impl Decoder {
                 expect_path(path, &signer_path(&s.name))?;
                 state.signers.insert(s.name.clone(), s);
             }
+            Kind::Machine => {
+                let m: Machine = parse(path, bytes)?;
+                expect_path(path, &machine_path(&m.name))?;
+                state.machines.insert(m.name.clone(), m);
+            }
             Kind::Goal => {
                 let g: Goal = parse(path, bytes)?;
                 expect_path(path, &goal_path(&g.id))?;
@@ -373,6 +387,9 @@ pub fn check_file(path: &str, bytes: &[u8]) -> Result<(), Refusal> {
         Kind::Gate => parse::<Gate>(path, bytes).and_then(|g| expect_path(path, &gate_path(&g.id))),
         Kind::Signer => {
             parse::<Signer>(path, bytes).and_then(|s| expect_path(path, &signer_path(&s.name)))
+        }
+        Kind::Machine => {
+            parse::<Machine>(path, bytes).and_then(|m| expect_path(path, &machine_path(&m.name)))
         }
         Kind::Quota => parse::<super::quota::Ledger>(path, bytes)
             .and_then(|q| expect_path(path, &quota_path(&q.agent))),

@@ -115,6 +115,12 @@ slug_id!(
     SignerName,
     "signer"
 );
+slug_id!(
+    /// The name a machine (a clone's key) is proposed under
+    /// (`machines/<name>.toml`, format 5).
+    MachineName,
+    "machine"
+);
 
 /// Length of the random part of generated ids, in hex digits.
 pub const RANDOM_HEX: usize = 8;

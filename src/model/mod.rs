@@ -13,6 +13,7 @@ pub mod gate;
 pub mod glob;
 pub mod goal;
 pub mod id;
+pub mod machine;
 pub mod quota;
 pub mod run;
 pub mod runtime;
@@ -30,7 +31,8 @@ pub use entities::Entities;
 pub use evidence::{Evidence, EvidenceKind};
 pub use gate::{Blocks, Gate, GateKind, GateStatus, Notified};
 pub use goal::{Goal, GoalStatus, QuotaPolicy};
-pub use id::{AgentId, EvidenceId, GateId, GoalId, OpId, SignerName, TodoId};
+pub use id::{AgentId, EvidenceId, GateId, GoalId, MachineName, OpId, SignerName, TodoId};
+pub use machine::Machine;
 pub use runtime::Runtime;
 pub use signer::{Signer, Vouch};
 pub use todo::{Claim, Note, Priority, Todo, TodoStatus, Validation};
@@ -79,7 +81,11 @@ use crate::time::Span;
 ///   every tick to: formats never go down along a chain, an op id appears
 ///   once along a chain, and the input limits of `op::limits` whatever
 ///   format a tick claims.
-pub const FORMAT: u32 = 4;
+/// - 5 (unreleased): authenticated agents. `machines/<name>.toml`, the ops
+///   `machine.propose`, `machine.admit` and `machine.revoke`, an agent's op
+///   carrying a `signature` (its machine's, `trust::machine`), and the
+///   signing policy's value `all` (`signer.require --machines`).
+pub const FORMAT: u32 = 5;
 
 /// The whole state at one tick. Serde only for the local cache
 /// (`crate::cache`): the stored form is [`files`], one TOML file an entity.
@@ -95,6 +101,10 @@ pub struct State {
     /// Signers announced in the state, so teammates can find their keys.
     /// Which keys count is decided per machine, never here (`trust`).
     pub signers: Entities<SignerName, Signer>,
+    /// Machines (one key per clone) proposed and admitted in the state
+    /// (format 5): which may act for which agents (`trust::machine`).
+    #[serde(default)]
+    pub machines: Entities<MachineName, Machine>,
 }
 
 /// `loopx.toml`: the format version and settings shared by every machine.
@@ -141,6 +151,9 @@ pub enum Signatures {
     /// allowed-signers file is missing, unreadable or empty refuses every
     /// human act.
     Humans,
+    /// Format 5: as `Humans`, and every agent tick must be signed by an
+    /// admitted machine allowed to act for its agent (`trust::machine`).
+    All,
 }
 
 impl Signatures {
@@ -153,10 +166,16 @@ impl Signatures {
         !self.is_off()
     }
 
+    /// Whether every agent tick must be signed by an allowed machine.
+    pub fn machines(self) -> bool {
+        self == Signatures::All
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Signatures::Off => "off",
             Signatures::Humans => "humans",
+            Signatures::All => "all",
         }
     }
 }

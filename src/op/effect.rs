@@ -107,6 +107,10 @@ pub enum Happened {
     SignerAnnounced {
         name: SignerName,
     },
+    /// A machine was proposed, admitted or revoked (format 5).
+    MachineChanged {
+        name: crate::model::MachineName,
+    },
     /// The team's signing policy was set (`loopx.toml`'s `signatures`).
     SigningRequired {
         signatures: crate::model::Signatures,

@@ -66,7 +66,18 @@ pub fn check(change: &Change) -> Result<(), Refusal> {
         }
         Change::TodoTrust { digest, .. } => title(digest, "digest"),
         // A public key, possibly with its line break: bytes only.
-        Change::SignerAnnounce { key, .. } => bytes(key.len(), 16 * 1024, "key"),
+        Change::SignerAnnounce { key, .. } | Change::MachinePropose { key, .. } => {
+            bytes(key.len(), 16 * 1024, "key")
+        }
+        Change::MachineAdmit {
+            fingerprint,
+            agents,
+            ..
+        } => {
+            title(fingerprint, "fingerprint")?;
+            bytes(agents.len(), 64, "the agent patterns")?;
+            each(agents, "agent pattern", title)
+        }
         Change::TodoHandoff { note: n, .. } => note(n, "note"),
         Change::TodoUpdate { note: n, .. }
         | Change::TodoDone { note: n, .. }
@@ -101,6 +112,7 @@ pub fn check(change: &Change) -> Result<(), Refusal> {
         Change::Settle { steps, .. } => steps.iter().try_for_each(check),
         Change::TodoClaim { .. }
         | Change::SignerRequire { .. }
+        | Change::MachineRevoke { .. }
         | Change::QuotaResume { .. }
         | Change::TodoRenew { .. }
         | Change::TodoRelease { .. }

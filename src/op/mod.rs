@@ -15,6 +15,7 @@ mod evidence;
 mod gate;
 mod goal;
 pub mod limits;
+pub mod machine;
 pub mod message;
 pub mod park;
 pub mod progress;
@@ -196,6 +197,24 @@ pub enum Change {
     SignerRequire {
         signatures: crate::model::Signatures,
     },
+    /// A machine (a clone's key) proposes itself under a name (format 5).
+    /// It admits nothing: a signed `machine.admit` does.
+    #[serde(rename = "machine.propose")]
+    MachinePropose {
+        machine: crate::model::MachineName,
+        key: String,
+    },
+    /// A human admits a proposed machine, named with its key's fingerprint,
+    /// for the agents its patterns match; again, to change them (format 5).
+    #[serde(rename = "machine.admit")]
+    MachineAdmit {
+        machine: crate::model::MachineName,
+        fingerprint: String,
+        agents: Vec<String>,
+    },
+    /// A human revokes a machine: its later ticks count no more (format 5).
+    #[serde(rename = "machine.revoke")]
+    MachineRevoke { machine: crate::model::MachineName },
     /// A done, blocked or deferred todo becomes open again.
     #[serde(rename = "todo.reopen")]
     TodoReopen { todo: TodoId, epoch: u64 },
@@ -321,6 +340,9 @@ impl Change {
             Change::TodoTrust { .. } => "todo.trust",
             Change::SignerAnnounce { .. } => "signer.announce",
             Change::SignerRequire { .. } => "signer.require",
+            Change::MachinePropose { .. } => "machine.propose",
+            Change::MachineAdmit { .. } => "machine.admit",
+            Change::MachineRevoke { .. } => "machine.revoke",
             Change::TodoArchive { .. } => "todo.archive",
             Change::AgentRetire { .. } => "agent.retire",
             Change::GateOpen { .. } => "gate.open",
@@ -347,6 +369,12 @@ impl Change {
             | Change::TodoTrust { .. }
             | Change::GateNotified { .. } => 2,
             Change::QuotaPark { .. } | Change::QuotaResume { .. } | Change::UsageRecord { .. } => 3,
+            Change::SignerRequire {
+                signatures: crate::model::Signatures::All,
+            }
+            | Change::MachinePropose { .. }
+            | Change::MachineAdmit { .. }
+            | Change::MachineRevoke { .. } => 5,
             Change::SignerRequire { .. } => 4,
             Change::Settle { steps, .. } => steps.iter().map(Change::since).max().unwrap_or(1),
             _ => 1,
@@ -394,6 +422,9 @@ impl Change {
         "todo.trust",
         "signer.announce",
         "signer.require",
+        "machine.propose",
+        "machine.admit",
+        "machine.revoke",
         "todo.archive",
         "agent.retire",
         "gate.open",
@@ -483,9 +514,14 @@ pub fn apply_as(state: &mut State, op: &Op, format: u32) -> Result<Effect, Refus
 
 impl Op {
     /// The first format that can hold this op: its change's
-    /// ([`Change::since`]), and 2 for a signature.
+    /// ([`Change::since`]), 2 for a human's signature and 5 for an agent's
+    /// (its machine's).
     pub fn since(&self) -> u32 {
-        let signed = if self.signature.is_some() { 2 } else { 1 };
+        let signed = match (&self.signature, self.actor.is_human()) {
+            (None, _) => 1,
+            (Some(_), true) => 2,
+            (Some(_), false) => 5,
+        };
         self.change.since().max(signed)
     }
 }
@@ -541,6 +577,13 @@ fn dispatch(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         Change::TodoTrust { todo, digest } => signer::trust_todo(state, op, todo, digest),
         Change::SignerAnnounce { name, key } => signer::announce(state, op, name, key),
         Change::SignerRequire { signatures } => signer::require(state, op, *signatures),
+        Change::MachinePropose { machine: m, key } => machine::propose(state, op, m, key),
+        Change::MachineAdmit {
+            machine: m,
+            fingerprint,
+            agents,
+        } => machine::admit(state, op, m, fingerprint, agents),
+        Change::MachineRevoke { machine: m } => machine::revoke(state, op, m),
         Change::TodoArchive { todos } => todo::archive(state, op, todos),
         Change::AgentRetire { agent } => agent::retire(state, op, agent),
         Change::GateOpen { .. } => gate::open(state, op),

@@ -90,6 +90,9 @@ fn walk(change: &mut Change, hit: &mut Vec<&'static str>) -> Result<(), Refusal>
         | Change::TodoTrust { .. }
         | Change::SignerAnnounce { .. }
         | Change::SignerRequire { .. }
+        | Change::MachineRevoke { .. }
+        | Change::MachinePropose { .. }
+        | Change::MachineAdmit { .. }
         | Change::TodoReopen { .. }
         | Change::TodoArchive { .. }
         | Change::AgentRetire { .. }

@@ -124,16 +124,61 @@ pub(super) fn require(
             format!("the signing policy is {} already", signatures.as_str()),
         ));
     }
+    if signatures.machines() {
+        machines_cover_agents(state)?;
+    }
     state.meta.settings.signatures = signatures;
     Ok(Effect::new(
         Happened::SigningRequired { signatures },
-        if signatures.humans() {
+        if signatures.machines() {
+            "signer require --machines: every human act and every agent tick must be signed"
+                .to_owned()
+        } else if signatures.humans() {
             "signer require: every human act must be signed".to_owned()
         } else {
             "signer require --off: human acts need a signature only where a machine trusts signers"
                 .to_owned()
         },
     ))
+}
+
+/// Agent ticks can be required signed only once every active agent has an
+/// admitted machine that may act for it: otherwise that agent's next tick
+/// would be refused everywhere.
+fn machines_cover_agents(state: &State) -> Result<(), Refusal> {
+    let orphans: Vec<&str> = state
+        .agents
+        .values()
+        .filter(|a| a.status == crate::model::AgentStatus::Active)
+        .filter(|a| !state.machines.values().any(|m| m.may_act_for(&a.id)))
+        .map(|a| a.id.as_str())
+        .collect();
+    let admitted = state.machines.values().any(crate::model::Machine::admitted);
+    if orphans.is_empty() && admitted {
+        return Ok(());
+    }
+    let why = if admitted {
+        format!(
+            "no admitted machine may act for {} (an active agent)",
+            orphans.join(", ")
+        )
+    } else {
+        "no machine is admitted yet".to_owned()
+    };
+    Err(Refusal::rule(
+        Code::MachinesMissing,
+        format!("agent ticks cannot be required signed yet: {why}"),
+    )
+    .with_hint(Hint::new(
+        format!(
+            "run {N} on every machine, admit each with {N} (or retire agents no longer used); {N} shows them; nothing was changed"
+        ),
+        [
+            Next::SetupMachine(None),
+            Next::AdmitMachine("NAME".to_owned(), "FP".to_owned()),
+            Next::List("machine".to_owned()),
+        ],
+    )))
 }
 
 pub(super) fn trust_todo(

@@ -528,6 +528,19 @@ pub(super) fn every_change() -> Vec<Change> {
         Change::SignerRequire {
             signatures: crate::model::Signatures::Humans,
         },
+        Change::MachinePropose {
+            machine: crate::model::MachineName::new("m1").unwrap(),
+            key: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAICGl6j1VyDP5Zet7jhQpM3382MfOOlu8vhJCMmdy7t6x"
+                .to_owned(),
+        },
+        Change::MachineAdmit {
+            machine: crate::model::MachineName::new("m1").unwrap(),
+            fingerprint: "SHA256:lN0nopXDHgJc8FKGM1G8FIEixvVsaNRQiMoP2BODGoE".to_owned(),
+            agents: vec!["agent-*".to_owned()],
+        },
+        Change::MachineRevoke {
+            machine: crate::model::MachineName::new("m1").unwrap(),
+        },
         Change::Settle {
             turn: "turn-2".to_owned(),
             steps: vec![
@@ -555,6 +568,9 @@ pub(super) fn every_change() -> Vec<Change> {
             | Change::TodoTrust { .. }
             | Change::SignerAnnounce { .. }
             | Change::SignerRequire { .. }
+            | Change::MachinePropose { .. }
+            | Change::MachineAdmit { .. }
+            | Change::MachineRevoke { .. }
             | Change::TodoArchive { .. }
             | Change::AgentRetire { .. }
             | Change::GateOpen { .. }

@@ -212,11 +212,17 @@ pub(super) fn write_replay(
             .iter()
             .map(|(k, v)| (k.as_str(), v.clone()))
             .collect();
+        // A record of a lost op is new, made here in its agent's name:
+        // signed with this clone's machine key (replayed ops keep theirs).
+        let mut op = step.op;
+        if step.replayed_from.is_none() {
+            crate::trust::machine::sign_record(repo.store(), &tip, &state, &mut op)?;
+        }
         let w = tx::write_tick(
             repo.store(),
             Some(&tip),
             &state,
-            &step.op,
+            &op,
             &extra,
             repo.committer(),
             tx::Empty::Write,
@@ -225,7 +231,7 @@ pub(super) fn write_replay(
         .map_err(|r| {
             anyhow::anyhow!(
                 "replaying {} failed on the second apply: {}",
-                step.op.id,
+                op.id,
                 r.message
             )
         })?;
@@ -233,7 +239,7 @@ pub(super) fn write_replay(
         written += 1;
         if let Some(from) = step.replayed_from {
             replays.push(Replayed {
-                op: step.op.id.clone(),
+                op: op.id.clone(),
                 from,
                 to: tip.clone(),
                 subject: w.effect.subject,

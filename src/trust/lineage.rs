@@ -35,6 +35,10 @@ pub struct Lineage {
     seen: HashSet<String>,
     /// The highest `Loopx-Format` along the chain (0: empty).
     pub format: u32,
+    /// Agent ticks (format 5 on) verified here without a signature by a
+    /// machine allowed to act for their agent, while the policy did not
+    /// require one: `verify` warns of them. Not part of the index.
+    pub unsigned_agent_ticks: Vec<u64>,
 }
 
 impl Lineage {

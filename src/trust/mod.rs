@@ -17,6 +17,7 @@
 pub mod allowed;
 pub mod incoming;
 pub mod lineage;
+pub mod machine;
 pub mod sign;
 pub mod validation;
 
@@ -100,6 +101,8 @@ pub fn is_human_act(before: &State, op: &Op) -> bool {
         | Change::QuotaResume { .. }
         | Change::SignerAnnounce { .. }
         | Change::SignerRequire { .. }
+        | Change::MachineAdmit { .. }
+        | Change::MachineRevoke { .. }
         | Change::TodoTrust { .. } => true,
         Change::GateAnswer { gate, .. } | Change::GateWithdraw { gate } => {
             before.gates.get(gate).is_some_and(|g| g.kind.human_only())
@@ -208,10 +211,11 @@ pub fn check_op(
     signers: &AllowedSigners,
     binding: &Binding,
 ) -> Result<Option<SignedBy>, Refusal> {
-    if op.signature.is_none()
-        && !must_be_signed(op)
-        && !(enforced(before, signers) && is_human_act(before, op))
-    {
+    let wanted = op.signature.is_some()
+        || must_be_signed(op)
+        || machine::required(before, op)
+        || (enforced(before, signers) && is_human_act(before, op));
+    if !wanted {
         return Ok(None);
     }
     let mut after = before.clone();
@@ -239,6 +243,10 @@ pub fn check_applied(
     signers: &AllowedSigners,
     binding: &Binding,
 ) -> Result<Option<SignedBy>, Refusal> {
+    // An agent's tick is signed by its machine, from format 5.
+    if machine::applies(before, op, binding) {
+        return machine::check(before, after, op, binding);
+    }
     let human = is_human_act(before, op);
     let enforced = enforced(before, signers);
     if human && enforced && signers.listed == 0 {
@@ -340,6 +348,8 @@ fn bound_to_actor(before: &State, after: &State, op: &Op, sig: &SshSig) -> Resul
 pub struct Seal {
     last: Option<(Vec<u8>, String)>,
     signers: Option<AllowedSigners>,
+    /// This clone's machine key, read once per command (None inside: none).
+    machine: Option<Option<ssh_key::PrivateKey>>,
 }
 
 impl Seal {
@@ -355,8 +365,12 @@ impl Seal {
         op: &mut Op,
     ) -> anyhow::Result<()> {
         let human = is_human_act(before, op);
-        // The key is looked up only for a human's op that wants a signature:
-        // an agent's tick costs one match here, nothing more.
+        // An agent's tick is signed in-process with this clone's machine
+        // key, when it has one (`machine`).
+        if op.actor.agent().is_some() {
+            return self.seal_agent(ctx, tip, before, op);
+        }
+        // The key is looked up only for a human's op that wants a signature.
         let key = if op.signature.is_none()
             && *ctx.caller() == Caller::Human
             && wants_signature(before, op)
@@ -390,6 +404,40 @@ impl Seal {
             op.signature = Some(stored);
         }
         check_applied(before, &after, op, self.signers(ctx)?, &binding)?;
+        Ok(())
+    }
+
+    /// An agent's tick: signed with the clone's machine key (in-process,
+    /// no prompt; before the ref is locked), then checked like every path
+    /// checks it ([`check_applied`]).
+    fn seal_agent(
+        &mut self,
+        ctx: &Ctx,
+        tip: Option<crate::store::Oid>,
+        before: &State,
+        op: &mut Op,
+    ) -> anyhow::Result<()> {
+        if self.machine.is_none() {
+            self.machine = Some(machine::load(ctx.store()?.common_dir())?);
+        }
+        let key = self.machine.as_ref().and_then(Option::as_ref);
+        if key.is_none() && op.signature.is_none() && !machine::required(before, op) {
+            return Ok(());
+        }
+        let binding = Binding::live(machine::state_id(ctx.store()?, tip)?);
+        let mut after = before.clone();
+        op::apply(&mut after, op)?;
+        match key {
+            // Signed here, now: the signature is good by construction, so
+            // only the admission is judged (as every clone will judge it).
+            Some(key) if op.signature.is_none() => {
+                op.signature = Some(machine::sign(key, &record(before, &after, op, &binding))?);
+                machine::admission(before, &after, op, key.public_key())?;
+            }
+            _ => {
+                machine::check(before, &after, op, &binding)?;
+            }
+        }
         Ok(())
     }
 
@@ -463,6 +511,16 @@ pub fn describe(signature: Option<&str>, signers: &AllowedSigners) -> String {
 /// (Reading history has no parent state at hand, so a human's answer to a
 /// decision gate also shows "unsigned".)
 pub fn history_note(op: &Op, signers: &AllowedSigners) -> Option<String> {
+    if op.actor.agent().is_some()
+        && let Some(Ok(sig)) = op.signature.as_deref().map(decode)
+    {
+        // An agent's op is signed by its machine (format 5): which machine
+        // the state knows the key as is `loopx machine list`'s to say.
+        return Some(format!(
+            "signed by a machine key ({})",
+            sig.public_key().fingerprint(HashAlg::Sha256)
+        ));
+    }
     if op.signature.is_some() {
         return Some(describe(op.signature.as_deref(), signers));
     }
@@ -478,6 +536,8 @@ pub fn history_note(op: &Op, signers: &AllowedSigners) -> Option<String> {
                 | "quota.void"
                 | "signer.announce"
                 | "signer.require"
+                | "machine.admit"
+                | "machine.revoke"
                 | "todo.trust"
         ),
     };

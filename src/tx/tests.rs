@@ -198,6 +198,7 @@ fn unshared(s: &State) -> State {
         gates: copy(&s.gates),
         quota: copy(&s.quota),
         signers: copy(&s.signers),
+        machines: copy(&s.machines),
     }
 }
 
@@ -313,6 +314,7 @@ fn every_incremental_tick_writes_what_a_cold_full_rewrite_writes() {
         told.extend(t.gates.iter().map(files::gate_path));
         told.extend(t.quota.iter().map(files::quota_path));
         told.extend(t.signers.iter().map(files::signer_path));
+        told.extend(t.machines.iter().map(files::machine_path));
         let mut live: Vec<String> = changes
             .iter()
             .map(|(p, _)| p.clone())

@@ -29,6 +29,7 @@ mod test_lease;
 mod test_lifecycle;
 mod test_log;
 mod test_loop;
+mod test_machine;
 mod test_mcp;
 mod test_mcp_sdk;
 mod test_notify;

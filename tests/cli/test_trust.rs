@@ -13,12 +13,12 @@ use crate::test_sign::{announce, have_openssh, keygen, sign_with, trust};
 
 /// A plain hub (`origin`) and a guarded one (`guarded`, over file://), both
 /// holding the environment's board.
-struct Hubs {
-    origin: PathBuf,
-    guarded: PathBuf,
+pub(crate) struct Hubs {
+    pub(crate) origin: PathBuf,
+    pub(crate) guarded: PathBuf,
 }
 
-fn hubs(env: &TestEnv) -> Hubs {
+pub(crate) fn hubs(env: &TestEnv) -> Hubs {
     let origin = PathBuf::from(env.hub("hub.git"));
     let guarded = PathBuf::from(env.hub("guarded.git"));
     env.loopx(&["-C", guarded.to_str().unwrap(), "hub", "install"])
@@ -35,13 +35,13 @@ fn guarded_url(guarded: &Path) -> String {
 }
 
 /// Pushes the machine's state to the guarded hub; it must be taken.
-fn push_guarded(m: &Machine) {
+pub(crate) fn push_guarded(m: &Machine) {
     let (ok, err) = forge::push(m, "guarded", "+refs/loopx/state:refs/loopx/state");
     assert!(ok, "an honest push is taken: {err}");
 }
 
 /// A clone of the plain hub that knows the guarded one too.
-fn clone<'e>(env: &'e TestEnv, h: &Hubs, name: &str) -> Machine<'e> {
+pub(crate) fn clone<'e>(env: &'e TestEnv, h: &Hubs, name: &str) -> Machine<'e> {
     let m = env.clone_machine(name, h.origin.to_str().unwrap());
     m.git(&["remote", "add", "guarded", &guarded_url(&h.guarded)]);
     m.loopx(&["sync"]).ok();
@@ -71,7 +71,7 @@ fn todo_path(id: &str) -> String {
 /// it for `rule` and stays put; the plain hub takes it, and `victim`'s sync
 /// and verify refuse it for `rule` (with `refusal` when given), changing
 /// nothing. Then the plain hub and the forger are put back at `start`.
-fn refused_everywhere(
+pub(crate) fn refused_everywhere(
     h: &Hubs,
     forger: &Machine,
     victim: &Machine,
@@ -711,7 +711,7 @@ fn an_old_format_is_no_way_round_the_limits() {
             assert!(p.message.contains("title = \"Fix typo\""), "{}", p.message);
             p.message = p.message.replace("title = \"Fix typo\"", &toml_title);
             if let Some(f) = format {
-                p.message = p.message.replace("Loopx-Format: 4", f);
+                p.message = p.message.replace("Loopx-Format: 5", f);
             }
             let path = todo_path(&t);
             let file = String::from_utf8(forge::file(m, "refs/loopx/state", &path))
@@ -746,7 +746,7 @@ fn new_runtimes_need_format_4() {
     m.loopx(&["verify"]).ok();
     let start = m.rev("refs/loopx/state~1").unwrap();
     forge::amend_tip(&m, |_, p| {
-        p.message = p.message.replace("Loopx-Format: 4", "Loopx-Format: 3");
+        p.message = p.message.replace("Loopx-Format: 5", "Loopx-Format: 3");
     });
     let v = m.loopx(&["--json", "verify"]).code(3).json();
     assert_eq!(v["findings"][0]["rule"], "message", "{v}");

@@ -528,7 +528,8 @@ fn forge_tip(m: &Machine, kind: usize, used_ops: &[String]) -> &'static str {
             });
             "format-down"
         }
-        // A summary carrying a fake trailer on a line of its own.
+        // A summary carrying a fake trailer on a line of its own: the op
+        // is no longer the one its machine signed, which is checked first.
         _ => {
             forge::amend_tip(m, |_, p| {
                 p.message = p.message.replace(
@@ -536,7 +537,7 @@ fn forge_tip(m: &Machine, kind: usize, used_ops: &[String]) -> &'static str {
                     "summary = \"checked\\nLoopx-Human: Ada Lovelace <ada@example.com>\"",
                 );
             });
-            "refused"
+            "signature"
         }
     }
 }
@@ -544,9 +545,15 @@ fn forge_tip(m: &Machine, kind: usize, used_ops: &[String]) -> &'static str {
 /// Random honest ops from three clones, with forgeries of issue 25's kinds
 /// injected (a reused op id, a format that goes down, a fake trailer in a
 /// one-line field): every forgery is refused by the guarded hub and by the
-/// forger's own sync, and every honest tick is accepted everywhere.
+/// forger's own sync, and every honest tick is accepted everywhere. The
+/// team runs with every signature required (issue 31): each human signs
+/// with an announced key every clone and both hubs trust, and each clone's
+/// machine is admitted for the agents.
 #[test]
 fn random_honest_ops_from_three_clones_all_verify_everywhere() {
+    if !crate::test_sign::have_openssh() {
+        return;
+    }
     let env = TestEnv::with_board();
     let hub = env.hub("hub.git");
     let guarded = PathBuf::from(env.hub("guarded.git"));
@@ -563,6 +570,64 @@ fn random_honest_ops_from_three_clones_all_verify_everywhere() {
     ];
     for m in &machines[1..] {
         m.git(&["remote", "add", "guarded", &guarded_url]);
+        m.loopx(&["sync"]).ok();
+    }
+    // Every signature required: keys, announcements, machines, the policy.
+    let names = ["ada", "b", "c"];
+    let keys: Vec<PathBuf> = names
+        .iter()
+        .map(|n| crate::test_sign::keygen(&env, n))
+        .collect();
+    let allowed = env.root().join("team_allowed_signers");
+    let lines: String = names
+        .iter()
+        .zip(&keys)
+        .map(|(n, k)| format!("{n} {}", std::fs::read_to_string(k).unwrap()))
+        .collect();
+    std::fs::write(&allowed, lines).unwrap();
+    for repo in [Path::new(&hub), guarded.as_path()] {
+        git_in(
+            repo,
+            &[
+                "config",
+                "loopx.allowedSignersFile",
+                allowed.to_str().unwrap(),
+            ],
+        );
+    }
+    let mut fingerprints = Vec::new();
+    for ((m, n), k) in machines.iter().zip(names).zip(&keys) {
+        m.git(&[
+            "config",
+            "loopx.allowedSignersFile",
+            allowed.to_str().unwrap(),
+        ]);
+        crate::test_sign::sign_with(m, k);
+        m.loopx(&["sync"]).ok();
+        crate::test_sign::announce(m, n, k);
+        let v = m
+            .loopx(&["--json", "machine", "setup", "--name", &format!("m-{n}")])
+            .ok()
+            .json();
+        fingerprints.push(v["fingerprint"].as_str().unwrap().to_owned());
+        m.loopx(&["sync"]).ok();
+    }
+    machines[0].loopx(&["sync"]).ok();
+    for (n, fp) in names.iter().zip(&fingerprints) {
+        machines[0]
+            .loopx(&[
+                "machine",
+                "admit",
+                &format!("m-{n}"),
+                "--fingerprint",
+                fp,
+                "--for",
+                "agent-*",
+            ])
+            .ok();
+    }
+    machines[0].loopx(&["signer", "require", "--machines"]).ok();
+    for m in &machines {
         m.loopx(&["sync"]).ok();
     }
     let (ok, err) = forge::push(&machines[0], "guarded", "refs/loopx/state:refs/loopx/state");
@@ -694,11 +759,11 @@ fn a_history_in_an_older_format_verifies_and_a_newer_op_cannot_claim_it() {
     let mut parent: Option<String> = None;
     for c in commits.lines() {
         let mut p = forge::read(&m, c);
-        assert_eq!(format_of(&p.message), "4");
-        p.message = p.message.replace("Loopx-Format: 4\n", "Loopx-Format: 2\n");
+        assert_eq!(format_of(&p.message), "5");
+        p.message = p.message.replace("Loopx-Format: 5\n", "Loopx-Format: 2\n");
         let toml = String::from_utf8(forge::file(&m, c, "loopx.toml")).unwrap();
         assert!(toml.starts_with(&now), "{toml}");
-        let old = toml.replacen("format = 4\n", "format = 2\n", 1);
+        let old = toml.replacen("format = 5\n", "format = 2\n", 1);
         p.tree = forge::tree_with(&m, &p.tree, &[("loopx.toml", Some(old.as_bytes()))]);
         p.parent = parent.clone();
         parent = Some(forge::write(&m, &p));
@@ -708,11 +773,11 @@ fn a_history_in_an_older_format_verifies_and_a_newer_op_cannot_claim_it() {
     // New ticks on that state carry this binary's format, and verify too.
     env.agent("agent-a", &["quota", "park", "--until", "1h"])
         .ok();
-    assert_eq!(format_of(&forge::read(&m, "refs/loopx/state").message), "4");
+    assert_eq!(format_of(&forge::read(&m, "refs/loopx/state").message), "5");
     env.loopx(&["verify"]).ok();
     // The park claims format 2, which has no such op.
     forge::amend_tip(&m, |_, p| {
-        p.message = p.message.replace("Loopx-Format: 4\n", "Loopx-Format: 2\n");
+        p.message = p.message.replace("Loopx-Format: 5\n", "Loopx-Format: 2\n");
     });
     let v = env.loopx(&["verify", "--json"]).code(3).json();
     let text = v.to_string();

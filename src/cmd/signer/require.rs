@@ -20,14 +20,19 @@ use crate::tx;
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Stop requiring signatures (machines that trust signers still do)
-    #[arg(long)]
+    #[arg(long, conflicts_with = "machines")]
     off: bool,
+    /// Also require every agent tick signed by an admitted machine allowed
+    /// to act for its agent (policy `all`; refused until every active agent
+    /// has one: `loopx machine list`)
+    #[arg(long)]
+    machines: bool,
 }
 
 #[derive(Serialize)]
 struct Wire {
     required: bool,
-    /// The policy now: `humans` or `off`.
+    /// The policy now: `all`, `humans` or `off`.
     signatures: &'static str,
     #[serde(flatten)]
     tick: TickWire,
@@ -35,7 +40,9 @@ struct Wire {
 
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let required = !args.off;
-    let signatures = if required {
+    let signatures = if args.machines {
+        Signatures::All
+    } else if required {
         Signatures::Humans
     } else {
         Signatures::Off
@@ -50,7 +57,9 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             tick: TickWire::of(&done),
         },
         || {
-            if required {
+            if args.machines {
+                "Signatures are required: every human act signed by its human's announced key, every agent tick by an admitted machine allowed to act for its agent.".to_owned()
+            } else if required {
                 "Signatures are required: every human act must be signed by a key the state announces for its actor, on every machine.".to_owned()
             } else {
                 "Signatures are no longer required by the state; machines that trust signers still ask for them.".to_owned()

@@ -225,11 +225,29 @@ fn full_state() -> State {
             },
         },
         goals: BTreeMap::from([(goal.id.clone(), goal)]).into(),
-        agents: BTreeMap::from([(agent.id.clone(), agent)]).into(),
+        agents: BTreeMap::from([(agent.id.clone(), agent.clone())]).into(),
         todos: BTreeMap::from([(todo.id.clone(), todo)]).into(),
         gates: BTreeMap::from([(gate.id.clone(), gate)]).into(),
         quota: BTreeMap::from([(ledger.agent.clone(), ledger)]).into(),
         signers: Default::default(),
+        machines: BTreeMap::from([(
+            crate::model::MachineName::new("m1").unwrap(),
+            crate::model::Machine {
+                name: crate::model::MachineName::new("m1").unwrap(),
+                key: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAICGl6j1VyDP5Zet7jhQpM3382MfOOlu8vhJCMmdy7t6x".to_owned(),
+                proposed_by: crate::model::Actor::Agent(agent.id.clone()),
+                proposed_at: t("2026-01-01T09:00:00Z"),
+                admitted_by: Some(crate::model::Actor::Human {
+                    name: "Ada".to_owned(),
+                    email: "ada@example.com".to_owned(),
+                }),
+                admitted_at: Some(t("2026-01-01T09:01:00Z")),
+                agents: vec!["agent-*".to_owned()],
+                revoked_by: None,
+                revoked_at: None,
+            },
+        )])
+        .into(),
     }
 }
 
@@ -277,6 +295,7 @@ fn every_file_of_the_state_round_trips() {
             "todos/00/t-000000a1.toml",
             "gates/g-0000c0de.toml",
             "quota/agent-a.toml",
+            "machines/m1.toml",
         ]
     );
     let kinds: Vec<Kind> = paths.iter().map(|p| kind_of(p)).collect();
@@ -288,7 +307,8 @@ fn every_file_of_the_state_round_trips() {
             Kind::Agent,
             Kind::Todo,
             Kind::Gate,
-            Kind::Quota
+            Kind::Quota,
+            Kind::Machine
         ]
     );
     for (path, bytes) in written(&files) {
