@@ -347,9 +347,11 @@ impl Ctx {
     /// Syncs with `remote` (None: the default remote), reporting progress
     /// on stderr: for the commands that sync around their own work.
     pub fn sync(&self, remote: Option<&str>) -> Result<crate::sync::Report> {
-        crate::sync::run(self.repo()?, &crate::sync::Options::with(remote), &|line| {
-            self.out.status(line)
-        })
+        crate::sync::run(
+            self.repo()?,
+            &crate::sync::Options::with(remote),
+            &|what, done, total| self.out.progress(what, done, total),
+        )
     }
 
     /// [`Ctx::sync`] for a claim (DESIGN §5): push first, expecting the hub
@@ -359,7 +361,9 @@ impl Ctx {
             push_first: true,
             ..crate::sync::Options::with(remote)
         };
-        crate::sync::run(self.repo()?, &opts, &|line| self.out.status(line))
+        crate::sync::run(self.repo()?, &opts, &|what, done, total| {
+            self.out.progress(what, done, total)
+        })
     }
 
     /// The state ref (`refs/loopx/state`, or git config `loopx.ref`), for

@@ -78,7 +78,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             adopt_remote: args.adopt_remote,
             push_first: false,
         },
-        &|line| ctx.out.status(line),
+        &|what, done, total| ctx.out.progress(what, done, total),
     )?;
     ctx.out.emit(&report, || human(&report))?;
     if report.rejected.is_empty() {

@@ -45,9 +45,6 @@ struct Wire<'a> {
     findings: &'a [Finding],
 }
 
-/// Ranges at least this long report their progress.
-const PROGRESS_FROM: usize = 2000;
-
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let to = match &args.to {
         Some(rev) => history::resolve(ctx, rev)?,
@@ -74,13 +71,9 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     };
     let from_tick = base.as_ref().map_or(0, |b| b.tip.tick);
     let mut verified = 0;
-    let human = !ctx.out.is_json();
     let mut progress = |done: usize, total: usize| {
         verified = done;
-        if human && total >= PROGRESS_FROM && done.is_multiple_of(total / 10) && done < total {
-            ctx.out
-                .status(&format!("Verifying: {done} of {total} ticks checked…"));
-        }
+        ctx.out.progress("Verifying", done, total);
     };
     let checked = verify::chain_of(ctx.repo()?, base, to.commit, &mut progress)?;
     match checked {

@@ -179,9 +179,10 @@ impl Options {
     }
 }
 
-/// Where a sync reports progress (long verifications): a line for a human,
-/// never printed here.
-pub type Progress<'a> = &'a dyn Fn(&str);
+/// Where a sync reports progress (long verifications): what is done (
+/// "Verifying origin's history"), how many ticks of how many; drawn for a
+/// human by [`crate::output::Out::progress`], never printed here.
+pub type Progress<'a> = &'a dyn Fn(&str, usize, usize);
 
 /// Syncs with the remote until the remote holds every local tick (replayed
 /// or recorded as rejected) and the local state holds every remote tick.
