@@ -20,7 +20,9 @@ use crate::verify::{self, Finding};
 /// clock-skew margin after this machine's clock is refused until then.
 ///
 /// Exits 0 when every tick holds, 3 naming the first commit that does not.
-/// See "What a clone trusts" in docs/sync.md.
+/// On a terminal, a long check shows how far it is, with its rate and the
+/// time left, on stderr (nothing when stderr is a pipe or a file). See "What
+/// a clone trusts" in docs/sync.md.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Start at this tick, trusting its parent's state [default: the first tick]
