@@ -179,9 +179,9 @@ impl Options {
     }
 }
 
-/// Where a sync reports progress (long verifications): what is done (
-/// "Verifying origin's history"), how many ticks of how many; drawn for a
-/// human by [`crate::output::Out::progress`], never printed here.
+/// Where a sync reports progress (long verifications): what is done
+/// ("Verifying origin's history") and how many ticks of how many; the
+/// front end draws it for a person, nothing is printed here.
 pub type Progress<'a> = &'a dyn Fn(&str, usize, usize);
 
 /// Syncs with the remote until the remote holds every local tick (replayed
