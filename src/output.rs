@@ -10,6 +10,7 @@
 use std::cell::RefCell;
 use std::io::{self, IsTerminal, Write};
 use std::rc::Rc;
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
@@ -31,20 +32,40 @@ pub struct Out {
     color: bool,
     stdout: RefCell<Box<dyn Write>>,
     stderr: RefCell<Box<dyn Write>>,
+    /// Whether stderr is a terminal a progress line may redraw in place.
+    stderr_tty: bool,
+    /// The progress line on stderr, while one is shown.
+    meter: RefCell<Option<Meter>>,
 }
+
+/// A progress line in the making: what is counted, since when, and when it
+/// was last drawn.
+struct Meter {
+    what: String,
+    total: usize,
+    start: Instant,
+    drawn: Option<Instant>,
+}
+
+/// A progress line is drawn only once the work has taken this long (short
+/// work shows none), then at most every [`METER_EVERY`].
+const METER_AFTER: Duration = Duration::from_millis(250);
+const METER_EVERY: Duration = Duration::from_millis(100);
 
 impl Out {
     /// The process's stdout and stderr. `no_color`: never colour. Else
     /// colour as clap does (anstream): `--color`, then `NO_COLOR`,
     /// `CLICOLOR_FORCE`, `CLICOLOR=0`, a terminal and `TERM` (not `dumb`).
     pub fn new(format: Format, no_color: bool) -> Self {
-        Out::with_writers(
+        let mut out = Out::with_writers(
             format,
             !no_color
                 && anstream::AutoStream::choice(&io::stdout()) != anstream::ColorChoice::Never,
             Box::new(io::stdout()),
             Box::new(io::stderr()),
-        )
+        );
+        out.stderr_tty = io::stderr().is_terminal();
+        out
     }
 
     /// Output to the given writers (tests pass [`Capture`]s).
@@ -59,6 +80,64 @@ impl Out {
             color,
             stdout: RefCell::new(stdout),
             stderr: RefCell::new(stderr),
+            stderr_tty: false,
+            meter: RefCell::new(None),
+        }
+    }
+
+    /// Reports how far long work is: `done` of `total` ticks of `what`
+    /// ("Verifying origin's history"). For people at a terminal, a line on
+    /// stderr with the rate and the time left, redrawn in place and cleared
+    /// when `done` reaches `total` or anything else is written; nothing in
+    /// JSON mode or when stderr is not a terminal (a pipe, a file).
+    pub fn progress(&self, what: &str, done: usize, total: usize) {
+        if self.format != Format::Human || !self.stderr_tty {
+            return;
+        }
+        let now = Instant::now();
+        let mut meter = self.meter.borrow_mut();
+        if meter
+            .as_ref()
+            .is_none_or(|m| m.what != what || m.total != total)
+        {
+            drop(meter);
+            self.clear_progress();
+            meter = self.meter.borrow_mut();
+            *meter = Some(Meter {
+                what: what.to_owned(),
+                total,
+                start: now,
+                drawn: None,
+            });
+        }
+        let m = meter.as_mut().expect("set above");
+        if done >= total {
+            drop(meter);
+            self.clear_progress();
+            return;
+        }
+        let due = match m.drawn {
+            None => now.duration_since(m.start) >= METER_AFTER,
+            Some(at) => now.duration_since(at) >= METER_EVERY,
+        };
+        if !due {
+            return;
+        }
+        m.drawn = Some(now);
+        let line = meter_line(&m.what, done, total, now.duration_since(m.start));
+        let mut err = self.stderr.borrow_mut();
+        let _ = write!(err, "\r\x1b[2K{}", term::line(&line));
+        let _ = err.flush();
+    }
+
+    /// Takes a progress line off the terminal, if one is shown.
+    fn clear_progress(&self) {
+        if let Some(m) = self.meter.borrow_mut().take()
+            && m.drawn.is_some()
+        {
+            let mut err = self.stderr.borrow_mut();
+            let _ = write!(err, "\r\x1b[2K");
+            let _ = err.flush();
         }
     }
 
@@ -98,6 +177,7 @@ impl Out {
 
     /// Writes `data` as JSON, or the human text, to stdout.
     pub fn emit<T: Serialize>(&self, data: &T, human: impl FnOnce() -> String) -> io::Result<()> {
+        self.clear_progress();
         match self.format {
             Format::Json => self.json_line(data),
             Format::Human => {
@@ -137,6 +217,7 @@ impl Out {
 
     /// A status line on stderr, for people (suppressed in JSON mode).
     pub fn status(&self, msg: &str) {
+        self.clear_progress();
         if self.format == Format::Human {
             let _ = writeln!(self.stderr.borrow_mut(), "{}", term::safe(msg));
         }
@@ -144,16 +225,19 @@ impl Out {
 
     /// A hint on stderr, in every format: it says what to do.
     pub fn hint(&self, msg: &str) {
+        self.clear_progress();
         let _ = writeln!(self.stderr.borrow_mut(), "hint: {}", term::safe(msg));
     }
 
     pub fn warn(&self, msg: &str) {
+        self.clear_progress();
         let _ = writeln!(self.stderr.borrow_mut(), "warning: {}", term::safe(msg));
     }
 
     /// Reports a failed command: on stderr always; in JSON mode also as a
     /// document on stdout, so agents parse one stream.
     pub fn error(&self, err: &anyhow::Error, exit: Exit) {
+        self.clear_progress();
         let refusal = refusal_of(err);
         {
             let mut stderr = self.stderr.borrow_mut();
@@ -186,6 +270,31 @@ impl Out {
                 },
             });
         }
+    }
+}
+
+/// The progress line: `what: done of total ticks (rate/s, about N s
+/// left)`. The rate and the time left appear once a tick is done.
+fn meter_line(what: &str, done: usize, total: usize, elapsed: Duration) -> String {
+    let pct = done * 100 / total.max(1);
+    let mut line = format!("{what}: {done} of {total} ticks checked ({pct}%");
+    let secs = elapsed.as_secs_f64();
+    if done > 0 && secs > 0.0 {
+        let rate = done as f64 / secs;
+        let left = (total - done.min(total)) as f64 / rate;
+        line.push_str(&format!(", {rate:.0} ticks/s, about {} left", span(left)));
+    }
+    line.push(')');
+    line
+}
+
+/// Seconds as a person reads them: `42 s`, `3 min 5 s`, `2 h 4 min`.
+fn span(secs: f64) -> String {
+    let s = secs.ceil() as u64;
+    match s {
+        0..60 => format!("{s} s"),
+        60..3600 => format!("{} min {} s", s / 60, s % 60),
+        _ => format!("{} h {} min", s / 3600, s % 3600 / 60),
     }
 }
 
@@ -347,6 +456,64 @@ mod tests {
         let (o, e) = (Capture::default(), Capture::default());
         let out = Out::with_writers(format, false, Box::new(o.clone()), Box::new(e.clone()));
         (out, o, e)
+    }
+
+    #[test]
+    fn a_progress_line_says_the_rate_and_the_time_left() {
+        assert_eq!(
+            meter_line("Verifying", 0, 20_000, Duration::ZERO),
+            "Verifying: 0 of 20000 ticks checked (0%)"
+        );
+        assert_eq!(
+            meter_line("Verifying", 5_000, 20_000, Duration::from_secs(2)),
+            "Verifying: 5000 of 20000 ticks checked (25%, 2500 ticks/s, about 6 s left)"
+        );
+        assert_eq!(
+            meter_line("Verifying", 1, 1_000, Duration::from_secs(1)),
+            "Verifying: 1 of 1000 ticks checked (0%, 1 ticks/s, about 16 min 39 s left)"
+        );
+        assert_eq!(span(7_400.0), "2 h 3 min");
+    }
+
+    #[test]
+    fn progress_is_drawn_in_place_on_a_terminal_only() {
+        let backdate = |out: &Out| {
+            let mut m = out.meter.borrow_mut();
+            let m = m.as_mut().expect("a meter");
+            m.start = m.start.checked_sub(Duration::from_secs(1)).unwrap();
+        };
+        for (tty, format) in [
+            (false, Format::Human),
+            (true, Format::Json),
+            (true, Format::Human),
+        ] {
+            let (mut out, o, e) = captured(format);
+            out.stderr_tty = tty;
+            out.progress("Verifying", 0, 10);
+            if out.meter.borrow().is_some() {
+                backdate(&out);
+            }
+            out.progress("Verifying", 5, 10);
+            out.progress("Verifying", 10, 10);
+            out.status("Done.");
+            assert_eq!(o.text(), "");
+            let shown = tty && format == Format::Human;
+            let text = e.text();
+            if shown {
+                assert!(
+                    text.starts_with("\r\x1b[2KVerifying: 5 of 10 ticks checked (50%, "),
+                    "{text:?}"
+                );
+                assert!(text.ends_with(" left)\r\x1b[2KDone.\n"), "{text:?}");
+            } else {
+                let quiet = if format == Format::Human {
+                    "Done.\n"
+                } else {
+                    ""
+                };
+                assert_eq!(text, quiet, "tty {tty}, {format:?}");
+            }
+        }
     }
 
     #[test]

@@ -229,6 +229,66 @@ pub fn check_tick(
     signing: &Signing,
     lineage: &mut Lineage,
 ) -> Result<Checked> {
+    let parsed = message::parse(&entry.message);
+    let head = match check_head(store, parent, entry, parsed, now, signing, lineage)? {
+        Ok(h) => h,
+        Err(f) => return Ok(Err(f)),
+    };
+    let parent_tree = parent.map(|p| p.tip.tree);
+    if let Some(f) = check_files(
+        scratch,
+        store,
+        parent_tree,
+        entry,
+        head.tick,
+        &head.planned.changes,
+    )? {
+        return Ok(Err(f));
+    }
+    Ok(Ok(head.accept(entry, lineage)))
+}
+
+/// A tick that passed [`check_head`]: what its op plans, for
+/// [`check_files`], and what it adds to the lineage once accepted.
+struct Head {
+    tick: u64,
+    format: u32,
+    op_id: String,
+    planned: tx::Planned,
+    /// An agent tick no allowed machine signed, valid because the signing
+    /// policy did not require it (`trust::machine`): noted once accepted.
+    unsigned_agent: bool,
+}
+
+impl Head {
+    /// The verified tick, its op added to `lineage`.
+    fn accept(self, entry: &Entry, lineage: &mut Lineage) -> Verified {
+        lineage.push(entry.commit, &self.op_id, self.format);
+        if self.unsigned_agent {
+            lineage.unsigned_agent_ticks.push(self.tick);
+        }
+        Verified {
+            tip: Tip {
+                commit: entry.commit,
+                tree: entry.tree,
+                tick: self.tick,
+            },
+            state: self.planned.state,
+        }
+    }
+}
+
+/// The rules of [`check_tick`] up to the re-applied op's message: all but
+/// the files (`parsed` is `message::parse` of the entry's message).
+fn check_head(
+    store: &Store,
+    parent: Option<&Verified>,
+    entry: &Entry,
+    parsed: std::result::Result<message::Parsed, String>,
+    now: Timestamp,
+    signing: &Signing,
+    lineage: &Lineage,
+) -> Result<std::result::Result<Head, Finding>> {
     let tick = parent.map_or(0, |p| p.tip.tick) + 1;
     let fail = |rule, msg: String| Ok(Err(Finding::new(entry, tick, rule, msg)));
     let want_parents = usize::from(parent.is_some());
@@ -251,7 +311,7 @@ pub fn check_tick(
             format!("its op {kind:?} is unknown to this loopx"),
         );
     }
-    let parsed = match message::parse(&entry.message) {
+    let parsed = match parsed {
         Ok(p) => p,
         Err(why) => return fail(Rule::NotATick, why),
     };
@@ -400,11 +460,34 @@ pub fn check_tick(
             message_difference(&planned.message, &entry.message),
         );
     }
-    if let Some(p) = parent {
-        for (path, _) in &planned.changes {
+    Ok(Ok(Head {
+        tick,
+        format: parsed.format,
+        op_id: op.id.to_string(),
+        planned,
+        unsigned_agent,
+    }))
+}
+
+/// The rules of [`check_tick`] on the files a tick's op `changes` on top
+/// of `parent_tree` (None: the first tick): evidence and the archive only
+/// grow, every file reads back, and the tree is the commit's. Needs no
+/// state, so a second thread can run it for one tick while the next is
+/// re-applied.
+fn check_files(
+    scratch: &Scratch,
+    store: &Store,
+    parent_tree: Option<Oid>,
+    entry: &Entry,
+    tick: u64,
+    changes: &[files::Change],
+) -> Result<Option<Finding>> {
+    let fail = |rule, msg: String| Ok(Some(Finding::new(entry, tick, rule, msg)));
+    if let Some(parent_tree) = parent_tree {
+        for (path, _) in changes {
             let grows_only = path.starts_with(&format!("{}/", files::EVIDENCE))
                 || path.starts_with(&format!("{}/", files::ARCHIVE));
-            if grows_only && store.read_file(p.tip.tree, path)?.is_some() {
+            if grows_only && store.read_file(parent_tree, path)?.is_some() {
                 return fail(
                     Rule::AppendOnly,
                     format!("it replaces {path}, and evidence and the archive only grow"),
@@ -412,7 +495,7 @@ pub fn check_tick(
             }
         }
     }
-    for (path, bytes) in &planned.changes {
+    for (path, bytes) in changes {
         if let Some(bytes) = bytes
             && let Err(r) = files::check_file(path, bytes)
         {
@@ -425,7 +508,7 @@ pub fn check_tick(
             );
         }
     }
-    let tree = scratch.tree(base.map(|b| b.tree), &planned.changes)?;
+    let tree = scratch.tree(parent_tree, changes)?;
     if tree != entry.tree {
         return fail(
             Rule::Tree,
@@ -436,19 +519,7 @@ pub fn check_tick(
             ),
         );
     }
-    let after = planned.state;
-    lineage.push(entry.commit, op.id.as_str(), parsed.format);
-    if unsigned_agent {
-        lineage.unsigned_agent_ticks.push(tick);
-    }
-    Ok(Ok(Verified {
-        tip: Tip {
-            commit: entry.commit,
-            tree: entry.tree,
-            tick,
-        },
-        state: after,
-    }))
+    Ok(None)
 }
 
 /// Says where a message differs from the one loopx writes.
@@ -506,45 +577,7 @@ pub fn chain_noting(
     signing: &Signing,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<(Checked, Notes)> {
-    let ids = store.chain_ids_since(tip, base.as_ref().map(|b| b.tip.commit))?;
-    let scratch = store.scratch();
-    let total = ids.len();
-    // The op ids and identity of the trusted part, from the index beside
-    // the cache (a walk of the messages when it has none that fits).
-    let mut lineage = match &base {
-        Some(b) => lineage::at(store, b.tip.commit)?,
-        None => Lineage::default(),
-    };
-    let mut current = base;
-    for (i, id) in ids.into_iter().enumerate() {
-        let entry = store.entry(id)?;
-        match check_tick(
-            &scratch,
-            store,
-            current.as_ref(),
-            &entry,
-            now,
-            signing,
-            &mut lineage,
-        )? {
-            Ok(v) => current = Some(v),
-            Err(f) => return Ok((Err(f), notes(lineage))),
-        }
-        progress(i + 1, total);
-    }
-    if total > 0 {
-        lineage::save(store, &lineage);
-    }
-    Ok((
-        Ok(current.expect("a chain ending at a commit has at least one commit")),
-        notes(lineage),
-    ))
-}
-
-fn notes(lineage: Lineage) -> Notes {
-    Notes {
-        unsigned_agent_ticks: lineage.unsigned_agent_ticks,
-    }
+    chain_in(store, base, tip, now, signing, progress, true)
 }
 
 /// Like [`chain_noting`], in a repository, with its clock and signing
@@ -563,6 +596,305 @@ pub fn chain_of_noting(
         repo.signing()?,
         progress,
     )
+}
+
+/// [`chain`], on more than one thread when `threads` allows and the
+/// machine and the chain's length make it worth it ([`parallel`]).
+fn chain_in(
+    store: &Store,
+    base: Option<Verified>,
+    tip: Oid,
+    now: Timestamp,
+    signing: &Signing,
+    progress: &mut dyn FnMut(usize, usize),
+    threads: bool,
+) -> Result<(Checked, Notes)> {
+    let ids = store.chain_ids_since(tip, base.as_ref().map(|b| b.tip.commit))?;
+    let total = ids.len();
+    // The op ids and identity of the trusted part, from the index beside
+    // the cache (a walk of the messages when it has none that fits).
+    let mut lineage = match &base {
+        Some(b) => lineage::at(store, b.tip.commit)?,
+        None => Lineage::default(),
+    };
+    let checked = if threads && parallel(total) {
+        pipeline::run(store, base, ids, now, signing, &mut lineage, progress)?
+    } else {
+        serial(store, base, ids, now, signing, &mut lineage, progress)?
+    };
+    if checked.is_ok() && total > 0 {
+        lineage::save(store, &lineage);
+    }
+    let notes = Notes {
+        unsigned_agent_ticks: std::mem::take(&mut lineage.unsigned_agent_ticks),
+    };
+    Ok((checked, notes))
+}
+
+/// Chains at least this long are checked on two threads when the machine
+/// has two cores or more.
+const PARALLEL_FROM: usize = 64;
+
+/// Whether to check a chain of `total` ticks on more threads: the
+/// environment's `LOOPX_VERIFY_THREADS` decides when set (1: one thread;
+/// more: always more, as the tests that compare both paths ask), else the
+/// machine's cores and the chain's length.
+fn parallel(total: usize) -> bool {
+    match std::env::var("LOOPX_VERIFY_THREADS")
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+    {
+        Some(n) => n > 1,
+        None => {
+            total >= PARALLEL_FROM
+                && std::thread::available_parallelism().is_ok_and(|n| n.get() > 1)
+        }
+    }
+}
+
+/// Checks the commits `ids` in order on this thread, each on top of the
+/// one before (the first on `base`).
+fn serial(
+    store: &Store,
+    base: Option<Verified>,
+    ids: Vec<Oid>,
+    now: Timestamp,
+    signing: &Signing,
+    lineage: &mut Lineage,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<Checked> {
+    let scratch = store.scratch();
+    let total = ids.len();
+    let mut current = base;
+    for (i, id) in ids.into_iter().enumerate() {
+        let entry = store.entry(id)?;
+        match check_tick(
+            &scratch,
+            store,
+            current.as_ref(),
+            &entry,
+            now,
+            signing,
+            lineage,
+        )? {
+            Ok(v) => current = Some(v),
+            Err(f) => return Ok(Err(f)),
+        }
+        progress(i + 1, total);
+    }
+    Ok(Ok(current.expect(
+        "a chain ending at a commit has at least one commit",
+    )))
+}
+
+/// The same checks as [`serial`], in three stages on three threads: one
+/// reads and parses the commits ahead, this one re-applies each op on the
+/// state before it ([`check_head`], the only stage that carries state),
+/// and one checks the files each op writes and builds its tree
+/// ([`check_files`]) while the next op is re-applied. Every rule is still
+/// decided by the same functions on the same inputs, and the answer is the
+/// first commit, in chain order, that any stage refuses: exactly the
+/// serial answer. The other threads open the repository again (gix's
+/// handles stay on one thread).
+mod pipeline {
+    use std::sync::mpsc;
+
+    use super::*;
+
+    /// A commit read and its message parsed, by the reader.
+    type Read = Result<(Entry, std::result::Result<message::Parsed, String>)>;
+
+    /// A tick for the file checker: the commit, its parent's tree (the
+    /// commit's own claim, checked by the tick before), and its files.
+    struct Job {
+        index: usize,
+        entry: Entry,
+        tick: u64,
+        parent_tree: Option<Oid>,
+        changes: Vec<files::Change>,
+    }
+
+    /// How far ahead of the re-applying stage the others may run.
+    const AHEAD: usize = 256;
+
+    pub(super) fn run(
+        store: &Store,
+        base: Option<Verified>,
+        ids: Vec<Oid>,
+        now: Timestamp,
+        signing: &Signing,
+        lineage: &mut Lineage,
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<Checked> {
+        let dir = store.common_dir().to_path_buf();
+        let total = ids.len();
+        std::thread::scope(|scope| {
+            let (read_tx, read_rx) = mpsc::sync_channel::<Read>(AHEAD);
+            let reader_dir = dir.clone();
+            scope.spawn(move || {
+                let store = match Store::discover(&reader_dir) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        let _ = read_tx.send(Err(e));
+                        return;
+                    }
+                };
+                for id in ids {
+                    let read = store.entry(id).map(|e| {
+                        let parsed = message::parse(&e.message);
+                        (e, parsed)
+                    });
+                    let failed = read.is_err();
+                    if read_tx.send(read).is_err() || failed {
+                        return;
+                    }
+                }
+            });
+            let (job_tx, job_rx) = mpsc::sync_channel::<Job>(AHEAD);
+            let (done_tx, done_rx) = mpsc::channel::<(usize, Result<Option<Finding>>)>();
+            scope.spawn(move || {
+                let store = match Store::discover(&dir) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        let _ = done_tx.send((0, Err(e)));
+                        return;
+                    }
+                };
+                let scratch = store.scratch();
+                for job in job_rx {
+                    let checked = check_files(
+                        &scratch,
+                        &store,
+                        job.parent_tree,
+                        &job.entry,
+                        job.tick,
+                        &job.changes,
+                    );
+                    let stop = !matches!(checked, Ok(None));
+                    if done_tx.send((job.index, checked)).is_err() || stop {
+                        return;
+                    }
+                }
+            });
+            // What the file checker said, in chain order: the number of
+            // ticks it passed, and the first it did not pass.
+            let mut passed = 0;
+            let mut refused: Option<(usize, Result<Option<Finding>>)> = None;
+            let mut take = |done: (usize, Result<Option<Finding>>),
+                            passed: &mut usize,
+                            refused: &mut Option<(usize, Result<Option<Finding>>)>|
+             -> bool {
+                match done {
+                    (_, Ok(None)) => {
+                        *passed += 1;
+                        progress(*passed, total);
+                        true
+                    }
+                    other => {
+                        *refused = Some(other);
+                        false
+                    }
+                }
+            };
+            let mut current = base;
+            // The first tick this stage refused (or failed to read).
+            let mut head_stop: Option<(usize, Result<Finding>)> = None;
+            let mut sent = 0;
+            for (index, read) in read_rx.into_iter().enumerate() {
+                while refused.is_none() {
+                    match done_rx.try_recv() {
+                        Ok(d) => {
+                            take(d, &mut passed, &mut refused);
+                        }
+                        Err(_) => break,
+                    }
+                }
+                if refused.is_some() {
+                    break;
+                }
+                let (entry, parsed) = match read {
+                    Ok(r) => r,
+                    Err(e) => {
+                        head_stop = Some((index, Err(e)));
+                        break;
+                    }
+                };
+                let mut head = match check_head(
+                    store,
+                    current.as_ref(),
+                    &entry,
+                    parsed,
+                    now,
+                    signing,
+                    lineage,
+                ) {
+                    Ok(Ok(h)) => h,
+                    Ok(Err(f)) => {
+                        head_stop = Some((index, Ok(f)));
+                        break;
+                    }
+                    Err(e) => {
+                        head_stop = Some((index, Err(e)));
+                        break;
+                    }
+                };
+                let parent_tree = current.as_ref().map(|p| p.tip.tree);
+                let changes = std::mem::take(&mut head.planned.changes);
+                let tick = head.tick;
+                current = Some(head.accept(&entry, lineage));
+                let job = Job {
+                    index,
+                    entry,
+                    tick,
+                    parent_tree,
+                    changes,
+                };
+                if job_tx.send(job).is_err() {
+                    break;
+                }
+                sent += 1;
+            }
+            drop(job_tx);
+            while refused.is_none() && passed < sent {
+                match done_rx.recv() {
+                    Ok(d) => {
+                        take(d, &mut passed, &mut refused);
+                    }
+                    Err(_) => break,
+                }
+            }
+            // The earliest refusal in chain order wins, as in `serial`.
+            // (The file checker never gets a tick after the first one the
+            // re-applying stage refused, so its refusal is always earlier.)
+            let first = match (refused, head_stop) {
+                (Some((_, r)), _) => Stop::Files(r),
+                (None, Some((_, r))) => Stop::Head(r),
+                (None, None) => Stop::None,
+            };
+            match first {
+                Stop::Files(Ok(Some(f))) => Ok(Err(f)),
+                Stop::Files(Ok(None)) => unreachable!("a passed tick is not a stop"),
+                Stop::Files(Err(e)) | Stop::Head(Err(e)) => Err(e),
+                Stop::Head(Ok(f)) => Ok(Err(f)),
+                Stop::None => {
+                    if passed < total {
+                        anyhow::bail!(
+                            "verification stopped after {passed} of {total} ticks: a thread ended early"
+                        );
+                    }
+                    Ok(Ok(current.expect(
+                        "a chain ending at a commit has at least one commit",
+                    )))
+                }
+            }
+        })
+    }
+
+    enum Stop {
+        Files(Result<Option<Finding>>),
+        Head(Result<Finding>),
+        None,
+    }
 }
 
 /// Like [`chain`], in a repository, with its clock and signing setup.
@@ -640,8 +972,10 @@ pub fn update(
         }
         Some(trusted_at(store, old)?)
     };
+    // One thread: a hub's quarantined objects are seen only through this
+    // store's own object directories.
     Ok(
-        match chain(store, base, new, now, signing, &mut |_, _| {})? {
+        match chain_in(store, base, new, now, signing, &mut |_, _| {}, false)?.0 {
             Ok(_) => Ok(()),
             Err(f) => Err(Update::Invalid(f)),
         },

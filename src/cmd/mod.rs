@@ -138,9 +138,11 @@ pub fn parse(words: &[String]) -> Result<(), clap::Error> {
 /// Syncs with `remote` (None: the default remote), reporting progress
 /// on stderr: for the commands that sync around their own work.
 pub fn sync_remote(ctx: &Ctx, remote: Option<&str>) -> Result<crate::sync::Report> {
-    crate::sync::run(ctx.repo()?, &crate::sync::Options::with(remote), &|line| {
-        ctx.out.status(line)
-    })
+    crate::sync::run(
+        ctx.repo()?,
+        &crate::sync::Options::with(remote),
+        &|what, done, total| ctx.out.progress(what, done, total),
+    )
 }
 
 /// Runs one command. `hook` never gets here: it always exits 0 and builds

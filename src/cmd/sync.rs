@@ -78,7 +78,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             remote: args.remote.clone(),
             adopt_remote: args.adopt_remote,
         },
-        &|line| ctx.out.status(line),
+        &|what, done, total| ctx.out.progress(what, done, total),
     )?;
     ctx.out.emit(&report, || human(&report))?;
     if report.rejected.is_empty() {

@@ -20,7 +20,9 @@ use crate::verify::{self, Finding};
 /// clock-skew margin after this machine's clock is refused until then.
 ///
 /// Exits 0 when every tick holds, 3 naming the first commit that does not.
-/// See "What a clone trusts" in docs/sync.md.
+/// On a terminal, a long check shows how far it is, with its rate and the
+/// time left, on stderr (nothing when stderr is a pipe or a file). See "What
+/// a clone trusts" in docs/sync.md.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Start at this tick, trusting its parent's state [default: the first tick]
@@ -48,9 +50,6 @@ struct Wire<'a> {
     unsigned_agent_ticks: &'a [u64],
 }
 
-/// Ranges at least this long report their progress.
-const PROGRESS_FROM: usize = 2000;
-
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let to = match &args.to {
         Some(rev) => history::resolve(ctx.repo()?, rev)?,
@@ -77,13 +76,9 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     };
     let from_tick = base.as_ref().map_or(0, |b| b.tip.tick);
     let mut verified = 0;
-    let human = !ctx.out.is_json();
     let mut progress = |done: usize, total: usize| {
         verified = done;
-        if human && total >= PROGRESS_FROM && done.is_multiple_of(total / 10) && done < total {
-            ctx.out
-                .status(&format!("Verifying: {done} of {total} ticks checked…"));
-        }
+        ctx.out.progress("Verifying", done, total);
     };
     let (checked, notes) = verify::chain_of_noting(ctx.repo()?, base, to.commit, &mut progress)?;
     let unsigned = &notes.unsigned_agent_ticks;

@@ -13,14 +13,26 @@ use super::{Oid, PACK_CACHE_BYTES, Store, edit_tree};
 /// a long history leaves no loose objects behind.
 pub struct Scratch {
     repo: gix::Repository,
+    /// Trees built since the memory was last emptied.
+    built: std::cell::Cell<usize>,
 }
+
+/// The memory keeps the objects of this many trees: a chain's next tick
+/// starts from the tree just built, so its base is read from memory rather
+/// than inflated from a pack again. Objects are named by their contents,
+/// so one kept is the object the id names.
+const KEEP_TREES: usize = 64;
 
 impl Scratch {
     /// The id of the tree that `changes` make of tree `base` (None: the
     /// empty tree).
     pub fn tree(&self, base: Option<Oid>, changes: &[(String, Option<Vec<u8>>)]) -> Result<Oid> {
+        if self.built.get() >= KEEP_TREES {
+            self.repo.objects.reset_object_memory();
+            self.built.set(0);
+        }
         let tree = edit_tree(&self.repo, base, changes);
-        self.repo.objects.reset_object_memory();
+        self.built.set(self.built.get() + 1);
         tree.map(Oid)
     }
 }
@@ -30,6 +42,7 @@ impl Store {
     pub fn scratch(&self) -> Scratch {
         Scratch {
             repo: self.repo.clone().with_object_memory(),
+            built: std::cell::Cell::new(0),
         }
     }
 

@@ -174,9 +174,10 @@ impl Options {
     }
 }
 
-/// Where a sync reports progress (long verifications): a line for a human,
-/// never printed here.
-pub type Progress<'a> = &'a dyn Fn(&str);
+/// Where a sync reports progress (long verifications): what is done
+/// ("Verifying origin's history") and how many ticks of how many; the
+/// front end draws it for a person, nothing is printed here.
+pub type Progress<'a> = &'a dyn Fn(&str, usize, usize);
 
 /// Syncs with the remote until the remote holds every local tick (replayed
 /// or recorded as rejected) and the local state holds every remote tick.

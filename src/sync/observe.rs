@@ -18,9 +18,6 @@ use crate::verify::{self, Finding, Verified};
 
 use super::{Names, Options, Progress};
 
-/// Ranges at least this long report their progress.
-const PROGRESS_FROM: usize = 2000;
-
 /// How the local and remote tips relate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Shape {
@@ -286,12 +283,7 @@ fn chain(
         }
         None => None,
     };
-    let mut report = |done: usize, total: usize| {
-        if total >= PROGRESS_FROM && done.is_multiple_of(total / 10) && done < total {
-            progress(&format!(
-                "Verifying {what}: {done} of {total} ticks checked…"
-            ));
-        }
-    };
+    let what = format!("Verifying {what}");
+    let mut report = |done: usize, total: usize| progress(&what, done, total);
     verify::chain_of(repo, base, tip, &mut report)
 }

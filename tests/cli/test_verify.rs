@@ -124,7 +124,8 @@ impl Team<'_> {
         assert_eq!(a.tip(), a_tip, "{name}: a's state moved");
         assert_eq!(a.rev("refs/loopx/synced/origin"), a_synced);
         a.loopx(&["todo", "show", &mine]).ok();
-        // verify names the same commit and rule.
+        // verify names the same commit and rule, on one thread and on
+        // three (the pipelined path refuses exactly what the serial does).
         let out = a
             .loopx(&[
                 "verify",
@@ -134,6 +135,21 @@ impl Team<'_> {
             ])
             .code(3)
             .json();
+        for threads in ["1", "2"] {
+            let other = run(a.command().env("LOOPX_VERIFY_THREADS", threads).args([
+                "verify",
+                "--to",
+                "refs/loopx/remotes/origin/state",
+                "--json",
+            ]))
+            .code(3)
+            .json();
+            assert_eq!(
+                without_clock(other),
+                without_clock(out.clone()),
+                "{name}: verify on {threads} thread(s)"
+            );
+        }
         assert_eq!(out["ok"], false);
         assert_eq!(out["findings"][0]["rule"], rule, "{name}: {out}");
         assert_eq!(out["findings"][0]["commit"], forged.as_str(), "{name}");
@@ -149,6 +165,19 @@ impl Team<'_> {
     fn todo_path(&self) -> String {
         format!("todos/{}/{}.toml", &self.todo[2..4], self.todo)
     }
+}
+
+/// verify's JSON without the clock reading a `future` finding quotes (each
+/// command here runs a minute later).
+fn without_clock(mut v: serde_json::Value) -> serde_json::Value {
+    if let Some(fs) = v["findings"].as_array_mut() {
+        for f in fs {
+            if f["rule"] == "future" {
+                f["message"] = serde_json::Value::Null;
+            }
+        }
+    }
+    v
 }
 
 /// The `Loopx-Format` a tick message says.
@@ -788,4 +817,36 @@ fn a_history_in_an_older_format_verifies_and_a_newer_op_cannot_claim_it() {
         ),
         "{text}"
     );
+}
+
+#[test]
+fn a_long_verify_prints_no_progress_into_a_pipe_and_threads_agree() {
+    let env = TestEnv::with_board();
+    for i in 0..12 {
+        env.add(&format!("Todo {i}"), &[]);
+    }
+    let mut answers = Vec::new();
+    for threads in ["1", "2"] {
+        // stderr is a pipe here: no progress line, whatever the length.
+        let out = run(env
+            .command()
+            .env("LOOPX_VERIFY_THREADS", threads)
+            .args(["verify"]))
+        .ok();
+        assert_eq!(out.stderr, "", "{threads} thread(s)");
+        assert!(
+            out.stdout.starts_with("Verified 15 ticks"),
+            "{}",
+            out.stdout
+        );
+        let json = run(env
+            .command()
+            .env("LOOPX_VERIFY_THREADS", threads)
+            .args(["verify", "--from", "4", "--json"]))
+        .ok();
+        assert_eq!(json.stderr, "");
+        answers.push(json.json());
+    }
+    assert_eq!(answers[0], answers[1]);
+    assert_eq!(answers[0]["verified"], 12);
 }
