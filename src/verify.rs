@@ -625,9 +625,14 @@ fn chain_in(
     if checked.is_ok() && total > 0 {
         lineage::save(store, &lineage);
     }
-    let notes = Notes {
+    let mut notes = Notes {
         unsigned_agent_ticks: std::mem::take(&mut lineage.unsigned_agent_ticks),
     };
+    // Only ticks that passed count: the pipelined path takes a tick into
+    // the lineage before its files are checked.
+    if let Err(f) = &checked {
+        notes.unsigned_agent_ticks.retain(|t| *t < f.tick);
+    }
     Ok((checked, notes))
 }
 

@@ -24,7 +24,7 @@ pub(super) fn propose(
     name: &MachineName,
     key: &str,
 ) -> Result<Effect, Refusal> {
-    let key = crate::trust::normalize_key(key).map_err(|e| {
+    let key = super::signer::normalize_key(key).map_err(|e| {
         Refusal::usage(
             Code::BadKey,
             format!("the key for machine {name} is not usable: {e}"),
@@ -115,7 +115,7 @@ pub(super) fn admit(
             [Next::SetupMachine(Some("NEW".to_owned()))],
         )));
     }
-    let has = crate::trust::fingerprint(&m.key).unwrap_or_default();
+    let has = super::signer::fingerprint(&m.key).unwrap_or_default();
     if has != fingerprint {
         return Err(Refusal::conflict(
             Code::FingerprintMismatch,

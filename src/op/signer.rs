@@ -21,6 +21,12 @@ pub fn supported(algorithm: &Algorithm) -> bool {
     )
 }
 
+/// The fingerprint (`SHA256:…`) of an OpenSSH public key line.
+pub fn fingerprint(key: &str) -> Result<String, String> {
+    let key = PublicKey::from_openssh(key.trim()).map_err(|e| format!("{e}"))?;
+    Ok(key.fingerprint(ssh_key::HashAlg::Sha256).to_string())
+}
+
 /// Checks an OpenSSH public key line and returns it as `type base64`,
 /// without its comment (`trust::normalize_key`).
 pub fn normalize_key(key: &str) -> Result<String, String> {

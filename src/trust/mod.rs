@@ -610,11 +610,7 @@ pub fn encode(armored: &str) -> Result<String, String> {
     Ok(body)
 }
 
-/// The fingerprint (`SHA256:…`) of an OpenSSH public key line.
-pub fn fingerprint(key: &str) -> Result<String, String> {
-    let key = PublicKey::from_openssh(key.trim()).map_err(|e| format!("{e}"))?;
-    Ok(key.fingerprint(HashAlg::Sha256).to_string())
-}
+pub use crate::op::signer::fingerprint;
 
 fn unsigned(op: &Op, signers: &AllowedSigners) -> Refusal {
     let who = match &op.actor {
