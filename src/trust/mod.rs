@@ -15,9 +15,11 @@
 //! whether a todo's validation may run on this machine.
 
 pub mod allowed;
+mod describe;
 pub mod incoming;
 pub mod lineage;
 pub mod machine;
+mod seal;
 pub mod sign;
 pub mod validation;
 
@@ -33,6 +35,8 @@ use crate::op::{self, Change, Op};
 pub use crate::op::signer::normalize_key;
 use crate::op::signer::supported;
 pub use allowed::AllowedSigners;
+pub use describe::{SignatureWire, describe, history_note, signer_of};
+pub use seal::Seal;
 
 /// The SSH signature namespace of loopx's signatures (`ssh-keygen -n`).
 pub const NAMESPACE: &str = "loopx";
@@ -342,114 +346,6 @@ fn bound_to_actor(before: &State, after: &State, op: &Op, sig: &SshSig) -> Resul
     )))
 }
 
-/// What the tick remembers between its retries: the last record signed
-/// and its signature, so a retry against unchanged files signs nothing new.
-#[derive(Default)]
-pub struct Seal {
-    last: Option<(Vec<u8>, String)>,
-    signers: Option<AllowedSigners>,
-    /// This clone's machine key, read once per command (None inside: none).
-    machine: Option<Option<ssh_key::PrivateKey>>,
-}
-
-impl Seal {
-    /// Signs `op` when a human with signing configured makes an act that
-    /// wants a signature, then checks it with [`check_applied`]. The tick
-    /// writer applies the signed op afterwards, so the files it produces
-    /// carry the signature too.
-    pub fn seal(
-        &mut self,
-        ctx: &Ctx,
-        tip: Option<crate::store::Oid>,
-        before: &State,
-        op: &mut Op,
-    ) -> anyhow::Result<()> {
-        let human = is_human_act(before, op);
-        // An agent's tick is signed in-process with this clone's machine
-        // key, when it has one (`machine`).
-        if op.actor.agent().is_some() {
-            return self.seal_agent(ctx, tip, before, op);
-        }
-        // The key is looked up only for a human's op that wants a signature.
-        let key = if op.signature.is_none()
-            && *ctx.caller() == Caller::Human
-            && wants_signature(before, op)
-        {
-            sign::configured(ctx)?
-        } else {
-            None
-        };
-        if key.is_none()
-            && op.signature.is_none()
-            && !must_be_signed(op)
-            && (!human || !enforced(before, self.signers(ctx)?))
-        {
-            return Ok(());
-        }
-        let binding = Binding::live(lineage::state_id(ctx.store()?, tip)?);
-        // The op's own rules speak first (an agent answering a human-only
-        // gate is told so, not that it did not sign).
-        let mut after = before.clone();
-        op::apply(&mut after, op)?;
-        if let Some(key) = key {
-            let record = record(before, &after, op, &binding);
-            let stored = match &self.last {
-                Some((r, s)) if *r == record => s.clone(),
-                _ => {
-                    let s = sign::sign(ctx, &key, &record)?;
-                    self.last = Some((record, s.clone()));
-                    s
-                }
-            };
-            op.signature = Some(stored);
-        }
-        check_applied(before, &after, op, self.signers(ctx)?, &binding)?;
-        Ok(())
-    }
-
-    /// An agent's tick: signed with the clone's machine key (in-process,
-    /// no prompt; before the ref is locked), then checked like every path
-    /// checks it ([`check_applied`]).
-    fn seal_agent(
-        &mut self,
-        ctx: &Ctx,
-        tip: Option<crate::store::Oid>,
-        before: &State,
-        op: &mut Op,
-    ) -> anyhow::Result<()> {
-        if self.machine.is_none() {
-            self.machine = Some(machine::load(ctx.store()?.common_dir())?);
-        }
-        let key = self.machine.as_ref().and_then(Option::as_ref);
-        if key.is_none() && op.signature.is_none() && !machine::required(before, op) {
-            return Ok(());
-        }
-        let binding = Binding::live(machine::state_id(ctx.store()?, tip)?);
-        let mut after = before.clone();
-        op::apply(&mut after, op)?;
-        match key {
-            // Signed here, now: the signature is good by construction, so
-            // only the admission is judged (as every clone will judge it).
-            Some(key) if op.signature.is_none() => {
-                op.signature = Some(machine::sign(key, &record(before, &after, op, &binding))?);
-                machine::admission(before, &after, op, key.public_key())?;
-            }
-            _ => {
-                machine::check(before, &after, op, &binding)?;
-            }
-        }
-        Ok(())
-    }
-
-    /// This machine's allowed signers, read once per command.
-    fn signers(&mut self, ctx: &Ctx) -> anyhow::Result<&AllowedSigners> {
-        if self.signers.is_none() {
-            self.signers = Some(AllowedSigners::load(ctx.repo()?)?);
-        }
-        Ok(self.signers.as_ref().expect("loaded above"))
-    }
-}
-
 /// Verifies a decoded signature over `record`: namespace `loopx`, a key
 /// type loopx accepts, and for FIDO keys the user-presence flag.
 pub fn verify(sig: &SshSig, record: &[u8]) -> Result<(), String> {
@@ -489,94 +385,6 @@ fn signed_by(sig: &SshSig, signers: &AllowedSigners, op: &Op) -> SignedBy {
             .map(str::to_owned),
         fingerprint,
     }
-}
-
-/// Describes a stored signature (of an op or of a file it produced) for
-/// people: "signed by ada (SHA256:…)", "signed by an untrusted key (…)" or
-/// "unsigned". The signature itself was checked when the op was applied.
-pub fn describe(signature: Option<&str>, signers: &AllowedSigners) -> String {
-    match signature.map(decode) {
-        None => "unsigned".to_owned(),
-        Some(Err(_)) => "signed, unreadably".to_owned(),
-        Some(Ok(sig)) => SignedBy {
-            principal: signers.principal(sig.public_key(), None).map(str::to_owned),
-            fingerprint: sig.public_key().fingerprint(HashAlg::Sha256).to_string(),
-        }
-        .to_string(),
-    }
-}
-
-/// What history shows about a tick's signature: "signed by …" for a
-/// signed op, "unsigned" for a human's op of a human-act kind, else None.
-/// (Reading history has no parent state at hand, so a human's answer to a
-/// decision gate also shows "unsigned".)
-pub fn history_note(op: &Op, signers: &AllowedSigners) -> Option<String> {
-    if op.actor.agent().is_some()
-        && let Some(Ok(sig)) = op.signature.as_deref().map(decode)
-    {
-        // An agent's op is signed by its machine (format 5): which machine
-        // the state knows the key as is `loopx machine list`'s to say.
-        return Some(format!(
-            "signed by a machine key ({})",
-            sig.public_key().fingerprint(HashAlg::Sha256)
-        ));
-    }
-    if op.signature.is_some() {
-        return Some(describe(op.signature.as_deref(), signers));
-    }
-    let human_kind = match &op.change {
-        Change::TodoRelease { force, .. } => *force,
-        Change::AgentRetire { agent } => op.actor.agent() != Some(agent),
-        c => matches!(
-            c.kind(),
-            "gate.answer"
-                | "gate.withdraw"
-                | "goal.add"
-                | "goal.set"
-                | "quota.void"
-                | "signer.announce"
-                | "signer.require"
-                | "machine.admit"
-                | "machine.revoke"
-                | "todo.trust"
-        ),
-    };
-    (op.actor.is_human() && human_kind).then(|| "unsigned".to_owned())
-}
-
-/// A stored signature as `--format json` shows it.
-#[derive(Clone, Debug, serde::Serialize)]
-pub struct SignatureWire {
-    pub signed: bool,
-    /// The principal this machine's allowed signers name for the key; None
-    /// when unsigned or not trusted here.
-    pub signer: Option<String>,
-    pub fingerprint: Option<String>,
-    /// "signed by ada (SHA256:…)", "signed by an untrusted key (…)" or
-    /// "unsigned".
-    pub text: String,
-}
-
-impl SignatureWire {
-    pub fn of(signature: Option<&str>, signers: &AllowedSigners) -> Self {
-        let by = signer_of(signature, signers);
-        SignatureWire {
-            signed: signature.is_some(),
-            signer: by.as_ref().and_then(|b| b.principal.clone()),
-            fingerprint: by.map(|b| b.fingerprint),
-            text: describe(signature, signers),
-        }
-    }
-}
-
-/// The signer of a stored signature, for JSON output: principal (None when
-/// untrusted here) and fingerprint.
-pub fn signer_of(signature: Option<&str>, signers: &AllowedSigners) -> Option<SignedBy> {
-    let sig = decode(signature?).ok()?;
-    Some(SignedBy {
-        principal: signers.principal(sig.public_key(), None).map(str::to_owned),
-        fingerprint: sig.public_key().fingerprint(HashAlg::Sha256).to_string(),
-    })
 }
 
 /// Reads a stored signature: base64 of the SSHSIG blob, on one line.

@@ -1,0 +1,91 @@
+//! Stored signatures told to people: who signed, in words and as JSON.
+
+use super::*;
+
+/// Describes a stored signature (of an op or of a file it produced) for
+/// people: "signed by ada (SHA256:…)", "signed by an untrusted key (…)" or
+/// "unsigned". The signature itself was checked when the op was applied.
+pub fn describe(signature: Option<&str>, signers: &AllowedSigners) -> String {
+    match signature.map(decode) {
+        None => "unsigned".to_owned(),
+        Some(Err(_)) => "signed, unreadably".to_owned(),
+        Some(Ok(sig)) => SignedBy {
+            principal: signers.principal(sig.public_key(), None).map(str::to_owned),
+            fingerprint: sig.public_key().fingerprint(HashAlg::Sha256).to_string(),
+        }
+        .to_string(),
+    }
+}
+
+/// What history shows about a tick's signature: "signed by …" for a
+/// signed op, "unsigned" for a human's op of a human-act kind, else None.
+/// (Reading history has no parent state at hand, so a human's answer to a
+/// decision gate also shows "unsigned".)
+pub fn history_note(op: &Op, signers: &AllowedSigners) -> Option<String> {
+    if op.actor.agent().is_some()
+        && let Some(Ok(sig)) = op.signature.as_deref().map(decode)
+    {
+        // An agent's op is signed by its machine (format 5): which machine
+        // the state knows the key as is `loopx machine list`'s to say.
+        return Some(format!(
+            "signed by a machine key ({})",
+            sig.public_key().fingerprint(HashAlg::Sha256)
+        ));
+    }
+    if op.signature.is_some() {
+        return Some(describe(op.signature.as_deref(), signers));
+    }
+    let human_kind = match &op.change {
+        Change::TodoRelease { force, .. } => *force,
+        Change::AgentRetire { agent } => op.actor.agent() != Some(agent),
+        c => matches!(
+            c.kind(),
+            "gate.answer"
+                | "gate.withdraw"
+                | "goal.add"
+                | "goal.set"
+                | "quota.void"
+                | "signer.announce"
+                | "signer.require"
+                | "machine.admit"
+                | "machine.revoke"
+                | "todo.trust"
+        ),
+    };
+    (op.actor.is_human() && human_kind).then(|| "unsigned".to_owned())
+}
+
+/// A stored signature as `--format json` shows it.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct SignatureWire {
+    pub signed: bool,
+    /// The principal this machine's allowed signers name for the key; None
+    /// when unsigned or not trusted here.
+    pub signer: Option<String>,
+    pub fingerprint: Option<String>,
+    /// "signed by ada (SHA256:…)", "signed by an untrusted key (…)" or
+    /// "unsigned".
+    pub text: String,
+}
+
+impl SignatureWire {
+    pub fn of(signature: Option<&str>, signers: &AllowedSigners) -> Self {
+        let by = signer_of(signature, signers);
+        SignatureWire {
+            signed: signature.is_some(),
+            signer: by.as_ref().and_then(|b| b.principal.clone()),
+            fingerprint: by.map(|b| b.fingerprint),
+            text: describe(signature, signers),
+        }
+    }
+}
+
+/// The signer of a stored signature, for JSON output: principal (None when
+/// untrusted here) and fingerprint.
+pub fn signer_of(signature: Option<&str>, signers: &AllowedSigners) -> Option<SignedBy> {
+    let sig = decode(signature?).ok()?;
+    Some(SignedBy {
+        principal: signers.principal(sig.public_key(), None).map(str::to_owned),
+        fingerprint: sig.public_key().fingerprint(HashAlg::Sha256).to_string(),
+    })
+}
