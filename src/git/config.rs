@@ -1,0 +1,114 @@
+//! Reading git's configuration through the system git, and the push
+//! settings sync follows.
+
+use super::*;
+
+/// Every `(key, value)` of the git config whose key matches `pattern` (a
+/// regular expression, as `git config --get-regexp` takes it).
+pub fn config_matching(git_dir: &Path, pattern: &str) -> Result<Vec<(String, String)>> {
+    let out = git()
+        .arg("--git-dir")
+        .arg(git_dir)
+        .args(["config", "--get-regexp", pattern])
+        .stdin(Stdio::null())
+        .output()
+        .with_context(|| format!("running git config --get-regexp {pattern}"))?;
+    match out.status.code() {
+        Some(0) => Ok(String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| l.split_once(' '))
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect()),
+        Some(1) => Ok(Vec::new()),
+        _ => bail!(
+            "git config --get-regexp {pattern} failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ),
+    }
+}
+
+/// Every value of a multi-valued git config key (none when it is unset).
+pub fn config_values(git_dir: &Path, key: &str) -> Result<Vec<String>> {
+    let out = git()
+        .arg("--git-dir")
+        .arg(git_dir)
+        .args(["config", "--get-all", key])
+        .stdin(Stdio::null())
+        .output()
+        .with_context(|| format!("running git config --get-all {key}"))?;
+    match out.status.code() {
+        Some(0) => Ok(String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(str::to_owned)
+            .collect()),
+        // 1: the key is not set.
+        Some(1) => Ok(Vec::new()),
+        _ => bail!(
+            "git config --get-all {key} failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ),
+    }
+}
+
+/// What git reads to decide where a `git push` without a refspec goes:
+/// the current branch (None: detached HEAD) and the whole config, as
+/// `(key, value)` pairs in git's order (section and key lowercased,
+/// subsection as written).
+#[derive(Debug, Default, Clone)]
+pub struct PushConfig {
+    pub branch: Option<String>,
+    pub config: Vec<(String, String)>,
+}
+
+impl PushConfig {
+    /// The last value of `key`, as git reads a single-valued key.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.config
+            .iter()
+            .rev()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// Every value of a multi-valued key, in order.
+    pub fn all(&self, key: &str) -> Vec<&str> {
+        self.config
+            .iter()
+            .filter(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+            .collect()
+    }
+}
+
+/// Reads [`PushConfig`] in `dir` (None: the current directory), read-only,
+/// for the tool guard.
+pub fn push_config(dir: Option<&Path>) -> Result<PushConfig> {
+    let here = |args: &[&str]| {
+        let mut c = git();
+        if let Some(d) = dir {
+            c.current_dir(d);
+        }
+        c.args(args);
+        c
+    };
+    let args = ["config", "--list", "-z"];
+    let listed = stdout_of(here(&args), &args)?;
+    let config = listed
+        .split('\0')
+        .filter(|e| !e.is_empty())
+        .map(|e| match e.split_once('\n') {
+            Some((k, v)) => (k.to_owned(), v.to_owned()),
+            // A key without `=` is a boolean true.
+            None => (e.to_owned(), "true".to_owned()),
+        })
+        .collect();
+    let out = here(&["symbolic-ref", "-q", "HEAD"])
+        .output()
+        .context("running git symbolic-ref HEAD")?;
+    let branch = String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .strip_prefix("refs/heads/")
+        .map(str::to_owned)
+        .filter(|_| out.status.success());
+    Ok(PushConfig { branch, config })
+}

@@ -1,0 +1,329 @@
+//! The network: fetch and push through the system git (with [`super::IN_SYNC`]
+//! set, ssh connections shared), and how their failures are told apart.
+
+use super::*;
+
+/// Runs `git ARGS` for sync (with [`IN_SYNC`] set) and returns whatever it
+/// did, successful or not, for the caller to classify. A step that takes
+/// longer than `limit` is stopped (with what it started, such as ssh) and
+/// is a [`NetworkError`].
+fn network(
+    git_dir: &Path,
+    url: &str,
+    args: &[&str],
+    limit: Duration,
+) -> Result<std::process::Output> {
+    let mut c = git();
+    if let Some(ssh) = ssh::shared(git_dir, url) {
+        c.env("GIT_SSH_COMMAND", ssh);
+    }
+    let mut child = c
+        .arg("--git-dir")
+        .arg(git_dir)
+        .args(args)
+        .env(IN_SYNC, "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .with_context(|| format!("running git {}", args.join(" ")))?;
+    let read = |pipe: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(mut p) = pipe {
+                let _ = p.read_to_end(&mut buf);
+            }
+            buf
+        })
+    };
+    let out = read(
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let err = read(
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().context("waiting for git")? {
+            break status;
+        }
+        if started.elapsed() >= limit {
+            // The group this git leads, and only it.
+            let _ = Command::new("kill")
+                .args(["-KILL", "--", &format!("-{}", child.id())])
+                .stderr(Stdio::null())
+                .status();
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(NetworkError {
+                stderr: format!(
+                    "git {} did not finish within {}s (git config loopx.syncTimeout sets the limit)",
+                    args.iter().find(|a| !a.starts_with("-") && !a.contains('=')).copied().unwrap_or_default(),
+                    limit.as_secs()
+                ),
+                answered: false,
+            }
+            .into());
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    Ok(std::process::Output {
+        status,
+        stdout: out.join().unwrap_or_default(),
+        stderr: err.join().unwrap_or_default(),
+    })
+}
+
+/// What fetching a remote's state ref found.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Fetched {
+    /// The tracking ref now holds the remote's state.
+    State,
+    /// The remote answered, and it has no such ref.
+    NoState,
+    /// The remote answered and has the ref, yet the fetch failed here:
+    /// another fetch into the same tracking ref won its lock (two syncs on
+    /// one machine). Holds git's words; worth another try.
+    Busy(String),
+}
+
+/// A network call that failed: git's own words, trimmed.
+#[derive(Debug)]
+pub struct NetworkError {
+    pub stderr: String,
+    /// The remote answered about the ref (a push it refused, its hook
+    /// declining); false when it was never reached (no connection, no such
+    /// repository, a failed login, the time limit).
+    pub answered: bool,
+}
+
+impl std::fmt::Display for NetworkError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.stderr)
+    }
+}
+
+impl std::error::Error for NetworkError {}
+
+/// git's complaint in one line: its first paragraph (the boilerplate after
+/// the blank line is dropped), without `fatal:`/`error:` prefixes and hints.
+fn network_error(out: &std::process::Output) -> NetworkError {
+    let text = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .skip_while(|l| l.is_empty())
+        .take_while(|l| !l.is_empty())
+        .filter(|l| !l.starts_with("hint:"))
+        .map(|l| {
+            let l = l
+                .strip_prefix("fatal: ")
+                .or_else(|| l.strip_prefix("error: "))
+                .unwrap_or(l);
+            l.trim_end_matches(['.', ':'])
+        })
+        .collect();
+    let stderr = if lines.is_empty() {
+        format!("git exited with {}", out.status)
+    } else {
+        lines.join("; ")
+    };
+    NetworkError {
+        stderr,
+        answered: false,
+    }
+}
+
+/// Fetches `remote`'s ref `src` into the local ref `dst`, forced: `dst` is a
+/// remote-tracking ref, a mirror of the remote, never the state itself.
+/// Leaves FETCH_HEAD and tags alone. A failed fetch is asked again with
+/// `ls-remote`, so that the answer does not depend on git's translated
+/// messages: a remote without the ref is [`Fetched::NoState`], one that has
+/// it is [`Fetched::Busy`], and an unreachable remote or a failed login is a
+/// [`NetworkError`].
+pub fn fetch(
+    git_dir: &Path,
+    remote: &str,
+    src: &str,
+    dst: &str,
+    limit: Duration,
+) -> Result<Fetched> {
+    let refspec = format!("+{src}:{dst}");
+    // Where `remote` points, with git's `insteadOf` rules applied (no
+    // network): what decides whether ssh shares a connection.
+    let url = output(git_dir, &["ls-remote", "--get-url", remote])
+        .map(|u| u.trim().to_owned())
+        .unwrap_or_default();
+    let out = network(
+        git_dir,
+        &url,
+        &[
+            "fetch",
+            "--quiet",
+            "--no-tags",
+            "--no-write-fetch-head",
+            "--no-recurse-submodules",
+            // Only the refspec given here: a configured one that maps
+            // refs/loopx/* onto itself (a mirror) would overwrite the
+            // local state and drop unsynced ticks.
+            "--refmap=",
+            remote,
+            &refspec,
+        ],
+        limit,
+    )?;
+    if out.status.success() {
+        return Ok(Fetched::State);
+    }
+    let failed = network_error(&out);
+    let probe = network(git_dir, &url, &["ls-remote", remote, src], limit)?;
+    if !probe.status.success() {
+        return Err(failed.into());
+    }
+    let listed = String::from_utf8_lossy(&probe.stdout);
+    if listed
+        .lines()
+        .any(|l| l.split_whitespace().nth(1) == Some(src))
+    {
+        Ok(Fetched::Busy(failed.stderr))
+    } else {
+        Ok(Fetched::NoState)
+    }
+}
+
+/// What the remote said to a push.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Pushed {
+    /// The ref moved (or was created) to the pushed commit.
+    Accepted,
+    /// The remote already had exactly that commit.
+    UpToDate,
+    /// Someone pushed first: fetch and try again. Holds git's summary.
+    Behind(String),
+}
+
+/// Whether a refused push lost a race: `[rejected] (fetch first)` or
+/// `(non-fast-forward)` when git saw the newer tip before sending; or, when
+/// two pushes crossed on the server, `[remote rejected] (failed to update
+/// ref)` ("cannot lock ref …: is at X but expected Y"). These are protocol
+/// strings, not translated messages.
+fn lost_race(summary: &str) -> bool {
+    summary.starts_with("[rejected]")
+        || (summary.starts_with("[remote rejected]")
+            && [
+                "failed to update ref",
+                "cannot lock ref",
+                "failed to lock",
+                // Two pushes moving the same objects into the hub at once
+                // (`.keep` files that differ): transient.
+                "unable to migrate objects",
+            ]
+            .iter()
+            .any(|s| summary.contains(s)))
+}
+
+/// Puts `remote`'s ref `dst` back to `commit`, which need not be a
+/// fast-forward, only while the remote still holds `expected` (a lease,
+/// never `+`: another push meanwhile makes it fail). For
+/// `sync --repair-remote`, a human act.
+pub fn push_lease(
+    git_dir: &Path,
+    remote: &str,
+    commit: &str,
+    dst: &str,
+    expected: &str,
+    limit: Duration,
+) -> Result<Pushed> {
+    push_with(git_dir, remote, commit, dst, Some(expected), limit)
+}
+
+/// Pushes `commit` to `remote`'s ref `dst` naming the tip the remote is
+/// expected to hold (None: no ref yet). Only for a `commit` that descends
+/// from `expected` by construction (DESIGN §5): a compare-and-swap on the
+/// remote, not a force, which spares git's client-side ancestry walk (and
+/// its "could not parse commit" while a concurrent fetch here is still
+/// unpacking objects).
+pub fn push_expecting(
+    git_dir: &Path,
+    remote: &str,
+    commit: &str,
+    dst: &str,
+    expected: Option<&str>,
+    limit: Duration,
+) -> Result<Pushed> {
+    push_with(
+        git_dir,
+        remote,
+        commit,
+        dst,
+        Some(expected.unwrap_or("")),
+        limit,
+    )
+}
+
+fn push_with(
+    git_dir: &Path,
+    remote: &str,
+    commit: &str,
+    dst: &str,
+    lease: Option<&str>,
+    limit: Duration,
+) -> Result<Pushed> {
+    let refspec = format!("{commit}:{dst}");
+    debug_assert!(!refspec.starts_with('+'), "sync never force-pushes");
+    let lease = lease.map(|old| format!("--force-with-lease={dst}:{old}"));
+    // To the remote's push URL rather than its name: a push to a named
+    // remote also moves the local refs its fetch refspecs map the pushed
+    // ref to, and a mirror clone's (+refs/*:refs/*) is the local state ref
+    // itself, which would drop a tick made here meanwhile. (A mirror's
+    // remote also refuses a refspec.)
+    let url = output(git_dir, &["remote", "get-url", "--push", remote])
+        .map(|u| u.trim().to_owned())
+        .ok()
+        .filter(|u| !u.is_empty())
+        .unwrap_or_else(|| remote.to_owned());
+    let mut args = vec!["push", "--porcelain", "--no-verify"];
+    args.extend(lease.as_deref());
+    args.extend([url.as_str(), refspec.as_str()]);
+    let out = network(git_dir, &url, &args, limit)?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    // Porcelain lines: <flag> TAB <from>:<to> TAB <summary>
+    let line = stdout
+        .lines()
+        .filter_map(|l| {
+            let mut parts = l.splitn(3, '\t');
+            let flag = parts.next()?;
+            let refs = parts.next()?;
+            let summary = parts.next().unwrap_or("");
+            refs.ends_with(&format!(":{dst}"))
+                .then_some((flag.to_owned(), summary.to_owned()))
+        })
+        .next();
+    match line {
+        Some((flag, _)) if out.status.success() && flag == "=" => Ok(Pushed::UpToDate),
+        Some((flag, _)) if out.status.success() && matches!(flag.as_str(), " " | "*" | "+") => {
+            Ok(Pushed::Accepted)
+        }
+        Some((flag, summary))
+            if flag == "!"
+                && (lost_race(&summary)
+                    || String::from_utf8_lossy(&out.stderr)
+                        .contains("unable to migrate objects")) =>
+        {
+            Ok(Pushed::Behind(summary))
+        }
+        Some((_, summary)) if !summary.is_empty() => Err(NetworkError {
+            stderr: format!("{summary}; {}", network_error(&out)),
+            answered: true,
+        }
+        .into()),
+        _ => Err(network_error(&out).into()),
+    }
+}
