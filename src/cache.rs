@@ -116,35 +116,55 @@ pub fn read_in(common_dir: &Path, state_ref: &str, commit: Oid) -> Option<(Tip, 
     parse(key, commit, &bytes)
 }
 
-fn parse(key: &str, commit: Oid, bytes: &[u8]) -> Option<(Tip, State)> {
-    let end = bytes.windows(2).position(|w| w == b"\n\n")? + 2;
-    let head = std::str::from_utf8(&bytes[..end]).ok()?;
-    let mut lines = head.lines();
-    if lines.next()? != MAGIC {
-        return None;
+/// The header of a file this module or `crate::fast` writes: a magic line,
+/// then `name value` lines in a fixed order, up to the first blank line.
+pub struct Header<'a> {
+    lines: std::str::Lines<'a>,
+}
+
+impl<'a> Header<'a> {
+    /// Splits `bytes` into its header and its body, when the header starts
+    /// with `magic` and then this build's `key`.
+    pub fn read(bytes: &'a [u8], magic: &str, key: &str) -> Option<(Header<'a>, &'a [u8])> {
+        let end = bytes.windows(2).position(|w| w == b"\n\n")? + 2;
+        let head = std::str::from_utf8(&bytes[..end]).ok()?;
+        let mut header = Header {
+            lines: head.lines(),
+        };
+        if header.lines.next()? != magic || header.field("key")? != key {
+            return None;
+        }
+        Some((header, &bytes[end..]))
     }
-    let mut field = |name: &str| {
-        lines
+
+    /// The value of the next line, when that line is the field `name`.
+    pub fn field(&mut self, name: &str) -> Option<&'a str> {
+        self.lines
             .next()
             .and_then(|l| l.strip_prefix(name))
             .and_then(|l| l.strip_prefix(' '))
-    };
-    if field("key")? != key {
+    }
+
+    /// The header's remaining lines (the blank one that ends it included).
+    pub fn rest(self) -> std::str::Lines<'a> {
+        self.lines
+    }
+}
+
+fn parse(key: &str, commit: Oid, bytes: &[u8]) -> Option<(Tip, State)> {
+    let (mut header, body) = Header::read(bytes, MAGIC, key)?;
+    if Oid::from_hex(header.field("commit")?)? != commit {
         return None;
     }
-    if Oid::from_hex(field("commit")?)? != commit {
-        return None;
-    }
-    let tree = Oid::from_hex(field("tree")?)?;
-    let tick: u64 = field("tick")?.parse().ok()?;
-    let len: usize = field("bytes")?.parse().ok()?;
-    let sum = field("sum")?;
+    let tree = Oid::from_hex(header.field("tree")?)?;
+    let tick: u64 = header.field("tick")?.parse().ok()?;
+    let len: usize = header.field("bytes")?.parse().ok()?;
+    let sum = header.field("sum")?;
     let sum = if sum.len() == 16 {
         u64::from_str_radix(sum, 16).ok()?
     } else {
         return None;
     };
-    let body = &bytes[end..];
     if body.len() != len || checksum(body) != sum {
         return None;
     }

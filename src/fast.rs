@@ -38,6 +38,7 @@ use std::io::ErrorKind;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
+use crate::cache::Header;
 use crate::config::{Config, Settings};
 use crate::model::State;
 use crate::store::{Oid, Store, Tip};
@@ -261,33 +262,19 @@ fn env_key(vars: &[(&str, &str)]) -> String {
 
 /// The body of a settings file whose every key line still holds, or None.
 fn check<'a>(bytes: &'a [u8], layout: &Layout, vars: &[(&str, &str)]) -> Option<&'a [u8]> {
-    let end = bytes.windows(2).position(|w| w == b"\n\n")? + 2;
-    let head = std::str::from_utf8(&bytes[..end]).ok()?;
-    let mut lines = head.lines();
-    if lines.next()? != MAGIC {
+    let (mut header, body) = Header::read(bytes, MAGIC, crate::cache::build_key()?)?;
+    if header.field("workdir")? != layout.workdir.to_str()? {
         return None;
     }
-    let mut field = |name: &str| {
-        lines
-            .next()
-            .and_then(|l| l.strip_prefix(name))
-            .and_then(|l| l.strip_prefix(' '))
-    };
-    if field("key")? != crate::cache::build_key()? {
+    if header.field("env")? != env_key(vars) {
         return None;
     }
-    if field("workdir")? != layout.workdir.to_str()? {
-        return None;
-    }
-    if field("env")? != env_key(vars) {
-        return None;
-    }
-    let sum = field("sum")?;
-    if sum != format!("{:016x}", crate::cache::checksum(&bytes[end..])) {
+    let sum = header.field("sum")?;
+    if sum != format!("{:016x}", crate::cache::checksum(body)) {
         return None;
     }
     let mut files = 0;
-    for line in lines.take_while(|l| !l.is_empty()) {
+    for line in header.rest().take_while(|l| !l.is_empty()) {
         let rest = line.strip_prefix("file ")?;
         // `<exists> <sum> <path>`: the path last, as it may hold spaces.
         let (key, path) = rest.split_at_checked(KEY_LEN)?;
@@ -297,7 +284,7 @@ fn check<'a>(bytes: &'a [u8], layout: &Layout, vars: &[(&str, &str)]) -> Option<
         }
         files += 1;
     }
-    (files > 0).then_some(&bytes[end..])
+    (files > 0).then_some(body)
 }
 
 /// Whether a config file's text could make the settings depend on more

@@ -26,6 +26,7 @@ pub mod git;
 pub mod history;
 pub mod hook;
 mod layering;
+pub mod lockfile;
 pub mod mcp;
 pub mod model;
 pub mod next;

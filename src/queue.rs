@@ -107,26 +107,8 @@ pub fn wait(common_dir: &Path, patience: Duration) -> Turn {
         return none;
     }
     let path = common_dir.join(LOCK_FILE);
-    let open = || {
-        File::options()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
-    };
-    let file = match open() {
-        Ok(f) => f,
-        Err(_) => {
-            let made = path
-                .parent()
-                .map(std::fs::create_dir_all)
-                .is_some_and(|r| r.is_ok());
-            match open() {
-                Ok(f) if made => f,
-                _ => return none,
-            }
-        }
+    let Ok(file) = crate::lockfile::open(&path) else {
+        return none;
     };
     // Free: the common case, without a thread.
     let (file, passed) = match flock(&file, FlockOperation::NonBlockingLockExclusive) {

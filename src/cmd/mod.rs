@@ -244,6 +244,13 @@ impl TickWire {
     }
 }
 
+/// Commits one tick that makes `change` (retried on a race, like
+/// [`crate::tx::commit`]), for the commands whose change does not depend on
+/// the state it lands on.
+pub fn commit_change(ctx: &Ctx, change: crate::op::Change) -> Result<Committed> {
+    crate::tx::commit(ctx, |_| Ok(crate::tx::op(ctx, change.clone())?))
+}
+
 /// The goal a command acts on: `--goal`, else git config `loopx.goal`, else
 /// the only active goal.
 pub fn pick_goal(ctx: &Ctx, state: &State, flag: Option<&str>) -> Result<GoalId, Refusal> {

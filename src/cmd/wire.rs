@@ -30,7 +30,7 @@ impl<'a> TodoRef<'a> {
             status: t.status.as_str(),
             epoch: t.epoch,
             owner: t.owner(),
-            lease_until: t.claim.as_ref().map(|c| c.lease_until),
+            lease_until: t.lease_until(),
         }
     }
 }

@@ -310,11 +310,7 @@ pub fn kept(agent: &AgentId, claims: &[&Todo]) -> Vec<String> {
     claims
         .iter()
         .map(|t| {
-            let until = t
-                .claim
-                .as_ref()
-                .map(|c| c.lease_until.to_string())
-                .unwrap_or_default();
+            let until = t.lease_until().map(|u| u.to_string()).unwrap_or_default();
             format!(
                 "loopx: {agent} keeps {} \"{}\" until {until}; nothing was released (`loopx todo release {}` gives it up).",
                 t.id,

@@ -42,7 +42,8 @@ pub(super) const ALLOWED: &[(&str, &[&str])] = &[
     ("price", &["model"]),
     ("model", &["error", "time"]),
     // The store: paths and bytes, through gix.
-    ("store", &["error", "trailer"]),
+    ("store", &["error", "lockfile", "trailer"]),
+    ("queue", &["lockfile"]),
     ("output", &["error", "term"]),
     ("error", &["next"]),
 ];
@@ -66,8 +67,9 @@ const TO_BREAK: &[(&str, &str, &str)] = &[
 /// through any other module: git, the store, the context, the commands,
 /// files and processes.
 const IO: &[&str] = &[
-    "cache", "cli", "cmd", "config", "ctx", "fast", "git", "history", "hook", "mcp", "notify",
-    "output", "queue", "repo", "run", "service", "store", "sync", "trust", "tx", "verify",
+    "cache", "cli", "cmd", "config", "ctx", "fast", "git", "history", "hook", "lockfile", "mcp",
+    "notify", "output", "queue", "repo", "run", "service", "store", "sync", "trust", "tx",
+    "verify",
 ];
 
 /// Whether a top-level module is split into child modules (a directory:

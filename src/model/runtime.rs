@@ -159,6 +159,20 @@ const CLAUDE_EVENTS: &[(&str, Event)] = &[
     ("StopFailure", Event::LimitReached),
 ];
 
+/// The events loopx's own OpenCode plugin and Pi extension send, in Claude
+/// Code's names: the first five of [`CLAUDE_EVENTS`] (OpenCode's plugin sends
+/// the first four; it has no session end).
+const PLUGIN_EVENTS: &[(&str, Event)] = CLAUDE_EVENTS.split_at(5).0;
+
+/// The names of [`PLUGIN_EVENTS`], in its order.
+const PLUGIN_EVENT_NAMES: &[&str] = &[
+    "SessionStart",
+    "UserPromptSubmit",
+    "PreToolUse",
+    "Stop",
+    "SessionEnd",
+];
+
 /// Claude Code's shell tool, and Codex's under the same hook.
 const CLAUDE_SHELL: &[&str] = &["Bash", "shell", "exec_command", "local_shell"];
 
@@ -342,13 +356,8 @@ pub const SPECS: [Spec; 8] = [
         identity: Some((&["OPENCODE_SESSION_ID"], "OPENCODE_SESSION_ID")),
         // The plugin's names for chat.message (a first one, then every
         // one), tool.execute.before and session.idle.
-        events: &[
-            ("SessionStart", Event::Start),
-            ("UserPromptSubmit", Event::Prompt),
-            ("PreToolUse", Event::Tool),
-            ("Stop", Event::Stop),
-        ],
-        known_events: &["SessionStart", "UserPromptSubmit", "PreToolUse", "Stop"],
+        events: PLUGIN_EVENTS.split_at(4).0,
+        known_events: PLUGIN_EVENT_NAMES.split_at(4).0,
         wire: Wire::Claude,
         shell_tools: Some(CLAUDE_SHELL),
         plugin: Some(Plugin {
@@ -366,20 +375,8 @@ pub const SPECS: [Spec; 8] = [
         identity: Some((&["PI_SESSION_ID"], "PI_SESSION_ID")),
         // The extension's names for session_start, before_agent_start,
         // tool_call, agent_end and session_shutdown.
-        events: &[
-            ("SessionStart", Event::Start),
-            ("UserPromptSubmit", Event::Prompt),
-            ("PreToolUse", Event::Tool),
-            ("Stop", Event::Stop),
-            ("SessionEnd", Event::End),
-        ],
-        known_events: &[
-            "SessionStart",
-            "UserPromptSubmit",
-            "PreToolUse",
-            "Stop",
-            "SessionEnd",
-        ],
+        events: PLUGIN_EVENTS,
+        known_events: PLUGIN_EVENT_NAMES,
         wire: Wire::Claude,
         shell_tools: Some(&["bash"]),
         // Pi's default agent directory for a user; one moved with
@@ -560,6 +557,8 @@ mod tests {
             }
         }
         assert!(Runtime::Custom.events().is_empty());
+        let plugin: Vec<&str> = PLUGIN_EVENTS.iter().map(|(name, _)| *name).collect();
+        assert_eq!(plugin, PLUGIN_EVENT_NAMES);
     }
 
     #[test]

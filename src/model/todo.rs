@@ -77,6 +77,11 @@ impl Todo {
         self.claim.as_ref().map(|c| &c.owner)
     }
 
+    /// When the claim's lease ends (live or expired), if it has one.
+    pub fn lease_until(&self) -> Option<Timestamp> {
+        self.claim.as_ref().map(|c| c.lease_until)
+    }
+
     /// The claim, if it is still live at `now` (with `skew` of grace).
     pub fn live_claim(&self, now: Timestamp, skew: Span) -> Option<&Claim> {
         self.claim

@@ -30,23 +30,7 @@ const CAS_LOCK: &str = "loopx/cas.lock";
 pub(super) struct Guard(#[allow(dead_code)] Option<File>);
 
 fn open(common_dir: &Path) -> Option<File> {
-    let path = common_dir.join(CAS_LOCK);
-    let open = || {
-        File::options()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
-    };
-    open()
-        .or_else(|_| {
-            if let Some(dir) = path.parent() {
-                std::fs::create_dir_all(dir)?;
-            }
-            open()
-        })
-        .ok()
+    crate::lockfile::open(&common_dir.join(CAS_LOCK)).ok()
 }
 
 /// How long a compare-and-swap waits for the flock (another one here holds

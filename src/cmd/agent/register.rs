@@ -3,7 +3,7 @@
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::cmd::{TickWire, slug};
+use crate::cmd::{TickWire, commit_change, slug};
 use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::model::{AgentId, AgentStatus, Runtime};
@@ -55,16 +55,14 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         )?;
         return Ok(Exit::Ok);
     }
-    let done = tx::commit(ctx, |_| {
-        Ok(tx::op(
-            ctx,
-            Change::AgentRegister {
-                agent: agent.clone(),
-                runtime: args.runtime,
-                capabilities: caps.clone(),
-            },
-        )?)
-    })?;
+    let done = commit_change(
+        ctx,
+        Change::AgentRegister {
+            agent: agent.clone(),
+            runtime: args.runtime,
+            capabilities: caps.clone(),
+        },
+    )?;
     ctx.out.emit(
         &Wire {
             agent: &agent,

@@ -3,12 +3,11 @@
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::cmd::{TickWire, slug};
+use crate::cmd::{TickWire, commit_change, slug};
 use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::model::AgentId;
 use crate::op::Change;
-use crate::tx;
 
 /// Retire an agent: it may no longer act, and its claims are released
 ///
@@ -29,14 +28,12 @@ struct Wire<'a> {
 
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let agent = slug("agent", &args.id, AgentId::new)?;
-    let done = tx::commit(ctx, |_| {
-        Ok(tx::op(
-            ctx,
-            Change::AgentRetire {
-                agent: agent.clone(),
-            },
-        )?)
-    })?;
+    let done = commit_change(
+        ctx,
+        Change::AgentRetire {
+            agent: agent.clone(),
+        },
+    )?;
     ctx.out.emit(
         &Wire {
             agent: &agent,

@@ -3,12 +3,11 @@
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::cmd::{TickWire, slug};
+use crate::cmd::{TickWire, commit_change, slug};
 use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::model::GoalId;
 use crate::op::Change;
-use crate::tx;
 
 /// Add a goal (humans only)
 #[derive(clap::Args, Debug)]
@@ -29,15 +28,13 @@ struct Wire<'a> {
 
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let goal = slug("goal", &args.id, GoalId::new)?;
-    let done = tx::commit(ctx, |_| {
-        Ok(tx::op(
-            ctx,
-            Change::GoalAdd {
-                goal: goal.clone(),
-                objective: args.objective.clone(),
-            },
-        )?)
-    })?;
+    let done = commit_change(
+        ctx,
+        Change::GoalAdd {
+            goal: goal.clone(),
+            objective: args.objective.clone(),
+        },
+    )?;
     ctx.out.emit(
         &Wire {
             goal: &goal,

@@ -3,12 +3,11 @@
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::cmd::{TickWire, slug};
+use crate::cmd::{TickWire, commit_change, slug};
 use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::model::MachineName;
 use crate::op::Change;
-use crate::tx;
 
 /// Admit a proposed machine to act for some agents (a signed human act)
 ///
@@ -40,16 +39,14 @@ struct Wire {
 
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let name = slug("machine", &args.name, MachineName::new)?;
-    let done = tx::commit(ctx, |_| {
-        Ok(tx::op(
-            ctx,
-            Change::MachineAdmit {
-                machine: name.clone(),
-                fingerprint: args.fingerprint.trim().to_owned(),
-                agents: args.agents.clone(),
-            },
-        )?)
-    })?;
+    let done = commit_change(
+        ctx,
+        Change::MachineAdmit {
+            machine: name.clone(),
+            fingerprint: args.fingerprint.trim().to_owned(),
+            agents: args.agents.clone(),
+        },
+    )?;
     ctx.out.emit(
         &Wire {
             name: name.to_string(),

@@ -3,12 +3,11 @@
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::cmd::{TickWire, slug};
+use crate::cmd::{TickWire, commit_change, slug};
 use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::model::MachineName;
 use crate::op::Change;
-use crate::tx;
 
 /// Revoke a machine: its later ticks are refused (a signed human act)
 ///
@@ -30,14 +29,12 @@ struct Wire {
 
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let name = slug("machine", &args.name, MachineName::new)?;
-    let done = tx::commit(ctx, |_| {
-        Ok(tx::op(
-            ctx,
-            Change::MachineRevoke {
-                machine: name.clone(),
-            },
-        )?)
-    })?;
+    let done = commit_change(
+        ctx,
+        Change::MachineRevoke {
+            machine: name.clone(),
+        },
+    )?;
     ctx.out.emit(
         &Wire {
             name: name.to_string(),

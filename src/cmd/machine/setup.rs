@@ -4,7 +4,7 @@
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::cmd::slug;
+use crate::cmd::{commit_change, slug};
 use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::model::MachineName;
@@ -84,15 +84,13 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         _ => {
             let raw = args.name.clone().unwrap_or_else(default_name);
             let name = slug("machine", &raw, MachineName::new)?;
-            tx::commit(ctx, |_| {
-                Ok(tx::op(
-                    ctx,
-                    Change::MachinePropose {
-                        machine: name.clone(),
-                        key: public.clone(),
-                    },
-                )?)
-            })?;
+            commit_change(
+                ctx,
+                Change::MachinePropose {
+                    machine: name.clone(),
+                    key: public.clone(),
+                },
+            )?;
             (name, "proposed", true)
         }
     };

@@ -3,12 +3,11 @@
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::cmd::{TickWire, slug};
+use crate::cmd::{TickWire, commit_change, slug};
 use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::model::AgentId;
 use crate::op::Change;
-use crate::tx;
 
 /// End an agent's park now, so it may run again (humans only)
 ///
@@ -31,14 +30,12 @@ struct Wire<'a> {
 
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let agent = slug("agent", &args.parked, AgentId::new)?;
-    let done = tx::commit(ctx, |_| {
-        Ok(tx::op(
-            ctx,
-            Change::QuotaResume {
-                agent: agent.clone(),
-            },
-        )?)
-    })?;
+    let done = commit_change(
+        ctx,
+        Change::QuotaResume {
+            agent: agent.clone(),
+        },
+    )?;
     ctx.out.emit(
         &Wire {
             agent: &agent,

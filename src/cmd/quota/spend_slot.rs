@@ -3,7 +3,7 @@
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::cmd::TickWire;
+use crate::cmd::{TickWire, commit_change};
 use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::op::{self, Change, Happened, turn};
@@ -87,7 +87,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         let effect = op::apply(&mut after, &tx::op(ctx, change.clone())?)?;
         let added = usage_added(&effect.what);
         let done = match (&added, args.dry_run) {
-            (Some(_), false) => Some(tx::commit(ctx, |_| Ok(tx::op(ctx, change.clone())?))?),
+            (Some(_), false) => Some(commit_change(ctx, change.clone())?),
             _ => None,
         };
         let wire = Wire {
@@ -157,7 +157,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         })?;
         return Ok(Exit::Ok);
     }
-    let done = tx::commit(ctx, |_| Ok(tx::op(ctx, change.clone())?))?;
+    let done = commit_change(ctx, change.clone())?;
     let wire = Wire {
         spent: true,
         already: false,

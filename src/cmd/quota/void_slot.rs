@@ -3,12 +3,11 @@
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::cmd::TickWire;
+use crate::cmd::{TickWire, commit_change};
 use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::op::Change;
 use crate::service::turn::parse_token;
-use crate::tx;
 
 /// Void a spent slot: it stops counting and stays recorded (humans only)
 #[derive(clap::Args, Debug)]
@@ -31,16 +30,14 @@ struct Wire<'a> {
 
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let token = parse_token(&args.turn)?;
-    let done = tx::commit(ctx, |_| {
-        Ok(tx::op(
-            ctx,
-            Change::QuotaVoid {
-                agent: token.agent.clone(),
-                turn: token.turn.clone(),
-                reason: args.reason.clone(),
-            },
-        )?)
-    })?;
+    let done = commit_change(
+        ctx,
+        Change::QuotaVoid {
+            agent: token.agent.clone(),
+            turn: token.turn.clone(),
+            reason: args.reason.clone(),
+        },
+    )?;
     ctx.out.emit(
         &Wire {
             agent: token.agent.as_str(),

@@ -6,13 +6,12 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use serde::Serialize;
 
-use crate::cmd::{TickWire, slug};
+use crate::cmd::{TickWire, commit_change, slug};
 use crate::ctx::Ctx;
 use crate::error::{Code, Exit, Refusal};
 use crate::model::SignerName;
 use crate::op::Change;
 use crate::trust::{self, AllowedSigners};
-use crate::tx;
 
 /// Announce a signer's SSH public key in the state (a human act)
 ///
@@ -46,15 +45,13 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         ctx.cwd.join(&args.key)
     };
     let key = read_public(&path)?;
-    let done = tx::commit(ctx, |_| {
-        Ok(tx::op(
-            ctx,
-            Change::SignerAnnounce {
-                name: name.clone(),
-                key: key.clone(),
-            },
-        )?)
-    })?;
+    let done = commit_change(
+        ctx,
+        Change::SignerAnnounce {
+            name: name.clone(),
+            key: key.clone(),
+        },
+    )?;
     let fingerprint = trust::fingerprint(&key).map_err(|e| anyhow::anyhow!(e))?;
     let signers = AllowedSigners::load(ctx.repo()?)?;
     let trusted_here = signers.trusts(&key).is_some();

@@ -184,11 +184,7 @@ fn claim_once(ctx: &Ctx, args: &Args, synced: bool) -> Result<Attempt> {
         if args.next {
             return t.id.to_string();
         }
-        let until = t
-            .claim
-            .as_ref()
-            .map(|c| c.lease_until.to_string())
-            .unwrap_or_default();
+        let until = t.lease_until().map(|u| u.to_string()).unwrap_or_default();
         let verb = match done.effect.what {
             Happened::Renewed { .. } => "Renewed",
             Happened::Stole { .. } => "Took over",

@@ -27,11 +27,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         lease: args.ttl.unwrap_or(state.meta.settings.lease),
     })?;
     report(ctx, &done, |t| {
-        let until = t
-            .claim
-            .as_ref()
-            .map(|c| c.lease_until.to_string())
-            .unwrap_or_default();
+        let until = t.lease_until().map(|u| u.to_string()).unwrap_or_default();
         format!(
             "Renewed {} \"{}\" until {until} (epoch {}).",
             t.id, t.title, t.epoch

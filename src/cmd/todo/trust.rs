@@ -8,7 +8,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use super::TodoRef;
-use crate::cmd::TickWire;
+use crate::cmd::{TickWire, commit_change};
 use crate::ctx::{Caller, Ctx};
 use crate::error::{Code, Exit, Refusal};
 use crate::model::{Blocks, GateId, GateKind, State, Todo, TodoId, id::RANDOM_HEX};
@@ -103,16 +103,14 @@ fn vouch(ctx: &Ctx, todo: &TodoId, note: Option<&str>) -> Result<Exit> {
     let gate = held_gate(todo, &validation_digest(v));
     let answered = match done.state.gates.get(&gate) {
         Some(g) if g.is_open() => {
-            tx::commit(ctx, |_| {
-                Ok(tx::op(
-                    ctx,
-                    Change::GateAnswer {
-                        gate: gate.clone(),
-                        choice: RUN.to_owned(),
-                        note: note.map(str::to_owned),
-                    },
-                )?)
-            })?;
+            commit_change(
+                ctx,
+                Change::GateAnswer {
+                    gate: gate.clone(),
+                    choice: RUN.to_owned(),
+                    note: note.map(str::to_owned),
+                },
+            )?;
             Some(gate)
         }
         _ => None,
@@ -269,19 +267,17 @@ pub fn allow_or_hold(ctx: &Ctx, state: &State, todo: &Todo) -> Result<()> {
         }
         None => {
             let question = held_question(todo, &argv);
-            tx::commit(ctx, |_| {
-                Ok(tx::op(
-                    ctx,
-                    Change::GateOpen {
-                        gate: gate.clone(),
-                        goal: todo.goal.clone(),
-                        question: question.clone(),
-                        options: vec![RUN.to_owned(), REFUSE.to_owned()],
-                        kind: GateKind::Permission,
-                        blocks: Blocks::Todo(id.clone()),
-                    },
-                )?)
-            })?;
+            commit_change(
+                ctx,
+                Change::GateOpen {
+                    gate: gate.clone(),
+                    goal: todo.goal.clone(),
+                    question: question.clone(),
+                    options: vec![RUN.to_owned(), REFUSE.to_owned()],
+                    kind: GateKind::Permission,
+                    blocks: Blocks::Todo(id.clone()),
+                },
+            )?;
             ctx.out.status(&format!(
                 "Opened gate {gate}: a human decides whether {id}'s validation runs on the team's machines."
             ));
