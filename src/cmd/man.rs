@@ -172,7 +172,7 @@ const EXIT_STATUS: [(u8, &str); 5] = [
 ];
 
 /// The ENVIRONMENT section: every variable loopx reads.
-const ENVIRONMENT: [(&str, &str); 9] = [
+const ENVIRONMENT: [(&str, &str); 10] = [
     (
         "LOOPX_AGENT",
         "The registered agent loopx acts as when --agent is not given.",
@@ -185,6 +185,10 @@ const ENVIRONMENT: [(&str, &str); 9] = [
     (
         "LOOPX_NO_FAST",
         "Set to anything: reads always open the repository instead of answering a cache hit from the state cache's files alone (for comparison).",
+    ),
+    (
+        "LOOPX_VERIFY_THREADS",
+        "1 checks a chain on one thread; more than 1 always uses the pipelined check (three threads). Unset: pipelined for chains of 64 ticks or more on a machine with two cores or more. Both give the same answer.",
     ),
     (
         "LOOPX_PAGER, PAGER",
