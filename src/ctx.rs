@@ -2,7 +2,7 @@
 //! source and output. The only reader of the environment; nothing later looks
 //! at flags or environment variables again.
 
-use std::cell::{Cell, OnceCell, RefCell};
+use std::cell::{OnceCell, RefCell};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
@@ -11,6 +11,8 @@ use sha2::{Digest, Sha256};
 
 use crate::config::Config;
 use crate::error::{Code, Refusal};
+pub use crate::ids::IdGen;
+pub use crate::model::Caller;
 use crate::model::Runtime;
 use crate::model::{Actor, AgentId};
 use crate::output::{Format, Out};
@@ -106,19 +108,6 @@ impl Env {
     }
 }
 
-/// Where the caller's identity came from.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Caller {
-    /// `--agent` or `LOOPX_AGENT`, or derived from a runtime session.
-    Agent(AgentId),
-    /// A runtime marker without a session id: refused when identity matters.
-    UnknownAgent {
-        runtime: &'static str,
-        marker: &'static str,
-    },
-    Human,
-}
-
 /// Decides who is calling (DESIGN §4 "Who is acting").
 pub fn caller(flag: Option<&str>, env: &Env) -> Result<Caller, Refusal> {
     if let Some(id) = named(flag, env)? {
@@ -209,46 +198,6 @@ pub fn derive_agent(runtime: &str, session: &str) -> Option<AgentId> {
     let digest = Sha256::digest(session.as_bytes());
     let short: String = digest[..4].iter().map(|b| format!("{b:02x}")).collect();
     AgentId::new(&format!("{runtime}-{short}")).ok()
-}
-
-/// Generates random ids, deterministically when `LOOPX_SEED` is set.
-pub struct IdGen {
-    seed: Option<String>,
-    salt: i64,
-    counter: Cell<u64>,
-}
-
-impl IdGen {
-    pub fn new(seed: Option<String>, salt: i64) -> Self {
-        IdGen {
-            seed,
-            salt,
-            counter: Cell::new(0),
-        }
-    }
-
-    /// `n` lowercase hex digits. With a seed they follow from the seed, the
-    /// clock, a per-process counter and `context` (what the id is for), so
-    /// two commands at the same instant still draw different ids.
-    pub fn hex(&self, n: usize, context: &[u8]) -> String {
-        let mut bytes = [0u8; 32];
-        match &self.seed {
-            Some(seed) => {
-                let c = self.counter.get();
-                self.counter.set(c + 1);
-                let digest = Sha256::new()
-                    .chain_update(seed.as_bytes())
-                    .chain_update(self.salt.to_le_bytes())
-                    .chain_update(c.to_le_bytes())
-                    .chain_update(context)
-                    .finalize();
-                bytes.copy_from_slice(&digest);
-            }
-            None => getrandom::fill(&mut bytes).expect("the OS random source is available"),
-        }
-        let hex = crate::model::id::hex(&bytes);
-        hex[..n.min(64)].to_owned()
-    }
 }
 
 /// The global flags as parsed, before anything is resolved: `cli` flattens

@@ -7,8 +7,9 @@
 //! top-level modules is one their table `ALLOWED` lists, that there is no
 //! cycle among the top-level modules nor among the files of one module,
 //! and that op/ and model/ reach, through any number of edges, no module
-//! that does I/O; `TO_BREAK` lists the edges still to break, which may only
-//! disappear. What a graph cannot see stays a search in the text: gix only
+//! that does I/O; that the command context (`ctx`) is used by the front
+//! ends only; and that of sync's steps only `execute` moves a ref or writes
+//! a commit. What a graph cannot see stays a search in the text: gix only
 //! in the store, the system git only from git.rs, no printing below the
 //! commands, commands reach the state only through `tx` and `history`
 //! (calls wrapped over lines too), and the rules never spell a CLI command

@@ -15,10 +15,9 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 
 use crate::config::Config;
+use crate::signing::{AllowedSigners, Signing};
 use crate::store::{Person, Store};
 use crate::time::Timestamp;
-use crate::trust::AllowedSigners;
-use crate::verify::Signing;
 
 /// The committer recorded when git has no identity configured.
 pub const FALLBACK_COMMITTER: (&str, &str) = ("loopx", "loopx@loopx.invalid");
@@ -124,7 +123,7 @@ impl Repo {
         if let Some(s) = self.signing.get() {
             return Ok(s);
         }
-        let s = Signing::load(self)?;
+        let s = Signing::load(&self.store, &self.config, self.home())?;
         Ok(self.signing.get_or_init(|| s))
     }
 

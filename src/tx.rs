@@ -10,12 +10,14 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 
 use crate::cache;
-use crate::ctx::Ctx;
 use crate::error::{Code, Refusal};
-use crate::model::OpId;
+use crate::ids::IdGen;
+use crate::model::{Actor, Caller, OpId};
 use crate::model::{State, files};
 use crate::op::{self, Change, Effect, Op, message};
+use crate::repo::Repo;
 use crate::store::{CasError, Person, Store, Tip};
+use crate::time::Timestamp;
 
 /// How long a tick keeps retrying before giving up with exit 4.
 const RETRY_FOR: Duration = Duration::from_secs(30);
@@ -37,8 +39,8 @@ pub struct Committed {
 }
 
 /// Reads the state at a commit.
-pub fn load_at(ctx: &Ctx, tip: Tip) -> Result<Snapshot> {
-    snapshot(ctx.store()?, tip)
+pub fn load_at(repo: &Repo, tip: Tip) -> Result<Snapshot> {
+    snapshot(repo.store(), tip)
 }
 
 /// Reads the state at a commit of any store (a hub's, in its hook).
@@ -66,11 +68,11 @@ pub fn snapshot(store: &Store, tip: Tip) -> Result<Snapshot> {
 
 /// Reads the archived todos of a snapshot (not part of the live state).
 pub fn load_archive(
-    ctx: &Ctx,
+    repo: &Repo,
     snap: &Snapshot,
 ) -> Result<std::collections::BTreeMap<crate::model::TodoId, crate::model::Todo>> {
-    let files = ctx
-        .store()?
+    let files = repo
+        .store()
         .read_files_under(snap.tip.tree, files::ARCHIVE)?;
     Ok(files::decode_archive(
         files.iter().map(|(p, b)| (p.as_str(), b.as_slice())),
@@ -78,44 +80,52 @@ pub fn load_archive(
 }
 
 /// The tip of the state ref, if there is a state.
-pub fn tip(ctx: &Ctx) -> Result<Option<Tip>> {
-    ctx.store()?.tip()
+pub fn tip(repo: &Repo) -> Result<Option<Tip>> {
+    repo.store().tip()
 }
 
 /// The commit message of a tick.
-pub fn message_of(ctx: &Ctx, commit: crate::store::Oid) -> Result<String> {
-    ctx.store()?.message(commit)
+pub fn message_of(repo: &Repo, commit: crate::store::Oid) -> Result<String> {
+    repo.store().message(commit)
 }
 
 /// Every file of a tip's tree as stored, live and archived (not evidence),
 /// for `doctor`'s checks.
-pub fn raw_files(ctx: &Ctx, tip: &Tip) -> Result<Vec<(String, Vec<u8>)>> {
-    let store = ctx.store()?;
+pub fn raw_files(repo: &Repo, tip: &Tip) -> Result<Vec<(String, Vec<u8>)>> {
+    let store = repo.store();
     let mut all = store.read_files(tip.tree)?;
     all.extend(store.read_files_under(tip.tree, files::ARCHIVE)?);
     Ok(all)
 }
 
-/// An operation by the current actor, now, with a fresh op id. Its free
-/// text has been through the redactor ([`crate::op::secrets`]); the writer
-/// is told on stderr when something was redacted.
-pub fn op(ctx: &Ctx, mut change: Change) -> Result<Op, Refusal> {
+/// An operation made for a tick, and what the redactor took out of it.
+pub struct Stamped {
+    pub op: Op,
+    /// The fields whose text looked like a secret and was stored with
+    /// [`crate::redact::MARK`] in its place (the caller tells the writer).
+    pub redacted: Vec<&'static str>,
+}
+
+/// An operation by `actor` at `at`, with a fresh op id from `ids`. Its free
+/// text has been through the redactor ([`crate::op::secrets`]); what it
+/// took out is named in [`Stamped::redacted`].
+pub fn op(
+    actor: Actor,
+    at: Timestamp,
+    ids: &IdGen,
+    mut change: Change,
+) -> Result<Stamped, Refusal> {
     let redacted = crate::op::secrets::redact(&mut change)?;
-    if !redacted.is_empty() {
-        ctx.out.warn(&format!(
-            "the {} looked like {} a secret, which the state would replicate to every clone and the hub: stored with {} in its place (pass secrets through the environment or a file instead)",
-            redacted.join(" and "),
-            if redacted.len() == 1 { "it held" } else { "they held" },
-            crate::redact::MARK
-        ));
-    }
     let context = toml::to_string(&change).unwrap_or_default();
-    Ok(Op {
-        id: OpId::from_hex(&ctx.ids.hex(16, context.as_bytes())),
-        at: ctx.now,
-        actor: ctx.actor()?,
-        signature: None,
-        change,
+    Ok(Stamped {
+        op: Op {
+            id: OpId::from_hex(&ids.hex(16, context.as_bytes())),
+            at,
+            actor,
+            signature: None,
+            change,
+        },
+        redacted,
     })
 }
 
@@ -123,20 +133,18 @@ pub fn op(ctx: &Ctx, mut change: Change) -> Result<Op, Refusal> {
 /// cache when it holds the tip's commit, else from the tree (and then the
 /// cache is written). Only the tip of the live ref goes through the cache;
 /// `load_at` and `snapshot` always read the tree, for `verify` and sync.
-pub fn load(ctx: &Ctx) -> Result<Snapshot> {
-    // A cache hit without opening the repository (`crate::fast`).
-    if let Some((tip, state)) = ctx.fast().and_then(crate::fast::Fast::cached) {
-        return Ok(Snapshot { tip, state });
-    }
-    let store = ctx.store()?;
+/// (The commands try the fast start-up path's cache first, without opening
+/// the repository: `cmd::tx::load`.)
+pub fn load(repo: &Repo) -> Result<Snapshot> {
+    let store = repo.store();
     let Some(id) = store.tip_id()? else {
-        return Err(no_state(ctx).into());
+        return Err(no_state_at(repo.state_ref()).into());
     };
     if let Some((tip, state)) = cache::read(store, id) {
         return Ok(Snapshot { tip, state });
     }
-    let Some(tip) = store.tip().map_err(|e| unreadable_tip(ctx, e))? else {
-        return Err(no_state(ctx).into());
+    let Some(tip) = store.tip().map_err(|e| unreadable_tip(repo, e))? else {
+        return Err(no_state_at(repo.state_ref()).into());
     };
     let snap = snapshot(store, tip)?;
     cache::write(store, &snap.tip, &snap.state);
@@ -145,21 +153,17 @@ pub fn load(ctx: &Ctx) -> Result<Snapshot> {
 
 /// The state ref names a commit that cannot be read: says how to put back
 /// the last good one.
-fn unreadable_tip(ctx: &Ctx, e: anyhow::Error) -> anyhow::Error {
+fn unreadable_tip(repo: &Repo, e: anyhow::Error) -> anyhow::Error {
     Refusal::error(
         Code::CorruptState,
-        format!("{} names a commit that cannot be read: {e:#}", ctx.state_ref()),
+        format!("{} names a commit that cannot be read: {e:#}", repo.state_ref()),
     )
     .with_hint("nothing was written; `loopx doctor` names the last good tip in the state ref's reflog, and `loopx doctor --fix` puts it back")
     .into()
 }
 
-/// The state ref does not exist: says how to create or fetch it.
-pub fn no_state(ctx: &Ctx) -> Refusal {
-    no_state_at(ctx.state_ref())
-}
-
-/// [`no_state`] for a state ref by name (the layers that take a `Repo`).
+/// The state ref (named `state_ref`) does not exist: says how to create
+/// or fetch it.
 pub fn no_state_at(state_ref: &str) -> Refusal {
     Refusal::error(
         Code::NoState,
@@ -169,15 +173,21 @@ pub fn no_state_at(state_ref: &str) -> Refusal {
 }
 
 /// Runs one tick of the op that `build` makes from the current state.
-pub fn commit(ctx: &Ctx, mut build: impl FnMut(&State) -> Result<Op>) -> Result<Committed> {
-    run(ctx, |ctx| {
-        let snap = load(ctx)?;
+/// `caller` is who runs the process: only the human signs with their
+/// configured key. Returns what landed; never prints.
+pub fn commit(
+    repo: &Repo,
+    caller: &Caller,
+    mut build: impl FnMut(&State) -> Result<Op>,
+) -> Result<Committed> {
+    run(repo, caller, |repo| {
+        let snap = load(repo)?;
         // The cached state of a commit that is gone (pruned under a tick)
         // must not become the parent of a new tick. Checked here, where
         // the object database is open anyway, not on every read.
-        if !ctx.store()?.has_object(snap.tip.commit) {
+        if !repo.store().has_object(snap.tip.commit) {
             return Err(unreadable_tip(
-                ctx,
+                repo,
                 anyhow::anyhow!("commit {} is missing", snap.tip.commit),
             ));
         }
@@ -187,14 +197,14 @@ pub fn commit(ctx: &Ctx, mut build: impl FnMut(&State) -> Result<Op>) -> Result<
 }
 
 /// The first tick: creates the ref, which must not exist yet.
-pub fn init(ctx: &Ctx, op: Op) -> Result<Committed> {
-    run(ctx, |ctx| {
-        if let Some(tip) = ctx.store()?.tip()? {
+pub fn init(repo: &Repo, caller: &Caller, op: Op) -> Result<Committed> {
+    run(repo, caller, |repo| {
+        if let Some(tip) = repo.store().tip()? {
             return Err(Refusal::rule(
                 Code::AlreadyInitialized,
                 format!(
                     "{} already holds a loopx state (tick {})",
-                    ctx.state_ref(),
+                    repo.state_ref(),
                     tip.tick
                 ),
             )
@@ -206,67 +216,79 @@ pub fn init(ctx: &Ctx, op: Op) -> Result<Committed> {
 }
 
 fn run(
-    ctx: &Ctx,
-    mut attempt: impl FnMut(&Ctx) -> Result<(Option<Tip>, State, Op)>,
+    repo: &Repo,
+    caller: &Caller,
+    mut attempt: impl FnMut(&Repo) -> Result<(Option<Tip>, State, Op)>,
 ) -> Result<Committed> {
     let started = Instant::now();
     let mut backoff = Duration::from_millis(1);
     let mut tries = 0u32;
-    let committer = ctx.committer();
+    let committer = repo.committer().clone();
     let mut seal = crate::trust::Seal::default();
     // A human who signs runs ssh-keygen (which may wait on a key's touch):
     // never while holding the writers' queue. Such a tick builds and signs
     // its op first, then queues, and uses that op if the tip has not moved
     // meanwhile; if it has, it lets the queue go and signs again outside.
-    let signs = *ctx.caller() == crate::ctx::Caller::Human
-        && crate::trust::sign::configured(ctx).is_ok_and(|k| k.is_some());
+    let signs = *caller == Caller::Human && crate::trust::sign::configured(repo).is_some();
     let mut turn: Option<crate::queue::Turn> = None;
     let mut sealed: Option<(Option<Tip>, State, Op)> = None;
     loop {
         tries += 1;
         if turn.is_none() {
             if signs {
-                let (tip, before, mut op) = attempt(ctx)?;
-                seal.seal(ctx, tip.as_ref().map(|t| t.commit), &before, &mut op)?;
+                let (tip, before, mut op) = attempt(repo)?;
+                seal.seal(
+                    repo,
+                    caller,
+                    tip.as_ref().map(|t| t.commit),
+                    &before,
+                    &mut op,
+                )?;
                 sealed = Some((tip, before, op));
             }
             // Local writers take turns from reading the tip to moving the
             // ref (src/queue.rs); the compare-and-swap below still decides.
             turn = Some(crate::queue::wait(
-                ctx.store()?.common_dir(),
+                repo.store().common_dir(),
                 crate::queue::PATIENCE,
             ));
         }
         let (tip, before, mut op) = match sealed.take() {
-            Some(s) if ctx.store()?.tip_id()? == s.0.as_ref().map(|t| t.commit) => s,
+            Some(s) if repo.store().tip_id()? == s.0.as_ref().map(|t| t.commit) => s,
             // The state moved since the signature: sign again, outside.
             _ if signs && started.elapsed() < RETRY_FOR => {
                 turn = None;
                 continue;
             }
-            _ => attempt(ctx)?,
+            _ => attempt(repo)?,
         };
         // Never a tick this machine's own clock calls the future: no hub
         // would take it, nor any later tick of this clone.
-        let (now, skew) = (ctx.repo()?.now(), before.meta.settings.clock_skew);
+        let (now, skew) = (repo.now(), before.meta.settings.clock_skew);
         if op.at > now.plus(skew) {
             return Err(future_tick(op.at, now, skew).into());
         }
         // A human act is signed (against the state it changes; above,
         // outside the queue, so here it is only checked) and checked
         // against this machine's allowed signers.
-        seal.seal(ctx, tip.as_ref().map(|t| t.commit), &before, &mut op)?;
+        seal.seal(
+            repo,
+            caller,
+            tip.as_ref().map(|t| t.commit),
+            &before,
+            &mut op,
+        )?;
         if crate::trust::validation::writes_validation(&op) {
             // Remembered before the tick lands: this exact validation of
             // this todo, written here, runs here without further trust.
-            crate::trust::validation::remember(ctx.repo()?, &op)?;
+            crate::trust::validation::remember(repo, &op)?;
         }
         let Written {
             tip: new,
             effect,
             state: after,
         } = write_tick(
-            ctx.store()?,
+            repo.store(),
             tip.as_ref(),
             &before,
             &op,
@@ -274,7 +296,7 @@ fn run(
             &committer,
             Empty::Skip,
         )
-        .map_err(|e| unwritten(ctx, e))??;
+        .map_err(|e| unwritten(repo, e))??;
         let Some(new) = new else {
             // The op changes nothing (an identical registration, a spend of
             // a turn already spent): no tick, as if it had landed before.
@@ -286,7 +308,7 @@ fn run(
             });
         };
         let reflog = format!("loopx: {}", effect.subject);
-        match ctx.store()?.cas(
+        match repo.store().cas(
             new.commit,
             tip.as_ref().map(|t| t.commit),
             &reflog,
@@ -299,9 +321,9 @@ fn run(
                 // touched, so the cache can be updated in place.
                 let touched = files::touched(&before, &after);
                 drop(before);
-                cache::update(ctx.store()?, tip.as_ref(), &new, &after, &touched);
+                cache::update(repo.store(), tip.as_ref(), &new, &after, &touched);
                 drop(turn);
-                auto_pack(ctx, new.tick);
+                auto_pack(repo, new.tick);
                 return Ok(Committed {
                     op,
                     effect,
@@ -311,14 +333,14 @@ fn run(
             }
             Err(CasError::Moved) => {}
             Err(CasError::Locked { lock, age }) => {
-                if recover_lock(ctx.store()?, &lock, age)? {
+                if recover_lock(repo.store(), &lock, age)? {
                     continue;
                 }
             }
             Err(CasError::Other(e)) => {
                 // The ref did not move unless it now names the new tick.
-                let moved = ctx.store()?.tip_id().ok().flatten() == Some(new.commit);
-                return Err(if moved { e } else { unwritten(ctx, e) });
+                let moved = repo.store().tip_id().ok().flatten() == Some(new.commit);
+                return Err(if moved { e } else { unwritten(repo, e) });
             }
         }
         if started.elapsed() >= RETRY_FOR {
@@ -326,7 +348,7 @@ fn run(
                 Code::RetriesExhausted,
                 format!(
                     "{} kept moving: gave up after {tries} attempts in {}s",
-                    ctx.state_ref(),
+                    repo.state_ref(),
                     started.elapsed().as_secs()
                 ),
             )
@@ -342,15 +364,15 @@ fn run(
 
 /// An error from writing a tick that did not land: a full disk says so
 /// plainly (the objects written so far are unreachable and harmless).
-fn unwritten(ctx: &Ctx, e: anyhow::Error) -> anyhow::Error {
-    match ctx.store() {
-        Ok(store) if crate::error::is_disk_full(&e) => crate::error::disk_full(
-            store.common_dir(),
-            &format!("nothing was written ({} did not move)", ctx.state_ref()),
+fn unwritten(repo: &Repo, e: anyhow::Error) -> anyhow::Error {
+    if crate::error::is_disk_full(&e) {
+        return crate::error::disk_full(
+            repo.store().common_dir(),
+            &format!("nothing was written ({} did not move)", repo.state_ref()),
         )
-        .into(),
-        _ => e,
+        .into();
     }
+    e
 }
 
 /// A tick written to the object database (not yet on any ref).
@@ -488,12 +510,10 @@ pub fn write_tick(
 /// Every `loopx.autoPack` ticks (default 200, 0 turns it off), starts a
 /// geometric repack in the background, so loose objects stay bounded without
 /// stalling any tick.
-fn auto_pack(ctx: &Ctx, tick: u64) {
-    let (Ok(config), Ok(store)) = (ctx.config(), ctx.store()) else {
-        return;
-    };
-    if config.auto_pack > 0 && tick.is_multiple_of(config.auto_pack) {
-        crate::git::spawn_detached(store.common_dir(), &crate::git::REPACK);
+fn auto_pack(repo: &Repo, tick: u64) {
+    let auto_pack = repo.config().auto_pack;
+    if auto_pack > 0 && tick.is_multiple_of(auto_pack) {
+        crate::git::spawn_detached(repo.store().common_dir(), &crate::git::REPACK);
     }
 }
 

@@ -169,49 +169,9 @@ pub struct Verified {
 /// or the first commit that is not a valid tick.
 pub type Checked = std::result::Result<Verified, Finding>;
 
-/// Which signatures this machine asks of human acts: its allowed signers
-/// (outside the state), and the commit (git config `loopx.signaturesFrom`)
-/// at or before which history is exempt, with its tick number.
-pub struct Signing {
-    signers: crate::trust::AllowedSigners,
-    exempt: Option<(Oid, u64)>,
-}
-
-impl Signing {
-    /// No signers and no exemption: human acts are checked as on a machine
-    /// that trusts nobody (the fuzz targets, which have no machine).
-    pub fn none() -> Signing {
-        Signing {
-            signers: crate::trust::AllowedSigners::none(),
-            exempt: None,
-        }
-    }
-
-    /// This machine's signers and exemption, read from its settings (the
-    /// repository handle loads them once: [`Repo::signing`]).
-    pub fn load(repo: &Repo) -> Result<Signing> {
-        let signers = crate::trust::AllowedSigners::load(repo)?;
-        let exempt = match crate::trust::incoming::exempt_below(repo)? {
-            Some(x) => Some((x, repo.store().tip_at(x)?.tick)),
-            None => None,
-        };
-        Ok(Signing { signers, exempt })
-    }
-
-    /// The allowed signers this was loaded with.
-    pub fn signers(&self) -> &crate::trust::AllowedSigners {
-        &self.signers
-    }
-
-    /// Whether the tick `tick` at `commit` is history written before
-    /// signing was turned on.
-    fn exempt(&self, store: &Store, commit: Oid, tick: u64) -> Result<bool> {
-        Ok(match self.exempt {
-            Some((x, x_tick)) => tick <= x_tick && (x == commit || store.is_ancestor(commit, x)?),
-            None => false,
-        })
-    }
-}
+/// Which signatures this machine asks of human acts (its data lives below
+/// the repository handle, which caches it).
+pub use crate::signing::Signing;
 
 /// Checks that `entry` is the tick loopx writes for its op on top of
 /// `parent` (None: `entry` is the first tick). `now` is this machine's

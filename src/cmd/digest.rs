@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use anyhow::Result;
 use serde::Serialize;
 
+use crate::cmd::tx;
 use crate::ctx::Ctx;
 use crate::error::{Code, Exit, Refusal};
 use crate::history::{self, Tick};
@@ -12,7 +13,6 @@ use crate::model::usage::Usd;
 use crate::model::{AgentStatus, EvidenceKind, GoalId, TodoId};
 use crate::op::{Change, board};
 use crate::time::{Span, Timestamp, When};
-use crate::tx;
 
 /// What happened since a time: todos done, gates opened and answered,
 /// failed checks, quiet agents, slots spent, sync rejections

@@ -9,12 +9,12 @@ use std::time::SystemTime;
 use anyhow::Result;
 use serde::Serialize;
 
+use crate::cmd::tx;
+use crate::cmd::tx::STALE_LOCK;
 use crate::ctx::Ctx;
 use crate::error::{Code, Exit};
 use crate::model::{AgentStatus, FORMAT, State, Todo, TodoId, TodoStatus, files};
 use crate::op::message;
-use crate::tx;
-use crate::tx::STALE_LOCK;
 
 /// Check the state: every file parses, references resolve, no stale locks
 ///

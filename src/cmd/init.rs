@@ -4,11 +4,11 @@ use anyhow::Result;
 use serde::Serialize;
 
 use super::{TickWire, slug};
+use crate::cmd::tx;
 use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::model::GoalId;
 use crate::op::Change;
-use crate::tx;
 
 /// Create the loopx state in this repository
 ///

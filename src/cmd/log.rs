@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
+use crate::cmd::tx;
 use crate::ctx::Ctx;
 use crate::error::{Code, Exit, Refusal};
 use crate::history::{self, FileDiff, Tick};
@@ -14,7 +15,6 @@ use crate::model::id::RANDOM_HEX;
 use crate::model::{AgentId, GoalId, TodoId, files};
 use crate::op::Change;
 use crate::time::{Timestamp, When};
-use crate::tx;
 
 /// Show the ticks, newest first: who did what, and when
 ///

@@ -30,16 +30,17 @@ pub mod status;
 pub mod sync;
 pub mod todo;
 pub mod trajectory;
+pub mod tx;
 pub mod verify;
 pub mod wire;
 
 use anyhow::Result;
 use serde::Serialize;
 
+use crate::cmd::tx::Committed;
 use crate::ctx::Ctx;
 use crate::error::{Code, Exit, Refusal};
 use crate::model::{GoalId, State};
-use crate::tx::Committed;
 
 /// Every command; `cli` parses into this and [`run`] dispatches it.
 /// `defer`: each command's arguments (and its subcommands') are defined
@@ -162,7 +163,7 @@ pub fn run(ctx: &Ctx, command: &Command) -> Result<Exit> {
     if before.is_some()
         && let Ok(repo) = ctx.repo()
         && crate::notify::after(repo, before, ctx.now, || {
-            crate::tx::load(ctx).ok().map(|s| s.state)
+            crate::cmd::tx::load(ctx).ok().map(|s| s.state)
         })
     {
         notify_run::start(ctx);
@@ -245,10 +246,10 @@ impl TickWire {
 }
 
 /// Commits one tick that makes `change` (retried on a race, like
-/// [`crate::tx::commit`]), for the commands whose change does not depend on
+/// [`crate::cmd::tx::commit`]), for the commands whose change does not depend on
 /// the state it lands on.
 pub fn commit_change(ctx: &Ctx, change: crate::op::Change) -> Result<Committed> {
-    crate::tx::commit(ctx, |_| Ok(crate::tx::op(ctx, change.clone())?))
+    tx::commit(ctx, |_| Ok(tx::op(ctx, change.clone())?))
 }
 
 /// The goal a command acts on: `--goal`, else git config `loopx.goal`, else

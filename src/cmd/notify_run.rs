@@ -14,11 +14,11 @@ pub struct Args {}
 
 pub fn run(ctx: &Ctx, _args: &Args) -> Result<Exit> {
     let runner = crate::notify::Runner {
-        load: &|| crate::tx::load(ctx).ok().map(|s| s.state),
+        load: &|| crate::cmd::tx::load(ctx).ok().map(|s| s.state),
         record: &|id| {
             let gate = id.clone();
-            crate::tx::commit(ctx, |_| {
-                Ok(crate::tx::op(
+            crate::cmd::tx::commit(ctx, |_| {
+                Ok(crate::cmd::tx::op(
                     ctx,
                     Change::GateNotified { gate: gate.clone() },
                 )?)

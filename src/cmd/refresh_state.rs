@@ -5,6 +5,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use super::{TickWire, pick_goal};
+use crate::cmd::tx;
 use crate::ctx::Ctx;
 use crate::error::{Code, Exit, Refusal};
 use crate::model::Outcome;
@@ -12,7 +13,6 @@ use crate::op::brief::{self, Brief};
 use crate::op::{self, Change};
 use crate::service::progress;
 use crate::service::turn::{own_token, parse_token};
-use crate::tx;
 
 /// Record how your turn ended, and print the brief for the next one
 ///

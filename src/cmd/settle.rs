@@ -5,6 +5,7 @@ use serde::Serialize;
 
 use super::TickWire;
 use super::fresh_id;
+use crate::cmd::tx;
 use crate::ctx::Ctx;
 use crate::error::{Code, Exit, Refusal};
 use crate::model::{EvidenceKind, Outcome, TodoStatus, run::CommandRun};
@@ -14,7 +15,6 @@ use crate::service::evidence::code_now;
 use crate::service::progress;
 use crate::service::turn::{own_token, parse_token};
 use crate::time::Span;
-use crate::tx;
 
 /// End a turn in one tick: run the check, update the todo, refresh, spend
 ///

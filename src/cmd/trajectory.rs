@@ -15,6 +15,7 @@ use std::path::PathBuf;
 use anyhow::{Context as _, Result};
 use serde::Serialize;
 
+use crate::cmd::tx;
 use crate::cmd::wire::esc;
 use crate::ctx::Ctx;
 use crate::error::{Code, Exit, Refusal};
@@ -23,7 +24,6 @@ use crate::model::usage::Usd;
 use crate::model::{Actor, Blocks, GoalId, Todo, TodoId};
 use crate::op::Change;
 use crate::time::{Timestamp, When};
-use crate::tx;
 
 mod render;
 mod roles;

@@ -85,6 +85,21 @@ impl<'de> Deserialize<'de> for Actor {
     }
 }
 
+/// Who is calling this process, and where that came from (the context
+/// decides it: DESIGN §4 "Who is acting"; the tick writer asks whether it
+/// is the human, who may sign with their configured key).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Caller {
+    /// `--agent` or `LOOPX_AGENT`, or derived from a runtime session.
+    Agent(AgentId),
+    /// A runtime marker without a session id: refused when identity matters.
+    UnknownAgent {
+        runtime: &'static str,
+        marker: &'static str,
+    },
+    Human,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -25,7 +25,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-pub use actor::Actor;
+pub use actor::{Actor, Caller};
 pub use agent::{Agent, AgentStatus, LastTurn, Outcome, Parked, Progress};
 pub use entities::Entities;
 pub use evidence::{Evidence, EvidenceKind};

@@ -319,21 +319,6 @@ fn refused_local(repo: &Repo, names: &Names, f: &Finding) -> Refusal {
     ))
 }
 
-/// A remote state that cannot be read.
-pub(super) fn remote_corrupt(names: &Names, tip: Option<&Tip>, why: &str) -> Refusal {
-    let at = tip.map_or(String::new(), |t| {
-        format!(" (tick {}, {})", t.tick, t.commit.short(8))
-    });
-    Refusal::error(
-        Code::InvalidTick,
-        format!("the loopx state on {}{at} is corrupt: {why}", names.remote),
-    )
-    .with_hint(format!(
-        "nothing was changed here; whoever pushed it must repair it (`loopx doctor` there names the file) and push the fix; `git log {}` shows who. Then run `loopx sync` again",
-        names.tracking
-    ))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -77,17 +77,27 @@ pub(super) fn fetch(repo: &Repo, names: &Names) -> Result<Result<Option<Tip>, St
         Fetched::State => {
             let tip = repo.store().resolve(&fetching);
             let _ = repo.store().delete_ref(&fetching);
-            let tip = tip.map_err(|e| {
-                anyhow::Error::from(super::decide::remote_corrupt(
-                    names,
-                    None,
-                    &format!("{e:#}"),
-                ))
-            })?;
+            let tip = tip
+                .map_err(|e| anyhow::Error::from(remote_corrupt(names, None, &format!("{e:#}"))))?;
             if let Some(t) = &tip {
                 advance_ref(repo, &names.tracking, t.commit, false, "loopx: sync fetch")?;
             }
             Ok(Ok(tip))
         }
     }
+}
+
+/// A remote state that cannot be read.
+fn remote_corrupt(names: &Names, tip: Option<&Tip>, why: &str) -> Refusal {
+    let at = tip.map_or(String::new(), |t| {
+        format!(" (tick {}, {})", t.tick, t.commit.short(8))
+    });
+    Refusal::error(
+        Code::InvalidTick,
+        format!("the loopx state on {}{at} is corrupt: {why}", names.remote),
+    )
+    .with_hint(format!(
+        "nothing was changed here; whoever pushed it must repair it (`loopx doctor` there names the file) and push the fix; `git log {}` shows who. Then run `loopx sync` again",
+        names.tracking
+    ))
 }

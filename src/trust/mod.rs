@@ -6,7 +6,7 @@
 //! hashes of the files it changes, as they were before. So a signed act
 //! applies once: replayed later, against files that have moved on, it no
 //! longer verifies. Which keys count is decided on each machine by an
-//! allowed-signers file in git's format ([`allowed`]), never by the state.
+//! allowed-signers file in git's format ([`crate::signing`]), never by the state.
 //!
 //! [`check_op`] is the one check every path that applies an op calls (the
 //! tick, sync's replay, `verify`): pure, with the allowed signers passed in
@@ -14,9 +14,7 @@
 //! passphrases, ssh-agent and hardware keys work. [`validation`] decides
 //! whether a todo's validation may run on this machine.
 
-pub mod allowed;
 mod describe;
-pub mod incoming;
 pub mod lineage;
 pub mod machine;
 mod seal;
@@ -26,20 +24,28 @@ pub mod validation;
 use sha2::{Digest, Sha256};
 use ssh_key::{Algorithm, HashAlg, PublicKey, SshSig};
 
-use crate::ctx::{Caller, Ctx};
 use crate::error::{Code, Hint, N, Next, Refusal};
 use crate::model::{Actor, State, files};
 use crate::op::{self, Change, Op};
+use crate::repo::Repo;
 // A key's check is pure, so it lives with the signer rules that use it
 // (op/ reaches nothing above it); callers keep naming it here.
 pub use crate::op::signer::normalize_key;
 use crate::op::signer::supported;
-pub use allowed::AllowedSigners;
+// The signing setup's data lives below the repository handle, which
+// caches it; callers keep naming it here.
+pub use crate::signing::{AllowedSigners, NAMESPACE, allowed};
 pub use describe::{SignatureWire, describe, history_note, signer_of};
 pub use seal::Seal;
 
-/// The SSH signature namespace of loopx's signatures (`ssh-keygen -n`).
-pub const NAMESPACE: &str = "loopx";
+impl AllowedSigners {
+    /// This machine's allowed signers, read afresh from the file git
+    /// config names (`Repo::signers` is the copy loaded once per
+    /// invocation).
+    pub fn load(repo: &Repo) -> anyhow::Result<Self> {
+        Self::read(repo.store(), repo.config(), repo.home())
+    }
+}
 
 /// The first line of every signed record: what it is, and its version.
 const RECORD_HEADER: &str = "loopx signed act 1";

@@ -1,8 +1,10 @@
 //! The tick writer's signing step: [`Seal`] signs a human's act with the
 //! configured key, or an agent's with this clone's machine key, and checks
-//! it as every path does.
+//! it as every path does. It takes the repository handle and the caller as
+//! values (the tick writer's), never the command context.
 
 use super::*;
+use crate::model::Caller;
 
 /// What the tick remembers between its retries: the last record signed
 /// and its signature, so a retry against unchanged files signs nothing new.
@@ -18,10 +20,12 @@ impl Seal {
     /// Signs `op` when a human with signing configured makes an act that
     /// wants a signature, then checks it with [`check_applied`]. The tick
     /// writer applies the signed op afterwards, so the files it produces
-    /// carry the signature too.
+    /// carry the signature too. Only a `caller` that is the human signs
+    /// with the configured key.
     pub fn seal(
         &mut self,
-        ctx: &Ctx,
+        repo: &Repo,
+        caller: &Caller,
         tip: Option<crate::store::Oid>,
         before: &State,
         op: &mut Op,
@@ -30,25 +34,23 @@ impl Seal {
         // An agent's tick is signed in-process with this clone's machine
         // key, when it has one (`machine`).
         if op.actor.agent().is_some() {
-            return self.seal_agent(ctx, tip, before, op);
+            return self.seal_agent(repo, tip, before, op);
         }
         // The key is looked up only for a human's op that wants a signature.
-        let key = if op.signature.is_none()
-            && *ctx.caller() == Caller::Human
-            && wants_signature(before, op)
-        {
-            sign::configured(ctx)?
-        } else {
-            None
-        };
+        let key =
+            if op.signature.is_none() && *caller == Caller::Human && wants_signature(before, op) {
+                sign::configured(repo)
+            } else {
+                None
+            };
         if key.is_none()
             && op.signature.is_none()
             && !must_be_signed(op)
-            && (!human || !enforced(before, self.signers(ctx)?))
+            && (!human || !enforced(before, self.signers(repo)?))
         {
             return Ok(());
         }
-        let binding = Binding::live(lineage::state_id(ctx.store()?, tip)?);
+        let binding = Binding::live(lineage::state_id(repo.store(), tip)?);
         // The op's own rules speak first (an agent answering a human-only
         // gate is told so, not that it did not sign).
         let mut after = before.clone();
@@ -58,14 +60,14 @@ impl Seal {
             let stored = match &self.last {
                 Some((r, s)) if *r == record => s.clone(),
                 _ => {
-                    let s = sign::sign(ctx, &key, &record)?;
+                    let s = sign::sign(repo, &key, &record)?;
                     self.last = Some((record, s.clone()));
                     s
                 }
             };
             op.signature = Some(stored);
         }
-        check_applied(before, &after, op, self.signers(ctx)?, &binding)?;
+        check_applied(before, &after, op, self.signers(repo)?, &binding)?;
         Ok(())
     }
 
@@ -74,19 +76,19 @@ impl Seal {
     /// checks it ([`check_applied`]).
     fn seal_agent(
         &mut self,
-        ctx: &Ctx,
+        repo: &Repo,
         tip: Option<crate::store::Oid>,
         before: &State,
         op: &mut Op,
     ) -> anyhow::Result<()> {
         if self.machine.is_none() {
-            self.machine = Some(machine::load(ctx.store()?.common_dir())?);
+            self.machine = Some(machine::load(repo.store().common_dir())?);
         }
         let key = self.machine.as_ref().and_then(Option::as_ref);
         if key.is_none() && op.signature.is_none() && !machine::required(before, op) {
             return Ok(());
         }
-        let binding = Binding::live(machine::state_id(ctx.store()?, tip)?);
+        let binding = Binding::live(machine::state_id(repo.store(), tip)?);
         let mut after = before.clone();
         op::apply(&mut after, op)?;
         match key {
@@ -104,9 +106,9 @@ impl Seal {
     }
 
     /// This machine's allowed signers, read once per command.
-    fn signers(&mut self, ctx: &Ctx) -> anyhow::Result<&AllowedSigners> {
+    fn signers(&mut self, repo: &Repo) -> anyhow::Result<&AllowedSigners> {
         if self.signers.is_none() {
-            self.signers = Some(AllowedSigners::load(ctx.repo()?)?);
+            self.signers = Some(AllowedSigners::load(repo)?);
         }
         Ok(self.signers.as_ref().expect("loaded above"))
     }

@@ -5,7 +5,8 @@
 //! ssh-agent (with `ssh-add -c` confirmation) and FIDO keys then just work.
 //!
 //! A process that carries an agent identity never signs (the caller checks
-//! `Caller::Human` before asking).
+//! `Caller::Human` before asking: the tick writer, which is handed the
+//! caller as a value).
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -13,8 +14,8 @@ use std::process::{Command, Stdio};
 
 use anyhow::{Context, Result};
 
-use crate::ctx::Ctx;
 use crate::error::{Code, Refusal};
+use crate::repo::Repo;
 
 /// The key a human signs with, from git config.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -29,29 +30,26 @@ pub enum SigningKey {
 
 /// The configured signing key: `loopx.signingKey`, else `user.signingKey`
 /// when `gpg.format = ssh`. None: this human does not sign.
-pub fn configured(ctx: &Ctx) -> Result<Option<SigningKey>> {
-    let Some(raw) = ctx.config()?.signing_key.clone() else {
-        return Ok(None);
-    };
-    let raw = raw.trim();
+pub fn configured(repo: &Repo) -> Option<SigningKey> {
+    let raw = repo.config().signing_key.as_deref()?.trim();
     if let Some(key) = raw.strip_prefix("key::") {
-        return Ok(Some(SigningKey::Literal(key.to_owned())));
+        return Some(SigningKey::Literal(key.to_owned()));
     }
     if raw.starts_with("ssh-") || raw.starts_with("ecdsa-") || raw.starts_with("sk-") {
-        return Ok(Some(SigningKey::Literal(raw.to_owned())));
+        return Some(SigningKey::Literal(raw.to_owned()));
     }
-    Ok(Some(SigningKey::File(super::allowed::expand(
+    Some(SigningKey::File(super::allowed::expand(
         raw,
-        ctx.home().as_deref(),
-        ctx.store()?.root(),
-    ))))
+        repo.home(),
+        repo.store().root(),
+    )))
 }
 
 /// Signs `record` under namespace `loopx` and returns the stored form of
 /// the signature, checked to verify before it is used.
-pub fn sign(ctx: &Ctx, key: &SigningKey, record: &[u8]) -> Result<String> {
-    let program = ctx
-        .config()?
+pub fn sign(repo: &Repo, key: &SigningKey, record: &[u8]) -> Result<String> {
+    let program = repo
+        .config()
         .ssh_program
         .clone()
         .unwrap_or_else(|| "ssh-keygen".to_owned());

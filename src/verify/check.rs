@@ -167,7 +167,7 @@ pub(super) fn check_head(
         match crate::trust::check_op(
             before,
             op,
-            &signing.signers,
+            signing.signers(),
             &crate::trust::Binding {
                 format: parsed.format,
                 state: lineage.state_id(),

@@ -3,10 +3,10 @@
 use anyhow::Result;
 use serde::Serialize;
 
+use crate::cmd::tx;
 use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::model::AgentId;
-use crate::tx;
 
 /// List the registered agents and what they hold
 #[derive(clap::Args, Debug)]

@@ -3,12 +3,12 @@
 use anyhow::Result;
 use serde::Serialize;
 
+use crate::cmd::tx;
 use crate::cmd::{TickWire, commit_change, slug};
 use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::model::{AgentId, AgentStatus, Runtime};
 use crate::op::Change;
-use crate::tx;
 
 /// Register an agent so it may claim todos
 ///

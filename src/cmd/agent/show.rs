@@ -3,11 +3,11 @@
 use anyhow::Result;
 use serde::Serialize;
 
+use crate::cmd::tx;
 use crate::cmd::wire::TodoRef;
 use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::model::Agent;
-use crate::tx;
 
 /// Show one agent and the claims it holds
 #[derive(clap::Args, Debug)]

@@ -53,14 +53,14 @@ pub fn record(
     code: Code,
     run: Option<crate::model::run::CommandRun>,
     artifact: Option<crate::model::evidence::Artifact>,
-) -> Result<crate::tx::Committed> {
+) -> Result<crate::cmd::tx::Committed> {
     // The summary is the commit subject: a secret in it would reach every
     // clone's history.
     let summary = &*crate::redact::text(summary);
     let id = fresh_id(ctx, summary);
-    crate::tx::commit(ctx, |state| {
+    crate::cmd::tx::commit(ctx, |state| {
         let (todo, goal) = target(ctx, state, todo, goal)?;
-        Ok(crate::tx::op(
+        Ok(crate::cmd::tx::op(
             ctx,
             crate::op::Change::EvidenceAdd {
                 evidence: id.clone(),
@@ -77,7 +77,7 @@ pub fn record(
 }
 
 /// The record a [`record`] tick wrote.
-pub fn recorded(done: &crate::tx::Committed) -> &crate::model::Evidence {
+pub fn recorded(done: &crate::cmd::tx::Committed) -> &crate::model::Evidence {
     done.effect
         .evidence
         .last()

@@ -5,12 +5,12 @@ use serde::Serialize;
 
 use super::target;
 use crate::cmd::TickWire;
+use crate::cmd::tx;
 use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::model::{Evidence, EvidenceKind};
 use crate::service::evidence::code_now;
 use crate::time::Span;
-use crate::tx;
 
 /// Run a command (no shell) and record it as evidence; exit 0 if it passed, 3 if not
 ///

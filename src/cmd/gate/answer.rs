@@ -2,10 +2,10 @@
 
 use anyhow::Result;
 
+use crate::cmd::tx;
 use crate::ctx::Ctx;
 use crate::error::{Code, Exit, Refusal};
 use crate::op::Change;
-use crate::tx;
 
 /// Answer a gate with one of its options
 ///

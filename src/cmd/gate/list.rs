@@ -4,10 +4,10 @@ use anyhow::Result;
 use serde::Serialize;
 
 use super::GateRef;
+use crate::cmd::tx;
 use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::model::Gate;
-use crate::tx;
 
 /// List gates: open ones waiting on a human first
 #[derive(clap::Args, Debug)]

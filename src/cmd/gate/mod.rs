@@ -36,7 +36,7 @@ pub fn run(ctx: &Ctx, c: &Command) -> Result<Exit> {
 /// gate and the tick as JSON, or `human` of the gate. Returns the gate.
 pub fn emit<'d>(
     ctx: &Ctx,
-    done: &'d crate::tx::Committed,
+    done: &'d crate::cmd::tx::Committed,
     human: impl FnOnce(&crate::model::Gate) -> String,
 ) -> Result<&'d crate::model::Gate> {
     #[derive(Serialize)]

@@ -3,11 +3,11 @@
 use anyhow::Result;
 use serde::Serialize;
 
+use crate::cmd::tx;
 use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::model::Gate;
 use crate::trust::{self, AllowedSigners, SignatureWire};
-use crate::tx;
 
 /// Show one gate with its answer
 #[derive(clap::Args, Debug)]

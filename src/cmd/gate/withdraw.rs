@@ -2,10 +2,10 @@
 
 use anyhow::Result;
 
+use crate::cmd::tx;
 use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::op::Change;
-use crate::tx;
 
 /// Withdraw a gate that is no longer needed; its scope is unblocked
 ///

@@ -3,10 +3,10 @@
 use anyhow::Result;
 use serde::Serialize;
 
+use crate::cmd::tx;
 use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::model::{GoalId, TodoStatus};
-use crate::tx;
 
 /// List the goals
 #[derive(clap::Args, Debug)]

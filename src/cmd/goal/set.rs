@@ -4,13 +4,13 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::cmd::TickWire;
+use crate::cmd::tx;
 use crate::ctx::Ctx;
 use crate::error::{Code, Exit, Refusal};
 use crate::model::{AgentId, GoalId, GoalStatus, usage};
 use crate::op::usage::BudgetSet;
 use crate::op::{Change, Happened};
 use crate::time::Span;
-use crate::tx;
 
 /// Change a goal's objective, status, scope, guards, quota, resume policy, stall limit or budget (humans only)
 #[derive(clap::Args, Debug)]

@@ -2,10 +2,10 @@
 
 use anyhow::Result;
 
+use crate::cmd::tx;
 use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::model::usage::human_count;
-use crate::tx;
 
 /// Show one goal
 #[derive(clap::Args, Debug)]

@@ -21,6 +21,7 @@ use std::process::ExitCode;
 
 use anyhow::{Result, anyhow};
 
+use crate::cmd::tx;
 use crate::ctx::{Ctx, Env, Global};
 use crate::error::{Code, refusal_of};
 use crate::hook::decide::{self, Start};
@@ -30,7 +31,6 @@ use crate::model::runtime::UsageFrom;
 use crate::model::{AgentId, AgentStatus, TodoStatus};
 use crate::op::Change;
 use crate::output::{Format, Out};
-use crate::tx;
 use hub::Synced;
 
 /// Answer an agent runtime's hook: read its JSON on stdin, reply in its own JSON

@@ -6,12 +6,12 @@
 use anyhow::{Context, Result};
 
 use super::Call;
+use crate::cmd::tx;
 use crate::hook::session::Session;
 use crate::hook::{self, decide};
 use crate::model::AgentStatus;
 use crate::model::usage::Usage;
 use crate::op::Change;
-use crate::tx;
 
 /// Records the usage of the transcript's messages written since the last
 /// record (a byte offset kept in the session file, moved only after the

@@ -4,12 +4,12 @@
 use anyhow::Result;
 use serde::Serialize;
 
+use crate::cmd::tx;
 use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::model::{Actor, AgentStatus};
 use crate::time::Timestamp;
 use crate::trust::{self, machine};
-use crate::tx;
 
 /// List the machines, whom each may act for, and agents no machine covers
 #[derive(clap::Args, Debug)]

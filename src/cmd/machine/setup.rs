@@ -4,13 +4,13 @@
 use anyhow::Result;
 use serde::Serialize;
 
+use crate::cmd::tx;
 use crate::cmd::{commit_change, slug};
 use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::model::MachineName;
 use crate::op::Change;
 use crate::trust::{self, machine};
-use crate::tx;
 
 /// Make this clone's machine key and propose it in the state
 ///

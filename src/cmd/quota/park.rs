@@ -4,13 +4,13 @@
 use anyhow::Result;
 use serde::Serialize;
 
+use crate::cmd::tx;
 use crate::cmd::{TickWire, pick_goal, slug};
 use crate::ctx::Ctx;
 use crate::error::{Code, Exit, Refusal};
 use crate::model::{AgentId, GoalId};
 use crate::op::Change;
 use crate::time::{Timestamp, When};
-use crate::tx;
 
 /// Park an agent until a time: should-run answers wait-until until then
 ///

@@ -6,12 +6,12 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::cmd::pick_goal;
+use crate::cmd::tx;
 use crate::ctx::Ctx;
 use crate::error::{Code, Exit, Refusal};
 use crate::model::{GateId, TodoId};
 use crate::op::turn::{new_token, reason_message};
 use crate::op::{short, turn};
-use crate::tx;
 
 /// Answer run (exit 0) or skip (exit 3) for the acting agent's next turn
 ///

@@ -3,12 +3,12 @@
 use anyhow::Result;
 use serde::Serialize;
 
+use crate::cmd::tx;
 use crate::cmd::{TickWire, commit_change};
 use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::op::{self, Change, Happened, turn};
 use crate::service::turn::{own_token, parse_token};
-use crate::tx;
 
 /// Spend one slot for the turn a token names, after a validated writeback
 ///

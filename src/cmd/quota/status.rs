@@ -3,6 +3,7 @@
 use anyhow::Result;
 use serde::Serialize;
 
+use crate::cmd::tx;
 use crate::cmd::wire::BudgetWire;
 use crate::ctx::Ctx;
 use crate::error::Exit;
@@ -10,7 +11,6 @@ use crate::model::usage::{Usd, human_count};
 use crate::model::{AgentId, AgentStatus, GoalId, GoalStatus, quota::Spend};
 use crate::op::{park, turn, usage};
 use crate::time::Timestamp;
-use crate::tx;
 
 /// Show slots used and left per agent and goal, with the spends in the window
 #[derive(clap::Args, Debug)]

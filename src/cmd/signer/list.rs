@@ -4,12 +4,12 @@
 use anyhow::Result;
 use serde::Serialize;
 
+use crate::cmd::tx;
 use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::model::Actor;
 use crate::time::Timestamp;
 use crate::trust::{self, AllowedSigners};
-use crate::tx;
 
 /// List announced signers and which keys this machine trusts
 #[derive(clap::Args, Debug)]

@@ -4,11 +4,11 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::cmd::TickWire;
+use crate::cmd::tx;
 use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::model::Signatures;
 use crate::op::Change;
-use crate::tx;
 
 /// Require every human act to be signed, on every machine (a signed human act)
 ///

@@ -9,12 +9,12 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 
 use crate::cmd::slug;
+use crate::cmd::tx;
 use crate::ctx::{Caller, Ctx};
 use crate::error::{Code, Exit, Refusal};
 use crate::model::SignerName;
 use crate::op::Change;
 use crate::trust::{self, AllowedSigners};
-use crate::tx;
 
 /// Set up your signing key here and trust your teammates' keys (once per clone)
 ///
@@ -290,7 +290,7 @@ fn own_key(ctx: &Ctx, args: &Args) -> Result<String> {
         set(&value.display().to_string())?;
         return Ok(public);
     }
-    match crate::trust::sign::configured(ctx)? {
+    match crate::trust::sign::configured(ctx.repo()?) {
         Some(crate::trust::sign::SigningKey::Literal(k)) => {
             trust::normalize_key(&k).map_err(|e| anyhow::anyhow!("git config's signing key: {e}"))
         }

@@ -7,11 +7,11 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::cmd::slug;
+use crate::cmd::tx;
 use crate::ctx::{Caller, Ctx};
 use crate::error::{Code, Exit, Refusal};
 use crate::model::SignerName;
 use crate::trust::{self, AllowedSigners, allowed};
-use crate::tx;
 
 /// Trust an announced signer's key on this machine
 ///
@@ -174,7 +174,7 @@ pub(super) fn add_key(
     // (history before `loopx.signaturesFrom` needs none), unless the user
     // chose a commit already.
     let signatures_from = match (signers.enforced(), &ctx.config()?.signatures_from) {
-        (false, None) => match crate::tx::tip(ctx)? {
+        (false, None) => match crate::cmd::tx::tip(ctx)? {
             Some(tip) => {
                 let commit = tip.commit.to_string();
                 crate::git::output(

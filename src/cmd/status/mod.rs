@@ -3,6 +3,7 @@
 use anyhow::Result;
 use serde::Serialize;
 
+use crate::cmd::tx;
 use crate::cmd::wire::{BudgetWire, GateRef};
 use crate::ctx::Ctx;
 use crate::error::Exit;
@@ -11,7 +12,6 @@ use crate::model::{AgentId, GoalId, TodoId};
 use crate::op::board::{self, Board, Counts, TickLine};
 use crate::time::{Span, Timestamp};
 use crate::trust::{self, AllowedSigners};
-use crate::tx;
 
 mod html;
 

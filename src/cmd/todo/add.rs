@@ -3,13 +3,13 @@
 use anyhow::Result;
 use serde::Serialize;
 
+use crate::cmd::tx;
 use crate::cmd::{TickWire, pick_goal};
 use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::model::{Priority, TodoId, Validation, id::RANDOM_HEX};
 use crate::op::Change;
 use crate::time::Span;
-use crate::tx;
 
 /// Add a todo and print its id
 ///

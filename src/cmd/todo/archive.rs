@@ -3,12 +3,12 @@
 use anyhow::Result;
 use serde::Serialize;
 
+use crate::cmd::tx;
 use crate::cmd::{TickWire, pick_goal};
 use crate::ctx::Ctx;
 use crate::error::{Code, Exit, Refusal};
 use crate::model::{TodoId, TodoStatus};
 use crate::op::Change;
-use crate::tx;
 
 /// Move done todos to the archive, keeping the live state small
 ///

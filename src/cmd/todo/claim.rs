@@ -5,6 +5,7 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 
 use super::{TodoRef, report};
+use crate::cmd::tx;
 use crate::cmd::{TickWire, pick_goal};
 use crate::ctx::Ctx;
 use crate::error::{Code, Exit, Refusal};
@@ -12,7 +13,6 @@ use crate::model::{Todo, TodoId};
 use crate::op::{Change, Happened, rules};
 use crate::sync::{Rejected, Report};
 use crate::time::Span;
-use crate::tx;
 
 /// Claim a todo for the acting agent (registered agents only)
 ///

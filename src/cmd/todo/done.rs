@@ -6,13 +6,13 @@ use serde::Serialize;
 use super::TodoRef;
 use crate::cmd::TickWire;
 use crate::cmd::fresh_id;
+use crate::cmd::tx;
 use crate::ctx::Ctx;
 use crate::error::{Exit, Refusal};
 use crate::model::EvidenceKind;
 use crate::model::run::CommandRun;
 use crate::op::{self, Change};
 use crate::service::evidence::code_now;
-use crate::tx;
 
 /// Mark a todo done (its owner, or anyone if it is unclaimed)
 ///

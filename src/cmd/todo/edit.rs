@@ -4,12 +4,12 @@
 use anyhow::Result;
 
 use super::report;
+use crate::cmd::tx;
 use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::model::{Priority, Validation};
 use crate::op::Change;
 use crate::time::Span;
-use crate::tx;
 
 /// Change a todo's title, priority, `after` list or validation, or add a note
 ///

@@ -5,11 +5,11 @@ use serde::Serialize;
 
 use super::TodoRef;
 use crate::cmd::pick_goal;
+use crate::cmd::tx;
 use crate::ctx::{Caller, Ctx};
 use crate::error::{Code, Exit, Refusal};
 use crate::model::{AgentStatus, GoalId, Priority, State, Todo, TodoStatus};
 use crate::op::rules;
-use crate::tx;
 
 /// List todos, most urgent first
 ///

@@ -19,11 +19,11 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::cmd::TickWire;
+use crate::cmd::tx::{self, Committed};
 use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::model::{State, Todo, TodoId};
 use crate::op::Change;
-use crate::tx::{self, Committed};
 
 #[derive(clap::Subcommand, Debug)]
 pub enum Command {

@@ -3,11 +3,11 @@
 use anyhow::Result;
 use serde::Serialize;
 
+use crate::cmd::tx;
 use crate::ctx::{Caller, Ctx};
 use crate::error::{Code, Exit};
 use crate::model::{Todo, files};
 use crate::op::rules;
-use crate::tx;
 
 /// Show one todo with its claim and notes
 #[derive(clap::Args, Debug)]

@@ -8,6 +8,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use super::TodoRef;
+use crate::cmd::tx;
 use crate::cmd::{TickWire, commit_change};
 use crate::ctx::{Caller, Ctx};
 use crate::error::{Code, Exit, Refusal};
@@ -15,7 +16,6 @@ use crate::model::{Blocks, GateId, GateKind, State, Todo, TodoId, id::RANDOM_HEX
 use crate::op::Change;
 use crate::op::signer::validation_digest;
 use crate::trust::{self, AllowedSigners, validation::shell_words};
-use crate::tx;
 
 /// Trust a todo's validation command to run (a signed human act)
 ///
@@ -71,7 +71,7 @@ fn vouch(ctx: &Ctx, todo: &TodoId, note: Option<&str>) -> Result<Exit> {
         ))
         .into());
     }
-    if crate::trust::sign::configured(ctx)?.is_none() {
+    if crate::trust::sign::configured(ctx.repo()?).is_none() {
         return Err(Refusal::rule(
             Code::Unsigned,
             format!("this machine cannot sign, so trusting {todo}'s validation here would run it nowhere: nothing was trusted"),

@@ -20,7 +20,8 @@ use anyhow::{Context, Result};
 use ssh_key::PublicKey;
 use ssh_key::public::KeyData;
 
-use crate::repo::Repo;
+use crate::config::Config;
+use crate::store::Store;
 use crate::time::Timestamp;
 
 /// One usable line of the file.
@@ -59,14 +60,11 @@ impl AllowedSigners {
 
     /// Reads the file git config names; none configured, or a missing
     /// file, lists nobody, unless this clone has enforced signatures
-    /// before: then the trust root is [`broken`](Self::broken).
-    pub fn load(repo: &Repo) -> Result<Self> {
-        let mark = repo
-            .store()
-            .common_dir()
-            .join("loopx")
-            .join("signatures-enforced");
-        let Some(path) = configured_path(repo)? else {
+    /// before: then the trust root is [`broken`](Self::broken). `home`
+    /// is where `~/` points.
+    pub fn read(store: &Store, config: &Config, home: Option<&Path>) -> Result<Self> {
+        let mark = store.common_dir().join("loopx").join("signatures-enforced");
+        let Some(path) = configured_path(config, home, store.root()) else {
             let mut out = Self::none();
             if mark.exists() {
                 out.broken = Some(
@@ -168,12 +166,10 @@ impl AllowedSigners {
 }
 
 /// The file git config names, with `~/` expanded and a relative path taken
-/// from the repository root.
-pub fn configured_path(repo: &Repo) -> Result<Option<PathBuf>> {
-    let Some(raw) = repo.config().allowed_signers_file.clone() else {
-        return Ok(None);
-    };
-    Ok(Some(expand(&raw, repo.home(), repo.store().root())))
+/// from the repository root (`root`).
+pub fn configured_path(config: &Config, home: Option<&Path>, root: &Path) -> Option<PathBuf> {
+    let raw = config.allowed_signers_file.as_deref()?;
+    Some(expand(raw, home, root))
 }
 
 /// Expands `~/` (from HOME) and makes a relative path relative to `base`.

@@ -1,0 +1,89 @@
+//! The commands' side of a tick: [`crate::tx`] takes the repository handle
+//! and explicit values (the caller, the actor, the time, the id source);
+//! this resolves them from the command context, tries the fast start-up
+//! path's cache before opening the repository, and tells the writer what
+//! the redactor took out. Commands name it `tx` (`use crate::cmd::tx`), so
+//! everything else of [`crate::tx`] is reachable under the same name.
+
+use anyhow::Result;
+
+use crate::ctx::Ctx;
+use crate::error::Refusal;
+use crate::model::State;
+use crate::op::{Change, Op};
+use crate::store::Tip;
+
+// The rest of the tick's API (types, `snapshot`, `plan_tick` …) as is; the
+// functions below, which take the context, shadow their namesakes.
+pub use crate::tx::*;
+
+/// Runs one tick of the op that `build` makes from the current state, as
+/// the caller of this invocation ([`crate::tx::commit`]).
+pub fn commit(ctx: &Ctx, build: impl FnMut(&State) -> Result<Op>) -> Result<Committed> {
+    crate::tx::commit(ctx.repo()?, ctx.caller(), build)
+}
+
+/// The first tick ([`crate::tx::init`]).
+pub fn init(ctx: &Ctx, op: Op) -> Result<Committed> {
+    crate::tx::init(ctx.repo()?, ctx.caller(), op)
+}
+
+/// An operation by the current actor, now, with a fresh op id
+/// ([`crate::tx::op`]); the writer is told on stderr when its text was
+/// redacted.
+pub fn op(ctx: &Ctx, change: Change) -> Result<Op, Refusal> {
+    let Stamped { op, redacted } = crate::tx::op(ctx.actor()?, ctx.now, &ctx.ids, change)?;
+    if !redacted.is_empty() {
+        ctx.out.warn(&format!(
+            "the {} looked like {} a secret, which the state would replicate to every clone and the hub: stored with {} in its place (pass secrets through the environment or a file instead)",
+            redacted.join(" and "),
+            if redacted.len() == 1 { "it held" } else { "they held" },
+            crate::redact::MARK
+        ));
+    }
+    Ok(op)
+}
+
+/// Reads the current state: from the fast start-up path's cache when it
+/// holds the tip (no repository opened, `crate::fast`), else
+/// [`crate::tx::load`].
+pub fn load(ctx: &Ctx) -> Result<Snapshot> {
+    if let Some((tip, state)) = ctx.fast().and_then(crate::fast::Fast::cached) {
+        return Ok(Snapshot { tip, state });
+    }
+    crate::tx::load(ctx.repo()?)
+}
+
+/// Reads the state at a commit.
+pub fn load_at(ctx: &Ctx, tip: Tip) -> Result<Snapshot> {
+    crate::tx::load_at(ctx.repo()?, tip)
+}
+
+/// Reads the archived todos of a snapshot (not part of the live state).
+pub fn load_archive(
+    ctx: &Ctx,
+    snap: &Snapshot,
+) -> Result<std::collections::BTreeMap<crate::model::TodoId, crate::model::Todo>> {
+    crate::tx::load_archive(ctx.repo()?, snap)
+}
+
+/// The tip of the state ref, if there is a state.
+pub fn tip(ctx: &Ctx) -> Result<Option<Tip>> {
+    crate::tx::tip(ctx.repo()?)
+}
+
+/// The commit message of a tick.
+pub fn message_of(ctx: &Ctx, commit: crate::store::Oid) -> Result<String> {
+    crate::tx::message_of(ctx.repo()?, commit)
+}
+
+/// Every file of a tip's tree as stored, live and archived (not evidence),
+/// for `doctor`'s checks.
+pub fn raw_files(ctx: &Ctx, tip: &Tip) -> Result<Vec<(String, Vec<u8>)>> {
+    crate::tx::raw_files(ctx.repo()?, tip)
+}
+
+/// The state ref does not exist: says how to create or fetch it.
+pub fn no_state(ctx: &Ctx) -> Refusal {
+    no_state_at(ctx.state_ref())
+}
