@@ -554,15 +554,4 @@ mod tests {
         );
         assert_eq!(derive_agent("codex", "  "), None);
     }
-
-    #[test]
-    fn seeded_ids_repeat_and_differ_by_salt() {
-        let a = IdGen::new(Some("s".into()), 1);
-        let b = IdGen::new(Some("s".into()), 1);
-        assert_eq!(a.hex(8, b"x"), b.hex(8, b"x"));
-        assert_ne!(a.hex(8, b"x"), a.hex(8, b"x"));
-        let fresh = |salt| IdGen::new(Some("s".into()), salt);
-        assert_ne!(fresh(2).hex(8, b"x"), fresh(1).hex(8, b"x"));
-        assert_ne!(fresh(1).hex(8, b"x"), fresh(1).hex(8, b"y"));
-    }
 }

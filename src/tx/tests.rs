@@ -375,3 +375,71 @@ fn every_incremental_tick_writes_what_a_cold_full_rewrite_writes() {
         "no evidence written"
     );
 }
+
+/// A tick through the repository handle alone, as the layers below the
+/// commands write one: no command context; the caller, the actor, the time
+/// and the id source passed as values; what the redactor took out returned
+/// to the caller, not printed. (The changes are read from their stored
+/// form, which does not depend on how `Change` is spelled in Rust.)
+#[test]
+fn a_tick_lands_through_the_repository_handle_alone() {
+    use crate::ids::IdGen;
+    use crate::model::Caller;
+    use crate::repo::{Clock, Repo};
+    let dir = tempfile::tempdir().unwrap();
+    crate::git::stdout_of(crate::git::command_in(dir.path(), &["init", "-q"]), &[]).unwrap();
+    let at = Timestamp::parse("2026-01-01T09:00:00Z").unwrap();
+    let repo = Repo::open(dir.path(), None, Clock::Fixed(at)).unwrap();
+    let ids = IdGen::new(Some("seed".to_owned()), 1);
+    let change = |stored: &str| -> Change { toml::from_str(stored).unwrap() };
+    let none = load(&repo).err().expect("no state yet");
+    assert_eq!(
+        none.downcast_ref::<Refusal>().map(|r| r.code),
+        Some(Code::NoState)
+    );
+
+    let first = op(
+        human(),
+        at,
+        &ids,
+        change("op = \"init\"\ngoal = \"main\"\nobjective = \"Ship\"\n"),
+    )
+    .unwrap();
+    assert!(first.redacted.is_empty());
+    let started = init(&repo, &Caller::Human, first.op).unwrap();
+    assert_eq!(started.tip.tick, 1);
+    // The first tick cannot be made twice.
+    let again = op(human(), at, &ids, change("op = \"init\"\n")).unwrap();
+    let refused = init(&repo, &Caller::Human, again.op).err().unwrap();
+    assert_eq!(
+        refused.downcast_ref::<Refusal>().map(|r| r.code),
+        Some(Code::AlreadyInitialized)
+    );
+
+    let agent = AgentId::new("agent-a").unwrap();
+    let register = "op = \"agent.register\"\nagent = \"agent-a\"\nruntime = \"codex\"\n";
+    let mut built = 0;
+    let done = commit(&repo, &Caller::Agent(agent.clone()), |state| {
+        built += 1;
+        assert_eq!(state, &started.state, "built from the tip it lands on");
+        Ok(op(Actor::Agent(agent.clone()), at, &ids, change(register))?.op)
+    })
+    .unwrap();
+    assert_eq!((done.tip.tick, built), (2, 1));
+    assert_eq!(done.op.actor, Actor::Agent(agent));
+    let snap = load(&repo).unwrap();
+    assert_eq!(snap.tip, done.tip);
+    assert_eq!(snap.state, done.state);
+
+    let secret = format!(
+        "op = \"init\"\nobjective = \"deploy with GH_PAT=ghp_{}\"\n",
+        "a1".repeat(18)
+    );
+    let stamped = op(human(), at, &ids, change(&secret)).unwrap();
+    assert_eq!(stamped.redacted, ["objective"]);
+    let toml = toml::to_string(&stamped.op.change).unwrap();
+    assert!(
+        !toml.contains("ghp_a1a1") && toml.contains(crate::redact::MARK),
+        "{toml}"
+    );
+}
