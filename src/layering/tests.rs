@@ -726,6 +726,59 @@ fn every_edge_between_top_level_modules_is_allowed() {
     assert!(bad.is_empty(), "{bad:#?}");
 }
 
+/// docs/design.md's module table ("Layers": module, what it owns, what it
+/// may import) says what `ALLOWED` says: one row per top-level module, its
+/// last column the same modules.
+#[test]
+fn the_design_docs_table_matches_allowed() {
+    let g = graph();
+    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/design.md"))
+        .expect("docs/design.md is readable");
+    let section = doc
+        .split("\n## ")
+        .find(|s| s.starts_with("Layers"))
+        .and_then(|s| s.split("\n### ").next())
+        .expect("docs/design.md has a Layers section");
+    let allowed: BTreeMap<&str, &[&str]> = ALLOWED.iter().copied().collect();
+    let mut rows: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for line in section.lines().filter(|l| l.starts_with("| `")) {
+        let cells: Vec<&str> = line.trim_matches('|').split(" | ").collect();
+        let name = cells[0].trim().trim_matches('`');
+        let imports = cells.last().unwrap();
+        let names = imports
+            .split(", ")
+            .filter_map(|n| n.trim().strip_prefix('`')?.strip_suffix('`'))
+            .map(str::to_owned)
+            .collect();
+        rows.insert(name.to_owned(), names);
+    }
+    let mut bad = Vec::new();
+    for m in &g.top {
+        if m == "layering" {
+            continue;
+        }
+        let want: BTreeSet<String> = allowed
+            .get(m.as_str())
+            .map(|to| to.iter().map(|t| (*t).to_owned()).collect())
+            .unwrap_or_default();
+        match rows.get(m) {
+            None => bad.push(format!("{m}: no row in docs/design.md's module table")),
+            Some(got) if *got != want => bad.push(format!(
+                "{m}: docs/design.md says it may import {got:?}, ALLOWED says {want:?}"
+            )),
+            Some(_) => {}
+        }
+    }
+    for name in rows.keys() {
+        if !g.top.contains(name) && name != "main.rs" {
+            bad.push(format!(
+                "docs/design.md's module table names {name}, which is no module"
+            ));
+        }
+    }
+    assert!(bad.is_empty(), "{bad:#?}");
+}
+
 #[test]
 fn op_and_model_reach_no_io() {
     let g = graph();
