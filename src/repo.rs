@@ -1,13 +1,13 @@
-//! The repository handle: what the layers below the commands (sync,
-//! verify, trust's signer lookup) need of one repository, opened once. The
-//! store, its resolved `loopx.*` settings, the committer, the clock and the
-//! signing setup (loaded on first use, then shared by every check of the
-//! invocation).
+//! The repository handle: what the layers below the commands (tx, sync,
+//! verify, trust, history, notify, service) need of one repository, opened
+//! once. The store, its resolved `loopx.*` settings, the committer, the
+//! clock and the signing setup (loaded on first use, then shared by every
+//! check of the invocation; its data lives below, in `crate::signing`).
 //!
 //! The command context keeps what only the front ends need (the
 //! environment, the caller, output) and hands this out with `ctx.repo()`.
-//! Nothing here prints; callers pass explicit values (an actor, ids, a
-//! progress callback) and get typed reports back.
+//! Nothing here prints; callers pass explicit values (the caller, an actor,
+//! ids, a progress callback) and get typed reports back.
 
 use std::cell::OnceCell;
 use std::path::{Path, PathBuf};
