@@ -237,13 +237,8 @@ fn run(
         if turn.is_none() {
             if signs {
                 let (tip, before, mut op) = attempt(repo)?;
-                seal.seal(
-                    repo,
-                    caller,
-                    tip.as_ref().map(|t| t.commit),
-                    &before,
-                    &mut op,
-                )?;
+                let parent = tip.as_ref().map(|t| t.commit);
+                seal.seal(repo, caller, parent, &before, &mut op)?;
                 sealed = Some((tip, before, op));
             }
             // Local writers take turns from reading the tip to moving the
@@ -271,13 +266,8 @@ fn run(
         // A human act is signed (against the state it changes; above,
         // outside the queue, so here it is only checked) and checked
         // against this machine's allowed signers.
-        seal.seal(
-            repo,
-            caller,
-            tip.as_ref().map(|t| t.commit),
-            &before,
-            &mut op,
-        )?;
+        let parent = tip.as_ref().map(|t| t.commit);
+        seal.seal(repo, caller, parent, &before, &mut op)?;
         if crate::trust::validation::writes_validation(&op) {
             // Remembered before the tick lands: this exact validation of
             // this todo, written here, runs here without further trust.
