@@ -2,10 +2,12 @@
 //! hooks, the command line and the store spell it), whether and since which
 //! format an agent's record may name it, the environment markers its shells
 //! carry, the hook events it fires and what each means to the turn, the JSON
-//! its hooks speak, where its hook settings are installed, and what its
-//! hooks need besides (a usage source, an environment file). Pure data: the
-//! hooks (hook/), `hooks install` and the caller rule
-//! (ctx.rs) read it.
+//! its hooks speak, how its hooks are installed (a settings file and its
+//! template, loopx's plugin file, git's shims, what goes beside them, the
+//! trust step a human takes), and what its hooks need besides (a usage
+//! source, an environment file). Pure data: the hooks (hook/), `hooks
+//! install|uninstall|doctor` and the caller rule (ctx.rs) read it, so that
+//! a new runtime is one entry here plus its hook payload code.
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
@@ -82,17 +84,90 @@ pub enum Shape {
 pub struct Settings {
     pub path: &'static str,
     pub shape: Shape,
+    /// The hooks loopx merges in (a template in `hooks/`, compiled in),
+    /// running the hook command.
+    pub template: &'static str,
     /// The event that runs the tool guard: installed only with `--guard`.
     pub guard_event: &'static str,
+    /// (event, the longest timeout the runtime honours for it in the unit
+    /// of its settings, why): `hooks doctor` flags a longer one.
+    pub timeouts: &'static [(&'static str, f64, &'static str)],
 }
 
 /// A runtime whose hooks are loopx's own plugin file (it has no JSON
 /// hooks): where the file goes, relative to the project root and to the
-/// home directory.
+/// home directory, and what is in it.
 #[derive(Clone, Copy, Debug)]
 pub struct Plugin {
     pub project: &'static str,
     pub user: &'static str,
+    /// What the runtime calls such a file (plugin, extension).
+    pub kind: &'static str,
+    /// The file (in `hooks/`, compiled in). Its line `const LOOPX =
+    /// "loopx";` names the loopx it runs, and its line `const GUARD =
+    /// false;`, if any, whether it guards the shell.
+    pub template: &'static str,
+    /// Its first line, which marks the file as loopx's.
+    pub marker: &'static str,
+    /// The runtime's events the file hooks, as `hooks doctor` lists them;
+    /// true: only with the guard.
+    pub wires: &'static [(&'static str, bool)],
+    /// An npm package the runtime installs into the plugin's folder at
+    /// every start unless it is there (OpenCode's `@opencode-ai/plugin`):
+    /// install puts it there once, with the runtime's own version.
+    pub dependency: Option<&'static str>,
+}
+
+/// A whole file loopx adds beside a runtime's hooks, in project scope
+/// only (Cursor's always-applied rule).
+#[derive(Clone, Copy, Debug)]
+pub struct Rule {
+    pub path: &'static str,
+    pub text: &'static str,
+    /// How the file starts when it is loopx's (any version of it).
+    pub marker: &'static str,
+}
+
+/// Where `hooks install --mcp` registers loopx as an MCP server (Codex's
+/// config.toml): the TOML file, relative to the project root or the home
+/// directory, and the fragment holding the `mcp_servers.loopx` table.
+#[derive(Clone, Copy, Debug)]
+pub struct Mcp {
+    pub path: &'static str,
+    pub fragment: &'static str,
+}
+
+/// What a human does before the runtime runs the hooks, in project and in
+/// user scope: `hooks doctor` says it.
+#[derive(Clone, Copy, Debug)]
+pub struct Trust {
+    pub project: &'static str,
+    pub user: &'static str,
+}
+
+impl Trust {
+    /// The same step in both scopes.
+    const fn same(step: &'static str) -> Trust {
+        Trust {
+            project: step,
+            user: step,
+        }
+    }
+}
+
+/// A runtime that reads no project settings (hooks included) in a project
+/// its own config does not trust (Codex: `[projects."<path>"] trust_level
+/// = "trusted"` in its config.toml). Install and doctor check it.
+#[derive(Clone, Copy, Debug)]
+pub struct ProjectTrust {
+    /// The variable naming the runtime's config folder, and the folder
+    /// under the home directory without it.
+    pub home_var: &'static str,
+    pub home: &'static str,
+    /// The config file in that folder.
+    pub file: &'static str,
+    /// What to do, with `{project}` standing for the project's path.
+    pub hint: &'static str,
 }
 
 /// Where a runtime's hooks get a session's usage from.
@@ -111,6 +186,8 @@ pub struct Spec {
     pub runtime: Runtime,
     /// As hooks, the command line and the store spell it.
     pub name: &'static str,
+    /// As its makers spell it, for messages.
+    pub title: &'static str,
     /// Other spellings the hook command and `agent register --runtime` take.
     pub aliases: &'static [&'static str],
     /// The format from which an agent's record may name it; None: never.
@@ -129,8 +206,16 @@ pub struct Spec {
     /// names its shell tool `shell` or `exec_command` in some builds);
     /// None: its tool event is about shell commands only.
     pub shell_tools: Option<&'static [&'static str]>,
+    /// How `hooks install` wires it: a JSON settings file, loopx's own
+    /// plugin file, or (git) shims in the repository's hooks directory,
+    /// each (name, script); and what it adds beside them.
     pub settings: Option<Settings>,
     pub plugin: Option<Plugin>,
+    pub shims: &'static [(&'static str, &'static str)],
+    pub rule: Option<Rule>,
+    pub mcp: Option<Mcp>,
+    pub trust: Option<Trust>,
+    pub project_trust: Option<ProjectTrust>,
     pub usage: UsageFrom,
     /// Its stop is also where the end of the turn is recorded: Gemini CLI
     /// does not wait for its SessionEnd hook, OpenCode has none, and Pi's
@@ -179,6 +264,7 @@ const CLAUDE_SHELL: &[&str] = &["Bash", "shell", "exec_command", "local_shell"];
 const BASE: Spec = Spec {
     runtime: Runtime::Custom,
     name: "",
+    title: "",
     aliases: &[],
     stored_since: Some(1),
     identity: None,
@@ -188,6 +274,11 @@ const BASE: Spec = Spec {
     shell_tools: None,
     settings: None,
     plugin: None,
+    shims: &[],
+    rule: None,
+    mcp: None,
+    trust: None,
+    project_trust: None,
     usage: UsageFrom::Nothing,
     stop_ends_turn: false,
     shell_has_session: true,
@@ -201,6 +292,7 @@ pub const SPECS: [Spec; 8] = [
     Spec {
         runtime: Runtime::ClaudeCode,
         name: "claude-code",
+        title: "Claude Code",
         aliases: &["claude"],
         identity: Some((
             &[
@@ -232,8 +324,13 @@ pub const SPECS: [Spec; 8] = [
         settings: Some(Settings {
             path: ".claude/settings.json",
             shape: Shape::Grouped,
+            template: include_str!("../../hooks/claude/settings.fragment.json"),
             guard_event: "PreToolUse",
+            timeouts: &[],
         }),
+        trust: Some(Trust::same(
+            "Claude Code reads hooks at session start: restart it or review them in /hooks, and accept the workspace trust prompt",
+        )),
         usage: UsageFrom::Transcript,
         env_file: Some("CLAUDE_ENV_FILE"),
         ..BASE
@@ -241,6 +338,7 @@ pub const SPECS: [Spec; 8] = [
     Spec {
         runtime: Runtime::Codex,
         name: "codex",
+        title: "Codex",
         identity: Some((&["CODEX_THREAD_ID", "CODEX_SANDBOX"], "CODEX_THREAD_ID")),
         events: CLAUDE_EVENTS,
         known_events: &[
@@ -262,7 +360,27 @@ pub const SPECS: [Spec; 8] = [
         settings: Some(Settings {
             path: ".codex/hooks.json",
             shape: Shape::Grouped,
+            template: include_str!("../../hooks/codex/hooks.json"),
             guard_event: "PreToolUse",
+            timeouts: &[(
+                "SessionEnd",
+                3.0,
+                "Codex cuts a SessionEnd hook to 3 s and warns on every run",
+            )],
+        }),
+        mcp: Some(Mcp {
+            path: ".codex/config.toml",
+            fragment: include_str!("../../hooks/codex/config.fragment.toml"),
+        }),
+        trust: Some(Trust {
+            project: "Codex runs project hooks only in a trusted project, and each hook only once approved in /hooks (again after every change)",
+            user: "approve the hooks in Codex's /hooks (again after every change)",
+        }),
+        project_trust: Some(ProjectTrust {
+            home_var: "CODEX_HOME",
+            home: ".codex",
+            file: "config.toml",
+            hint: "Codex runs no hooks in a project it does not trust, and it does not trust {project}: start `codex` there once and accept the trust prompt; for unattended runs use `codex exec --trust …` (or add `[projects.\"{project}\"]` with `trust_level = \"trusted\"` to Codex's config.toml)",
         }),
         login_shell: true,
         ..BASE
@@ -270,6 +388,7 @@ pub const SPECS: [Spec; 8] = [
     Spec {
         runtime: Runtime::Cursor,
         name: "cursor",
+        title: "Cursor",
         identity: Some((
             &["CURSOR_AGENT", "CURSOR_CONVERSATION_ID"],
             "CURSOR_CONVERSATION_ID",
@@ -304,13 +423,24 @@ pub const SPECS: [Spec; 8] = [
         settings: Some(Settings {
             path: ".cursor/hooks.json",
             shape: Shape::Flat,
+            template: include_str!("../../hooks/cursor/hooks.json"),
             guard_event: "beforeShellExecution",
+            timeouts: &[],
         }),
+        rule: Some(Rule {
+            path: ".cursor/rules/loopx.mdc",
+            text: include_str!("../../hooks/cursor/rules/loopx.mdc"),
+            marker: "---\ndescription: Work in bounded loopx turns",
+        }),
+        trust: Some(Trust::same(
+            "Cursor reloads hooks.json on save: check the Hooks tab of its settings for errors",
+        )),
         ..BASE
     },
     Spec {
         runtime: Runtime::Gemini,
         name: "gemini",
+        title: "Gemini CLI",
         identity: Some((&["GEMINI_CLI", "GEMINI_SESSION_ID"], "GEMINI_SESSION_ID")),
         events: &[
             ("SessionStart", Event::Start),
@@ -337,7 +467,13 @@ pub const SPECS: [Spec; 8] = [
         settings: Some(Settings {
             path: ".gemini/settings.json",
             shape: Shape::Grouped,
+            template: include_str!("../../hooks/gemini/settings.fragment.json"),
             guard_event: "BeforeTool",
+            timeouts: &[],
+        }),
+        trust: Some(Trust {
+            project: "Gemini CLI ignores .gemini/settings.json in an untrusted folder: trust this folder when it asks; a headless run (gemini -p) needs GEMINI_CLI_TRUST_WORKSPACE=true in its environment (--skip-trust does not load the folder's hooks in 0.61)",
+            user: "Gemini CLI runs hooks since v0.27; check them with /hooks",
         }),
         stop_ends_turn: true,
         shell_has_session: false,
@@ -346,11 +482,13 @@ pub const SPECS: [Spec; 8] = [
     Spec {
         runtime: Runtime::Custom,
         name: "custom",
+        title: "custom",
         ..BASE
     },
     Spec {
         runtime: Runtime::OpenCode,
         name: "opencode",
+        title: "OpenCode",
         stored_since: Some(4),
         // Set by loopx's plugin (`shell.env`).
         identity: Some((&["OPENCODE_SESSION_ID"], "OPENCODE_SESSION_ID")),
@@ -363,13 +501,27 @@ pub const SPECS: [Spec; 8] = [
         plugin: Some(Plugin {
             project: ".opencode/plugins/loopx.js",
             user: ".config/opencode/plugins/loopx.js",
+            kind: "plugin",
+            template: include_str!("../../hooks/opencode/loopx.js"),
+            marker: "// loopx-managed plugin",
+            wires: &[
+                ("chat.message", false),
+                ("experimental.chat.system.transform", false),
+                ("tool.execute.before", false),
+                ("session.idle", false),
+            ],
+            dependency: Some("@opencode-ai/plugin"),
         }),
+        trust: Some(Trust::same(
+            "OpenCode loads plugins when it starts: restart it after installing or changing the plugin",
+        )),
         stop_ends_turn: true,
         ..BASE
     },
     Spec {
         runtime: Runtime::Pi,
         name: "pi",
+        title: "Pi",
         stored_since: Some(4),
         // Set by loopx's extension for the agent's bash commands.
         identity: Some((&["PI_SESSION_ID"], "PI_SESSION_ID")),
@@ -384,7 +536,22 @@ pub const SPECS: [Spec; 8] = [
         plugin: Some(Plugin {
             project: ".pi/extensions/loopx.ts",
             user: ".pi/agent/extensions/loopx.ts",
+            kind: "extension",
+            template: include_str!("../../hooks/pi/loopx.ts"),
+            marker: "// loopx-managed extension",
+            wires: &[
+                ("session_start", false),
+                ("before_agent_start", false),
+                ("tool_call", true),
+                ("agent_end", false),
+                ("session_shutdown", false),
+                ("session_compact", false),
+            ],
+            dependency: None,
         }),
+        trust: Some(Trust::same(
+            "Pi loads extensions when it starts: restart it (or /reload) after installing or changing the extension",
+        )),
         usage: UsageFrom::Payload,
         stop_ends_turn: true,
         ..BASE
@@ -392,12 +559,17 @@ pub const SPECS: [Spec; 8] = [
     Spec {
         runtime: Runtime::Git,
         name: "git",
+        title: "git",
         stored_since: None,
         events: &[
             ("pre-push", Event::PrePush),
             ("post-merge", Event::PostMerge),
         ],
         known_events: &["pre-push", "post-merge"],
+        shims: &[
+            ("pre-push", include_str!("../../hooks/git/pre-push")),
+            ("post-merge", include_str!("../../hooks/git/post-merge")),
+        ],
         ..BASE
     },
 ];
