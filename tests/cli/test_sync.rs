@@ -437,19 +437,18 @@ fn git_wrapper(env: &TestEnv, dir: &str, script: &str) -> String {
     )
 }
 
-#[test]
-fn a_claim_that_loses_after_the_push_race_exits_4_naming_the_winner() {
-    let (env, hub) = team();
-    let t = env.add("Contested", &[]);
-    env.loopx(&["sync"]).ok();
-    let b = env.clone_machine("b", &hub);
-    b.loopx(&["sync"]).ok();
-    // b's push of its claim (expecting the hub where b's sync left it)
-    // first lets agent-a claim and push from the other machine: the race,
-    // made certain. b's push is refused; only then does b fetch again.
+/// `todo claim --next --sync` as agent-b on `b`, whose first push first
+/// lets agent-a claim `t` (with `--sync`, dated 30 s earlier) from the
+/// environment's machine. Returns the file counting b's pushes, agent-a's
+/// time, and b's claim.
+fn claim_next_losing_the_race(
+    env: &TestEnv,
+    b: &Machine,
+    t: &str,
+) -> (std::path::PathBuf, String, Output) {
     let count = env.root().join("pushes");
     let path = git_wrapper(
-        &env,
+        env,
         "bin-b",
         &format!(
             "case \" $* \" in *\" push \"*)\n  n=$(cat '{count}' 2>/dev/null || echo 0); n=$((n+1)); echo $n > '{count}'\n  if [ $n -eq 1 ]; then (cd '{a}' && PATH=\"$REAL_PATH\" LOOPX_AGENT=agent-a LOOPX_NOW=\"$A_NOW\" '{loopx}' todo claim --sync '{t}' >/dev/null 2>&1); fi;;\nesac",
@@ -466,8 +465,22 @@ fn a_claim_that_loses_after_the_push_race_exits_4_naming_the_winner() {
         .env("REAL_PATH", std::env::var("PATH").unwrap_or_default())
         .env("A_NOW", &a_now)
         .env("LOOPX_AGENT", "agent-b")
-        .args(["todo", "claim", "--next", "--sync"]))
-    .code(4);
+        .args(["todo", "claim", "--next", "--sync"]));
+    (count, a_now, out)
+}
+
+#[test]
+fn a_claim_that_loses_after_the_push_race_exits_4_naming_the_winner() {
+    let (env, hub) = team();
+    let t = env.add("Contested", &[]);
+    env.loopx(&["sync"]).ok();
+    let b = env.clone_machine("b", &hub);
+    b.loopx(&["sync"]).ok();
+    // b's push of its claim (expecting the hub where b's sync left it)
+    // first lets agent-a claim and push from the other machine: the race,
+    // made certain. b's push is refused; only then does b fetch again.
+    let (count, a_now, out) = claim_next_losing_the_race(&env, &b, &t);
+    let out = out.code(4);
     assert_text(
         &mask(&out.stderr.replace(&t, "T"), "e"),
         &format!(
@@ -493,27 +506,8 @@ fn a_next_claim_that_loses_the_push_race_picks_again_from_the_hubs_state() {
     b.loopx(&["sync"]).ok();
     // As above: agent-a claims T from the other machine just before b's
     // first push, so b's pick (T, the most urgent) loses on the hub.
-    let count = env.root().join("pushes");
-    let path = git_wrapper(
-        &env,
-        "bin-b",
-        &format!(
-            "case \" $* \" in *\" push \"*)\n  n=$(cat '{count}' 2>/dev/null || echo 0); n=$((n+1)); echo $n > '{count}'\n  if [ $n -eq 1 ]; then (cd '{a}' && PATH=\"$REAL_PATH\" LOOPX_AGENT=agent-a LOOPX_NOW=\"$A_NOW\" '{loopx}' todo claim --sync '{t}' >/dev/null 2>&1); fi;;\nesac",
-            count = count.display(),
-            a = env.repo.display(),
-            loopx = env!("CARGO_BIN_EXE_loopx"),
-        ),
-    );
-    let a_now = env.now();
-    env.advance(30);
-    let out = run(b
-        .command()
-        .env("PATH", &path)
-        .env("REAL_PATH", std::env::var("PATH").unwrap_or_default())
-        .env("A_NOW", &a_now)
-        .env("LOOPX_AGENT", "agent-b")
-        .args(["todo", "claim", "--next", "--sync"]))
-    .ok();
+    let (count, _, out) = claim_next_losing_the_race(&env, &b, &t);
+    let out = out.ok();
     assert_eq!(out.stdout.trim(), u, "{}", out.stderr);
     assert!(
         out.stderr.contains(&format!(
