@@ -9,7 +9,7 @@
 
 use crate::common::forge;
 use crate::common::hubs::{Hubs, clone, hubs, push_guarded, refused_everywhere};
-use crate::common::keys::{announce, have_openssh, keygen, sign_with, trust};
+use crate::common::keys::{announce, have_openssh, keygen, sign_with, signer, trust};
 use crate::common::{Machine, TestEnv};
 
 /// Runs `loopx machine setup --name NAME` and returns the key's fingerprint.
@@ -347,10 +347,7 @@ fn machines_cannot_be_required_while_an_agent_has_none() {
     }
     let env = TestEnv::with_board();
     let a = env.machine();
-    let ada = keygen(&env, "ada");
-    trust(&a, "ada", &ada);
-    sign_with(&a, &ada);
-    announce(&a, "ada", &ada);
+    signer(&env, &a, "ada");
     let out = a.loopx(&["--json", "signer", "require", "--machines"]);
     assert_eq!(out.error_code(), "machines-missing", "{}", out.stderr);
     let fa = setup_machine(&a, "ma");

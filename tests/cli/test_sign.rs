@@ -7,9 +7,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::common::fixtures::publish_gate;
 use crate::common::forge::renumber;
-use crate::common::keys::{announce, have_openssh, keygen, sign_with, trust};
-use crate::common::{Machine, Output, TestEnv, git_in, isolate, run};
+use crate::common::keys::{announce, have_openssh, keygen, sign_with, signer, trust};
+use crate::common::{Output, TestEnv, git_in, isolate, run};
 
 fn fingerprint(public: &Path) -> String {
     let out = Command::new("ssh-keygen")
@@ -35,27 +36,6 @@ fn team() -> (TestEnv, String) {
     env.git(&["remote", "add", "origin", &hub]);
     env.loopx(&["sync"]).ok();
     (env, hub)
-}
-
-/// Opens a publish gate as agent-a and returns its id.
-fn publish_gate(m: &Machine) -> String {
-    m.agent(
-        "agent-a",
-        &[
-            "--json",
-            "gate",
-            "open",
-            "--kind",
-            "publish",
-            "--question",
-            "Publish 1.0?",
-        ],
-    )
-    .ok()
-    .json()["gate"]["id"]
-        .as_str()
-        .expect("a gate id")
-        .to_owned()
 }
 
 #[test]
@@ -219,10 +199,7 @@ fn sync_refuses_an_old_signed_act_replayed_an_unsigned_one_and_an_unknown_key() 
     }
     let (env, hub) = team();
     let a = env.machine();
-    let ada = keygen(&env, "ada");
-    trust(&a, "ada", &ada);
-    sign_with(&a, &ada);
-    announce(&a, "ada", &ada);
+    let ada = signer(&env, &a, "ada");
     a.loopx(&["goal", "set", "main", "--status", "paused"]).ok();
     let paused = a.git(&["rev-parse", "refs/loopx/state"]).trim().to_owned();
     let paused_msg = a.git(&["log", "-1", "--format=%B", &paused]);
@@ -449,10 +426,7 @@ fn untrusted_validations_do_not_run_and_trusted_ones_do() {
     }
     let (env, hub) = team();
     let a = env.machine();
-    let ada = keygen(&env, "ada");
-    trust(&a, "ada", &ada);
-    sign_with(&a, &ada);
-    announce(&a, "ada", &ada);
+    signer(&env, &a, "ada");
     // Bob's clone writes a todo whose validation would create a file.
     let b = env.clone_machine("bob", &hub);
     b.loopx(&["sync"]).ok();
@@ -545,10 +519,7 @@ fn todo_trust_is_voided_by_an_edit_and_config_all_runs_everything() {
     }
     let (env, hub) = team();
     let a = env.machine();
-    let ada = keygen(&env, "ada");
-    trust(&a, "ada", &ada);
-    sign_with(&a, &ada);
-    announce(&a, "ada", &ada);
+    signer(&env, &a, "ada");
     let b = env.clone_machine("bob", &hub);
     b.loopx(&["sync"]).ok();
     let id = b
@@ -616,10 +587,7 @@ fn verify_and_a_guarded_hub_refuse_an_unsigned_human_act() {
     }
     let (env, hub) = team();
     let a = env.machine();
-    let ada = keygen(&env, "ada");
-    trust(&a, "ada", &ada);
-    sign_with(&a, &ada);
-    announce(&a, "ada", &ada);
+    signer(&env, &a, "ada");
     a.loopx(&["goal", "set", "main", "--status", "paused"]).ok();
     let paused = a.git(&["rev-parse", "refs/loopx/state"]).trim().to_owned();
     let paused_msg = a.git(&["log", "-1", "--format=%B", &paused]);

@@ -7,9 +7,10 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::common::fixtures::publish_gate;
 use crate::common::forge::{self, Parts};
 use crate::common::hubs::{clone, guarded_url, hub_tip, hubs, push_guarded, refused_everywhere};
-use crate::common::keys::{announce, have_openssh, keygen, sign_with, trust};
+use crate::common::keys::{announce, have_openssh, keygen, sign_with, signer, trust};
 use crate::common::{Machine, TestEnv, git_in};
 
 /// The op id in a tick's message.
@@ -121,28 +122,8 @@ fn a_missing_trust_root_refuses_every_human_act() {
     }
     let env = TestEnv::with_board();
     let a = env.machine();
-    let ada = keygen(&env, "ada");
-    trust(&a, "ada", &ada);
-    sign_with(&a, &ada);
-    announce(&a, "ada", &ada);
-    let gate = a
-        .agent(
-            "agent-a",
-            &[
-                "--json",
-                "gate",
-                "open",
-                "--kind",
-                "publish",
-                "--question",
-                "Publish 1.0?",
-            ],
-        )
-        .ok()
-        .json()["gate"]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let ada = signer(&env, &a, "ada");
+    let gate = publish_gate(&a);
     let before = a.tip();
     let file = a.repo.with_extension("allowed_signers");
     let moved = a.repo.with_extension("moved");
@@ -199,10 +180,7 @@ fn a_state_that_requires_signatures_binds_every_clone() {
     let env = TestEnv::with_board();
     let h = hubs(&env);
     let a = env.machine();
-    let ada = keygen(&env, "ada");
-    trust(&a, "ada", &ada);
-    sign_with(&a, &ada);
-    announce(&a, "ada", &ada);
+    signer(&env, &a, "ada");
     a.loopx(&["sync"]).ok();
     push_guarded(&a);
     let b = clone(&env, &h, "bob");
@@ -347,24 +325,7 @@ fn bobs_key_cannot_sign_an_act_as_ada() {
     trust(&b, "bob", &bob);
     sign_with(&b, &bob);
     announce(&b, "bob", &bob);
-    let gate = b
-        .agent(
-            "agent-a",
-            &[
-                "--json",
-                "gate",
-                "open",
-                "--kind",
-                "publish",
-                "--question",
-                "Publish 1.0?",
-            ],
-        )
-        .ok()
-        .json()["gate"]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let gate = publish_gate(&b);
     b.loopx(&["sync"]).ok();
     a.loopx(&["sync"]).ok();
     push_guarded(&a);
@@ -477,10 +438,7 @@ fn a_signed_act_does_not_replay_into_another_project() {
     }
     let env = TestEnv::with_board();
     let p1 = env.machine();
-    let ada = keygen(&env, "ada");
-    trust(&p1, "ada", &ada);
-    sign_with(&p1, &ada);
-    announce(&p1, "ada", &ada);
+    let ada = signer(&env, &p1, "ada");
     let t = p1
         .loopx(&["todo", "add", "Deploy", "--", "sh", "-c", "touch DEPLOYED"])
         .ok()

@@ -81,3 +81,14 @@ pub fn announce(m: &Machine, name: &str, public: &Path) {
     ])
     .ok();
 }
+
+/// `name` makes a key (see [`keygen`]) that `m` trusts, signs its human
+/// acts with, and announces in the state: a signing human, set up. Returns
+/// the public half.
+pub fn signer(env: &TestEnv, m: &Machine, name: &str) -> PathBuf {
+    let public = keygen(env, name);
+    trust(m, name, &public);
+    sign_with(m, &public);
+    announce(m, name, &public);
+    public
+}
