@@ -257,6 +257,12 @@ impl Demo {
         token.context("should-run gave no turn token")
     }
 
+    /// Ada answers `gate` on machine A with `choice`, saying why.
+    fn answer(&mut self, gate: &str, choice: &str, note: &str) -> Result<Ran> {
+        let args = ["gate", "answer", gate, "--choice", choice, "--note", note];
+        self.loopx("machine-a", None, &args, &[0])
+    }
+
     /// `settle` of the turn `token` on `todo`, which advanced, then `rest`.
     fn advanced<'a>(token: &'a str, todo: &'a str, rest: &[&'a str]) -> Vec<&'a str> {
         let mut args = vec![
@@ -490,20 +496,7 @@ impl Demo {
                 "  (ssh-keygen is not installed here, so this demo answers unsigned; install\n   openssh-client to see the signed answer.)",
             ),
         }
-        self.loopx(
-            "machine-a",
-            None,
-            &[
-                "gate",
-                "answer",
-                &gate,
-                "--choice",
-                "approve",
-                "--note",
-                "release notes first",
-            ],
-            &[0],
-        )?;
+        self.answer(&gate, "approve", "release notes first")?;
         self.loopx("machine-a", None, &["gate", "show", &gate], &[0])?;
         self.loopx("machine-a", None, &["sync"], &[0])?;
 

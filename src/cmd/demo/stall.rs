@@ -36,20 +36,7 @@ impl Demo {
         let gate = self
             .gate_on(bench)?
             .context("the third turn opened no gate")?;
-        self.loopx(
-            "machine-a",
-            None,
-            &[
-                "gate",
-                "answer",
-                &gate,
-                "--choice",
-                "continue",
-                "--note",
-                "profile first, then measure",
-            ],
-            &[0],
-        )?;
+        self.answer(&gate, "continue", "profile first, then measure")?;
         self.loopx("machine-a", Some("builder"), &["quota", "should-run"], &[0])?;
         self.loopx("machine-a", None, &["sync"], &[0])?;
         Ok(())
