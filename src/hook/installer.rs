@@ -1,10 +1,11 @@
-//! Installing hooks, pure of the command line: where each runtime keeps its
-//! hook settings, the templates in `hooks/` (compiled in), and the
-//! structural merge and removal of loopx's entries in those files. JSON
-//! settings are parsed and rewritten with their key order kept; what loopx
-//! owns is what runs `loopx hook …` (plus the `loopx` MCP server, the
-//! Cursor rule and the git shims, marked `loopx-managed hook`). The
-//! commands (`cmd/hooks/`) decide which files and report.
+//! Installing hooks, pure of the command line: the structural merge and
+//! removal of loopx's entries in a runtime's settings file, loopx's plugin
+//! files and the runtime's trust config, read through the runtime's `Spec`
+//! (`model/runtime.rs`: which files, which templates in `hooks/`, compiled
+//! in). JSON settings are parsed and rewritten with their key order kept;
+//! what loopx owns is what runs `loopx hook …` (plus the `loopx` MCP
+//! server, the Cursor rule, the plugin files and the git shims, each with
+//! its marker). The commands (`cmd/hooks/`) decide which files and report.
 
 use std::path::{Path, PathBuf};
 
@@ -155,7 +156,8 @@ pub fn program_of(command: &str) -> (String, &str) {
 
 /// Whether a hook command is loopx's: it runs `loopx hook …` (by name or
 /// by path), or any program as `PROGRAM hook RUNTIME …` with a runtime loopx
-/// answers (what `hooks install --program WRAPPER` writes).
+/// answers whose hooks are settings entries, not git's shims (what `hooks
+/// install --program WRAPPER` writes).
 pub fn owned(command: &str) -> bool {
     let (program, rest) = program_of(command);
     let name = program.rsplit('/').next().unwrap_or(&program);
@@ -167,7 +169,7 @@ pub fn owned(command: &str) -> bool {
         || words
             .next()
             .and_then(Runtime::parse)
-            .is_some_and(|r| r != Runtime::Git)
+            .is_some_and(|r| r.spec().shims.is_empty())
 }
 
 /// `path` as one shell word: as it is when it holds only safe characters,
