@@ -1,10 +1,11 @@
-//! Installing hooks, pure of the command line: where each runtime keeps its
-//! hook settings, the templates in `hooks/` (compiled in), and the
-//! structural merge and removal of loopx's entries in those files. JSON
-//! settings are parsed and rewritten with their key order kept; what loopx
-//! owns is what runs `loopx hook …` (plus the `loopx` MCP server, the
-//! Cursor rule and the git shims, marked `loopx-managed hook`). The
-//! commands (`cmd/hooks/`) decide which files and report.
+//! Installing hooks, pure of the command line: the structural merge and
+//! removal of loopx's entries in a runtime's settings file, loopx's plugin
+//! files and the runtime's trust config, read through the runtime's `Spec`
+//! (`model/runtime.rs`: which files, which templates in `hooks/`, compiled
+//! in). JSON settings are parsed and rewritten with their key order kept;
+//! what loopx owns is what runs `loopx hook …` (plus the `loopx` MCP
+//! server, the Cursor rule, the plugin files and the git shims, each with
+//! its marker). The commands (`cmd/hooks/`) decide which files and report.
 
 use std::path::{Path, PathBuf};
 
@@ -15,7 +16,7 @@ use serde_json::{Map, Value};
 use super::Runtime;
 use crate::error::{Code, Refusal};
 
-pub use crate::model::runtime::Shape;
+pub use crate::model::runtime::{Plugin, ProjectTrust, Shape};
 
 /// A runtime's hook settings file and its template.
 pub struct HookFile {
@@ -35,95 +36,67 @@ pub fn hook_file(runtime: Runtime, base: &Path) -> Option<HookFile> {
         runtime,
         path: base.join(settings.path),
         shape: settings.shape,
-        template: template(runtime)?,
+        template: settings.template,
         guard_event: settings.guard_event,
     })
 }
 
-/// The hooks loopx installs into a runtime's settings file.
-fn template(runtime: Runtime) -> Option<&'static str> {
-    Some(match runtime {
-        Runtime::ClaudeCode => include_str!("../../hooks/claude/settings.fragment.json"),
-        Runtime::Codex => include_str!("../../hooks/codex/hooks.json"),
-        Runtime::Cursor => include_str!("../../hooks/cursor/hooks.json"),
-        Runtime::Gemini => include_str!("../../hooks/gemini/settings.fragment.json"),
-        _ => return None,
-    })
-}
+/// The line in a plugin file that names the loopx it runs, and the one
+/// that says whether it guards the shell (see [`Plugin::template`]).
+const PLUGIN_PROGRAM: &str = "const LOOPX = ";
+const PLUGIN_GUARD: &str = "const GUARD = ";
 
-pub const CODEX_MCP: &str = include_str!("../../hooks/codex/config.fragment.toml");
-/// The OpenCode plugin; [`opencode_plugin`] points it at a loopx.
-pub const OPENCODE_PLUGIN: &str = include_str!("../../hooks/opencode/loopx.js");
-/// The line in the plugin that names the loopx it runs.
-const OPENCODE_PROGRAM: &str = "const LOOPX = \"loopx\";";
-/// The line that marks the plugin as loopx's.
-pub const OPENCODE_MARKER: &str = "// loopx-managed plugin";
-
-/// The OpenCode plugin, running `program`.
-pub fn opencode_plugin(program: &str) -> String {
+/// loopx's plugin file, running `program`, with the shell guard when
+/// `guard` (where the file has one).
+pub fn plugin_text(plugin: &Plugin, program: &str, guard: bool) -> String {
     let quoted = serde_json::to_string(program).expect("a string serializes");
-    OPENCODE_PLUGIN.replacen(OPENCODE_PROGRAM, &format!("const LOOPX = {quoted};"), 1)
+    plugin
+        .template
+        .replacen(
+            &format!("{PLUGIN_PROGRAM}\"loopx\";"),
+            &format!("{PLUGIN_PROGRAM}{quoted};"),
+            1,
+        )
+        .replacen(
+            &format!("{PLUGIN_GUARD}false;"),
+            &format!("{PLUGIN_GUARD}{guard};"),
+            1,
+        )
 }
 
-/// The loopx an installed OpenCode plugin runs, if the file is loopx's.
-pub fn opencode_program(plugin: &str) -> Option<String> {
-    if !plugin.starts_with(OPENCODE_MARKER) {
-        return None;
-    }
-    let line = plugin.lines().find(|l| l.starts_with("const LOOPX = "))?;
-    let value = line
-        .trim_start_matches("const LOOPX = ")
-        .trim_end_matches(';');
-    serde_json::from_str(value).ok()
-}
-
-/// The Pi extension; [`pi_extension`] points it at a loopx and sets its
-/// guard.
-pub const PI_EXTENSION: &str = include_str!("../../hooks/pi/loopx.ts");
-/// The lines in the extension that name the loopx it runs and say whether
-/// it guards bash.
-const PI_PROGRAM: &str = "const LOOPX = \"loopx\";";
-const PI_GUARD: &str = "const GUARD = false;";
-/// The line that marks the extension as loopx's.
-pub const PI_MARKER: &str = "// loopx-managed extension";
-
-/// The Pi extension, running `program`, with the bash guard when `guard`.
-pub fn pi_extension(program: &str, guard: bool) -> String {
-    let quoted = serde_json::to_string(program).expect("a string serializes");
-    PI_EXTENSION
-        .replacen(PI_PROGRAM, &format!("const LOOPX = {quoted};"), 1)
-        .replacen(PI_GUARD, &format!("const GUARD = {guard};"), 1)
-}
-
-/// The loopx an installed Pi extension runs and whether it guards bash, if
-/// the file is loopx's.
-pub fn pi_program(extension: &str) -> Option<(String, bool)> {
-    if !extension.starts_with(PI_MARKER) {
+/// The loopx an installed plugin file runs and whether it guards the
+/// shell, if the file is loopx's.
+pub fn plugin_program(plugin: &Plugin, text: &str) -> Option<(String, bool)> {
+    if !text.starts_with(plugin.marker) {
         return None;
     }
     let value = |prefix: &str| {
-        extension
-            .lines()
+        text.lines()
             .find_map(|l| l.strip_prefix(prefix))
             .map(|v| v.trim_end_matches(';').to_owned())
     };
-    let program = serde_json::from_str(&value("const LOOPX = ")?).ok()?;
-    Some((program, value("const GUARD = ")?.as_str() == "true"))
+    let program = serde_json::from_str(&value(PLUGIN_PROGRAM)?).ok()?;
+    Some((program, value(PLUGIN_GUARD).as_deref() == Some("true")))
 }
 
-/// Codex's config file: `$CODEX_HOME/config.toml`, else
-/// `~/.codex/config.toml`.
-pub fn codex_config(codex_home: Option<&str>, home: Option<&Path>) -> Option<PathBuf> {
-    match codex_home {
-        Some(h) if !h.is_empty() => Some(Path::new(h).join("config.toml")),
-        _ => home.map(|h| h.join(".codex/config.toml")),
+/// The runtime's own config file, which says which projects it trusts:
+/// `$<home_var>/<file>`, else `~/<home>/<file>`.
+pub fn trust_config(
+    trust: &ProjectTrust,
+    config_home: Option<&str>,
+    home: Option<&Path>,
+) -> Option<PathBuf> {
+    match config_home {
+        Some(h) if !h.is_empty() => Some(Path::new(h).join(trust.file)),
+        _ => home.map(|h| h.join(trust.home).join(trust.file)),
     }
 }
 
-/// Whether Codex trusts `project` (or a folder above it): its config holds
-/// `[projects."<path>"] trust_level = "trusted"`. Codex 0.171 reads no
-/// project-local settings, hooks included, in a project it does not trust.
-pub fn codex_trusts(config: &str, project: &Path) -> bool {
+/// Whether the runtime's config trusts `project` (or a folder above it):
+/// it holds `[projects."<path>"] trust_level = "trusted"`. Codex 0.171
+/// reads no project-local settings, hooks included, in a project it does
+/// not trust.
+pub fn trusts(config: &str, project: &Path) -> bool {
     let Ok(doc) = config.parse::<toml_edit::DocumentMut>() else {
         return false;
     };
@@ -142,31 +115,30 @@ pub fn codex_trusts(config: &str, project: &Path) -> bool {
     })
 }
 
-/// What to run so that Codex runs the hooks in `project`.
-pub fn codex_trust_hint(project: &Path) -> String {
-    format!(
-        "Codex runs no hooks in a project it does not trust, and it does not trust {p}: start `codex` there once and accept the trust prompt; for unattended runs use `codex exec --trust …` (or add `[projects.\"{p}\"]` with `trust_level = \"trusted\"` to Codex's config.toml)",
-        p = project.display()
-    )
+/// What to do so that the runtime runs the hooks in `project`.
+pub fn trust_hint(trust: &ProjectTrust, project: &Path) -> String {
+    trust
+        .hint
+        .replace("{project}", &project.display().to_string())
 }
 
-pub const CURSOR_RULE: &str = include_str!("../../hooks/cursor/rules/loopx.mdc");
-pub const GIT_HOOKS: [(&str, &str); 2] = [
-    ("pre-push", include_str!("../../hooks/git/pre-push")),
-    ("post-merge", include_str!("../../hooks/git/post-merge")),
-];
 /// The line that marks a git hook as loopx's.
 pub const GIT_MARKER: &str = "# loopx-managed hook";
 
-/// Whether a Codex `mcp_servers` entry runs `loopx mcp`.
+/// Whether a Codex `mcp_servers` entry runs `loopx mcp`: a loopx by name
+/// or path with `mcp` first, or any program with `mcp` alone (what `hooks
+/// install --mcp --program WRAPPER` writes).
 pub fn is_loopx_server(item: &toml_edit::Item) -> bool {
     let command = item.get("command").and_then(toml_edit::Item::as_str);
-    let first_arg = item
+    let args: Vec<&str> = item
         .get("args")
         .and_then(toml_edit::Item::as_array)
-        .and_then(|a| a.get(0))
-        .and_then(toml_edit::Value::as_str);
-    command.is_some_and(|c| c.rsplit('/').next() == Some("loopx")) && first_arg == Some("mcp")
+        .map(|a| a.iter().filter_map(toml_edit::Value::as_str).collect())
+        .unwrap_or_default();
+    let Some(command) = command.filter(|c| !c.is_empty()) else {
+        return false;
+    };
+    args == ["mcp"] || (command.rsplit('/').next() == Some("loopx") && args.first() == Some(&"mcp"))
 }
 
 /// The program of a shell command line (its first word, with single or
@@ -184,7 +156,8 @@ pub fn program_of(command: &str) -> (String, &str) {
 
 /// Whether a hook command is loopx's: it runs `loopx hook …` (by name or
 /// by path), or any program as `PROGRAM hook RUNTIME …` with a runtime loopx
-/// answers (what `hooks install --program WRAPPER` writes).
+/// answers whose hooks are settings entries, not git's shims (what `hooks
+/// install --program WRAPPER` writes).
 pub fn owned(command: &str) -> bool {
     let (program, rest) = program_of(command);
     let name = program.rsplit('/').next().unwrap_or(&program);
@@ -196,7 +169,7 @@ pub fn owned(command: &str) -> bool {
         || words
             .next()
             .and_then(Runtime::parse)
-            .is_some_and(|r| r != Runtime::Git)
+            .is_some_and(|r| r.spec().shims.is_empty())
 }
 
 /// `path` as one shell word: as it is when it holds only safe characters,
@@ -233,13 +206,12 @@ fn point_at(v: &mut Value, program: &str) {
 /// The longest timeout a runtime honours for an event, in the unit of its
 /// settings, and why: `hooks doctor` flags a longer one.
 pub fn timeout_limit(runtime: Runtime, event: &str) -> Option<(f64, &'static str)> {
-    match (runtime, event) {
-        (Runtime::Codex, "SessionEnd") => Some((
-            3.0,
-            "Codex cuts a SessionEnd hook to 3 s and warns on every run",
-        )),
-        _ => None,
-    }
+    let settings = runtime.spec().settings?;
+    settings
+        .timeouts
+        .iter()
+        .find(|(e, _, _)| *e == event)
+        .map(|&(_, max, why)| (max, why))
 }
 
 fn command_of(handler: &Value) -> &str {
@@ -500,6 +472,18 @@ pub struct Change {
     pub note: Option<String>,
 }
 
+impl Change {
+    /// `path` (shown relative to `base`) of `runtime`, unchanged so far.
+    pub fn unchanged(runtime: Runtime, path: &Path, base: &Path) -> Change {
+        Change {
+            runtime: runtime.as_str(),
+            file: shown(path, base),
+            action: "unchanged",
+            note: None,
+        }
+    }
+}
+
 /// Shows a path relative to `base` when it is inside it.
 pub fn shown(path: &Path, base: &Path) -> String {
     path.strip_prefix(base)
@@ -531,51 +515,66 @@ mod tests {
     #[test]
     fn codex_trust_is_read_from_its_projects_table() {
         let p = Path::new("/work/repo");
-        assert!(!codex_trusts("", p));
-        assert!(!codex_trusts("not toml [", p));
-        assert!(codex_trusts(
+        assert!(!trusts("", p));
+        assert!(!trusts("not toml [", p));
+        assert!(trusts(
             "[projects.\"/work/repo\"]\ntrust_level = \"trusted\"\n",
             p
         ));
-        assert!(codex_trusts(
+        assert!(trusts(
             "projects = { \"/work\" = { trust_level = \"trusted\" } }\n",
             p
         ));
-        assert!(!codex_trusts(
+        assert!(!trusts(
             "[projects.\"/work/repo\"]\ntrust_level = \"untrusted\"\n",
             p
         ));
-        assert!(!codex_trusts(
+        assert!(!trusts(
             "[projects.\"/work/other\"]\ntrust_level = \"trusted\"\n",
             p
         ));
     }
 
+    fn plugin(runtime: Runtime) -> &'static Plugin {
+        runtime.spec().plugin.as_ref().unwrap()
+    }
+
     #[test]
     fn the_opencode_plugin_names_its_program() {
-        assert!(OPENCODE_PLUGIN.contains(OPENCODE_PROGRAM));
-        let p = opencode_plugin("/opt/my \"tools\"/loopx");
+        let opencode = plugin(Runtime::OpenCode);
+        assert!(opencode.template.contains("const LOOPX = \"loopx\";"));
+        let p = plugin_text(opencode, "/opt/my \"tools\"/loopx", true);
         assert_eq!(
-            opencode_program(&p).as_deref(),
-            Some("/opt/my \"tools\"/loopx")
+            plugin_program(opencode, &p),
+            Some(("/opt/my \"tools\"/loopx".to_owned(), false))
         );
-        assert_eq!(opencode_program(OPENCODE_PLUGIN).as_deref(), Some("loopx"));
-        assert_eq!(opencode_program("export const X = 1;"), None);
+        assert_eq!(
+            plugin_program(opencode, opencode.template),
+            Some(("loopx".to_owned(), false))
+        );
+        assert_eq!(plugin_program(opencode, "export const X = 1;"), None);
     }
 
     #[test]
     fn the_pi_extension_names_its_program_and_its_guard() {
-        assert!(PI_EXTENSION.contains(PI_PROGRAM));
-        assert!(PI_EXTENSION.contains(PI_GUARD));
-        let p = pi_extension("/opt/my \"tools\"/loopx", true);
+        let pi = plugin(Runtime::Pi);
+        assert!(pi.template.contains("const LOOPX = \"loopx\";"));
+        assert!(pi.template.contains("const GUARD = false;"));
+        let p = plugin_text(pi, "/opt/my \"tools\"/loopx", true);
         assert_eq!(
-            pi_program(&p),
+            plugin_program(pi, &p),
             Some(("/opt/my \"tools\"/loopx".to_owned(), true))
         );
-        assert_eq!(pi_program(PI_EXTENSION), Some(("loopx".to_owned(), false)));
-        assert_eq!(pi_program("export default function () {}"), None);
+        assert_eq!(
+            plugin_program(pi, pi.template),
+            Some(("loopx".to_owned(), false))
+        );
+        assert_eq!(plugin_program(pi, "export default function () {}"), None);
+        // Neither is taken for the other's.
+        assert_eq!(plugin_program(pi, plugin(Runtime::OpenCode).template), None);
         // Pi loads the default export; the file exports nothing else.
-        let exports: Vec<&str> = PI_EXTENSION
+        let exports: Vec<&str> = pi
+            .template
             .lines()
             .filter(|l| l.starts_with("export "))
             .collect();

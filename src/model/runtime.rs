@@ -2,12 +2,20 @@
 //! hooks, the command line and the store spell it), whether and since which
 //! format an agent's record may name it, the environment markers its shells
 //! carry, the hook events it fires and what each means to the turn, the JSON
-//! its hooks speak, where its hook settings are installed, and what its
-//! hooks need besides (a usage source, an environment file). Pure data: the
-//! hooks (hook/), `hooks install` and the caller rule
-//! (ctx.rs) read it.
+//! its hooks speak, how its hooks are installed (a settings file and its
+//! template, loopx's plugin file, git's shims, what goes beside them, the
+//! trust step a human takes), and what its hooks need besides (a usage
+//! source, an environment file). Pure data: the hooks (hook/), `hooks
+//! install|uninstall|doctor` and the caller rule (ctx.rs) read it, so that
+//! a new runtime is one entry here plus its hook payload code.
+
+mod install;
+mod table;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+pub use install::{Mcp, Plugin, ProjectTrust, Rule, Settings, Shape, Trust};
+pub use table::SPECS;
 
 /// A runtime whose agents loopx registers, or whose hooks call loopx
 /// hook (git's own hooks among them).
@@ -66,35 +74,6 @@ pub enum Wire {
     None,
 }
 
-/// How a settings file lists its hooks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Shape {
-    /// `hooks.<Event>: [{matcher?, hooks: [{command, …}]}]` (Claude Code,
-    /// Codex, Gemini CLI).
-    Grouped,
-    /// `version: 1, hooks.<event>: [{command, …}]` (Cursor).
-    Flat,
-}
-
-/// A runtime's JSON hook settings file, relative to the project root or
-/// the home directory.
-#[derive(Clone, Copy, Debug)]
-pub struct Settings {
-    pub path: &'static str,
-    pub shape: Shape,
-    /// The event that runs the tool guard: installed only with `--guard`.
-    pub guard_event: &'static str,
-}
-
-/// A runtime whose hooks are loopx's own plugin file (it has no JSON
-/// hooks): where the file goes, relative to the project root and to the
-/// home directory.
-#[derive(Clone, Copy, Debug)]
-pub struct Plugin {
-    pub project: &'static str,
-    pub user: &'static str,
-}
-
 /// Where a runtime's hooks get a session's usage from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum UsageFrom {
@@ -111,6 +90,8 @@ pub struct Spec {
     pub runtime: Runtime,
     /// As hooks, the command line and the store spell it.
     pub name: &'static str,
+    /// As its makers spell it, for messages.
+    pub title: &'static str,
     /// Other spellings the hook command and `agent register --runtime` take.
     pub aliases: &'static [&'static str],
     /// The format from which an agent's record may name it; None: never.
@@ -129,8 +110,16 @@ pub struct Spec {
     /// names its shell tool `shell` or `exec_command` in some builds);
     /// None: its tool event is about shell commands only.
     pub shell_tools: Option<&'static [&'static str]>,
+    /// How `hooks install` wires it: a JSON settings file, loopx's own
+    /// plugin file, or (git) shims in the repository's hooks directory,
+    /// each (name, script); and what it adds beside them.
     pub settings: Option<Settings>,
     pub plugin: Option<Plugin>,
+    pub shims: &'static [(&'static str, &'static str)],
+    pub rule: Option<Rule>,
+    pub mcp: Option<Mcp>,
+    pub trust: Option<Trust>,
+    pub project_trust: Option<ProjectTrust>,
     pub usage: UsageFrom,
     /// Its stop is also where the end of the turn is recorded: Gemini CLI
     /// does not wait for its SessionEnd hook, OpenCode has none, and Pi's
@@ -148,259 +137,6 @@ pub struct Spec {
     /// its absolute path there.
     pub login_shell: bool,
 }
-
-const CLAUDE_EVENTS: &[(&str, Event)] = &[
-    ("SessionStart", Event::Start),
-    ("UserPromptSubmit", Event::Prompt),
-    ("PreToolUse", Event::Tool),
-    ("Stop", Event::Stop),
-    ("SessionEnd", Event::End),
-    ("PreCompact", Event::PreCompact),
-    ("StopFailure", Event::LimitReached),
-];
-
-/// The events loopx's own OpenCode plugin and Pi extension send, in Claude
-/// Code's names: the first five of [`CLAUDE_EVENTS`] (OpenCode's plugin sends
-/// the first four; it has no session end).
-const PLUGIN_EVENTS: &[(&str, Event)] = CLAUDE_EVENTS.split_at(5).0;
-
-/// The names of [`PLUGIN_EVENTS`], in its order.
-const PLUGIN_EVENT_NAMES: &[&str] = &[
-    "SessionStart",
-    "UserPromptSubmit",
-    "PreToolUse",
-    "Stop",
-    "SessionEnd",
-];
-
-/// Claude Code's shell tool, and Codex's under the same hook.
-const CLAUDE_SHELL: &[&str] = &["Bash", "shell", "exec_command", "local_shell"];
-
-const BASE: Spec = Spec {
-    runtime: Runtime::Custom,
-    name: "",
-    aliases: &[],
-    stored_since: Some(1),
-    identity: None,
-    events: &[],
-    known_events: &[],
-    wire: Wire::None,
-    shell_tools: None,
-    settings: None,
-    plugin: None,
-    usage: UsageFrom::Nothing,
-    stop_ends_turn: false,
-    shell_has_session: true,
-    env_file: None,
-    login_shell: false,
-};
-
-/// The table, in the order `Runtime::ALL` lists them (and the caller rule
-/// tries their markers).
-pub const SPECS: [Spec; 8] = [
-    Spec {
-        runtime: Runtime::ClaudeCode,
-        name: "claude-code",
-        aliases: &["claude"],
-        identity: Some((
-            &[
-                "CLAUDECODE",
-                "CLAUDE_CODE_ENTRYPOINT",
-                "CLAUDE_CODE_SESSION_ID",
-            ],
-            "CLAUDE_CODE_SESSION_ID",
-        )),
-        events: CLAUDE_EVENTS,
-        known_events: &[
-            "SessionStart",
-            "UserPromptSubmit",
-            "PreToolUse",
-            "PermissionRequest",
-            "PostToolUse",
-            "PostToolUseFailure",
-            "Notification",
-            "Stop",
-            "StopFailure",
-            "SubagentStart",
-            "SubagentStop",
-            "PreCompact",
-            "PostCompact",
-            "SessionEnd",
-        ],
-        wire: Wire::Claude,
-        shell_tools: Some(CLAUDE_SHELL),
-        settings: Some(Settings {
-            path: ".claude/settings.json",
-            shape: Shape::Grouped,
-            guard_event: "PreToolUse",
-        }),
-        usage: UsageFrom::Transcript,
-        env_file: Some("CLAUDE_ENV_FILE"),
-        ..BASE
-    },
-    Spec {
-        runtime: Runtime::Codex,
-        name: "codex",
-        identity: Some((&["CODEX_THREAD_ID", "CODEX_SANDBOX"], "CODEX_THREAD_ID")),
-        events: CLAUDE_EVENTS,
-        known_events: &[
-            "SessionStart",
-            "UserPromptSubmit",
-            "PreToolUse",
-            "PermissionRequest",
-            "PostToolUse",
-            "Stop",
-            "StopFailure",
-            "SubagentStart",
-            "SubagentStop",
-            "PreCompact",
-            "PostCompact",
-            "SessionEnd",
-        ],
-        wire: Wire::Claude,
-        shell_tools: Some(CLAUDE_SHELL),
-        settings: Some(Settings {
-            path: ".codex/hooks.json",
-            shape: Shape::Grouped,
-            guard_event: "PreToolUse",
-        }),
-        login_shell: true,
-        ..BASE
-    },
-    Spec {
-        runtime: Runtime::Cursor,
-        name: "cursor",
-        identity: Some((
-            &["CURSOR_AGENT", "CURSOR_CONVERSATION_ID"],
-            "CURSOR_CONVERSATION_ID",
-        )),
-        events: &[
-            ("sessionStart", Event::Start),
-            ("beforeSubmitPrompt", Event::Prompt),
-            ("beforeShellExecution", Event::Tool),
-            ("stop", Event::Stop),
-            ("sessionEnd", Event::End),
-        ],
-        known_events: &[
-            "sessionStart",
-            "sessionEnd",
-            "beforeSubmitPrompt",
-            "beforeShellExecution",
-            "afterShellExecution",
-            "beforeMCPExecution",
-            "afterMCPExecution",
-            "beforeReadFile",
-            "afterFileEdit",
-            "preToolUse",
-            "postToolUse",
-            "subagentStart",
-            "subagentStop",
-            "preCompact",
-            "afterAgentResponse",
-            "afterAgentThought",
-            "stop",
-        ],
-        wire: Wire::Cursor,
-        settings: Some(Settings {
-            path: ".cursor/hooks.json",
-            shape: Shape::Flat,
-            guard_event: "beforeShellExecution",
-        }),
-        ..BASE
-    },
-    Spec {
-        runtime: Runtime::Gemini,
-        name: "gemini",
-        identity: Some((&["GEMINI_CLI", "GEMINI_SESSION_ID"], "GEMINI_SESSION_ID")),
-        events: &[
-            ("SessionStart", Event::Start),
-            ("BeforeAgent", Event::Prompt),
-            ("BeforeTool", Event::Tool),
-            ("AfterAgent", Event::Stop),
-            ("SessionEnd", Event::End),
-        ],
-        known_events: &[
-            "SessionStart",
-            "SessionEnd",
-            "BeforeAgent",
-            "AfterAgent",
-            "BeforeModel",
-            "AfterModel",
-            "BeforeToolSelection",
-            "BeforeTool",
-            "AfterTool",
-            "PreCompress",
-            "Notification",
-        ],
-        wire: Wire::Gemini,
-        shell_tools: Some(&["run_shell_command"]),
-        settings: Some(Settings {
-            path: ".gemini/settings.json",
-            shape: Shape::Grouped,
-            guard_event: "BeforeTool",
-        }),
-        stop_ends_turn: true,
-        shell_has_session: false,
-        ..BASE
-    },
-    Spec {
-        runtime: Runtime::Custom,
-        name: "custom",
-        ..BASE
-    },
-    Spec {
-        runtime: Runtime::OpenCode,
-        name: "opencode",
-        stored_since: Some(4),
-        // Set by loopx's plugin (`shell.env`).
-        identity: Some((&["OPENCODE_SESSION_ID"], "OPENCODE_SESSION_ID")),
-        // The plugin's names for chat.message (a first one, then every
-        // one), tool.execute.before and session.idle.
-        events: PLUGIN_EVENTS.split_at(4).0,
-        known_events: PLUGIN_EVENT_NAMES.split_at(4).0,
-        wire: Wire::Claude,
-        shell_tools: Some(CLAUDE_SHELL),
-        plugin: Some(Plugin {
-            project: ".opencode/plugins/loopx.js",
-            user: ".config/opencode/plugins/loopx.js",
-        }),
-        stop_ends_turn: true,
-        ..BASE
-    },
-    Spec {
-        runtime: Runtime::Pi,
-        name: "pi",
-        stored_since: Some(4),
-        // Set by loopx's extension for the agent's bash commands.
-        identity: Some((&["PI_SESSION_ID"], "PI_SESSION_ID")),
-        // The extension's names for session_start, before_agent_start,
-        // tool_call, agent_end and session_shutdown.
-        events: PLUGIN_EVENTS,
-        known_events: PLUGIN_EVENT_NAMES,
-        wire: Wire::Claude,
-        shell_tools: Some(&["bash"]),
-        // Pi's default agent directory for a user; one moved with
-        // PI_CODING_AGENT_DIR is not followed.
-        plugin: Some(Plugin {
-            project: ".pi/extensions/loopx.ts",
-            user: ".pi/agent/extensions/loopx.ts",
-        }),
-        usage: UsageFrom::Payload,
-        stop_ends_turn: true,
-        ..BASE
-    },
-    Spec {
-        runtime: Runtime::Git,
-        name: "git",
-        stored_since: None,
-        events: &[
-            ("pre-push", Event::PrePush),
-            ("post-merge", Event::PostMerge),
-        ],
-        known_events: &["pre-push", "post-merge"],
-        ..BASE
-    },
-];
 
 impl Runtime {
     /// Every runtime, in the table's order.
@@ -542,6 +278,7 @@ impl<'de> Deserialize<'de> for Runtime {
 
 #[cfg(test)]
 mod tests {
+    use super::table::{PLUGIN_EVENT_NAMES, PLUGIN_EVENTS};
     use super::*;
 
     #[test]

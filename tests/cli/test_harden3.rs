@@ -436,12 +436,12 @@ fn a_validation_and_a_signature_run_outside_the_queue() {
     let t = env.add("Checked", &["--", "flock", "-n", lock, "true"]);
     let v = env.loopx(&["todo", "done", &t, "--json"]).ok().json();
     assert_eq!(v["validation"]["exit"], 0, "the queue was free: {v}");
-    if !crate::test_sign::have_openssh() {
+    if !crate::common::keys::have_openssh() {
         return;
     }
     // ssh-keygen, through a wrapper that notes whether the queue is free.
     let m = env.machine();
-    let ada = crate::test_sign::keygen(&env, "ada");
+    let ada = crate::common::keys::keygen(&env, "ada");
     let seen = env.root().join("seen");
     let wrapper = env.root().join("keygen.sh");
     std::fs::write(
@@ -461,10 +461,10 @@ fn a_validation_and_a_signature_run_outside_the_queue() {
         "gpg.ssh.program",
         &format!("{}", wrapper.display()),
     ]);
-    crate::test_sign::trust(&m, "ada", &ada);
-    crate::test_sign::sign_with(&m, &ada);
+    crate::common::keys::trust(&m, "ada", &ada);
+    crate::common::keys::sign_with(&m, &ada);
     // Format 4 binds a signed act to the human who announced the key.
-    crate::test_sign::announce(&m, "ada", &ada);
+    crate::common::keys::announce(&m, "ada", &ada);
     let gate = m
         .agent(
             "agent-a",

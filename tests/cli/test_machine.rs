@@ -7,10 +7,10 @@
 //! once the state requires machine signatures, and accepted with a warning
 //! before.
 
-use crate::common::forge::{self, Parts};
+use crate::common::forge;
+use crate::common::hubs::{Hubs, clone, hubs, push_guarded, refused_everywhere};
+use crate::common::keys::{announce, have_openssh, keygen, sign_with, signer, trust};
 use crate::common::{Machine, TestEnv};
-use crate::test_sign::{announce, have_openssh, keygen, sign_with, trust};
-use crate::test_trust::{Hubs, clone, hubs, push_guarded, refused_everywhere};
 
 /// Runs `loopx machine setup --name NAME` and returns the key's fingerprint.
 fn setup_machine(m: &Machine, name: &str) -> String {
@@ -46,35 +46,7 @@ fn replant(m: &Machine, forged: &str, onto: &str) -> String {
         .iter()
         .map(|(p, b)| (p.as_str(), b.as_deref()))
         .collect();
-    let base = forge::read(m, onto);
-    let tick: u64 = m
-        .git(&["rev-list", "--count", onto])
-        .trim()
-        .parse()
-        .unwrap();
-    let message = parts
-        .message
-        .lines()
-        .map(|l| {
-            if l.starts_with("Loopx-Tick: ") {
-                format!("Loopx-Tick: {}", tick + 1)
-            } else {
-                l.to_owned()
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-        + "\n";
-    forge::write(
-        m,
-        &Parts {
-            tree: forge::tree_with(m, &base.tree, &refs),
-            parent: Some(onto.to_owned()),
-            message,
-            author: parts.author,
-            date: parts.date,
-        },
-    )
+    forge::tick_on(m, onto, &parts, &refs)
 }
 
 /// Ada's clone `a` (she signs her acts; machine `ma` admitted for agent-a)
@@ -375,10 +347,7 @@ fn machines_cannot_be_required_while_an_agent_has_none() {
     }
     let env = TestEnv::with_board();
     let a = env.machine();
-    let ada = keygen(&env, "ada");
-    trust(&a, "ada", &ada);
-    sign_with(&a, &ada);
-    announce(&a, "ada", &ada);
+    signer(&env, &a, "ada");
     let out = a.loopx(&["--json", "signer", "require", "--machines"]);
     assert_eq!(out.error_code(), "machines-missing", "{}", out.stderr);
     let fa = setup_machine(&a, "ma");

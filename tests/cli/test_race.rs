@@ -12,50 +12,7 @@ fn sixteen_processes_claim_one_todo_and_exactly_one_wins() {
         env.loopx(&["agent", "register", a]).ok();
     }
     for round in 0..4 {
-        let t = env.add(&format!("contested {round}"), &[]);
-        let before = env.ticks();
-        let spawner = env.spawner();
-        let outs: Vec<(String, Output)> = std::thread::scope(|s| {
-            let handles: Vec<_> = agents
-                .iter()
-                .map(|a| {
-                    let (sp, t, a) = (spawner.clone(), t.clone(), a.clone());
-                    s.spawn(move || {
-                        let out = run(sp
-                            .command()
-                            .env("LOOPX_AGENT", &a)
-                            .args(["todo", "claim", &t]));
-                        (a, out)
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().expect("thread"))
-                .collect()
-        });
-        let winners: Vec<&String> = outs
-            .iter()
-            .filter(|(_, o)| o.code == 0)
-            .map(|(a, _)| a)
-            .collect();
-        assert_eq!(winners.len(), 1, "round {round}: {outs:#?}");
-        let winner = winners[0];
-        for (a, o) in &outs {
-            if a == winner {
-                continue;
-            }
-            assert_eq!(o.code, 4, "round {round}, {a}: {o:#?}");
-            assert!(
-                o.stderr.contains(&format!("{winner} holds it")),
-                "round {round}, {a} is told who won: {}",
-                o.stderr
-            );
-        }
-        assert_eq!(env.ticks(), before + 1, "one claim tick per round");
-        let v = env.loopx(&["todo", "show", &t, "--json"]).ok().json();
-        assert_eq!(v["claim"]["owner"], winner.as_str());
-        assert_eq!(v["epoch"], 1);
+        race_for_one_todo(&env, &agents, round);
     }
 }
 
@@ -145,8 +102,9 @@ fn eight_writers_fifty_ticks_each_lose_nothing() {
     );
 }
 
-/// Races agents for one todo; asserts exactly one wins and every other is
-/// told who did (exit 4).
+/// Races agents for one new todo; asserts exactly one wins, every other
+/// is told who did (exit 4), and the state holds one claim tick, the
+/// winner's.
 fn race_for_one_todo(env: &TestEnv, agents: &[String], round: usize) {
     let t = env.add(&format!("contested {round}"), &[]);
     let before = env.ticks();
@@ -176,13 +134,21 @@ fn race_for_one_todo(env: &TestEnv, agents: &[String], round: usize) {
         .map(|(a, _)| a)
         .collect();
     assert_eq!(winners.len(), 1, "round {round}: {outs:#?}");
+    let winner = winners[0];
     for (a, o) in &outs {
-        if a != winners[0] {
+        if a != winner {
             assert_eq!(o.code, 4, "round {round}, {a}: {o:#?}");
-            assert!(o.stderr.contains(&format!("{} holds it", winners[0])));
+            assert!(
+                o.stderr.contains(&format!("{winner} holds it")),
+                "round {round}, {a} is told who won: {}",
+                o.stderr
+            );
         }
     }
     assert_eq!(env.ticks(), before + 1, "one claim tick per round");
+    let v = env.loopx(&["todo", "show", &t, "--json"]).ok().json();
+    assert_eq!(v["claim"]["owner"], winner.as_str());
+    assert_eq!(v["epoch"], 1);
 }
 
 /// Commits no ref reaches: what lost compare-and-swap races leave.

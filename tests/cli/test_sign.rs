@@ -7,46 +7,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::{Machine, Output, TestEnv, git_in, isolate, run};
-
-/// Whether `ssh-keygen` and `ssh-agent` can run here; says how to get them
-/// when not (a skipped test says why, and how to run it).
-pub(crate) fn have_openssh() -> bool {
-    let found = |p: &str| {
-        Command::new(p)
-            .arg("-?")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok()
-    };
-    let ok = found("ssh-keygen") && found("ssh-agent") && found("ssh-add");
-    if !ok {
-        crate::common::skipped(format_args!(
-            "skipped: ssh-keygen/ssh-agent are not installed (apt-get install openssh-client; `bash .ci/run` does)"
-        ));
-    }
-    ok
-}
-
-/// Makes an unencrypted ed25519 key `<tmp>/keys/<name>` and returns the path
-/// of its public half.
-pub(crate) fn keygen(env: &TestEnv, name: &str) -> PathBuf {
-    let dir = env.root().join("keys");
-    std::fs::create_dir_all(&dir).expect("mkdir keys");
-    let key = dir.join(name);
-    let out = Command::new("ssh-keygen")
-        .args(["-q", "-t", "ed25519", "-N", "", "-C", name, "-f"])
-        .arg(&key)
-        .output()
-        .expect("ssh-keygen runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    dir.join(format!("{name}.pub"))
-}
+use crate::common::fixtures::publish_gate;
+use crate::common::forge::renumber;
+use crate::common::keys::{announce, have_openssh, keygen, sign_with, signer, trust};
+use crate::common::{Output, TestEnv, git_in, isolate, run};
 
 fn fingerprint(public: &Path) -> String {
     let out = Command::new("ssh-keygen")
@@ -61,42 +25,6 @@ fn fingerprint(public: &Path) -> String {
         .to_owned()
 }
 
-/// This machine trusts `principal` with `public`, in an allowed-signers file
-/// of its own.
-pub(crate) fn trust(m: &Machine, principal: &str, public: &Path) {
-    let key = std::fs::read_to_string(public).expect("read the key");
-    let file = m.repo.with_extension("allowed_signers");
-    let mut text = std::fs::read_to_string(&file).unwrap_or_default();
-    text.push_str(&format!("{principal} {key}"));
-    std::fs::write(&file, text).expect("write allowed signers");
-    m.git(&[
-        "config",
-        "loopx.allowedSignersFile",
-        &file.to_string_lossy(),
-    ]);
-}
-
-/// The human of this machine signs with `public` (its private half next to
-/// it, or in ssh-agent).
-pub(crate) fn sign_with(m: &Machine, public: &Path) {
-    m.git(&["config", "gpg.format", "ssh"]);
-    m.git(&["config", "user.signingKey", &public.to_string_lossy()]);
-}
-
-/// The human of this machine announces `public` as signer `name` in the
-/// state (signed with it when this machine signs with it): from format 4 a
-/// signed act counts only with a key the state announces for its actor.
-pub(crate) fn announce(m: &Machine, name: &str, public: &Path) {
-    m.loopx(&[
-        "signer",
-        "announce",
-        name,
-        "--key",
-        &public.to_string_lossy(),
-    ])
-    .ok();
-}
-
 fn code(out: &Output) -> String {
     out.error_code()
 }
@@ -108,27 +36,6 @@ fn team() -> (TestEnv, String) {
     env.git(&["remote", "add", "origin", &hub]);
     env.loopx(&["sync"]).ok();
     (env, hub)
-}
-
-/// Opens a publish gate as agent-a and returns its id.
-fn publish_gate(m: &Machine) -> String {
-    m.agent(
-        "agent-a",
-        &[
-            "--json",
-            "gate",
-            "open",
-            "--kind",
-            "publish",
-            "--question",
-            "Publish 1.0?",
-        ],
-    )
-    .ok()
-    .json()["gate"]["id"]
-        .as_str()
-        .expect("a gate id")
-        .to_owned()
 }
 
 #[test]
@@ -285,21 +192,6 @@ fn forge(env: &TestEnv, hub: &str, tree: &str, message: &str, date: &str) {
     git_in(Path::new(hub), &["update-ref", "refs/loopx/state", &commit]);
 }
 
-/// The tick number in a message, replaced by `tick`.
-fn renumber(message: &str, tick: usize) -> String {
-    message
-        .lines()
-        .map(|l| {
-            if l.starts_with("Loopx-Tick: ") {
-                format!("Loopx-Tick: {tick}")
-            } else {
-                l.to_owned()
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
 #[test]
 fn sync_refuses_an_old_signed_act_replayed_an_unsigned_one_and_an_unknown_key() {
     if !have_openssh() {
@@ -307,10 +199,7 @@ fn sync_refuses_an_old_signed_act_replayed_an_unsigned_one_and_an_unknown_key() 
     }
     let (env, hub) = team();
     let a = env.machine();
-    let ada = keygen(&env, "ada");
-    trust(&a, "ada", &ada);
-    sign_with(&a, &ada);
-    announce(&a, "ada", &ada);
+    let ada = signer(&env, &a, "ada");
     a.loopx(&["goal", "set", "main", "--status", "paused"]).ok();
     let paused = a.git(&["rev-parse", "refs/loopx/state"]).trim().to_owned();
     let paused_msg = a.git(&["log", "-1", "--format=%B", &paused]);
@@ -537,10 +426,7 @@ fn untrusted_validations_do_not_run_and_trusted_ones_do() {
     }
     let (env, hub) = team();
     let a = env.machine();
-    let ada = keygen(&env, "ada");
-    trust(&a, "ada", &ada);
-    sign_with(&a, &ada);
-    announce(&a, "ada", &ada);
+    signer(&env, &a, "ada");
     // Bob's clone writes a todo whose validation would create a file.
     let b = env.clone_machine("bob", &hub);
     b.loopx(&["sync"]).ok();
@@ -633,10 +519,7 @@ fn todo_trust_is_voided_by_an_edit_and_config_all_runs_everything() {
     }
     let (env, hub) = team();
     let a = env.machine();
-    let ada = keygen(&env, "ada");
-    trust(&a, "ada", &ada);
-    sign_with(&a, &ada);
-    announce(&a, "ada", &ada);
+    signer(&env, &a, "ada");
     let b = env.clone_machine("bob", &hub);
     b.loopx(&["sync"]).ok();
     let id = b
@@ -704,10 +587,7 @@ fn verify_and_a_guarded_hub_refuse_an_unsigned_human_act() {
     }
     let (env, hub) = team();
     let a = env.machine();
-    let ada = keygen(&env, "ada");
-    trust(&a, "ada", &ada);
-    sign_with(&a, &ada);
-    announce(&a, "ada", &ada);
+    signer(&env, &a, "ada");
     a.loopx(&["goal", "set", "main", "--status", "paused"]).ok();
     let paused = a.git(&["rev-parse", "refs/loopx/state"]).trim().to_owned();
     let paused_msg = a.git(&["log", "-1", "--format=%B", &paused]);

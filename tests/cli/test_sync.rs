@@ -209,14 +209,29 @@ fn a_first_sync_pushes_to_an_empty_hub_and_a_clone_adopts_it() {
     );
 }
 
+/// Machine `b`: a clone of `hub` made after the environment's machine
+/// synced, so both hold the same state.
+fn second_machine<'e>(env: &'e TestEnv, hub: &str) -> Machine<'e> {
+    env.loopx(&["sync"]).ok();
+    let b = env.clone_machine("b", hub);
+    b.loopx(&["sync"]).ok();
+    b
+}
+
+/// agent-a claims `t` and syncs; agent-b, on `b`, which has not synced
+/// since, claims it too: b holds a claim the hub will refuse.
+fn claims_crossed(env: &TestEnv, b: &Machine, t: &str) {
+    env.agent("agent-a", &["todo", "claim", t]).ok();
+    env.loopx(&["sync"]).ok();
+    b.agent("agent-b", &["todo", "claim", t]).ok();
+}
+
 #[test]
 fn diverged_ticks_replay_on_the_remote_tip_and_a_lost_claim_is_recorded() {
     let (env, hub) = team();
     let a = env.machine();
     let t = env.add("Contested", &[]);
-    env.loopx(&["sync"]).ok();
-    let b = env.clone_machine("b", &hub);
-    b.loopx(&["sync"]).ok();
+    let b = second_machine(&env, &hub);
 
     env.agent("agent-a", &["todo", "claim", &t]).ok();
     env.loopx(&["sync"]).ok();
@@ -295,12 +310,8 @@ fn diverged_ticks_replay_on_the_remote_tip_and_a_lost_claim_is_recorded() {
 fn sync_json_lists_each_rejected_op() {
     let (env, hub) = team();
     let t = env.add("Contested", &[]);
-    env.loopx(&["sync"]).ok();
-    let b = env.clone_machine("b", &hub);
-    b.loopx(&["sync"]).ok();
-    env.agent("agent-a", &["todo", "claim", &t]).ok();
-    env.loopx(&["sync"]).ok();
-    b.agent("agent-b", &["todo", "claim", &t]).ok();
+    let b = second_machine(&env, &hub);
+    claims_crossed(&env, &b, &t);
     // A human's sync reports agent-b's loss but exits 0: it was not theirs.
     let out = b.loopx(&["sync", "--json"]).ok();
     let v = out.json();
@@ -331,12 +342,8 @@ fn sync_json_lists_each_rejected_op() {
 fn a_sync_that_stopped_after_its_push_is_finished_without_duplicates() {
     let (env, hub) = team();
     let t = env.add("Contested", &[]);
-    env.loopx(&["sync"]).ok();
-    let b = env.clone_machine("b", &hub);
-    b.loopx(&["sync"]).ok();
-    env.agent("agent-a", &["todo", "claim", &t]).ok();
-    env.loopx(&["sync"]).ok();
-    b.agent("agent-b", &["todo", "claim", &t]).ok();
+    let b = second_machine(&env, &hub);
+    claims_crossed(&env, &b, &t);
     b.add("Kept");
     // b as it was before its sync: as if that sync had pushed, then died
     // before it moved b's own ref.
@@ -369,9 +376,7 @@ fn a_sync_that_stopped_after_its_push_is_finished_without_duplicates() {
 fn claim_sync_counts_only_once_pushed_and_the_loser_is_told_who_won() {
     let (env, hub) = team();
     let t = env.add("Contested", &[]);
-    env.loopx(&["sync"]).ok();
-    let b = env.clone_machine("b", &hub);
-    b.loopx(&["sync"]).ok();
+    let b = second_machine(&env, &hub);
 
     let out = env.agent("agent-a", &["todo", "claim", &t, "--sync"]).ok();
     assert_text(
@@ -437,19 +442,18 @@ fn git_wrapper(env: &TestEnv, dir: &str, script: &str) -> String {
     )
 }
 
-#[test]
-fn a_claim_that_loses_after_the_push_race_exits_4_naming_the_winner() {
-    let (env, hub) = team();
-    let t = env.add("Contested", &[]);
-    env.loopx(&["sync"]).ok();
-    let b = env.clone_machine("b", &hub);
-    b.loopx(&["sync"]).ok();
-    // b's push of its claim (expecting the hub where b's sync left it)
-    // first lets agent-a claim and push from the other machine: the race,
-    // made certain. b's push is refused; only then does b fetch again.
+/// `todo claim --next --sync` as agent-b on `b`, whose first push first
+/// lets agent-a claim `t` (with `--sync`, dated 30 s earlier) from the
+/// environment's machine. Returns the file counting b's pushes, agent-a's
+/// time, and b's claim.
+fn claim_next_losing_the_race(
+    env: &TestEnv,
+    b: &Machine,
+    t: &str,
+) -> (std::path::PathBuf, String, Output) {
     let count = env.root().join("pushes");
     let path = git_wrapper(
-        &env,
+        env,
         "bin-b",
         &format!(
             "case \" $* \" in *\" push \"*)\n  n=$(cat '{count}' 2>/dev/null || echo 0); n=$((n+1)); echo $n > '{count}'\n  if [ $n -eq 1 ]; then (cd '{a}' && PATH=\"$REAL_PATH\" LOOPX_AGENT=agent-a LOOPX_NOW=\"$A_NOW\" '{loopx}' todo claim --sync '{t}' >/dev/null 2>&1); fi;;\nesac",
@@ -466,8 +470,20 @@ fn a_claim_that_loses_after_the_push_race_exits_4_naming_the_winner() {
         .env("REAL_PATH", std::env::var("PATH").unwrap_or_default())
         .env("A_NOW", &a_now)
         .env("LOOPX_AGENT", "agent-b")
-        .args(["todo", "claim", "--next", "--sync"]))
-    .code(4);
+        .args(["todo", "claim", "--next", "--sync"]));
+    (count, a_now, out)
+}
+
+#[test]
+fn a_claim_that_loses_after_the_push_race_exits_4_naming_the_winner() {
+    let (env, hub) = team();
+    let t = env.add("Contested", &[]);
+    let b = second_machine(&env, &hub);
+    // b's push of its claim (expecting the hub where b's sync left it)
+    // first lets agent-a claim and push from the other machine: the race,
+    // made certain. b's push is refused; only then does b fetch again.
+    let (count, a_now, out) = claim_next_losing_the_race(&env, &b, &t);
+    let out = out.code(4);
     assert_text(
         &mask(&out.stderr.replace(&t, "T"), "e"),
         &format!(
@@ -488,32 +504,11 @@ fn a_next_claim_that_loses_the_push_race_picks_again_from_the_hubs_state() {
     let (env, hub) = team();
     let t = env.add("Contested", &["--priority", "P0"]);
     let u = env.add("Still free", &["--priority", "P1"]);
-    env.loopx(&["sync"]).ok();
-    let b = env.clone_machine("b", &hub);
-    b.loopx(&["sync"]).ok();
+    let b = second_machine(&env, &hub);
     // As above: agent-a claims T from the other machine just before b's
     // first push, so b's pick (T, the most urgent) loses on the hub.
-    let count = env.root().join("pushes");
-    let path = git_wrapper(
-        &env,
-        "bin-b",
-        &format!(
-            "case \" $* \" in *\" push \"*)\n  n=$(cat '{count}' 2>/dev/null || echo 0); n=$((n+1)); echo $n > '{count}'\n  if [ $n -eq 1 ]; then (cd '{a}' && PATH=\"$REAL_PATH\" LOOPX_AGENT=agent-a LOOPX_NOW=\"$A_NOW\" '{loopx}' todo claim --sync '{t}' >/dev/null 2>&1); fi;;\nesac",
-            count = count.display(),
-            a = env.repo.display(),
-            loopx = env!("CARGO_BIN_EXE_loopx"),
-        ),
-    );
-    let a_now = env.now();
-    env.advance(30);
-    let out = run(b
-        .command()
-        .env("PATH", &path)
-        .env("REAL_PATH", std::env::var("PATH").unwrap_or_default())
-        .env("A_NOW", &a_now)
-        .env("LOOPX_AGENT", "agent-b")
-        .args(["todo", "claim", "--next", "--sync"]))
-    .ok();
+    let (count, _, out) = claim_next_losing_the_race(&env, &b, &t);
+    let out = out.ok();
     assert_eq!(out.stdout.trim(), u, "{}", out.stderr);
     assert!(
         out.stderr.contains(&format!(
@@ -538,9 +533,7 @@ fn a_claim_decided_on_a_stale_state_fetches_once_when_refused_here() {
     // its id is refused on the local state, which then takes the hub's and
     // decides again.
     let (env, hub) = team();
-    env.loopx(&["sync"]).ok();
-    let b = env.clone_machine("b", &hub);
-    b.loopx(&["sync"]).ok();
+    let b = second_machine(&env, &hub);
     let t = env.add("Added later", &[]);
     env.loopx(&["sync"]).ok();
     let out = b.agent("agent-b", &["todo", "claim", &t, "--sync"]).ok();
@@ -1253,9 +1246,7 @@ fn concurrent_syncs_on_one_machine_all_complete() {
     for a in ["agent-c", "agent-d"] {
         env.loopx(&["agent", "register", a]).ok();
     }
-    env.loopx(&["sync"]).ok();
-    let b = env.clone_machine("b", &hub);
-    b.loopx(&["sync"]).ok();
+    let b = second_machine(&env, &hub);
     let agents = ["agent-a", "agent-b", "agent-c", "agent-d"];
     let mut added = Vec::new();
     for round in 0..3 {

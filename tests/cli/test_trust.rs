@@ -7,52 +7,11 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::common::fixtures::publish_gate;
 use crate::common::forge::{self, Parts};
+use crate::common::hubs::{clone, guarded_url, hub_tip, hubs, push_guarded, refused_everywhere};
+use crate::common::keys::{announce, have_openssh, keygen, sign_with, signer, trust};
 use crate::common::{Machine, TestEnv, git_in};
-use crate::test_sign::{announce, have_openssh, keygen, sign_with, trust};
-
-/// A plain hub (`origin`) and a guarded one (`guarded`, over file://), both
-/// holding the environment's board.
-pub(crate) struct Hubs {
-    pub(crate) origin: PathBuf,
-    pub(crate) guarded: PathBuf,
-}
-
-pub(crate) fn hubs(env: &TestEnv) -> Hubs {
-    let origin = PathBuf::from(env.hub("hub.git"));
-    let guarded = PathBuf::from(env.hub("guarded.git"));
-    env.loopx(&["-C", guarded.to_str().unwrap(), "hub", "install"])
-        .ok();
-    env.git(&["remote", "add", "origin", origin.to_str().unwrap()]);
-    env.git(&["remote", "add", "guarded", &guarded_url(&guarded)]);
-    env.loopx(&["sync"]).ok();
-    push_guarded(&env.machine());
-    Hubs { origin, guarded }
-}
-
-fn guarded_url(guarded: &Path) -> String {
-    format!("file://{}", guarded.display())
-}
-
-/// Pushes the machine's state to the guarded hub; it must be taken.
-pub(crate) fn push_guarded(m: &Machine) {
-    let (ok, err) = forge::push(m, "guarded", "+refs/loopx/state:refs/loopx/state");
-    assert!(ok, "an honest push is taken: {err}");
-}
-
-/// A clone of the plain hub that knows the guarded one too.
-pub(crate) fn clone<'e>(env: &'e TestEnv, h: &Hubs, name: &str) -> Machine<'e> {
-    let m = env.clone_machine(name, h.origin.to_str().unwrap());
-    m.git(&["remote", "add", "guarded", &guarded_url(&h.guarded)]);
-    m.loopx(&["sync"]).ok();
-    m
-}
-
-fn hub_tip(hub: &Path) -> String {
-    git_in(hub, &["rev-parse", "refs/loopx/state"])
-        .trim()
-        .to_owned()
-}
 
 /// The op id in a tick's message.
 fn op_id(message: &str) -> String {
@@ -65,59 +24,6 @@ fn op_id(message: &str) -> String {
 
 fn todo_path(id: &str) -> String {
     format!("todos/{}/{id}.toml", &id[2..4])
-}
-
-/// `forger`'s tip is a forgery on top of `start`: the guarded hub refuses
-/// it for `rule` and stays put; the plain hub takes it, and `victim`'s sync
-/// and verify refuse it for `rule` (with `refusal` when given), changing
-/// nothing. Then the plain hub and the forger are put back at `start`.
-pub(crate) fn refused_everywhere(
-    h: &Hubs,
-    forger: &Machine,
-    victim: &Machine,
-    start: &str,
-    rule: &str,
-    refusal: Option<&str>,
-) {
-    let forged = forger.tip().unwrap();
-    assert_ne!(forged, start, "a forgery was made");
-    let guarded_before = hub_tip(&h.guarded);
-    let (ok, err) = forge::push(forger, "guarded", "refs/loopx/state:refs/loopx/state");
-    assert!(!ok, "the guarded hub took it");
-    assert!(
-        err.contains("loopx hub: refusing refs/loopx/state") && err.contains(&format!("[{rule}]")),
-        "the guarded hub says why ({rule}):\n{err}"
-    );
-    assert_eq!(hub_tip(&h.guarded), guarded_before, "the guarded hub moved");
-    let (ok, err) = forge::push(forger, "origin", "+refs/loopx/state:refs/loopx/state");
-    assert!(ok, "{err}");
-    let victim_tip = victim.tip();
-    let out = victim.loopx(&["--json", "sync"]).code(3);
-    // Sync checks the signatures of what it takes before it re-applies
-    // every tick: a signature refusal then names its own code.
-    assert!(
-        out.stderr.contains(&format!("[{rule}]")) || refusal.is_some_and(|r| out.error_code() == r),
-        "sync names {rule}: {}\n{}",
-        out.stdout,
-        out.stderr
-    );
-    assert_eq!(victim.tip(), victim_tip, "a refused sync moves nothing");
-    let v = victim
-        .loopx(&[
-            "verify",
-            "--to",
-            "refs/loopx/remotes/origin/state",
-            "--json",
-        ])
-        .code(3)
-        .json();
-    assert_eq!(v["findings"][0]["rule"], rule, "{v}");
-    assert_eq!(v["findings"][0]["commit"], forged.as_str(), "{v}");
-    if let Some(code) = refusal {
-        assert_eq!(v["findings"][0]["refusal"], code, "{v}");
-    }
-    forge::set_hub_ref(&h.origin, "refs/loopx/state", start);
-    forger.git(&["update-ref", "refs/loopx/state", start]);
 }
 
 /// Item 1: the rogue machine gives its own P0 `todo add -- sh -c …` the op
@@ -216,28 +122,8 @@ fn a_missing_trust_root_refuses_every_human_act() {
     }
     let env = TestEnv::with_board();
     let a = env.machine();
-    let ada = keygen(&env, "ada");
-    trust(&a, "ada", &ada);
-    sign_with(&a, &ada);
-    announce(&a, "ada", &ada);
-    let gate = a
-        .agent(
-            "agent-a",
-            &[
-                "--json",
-                "gate",
-                "open",
-                "--kind",
-                "publish",
-                "--question",
-                "Publish 1.0?",
-            ],
-        )
-        .ok()
-        .json()["gate"]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let ada = signer(&env, &a, "ada");
+    let gate = publish_gate(&a);
     let before = a.tip();
     let file = a.repo.with_extension("allowed_signers");
     let moved = a.repo.with_extension("moved");
@@ -294,10 +180,7 @@ fn a_state_that_requires_signatures_binds_every_clone() {
     let env = TestEnv::with_board();
     let h = hubs(&env);
     let a = env.machine();
-    let ada = keygen(&env, "ada");
-    trust(&a, "ada", &ada);
-    sign_with(&a, &ada);
-    announce(&a, "ada", &ada);
+    signer(&env, &a, "ada");
     a.loopx(&["sync"]).ok();
     push_guarded(&a);
     let b = clone(&env, &h, "bob");
@@ -331,35 +214,8 @@ fn a_state_that_requires_signatures_binds_every_clone() {
     assert_eq!(b.tip(), before);
     // Forged with plumbing on top of the policy: the same pause, unsigned.
     let start = b.tip().unwrap();
-    let parent = forge::read(&b, &start);
-    let tick: usize = b
-        .git(&["rev-list", "--count", &start])
-        .trim()
-        .parse()
-        .unwrap();
-    let message = template
-        .message
-        .lines()
-        .map(|l| {
-            if l.starts_with("Loopx-Tick: ") {
-                format!("Loopx-Tick: {}", tick + 1)
-            } else {
-                l.to_owned()
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-        + "\n";
-    let forged = forge::write(
-        &b,
-        &Parts {
-            tree: forge::tree_with(&b, &parent.tree, &[("goals/main.toml", Some(&goal_file))]),
-            parent: Some(start.clone()),
-            message,
-            author: template.author.clone(),
-            date: template.date.clone(),
-        },
-    );
+    let edits = [("goals/main.toml", Some(goal_file.as_slice()))];
+    let forged = forge::tick_on(&b, &start, &template, &edits);
     b.git(&["update-ref", "refs/loopx/state", &forged]);
     refused_everywhere(&h, &b, &a, &start, "signature", Some("unsigned"));
     // Bob's own verify refuses it too (no trust root), and his clone still
@@ -469,24 +325,7 @@ fn bobs_key_cannot_sign_an_act_as_ada() {
     trust(&b, "bob", &bob);
     sign_with(&b, &bob);
     announce(&b, "bob", &bob);
-    let gate = b
-        .agent(
-            "agent-a",
-            &[
-                "--json",
-                "gate",
-                "open",
-                "--kind",
-                "publish",
-                "--question",
-                "Publish 1.0?",
-            ],
-        )
-        .ok()
-        .json()["gate"]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let gate = publish_gate(&b);
     b.loopx(&["sync"]).ok();
     a.loopx(&["sync"]).ok();
     push_guarded(&a);
@@ -599,10 +438,7 @@ fn a_signed_act_does_not_replay_into_another_project() {
     }
     let env = TestEnv::with_board();
     let p1 = env.machine();
-    let ada = keygen(&env, "ada");
-    trust(&p1, "ada", &ada);
-    sign_with(&p1, &ada);
-    announce(&p1, "ada", &ada);
+    let ada = signer(&env, &p1, "ada");
     let t = p1
         .loopx(&["todo", "add", "Deploy", "--", "sh", "-c", "touch DEPLOYED"])
         .ok()
@@ -642,36 +478,9 @@ fn a_signed_act_does_not_replay_into_another_project() {
     p2.git(&["remote", "add", "guarded", &guarded_url(&hub)]);
     push_guarded(&p2);
     let start = p2.tip().unwrap();
-    let parent = forge::read(&p2, &start);
-    let tick: usize = p2
-        .git(&["rev-list", "--count", &start])
-        .trim()
-        .parse()
-        .unwrap();
-    let message = signed
-        .message
-        .lines()
-        .map(|l| {
-            if l.starts_with("Loopx-Tick: ") {
-                format!("Loopx-Tick: {}", tick + 1)
-            } else {
-                l.to_owned()
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-        + "\n";
     let path = todo_path(&t);
-    let forged = forge::write(
-        &p2,
-        &Parts {
-            tree: forge::tree_with(&p2, &parent.tree, &[(path.as_str(), Some(&todo_file))]),
-            parent: Some(start.clone()),
-            message,
-            author: signed.author.clone(),
-            date: signed.date.clone(),
-        },
-    );
+    let edits = [(path.as_str(), Some(todo_file.as_slice()))];
+    let forged = forge::tick_on(&p2, &start, &signed, &edits);
     p2.git(&["update-ref", "refs/loopx/forged", &forged]);
     let v = p2
         .loopx(&["--json", "verify", "--to", "refs/loopx/forged"])

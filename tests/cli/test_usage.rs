@@ -734,7 +734,7 @@ fn the_claude_stop_hook_records_the_transcripts_new_messages_once() {
 
 #[test]
 fn budgets_and_their_gates_are_signed_human_acts() {
-    use crate::test_sign::{have_openssh, keygen, sign_with, trust};
+    use crate::common::keys::{have_openssh, keygen, sign_with, trust};
     if !have_openssh() {
         return;
     }
@@ -749,7 +749,7 @@ fn budgets_and_their_gates_are_signed_human_acts() {
         .code(3);
     assert_eq!(out.json()["error"]["code"], "unsigned", "{}", out.stdout);
     sign_with(&m, &ada);
-    crate::test_sign::announce(&m, "ada", &ada);
+    crate::common::keys::announce(&m, "ada", &ada);
     m.loopx(&["goal", "set", "main", "--budget-usd", "1"]).ok();
     let body = env.git(&["log", "-1", "--format=%B", "refs/loopx/state"]);
     assert!(body.contains("\nsignature = "), "{body}");

@@ -580,7 +580,7 @@ fn forge_tip(m: &Machine, kind: usize, used_ops: &[String]) -> &'static str {
 /// machine is admitted for the agents.
 #[test]
 fn random_honest_ops_from_three_clones_all_verify_everywhere() {
-    if !crate::test_sign::have_openssh() {
+    if !crate::common::keys::have_openssh() {
         return;
     }
     let env = TestEnv::with_board();
@@ -605,7 +605,7 @@ fn random_honest_ops_from_three_clones_all_verify_everywhere() {
     let names = ["ada", "b", "c"];
     let keys: Vec<PathBuf> = names
         .iter()
-        .map(|n| crate::test_sign::keygen(&env, n))
+        .map(|n| crate::common::keys::keygen(&env, n))
         .collect();
     let allowed = env.root().join("team_allowed_signers");
     let lines: String = names
@@ -631,9 +631,9 @@ fn random_honest_ops_from_three_clones_all_verify_everywhere() {
             "loopx.allowedSignersFile",
             allowed.to_str().unwrap(),
         ]);
-        crate::test_sign::sign_with(m, k);
+        crate::common::keys::sign_with(m, k);
         m.loopx(&["sync"]).ok();
-        crate::test_sign::announce(m, n, k);
+        crate::common::keys::announce(m, n, k);
         let v = m
             .loopx(&["--json", "machine", "setup", "--name", &format!("m-{n}")])
             .ok()

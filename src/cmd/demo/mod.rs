@@ -235,13 +235,47 @@ impl Demo {
         ran.stdout.trim().to_owned()
     }
 
-    fn token(ran: &Ran) -> Result<String> {
-        let v: serde_json::Value =
-            serde_json::from_str(&ran.stdout).context("reading should-run's JSON")?;
-        v["turn_token"]
-            .as_str()
-            .map(str::to_owned)
-            .context("should-run gave no turn token")
+    /// `agent` on `machine` asks whether to run (shown as JSON when
+    /// `json`), and gets its turn token.
+    fn turn(&mut self, machine: &str, agent: &str, json: bool) -> Result<String> {
+        let args: &[&str] = if json {
+            &["quota", "should-run", "--json"]
+        } else {
+            &["quota", "should-run"]
+        };
+        let ran = self.loopx(machine, Some(agent), args, &[0])?;
+        let token = if json {
+            let v: serde_json::Value =
+                serde_json::from_str(&ran.stdout).context("reading should-run's JSON")?;
+            v["turn_token"].as_str().map(str::to_owned)
+        } else {
+            ran.stdout
+                .lines()
+                .find_map(|l| l.strip_prefix("turn: "))
+                .map(str::to_owned)
+        };
+        token.context("should-run gave no turn token")
+    }
+
+    /// Ada answers `gate` on machine A with `choice`, saying why.
+    fn answer(&mut self, gate: &str, choice: &str, note: &str) -> Result<Ran> {
+        let args = ["gate", "answer", gate, "--choice", choice, "--note", note];
+        self.loopx("machine-a", None, &args, &[0])
+    }
+
+    /// `settle` of the turn `token` on `todo`, which advanced, then `rest`.
+    fn advanced<'a>(token: &'a str, todo: &'a str, rest: &[&'a str]) -> Vec<&'a str> {
+        let mut args = vec![
+            "settle",
+            "--turn",
+            token,
+            "--todo",
+            todo,
+            "--outcome",
+            "advanced",
+        ];
+        args.extend_from_slice(rest);
+        args
     }
 
     fn play(&mut self) -> Result<()> {
@@ -341,13 +375,7 @@ impl Demo {
              check as evidence, and settles the turn: one tick holds the todo's update,\n\
              the evidence, the outcome and the quota it spent.",
         );
-        let ran = self.loopx(
-            "machine-a",
-            Some("builder"),
-            &["quota", "should-run", "--json"],
-            &[0],
-        )?;
-        let token = Self::token(&ran)?;
+        let token = self.turn("machine-a", "builder", true)?;
         self.loopx(
             "machine-a",
             Some("builder"),
@@ -368,23 +396,9 @@ impl Demo {
             ],
             &[0],
         )?;
-        self.loopx(
-            "machine-a",
-            Some("builder"),
-            &[
-                "settle",
-                "--turn",
-                &token,
-                "--todo",
-                &parser,
-                "--outcome",
-                "advanced",
-                "--done",
-                "--note",
-                "parser merged",
-            ],
-            &[0],
-        )?;
+        let done = ["--done", "--note", "parser merged"];
+        let settle = Self::advanced(&token, &parser, &done);
+        self.loopx("machine-a", Some("builder"), &settle, &[0])?;
         self.loopx("machine-a", None, &["sync"], &[0])?;
 
         self.act(
@@ -398,29 +412,14 @@ impl Demo {
              evidence.",
         );
         self.loopx("machine-b", None, &["sync"], &[0])?;
-        let ran = self.loopx(
-            "machine-b",
-            Some("tester"),
-            &["quota", "should-run", "--json"],
-            &[0],
-        )?;
-        let token_b = Self::token(&ran)?;
+        let token_b = self.turn("machine-b", "tester", true)?;
         self.loopx(
             "machine-b",
             Some("tester"),
             &["todo", "claim", &notes],
             &[0],
         )?;
-        let settle = [
-            "settle",
-            "--turn",
-            &token_b,
-            "--todo",
-            &notes,
-            "--outcome",
-            "advanced",
-            "--done",
-        ];
+        let settle = Self::advanced(&token_b, &notes, &["--done"]);
         self.loopx("machine-b", Some("tester"), &settle, &[3])?;
         self.say(
             "  Machine B's owner lets the team's checks run: git config loopx.runValidations all",
@@ -497,20 +496,7 @@ impl Demo {
                 "  (ssh-keygen is not installed here, so this demo answers unsigned; install\n   openssh-client to see the signed answer.)",
             ),
         }
-        self.loopx(
-            "machine-a",
-            None,
-            &[
-                "gate",
-                "answer",
-                &gate,
-                "--choice",
-                "approve",
-                "--note",
-                "release notes first",
-            ],
-            &[0],
-        )?;
+        self.answer(&gate, "approve", "release notes first")?;
         self.loopx("machine-a", None, &["gate", "show", &gate], &[0])?;
         self.loopx("machine-a", None, &["sync"], &[0])?;
 

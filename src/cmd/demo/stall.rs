@@ -27,50 +27,16 @@ impl Demo {
             self.turns = Some(Vec::new());
         }
         for _ in 0..3 {
-            let ran = self.loopx("machine-a", Some("builder"), &["quota", "should-run"], &[0])?;
-            let token = ran
-                .stdout
-                .lines()
-                .find_map(|l| l.strip_prefix("turn: "))
-                .context("should-run gave no turn token")?
-                .to_owned();
-            self.loopx(
-                "machine-a",
-                Some("builder"),
-                &[
-                    "settle",
-                    "--turn",
-                    &token,
-                    "--todo",
-                    bench,
-                    "--outcome",
-                    "advanced",
-                    "--",
-                    "test",
-                    "-f",
-                    "README.md",
-                ],
-                &[0],
-            )?;
+            let token = self.turn("machine-a", "builder", false)?;
+            let check = ["--", "test", "-f", "README.md"];
+            let settle = Self::advanced(&token, bench, &check);
+            self.loopx("machine-a", Some("builder"), &settle, &[0])?;
         }
         self.loopx("machine-a", Some("builder"), &["quota", "should-run"], &[3])?;
         let gate = self
             .gate_on(bench)?
             .context("the third turn opened no gate")?;
-        self.loopx(
-            "machine-a",
-            None,
-            &[
-                "gate",
-                "answer",
-                &gate,
-                "--choice",
-                "continue",
-                "--note",
-                "profile first, then measure",
-            ],
-            &[0],
-        )?;
+        self.answer(&gate, "continue", "profile first, then measure")?;
         self.loopx("machine-a", Some("builder"), &["quota", "should-run"], &[0])?;
         self.loopx("machine-a", None, &["sync"], &[0])?;
         Ok(())

@@ -2,15 +2,15 @@
 //! and tell the human the trust step each runtime needs. Writes nothing, and
 //! never another tool's trust settings.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::Result;
 use serde::Serialize;
 use serde_json::Value;
 
 use super::{
-    GIT_HOOKS, GIT_MARKER, Scope, backup_path, base, git_hooks_dir, hook_file, owned, program_of,
-    read_json, shown, timeout_limit,
+    GIT_MARKER, Place, Plugin, backup_path, hook_file, is_executable, owned, plugin_program,
+    program_of, read_json, shown, timeout_limit,
 };
 use crate::ctx::Ctx;
 use crate::error::Exit;
@@ -38,15 +38,15 @@ struct Wire {
 }
 
 #[derive(Serialize)]
-struct Check {
+pub(super) struct Check {
     runtime: &'static str,
     file: String,
     /// wired, absent or broken.
-    status: &'static str,
+    pub(super) status: &'static str,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     events: Vec<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    problems: Vec<String>,
+    pub(super) problems: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     trust: Option<&'static str>,
     /// Whether a hook runs `loopx` by name (found on PATH at run time).
@@ -54,72 +54,50 @@ struct Check {
     by_name: bool,
 }
 
-/// The step a human takes before a runtime runs project hooks.
-fn trust(runtime: Runtime, scope: Scope) -> Option<&'static str> {
-    match (runtime, scope) {
-        (Runtime::ClaudeCode, _) => Some(
-            "Claude Code reads hooks at session start: restart it or review them in /hooks, and accept the workspace trust prompt",
-        ),
-        (Runtime::Codex, Scope::Project) => Some(
-            "Codex runs project hooks only in a trusted project, and each hook only once approved in /hooks (again after every change)",
-        ),
-        (Runtime::Codex, Scope::User) => {
-            Some("approve the hooks in Codex's /hooks (again after every change)")
+impl Check {
+    fn new(runtime: Runtime, file: String) -> Check {
+        Check {
+            runtime: runtime.as_str(),
+            file,
+            status: "absent",
+            events: Vec::new(),
+            problems: Vec::new(),
+            trust: None,
+            by_name: false,
         }
-        (Runtime::Cursor, _) => Some(
-            "Cursor reloads hooks.json on save: check the Hooks tab of its settings for errors",
-        ),
-        (Runtime::Gemini, Scope::Project) => Some(
-            "Gemini CLI ignores .gemini/settings.json in an untrusted folder: trust this folder when it asks; a headless run (gemini -p) needs GEMINI_CLI_TRUST_WORKSPACE=true in its environment (--skip-trust does not load the folder's hooks in 0.61)",
-        ),
-        (Runtime::Gemini, Scope::User) => {
-            Some("Gemini CLI runs hooks since v0.27; check them with /hooks")
+    }
+
+    /// wired when it hooks an event and nothing is wrong, broken when
+    /// something is, else absent.
+    fn settle(mut self) -> Check {
+        self.status = if !self.problems.is_empty() {
+            "broken"
+        } else if self.events.is_empty() {
+            "absent"
+        } else {
+            "wired"
+        };
+        self
+    }
+
+    /// Checks the loopx a hook runs (`what`, in a problem's words): one
+    /// named by path is there and executable (else `fix` says what to
+    /// run), one named alone is looked up on PATH.
+    fn program(&mut self, program: &str, what: &str, fix: &str) {
+        if !program.contains('/') {
+            self.by_name = true;
+        } else if !is_executable(Path::new(program)) {
+            self.problems.push(format!(
+                "{what} runs {program}, which is not there or not executable (loopx moved?): run `{fix}` again"
+            ));
         }
-        (Runtime::OpenCode, _) => Some(
-            "OpenCode loads plugins when it starts: restart it after installing or changing the plugin",
-        ),
-        (Runtime::Pi, _) => Some(
-            "Pi loads extensions when it starts: restart it (or /reload) after installing or changing the extension",
-        ),
-        (Runtime::Git | Runtime::Custom, _) => None,
     }
 }
 
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
-    let base = base(ctx, args.target.scope)?;
-    let loopx = on_path(ctx.env.get("PATH").unwrap_or(""), "loopx");
-    let mut checks = Vec::new();
-    for runtime in args.target.runtime.runtimes() {
-        if runtime == Runtime::OpenCode {
-            let path = super::plugin_path(runtime, &base, args.target.scope)
-                .expect("OpenCode has a plugin");
-            let mut c = check_opencode(&path, &base);
-            if c.status != "absent" {
-                c.trust = trust(runtime, args.target.scope);
-            }
-            checks.push(c);
-        } else if runtime == Runtime::Pi {
-            let path =
-                super::plugin_path(runtime, &base, args.target.scope).expect("Pi has a plugin");
-            let mut c = check_pi(&path, &base);
-            if c.status != "absent" {
-                c.trust = trust(runtime, args.target.scope);
-            }
-            checks.push(c);
-        } else if let Some(file) = hook_file(runtime, &base) {
-            let mut c = check_json(runtime, &file.path, &base);
-            if c.status != "absent" {
-                c.trust = trust(runtime, args.target.scope);
-                if let Some(hint) = super::codex_untrusted(ctx, runtime, args.target.scope, &base) {
-                    c.problems.push(hint);
-                    c.status = "broken";
-                }
-            }
-            checks.push(c);
-        } else if args.target.scope == Scope::Project {
-            checks.push(check_git(ctx, &base));
-        }
-    }
+    let place = Place::of(ctx, args.target.scope)?;
+    let loopx = place.on_path("loopx");
+    let checks = checks(&place, &args.target.runtime.runtimes());
     let wired = checks.iter().any(|c| c.by_name);
     let ok = checks.iter().all(|c| c.problems.is_empty()) && (loopx.is_some() || !wired);
     let wire = Wire {
@@ -129,6 +107,38 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     };
     ctx.out.emit(&wire, || human(&wire, wired))?;
     Ok(if ok { Exit::Ok } else { Exit::Error })
+}
+
+/// Checks the hooks of `runtimes` at `place`, one check each (git's in
+/// project scope only).
+pub(super) fn checks(place: &Place, runtimes: &[Runtime]) -> Vec<Check> {
+    let base = &place.base;
+    let mut checks = Vec::new();
+    for &runtime in runtimes {
+        let spec = runtime.spec();
+        let mut c = if let Some(plugin) = &spec.plugin {
+            check_plugin(runtime, plugin, &place.plugin(plugin), base)
+        } else if let Some(file) = hook_file(runtime, base) {
+            check_json(runtime, &file.path, base)
+        } else if let Some(dir) = place
+            .git_hooks
+            .as_deref()
+            .filter(|_| !spec.shims.is_empty())
+        {
+            check_git(dir, runtime, base)
+        } else {
+            continue;
+        };
+        if c.status != "absent" {
+            c.trust = spec.trust.map(|t| place.scope.pick(t.project, t.user));
+            if let Some(hint) = place.untrusted(runtime) {
+                c.problems.push(hint);
+                c.status = "broken";
+            }
+        }
+        checks.push(c);
+    }
+    checks
 }
 
 fn human(w: &Wire, wired: bool) -> String {
@@ -159,36 +169,8 @@ fn human(w: &Wire, wired: bool) -> String {
     s
 }
 
-/// The first executable `name` on `path`.
-fn on_path(path: &str, name: &str) -> Option<PathBuf> {
-    std::env::split_paths(path)
-        .map(|d| d.join(name))
-        .find(|p| is_executable(p))
-}
-
-fn is_executable(p: &Path) -> bool {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        p.metadata()
-            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    }
-    #[cfg(not(unix))]
-    {
-        p.is_file()
-    }
-}
-
 fn check_json(runtime: Runtime, path: &Path, base: &Path) -> Check {
-    let mut c = Check {
-        runtime: runtime.as_str(),
-        file: shown(path, base),
-        status: "absent",
-        events: Vec::new(),
-        problems: Vec::new(),
-        trust: None,
-        by_name: false,
-    };
+    let mut c = Check::new(runtime, shown(path, base));
     let doc = match read_json(path) {
         Ok(Some((_, v))) => v,
         Ok(None) => return c,
@@ -228,15 +210,7 @@ fn check_json(runtime: Runtime, path: &Path, base: &Path) -> Check {
                     continue;
                 }
                 let (program, rest) = program_of(cmd);
-                if program.contains('/') {
-                    if !is_executable(Path::new(&program)) {
-                        c.problems.push(format!(
-                            "hooks.{event} runs {program}, which is not there or not executable (loopx moved?): run `loopx hooks install` again"
-                        ));
-                    }
-                } else {
-                    c.by_name = true;
-                }
+                c.program(&program, &format!("hooks.{event}"), "loopx hooks install");
                 if let (Some((max, why)), Some(t)) = (
                     timeout_limit(runtime, event),
                     h.get("timeout").and_then(Value::as_f64),
@@ -260,128 +234,37 @@ fn check_json(runtime: Runtime, path: &Path, base: &Path) -> Check {
             }
         }
     }
-    c.status = if !c.problems.is_empty() {
-        "broken"
-    } else if c.events.is_empty() {
-        "absent"
-    } else {
-        "wired"
-    };
-    c
+    c.settle()
 }
 
-/// The OpenCode plugin: loopx's, and the loopx it runs is there.
-fn check_opencode(path: &Path, base: &Path) -> Check {
-    let mut c = Check {
-        runtime: Runtime::OpenCode.as_str(),
-        file: shown(path, base),
-        status: "absent",
-        events: Vec::new(),
-        problems: Vec::new(),
-        trust: None,
-        by_name: false,
-    };
+/// loopx's plugin file (OpenCode's plugin, Pi's extension): loopx's, and
+/// the loopx it runs is there.
+fn check_plugin(runtime: Runtime, plugin: &Plugin, path: &Path, base: &Path) -> Check {
+    let mut c = Check::new(runtime, shown(path, base));
     let Ok(text) = std::fs::read_to_string(path) else {
         return c;
     };
-    let Some(program) = super::opencode_program(&text) else {
-        c.problems.push(
-            "not loopx's plugin (no loopx-managed marker); move it away and install again"
-                .to_owned(),
-        );
-        c.status = "broken";
-        return c;
+    let kind = plugin.kind;
+    let Some((program, guard)) = plugin_program(plugin, &text) else {
+        c.problems.push(format!(
+            "not loopx's {kind} (no loopx-managed marker); move it away and install again"
+        ));
+        return c.settle();
     };
-    if program.contains('/') {
-        if !is_executable(Path::new(&program)) {
-            c.problems.push(format!(
-                "the plugin runs {program}, which is not there or not executable (loopx moved?): run `loopx hooks install --runtime opencode` again"
-            ));
-        }
-    } else {
-        c.by_name = true;
-    }
-    c.events = [
-        "chat.message",
-        "experimental.chat.system.transform",
-        "tool.execute.before",
-        "session.idle",
-    ]
-    .map(str::to_owned)
-    .to_vec();
-    c.status = if c.problems.is_empty() {
-        "wired"
-    } else {
-        "broken"
-    };
-    c
-}
-
-/// The Pi extension: loopx's, and the loopx it runs is there.
-fn check_pi(path: &Path, base: &Path) -> Check {
-    let mut c = Check {
-        runtime: Runtime::Pi.as_str(),
-        file: shown(path, base),
-        status: "absent",
-        events: Vec::new(),
-        problems: Vec::new(),
-        trust: None,
-        by_name: false,
-    };
-    let Ok(text) = std::fs::read_to_string(path) else {
-        return c;
-    };
-    let Some((program, guard)) = super::pi_program(&text) else {
-        c.problems.push(
-            "not loopx's extension (no loopx-managed marker); move it away and install again"
-                .to_owned(),
-        );
-        c.status = "broken";
-        return c;
-    };
-    if program.contains('/') {
-        if !is_executable(Path::new(&program)) {
-            c.problems.push(format!(
-                "the extension runs {program}, which is not there or not executable (loopx moved?): run `loopx hooks install --runtime pi` again"
-            ));
-        }
-    } else {
-        c.by_name = true;
-    }
-    c.events = ["session_start", "before_agent_start"]
-        .into_iter()
-        .chain(guard.then_some("tool_call"))
-        .chain(["agent_end", "session_shutdown", "session_compact"])
-        .map(str::to_owned)
+    let fix = format!("loopx hooks install --runtime {}", runtime.as_str());
+    c.program(&program, &format!("the {kind}"), &fix);
+    c.events = plugin
+        .wires
+        .iter()
+        .filter(|(_, guarded)| guard || !guarded)
+        .map(|(event, _)| (*event).to_owned())
         .collect();
-    c.status = if c.problems.is_empty() {
-        "wired"
-    } else {
-        "broken"
-    };
-    c
+    c.settle()
 }
 
-fn check_git(ctx: &Ctx, base: &Path) -> Check {
-    let mut c = Check {
-        runtime: "git",
-        file: "-".to_owned(),
-        status: "absent",
-        events: Vec::new(),
-        problems: Vec::new(),
-        trust: None,
-        by_name: false,
-    };
-    let dir = match git_hooks_dir(ctx) {
-        Ok(d) => d,
-        Err(e) => {
-            c.problems.push(format!("{e:#}"));
-            c.status = "broken";
-            return c;
-        }
-    };
-    c.file = shown(&dir, base);
-    for (name, _) in GIT_HOOKS {
+fn check_git(dir: &Path, runtime: Runtime, base: &Path) -> Check {
+    let mut c = Check::new(runtime, shown(dir, base));
+    for (name, _) in runtime.spec().shims {
         let path = dir.join(name);
         let Ok(text) = std::fs::read_to_string(&path) else {
             continue;
@@ -389,7 +272,7 @@ fn check_git(ctx: &Ctx, base: &Path) -> Check {
         if !text.contains(GIT_MARKER) {
             continue;
         }
-        c.events.push(name.to_owned());
+        c.events.push((*name).to_owned());
         // The shims run `loopx` by name (and do nothing without it).
         c.by_name = true;
         if !is_executable(&path) {
@@ -406,12 +289,5 @@ fn check_git(ctx: &Ctx, base: &Path) -> Check {
             ));
         }
     }
-    c.status = if !c.problems.is_empty() {
-        "broken"
-    } else if c.events.is_empty() {
-        "absent"
-    } else {
-        "wired"
-    };
-    c
+    c.settle()
 }

@@ -7,12 +7,13 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 
 use super::{
-    CODEX_MCP, CURSOR_RULE, Change, GIT_HOOKS, GIT_MARKER, HookFile, Scope, backup_path, base,
-    git_hooks_dir, hook_file, merge, pretty, read_json, shown, write_atomic,
+    Change, GIT_MARKER, HookFile, Place, Scope, backup_path, hook_file, merge, plugin_text, pretty,
+    read_json, shown, write_atomic,
 };
 use crate::ctx::Ctx;
 use crate::error::{Code, Exit, Refusal};
 use crate::hook::Runtime;
+use crate::model::runtime::Mcp;
 
 /// Wire agent runtimes (and git) to loopx: merge its hooks into their settings
 ///
@@ -53,16 +54,31 @@ struct Wire<'a> {
 }
 
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
-    let base = base(ctx, args.target.scope)?;
+    let place = Place::of(ctx, args.target.scope)?;
     let program = match &args.program {
         Some(p) => p.clone(),
         None => this_program(ctx)?,
     };
+    let changes = install(&place, &args.target.runtime.runtimes(), args, &program)?;
+    report(ctx, args.target.scope, args.dry_run, &changes)?;
+    Ok(Exit::Ok)
+}
+
+/// Installs the hooks of `runtimes` at `place`, running `program`; what
+/// changed, file by file.
+pub fn install(
+    place: &Place,
+    runtimes: &[Runtime],
+    args: &Args,
+    program: &str,
+) -> Result<Vec<Change>> {
+    let (base, dry_run) = (&place.base, args.dry_run);
     let mut changes = Vec::new();
-    for runtime in args.target.runtime.runtimes() {
-        if let Some(file) = hook_file(runtime, &base) {
-            let mut change = install_json(&file, &base, args, &program)?;
-            if let Some(hint) = super::codex_untrusted(ctx, runtime, args.target.scope, &base) {
+    for &runtime in runtimes {
+        let spec = runtime.spec();
+        if let Some(file) = hook_file(runtime, base) {
+            let mut change = install_json(&file, base, args, program)?;
+            if let Some(hint) = place.untrusted(runtime) {
                 change.note = Some(match change.note {
                     Some(n) => format!("{n}; {hint}"),
                     None => hint,
@@ -70,60 +86,35 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             }
             changes.push(change);
         }
-        match runtime {
-            Runtime::Codex if args.mcp => {
-                let path = base.join(".codex/config.toml");
-                changes.push(install_mcp(&path, &base, &program, args.dry_run)?);
+        if let Some(mcp) = spec.mcp.filter(|_| args.mcp) {
+            let path = base.join(mcp.path);
+            changes.push(install_mcp(runtime, &mcp, &path, base, program, dry_run)?);
+        }
+        if let Some(rule) = spec.rule.filter(|_| place.scope == Scope::Project) {
+            let path = base.join(rule.path);
+            let marker = rule.marker;
+            changes.push(install_file(
+                runtime, marker, &path, base, rule.text, dry_run,
+            )?);
+        }
+        if let Some(plugin) = &spec.plugin {
+            let path = place.plugin(plugin);
+            let text = plugin_text(plugin, program, args.guard);
+            let marker = plugin.marker;
+            changes.push(install_file(runtime, marker, &path, base, &text, dry_run)?);
+            if let (Some(package), Some(folder), Some(bin)) = (
+                plugin.dependency,
+                path.parent().and_then(Path::parent),
+                place.on_path(runtime.as_str()),
+            ) {
+                changes.push(dependency(runtime, package, &bin, folder, base, dry_run));
             }
-            Runtime::Cursor if args.target.scope == Scope::Project => {
-                let path = base.join(".cursor/rules/loopx.mdc");
-                changes.push(install_file(
-                    runtime,
-                    &path,
-                    &base,
-                    CURSOR_RULE,
-                    args.dry_run,
-                )?);
-            }
-            Runtime::OpenCode => {
-                let path = super::plugin_path(runtime, &base, args.target.scope)
-                    .expect("OpenCode has a plugin");
-                changes.push(install_file(
-                    runtime,
-                    &path,
-                    &base,
-                    &super::opencode_plugin(&program),
-                    args.dry_run,
-                )?);
-                if let (Some(folder), Some(opencode)) =
-                    (path.parent().and_then(Path::parent), opencode_on_path(ctx))
-                {
-                    changes.push(opencode_dependency(&opencode, folder, &base, args.dry_run));
-                }
-            }
-            Runtime::Pi => {
-                let path =
-                    super::plugin_path(runtime, &base, args.target.scope).expect("Pi has a plugin");
-                changes.push(install_file(
-                    runtime,
-                    &path,
-                    &base,
-                    &super::pi_extension(&program, args.guard),
-                    args.dry_run,
-                )?);
-            }
-            Runtime::Git if args.target.scope == Scope::User => changes.push(Change {
-                runtime: "git",
-                file: "-".to_owned(),
-                action: "skipped",
-                note: Some("git hooks belong to a repository: use --scope project".to_owned()),
-            }),
-            Runtime::Git => changes.extend(install_git(ctx, &base, args.dry_run)?),
-            _ => {}
+        }
+        if !spec.shims.is_empty() {
+            changes.extend(install_git(place, runtime, dry_run)?);
         }
     }
-    report(ctx, args.target.scope, args.dry_run, &changes)?;
-    Ok(Exit::Ok)
+    Ok(changes)
 }
 
 /// This loopx's absolute path: the `loopx` on PATH when it is this very
@@ -189,12 +180,7 @@ fn install_json(file: &HookFile, base: &Path, args: &Args, program: &str) -> Res
         .as_ref()
         .map_or_else(|| serde_json::json!({}), |(_, v)| v.clone());
     merge(&mut doc, file, args.guard, program)?;
-    let mut change = Change {
-        runtime: file.runtime.as_str(),
-        file: shown(&file.path, base),
-        action: "unchanged",
-        note: None,
-    };
+    let mut change = Change::unchanged(file.runtime, &file.path, base);
     if existing.as_ref().is_some_and(|(_, v)| *v == doc) {
         return Ok(change);
     }
@@ -218,7 +204,16 @@ fn install_json(file: &HookFile, base: &Path, args: &Args, program: &str) -> Res
     Ok(change)
 }
 
-fn install_mcp(path: &Path, base: &Path, program: &str, dry_run: bool) -> Result<Change> {
+/// Registers `loopx mcp` in the runtime's TOML config (Codex's
+/// `mcp_servers.loopx`).
+fn install_mcp(
+    runtime: Runtime,
+    mcp: &Mcp,
+    path: &Path,
+    base: &Path,
+    program: &str,
+    dry_run: bool,
+) -> Result<Change> {
     let old = match std::fs::read_to_string(path) {
         Ok(s) => Some(s),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
@@ -232,7 +227,7 @@ fn install_mcp(path: &Path, base: &Path, program: &str, dry_run: bool) -> Result
         .with_hint("fix it and run the command again; nothing was changed")
     })?;
     let fragment: toml_edit::DocumentMut =
-        CODEX_MCP.parse().context("the built-in MCP fragment")?;
+        mcp.fragment.parse().context("the built-in MCP fragment")?;
     let mut wanted = fragment["mcp_servers"]["loopx"].clone();
     // The template's comment is for people reading hooks/, not for the
     // user's file.
@@ -240,12 +235,7 @@ fn install_mcp(path: &Path, base: &Path, program: &str, dry_run: bool) -> Result
         t.decor_mut().clear();
         t.insert("command", toml_edit::value(program));
     }
-    let mut change = Change {
-        runtime: "codex",
-        file: shown(path, base),
-        action: "unchanged",
-        note: None,
-    };
+    let mut change = Change::unchanged(runtime, path, base);
     let servers = doc
         .entry("mcp_servers")
         .or_insert_with(|| {
@@ -280,21 +270,17 @@ fn install_mcp(path: &Path, base: &Path, program: &str, dry_run: bool) -> Result
 }
 
 /// A whole file loopx owns (the Cursor rule, OpenCode's plugin, Pi's
-/// extension).
+/// extension), a loopx's version of which starts with `marker`.
 fn install_file(
     runtime: Runtime,
+    marker: &str,
     path: &Path,
     base: &Path,
     text: &str,
     dry_run: bool,
 ) -> Result<Change> {
     let old = std::fs::read(path).ok();
-    let mut change = Change {
-        runtime: runtime.as_str(),
-        file: shown(path, base),
-        action: "unchanged",
-        note: None,
-    };
+    let mut change = Change::unchanged(runtime, path, base);
     if old.as_deref() == Some(text.as_bytes()) {
         return Ok(change);
     }
@@ -304,10 +290,7 @@ fn install_file(
     }
     // Only the user's own file is backed up, not one of loopx's (a second
     // install), which uninstall would otherwise put back.
-    let ours = |b: &[u8]| {
-        b.starts_with(super::OPENCODE_MARKER.as_bytes())
-            || b.starts_with(super::PI_MARKER.as_bytes())
-    };
+    let ours = |b: &[u8]| b.starts_with(marker.as_bytes());
     if let Some(old) = &old
         && !ours(old)
         && backup_once(path, old)?
@@ -318,20 +301,23 @@ fn install_file(
     Ok(change)
 }
 
-/// The git shims, chaining a hook that is already there.
-fn install_git(ctx: &Ctx, base: &Path, dry_run: bool) -> Result<Vec<Change>> {
-    let dir = git_hooks_dir(ctx)?;
+/// The git shims, chaining a hook that is already there; they belong to a
+/// repository, so none in user scope.
+fn install_git(place: &Place, runtime: Runtime, dry_run: bool) -> Result<Vec<Change>> {
+    let (Some(dir), base) = (&place.git_hooks, &place.base) else {
+        return Ok(vec![Change {
+            runtime: runtime.as_str(),
+            file: "-".to_owned(),
+            action: "skipped",
+            note: Some("git hooks belong to a repository: use --scope project".to_owned()),
+        }]);
+    };
     let mut changes = Vec::new();
-    for (name, shim) in GIT_HOOKS {
+    for (name, shim) in runtime.spec().shims {
         let path = dir.join(name);
         let backup = backup_path(&path);
         let old = std::fs::read(&path).ok();
-        let mut change = Change {
-            runtime: "git",
-            file: shown(&path, base),
-            action: "unchanged",
-            note: None,
-        };
+        let mut change = Change::unchanged(runtime, &path, base);
         let ours = old
             .as_deref()
             .is_some_and(|b| String::from_utf8_lossy(b).contains(GIT_MARKER));
@@ -384,25 +370,28 @@ fn write_shim(path: &Path, shim: &str) -> Result<()> {
     Ok(())
 }
 
-/// OpenCode installs `@opencode-ai/plugin` into each of its config folders
-/// (`.opencode`, `~/.config/opencode`) at every start until a
-/// `node_modules` there lists it; offline that wait is about 70 s. Where
-/// OpenCode is on PATH, loopx's
-/// plugin does not import it, so installing it here (with npm, from its
-/// cache first, bounded) only spares OpenCode the wait. Failing is a note
-/// that says what to run, never an error.
-fn opencode_dependency(opencode: &Path, folder: &Path, base: &Path, dry_run: bool) -> Change {
-    let installed = folder.join("node_modules/@opencode-ai/plugin");
-    let mut change = Change {
-        runtime: Runtime::OpenCode.as_str(),
-        file: shown(&installed, base),
-        action: "unchanged",
-        note: None,
-    };
+/// OpenCode installs `@opencode-ai/plugin` (the plugin's `dependency`)
+/// into each of its config folders (`.opencode`, `~/.config/opencode`) at
+/// every start until a `node_modules` there lists it; offline that wait is
+/// about 70 s. loopx's plugin does not import it, so installing it here
+/// (where the runtime's `bin` is on PATH, with npm, from its cache first,
+/// bounded) only spares the runtime the wait. Failing is a note that says
+/// what to run, never an error.
+fn dependency(
+    runtime: Runtime,
+    package: &str,
+    bin: &Path,
+    folder: &Path,
+    base: &Path,
+    dry_run: bool,
+) -> Change {
+    let installed = folder.join("node_modules").join(package);
+    let mut change = Change::unchanged(runtime, &installed, base);
     if installed.is_dir() {
         return change;
     }
-    let package = opencode_plugin_package(opencode);
+    let title = runtime.spec().title;
+    let package = versioned(package, bin);
     let argv: Vec<String> = [
         "npm",
         "install",
@@ -426,12 +415,12 @@ fn opencode_dependency(opencode: &Path, folder: &Path, base: &Path, dry_run: boo
     if ran.exit == Some(0) && installed.is_dir() {
         change.action = "created";
         change.note = Some(format!(
-            "ran `{command}`, so OpenCode does not install it at every start"
+            "ran `{command}`, so {title} does not install it at every start"
         ));
     } else {
         change.action = "skipped";
         change.note = Some(format!(
-            "OpenCode installs {package} here at start and waits about 70 s when offline; run `{command}` once (it failed here: {})",
+            "{title} installs {package} here at start and waits about 70 s when offline; run `{command}` once (it failed here: {})",
             ran.error.clone().unwrap_or_else(|| match ran.exit {
                 Some(c) => format!("exit {c}"),
                 None => "timed out".to_owned(),
@@ -441,17 +430,10 @@ fn opencode_dependency(opencode: &Path, folder: &Path, base: &Path, dry_run: boo
     change
 }
 
-/// The `opencode` on PATH, if any.
-fn opencode_on_path(ctx: &Ctx) -> Option<std::path::PathBuf> {
-    std::env::split_paths(ctx.env.get("PATH").unwrap_or(""))
-        .map(|d| d.join("opencode"))
-        .find(|p| p.is_file())
-}
-
-/// `@opencode-ai/plugin@VERSION` for that OpenCode (`opencode --version`),
-/// else the latest.
-fn opencode_plugin_package(opencode: &Path) -> String {
-    let version = std::process::Command::new(opencode)
+/// `PACKAGE@VERSION` for the runtime `bin` (`bin --version`), else the
+/// latest.
+fn versioned(package: &str, bin: &Path) -> String {
+    let version = std::process::Command::new(bin)
         .arg("--version")
         .stdin(std::process::Stdio::null())
         .output()
@@ -465,7 +447,7 @@ fn opencode_plugin_package(opencode: &Path) -> String {
                     .all(|c| c.is_ascii_alphanumeric() || ".-+".contains(c))
         });
     match version {
-        Some(v) => format!("@opencode-ai/plugin@{v}"),
-        None => "@opencode-ai/plugin".to_owned(),
+        Some(v) => format!("{package}@{v}"),
+        None => package.to_owned(),
     }
 }

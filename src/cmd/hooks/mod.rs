@@ -13,12 +13,15 @@ pub mod doctor;
 pub mod install;
 pub mod uninstall;
 
-use std::path::PathBuf;
+#[cfg(test)]
+mod tests;
+
+use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::ctx::Ctx;
+use crate::ctx::{Ctx, Env};
 use crate::error::{Code, Exit, Refusal};
 use crate::hook::Runtime;
 pub use crate::hook::installer::*;
@@ -38,32 +41,41 @@ pub fn run(ctx: &Ctx, c: &Command) -> Result<Exit> {
     }
 }
 
-/// `--runtime`: one runtime, or all of them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Which {
-    #[value(alias = "claude")]
-    ClaudeCode,
-    Codex,
-    Cursor,
-    Gemini,
-    #[value(name = "opencode")]
-    OpenCode,
-    Pi,
-    Git,
-    All,
+/// `--runtime`: one runtime whose hooks call `loopx hook` (by its name or
+/// an alias in the runtime table), or all of them (None).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Which(Option<Runtime>);
+
+/// Each runtime of [`Runtime::HOOKED`], then all.
+const WHICH: [Which; Runtime::HOOKED.len() + 1] = {
+    let mut all = [Which(None); Runtime::HOOKED.len() + 1];
+    let mut i = 0;
+    while i < Runtime::HOOKED.len() {
+        all[i] = Which(Some(Runtime::HOOKED[i]));
+        i += 1;
+    }
+    all
+};
+
+impl clap::ValueEnum for Which {
+    fn value_variants<'a>() -> &'a [Self] {
+        &WHICH
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(match self.0 {
+            Some(r) => clap::builder::PossibleValue::new(r.as_str())
+                .aliases(r.spec().aliases.iter().copied()),
+            None => clap::builder::PossibleValue::new("all"),
+        })
+    }
 }
 
 impl Which {
     pub fn runtimes(self) -> Vec<Runtime> {
-        match self {
-            Which::ClaudeCode => vec![Runtime::ClaudeCode],
-            Which::Codex => vec![Runtime::Codex],
-            Which::Cursor => vec![Runtime::Cursor],
-            Which::Gemini => vec![Runtime::Gemini],
-            Which::OpenCode => vec![Runtime::OpenCode],
-            Which::Pi => vec![Runtime::Pi],
-            Which::Git => vec![Runtime::Git],
-            Which::All => Runtime::HOOKED.to_vec(),
+        match self.0 {
+            Some(r) => vec![r],
+            None => Runtime::HOOKED.to_vec(),
         }
     }
 }
@@ -87,19 +99,18 @@ pub enum Scope {
     User,
 }
 
-/// Where loopx's plugin file of `runtime` (OpenCode's plugin, Pi's
-/// extension: the runtime's `Spec::plugin`) goes in `scope`, with `base`
-/// the project root or the home directory.
-pub fn plugin_path(runtime: Runtime, base: &std::path::Path, scope: Scope) -> Option<PathBuf> {
-    let plugin = runtime.spec().plugin?;
-    Some(base.join(match scope {
-        Scope::Project => plugin.project,
-        Scope::User => plugin.user,
-    }))
+impl Scope {
+    /// Of a `(project, user)` pair, this scope's.
+    pub fn pick<T>(self, project: T, user: T) -> T {
+        match self {
+            Scope::Project => project,
+            Scope::User => user,
+        }
+    }
 }
 
 /// Where a scope's files live: the repository's worktree root, or `HOME`.
-pub fn base(ctx: &Ctx, scope: Scope) -> Result<PathBuf> {
+fn base(ctx: &Ctx, scope: Scope) -> Result<PathBuf> {
     match scope {
         Scope::User => ctx.home().ok_or_else(|| {
             Refusal::error(Code::NoHome, "HOME is not set, so there is no user scope")
@@ -117,7 +128,7 @@ pub fn base(ctx: &Ctx, scope: Scope) -> Result<PathBuf> {
 
 /// The git hooks directory: `core.hooksPath` (relative to the worktree
 /// root), else `hooks` in the common git dir.
-pub fn git_hooks_dir(ctx: &Ctx) -> Result<PathBuf> {
+fn git_hooks_dir(ctx: &Ctx) -> Result<PathBuf> {
     let store = ctx.store()?;
     Ok(match store.config("core.hooksPath") {
         Some(p) if !p.trim().is_empty() => {
@@ -136,21 +147,72 @@ pub fn git_hooks_dir(ctx: &Ctx) -> Result<PathBuf> {
     })
 }
 
-/// When `runtime` is Codex in project scope and Codex does not trust the
-/// project: what to run so that it does (see [`codex_trust_hint`]).
-pub fn codex_untrusted(
-    ctx: &Ctx,
-    runtime: Runtime,
-    scope: Scope,
-    base: &std::path::Path,
-) -> Option<String> {
-    if runtime != Runtime::Codex || scope != Scope::Project {
-        return None;
+/// Where a hooks command works, read from the context once: the scope,
+/// its folder, git's hooks directory, and the environment (PATH, HOME, the
+/// runtimes' config folders). What is below it reads no context, so that
+/// it runs in a test on any folder.
+pub struct Place<'a> {
+    pub scope: Scope,
+    /// The project root or the home directory.
+    pub base: PathBuf,
+    /// git's hooks directory; None in user scope (git hooks belong to a
+    /// repository).
+    pub git_hooks: Option<PathBuf>,
+    pub env: &'a Env,
+}
+
+impl<'a> Place<'a> {
+    pub fn of(ctx: &'a Ctx, scope: Scope) -> Result<Place<'a>> {
+        Ok(Place {
+            scope,
+            base: base(ctx, scope)?,
+            git_hooks: match scope {
+                Scope::Project => Some(git_hooks_dir(ctx)?),
+                Scope::User => None,
+            },
+            env: &ctx.env,
+        })
     }
-    let home = ctx.home();
-    let config = codex_config(ctx.env.get("CODEX_HOME"), home.as_deref())?;
-    let text = std::fs::read_to_string(config).unwrap_or_default();
-    let project = std::fs::canonicalize(base).unwrap_or_else(|_| base.to_path_buf());
-    (!codex_trusts(&text, &project) && !codex_trusts(&text, base))
-        .then(|| codex_trust_hint(&project))
+
+    /// Where loopx's plugin file of a runtime goes here.
+    pub fn plugin(&self, plugin: &Plugin) -> PathBuf {
+        self.base.join(self.scope.pick(plugin.project, plugin.user))
+    }
+
+    /// The first executable `name` on PATH.
+    pub fn on_path(&self, name: &str) -> Option<PathBuf> {
+        std::env::split_paths(self.env.get("PATH").unwrap_or(""))
+            .map(|d| d.join(name))
+            .find(|p| is_executable(p))
+    }
+
+    /// When `runtime` reads project hooks only in a project its own config
+    /// trusts (Codex), in project scope, and it does not trust this one:
+    /// what to do so that it does (see [`trust_hint`]).
+    pub fn untrusted(&self, runtime: Runtime) -> Option<String> {
+        let trust = runtime
+            .spec()
+            .project_trust
+            .filter(|_| self.scope == Scope::Project)?;
+        let home = self.env.get("HOME").map(Path::new);
+        let config = trust_config(&trust, self.env.get(trust.home_var), home)?;
+        let text = std::fs::read_to_string(config).unwrap_or_default();
+        let base = &self.base;
+        let project = std::fs::canonicalize(base).unwrap_or_else(|_| base.clone());
+        (!trusts(&text, &project) && !trusts(&text, base)).then(|| trust_hint(&trust, &project))
+    }
+}
+
+/// Whether `p` is a file its owner, group or others may run.
+pub fn is_executable(p: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        p.metadata()
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    }
+    #[cfg(not(unix))]
+    {
+        p.is_file()
+    }
 }

@@ -7,9 +7,8 @@ use anyhow::{Context, Result};
 
 use super::install::report;
 use super::{
-    Change, GIT_HOOKS, GIT_MARKER, HookFile, Scope, Shape, backup_path, base, git_hooks_dir,
-    hollow, hook_file, is_loopx_server, pretty, prune_dirs, read_json, remove_owned, shown,
-    write_atomic,
+    Change, GIT_MARKER, HookFile, Place, Scope, Shape, backup_path, hollow, hook_file,
+    is_loopx_server, pretty, prune_dirs, read_json, remove_owned, write_atomic,
 };
 use crate::ctx::Ctx;
 use crate::error::Exit;
@@ -39,51 +38,49 @@ pub struct Args {
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     // Everything loopx owns goes, whichever install flags put it there.
     let _ = (args.guard, args.mcp);
-    let base = base(ctx, args.target.scope)?;
-    let mut changes = Vec::new();
-    for runtime in args.target.runtime.runtimes() {
-        if let Some(file) = hook_file(runtime, &base) {
-            changes.push(uninstall_json(&file, &base, args.dry_run)?);
-        }
-        match runtime {
-            Runtime::Codex => {
-                let path = base.join(".codex/config.toml");
-                if let Some(c) = uninstall_mcp(&path, &base, args.dry_run)? {
-                    changes.push(c);
-                }
-            }
-            Runtime::Cursor => {
-                let path = base.join(".cursor/rules/loopx.mdc");
-                if let Some(c) = uninstall_file(runtime, &path, &base, args.dry_run)? {
-                    changes.push(c);
-                }
-            }
-            Runtime::OpenCode => {
-                let path = super::plugin_path(runtime, &base, args.target.scope)
-                    .expect("OpenCode has a plugin");
-                let ours = std::fs::read_to_string(&path)
-                    .is_ok_and(|t| super::opencode_program(&t).is_some());
-                if ours && let Some(c) = uninstall_file(runtime, &path, &base, args.dry_run)? {
-                    changes.push(c);
-                }
-            }
-            Runtime::Pi => {
-                let path =
-                    super::plugin_path(runtime, &base, args.target.scope).expect("Pi has a plugin");
-                let ours =
-                    std::fs::read_to_string(&path).is_ok_and(|t| super::pi_program(&t).is_some());
-                if ours && let Some(c) = uninstall_file(runtime, &path, &base, args.dry_run)? {
-                    changes.push(c);
-                }
-            }
-            Runtime::Git if args.target.scope == Scope::Project => {
-                changes.extend(uninstall_git(ctx, &base, args.dry_run)?);
-            }
-            _ => {}
-        }
-    }
+    let place = Place::of(ctx, args.target.scope)?;
+    let changes = uninstall(&place, &args.target.runtime.runtimes(), args.dry_run)?;
     report(ctx, args.target.scope, args.dry_run, &changes)?;
     Ok(Exit::Ok)
+}
+
+/// Takes the hooks of `runtimes` out at `place`; what changed, file by
+/// file.
+pub fn uninstall(place: &Place, runtimes: &[Runtime], dry_run: bool) -> Result<Vec<Change>> {
+    let base = &place.base;
+    let mut changes = Vec::new();
+    for &runtime in runtimes {
+        let spec = runtime.spec();
+        if let Some(file) = hook_file(runtime, base) {
+            changes.push(uninstall_json(&file, base, dry_run)?);
+        }
+        if let Some(mcp) = spec.mcp {
+            let path = base.join(mcp.path);
+            changes.extend(uninstall_mcp(runtime, &path, base, dry_run)?);
+        }
+        if let Some(rule) = spec.rule.filter(|_| place.scope == Scope::Project) {
+            let path = base.join(rule.path);
+            changes.extend(uninstall_file(runtime, rule.marker, &path, base, dry_run)?);
+        }
+        if let Some(plugin) = &spec.plugin {
+            let path = place.plugin(plugin);
+            changes.extend(uninstall_file(
+                runtime,
+                plugin.marker,
+                &path,
+                base,
+                dry_run,
+            )?);
+        }
+        if let Some(dir) = place
+            .git_hooks
+            .as_deref()
+            .filter(|_| !spec.shims.is_empty())
+        {
+            changes.extend(uninstall_git(dir, runtime, base, dry_run)?);
+        }
+    }
+    Ok(changes)
 }
 
 /// Puts the file back as it was before loopx touched it: the backup's
@@ -151,16 +148,11 @@ fn put_back(
 }
 
 fn uninstall_json(file: &HookFile, base: &Path, dry_run: bool) -> Result<Change> {
-    let mut change = Change {
-        runtime: file.runtime.as_str(),
-        file: shown(&file.path, base),
-        action: "absent",
-        note: None,
-    };
+    let mut change = Change::unchanged(file.runtime, &file.path, base);
     let Some((_, mut doc)) = read_json(&file.path)? else {
+        change.action = "absent";
         return Ok(change);
     };
-    change.action = "unchanged";
     if !remove_owned(&mut doc, file.shape, None) {
         return Ok(change);
     }
@@ -196,7 +188,14 @@ fn uninstall_json(file: &HookFile, base: &Path, dry_run: bool) -> Result<Change>
     Ok(change)
 }
 
-fn uninstall_mcp(path: &Path, base: &Path, dry_run: bool) -> Result<Option<Change>> {
+/// Takes `loopx mcp` out of the runtime's TOML config (Codex's
+/// `mcp_servers.loopx`).
+fn uninstall_mcp(
+    runtime: Runtime,
+    path: &Path,
+    base: &Path,
+    dry_run: bool,
+) -> Result<Option<Change>> {
     let Ok(text) = std::fs::read_to_string(path) else {
         return Ok(None);
     };
@@ -234,45 +233,39 @@ fn uninstall_mcp(path: &Path, base: &Path, dry_run: bool) -> Result<Option<Chang
         dry_run,
     )?;
     Ok(Some(Change {
-        runtime: "codex",
-        file: shown(path, base),
         action,
-        note: None,
+        ..Change::unchanged(runtime, path, base)
     }))
 }
 
+/// A whole file loopx owns (the Cursor rule, OpenCode's plugin, Pi's
+/// extension), when it is loopx's: it starts with `marker`.
 fn uninstall_file(
     runtime: Runtime,
+    marker: &str,
     path: &Path,
     base: &Path,
     dry_run: bool,
 ) -> Result<Option<Change>> {
-    if !path.exists() {
+    let ours = std::fs::read(path).is_ok_and(|b| b.starts_with(marker.as_bytes()));
+    if !ours {
         return Ok(None);
     }
     let action = put_back(path, base, |_| Some(true), b"", true, dry_run)?;
     Ok(Some(Change {
-        runtime: runtime.as_str(),
-        file: shown(path, base),
         action,
-        note: None,
+        ..Change::unchanged(runtime, path, base)
     }))
 }
 
-fn uninstall_git(ctx: &Ctx, base: &Path, dry_run: bool) -> Result<Vec<Change>> {
-    let dir = git_hooks_dir(ctx)?;
+fn uninstall_git(dir: &Path, runtime: Runtime, base: &Path, dry_run: bool) -> Result<Vec<Change>> {
     let mut changes = Vec::new();
-    for (name, _) in GIT_HOOKS {
+    for (name, _) in runtime.spec().shims {
         let path = dir.join(name);
         let Ok(bytes) = std::fs::read(&path) else {
             continue;
         };
-        let mut change = Change {
-            runtime: "git",
-            file: shown(&path, base),
-            action: "unchanged",
-            note: None,
-        };
+        let mut change = Change::unchanged(runtime, &path, base);
         if !String::from_utf8_lossy(&bytes).contains(GIT_MARKER) {
             change.note = Some("not loopx's; left alone".to_owned());
             changes.push(change);

@@ -1,7 +1,7 @@
 //! Fixtures several test modules share: a fixed-clock history, and a
 //! commit made by hand on the state ref.
 
-use super::TestEnv;
+use super::{Machine, TestEnv};
 
 /// The todos of [`history`].
 pub struct Ids {
@@ -54,4 +54,25 @@ pub fn hand_commit(env: &TestEnv) -> String {
     ]);
     env.git(&["update-ref", "refs/loopx/state", commit.trim()]);
     commit.trim().to_owned()
+}
+
+/// Opens a publish gate as agent-a and returns its id.
+pub fn publish_gate(m: &Machine) -> String {
+    m.agent(
+        "agent-a",
+        &[
+            "--json",
+            "gate",
+            "open",
+            "--kind",
+            "publish",
+            "--question",
+            "Publish 1.0?",
+        ],
+    )
+    .ok()
+    .json()["gate"]["id"]
+        .as_str()
+        .expect("a gate id")
+        .to_owned()
 }

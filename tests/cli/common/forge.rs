@@ -207,3 +207,42 @@ pub fn push(m: &Machine, remote: &str, refspec: &str) -> (bool, String) {
 pub fn set_hub_ref(hub: &Path, name: &str, commit: &str) {
     super::git_in(hub, &["update-ref", name, commit]);
 }
+
+/// The tick number in a message, replaced by `tick`.
+pub fn renumber(message: &str, tick: usize) -> String {
+    message
+        .lines()
+        .map(|l| {
+            if l.starts_with("Loopx-Tick: ") {
+                format!("Loopx-Tick: {tick}")
+            } else {
+                l.to_owned()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The next tick on top of `onto`, forged with plumbing: `template`'s
+/// message (renumbered as the tick after `onto`), author and date, and
+/// `onto`'s files with `edits` written or removed. Returns its id; no ref
+/// moves.
+pub fn tick_on(
+    m: &Machine,
+    onto: &str,
+    template: &Parts,
+    edits: &[(&str, Option<&[u8]>)],
+) -> String {
+    let base = read(m, onto);
+    let ticks: usize = git(m, &["rev-list", "--count", onto]).parse().unwrap();
+    write(
+        m,
+        &Parts {
+            tree: tree_with(m, &base.tree, edits),
+            parent: Some(onto.to_owned()),
+            message: renumber(&template.message, ticks + 1) + "\n",
+            author: template.author.clone(),
+            date: template.date.clone(),
+        },
+    )
+}

@@ -11,6 +11,8 @@
 pub mod daemon;
 pub mod fixtures;
 pub mod forge;
+pub mod hubs;
+pub mod keys;
 pub mod nginx;
 
 use std::path::{Path, PathBuf};
