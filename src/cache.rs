@@ -203,7 +203,7 @@ pub fn read_in(common_dir: &Path, state_ref: &str, commit: Oid) -> Option<(Tip, 
     let one = |i: usize| read_shard(&folder, key, i, &shards);
     // Two cores parse the shards of a large state in half the time: the
     // odd ones on a second thread.
-    let parts: Vec<Option<Vec<Box<Todo>>>> =
+    let parts: Vec<Option<Vec<Todo>>> =
         if n >= 2 && std::thread::available_parallelism().is_ok_and(|p| p.get() >= 2) {
             std::thread::scope(|s| {
                 let odd = s.spawn(|| (1..n).step_by(2).map(one).collect::<Vec<_>>());
@@ -227,7 +227,7 @@ pub fn read_in(common_dir: &Path, state_ref: &str, commit: Oid) -> Option<(Tip, 
     let total = parts.iter().flatten().map(Vec::len).sum();
     let mut todos: Vec<(TodoId, Box<Todo>)> = Vec::with_capacity(total);
     for part in parts {
-        todos.extend(part?.into_iter().map(|t| (t.id.clone(), t)));
+        todos.extend(part?.into_iter().map(|t| (t.id.clone(), Box::new(t))));
     }
     let todos: BTreeMap<TodoId, Box<Todo>> = todos.into_iter().collect();
     state.todos = Entities::from_boxed(todos);
@@ -237,11 +237,11 @@ pub fn read_in(common_dir: &Path, state_ref: &str, commit: Oid) -> Option<(Tip, 
 /// The todos of shard `i` of the head's table `shards`, when its file is
 /// whole, is the one the head names, and holds only todos of that shard
 /// in strictly increasing id order (so none is misplaced or counted twice).
-fn read_shard(folder: &Path, key: &str, i: usize, shards: &[ShardRef]) -> Option<Vec<Box<Todo>>> {
+fn read_shard(folder: &Path, key: &str, i: usize, shards: &[ShardRef]) -> Option<Vec<Todo>> {
     let n = shards.len();
     let bytes = read_regular(&shard_path(folder, i))?;
     let body = parse_shard(key, &bytes, i, n, &shards[i])?;
-    let part: Vec<Box<Todo>> = serde_json::from_slice(body).ok()?;
+    let part: Vec<Todo> = serde_json::from_slice(body).ok()?;
     let placed =
         part.iter().all(|t| shard_of(&t.id, n) == i) && part.windows(2).all(|w| w[0].id < w[1].id);
     placed.then_some(part)
