@@ -399,7 +399,7 @@ pub fn write(store: &Store, tip: &Tip, state: &State) {
 /// The cache after a tick from `parent` to `tip` that changed the entities
 /// `touched` (`tx`'s hook): when the head on disk is the parent's, only the
 /// shards of the touched todos and the head are written; else the whole
-/// cache. Best effort, like [`write`].
+/// cache. Best effort, like [`write()`].
 pub fn update(store: &Store, parent: Option<&Tip>, tip: &Tip, state: &State, touched: &Touched) {
     let Some(key) = build_key() else { return };
     let folder = folder(store);
