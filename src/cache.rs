@@ -1,40 +1,89 @@
 //! The local state cache: the live state at one commit of the state ref, in
-//! one compact file under the git dir (`<git-common-dir>/loopx/cache/`), so
-//! a read parses one file instead of every live TOML file of the tree.
+//! a few compact files under the git dir
+//! (`<git-common-dir>/loopx/cache/<ref>/`), so a read parses them instead of
+//! every live TOML file of the tree.
 //!
 //! Derived and disposable (DESIGN §2): never part of the shared state,
 //! never pushed, never trusted by `verify`, sync or the hub hook (they
-//! re-derive from the tree through `tx::load_at`/`tx::snapshot`). It is
+//! re-derive from the tree through `tx::load_at`/`tx::snapshot`). It is not
+//! the stored format either: its layout may change with any build. It is
 //! keyed by the commit id the ref points at, so the hot path resolves the
-//! ref and reads this file without opening any object; a commit id is
+//! ref and reads these files without opening any object; a commit id is
 //! immutable, so an entry can never be stale. The key also holds this
 //! binary's version, the stored format, the cache layout and the
 //! executable's size and modification time: a cache written by another
 //! build (which may know other fields) is rebuilt, never read.
 //!
-//! The body is `serde_json` of [`State`] itself, so a field added to the
-//! model flows through without a change here. Anything wrong with the file
-//! (missing, zero-length, truncated, garbage, another key, a directory or a
-//! special file in its place, unreadable) is a miss: the caller reads the
-//! tree and writes a fresh cache. Writes go to a temporary file in the same
-//! directory and are renamed over the old one, so a reader sees a whole
-//! file or none, and two racing writers of the same commit write the same
-//! bytes. Every failure to write is silent: the cache only ever saves time.
+//! The layout. A `head` file holds the tip (commit, tree, tick) and the
+//! state as `serde_json` of [`State`] itself (so a field added to the model
+//! flows through without a change here). Below [`SHARD_FROM`] live todos
+//! that is all. From there the todos are left out of the head and kept in
+//! shards, `todos-00`, `todos-01`, … (about [`PER_SHARD`] todos each, by
+//! the first byte of the id, so the shards in order are the todos in id
+//! order). Every file's header names the commit it was written at; the
+//! head lists, for each shard, that commit and the shard's checksum. A tick
+//! ([`update`]) rewrites only the shards of the todos it touched and then
+//! the head: an untouched shard keeps the commit it was written at, which
+//! the new head names again (its todos are the same at both commits).
+//!
+//! Anything wrong with any file (missing, zero-length, truncated, garbage,
+//! another key, a shard of another commit or with another checksum than
+//! the head says, a todo in the wrong shard, a directory or a special file
+//! in its place, unreadable) is a miss: the caller reads the tree and
+//! writes a fresh cache. Each file is written to a temporary file in the
+//! same directory and renamed over the old one, the shards before the head,
+//! so a reader sees whole files; an update torn between files (a crash, or
+//! a racing writer of another commit) leaves a head that names the old
+//! commit, or a shard whose header or checksum disagrees with the head:
+//! a miss, never a wrong answer. Every failure to write is silent: the
+//! cache only ever saves time.
 
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
-use crate::model::{FORMAT, State};
+use crate::model::files::Touched;
+use crate::model::{Entities, FORMAT, State, Todo, TodoId};
 use crate::store::{Oid, Store, Tip};
 
-/// Bumped when the layout of the cache file changes.
-const LAYOUT: u32 = 1;
-/// The first line of every cache file.
+/// Bumped when the layout of the cache files changes.
+const LAYOUT: u32 = 2;
+/// The first line of a head file.
 const MAGIC: &str = "loopx-cache";
-/// The size of the cache file this process last read.
-static LAST_SIZE: AtomicUsize = AtomicUsize::new(0);
+/// The first line of a shard of todos.
+const SHARD_MAGIC: &str = "loopx-cache-todos";
+/// Below this many live todos the head holds them all (no shards: one file
+/// to read at the sizes where opening files is most of the cost).
+pub const SHARD_FROM: usize = 1024;
+/// About this many todos a shard, when a full write picks the number.
+pub const PER_SHARD: usize = 256;
+/// Tests' override of [`SHARD_FROM`] (with a quarter of it a shard), so a
+/// small board is sharded: the variable of the CLI tests, a thread's
+/// setting in unit tests.
+pub const SHARD_VAR: &str = "LOOPX_CACHE_SHARD_FROM";
+
+#[cfg(test)]
+thread_local! {
+    /// The unit tests' [`SHARD_VAR`].
+    pub static SHARD_FROM_TEST: std::cell::Cell<Option<usize>> = const { std::cell::Cell::new(None) };
+}
+
+/// [`SHARD_FROM`] and [`PER_SHARD`], or the tests' override.
+fn thresholds() -> (usize, usize) {
+    #[cfg(test)]
+    if let Some(from) = SHARD_FROM_TEST.with(|c| c.get()) {
+        return (from, (from / 4).max(1));
+    }
+    static SET: OnceLock<Option<usize>> = OnceLock::new();
+    let set = SET.get_or_init(|| std::env::var(SHARD_VAR).ok()?.parse().ok());
+    match set {
+        Some(from) => (*from, (from / 4).max(1)),
+        None => (SHARD_FROM, PER_SHARD),
+    }
+}
+/// At most this many shards (each is a file a full read opens).
+const MAX_SHARDS: usize = 64;
 
 /// The folder of the cache under the git common dir.
 pub fn dir(store: &Store) -> PathBuf {
@@ -46,18 +95,52 @@ pub fn dir_in(common_dir: &Path) -> PathBuf {
     common_dir.join("loopx").join("cache")
 }
 
-/// The cache file of the state ref: one file per ref, so two refs used in
-/// turn in one repository do not evict each other.
-fn path(store: &Store) -> PathBuf {
-    path_in(store.common_dir(), store.state_ref())
+/// The folder of the cache of the state ref: one per ref, so two refs
+/// used in turn in one repository do not evict each other.
+fn folder_in(common_dir: &Path, state_ref: &str) -> PathBuf {
+    dir_in(common_dir).join(ref_name(state_ref))
 }
 
-fn path_in(common_dir: &Path, state_ref: &str) -> PathBuf {
-    let name: String = state_ref
+fn ref_name(state_ref: &str) -> String {
+    state_ref
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
-        .collect();
-    dir_in(common_dir).join(format!("{name}.state"))
+        .collect()
+}
+
+/// The head file in a cache folder.
+pub fn head_path(folder: &Path) -> PathBuf {
+    folder.join("head")
+}
+
+/// Shard `i`'s file in a cache folder.
+pub fn shard_path(folder: &Path, i: usize) -> PathBuf {
+    folder.join(format!("todos-{i:02x}"))
+}
+
+/// The cache folder of `store`'s state ref.
+pub fn folder(store: &Store) -> PathBuf {
+    folder_in(store.common_dir(), store.state_ref())
+}
+
+/// How many shards a full write of `todos` live todos makes.
+pub fn shards_for(todos: usize) -> usize {
+    let (from, per) = thresholds();
+    if todos < from {
+        0
+    } else {
+        todos.div_ceil(per).next_power_of_two().min(MAX_SHARDS)
+    }
+}
+
+/// The shard of `n` that holds a todo: by the first byte of its id, so
+/// shard order is id order.
+pub fn shard_of(id: &TodoId, n: usize) -> usize {
+    let first = id
+        .hex()
+        .get(..2)
+        .and_then(|h| u8::from_str_radix(h, 16).ok());
+    usize::from(first.unwrap_or(0)) * n / 256
 }
 
 /// What a cache must have been written by: this binary, this format, this
@@ -84,16 +167,12 @@ pub fn build_key() -> Option<&'static str> {
     .as_deref()
 }
 
-/// The header of a cache file: every line must match on read.
-fn header(key: &str, tip: &Tip, body: &[u8]) -> String {
-    format!(
-        "{MAGIC}\nkey {key}\ncommit {}\ntree {}\ntick {}\nbytes {}\nsum {:016x}\n\n",
-        tip.commit,
-        tip.tree,
-        tip.tick,
-        body.len(),
-        checksum(body)
-    )
+/// What the head says of one shard: the commit it was written at and its
+/// body's checksum.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct ShardRef {
+    commit: Oid,
+    sum: u64,
 }
 
 /// The state at `commit` from the cache, with its tree and tick; None on any
@@ -106,14 +185,74 @@ pub fn read(store: &Store, commit: Oid) -> Option<(Tip, State)> {
 /// common dir is `common_dir`, without opening it (`crate::fast`).
 pub fn read_in(common_dir: &Path, state_ref: &str, commit: Oid) -> Option<(Tip, State)> {
     let key = build_key()?;
-    let path = path_in(common_dir, state_ref);
-    // Only a regular file: a FIFO in its place would block a read.
-    if !std::fs::symlink_metadata(&path).ok()?.is_file() {
+    let folder = folder_in(common_dir, state_ref);
+    let bytes = read_regular(&head_path(&folder))?;
+    let (tip, shards, body) = parse_head(key, &bytes)?;
+    if tip.commit != commit {
         return None;
     }
-    let bytes = std::fs::read(&path).ok()?;
-    LAST_SIZE.store(bytes.len(), Ordering::Relaxed);
-    parse(key, commit, &bytes)
+    let mut state: State = serde_json::from_slice(body).ok()?;
+    drop(bytes);
+    if shards.is_empty() {
+        return Some((tip, state));
+    }
+    if !state.todos.is_empty() {
+        return None;
+    }
+    let n = shards.len();
+    let one = |i: usize| read_shard(&folder, key, i, &shards);
+    // Two cores parse the shards of a large state in half the time: the
+    // odd ones on a second thread.
+    let parts: Vec<Option<Vec<Todo>>> =
+        if n >= 2 && std::thread::available_parallelism().is_ok_and(|p| p.get() >= 2) {
+            std::thread::scope(|s| {
+                let odd = s.spawn(|| (1..n).step_by(2).map(one).collect::<Vec<_>>());
+                let even: Vec<_> = (0..n).step_by(2).map(one).collect();
+                let odd = odd.join().unwrap_or_default();
+                let mut all = Vec::with_capacity(n);
+                let mut odd = odd.into_iter();
+                for e in even {
+                    all.push(e);
+                    all.extend(odd.next());
+                }
+                all
+            })
+        } else {
+            (0..n).map(one).collect()
+        };
+    if parts.len() != n {
+        return None;
+    }
+    // The shards in order hold the todos in id order (see `shard_of`).
+    let total = parts.iter().flatten().map(Vec::len).sum();
+    let mut todos: Vec<(TodoId, Box<Todo>)> = Vec::with_capacity(total);
+    for part in parts {
+        todos.extend(part?.into_iter().map(|t| (t.id.clone(), Box::new(t))));
+    }
+    let todos: BTreeMap<TodoId, Box<Todo>> = todos.into_iter().collect();
+    state.todos = Entities::from_boxed(todos);
+    Some((tip, state))
+}
+
+/// The todos of shard `i` of the head's table `shards`, when its file is
+/// whole, is the one the head names, and holds only todos of that shard
+/// in strictly increasing id order (so none is misplaced or counted twice).
+fn read_shard(folder: &Path, key: &str, i: usize, shards: &[ShardRef]) -> Option<Vec<Todo>> {
+    let n = shards.len();
+    let bytes = read_regular(&shard_path(folder, i))?;
+    let body = parse_shard(key, &bytes, i, n, &shards[i])?;
+    let part: Vec<Todo> = serde_json::from_slice(body).ok()?;
+    let placed =
+        part.iter().all(|t| shard_of(&t.id, n) == i) && part.windows(2).all(|w| w[0].id < w[1].id);
+    placed.then_some(part)
+}
+
+/// A regular file's bytes: a FIFO in its place would block a read.
+fn read_regular(path: &Path) -> Option<Vec<u8>> {
+    if !std::fs::symlink_metadata(path).ok()?.is_file() {
+        return None;
+    }
+    std::fs::read(path).ok()
 }
 
 /// The header of a file this module or `crate::fast` writes: a magic line,
@@ -151,25 +290,71 @@ impl<'a> Header<'a> {
     }
 }
 
-fn parse(key: &str, commit: Oid, bytes: &[u8]) -> Option<(Tip, State)> {
+/// A checksum field: 16 lowercase hex digits.
+fn sum_field(text: &str) -> Option<u64> {
+    (text.len() == 16)
+        .then(|| u64::from_str_radix(text, 16).ok())
+        .flatten()
+}
+
+/// The body's length and checksum from the header's next two fields,
+/// checked against the body.
+fn check_body(header: &mut Header<'_>, body: &[u8]) -> Option<u64> {
+    let len: usize = header.field("bytes")?.parse().ok()?;
+    let sum = sum_field(header.field("sum")?)?;
+    (body.len() == len && checksum(body) == sum).then_some(sum)
+}
+
+/// A head file: the tip, the shards' table and the body, when whole.
+fn parse_head<'a>(key: &str, bytes: &'a [u8]) -> Option<(Tip, Vec<ShardRef>, &'a [u8])> {
     let (mut header, body) = Header::read(bytes, MAGIC, key)?;
-    if Oid::from_hex(header.field("commit")?)? != commit {
-        return None;
-    }
+    let commit = Oid::from_hex(header.field("commit")?)?;
     let tree = Oid::from_hex(header.field("tree")?)?;
     let tick: u64 = header.field("tick")?.parse().ok()?;
-    let len: usize = header.field("bytes")?.parse().ok()?;
-    let sum = header.field("sum")?;
-    let sum = if sum.len() == 16 {
-        u64::from_str_radix(sum, 16).ok()?
-    } else {
-        return None;
-    };
-    if body.len() != len || checksum(body) != sum {
+    check_body(&mut header, body)?;
+    let n: usize = header.field("shards")?.parse().ok()?;
+    if n > MAX_SHARDS {
         return None;
     }
-    let state: State = serde_json::from_slice(body).ok()?;
-    Some((Tip { commit, tree, tick }, state))
+    let mut shards = Vec::with_capacity(n);
+    let mut rest = header.rest();
+    for i in 0..n {
+        let line = rest.next()?.strip_prefix("shard ")?;
+        let mut words = line.split(' ');
+        if words.next()? != format!("{i:02x}") {
+            return None;
+        }
+        let commit = Oid::from_hex(words.next()?)?;
+        let sum = sum_field(words.next()?)?;
+        if words.next().is_some() {
+            return None;
+        }
+        shards.push(ShardRef { commit, sum });
+    }
+    if rest.next() != Some("") {
+        return None;
+    }
+    Some((Tip { commit, tree, tick }, shards, body))
+}
+
+/// The body of shard `i` of `n`, when its file is whole and is the one the
+/// head names (`want`).
+fn parse_shard<'a>(
+    key: &str,
+    bytes: &'a [u8],
+    i: usize,
+    n: usize,
+    want: &ShardRef,
+) -> Option<&'a [u8]> {
+    let (mut header, body) = Header::read(bytes, SHARD_MAGIC, key)?;
+    if header.field("shard")? != format!("{i:02x} of {n}") {
+        return None;
+    }
+    if Oid::from_hex(header.field("commit")?)? != want.commit {
+        return None;
+    }
+    let sum = check_body(&mut header, body)?;
+    (sum == want.sum && header.rest().next() == Some("")).then_some(body)
 }
 
 /// A fast checksum of the body (not a cryptographic one: it catches a
@@ -202,31 +387,122 @@ pub fn checksum(bytes: &[u8]) -> u64 {
 }
 
 /// Writes the cache of `state` at `tip`, replacing the one there. Best
-/// effort: a failure leaves the cache as it was (or absent).
+/// effort: a failure leaves the cache as it was, or missing.
 pub fn write(store: &Store, tip: &Tip, state: &State) {
     let Some(key) = build_key() else { return };
-    // Sized like the last cache read, so a large state is not copied
-    // over and over as the buffer grows.
-    let mut body = Vec::with_capacity(LAST_SIZE.load(Ordering::Relaxed) + 4096);
-    if serde_json::to_writer(&mut body, state).is_err() {
-        return;
-    }
-    let _ = write_file(&path(store), &header(key, tip, &body), &body);
+    let _ = write_all(&folder(store), key, tip, state);
+    // The single file of the cache's first layout, if a build left one.
+    let old = dir(store).join(format!("{}.state", ref_name(store.state_ref())));
+    let _ = std::fs::remove_file(old);
 }
 
 /// The cache after a tick from `parent` to `tip` that changed the entities
-/// `touched` (`tx`'s hook, so the cache can be updated in place of being
-/// rewritten). Today it rewrites the file: the single JSON body has no
-/// place to put one entity.
-pub fn update(
-    store: &Store,
-    parent: Option<&Tip>,
+/// `touched` (`tx`'s hook): when the head on disk is the parent's, only the
+/// shards of the touched todos and the head are written; else the whole
+/// cache. Best effort, like [`write()`].
+pub fn update(store: &Store, parent: Option<&Tip>, tip: &Tip, state: &State, touched: &Touched) {
+    let Some(key) = build_key() else { return };
+    let folder = folder(store);
+    let n = shards_for(state.todos.len());
+    let table = parent.filter(|_| n > 0).and_then(|p| {
+        let bytes = read_regular(&head_path(&folder))?;
+        let (at, shards, _) = parse_head(key, &bytes)?;
+        (at.commit == p.commit && shards.len() == n).then_some(shards)
+    });
+    let Some(mut table) = table else {
+        let _ = write_all(&folder, key, tip, state);
+        return;
+    };
+    let mut dirty: Vec<usize> = touched.todos.iter().map(|id| shard_of(id, n)).collect();
+    dirty.sort_unstable();
+    dirty.dedup();
+    for i in dirty {
+        match write_shard(&folder, key, i, n, tip.commit, state) {
+            Ok(r) => table[i] = r,
+            Err(_) => return,
+        }
+    }
+    let _ = write_head(&folder, key, tip, state, &table);
+}
+
+/// Every file of the cache of `state` at `tip`: the shards, then the head.
+fn write_all(folder: &Path, key: &str, tip: &Tip, state: &State) -> std::io::Result<()> {
+    let n = shards_for(state.todos.len());
+    let mut table = Vec::with_capacity(n);
+    for i in 0..n {
+        table.push(write_shard(folder, key, i, n, tip.commit, state)?);
+    }
+    write_head(folder, key, tip, state, &table)?;
+    // Shards of a larger count before: never read, so only tidied.
+    for i in n..MAX_SHARDS {
+        let path = shard_path(folder, i);
+        if std::fs::symlink_metadata(&path).is_err() {
+            break;
+        }
+        let _ = std::fs::remove_file(path);
+    }
+    Ok(())
+}
+
+/// Writes shard `i` of `n` of `state`'s todos, written at `commit`.
+fn write_shard(
+    folder: &Path,
+    key: &str,
+    i: usize,
+    n: usize,
+    commit: Oid,
+    state: &State,
+) -> std::io::Result<ShardRef> {
+    let mut body = Vec::with_capacity(64 * 1024);
+    body.push(b'[');
+    for t in state.todos.values().filter(|t| shard_of(&t.id, n) == i) {
+        if body.len() > 1 {
+            body.push(b',');
+        }
+        serde_json::to_writer(&mut body, t).map_err(std::io::Error::other)?;
+    }
+    body.push(b']');
+    let sum = checksum(&body);
+    let header = format!(
+        "{SHARD_MAGIC}\nkey {key}\nshard {i:02x} of {n}\ncommit {commit}\nbytes {}\nsum {sum:016x}\n\n",
+        body.len()
+    );
+    write_file(&shard_path(folder, i), &header, &body)?;
+    Ok(ShardRef { commit, sum })
+}
+
+/// Writes the head of `state` at `tip` with the shards' table `shards`
+/// (empty: the head holds the todos too).
+fn write_head(
+    folder: &Path,
+    key: &str,
     tip: &Tip,
     state: &State,
-    touched: &crate::model::files::Touched,
-) {
-    let _ = (parent, touched);
-    write(store, tip, state);
+    shards: &[ShardRef],
+) -> std::io::Result<()> {
+    let body = if shards.is_empty() {
+        serde_json::to_vec(state)
+    } else {
+        // A copy without the todos: it shares every other entity.
+        let mut rest = state.clone();
+        rest.todos = Entities::new();
+        serde_json::to_vec(&rest)
+    }
+    .map_err(std::io::Error::other)?;
+    let mut header = format!(
+        "{MAGIC}\nkey {key}\ncommit {}\ntree {}\ntick {}\nbytes {}\nsum {:016x}\nshards {}\n",
+        tip.commit,
+        tip.tree,
+        tip.tick,
+        body.len(),
+        checksum(&body),
+        shards.len()
+    );
+    for (i, r) in shards.iter().enumerate() {
+        header.push_str(&format!("shard {i:02x} {} {:016x}\n", r.commit, r.sum));
+    }
+    header.push('\n');
+    write_file(&head_path(folder), &header, &body)
 }
 
 /// Writes `header` and `body` to `path` through a temporary file renamed
@@ -242,4 +518,32 @@ pub fn write_file(path: &Path, header: &str, body: &[u8]) -> std::io::Result<()>
     tmp.write_all(body)?;
     tmp.persist(path).map_err(|e| e.error)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shards_follow_id_order_and_cover_every_id() {
+        for n in [1, 2, 4, 8, 64] {
+            let mut last = 0;
+            for b in 0..=255u8 {
+                let id = TodoId::new(&format!("t-{b:02x}00")).unwrap();
+                let i = shard_of(&id, n);
+                assert!(i < n && i >= last, "{id} in shard {i} of {n}");
+                last = i;
+            }
+            assert_eq!(last, n - 1, "every shard of {n} is used");
+        }
+    }
+
+    #[test]
+    fn small_states_are_one_file_and_large_ones_sharded() {
+        assert_eq!(shards_for(0), 0);
+        assert_eq!(shards_for(SHARD_FROM - 1), 0);
+        assert_eq!(shards_for(SHARD_FROM), 4);
+        assert_eq!(shards_for(10_000), 64);
+        assert_eq!(shards_for(1_000_000), MAX_SHARDS);
+    }
 }

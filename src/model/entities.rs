@@ -342,6 +342,18 @@ impl<K: Ord, V> From<BTreeMap<K, V>> for Entities<K, V> {
     }
 }
 
+impl<K: Ord, V> Entities<K, V> {
+    /// A map whose entries are already boxed (the state cache's shards,
+    /// `crate::cache`), taken as the base without copying them.
+    pub fn from_boxed(base: BTreeMap<K, Box<V>>) -> Self {
+        Entities {
+            len: base.len(),
+            base: Arc::new(base),
+            over: BTreeMap::new(),
+        }
+    }
+}
+
 impl<K, V, Q> std::ops::Index<&Q> for Entities<K, V>
 where
     K: Ord + Borrow<Q>,

@@ -202,20 +202,34 @@ fn unshared(s: &State) -> State {
     }
 }
 
-/// The cache file's bytes after writing `state` at `tip`.
-fn cache_bytes(store: &Store, tip: &Tip, state: &State) -> Vec<u8> {
+/// The cache files' names and bytes after writing `state` at `tip`.
+fn cache_bytes(store: &Store, tip: &Tip, state: &State) -> Vec<(String, Vec<u8>)> {
     cache::write(store, tip, state);
-    let dir = cache::dir(store);
-    let file = std::fs::read_dir(&dir)
+    cache_files(store)
+}
+
+/// The cache files of the state ref, by name.
+fn cache_files(store: &Store) -> Vec<(String, Vec<u8>)> {
+    let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(cache::folder(store))
         .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.extension().is_some_and(|e| e == "state"))
-        .expect("a cache file");
-    std::fs::read(file).unwrap()
+        .map(|e| {
+            let path = e.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            (name, std::fs::read(&path).unwrap())
+        })
+        .collect();
+    files.sort();
+    assert!(files.iter().any(|(n, _)| n == "head"), "a head file");
+    files
 }
 
 #[test]
 fn every_incremental_tick_writes_what_a_cold_full_rewrite_writes() {
+    // A small board sharded (from 8 todos, 2 a shard), so updating the
+    // cache in place is exercised shard by shard.
+    cache::SHARD_FROM_TEST.with(|c| c.set(Some(8)));
+    let mut reused = 0;
+    let mut sharded = 0;
     let dir = tempfile::tempdir().unwrap();
     crate::git::stdout_of(crate::git::command_in(dir.path(), &["init", "-q"]), &[]).unwrap();
     let store = Store::discover(dir.path()).unwrap();
@@ -348,11 +362,33 @@ fn every_incremental_tick_writes_what_a_cold_full_rewrite_writes() {
         // Read back cold, the state and the cache are the same bytes.
         let cold = snapshot(&store, new.clone()).unwrap();
         assert_eq!(cold.state, written.state, "tick {n}: the state read back");
-        assert_eq!(
-            cache_bytes(&store, &new, &written.state),
-            cache_bytes(&store, &new, &cold.state),
-            "tick {n}: the cache"
-        );
+        // The cache updated in place from the parent's (the shards of the
+        // touched todos and the head) reads back as the cold state.
+        cache::update(&store, tip.as_ref(), &new, &written.state, &t);
+        let (at, from_cache) = cache::read(&store, new.commit).expect("the updated cache reads");
+        assert_eq!(at, new, "tick {n}: the cached tip");
+        assert_eq!(from_cache, cold.state, "tick {n}: the updated cache");
+        let files = cache_files(&store);
+        let head = String::from_utf8_lossy(&files.iter().find(|(n, _)| n == "head").unwrap().1)
+            .into_owned();
+        if files.len() > 1 {
+            sharded += 1;
+        }
+        if head
+            .lines()
+            .any(|l| l.starts_with("shard ") && !l.contains(&new.commit.to_string()))
+        {
+            reused += 1;
+        }
+        // Now and then a full rewrite, the same bytes from either state;
+        // else the next update builds on this one.
+        if rng.below(4) == 0 {
+            assert_eq!(
+                cache_bytes(&store, &new, &written.state),
+                cache_bytes(&store, &new, &cold.state),
+                "tick {n}: the cache"
+            );
+        }
         store
             .cas(new.commit, tip.as_ref().map(|t| t.commit), "test", &who)
             .unwrap();
@@ -366,6 +402,8 @@ fn every_incremental_tick_writes_what_a_cold_full_rewrite_writes() {
         };
     }
     assert!(landed > 150, "only {landed} of 300 ticks landed");
+    assert!(sharded > 100, "only {sharded} ticks had a sharded cache");
+    assert!(reused > 50, "only {reused} ticks reused an untouched shard");
     assert!(
         records.keys().any(|p| p.starts_with("archive/")),
         "no archive written"

@@ -2,14 +2,16 @@
 //! damaged, foreign or stale cache is rebuilt silently and never changes an
 //! answer; a tick writes the cache of its new tip; `verify` never trusts it.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::Command;
 
 use crate::common::{Output, TestEnv, run};
 
-/// The cache file of the default state ref.
+/// The head file of the cache of the default state ref (below
+/// `loopx::cache::SHARD_FROM` todos, the whole cache).
 fn cache_file(env: &TestEnv) -> PathBuf {
-    env.repo.join(".git/loopx/cache/refs_loopx_state.state")
+    env.repo.join(".git/loopx/cache/refs_loopx_state/head")
 }
 
 /// A command at a fixed time, so two runs can be compared whole.
@@ -25,6 +27,12 @@ fn at_fixed_time(env: &TestEnv, agent: Option<&str>, args: &[&str]) -> Output {
 
 /// What the hot read commands answer, with their exit statuses.
 fn answers(env: &TestEnv) -> Vec<(i32, String)> {
+    answers_after(env, &|| {})
+}
+
+/// [`answers`], with `before` run before each command (so each one finds
+/// the cache `before` leaves, not the one the command before rebuilt).
+fn answers_after(env: &TestEnv, before: &dyn Fn()) -> Vec<(i32, String)> {
     [
         (None, &["status", "--json"][..]),
         (None, &["status"][..]),
@@ -35,6 +43,7 @@ fn answers(env: &TestEnv) -> Vec<(i32, String)> {
     ]
     .iter()
     .map(|(agent, args)| {
+        before();
         let out = at_fixed_time(env, *agent, args);
         // Silent: nothing about the cache, whatever its state.
         assert!(!out.stderr.contains("cache"), "{args:?}: {}", out.stderr);
@@ -289,11 +298,246 @@ fn every_tick_caches_what_its_tree_holds() {
     check("agent retire");
 }
 
+/// Shard from 4 todos, one todo a shard (`loopx::cache::SHARD_VAR`): a
+/// small board spread over several files, as 10,000 todos are.
+const SHARD_FROM: &str = "4";
+
+/// The cache folder of the default state ref.
+fn folder(env: &TestEnv) -> PathBuf {
+    env.repo.join(".git/loopx/cache/refs_loopx_state")
+}
+
+/// The cache folder's files by name.
+fn files(env: &TestEnv) -> BTreeMap<String, Vec<u8>> {
+    std::fs::read_dir(folder(env))
+        .unwrap()
+        .map(|e| {
+            let path = e.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            (name, std::fs::read(&path).unwrap())
+        })
+        .collect()
+}
+
+/// Puts exactly `files` in the cache folder.
+fn restore(env: &TestEnv, files: &BTreeMap<String, Vec<u8>>) {
+    let _ = std::fs::remove_dir_all(folder(env));
+    std::fs::create_dir_all(folder(env)).unwrap();
+    for (name, bytes) in files {
+        std::fs::write(folder(env).join(name), bytes).unwrap();
+    }
+}
+
+/// A command with the cache sharded.
+fn sharded(env: &TestEnv, agent: Option<&str>, args: &[&str]) -> Output {
+    let mut c = env.command();
+    c.env(loopx::cache::SHARD_VAR, SHARD_FROM);
+    if let Some(a) = agent {
+        c.env("LOOPX_AGENT", a);
+    }
+    run(c.args(args))
+}
+
+/// [`answers_after`] with the cache sharded.
+fn sharded_answers(env: &TestEnv, before: &dyn Fn()) -> Vec<(i32, String)> {
+    [
+        (None, &["status", "--json"][..]),
+        (Some("agent-a"), &["quota", "should-run", "--json"][..]),
+        (Some("agent-b"), &["quota", "should-run"][..]),
+        (None, &["todo", "list", "--json"][..]),
+    ]
+    .iter()
+    .map(|(agent, args)| {
+        before();
+        let mut c: Command = env.spawner().command();
+        c.env("LOOPX_NOW", "2026-12-01T12:00:00Z")
+            .env("LOOPX_SEED", "cache")
+            .env(loopx::cache::SHARD_VAR, SHARD_FROM);
+        if let Some(a) = agent {
+            c.env("LOOPX_AGENT", a);
+        }
+        let out = run(c.args(*args));
+        assert!(!out.stderr.contains("cache"), "{args:?}: {}", out.stderr);
+        (out.code, out.stdout)
+    })
+    .collect()
+}
+
+/// The board of [`board`] without its gate, with six todos, its cache sharded (eight shards,
+/// some empty) and warm.
+fn sharded_board() -> (TestEnv, Vec<String>) {
+    let (env, t) = board(false);
+    let mut todos = vec![t];
+    for title in ["Write the tests", "Fix the build", "Tidy the docs"] {
+        todos.push(env.add(title, &[]));
+    }
+    let _ = std::fs::remove_dir_all(folder(&env));
+    sharded(&env, None, &["status"]).ok();
+    let head = String::from_utf8(files(&env)["head"].clone()).unwrap();
+    assert!(head.contains("\nshards 8\n"), "{head:.600}");
+    (env, todos)
+}
+
+#[test]
+fn a_damaged_or_missing_shard_is_a_miss_and_no_answer_changes() {
+    let (env, _) = sharded_board();
+    let cold = || {
+        let _ = std::fs::remove_dir_all(folder(&env));
+    };
+    let want = sharded_answers(&env, &cold);
+    sharded(&env, None, &["status"]).ok();
+    let good = files(&env);
+    assert_eq!(good.len(), 9, "a head and eight shards: {:?}", good.keys());
+    assert_eq!(
+        sharded_answers(&env, &|| {}),
+        want,
+        "from the sharded cache"
+    );
+    let shards: Vec<&String> = good.keys().filter(|k| k.starts_with("todos-")).collect();
+    let full = shards
+        .iter()
+        .find(|k| good[**k].len() > 200)
+        .expect("a shard with a todo");
+    for name in &shards {
+        let bytes = &good[*name];
+        let body_at = bytes.windows(2).position(|w| w == b"\n\n").unwrap() + 2;
+        let mut damaged: Vec<(&str, Option<Vec<u8>>)> = vec![
+            ("missing", None),
+            ("zero-length", Some(Vec::new())),
+            ("truncated", Some(bytes[..bytes.len() - 1].to_vec())),
+        ];
+        if name == full {
+            let mut flipped = bytes.clone();
+            flipped[body_at + (bytes.len() - body_at) / 2] ^= 0x01;
+            let other = shards.iter().find(|k| *k != name).unwrap();
+            damaged.extend([
+                ("a flipped bit", Some(flipped)),
+                ("garbage", Some(b"\x00\xffnot a shard\n\n[".repeat(20))),
+                ("another shard's file", Some(good[*other].clone())),
+                ("trailing bytes", Some([bytes.as_slice(), b"x"].concat())),
+            ]);
+        }
+        for (what, content) in damaged {
+            let path = folder(&env).join(name);
+            let put = || {
+                restore(&env, &good);
+                match &content {
+                    Some(c) => std::fs::write(&path, c).unwrap(),
+                    None => std::fs::remove_file(&path).unwrap(),
+                }
+            };
+            assert_eq!(sharded_answers(&env, &put), want, "{name}: {what}");
+            assert!(files(&env) == good, "{name}: {what}: rebuilt");
+        }
+    }
+    // A directory or a FIFO in a shard's place.
+    let path = folder(&env).join(full);
+    std::fs::remove_file(&path).unwrap();
+    std::fs::create_dir(&path).unwrap();
+    assert_eq!(sharded_answers(&env, &|| {}), want, "a directory");
+    std::fs::remove_dir(&path).unwrap();
+    assert!(
+        Command::new("mkfifo")
+            .arg(&path)
+            .status()
+            .unwrap()
+            .success()
+    );
+    assert_eq!(sharded_answers(&env, &|| {}), want, "a FIFO");
+    assert!(files(&env) == good, "FIFO replaced");
+}
+
+/// A tick rewrites only the head and the shard of the todo it changed; a
+/// multi-file update torn anywhere (the writer died between files, or a
+/// racer put back an older file) is a miss, never a mixed state.
+#[test]
+fn a_tick_rewrites_one_shard_and_a_torn_update_is_never_read() {
+    let (env, todos) = sharded_board();
+    let cold = || {
+        let _ = std::fs::remove_dir_all(folder(&env));
+    };
+    let tip_a = env.tip().unwrap();
+    let want_a = sharded_answers(&env, &cold);
+    sharded(&env, None, &["status"]).ok();
+    let before = files(&env);
+    // A claim by agent-b of a ready todo: its status and should-run's
+    // answers change, in one shard.
+    sharded(&env, Some("agent-b"), &["todo", "claim", &todos[1]]).ok();
+    let tip_b = env.tip().unwrap();
+    let after = files(&env);
+    let changed: Vec<&String> = after
+        .keys()
+        .filter(|k| before.get(*k) != after.get(*k))
+        .collect();
+    assert_eq!(changed.len(), 2, "the head and one shard: {changed:?}");
+    assert!(changed.iter().any(|k| *k == "head"), "{changed:?}");
+    let shard = *changed.iter().find(|k| **k != "head").unwrap();
+    let head = String::from_utf8(after["head"].clone()).unwrap();
+    assert!(head.contains(&format!("commit {tip_b}\n")), "{head:.800}");
+    assert!(
+        head.contains(&format!(" {tip_a} ")),
+        "untouched shards keep the commit they were written at: {head:.800}"
+    );
+    let want = sharded_answers(&env, &cold);
+    assert_ne!(want, want_a, "the tick shows in the answers");
+    assert_eq!(
+        sharded_answers(&env, &|| restore(&env, &after)),
+        want,
+        "from the cache updated in place"
+    );
+    let mixed = |base: &BTreeMap<String, Vec<u8>>, from: &BTreeMap<String, Vec<u8>>, name: &str| {
+        let mut m = base.clone();
+        m.insert(name.to_owned(), from[name].clone());
+        m
+    };
+    let torn: Vec<(&str, BTreeMap<String, Vec<u8>>)> = vec![
+        ("the new shard, the old head", mixed(&before, &after, shard)),
+        ("the new head, the old shard", mixed(&after, &before, shard)),
+        ("the old tip's whole cache", before.clone()),
+        (
+            "the new head alone",
+            mixed(&BTreeMap::new(), &after, "head"),
+        ),
+    ];
+    for (what, files) in torn {
+        assert_eq!(
+            sharded_answers(&env, &|| restore(&env, &files)),
+            want,
+            "with {what}"
+        );
+    }
+    // Unsharded readers and writers share the folder: a tick without the
+    // shards rewrites it whole, and every answer holds.
+    env.agent(
+        "agent-b",
+        &["todo", "update", &todos[1], "--note", "halfway"],
+    )
+    .ok();
+    let head = String::from_utf8(files(&env)["head"].clone()).unwrap();
+    assert!(head.contains("\nshards 0\n"), "{head:.300}");
+    let want = sharded_answers(&env, &cold);
+    assert_eq!(answers_after(&env, &|| {}).len(), 6);
+    assert_eq!(sharded_answers(&env, &|| {}), want);
+}
+
 /// Readers racing writers: every reader answers, with a state that some
-/// tick of the history held, whatever cache file it found mid-write (writes
-/// are renamed into place, and a torn file would fail its checksum).
+/// tick of the history held, whatever cache files it found mid-write.
 #[test]
 fn readers_racing_ticks_always_answer_a_real_state() {
+    race(None);
+}
+
+/// [`readers_racing_ticks_always_answer_a_real_state`] with the cache in
+/// shards, each tick rewriting the head and one shard in place.
+#[test]
+fn readers_racing_ticks_on_a_sharded_cache_always_answer_a_real_state() {
+    race(Some(SHARD_FROM));
+}
+
+/// Readers racing writers (see the tests above): each file is renamed into
+/// place, a torn file fails its checksum, and a shard of another commit
+/// than its head names is a miss.
+fn race(shard_from: Option<&str>) {
     let env = TestEnv::with_board();
     let todos: Vec<String> = (0..6).map(|i| env.add(&format!("job {i}"), &[])).collect();
     let spawner = env.spawner();
@@ -305,7 +549,11 @@ fn readers_racing_ticks_always_answer_a_real_state() {
             handles.push(s.spawn(move || {
                 let mut outs = Vec::new();
                 for args in [&["todo", "claim", &t][..], &["todo", "done", &t][..]] {
-                    outs.push(run(sp.command().env("LOOPX_AGENT", agent).args(args)));
+                    let mut c = sp.command();
+                    if let Some(n) = shard_from {
+                        c.env(loopx::cache::SHARD_VAR, n);
+                    }
+                    outs.push(run(c.env("LOOPX_AGENT", agent).args(args)));
                 }
                 outs
             }));
@@ -314,7 +562,13 @@ fn readers_racing_ticks_always_answer_a_real_state() {
             let sp = spawner.clone();
             handles.push(s.spawn(move || {
                 (0..8)
-                    .map(|_| run(sp.command().args(["todo", "list", "--all", "--json"])))
+                    .map(|_| {
+                        let mut c = sp.command();
+                        if let Some(n) = shard_from {
+                            c.env(loopx::cache::SHARD_VAR, n);
+                        }
+                        run(c.args(["todo", "list", "--all", "--json"]))
+                    })
                     .collect()
             }));
         }
@@ -329,10 +583,45 @@ fn readers_racing_ticks_always_answer_a_real_state() {
     }
     let lists: Vec<&Output> = outs.iter().filter(|o| o.stdout.starts_with('{')).collect();
     assert_eq!(lists.len(), 48);
+    // The statuses after each tick of the history, from the log.
+    let mut held: Vec<BTreeMap<String, String>> = Vec::new();
+    let mut now: BTreeMap<String, String> = todos
+        .iter()
+        .map(|t| (t.clone(), "open".to_owned()))
+        .collect();
+    held.push(now.clone());
+    let log = env.loopx(&["log", "--json"]).ok().stdout;
+    let mut lines: Vec<&str> = log.lines().collect();
+    lines.reverse();
+    for line in lines {
+        let e: serde_json::Value = serde_json::from_str(line).unwrap();
+        let status = match e["op"].as_str().unwrap() {
+            "todo.claim" => "claimed",
+            "todo.done" => "done",
+            _ => continue,
+        };
+        let subject = e["subject"].as_str().unwrap();
+        let t = todos
+            .iter()
+            .find(|t| subject.contains(t.as_str()))
+            .expect("a todo");
+        now.insert(t.clone(), status.to_owned());
+        held.push(now.clone());
+    }
     for o in lists {
         let v = o.json();
-        let n = v["todos"].as_array().unwrap().len();
-        assert_eq!(n, 6, "every list holds the six todos: {v}");
+        let seen: BTreeMap<String, String> = v["todos"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| {
+                (
+                    t["id"].as_str().unwrap().to_owned(),
+                    t["status"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect();
+        assert!(held.contains(&seen), "a state no tick held: {seen:?}");
     }
     let done = env.loopx(&["todo", "list", "--all", "--json"]).ok().json();
     for t in done["todos"].as_array().unwrap() {
