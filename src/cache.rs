@@ -247,8 +247,8 @@ fn read_shard(folder: &Path, key: &str, i: usize, shards: &[ShardRef]) -> Option
     placed.then_some(part)
 }
 
-/// A regular file's bytes: a FIFO in its place would block a read.
-fn read_regular(path: &Path) -> Option<Vec<u8>> {
+/// A regular file's bytes (never a FIFO's, which would block a read).
+pub fn read_regular(path: &Path) -> Option<Vec<u8>> {
     if !std::fs::symlink_metadata(path).ok()?.is_file() {
         return None;
     }

@@ -38,7 +38,7 @@ use std::io::ErrorKind;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use crate::cache::Header;
+use crate::cache::{Header, read_regular};
 use crate::config::{Config, Settings};
 use crate::model::State;
 use crate::store::{Oid, Store, Tip};
@@ -221,14 +221,6 @@ fn discover(cwd: &Path) -> Option<Layout> {
 
 fn settings_path(git_dir: &Path) -> PathBuf {
     crate::cache::dir_in(git_dir).join("settings")
-}
-
-/// A regular file's bytes (never a FIFO's, which would block).
-fn read_regular(path: &Path) -> Option<Vec<u8>> {
-    if !std::fs::symlink_metadata(path).ok()?.is_file() {
-        return None;
-    }
-    std::fs::read(path).ok()
 }
 
 /// The length of [`file_key`]'s answer.
