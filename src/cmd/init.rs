@@ -1,5 +1,6 @@
 //! `loopx init`: create the state ref with its first tick.
 
+use crate::op::Init;
 use anyhow::Result;
 use serde::Serialize;
 
@@ -42,10 +43,10 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         .transpose()?;
     let op = tx::op(
         ctx,
-        Change::Init {
+        Change::Init(Init {
             goal: goal.clone(),
             objective: args.objective.clone(),
-        },
+        }),
     )?;
     let done = tx::init(ctx, op)?;
     let wire = Wire {

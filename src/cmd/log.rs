@@ -2,6 +2,7 @@
 //! (with `-p`, each changed file's diff), streamed as they are read: `-n 50`
 //! reads 50 commits however long the history is.
 
+use crate::op::{GoalAdd, GoalSet, Init, TodoAdd};
 use std::collections::HashMap;
 
 use anyhow::Result;
@@ -223,13 +224,15 @@ fn matches(
     }
     if let Some(goal) = &filter.goal {
         let about = match &op.change {
-            Change::Init { goal, .. } => goal.clone(),
-            Change::GoalAdd { goal, .. } | Change::GoalSet { goal, .. } => Some(goal.clone()),
-            Change::TodoAdd { todo, goal, .. } => {
+            Change::Init(Init { goal, .. }) => goal.clone(),
+            Change::GoalAdd(GoalAdd { goal, .. }) | Change::GoalSet(GoalSet { goal, .. }) => {
+                Some(goal.clone())
+            }
+            Change::TodoAdd(TodoAdd { todo, goal, .. }) => {
                 goals.insert(todo.clone(), Some(goal.clone()));
                 Some(goal.clone())
             }
-            Change::AgentRegister { .. } => None,
+            Change::AgentRegister(_) => None,
             other => match other.todo() {
                 Some(todo) => goal_of(ctx, tick, todo, goals)?,
                 None => None,

@@ -2,6 +2,7 @@
 //! notifications a command found due ([`crate::notify`]). Commands start
 //! it; people never need to.
 
+use crate::op::GateNotified;
 use anyhow::Result;
 
 use crate::ctx::{Caller, Ctx};
@@ -20,7 +21,7 @@ pub fn run(ctx: &Ctx, _args: &Args) -> Result<Exit> {
             crate::tx::commit(ctx, |_| {
                 Ok(crate::tx::op(
                     ctx,
-                    Change::GateNotified { gate: gate.clone() },
+                    Change::GateNotified(GateNotified { gate: gate.clone() }),
                 )?)
             })
             .is_ok()

@@ -1,6 +1,7 @@
 //! `loopx refresh-state`: record how the turn ended and print the brief
 //! the next turn should see.
 
+use crate::op::RefreshState;
 use anyhow::Result;
 use serde::Serialize;
 
@@ -107,14 +108,14 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             .as_ref()
             .zip(todo.as_ref())
             .and_then(|(m, t)| progress::fingerprint(m, state, t, None));
-        Ok(Change::RefreshState {
+        Ok(Change::RefreshState(RefreshState {
             goal,
             outcome: args.outcome,
             turn: token.as_ref().map(|t| t.turn.clone()),
             todo,
             next_action: args.next_action.clone(),
             progress,
-        })
+        }))
     };
     let since = snap
         .state

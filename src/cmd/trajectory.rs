@@ -8,6 +8,7 @@
 //! `human-1`), emails, SSH key fingerprints and home or temporary paths
 //! removed; `--keep-names` keeps the names for an internal report.
 
+use crate::op::{EvidenceAdd, Settle, TodoHandoff, UsageRecord};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -153,7 +154,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         }
         let Some(op) = t.op() else { continue };
         let steps: Vec<&Change> = match &op.change {
-            Change::Settle { steps, .. } => steps.iter().collect(),
+            Change::Settle(Settle { steps, .. }) => steps.iter().collect(),
             c => vec![c],
         };
         if !steps
@@ -187,12 +188,12 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         let op = t.op().expect("kept ticks have ops");
         let by = red.role(&op.actor);
         let steps: Vec<&Change> = match &op.change {
-            Change::Settle { steps, .. } => steps.iter().collect(),
+            Change::Settle(Settle { steps, .. }) => steps.iter().collect(),
             c => vec![c],
         };
         for c in &steps {
             let Some(todo) = c.todo() else {
-                if let Change::UsageRecord { usage, .. } = c {
+                if let Change::UsageRecord(UsageRecord { usage, .. }) = c {
                     let cost = usage.cost_usd.unwrap_or_default();
                     spend.micros = spend.micros.saturating_add(cost);
                     spend.tokens += usage.input_tokens + usage.output_tokens;
@@ -207,13 +208,15 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                 .entry(todo.clone())
                 .or_insert_with(|| node(x, &mut red));
             match c {
-                Change::TodoClaim { .. } => n.holders.push(by.clone()),
-                Change::TodoHandoff { to, .. } => n.holders.push(red.agent(to)),
-                Change::TodoReopen { .. } => n.reopened += 1,
-                Change::TodoRelease { .. } => n.abandoned = true,
-                Change::TodoDone { .. } => n.abandoned = false,
-                Change::EvidenceAdd { run: Some(r), .. } if r.passed() => n.evidence_passed += 1,
-                Change::EvidenceAdd { run: Some(_), .. } => n.evidence_failed += 1,
+                Change::TodoClaim(_) => n.holders.push(by.clone()),
+                Change::TodoHandoff(TodoHandoff { to, .. }) => n.holders.push(red.agent(to)),
+                Change::TodoReopen(_) => n.reopened += 1,
+                Change::TodoRelease(_) => n.abandoned = true,
+                Change::TodoDone(_) => n.abandoned = false,
+                Change::EvidenceAdd(EvidenceAdd { run: Some(r), .. }) if r.passed() => {
+                    n.evidence_passed += 1
+                }
+                Change::EvidenceAdd(EvidenceAdd { run: Some(_), .. }) => n.evidence_failed += 1,
                 _ => {}
             }
         }

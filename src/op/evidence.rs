@@ -8,9 +8,10 @@ use super::{
 };
 use crate::error::{Code, Refusal};
 use crate::model::{Actor, Evidence, EvidenceKind, State, todo::EvidenceRef};
+use crate::op::EvidenceAdd;
 
 pub(super) fn add(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
-    let Change::EvidenceAdd {
+    let Change::EvidenceAdd(EvidenceAdd {
         evidence,
         goal,
         todo,
@@ -19,7 +20,7 @@ pub(super) fn add(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         code,
         run,
         artifact,
-    } = &op.change
+    }) = &op.change
     else {
         unreachable!("dispatched on EvidenceAdd")
     };

@@ -11,16 +11,17 @@ use crate::model::{
     Actor, Blocks, Gate, GateId, GateStatus, GoalStatus, State,
     gate::{Answer, Withdrawn},
 };
+use crate::op::GateOpen;
 
 pub(super) fn open(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
-    let Change::GateOpen {
+    let Change::GateOpen(GateOpen {
         gate,
         goal,
         question,
         options,
         kind,
         blocks,
-    } = &op.change
+    }) = &op.change
     else {
         unreachable!("dispatched on GateOpen")
     };

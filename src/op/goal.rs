@@ -7,6 +7,7 @@ use super::{
 };
 use crate::error::{Code, Hint, N, Next, Refusal};
 use crate::model::{Goal, GoalId, GoalStatus, QuotaPolicy, State};
+use crate::op::GoalSet;
 
 pub(super) fn init(
     state: &mut State,
@@ -78,7 +79,7 @@ pub(super) fn add(
 }
 
 pub(super) fn set(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
-    let Change::GoalSet {
+    let Change::GoalSet(GoalSet {
         goal,
         objective,
         status,
@@ -89,7 +90,7 @@ pub(super) fn set(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         budget,
         auto_resume,
         stall_after,
-    } = &op.change
+    }) = &op.change
     else {
         unreachable!("dispatched on GoalSet")
     };

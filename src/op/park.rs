@@ -14,6 +14,7 @@ use crate::error::{Code, Hint, N, Next, Refusal};
 use crate::model::{
     Actor, Agent, AgentId, Blocks, Gate, GateId, GateKind, GateStatus, Goal, GoalId, Parked, State,
 };
+use crate::op::QuotaPark;
 use crate::time::{Span, Timestamp};
 
 /// The longest park: a runtime's usage window resets within days.
@@ -82,12 +83,12 @@ fn resumed(g: &Gate) -> bool {
 
 /// `quota.park`: an agent parks itself (a human may park any agent).
 pub(super) fn park(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
-    let Change::QuotaPark {
+    let Change::QuotaPark(QuotaPark {
         agent,
         goal,
         until,
         reason,
-    } = &op.change
+    }) = &op.change
     else {
         unreachable!("dispatched on QuotaPark")
     };

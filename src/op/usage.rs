@@ -12,6 +12,7 @@ use crate::model::{
     quota::Ledger,
     usage::{BUDGET_WINDOW, Budget, Entry, Spent, Usage, Usd, human_count},
 };
+use crate::op::UsageRecord;
 use crate::time::{Span, Timestamp};
 
 /// The options of a budget gate. `raised` is recorded by the `goal.set`
@@ -218,7 +219,7 @@ fn check_turn(turn: &str) -> Result<(), Refusal> {
 }
 
 pub(super) fn record(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
-    let Change::UsageRecord { goal, turn, usage } = &op.change else {
+    let Change::UsageRecord(UsageRecord { goal, turn, usage }) = &op.change else {
         unreachable!("dispatched on UsageRecord")
     };
     let agent = rules::acting_agent(state, &op.actor, "record usage")?

@@ -2,6 +2,7 @@
 //! (the definition and the stall rule are in `op::progress`): git for the
 //! code under the agent, the history for the checks that passed.
 
+use crate::op::{EvidenceAdd, Settle};
 use std::collections::BTreeSet;
 
 use crate::model::run::CommandRun;
@@ -89,15 +90,15 @@ fn passed_checks(op: &Op, agent: &AgentId, todo: &TodoId, out: &mut BTreeSet<Che
         return;
     }
     let steps = match &op.change {
-        Change::Settle { steps, .. } => steps.as_slice(),
+        Change::Settle(Settle { steps, .. }) => steps.as_slice(),
         one => std::slice::from_ref(one),
     };
     for step in steps {
-        if let Change::EvidenceAdd {
+        if let Change::EvidenceAdd(EvidenceAdd {
             todo: Some(t),
             run: Some(r),
             ..
-        } = step
+        }) = step
             && t == todo
             && r.passed()
         {

@@ -338,6 +338,7 @@ pub(super) fn remote_corrupt(names: &Names, tip: Option<&Tip>, why: &str) -> Ref
 mod tests {
     use super::*;
     use crate::model::{Actor, OpId, State};
+    use crate::op::Init;
     use crate::op::{Change, Op, message};
     use crate::time::Timestamp;
     use crate::verify::Verified;
@@ -397,10 +398,10 @@ mod tests {
                 email: "ada@example.com".into(),
             },
             signature: None,
-            change: Change::Init {
+            change: Change::Init(Init {
                 goal: None,
                 objective: None,
-            },
+            }),
         };
         (
             Oid::from_hex_for_tests(2),

@@ -3,6 +3,10 @@
 //! writer); an op that no longer applies becomes a `sync-rejected` record
 //! derived from the op alone.
 
+use crate::op::{
+    EvidenceAdd, GateAnswer, GateOpen, GateWithdraw, GoalAdd, GoalSet, Init, QuotaPark, QuotaSpend,
+    RefreshState, TodoAdd, UsageRecord,
+};
 use std::collections::HashMap;
 
 use sha2::{Digest, Sha256};
@@ -131,7 +135,7 @@ pub(super) fn plan_replay(
                 if let Some(record) = record {
                     let mut after = state.clone();
                     if crate::op::apply(&mut after, &record).is_ok() {
-                        if let Change::EvidenceAdd { evidence, .. } = &record.change {
+                        if let Change::EvidenceAdd(EvidenceAdd { evidence, .. }) = &record.change {
                             rejected.evidence = Some(evidence.clone());
                         }
                         plan.steps.push(Step {
@@ -155,17 +159,17 @@ pub(super) fn plan_replay(
 fn is_sync_record(op: &Op) -> bool {
     matches!(
         op.change,
-        Change::EvidenceAdd {
+        Change::EvidenceAdd(EvidenceAdd {
             kind: EvidenceKind::SyncRejected,
             ..
-        }
+        })
     )
 }
 
 fn without_todo(op: &Op) -> Option<Op> {
     let mut op = op.clone();
     match &mut op.change {
-        Change::EvidenceAdd { todo, .. } if todo.is_some() => *todo = None,
+        Change::EvidenceAdd(EvidenceAdd { todo, .. }) if todo.is_some() => *todo = None,
         _ => return None,
     }
     Some(op)
@@ -199,7 +203,7 @@ pub fn rejection(op: &Op, refusal: &Refusal, state: &State) -> Option<Op> {
         at: op.at,
         actor: op.actor.clone(),
         signature: None,
-        change: Change::EvidenceAdd {
+        change: Change::EvidenceAdd(EvidenceAdd {
             evidence: EvidenceId::from_hex(&derive(
                 "loopx sync-rejected evidence",
                 &op.id,
@@ -212,7 +216,7 @@ pub fn rejection(op: &Op, refusal: &Refusal, state: &State) -> Option<Op> {
             code: None,
             run: None,
             artifact: None,
-        },
+        }),
     })
 }
 
@@ -225,19 +229,20 @@ pub fn rejection_id(id: &OpId) -> OpId {
 /// first goal.
 fn goal_of(op: &Op, state: &State) -> Option<GoalId> {
     let named = match &op.change {
-        Change::GoalAdd { goal, .. }
-        | Change::GoalSet { goal, .. }
-        | Change::TodoAdd { goal, .. }
-        | Change::GateOpen { goal, .. }
-        | Change::EvidenceAdd { goal, .. }
-        | Change::RefreshState { goal, .. }
-        | Change::QuotaSpend { goal, .. }
-        | Change::QuotaPark { goal, .. }
-        | Change::UsageRecord { goal, .. } => Some(goal.clone()),
-        Change::GateAnswer { gate, .. } | Change::GateWithdraw { gate } => {
+        Change::GoalAdd(GoalAdd { goal, .. })
+        | Change::GoalSet(GoalSet { goal, .. })
+        | Change::TodoAdd(TodoAdd { goal, .. })
+        | Change::GateOpen(GateOpen { goal, .. })
+        | Change::EvidenceAdd(EvidenceAdd { goal, .. })
+        | Change::RefreshState(RefreshState { goal, .. })
+        | Change::QuotaSpend(QuotaSpend { goal, .. })
+        | Change::QuotaPark(QuotaPark { goal, .. })
+        | Change::UsageRecord(UsageRecord { goal, .. }) => Some(goal.clone()),
+        Change::GateAnswer(GateAnswer { gate, .. })
+        | Change::GateWithdraw(GateWithdraw { gate }) => {
             state.gates.get(gate).map(|g| g.goal.clone())
         }
-        Change::Init { goal, .. } => goal.clone(),
+        Change::Init(Init { goal, .. }) => goal.clone(),
         _ => None,
     };
     let from_todo = op
@@ -270,6 +275,7 @@ mod tests {
     use crate::error::Code;
     use crate::model::{Actor, AgentId, TodoId};
     use crate::op;
+    use crate::op::{TodoClaim, TodoRelease};
     use crate::time::{Span, Timestamp};
 
     fn op(actor: &str, change: Change) -> Op {
@@ -302,11 +308,11 @@ mod tests {
             )
             .unwrap();
         };
-        apply(Change::Init {
+        apply(Change::Init(Init {
             goal: Some(GoalId::new("main").unwrap()),
             objective: Some("Ship".into()),
-        });
-        apply(Change::TodoAdd {
+        }));
+        apply(Change::TodoAdd(TodoAdd {
             todo: TodoId::from_hex("000000a1"),
             goal: GoalId::new("main").unwrap(),
             title: "A".into(),
@@ -316,7 +322,7 @@ mod tests {
             scope: vec![],
             note: None,
             validate: None,
-        });
+        }));
         state
     }
 
@@ -325,11 +331,11 @@ mod tests {
         let state = board();
         let claim = op(
             "agent-a",
-            Change::TodoClaim {
+            Change::TodoClaim(TodoClaim {
                 todo: TodoId::from_hex("000000a1"),
                 epoch: 0,
                 lease: Span::minutes(45),
-            },
+            }),
         );
         let refusal = Refusal::conflict(Code::Claimed, "t-000000a1 is not ready: agent-b holds it");
         let a = rejection(&claim, &refusal, &state).unwrap();
@@ -338,14 +344,14 @@ mod tests {
         assert_eq!(a.at, claim.at);
         assert_eq!(a.actor, claim.actor);
         assert_ne!(a.id, claim.id);
-        let Change::EvidenceAdd {
+        let Change::EvidenceAdd(EvidenceAdd {
             evidence,
             goal,
             todo,
             kind,
             summary,
             ..
-        } = &a.change
+        }) = &a.change
         else {
             panic!("an evidence op: {a:?}")
         };
@@ -364,11 +370,11 @@ mod tests {
         let mut state = board();
         let claim = op(
             "agent-gone",
-            Change::TodoClaim {
+            Change::TodoClaim(TodoClaim {
                 todo: TodoId::from_hex("000000a1"),
                 epoch: 0,
                 lease: Span::minutes(45),
-            },
+            }),
         );
         let refusal = op::apply(&mut state.clone(), &claim).unwrap_err();
         assert_eq!(refusal.code, Code::NotRegistered);
@@ -386,11 +392,11 @@ mod tests {
     fn a_state_without_goals_gets_no_record() {
         let claim = op(
             "agent-a",
-            Change::TodoRelease {
+            Change::TodoRelease(TodoRelease {
                 todo: TodoId::from_hex("000000a1"),
                 epoch: 0,
                 force: false,
-            },
+            }),
         );
         let refusal = Refusal::rule(Code::Waiting, "y");
         assert!(rejection(&claim, &refusal, &State::default()).is_none());
@@ -412,15 +418,15 @@ mod tests {
         let commit = |n: u8| crate::store::Oid::from_hex_for_tests(n);
         let lost = op(
             "agent-gone",
-            Change::TodoClaim {
+            Change::TodoClaim(TodoClaim {
                 todo: TodoId::from_hex("000000a1"),
                 epoch: 0,
                 lease: Span::minutes(45),
-            },
+            }),
         );
         let mut kept = op(
             "agent-gone",
-            Change::GoalSet {
+            Change::GoalSet(GoalSet {
                 goal: crate::model::GoalId::new("main").unwrap(),
                 objective: Some("Ship it".into()),
                 status: None,
@@ -431,7 +437,7 @@ mod tests {
                 budget: None,
                 auto_resume: None,
                 stall_after: None,
-            },
+            }),
         );
         kept.actor = Actor::Human {
             name: "Ada".into(),

@@ -18,6 +18,7 @@
 //! Every tick is judged against the state before it, so ticks signed before
 //! a revocation, or written before enforcement, stay valid.
 
+use crate::op::MachinePropose;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
@@ -211,7 +212,7 @@ pub fn admission(
     }
     // A proposal signed with the key it proposes proves it holds the key,
     // and admits nothing: allowed from an unadmitted machine.
-    if let Change::MachinePropose { machine: name, .. } = &op.change
+    if let Change::MachinePropose(MachinePropose { machine: name, .. }) = &op.change
         && held(after).is_some_and(|m| m.name == *name)
     {
         return Ok(Some(SignedBy {
@@ -334,6 +335,7 @@ mod tests {
     use super::*;
     use crate::model::{Actor, AgentId, GoalId, MachineName, OpId, Signatures};
     use crate::op;
+    use crate::op::{AgentRegister, EvidenceAdd, Init, MachineAdmit, MachineRevoke};
     use crate::time::Timestamp;
 
     fn key() -> PrivateKey {
@@ -371,7 +373,7 @@ mod tests {
         op(
             n,
             agent(by),
-            Change::EvidenceAdd {
+            Change::EvidenceAdd(EvidenceAdd {
                 evidence: crate::model::EvidenceId::from_hex(&format!("{n:08x}")),
                 goal: GoalId::new("main").unwrap(),
                 todo: None,
@@ -380,7 +382,7 @@ mod tests {
                 code: None,
                 run: None,
                 artifact: None,
-            },
+            }),
         )
     }
 
@@ -412,26 +414,26 @@ mod tests {
         for (n, c) in [
             (
                 1,
-                Change::Init {
+                Change::Init(Init {
                     goal: Some(GoalId::new("main").unwrap()),
                     objective: Some("Ship".into()),
-                },
+                }),
             ),
             (
                 2,
-                Change::AgentRegister {
+                Change::AgentRegister(AgentRegister {
                     agent: AgentId::new("agent-a").unwrap(),
                     runtime: crate::model::Runtime::Custom,
                     capabilities: Vec::new(),
-                },
+                }),
             ),
             (
                 3,
-                Change::AgentRegister {
+                Change::AgentRegister(AgentRegister {
                     agent: AgentId::new("agent-b").unwrap(),
                     runtime: crate::model::Runtime::Custom,
                     capabilities: Vec::new(),
-                },
+                }),
             ),
         ] {
             op::apply(&mut s, &op(n, ada(), c)).unwrap();
@@ -446,10 +448,10 @@ mod tests {
             op(
                 11,
                 agent("agent-a"),
-                Change::MachinePropose {
+                Change::MachinePropose(MachinePropose {
                     machine: MachineName::new("m1").unwrap(),
                     key: public_line(&m1),
-                },
+                }),
             ),
             &binding,
         );
@@ -462,11 +464,11 @@ mod tests {
         let admit = op(
             13,
             ada(),
-            Change::MachineAdmit {
+            Change::MachineAdmit(MachineAdmit {
                 machine: MachineName::new("m1").unwrap(),
                 fingerprint: fp,
                 agents: vec!["agent-a".into()],
-            },
+            }),
         );
         op::apply(&mut s, &admit).unwrap();
         assert_eq!(verdict(&s, &by_m1, &binding), Ok(Some("machine m1".into())));
@@ -505,9 +507,9 @@ mod tests {
             &op(
                 21,
                 ada(),
-                Change::MachineRevoke {
+                Change::MachineRevoke(MachineRevoke {
                     machine: MachineName::new("m1").unwrap(),
-                },
+                }),
             ),
         )
         .unwrap();

@@ -1,5 +1,6 @@
 //! `loopx agent register`.
 
+use crate::op::AgentRegister;
 use anyhow::Result;
 use serde::Serialize;
 
@@ -57,11 +58,11 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     }
     let done = commit_change(
         ctx,
-        Change::AgentRegister {
+        Change::AgentRegister(AgentRegister {
             agent: agent.clone(),
             runtime: args.runtime,
             capabilities: caps.clone(),
-        },
+        }),
     )?;
     ctx.out.emit(
         &Wire {

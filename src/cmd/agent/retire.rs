@@ -1,5 +1,6 @@
 //! `loopx agent retire`: stop an agent and release what it holds.
 
+use crate::op::AgentRetire;
 use anyhow::Result;
 use serde::Serialize;
 
@@ -30,9 +31,9 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let agent = slug("agent", &args.id, AgentId::new)?;
     let done = commit_change(
         ctx,
-        Change::AgentRetire {
+        Change::AgentRetire(AgentRetire {
             agent: agent.clone(),
-        },
+        }),
     )?;
     ctx.out.emit(
         &Wire {

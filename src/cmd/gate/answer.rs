@@ -1,5 +1,6 @@
 //! `loopx gate answer`: close a gate with one of its options.
 
+use crate::op::GateAnswer;
 use anyhow::Result;
 
 use crate::ctx::Ctx;
@@ -61,11 +62,11 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         let gate = state.resolve_gate(&args.id)?;
         Ok(tx::op(
             ctx,
-            Change::GateAnswer {
+            Change::GateAnswer(GateAnswer {
                 gate,
                 choice: choice.clone(),
                 note: args.note.clone(),
-            },
+            }),
         )?)
     })?;
     // The agents waiting on it may be on other machines.

@@ -1,5 +1,6 @@
 //! `loopx gate open`: ask a concrete question that blocks one scope.
 
+use crate::op::GateOpen;
 use anyhow::Result;
 
 use crate::cmd::{pick_goal, slug};
@@ -53,14 +54,14 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         };
         Ok(tx::op(
             ctx,
-            Change::GateOpen {
+            Change::GateOpen(GateOpen {
                 gate,
                 goal,
                 question: args.question.clone(),
                 options,
                 kind: args.kind,
                 blocks,
-            },
+            }),
         )?)
     })?;
     let g = super::emit(ctx, &done, |g| g.id.to_string())?;

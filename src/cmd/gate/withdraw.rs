@@ -1,5 +1,6 @@
 //! `loopx gate withdraw`: close a gate without an answer.
 
+use crate::op::GateWithdraw;
 use anyhow::Result;
 
 use crate::ctx::Ctx;
@@ -19,7 +20,7 @@ pub struct Args {
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let done = tx::commit(ctx, |state| {
         let gate = state.resolve_gate(&args.id)?;
-        Ok(tx::op(ctx, Change::GateWithdraw { gate })?)
+        Ok(tx::op(ctx, Change::GateWithdraw(GateWithdraw { gate }))?)
     })?;
     super::emit(ctx, &done, |g| {
         format!("Withdrew {}: \"{}\".", g.id, g.question)

@@ -1,5 +1,6 @@
 //! `loopx goal add`: a human adds a goal.
 
+use crate::op::GoalAdd;
 use anyhow::Result;
 use serde::Serialize;
 
@@ -30,10 +31,10 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let goal = slug("goal", &args.id, GoalId::new)?;
     let done = commit_change(
         ctx,
-        Change::GoalAdd {
+        Change::GoalAdd(GoalAdd {
             goal: goal.clone(),
             objective: args.objective.clone(),
-        },
+        }),
     )?;
     ctx.out.emit(
         &Wire {

@@ -1,5 +1,6 @@
 //! `loopx goal set`: a human changes a goal.
 
+use crate::op::GoalSet;
 use anyhow::Result;
 use serde::Serialize;
 
@@ -87,7 +88,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         let goal = state.goal(&args.id)?.id.clone();
         Ok(tx::op(
             ctx,
-            Change::GoalSet {
+            Change::GoalSet(GoalSet {
                 goal,
                 objective: args.objective.clone(),
                 status: args.status,
@@ -98,7 +99,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                 budget: budget.clone(),
                 auto_resume: args.auto_resume,
                 stall_after: args.stall_after,
-            },
+            }),
         )?)
     })?;
     let Happened::GoalSet { goal, changed } = &done.effect.what else {

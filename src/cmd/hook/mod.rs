@@ -16,6 +16,7 @@
 mod hub;
 mod usage;
 
+use crate::op::{AgentRegister, QuotaPark};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -249,12 +250,12 @@ fn limit_reached(call: &Call) -> Result<Answer> {
         let goal = crate::cmd::pick_goal(ctx, state, None)?;
         Ok(tx::op(
             ctx,
-            Change::QuotaPark {
+            Change::QuotaPark(QuotaPark {
                 agent: call.agent.clone(),
                 goal,
                 until,
                 reason: Some(reason.clone()),
-            },
+            }),
         )?)
     });
     match parked {
@@ -287,11 +288,11 @@ fn start(call: &Call, continued: bool) -> Result<Answer> {
             let done = tx::commit(ctx, |_| {
                 Ok(tx::op(
                     ctx,
-                    Change::AgentRegister {
+                    Change::AgentRegister(AgentRegister {
                         agent: agent.clone(),
                         runtime: call.runtime.stored(),
                         capabilities: Vec::new(),
-                    },
+                    }),
                 )?)
             })?;
             (done.state, done.tip)

@@ -3,6 +3,7 @@
 //! What is read and how it adds up is [`hook::transcript`]; this writes the
 //! `usage.record` tick and moves the session's place once it landed.
 
+use crate::op::UsageRecord;
 use anyhow::{Context, Result};
 
 use super::Call;
@@ -91,11 +92,11 @@ fn record(call: &Call, sid: &str, s: &mut Session, mut parts: Vec<Usage>) -> Res
     tx::commit(ctx, |_| {
         Ok(tx::op(
             ctx,
-            Change::UsageRecord {
+            Change::UsageRecord(UsageRecord {
                 goal: goal.clone(),
                 turn: stretch.key.clone(),
                 usage: stretch.total.clone(),
-            },
+            }),
         )?)
     })?;
     stretch.keep(s);

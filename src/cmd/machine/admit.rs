@@ -1,5 +1,6 @@
 //! `loopx machine admit`: a human admits a proposed machine for some agents.
 
+use crate::op::MachineAdmit;
 use anyhow::Result;
 use serde::Serialize;
 
@@ -41,11 +42,11 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let name = slug("machine", &args.name, MachineName::new)?;
     let done = commit_change(
         ctx,
-        Change::MachineAdmit {
+        Change::MachineAdmit(MachineAdmit {
             machine: name.clone(),
             fingerprint: args.fingerprint.trim().to_owned(),
             agents: args.agents.clone(),
-        },
+        }),
     )?;
     ctx.out.emit(
         &Wire {

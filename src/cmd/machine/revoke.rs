@@ -1,5 +1,6 @@
 //! `loopx machine revoke`: a human revokes a machine's key.
 
+use crate::op::MachineRevoke;
 use anyhow::Result;
 use serde::Serialize;
 
@@ -31,9 +32,9 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let name = slug("machine", &args.name, MachineName::new)?;
     let done = commit_change(
         ctx,
-        Change::MachineRevoke {
+        Change::MachineRevoke(MachineRevoke {
             machine: name.clone(),
-        },
+        }),
     )?;
     ctx.out.emit(
         &Wire {

@@ -1,6 +1,7 @@
 //! `loopx machine setup`: make (or find) this clone's machine key and
 //! propose it in the state.
 
+use crate::op::MachinePropose;
 use anyhow::Result;
 use serde::Serialize;
 
@@ -86,10 +87,10 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             let name = slug("machine", &raw, MachineName::new)?;
             commit_change(
                 ctx,
-                Change::MachinePropose {
+                Change::MachinePropose(MachinePropose {
                     machine: name.clone(),
                     key: public.clone(),
-                },
+                }),
             )?;
             (name, "proposed", true)
         }

@@ -1,6 +1,7 @@
 //! `loopx quota park`: an agent waits, without spending, until its
 //! runtime's usage window resets.
 
+use crate::op::QuotaPark;
 use anyhow::Result;
 use serde::Serialize;
 
@@ -71,12 +72,12 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         goal = Some(g.clone());
         Ok(tx::op(
             ctx,
-            Change::QuotaPark {
+            Change::QuotaPark(QuotaPark {
                 agent: agent.clone(),
                 goal: g,
                 until,
                 reason: args.reason.clone(),
-            },
+            }),
         )?)
     })?;
     let goal = goal.expect("the op was built");

@@ -1,5 +1,6 @@
 //! `loopx quota resume`: a human's go for a parked agent.
 
+use crate::op::QuotaResume;
 use anyhow::Result;
 use serde::Serialize;
 
@@ -32,9 +33,9 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let agent = slug("agent", &args.parked, AgentId::new)?;
     let done = commit_change(
         ctx,
-        Change::QuotaResume {
+        Change::QuotaResume(QuotaResume {
             agent: agent.clone(),
-        },
+        }),
     )?;
     ctx.out.emit(
         &Wire {

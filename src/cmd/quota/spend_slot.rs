@@ -1,5 +1,6 @@
 //! `loopx quota spend-slot`: spend one slot for a turn that wrote back.
 
+use crate::op::{QuotaSpend, Settle, UsageRecord};
 use anyhow::Result;
 use serde::Serialize;
 
@@ -52,17 +53,19 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     own_token(&ctx.actor()?, &token)?;
     let usage = crate::cmd::read_usage(ctx, &args.usage)?;
     let snap = tx::load(ctx)?;
-    let record = usage.map(|usage| Change::UsageRecord {
-        goal: token.goal.clone(),
-        turn: token.turn.clone(),
-        usage,
+    let record = usage.map(|usage| {
+        Change::UsageRecord(UsageRecord {
+            goal: token.goal.clone(),
+            turn: token.turn.clone(),
+            usage,
+        })
     });
     let goal = snap.state.goal(token.goal.as_str())?.clone();
-    let change = Change::QuotaSpend {
+    let change = Change::QuotaSpend(QuotaSpend {
         goal: token.goal.clone(),
         turn: token.turn.clone(),
         issued: token.issued,
-    };
+    });
     let left =
         |state: &crate::model::State| turn::slots(state, &token.agent, &goal, ctx.now).left();
     let already = snap
@@ -76,10 +79,10 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let change = match (&already, record) {
         (Some(_), Some(r)) => Some(r),
         (Some(_), None) => None,
-        (None, Some(r)) => Some(Change::Settle {
+        (None, Some(r)) => Some(Change::Settle(Settle {
             turn: token.turn.clone(),
             steps: vec![r, change],
-        }),
+        })),
         (None, None) => Some(change),
     };
     if let (Some(s), Some(change)) = (&already, &change) {

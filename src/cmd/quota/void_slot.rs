@@ -1,5 +1,6 @@
 //! `loopx quota void-slot`: a human's correction of a spend.
 
+use crate::op::QuotaVoid;
 use anyhow::Result;
 use serde::Serialize;
 
@@ -32,11 +33,11 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let token = parse_token(&args.turn)?;
     let done = commit_change(
         ctx,
-        Change::QuotaVoid {
+        Change::QuotaVoid(QuotaVoid {
             agent: token.agent.clone(),
             turn: token.turn.clone(),
             reason: args.reason.clone(),
-        },
+        }),
     )?;
     ctx.out.emit(
         &Wire {

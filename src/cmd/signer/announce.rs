@@ -1,6 +1,7 @@
 //! `loopx signer announce`: put a signer's public key in the state, so
 //! teammates can find it and trust it with `loopx signer trust`.
 
+use crate::op::SignerAnnounce;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
@@ -47,10 +48,10 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let key = read_public(&path)?;
     let done = commit_change(
         ctx,
-        Change::SignerAnnounce {
+        Change::SignerAnnounce(SignerAnnounce {
             name: name.clone(),
             key: key.clone(),
-        },
+        }),
     )?;
     let fingerprint = trust::fingerprint(&key).map_err(|e| anyhow::anyhow!(e))?;
     let signers = AllowedSigners::load(ctx.repo()?)?;

@@ -1,5 +1,6 @@
 //! `loopx signer require`: the team's signing policy, in the state.
 
+use crate::op::SignerRequire;
 use anyhow::Result;
 use serde::Serialize;
 
@@ -48,7 +49,10 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         Signatures::Off
     };
     let done = tx::commit(ctx, |_| {
-        Ok(tx::op(ctx, Change::SignerRequire { signatures })?)
+        Ok(tx::op(
+            ctx,
+            Change::SignerRequire(SignerRequire { signatures }),
+        )?)
     })?;
     ctx.out.emit(
         &Wire {

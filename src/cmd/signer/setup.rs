@@ -2,6 +2,7 @@
 //! clone, so validations written by the team's humans run on the team's
 //! machines (docs/gates.md, "Onboarding").
 
+use crate::op::SignerAnnounce;
 use std::io::{BufRead, IsTerminal};
 use std::path::{Path, PathBuf};
 
@@ -125,10 +126,10 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             tx::commit(&fresh, |_| {
                 Ok(tx::op(
                     &fresh,
-                    Change::SignerAnnounce {
+                    Change::SignerAnnounce(SignerAnnounce {
                         name: name.clone(),
                         key: public.clone(),
-                    },
+                    }),
                 )?)
             })?;
             wire.announced = true;

@@ -1,5 +1,6 @@
 //! `loopx todo add`: prints the new id.
 
+use crate::op::TodoAdd;
 use anyhow::Result;
 use serde::Serialize;
 
@@ -75,7 +76,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         };
         Ok(tx::op(
             ctx,
-            Change::TodoAdd {
+            Change::TodoAdd(TodoAdd {
                 todo,
                 goal,
                 title: args.title.clone(),
@@ -85,7 +86,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                 scope: args.scope.clone(),
                 note: args.note.clone(),
                 validate: validate.clone(),
-            },
+            }),
         )?)
     })?;
     let id = done.op.change.todo().expect("a todo.add names its todo");

@@ -1,5 +1,6 @@
 //! `loopx todo archive`: move done todos out of the live set.
 
+use crate::op::TodoArchive;
 use anyhow::Result;
 use serde::Serialize;
 
@@ -48,7 +49,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             .with_hint("only done todos move to the archive; `loopx todo list --all` shows them")
             .into());
         }
-        Ok(tx::op(ctx, Change::TodoArchive { todos })?)
+        Ok(tx::op(ctx, Change::TodoArchive(TodoArchive { todos }))?)
     })?;
     let todos: Vec<_> = done.effect.archived.keys().cloned().collect();
     let todos = &todos;

@@ -1,6 +1,7 @@
 //! `loopx todo claim`: take a todo, race-safe; `--next` picks the best one;
 //! once the clone has a hub (or with `--sync`) it is safe across machines.
 
+use crate::op::{TodoClaim, TodoRelease};
 use anyhow::{Context, Result};
 use serde::Serialize;
 
@@ -168,11 +169,11 @@ fn claim_once(ctx: &Ctx, args: &Args, synced: bool) -> Result<Attempt> {
         let epoch = state.todos[&todo].epoch;
         Ok(tx::op(
             ctx,
-            Change::TodoClaim {
+            Change::TodoClaim(TodoClaim {
                 todo,
                 epoch,
                 lease: args.ttl.unwrap_or(state.meta.settings.lease),
-            },
+            }),
         )?)
     });
     let done = match decided {
@@ -306,11 +307,11 @@ fn unclaim(ctx: &Ctx, id: &TodoId, done: &tx::Committed, err: anyhow::Error) -> 
             .ok_or_else(|| anyhow::anyhow!("{id} is no longer claimed here by {me}"))?;
         Ok(tx::op(
             ctx,
-            Change::TodoRelease {
+            Change::TodoRelease(TodoRelease {
                 todo: id.clone(),
                 epoch: t.epoch,
                 force: false,
-            },
+            }),
         )?)
     });
     match released {

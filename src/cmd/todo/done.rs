@@ -1,5 +1,6 @@
 //! `loopx todo done`: run the todo's validation once, then mark it complete.
 
+use crate::op::{EvidenceAdd, TodoDone};
 use anyhow::Result;
 use serde::Serialize;
 
@@ -50,7 +51,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let todo = &snap.state.todos[&id];
     // Every rule but the validation's own result is checked first, so a
     // completion that would be refused anyway runs nothing.
-    let probe = Change::TodoDone {
+    let probe = Change::TodoDone(TodoDone {
         todo: id.clone(),
         epoch: args.held.epoch_in(&snap.state, &id),
         note: args.note.clone(),
@@ -58,7 +59,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             .validate
             .as_ref()
             .map(|v| CommandRun::assumed_passing(&v.argv)),
-    };
+    });
     op::apply(&mut snap.state.clone(), &tx::op(ctx, probe)?)?;
     // Code from the shared state runs only when this machine trusts it.
     super::trust::allow_or_hold(ctx, &snap.state, todo)?;
@@ -75,7 +76,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         let record = tx::commit(ctx, |_| {
             Ok(tx::op(
                 ctx,
-                Change::EvidenceAdd {
+                Change::EvidenceAdd(EvidenceAdd {
                     evidence: fresh_id(ctx, &format!("validation\n{id}")),
                     goal: goal.clone(),
                     todo: Some(id.clone()),
@@ -87,7 +88,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                     code: Some(code_now(ctx.store().ok())),
                     run: Some(run.clone()),
                     artifact: None,
-                },
+                }),
             )?)
         })?;
         return Err(crate::op::todo::validation_failed(&id, run)
@@ -102,12 +103,12 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         let epoch = args.held.epoch_in(state, &todo);
         Ok(tx::op(
             ctx,
-            Change::TodoDone {
+            Change::TodoDone(TodoDone {
                 todo,
                 epoch,
                 note: args.note.clone(),
                 validation: validation.clone(),
-            },
+            }),
         )?)
     })?;
     let t = &done.state.todos[&id];

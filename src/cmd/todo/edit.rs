@@ -1,6 +1,7 @@
 //! `loopx todo edit`: change a todo's title, priority, dependencies or
 //! validation.
 
+use crate::op::TodoEdit;
 use anyhow::Result;
 
 use super::report;
@@ -61,7 +62,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         };
         Ok(tx::op(
             ctx,
-            Change::TodoEdit {
+            Change::TodoEdit(TodoEdit {
                 todo,
                 epoch,
                 title: args.title.clone(),
@@ -72,7 +73,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                     argv: args.validate.clone(),
                     timeout: args.validate_timeout,
                 }),
-            },
+            }),
         )?)
     })?;
     report(ctx, &done, |t| format!("Edited {} \"{}\".", t.id, t.title))

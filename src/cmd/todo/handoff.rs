@@ -1,5 +1,6 @@
 //! `loopx todo handoff`: give a claimed todo to another agent, with a note.
 
+use crate::op::TodoHandoff;
 use anyhow::Result;
 
 use super::{report, tick_on};
@@ -31,12 +32,14 @@ pub struct Args {
 
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let to = slug("agent", &args.to, AgentId::new)?;
-    let done = tick_on(ctx, &args.held, |state, todo, epoch| Change::TodoHandoff {
-        todo,
-        epoch,
-        to: to.clone(),
-        lease: args.ttl.unwrap_or(state.meta.settings.lease),
-        note: args.note.clone(),
+    let done = tick_on(ctx, &args.held, |state, todo, epoch| {
+        Change::TodoHandoff(TodoHandoff {
+            todo,
+            epoch,
+            to: to.clone(),
+            lease: args.ttl.unwrap_or(state.meta.settings.lease),
+            note: args.note.clone(),
+        })
     })?;
     report(ctx, &done, |t| {
         format!(

@@ -1,5 +1,6 @@
 //! `loopx todo release`: give a claim back.
 
+use crate::op::TodoRelease;
 use anyhow::Result;
 
 use super::{report, tick_on};
@@ -21,10 +22,12 @@ pub struct Args {
 }
 
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
-    let done = tick_on(ctx, &args.held, |_, todo, epoch| Change::TodoRelease {
-        todo,
-        epoch,
-        force: args.force,
+    let done = tick_on(ctx, &args.held, |_, todo, epoch| {
+        Change::TodoRelease(TodoRelease {
+            todo,
+            epoch,
+            force: args.force,
+        })
     })?;
     report(ctx, &done, |t| {
         format!("Released {} \"{}\".", t.id, t.title)

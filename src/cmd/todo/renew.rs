@@ -1,5 +1,6 @@
 //! `loopx todo renew`: extend your lease without changing the epoch.
 
+use crate::op::TodoRenew;
 use anyhow::Result;
 
 use super::{report, tick_on};
@@ -21,10 +22,12 @@ pub struct Args {
 }
 
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
-    let done = tick_on(ctx, &args.held, |state, todo, epoch| Change::TodoRenew {
-        todo,
-        epoch,
-        lease: args.ttl.unwrap_or(state.meta.settings.lease),
+    let done = tick_on(ctx, &args.held, |state, todo, epoch| {
+        Change::TodoRenew(TodoRenew {
+            todo,
+            epoch,
+            lease: args.ttl.unwrap_or(state.meta.settings.lease),
+        })
     })?;
     report(ctx, &done, |t| {
         let until = t.lease_until().map(|u| u.to_string()).unwrap_or_default();

@@ -1,5 +1,6 @@
 //! `loopx todo reopen`: a done, blocked or deferred todo becomes open.
 
+use crate::op::TodoReopen;
 use anyhow::Result;
 
 use super::{report, tick_on};
@@ -15,9 +16,8 @@ pub struct Args {
 }
 
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
-    let done = tick_on(ctx, &args.held, |_, todo, epoch| Change::TodoReopen {
-        todo,
-        epoch,
+    let done = tick_on(ctx, &args.held, |_, todo, epoch| {
+        Change::TodoReopen(TodoReopen { todo, epoch })
     })?;
     report(ctx, &done, |t| {
         format!("Reopened {} \"{}\".", t.id, t.title)

@@ -1,5 +1,6 @@
 //! `loopx todo update`: a note or a status change by the owner.
 
+use crate::op::TodoUpdate;
 use anyhow::Result;
 
 use super::{report, tick_on};
@@ -44,11 +45,13 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         )
         .into());
     }
-    let done = tick_on(ctx, &args.held, |_, todo, epoch| Change::TodoUpdate {
-        todo,
-        epoch,
-        status: args.status,
-        note: args.note.clone(),
+    let done = tick_on(ctx, &args.held, |_, todo, epoch| {
+        Change::TodoUpdate(TodoUpdate {
+            todo,
+            epoch,
+            status: args.status,
+            note: args.note.clone(),
+        })
     })?;
     report(ctx, &done, |t| {
         format!("Updated {} \"{}\" ({}).", t.id, t.title, t.status)

@@ -1,5 +1,6 @@
 use super::*;
 use crate::model::{Actor, GoalStatus, OpId, Priority, Runtime, TodoId};
+use crate::op::{AgentRegister, GoalSet, Init, RefreshState, TodoAdd, TodoClaim};
 use crate::op::{Op, apply};
 use crate::time::Span;
 
@@ -40,22 +41,22 @@ fn board() -> State {
     for (at, change) in [
         (
             "2026-01-01T09:00:00Z",
-            Change::Init {
+            Change::Init(Init {
                 goal: Some(main.clone()),
                 objective: Some("Ship the parser".to_owned()),
-            },
+            }),
         ),
         (
             "2026-01-01T09:00:00Z",
-            Change::AgentRegister {
+            Change::AgentRegister(AgentRegister {
                 agent: aid("codex-1"),
                 runtime: Runtime::Codex,
                 capabilities: Vec::new(),
-            },
+            }),
         ),
         (
             "2026-01-01T09:01:00Z",
-            Change::TodoAdd {
+            Change::TodoAdd(TodoAdd {
                 todo: TodoId::from_hex(T1),
                 goal: main,
                 title: "Write the parser".to_owned(),
@@ -65,7 +66,7 @@ fn board() -> State {
                 scope: Vec::new(),
                 note: None,
                 validate: None,
-            },
+            }),
         ),
     ] {
         apply_as(&mut s, human(), at, change);
@@ -80,11 +81,11 @@ fn claimed() -> State {
         &mut s,
         Actor::Agent(aid("codex-1")),
         "2026-01-01T09:10:00Z",
-        Change::TodoClaim {
+        Change::TodoClaim(TodoClaim {
             todo: TodoId::from_hex(T1),
             epoch: 0,
             lease: Span::minutes(30),
-        },
+        }),
     );
     s
 }
@@ -149,7 +150,7 @@ fn a_paused_goal_stands_the_agent_down() {
         &mut s,
         human(),
         "2026-01-01T09:05:00Z",
-        Change::GoalSet {
+        Change::GoalSet(GoalSet {
             goal: GoalId::new("main").unwrap(),
             objective: None,
             status: Some(GoalStatus::Paused),
@@ -160,7 +161,7 @@ fn a_paused_goal_stands_the_agent_down() {
             budget: None,
             auto_resume: None,
             stall_after: None,
-        },
+        }),
     );
     let text = brief(&s, &start(&s, &a, false));
     assert!(
@@ -269,14 +270,14 @@ fn a_stop_keeps_a_claim_holder_going_until_it_says_why_it_stops() {
         &mut blocked,
         Actor::Agent(a.clone()),
         "2026-01-01T09:16:00Z",
-        Change::RefreshState {
+        Change::RefreshState(RefreshState {
             goal: GoalId::new("main").unwrap(),
             outcome: Outcome::Blocked,
             turn: None,
             todo: Some(TodoId::from_hex(T1)),
             next_action: Some("wait".to_owned()),
             progress: None,
-        },
+        }),
     );
     let mut rec = Session {
         nudged: Some(now),
@@ -299,12 +300,12 @@ fn a_session_end_records_the_unrecorded_turn_of_a_claim_holder() {
     };
     let e = end(&rec, true, &s, &a, None, Some("logout")).unwrap();
     assert_eq!(e.claims.len(), 1);
-    let Some(Change::RefreshState {
+    let Some(Change::RefreshState(RefreshState {
         outcome,
         todo,
         next_action,
         ..
-    }) = e.record
+    })) = e.record
     else {
         panic!("no turn recorded");
     };
@@ -341,14 +342,14 @@ fn a_turn_recorded_since_the_start_is_not_recorded_again() {
         &mut s,
         Actor::Agent(a.clone()),
         "2026-01-01T09:20:00Z",
-        Change::RefreshState {
+        Change::RefreshState(RefreshState {
             goal: GoalId::new("main").unwrap(),
             outcome: Outcome::Advanced,
             turn: None,
             todo: Some(TodoId::from_hex(T1)),
             next_action: None,
             progress: None,
-        },
+        }),
     );
     assert!(
         end(&rec, true, &s, &a, None, None)

@@ -1,5 +1,6 @@
 //! Unit tests of `init`, `goal.add` and `goal.set`.
 
+use crate::op::GoalSet;
 use crate::op::test_support::*;
 
 #[test]
@@ -226,10 +227,10 @@ fn goal_set_is_for_humans_only() {
 #[test]
 fn goal_set_refuses_an_unknown_goal() {
     let mut s = board();
-    let Change::GoalSet { status, .. } = set_status(GoalStatus::Paused) else {
+    let Change::GoalSet(GoalSet { status, .. }) = set_status(GoalStatus::Paused) else {
         unreachable!()
     };
-    let change = Change::GoalSet {
+    let change = Change::GoalSet(GoalSet {
         goal: gid("nope"),
         objective: None,
         status,
@@ -240,7 +241,7 @@ fn goal_set_refuses_an_unknown_goal() {
         budget: None,
         auto_resume: None,
         stall_after: None,
-    };
+    });
     let r = refuse(
         &mut s,
         &op(human(), "2026-01-01T10:00:00Z", change),
@@ -312,7 +313,7 @@ fn goal_set_needs_something_to_set() {
 #[test]
 fn goal_set_applies_every_field() {
     let mut s = board();
-    let change = Change::GoalSet {
+    let change = Change::GoalSet(GoalSet {
         goal: gid("main"),
         objective: Some(" Ship the parser and docs ".to_owned()),
         status: Some(GoalStatus::Paused),
@@ -323,7 +324,7 @@ fn goal_set_applies_every_field() {
         budget: None,
         auto_resume: None,
         stall_after: None,
-    };
+    });
     let subject = ok(&mut s, &op(human(), "2026-01-01T10:00:00Z", change));
     assert_eq!(
         subject,

@@ -1,6 +1,7 @@
 //! Unit tests of the op log format: every op kind survives a round trip
 //! through a tick's commit message, and the kind names agree everywhere.
 
+use crate::op::RefreshState;
 use std::collections::BTreeSet;
 
 use super::*;
@@ -97,14 +98,14 @@ fn ops_without_their_optional_fields_round_trip_too() {
         update(T1, 0, None, None),
         done(T1, 0, None),
         evidence("0000e1e1", None, EvidenceKind::Note, None),
-        Change::RefreshState {
+        Change::RefreshState(RefreshState {
             goal: gid("main"),
             outcome: Outcome::Unchanged,
             turn: None,
             todo: None,
             next_action: None,
             progress: Some("0123456789abcdef".to_owned()),
-        },
+        }),
     ] {
         let o = op(human(), "2026-01-01T09:10:00Z", change);
         let msg = render(&o, &effect("s"), 1, FORMAT, &[]);

@@ -12,6 +12,7 @@ use crate::error::{Code, Hint, N, Next, Refusal};
 use crate::model::{
     Actor, GoalStatus, Note, State, Todo, TodoId, TodoStatus, Validation, Vouch, run::CommandRun,
 };
+use crate::op::{TodoAdd, TodoEdit};
 
 mod claim;
 
@@ -19,7 +20,7 @@ use claim::fence;
 pub(super) use claim::{claim, handoff, release, renew};
 
 pub(super) fn add(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
-    let Change::TodoAdd {
+    let Change::TodoAdd(TodoAdd {
         todo,
         goal,
         title,
@@ -29,7 +30,7 @@ pub(super) fn add(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         scope,
         note,
         validate,
-    } = &op.change
+    }) = &op.change
     else {
         unreachable!("dispatched on TodoAdd")
     };
@@ -238,7 +239,7 @@ pub(super) fn done(
 }
 
 pub(super) fn edit(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
-    let Change::TodoEdit {
+    let Change::TodoEdit(TodoEdit {
         todo: id,
         epoch,
         title,
@@ -246,7 +247,7 @@ pub(super) fn edit(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         after,
         note,
         validate,
-    } = &op.change
+    }) = &op.change
     else {
         unreachable!("dispatched on TodoEdit")
     };

@@ -2,16 +2,17 @@
 //! and `settle`, which holds several of them in one tick.
 
 use super::*;
+use crate::op::{EvidenceAdd, QuotaSpend, RefreshState, TodoUpdate};
 
 pub(in crate::op) fn refresh(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
-    let Change::RefreshState {
+    let Change::RefreshState(RefreshState {
         goal,
         outcome,
         turn,
         todo,
         next_action,
         progress,
-    } = &op.change
+    }) = &op.change
     else {
         unreachable!("dispatched on RefreshState")
     };
@@ -239,7 +240,7 @@ pub(in crate::op) fn settle(
     let mut evidence = Vec::new();
     let mut archived = std::collections::BTreeMap::new();
     for step in steps {
-        if matches!(step, Change::Settle { .. }) {
+        if matches!(step, Change::Settle(_)) {
             return Err(Refusal::usage(
                 Code::NestedSettle,
                 "a settle cannot hold another settle",
@@ -258,18 +259,20 @@ pub(in crate::op) fn settle(
         evidence.extend(effect.evidence);
         archived.extend(effect.archived);
         parts.push(match step {
-            Change::EvidenceAdd { run: Some(r), .. } if !r.passed() => "evidence failed".to_owned(),
-            Change::EvidenceAdd { .. } => "evidence passed".to_owned(),
-            Change::TodoDone { .. } => "done".to_owned(),
-            Change::TodoUpdate {
+            Change::EvidenceAdd(EvidenceAdd { run: Some(r), .. }) if !r.passed() => {
+                "evidence failed".to_owned()
+            }
+            Change::EvidenceAdd(_) => "evidence passed".to_owned(),
+            Change::TodoDone(_) => "done".to_owned(),
+            Change::TodoUpdate(TodoUpdate {
                 status: Some(s), ..
-            } => s.to_string(),
-            Change::TodoUpdate { .. } => "noted".to_owned(),
-            Change::RefreshState { outcome, .. } => {
+            }) => s.to_string(),
+            Change::TodoUpdate(_) => "noted".to_owned(),
+            Change::RefreshState(RefreshState { outcome, .. }) => {
                 outcome.as_str().to_owned() + &super::super::progress::note(happened.last())
             }
-            Change::UsageRecord { .. } => super::super::usage::settle_part(happened.last()),
-            Change::QuotaSpend { goal, .. } => {
+            Change::UsageRecord(_) => super::super::usage::settle_part(happened.last()),
+            Change::QuotaSpend(QuotaSpend { goal, .. }) => {
                 let agent = op.actor.agent().cloned();
                 match (agent, work.goals.get(goal)) {
                     (Some(a), Some(g)) => {

@@ -1,6 +1,7 @@
 //! `todo.add`: who may add, where, and what is stored.
 
 use super::*;
+use crate::op::TodoAdd;
 
 #[test]
 fn todo_add_by_a_human() {
@@ -34,7 +35,7 @@ fn todo_add_by_a_human() {
 #[test]
 fn todo_add_subject_and_registered_agent_author() {
     let mut s = board();
-    let change = Change::TodoAdd {
+    let change = Change::TodoAdd(TodoAdd {
         todo: tid(T2),
         goal: gid("main"),
         title: "  Write\t the   lexer ".to_owned(),
@@ -44,7 +45,7 @@ fn todo_add_subject_and_registered_agent_author() {
         scope: Vec::new(),
         validate: None,
         note: None,
-    };
+    });
     let subject = ok(
         &mut s,
         &op(agent("agent-b"), "2026-01-01T10:00:00Z", change),
@@ -60,16 +61,16 @@ fn todo_add_subject_and_registered_agent_author() {
 #[test]
 fn todo_add_refuses_an_unknown_goal() {
     let mut s = board();
-    let Change::TodoAdd {
+    let Change::TodoAdd(TodoAdd {
         todo,
         title,
         priority,
         ..
-    } = add(T2, "Lexer")
+    }) = add(T2, "Lexer")
     else {
         unreachable!()
     };
-    let change = Change::TodoAdd {
+    let change = Change::TodoAdd(TodoAdd {
         todo,
         goal: gid("nope"),
         title,
@@ -79,7 +80,7 @@ fn todo_add_refuses_an_unknown_goal() {
         scope: Vec::new(),
         validate: None,
         note: None,
-    };
+    });
     let r = refuse(
         &mut s,
         &op(human(), "2026-01-01T10:00:00Z", change),

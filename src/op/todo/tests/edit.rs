@@ -1,6 +1,7 @@
 //! `todo.edit`: title, priority, the `after` list and notes of a todo.
 
 use super::*;
+use crate::op::TodoEdit;
 
 fn edit(
     hex: &str,
@@ -10,7 +11,7 @@ fn edit(
     after: Option<&[&str]>,
     note: Option<&str>,
 ) -> Change {
-    Change::TodoEdit {
+    Change::TodoEdit(TodoEdit {
         todo: tid(hex),
         epoch,
         title: title.map(str::to_owned),
@@ -18,7 +19,7 @@ fn edit(
         after: after.map(|a| a.iter().map(|h| tid(h)).collect()),
         note: note.map(str::to_owned),
         validate: None,
-    }
+    })
 }
 
 /// The board with T2 "Write the lexer" added too.
