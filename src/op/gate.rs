@@ -2,7 +2,7 @@
 //! here, inside `apply`, so a replayed answer is judged the same way.
 
 use super::{
-    Change, Effect, Happened, Op,
+    Effect, Happened, Op,
     rules::{self, non_empty},
     short,
 };
@@ -12,19 +12,17 @@ use crate::model::{
     gate::{Answer, Withdrawn},
 };
 use crate::op::GateOpen;
+use crate::op::{GateAnswer, GateNotified, GateWithdraw};
 
-pub(super) fn open(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
-    let Change::GateOpen(GateOpen {
+pub(super) fn open(state: &mut State, op: &Op, c: &GateOpen) -> Result<Effect, Refusal> {
+    let GateOpen {
         gate,
         goal,
         question,
         options,
         kind,
         blocks,
-    }) = &op.change
-    else {
-        unreachable!("dispatched on GateOpen")
-    };
+    } = c;
     if let Actor::Agent(a) = &op.actor {
         rules::registered(state, a)?;
     }
@@ -116,13 +114,13 @@ pub(super) fn open(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
     ))
 }
 
-pub(super) fn answer(
-    state: &mut State,
-    op: &Op,
-    id: &GateId,
-    choice: &str,
-    note: Option<&str>,
-) -> Result<Effect, Refusal> {
+pub(super) fn answer(state: &mut State, op: &Op, c: &GateAnswer) -> Result<Effect, Refusal> {
+    let GateAnswer {
+        gate: id,
+        choice,
+        note,
+    } = c;
+    let note = note.as_deref();
     let gate = closable(state, op, id, "answer")?;
     let choice = choice.trim();
     if !gate.options.iter().any(|o| o == choice) {
@@ -153,7 +151,8 @@ pub(super) fn answer(
     ))
 }
 
-pub(super) fn withdraw(state: &mut State, op: &Op, id: &GateId) -> Result<Effect, Refusal> {
+pub(super) fn withdraw(state: &mut State, op: &Op, c: &GateWithdraw) -> Result<Effect, Refusal> {
+    let id = &c.gate;
     closable(state, op, id, "withdraw")?;
     let g = state.gates.get_mut(id).expect("checked by closable");
     g.status = GateStatus::Withdrawn;
@@ -171,7 +170,8 @@ pub(super) fn withdraw(state: &mut State, op: &Op, id: &GateId) -> Result<Effect
 /// Records that the `loopx.notify` command ran for a gate. Anyone may; a
 /// gate already notified (another clone won the race) is left as it is, so
 /// a replayed record never conflicts.
-pub(super) fn notified(state: &mut State, op: &Op, id: &GateId) -> Result<Effect, Refusal> {
+pub(super) fn notified(state: &mut State, op: &Op, c: &GateNotified) -> Result<Effect, Refusal> {
+    let id = &c.gate;
     let g = state.gates.get_mut(id).ok_or_else(|| {
         Refusal::error(Code::UnknownGate, format!("there is no gate {id}"))
             .with_hint(Hint::new(format!("{N} shows the gates"), [Next::ListGates]))

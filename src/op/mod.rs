@@ -93,96 +93,42 @@ impl Op {
 
 /// The rules of each kind of change, without the input limits.
 fn dispatch(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
-    // Every function below checks all its preconditions before it mutates.
+    // Every function below takes its own kind's struct and checks all its
+    // preconditions before it mutates.
     match &op.change {
-        Change::Init(Init { goal, objective }) => {
-            goal::init(state, op, goal.as_ref(), objective.as_deref())
-        }
-        Change::GoalAdd(GoalAdd { goal, objective }) => goal::add(state, op, goal, objective),
-        Change::GoalSet(_) => goal::set(state, op),
-        Change::AgentRegister(AgentRegister {
-            agent,
-            runtime,
-            capabilities,
-        }) => agent::register(state, op, agent, *runtime, capabilities),
-        Change::TodoAdd(_) => todo::add(state, op),
-        Change::TodoClaim(TodoClaim { todo, epoch, lease }) => {
-            todo::claim(state, op, todo, *epoch, *lease)
-        }
-        Change::TodoRenew(TodoRenew { todo, epoch, lease }) => {
-            todo::renew(state, op, todo, *epoch, *lease)
-        }
-        Change::TodoHandoff(TodoHandoff {
-            todo,
-            epoch,
-            to,
-            lease,
-            note,
-        }) => todo::handoff(state, op, todo, *epoch, to, *lease, note),
-        Change::TodoRelease(TodoRelease { todo, epoch, force }) => {
-            todo::release(state, op, todo, *epoch, *force)
-        }
-        Change::TodoUpdate(TodoUpdate {
-            todo,
-            epoch,
-            status,
-            note,
-        }) => todo::update(state, op, todo, *epoch, *status, note.as_deref()),
-        Change::TodoDone(TodoDone {
-            todo,
-            epoch,
-            note,
-            validation,
-        }) => todo::done(
-            state,
-            op,
-            todo,
-            *epoch,
-            note.as_deref(),
-            validation.as_ref(),
-        ),
-        Change::TodoEdit(_) => todo::edit(state, op),
-        Change::TodoReopen(TodoReopen { todo, epoch }) => todo::reopen(state, op, todo, *epoch),
-        Change::TodoTrust(TodoTrust { todo, digest }) => {
-            signer::trust_todo(state, op, todo, digest)
-        }
-        Change::SignerAnnounce(SignerAnnounce { name, key }) => {
-            signer::announce(state, op, name, key)
-        }
-        Change::SignerRequire(SignerRequire { signatures }) => {
-            signer::require(state, op, *signatures)
-        }
-        Change::MachinePropose(MachinePropose { machine: m, key }) => {
-            machine::propose(state, op, m, key)
-        }
-        Change::MachineAdmit(MachineAdmit {
-            machine: m,
-            fingerprint,
-            agents,
-        }) => machine::admit(state, op, m, fingerprint, agents),
-        Change::MachineRevoke(MachineRevoke { machine: m }) => machine::revoke(state, op, m),
-        Change::TodoArchive(TodoArchive { todos }) => todo::archive(state, op, todos),
-        Change::AgentRetire(AgentRetire { agent }) => agent::retire(state, op, agent),
-        Change::GateOpen(_) => gate::open(state, op),
-        Change::GateAnswer(GateAnswer { gate, choice, note }) => {
-            gate::answer(state, op, gate, choice, note.as_deref())
-        }
-        Change::GateWithdraw(GateWithdraw { gate }) => gate::withdraw(state, op, gate),
-        Change::GateNotified(GateNotified { gate }) => gate::notified(state, op, gate),
-        Change::EvidenceAdd(_) => evidence::add(state, op),
-        Change::RefreshState(_) => turn::refresh(state, op),
-        Change::QuotaSpend(QuotaSpend { goal, turn, issued }) => {
-            turn::spend(state, op, goal, turn, *issued)
-        }
-        Change::QuotaVoid(QuotaVoid {
-            agent,
-            turn,
-            reason,
-        }) => turn::void(state, op, agent, turn, reason),
-        Change::UsageRecord(_) => usage::record(state, op),
-        Change::QuotaPark(_) => park::park(state, op),
-        Change::QuotaResume(QuotaResume { agent }) => park::resume(state, op, agent),
-        Change::Settle(Settle { steps, .. }) => turn::settle(state, op, steps),
+        Change::Init(c) => goal::init(state, op, c),
+        Change::GoalAdd(c) => goal::add(state, op, c),
+        Change::GoalSet(c) => goal::set(state, op, c),
+        Change::AgentRegister(c) => agent::register(state, op, c),
+        Change::AgentRetire(c) => agent::retire(state, op, c),
+        Change::TodoAdd(c) => todo::add(state, op, c),
+        Change::TodoClaim(c) => todo::claim(state, op, c),
+        Change::TodoRenew(c) => todo::renew(state, op, c),
+        Change::TodoHandoff(c) => todo::handoff(state, op, c),
+        Change::TodoRelease(c) => todo::release(state, op, c),
+        Change::TodoUpdate(c) => todo::update(state, op, c),
+        Change::TodoDone(c) => todo::done(state, op, c),
+        Change::TodoEdit(c) => todo::edit(state, op, c),
+        Change::TodoReopen(c) => todo::reopen(state, op, c),
+        Change::TodoArchive(c) => todo::archive(state, op, c),
+        Change::TodoTrust(c) => signer::trust_todo(state, op, c),
+        Change::SignerAnnounce(c) => signer::announce(state, op, c),
+        Change::SignerRequire(c) => signer::require(state, op, c),
+        Change::MachinePropose(c) => machine::propose(state, op, c),
+        Change::MachineAdmit(c) => machine::admit(state, op, c),
+        Change::MachineRevoke(c) => machine::revoke(state, op, c),
+        Change::GateOpen(c) => gate::open(state, op, c),
+        Change::GateAnswer(c) => gate::answer(state, op, c),
+        Change::GateWithdraw(c) => gate::withdraw(state, op, c),
+        Change::GateNotified(c) => gate::notified(state, op, c),
+        Change::EvidenceAdd(c) => evidence::add(state, op, c),
+        Change::RefreshState(c) => turn::refresh(state, op, c),
+        Change::QuotaSpend(c) => turn::spend(state, op, c),
+        Change::QuotaVoid(c) => turn::void(state, op, c),
+        Change::UsageRecord(c) => usage::record(state, op, c),
+        Change::QuotaPark(c) => park::park(state, op, c),
+        Change::QuotaResume(c) => park::resume(state, op, c),
+        Change::Settle(c) => turn::settle(state, op, c),
     }
 }
 

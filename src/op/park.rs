@@ -7,7 +7,7 @@
 //! `resume` (or runs `quota resume`). No silent resume, no retry storm.
 
 use super::{
-    Change, Effect, Happened, Op,
+    Effect, Happened, Op,
     rules::{self, non_empty},
 };
 use crate::error::{Code, Hint, N, Next, Refusal};
@@ -15,6 +15,7 @@ use crate::model::{
     Actor, Agent, AgentId, Blocks, Gate, GateId, GateKind, GateStatus, Goal, GoalId, Parked, State,
 };
 use crate::op::QuotaPark;
+use crate::op::QuotaResume;
 use crate::time::{Span, Timestamp};
 
 /// The longest park: a runtime's usage window resets within days.
@@ -82,16 +83,13 @@ fn resumed(g: &Gate) -> bool {
 }
 
 /// `quota.park`: an agent parks itself (a human may park any agent).
-pub(super) fn park(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
-    let Change::QuotaPark(QuotaPark {
+pub(super) fn park(state: &mut State, op: &Op, c: &QuotaPark) -> Result<Effect, Refusal> {
+    let QuotaPark {
         agent,
         goal,
         until,
         reason,
-    }) = &op.change
-    else {
-        unreachable!("dispatched on QuotaPark")
-    };
+    } = c;
     match &op.actor {
         Actor::Agent(me) if me != agent => {
             return Err(Refusal::rule(
@@ -145,7 +143,8 @@ pub(super) fn park(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
 }
 
 /// `quota.resume`: a human's go; the park ends now.
-pub(super) fn resume(state: &mut State, op: &Op, agent: &AgentId) -> Result<Effect, Refusal> {
+pub(super) fn resume(state: &mut State, op: &Op, c: &QuotaResume) -> Result<Effect, Refusal> {
+    let agent = &c.agent;
     rules::human_only(&op.actor, "resume a parked agent")?;
     let a = state.agents.get_mut(agent).ok_or_else(|| {
         Refusal::rule(

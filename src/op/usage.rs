@@ -4,7 +4,7 @@
 //! reaches a budget opens in its own tick, and the `budget-exhausted` answer
 //! of `should-run` (cheap: it sums only the entries of one goal).
 
-use super::{Change, Effect, Happened, Op, rules};
+use super::{Effect, Happened, Op, rules};
 use crate::error::{Code, Refusal};
 use crate::model::{
     AgentId, Blocks, Gate, GateId, GateKind, GateStatus, Goal, GoalId, GoalStatus, OpId, State,
@@ -218,10 +218,8 @@ fn check_turn(turn: &str) -> Result<(), Refusal> {
     }
 }
 
-pub(super) fn record(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
-    let Change::UsageRecord(UsageRecord { goal, turn, usage }) = &op.change else {
-        unreachable!("dispatched on UsageRecord")
-    };
+pub(super) fn record(state: &mut State, op: &Op, c: &UsageRecord) -> Result<Effect, Refusal> {
+    let UsageRecord { goal, turn, usage } = c;
     let agent = rules::acting_agent(state, &op.actor, "record usage")?
         .id
         .clone();

@@ -217,3 +217,41 @@ fn kind_kinds_and_serde_tags_agree_for_every_variant() {
         assert_eq!(&back, change);
     }
 }
+
+/// The stored form of one op of every kind, byte for byte: its TOML (the
+/// body of a tick's message) and its JSON (`log --format json`, the MCP
+/// answers). Each change is its own struct beside the `op` tag; this pins
+/// that the fields still sit beside the tag exactly as when they were
+/// inline in the enum. `every_kind.txt` was written by the code before the
+/// structs; a difference here is a format change.
+#[test]
+fn every_kind_keeps_its_stored_form() {
+    let mut got = String::new();
+    for change in every_change() {
+        let op = op(agent("agent-a"), "2026-01-01T09:00:00Z", change);
+        let toml = toml::to_string(&op).expect("serializes");
+        let json = serde_json::to_string(&op).expect("serializes");
+        assert_eq!(toml::from_str::<Op>(&toml).expect("parses"), op, "{toml}");
+        assert_eq!(
+            serde_json::from_str::<Op>(&json).expect("parses"),
+            op,
+            "{json}"
+        );
+        got.push_str(&format!("# {}\n{toml}{json}\n\n", op.change.kind()));
+    }
+    let want = include_str!("every_kind.txt");
+    if got != want {
+        let (mut g, mut w) = (got.lines(), want.lines());
+        let line = (1..)
+            .find(|_| g.next() != w.next())
+            .expect("the texts differ");
+        panic!(
+            "the stored form changed from line {line} on:\n{}",
+            got.lines()
+                .skip(line - 1)
+                .take(12)
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+    }
+}

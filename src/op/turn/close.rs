@@ -3,19 +3,21 @@
 
 use super::*;
 use crate::op::{EvidenceAdd, QuotaSpend, RefreshState, TodoUpdate};
+use crate::op::{QuotaVoid, Settle};
 
-pub(in crate::op) fn refresh(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
-    let Change::RefreshState(RefreshState {
+pub(in crate::op) fn refresh(
+    state: &mut State,
+    op: &Op,
+    c: &RefreshState,
+) -> Result<Effect, Refusal> {
+    let RefreshState {
         goal,
         outcome,
         turn,
         todo,
         next_action,
         progress,
-    }) = &op.change
-    else {
-        unreachable!("dispatched on RefreshState")
-    };
+    } = c;
     let agent = rules::acting_agent(state, &op.actor, "refresh its state")?
         .id
         .clone();
@@ -83,13 +85,12 @@ pub(in crate::op) fn refresh(state: &mut State, op: &Op) -> Result<Effect, Refus
     ))
 }
 
-pub(in crate::op) fn spend(
-    state: &mut State,
-    op: &Op,
-    goal: &GoalId,
-    turn: &str,
-    issued: Timestamp,
-) -> Result<Effect, Refusal> {
+pub(in crate::op) fn spend(state: &mut State, op: &Op, c: &QuotaSpend) -> Result<Effect, Refusal> {
+    let &QuotaSpend {
+        ref goal,
+        ref turn,
+        issued,
+    } = c;
     let agent = rules::acting_agent(state, &op.actor, "spend a slot")?.clone();
     let g = state
         .goals
@@ -180,19 +181,18 @@ pub(super) fn g_slots(state: &State, goal: &GoalId) -> u32 {
     state.goals.get(goal).map_or(0, |g| g.quota.slots)
 }
 
-pub(in crate::op) fn void(
-    state: &mut State,
-    op: &Op,
-    agent: &AgentId,
-    turn: &str,
-    reason: &str,
-) -> Result<Effect, Refusal> {
+pub(in crate::op) fn void(state: &mut State, op: &Op, c: &QuotaVoid) -> Result<Effect, Refusal> {
+    let QuotaVoid {
+        agent,
+        turn,
+        reason,
+    } = c;
     rules::human_only(&op.actor, "void a spent slot")?;
     let reason = non_empty(reason, "reason")?;
     let spend = state
         .quota
         .get_mut(agent)
-        .and_then(|l| l.spends.iter_mut().find(|s| s.turn == turn))
+        .and_then(|l| l.spends.iter_mut().find(|s| s.turn == *turn))
         .ok_or_else(|| {
             Refusal::error(
                 Code::UnknownSpend,
@@ -223,11 +223,8 @@ pub(in crate::op) fn void(
 }
 
 /// Several changes in one tick, all or nothing, in order.
-pub(in crate::op) fn settle(
-    state: &mut State,
-    op: &Op,
-    steps: &[Change],
-) -> Result<Effect, Refusal> {
+pub(in crate::op) fn settle(state: &mut State, op: &Op, c: &Settle) -> Result<Effect, Refusal> {
+    let steps = &c.steps;
     if steps.is_empty() {
         return Err(Refusal::usage(
             Code::EmptySettle,
