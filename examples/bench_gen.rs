@@ -181,17 +181,12 @@ impl Gen {
             .map_err(|e: String| anyhow::anyhow!(e))?;
         self.tick(
             human,
-            Change::TodoAdd(TodoAdd {
-                todo: todo.clone(),
-                goal: goal.clone(),
-                title: format!("Bench todo {n}: make the parser handle case {n}"),
+            Change::TodoAdd(TodoAdd::new(
+                todo.clone(),
+                goal.clone(),
+                format!("Bench todo {n}: make the parser handle case {n}"),
                 priority,
-                after: Vec::new(),
-                capabilities: Vec::new(),
-                scope: Vec::new(),
-                note: None,
-                validate: None,
-            }),
+            )),
         )?;
         Ok(todo)
     }

@@ -109,14 +109,15 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let code = code_now(ctx.store().ok());
     let evidence = |run: &CommandRun, what: &str| {
         Change::EvidenceAdd(EvidenceAdd {
-            evidence: fresh_id(ctx, &format!("{what}\n{}", run.argv.join(" "))),
-            goal: goal.clone(),
             todo: Some(todo.clone()),
-            kind: EvidenceKind::Test,
-            summary: crate::op::limits::fit(&format!("{what}: {}", run.argv.join(" ")), 200),
             code: Some(code.clone()),
             run: Some(run.clone()),
-            artifact: None,
+            ..EvidenceAdd::new(
+                fresh_id(ctx, &format!("{what}\n{}", run.argv.join(" "))),
+                goal.clone(),
+                EvidenceKind::Test,
+                crate::op::limits::fit(&format!("{what}: {}", run.argv.join(" ")), 200),
+            )
         })
     };
     // The tick's steps, given the check's and the validation's results.

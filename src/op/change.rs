@@ -424,3 +424,95 @@ pub struct EvidenceAdd {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub artifact: Option<Artifact>,
 }
+
+impl GoalSet {
+    /// A `goal.set` of `goal` that changes nothing yet: name the fields to
+    /// change, `GoalSet { status: Some(..), ..GoalSet::new(goal) }`.
+    pub fn new(goal: GoalId) -> GoalSet {
+        GoalSet {
+            goal,
+            objective: None,
+            status: None,
+            scope: None,
+            guards: None,
+            quota_slots: None,
+            quota_window: None,
+            budget: None,
+            auto_resume: None,
+            stall_after: None,
+        }
+    }
+}
+
+impl TodoAdd {
+    /// A `todo.add` with no ordering, capabilities, scope, note or
+    /// validation: set those with `TodoAdd { note: Some(..), ..TodoAdd::new(..) }`.
+    pub fn new(
+        todo: TodoId,
+        goal: GoalId,
+        title: impl Into<String>,
+        priority: Priority,
+    ) -> TodoAdd {
+        TodoAdd {
+            todo,
+            goal,
+            title: title.into(),
+            priority,
+            after: Vec::new(),
+            capabilities: Vec::new(),
+            scope: Vec::new(),
+            note: None,
+            validate: None,
+        }
+    }
+}
+
+impl TodoEdit {
+    /// A `todo.edit` of `todo` at `epoch` that changes nothing yet.
+    pub fn new(todo: TodoId, epoch: u64) -> TodoEdit {
+        TodoEdit {
+            todo,
+            epoch,
+            title: None,
+            priority: None,
+            after: None,
+            note: None,
+            validate: None,
+        }
+    }
+}
+
+impl RefreshState {
+    /// A `turn.refresh` of `goal` with only its outcome.
+    pub fn new(goal: GoalId, outcome: Outcome) -> RefreshState {
+        RefreshState {
+            goal,
+            outcome,
+            turn: None,
+            todo: None,
+            next_action: None,
+            progress: None,
+        }
+    }
+}
+
+impl EvidenceAdd {
+    /// An `evidence.add` of a plain record: no todo, code, run or artifact.
+    pub fn new(
+        evidence: EvidenceId,
+        goal: GoalId,
+        kind: EvidenceKind,
+        summary: impl Into<String>,
+    ) -> EvidenceAdd {
+        EvidenceAdd {
+            evidence,
+            goal,
+            todo: None,
+            kind,
+            summary: summary.into(),
+            code: None,
+            run: None,
+            artifact: None,
+        }
+    }
+}

@@ -279,18 +279,17 @@ mod tests {
 
     fn add(title: &str, note: Option<String>, validate: Option<Vec<&str>>) -> Change {
         Change::TodoAdd(TodoAdd {
-            todo: TodoId::from_hex("00000001"),
-            goal: GoalId::new("main").unwrap(),
-            title: title.to_owned(),
-            priority: Priority::default(),
-            after: vec![],
-            capabilities: vec![],
-            scope: vec![],
             note,
             validate: validate.map(|a| Validation {
                 argv: a.into_iter().map(str::to_owned).collect(),
                 timeout: Span::seconds(60),
             }),
+            ..TodoAdd::new(
+                TodoId::from_hex("00000001"),
+                GoalId::new("main").unwrap(),
+                title.to_owned(),
+                Priority::default(),
+            )
         })
     }
 
@@ -360,18 +359,13 @@ mod tests {
         assert!(r.hint.unwrap().to_string().contains("environment"));
         refused(&add("t", None, Some(vec!["deploy", "--token", "abc"])));
         let edit = Change::TodoEdit(TodoEdit {
-            todo: TodoId::from_hex("00000001"),
-            epoch: 0,
-            title: None,
-            priority: None,
-            after: None,
-            note: None,
             validate: Some(Validation {
                 argv: ["curl", "https://ada:pw@example.com"]
                     .map(str::to_owned)
                     .to_vec(),
                 timeout: Span::seconds(60),
             }),
+            ..TodoEdit::new(TodoId::from_hex("00000001"), 0)
         });
         assert_eq!(refused(&edit).code, Code::SecretInValidation);
     }
@@ -435,13 +429,9 @@ mod tests {
         assert_eq!(register(Runtime::Pi).since(), 4);
         let edit = |validate: Option<Validation>| {
             Change::TodoEdit(TodoEdit {
-                todo: TodoId::from_hex("00000001"),
-                epoch: 0,
                 title: Some("t".into()),
-                priority: None,
-                after: None,
-                note: None,
                 validate,
+                ..TodoEdit::new(TodoId::from_hex("00000001"), 0)
             })
         };
         assert_eq!(edit(None).since(), 1);
@@ -451,12 +441,11 @@ mod tests {
         };
         assert_eq!(edit(Some(v)).since(), 2);
         let refresh = Change::RefreshState(RefreshState {
-            goal: GoalId::new("main").unwrap(),
-            outcome: crate::model::Outcome::Advanced,
-            turn: None,
-            todo: None,
-            next_action: None,
             progress: Some("0123456789abcdef".into()),
+            ..RefreshState::new(
+                GoalId::new("main").unwrap(),
+                crate::model::Outcome::Advanced,
+            )
         });
         assert_eq!(refresh.since(), 3);
         let require = Change::SignerRequire(SignerRequire {

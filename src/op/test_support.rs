@@ -117,18 +117,7 @@ pub(super) fn goal_add(goal: &str, objective: &str) -> Change {
 
 /// A `goal.set` of `main` that sets nothing; fill in the fields.
 pub(super) fn goal_set() -> Change {
-    Change::GoalSet(GoalSet {
-        goal: gid("main"),
-        objective: None,
-        status: None,
-        scope: None,
-        guards: None,
-        quota_slots: None,
-        quota_window: None,
-        budget: None,
-        auto_resume: None,
-        stall_after: None,
-    })
+    Change::GoalSet(GoalSet::new(gid("main")))
 }
 
 pub(super) fn set_status(status: GoalStatus) -> Change {
@@ -144,17 +133,12 @@ pub(super) fn register(id: &str, runtime: Runtime, caps: &[&str]) -> Change {
 }
 
 pub(super) fn add(hex: &str, title: &str) -> Change {
-    Change::TodoAdd(TodoAdd {
-        todo: tid(hex),
-        goal: gid("main"),
-        title: title.to_owned(),
-        priority: Priority::DEFAULT,
-        after: Vec::new(),
-        capabilities: Vec::new(),
-        scope: Vec::new(),
-        note: None,
-        validate: None,
-    })
+    Change::TodoAdd(TodoAdd::new(
+        tid(hex),
+        gid("main"),
+        title.to_owned(),
+        Priority::DEFAULT,
+    ))
 }
 
 pub(super) fn claim(hex: &str, epoch: u64, lease: Span) -> Change {
@@ -251,16 +235,11 @@ pub(super) fn goal_set_with(
     quota_window: Option<Span>,
 ) -> Change {
     Change::GoalSet(GoalSet {
-        goal: gid("main"),
         objective: objective.map(str::to_owned),
         status,
-        scope: None,
-        guards: None,
         quota_slots,
         quota_window,
-        budget: None,
-        auto_resume: None,
-        stall_after: None,
+        ..GoalSet::new(gid("main"))
     })
 }
 
@@ -272,15 +251,16 @@ pub(super) fn add_with(
     note: Option<&str>,
 ) -> Change {
     Change::TodoAdd(TodoAdd {
-        todo: tid(T2),
-        goal: gid("main"),
-        title: "Write the lexer".to_owned(),
-        priority: Priority::DEFAULT,
         after: after.iter().map(|h| tid(h)).collect(),
         capabilities: strings(caps),
         scope: strings(scope),
-        validate: None,
         note: note.map(str::to_owned),
+        ..TodoAdd::new(
+            tid(T2),
+            gid("main"),
+            "Write the lexer".to_owned(),
+            Priority::DEFAULT,
+        )
     })
 }
 
@@ -302,14 +282,14 @@ pub(super) fn evidence(
     run: Option<CommandRun>,
 ) -> Change {
     Change::EvidenceAdd(EvidenceAdd {
-        evidence: EvidenceId::from_hex(hex),
-        goal: gid("main"),
         todo: todo.map(tid),
-        kind,
-        summary: "cargo test".to_owned(),
-        code: None,
         run,
-        artifact: None,
+        ..EvidenceAdd::new(
+            EvidenceId::from_hex(hex),
+            gid("main"),
+            kind,
+            "cargo test".to_owned(),
+        )
     })
 }
 
@@ -330,12 +310,10 @@ pub(super) fn ok_archived(state: &mut State, op: &Op) -> Vec<Todo> {
 /// A `turn.refresh` of goal `main`.
 pub(super) fn refresh(outcome: Outcome, todo: Option<&str>, next: Option<&str>) -> Change {
     Change::RefreshState(RefreshState {
-        goal: gid("main"),
-        outcome,
         turn: Some("7a1e".to_owned()),
         todo: todo.map(tid),
         next_action: next.map(str::to_owned),
-        progress: None,
+        ..RefreshState::new(gid("main"), outcome)
     })
 }
 
@@ -376,7 +354,6 @@ pub(super) fn every_change() -> Vec<Change> {
         init(Some("main"), Some("Ship the parser")),
         goal_add("docs", "Write the manual"),
         Change::GoalSet(GoalSet {
-            goal: gid("main"),
             objective: Some("Ship the parser, fast".to_owned()),
             status: Some(GoalStatus::Paused),
             scope: Some(strings(&["src/**", "docs/*.md"])),
@@ -391,6 +368,7 @@ pub(super) fn every_change() -> Vec<Change> {
             }),
             auto_resume: Some(true),
             stall_after: Some(5),
+            ..GoalSet::new(gid("main"))
         }),
         register("agent-a", Runtime::ClaudeCode, &["rust", "docs"]),
         Change::TodoAdd(TodoAdd {

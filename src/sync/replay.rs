@@ -204,18 +204,13 @@ pub fn rejection(op: &Op, refusal: &Refusal, state: &State) -> Option<Op> {
         actor: op.actor.clone(),
         signature: None,
         change: Change::EvidenceAdd(EvidenceAdd {
-            evidence: EvidenceId::from_hex(&derive(
-                "loopx sync-rejected evidence",
-                &op.id,
-                RANDOM_HEX,
-            )),
-            goal,
             todo,
-            kind: EvidenceKind::SyncRejected,
-            summary,
-            code: None,
-            run: None,
-            artifact: None,
+            ..EvidenceAdd::new(
+                EvidenceId::from_hex(&derive("loopx sync-rejected evidence", &op.id, RANDOM_HEX)),
+                goal,
+                EvidenceKind::SyncRejected,
+                summary,
+            )
         }),
     })
 }
@@ -312,17 +307,12 @@ mod tests {
             goal: Some(GoalId::new("main").unwrap()),
             objective: Some("Ship".into()),
         }));
-        apply(Change::TodoAdd(TodoAdd {
-            todo: TodoId::from_hex("000000a1"),
-            goal: GoalId::new("main").unwrap(),
-            title: "A".into(),
-            priority: crate::model::Priority::DEFAULT,
-            after: vec![],
-            capabilities: vec![],
-            scope: vec![],
-            note: None,
-            validate: None,
-        }));
+        apply(Change::TodoAdd(TodoAdd::new(
+            TodoId::from_hex("000000a1"),
+            GoalId::new("main").unwrap(),
+            "A",
+            crate::model::Priority::DEFAULT,
+        )));
         state
     }
 
@@ -427,16 +417,8 @@ mod tests {
         let mut kept = op(
             "agent-gone",
             Change::GoalSet(GoalSet {
-                goal: crate::model::GoalId::new("main").unwrap(),
                 objective: Some("Ship it".into()),
-                status: None,
-                scope: None,
-                guards: None,
-                quota_slots: None,
-                quota_window: None,
-                budget: None,
-                auto_resume: None,
-                stall_after: None,
+                ..GoalSet::new(crate::model::GoalId::new("main").unwrap())
             }),
         );
         kept.actor = Actor::Human {

@@ -373,16 +373,12 @@ mod tests {
         op(
             n,
             agent(by),
-            Change::EvidenceAdd(EvidenceAdd {
-                evidence: crate::model::EvidenceId::from_hex(&format!("{n:08x}")),
-                goal: GoalId::new("main").unwrap(),
-                todo: None,
-                kind: crate::model::EvidenceKind::Note,
-                summary: "checked".into(),
-                code: None,
-                run: None,
-                artifact: None,
-            }),
+            Change::EvidenceAdd(EvidenceAdd::new(
+                crate::model::EvidenceId::from_hex(&format!("{n:08x}")),
+                GoalId::new("main").unwrap(),
+                crate::model::EvidenceKind::Note,
+                "checked",
+            )),
         )
     }
 

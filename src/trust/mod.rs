@@ -554,16 +554,8 @@ mod tests {
         op(
             at,
             Change::GoalSet(GoalSet {
-                goal: GoalId::new("main").unwrap(),
-                objective: None,
                 status: Some(status),
-                scope: None,
-                guards: None,
-                quota_slots: None,
-                quota_window: None,
-                budget: None,
-                auto_resume: None,
-                stall_after: None,
+                ..GoalSet::new(GoalId::new("main").unwrap())
             }),
         )
     }

@@ -64,15 +64,13 @@ fn random_op(rng: &mut Rng, state: &State, n: u64, at: Timestamp) -> Op {
         0 | 1 => (
             human(),
             Change::TodoAdd(TodoAdd {
-                todo: TodoId::from_hex(&format!("{:08x}", rng.next() as u32)),
-                goal: main_goal(),
-                title: format!("Todo {n}"),
-                priority: Priority::DEFAULT,
-                after: Vec::new(),
-                capabilities: Vec::new(),
-                scope: Vec::new(),
                 note: (rng.below(2) == 0).then(|| format!("note {n}")),
-                validate: None,
+                ..TodoAdd::new(
+                    TodoId::from_hex(&format!("{:08x}", rng.next() as u32)),
+                    main_goal(),
+                    format!("Todo {n}"),
+                    Priority::DEFAULT,
+                )
             }),
         ),
         2 | 3 => match rng.pick(&todos) {
@@ -155,25 +153,24 @@ fn random_op(rng: &mut Rng, state: &State, n: u64, at: Timestamp) -> Op {
         10 => (
             Actor::Agent(agent),
             Change::RefreshState(RefreshState {
-                goal: main_goal(),
-                outcome: [Outcome::Advanced, Outcome::Unchanged][rng.below(2)],
-                turn: None,
                 todo: claimed.first().map(|t| t.id.clone()),
                 next_action: Some(format!("next {n}")),
-                progress: None,
+                ..RefreshState::new(
+                    main_goal(),
+                    [Outcome::Advanced, Outcome::Unchanged][rng.below(2)],
+                )
             }),
         ),
         _ => (
             human(),
             Change::EvidenceAdd(EvidenceAdd {
-                evidence: EvidenceId::from_hex(&format!("{:08x}", rng.next() as u32)),
-                goal: main_goal(),
                 todo: rng.pick(&todos).map(|t| t.id.clone()),
-                kind: EvidenceKind::Note,
-                summary: format!("looked at {n}"),
-                code: None,
-                run: None,
-                artifact: None,
+                ..EvidenceAdd::new(
+                    EvidenceId::from_hex(&format!("{:08x}", rng.next() as u32)),
+                    main_goal(),
+                    EvidenceKind::Note,
+                    format!("looked at {n}"),
+                )
             }),
         ),
     };

@@ -77,17 +77,15 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             Ok(tx::op(
                 ctx,
                 Change::EvidenceAdd(EvidenceAdd {
-                    evidence: fresh_id(ctx, &format!("validation\n{id}")),
-                    goal: goal.clone(),
                     todo: Some(id.clone()),
-                    kind: EvidenceKind::Test,
-                    summary: crate::op::limits::fit(
-                        &format!("validation: {}", run.argv.join(" ")),
-                        200,
-                    ),
                     code: Some(code_now(ctx.store().ok())),
                     run: Some(run.clone()),
-                    artifact: None,
+                    ..EvidenceAdd::new(
+                        fresh_id(ctx, &format!("validation\n{id}")),
+                        goal.clone(),
+                        EvidenceKind::Test,
+                        crate::op::limits::fit(&format!("validation: {}", run.argv.join(" ")), 200),
+                    )
                 }),
             )?)
         })?;

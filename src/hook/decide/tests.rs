@@ -56,17 +56,12 @@ fn board() -> State {
         ),
         (
             "2026-01-01T09:01:00Z",
-            Change::TodoAdd(TodoAdd {
-                todo: TodoId::from_hex(T1),
-                goal: main,
-                title: "Write the parser".to_owned(),
-                priority: Priority::DEFAULT,
-                after: Vec::new(),
-                capabilities: Vec::new(),
-                scope: Vec::new(),
-                note: None,
-                validate: None,
-            }),
+            Change::TodoAdd(TodoAdd::new(
+                TodoId::from_hex(T1),
+                main,
+                "Write the parser".to_owned(),
+                Priority::DEFAULT,
+            )),
         ),
     ] {
         apply_as(&mut s, human(), at, change);
@@ -151,16 +146,8 @@ fn a_paused_goal_stands_the_agent_down() {
         human(),
         "2026-01-01T09:05:00Z",
         Change::GoalSet(GoalSet {
-            goal: GoalId::new("main").unwrap(),
-            objective: None,
             status: Some(GoalStatus::Paused),
-            scope: None,
-            guards: None,
-            quota_slots: None,
-            quota_window: None,
-            budget: None,
-            auto_resume: None,
-            stall_after: None,
+            ..GoalSet::new(GoalId::new("main").unwrap())
         }),
     );
     let text = brief(&s, &start(&s, &a, false));
@@ -271,12 +258,9 @@ fn a_stop_keeps_a_claim_holder_going_until_it_says_why_it_stops() {
         Actor::Agent(a.clone()),
         "2026-01-01T09:16:00Z",
         Change::RefreshState(RefreshState {
-            goal: GoalId::new("main").unwrap(),
-            outcome: Outcome::Blocked,
-            turn: None,
             todo: Some(TodoId::from_hex(T1)),
             next_action: Some("wait".to_owned()),
-            progress: None,
+            ..RefreshState::new(GoalId::new("main").unwrap(), Outcome::Blocked)
         }),
     );
     let mut rec = Session {
@@ -343,12 +327,8 @@ fn a_turn_recorded_since_the_start_is_not_recorded_again() {
         Actor::Agent(a.clone()),
         "2026-01-01T09:20:00Z",
         Change::RefreshState(RefreshState {
-            goal: GoalId::new("main").unwrap(),
-            outcome: Outcome::Advanced,
-            turn: None,
             todo: Some(TodoId::from_hex(T1)),
-            next_action: None,
-            progress: None,
+            ..RefreshState::new(GoalId::new("main").unwrap(), Outcome::Advanced)
         }),
     );
     assert!(

@@ -99,12 +99,8 @@ fn ops_without_their_optional_fields_round_trip_too() {
         done(T1, 0, None),
         evidence("0000e1e1", None, EvidenceKind::Note, None),
         Change::RefreshState(RefreshState {
-            goal: gid("main"),
-            outcome: Outcome::Unchanged,
-            turn: None,
-            todo: None,
-            next_action: None,
             progress: Some("0123456789abcdef".to_owned()),
+            ..RefreshState::new(gid("main"), Outcome::Unchanged)
         }),
     ] {
         let o = op(human(), "2026-01-01T09:10:00Z", change);

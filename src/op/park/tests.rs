@@ -41,10 +41,10 @@ fn skip_at(s: &State, at: &str) -> Option<Reason> {
 }
 
 fn auto_resume(s: &mut State, on: bool) {
-    let mut c = goal_set_with(None, None, None, None);
-    if let Change::GoalSet(GoalSet { auto_resume, .. }) = &mut c {
-        *auto_resume = Some(on);
-    }
+    let c = Change::GoalSet(GoalSet {
+        auto_resume: Some(on),
+        ..GoalSet::new(gid("main"))
+    });
     ok(s, &op(human(), "2026-01-01T09:21:00Z", c));
 }
 

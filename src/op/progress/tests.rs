@@ -22,12 +22,9 @@ fn turn_at(minute: u32) -> String {
 /// agent-a's refresh of T1 with fingerprint `fp`.
 fn refresh_fp(outcome: Outcome, todo: &str, fp: &str) -> Change {
     Change::RefreshState(RefreshState {
-        goal: gid("main"),
-        outcome,
-        turn: None,
         todo: Some(tid(todo)),
-        next_action: None,
         progress: Some(fp.to_owned()),
+        ..RefreshState::new(gid("main"), outcome)
     })
 }
 
@@ -194,14 +191,13 @@ fn the_gate_names_the_last_evidence() {
             agent("agent-a"),
             &turn_at(0),
             Change::EvidenceAdd(EvidenceAdd {
-                evidence: e.clone(),
-                goal: gid("main"),
                 todo: Some(tid(T1)),
-                kind: EvidenceKind::Note,
-                summary: "tried again".to_owned(),
-                code: None,
-                run: None,
-                artifact: None,
+                ..EvidenceAdd::new(
+                    e.clone(),
+                    gid("main"),
+                    EvidenceKind::Note,
+                    "tried again".to_owned(),
+                )
             }),
         ),
     );
@@ -319,11 +315,10 @@ fn answering_the_gate_resets_the_count() {
 fn stall_after_is_a_goal_setting_and_zero_turns_it_off() {
     let mut s = claimed_board();
     let set = |n| {
-        let mut c = goal_set();
-        if let Change::GoalSet(GoalSet { stall_after, .. }) = &mut c {
-            *stall_after = Some(n);
-        }
-        c
+        Change::GoalSet(GoalSet {
+            stall_after: Some(n),
+            ..GoalSet::new(gid("main"))
+        })
     };
     refuse(
         &mut s,

@@ -101,13 +101,8 @@ fn todo_add_and_edit_record_who_wrote_the_validation_and_trust_replaces_it() {
     assert_eq!((from.by, from.how.as_str()), (human(), "trust"));
     // An edit of the validation voids the trust: the record names the edit.
     let edit = Change::TodoEdit(TodoEdit {
-        todo: tid(T2),
-        epoch: 0,
-        title: None,
-        priority: None,
-        after: None,
-        note: None,
         validate: Some(check(&["cargo", "publish"])),
+        ..TodoEdit::new(tid(T2), 0)
     });
     ok(&mut s, &op(agent("agent-b"), "2026-01-01T09:04:00Z", edit));
     let from = s.todos[&tid(T2)].validate_from.clone().unwrap();

@@ -29,21 +29,13 @@ fn record(turn: &str, u: Usage) -> Change {
 
 fn budget(agent: Option<&str>, usd: Option<u64>, tokens: Option<u64>) -> Change {
     Change::GoalSet(GoalSet {
-        goal: gid("main"),
-        objective: None,
-        status: None,
-        scope: None,
-        guards: None,
-        quota_slots: None,
-        quota_window: None,
-        auto_resume: None,
-        stall_after: None,
         budget: Some(BudgetSet {
             agent: agent.map(aid),
             usd: usd.map(Usd),
             tokens,
             window: None,
         }),
+        ..GoalSet::new(gid("main"))
     })
 }
 
@@ -409,19 +401,11 @@ fn budgets_are_human_only_and_checked() {
         "unknown-agent",
     );
     let window_alone = Change::GoalSet(GoalSet {
-        goal: gid("main"),
-        objective: None,
-        status: None,
-        scope: None,
-        guards: None,
-        quota_slots: None,
-        quota_window: None,
-        auto_resume: None,
-        stall_after: None,
         budget: Some(BudgetSet {
             window: Some(crate::time::Span::hours(2)),
             ..BudgetSet::default()
         }),
+        ..GoalSet::new(gid("main"))
     });
     refuse(
         &mut s,

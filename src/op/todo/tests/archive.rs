@@ -49,13 +49,8 @@ fn an_archived_todo_still_counts_as_done_for_after() {
             human(),
             "2026-01-01T09:17:00Z",
             Change::TodoEdit(TodoEdit {
-                todo: tid(T2),
-                epoch: 0,
-                title: None,
-                priority: None,
                 after: Some(vec![tid(T1)]),
-                note: None,
-                validate: None,
+                ..TodoEdit::new(tid(T2), 0)
             }),
         ),
     );

@@ -12,13 +12,11 @@ fn edit(
     note: Option<&str>,
 ) -> Change {
     Change::TodoEdit(TodoEdit {
-        todo: tid(hex),
-        epoch,
         title: title.map(str::to_owned),
         priority: priority.map(|p| p.parse().expect("a priority")),
         after: after.map(|a| a.iter().map(|h| tid(h)).collect()),
         note: note.map(str::to_owned),
-        validate: None,
+        ..TodoEdit::new(tid(hex), epoch)
     })
 }
 
