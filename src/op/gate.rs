@@ -14,6 +14,29 @@ use crate::model::{
 use crate::op::GateOpen;
 use crate::op::{GateAnswer, GateNotified, GateWithdraw};
 
+impl GateOpen {
+    /// The gate this describes, open, as `op` opens it: what `gate.open`
+    /// records, and what a park, a stalled todo or a reached budget opens by
+    /// itself in its own tick.
+    pub(super) fn open(self, op: &Op) -> Gate {
+        Gate {
+            id: self.gate,
+            goal: self.goal,
+            question: self.question,
+            options: self.options,
+            kind: self.kind,
+            blocks: self.blocks,
+            status: GateStatus::Open,
+            opened_at: op.at,
+            opened_by: op.actor.clone(),
+            answer: None,
+            withdrawn: None,
+            notified: None,
+            budget: false,
+        }
+    }
+}
+
 pub(super) fn open(state: &mut State, op: &Op, c: &GateOpen) -> Result<Effect, Refusal> {
     let GateOpen {
         gate,
@@ -92,21 +115,15 @@ pub(super) fn open(state: &mut State, op: &Op, c: &GateOpen) -> Result<Effect, R
     );
     state.gates.insert(
         gate.clone(),
-        Gate {
-            id: gate.clone(),
+        GateOpen {
+            gate: gate.clone(),
             goal: goal.clone(),
             question,
             options: opts,
             kind: *kind,
             blocks: blocks.clone(),
-            status: GateStatus::Open,
-            opened_at: op.at,
-            opened_by: op.actor.clone(),
-            answer: None,
-            withdrawn: None,
-            notified: None,
-            budget: false,
-        },
+        }
+        .open(op),
     );
     Ok(Effect::new(
         Happened::GateOpened { gate: gate.clone() },

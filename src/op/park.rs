@@ -14,6 +14,7 @@ use crate::error::{Code, Hint, N, Next, Refusal};
 use crate::model::{
     Actor, Agent, AgentId, Blocks, Gate, GateId, GateKind, GateStatus, Goal, GoalId, Parked, State,
 };
+use crate::op::GateOpen;
 use crate::op::QuotaPark;
 use crate::op::QuotaResume;
 use crate::time::{Span, Timestamp};
@@ -195,8 +196,8 @@ pub(super) fn on_turn_end(state: &mut State, op: &Op, agent: &AgentId) -> Option
                 .unwrap_or_default();
             state.gates.insert(
                 id.clone(),
-                Gate {
-                    id: id.clone(),
+                GateOpen {
+                    gate: id.clone(),
                     goal: p.goal.clone(),
                     question: format!(
                         "{agent} was parked until {until}{why}; goal {} does not resume by itself: may it run again?",
@@ -205,14 +206,8 @@ pub(super) fn on_turn_end(state: &mut State, op: &Op, agent: &AgentId) -> Option
                     options: vec![RESUME.to_owned(), "stop".to_owned()],
                     kind: GateKind::Spend,
                     blocks: Blocks::Agent(agent.clone()),
-                    status: GateStatus::Open,
-                    opened_at: op.at,
-                    opened_by: op.actor.clone(),
-                    answer: None,
-                    withdrawn: None,
-                    notified: None,
-                    budget: false,
-                },
+                }
+                .open(op),
             );
             Some(id)
         }

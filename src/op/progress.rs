@@ -9,6 +9,7 @@
 //! the run `stall-after` long opens a human-only `spend` gate on the todo.
 //! [`stalled`] is what `should-run` reads: no fingerprint is computed there.
 
+use crate::op::GateOpen;
 use std::collections::BTreeSet;
 
 use sha2::{Digest, Sha256};
@@ -214,8 +215,8 @@ fn record(
                 .unwrap_or_default();
             state.gates.insert(
                 id.clone(),
-                Gate {
-                    id: id.clone(),
+                GateOpen {
+                    gate: id.clone(),
                     goal: goal.clone(),
                     question: format!(
                         "{todo} made no progress in {count} turns: continue, reassign, or drop?{evidence}"
@@ -223,14 +224,8 @@ fn record(
                     options: OPTIONS.iter().map(|o| (*o).to_owned()).collect(),
                     kind: GateKind::Spend,
                     blocks: Blocks::Todo(todo.clone()),
-                    status: GateStatus::Open,
-                    opened_at: op.at,
-                    opened_by: op.actor.clone(),
-                    answer: None,
-                    withdrawn: None,
-                    notified: None,
-                    budget: false,
-                },
+                }
+                .open(op),
             );
             run.gate = Some(id.clone());
             opened = Some(id);

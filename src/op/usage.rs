@@ -12,6 +12,7 @@ use crate::model::{
     quota::Ledger,
     usage::{BUDGET_WINDOW, Budget, Entry, Spent, Usage, Usd, human_count},
 };
+use crate::op::GateOpen;
 use crate::op::UsageRecord;
 use crate::time::{Span, Timestamp};
 
@@ -387,19 +388,16 @@ fn open_gate(state: &mut State, op: &Op, goal: &Goal, st: &Standing) -> GateId {
     state.gates.insert(
         id.clone(),
         Gate {
-            id: id.clone(),
-            goal: goal.id.clone(),
-            question,
-            options: vec![CONTINUE_ONCE.to_owned(), STOP.to_owned()],
-            kind: GateKind::Spend,
-            blocks: st.scope.blocks(),
-            status: GateStatus::Open,
-            opened_at: op.at,
-            opened_by: op.actor.clone(),
-            answer: None,
-            withdrawn: None,
-            notified: None,
             budget: true,
+            ..GateOpen {
+                gate: id.clone(),
+                goal: goal.id.clone(),
+                question,
+                options: vec![CONTINUE_ONCE.to_owned(), STOP.to_owned()],
+                kind: GateKind::Spend,
+                blocks: st.scope.blocks(),
+            }
+            .open(op)
         },
     );
     id
