@@ -40,17 +40,17 @@ pub fn history_note(op: &Op, signers: &AllowedSigners) -> Option<String> {
         Change::TodoRelease(TodoRelease { force, .. }) => *force,
         Change::AgentRetire(AgentRetire { agent }) => op.actor.agent() != Some(agent),
         c => matches!(
-            c.kind(),
-            "gate.answer"
-                | "gate.withdraw"
-                | "goal.add"
-                | "goal.set"
-                | "quota.void"
-                | "signer.announce"
-                | "signer.require"
-                | "machine.admit"
-                | "machine.revoke"
-                | "todo.trust"
+            c,
+            Change::GateAnswer(_)
+                | Change::GateWithdraw(_)
+                | Change::GoalAdd(_)
+                | Change::GoalSet(_)
+                | Change::QuotaVoid(_)
+                | Change::SignerAnnounce(_)
+                | Change::SignerRequire(_)
+                | Change::MachineAdmit(_)
+                | Change::MachineRevoke(_)
+                | Change::TodoTrust(_)
         ),
     };
     (op.actor.is_human() && human_kind).then(|| "unsigned".to_owned())
