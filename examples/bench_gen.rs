@@ -20,7 +20,6 @@
 //! The last tick is now; each tick is one second after the one before.
 //! Prints one line of JSON with what it built.
 
-use loopx::op::{AgentRegister, Init, TodoAdd, TodoArchive, TodoClaim, TodoDone, TodoUpdate};
 use std::collections::{HashSet, VecDeque};
 use std::io::Write;
 use std::path::PathBuf;
@@ -29,6 +28,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use loopx::model::{Actor, AgentId, GoalId, OpId, Priority, Runtime, State, TodoId};
+use loopx::op::{AgentRegister, Init, TodoAdd, TodoArchive, TodoClaim, TodoDone, TodoUpdate};
 use loopx::op::{Change, Op};
 use loopx::store::{Person, Store, Tip};
 use loopx::time::{Span, Timestamp};

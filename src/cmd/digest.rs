@@ -1,6 +1,5 @@
 //! `loopx digest`: what happened while you were away, from the history alone.
 
-use crate::op::{EvidenceAdd, GateAnswer, GateOpen, Settle, TodoDone, UsageRecord};
 use std::collections::BTreeMap;
 
 use anyhow::Result;
@@ -12,6 +11,7 @@ use crate::history::{self, Tick};
 use crate::model::usage::Usd;
 use crate::model::{AgentStatus, EvidenceKind, GoalId, TodoId};
 use crate::op::{Change, board};
+use crate::op::{EvidenceAdd, GateAnswer, GateOpen, Settle, TodoDone, UsageRecord};
 use crate::time::{Span, Timestamp, When};
 use crate::tx;
 

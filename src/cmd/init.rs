@@ -1,6 +1,5 @@
 //! `loopx init`: create the state ref with its first tick.
 
-use crate::op::Init;
 use anyhow::Result;
 use serde::Serialize;
 
@@ -9,6 +8,7 @@ use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::model::GoalId;
 use crate::op::Change;
+use crate::op::Init;
 use crate::tx;
 
 /// Create the loopx state in this repository

@@ -2,7 +2,6 @@
 //! (with `-p`, each changed file's diff), streamed as they are read: `-n 50`
 //! reads 50 commits however long the history is.
 
-use crate::op::{GoalAdd, GoalSet, Init, TodoAdd};
 use std::collections::HashMap;
 
 use anyhow::Result;
@@ -14,6 +13,7 @@ use crate::history::{self, FileDiff, Tick};
 use crate::model::id::RANDOM_HEX;
 use crate::model::{AgentId, GoalId, TodoId, files};
 use crate::op::Change;
+use crate::op::{GoalAdd, GoalSet, Init, TodoAdd};
 use crate::time::{Timestamp, When};
 use crate::tx;
 

@@ -2,12 +2,12 @@
 //! notifications a command found due ([`crate::notify`]). Commands start
 //! it; people never need to.
 
-use crate::op::GateNotified;
 use anyhow::Result;
 
 use crate::ctx::{Caller, Ctx};
 use crate::error::Exit;
 use crate::op::Change;
+use crate::op::GateNotified;
 
 /// Send the notifications that are due (started by loopx itself)
 #[derive(clap::Args, Debug)]

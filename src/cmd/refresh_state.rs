@@ -1,7 +1,6 @@
 //! `loopx refresh-state`: record how the turn ended and print the brief
 //! the next turn should see.
 
-use crate::op::RefreshState;
 use anyhow::Result;
 use serde::Serialize;
 
@@ -9,6 +8,7 @@ use super::{TickWire, pick_goal};
 use crate::ctx::Ctx;
 use crate::error::{Code, Exit, Refusal};
 use crate::model::Outcome;
+use crate::op::RefreshState;
 use crate::op::brief::{self, Brief};
 use crate::op::{self, Change};
 use crate::service::progress;

@@ -1,6 +1,5 @@
 //! `loopx settle`: end a whole turn in one command and one tick.
 
-use crate::op::{EvidenceAdd, QuotaSpend, RefreshState, Settle, TodoDone, TodoUpdate, UsageRecord};
 use anyhow::Result;
 use serde::Serialize;
 
@@ -11,6 +10,7 @@ use crate::error::{Code, Exit, Refusal};
 use crate::model::{EvidenceKind, Outcome, TodoStatus, run::CommandRun};
 use crate::op::brief::{self, Brief};
 use crate::op::{self, Change};
+use crate::op::{EvidenceAdd, QuotaSpend, RefreshState, Settle, TodoDone, TodoUpdate, UsageRecord};
 use crate::service::evidence::code_now;
 use crate::service::progress;
 use crate::service::turn::{own_token, parse_token};

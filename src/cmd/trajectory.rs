@@ -8,7 +8,6 @@
 //! `human-1`), emails, SSH key fingerprints and home or temporary paths
 //! removed; `--keep-names` keeps the names for an internal report.
 
-use crate::op::{EvidenceAdd, Settle, TodoHandoff, UsageRecord};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -23,6 +22,7 @@ use crate::history::{self, Tick};
 use crate::model::usage::Usd;
 use crate::model::{Actor, Blocks, GoalId, Todo, TodoId};
 use crate::op::Change;
+use crate::op::{EvidenceAdd, Settle, TodoHandoff, UsageRecord};
 use crate::time::{Timestamp, When};
 use crate::tx;
 

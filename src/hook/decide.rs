@@ -7,9 +7,8 @@
 use super::session::{Seen, Session};
 use super::{Answer, Event, Input, view};
 use crate::model::{AgentId, AgentStatus, Goal, GoalId, Outcome, State, Todo, TodoStatus};
-use crate::op::RefreshState;
 use crate::op::turn::{self, new_token, reason_message};
-use crate::op::{Change, brief, rules, short};
+use crate::op::{Change, RefreshState, brief, rules, short};
 use crate::time::Timestamp;
 
 #[cfg(test)]

@@ -5,8 +5,7 @@
 //! so they cannot disagree. Pure: no git, no I/O.
 
 use crate::model::{Agent, AgentId, AgentStatus, Gate, Goal, GoalStatus, State, Todo, TodoStatus};
-use crate::op::{Change, rules, turn};
-use crate::op::{EvidenceAdd, Settle, TodoDone};
+use crate::op::{Change, EvidenceAdd, Settle, TodoDone, rules, turn};
 use crate::time::{Span, Timestamp};
 
 /// How far back "done recently" reaches.

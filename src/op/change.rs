@@ -9,12 +9,12 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::usage;
 use crate::model::{
     AgentId, Blocks, EvidenceId, EvidenceKind, GateId, GateKind, GoalId, GoalStatus, Outcome,
     Priority, Runtime, SignerName, TodoId, TodoStatus, Validation,
     evidence::{Artifact, Code},
     run::CommandRun,
+    usage::Usd,
 };
 use crate::time::{Span, Timestamp};
 
@@ -134,13 +134,27 @@ pub struct GoalSet {
     pub quota_window: Option<Span>,
     /// A budget of the goal or of one agent on it (format 3).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub budget: Option<usage::BudgetSet>,
+    pub budget: Option<BudgetSet>,
     /// Format 3: whether parked agents resume by themselves.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auto_resume: Option<bool>,
     /// Format 3.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stall_after: Option<u32>,
+}
+
+/// `goal set`'s budget part: `agent` names an agent's budget, else the
+/// goal's; a limit of 0 removes it, and a budget with no limit left goes.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BudgetSet {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<AgentId>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usd: Option<Usd>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window: Option<Span>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -11,8 +11,7 @@ use crate::model::{
     Actor, Blocks, Gate, GateId, GateStatus, GoalStatus, State,
     gate::{Answer, Withdrawn},
 };
-use crate::op::GateOpen;
-use crate::op::{GateAnswer, GateNotified, GateWithdraw};
+use crate::op::{GateAnswer, GateNotified, GateOpen, GateWithdraw};
 
 impl GateOpen {
     /// The gate this describes, open, as `op` opens it: what `gate.open`

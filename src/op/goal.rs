@@ -7,8 +7,7 @@ use super::{
 };
 use crate::error::{Code, Hint, N, Next, Refusal};
 use crate::model::{Goal, GoalStatus, QuotaPolicy, State};
-use crate::op::GoalSet;
-use crate::op::{GoalAdd, Init};
+use crate::op::{GoalAdd, GoalSet, Init};
 
 pub(super) fn init(state: &mut State, op: &Op, c: &Init) -> Result<Effect, Refusal> {
     if !(state.goals.is_empty() && state.agents.is_empty() && state.todos.is_empty()) {

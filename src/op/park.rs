@@ -14,9 +14,7 @@ use crate::error::{Code, Hint, N, Next, Refusal};
 use crate::model::{
     Actor, Agent, AgentId, Blocks, Gate, GateId, GateKind, GateStatus, Goal, GoalId, Parked, State,
 };
-use crate::op::GateOpen;
-use crate::op::QuotaPark;
-use crate::op::QuotaResume;
+use crate::op::{GateOpen, QuotaPark, QuotaResume};
 use crate::time::{Span, Timestamp};
 
 /// The longest park: a runtime's usage window resets within days.

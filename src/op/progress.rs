@@ -9,7 +9,6 @@
 //! the run `stall-after` long opens a human-only `spend` gate on the todo.
 //! [`stalled`] is what `should-run` reads: no fingerprint is computed there.
 
-use crate::op::GateOpen;
 use std::collections::BTreeSet;
 
 use sha2::{Digest, Sha256};
@@ -20,6 +19,7 @@ use crate::model::{
     AgentId, Blocks, Gate, GateId, GateKind, GateStatus, GoalId, Outcome, Progress, State, TodoId,
     TodoStatus,
 };
+use crate::op::GateOpen;
 use crate::time::Timestamp;
 
 /// The most turns a run keeps, and so the largest `stall-after`.

@@ -7,14 +7,14 @@
 //! redacted option would no longer say what it means; so is a validation
 //! ([`super::limits`]), which must run as written.
 
-use crate::op::{
-    EvidenceAdd, GateAnswer, GateOpen, GoalAdd, GoalSet, Init, QuotaPark, QuotaVoid, RefreshState,
-    Settle, TodoAdd, TodoDone, TodoEdit, TodoHandoff, TodoUpdate,
-};
 use std::borrow::Cow;
 
 use super::Change;
 use crate::error::{Code, Refusal};
+use crate::op::{
+    EvidenceAdd, GateAnswer, GateOpen, GoalAdd, GoalSet, Init, QuotaPark, QuotaVoid, RefreshState,
+    Settle, TodoAdd, TodoDone, TodoEdit, TodoHandoff, TodoUpdate,
+};
 
 /// Redacts the free text of `change` in place; returns the names of the
 /// fields that changed (empty: nothing looked secret), or refuses an option

@@ -3,13 +3,13 @@
 //! acts (`trust::is_human_act`): on a machine that trusts any signer they
 //! apply only with a valid signature.
 
-use crate::op::{SignerAnnounce, SignerRequire, TodoTrust};
 use sha2::{Digest, Sha256};
 use ssh_key::{Algorithm, PublicKey};
 
 use super::{Effect, Happened, Op, rules, short, todo::vouch};
 use crate::error::{Code, Hint, N, Next, Refusal};
 use crate::model::{State, Validation, signer::Signer};
+use crate::op::{SignerAnnounce, SignerRequire, TodoTrust};
 
 /// Key types loopx accepts: ed25519, ECDSA, and their FIDO forms.
 pub fn supported(algorithm: &Algorithm) -> bool {

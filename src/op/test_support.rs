@@ -360,7 +360,7 @@ pub(super) fn every_change() -> Vec<Change> {
             guards: Some(strings(&["no new dependencies"])),
             quota_slots: Some(3),
             quota_window: Some(Span::hours(6)),
-            budget: Some(super::usage::BudgetSet {
+            budget: Some(BudgetSet {
                 agent: Some(aid("agent-a")),
                 usd: Some(crate::model::usage::Usd(2_500_000)),
                 tokens: Some(5_000_000),

@@ -12,8 +12,7 @@ use crate::model::{
     quota::Ledger,
     usage::{BUDGET_WINDOW, Budget, Entry, Spent, Usage, Usd, human_count},
 };
-use crate::op::GateOpen;
-use crate::op::UsageRecord;
+use crate::op::{BudgetSet, GateOpen, UsageRecord};
 use crate::time::{Span, Timestamp};
 
 /// The options of a budget gate. `raised` is recorded by the `goal.set`
@@ -453,20 +452,6 @@ pub(super) fn rebudget(state: &mut State, op: &Op, goal: &GoalId) -> Vec<String>
         }
     }
     done
-}
-
-/// `goal set`'s budget part: `agent` names an agent's budget, else the
-/// goal's; a limit of 0 removes it, and a budget with no limit left goes.
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct BudgetSet {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub agent: Option<AgentId>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub usd: Option<Usd>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tokens: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub window: Option<Span>,
 }
 
 /// Applies a [`BudgetSet`] to a goal; returns the words for the subject.

@@ -2,13 +2,13 @@
 //! (the definition and the stall rule are in `op::progress`): git for the
 //! code under the agent, the history for the checks that passed.
 
-use crate::op::{EvidenceAdd, Settle};
 use std::collections::BTreeSet;
 
 use crate::model::run::CommandRun;
 use crate::model::{Actor, AgentId, State, TodoId, TodoStatus};
 use crate::op::progress::{self, Check, CodeState};
 use crate::op::{Change, Op};
+use crate::op::{EvidenceAdd, Settle};
 use crate::repo::Repo;
 use crate::store::Oid;
 use crate::time::Timestamp;

@@ -338,8 +338,7 @@ pub(super) fn remote_corrupt(names: &Names, tip: Option<&Tip>, why: &str) -> Ref
 mod tests {
     use super::*;
     use crate::model::{Actor, OpId, State};
-    use crate::op::Init;
-    use crate::op::{Change, Op, message};
+    use crate::op::{Change, Init, Op, message};
     use crate::time::Timestamp;
     use crate::verify::Verified;
 

@@ -3,10 +3,6 @@
 //! writer); an op that no longer applies becomes a `sync-rejected` record
 //! derived from the op alone.
 
-use crate::op::{
-    EvidenceAdd, GateAnswer, GateOpen, GateWithdraw, GoalAdd, GoalSet, Init, QuotaPark, QuotaSpend,
-    RefreshState, TodoAdd, UsageRecord,
-};
 use std::collections::HashMap;
 
 use sha2::{Digest, Sha256};
@@ -14,6 +10,10 @@ use sha2::{Digest, Sha256};
 use crate::error::Refusal;
 use crate::model::{EvidenceId, EvidenceKind, GoalId, OpId, State, id::RANDOM_HEX};
 use crate::op::{Change, Op, message};
+use crate::op::{
+    EvidenceAdd, GateAnswer, GateOpen, GateWithdraw, GoalAdd, GoalSet, Init, QuotaPark, QuotaSpend,
+    RefreshState, TodoAdd, UsageRecord,
+};
 use crate::store::Oid;
 
 use super::Rejected;

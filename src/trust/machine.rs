@@ -18,7 +18,6 @@
 //! Every tick is judged against the state before it, so ticks signed before
 //! a revocation, or written before enforcement, stay valid.
 
-use crate::op::MachinePropose;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
@@ -27,6 +26,7 @@ use ssh_key::{HashAlg, LineEnding, PrivateKey, PublicKey};
 use super::{Binding, SignedBy};
 use crate::error::{Code, Hint, N, Next, Refusal};
 use crate::model::{State, machine::Machine};
+use crate::op::MachinePropose;
 use crate::op::{Change, Op};
 use crate::store::{Oid, Store};
 

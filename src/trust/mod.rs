@@ -23,7 +23,6 @@ mod seal;
 pub mod sign;
 pub mod validation;
 
-use crate::op::{AgentRetire, GateAnswer, GateWithdraw, Settle, TodoAdd, TodoEdit, TodoRelease};
 use sha2::{Digest, Sha256};
 use ssh_key::{Algorithm, HashAlg, PublicKey, SshSig};
 
@@ -35,6 +34,7 @@ use crate::op::{self, Change, Op};
 // (op/ reaches nothing above it); callers keep naming it here.
 pub use crate::op::signer::normalize_key;
 use crate::op::signer::supported;
+use crate::op::{AgentRetire, GateAnswer, GateWithdraw, Settle, TodoAdd, TodoEdit, TodoRelease};
 pub use allowed::AllowedSigners;
 pub use describe::{SignatureWire, describe, history_note, signer_of};
 pub use seal::Seal;

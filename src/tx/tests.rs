@@ -2,16 +2,16 @@
 //! real repository: every tick's tree, state and cache must be exactly what
 //! writing every file from nothing and reading it back gives.
 
-use crate::op::{
-    AgentRegister, EvidenceAdd, GateAnswer, GateOpen, Init, RefreshState, TodoAdd, TodoArchive,
-    TodoClaim, TodoDone, TodoRelease, TodoUpdate,
-};
 use std::collections::BTreeMap;
 
 use super::*;
 use crate::model::{
     Actor, AgentId, Blocks, EvidenceId, EvidenceKind, GateId, GateKind, GoalId, Outcome, Priority,
     Runtime, TodoId, TodoStatus,
+};
+use crate::op::{
+    AgentRegister, EvidenceAdd, GateAnswer, GateOpen, Init, RefreshState, TodoAdd, TodoArchive,
+    TodoClaim, TodoDone, TodoRelease, TodoUpdate,
 };
 use crate::time::{Span, Timestamp};
 

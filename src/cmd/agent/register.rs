@@ -1,6 +1,5 @@
 //! `loopx agent register`.
 
-use crate::op::AgentRegister;
 use anyhow::Result;
 use serde::Serialize;
 
@@ -8,6 +7,7 @@ use crate::cmd::{TickWire, commit_change, slug};
 use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::model::{AgentId, AgentStatus, Runtime};
+use crate::op::AgentRegister;
 use crate::op::Change;
 use crate::tx;
 

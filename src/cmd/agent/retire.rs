@@ -1,6 +1,5 @@
 //! `loopx agent retire`: stop an agent and release what it holds.
 
-use crate::op::AgentRetire;
 use anyhow::Result;
 use serde::Serialize;
 
@@ -8,6 +7,7 @@ use crate::cmd::{TickWire, commit_change, slug};
 use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::model::AgentId;
+use crate::op::AgentRetire;
 use crate::op::Change;
 
 /// Retire an agent: it may no longer act, and its claims are released

@@ -1,11 +1,11 @@
 //! `loopx gate answer`: close a gate with one of its options.
 
-use crate::op::GateAnswer;
 use anyhow::Result;
 
 use crate::ctx::Ctx;
 use crate::error::{Code, Exit, Refusal};
 use crate::op::Change;
+use crate::op::GateAnswer;
 use crate::tx;
 
 /// Answer a gate with one of its options

@@ -1,6 +1,5 @@
 //! `loopx gate open`: ask a concrete question that blocks one scope.
 
-use crate::op::GateOpen;
 use anyhow::Result;
 
 use crate::cmd::{pick_goal, slug};
@@ -8,6 +7,7 @@ use crate::ctx::Ctx;
 use crate::error::{Code, Exit, Refusal};
 use crate::model::{AgentId, Blocks, GateId, GateKind, State, id::RANDOM_HEX};
 use crate::op::Change;
+use crate::op::GateOpen;
 use crate::tx;
 
 /// Open a gate: a question that blocks a scope until it is answered; prints its id

@@ -1,11 +1,11 @@
 //! `loopx gate withdraw`: close a gate without an answer.
 
-use crate::op::GateWithdraw;
 use anyhow::Result;
 
 use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::op::Change;
+use crate::op::GateWithdraw;
 use crate::tx;
 
 /// Withdraw a gate that is no longer needed; its scope is unblocked

@@ -1,6 +1,5 @@
 //! `loopx goal add`: a human adds a goal.
 
-use crate::op::GoalAdd;
 use anyhow::Result;
 use serde::Serialize;
 
@@ -9,6 +8,7 @@ use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::model::GoalId;
 use crate::op::Change;
+use crate::op::GoalAdd;
 
 /// Add a goal (humans only)
 #[derive(clap::Args, Debug)]

@@ -1,6 +1,5 @@
 //! `loopx goal set`: a human changes a goal.
 
-use crate::op::GoalSet;
 use anyhow::Result;
 use serde::Serialize;
 
@@ -8,8 +7,8 @@ use crate::cmd::TickWire;
 use crate::ctx::Ctx;
 use crate::error::{Code, Exit, Refusal};
 use crate::model::{AgentId, GoalId, GoalStatus, usage};
-use crate::op::usage::BudgetSet;
-use crate::op::{Change, Happened};
+use crate::op::GoalSet;
+use crate::op::{BudgetSet, Change, Happened};
 use crate::time::Span;
 use crate::tx;
 

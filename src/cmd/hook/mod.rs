@@ -16,7 +16,6 @@
 mod hub;
 mod usage;
 
-use crate::op::{AgentRegister, QuotaPark};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -30,6 +29,7 @@ use crate::hook::{self, Answer, Event, Input, Runtime, guard};
 use crate::model::runtime::UsageFrom;
 use crate::model::{AgentId, AgentStatus, TodoStatus};
 use crate::op::Change;
+use crate::op::{AgentRegister, QuotaPark};
 use crate::output::{Format, Out};
 use crate::tx;
 use hub::Synced;

@@ -3,7 +3,6 @@
 //! What is read and how it adds up is [`hook::transcript`]; this writes the
 //! `usage.record` tick and moves the session's place once it landed.
 
-use crate::op::UsageRecord;
 use anyhow::{Context, Result};
 
 use super::Call;
@@ -12,6 +11,7 @@ use crate::hook::{self, decide};
 use crate::model::AgentStatus;
 use crate::model::usage::Usage;
 use crate::op::Change;
+use crate::op::UsageRecord;
 use crate::tx;
 
 /// Records the usage of the transcript's messages written since the last

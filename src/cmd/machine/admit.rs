@@ -1,6 +1,5 @@
 //! `loopx machine admit`: a human admits a proposed machine for some agents.
 
-use crate::op::MachineAdmit;
 use anyhow::Result;
 use serde::Serialize;
 
@@ -9,6 +8,7 @@ use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::model::MachineName;
 use crate::op::Change;
+use crate::op::MachineAdmit;
 
 /// Admit a proposed machine to act for some agents (a signed human act)
 ///

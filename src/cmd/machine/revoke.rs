@@ -1,6 +1,5 @@
 //! `loopx machine revoke`: a human revokes a machine's key.
 
-use crate::op::MachineRevoke;
 use anyhow::Result;
 use serde::Serialize;
 
@@ -9,6 +8,7 @@ use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::model::MachineName;
 use crate::op::Change;
+use crate::op::MachineRevoke;
 
 /// Revoke a machine: its later ticks are refused (a signed human act)
 ///

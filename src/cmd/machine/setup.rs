@@ -1,7 +1,6 @@
 //! `loopx machine setup`: make (or find) this clone's machine key and
 //! propose it in the state.
 
-use crate::op::MachinePropose;
 use anyhow::Result;
 use serde::Serialize;
 
@@ -10,6 +9,7 @@ use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::model::MachineName;
 use crate::op::Change;
+use crate::op::MachinePropose;
 use crate::trust::{self, machine};
 use crate::tx;
 

@@ -1,7 +1,6 @@
 //! `loopx quota park`: an agent waits, without spending, until its
 //! runtime's usage window resets.
 
-use crate::op::QuotaPark;
 use anyhow::Result;
 use serde::Serialize;
 
@@ -10,6 +9,7 @@ use crate::ctx::Ctx;
 use crate::error::{Code, Exit, Refusal};
 use crate::model::{AgentId, GoalId};
 use crate::op::Change;
+use crate::op::QuotaPark;
 use crate::time::{Timestamp, When};
 use crate::tx;
 

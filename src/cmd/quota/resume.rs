@@ -1,6 +1,5 @@
 //! `loopx quota resume`: a human's go for a parked agent.
 
-use crate::op::QuotaResume;
 use anyhow::Result;
 use serde::Serialize;
 
@@ -9,6 +8,7 @@ use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::model::AgentId;
 use crate::op::Change;
+use crate::op::QuotaResume;
 
 /// End an agent's park now, so it may run again (humans only)
 ///

@@ -1,6 +1,5 @@
 //! `loopx quota spend-slot`: spend one slot for a turn that wrote back.
 
-use crate::op::{QuotaSpend, Settle, UsageRecord};
 use anyhow::Result;
 use serde::Serialize;
 
@@ -8,6 +7,7 @@ use crate::cmd::{TickWire, commit_change};
 use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::op::{self, Change, Happened, turn};
+use crate::op::{QuotaSpend, Settle, UsageRecord};
 use crate::service::turn::{own_token, parse_token};
 use crate::tx;
 

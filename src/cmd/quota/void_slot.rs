@@ -1,6 +1,5 @@
 //! `loopx quota void-slot`: a human's correction of a spend.
 
-use crate::op::QuotaVoid;
 use anyhow::Result;
 use serde::Serialize;
 
@@ -8,6 +7,7 @@ use crate::cmd::{TickWire, commit_change};
 use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::op::Change;
+use crate::op::QuotaVoid;
 use crate::service::turn::parse_token;
 
 /// Void a spent slot: it stops counting and stays recorded (humans only)

@@ -1,7 +1,6 @@
 //! `loopx signer announce`: put a signer's public key in the state, so
 //! teammates can find it and trust it with `loopx signer trust`.
 
-use crate::op::SignerAnnounce;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
@@ -12,6 +11,7 @@ use crate::ctx::Ctx;
 use crate::error::{Code, Exit, Refusal};
 use crate::model::SignerName;
 use crate::op::Change;
+use crate::op::SignerAnnounce;
 use crate::trust::{self, AllowedSigners};
 
 /// Announce a signer's SSH public key in the state (a human act)

@@ -1,6 +1,5 @@
 //! `loopx signer require`: the team's signing policy, in the state.
 
-use crate::op::SignerRequire;
 use anyhow::Result;
 use serde::Serialize;
 
@@ -9,6 +8,7 @@ use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::model::Signatures;
 use crate::op::Change;
+use crate::op::SignerRequire;
 use crate::tx;
 
 /// Require every human act to be signed, on every machine (a signed human act)

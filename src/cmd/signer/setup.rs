@@ -2,7 +2,6 @@
 //! clone, so validations written by the team's humans run on the team's
 //! machines (docs/gates.md, "Onboarding").
 
-use crate::op::SignerAnnounce;
 use std::io::{BufRead, IsTerminal};
 use std::path::{Path, PathBuf};
 
@@ -14,6 +13,7 @@ use crate::ctx::{Caller, Ctx};
 use crate::error::{Code, Exit, Refusal};
 use crate::model::SignerName;
 use crate::op::Change;
+use crate::op::SignerAnnounce;
 use crate::trust::{self, AllowedSigners};
 use crate::tx;
 

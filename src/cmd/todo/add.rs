@@ -1,6 +1,5 @@
 //! `loopx todo add`: prints the new id.
 
-use crate::op::TodoAdd;
 use anyhow::Result;
 use serde::Serialize;
 
@@ -9,6 +8,7 @@ use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::model::{Priority, TodoId, Validation, id::RANDOM_HEX};
 use crate::op::Change;
+use crate::op::TodoAdd;
 use crate::time::Span;
 use crate::tx;
 

@@ -1,6 +1,5 @@
 //! `loopx todo archive`: move done todos out of the live set.
 
-use crate::op::TodoArchive;
 use anyhow::Result;
 use serde::Serialize;
 
@@ -9,6 +8,7 @@ use crate::ctx::Ctx;
 use crate::error::{Code, Exit, Refusal};
 use crate::model::{TodoId, TodoStatus};
 use crate::op::Change;
+use crate::op::TodoArchive;
 use crate::tx;
 
 /// Move done todos to the archive, keeping the live state small

@@ -1,7 +1,6 @@
 //! `loopx todo claim`: take a todo, race-safe; `--next` picks the best one;
 //! once the clone has a hub (or with `--sync`) it is safe across machines.
 
-use crate::op::{TodoClaim, TodoRelease};
 use anyhow::{Context, Result};
 use serde::Serialize;
 
@@ -11,6 +10,7 @@ use crate::ctx::Ctx;
 use crate::error::{Code, Exit, Refusal};
 use crate::model::{Todo, TodoId};
 use crate::op::{Change, Happened, rules};
+use crate::op::{TodoClaim, TodoRelease};
 use crate::sync::{Rejected, Report};
 use crate::time::Span;
 use crate::tx;

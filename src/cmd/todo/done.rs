@@ -1,6 +1,5 @@
 //! `loopx todo done`: run the todo's validation once, then mark it complete.
 
-use crate::op::{EvidenceAdd, TodoDone};
 use anyhow::Result;
 use serde::Serialize;
 
@@ -12,6 +11,7 @@ use crate::error::{Exit, Refusal};
 use crate::model::EvidenceKind;
 use crate::model::run::CommandRun;
 use crate::op::{self, Change};
+use crate::op::{EvidenceAdd, TodoDone};
 use crate::service::evidence::code_now;
 use crate::tx;
 

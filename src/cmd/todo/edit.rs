@@ -1,7 +1,6 @@
 //! `loopx todo edit`: change a todo's title, priority, dependencies or
 //! validation.
 
-use crate::op::TodoEdit;
 use anyhow::Result;
 
 use super::report;
@@ -9,6 +8,7 @@ use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::model::{Priority, Validation};
 use crate::op::Change;
+use crate::op::TodoEdit;
 use crate::time::Span;
 use crate::tx;
 

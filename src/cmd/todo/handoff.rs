@@ -1,6 +1,5 @@
 //! `loopx todo handoff`: give a claimed todo to another agent, with a note.
 
-use crate::op::TodoHandoff;
 use anyhow::Result;
 
 use super::{report, tick_on};
@@ -9,6 +8,7 @@ use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::model::AgentId;
 use crate::op::Change;
+use crate::op::TodoHandoff;
 use crate::time::Span;
 
 /// Hand a claimed todo to another agent, with a note it will see

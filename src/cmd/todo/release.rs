@@ -1,12 +1,12 @@
 //! `loopx todo release`: give a claim back.
 
-use crate::op::TodoRelease;
 use anyhow::Result;
 
 use super::{report, tick_on};
 use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::op::Change;
+use crate::op::TodoRelease;
 
 /// Release your claim on a todo, so others may take it
 ///

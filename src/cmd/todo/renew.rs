@@ -1,12 +1,12 @@
 //! `loopx todo renew`: extend your lease without changing the epoch.
 
-use crate::op::TodoRenew;
 use anyhow::Result;
 
 use super::{report, tick_on};
 use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::op::Change;
+use crate::op::TodoRenew;
 use crate::time::Span;
 
 /// Extend your lease on a todo you hold

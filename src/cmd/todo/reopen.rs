@@ -1,12 +1,12 @@
 //! `loopx todo reopen`: a done, blocked or deferred todo becomes open.
 
-use crate::op::TodoReopen;
 use anyhow::Result;
 
 use super::{report, tick_on};
 use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::op::Change;
+use crate::op::TodoReopen;
 
 /// Open a done, blocked or deferred todo again
 #[derive(clap::Args, Debug)]

@@ -4,7 +4,6 @@
 //! an agent's `todo done` or `settle --done`, one human gate asks about it
 //! (docs/gates.md, "A validation held for a human").
 
-use crate::op::{GateAnswer, GateOpen, TodoTrust};
 use anyhow::Result;
 use serde::Serialize;
 
@@ -15,6 +14,7 @@ use crate::error::{Code, Exit, Refusal};
 use crate::model::{Blocks, GateId, GateKind, State, Todo, TodoId, id::RANDOM_HEX};
 use crate::op::Change;
 use crate::op::signer::validation_digest;
+use crate::op::{GateAnswer, GateOpen, TodoTrust};
 use crate::trust::{self, AllowedSigners, validation::shell_words};
 use crate::tx;
 

@@ -1,6 +1,5 @@
 //! `loopx todo update`: a note or a status change by the owner.
 
-use crate::op::TodoUpdate;
 use anyhow::Result;
 
 use super::{report, tick_on};
@@ -8,6 +7,7 @@ use crate::ctx::Ctx;
 use crate::error::{Code, Exit, Refusal};
 use crate::model::TodoStatus;
 use crate::op::Change;
+use crate::op::TodoUpdate;
 
 /// Add a note to a todo or change its status
 ///

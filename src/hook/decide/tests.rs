@@ -1,7 +1,6 @@
 use super::*;
 use crate::model::{Actor, GoalStatus, OpId, Priority, Runtime, TodoId};
-use crate::op::{AgentRegister, GoalSet, Init, RefreshState, TodoAdd, TodoClaim};
-use crate::op::{Op, apply};
+use crate::op::{AgentRegister, GoalSet, Init, Op, RefreshState, TodoAdd, TodoClaim, apply};
 use crate::time::Span;
 
 const T1: &str = "000000a1";

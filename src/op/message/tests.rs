@@ -1,11 +1,11 @@
 //! Unit tests of the op log format: every op kind survives a round trip
 //! through a tick's commit message, and the kind names agree everywhere.
 
-use crate::op::RefreshState;
 use std::collections::BTreeSet;
 
 use super::*;
 use crate::model::FORMAT;
+use crate::op::RefreshState;
 use crate::op::test_support::*;
 
 fn effect(subject: &str) -> Effect {

@@ -1,11 +1,11 @@
 //! Unit tests of stall detection: the fingerprint, the run of turns the
 //! agent keeps, the gate, and what `should-run` and `quota.spend` say.
 
-use crate::op::{EvidenceAdd, GateAnswer, GateWithdraw, GoalSet, QuotaSpend, RefreshState, Settle};
 use std::collections::BTreeSet;
 
 use crate::op::progress::{self, CodeState};
 use crate::op::test_support::*;
+use crate::op::{EvidenceAdd, GateAnswer, GateWithdraw, GoalSet, QuotaSpend, RefreshState, Settle};
 
 /// An op with its own id.
 fn op_n(n: u64, actor: Actor, at: &str, change: Change) -> Op {

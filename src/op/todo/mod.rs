@@ -12,8 +12,7 @@ use crate::error::{Code, Hint, N, Next, Refusal};
 use crate::model::{
     Actor, GoalStatus, Note, State, Todo, TodoId, TodoStatus, Validation, Vouch, run::CommandRun,
 };
-use crate::op::{TodoAdd, TodoEdit};
-use crate::op::{TodoArchive, TodoDone, TodoReopen, TodoUpdate};
+use crate::op::{TodoAdd, TodoArchive, TodoDone, TodoEdit, TodoReopen, TodoUpdate};
 
 mod claim;
 

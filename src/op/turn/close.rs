@@ -2,8 +2,7 @@
 //! and `settle`, which holds several of them in one tick.
 
 use super::*;
-use crate::op::{EvidenceAdd, QuotaSpend, RefreshState, TodoUpdate};
-use crate::op::{QuotaVoid, Settle};
+use crate::op::{EvidenceAdd, QuotaSpend, QuotaVoid, RefreshState, Settle, TodoUpdate};
 
 pub(in crate::op) fn refresh(
     state: &mut State,

@@ -5,8 +5,8 @@
 use crate::model::usage::{Usage, Usd};
 use crate::op::test_support::*;
 use crate::op::turn::{self, Reason};
-use crate::op::usage::{BudgetSet, CONTINUE_ONCE, RAISED, STOP};
-use crate::op::{GateAnswer, GoalSet, UsageRecord};
+use crate::op::usage::{CONTINUE_ONCE, RAISED, STOP};
+use crate::op::{BudgetSet, GateAnswer, GoalSet, UsageRecord};
 
 const TURN: &str = "00000000000000a1";
 
