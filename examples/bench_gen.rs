@@ -28,8 +28,9 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use loopx::model::{Actor, AgentId, GoalId, OpId, Priority, Runtime, State, TodoId};
-use loopx::op::{AgentRegister, Init, TodoAdd, TodoArchive, TodoClaim, TodoDone, TodoUpdate};
-use loopx::op::{Change, Op};
+use loopx::op::{
+    AgentRegister, Change, Init, Op, TodoAdd, TodoArchive, TodoClaim, TodoDone, TodoUpdate,
+};
 use loopx::store::{Person, Store, Tip};
 use loopx::time::{Span, Timestamp};
 

@@ -10,8 +10,7 @@ use crate::error::{Code, Exit, Refusal};
 use crate::history::{self, Tick};
 use crate::model::usage::Usd;
 use crate::model::{AgentStatus, EvidenceKind, GoalId, TodoId};
-use crate::op::{Change, board};
-use crate::op::{EvidenceAdd, GateAnswer, GateOpen, Settle, TodoDone, UsageRecord};
+use crate::op::{Change, EvidenceAdd, GateAnswer, GateOpen, Settle, TodoDone, UsageRecord, board};
 use crate::time::{Span, Timestamp, When};
 use crate::tx;
 

@@ -7,8 +7,7 @@ use super::{TickWire, slug};
 use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::model::GoalId;
-use crate::op::Change;
-use crate::op::Init;
+use crate::op::{Change, Init};
 use crate::tx;
 
 /// Create the loopx state in this repository

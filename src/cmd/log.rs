@@ -12,8 +12,7 @@ use crate::error::{Code, Exit, Refusal};
 use crate::history::{self, FileDiff, Tick};
 use crate::model::id::RANDOM_HEX;
 use crate::model::{AgentId, GoalId, TodoId, files};
-use crate::op::Change;
-use crate::op::{GoalAdd, GoalSet, Init, TodoAdd};
+use crate::op::{Change, GoalAdd, GoalSet, Init, TodoAdd};
 use crate::time::{Timestamp, When};
 use crate::tx;
 

@@ -6,8 +6,7 @@ use anyhow::Result;
 
 use crate::ctx::{Caller, Ctx};
 use crate::error::Exit;
-use crate::op::Change;
-use crate::op::GateNotified;
+use crate::op::{Change, GateNotified};
 
 /// Send the notifications that are due (started by loopx itself)
 #[derive(clap::Args, Debug)]

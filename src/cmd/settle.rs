@@ -9,8 +9,9 @@ use crate::ctx::Ctx;
 use crate::error::{Code, Exit, Refusal};
 use crate::model::{EvidenceKind, Outcome, TodoStatus, run::CommandRun};
 use crate::op::brief::{self, Brief};
-use crate::op::{self, Change};
-use crate::op::{EvidenceAdd, QuotaSpend, RefreshState, Settle, TodoDone, TodoUpdate, UsageRecord};
+use crate::op::{
+    self, Change, EvidenceAdd, QuotaSpend, RefreshState, Settle, TodoDone, TodoUpdate, UsageRecord,
+};
 use crate::service::evidence::code_now;
 use crate::service::progress;
 use crate::service::turn::{own_token, parse_token};

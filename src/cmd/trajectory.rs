@@ -21,8 +21,7 @@ use crate::error::{Code, Exit, Refusal};
 use crate::history::{self, Tick};
 use crate::model::usage::Usd;
 use crate::model::{Actor, Blocks, GoalId, Todo, TodoId};
-use crate::op::Change;
-use crate::op::{EvidenceAdd, Settle, TodoHandoff, UsageRecord};
+use crate::op::{Change, EvidenceAdd, Settle, TodoHandoff, UsageRecord};
 use crate::time::{Timestamp, When};
 use crate::tx;
 

@@ -56,14 +56,6 @@ macro_rules! changes {
                 }
             }
         }
-
-        $(
-            impl From<$variant> for Change {
-                fn from(c: $variant) -> Change {
-                    Change::$variant(c)
-                }
-            }
-        )*
     };
 }
 

@@ -9,10 +9,9 @@ use sha2::{Digest, Sha256};
 
 use crate::error::Refusal;
 use crate::model::{EvidenceId, EvidenceKind, GoalId, OpId, State, id::RANDOM_HEX};
-use crate::op::{Change, Op, message};
 use crate::op::{
-    EvidenceAdd, GateAnswer, GateOpen, GateWithdraw, GoalAdd, GoalSet, Init, QuotaPark, QuotaSpend,
-    RefreshState, TodoAdd, UsageRecord,
+    Change, EvidenceAdd, GateAnswer, GateOpen, GateWithdraw, GoalAdd, GoalSet, Init, Op, QuotaPark,
+    QuotaSpend, RefreshState, TodoAdd, UsageRecord, message,
 };
 use crate::store::Oid;
 

@@ -26,8 +26,7 @@ use ssh_key::{HashAlg, LineEnding, PrivateKey, PublicKey};
 use super::{Binding, SignedBy};
 use crate::error::{Code, Hint, N, Next, Refusal};
 use crate::model::{State, machine::Machine};
-use crate::op::MachinePropose;
-use crate::op::{Change, Op};
+use crate::op::{Change, MachinePropose, Op};
 use crate::store::{Oid, Store};
 
 /// The first format whose agent ticks carry a machine's signature.

@@ -29,12 +29,13 @@ use ssh_key::{Algorithm, HashAlg, PublicKey, SshSig};
 use crate::ctx::{Caller, Ctx};
 use crate::error::{Code, Hint, N, Next, Refusal};
 use crate::model::{Actor, State, files};
-use crate::op::{self, Change, Op};
+use crate::op::{
+    self, AgentRetire, Change, GateAnswer, GateWithdraw, Op, Settle, TodoAdd, TodoEdit, TodoRelease,
+};
 // A key's check is pure, so it lives with the signer rules that use it
 // (op/ reaches nothing above it); callers keep naming it here.
 pub use crate::op::signer::normalize_key;
 use crate::op::signer::supported;
-use crate::op::{AgentRetire, GateAnswer, GateWithdraw, Settle, TodoAdd, TodoEdit, TodoRelease};
 pub use allowed::AllowedSigners;
 pub use describe::{SignatureWire, describe, history_note, signer_of};
 pub use seal::Seal;

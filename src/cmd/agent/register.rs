@@ -7,8 +7,7 @@ use crate::cmd::{TickWire, commit_change, slug};
 use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::model::{AgentId, AgentStatus, Runtime};
-use crate::op::AgentRegister;
-use crate::op::Change;
+use crate::op::{AgentRegister, Change};
 use crate::tx;
 
 /// Register an agent so it may claim todos

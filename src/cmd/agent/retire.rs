@@ -7,8 +7,7 @@ use crate::cmd::{TickWire, commit_change, slug};
 use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::model::AgentId;
-use crate::op::AgentRetire;
-use crate::op::Change;
+use crate::op::{AgentRetire, Change};
 
 /// Retire an agent: it may no longer act, and its claims are released
 ///

@@ -4,8 +4,7 @@ use anyhow::Result;
 
 use crate::ctx::Ctx;
 use crate::error::{Code, Exit, Refusal};
-use crate::op::Change;
-use crate::op::GateAnswer;
+use crate::op::{Change, GateAnswer};
 use crate::tx;
 
 /// Answer a gate with one of its options

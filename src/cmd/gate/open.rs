@@ -6,8 +6,7 @@ use crate::cmd::{pick_goal, slug};
 use crate::ctx::Ctx;
 use crate::error::{Code, Exit, Refusal};
 use crate::model::{AgentId, Blocks, GateId, GateKind, State, id::RANDOM_HEX};
-use crate::op::Change;
-use crate::op::GateOpen;
+use crate::op::{Change, GateOpen};
 use crate::tx;
 
 /// Open a gate: a question that blocks a scope until it is answered; prints its id

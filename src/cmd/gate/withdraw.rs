@@ -4,8 +4,7 @@ use anyhow::Result;
 
 use crate::ctx::Ctx;
 use crate::error::Exit;
-use crate::op::Change;
-use crate::op::GateWithdraw;
+use crate::op::{Change, GateWithdraw};
 use crate::tx;
 
 /// Withdraw a gate that is no longer needed; its scope is unblocked

@@ -7,8 +7,7 @@ use crate::cmd::{TickWire, commit_change, slug};
 use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::model::GoalId;
-use crate::op::Change;
-use crate::op::GoalAdd;
+use crate::op::{Change, GoalAdd};
 
 /// Add a goal (humans only)
 #[derive(clap::Args, Debug)]

@@ -7,8 +7,7 @@ use crate::cmd::TickWire;
 use crate::ctx::Ctx;
 use crate::error::{Code, Exit, Refusal};
 use crate::model::{AgentId, GoalId, GoalStatus, usage};
-use crate::op::GoalSet;
-use crate::op::{BudgetSet, Change, Happened};
+use crate::op::{BudgetSet, Change, GoalSet, Happened};
 use crate::time::Span;
 use crate::tx;
 

@@ -10,8 +10,7 @@ use crate::hook::session::Session;
 use crate::hook::{self, decide};
 use crate::model::AgentStatus;
 use crate::model::usage::Usage;
-use crate::op::Change;
-use crate::op::UsageRecord;
+use crate::op::{Change, UsageRecord};
 use crate::tx;
 
 /// Records the usage of the transcript's messages written since the last

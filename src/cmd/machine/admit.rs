@@ -7,8 +7,7 @@ use crate::cmd::{TickWire, commit_change, slug};
 use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::model::MachineName;
-use crate::op::Change;
-use crate::op::MachineAdmit;
+use crate::op::{Change, MachineAdmit};
 
 /// Admit a proposed machine to act for some agents (a signed human act)
 ///

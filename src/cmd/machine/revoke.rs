@@ -7,8 +7,7 @@ use crate::cmd::{TickWire, commit_change, slug};
 use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::model::MachineName;
-use crate::op::Change;
-use crate::op::MachineRevoke;
+use crate::op::{Change, MachineRevoke};
 
 /// Revoke a machine: its later ticks are refused (a signed human act)
 ///

@@ -8,8 +8,7 @@ use crate::cmd::{commit_change, slug};
 use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::model::MachineName;
-use crate::op::Change;
-use crate::op::MachinePropose;
+use crate::op::{Change, MachinePropose};
 use crate::trust::{self, machine};
 use crate::tx;
 

@@ -8,8 +8,7 @@ use crate::cmd::{TickWire, pick_goal, slug};
 use crate::ctx::Ctx;
 use crate::error::{Code, Exit, Refusal};
 use crate::model::{AgentId, GoalId};
-use crate::op::Change;
-use crate::op::QuotaPark;
+use crate::op::{Change, QuotaPark};
 use crate::time::{Timestamp, When};
 use crate::tx;
 

@@ -7,8 +7,7 @@ use crate::cmd::{TickWire, commit_change, slug};
 use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::model::AgentId;
-use crate::op::Change;
-use crate::op::QuotaResume;
+use crate::op::{Change, QuotaResume};
 
 /// End an agent's park now, so it may run again (humans only)
 ///

@@ -6,8 +6,7 @@ use serde::Serialize;
 use crate::cmd::{TickWire, commit_change};
 use crate::ctx::Ctx;
 use crate::error::Exit;
-use crate::op::{self, Change, Happened, turn};
-use crate::op::{QuotaSpend, Settle, UsageRecord};
+use crate::op::{self, Change, Happened, QuotaSpend, Settle, UsageRecord, turn};
 use crate::service::turn::{own_token, parse_token};
 use crate::tx;
 

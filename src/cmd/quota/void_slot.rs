@@ -6,8 +6,7 @@ use serde::Serialize;
 use crate::cmd::{TickWire, commit_change};
 use crate::ctx::Ctx;
 use crate::error::Exit;
-use crate::op::Change;
-use crate::op::QuotaVoid;
+use crate::op::{Change, QuotaVoid};
 use crate::service::turn::parse_token;
 
 /// Void a spent slot: it stops counting and stays recorded (humans only)

@@ -10,8 +10,7 @@ use crate::cmd::{TickWire, commit_change, slug};
 use crate::ctx::Ctx;
 use crate::error::{Code, Exit, Refusal};
 use crate::model::SignerName;
-use crate::op::Change;
-use crate::op::SignerAnnounce;
+use crate::op::{Change, SignerAnnounce};
 use crate::trust::{self, AllowedSigners};
 
 /// Announce a signer's SSH public key in the state (a human act)

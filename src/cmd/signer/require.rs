@@ -7,8 +7,7 @@ use crate::cmd::TickWire;
 use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::model::Signatures;
-use crate::op::Change;
-use crate::op::SignerRequire;
+use crate::op::{Change, SignerRequire};
 use crate::tx;
 
 /// Require every human act to be signed, on every machine (a signed human act)

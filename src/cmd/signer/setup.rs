@@ -12,8 +12,7 @@ use crate::cmd::slug;
 use crate::ctx::{Caller, Ctx};
 use crate::error::{Code, Exit, Refusal};
 use crate::model::SignerName;
-use crate::op::Change;
-use crate::op::SignerAnnounce;
+use crate::op::{Change, SignerAnnounce};
 use crate::trust::{self, AllowedSigners};
 use crate::tx;
 

@@ -7,8 +7,7 @@ use crate::cmd::{TickWire, pick_goal};
 use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::model::{Priority, TodoId, Validation, id::RANDOM_HEX};
-use crate::op::Change;
-use crate::op::TodoAdd;
+use crate::op::{Change, TodoAdd};
 use crate::time::Span;
 use crate::tx;
 

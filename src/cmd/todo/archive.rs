@@ -7,8 +7,7 @@ use crate::cmd::{TickWire, pick_goal};
 use crate::ctx::Ctx;
 use crate::error::{Code, Exit, Refusal};
 use crate::model::{TodoId, TodoStatus};
-use crate::op::Change;
-use crate::op::TodoArchive;
+use crate::op::{Change, TodoArchive};
 use crate::tx;
 
 /// Move done todos to the archive, keeping the live state small

@@ -10,8 +10,7 @@ use crate::ctx::Ctx;
 use crate::error::{Exit, Refusal};
 use crate::model::EvidenceKind;
 use crate::model::run::CommandRun;
-use crate::op::{self, Change};
-use crate::op::{EvidenceAdd, TodoDone};
+use crate::op::{self, Change, EvidenceAdd, TodoDone};
 use crate::service::evidence::code_now;
 use crate::tx;
 

@@ -7,8 +7,7 @@ use super::report;
 use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::model::{Priority, Validation};
-use crate::op::Change;
-use crate::op::TodoEdit;
+use crate::op::{Change, TodoEdit};
 use crate::time::Span;
 use crate::tx;
 

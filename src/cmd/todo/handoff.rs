@@ -7,8 +7,7 @@ use crate::cmd::slug;
 use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::model::AgentId;
-use crate::op::Change;
-use crate::op::TodoHandoff;
+use crate::op::{Change, TodoHandoff};
 use crate::time::Span;
 
 /// Hand a claimed todo to another agent, with a note it will see

@@ -5,8 +5,7 @@ use anyhow::Result;
 use super::{report, tick_on};
 use crate::ctx::Ctx;
 use crate::error::Exit;
-use crate::op::Change;
-use crate::op::TodoRelease;
+use crate::op::{Change, TodoRelease};
 
 /// Release your claim on a todo, so others may take it
 ///

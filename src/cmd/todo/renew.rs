@@ -5,8 +5,7 @@ use anyhow::Result;
 use super::{report, tick_on};
 use crate::ctx::Ctx;
 use crate::error::Exit;
-use crate::op::Change;
-use crate::op::TodoRenew;
+use crate::op::{Change, TodoRenew};
 use crate::time::Span;
 
 /// Extend your lease on a todo you hold

@@ -5,8 +5,7 @@ use anyhow::Result;
 use super::{report, tick_on};
 use crate::ctx::Ctx;
 use crate::error::Exit;
-use crate::op::Change;
-use crate::op::TodoReopen;
+use crate::op::{Change, TodoReopen};
 
 /// Open a done, blocked or deferred todo again
 #[derive(clap::Args, Debug)]

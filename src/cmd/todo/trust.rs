@@ -12,9 +12,8 @@ use crate::cmd::{TickWire, commit_change};
 use crate::ctx::{Caller, Ctx};
 use crate::error::{Code, Exit, Refusal};
 use crate::model::{Blocks, GateId, GateKind, State, Todo, TodoId, id::RANDOM_HEX};
-use crate::op::Change;
 use crate::op::signer::validation_digest;
-use crate::op::{GateAnswer, GateOpen, TodoTrust};
+use crate::op::{Change, GateAnswer, GateOpen, TodoTrust};
 use crate::trust::{self, AllowedSigners, validation::shell_words};
 use crate::tx;
 

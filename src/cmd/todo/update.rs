@@ -6,8 +6,7 @@ use super::{report, tick_on};
 use crate::ctx::Ctx;
 use crate::error::{Code, Exit, Refusal};
 use crate::model::TodoStatus;
-use crate::op::Change;
-use crate::op::TodoUpdate;
+use crate::op::{Change, TodoUpdate};
 
 /// Add a note to a todo or change its status
 ///
