@@ -28,7 +28,9 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use loopx::model::{Actor, AgentId, GoalId, OpId, Priority, Runtime, State, TodoId};
-use loopx::op::{Change, Op};
+use loopx::op::{
+    AgentRegister, Change, Init, Op, TodoAdd, TodoArchive, TodoClaim, TodoDone, TodoUpdate,
+};
 use loopx::store::{Person, Store, Tip};
 use loopx::time::{Span, Timestamp};
 
@@ -180,17 +182,12 @@ impl Gen {
             .map_err(|e: String| anyhow::anyhow!(e))?;
         self.tick(
             human,
-            Change::TodoAdd {
-                todo: todo.clone(),
-                goal: goal.clone(),
-                title: format!("Bench todo {n}: make the parser handle case {n}"),
+            Change::TodoAdd(TodoAdd::new(
+                todo.clone(),
+                goal.clone(),
+                format!("Bench todo {n}: make the parser handle case {n}"),
                 priority,
-                after: Vec::new(),
-                capabilities: Vec::new(),
-                scope: Vec::new(),
-                note: None,
-                validate: None,
-            },
+            )),
         )?;
         Ok(todo)
     }
@@ -229,10 +226,10 @@ fn run(args: &Args) -> Result<String> {
     let goal = GoalId::new("bench").map_err(anyhow::Error::msg)?;
     g.tick(
         &human,
-        Change::Init {
+        Change::Init(Init {
             goal: Some(goal.clone()),
             objective: Some("Benchmark goal".into()),
-        },
+        }),
     )?;
     let agents: Vec<Actor> = (0..args.agents)
         .map(|i| {
@@ -245,11 +242,11 @@ fn run(args: &Args) -> Result<String> {
         let id = a.agent().expect("built as agents").clone();
         g.tick(
             &human,
-            Change::AgentRegister {
+            Change::AgentRegister(AgentRegister {
                 agent: id,
                 runtime: Runtime::Custom,
                 capabilities: Vec::new(),
-            },
+            }),
         )?;
     }
     let mut open: VecDeque<TodoId> = VecDeque::new();
@@ -271,30 +268,30 @@ fn run(args: &Args) -> Result<String> {
         let lease = Span::minutes(45);
         g.tick(
             agent,
-            Change::TodoClaim {
+            Change::TodoClaim(TodoClaim {
                 todo: todo.clone(),
                 epoch,
                 lease,
-            },
+            }),
         )?;
         let epoch = g.state.todos[&todo].epoch;
         g.tick(
             agent,
-            Change::TodoUpdate {
+            Change::TodoUpdate(TodoUpdate {
                 todo: todo.clone(),
                 epoch,
                 status: None,
                 note: Some(format!("turn {turns}: wrote the change and ran the tests")),
-            },
+            }),
         )?;
         g.tick(
             agent,
-            Change::TodoDone {
+            Change::TodoDone(TodoDone {
                 todo: todo.clone(),
                 epoch,
                 note: Some("tests pass".into()),
                 validation: None,
-            },
+            }),
         )?;
         done.push(todo);
         n += 1;
@@ -303,18 +300,18 @@ fn run(args: &Args) -> Result<String> {
         if turns.is_multiple_of(ARCHIVE_EVERY) && tick_now(&g) < total {
             g.tick(
                 &human,
-                Change::TodoArchive {
+                Change::TodoArchive(TodoArchive {
                     todos: std::mem::take(&mut done),
-                },
+                }),
             )?;
         }
     }
     if !done.is_empty() {
         g.tick(
             &human,
-            Change::TodoArchive {
+            Change::TodoArchive(TodoArchive {
                 todos: std::mem::take(&mut done),
-            },
+            }),
         )?;
     }
     // Pad with notes on the oldest open todo, one tick each, to hit M exactly.
@@ -323,12 +320,12 @@ fn run(args: &Args) -> Result<String> {
         let epoch = g.state.todos[&todo].epoch;
         g.tick(
             &human,
-            Change::TodoUpdate {
+            Change::TodoUpdate(TodoUpdate {
                 todo,
                 epoch,
                 status: None,
                 note: Some("a note to round the history up".into()),
-            },
+            }),
         )?;
     }
     let count = loopx::git::count_objects(g.store.common_dir())?;

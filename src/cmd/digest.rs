@@ -11,7 +11,7 @@ use crate::error::{Code, Exit, Refusal};
 use crate::history::{self, Tick};
 use crate::model::usage::Usd;
 use crate::model::{AgentStatus, EvidenceKind, GoalId, TodoId};
-use crate::op::{Change, board};
+use crate::op::{Change, EvidenceAdd, GateAnswer, GateOpen, Settle, TodoDone, UsageRecord, board};
 use crate::time::{Span, Timestamp, When};
 
 /// What happened since a time: todos done, gates opened and answered,
@@ -162,7 +162,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         let by = op.actor.name().to_owned();
         last_seen.entry(by.clone()).or_insert(at);
         let steps: Vec<&Change> = match &op.change {
-            Change::Settle { steps, .. } => steps.iter().collect(),
+            Change::Settle(Settle { steps, .. }) => steps.iter().collect(),
             c => vec![c],
         };
         if let Some(g) = &goal
@@ -186,9 +186,9 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         }
         for c in steps {
             match c {
-                Change::TodoDone {
+                Change::TodoDone(TodoDone {
                     todo, validation, ..
-                } => {
+                }) => {
                     let title = find(todo)
                         .map(|x| format!(" \"{}\"", x.title))
                         .unwrap_or_default();
@@ -209,15 +209,15 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                         .unwrap_or_default();
                     w.done.push(item(format!("{todo}{title}{check}{ev}")));
                 }
-                Change::GateOpen {
+                Change::GateOpen(GateOpen {
                     gate,
                     question,
                     kind,
                     ..
-                } => w
+                }) => w
                     .gates_opened
                     .push(item(format!("{gate} {} \"{question}\"", kind.as_str()))),
-                Change::GateAnswer { gate, choice, .. } => {
+                Change::GateAnswer(GateAnswer { gate, choice, .. }) => {
                     let q = state
                         .gates
                         .get(gate)
@@ -225,19 +225,19 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                         .unwrap_or_default();
                     w.gates_answered.push(item(format!("{gate}{q}: {choice}")));
                 }
-                Change::QuotaSpend { .. } => *w.slots.entry(by.clone()).or_default() += 1,
-                Change::UsageRecord { usage, .. } => {
+                Change::QuotaSpend(_) => *w.slots.entry(by.clone()).or_default() += 1,
+                Change::UsageRecord(UsageRecord { usage, .. }) => {
                     let s = w.spent.entry(by.clone()).or_default();
                     s.micros = s.micros.saturating_add(usage.cost_usd.unwrap_or_default());
                     s.usd = s.micros.dollars();
                     s.estimated |= usage.estimated;
                     s.tokens += usage.input_tokens + usage.output_tokens;
                 }
-                Change::EvidenceAdd {
+                Change::EvidenceAdd(EvidenceAdd {
                     kind: EvidenceKind::SyncRejected,
                     summary,
                     ..
-                } => w.sync_rejected.push(item(summary.clone())),
+                }) => w.sync_rejected.push(item(summary.clone())),
                 _ => {}
             }
         }

@@ -8,7 +8,7 @@ use crate::cmd::tx;
 use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::model::GoalId;
-use crate::op::Change;
+use crate::op::{Change, Init};
 
 /// Create the loopx state in this repository
 ///
@@ -42,10 +42,10 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         .transpose()?;
     let op = tx::op(
         ctx,
-        Change::Init {
+        Change::Init(Init {
             goal: goal.clone(),
             objective: args.objective.clone(),
-        },
+        }),
     )?;
     let done = tx::init(ctx, op)?;
     let wire = Wire {

@@ -13,7 +13,7 @@ use crate::error::{Code, Exit, Refusal};
 use crate::history::{self, FileDiff, Tick};
 use crate::model::id::RANDOM_HEX;
 use crate::model::{AgentId, GoalId, TodoId, files};
-use crate::op::Change;
+use crate::op::{Change, GoalAdd, GoalSet, Init, TodoAdd};
 use crate::time::{Timestamp, When};
 
 /// Show the ticks, newest first: who did what, and when
@@ -223,13 +223,15 @@ fn matches(
     }
     if let Some(goal) = &filter.goal {
         let about = match &op.change {
-            Change::Init { goal, .. } => goal.clone(),
-            Change::GoalAdd { goal, .. } | Change::GoalSet { goal, .. } => Some(goal.clone()),
-            Change::TodoAdd { todo, goal, .. } => {
+            Change::Init(Init { goal, .. }) => goal.clone(),
+            Change::GoalAdd(GoalAdd { goal, .. }) | Change::GoalSet(GoalSet { goal, .. }) => {
+                Some(goal.clone())
+            }
+            Change::TodoAdd(TodoAdd { todo, goal, .. }) => {
                 goals.insert(todo.clone(), Some(goal.clone()));
                 Some(goal.clone())
             }
-            Change::AgentRegister { .. } => None,
+            Change::AgentRegister(_) => None,
             other => match other.todo() {
                 Some(todo) => goal_of(ctx, tick, todo, goals)?,
                 None => None,

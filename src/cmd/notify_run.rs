@@ -6,7 +6,7 @@ use anyhow::Result;
 
 use crate::ctx::{Caller, Ctx};
 use crate::error::Exit;
-use crate::op::Change;
+use crate::op::{Change, GateNotified};
 
 /// Send the notifications that are due (started by loopx itself)
 #[derive(clap::Args, Debug)]
@@ -20,7 +20,7 @@ pub fn run(ctx: &Ctx, _args: &Args) -> Result<Exit> {
             crate::cmd::tx::commit(ctx, |_| {
                 Ok(crate::cmd::tx::op(
                     ctx,
-                    Change::GateNotified { gate: gate.clone() },
+                    Change::GateNotified(GateNotified { gate: gate.clone() }),
                 )?)
             })
             .is_ok()

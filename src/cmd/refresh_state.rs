@@ -10,7 +10,7 @@ use crate::ctx::Ctx;
 use crate::error::{Code, Exit, Refusal};
 use crate::model::Outcome;
 use crate::op::brief::{self, Brief};
-use crate::op::{self, Change};
+use crate::op::{self, Change, RefreshState};
 use crate::service::progress;
 use crate::service::turn::{own_token, parse_token};
 
@@ -107,14 +107,14 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             .as_ref()
             .zip(todo.as_ref())
             .and_then(|(m, t)| progress::fingerprint(m, state, t, None));
-        Ok(Change::RefreshState {
+        Ok(Change::RefreshState(RefreshState {
             goal,
             outcome: args.outcome,
             turn: token.as_ref().map(|t| t.turn.clone()),
             todo,
             next_action: args.next_action.clone(),
             progress,
-        })
+        }))
     };
     let since = snap
         .state

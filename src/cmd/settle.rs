@@ -10,7 +10,9 @@ use crate::ctx::Ctx;
 use crate::error::{Code, Exit, Refusal};
 use crate::model::{EvidenceKind, Outcome, TodoStatus, run::CommandRun};
 use crate::op::brief::{self, Brief};
-use crate::op::{self, Change};
+use crate::op::{
+    self, Change, EvidenceAdd, QuotaSpend, RefreshState, Settle, TodoDone, TodoUpdate, UsageRecord,
+};
 use crate::service::evidence::code_now;
 use crate::service::progress;
 use crate::service::turn::{own_token, parse_token};
@@ -106,15 +108,18 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         .and_then(|a| a.last_turn.as_ref())
         .map(|t| t.at);
     let code = code_now(ctx.store().ok());
-    let evidence = |run: &CommandRun, what: &str| Change::EvidenceAdd {
-        evidence: fresh_id(ctx, &format!("{what}\n{}", run.argv.join(" "))),
-        goal: goal.clone(),
-        todo: Some(todo.clone()),
-        kind: EvidenceKind::Test,
-        summary: crate::op::limits::fit(&format!("{what}: {}", run.argv.join(" ")), 200),
-        code: Some(code.clone()),
-        run: Some(run.clone()),
-        artifact: None,
+    let evidence = |run: &CommandRun, what: &str| {
+        Change::EvidenceAdd(EvidenceAdd {
+            todo: Some(todo.clone()),
+            code: Some(code.clone()),
+            run: Some(run.clone()),
+            ..EvidenceAdd::new(
+                fresh_id(ctx, &format!("{what}\n{}", run.argv.join(" "))),
+                goal.clone(),
+                EvidenceKind::Test,
+                crate::op::limits::fit(&format!("{what}: {}", run.argv.join(" ")), 200),
+            )
+        })
     };
     // The tick's steps, given the check's and the validation's results.
     let plan = |state: &crate::model::State,
@@ -128,10 +133,12 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             .chain(validation.map(|v| evidence(v, "validation")))
             .collect();
         // The turn's usage counts whether or not its checks passed.
-        steps.extend(usage.clone().map(|usage| Change::UsageRecord {
-            goal: goal.clone(),
-            turn: token.turn.clone(),
-            usage,
+        steps.extend(usage.clone().map(|usage| {
+            Change::UsageRecord(UsageRecord {
+                goal: goal.clone(),
+                turn: token.turn.clone(),
+                usage,
+            })
         }));
         if check.is_some_and(|c| !c.passed()) || validation.is_some_and(|v| !v.passed()) {
             return Ok(steps);
@@ -143,20 +150,20 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         let mut writeback = check.is_some();
         if args.done {
             writeback = true;
-            steps.push(Change::TodoDone {
+            steps.push(Change::TodoDone(TodoDone {
                 todo: todo.clone(),
                 epoch: t.epoch,
                 note: args.note.clone(),
                 validation: validation.cloned(),
-            });
+            }));
         } else if args.status.is_some() || args.note.is_some() {
             writeback |= owner;
-            steps.push(Change::TodoUpdate {
+            steps.push(Change::TodoUpdate(TodoUpdate {
                 todo: todo.clone(),
                 epoch: t.epoch,
                 status: args.status,
                 note: args.note.clone(),
-            });
+            }));
         }
         writeback |= args.outcome != Outcome::Unchanged;
         writeback |= state
@@ -164,7 +171,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             .get(&token.agent)
             .and_then(|a| a.last_writeback)
             .is_some_and(|w| w >= token.issued);
-        steps.push(Change::RefreshState {
+        steps.push(Change::RefreshState(RefreshState {
             goal: goal.clone(),
             outcome: args.outcome,
             turn: Some(token.turn.clone()),
@@ -178,15 +185,15 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                 };
                 progress::fingerprint(m, state, &todo, status)
             }),
-        });
+        }));
         // A quiet turn (unchanged, nothing written back) records its
         // outcome and spends nothing.
         if writeback {
-            steps.push(Change::QuotaSpend {
+            steps.push(Change::QuotaSpend(QuotaSpend {
                 goal: goal.clone(),
                 turn: token.turn.clone(),
                 issued: token.issued,
-            });
+            }));
         }
         Ok(steps)
     };
@@ -201,7 +208,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let assumed_validation = validate
         .as_ref()
         .map(|v| CommandRun::assumed_passing(&v.argv));
-    let probe = Change::Settle {
+    let probe = Change::Settle(Settle {
         turn: token.turn.clone(),
         steps: plan(
             &snap.state,
@@ -209,7 +216,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             assumed_validation.as_ref(),
             None,
         )?,
-    };
+    });
     op::apply(&mut snap.state.clone(), &tx::op(ctx, probe)?)?;
     // Code from the shared state runs only when this machine trusts it.
     if validate.is_some() {
@@ -254,7 +261,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let done = tx::commit(ctx, |state| {
         Ok(tx::op(
             ctx,
-            Change::Settle {
+            Change::Settle(Settle {
                 turn: token.turn.clone(),
                 steps: plan(
                     state,
@@ -262,7 +269,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                     validation.as_ref(),
                     measured.as_ref(),
                 )?,
-            },
+            }),
         )?)
     })?;
     let brief = (!failed).then(|| {

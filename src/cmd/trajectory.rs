@@ -22,7 +22,7 @@ use crate::error::{Code, Exit, Refusal};
 use crate::history::{self, Tick};
 use crate::model::usage::Usd;
 use crate::model::{Actor, Blocks, GoalId, Todo, TodoId};
-use crate::op::Change;
+use crate::op::{Change, EvidenceAdd, Settle, TodoHandoff, UsageRecord};
 use crate::time::{Timestamp, When};
 
 mod render;
@@ -153,7 +153,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         }
         let Some(op) = t.op() else { continue };
         let steps: Vec<&Change> = match &op.change {
-            Change::Settle { steps, .. } => steps.iter().collect(),
+            Change::Settle(Settle { steps, .. }) => steps.iter().collect(),
             c => vec![c],
         };
         if !steps
@@ -187,12 +187,12 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         let op = t.op().expect("kept ticks have ops");
         let by = red.role(&op.actor);
         let steps: Vec<&Change> = match &op.change {
-            Change::Settle { steps, .. } => steps.iter().collect(),
+            Change::Settle(Settle { steps, .. }) => steps.iter().collect(),
             c => vec![c],
         };
         for c in &steps {
             let Some(todo) = c.todo() else {
-                if let Change::UsageRecord { usage, .. } = c {
+                if let Change::UsageRecord(UsageRecord { usage, .. }) = c {
                     let cost = usage.cost_usd.unwrap_or_default();
                     spend.micros = spend.micros.saturating_add(cost);
                     spend.tokens += usage.input_tokens + usage.output_tokens;
@@ -207,13 +207,15 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                 .entry(todo.clone())
                 .or_insert_with(|| node(x, &mut red));
             match c {
-                Change::TodoClaim { .. } => n.holders.push(by.clone()),
-                Change::TodoHandoff { to, .. } => n.holders.push(red.agent(to)),
-                Change::TodoReopen { .. } => n.reopened += 1,
-                Change::TodoRelease { .. } => n.abandoned = true,
-                Change::TodoDone { .. } => n.abandoned = false,
-                Change::EvidenceAdd { run: Some(r), .. } if r.passed() => n.evidence_passed += 1,
-                Change::EvidenceAdd { run: Some(_), .. } => n.evidence_failed += 1,
+                Change::TodoClaim(_) => n.holders.push(by.clone()),
+                Change::TodoHandoff(TodoHandoff { to, .. }) => n.holders.push(red.agent(to)),
+                Change::TodoReopen(_) => n.reopened += 1,
+                Change::TodoRelease(_) => n.abandoned = true,
+                Change::TodoDone(_) => n.abandoned = false,
+                Change::EvidenceAdd(EvidenceAdd { run: Some(r), .. }) if r.passed() => {
+                    n.evidence_passed += 1
+                }
+                Change::EvidenceAdd(EvidenceAdd { run: Some(_), .. }) => n.evidence_failed += 1,
                 _ => {}
             }
         }

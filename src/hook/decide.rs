@@ -8,7 +8,7 @@ use super::session::{Seen, Session};
 use super::{Answer, Event, Input, view};
 use crate::model::{AgentId, AgentStatus, Goal, GoalId, Outcome, State, Todo, TodoStatus};
 use crate::op::turn::{self, new_token, reason_message};
-use crate::op::{Change, brief, rules, short};
+use crate::op::{Change, RefreshState, brief, rules, short};
 use crate::time::Timestamp;
 
 #[cfg(test)]
@@ -284,7 +284,7 @@ pub fn end<'a>(
             let why = reason
                 .map(|r| format!(" (the session ended: {r})"))
                 .unwrap_or_default();
-            Some(Change::RefreshState {
+            Some(Change::RefreshState(RefreshState {
                 goal,
                 outcome: if wrote {
                     Outcome::Advanced
@@ -298,7 +298,7 @@ pub fn end<'a>(
                     .map(|t| format!("resume {} \"{}\"{why}", t.id, short(&t.title))),
                 // A session's end is not a turn: no fingerprint.
                 progress: None,
-            })
+            }))
         }
         _ => None,
     };

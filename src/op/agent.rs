@@ -2,15 +2,16 @@
 
 use super::{Effect, Happened, Op, rules};
 use crate::error::{Code, Refusal};
-use crate::model::{Actor, Agent, AgentId, AgentStatus, Runtime, State, TodoStatus};
+use crate::model::{Actor, Agent, AgentStatus, State, TodoStatus};
+use crate::op::{AgentRegister, AgentRetire};
 
-pub(super) fn register(
-    state: &mut State,
-    op: &Op,
-    id: &AgentId,
-    runtime: Runtime,
-    capabilities: &[String],
-) -> Result<Effect, Refusal> {
+pub(super) fn register(state: &mut State, op: &Op, c: &AgentRegister) -> Result<Effect, Refusal> {
+    let &AgentRegister {
+        ref agent,
+        runtime,
+        ref capabilities,
+    } = c;
+    let id = agent;
     if let Actor::Agent(me) = &op.actor
         && me != id
     {
@@ -89,7 +90,8 @@ pub fn normalize(capabilities: &[String]) -> Vec<String> {
 
 /// Retires an agent (a human, or the agent itself) and releases its claims,
 /// each with a note saying why.
-pub(super) fn retire(state: &mut State, op: &Op, id: &AgentId) -> Result<Effect, Refusal> {
+pub(super) fn retire(state: &mut State, op: &Op, c: &AgentRetire) -> Result<Effect, Refusal> {
+    let id = &c.agent;
     if let Actor::Agent(me) = &op.actor
         && me != id
     {

@@ -5,7 +5,7 @@
 //! so they cannot disagree. Pure: no git, no I/O.
 
 use crate::model::{Agent, AgentId, AgentStatus, Gate, Goal, GoalStatus, State, Todo, TodoStatus};
-use crate::op::{Change, rules, turn};
+use crate::op::{Change, EvidenceAdd, Settle, TodoDone, rules, turn};
 use crate::time::{Span, Timestamp};
 
 /// How far back "done recently" reaches.
@@ -231,12 +231,12 @@ pub struct Board<'s> {
 /// What a tick's op ran and saw fail: a validation or an `evidence run`.
 pub fn failed_check(change: &Change) -> bool {
     match change {
-        Change::EvidenceAdd { run: Some(r), .. } => !r.passed(),
-        Change::TodoDone {
+        Change::EvidenceAdd(EvidenceAdd { run: Some(r), .. }) => !r.passed(),
+        Change::TodoDone(TodoDone {
             validation: Some(r),
             ..
-        } => !r.passed(),
-        Change::Settle { steps, .. } => steps.iter().any(failed_check),
+        }) => !r.passed(),
+        Change::Settle(Settle { steps, .. }) => steps.iter().any(failed_check),
         _ => false,
     }
 }

@@ -2,15 +2,16 @@
 //! append-only; a failing command is evidence too, not a refusal.
 
 use super::{
-    Change, Effect, Happened, Op,
+    Effect, Happened, Op,
     rules::{self, non_empty},
     short,
 };
 use crate::error::{Code, Refusal};
 use crate::model::{Actor, Evidence, EvidenceKind, State, todo::EvidenceRef};
+use crate::op::EvidenceAdd;
 
-pub(super) fn add(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
-    let Change::EvidenceAdd {
+pub(super) fn add(state: &mut State, op: &Op, c: &EvidenceAdd) -> Result<Effect, Refusal> {
+    let EvidenceAdd {
         evidence,
         goal,
         todo,
@@ -19,10 +20,7 @@ pub(super) fn add(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         code,
         run,
         artifact,
-    } = &op.change
-    else {
-        unreachable!("dispatched on EvidenceAdd")
-    };
+    } = c;
     // A sync-rejected record is written by sync, in the name of the actor
     // whose op lost; that actor may have been retired on the other machine
     // meanwhile, and the record must still land.

@@ -2,7 +2,7 @@
 //! here, inside `apply`, so a replayed answer is judged the same way.
 
 use super::{
-    Change, Effect, Happened, Op,
+    Effect, Happened, Op,
     rules::{self, non_empty},
     short,
 };
@@ -11,19 +11,40 @@ use crate::model::{
     Actor, Blocks, Gate, GateId, GateStatus, GoalStatus, State,
     gate::{Answer, Withdrawn},
 };
+use crate::op::{GateAnswer, GateNotified, GateOpen, GateWithdraw};
 
-pub(super) fn open(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
-    let Change::GateOpen {
+impl GateOpen {
+    /// The gate this describes, open, as `op` opens it: what `gate.open`
+    /// records, and what a park, a stalled todo or a reached budget opens by
+    /// itself in its own tick.
+    pub(super) fn open(self, op: &Op) -> Gate {
+        Gate {
+            id: self.gate,
+            goal: self.goal,
+            question: self.question,
+            options: self.options,
+            kind: self.kind,
+            blocks: self.blocks,
+            status: GateStatus::Open,
+            opened_at: op.at,
+            opened_by: op.actor.clone(),
+            answer: None,
+            withdrawn: None,
+            notified: None,
+            budget: false,
+        }
+    }
+}
+
+pub(super) fn open(state: &mut State, op: &Op, c: &GateOpen) -> Result<Effect, Refusal> {
+    let GateOpen {
         gate,
         goal,
         question,
         options,
         kind,
         blocks,
-    } = &op.change
-    else {
-        unreachable!("dispatched on GateOpen")
-    };
+    } = c;
     if let Actor::Agent(a) = &op.actor {
         rules::registered(state, a)?;
     }
@@ -93,21 +114,15 @@ pub(super) fn open(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
     );
     state.gates.insert(
         gate.clone(),
-        Gate {
-            id: gate.clone(),
+        GateOpen {
+            gate: gate.clone(),
             goal: goal.clone(),
             question,
             options: opts,
             kind: *kind,
             blocks: blocks.clone(),
-            status: GateStatus::Open,
-            opened_at: op.at,
-            opened_by: op.actor.clone(),
-            answer: None,
-            withdrawn: None,
-            notified: None,
-            budget: false,
-        },
+        }
+        .open(op),
     );
     Ok(Effect::new(
         Happened::GateOpened { gate: gate.clone() },
@@ -115,13 +130,13 @@ pub(super) fn open(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
     ))
 }
 
-pub(super) fn answer(
-    state: &mut State,
-    op: &Op,
-    id: &GateId,
-    choice: &str,
-    note: Option<&str>,
-) -> Result<Effect, Refusal> {
+pub(super) fn answer(state: &mut State, op: &Op, c: &GateAnswer) -> Result<Effect, Refusal> {
+    let GateAnswer {
+        gate: id,
+        choice,
+        note,
+    } = c;
+    let note = note.as_deref();
     let gate = closable(state, op, id, "answer")?;
     let choice = choice.trim();
     if !gate.options.iter().any(|o| o == choice) {
@@ -152,7 +167,8 @@ pub(super) fn answer(
     ))
 }
 
-pub(super) fn withdraw(state: &mut State, op: &Op, id: &GateId) -> Result<Effect, Refusal> {
+pub(super) fn withdraw(state: &mut State, op: &Op, c: &GateWithdraw) -> Result<Effect, Refusal> {
+    let id = &c.gate;
     closable(state, op, id, "withdraw")?;
     let g = state.gates.get_mut(id).expect("checked by closable");
     g.status = GateStatus::Withdrawn;
@@ -170,7 +186,8 @@ pub(super) fn withdraw(state: &mut State, op: &Op, id: &GateId) -> Result<Effect
 /// Records that the `loopx.notify` command ran for a gate. Anyone may; a
 /// gate already notified (another clone won the race) is left as it is, so
 /// a replayed record never conflicts.
-pub(super) fn notified(state: &mut State, op: &Op, id: &GateId) -> Result<Effect, Refusal> {
+pub(super) fn notified(state: &mut State, op: &Op, c: &GateNotified) -> Result<Effect, Refusal> {
+    let id = &c.gate;
     let g = state.gates.get_mut(id).ok_or_else(|| {
         Refusal::error(Code::UnknownGate, format!("there is no gate {id}"))
             .with_hint(Hint::new(format!("{N} shows the gates"), [Next::ListGates]))

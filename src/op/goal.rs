@@ -1,28 +1,28 @@
 //! Rules for `init`, `goal.add` and `goal.set`.
 
 use super::{
-    Change, Effect, Happened, Op,
+    Effect, Happened, Op,
     rules::{human_only, non_empty},
     short,
 };
 use crate::error::{Code, Hint, N, Next, Refusal};
-use crate::model::{Goal, GoalId, GoalStatus, QuotaPolicy, State};
+use crate::model::{Goal, GoalStatus, QuotaPolicy, State};
+use crate::op::{GoalAdd, GoalSet, Init};
 
-pub(super) fn init(
-    state: &mut State,
-    op: &Op,
-    goal: Option<&GoalId>,
-    objective: Option<&str>,
-) -> Result<Effect, Refusal> {
+pub(super) fn init(state: &mut State, op: &Op, c: &Init) -> Result<Effect, Refusal> {
     if !(state.goals.is_empty() && state.agents.is_empty() && state.todos.is_empty()) {
         return Err(Refusal::rule(
             Code::AlreadyInitialized,
             "the state already exists",
         ));
     }
-    match (goal, objective) {
+    match (&c.goal, &c.objective) {
         (Some(goal), Some(objective)) => {
-            add(state, op, goal, objective)?;
+            let add_goal = GoalAdd {
+                goal: goal.clone(),
+                objective: objective.clone(),
+            };
+            add(state, op, &add_goal)?;
             Ok(Effect::new(
                 Happened::Initialized,
                 format!("init with goal {goal}"),
@@ -36,12 +36,11 @@ pub(super) fn init(
     }
 }
 
-pub(super) fn add(
-    state: &mut State,
-    op: &Op,
-    id: &GoalId,
-    objective: &str,
-) -> Result<Effect, Refusal> {
+pub(super) fn add(state: &mut State, op: &Op, c: &GoalAdd) -> Result<Effect, Refusal> {
+    let GoalAdd {
+        goal: id,
+        objective,
+    } = c;
     human_only(&op.actor, "add a goal")?;
     if state.goals.contains_key(id) {
         return Err(
@@ -77,8 +76,8 @@ pub(super) fn add(
     ))
 }
 
-pub(super) fn set(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
-    let Change::GoalSet {
+pub(super) fn set(state: &mut State, op: &Op, c: &GoalSet) -> Result<Effect, Refusal> {
+    let GoalSet {
         goal,
         objective,
         status,
@@ -89,10 +88,7 @@ pub(super) fn set(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         budget,
         auto_resume,
         stall_after,
-    } = &op.change
-    else {
-        unreachable!("dispatched on GoalSet")
-    };
+    } = c;
     human_only(&op.actor, "change a goal")?;
     if !state.goals.contains_key(goal) {
         return Err(crate::model::unknown_goal(goal));

@@ -12,6 +12,11 @@
 use super::Change;
 use crate::error::{Code, Refusal};
 use crate::model::Validation;
+use crate::op::{
+    AgentRegister, EvidenceAdd, GateAnswer, GateOpen, GoalAdd, GoalSet, Init, MachineAdmit,
+    MachinePropose, QuotaPark, QuotaVoid, RefreshState, Settle, SignerAnnounce, TodoAdd, TodoDone,
+    TodoEdit, TodoHandoff, TodoTrust, TodoUpdate,
+};
 
 /// The format that introduced these limits (now held by every tick).
 pub const SINCE: u32 = 2;
@@ -27,80 +32,81 @@ pub const FILE: usize = 256 * 1024;
 /// Checks every text field of `change` (and of each step of a settle).
 pub fn check(change: &Change) -> Result<(), Refusal> {
     match change {
-        Change::Init { objective, .. } => opt(objective.as_deref(), "objective", note),
-        Change::GoalAdd { objective, .. } => note(objective, "objective"),
-        Change::GoalSet {
+        Change::Init(Init { objective, .. }) => opt(objective.as_deref(), "objective", note),
+        Change::GoalAdd(GoalAdd { objective, .. }) => note(objective, "objective"),
+        Change::GoalSet(GoalSet {
             objective,
             scope,
             guards,
             ..
-        } => {
+        }) => {
             opt(objective.as_deref(), "objective", note)?;
             each(scope.iter().flatten(), "scope path", title)?;
             each(guards.iter().flatten(), "guard", question)
         }
-        Change::AgentRegister { capabilities, .. } => each(capabilities, "capability", title),
-        Change::TodoAdd {
+        Change::AgentRegister(AgentRegister { capabilities, .. }) => {
+            each(capabilities, "capability", title)
+        }
+        Change::TodoAdd(TodoAdd {
             title: t,
             capabilities,
             scope,
             note: n,
             validate,
             ..
-        } => {
+        }) => {
             title(t, "title")?;
             each(capabilities, "capability", title)?;
             each(scope, "scope path", title)?;
             opt(n.as_deref(), "note", note)?;
             validate.as_ref().map_or(Ok(()), validation)
         }
-        Change::TodoEdit {
+        Change::TodoEdit(TodoEdit {
             title: t,
             note: n,
             validate,
             ..
-        } => {
+        }) => {
             opt(t.as_deref(), "title", title)?;
             opt(n.as_deref(), "note", note)?;
             validate.as_ref().map_or(Ok(()), validation)
         }
-        Change::TodoTrust { digest, .. } => title(digest, "digest"),
+        Change::TodoTrust(TodoTrust { digest, .. }) => title(digest, "digest"),
         // A public key, possibly with its line break: bytes only.
-        Change::SignerAnnounce { key, .. } | Change::MachinePropose { key, .. } => {
-            bytes(key.len(), 16 * 1024, "key")
-        }
-        Change::MachineAdmit {
+        Change::SignerAnnounce(SignerAnnounce { key, .. })
+        | Change::MachinePropose(MachinePropose { key, .. }) => bytes(key.len(), 16 * 1024, "key"),
+        Change::MachineAdmit(MachineAdmit {
             fingerprint,
             agents,
             ..
-        } => {
+        }) => {
             title(fingerprint, "fingerprint")?;
             bytes(agents.len(), 64, "the agent patterns")?;
             each(agents, "agent pattern", title)
         }
-        Change::TodoHandoff { note: n, .. } => note(n, "note"),
-        Change::TodoUpdate { note: n, .. }
-        | Change::TodoDone { note: n, .. }
-        | Change::GateAnswer { note: n, .. } => opt(n.as_deref(), "note", note),
-        Change::GateOpen {
+        Change::TodoHandoff(TodoHandoff { note: n, .. }) => note(n, "note"),
+        Change::TodoUpdate(TodoUpdate { note: n, .. })
+        | Change::TodoDone(TodoDone { note: n, .. })
+        | Change::GateAnswer(GateAnswer { note: n, .. }) => opt(n.as_deref(), "note", note),
+        Change::GateOpen(GateOpen {
             question: q,
             options,
             ..
-        } => {
+        }) => {
             question(q, "question")?;
             each(options, "option", title)
         }
-        Change::RefreshState {
+        Change::RefreshState(RefreshState {
             next_action,
             progress,
             ..
-        } => {
+        }) => {
             opt(next_action.as_deref(), "next action", question)?;
             opt(progress.as_deref(), "progress fingerprint", title)
         }
-        Change::QuotaVoid { reason, .. } => note(reason, "reason"),
-        Change::QuotaPark { reason, .. } => opt(reason.as_deref(), "reason", question),
-        Change::EvidenceAdd { summary, run, .. } => {
+        Change::QuotaVoid(QuotaVoid { reason, .. }) => note(reason, "reason"),
+        Change::QuotaPark(QuotaPark { reason, .. }) => opt(reason.as_deref(), "reason", question),
+        Change::EvidenceAdd(EvidenceAdd { summary, run, .. }) => {
             question(summary, "summary")?;
             if let Some(r) = run {
                 let argv: usize = r.argv.iter().map(String::len).sum();
@@ -109,20 +115,20 @@ pub fn check(change: &Change) -> Result<(), Refusal> {
             }
             Ok(())
         }
-        Change::Settle { steps, .. } => steps.iter().try_for_each(check),
-        Change::TodoClaim { .. }
-        | Change::SignerRequire { .. }
-        | Change::MachineRevoke { .. }
-        | Change::QuotaResume { .. }
-        | Change::TodoRenew { .. }
-        | Change::TodoRelease { .. }
-        | Change::TodoReopen { .. }
-        | Change::TodoArchive { .. }
-        | Change::AgentRetire { .. }
-        | Change::GateWithdraw { .. }
-        | Change::GateNotified { .. }
-        | Change::QuotaSpend { .. }
-        | Change::UsageRecord { .. } => Ok(()),
+        Change::Settle(Settle { steps, .. }) => steps.iter().try_for_each(check),
+        Change::TodoClaim(_)
+        | Change::SignerRequire(_)
+        | Change::MachineRevoke(_)
+        | Change::QuotaResume(_)
+        | Change::TodoRenew(_)
+        | Change::TodoRelease(_)
+        | Change::TodoReopen(_)
+        | Change::TodoArchive(_)
+        | Change::AgentRetire(_)
+        | Change::GateWithdraw(_)
+        | Change::GateNotified(_)
+        | Change::QuotaSpend(_)
+        | Change::UsageRecord(_) => Ok(()),
     }
 }
 
@@ -268,23 +274,23 @@ mod tests {
     use super::*;
     use crate::error::Exit;
     use crate::model::{Blocks, GateKind, GoalId, Priority, TodoId};
+    use crate::op::{QuotaResume, SignerRequire};
     use crate::time::Span;
 
     fn add(title: &str, note: Option<String>, validate: Option<Vec<&str>>) -> Change {
-        Change::TodoAdd {
-            todo: TodoId::from_hex("00000001"),
-            goal: GoalId::new("main").unwrap(),
-            title: title.to_owned(),
-            priority: Priority::default(),
-            after: vec![],
-            capabilities: vec![],
-            scope: vec![],
+        Change::TodoAdd(TodoAdd {
             note,
             validate: validate.map(|a| Validation {
                 argv: a.into_iter().map(str::to_owned).collect(),
                 timeout: Span::seconds(60),
             }),
-        }
+            ..TodoAdd::new(
+                TodoId::from_hex("00000001"),
+                GoalId::new("main").unwrap(),
+                title.to_owned(),
+                Priority::default(),
+            )
+        })
     }
 
     fn refused(change: &Change) -> Refusal {
@@ -318,23 +324,25 @@ mod tests {
 
     #[test]
     fn questions_and_options() {
-        let gate = |q: &str, opts: &[&str]| Change::GateOpen {
-            gate: crate::model::GateId::from_hex("00000001"),
-            goal: GoalId::new("main").unwrap(),
-            question: q.to_owned(),
-            options: opts.iter().map(|s| (*s).to_owned()).collect(),
-            kind: GateKind::Decision,
-            blocks: Blocks::Goal,
+        let gate = |q: &str, opts: &[&str]| {
+            Change::GateOpen(GateOpen {
+                gate: crate::model::GateId::from_hex("00000001"),
+                goal: GoalId::new("main").unwrap(),
+                question: q.to_owned(),
+                options: opts.iter().map(|s| (*s).to_owned()).collect(),
+                kind: GateKind::Decision,
+                blocks: Blocks::Goal,
+            })
         };
         check(&gate(&"q".repeat(QUESTION), &["yes", "no"])).unwrap();
         refused(&gate(&"q".repeat(QUESTION + 1), &["yes"]));
         refused(&gate("Ship?\n(no gates waiting)", &["yes"]));
         refused(&gate("Ship?", &["yes\nno"]));
         // A settle's steps are held to the same limits.
-        let settle = Change::Settle {
+        let settle = Change::Settle(Settle {
             turn: "t".into(),
             steps: vec![add("ok", Some("x".repeat(NOTE + 1)), None)],
-        };
+        });
         refused(&settle);
     }
 
@@ -350,20 +358,15 @@ mod tests {
         assert!(!r.message.contains("abc123"), "{r:?}");
         assert!(r.hint.unwrap().to_string().contains("environment"));
         refused(&add("t", None, Some(vec!["deploy", "--token", "abc"])));
-        let edit = Change::TodoEdit {
-            todo: TodoId::from_hex("00000001"),
-            epoch: 0,
-            title: None,
-            priority: None,
-            after: None,
-            note: None,
+        let edit = Change::TodoEdit(TodoEdit {
             validate: Some(Validation {
                 argv: ["curl", "https://ada:pw@example.com"]
                     .map(str::to_owned)
                     .to_vec(),
                 timeout: Span::seconds(60),
             }),
-        };
+            ..TodoEdit::new(TodoId::from_hex("00000001"), 0)
+        });
         assert_eq!(refused(&edit).code, Code::SecretInValidation);
     }
 
@@ -384,10 +387,10 @@ mod tests {
         let mut state = State::default();
         apply(
             &mut state,
-            &op(Change::Init {
+            &op(Change::Init(Init {
                 goal: Some(GoalId::new("main").unwrap()),
                 objective: Some("Ship".to_owned()),
-            }),
+            })),
         )
         .unwrap();
         // A 100 KB title over many lines, one of them a fake trailer.
@@ -404,9 +407,9 @@ mod tests {
         let r = apply_as(&mut state.clone(), &secret, 1).unwrap_err();
         assert_eq!(r.code, Code::SecretInValidation);
         // An op newer than the format it claims is refused too.
-        let park = op(Change::QuotaResume {
+        let park = op(Change::QuotaResume(QuotaResume {
             agent: crate::model::AgentId::new("agent-a").unwrap(),
-        });
+        }));
         let r = apply_as(&mut state.clone(), &park, 2).unwrap_err();
         assert!(r.message.contains("first exists in format 3"), "{r:?}");
     }
@@ -414,22 +417,22 @@ mod tests {
     #[test]
     fn each_field_and_value_has_its_first_format() {
         use crate::model::{AgentId, Runtime};
-        let register = |runtime| Change::AgentRegister {
-            agent: AgentId::new("agent-o").unwrap(),
-            runtime,
-            capabilities: vec![],
+        let register = |runtime| {
+            Change::AgentRegister(AgentRegister {
+                agent: AgentId::new("agent-o").unwrap(),
+                runtime,
+                capabilities: vec![],
+            })
         };
         assert_eq!(register(Runtime::Codex).since(), 1);
         assert_eq!(register(Runtime::OpenCode).since(), 4);
         assert_eq!(register(Runtime::Pi).since(), 4);
-        let edit = |validate: Option<Validation>| Change::TodoEdit {
-            todo: TodoId::from_hex("00000001"),
-            epoch: 0,
-            title: Some("t".into()),
-            priority: None,
-            after: None,
-            note: None,
-            validate,
+        let edit = |validate: Option<Validation>| {
+            Change::TodoEdit(TodoEdit {
+                title: Some("t".into()),
+                validate,
+                ..TodoEdit::new(TodoId::from_hex("00000001"), 0)
+            })
         };
         assert_eq!(edit(None).since(), 1);
         let v = Validation {
@@ -437,18 +440,17 @@ mod tests {
             timeout: Span::seconds(60),
         };
         assert_eq!(edit(Some(v)).since(), 2);
-        let refresh = Change::RefreshState {
-            goal: GoalId::new("main").unwrap(),
-            outcome: crate::model::Outcome::Advanced,
-            turn: None,
-            todo: None,
-            next_action: None,
+        let refresh = Change::RefreshState(RefreshState {
             progress: Some("0123456789abcdef".into()),
-        };
+            ..RefreshState::new(
+                GoalId::new("main").unwrap(),
+                crate::model::Outcome::Advanced,
+            )
+        });
         assert_eq!(refresh.since(), 3);
-        let require = Change::SignerRequire {
+        let require = Change::SignerRequire(SignerRequire {
             signatures: crate::model::Signatures::Humans,
-        };
+        });
         assert_eq!(require.since(), 4);
     }
 

@@ -6,6 +6,7 @@
 use super::{Effect, Happened, Op, rules};
 use crate::error::{Code, Hint, N, Next, Refusal};
 use crate::model::{MachineName, State, machine::Machine};
+use crate::op::{MachineAdmit, MachinePropose, MachineRevoke};
 
 fn unknown(name: &MachineName) -> Refusal {
     Refusal::error(
@@ -18,12 +19,8 @@ fn unknown(name: &MachineName) -> Refusal {
     ))
 }
 
-pub(super) fn propose(
-    state: &mut State,
-    op: &Op,
-    name: &MachineName,
-    key: &str,
-) -> Result<Effect, Refusal> {
+pub(super) fn propose(state: &mut State, op: &Op, c: &MachinePropose) -> Result<Effect, Refusal> {
+    let MachinePropose { machine: name, key } = c;
     let key = super::signer::normalize_key(key).map_err(|e| {
         Refusal::usage(
             Code::BadKey,
@@ -86,13 +83,12 @@ pub(super) fn propose(
     ))
 }
 
-pub(super) fn admit(
-    state: &mut State,
-    op: &Op,
-    name: &MachineName,
-    fingerprint: &str,
-    agents: &[String],
-) -> Result<Effect, Refusal> {
+pub(super) fn admit(state: &mut State, op: &Op, c: &MachineAdmit) -> Result<Effect, Refusal> {
+    let MachineAdmit {
+        machine: name,
+        fingerprint,
+        agents,
+    } = c;
     rules::human_only(&op.actor, "admit a machine")?;
     for p in agents {
         crate::model::machine::check_pattern(p).map_err(|e| Refusal::usage(Code::BadPattern, e))?;
@@ -116,7 +112,7 @@ pub(super) fn admit(
         )));
     }
     let has = super::signer::fingerprint(&m.key).unwrap_or_default();
-    if has != fingerprint {
+    if has != *fingerprint {
         return Err(Refusal::conflict(
             Code::FingerprintMismatch,
             format!(
@@ -128,7 +124,7 @@ pub(super) fn admit(
             [Next::SetupMachine(None), Next::List("machine".to_owned())],
         )));
     }
-    if m.admitted() && m.agents == agents {
+    if m.admitted() && m.agents == *agents {
         return Err(Refusal::rule(
             Code::NothingToSet,
             format!("machine {name} is admitted for these agents already"),
@@ -144,7 +140,8 @@ pub(super) fn admit(
     ))
 }
 
-pub(super) fn revoke(state: &mut State, op: &Op, name: &MachineName) -> Result<Effect, Refusal> {
+pub(super) fn revoke(state: &mut State, op: &Op, c: &MachineRevoke) -> Result<Effect, Refusal> {
+    let name = &c.machine;
     rules::human_only(&op.actor, "revoke a machine")?;
     let m = state.machines.get_mut(name).ok_or_else(|| unknown(name))?;
     if m.revoked_by.is_some() {

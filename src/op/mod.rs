@@ -10,6 +10,7 @@
 pub mod agent;
 pub mod board;
 pub mod brief;
+mod change;
 mod effect;
 mod evidence;
 mod gate;
@@ -27,18 +28,14 @@ pub mod todo;
 pub mod turn;
 pub mod usage;
 
+pub use change::*;
 pub use effect::{Effect, Happened};
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::Refusal;
-use crate::model::{
-    Actor, AgentId, Blocks, EvidenceId, EvidenceKind, GateId, GateKind, GoalId, GoalStatus, OpId,
-    Outcome, Priority, Runtime, SignerName, State, TodoId, TodoStatus, Validation,
-    evidence::{Artifact, Code},
-    run::CommandRun,
-};
-use crate::time::{Span, Timestamp};
+use crate::model::{Actor, Blocks, GoalId, OpId, State, TodoId};
+use crate::time::Timestamp;
 
 /// One change to the state, as recorded in a tick's commit message.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -51,274 +48,6 @@ pub struct Op {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signature: Option<String>,
     pub change: Change,
-}
-
-/// What an operation changes. The `op` tag is the `Loopx-Op` trailer.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "op")]
-pub enum Change {
-    #[serde(rename = "init")]
-    Init {
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        goal: Option<GoalId>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        objective: Option<String>,
-    },
-    #[serde(rename = "goal.add")]
-    GoalAdd { goal: GoalId, objective: String },
-    #[serde(rename = "goal.set")]
-    GoalSet {
-        goal: GoalId,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        objective: Option<String>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        status: Option<GoalStatus>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        scope: Option<Vec<String>>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        guards: Option<Vec<String>>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        quota_slots: Option<u32>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        quota_window: Option<Span>,
-        /// A budget of the goal or of one agent on it (format 3).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        budget: Option<usage::BudgetSet>,
-        /// Format 3: whether parked agents resume by themselves.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        auto_resume: Option<bool>,
-        /// Format 3.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        stall_after: Option<u32>,
-    },
-    #[serde(rename = "agent.register")]
-    AgentRegister {
-        agent: AgentId,
-        runtime: Runtime,
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        capabilities: Vec<String>,
-    },
-    #[serde(rename = "todo.add")]
-    TodoAdd {
-        todo: TodoId,
-        goal: GoalId,
-        title: String,
-        priority: Priority,
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        after: Vec<TodoId>,
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        capabilities: Vec<String>,
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        scope: Vec<String>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        note: Option<String>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        validate: Option<Validation>,
-    },
-    /// Claim, renew (the owner claims again) or steal an expired lease.
-    #[serde(rename = "todo.claim")]
-    TodoClaim {
-        todo: TodoId,
-        /// The epoch the claimer read.
-        epoch: u64,
-        lease: Span,
-    },
-    /// The owner extends its lease; the epoch stays.
-    #[serde(rename = "todo.renew")]
-    TodoRenew {
-        todo: TodoId,
-        epoch: u64,
-        lease: Span,
-    },
-    /// The owner (or a human) gives the claim to another agent.
-    #[serde(rename = "todo.handoff")]
-    TodoHandoff {
-        todo: TodoId,
-        epoch: u64,
-        to: AgentId,
-        lease: Span,
-        note: String,
-    },
-    /// The owner gives the claim up; a human may `force` it off any owner.
-    #[serde(rename = "todo.release")]
-    TodoRelease {
-        todo: TodoId,
-        epoch: u64,
-        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-        force: bool,
-    },
-    #[serde(rename = "todo.update")]
-    TodoUpdate {
-        todo: TodoId,
-        epoch: u64,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        status: Option<TodoStatus>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        note: Option<String>,
-    },
-    #[serde(rename = "todo.done")]
-    TodoDone {
-        todo: TodoId,
-        epoch: u64,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        note: Option<String>,
-        /// The todo's validation, run once before the tick.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        validation: Option<CommandRun>,
-    },
-    #[serde(rename = "todo.edit")]
-    TodoEdit {
-        todo: TodoId,
-        epoch: u64,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        title: Option<String>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        priority: Option<Priority>,
-        /// Replaces the `after` list.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        after: Option<Vec<TodoId>>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        note: Option<String>,
-        /// Replaces the validation (format 2); voids earlier trust in it.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        validate: Option<Validation>,
-    },
-    /// A human vouches for a todo's validation as it is now (format 2):
-    /// `digest` names the argv and timeout trusted, so any later change
-    /// voids it.
-    #[serde(rename = "todo.trust")]
-    TodoTrust { todo: TodoId, digest: String },
-    /// A human announces a signer's public key in the state (format 2).
-    #[serde(rename = "signer.announce")]
-    SignerAnnounce { name: SignerName, key: String },
-    /// A human turns the team's signing policy on or off: whether every
-    /// human act must be signed (`loopx.toml`'s `signatures`).
-    /// Only a signed act may change it (format 4).
-    #[serde(rename = "signer.require")]
-    SignerRequire {
-        signatures: crate::model::Signatures,
-    },
-    /// A machine (a clone's key) proposes itself under a name (format 5).
-    /// It admits nothing: a signed `machine.admit` does.
-    #[serde(rename = "machine.propose")]
-    MachinePropose {
-        machine: crate::model::MachineName,
-        key: String,
-    },
-    /// A human admits a proposed machine, named with its key's fingerprint,
-    /// for the agents its patterns match; again, to change them (format 5).
-    #[serde(rename = "machine.admit")]
-    MachineAdmit {
-        machine: crate::model::MachineName,
-        fingerprint: String,
-        agents: Vec<String>,
-    },
-    /// A human revokes a machine: its later ticks count no more (format 5).
-    #[serde(rename = "machine.revoke")]
-    MachineRevoke { machine: crate::model::MachineName },
-    /// A done, blocked or deferred todo becomes open again.
-    #[serde(rename = "todo.reopen")]
-    TodoReopen { todo: TodoId, epoch: u64 },
-    /// Moves done todos out of the live set.
-    #[serde(rename = "todo.archive")]
-    TodoArchive { todos: Vec<TodoId> },
-    /// The agent stops; its claims are released.
-    #[serde(rename = "agent.retire")]
-    AgentRetire { agent: AgentId },
-    #[serde(rename = "gate.open")]
-    GateOpen {
-        gate: GateId,
-        goal: GoalId,
-        question: String,
-        options: Vec<String>,
-        kind: GateKind,
-        blocks: Blocks,
-    },
-    #[serde(rename = "gate.answer")]
-    GateAnswer {
-        gate: GateId,
-        choice: String,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        note: Option<String>,
-    },
-    #[serde(rename = "gate.withdraw")]
-    GateWithdraw { gate: GateId },
-    /// The `loopx.notify` command ran for the gate and succeeded.
-    #[serde(rename = "gate.notified")]
-    GateNotified { gate: GateId },
-    /// The agent records how its turn ended (and what concerned it then).
-    #[serde(rename = "turn.refresh")]
-    RefreshState {
-        goal: GoalId,
-        outcome: Outcome,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        turn: Option<String>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        todo: Option<TodoId>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        next_action: Option<String>,
-        /// The turn's progress fingerprint, computed by the command
-        /// (`op::progress`); format 3.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        progress: Option<String>,
-    },
-    /// One slot spent for a turn that made a validated writeback.
-    #[serde(rename = "quota.spend")]
-    QuotaSpend {
-        goal: GoalId,
-        turn: String,
-        issued: Timestamp,
-    },
-    /// A human voids a spend: it stops counting and stays recorded.
-    #[serde(rename = "quota.void")]
-    QuotaVoid {
-        agent: AgentId,
-        turn: String,
-        reason: String,
-    },
-    /// One report of a turn's usage (format 3): each figure keeps the
-    /// maximum over the turn's reports, so a repeated report adds nothing.
-    #[serde(rename = "usage.record")]
-    UsageRecord {
-        goal: GoalId,
-        turn: String,
-        usage: crate::model::usage::Usage,
-    },
-    /// An agent parks itself until a time (its runtime's usage limit
-    /// resets then): `should-run` waits without spending. Format 3.
-    #[serde(rename = "quota.park")]
-    QuotaPark {
-        agent: AgentId,
-        goal: GoalId,
-        until: Timestamp,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        reason: Option<String>,
-    },
-    /// A human's go for a parked agent: the park ends now. Format 3.
-    #[serde(rename = "quota.resume")]
-    QuotaResume { agent: AgentId },
-    /// A whole turn's writeback in one tick: the steps apply in order, all
-    /// or nothing.
-    #[serde(rename = "turn.settle")]
-    Settle { turn: String, steps: Vec<Change> },
-    /// A record of what was tried: a note, an artifact, or a command's run.
-    /// Its id, time (the op's) and code commit are part of the op, so a
-    /// replay writes the same record.
-    #[serde(rename = "evidence.add")]
-    EvidenceAdd {
-        evidence: EvidenceId,
-        goal: GoalId,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        todo: Option<TodoId>,
-        kind: EvidenceKind,
-        summary: String,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        code: Option<Code>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        run: Option<CommandRun>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        artifact: Option<Artifact>,
-    },
 }
 
 /// Applies `op` to `state`, or refuses and leaves `state` unchanged.
@@ -364,82 +93,42 @@ impl Op {
 
 /// The rules of each kind of change, without the input limits.
 fn dispatch(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
-    // Every function below checks all its preconditions before it mutates.
+    // Every function below takes its own kind's struct and checks all its
+    // preconditions before it mutates.
     match &op.change {
-        Change::Init { goal, objective } => {
-            goal::init(state, op, goal.as_ref(), objective.as_deref())
-        }
-        Change::GoalAdd { goal, objective } => goal::add(state, op, goal, objective),
-        Change::GoalSet { .. } => goal::set(state, op),
-        Change::AgentRegister {
-            agent,
-            runtime,
-            capabilities,
-        } => agent::register(state, op, agent, *runtime, capabilities),
-        Change::TodoAdd { .. } => todo::add(state, op),
-        Change::TodoClaim { todo, epoch, lease } => todo::claim(state, op, todo, *epoch, *lease),
-        Change::TodoRenew { todo, epoch, lease } => todo::renew(state, op, todo, *epoch, *lease),
-        Change::TodoHandoff {
-            todo,
-            epoch,
-            to,
-            lease,
-            note,
-        } => todo::handoff(state, op, todo, *epoch, to, *lease, note),
-        Change::TodoRelease { todo, epoch, force } => {
-            todo::release(state, op, todo, *epoch, *force)
-        }
-        Change::TodoUpdate {
-            todo,
-            epoch,
-            status,
-            note,
-        } => todo::update(state, op, todo, *epoch, *status, note.as_deref()),
-        Change::TodoDone {
-            todo,
-            epoch,
-            note,
-            validation,
-        } => todo::done(
-            state,
-            op,
-            todo,
-            *epoch,
-            note.as_deref(),
-            validation.as_ref(),
-        ),
-        Change::TodoEdit { .. } => todo::edit(state, op),
-        Change::TodoReopen { todo, epoch } => todo::reopen(state, op, todo, *epoch),
-        Change::TodoTrust { todo, digest } => signer::trust_todo(state, op, todo, digest),
-        Change::SignerAnnounce { name, key } => signer::announce(state, op, name, key),
-        Change::SignerRequire { signatures } => signer::require(state, op, *signatures),
-        Change::MachinePropose { machine: m, key } => machine::propose(state, op, m, key),
-        Change::MachineAdmit {
-            machine: m,
-            fingerprint,
-            agents,
-        } => machine::admit(state, op, m, fingerprint, agents),
-        Change::MachineRevoke { machine: m } => machine::revoke(state, op, m),
-        Change::TodoArchive { todos } => todo::archive(state, op, todos),
-        Change::AgentRetire { agent } => agent::retire(state, op, agent),
-        Change::GateOpen { .. } => gate::open(state, op),
-        Change::GateAnswer { gate, choice, note } => {
-            gate::answer(state, op, gate, choice, note.as_deref())
-        }
-        Change::GateWithdraw { gate } => gate::withdraw(state, op, gate),
-        Change::GateNotified { gate } => gate::notified(state, op, gate),
-        Change::EvidenceAdd { .. } => evidence::add(state, op),
-        Change::RefreshState { .. } => turn::refresh(state, op),
-        Change::QuotaSpend { goal, turn, issued } => turn::spend(state, op, goal, turn, *issued),
-        Change::QuotaVoid {
-            agent,
-            turn,
-            reason,
-        } => turn::void(state, op, agent, turn, reason),
-        Change::UsageRecord { .. } => usage::record(state, op),
-        Change::QuotaPark { .. } => park::park(state, op),
-        Change::QuotaResume { agent } => park::resume(state, op, agent),
-        Change::Settle { steps, .. } => turn::settle(state, op, steps),
+        Change::Init(c) => goal::init(state, op, c),
+        Change::GoalAdd(c) => goal::add(state, op, c),
+        Change::GoalSet(c) => goal::set(state, op, c),
+        Change::AgentRegister(c) => agent::register(state, op, c),
+        Change::AgentRetire(c) => agent::retire(state, op, c),
+        Change::TodoAdd(c) => todo::add(state, op, c),
+        Change::TodoClaim(c) => todo::claim(state, op, c),
+        Change::TodoRenew(c) => todo::renew(state, op, c),
+        Change::TodoHandoff(c) => todo::handoff(state, op, c),
+        Change::TodoRelease(c) => todo::release(state, op, c),
+        Change::TodoUpdate(c) => todo::update(state, op, c),
+        Change::TodoDone(c) => todo::done(state, op, c),
+        Change::TodoEdit(c) => todo::edit(state, op, c),
+        Change::TodoReopen(c) => todo::reopen(state, op, c),
+        Change::TodoArchive(c) => todo::archive(state, op, c),
+        Change::TodoTrust(c) => signer::trust_todo(state, op, c),
+        Change::SignerAnnounce(c) => signer::announce(state, op, c),
+        Change::SignerRequire(c) => signer::require(state, op, c),
+        Change::MachinePropose(c) => machine::propose(state, op, c),
+        Change::MachineAdmit(c) => machine::admit(state, op, c),
+        Change::MachineRevoke(c) => machine::revoke(state, op, c),
+        Change::GateOpen(c) => gate::open(state, op, c),
+        Change::GateAnswer(c) => gate::answer(state, op, c),
+        Change::GateWithdraw(c) => gate::withdraw(state, op, c),
+        Change::GateNotified(c) => gate::notified(state, op, c),
+        Change::EvidenceAdd(c) => evidence::add(state, op, c),
+        Change::RefreshState(c) => turn::refresh(state, op, c),
+        Change::QuotaSpend(c) => turn::spend(state, op, c),
+        Change::QuotaVoid(c) => turn::void(state, op, c),
+        Change::UsageRecord(c) => usage::record(state, op, c),
+        Change::QuotaPark(c) => park::park(state, op, c),
+        Change::QuotaResume(c) => park::resume(state, op, c),
+        Change::Settle(c) => turn::settle(state, op, c),
     }
 }
 

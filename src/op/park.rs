@@ -7,13 +7,14 @@
 //! `resume` (or runs `quota resume`). No silent resume, no retry storm.
 
 use super::{
-    Change, Effect, Happened, Op,
+    Effect, Happened, Op,
     rules::{self, non_empty},
 };
 use crate::error::{Code, Hint, N, Next, Refusal};
 use crate::model::{
     Actor, Agent, AgentId, Blocks, Gate, GateId, GateKind, GateStatus, Goal, GoalId, Parked, State,
 };
+use crate::op::{GateOpen, QuotaPark, QuotaResume};
 use crate::time::{Span, Timestamp};
 
 /// The longest park: a runtime's usage window resets within days.
@@ -81,16 +82,13 @@ fn resumed(g: &Gate) -> bool {
 }
 
 /// `quota.park`: an agent parks itself (a human may park any agent).
-pub(super) fn park(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
-    let Change::QuotaPark {
+pub(super) fn park(state: &mut State, op: &Op, c: &QuotaPark) -> Result<Effect, Refusal> {
+    let QuotaPark {
         agent,
         goal,
         until,
         reason,
-    } = &op.change
-    else {
-        unreachable!("dispatched on QuotaPark")
-    };
+    } = c;
     match &op.actor {
         Actor::Agent(me) if me != agent => {
             return Err(Refusal::rule(
@@ -144,7 +142,8 @@ pub(super) fn park(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
 }
 
 /// `quota.resume`: a human's go; the park ends now.
-pub(super) fn resume(state: &mut State, op: &Op, agent: &AgentId) -> Result<Effect, Refusal> {
+pub(super) fn resume(state: &mut State, op: &Op, c: &QuotaResume) -> Result<Effect, Refusal> {
+    let agent = &c.agent;
     rules::human_only(&op.actor, "resume a parked agent")?;
     let a = state.agents.get_mut(agent).ok_or_else(|| {
         Refusal::rule(
@@ -195,8 +194,8 @@ pub(super) fn on_turn_end(state: &mut State, op: &Op, agent: &AgentId) -> Option
                 .unwrap_or_default();
             state.gates.insert(
                 id.clone(),
-                Gate {
-                    id: id.clone(),
+                GateOpen {
+                    gate: id.clone(),
                     goal: p.goal.clone(),
                     question: format!(
                         "{agent} was parked until {until}{why}; goal {} does not resume by itself: may it run again?",
@@ -205,14 +204,8 @@ pub(super) fn on_turn_end(state: &mut State, op: &Op, agent: &AgentId) -> Option
                     options: vec![RESUME.to_owned(), "stop".to_owned()],
                     kind: GateKind::Spend,
                     blocks: Blocks::Agent(agent.clone()),
-                    status: GateStatus::Open,
-                    opened_at: op.at,
-                    opened_by: op.actor.clone(),
-                    answer: None,
-                    withdrawn: None,
-                    notified: None,
-                    budget: false,
-                },
+                }
+                .open(op),
             );
             Some(id)
         }

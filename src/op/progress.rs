@@ -19,6 +19,7 @@ use crate::model::{
     AgentId, Blocks, Gate, GateId, GateKind, GateStatus, GoalId, Outcome, Progress, State, TodoId,
     TodoStatus,
 };
+use crate::op::GateOpen;
 use crate::time::Timestamp;
 
 /// The most turns a run keeps, and so the largest `stall-after`.
@@ -214,8 +215,8 @@ fn record(
                 .unwrap_or_default();
             state.gates.insert(
                 id.clone(),
-                Gate {
-                    id: id.clone(),
+                GateOpen {
+                    gate: id.clone(),
                     goal: goal.clone(),
                     question: format!(
                         "{todo} made no progress in {count} turns: continue, reassign, or drop?{evidence}"
@@ -223,14 +224,8 @@ fn record(
                     options: OPTIONS.iter().map(|o| (*o).to_owned()).collect(),
                     kind: GateKind::Spend,
                     blocks: Blocks::Todo(todo.clone()),
-                    status: GateStatus::Open,
-                    opened_at: op.at,
-                    opened_by: op.actor.clone(),
-                    answer: None,
-                    withdrawn: None,
-                    notified: None,
-                    budget: false,
-                },
+                }
+                .open(op),
             );
             run.gate = Some(id.clone());
             opened = Some(id);

@@ -11,6 +11,10 @@ use std::borrow::Cow;
 
 use super::Change;
 use crate::error::{Code, Refusal};
+use crate::op::{
+    EvidenceAdd, GateAnswer, GateOpen, GoalAdd, GoalSet, Init, QuotaPark, QuotaVoid, RefreshState,
+    Settle, TodoAdd, TodoDone, TodoEdit, TodoHandoff, TodoUpdate,
+};
 
 /// Redacts the free text of `change` in place; returns the names of the
 /// fields that changed (empty: nothing looked secret), or refuses an option
@@ -37,31 +41,31 @@ fn opt(text: &mut Option<String>, what: &'static str, hit: &mut Vec<&'static str
 
 fn walk(change: &mut Change, hit: &mut Vec<&'static str>) -> Result<(), Refusal> {
     match change {
-        Change::Init { objective, .. } => opt(objective, "objective", hit),
-        Change::GoalAdd { objective, .. } => one(objective, "objective", hit),
-        Change::GoalSet {
+        Change::Init(Init { objective, .. }) => opt(objective, "objective", hit),
+        Change::GoalAdd(GoalAdd { objective, .. }) => one(objective, "objective", hit),
+        Change::GoalSet(GoalSet {
             objective, guards, ..
-        } => {
+        }) => {
             opt(objective, "objective", hit);
             for g in guards.iter_mut().flatten() {
                 one(g, "guard", hit);
             }
         }
-        Change::TodoAdd { title, note, .. } => {
+        Change::TodoAdd(TodoAdd { title, note, .. }) => {
             one(title, "title", hit);
             opt(note, "note", hit);
         }
-        Change::TodoEdit { title, note, .. } => {
+        Change::TodoEdit(TodoEdit { title, note, .. }) => {
             opt(title, "title", hit);
             opt(note, "note", hit);
         }
-        Change::TodoHandoff { note, .. } => one(note, "note", hit),
-        Change::TodoUpdate { note, .. }
-        | Change::TodoDone { note, .. }
-        | Change::GateAnswer { note, .. } => opt(note, "note", hit),
-        Change::GateOpen {
+        Change::TodoHandoff(TodoHandoff { note, .. }) => one(note, "note", hit),
+        Change::TodoUpdate(TodoUpdate { note, .. })
+        | Change::TodoDone(TodoDone { note, .. })
+        | Change::GateAnswer(GateAnswer { note, .. }) => opt(note, "note", hit),
+        Change::GateOpen(GateOpen {
             question, options, ..
-        } => {
+        }) => {
             one(question, "question", hit);
             if let Some(o) = options.iter().find(|o| crate::redact::looks_secret(o)) {
                 return Err(Refusal::usage(
@@ -74,33 +78,35 @@ fn walk(change: &mut Change, hit: &mut Vec<&'static str>) -> Result<(), Refusal>
                 .with_hint("an answer names its option by its text, so options are stored as written: name the option without the secret"));
             }
         }
-        Change::RefreshState { next_action, .. } => opt(next_action, "next action", hit),
-        Change::QuotaVoid { reason, .. } => one(reason, "reason", hit),
-        Change::QuotaPark { reason, .. } => opt(reason, "reason", hit),
-        Change::EvidenceAdd { summary, .. } => one(summary, "summary", hit),
-        Change::Settle { steps, .. } => {
+        Change::RefreshState(RefreshState { next_action, .. }) => {
+            opt(next_action, "next action", hit)
+        }
+        Change::QuotaVoid(QuotaVoid { reason, .. }) => one(reason, "reason", hit),
+        Change::QuotaPark(QuotaPark { reason, .. }) => opt(reason, "reason", hit),
+        Change::EvidenceAdd(EvidenceAdd { summary, .. }) => one(summary, "summary", hit),
+        Change::Settle(Settle { steps, .. }) => {
             for s in steps {
                 walk(s, hit)?;
             }
         }
-        Change::AgentRegister { .. }
-        | Change::TodoClaim { .. }
-        | Change::TodoRenew { .. }
-        | Change::TodoRelease { .. }
-        | Change::TodoTrust { .. }
-        | Change::SignerAnnounce { .. }
-        | Change::SignerRequire { .. }
-        | Change::MachineRevoke { .. }
-        | Change::MachinePropose { .. }
-        | Change::MachineAdmit { .. }
-        | Change::TodoReopen { .. }
-        | Change::TodoArchive { .. }
-        | Change::AgentRetire { .. }
-        | Change::GateWithdraw { .. }
-        | Change::GateNotified { .. }
-        | Change::QuotaSpend { .. }
-        | Change::QuotaResume { .. }
-        | Change::UsageRecord { .. } => {}
+        Change::AgentRegister(_)
+        | Change::TodoClaim(_)
+        | Change::TodoRenew(_)
+        | Change::TodoRelease(_)
+        | Change::TodoTrust(_)
+        | Change::SignerAnnounce(_)
+        | Change::SignerRequire(_)
+        | Change::MachineRevoke(_)
+        | Change::MachinePropose(_)
+        | Change::MachineAdmit(_)
+        | Change::TodoReopen(_)
+        | Change::TodoArchive(_)
+        | Change::AgentRetire(_)
+        | Change::GateWithdraw(_)
+        | Change::GateNotified(_)
+        | Change::QuotaSpend(_)
+        | Change::QuotaResume(_)
+        | Change::UsageRecord(_) => {}
     }
     Ok(())
 }

@@ -8,7 +8,8 @@ use ssh_key::{Algorithm, PublicKey};
 
 use super::{Effect, Happened, Op, rules, short, todo::vouch};
 use crate::error::{Code, Hint, N, Next, Refusal};
-use crate::model::{SignerName, State, TodoId, Validation, signer::Signer};
+use crate::model::{State, Validation, signer::Signer};
+use crate::op::{SignerAnnounce, SignerRequire, TodoTrust};
 
 /// Key types loopx accepts: ed25519, ECDSA, and their FIDO forms.
 pub fn supported(algorithm: &Algorithm) -> bool {
@@ -39,12 +40,8 @@ pub fn normalize_key(key: &str) -> Result<String, String> {
     plain.to_openssh().map_err(|e| format!("{e}"))
 }
 
-pub(super) fn announce(
-    state: &mut State,
-    op: &Op,
-    name: &SignerName,
-    key: &str,
-) -> Result<Effect, Refusal> {
+pub(super) fn announce(state: &mut State, op: &Op, c: &SignerAnnounce) -> Result<Effect, Refusal> {
+    let SignerAnnounce { name, key } = c;
     rules::human_only(&op.actor, "announce a signer")?;
     let key = normalize_key(key).map_err(|e| {
         Refusal::usage(Code::BadKey, format!("the key for {name} is not usable: {e}"))
@@ -118,11 +115,8 @@ pub fn same_human(a: &crate::model::Actor, b: &crate::model::Actor) -> bool {
 /// Sets the team's signing policy. Only a signed act may: `trust::check_op`
 /// (on every path that applies ops) refuses it unsigned, and checks the
 /// signature and its binding to the actor.
-pub(super) fn require(
-    state: &mut State,
-    op: &Op,
-    signatures: crate::model::Signatures,
-) -> Result<Effect, Refusal> {
+pub(super) fn require(state: &mut State, op: &Op, c: &SignerRequire) -> Result<Effect, Refusal> {
+    let signatures = c.signatures;
     rules::human_only(&op.actor, "set the signing policy")?;
     if state.meta.settings.signatures == signatures {
         return Err(Refusal::rule(
@@ -187,12 +181,8 @@ fn machines_cover_agents(state: &State) -> Result<(), Refusal> {
     )))
 }
 
-pub(super) fn trust_todo(
-    state: &mut State,
-    op: &Op,
-    id: &TodoId,
-    digest: &str,
-) -> Result<Effect, Refusal> {
+pub(super) fn trust_todo(state: &mut State, op: &Op, c: &TodoTrust) -> Result<Effect, Refusal> {
+    let TodoTrust { todo: id, digest } = c;
     rules::human_only(&op.actor, "trust a validation")?;
     let todo = state.todos.get(id).ok_or_else(|| {
         Refusal::error(Code::UnknownTodo, format!("there is no live todo {id}"))
@@ -204,7 +194,7 @@ pub(super) fn trust_todo(
             format!("{id} has no validation command to trust"),
         ));
     };
-    if validation_digest(v) != digest {
+    if validation_digest(v) != *digest {
         return Err(Refusal::conflict(
             Code::ValidationChanged,
             format!(

@@ -5,7 +5,13 @@
 
 pub(super) use super::*;
 pub(super) use crate::error::Exit;
-pub(super) use crate::model::{AgentStatus, Claim, Goal, Note, QuotaPolicy, Todo};
+pub(super) use crate::model::{
+    AgentId, AgentStatus, Claim, EvidenceId, EvidenceKind, GateId, GateKind, Goal, GoalStatus,
+    Note, Outcome, Priority, QuotaPolicy, Runtime, Todo, TodoStatus, Validation,
+    evidence::{Artifact, Code},
+    run::CommandRun,
+};
+pub(super) use crate::time::{Span, Timestamp};
 
 // ---------------------------------------------------------------- helpers
 
@@ -96,33 +102,22 @@ pub(super) fn refuse(state: &mut State, op: &Op, exit: Exit, code: &str) -> Refu
 }
 
 pub(super) fn init(goal: Option<&str>, objective: Option<&str>) -> Change {
-    Change::Init {
+    Change::Init(Init {
         goal: goal.map(gid),
         objective: objective.map(str::to_owned),
-    }
+    })
 }
 
 pub(super) fn goal_add(goal: &str, objective: &str) -> Change {
-    Change::GoalAdd {
+    Change::GoalAdd(GoalAdd {
         goal: gid(goal),
         objective: objective.to_owned(),
-    }
+    })
 }
 
 /// A `goal.set` of `main` that sets nothing; fill in the fields.
 pub(super) fn goal_set() -> Change {
-    Change::GoalSet {
-        goal: gid("main"),
-        objective: None,
-        status: None,
-        scope: None,
-        guards: None,
-        quota_slots: None,
-        quota_window: None,
-        budget: None,
-        auto_resume: None,
-        stall_after: None,
-    }
+    Change::GoalSet(GoalSet::new(gid("main")))
 }
 
 pub(super) fn set_status(status: GoalStatus) -> Change {
@@ -130,41 +125,36 @@ pub(super) fn set_status(status: GoalStatus) -> Change {
 }
 
 pub(super) fn register(id: &str, runtime: Runtime, caps: &[&str]) -> Change {
-    Change::AgentRegister {
+    Change::AgentRegister(AgentRegister {
         agent: aid(id),
         runtime,
         capabilities: strings(caps),
-    }
+    })
 }
 
 pub(super) fn add(hex: &str, title: &str) -> Change {
-    Change::TodoAdd {
-        todo: tid(hex),
-        goal: gid("main"),
-        title: title.to_owned(),
-        priority: Priority::DEFAULT,
-        after: Vec::new(),
-        capabilities: Vec::new(),
-        scope: Vec::new(),
-        note: None,
-        validate: None,
-    }
+    Change::TodoAdd(TodoAdd::new(
+        tid(hex),
+        gid("main"),
+        title.to_owned(),
+        Priority::DEFAULT,
+    ))
 }
 
 pub(super) fn claim(hex: &str, epoch: u64, lease: Span) -> Change {
-    Change::TodoClaim {
+    Change::TodoClaim(TodoClaim {
         todo: tid(hex),
         epoch,
         lease,
-    }
+    })
 }
 
 pub(super) fn release(hex: &str, epoch: u64) -> Change {
-    Change::TodoRelease {
+    Change::TodoRelease(TodoRelease {
         todo: tid(hex),
         epoch,
         force: false,
-    }
+    })
 }
 
 pub(super) fn update(
@@ -173,21 +163,21 @@ pub(super) fn update(
     status: Option<TodoStatus>,
     note: Option<&str>,
 ) -> Change {
-    Change::TodoUpdate {
+    Change::TodoUpdate(TodoUpdate {
         todo: tid(hex),
         epoch,
         status,
         note: note.map(str::to_owned),
-    }
+    })
 }
 
 pub(super) fn done(hex: &str, epoch: u64, note: Option<&str>) -> Change {
-    Change::TodoDone {
+    Change::TodoDone(TodoDone {
         todo: tid(hex),
         epoch,
         note: note.map(str::to_owned),
         validation: None,
-    }
+    })
 }
 
 /// Ten minutes, the lease most tests claim with.
@@ -244,18 +234,13 @@ pub(super) fn goal_set_with(
     quota_slots: Option<u32>,
     quota_window: Option<Span>,
 ) -> Change {
-    Change::GoalSet {
-        goal: gid("main"),
+    Change::GoalSet(GoalSet {
         objective: objective.map(str::to_owned),
         status,
-        scope: None,
-        guards: None,
         quota_slots,
         quota_window,
-        budget: None,
-        auto_resume: None,
-        stall_after: None,
-    }
+        ..GoalSet::new(gid("main"))
+    })
 }
 
 /// `add(T2, …)` with these lists and note.
@@ -265,17 +250,18 @@ pub(super) fn add_with(
     scope: &[&str],
     note: Option<&str>,
 ) -> Change {
-    Change::TodoAdd {
-        todo: tid(T2),
-        goal: gid("main"),
-        title: "Write the lexer".to_owned(),
-        priority: Priority::DEFAULT,
+    Change::TodoAdd(TodoAdd {
         after: after.iter().map(|h| tid(h)).collect(),
         capabilities: strings(caps),
         scope: strings(scope),
-        validate: None,
         note: note.map(str::to_owned),
-    }
+        ..TodoAdd::new(
+            tid(T2),
+            gid("main"),
+            "Write the lexer".to_owned(),
+            Priority::DEFAULT,
+        )
+    })
 }
 
 /// A record of `argv` that exited with `exit` (None: killed).
@@ -295,16 +281,16 @@ pub(super) fn evidence(
     kind: EvidenceKind,
     run: Option<CommandRun>,
 ) -> Change {
-    Change::EvidenceAdd {
-        evidence: EvidenceId::from_hex(hex),
-        goal: gid("main"),
+    Change::EvidenceAdd(EvidenceAdd {
         todo: todo.map(tid),
-        kind,
-        summary: "cargo test".to_owned(),
-        code: None,
         run,
-        artifact: None,
-    }
+        ..EvidenceAdd::new(
+            EvidenceId::from_hex(hex),
+            gid("main"),
+            kind,
+            "cargo test".to_owned(),
+        )
+    })
 }
 
 /// Applies an op that must succeed and returns the evidence records it
@@ -323,32 +309,30 @@ pub(super) fn ok_archived(state: &mut State, op: &Op) -> Vec<Todo> {
 
 /// A `turn.refresh` of goal `main`.
 pub(super) fn refresh(outcome: Outcome, todo: Option<&str>, next: Option<&str>) -> Change {
-    Change::RefreshState {
-        goal: gid("main"),
-        outcome,
+    Change::RefreshState(RefreshState {
         turn: Some("7a1e".to_owned()),
         todo: todo.map(tid),
         next_action: next.map(str::to_owned),
-        progress: None,
-    }
+        ..RefreshState::new(gid("main"), outcome)
+    })
 }
 
 /// A `quota.spend` on goal `main` for turn `turn`, issued at `issued`.
 pub(super) fn spend(turn: &str, issued: &str) -> Change {
-    Change::QuotaSpend {
+    Change::QuotaSpend(QuotaSpend {
         goal: gid("main"),
         turn: turn.to_owned(),
         issued: t(issued),
-    }
+    })
 }
 
 /// A `quota.void` of `agent`'s spend for `turn`.
 pub(super) fn void(agent: &str, turn: &str, reason: &str) -> Change {
-    Change::QuotaVoid {
+    Change::QuotaVoid(QuotaVoid {
         agent: aid(agent),
         turn: turn.to_owned(),
         reason: reason.to_owned(),
-    }
+    })
 }
 
 /// One change of every kind, with every optional field set, so a round trip
@@ -369,15 +353,14 @@ pub(super) fn every_change() -> Vec<Change> {
     let all = vec![
         init(Some("main"), Some("Ship the parser")),
         goal_add("docs", "Write the manual"),
-        Change::GoalSet {
-            goal: gid("main"),
+        Change::GoalSet(GoalSet {
             objective: Some("Ship the parser, fast".to_owned()),
             status: Some(GoalStatus::Paused),
             scope: Some(strings(&["src/**", "docs/*.md"])),
             guards: Some(strings(&["no new dependencies"])),
             quota_slots: Some(3),
             quota_window: Some(Span::hours(6)),
-            budget: Some(super::usage::BudgetSet {
+            budget: Some(BudgetSet {
                 agent: Some(aid("agent-a")),
                 usd: Some(crate::model::usage::Usd(2_500_000)),
                 tokens: Some(5_000_000),
@@ -385,9 +368,10 @@ pub(super) fn every_change() -> Vec<Change> {
             }),
             auto_resume: Some(true),
             stall_after: Some(5),
-        },
+            ..GoalSet::new(gid("main"))
+        }),
         register("agent-a", Runtime::ClaudeCode, &["rust", "docs"]),
-        Change::TodoAdd {
+        Change::TodoAdd(TodoAdd {
             todo: tid(T1),
             goal: gid("main"),
             title: "Write the parser: \"quoted\" \\ and ünïcode".to_owned(),
@@ -400,33 +384,33 @@ pub(super) fn every_change() -> Vec<Change> {
                 argv: strings(&["cargo", "test"]),
                 timeout: Span::minutes(5),
             }),
-        },
+        }),
         claim(T1, 3, LEASE),
-        Change::TodoRenew {
+        Change::TodoRenew(TodoRenew {
             todo: tid(T1),
             epoch: 4,
             lease: Span::hours(2),
-        },
-        Change::TodoHandoff {
+        }),
+        Change::TodoHandoff(TodoHandoff {
             todo: tid(T1),
             epoch: 4,
             to: aid("agent-b"),
             lease: LEASE,
             note: "the lexer is done".to_owned(),
-        },
-        Change::TodoRelease {
+        }),
+        Change::TodoRelease(TodoRelease {
             todo: tid(T1),
             epoch: 5,
             force: true,
-        },
+        }),
         update(T1, 5, Some(TodoStatus::Blocked), Some("waiting on CI")),
-        Change::TodoDone {
+        Change::TodoDone(TodoDone {
             todo: tid(T1),
             epoch: 6,
             note: Some("all green".to_owned()),
             validation: Some(run.clone()),
-        },
-        Change::TodoEdit {
+        }),
+        Change::TodoEdit(TodoEdit {
             todo: tid(T1),
             epoch: 6,
             title: Some("Parser".to_owned()),
@@ -437,46 +421,46 @@ pub(super) fn every_change() -> Vec<Change> {
                 argv: vec!["cargo".to_owned(), "test".to_owned()],
                 timeout: Span::minutes(5),
             }),
-        },
-        Change::TodoTrust {
+        }),
+        Change::TodoTrust(TodoTrust {
             todo: tid(T1),
             digest: "sha256:00".to_owned(),
-        },
-        Change::SignerAnnounce {
+        }),
+        Change::SignerAnnounce(SignerAnnounce {
             name: crate::model::SignerName::new("ada").expect("a slug"),
             key: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJRqOlZ4qkWVuwIN6zT8Rtnu8VP+zkcei4lRZKsBty30"
                 .to_owned(),
-        },
-        Change::TodoReopen {
+        }),
+        Change::TodoReopen(TodoReopen {
             todo: tid(T1),
             epoch: 6,
-        },
-        Change::TodoArchive {
+        }),
+        Change::TodoArchive(TodoArchive {
             todos: vec![tid(T1), tid(T2)],
-        },
-        Change::AgentRetire {
+        }),
+        Change::AgentRetire(AgentRetire {
             agent: aid("agent-b"),
-        },
-        Change::GateOpen {
+        }),
+        Change::GateOpen(GateOpen {
             gate: GateId::from_hex("0000c0de"),
             goal: gid("main"),
             question: "Which parser library?".to_owned(),
             options: strings(&["nom", "winnow"]),
             kind: GateKind::Publish,
             blocks: Blocks::Todo(tid(T1)),
-        },
-        Change::GateAnswer {
+        }),
+        Change::GateAnswer(GateAnswer {
             gate: GateId::from_hex("0000c0de"),
             choice: "winnow".to_owned(),
             note: Some("faster".to_owned()),
-        },
-        Change::GateWithdraw {
+        }),
+        Change::GateWithdraw(GateWithdraw {
             gate: GateId::from_hex("0000c0de"),
-        },
-        Change::GateNotified {
+        }),
+        Change::GateNotified(GateNotified {
             gate: GateId::from_hex("0000c0de"),
-        },
-        Change::EvidenceAdd {
+        }),
+        Change::EvidenceAdd(EvidenceAdd {
             evidence: EvidenceId::from_hex("0000e1e1"),
             goal: gid("main"),
             todo: Some(tid(T1)),
@@ -492,18 +476,18 @@ pub(super) fn every_change() -> Vec<Change> {
                 sha256: "cd".repeat(32),
                 bytes: 4096,
             }),
-        },
-        Change::RefreshState {
+        }),
+        Change::RefreshState(RefreshState {
             goal: gid("main"),
             outcome: Outcome::Blocked,
             turn: Some("7a1e".to_owned()),
             todo: Some(tid(T1)),
             next_action: Some("ask about the grammar".to_owned()),
             progress: Some("0123456789abcdef".to_owned()),
-        },
+        }),
         spend("turn-1", "2026-01-01T09:10:00Z"),
         void("agent-a", "turn-1", "a test run"),
-        Change::UsageRecord {
+        Change::UsageRecord(UsageRecord {
             goal: gid("main"),
             turn: "0123456789abcdef".to_owned(),
             usage: crate::model::usage::Usage {
@@ -515,76 +499,76 @@ pub(super) fn every_change() -> Vec<Change> {
                 model: Some("claude-sonnet-4-5".to_owned()),
                 runtime: Some("claude-code".to_owned()),
             },
-        },
-        Change::QuotaPark {
+        }),
+        Change::QuotaPark(QuotaPark {
             agent: aid("agent-a"),
             goal: gid("main"),
             until: t("2026-01-01T15:00:00Z"),
             reason: Some("usage limit; resets 3pm UTC".to_owned()),
-        },
-        Change::QuotaResume {
+        }),
+        Change::QuotaResume(QuotaResume {
             agent: aid("agent-a"),
-        },
-        Change::SignerRequire {
+        }),
+        Change::SignerRequire(SignerRequire {
             signatures: crate::model::Signatures::Humans,
-        },
-        Change::MachinePropose {
+        }),
+        Change::MachinePropose(MachinePropose {
             machine: crate::model::MachineName::new("m1").unwrap(),
             key: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAICGl6j1VyDP5Zet7jhQpM3382MfOOlu8vhJCMmdy7t6x"
                 .to_owned(),
-        },
-        Change::MachineAdmit {
+        }),
+        Change::MachineAdmit(MachineAdmit {
             machine: crate::model::MachineName::new("m1").unwrap(),
             fingerprint: "SHA256:lN0nopXDHgJc8FKGM1G8FIEixvVsaNRQiMoP2BODGoE".to_owned(),
             agents: vec!["agent-*".to_owned()],
-        },
-        Change::MachineRevoke {
+        }),
+        Change::MachineRevoke(MachineRevoke {
             machine: crate::model::MachineName::new("m1").unwrap(),
-        },
-        Change::Settle {
+        }),
+        Change::Settle(Settle {
             turn: "turn-2".to_owned(),
             steps: vec![
                 done(T1, 1, None),
                 refresh(Outcome::Advanced, None, None),
                 spend("turn-2", "2026-01-01T09:10:00Z"),
             ],
-        },
+        }),
     ];
     for c in &all {
         match c {
-            Change::Init { .. }
-            | Change::GoalAdd { .. }
-            | Change::GoalSet { .. }
-            | Change::AgentRegister { .. }
-            | Change::TodoAdd { .. }
-            | Change::TodoClaim { .. }
-            | Change::TodoRenew { .. }
-            | Change::TodoHandoff { .. }
-            | Change::TodoRelease { .. }
-            | Change::TodoUpdate { .. }
-            | Change::TodoDone { .. }
-            | Change::TodoEdit { .. }
-            | Change::TodoReopen { .. }
-            | Change::TodoTrust { .. }
-            | Change::SignerAnnounce { .. }
-            | Change::SignerRequire { .. }
-            | Change::MachinePropose { .. }
-            | Change::MachineAdmit { .. }
-            | Change::MachineRevoke { .. }
-            | Change::TodoArchive { .. }
-            | Change::AgentRetire { .. }
-            | Change::GateOpen { .. }
-            | Change::GateAnswer { .. }
-            | Change::GateWithdraw { .. }
-            | Change::GateNotified { .. }
-            | Change::EvidenceAdd { .. }
-            | Change::RefreshState { .. }
-            | Change::QuotaSpend { .. }
-            | Change::QuotaVoid { .. }
-            | Change::UsageRecord { .. }
-            | Change::QuotaPark { .. }
-            | Change::QuotaResume { .. }
-            | Change::Settle { .. } => {}
+            Change::Init(_)
+            | Change::GoalAdd(_)
+            | Change::GoalSet(_)
+            | Change::AgentRegister(_)
+            | Change::TodoAdd(_)
+            | Change::TodoClaim(_)
+            | Change::TodoRenew(_)
+            | Change::TodoHandoff(_)
+            | Change::TodoRelease(_)
+            | Change::TodoUpdate(_)
+            | Change::TodoDone(_)
+            | Change::TodoEdit(_)
+            | Change::TodoReopen(_)
+            | Change::TodoTrust(_)
+            | Change::SignerAnnounce(_)
+            | Change::SignerRequire(_)
+            | Change::MachinePropose(_)
+            | Change::MachineAdmit(_)
+            | Change::MachineRevoke(_)
+            | Change::TodoArchive(_)
+            | Change::AgentRetire(_)
+            | Change::GateOpen(_)
+            | Change::GateAnswer(_)
+            | Change::GateWithdraw(_)
+            | Change::GateNotified(_)
+            | Change::EvidenceAdd(_)
+            | Change::RefreshState(_)
+            | Change::QuotaSpend(_)
+            | Change::QuotaVoid(_)
+            | Change::UsageRecord(_)
+            | Change::QuotaPark(_)
+            | Change::QuotaResume(_)
+            | Change::Settle(_) => {}
         }
     }
     all

@@ -4,7 +4,7 @@
 //! reaches a budget opens in its own tick, and the `budget-exhausted` answer
 //! of `should-run` (cheap: it sums only the entries of one goal).
 
-use super::{Change, Effect, Happened, Op, rules};
+use super::{Effect, Happened, Op, rules};
 use crate::error::{Code, Refusal};
 use crate::model::{
     AgentId, Blocks, Gate, GateId, GateKind, GateStatus, Goal, GoalId, GoalStatus, OpId, State,
@@ -12,6 +12,7 @@ use crate::model::{
     quota::Ledger,
     usage::{BUDGET_WINDOW, Budget, Entry, Spent, Usage, Usd, human_count},
 };
+use crate::op::{BudgetSet, GateOpen, UsageRecord};
 use crate::time::{Span, Timestamp};
 
 /// The options of a budget gate. `raised` is recorded by the `goal.set`
@@ -217,10 +218,8 @@ fn check_turn(turn: &str) -> Result<(), Refusal> {
     }
 }
 
-pub(super) fn record(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
-    let Change::UsageRecord { goal, turn, usage } = &op.change else {
-        unreachable!("dispatched on UsageRecord")
-    };
+pub(super) fn record(state: &mut State, op: &Op, c: &UsageRecord) -> Result<Effect, Refusal> {
+    let UsageRecord { goal, turn, usage } = c;
     let agent = rules::acting_agent(state, &op.actor, "record usage")?
         .id
         .clone();
@@ -388,19 +387,16 @@ fn open_gate(state: &mut State, op: &Op, goal: &Goal, st: &Standing) -> GateId {
     state.gates.insert(
         id.clone(),
         Gate {
-            id: id.clone(),
-            goal: goal.id.clone(),
-            question,
-            options: vec![CONTINUE_ONCE.to_owned(), STOP.to_owned()],
-            kind: GateKind::Spend,
-            blocks: st.scope.blocks(),
-            status: GateStatus::Open,
-            opened_at: op.at,
-            opened_by: op.actor.clone(),
-            answer: None,
-            withdrawn: None,
-            notified: None,
             budget: true,
+            ..GateOpen {
+                gate: id.clone(),
+                goal: goal.id.clone(),
+                question,
+                options: vec![CONTINUE_ONCE.to_owned(), STOP.to_owned()],
+                kind: GateKind::Spend,
+                blocks: st.scope.blocks(),
+            }
+            .open(op)
         },
     );
     id
@@ -456,20 +452,6 @@ pub(super) fn rebudget(state: &mut State, op: &Op, goal: &GoalId) -> Vec<String>
         }
     }
     done
-}
-
-/// `goal set`'s budget part: `agent` names an agent's budget, else the
-/// goal's; a limit of 0 removes it, and a budget with no limit left goes.
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct BudgetSet {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub agent: Option<AgentId>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub usd: Option<Usd>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tokens: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub window: Option<Span>,
 }
 
 /// Applies a [`BudgetSet`] to a goal; returns the words for the subject.

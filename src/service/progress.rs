@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use crate::model::run::CommandRun;
 use crate::model::{Actor, AgentId, State, TodoId, TodoStatus};
 use crate::op::progress::{self, Check, CodeState};
-use crate::op::{Change, Op};
+use crate::op::{Change, EvidenceAdd, Op, Settle};
 use crate::repo::Repo;
 use crate::store::Oid;
 use crate::time::Timestamp;
@@ -89,15 +89,15 @@ fn passed_checks(op: &Op, agent: &AgentId, todo: &TodoId, out: &mut BTreeSet<Che
         return;
     }
     let steps = match &op.change {
-        Change::Settle { steps, .. } => steps.as_slice(),
+        Change::Settle(Settle { steps, .. }) => steps.as_slice(),
         one => std::slice::from_ref(one),
     };
     for step in steps {
-        if let Change::EvidenceAdd {
+        if let Change::EvidenceAdd(EvidenceAdd {
             todo: Some(t),
             run: Some(r),
             ..
-        } = step
+        }) = step
             && t == todo
             && r.passed()
         {

@@ -323,7 +323,7 @@ fn refused_local(repo: &Repo, names: &Names, f: &Finding) -> Refusal {
 mod tests {
     use super::*;
     use crate::model::{Actor, OpId, State};
-    use crate::op::{Change, Op, message};
+    use crate::op::{Change, Init, Op, message};
     use crate::time::Timestamp;
     use crate::verify::Verified;
 
@@ -382,10 +382,10 @@ mod tests {
                 email: "ada@example.com".into(),
             },
             signature: None,
-            change: Change::Init {
+            change: Change::Init(Init {
                 goal: None,
                 objective: None,
-            },
+            }),
         };
         (
             Oid::from_hex_for_tests(2),

@@ -9,7 +9,10 @@ use sha2::{Digest, Sha256};
 
 use crate::error::Refusal;
 use crate::model::{EvidenceId, EvidenceKind, GoalId, OpId, State, id::RANDOM_HEX};
-use crate::op::{Change, Op, message};
+use crate::op::{
+    Change, EvidenceAdd, GateAnswer, GateOpen, GateWithdraw, GoalAdd, GoalSet, Init, Op, QuotaPark,
+    QuotaSpend, RefreshState, TodoAdd, UsageRecord, message,
+};
 use crate::store::Oid;
 
 use super::Rejected;
@@ -131,7 +134,7 @@ pub(super) fn plan_replay(
                 if let Some(record) = record {
                     let mut after = state.clone();
                     if crate::op::apply(&mut after, &record).is_ok() {
-                        if let Change::EvidenceAdd { evidence, .. } = &record.change {
+                        if let Change::EvidenceAdd(EvidenceAdd { evidence, .. }) = &record.change {
                             rejected.evidence = Some(evidence.clone());
                         }
                         plan.steps.push(Step {
@@ -155,17 +158,17 @@ pub(super) fn plan_replay(
 fn is_sync_record(op: &Op) -> bool {
     matches!(
         op.change,
-        Change::EvidenceAdd {
+        Change::EvidenceAdd(EvidenceAdd {
             kind: EvidenceKind::SyncRejected,
             ..
-        }
+        })
     )
 }
 
 fn without_todo(op: &Op) -> Option<Op> {
     let mut op = op.clone();
     match &mut op.change {
-        Change::EvidenceAdd { todo, .. } if todo.is_some() => *todo = None,
+        Change::EvidenceAdd(EvidenceAdd { todo, .. }) if todo.is_some() => *todo = None,
         _ => return None,
     }
     Some(op)
@@ -199,20 +202,15 @@ pub fn rejection(op: &Op, refusal: &Refusal, state: &State) -> Option<Op> {
         at: op.at,
         actor: op.actor.clone(),
         signature: None,
-        change: Change::EvidenceAdd {
-            evidence: EvidenceId::from_hex(&derive(
-                "loopx sync-rejected evidence",
-                &op.id,
-                RANDOM_HEX,
-            )),
-            goal,
+        change: Change::EvidenceAdd(EvidenceAdd {
             todo,
-            kind: EvidenceKind::SyncRejected,
-            summary,
-            code: None,
-            run: None,
-            artifact: None,
-        },
+            ..EvidenceAdd::new(
+                EvidenceId::from_hex(&derive("loopx sync-rejected evidence", &op.id, RANDOM_HEX)),
+                goal,
+                EvidenceKind::SyncRejected,
+                summary,
+            )
+        }),
     })
 }
 
@@ -225,19 +223,20 @@ pub fn rejection_id(id: &OpId) -> OpId {
 /// first goal.
 fn goal_of(op: &Op, state: &State) -> Option<GoalId> {
     let named = match &op.change {
-        Change::GoalAdd { goal, .. }
-        | Change::GoalSet { goal, .. }
-        | Change::TodoAdd { goal, .. }
-        | Change::GateOpen { goal, .. }
-        | Change::EvidenceAdd { goal, .. }
-        | Change::RefreshState { goal, .. }
-        | Change::QuotaSpend { goal, .. }
-        | Change::QuotaPark { goal, .. }
-        | Change::UsageRecord { goal, .. } => Some(goal.clone()),
-        Change::GateAnswer { gate, .. } | Change::GateWithdraw { gate } => {
+        Change::GoalAdd(GoalAdd { goal, .. })
+        | Change::GoalSet(GoalSet { goal, .. })
+        | Change::TodoAdd(TodoAdd { goal, .. })
+        | Change::GateOpen(GateOpen { goal, .. })
+        | Change::EvidenceAdd(EvidenceAdd { goal, .. })
+        | Change::RefreshState(RefreshState { goal, .. })
+        | Change::QuotaSpend(QuotaSpend { goal, .. })
+        | Change::QuotaPark(QuotaPark { goal, .. })
+        | Change::UsageRecord(UsageRecord { goal, .. }) => Some(goal.clone()),
+        Change::GateAnswer(GateAnswer { gate, .. })
+        | Change::GateWithdraw(GateWithdraw { gate }) => {
             state.gates.get(gate).map(|g| g.goal.clone())
         }
-        Change::Init { goal, .. } => goal.clone(),
+        Change::Init(Init { goal, .. }) => goal.clone(),
         _ => None,
     };
     let from_todo = op
@@ -270,6 +269,7 @@ mod tests {
     use crate::error::Code;
     use crate::model::{Actor, AgentId, TodoId};
     use crate::op;
+    use crate::op::{TodoClaim, TodoRelease};
     use crate::time::{Span, Timestamp};
 
     fn op(actor: &str, change: Change) -> Op {
@@ -302,21 +302,16 @@ mod tests {
             )
             .unwrap();
         };
-        apply(Change::Init {
+        apply(Change::Init(Init {
             goal: Some(GoalId::new("main").unwrap()),
             objective: Some("Ship".into()),
-        });
-        apply(Change::TodoAdd {
-            todo: TodoId::from_hex("000000a1"),
-            goal: GoalId::new("main").unwrap(),
-            title: "A".into(),
-            priority: crate::model::Priority::DEFAULT,
-            after: vec![],
-            capabilities: vec![],
-            scope: vec![],
-            note: None,
-            validate: None,
-        });
+        }));
+        apply(Change::TodoAdd(TodoAdd::new(
+            TodoId::from_hex("000000a1"),
+            GoalId::new("main").unwrap(),
+            "A",
+            crate::model::Priority::DEFAULT,
+        )));
         state
     }
 
@@ -325,11 +320,11 @@ mod tests {
         let state = board();
         let claim = op(
             "agent-a",
-            Change::TodoClaim {
+            Change::TodoClaim(TodoClaim {
                 todo: TodoId::from_hex("000000a1"),
                 epoch: 0,
                 lease: Span::minutes(45),
-            },
+            }),
         );
         let refusal = Refusal::conflict(Code::Claimed, "t-000000a1 is not ready: agent-b holds it");
         let a = rejection(&claim, &refusal, &state).unwrap();
@@ -338,14 +333,14 @@ mod tests {
         assert_eq!(a.at, claim.at);
         assert_eq!(a.actor, claim.actor);
         assert_ne!(a.id, claim.id);
-        let Change::EvidenceAdd {
+        let Change::EvidenceAdd(EvidenceAdd {
             evidence,
             goal,
             todo,
             kind,
             summary,
             ..
-        } = &a.change
+        }) = &a.change
         else {
             panic!("an evidence op: {a:?}")
         };
@@ -364,11 +359,11 @@ mod tests {
         let mut state = board();
         let claim = op(
             "agent-gone",
-            Change::TodoClaim {
+            Change::TodoClaim(TodoClaim {
                 todo: TodoId::from_hex("000000a1"),
                 epoch: 0,
                 lease: Span::minutes(45),
-            },
+            }),
         );
         let refusal = op::apply(&mut state.clone(), &claim).unwrap_err();
         assert_eq!(refusal.code, Code::NotRegistered);
@@ -386,11 +381,11 @@ mod tests {
     fn a_state_without_goals_gets_no_record() {
         let claim = op(
             "agent-a",
-            Change::TodoRelease {
+            Change::TodoRelease(TodoRelease {
                 todo: TodoId::from_hex("000000a1"),
                 epoch: 0,
                 force: false,
-            },
+            }),
         );
         let refusal = Refusal::rule(Code::Waiting, "y");
         assert!(rejection(&claim, &refusal, &State::default()).is_none());
@@ -412,26 +407,18 @@ mod tests {
         let commit = |n: u8| crate::store::Oid::from_hex_for_tests(n);
         let lost = op(
             "agent-gone",
-            Change::TodoClaim {
+            Change::TodoClaim(TodoClaim {
                 todo: TodoId::from_hex("000000a1"),
                 epoch: 0,
                 lease: Span::minutes(45),
-            },
+            }),
         );
         let mut kept = op(
             "agent-gone",
-            Change::GoalSet {
-                goal: crate::model::GoalId::new("main").unwrap(),
+            Change::GoalSet(GoalSet {
                 objective: Some("Ship it".into()),
-                status: None,
-                scope: None,
-                guards: None,
-                quota_slots: None,
-                quota_window: None,
-                budget: None,
-                auto_resume: None,
-                stall_after: None,
-            },
+                ..GoalSet::new(crate::model::GoalId::new("main").unwrap())
+            }),
         );
         kept.actor = Actor::Human {
             name: "Ada".into(),

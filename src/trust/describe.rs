@@ -1,6 +1,7 @@
 //! Stored signatures told to people: who signed, in words and as JSON.
 
 use super::*;
+use crate::op::{AgentRetire, TodoRelease};
 
 /// Describes a stored signature (of an op or of a file it produced) for
 /// people: "signed by ada (SHA256:…)", "signed by an untrusted key (…)" or
@@ -36,20 +37,20 @@ pub fn history_note(op: &Op, signers: &AllowedSigners) -> Option<String> {
         return Some(describe(op.signature.as_deref(), signers));
     }
     let human_kind = match &op.change {
-        Change::TodoRelease { force, .. } => *force,
-        Change::AgentRetire { agent } => op.actor.agent() != Some(agent),
+        Change::TodoRelease(TodoRelease { force, .. }) => *force,
+        Change::AgentRetire(AgentRetire { agent }) => op.actor.agent() != Some(agent),
         c => matches!(
-            c.kind(),
-            "gate.answer"
-                | "gate.withdraw"
-                | "goal.add"
-                | "goal.set"
-                | "quota.void"
-                | "signer.announce"
-                | "signer.require"
-                | "machine.admit"
-                | "machine.revoke"
-                | "todo.trust"
+            c,
+            Change::GateAnswer(_)
+                | Change::GateWithdraw(_)
+                | Change::GoalAdd(_)
+                | Change::GoalSet(_)
+                | Change::QuotaVoid(_)
+                | Change::SignerAnnounce(_)
+                | Change::SignerRequire(_)
+                | Change::MachineAdmit(_)
+                | Change::MachineRevoke(_)
+                | Change::TodoTrust(_)
         ),
     };
     (op.actor.is_human() && human_kind).then(|| "unsigned".to_owned())

@@ -26,7 +26,7 @@ use ssh_key::{HashAlg, LineEnding, PrivateKey, PublicKey};
 use super::{Binding, SignedBy};
 use crate::error::{Code, Hint, N, Next, Refusal};
 use crate::model::{State, machine::Machine};
-use crate::op::{Change, Op};
+use crate::op::{Change, MachinePropose, Op};
 use crate::store::{Oid, Store};
 
 /// The first format whose agent ticks carry a machine's signature.
@@ -211,7 +211,7 @@ pub fn admission(
     }
     // A proposal signed with the key it proposes proves it holds the key,
     // and admits nothing: allowed from an unadmitted machine.
-    if let Change::MachinePropose { machine: name, .. } = &op.change
+    if let Change::MachinePropose(MachinePropose { machine: name, .. }) = &op.change
         && held(after).is_some_and(|m| m.name == *name)
     {
         return Ok(Some(SignedBy {
@@ -334,6 +334,7 @@ mod tests {
     use super::*;
     use crate::model::{Actor, AgentId, GoalId, MachineName, OpId, Signatures};
     use crate::op;
+    use crate::op::{AgentRegister, EvidenceAdd, Init, MachineAdmit, MachineRevoke};
     use crate::time::Timestamp;
 
     fn key() -> PrivateKey {
@@ -371,16 +372,12 @@ mod tests {
         op(
             n,
             agent(by),
-            Change::EvidenceAdd {
-                evidence: crate::model::EvidenceId::from_hex(&format!("{n:08x}")),
-                goal: GoalId::new("main").unwrap(),
-                todo: None,
-                kind: crate::model::EvidenceKind::Note,
-                summary: "checked".into(),
-                code: None,
-                run: None,
-                artifact: None,
-            },
+            Change::EvidenceAdd(EvidenceAdd::new(
+                crate::model::EvidenceId::from_hex(&format!("{n:08x}")),
+                GoalId::new("main").unwrap(),
+                crate::model::EvidenceKind::Note,
+                "checked",
+            )),
         )
     }
 
@@ -412,26 +409,26 @@ mod tests {
         for (n, c) in [
             (
                 1,
-                Change::Init {
+                Change::Init(Init {
                     goal: Some(GoalId::new("main").unwrap()),
                     objective: Some("Ship".into()),
-                },
+                }),
             ),
             (
                 2,
-                Change::AgentRegister {
+                Change::AgentRegister(AgentRegister {
                     agent: AgentId::new("agent-a").unwrap(),
                     runtime: crate::model::Runtime::Custom,
                     capabilities: Vec::new(),
-                },
+                }),
             ),
             (
                 3,
-                Change::AgentRegister {
+                Change::AgentRegister(AgentRegister {
                     agent: AgentId::new("agent-b").unwrap(),
                     runtime: crate::model::Runtime::Custom,
                     capabilities: Vec::new(),
-                },
+                }),
             ),
         ] {
             op::apply(&mut s, &op(n, ada(), c)).unwrap();
@@ -446,10 +443,10 @@ mod tests {
             op(
                 11,
                 agent("agent-a"),
-                Change::MachinePropose {
+                Change::MachinePropose(MachinePropose {
                     machine: MachineName::new("m1").unwrap(),
                     key: public_line(&m1),
-                },
+                }),
             ),
             &binding,
         );
@@ -462,11 +459,11 @@ mod tests {
         let admit = op(
             13,
             ada(),
-            Change::MachineAdmit {
+            Change::MachineAdmit(MachineAdmit {
                 machine: MachineName::new("m1").unwrap(),
                 fingerprint: fp,
                 agents: vec!["agent-a".into()],
-            },
+            }),
         );
         op::apply(&mut s, &admit).unwrap();
         assert_eq!(verdict(&s, &by_m1, &binding), Ok(Some("machine m1".into())));
@@ -505,9 +502,9 @@ mod tests {
             &op(
                 21,
                 ada(),
-                Change::MachineRevoke {
+                Change::MachineRevoke(MachineRevoke {
                     machine: MachineName::new("m1").unwrap(),
-                },
+                }),
             ),
         )
         .unwrap();

@@ -26,7 +26,9 @@ use ssh_key::{Algorithm, HashAlg, PublicKey, SshSig};
 
 use crate::error::{Code, Hint, N, Next, Refusal};
 use crate::model::{Actor, State, files};
-use crate::op::{self, Change, Op};
+use crate::op::{
+    self, AgentRetire, Change, GateAnswer, GateWithdraw, Op, Settle, TodoAdd, TodoEdit, TodoRelease,
+};
 use crate::repo::Repo;
 // A key's check is pure, so it lives with the signer rules that use it
 // (op/ reaches nothing above it); callers keep naming it here.
@@ -105,21 +107,22 @@ impl std::fmt::Display for SignedBy {
 /// validation trust.
 pub fn is_human_act(before: &State, op: &Op) -> bool {
     match &op.change {
-        Change::GoalAdd { .. }
-        | Change::GoalSet { .. }
-        | Change::QuotaVoid { .. }
-        | Change::QuotaResume { .. }
-        | Change::SignerAnnounce { .. }
-        | Change::SignerRequire { .. }
-        | Change::MachineAdmit { .. }
-        | Change::MachineRevoke { .. }
-        | Change::TodoTrust { .. } => true,
-        Change::GateAnswer { gate, .. } | Change::GateWithdraw { gate } => {
+        Change::GoalAdd(_)
+        | Change::GoalSet(_)
+        | Change::QuotaVoid(_)
+        | Change::QuotaResume(_)
+        | Change::SignerAnnounce(_)
+        | Change::SignerRequire(_)
+        | Change::MachineAdmit(_)
+        | Change::MachineRevoke(_)
+        | Change::TodoTrust(_) => true,
+        Change::GateAnswer(GateAnswer { gate, .. })
+        | Change::GateWithdraw(GateWithdraw { gate }) => {
             before.gates.get(gate).is_some_and(|g| g.kind.human_only())
         }
-        Change::TodoRelease { force, .. } => *force,
-        Change::AgentRetire { agent } => op.actor.agent() != Some(agent),
-        Change::Settle { steps, .. } => steps.iter().any(|step| {
+        Change::TodoRelease(TodoRelease { force, .. }) => *force,
+        Change::AgentRetire(AgentRetire { agent }) => op.actor.agent() != Some(agent),
+        Change::Settle(Settle { steps, .. }) => steps.iter().any(|step| {
             is_human_act(
                 before,
                 &Op {
@@ -139,13 +142,13 @@ pub fn wants_signature(before: &State, op: &Op) -> bool {
     is_human_act(before, op)
         || matches!(
             &op.change,
-            Change::TodoAdd {
+            Change::TodoAdd(TodoAdd {
                 validate: Some(_),
                 ..
-            } | Change::TodoEdit {
+            }) | Change::TodoEdit(TodoEdit {
                 validate: Some(_),
                 ..
-            }
+            })
         )
 }
 
@@ -235,7 +238,7 @@ pub fn check_op(
 
 /// Ops that are valid only signed, on every machine: the signing policy.
 pub fn must_be_signed(op: &Op) -> bool {
-    matches!(op.change, Change::SignerRequire { .. })
+    matches!(op.change, Change::SignerRequire(_))
 }
 
 /// Whether human acts must be signed here: this machine trusts signers (or
@@ -489,6 +492,7 @@ fn bad_signature(op: &Op, why: &str) -> Refusal {
 mod tests {
     use super::*;
     use crate::model::{AgentId, GoalId, OpId};
+    use crate::op::{AgentRegister, GoalSet, Init, SignerAnnounce, SignerRequire};
     use crate::time::Timestamp;
 
     /// Signs `record` with a fresh ed25519 key made by `ssh-keygen` in
@@ -544,10 +548,10 @@ mod tests {
         let mut s = State::default();
         let init = op(
             "2026-11-30T09:00:00Z",
-            Change::Init {
+            Change::Init(Init {
                 goal: Some(GoalId::new("main").unwrap()),
                 objective: Some("Ship".into()),
-            },
+            }),
         );
         op::apply(&mut s, &init).unwrap();
         s
@@ -556,18 +560,10 @@ mod tests {
     fn pause(at: &str, status: crate::model::GoalStatus) -> Op {
         op(
             at,
-            Change::GoalSet {
-                goal: GoalId::new("main").unwrap(),
-                objective: None,
+            Change::GoalSet(GoalSet {
                 status: Some(status),
-                scope: None,
-                guards: None,
-                quota_slots: None,
-                quota_window: None,
-                budget: None,
-                auto_resume: None,
-                stall_after: None,
-            },
+                ..GoalSet::new(GoalId::new("main").unwrap())
+            }),
         )
     }
 
@@ -643,11 +639,11 @@ mod tests {
         // Agents' ops are not human acts and need nothing.
         let mut agent_op = plain;
         agent_op.actor = Actor::Agent(AgentId::new("agent-a").unwrap());
-        agent_op.change = Change::AgentRegister {
+        agent_op.change = Change::AgentRegister(AgentRegister {
             agent: AgentId::new("agent-a").unwrap(),
             runtime: crate::model::Runtime::Custom,
             capabilities: Vec::new(),
-        };
+        });
         assert_eq!(
             check_op(&state, &agent_op, &signers, &Binding::default()).unwrap(),
             None
@@ -685,10 +681,10 @@ mod tests {
             &state,
             op(
                 "2026-11-30T09:02:00Z",
-                Change::SignerAnnounce {
+                Change::SignerAnnounce(SignerAnnounce {
                     name: crate::model::SignerName::new("ada").unwrap(),
                     key: public,
-                },
+                }),
             ),
         );
         check_op(&state, &announce, &signers, &here).unwrap();
@@ -733,9 +729,9 @@ mod tests {
         // then a machine with no allowed signers refuses every human act.
         let require = op(
             "2026-11-30T09:05:00Z",
-            Change::SignerRequire {
+            Change::SignerRequire(SignerRequire {
                 signatures: crate::model::Signatures::Humans,
-            },
+            }),
         );
         assert_eq!(
             check_op(&state, &require, &AllowedSigners::none(), &here)

@@ -40,16 +40,16 @@ fn written_here_path(repo: &Repo) -> Result<PathBuf> {
 /// it would run.
 pub fn remember(repo: &Repo, op: &Op) -> Result<()> {
     use std::io::Write;
-    let (crate::op::Change::TodoAdd {
+    let (crate::op::Change::TodoAdd(crate::op::TodoAdd {
         todo,
         validate: Some(v),
         ..
-    }
-    | crate::op::Change::TodoEdit {
+    })
+    | crate::op::Change::TodoEdit(crate::op::TodoEdit {
         todo,
         validate: Some(v),
         ..
-    }) = &op.change
+    })) = &op.change
     else {
         return Ok(());
     };
@@ -86,13 +86,13 @@ pub fn digest(repo: &Repo, todo: &TodoId, v: &Validation) -> Result<String> {
 pub fn writes_validation(op: &Op) -> bool {
     matches!(
         &op.change,
-        crate::op::Change::TodoAdd {
+        crate::op::Change::TodoAdd(crate::op::TodoAdd {
             validate: Some(_),
             ..
-        } | crate::op::Change::TodoEdit {
+        }) | crate::op::Change::TodoEdit(crate::op::TodoEdit {
             validate: Some(_),
             ..
-        }
+        })
     )
 }
 

@@ -9,6 +9,10 @@ use crate::model::{
     Actor, AgentId, Blocks, EvidenceId, EvidenceKind, GateId, GateKind, GoalId, Outcome, Priority,
     Runtime, TodoId, TodoStatus,
 };
+use crate::op::{
+    AgentRegister, EvidenceAdd, GateAnswer, GateOpen, Init, RefreshState, TodoAdd, TodoArchive,
+    TodoClaim, TodoDone, TodoRelease, TodoUpdate,
+};
 use crate::time::{Span, Timestamp};
 
 /// splitmix64: a repeatable sequence from a seed (no extra crate).
@@ -59,118 +63,115 @@ fn random_op(rng: &mut Rng, state: &State, n: u64, at: Timestamp) -> Op {
     let (actor, change) = match rng.below(12) {
         0 | 1 => (
             human(),
-            Change::TodoAdd {
-                todo: TodoId::from_hex(&format!("{:08x}", rng.next() as u32)),
-                goal: main_goal(),
-                title: format!("Todo {n}"),
-                priority: Priority::DEFAULT,
-                after: Vec::new(),
-                capabilities: Vec::new(),
-                scope: Vec::new(),
+            Change::TodoAdd(TodoAdd {
                 note: (rng.below(2) == 0).then(|| format!("note {n}")),
-                validate: None,
-            },
+                ..TodoAdd::new(
+                    TodoId::from_hex(&format!("{:08x}", rng.next() as u32)),
+                    main_goal(),
+                    format!("Todo {n}"),
+                    Priority::DEFAULT,
+                )
+            }),
         ),
         2 | 3 => match rng.pick(&todos) {
             Some(t) => (
                 Actor::Agent(agent),
-                Change::TodoClaim {
+                Change::TodoClaim(TodoClaim {
                     todo: t.id.clone(),
                     epoch: t.epoch,
                     lease: Span::minutes(10),
-                },
+                }),
             ),
             None => return random_op(rng, state, n, at),
         },
         4 | 5 => match rng.pick(&claimed) {
             Some(t) => (
                 owner_op(t),
-                Change::TodoUpdate {
+                Change::TodoUpdate(TodoUpdate {
                     todo: t.id.clone(),
                     epoch: t.epoch,
                     status: [None, Some(TodoStatus::Blocked)][rng.below(2)],
                     note: Some(format!("progress {n}")),
-                },
+                }),
             ),
             None => return random_op(rng, state, n, at),
         },
         6 => match rng.pick(&claimed) {
             Some(t) => (
                 owner_op(t),
-                Change::TodoDone {
+                Change::TodoDone(TodoDone {
                     todo: t.id.clone(),
                     epoch: t.epoch,
                     note: None,
                     validation: None,
-                },
+                }),
             ),
             None => return random_op(rng, state, n, at),
         },
         7 => match rng.pick(&claimed) {
             Some(t) => (
                 owner_op(t),
-                Change::TodoRelease {
+                Change::TodoRelease(TodoRelease {
                     todo: t.id.clone(),
                     epoch: t.epoch,
                     force: false,
-                },
+                }),
             ),
             None => return random_op(rng, state, n, at),
         },
         8 => (
             human(),
-            Change::TodoArchive {
+            Change::TodoArchive(TodoArchive {
                 todos: todos
                     .iter()
                     .filter(|t| t.status == TodoStatus::Done)
                     .map(|t| t.id.clone())
                     .collect(),
-            },
+            }),
         ),
         9 => match state.gates.values().find(|g| g.is_open()) {
             Some(g) if rng.below(2) == 0 => (
                 human(),
-                Change::GateAnswer {
+                Change::GateAnswer(GateAnswer {
                     gate: g.id.clone(),
                     choice: g.options[0].clone(),
                     note: None,
-                },
+                }),
             ),
             _ => (
                 Actor::Agent(agent),
-                Change::GateOpen {
+                Change::GateOpen(GateOpen {
                     gate: GateId::from_hex(&format!("{:08x}", rng.next() as u32)),
                     goal: main_goal(),
                     question: format!("Which way, {n}?"),
                     options: vec!["left".to_owned(), "right".to_owned()],
                     kind: GateKind::Decision,
                     blocks: Blocks::Goal,
-                },
+                }),
             ),
         },
         10 => (
             Actor::Agent(agent),
-            Change::RefreshState {
-                goal: main_goal(),
-                outcome: [Outcome::Advanced, Outcome::Unchanged][rng.below(2)],
-                turn: None,
+            Change::RefreshState(RefreshState {
                 todo: claimed.first().map(|t| t.id.clone()),
                 next_action: Some(format!("next {n}")),
-                progress: None,
-            },
+                ..RefreshState::new(
+                    main_goal(),
+                    [Outcome::Advanced, Outcome::Unchanged][rng.below(2)],
+                )
+            }),
         ),
         _ => (
             human(),
-            Change::EvidenceAdd {
-                evidence: EvidenceId::from_hex(&format!("{:08x}", rng.next() as u32)),
-                goal: main_goal(),
+            Change::EvidenceAdd(EvidenceAdd {
                 todo: rng.pick(&todos).map(|t| t.id.clone()),
-                kind: EvidenceKind::Note,
-                summary: format!("looked at {n}"),
-                code: None,
-                run: None,
-                artifact: None,
-            },
+                ..EvidenceAdd::new(
+                    EvidenceId::from_hex(&format!("{:08x}", rng.next() as u32)),
+                    main_goal(),
+                    EvidenceKind::Note,
+                    format!("looked at {n}"),
+                )
+            }),
         ),
     };
     Op {
@@ -244,14 +245,16 @@ fn every_incremental_tick_writes_what_a_cold_full_rewrite_writes() {
     // Everything written outside the live state so far, for the full tree.
     let mut records: BTreeMap<String, Vec<u8>> = BTreeMap::new();
     let mut landed = 0;
-    let setup = std::iter::once(Change::Init {
+    let setup = std::iter::once(Change::Init(Init {
         goal: Some(main_goal()),
         objective: Some("Ship".to_owned()),
-    })
-    .chain(AGENTS.iter().map(|a| Change::AgentRegister {
-        agent: AgentId::new(a).unwrap(),
-        runtime: Runtime::Codex,
-        capabilities: Vec::new(),
+    }))
+    .chain(AGENTS.iter().map(|a| {
+        Change::AgentRegister(AgentRegister {
+            agent: AgentId::new(a).unwrap(),
+            runtime: Runtime::Codex,
+            capabilities: Vec::new(),
+        })
     }));
     let mut setup: Vec<Change> = setup.collect();
     setup.reverse();
@@ -262,7 +265,9 @@ fn every_incremental_tick_writes_what_a_cold_full_rewrite_writes() {
                 id: crate::model::OpId::from_hex(&format!("{n:016x}")),
                 at,
                 actor: match &change {
-                    Change::AgentRegister { agent, .. } => Actor::Agent(agent.clone()),
+                    Change::AgentRegister(AgentRegister { agent, .. }) => {
+                        Actor::Agent(agent.clone())
+                    }
                     _ => human(),
                 },
                 signature: None,

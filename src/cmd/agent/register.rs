@@ -8,7 +8,7 @@ use crate::cmd::{TickWire, commit_change, slug};
 use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::model::{AgentId, AgentStatus, Runtime};
-use crate::op::Change;
+use crate::op::{AgentRegister, Change};
 
 /// Register an agent so it may claim todos
 ///
@@ -57,11 +57,11 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     }
     let done = commit_change(
         ctx,
-        Change::AgentRegister {
+        Change::AgentRegister(AgentRegister {
             agent: agent.clone(),
             runtime: args.runtime,
             capabilities: caps.clone(),
-        },
+        }),
     )?;
     ctx.out.emit(
         &Wire {

@@ -7,7 +7,7 @@ use crate::cmd::{TickWire, commit_change, slug};
 use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::model::AgentId;
-use crate::op::Change;
+use crate::op::{AgentRetire, Change};
 
 /// Retire an agent: it may no longer act, and its claims are released
 ///
@@ -30,9 +30,9 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let agent = slug("agent", &args.id, AgentId::new)?;
     let done = commit_change(
         ctx,
-        Change::AgentRetire {
+        Change::AgentRetire(AgentRetire {
             agent: agent.clone(),
-        },
+        }),
     )?;
     ctx.out.emit(
         &Wire {

@@ -62,7 +62,7 @@ pub fn record(
         let (todo, goal) = target(ctx, state, todo, goal)?;
         Ok(crate::cmd::tx::op(
             ctx,
-            crate::op::Change::EvidenceAdd {
+            crate::op::Change::EvidenceAdd(crate::op::EvidenceAdd {
                 evidence: id.clone(),
                 goal,
                 todo,
@@ -71,7 +71,7 @@ pub fn record(
                 code: Some(code.clone()),
                 run: run.clone(),
                 artifact: artifact.clone(),
-            },
+            }),
         )?)
     })
 }

@@ -5,7 +5,7 @@ use anyhow::Result;
 use crate::cmd::tx;
 use crate::ctx::Ctx;
 use crate::error::{Code, Exit, Refusal};
-use crate::op::Change;
+use crate::op::{Change, GateAnswer};
 
 /// Answer a gate with one of its options
 ///
@@ -61,11 +61,11 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         let gate = state.resolve_gate(&args.id)?;
         Ok(tx::op(
             ctx,
-            Change::GateAnswer {
+            Change::GateAnswer(GateAnswer {
                 gate,
                 choice: choice.clone(),
                 note: args.note.clone(),
-            },
+            }),
         )?)
     })?;
     // The agents waiting on it may be on other machines.

@@ -7,7 +7,7 @@ use crate::cmd::{pick_goal, slug};
 use crate::ctx::Ctx;
 use crate::error::{Code, Exit, Refusal};
 use crate::model::{AgentId, Blocks, GateId, GateKind, State, id::RANDOM_HEX};
-use crate::op::Change;
+use crate::op::{Change, GateOpen};
 
 /// Open a gate: a question that blocks a scope until it is answered; prints its id
 ///
@@ -53,14 +53,14 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         };
         Ok(tx::op(
             ctx,
-            Change::GateOpen {
+            Change::GateOpen(GateOpen {
                 gate,
                 goal,
                 question: args.question.clone(),
                 options,
                 kind: args.kind,
                 blocks,
-            },
+            }),
         )?)
     })?;
     let g = super::emit(ctx, &done, |g| g.id.to_string())?;

@@ -5,7 +5,7 @@ use anyhow::Result;
 use crate::cmd::tx;
 use crate::ctx::Ctx;
 use crate::error::Exit;
-use crate::op::Change;
+use crate::op::{Change, GateWithdraw};
 
 /// Withdraw a gate that is no longer needed; its scope is unblocked
 ///
@@ -19,7 +19,7 @@ pub struct Args {
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let done = tx::commit(ctx, |state| {
         let gate = state.resolve_gate(&args.id)?;
-        Ok(tx::op(ctx, Change::GateWithdraw { gate })?)
+        Ok(tx::op(ctx, Change::GateWithdraw(GateWithdraw { gate }))?)
     })?;
     super::emit(ctx, &done, |g| {
         format!("Withdrew {}: \"{}\".", g.id, g.question)

@@ -7,7 +7,7 @@ use crate::cmd::{TickWire, commit_change, slug};
 use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::model::GoalId;
-use crate::op::Change;
+use crate::op::{Change, GoalAdd};
 
 /// Add a goal (humans only)
 #[derive(clap::Args, Debug)]
@@ -30,10 +30,10 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let goal = slug("goal", &args.id, GoalId::new)?;
     let done = commit_change(
         ctx,
-        Change::GoalAdd {
+        Change::GoalAdd(GoalAdd {
             goal: goal.clone(),
             objective: args.objective.clone(),
-        },
+        }),
     )?;
     ctx.out.emit(
         &Wire {

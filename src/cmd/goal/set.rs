@@ -8,8 +8,7 @@ use crate::cmd::tx;
 use crate::ctx::Ctx;
 use crate::error::{Code, Exit, Refusal};
 use crate::model::{AgentId, GoalId, GoalStatus, usage};
-use crate::op::usage::BudgetSet;
-use crate::op::{Change, Happened};
+use crate::op::{BudgetSet, Change, GoalSet, Happened};
 use crate::time::Span;
 
 /// Change a goal's objective, status, scope, guards, quota, resume policy, stall limit or budget (humans only)
@@ -87,7 +86,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         let goal = state.goal(&args.id)?.id.clone();
         Ok(tx::op(
             ctx,
-            Change::GoalSet {
+            Change::GoalSet(GoalSet {
                 goal,
                 objective: args.objective.clone(),
                 status: args.status,
@@ -98,7 +97,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                 budget: budget.clone(),
                 auto_resume: args.auto_resume,
                 stall_after: args.stall_after,
-            },
+            }),
         )?)
     })?;
     let Happened::GoalSet { goal, changed } = &done.effect.what else {

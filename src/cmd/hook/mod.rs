@@ -29,7 +29,7 @@ use crate::hook::session::SessionFile;
 use crate::hook::{self, Answer, Event, Input, Runtime, guard};
 use crate::model::runtime::UsageFrom;
 use crate::model::{AgentId, AgentStatus, TodoStatus};
-use crate::op::Change;
+use crate::op::{AgentRegister, Change, QuotaPark};
 use crate::output::{Format, Out};
 use hub::Synced;
 
@@ -249,12 +249,12 @@ fn limit_reached(call: &Call) -> Result<Answer> {
         let goal = crate::cmd::pick_goal(ctx, state, None)?;
         Ok(tx::op(
             ctx,
-            Change::QuotaPark {
+            Change::QuotaPark(QuotaPark {
                 agent: call.agent.clone(),
                 goal,
                 until,
                 reason: Some(reason.clone()),
-            },
+            }),
         )?)
     });
     match parked {
@@ -287,11 +287,11 @@ fn start(call: &Call, continued: bool) -> Result<Answer> {
             let done = tx::commit(ctx, |_| {
                 Ok(tx::op(
                     ctx,
-                    Change::AgentRegister {
+                    Change::AgentRegister(AgentRegister {
                         agent: agent.clone(),
                         runtime: call.runtime.stored(),
                         capabilities: Vec::new(),
-                    },
+                    }),
                 )?)
             })?;
             (done.state, done.tip)

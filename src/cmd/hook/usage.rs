@@ -11,7 +11,7 @@ use crate::hook::session::Session;
 use crate::hook::{self, decide};
 use crate::model::AgentStatus;
 use crate::model::usage::Usage;
-use crate::op::Change;
+use crate::op::{Change, UsageRecord};
 
 /// Records the usage of the transcript's messages written since the last
 /// record (a byte offset kept in the session file, moved only after the
@@ -91,11 +91,11 @@ fn record(call: &Call, sid: &str, s: &mut Session, mut parts: Vec<Usage>) -> Res
     tx::commit(ctx, |_| {
         Ok(tx::op(
             ctx,
-            Change::UsageRecord {
+            Change::UsageRecord(UsageRecord {
                 goal: goal.clone(),
                 turn: stretch.key.clone(),
                 usage: stretch.total.clone(),
-            },
+            }),
         )?)
     })?;
     stretch.keep(s);

@@ -7,7 +7,7 @@ use crate::cmd::{TickWire, commit_change, slug};
 use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::model::MachineName;
-use crate::op::Change;
+use crate::op::{Change, MachineAdmit};
 
 /// Admit a proposed machine to act for some agents (a signed human act)
 ///
@@ -41,11 +41,11 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let name = slug("machine", &args.name, MachineName::new)?;
     let done = commit_change(
         ctx,
-        Change::MachineAdmit {
+        Change::MachineAdmit(MachineAdmit {
             machine: name.clone(),
             fingerprint: args.fingerprint.trim().to_owned(),
             agents: args.agents.clone(),
-        },
+        }),
     )?;
     ctx.out.emit(
         &Wire {

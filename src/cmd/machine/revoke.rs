@@ -7,7 +7,7 @@ use crate::cmd::{TickWire, commit_change, slug};
 use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::model::MachineName;
-use crate::op::Change;
+use crate::op::{Change, MachineRevoke};
 
 /// Revoke a machine: its later ticks are refused (a signed human act)
 ///
@@ -31,9 +31,9 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let name = slug("machine", &args.name, MachineName::new)?;
     let done = commit_change(
         ctx,
-        Change::MachineRevoke {
+        Change::MachineRevoke(MachineRevoke {
             machine: name.clone(),
-        },
+        }),
     )?;
     ctx.out.emit(
         &Wire {

@@ -9,7 +9,7 @@ use crate::cmd::{commit_change, slug};
 use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::model::MachineName;
-use crate::op::Change;
+use crate::op::{Change, MachinePropose};
 use crate::trust::{self, machine};
 
 /// Make this clone's machine key and propose it in the state
@@ -86,10 +86,10 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             let name = slug("machine", &raw, MachineName::new)?;
             commit_change(
                 ctx,
-                Change::MachinePropose {
+                Change::MachinePropose(MachinePropose {
                     machine: name.clone(),
                     key: public.clone(),
-                },
+                }),
             )?;
             (name, "proposed", true)
         }

@@ -9,7 +9,7 @@ use crate::cmd::{TickWire, pick_goal, slug};
 use crate::ctx::Ctx;
 use crate::error::{Code, Exit, Refusal};
 use crate::model::{AgentId, GoalId};
-use crate::op::Change;
+use crate::op::{Change, QuotaPark};
 use crate::time::{Timestamp, When};
 
 /// Park an agent until a time: should-run answers wait-until until then
@@ -71,12 +71,12 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         goal = Some(g.clone());
         Ok(tx::op(
             ctx,
-            Change::QuotaPark {
+            Change::QuotaPark(QuotaPark {
                 agent: agent.clone(),
                 goal: g,
                 until,
                 reason: args.reason.clone(),
-            },
+            }),
         )?)
     })?;
     let goal = goal.expect("the op was built");

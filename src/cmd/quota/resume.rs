@@ -7,7 +7,7 @@ use crate::cmd::{TickWire, commit_change, slug};
 use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::model::AgentId;
-use crate::op::Change;
+use crate::op::{Change, QuotaResume};
 
 /// End an agent's park now, so it may run again (humans only)
 ///
@@ -32,9 +32,9 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let agent = slug("agent", &args.parked, AgentId::new)?;
     let done = commit_change(
         ctx,
-        Change::QuotaResume {
+        Change::QuotaResume(QuotaResume {
             agent: agent.clone(),
-        },
+        }),
     )?;
     ctx.out.emit(
         &Wire {

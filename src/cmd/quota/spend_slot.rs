@@ -7,7 +7,7 @@ use crate::cmd::tx;
 use crate::cmd::{TickWire, commit_change};
 use crate::ctx::Ctx;
 use crate::error::Exit;
-use crate::op::{self, Change, Happened, turn};
+use crate::op::{self, Change, Happened, QuotaSpend, Settle, UsageRecord, turn};
 use crate::service::turn::{own_token, parse_token};
 
 /// Spend one slot for the turn a token names, after a validated writeback
@@ -52,17 +52,19 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     own_token(&ctx.actor()?, &token)?;
     let usage = crate::cmd::read_usage(ctx, &args.usage)?;
     let snap = tx::load(ctx)?;
-    let record = usage.map(|usage| Change::UsageRecord {
-        goal: token.goal.clone(),
-        turn: token.turn.clone(),
-        usage,
+    let record = usage.map(|usage| {
+        Change::UsageRecord(UsageRecord {
+            goal: token.goal.clone(),
+            turn: token.turn.clone(),
+            usage,
+        })
     });
     let goal = snap.state.goal(token.goal.as_str())?.clone();
-    let change = Change::QuotaSpend {
+    let change = Change::QuotaSpend(QuotaSpend {
         goal: token.goal.clone(),
         turn: token.turn.clone(),
         issued: token.issued,
-    };
+    });
     let left =
         |state: &crate::model::State| turn::slots(state, &token.agent, &goal, ctx.now).left();
     let already = snap
@@ -76,10 +78,10 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let change = match (&already, record) {
         (Some(_), Some(r)) => Some(r),
         (Some(_), None) => None,
-        (None, Some(r)) => Some(Change::Settle {
+        (None, Some(r)) => Some(Change::Settle(Settle {
             turn: token.turn.clone(),
             steps: vec![r, change],
-        }),
+        })),
         (None, None) => Some(change),
     };
     if let (Some(s), Some(change)) = (&already, &change) {

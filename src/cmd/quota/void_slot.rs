@@ -6,7 +6,7 @@ use serde::Serialize;
 use crate::cmd::{TickWire, commit_change};
 use crate::ctx::Ctx;
 use crate::error::Exit;
-use crate::op::Change;
+use crate::op::{Change, QuotaVoid};
 use crate::service::turn::parse_token;
 
 /// Void a spent slot: it stops counting and stays recorded (humans only)
@@ -32,11 +32,11 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let token = parse_token(&args.turn)?;
     let done = commit_change(
         ctx,
-        Change::QuotaVoid {
+        Change::QuotaVoid(QuotaVoid {
             agent: token.agent.clone(),
             turn: token.turn.clone(),
             reason: args.reason.clone(),
-        },
+        }),
     )?;
     ctx.out.emit(
         &Wire {

@@ -10,7 +10,7 @@ use crate::cmd::{TickWire, commit_change, slug};
 use crate::ctx::Ctx;
 use crate::error::{Code, Exit, Refusal};
 use crate::model::SignerName;
-use crate::op::Change;
+use crate::op::{Change, SignerAnnounce};
 use crate::trust::{self, AllowedSigners};
 
 /// Announce a signer's SSH public key in the state (a human act)
@@ -47,10 +47,10 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let key = read_public(&path)?;
     let done = commit_change(
         ctx,
-        Change::SignerAnnounce {
+        Change::SignerAnnounce(SignerAnnounce {
             name: name.clone(),
             key: key.clone(),
-        },
+        }),
     )?;
     let fingerprint = trust::fingerprint(&key).map_err(|e| anyhow::anyhow!(e))?;
     let signers = AllowedSigners::load(ctx.repo()?)?;

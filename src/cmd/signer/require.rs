@@ -8,7 +8,7 @@ use crate::cmd::tx;
 use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::model::Signatures;
-use crate::op::Change;
+use crate::op::{Change, SignerRequire};
 
 /// Require every human act to be signed, on every machine (a signed human act)
 ///
@@ -48,7 +48,10 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         Signatures::Off
     };
     let done = tx::commit(ctx, |_| {
-        Ok(tx::op(ctx, Change::SignerRequire { signatures })?)
+        Ok(tx::op(
+            ctx,
+            Change::SignerRequire(SignerRequire { signatures }),
+        )?)
     })?;
     ctx.out.emit(
         &Wire {

@@ -13,7 +13,7 @@ use crate::cmd::tx;
 use crate::ctx::{Caller, Ctx};
 use crate::error::{Code, Exit, Refusal};
 use crate::model::SignerName;
-use crate::op::Change;
+use crate::op::{Change, SignerAnnounce};
 use crate::trust::{self, AllowedSigners};
 
 /// Set up your signing key here and trust your teammates' keys (once per clone)
@@ -125,10 +125,10 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             tx::commit(&fresh, |_| {
                 Ok(tx::op(
                     &fresh,
-                    Change::SignerAnnounce {
+                    Change::SignerAnnounce(SignerAnnounce {
                         name: name.clone(),
                         key: public.clone(),
-                    },
+                    }),
                 )?)
             })?;
             wire.announced = true;

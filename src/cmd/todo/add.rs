@@ -8,7 +8,7 @@ use crate::cmd::{TickWire, pick_goal};
 use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::model::{Priority, TodoId, Validation, id::RANDOM_HEX};
-use crate::op::Change;
+use crate::op::{Change, TodoAdd};
 use crate::time::Span;
 
 /// Add a todo and print its id
@@ -75,7 +75,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         };
         Ok(tx::op(
             ctx,
-            Change::TodoAdd {
+            Change::TodoAdd(TodoAdd {
                 todo,
                 goal,
                 title: args.title.clone(),
@@ -85,7 +85,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                 scope: args.scope.clone(),
                 note: args.note.clone(),
                 validate: validate.clone(),
-            },
+            }),
         )?)
     })?;
     let id = done.op.change.todo().expect("a todo.add names its todo");

@@ -8,7 +8,7 @@ use crate::cmd::{TickWire, pick_goal};
 use crate::ctx::Ctx;
 use crate::error::{Code, Exit, Refusal};
 use crate::model::{TodoId, TodoStatus};
-use crate::op::Change;
+use crate::op::{Change, TodoArchive};
 
 /// Move done todos to the archive, keeping the live state small
 ///
@@ -48,7 +48,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             .with_hint("only done todos move to the archive; `loopx todo list --all` shows them")
             .into());
         }
-        Ok(tx::op(ctx, Change::TodoArchive { todos })?)
+        Ok(tx::op(ctx, Change::TodoArchive(TodoArchive { todos }))?)
     })?;
     let todos: Vec<_> = done.effect.archived.keys().cloned().collect();
     let todos = &todos;

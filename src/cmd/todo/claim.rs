@@ -10,7 +10,7 @@ use crate::cmd::{TickWire, pick_goal};
 use crate::ctx::Ctx;
 use crate::error::{Code, Exit, Refusal};
 use crate::model::{Todo, TodoId};
-use crate::op::{Change, Happened, rules};
+use crate::op::{Change, Happened, TodoClaim, TodoRelease, rules};
 use crate::sync::{Rejected, Report};
 use crate::time::Span;
 
@@ -168,11 +168,11 @@ fn claim_once(ctx: &Ctx, args: &Args, synced: bool) -> Result<Attempt> {
         let epoch = state.todos[&todo].epoch;
         Ok(tx::op(
             ctx,
-            Change::TodoClaim {
+            Change::TodoClaim(TodoClaim {
                 todo,
                 epoch,
                 lease: args.ttl.unwrap_or(state.meta.settings.lease),
-            },
+            }),
         )?)
     });
     let done = match decided {
@@ -306,11 +306,11 @@ fn unclaim(ctx: &Ctx, id: &TodoId, done: &tx::Committed, err: anyhow::Error) -> 
             .ok_or_else(|| anyhow::anyhow!("{id} is no longer claimed here by {me}"))?;
         Ok(tx::op(
             ctx,
-            Change::TodoRelease {
+            Change::TodoRelease(TodoRelease {
                 todo: id.clone(),
                 epoch: t.epoch,
                 force: false,
-            },
+            }),
         )?)
     });
     match released {

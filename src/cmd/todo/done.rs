@@ -11,7 +11,7 @@ use crate::ctx::Ctx;
 use crate::error::{Exit, Refusal};
 use crate::model::EvidenceKind;
 use crate::model::run::CommandRun;
-use crate::op::{self, Change};
+use crate::op::{self, Change, EvidenceAdd, TodoDone};
 use crate::service::evidence::code_now;
 
 /// Mark a todo done (its owner, or anyone if it is unclaimed)
@@ -50,7 +50,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let todo = &snap.state.todos[&id];
     // Every rule but the validation's own result is checked first, so a
     // completion that would be refused anyway runs nothing.
-    let probe = Change::TodoDone {
+    let probe = Change::TodoDone(TodoDone {
         todo: id.clone(),
         epoch: args.held.epoch_in(&snap.state, &id),
         note: args.note.clone(),
@@ -58,7 +58,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             .validate
             .as_ref()
             .map(|v| CommandRun::assumed_passing(&v.argv)),
-    };
+    });
     op::apply(&mut snap.state.clone(), &tx::op(ctx, probe)?)?;
     // Code from the shared state runs only when this machine trusts it.
     super::trust::allow_or_hold(ctx, &snap.state, todo)?;
@@ -75,19 +75,17 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         let record = tx::commit(ctx, |_| {
             Ok(tx::op(
                 ctx,
-                Change::EvidenceAdd {
-                    evidence: fresh_id(ctx, &format!("validation\n{id}")),
-                    goal: goal.clone(),
+                Change::EvidenceAdd(EvidenceAdd {
                     todo: Some(id.clone()),
-                    kind: EvidenceKind::Test,
-                    summary: crate::op::limits::fit(
-                        &format!("validation: {}", run.argv.join(" ")),
-                        200,
-                    ),
                     code: Some(code_now(ctx.store().ok())),
                     run: Some(run.clone()),
-                    artifact: None,
-                },
+                    ..EvidenceAdd::new(
+                        fresh_id(ctx, &format!("validation\n{id}")),
+                        goal.clone(),
+                        EvidenceKind::Test,
+                        crate::op::limits::fit(&format!("validation: {}", run.argv.join(" ")), 200),
+                    )
+                }),
             )?)
         })?;
         return Err(crate::op::todo::validation_failed(&id, run)
@@ -102,12 +100,12 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         let epoch = args.held.epoch_in(state, &todo);
         Ok(tx::op(
             ctx,
-            Change::TodoDone {
+            Change::TodoDone(TodoDone {
                 todo,
                 epoch,
                 note: args.note.clone(),
                 validation: validation.clone(),
-            },
+            }),
         )?)
     })?;
     let t = &done.state.todos[&id];

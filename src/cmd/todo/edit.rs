@@ -8,7 +8,7 @@ use crate::cmd::tx;
 use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::model::{Priority, Validation};
-use crate::op::Change;
+use crate::op::{Change, TodoEdit};
 use crate::time::Span;
 
 /// Change a todo's title, priority, `after` list or validation, or add a note
@@ -61,7 +61,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         };
         Ok(tx::op(
             ctx,
-            Change::TodoEdit {
+            Change::TodoEdit(TodoEdit {
                 todo,
                 epoch,
                 title: args.title.clone(),
@@ -72,7 +72,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                     argv: args.validate.clone(),
                     timeout: args.validate_timeout,
                 }),
-            },
+            }),
         )?)
     })?;
     report(ctx, &done, |t| format!("Edited {} \"{}\".", t.id, t.title))

@@ -7,7 +7,7 @@ use crate::cmd::slug;
 use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::model::AgentId;
-use crate::op::Change;
+use crate::op::{Change, TodoHandoff};
 use crate::time::Span;
 
 /// Hand a claimed todo to another agent, with a note it will see
@@ -31,12 +31,14 @@ pub struct Args {
 
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let to = slug("agent", &args.to, AgentId::new)?;
-    let done = tick_on(ctx, &args.held, |state, todo, epoch| Change::TodoHandoff {
-        todo,
-        epoch,
-        to: to.clone(),
-        lease: args.ttl.unwrap_or(state.meta.settings.lease),
-        note: args.note.clone(),
+    let done = tick_on(ctx, &args.held, |state, todo, epoch| {
+        Change::TodoHandoff(TodoHandoff {
+            todo,
+            epoch,
+            to: to.clone(),
+            lease: args.ttl.unwrap_or(state.meta.settings.lease),
+            note: args.note.clone(),
+        })
     })?;
     report(ctx, &done, |t| {
         format!(

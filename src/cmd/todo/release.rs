@@ -5,7 +5,7 @@ use anyhow::Result;
 use super::{report, tick_on};
 use crate::ctx::Ctx;
 use crate::error::Exit;
-use crate::op::Change;
+use crate::op::{Change, TodoRelease};
 
 /// Release your claim on a todo, so others may take it
 ///
@@ -21,10 +21,12 @@ pub struct Args {
 }
 
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
-    let done = tick_on(ctx, &args.held, |_, todo, epoch| Change::TodoRelease {
-        todo,
-        epoch,
-        force: args.force,
+    let done = tick_on(ctx, &args.held, |_, todo, epoch| {
+        Change::TodoRelease(TodoRelease {
+            todo,
+            epoch,
+            force: args.force,
+        })
     })?;
     report(ctx, &done, |t| {
         format!("Released {} \"{}\".", t.id, t.title)

@@ -5,7 +5,7 @@ use anyhow::Result;
 use super::{report, tick_on};
 use crate::ctx::Ctx;
 use crate::error::Exit;
-use crate::op::Change;
+use crate::op::{Change, TodoRenew};
 use crate::time::Span;
 
 /// Extend your lease on a todo you hold
@@ -21,10 +21,12 @@ pub struct Args {
 }
 
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
-    let done = tick_on(ctx, &args.held, |state, todo, epoch| Change::TodoRenew {
-        todo,
-        epoch,
-        lease: args.ttl.unwrap_or(state.meta.settings.lease),
+    let done = tick_on(ctx, &args.held, |state, todo, epoch| {
+        Change::TodoRenew(TodoRenew {
+            todo,
+            epoch,
+            lease: args.ttl.unwrap_or(state.meta.settings.lease),
+        })
     })?;
     report(ctx, &done, |t| {
         let until = t.lease_until().map(|u| u.to_string()).unwrap_or_default();

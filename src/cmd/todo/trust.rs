@@ -13,8 +13,8 @@ use crate::cmd::{TickWire, commit_change};
 use crate::ctx::{Caller, Ctx};
 use crate::error::{Code, Exit, Refusal};
 use crate::model::{Blocks, GateId, GateKind, State, Todo, TodoId, id::RANDOM_HEX};
-use crate::op::Change;
 use crate::op::signer::validation_digest;
+use crate::op::{Change, GateAnswer, GateOpen, TodoTrust};
 use crate::trust::{self, AllowedSigners, validation::shell_words};
 
 /// Trust a todo's validation command to run (a signed human act)
@@ -92,10 +92,10 @@ fn vouch(ctx: &Ctx, todo: &TodoId, note: Option<&str>) -> Result<Exit> {
         let digest = validation_digest(v);
         Ok(tx::op(
             ctx,
-            Change::TodoTrust {
+            Change::TodoTrust(TodoTrust {
                 todo: todo.clone(),
                 digest,
-            },
+            }),
         )?)
     })?;
     let t = &done.state.todos[todo];
@@ -105,11 +105,11 @@ fn vouch(ctx: &Ctx, todo: &TodoId, note: Option<&str>) -> Result<Exit> {
         Some(g) if g.is_open() => {
             commit_change(
                 ctx,
-                Change::GateAnswer {
+                Change::GateAnswer(GateAnswer {
                     gate: gate.clone(),
                     choice: RUN.to_owned(),
                     note: note.map(str::to_owned),
-                },
+                }),
             )?;
             Some(gate)
         }
@@ -269,14 +269,14 @@ pub fn allow_or_hold(ctx: &Ctx, state: &State, todo: &Todo) -> Result<()> {
             let question = held_question(todo, &argv);
             commit_change(
                 ctx,
-                Change::GateOpen {
+                Change::GateOpen(GateOpen {
                     gate: gate.clone(),
                     goal: todo.goal.clone(),
                     question: question.clone(),
                     options: vec![RUN.to_owned(), REFUSE.to_owned()],
                     kind: GateKind::Permission,
                     blocks: Blocks::Todo(id.clone()),
-                },
+                }),
             )?;
             ctx.out.status(&format!(
                 "Opened gate {gate}: a human decides whether {id}'s validation runs on the team's machines."

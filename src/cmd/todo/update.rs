@@ -6,7 +6,7 @@ use super::{report, tick_on};
 use crate::ctx::Ctx;
 use crate::error::{Code, Exit, Refusal};
 use crate::model::TodoStatus;
-use crate::op::Change;
+use crate::op::{Change, TodoUpdate};
 
 /// Add a note to a todo or change its status
 ///
@@ -44,11 +44,13 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         )
         .into());
     }
-    let done = tick_on(ctx, &args.held, |_, todo, epoch| Change::TodoUpdate {
-        todo,
-        epoch,
-        status: args.status,
-        note: args.note.clone(),
+    let done = tick_on(ctx, &args.held, |_, todo, epoch| {
+        Change::TodoUpdate(TodoUpdate {
+            todo,
+            epoch,
+            status: args.status,
+            note: args.note.clone(),
+        })
     })?;
     report(ctx, &done, |t| {
         format!("Updated {} \"{}\" ({}).", t.id, t.title, t.status)

@@ -1,6 +1,6 @@
 use super::*;
 use crate::model::{Actor, GoalStatus, OpId, Priority, Runtime, TodoId};
-use crate::op::{Op, apply};
+use crate::op::{AgentRegister, GoalSet, Init, Op, RefreshState, TodoAdd, TodoClaim, apply};
 use crate::time::Span;
 
 const T1: &str = "000000a1";
@@ -40,32 +40,27 @@ fn board() -> State {
     for (at, change) in [
         (
             "2026-01-01T09:00:00Z",
-            Change::Init {
+            Change::Init(Init {
                 goal: Some(main.clone()),
                 objective: Some("Ship the parser".to_owned()),
-            },
+            }),
         ),
         (
             "2026-01-01T09:00:00Z",
-            Change::AgentRegister {
+            Change::AgentRegister(AgentRegister {
                 agent: aid("codex-1"),
                 runtime: Runtime::Codex,
                 capabilities: Vec::new(),
-            },
+            }),
         ),
         (
             "2026-01-01T09:01:00Z",
-            Change::TodoAdd {
-                todo: TodoId::from_hex(T1),
-                goal: main,
-                title: "Write the parser".to_owned(),
-                priority: Priority::DEFAULT,
-                after: Vec::new(),
-                capabilities: Vec::new(),
-                scope: Vec::new(),
-                note: None,
-                validate: None,
-            },
+            Change::TodoAdd(TodoAdd::new(
+                TodoId::from_hex(T1),
+                main,
+                "Write the parser".to_owned(),
+                Priority::DEFAULT,
+            )),
         ),
     ] {
         apply_as(&mut s, human(), at, change);
@@ -80,11 +75,11 @@ fn claimed() -> State {
         &mut s,
         Actor::Agent(aid("codex-1")),
         "2026-01-01T09:10:00Z",
-        Change::TodoClaim {
+        Change::TodoClaim(TodoClaim {
             todo: TodoId::from_hex(T1),
             epoch: 0,
             lease: Span::minutes(30),
-        },
+        }),
     );
     s
 }
@@ -149,18 +144,10 @@ fn a_paused_goal_stands_the_agent_down() {
         &mut s,
         human(),
         "2026-01-01T09:05:00Z",
-        Change::GoalSet {
-            goal: GoalId::new("main").unwrap(),
-            objective: None,
+        Change::GoalSet(GoalSet {
             status: Some(GoalStatus::Paused),
-            scope: None,
-            guards: None,
-            quota_slots: None,
-            quota_window: None,
-            budget: None,
-            auto_resume: None,
-            stall_after: None,
-        },
+            ..GoalSet::new(GoalId::new("main").unwrap())
+        }),
     );
     let text = brief(&s, &start(&s, &a, false));
     assert!(
@@ -269,14 +256,11 @@ fn a_stop_keeps_a_claim_holder_going_until_it_says_why_it_stops() {
         &mut blocked,
         Actor::Agent(a.clone()),
         "2026-01-01T09:16:00Z",
-        Change::RefreshState {
-            goal: GoalId::new("main").unwrap(),
-            outcome: Outcome::Blocked,
-            turn: None,
+        Change::RefreshState(RefreshState {
             todo: Some(TodoId::from_hex(T1)),
             next_action: Some("wait".to_owned()),
-            progress: None,
-        },
+            ..RefreshState::new(GoalId::new("main").unwrap(), Outcome::Blocked)
+        }),
     );
     let mut rec = Session {
         nudged: Some(now),
@@ -299,12 +283,12 @@ fn a_session_end_records_the_unrecorded_turn_of_a_claim_holder() {
     };
     let e = end(&rec, true, &s, &a, None, Some("logout")).unwrap();
     assert_eq!(e.claims.len(), 1);
-    let Some(Change::RefreshState {
+    let Some(Change::RefreshState(RefreshState {
         outcome,
         todo,
         next_action,
         ..
-    }) = e.record
+    })) = e.record
     else {
         panic!("no turn recorded");
     };
@@ -341,14 +325,10 @@ fn a_turn_recorded_since_the_start_is_not_recorded_again() {
         &mut s,
         Actor::Agent(a.clone()),
         "2026-01-01T09:20:00Z",
-        Change::RefreshState {
-            goal: GoalId::new("main").unwrap(),
-            outcome: Outcome::Advanced,
-            turn: None,
+        Change::RefreshState(RefreshState {
             todo: Some(TodoId::from_hex(T1)),
-            next_action: None,
-            progress: None,
-        },
+            ..RefreshState::new(GoalId::new("main").unwrap(), Outcome::Advanced)
+        }),
     );
     assert!(
         end(&rec, true, &s, &a, None, None)

@@ -1,5 +1,6 @@
 //! Unit tests of `agent.register` and `agent.retire`.
 
+use crate::op::AgentRetire;
 use crate::op::test_support::*;
 
 #[test]
@@ -176,7 +177,7 @@ fn capabilities_are_trimmed_sorted_and_deduped() {
 }
 
 fn retire(id: &str) -> Change {
-    Change::AgentRetire { agent: aid(id) }
+    Change::AgentRetire(AgentRetire { agent: aid(id) })
 }
 
 #[test]

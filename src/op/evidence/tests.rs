@@ -4,6 +4,7 @@
 use crate::model::Evidence;
 use crate::model::todo::EvidenceRef;
 use crate::op::test_support::*;
+use crate::op::{AgentRetire, EvidenceAdd};
 
 const E1: &str = "0000e1e1";
 
@@ -11,7 +12,7 @@ const E1: &str = "0000e1e1";
 fn a_human_records_a_note_on_a_todo() {
     let mut s = board();
     let mut change = evidence(E1, Some(T1), EvidenceKind::Note, None);
-    if let Change::EvidenceAdd { summary, code, .. } = &mut change {
+    if let Change::EvidenceAdd(EvidenceAdd { summary, code, .. }) = &mut change {
         *summary = "  Looked at the grammar  ".to_owned();
         *code = Some(Code {
             head: Some("abc123".to_owned()),
@@ -138,9 +139,9 @@ fn a_sync_rejected_record_lands_for_a_retired_agent_and_passes_nothing() {
         &op(
             human(),
             "2026-01-01T09:12:00Z",
-            Change::AgentRetire {
+            Change::AgentRetire(AgentRetire {
                 agent: aid("agent-a"),
-            },
+            }),
         ),
     );
     let agents = s.agents.clone();
@@ -189,7 +190,7 @@ fn evidence_names_a_known_goal_and_a_live_todo_of_it() {
     let mut s = board();
     let at = "2026-01-01T09:05:00Z";
     let mut change = evidence(E1, None, EvidenceKind::Note, None);
-    if let Change::EvidenceAdd { goal, .. } = &mut change {
+    if let Change::EvidenceAdd(EvidenceAdd { goal, .. }) = &mut change {
         *goal = gid("nope");
     }
     refuse(
@@ -213,7 +214,7 @@ fn evidence_names_a_known_goal_and_a_live_todo_of_it() {
         &op(human(), at, goal_add("docs", "Write the manual")),
     );
     let mut change = evidence(E1, Some(T1), EvidenceKind::Note, None);
-    if let Change::EvidenceAdd { goal, .. } = &mut change {
+    if let Change::EvidenceAdd(EvidenceAdd { goal, .. }) = &mut change {
         *goal = gid("docs");
     }
     let r = refuse(&mut s, &op(human(), at, change), Exit::Usage, "wrong-goal");
@@ -224,7 +225,7 @@ fn evidence_names_a_known_goal_and_a_live_todo_of_it() {
 fn evidence_refuses_an_empty_summary() {
     let mut s = board();
     let mut change = evidence(E1, Some(T1), EvidenceKind::Note, None);
-    if let Change::EvidenceAdd { summary, .. } = &mut change {
+    if let Change::EvidenceAdd(EvidenceAdd { summary, .. }) = &mut change {
         *summary = "   ".to_owned();
     }
     refuse(

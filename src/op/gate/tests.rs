@@ -5,6 +5,7 @@
 use crate::model::gate::{Answer, Withdrawn};
 use crate::model::{Gate, GateId, GateStatus};
 use crate::op::test_support::*;
+use crate::op::{AgentRetire, GateAnswer, GateOpen, GateWithdraw, TodoAdd};
 
 /// The gate most tests open.
 const G1: &str = "0000c0de";
@@ -14,26 +15,26 @@ fn gate_id(hex: &str) -> GateId {
 }
 
 fn open_gate(kind: GateKind, blocks: Blocks, options: &[&str]) -> Change {
-    Change::GateOpen {
+    Change::GateOpen(GateOpen {
         gate: gate_id(G1),
         goal: gid("main"),
         question: "  Which parser library? ".to_owned(),
         options: strings(options),
         kind,
         blocks,
-    }
+    })
 }
 
 fn answer(choice: &str, note: Option<&str>) -> Change {
-    Change::GateAnswer {
+    Change::GateAnswer(GateAnswer {
         gate: gate_id(G1),
         choice: choice.to_owned(),
         note: note.map(str::to_owned),
-    }
+    })
 }
 
 fn withdraw() -> Change {
-    Change::GateWithdraw { gate: gate_id(G1) }
+    Change::GateWithdraw(GateWithdraw { gate: gate_id(G1) })
 }
 
 /// The board with a decision gate on goal `main`, opened by the human at
@@ -117,7 +118,7 @@ fn a_registered_agent_opens_a_gate_and_an_unregistered_one_cannot() {
 fn gate_open_refuses_an_unknown_or_done_goal() {
     let mut s = board();
     let mut change = open_gate(GateKind::Decision, Blocks::Goal, &["a", "b"]);
-    if let Change::GateOpen { goal, .. } = &mut change {
+    if let Change::GateOpen(GateOpen { goal, .. }) = &mut change {
         *goal = gid("nope");
     }
     refuse(
@@ -180,7 +181,7 @@ fn gate_open_checks_what_it_blocks() {
         &op(human(), at, goal_add("docs", "Write the manual")),
     );
     let mut other = add(T2, "Write the manual");
-    if let Change::TodoAdd { goal, .. } = &mut other {
+    if let Change::TodoAdd(TodoAdd { goal, .. }) = &mut other {
         *goal = gid("docs");
     }
     ok(&mut s, &op(human(), at, other));
@@ -201,9 +202,9 @@ fn gate_open_checks_what_it_blocks() {
         &op(
             human(),
             at,
-            Change::AgentRetire {
+            Change::AgentRetire(AgentRetire {
                 agent: aid("agent-b"),
-            },
+            }),
         ),
     );
     ok(
@@ -236,7 +237,7 @@ fn gate_open_refuses_a_taken_id_an_empty_question_and_bad_options() {
     );
     let mut s = board();
     let mut empty = open_gate(GateKind::Decision, Blocks::Goal, &["a", "b"]);
-    if let Change::GateOpen { question, .. } = &mut empty {
+    if let Change::GateOpen(GateOpen { question, .. }) = &mut empty {
         *question = " \n ".to_owned();
     }
     refuse(&mut s, &op(human(), at, empty), Exit::Usage, "empty-text");

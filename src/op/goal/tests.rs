@@ -1,5 +1,6 @@
 //! Unit tests of `init`, `goal.add` and `goal.set`.
 
+use crate::op::GoalSet;
 use crate::op::test_support::*;
 
 #[test]
@@ -226,21 +227,10 @@ fn goal_set_is_for_humans_only() {
 #[test]
 fn goal_set_refuses_an_unknown_goal() {
     let mut s = board();
-    let Change::GoalSet { status, .. } = set_status(GoalStatus::Paused) else {
-        unreachable!()
-    };
-    let change = Change::GoalSet {
-        goal: gid("nope"),
-        objective: None,
-        status,
-        scope: None,
-        guards: None,
-        quota_slots: None,
-        quota_window: None,
-        budget: None,
-        auto_resume: None,
-        stall_after: None,
-    };
+    let change = Change::GoalSet(GoalSet {
+        status: Some(GoalStatus::Paused),
+        ..GoalSet::new(gid("nope"))
+    });
     let r = refuse(
         &mut s,
         &op(human(), "2026-01-01T10:00:00Z", change),
@@ -312,18 +302,15 @@ fn goal_set_needs_something_to_set() {
 #[test]
 fn goal_set_applies_every_field() {
     let mut s = board();
-    let change = Change::GoalSet {
-        goal: gid("main"),
+    let change = Change::GoalSet(GoalSet {
         objective: Some(" Ship the parser and docs ".to_owned()),
         status: Some(GoalStatus::Paused),
         scope: Some(strings(&["src/**", "docs/**"])),
         guards: Some(strings(&["no unsafe"])),
         quota_slots: Some(3),
         quota_window: Some(Span::hours(2)),
-        budget: None,
-        auto_resume: None,
-        stall_after: None,
-    };
+        ..GoalSet::new(gid("main"))
+    });
     let subject = ok(&mut s, &op(human(), "2026-01-01T10:00:00Z", change));
     assert_eq!(
         subject,

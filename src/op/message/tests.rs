@@ -5,6 +5,7 @@ use std::collections::BTreeSet;
 
 use super::*;
 use crate::model::FORMAT;
+use crate::op::RefreshState;
 use crate::op::test_support::*;
 
 fn effect(subject: &str) -> Effect {
@@ -97,14 +98,10 @@ fn ops_without_their_optional_fields_round_trip_too() {
         update(T1, 0, None, None),
         done(T1, 0, None),
         evidence("0000e1e1", None, EvidenceKind::Note, None),
-        Change::RefreshState {
-            goal: gid("main"),
-            outcome: Outcome::Unchanged,
-            turn: None,
-            todo: None,
-            next_action: None,
+        Change::RefreshState(RefreshState {
             progress: Some("0123456789abcdef".to_owned()),
-        },
+            ..RefreshState::new(gid("main"), Outcome::Unchanged)
+        }),
     ] {
         let o = op(human(), "2026-01-01T09:10:00Z", change);
         let msg = render(&o, &effect("s"), 1, FORMAT, &[]);
@@ -215,4 +212,97 @@ fn kind_kinds_and_serde_tags_agree_for_every_variant() {
         let back: Change = serde_json::from_value(value).expect("deserializes");
         assert_eq!(&back, change);
     }
+}
+
+/// The stored form of one op of every kind, byte for byte: its TOML (the
+/// body of a tick's message) and its JSON (`log --format json`, the MCP
+/// answers). Each change is its own struct beside the `op` tag; this pins
+/// that the fields still sit beside the tag exactly as when they were
+/// inline in the enum. `every_kind.txt` was written by the code before the
+/// structs; a difference here is a format change. A new kind adds its
+/// sample's form: `LOOPX_BLESS=1` rewrites the file, and its diff must only
+/// add lines.
+#[test]
+fn every_kind_keeps_its_stored_form() {
+    let mut got = String::new();
+    for change in every_change() {
+        let op = op(agent("agent-a"), "2026-01-01T09:00:00Z", change);
+        let toml = toml::to_string(&op).expect("serializes");
+        let json = serde_json::to_string(&op).expect("serializes");
+        assert_eq!(toml::from_str::<Op>(&toml).expect("parses"), op, "{toml}");
+        assert_eq!(
+            serde_json::from_str::<Op>(&json).expect("parses"),
+            op,
+            "{json}"
+        );
+        got.push_str(&format!("# {}\n{toml}{json}\n\n", op.change.kind()));
+    }
+    if std::env::var_os("LOOPX_BLESS").is_some() {
+        let path =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/op/message/every_kind.txt");
+        std::fs::write(path, &got).expect("write every_kind.txt");
+        return;
+    }
+    let want = include_str!("every_kind.txt");
+    if got != want {
+        let (mut g, mut w) = (got.lines(), want.lines());
+        let line = (1..)
+            .find(|_| g.next() != w.next())
+            .expect("the texts differ");
+        panic!(
+            "the stored form changed from line {line} on:\n{}",
+            got.lines()
+                .skip(line - 1)
+                .take(12)
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+    }
+}
+
+/// The first format of one op of every kind (every optional field set), as
+/// the hand-written `since` said before the `changes!` table took over the
+/// kinds' part of it: the expected text was written by that code.
+#[test]
+fn every_kind_needs_the_format_it_needed_before_the_table() {
+    let got: String = every_change()
+        .iter()
+        .map(|c| format!("{} {}\n", c.kind(), c.since()))
+        .collect();
+    let want = "\
+init 1
+goal.add 1
+goal.set 3
+agent.register 1
+todo.add 1
+todo.claim 1
+todo.renew 1
+todo.handoff 1
+todo.release 1
+todo.update 1
+todo.done 2
+todo.edit 2
+todo.trust 2
+signer.announce 2
+todo.reopen 1
+todo.archive 1
+agent.retire 1
+gate.open 1
+gate.answer 1
+gate.withdraw 1
+gate.notified 2
+evidence.add 2
+turn.refresh 3
+quota.spend 1
+quota.void 1
+usage.record 3
+quota.park 3
+quota.resume 3
+signer.require 4
+machine.propose 5
+machine.admit 5
+machine.revoke 5
+turn.settle 1
+";
+    assert_eq!(got, want);
 }

@@ -4,16 +4,17 @@
 use crate::op::park::{self, Standing};
 use crate::op::test_support::*;
 use crate::op::turn::{self, Reason};
+use crate::op::{GateAnswer, GoalSet, QuotaPark, QuotaResume};
 
 const UNTIL: &str = "2026-01-01T15:00:00Z";
 
 fn park_change(agent: &str, until: &str, reason: Option<&str>) -> Change {
-    Change::QuotaPark {
+    Change::QuotaPark(QuotaPark {
         agent: aid(agent),
         goal: gid("main"),
         until: t(until),
         reason: reason.map(str::to_owned),
-    }
+    })
 }
 
 /// agent-a parked itself at 09:20 until 15:00.
@@ -40,10 +41,10 @@ fn skip_at(s: &State, at: &str) -> Option<Reason> {
 }
 
 fn auto_resume(s: &mut State, on: bool) {
-    let mut c = goal_set_with(None, None, None, None);
-    if let Change::GoalSet { auto_resume, .. } = &mut c {
-        *auto_resume = Some(on);
-    }
+    let c = Change::GoalSet(GoalSet {
+        auto_resume: Some(on),
+        ..GoalSet::new(gid("main"))
+    });
     ok(s, &op(human(), "2026-01-01T09:21:00Z", c));
 }
 
@@ -169,11 +170,11 @@ fn the_next_refresh_after_the_time_opens_a_human_only_gate() {
         op(
             actor,
             "2026-01-01T15:10:00Z",
-            Change::GateAnswer {
+            Change::GateAnswer(GateAnswer {
                 gate: g.clone(),
                 choice: choice.to_owned(),
                 note: None,
-            },
+            }),
         )
     };
     refuse(
@@ -215,11 +216,11 @@ fn a_stop_answer_keeps_it_parked_until_a_human_resumes_it() {
         &op(
             human(),
             "2026-01-01T15:10:00Z",
-            Change::GateAnswer {
+            Change::GateAnswer(GateAnswer {
                 gate: g.clone(),
                 choice: "stop".to_owned(),
                 note: None,
-            },
+            }),
         ),
     );
     assert_eq!(
@@ -233,9 +234,9 @@ fn a_stop_answer_keeps_it_parked_until_a_human_resumes_it() {
         op(
             actor,
             "2026-01-01T15:20:00Z",
-            Change::QuotaResume {
+            Change::QuotaResume(QuotaResume {
                 agent: aid("agent-a"),
-            },
+            }),
         )
     };
     refuse(

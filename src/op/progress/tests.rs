@@ -5,6 +5,7 @@ use std::collections::BTreeSet;
 
 use crate::op::progress::{self, CodeState};
 use crate::op::test_support::*;
+use crate::op::{EvidenceAdd, GateAnswer, GateWithdraw, GoalSet, QuotaSpend, RefreshState, Settle};
 
 /// An op with its own id.
 fn op_n(n: u64, actor: Actor, at: &str, change: Change) -> Op {
@@ -20,14 +21,11 @@ fn turn_at(minute: u32) -> String {
 
 /// agent-a's refresh of T1 with fingerprint `fp`.
 fn refresh_fp(outcome: Outcome, todo: &str, fp: &str) -> Change {
-    Change::RefreshState {
-        goal: gid("main"),
-        outcome,
-        turn: None,
+    Change::RefreshState(RefreshState {
         todo: Some(tid(todo)),
-        next_action: None,
         progress: Some(fp.to_owned()),
-    }
+        ..RefreshState::new(gid("main"), outcome)
+    })
 }
 
 /// Applies agent-a's advanced turn `n` (at 10:n) with fingerprint `fp`.
@@ -61,11 +59,11 @@ fn answer(s: &mut State, n: u64, gate: &GateId, at: &str) {
             n,
             human(),
             at,
-            Change::GateAnswer {
+            Change::GateAnswer(GateAnswer {
                 gate: gate.clone(),
                 choice: "continue".to_owned(),
                 note: None,
-            },
+            }),
         ),
     );
 }
@@ -172,11 +170,11 @@ fn the_third_advanced_turn_without_progress_opens_a_human_only_spend_gate() {
             9,
             agent("agent-a"),
             &turn_at(5),
-            Change::GateAnswer {
+            Change::GateAnswer(GateAnswer {
                 gate,
                 choice: "continue".to_owned(),
                 note: None,
-            },
+            }),
         ),
         Exit::Refused,
         "humans-only",
@@ -192,16 +190,15 @@ fn the_gate_names_the_last_evidence() {
         &op(
             agent("agent-a"),
             &turn_at(0),
-            Change::EvidenceAdd {
-                evidence: e.clone(),
-                goal: gid("main"),
+            Change::EvidenceAdd(EvidenceAdd {
                 todo: Some(tid(T1)),
-                kind: EvidenceKind::Note,
-                summary: "tried again".to_owned(),
-                code: None,
-                run: None,
-                artifact: None,
-            },
+                ..EvidenceAdd::new(
+                    e.clone(),
+                    gid("main"),
+                    EvidenceKind::Note,
+                    "tried again".to_owned(),
+                )
+            }),
         ),
     );
     for n in 1..=3 {
@@ -266,7 +263,7 @@ fn progress_of_any_kind_restarts_the_run() {
     // A refresh without a fingerprint (an older tick, the Stop hook) leaves
     // the run as it was.
     let mut bare = refresh(Outcome::Advanced, Some(T1), None);
-    if let Change::RefreshState { turn, .. } = &mut bare {
+    if let Change::RefreshState(RefreshState { turn, .. }) = &mut bare {
         *turn = None;
     }
     ok(&mut s, &op_n(14, agent("agent-a"), &turn_at(14), bare));
@@ -305,9 +302,9 @@ fn answering_the_gate_resets_the_count() {
             101,
             human(),
             &turn_at(9),
-            Change::GateWithdraw {
+            Change::GateWithdraw(GateWithdraw {
                 gate: second.clone(),
-            },
+            }),
         ),
     );
     assert_eq!(decide_skip(&s, &turn_at(9)), None);
@@ -318,11 +315,10 @@ fn answering_the_gate_resets_the_count() {
 fn stall_after_is_a_goal_setting_and_zero_turns_it_off() {
     let mut s = claimed_board();
     let set = |n| {
-        let mut c = goal_set();
-        if let Change::GoalSet { stall_after, .. } = &mut c {
-            *stall_after = Some(n);
-        }
-        c
+        Change::GoalSet(GoalSet {
+            stall_after: Some(n),
+            ..GoalSet::new(gid("main"))
+        })
     };
     refuse(
         &mut s,
@@ -351,16 +347,18 @@ fn stall_after_is_a_goal_setting_and_zero_turns_it_off() {
 #[test]
 fn the_stalling_settle_spends_and_nothing_after_it_does() {
     let mut s = claimed_board();
-    let settle = |n: u32, turn: &str| Change::Settle {
-        turn: turn.to_owned(),
-        steps: vec![
-            refresh_fp(Outcome::Advanced, T1, "f1"),
-            Change::QuotaSpend {
-                goal: gid("main"),
-                turn: turn.to_owned(),
-                issued: t(&turn_at(n)),
-            },
-        ],
+    let settle = |n: u32, turn: &str| {
+        Change::Settle(Settle {
+            turn: turn.to_owned(),
+            steps: vec![
+                refresh_fp(Outcome::Advanced, T1, "f1"),
+                Change::QuotaSpend(QuotaSpend {
+                    goal: gid("main"),
+                    turn: turn.to_owned(),
+                    issued: t(&turn_at(n)),
+                }),
+            ],
+        })
     };
     for n in 1..=3u32 {
         let e = ok_effect(

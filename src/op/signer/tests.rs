@@ -5,15 +5,16 @@
 use super::validation_digest;
 use crate::model::{SignerName, Validation};
 use crate::op::test_support::*;
+use crate::op::{SignerAnnounce, TodoAdd, TodoEdit, TodoTrust};
 
 const KEY: &str =
     "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJRqOlZ4qkWVuwIN6zT8Rtnu8VP+zkcei4lRZKsBty30";
 
 fn announce(name: &str, key: &str) -> Change {
-    Change::SignerAnnounce {
+    Change::SignerAnnounce(SignerAnnounce {
         name: SignerName::new(name).expect("a slug"),
         key: key.to_owned(),
-    }
+    })
 }
 
 fn check(argv: &[&str]) -> Validation {
@@ -27,7 +28,7 @@ fn check(argv: &[&str]) -> Validation {
 fn with_validation() -> State {
     let mut s = board();
     let mut add = add_with(&[], &[], &[], None);
-    if let Change::TodoAdd { validate, .. } = &mut add {
+    if let Change::TodoAdd(TodoAdd { validate, .. }) = &mut add {
         *validate = Some(check(&["sh", "-c", "touch PWNED"]));
     }
     ok(&mut s, &op(agent("agent-a"), "2026-01-01T09:02:00Z", add));
@@ -85,10 +86,10 @@ fn todo_add_and_edit_record_who_wrote_the_validation_and_trust_replaces_it() {
     let from = s.todos[&tid(T2)].validate_from.clone().expect("recorded");
     assert_eq!((from.by, from.how.as_str()), (agent("agent-a"), "add"));
     let v = s.todos[&tid(T2)].validate.clone().unwrap();
-    let trust = Change::TodoTrust {
+    let trust = Change::TodoTrust(TodoTrust {
         todo: tid(T2),
         digest: validation_digest(&v),
-    };
+    });
     refuse(
         &mut s,
         &op(agent("agent-a"), "2026-01-01T09:03:00Z", trust.clone()),
@@ -99,15 +100,10 @@ fn todo_add_and_edit_record_who_wrote_the_validation_and_trust_replaces_it() {
     let from = s.todos[&tid(T2)].validate_from.clone().unwrap();
     assert_eq!((from.by, from.how.as_str()), (human(), "trust"));
     // An edit of the validation voids the trust: the record names the edit.
-    let edit = Change::TodoEdit {
-        todo: tid(T2),
-        epoch: 0,
-        title: None,
-        priority: None,
-        after: None,
-        note: None,
+    let edit = Change::TodoEdit(TodoEdit {
         validate: Some(check(&["cargo", "publish"])),
-    };
+        ..TodoEdit::new(tid(T2), 0)
+    });
     ok(&mut s, &op(agent("agent-b"), "2026-01-01T09:04:00Z", edit));
     let from = s.todos[&tid(T2)].validate_from.clone().unwrap();
     assert_eq!((from.by, from.how.as_str()), (agent("agent-b"), "edit"));
@@ -124,10 +120,10 @@ fn todo_add_and_edit_record_who_wrote_the_validation_and_trust_replaces_it() {
         &op(
             human(),
             "2026-01-01T09:05:00Z",
-            Change::TodoTrust {
+            Change::TodoTrust(TodoTrust {
                 todo: tid(T1),
                 digest: "sha256:00".to_owned(),
-            },
+            }),
         ),
         Exit::Refused,
         "no-validation",

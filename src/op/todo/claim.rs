@@ -3,21 +3,21 @@
 
 use super::{get, todo_mut};
 use crate::error::{Code, Hint, N, Next, Refusal};
-use crate::model::{Actor, Claim, State, Todo, TodoId, TodoStatus};
+use crate::model::{Actor, Claim, State, Todo, TodoStatus};
 use crate::op::{
     Effect, Happened, Op,
     rules::{self, non_empty},
     short,
 };
+use crate::op::{TodoClaim, TodoHandoff, TodoRelease, TodoRenew};
 use crate::time::Span;
 
-pub(in crate::op) fn claim(
-    state: &mut State,
-    op: &Op,
-    id: &TodoId,
-    epoch: u64,
-    lease: Span,
-) -> Result<Effect, Refusal> {
+pub(in crate::op) fn claim(state: &mut State, op: &Op, c: &TodoClaim) -> Result<Effect, Refusal> {
+    let &TodoClaim {
+        todo: ref id,
+        epoch,
+        lease,
+    } = c;
     let agent = rules::acting_agent(state, &op.actor, "claim a todo")?.clone();
     let todo = get(state, id)?;
     if let Some(goal) = state.goals.get(&todo.goal) {
@@ -87,10 +87,13 @@ pub(in crate::op) fn claim(
 pub(in crate::op) fn release(
     state: &mut State,
     op: &Op,
-    id: &TodoId,
-    epoch: u64,
-    force: bool,
+    c: &TodoRelease,
 ) -> Result<Effect, Refusal> {
+    let &TodoRelease {
+        todo: ref id,
+        epoch,
+        force,
+    } = c;
     if let Actor::Agent(a) = &op.actor {
         rules::registered(state, a)?;
     }
@@ -150,13 +153,12 @@ pub(in crate::op) fn release(
 }
 
 /// The owner extends its lease; a lease already taken over is a conflict.
-pub(in crate::op) fn renew(
-    state: &mut State,
-    op: &Op,
-    id: &TodoId,
-    epoch: u64,
-    lease: Span,
-) -> Result<Effect, Refusal> {
+pub(in crate::op) fn renew(state: &mut State, op: &Op, c: &TodoRenew) -> Result<Effect, Refusal> {
+    let &TodoRenew {
+        todo: ref id,
+        epoch,
+        lease,
+    } = c;
     let acting = rules::acting_agent(state, &op.actor, "renew a lease")?.clone();
     let agent = acting.id.clone();
     let todo = get(state, id)?;
@@ -207,12 +209,15 @@ pub(in crate::op) fn renew(
 pub(in crate::op) fn handoff(
     state: &mut State,
     op: &Op,
-    id: &TodoId,
-    epoch: u64,
-    to: &crate::model::AgentId,
-    lease: Span,
-    note: &str,
+    c: &TodoHandoff,
 ) -> Result<Effect, Refusal> {
+    let &TodoHandoff {
+        todo: ref id,
+        epoch,
+        ref to,
+        lease,
+        ref note,
+    } = c;
     // DESIGN §4: handoff is an agent's act; a human frees a claim with
     // `release --force` instead.
     rules::acting_agent(state, &op.actor, "hand a todo off")?;

@@ -3,7 +3,7 @@
 //! a conflict (fencing).
 
 use super::{
-    Change, Effect, Happened, Op,
+    Effect, Happened, Op,
     agent::normalize,
     rules::{self, non_empty},
     short,
@@ -12,14 +12,15 @@ use crate::error::{Code, Hint, N, Next, Refusal};
 use crate::model::{
     Actor, GoalStatus, Note, State, Todo, TodoId, TodoStatus, Validation, Vouch, run::CommandRun,
 };
+use crate::op::{TodoAdd, TodoArchive, TodoDone, TodoEdit, TodoReopen, TodoUpdate};
 
 mod claim;
 
 use claim::fence;
 pub(super) use claim::{claim, handoff, release, renew};
 
-pub(super) fn add(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
-    let Change::TodoAdd {
+pub(super) fn add(state: &mut State, op: &Op, c: &TodoAdd) -> Result<Effect, Refusal> {
+    let TodoAdd {
         todo,
         goal,
         title,
@@ -29,10 +30,7 @@ pub(super) fn add(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         scope,
         note,
         validate,
-    } = &op.change
-    else {
-        unreachable!("dispatched on TodoAdd")
-    };
+    } = c;
     if let Some(v) = validate {
         check_validation(v)?;
     }
@@ -106,14 +104,14 @@ pub(super) fn add(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
     ))
 }
 
-pub(super) fn update(
-    state: &mut State,
-    op: &Op,
-    id: &TodoId,
-    epoch: u64,
-    status: Option<TodoStatus>,
-    note: Option<&str>,
-) -> Result<Effect, Refusal> {
+pub(super) fn update(state: &mut State, op: &Op, c: &TodoUpdate) -> Result<Effect, Refusal> {
+    let &TodoUpdate {
+        todo: ref id,
+        epoch,
+        status,
+        ref note,
+    } = c;
+    let note = note.as_deref();
     let todo = writable(state, op, id, epoch, "update")?;
     if todo.status == TodoStatus::Done && status.is_none_or(|s| s != TodoStatus::Open) {
         return Err(
@@ -170,14 +168,14 @@ pub(super) fn update(
     ))
 }
 
-pub(super) fn done(
-    state: &mut State,
-    op: &Op,
-    id: &TodoId,
-    epoch: u64,
-    note: Option<&str>,
-    validation: Option<&CommandRun>,
-) -> Result<Effect, Refusal> {
+pub(super) fn done(state: &mut State, op: &Op, c: &TodoDone) -> Result<Effect, Refusal> {
+    let &TodoDone {
+        todo: ref id,
+        epoch,
+        ref note,
+        ref validation,
+    } = c;
+    let (note, validation) = (note.as_deref(), validation.as_ref());
     let todo = writable(state, op, id, epoch, "complete")?;
     if todo.status == TodoStatus::Done {
         return Err(Refusal::rule(
@@ -237,8 +235,8 @@ pub(super) fn done(
     ))
 }
 
-pub(super) fn edit(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
-    let Change::TodoEdit {
+pub(super) fn edit(state: &mut State, op: &Op, c: &TodoEdit) -> Result<Effect, Refusal> {
+    let TodoEdit {
         todo: id,
         epoch,
         title,
@@ -246,10 +244,7 @@ pub(super) fn edit(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         after,
         note,
         validate,
-    } = &op.change
-    else {
-        unreachable!("dispatched on TodoEdit")
-    };
+    } = c;
     if let Some(v) = validate {
         check_validation(v)?;
     }
@@ -375,12 +370,11 @@ fn waits_for(state: &State, from: &TodoId, target: &TodoId) -> bool {
     false
 }
 
-pub(super) fn reopen(
-    state: &mut State,
-    op: &Op,
-    id: &TodoId,
-    epoch: u64,
-) -> Result<Effect, Refusal> {
+pub(super) fn reopen(state: &mut State, op: &Op, c: &TodoReopen) -> Result<Effect, Refusal> {
+    let &TodoReopen {
+        todo: ref id,
+        epoch,
+    } = c;
     let todo = writable(state, op, id, epoch, "reopen")?;
     if matches!(todo.status, TodoStatus::Open | TodoStatus::Claimed) {
         return Err(Refusal::rule(
@@ -405,7 +399,8 @@ pub(super) fn reopen(
 }
 
 /// Moves the listed todos that are still done out of the live set.
-pub(super) fn archive(state: &mut State, op: &Op, ids: &[TodoId]) -> Result<Effect, Refusal> {
+pub(super) fn archive(state: &mut State, op: &Op, c: &TodoArchive) -> Result<Effect, Refusal> {
+    let ids = &c.todos;
     if let Actor::Agent(a) = &op.actor {
         rules::registered(state, a)?;
     }

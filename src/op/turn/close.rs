@@ -2,19 +2,21 @@
 //! and `settle`, which holds several of them in one tick.
 
 use super::*;
+use crate::op::{EvidenceAdd, QuotaSpend, QuotaVoid, RefreshState, Settle, TodoUpdate};
 
-pub(in crate::op) fn refresh(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
-    let Change::RefreshState {
+pub(in crate::op) fn refresh(
+    state: &mut State,
+    op: &Op,
+    c: &RefreshState,
+) -> Result<Effect, Refusal> {
+    let RefreshState {
         goal,
         outcome,
         turn,
         todo,
         next_action,
         progress,
-    } = &op.change
-    else {
-        unreachable!("dispatched on RefreshState")
-    };
+    } = c;
     let agent = rules::acting_agent(state, &op.actor, "refresh its state")?
         .id
         .clone();
@@ -82,13 +84,12 @@ pub(in crate::op) fn refresh(state: &mut State, op: &Op) -> Result<Effect, Refus
     ))
 }
 
-pub(in crate::op) fn spend(
-    state: &mut State,
-    op: &Op,
-    goal: &GoalId,
-    turn: &str,
-    issued: Timestamp,
-) -> Result<Effect, Refusal> {
+pub(in crate::op) fn spend(state: &mut State, op: &Op, c: &QuotaSpend) -> Result<Effect, Refusal> {
+    let &QuotaSpend {
+        ref goal,
+        ref turn,
+        issued,
+    } = c;
     let agent = rules::acting_agent(state, &op.actor, "spend a slot")?.clone();
     let g = state
         .goals
@@ -179,19 +180,18 @@ pub(super) fn g_slots(state: &State, goal: &GoalId) -> u32 {
     state.goals.get(goal).map_or(0, |g| g.quota.slots)
 }
 
-pub(in crate::op) fn void(
-    state: &mut State,
-    op: &Op,
-    agent: &AgentId,
-    turn: &str,
-    reason: &str,
-) -> Result<Effect, Refusal> {
+pub(in crate::op) fn void(state: &mut State, op: &Op, c: &QuotaVoid) -> Result<Effect, Refusal> {
+    let QuotaVoid {
+        agent,
+        turn,
+        reason,
+    } = c;
     rules::human_only(&op.actor, "void a spent slot")?;
     let reason = non_empty(reason, "reason")?;
     let spend = state
         .quota
         .get_mut(agent)
-        .and_then(|l| l.spends.iter_mut().find(|s| s.turn == turn))
+        .and_then(|l| l.spends.iter_mut().find(|s| s.turn == *turn))
         .ok_or_else(|| {
             Refusal::error(
                 Code::UnknownSpend,
@@ -222,11 +222,8 @@ pub(in crate::op) fn void(
 }
 
 /// Several changes in one tick, all or nothing, in order.
-pub(in crate::op) fn settle(
-    state: &mut State,
-    op: &Op,
-    steps: &[Change],
-) -> Result<Effect, Refusal> {
+pub(in crate::op) fn settle(state: &mut State, op: &Op, c: &Settle) -> Result<Effect, Refusal> {
+    let steps = &c.steps;
     if steps.is_empty() {
         return Err(Refusal::usage(
             Code::EmptySettle,
@@ -239,7 +236,7 @@ pub(in crate::op) fn settle(
     let mut evidence = Vec::new();
     let mut archived = std::collections::BTreeMap::new();
     for step in steps {
-        if matches!(step, Change::Settle { .. }) {
+        if matches!(step, Change::Settle(_)) {
             return Err(Refusal::usage(
                 Code::NestedSettle,
                 "a settle cannot hold another settle",
@@ -258,18 +255,20 @@ pub(in crate::op) fn settle(
         evidence.extend(effect.evidence);
         archived.extend(effect.archived);
         parts.push(match step {
-            Change::EvidenceAdd { run: Some(r), .. } if !r.passed() => "evidence failed".to_owned(),
-            Change::EvidenceAdd { .. } => "evidence passed".to_owned(),
-            Change::TodoDone { .. } => "done".to_owned(),
-            Change::TodoUpdate {
+            Change::EvidenceAdd(EvidenceAdd { run: Some(r), .. }) if !r.passed() => {
+                "evidence failed".to_owned()
+            }
+            Change::EvidenceAdd(_) => "evidence passed".to_owned(),
+            Change::TodoDone(_) => "done".to_owned(),
+            Change::TodoUpdate(TodoUpdate {
                 status: Some(s), ..
-            } => s.to_string(),
-            Change::TodoUpdate { .. } => "noted".to_owned(),
-            Change::RefreshState { outcome, .. } => {
+            }) => s.to_string(),
+            Change::TodoUpdate(_) => "noted".to_owned(),
+            Change::RefreshState(RefreshState { outcome, .. }) => {
                 outcome.as_str().to_owned() + &super::super::progress::note(happened.last())
             }
-            Change::UsageRecord { .. } => super::super::usage::settle_part(happened.last()),
-            Change::QuotaSpend { goal, .. } => {
+            Change::UsageRecord(_) => super::super::usage::settle_part(happened.last()),
+            Change::QuotaSpend(QuotaSpend { goal, .. }) => {
                 let agent = op.actor.agent().cloned();
                 match (agent, work.goals.get(goal)) {
                     (Some(a), Some(g)) => {

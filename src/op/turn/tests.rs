@@ -3,6 +3,7 @@
 
 use crate::model::quota::{Spend, Void};
 use crate::op::test_support::*;
+use crate::op::{QuotaSpend, RefreshState, Settle};
 
 /// When the turn of most tests began.
 const ISSUED: &str = "2026-01-01T09:10:00Z";
@@ -117,7 +118,7 @@ fn refresh_names_a_known_goal_a_live_todo_of_it_and_a_real_next_action() {
     let at = "2026-01-01T09:12:00Z";
     let a = || agent("agent-a");
     let mut change = refresh(Outcome::Advanced, None, None);
-    if let Change::RefreshState { goal, .. } = &mut change {
+    if let Change::RefreshState(RefreshState { goal, .. }) = &mut change {
         *goal = gid("nope");
     }
     refuse(&mut s, &op(a(), at, change), Exit::Error, "unknown-goal");
@@ -138,7 +139,7 @@ fn refresh_names_a_known_goal_a_live_todo_of_it_and_a_real_next_action() {
         &op(human(), at, goal_add("docs", "Write the manual")),
     );
     let mut change = refresh(Outcome::Advanced, Some(T1), None);
-    if let Change::RefreshState { goal, .. } = &mut change {
+    if let Change::RefreshState(RefreshState { goal, .. }) = &mut change {
         *goal = gid("docs");
     }
     refuse(&mut s, &op(a(), at, change), Exit::Usage, "wrong-goal");
@@ -266,7 +267,7 @@ fn spend_is_for_registered_agents_on_a_known_goal() {
         "not-registered",
     );
     let mut change = spend("turn-1", ISSUED);
-    if let Change::QuotaSpend { goal, .. } = &mut change {
+    if let Change::QuotaSpend(QuotaSpend { goal, .. }) = &mut change {
         *goal = gid("nope");
     }
     refuse(
@@ -394,10 +395,10 @@ fn void_is_for_humans_with_a_reason_and_a_real_spend() {
 // ------------------------------------------------------------- turn.settle
 
 fn settle(steps: Vec<Change>) -> Change {
-    Change::Settle {
+    Change::Settle(Settle {
         turn: "turn-1".to_owned(),
         steps,
-    }
+    })
 }
 
 #[test]

@@ -5,7 +5,8 @@
 use crate::model::usage::{Usage, Usd};
 use crate::op::test_support::*;
 use crate::op::turn::{self, Reason};
-use crate::op::usage::{BudgetSet, CONTINUE_ONCE, RAISED, STOP};
+use crate::op::usage::{CONTINUE_ONCE, RAISED, STOP};
+use crate::op::{BudgetSet, GateAnswer, GoalSet, UsageRecord};
 
 const TURN: &str = "00000000000000a1";
 
@@ -19,31 +20,23 @@ fn usage(input: u64, output: u64, usd: Option<u64>) -> Usage {
 }
 
 fn record(turn: &str, u: Usage) -> Change {
-    Change::UsageRecord {
+    Change::UsageRecord(UsageRecord {
         goal: gid("main"),
         turn: turn.to_owned(),
         usage: u,
-    }
+    })
 }
 
 fn budget(agent: Option<&str>, usd: Option<u64>, tokens: Option<u64>) -> Change {
-    Change::GoalSet {
-        goal: gid("main"),
-        objective: None,
-        status: None,
-        scope: None,
-        guards: None,
-        quota_slots: None,
-        quota_window: None,
-        auto_resume: None,
-        stall_after: None,
+    Change::GoalSet(GoalSet {
         budget: Some(BudgetSet {
             agent: agent.map(aid),
             usd: usd.map(Usd),
             tokens,
             window: None,
         }),
-    }
+        ..GoalSet::new(gid("main"))
+    })
 }
 
 fn entries(s: &State, a: &str) -> Vec<crate::model::usage::Entry> {
@@ -214,11 +207,11 @@ fn the_record_that_reaches_the_budget_opens_a_spend_gate_in_its_tick() {
         &op(
             agent("agent-a"),
             "2026-01-01T09:22:00Z",
-            Change::GateAnswer {
+            Change::GateAnswer(GateAnswer {
                 gate: gates[0].clone(),
                 choice: CONTINUE_ONCE.into(),
                 note: None,
-            },
+            }),
         ),
         Exit::Refused,
         "humans-only",
@@ -257,10 +250,12 @@ fn continue_once_lets_work_go_on_until_the_next_usage_record() {
     let Happened::UsageRecorded { gates, .. } = e.what else {
         panic!()
     };
-    let answer = |choice: &str| Change::GateAnswer {
-        gate: gates[0].clone(),
-        choice: choice.into(),
-        note: None,
+    let answer = |choice: &str| {
+        Change::GateAnswer(GateAnswer {
+            gate: gates[0].clone(),
+            choice: choice.into(),
+            note: None,
+        })
     };
     ok(
         &mut s,
@@ -296,11 +291,11 @@ fn continue_once_lets_work_go_on_until_the_next_usage_record() {
         &op(
             human(),
             "2026-01-01T09:22:00Z",
-            Change::GateAnswer {
+            Change::GateAnswer(GateAnswer {
                 gate: again[0].clone(),
                 choice: STOP.into(),
                 note: None,
-            },
+            }),
         ),
     );
     let d = decide(&s, "agent-a", "2026-01-01T09:23:00Z");
@@ -405,21 +400,13 @@ fn budgets_are_human_only_and_checked() {
         Exit::Error,
         "unknown-agent",
     );
-    let window_alone = Change::GoalSet {
-        goal: gid("main"),
-        objective: None,
-        status: None,
-        scope: None,
-        guards: None,
-        quota_slots: None,
-        quota_window: None,
-        auto_resume: None,
-        stall_after: None,
+    let window_alone = Change::GoalSet(GoalSet {
         budget: Some(BudgetSet {
             window: Some(crate::time::Span::hours(2)),
             ..BudgetSet::default()
         }),
-    };
+        ..GoalSet::new(gid("main"))
+    });
     refuse(
         &mut s,
         &op(human(), "2026-01-01T09:05:00Z", window_alone),

@@ -1,6 +1,7 @@
 //! `todo.add`: who may add, where, and what is stored.
 
 use super::*;
+use crate::op::TodoAdd;
 
 #[test]
 fn todo_add_by_a_human() {
@@ -34,17 +35,12 @@ fn todo_add_by_a_human() {
 #[test]
 fn todo_add_subject_and_registered_agent_author() {
     let mut s = board();
-    let change = Change::TodoAdd {
-        todo: tid(T2),
-        goal: gid("main"),
-        title: "  Write\t the   lexer ".to_owned(),
-        priority: "P0".parse().unwrap(),
-        after: Vec::new(),
-        capabilities: Vec::new(),
-        scope: Vec::new(),
-        validate: None,
-        note: None,
-    };
+    let change = Change::TodoAdd(TodoAdd::new(
+        tid(T2),
+        gid("main"),
+        "  Write\t the   lexer ".to_owned(),
+        "P0".parse().unwrap(),
+    ));
     let subject = ok(
         &mut s,
         &op(agent("agent-b"), "2026-01-01T10:00:00Z", change),
@@ -60,26 +56,12 @@ fn todo_add_subject_and_registered_agent_author() {
 #[test]
 fn todo_add_refuses_an_unknown_goal() {
     let mut s = board();
-    let Change::TodoAdd {
-        todo,
-        title,
-        priority,
-        ..
-    } = add(T2, "Lexer")
-    else {
-        unreachable!()
-    };
-    let change = Change::TodoAdd {
-        todo,
-        goal: gid("nope"),
-        title,
-        priority,
-        after: Vec::new(),
-        capabilities: Vec::new(),
-        scope: Vec::new(),
-        validate: None,
-        note: None,
-    };
+    let change = Change::TodoAdd(TodoAdd::new(
+        tid(T2),
+        gid("nope"),
+        "Lexer",
+        Priority::DEFAULT,
+    ));
     let r = refuse(
         &mut s,
         &op(human(), "2026-01-01T10:00:00Z", change),

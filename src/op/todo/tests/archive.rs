@@ -1,11 +1,12 @@
 //! `todo.archive`: done todos leave the live set.
 
 use super::*;
+use crate::op::{TodoArchive, TodoClaim, TodoEdit};
 
 fn archive(ids: &[&str]) -> Change {
-    Change::TodoArchive {
+    Change::TodoArchive(TodoArchive {
         todos: ids.iter().map(|h| tid(h)).collect(),
-    }
+    })
 }
 
 /// The board with T1 done (by agent-a at 09:15) and T2 open.
@@ -47,15 +48,10 @@ fn an_archived_todo_still_counts_as_done_for_after() {
         &op(
             human(),
             "2026-01-01T09:17:00Z",
-            Change::TodoEdit {
-                todo: tid(T2),
-                epoch: 0,
-                title: None,
-                priority: None,
+            Change::TodoEdit(TodoEdit {
                 after: Some(vec![tid(T1)]),
-                note: None,
-                validate: None,
-            },
+                ..TodoEdit::new(tid(T2), 0)
+            }),
         ),
     );
     let _ = ok_archived(&mut s, &op(human(), "2026-01-01T09:20:00Z", archive(&[T1])));
@@ -64,11 +60,11 @@ fn an_archived_todo_still_counts_as_done_for_after() {
         &op(
             agent("agent-b"),
             "2026-01-01T09:21:00Z",
-            Change::TodoClaim {
+            Change::TodoClaim(TodoClaim {
                 todo: tid(T2),
                 epoch: 0,
                 lease: LEASE,
-            },
+            }),
         ),
     );
 }

@@ -2,6 +2,7 @@
 //! an expired lease.
 
 use super::*;
+use crate::op::TodoAdd;
 
 #[test]
 fn claim_sets_owner_lease_and_epoch() {
@@ -559,7 +560,7 @@ fn next_spreads_agents_over_the_top_tier_and_never_below_it() {
     }
     // One more urgent todo: every agent wants it, none a lower one.
     let mut urgent = add("0000d001", "Urgent");
-    if let Change::TodoAdd { priority, .. } = &mut urgent {
+    if let Change::TodoAdd(TodoAdd { priority, .. }) = &mut urgent {
         *priority = "P1".parse().unwrap();
     }
     ok(&mut s, &op(human(), "2026-01-01T09:04:00Z", urgent));

@@ -1,6 +1,7 @@
 //! `todo.edit`: title, priority, the `after` list and notes of a todo.
 
 use super::*;
+use crate::op::TodoEdit;
 
 fn edit(
     hex: &str,
@@ -10,15 +11,13 @@ fn edit(
     after: Option<&[&str]>,
     note: Option<&str>,
 ) -> Change {
-    Change::TodoEdit {
-        todo: tid(hex),
-        epoch,
+    Change::TodoEdit(TodoEdit {
         title: title.map(str::to_owned),
         priority: priority.map(|p| p.parse().expect("a priority")),
         after: after.map(|a| a.iter().map(|h| tid(h)).collect()),
         note: note.map(str::to_owned),
-        validate: None,
-    }
+        ..TodoEdit::new(tid(hex), epoch)
+    })
 }
 
 /// The board with T2 "Write the lexer" added too.

@@ -1,15 +1,16 @@
 //! `todo.handoff`: the owner gives its claim to another agent, with a note.
 
 use super::*;
+use crate::op::{AgentRetire, TodoClaim, TodoHandoff};
 
 fn handoff(to: &str, epoch: u64, note: &str) -> Change {
-    Change::TodoHandoff {
+    Change::TodoHandoff(TodoHandoff {
         todo: tid(T1),
         epoch,
         to: aid(to),
         lease: Span::hours(1),
         note: note.to_owned(),
-    }
+    })
 }
 
 #[test]
@@ -134,9 +135,9 @@ fn handoff_needs_a_registered_active_target_other_than_the_owner() {
         &op(
             human(),
             "2026-01-01T09:12:00Z",
-            Change::AgentRetire {
+            Change::AgentRetire(AgentRetire {
                 agent: aid("agent-b"),
-            },
+            }),
         ),
     );
     refuse(
@@ -163,15 +164,15 @@ fn the_target_must_fit_the_todo() {
         &op(
             agent("agent-a"),
             "2026-01-01T09:10:00Z",
-            Change::TodoClaim {
+            Change::TodoClaim(TodoClaim {
                 todo: tid(T2),
                 epoch: 0,
                 lease: LEASE,
-            },
+            }),
         ),
     );
     let mut change = handoff("agent-b", 1, "x");
-    if let Change::TodoHandoff { todo, .. } = &mut change {
+    if let Change::TodoHandoff(TodoHandoff { todo, .. }) = &mut change {
         *todo = tid(T2);
     }
     let r = refuse(
@@ -204,7 +205,7 @@ fn handoff_refuses_a_stale_epoch_an_empty_note_and_a_bad_lease() {
         "empty-text",
     );
     let mut change = handoff("agent-b", 1, "x");
-    if let Change::TodoHandoff { lease, .. } = &mut change {
+    if let Change::TodoHandoff(TodoHandoff { lease, .. }) = &mut change {
         *lease = Span::seconds(0);
     }
     refuse(&mut s, &op(a(), at, change), Exit::Usage, "bad-ttl");

@@ -1,13 +1,14 @@
 //! `todo.renew`: the owner extends its lease; the epoch stays.
 
 use super::*;
+use crate::op::{GateOpen, TodoRenew};
 
 fn renew(hex: &str, epoch: u64, lease: Span) -> Change {
-    Change::TodoRenew {
+    Change::TodoRenew(TodoRenew {
         todo: tid(hex),
         epoch,
         lease,
-    }
+    })
 }
 
 #[test]
@@ -150,14 +151,14 @@ fn a_gate_on_the_todo_stops_a_renew() {
         &op(
             human(),
             "2026-01-01T09:12:00Z",
-            Change::GateOpen {
+            Change::GateOpen(GateOpen {
                 gate: GateId::from_hex("0000c0de"),
                 goal: gid("main"),
                 question: "Keep going?".to_owned(),
                 options: strings(&["yes", "no"]),
                 kind: GateKind::Decision,
                 blocks: Blocks::Todo(tid(T1)),
-            },
+            }),
         ),
     );
     refuse(

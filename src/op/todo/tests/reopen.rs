@@ -1,12 +1,13 @@
 //! `todo.reopen`: a done, blocked or deferred todo becomes open again.
 
 use super::*;
+use crate::op::TodoReopen;
 
 fn reopen(epoch: u64) -> Change {
-    Change::TodoReopen {
+    Change::TodoReopen(TodoReopen {
         todo: tid(T1),
         epoch,
-    }
+    })
 }
 
 #[test]
@@ -114,10 +115,10 @@ fn reopen_refuses_a_stale_epoch_and_an_unknown_todo() {
         &op(
             human(),
             "2026-01-01T09:20:00Z",
-            Change::TodoReopen {
+            Change::TodoReopen(TodoReopen {
                 todo: tid(T2),
                 epoch: 0,
-            },
+            }),
         ),
         Exit::Error,
         "unknown-todo",
