@@ -373,3 +373,37 @@ fn push_with(
         _ => Err(network_error(&out).into()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::process::ExitStatusExt;
+
+    use super::*;
+
+    #[test]
+    fn a_failed_fetch_with_progress_reads_as_its_error_without_the_meters() {
+        let out = std::process::Output {
+            status: std::process::ExitStatus::from_raw(128 << 8),
+            stdout: Vec::new(),
+            stderr: b"remote: Enumerating objects: 5, done.        \n\
+remote: Counting objects:  40% (2/5)        \rremote: Counting objects: 100% (5/5), done.        \n\
+remote: Total 5 (delta 0), reused 0 (delta 0), pack-reused 0        \n\
+Receiving objects:  60% (3/5)\rReceiving objects: 100% (5/5), done.\n\
+error: cannot lock ref 'refs/loopx/fetching/x': is at 1 but expected 2\n"
+                .to_vec(),
+        };
+        assert_eq!(
+            network_error(&out).stderr,
+            "cannot lock ref 'refs/loopx/fetching/x': is at 1 but expected 2"
+        );
+        // Without meters, as before.
+        let out = std::process::Output {
+            stderr: b"fatal: 'x' does not appear to be a git repository\nfatal: Could not read from remote repository.\n\nPlease make sure\n".to_vec(),
+            ..out
+        };
+        assert_eq!(
+            network_error(&out).stderr,
+            "'x' does not appear to be a git repository; Could not read from remote repository"
+        );
+    }
+}
