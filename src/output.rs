@@ -91,7 +91,7 @@ impl Out {
     /// when `done` reaches `total` or anything else is written; nothing in
     /// JSON mode or when stderr is not a terminal (a pipe, a file).
     pub fn progress(&self, what: &str, done: usize, total: usize) {
-        if self.format != Format::Human || !self.stderr_tty {
+        if !self.shows_progress() {
             return;
         }
         let now = Instant::now();
@@ -128,6 +128,11 @@ impl Out {
         let mut err = self.stderr.borrow_mut();
         let _ = write!(err, "\r\x1b[2K{}", term::line(&line));
         let _ = err.flush();
+    }
+
+    /// Whether progress is shown: human output and stderr a terminal.
+    pub fn shows_progress(&self) -> bool {
+        self.format == Format::Human && self.stderr_tty
     }
 
     /// Takes a progress line off the terminal, if one is shown.

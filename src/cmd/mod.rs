@@ -142,7 +142,10 @@ pub fn sync_remote(ctx: &Ctx, remote: Option<&str>) -> Result<crate::sync::Repor
     crate::sync::run(
         ctx.repo()?,
         &crate::sync::Options::with(remote),
-        &|what, done, total| ctx.out.progress(what, done, total),
+        crate::sync::Progress {
+            ticks: &|what, done, total| ctx.out.progress(what, done, total),
+            terminal: ctx.out.shows_progress(),
+        },
     )
 }
 

@@ -78,7 +78,10 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             remote: args.remote.clone(),
             adopt_remote: args.adopt_remote,
         },
-        &|what, done, total| ctx.out.progress(what, done, total),
+        sync::Progress {
+            ticks: &|what, done, total| ctx.out.progress(what, done, total),
+            terminal: ctx.out.shows_progress(),
+        },
     )?;
     ctx.out.emit(&report, || human(&report))?;
     if report.rejected.is_empty() {

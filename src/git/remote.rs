@@ -1,17 +1,21 @@
 //! The network: fetch and push through the system git (with [`super::IN_SYNC`]
 //! set, ssh connections shared), and how their failures are told apart.
 
+use std::io::Write;
+
 use super::*;
 
 /// Runs `git ARGS` for sync (with [`IN_SYNC`] set) and returns whatever it
 /// did, successful or not, for the caller to classify. A step that takes
 /// longer than `limit` is stopped (with what it started, such as ssh) and
-/// is a [`NetworkError`].
+/// is a [`NetworkError`]. With `echo`, git's stderr is also copied to
+/// loopx's own as it comes (its progress meters, for a person watching).
 fn network(
     git_dir: &Path,
     url: &str,
     args: &[&str],
     limit: Duration,
+    echo: bool,
 ) -> Result<std::process::Output> {
     let mut c = git();
     if let Some(ssh) = ssh::shared(git_dir, url) {
@@ -28,11 +32,25 @@ fn network(
         .process_group(0)
         .spawn()
         .with_context(|| format!("running git {}", args.join(" ")))?;
-    let read = |pipe: Option<Box<dyn Read + Send>>| {
+    let read = |pipe: Option<Box<dyn Read + Send>>, echo: bool| {
         std::thread::spawn(move || {
             let mut buf = Vec::new();
-            if let Some(mut p) = pipe {
+            let Some(mut p) = pipe else {
+                return buf;
+            };
+            if !echo {
                 let _ = p.read_to_end(&mut buf);
+                return buf;
+            }
+            let mut chunk = [0u8; 4096];
+            while let Ok(n) = p.read(&mut chunk) {
+                if n == 0 {
+                    break;
+                }
+                buf.extend_from_slice(&chunk[..n]);
+                let mut err = std::io::stderr().lock();
+                let _ = err.write_all(&chunk[..n]);
+                let _ = err.flush();
             }
             buf
         })
@@ -42,12 +60,14 @@ fn network(
             .stdout
             .take()
             .map(|p| Box::new(p) as Box<dyn Read + Send>),
+        false,
     );
     let err = read(
         child
             .stderr
             .take()
             .map(|p| Box::new(p) as Box<dyn Read + Send>),
+        echo,
     );
     let started = Instant::now();
     let status = loop {
@@ -113,11 +133,13 @@ impl std::fmt::Display for NetworkError {
 impl std::error::Error for NetworkError {}
 
 /// git's complaint in one line: its first paragraph (the boilerplate after
-/// the blank line is dropped), without `fatal:`/`error:` prefixes and hints.
+/// the blank line is dropped), without `fatal:`/`error:` prefixes, hints
+/// and progress meters (a fetch run with `--progress`).
 fn network_error(out: &std::process::Output) -> NetworkError {
     let text = String::from_utf8_lossy(&out.stderr);
     let lines: Vec<&str> = text
         .lines()
+        .filter(|l| !is_progress(l))
         .map(str::trim)
         .skip_while(|l| l.is_empty())
         .take_while(|l| !l.is_empty())
@@ -141,6 +163,17 @@ fn network_error(out: &std::process::Output) -> NetworkError {
     }
 }
 
+/// Whether a line of git's stderr is a progress meter: one redrawn in place
+/// (`\r`), or its last state (`Receiving objects: 100% (5/5), done.`,
+/// `remote: Total 5 (delta 0), …`).
+fn is_progress(line: &str) -> bool {
+    let l = line.trim();
+    line.contains('\r')
+        || l.ends_with(", done.")
+        || l.starts_with("remote: Total ")
+        || l.starts_with("Total ")
+}
+
 /// Fetches `remote`'s ref `src` into the local ref `dst`, forced: `dst` is a
 /// remote-tracking ref, a mirror of the remote, never the state itself.
 /// Leaves FETCH_HEAD and tags alone. A failed fetch is asked again with
@@ -148,12 +181,17 @@ fn network_error(out: &std::process::Output) -> NetworkError {
 /// messages: a remote without the ref is [`Fetched::NoState`], one that has
 /// it is [`Fetched::Busy`], and an unreachable remote or a failed login is a
 /// [`NetworkError`].
+///
+/// With `progress`, git's own progress meters are shown on loopx's stderr
+/// as the fetch goes (`--progress`; for a person at a terminal), else the
+/// fetch is quiet.
 pub fn fetch(
     git_dir: &Path,
     remote: &str,
     src: &str,
     dst: &str,
     limit: Duration,
+    progress: bool,
 ) -> Result<Fetched> {
     let refspec = format!("+{src}:{dst}");
     // Where `remote` points, with git's `insteadOf` rules applied (no
@@ -166,7 +204,14 @@ pub fn fetch(
         &url,
         &[
             "fetch",
+            // Without the summary of updated refs (this sync's own
+            // scratch ref), with git's meters when asked.
             "--quiet",
+            if progress {
+                "--progress"
+            } else {
+                "--no-progress"
+            },
             "--no-tags",
             "--no-write-fetch-head",
             "--no-recurse-submodules",
@@ -178,12 +223,13 @@ pub fn fetch(
             &refspec,
         ],
         limit,
+        progress,
     )?;
     if out.status.success() {
         return Ok(Fetched::State);
     }
     let failed = network_error(&out);
-    let probe = network(git_dir, &url, &["ls-remote", remote, src], limit)?;
+    let probe = network(git_dir, &url, &["ls-remote", remote, src], limit, false)?;
     if !probe.status.success() {
         return Err(failed.into());
     }
@@ -292,7 +338,7 @@ fn push_with(
     let mut args = vec!["push", "--porcelain", "--no-verify"];
     args.extend(lease.as_deref());
     args.extend([url.as_str(), refspec.as_str()]);
-    let out = network(git_dir, &url, &args, limit)?;
+    let out = network(git_dir, &url, &args, limit, false)?;
     let stdout = String::from_utf8_lossy(&out.stdout);
     // Porcelain lines: <flag> TAB <from>:<to> TAB <summary>
     let line = stdout
@@ -325,5 +371,39 @@ fn push_with(
         }
         .into()),
         _ => Err(network_error(&out).into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::process::ExitStatusExt;
+
+    use super::*;
+
+    #[test]
+    fn a_failed_fetch_with_progress_reads_as_its_error_without_the_meters() {
+        let out = std::process::Output {
+            status: std::process::ExitStatus::from_raw(128 << 8),
+            stdout: Vec::new(),
+            stderr: b"remote: Enumerating objects: 5, done.        \n\
+remote: Counting objects:  40% (2/5)        \rremote: Counting objects: 100% (5/5), done.        \n\
+remote: Total 5 (delta 0), reused 0 (delta 0), pack-reused 0        \n\
+Receiving objects:  60% (3/5)\rReceiving objects: 100% (5/5), done.\n\
+error: cannot lock ref 'refs/loopx/fetching/x': is at 1 but expected 2\n"
+                .to_vec(),
+        };
+        assert_eq!(
+            network_error(&out).stderr,
+            "cannot lock ref 'refs/loopx/fetching/x': is at 1 but expected 2"
+        );
+        // Without meters, as before.
+        let out = std::process::Output {
+            stderr: b"fatal: 'x' does not appear to be a git repository\nfatal: Could not read from remote repository.\n\nPlease make sure\n".to_vec(),
+            ..out
+        };
+        assert_eq!(
+            network_error(&out).stderr,
+            "'x' does not appear to be a git repository; Could not read from remote repository"
+        );
     }
 }

@@ -14,7 +14,7 @@ use super::{FIRST_BACKOFF, MAX_BACKOFF, MAX_ROUNDS, Names, advance_ref, pause};
 pub(super) fn fetch_tip(repo: &Repo, names: &Names) -> Result<Option<Tip>> {
     let mut backoff = FIRST_BACKOFF;
     for _ in 0..MAX_ROUNDS {
-        match fetch(repo, names)? {
+        match fetch(repo, names, false)? {
             Ok(tip) => return Ok(tip),
             Err(_) => {
                 pause(backoff);
@@ -36,8 +36,13 @@ pub(super) fn fetch_tip(repo: &Repo, names: &Names) -> Result<Option<Tip>> {
 /// Fetches the remote's state, resolves it, and points the remote-tracking
 /// ref at it (a mirror of the remote, for people and `git log`; sync
 /// decides on its own fetch). `Ok(Err(why))` when another fetch on this
-/// machine got in the way.
-pub(super) fn fetch(repo: &Repo, names: &Names) -> Result<Result<Option<Tip>, String>> {
+/// machine got in the way. With `progress`, git's own progress meters
+/// go to stderr as the fetch runs (a person at a terminal).
+pub(super) fn fetch(
+    repo: &Repo,
+    names: &Names,
+    progress: bool,
+) -> Result<Result<Option<Tip>, String>> {
     // Into a ref of this sync's own, then read from there: two syncs on one
     // clone each see the tip their own fetch brought, never an older one
     // that a slower fetch wrote into the tracking ref afterwards.
@@ -55,6 +60,7 @@ pub(super) fn fetch(repo: &Repo, names: &Names) -> Result<Result<Option<Tip>, St
         repo.state_ref(),
         &fetching,
         repo.config().sync_timeout,
+        progress,
     )
     .map_err(|e| match e.downcast_ref::<NetworkError>() {
         Some(n) => Refusal::error(

@@ -174,10 +174,16 @@ impl Options {
     }
 }
 
-/// Where a sync reports progress (long verifications): what is done
-/// ("Verifying origin's history") and how many ticks of how many; the
-/// front end draws it for a person, nothing is printed here.
-pub type Progress<'a> = &'a dyn Fn(&str, usize, usize);
+/// Where a sync reports progress: for long verifications, what is done
+/// ("Verifying origin's history") and how many ticks of how many, which the
+/// front end draws for a person (nothing is printed here); and whether a
+/// person watches stderr on a terminal, when the first fetch from a remote
+/// shows git's own progress meters there.
+#[derive(Clone, Copy)]
+pub struct Progress<'a> {
+    pub ticks: &'a dyn Fn(&str, usize, usize),
+    pub terminal: bool,
+}
 
 /// Syncs with the remote until the remote holds every local tick (replayed
 /// or recorded as rejected) and the local state holds every remote tick.
@@ -200,11 +206,13 @@ pub fn run(repo: &Repo, opts: &Options, progress: Progress) -> Result<Report> {
     let mut fetched: Option<Option<Tip>> = None;
     let mut last_refusal = String::new();
     let mut refetched = false;
+    // A first sync may fetch a long history: git's meters show it going.
+    let first = progress.terminal && repo.store().resolve(&names.synced)?.is_none();
     for round in 1..=MAX_ROUNDS {
         tally.rounds = round;
         let remote_tip = match fetched.take() {
             Some(tip) => tip,
-            None => match fetch::fetch(repo, &names)? {
+            None => match fetch::fetch(repo, &names, first)? {
                 Ok(tip) => tip,
                 Err(busy) => {
                     last_refusal = busy;

@@ -284,6 +284,6 @@ fn chain(
         None => None,
     };
     let what = format!("Verifying {what}");
-    let mut report = |done: usize, total: usize| progress(&what, done, total);
+    let mut report = |done: usize, total: usize| (progress.ticks)(&what, done, total);
     verify::chain_of(repo, base, tip, &mut report)
 }

@@ -224,16 +224,37 @@ pub fn check_op(
     signers: &AllowedSigners,
     binding: &Binding,
 ) -> Result<Option<SignedBy>, Refusal> {
-    let wanted = op.signature.is_some()
-        || must_be_signed(op)
-        || machine::required(before, op)
-        || (enforced(before, signers) && is_human_act(before, op));
-    if !wanted {
+    if !wanted(before, op, signers) {
         return Ok(None);
     }
     let mut after = before.clone();
     op::apply(&mut after, op)?;
     check_applied(before, &after, op, signers, binding)
+}
+
+/// Whether [`check_op`] has anything to check for `op` on `before`: a
+/// signature it carries, or one this machine or the state asks of it.
+fn wanted(before: &State, op: &Op, signers: &AllowedSigners) -> bool {
+    op.signature.is_some()
+        || must_be_signed(op)
+        || machine::required(before, op)
+        || (enforced(before, signers) && is_human_act(before, op))
+}
+
+/// [`check_op`] for a caller that has already applied the op: `after` is
+/// what `op::apply` makes of `before` (verify's re-applied tick), so the
+/// op is not applied a second time.
+pub fn check_op_applied(
+    before: &State,
+    after: &State,
+    op: &Op,
+    signers: &AllowedSigners,
+    binding: &Binding,
+) -> Result<Option<SignedBy>, Refusal> {
+    if !wanted(before, op, signers) {
+        return Ok(None);
+    }
+    check_applied(before, after, op, signers, binding)
 }
 
 /// Ops that are valid only signed, on every machine: the signing policy.

@@ -160,19 +160,35 @@ pub(super) fn check_head(
             ),
         );
     }
+    let extra: Vec<(&str, String)> = parsed
+        .trailers
+        .iter()
+        .filter(|(k, _)| !message::OWN_TRAILERS.contains(&k.as_str()))
+        .map(|(k, v)| (k.as_str(), v.clone()))
+        .collect();
+    // The op re-applied once: the signature check below reads the state it
+    // makes rather than applying the op again.
+    let planned = tx::plan_tick(base, before, op, parsed.format, &extra);
     // Human authority before the rules: a replayed signed act reports its
     // signature, not the revision it no longer matches.
     let mut unsigned_agent = false;
     if !signing.exempt(store, entry.commit, tick)? {
-        match crate::trust::check_op(
-            before,
-            op,
-            signing.signers(),
-            &crate::trust::Binding {
-                format: parsed.format,
-                state: lineage.state_id(),
-            },
-        ) {
+        let binding = crate::trust::Binding {
+            format: parsed.format,
+            state: lineage.state_id(),
+        };
+        let signed = match &planned {
+            // `plan_tick` applied the op as `op::apply` does (its format
+            // is at most this binary's, checked above), but for the first
+            // tick, whose state it also stamps with the format.
+            Ok(p) if base.is_some() => {
+                crate::trust::check_op_applied(before, &p.state, op, signing.signers(), &binding)
+            }
+            // Refused (or the first tick): the signature check applies the
+            // op itself, and reports first.
+            _ => crate::trust::check_op(before, op, signing.signers(), &binding),
+        };
+        match signed {
             Err(r) => {
                 let mut f = Finding::new(entry, tick, Rule::Signature, r.message);
                 f.refusal = Some(r.code);
@@ -187,13 +203,7 @@ pub(super) fn check_head(
             }
         }
     }
-    let extra: Vec<(&str, String)> = parsed
-        .trailers
-        .iter()
-        .filter(|(k, _)| !message::OWN_TRAILERS.contains(&k.as_str()))
-        .map(|(k, v)| (k.as_str(), v.clone()))
-        .collect();
-    let planned = match tx::plan_tick(base, before, op, parsed.format, &extra) {
+    let planned = match planned {
         Ok(p) => p,
         Err(refusal) => {
             let mut f = Finding::new(

@@ -14,6 +14,7 @@ mod test_doctor;
 mod test_errors;
 mod test_evidence;
 mod test_fast;
+mod test_fetch_progress;
 mod test_gate;
 mod test_gc;
 mod test_goal;
