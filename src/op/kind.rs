@@ -9,6 +9,7 @@ impl Change {
         match self {
             Change::Init { .. } => "init",
             Change::GoalAdd { .. } => "goal.add",
+            Change::GoalSplit { .. } => "goal.split",
             Change::GoalSet { .. } => "goal.set",
             Change::AgentRegister { .. } => "agent.register",
             Change::TodoAdd { .. } => "todo.add",
@@ -92,6 +93,7 @@ impl Change {
         "init",
         "goal.add",
         "goal.set",
+        "goal.split",
         "agent.register",
         "todo.add",
         "todo.claim",

@@ -119,6 +119,7 @@ pub fn check(change: &Change) -> Result<(), Refusal> {
         | Change::TodoReopen { .. }
         | Change::TodoArchive { .. }
         | Change::AgentRetire { .. }
+        | Change::GoalSplit { .. }
         | Change::GateWithdraw { .. }
         | Change::GateNotified { .. }
         | Change::QuotaSpend { .. }

@@ -23,6 +23,7 @@ pub mod progress;
 pub mod rules;
 pub mod secrets;
 pub mod signer;
+mod split;
 pub mod todo;
 pub mod turn;
 pub mod usage;
@@ -66,6 +67,13 @@ pub enum Change {
     },
     #[serde(rename = "goal.add")]
     GoalAdd { goal: GoalId, objective: String },
+    /// Format 6: the migration to a ref per goal (`op::split`): on the
+    /// shared ref without a goal, on a goal's new ref with it.
+    #[serde(rename = "goal.split")]
+    GoalSplit {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        goal: Option<GoalId>,
+    },
     #[serde(rename = "goal.set")]
     GoalSet {
         goal: GoalId,
@@ -370,6 +378,7 @@ fn dispatch(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
             goal::init(state, op, goal.as_ref(), objective.as_deref())
         }
         Change::GoalAdd { goal, objective } => goal::add(state, op, goal, objective),
+        Change::GoalSplit { goal } => split::split(state, op, goal.as_ref()),
         Change::GoalSet { .. } => goal::set(state, op),
         Change::AgentRegister {
             agent,

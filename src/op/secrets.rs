@@ -96,6 +96,7 @@ fn walk(change: &mut Change, hit: &mut Vec<&'static str>) -> Result<(), Refusal>
         | Change::TodoReopen { .. }
         | Change::TodoArchive { .. }
         | Change::AgentRetire { .. }
+        | Change::GoalSplit { .. }
         | Change::GateWithdraw { .. }
         | Change::GateNotified { .. }
         | Change::QuotaSpend { .. }

@@ -1,0 +1,288 @@
+//! A ref per goal (format 6, docs/scale.md "A ref per goal"): after
+//! `goal.split`, `refs/loopx/state` holds the shared parts (`loopx.toml`,
+//! signers, machines) and each goal lives on `refs/loopx/goals/<goal>`.
+//! Every tick on a goal ref names the shared tip it was applied against in
+//! a `Loopx-Shared` trailer (its *pin*); its tree carries that tip's shared
+//! files, so each goal ref is a whole state every single-ref reader can
+//! read. The writer ([`super::run`]) and `verify` (`verify::check`) both
+//! apply a goal tick to (its parent's goal state, the pinned shared parts)
+//! through [`overlay`], so the one definition of a valid tick still holds.
+
+use std::cell::RefCell;
+
+use anyhow::Result;
+
+use crate::error::{Code, Refusal};
+use crate::model::{GoalId, State, files};
+use crate::op::{Change, Op};
+use crate::store::{Oid, Store, Tip};
+
+/// The folder of the goal refs.
+pub const GOALS: &str = "refs/loopx/goals/";
+/// The shared ref of a split state.
+pub const SHARED: &str = crate::store::DEFAULT_REF;
+/// The trailer that pins a goal tick's shared tip.
+pub const TRAILER: &str = "Loopx-Shared";
+
+/// The ref of one goal of a split state.
+pub fn goal_ref(goal: &GoalId) -> String {
+    format!("{GOALS}{goal}")
+}
+
+/// Whether `name` is a goal ref.
+pub fn is_goal_ref(name: &str) -> bool {
+    name.strip_prefix(GOALS).is_some_and(|g| !g.is_empty())
+}
+
+/// Whether a state is a goal ref's: split, and holding a goal.
+pub fn is_goal_state(s: &State) -> bool {
+    s.meta.goal_refs && !s.goals.is_empty()
+}
+
+/// Whether a state is the shared ref's of a split state: split, no goal.
+pub fn is_shared_state(s: &State) -> bool {
+    s.meta.goal_refs && s.goals.is_empty()
+}
+
+/// The shared parts of a pinned shared tip.
+pub struct Pin {
+    pub commit: Oid,
+    pub shared: State,
+}
+
+impl Pin {
+    /// The trailer a goal tick carries.
+    pub fn trailer(&self) -> (&'static str, String) {
+        (TRAILER, self.commit.to_string())
+    }
+}
+
+/// Only the shared parts of a state.
+fn shared_only(s: &State) -> State {
+    State {
+        meta: s.meta.clone(),
+        signers: s.signers.clone(),
+        machines: s.machines.clone(),
+        ..State::default()
+    }
+}
+
+/// Puts the pinned shared parts into `before` (the parent's goal state)
+/// and returns the files that change in the parent's tree for it (none
+/// when the pin did not move).
+pub fn overlay(before: &mut State, pin: &Pin) -> Vec<files::Change> {
+    if before.same_shared(&pin.shared) {
+        return Vec::new();
+    }
+    let refresh = files::changes(
+        &shared_only(before),
+        &shared_only(&pin.shared),
+        &files::Records::default(),
+    );
+    before.shared_from(&pin.shared);
+    refresh
+}
+
+thread_local! {
+    /// The last shared state read, by commit: a chain's ticks mostly pin
+    /// one tip, so verify reads it once.
+    static LAST: RefCell<Option<(Oid, State)>> = const { RefCell::new(None) };
+}
+
+/// The shared state at `commit`, which must be a split state's shared tip.
+fn shared_at(store: &Store, commit: Oid) -> Result<std::result::Result<State, String>> {
+    if let Some(s) = LAST.with(|l| {
+        l.borrow()
+            .as_ref()
+            .filter(|(c, _)| *c == commit)
+            .map(|(_, s)| s.clone())
+    }) {
+        return Ok(Ok(s));
+    }
+    if !store.has_object(commit) {
+        return Ok(Err(format!(
+            "its pinned shared tip {} is not in this repository (sync the shared ref {SHARED} first)",
+            commit.short(8)
+        )));
+    }
+    let state = super::snapshot(store, store.tip_at(commit)?)?.state;
+    if !is_shared_state(&state) {
+        return Ok(Err(format!(
+            "its pinned shared tip {} is not the shared state of a split state",
+            commit.short(8)
+        )));
+    }
+    LAST.with(|l| *l.borrow_mut() = Some((commit, state.clone())));
+    Ok(Ok(state))
+}
+
+/// The pin of a tick's message, if it has one.
+pub fn pin_of(store: &Store, message: &str) -> Option<Oid> {
+    crate::trailer::value(message, TRAILER).and_then(|v| store.oid(v.trim()).ok())
+}
+
+/// For a writer on a goal ref: the shared tip to pin (`refs/loopx/state`
+/// here, else the parent's pin) and its state. None off goal refs.
+pub fn for_write(store: &Store, parent: Option<&Tip>, before: &State) -> Result<Option<Pin>> {
+    if !is_goal_ref(store.state_ref()) || !is_goal_state(before) {
+        return Ok(None);
+    }
+    let commit = match store.resolve(SHARED)? {
+        Some(t) => t.commit,
+        None => match parent.and_then(|p| store.message(p.commit).ok()) {
+            Some(m) => pin_of(store, &m).ok_or_else(|| no_shared(store))?,
+            None => return Err(no_shared(store)),
+        },
+    };
+    match shared_at(store, commit)? {
+        Ok(shared) => Ok(Some(Pin { commit, shared })),
+        Err(why) => Err(Refusal::error(
+            Code::CorruptState,
+            format!("{SHARED} cannot be pinned: {why}"),
+        )
+        .with_hint("`loopx sync` brings the team's shared ref; `loopx verify` checks it")
+        .into()),
+    }
+}
+
+fn no_shared(store: &Store) -> anyhow::Error {
+    Refusal::error(
+        Code::NoState,
+        format!(
+            "{} is a goal ref, but there is no shared ref {SHARED} to pin",
+            store.state_ref()
+        ),
+    )
+    .with_hint("`loopx sync` brings it from the hub")
+    .into()
+}
+
+/// A writer's rule on a split state: a goal ref's tick changes no shared
+/// part, and the shared ref's changes no goal part.
+pub fn check_write(state_ref: &str, before: &State, after: &State) -> Result<(), Refusal> {
+    if !before.meta.goal_refs {
+        return Ok(());
+    }
+    if is_goal_ref(state_ref) && !after.same_shared(before) {
+        return Err(Refusal::rule(
+            Code::WrongRef,
+            format!(
+                "this op changes settings, signers or machines, which live on the shared ref {SHARED}, and this clone writes the goal ref {state_ref}"
+            ),
+        )
+        .with_hint(format!(
+            "run it against the shared ref: `LOOPX_REF={SHARED} loopx …` (then `loopx sync` with the same setting); nothing was written"
+        )));
+    }
+    if !is_goal_ref(state_ref) && !goal_parts_empty(after) {
+        return Err(Refusal::rule(
+            Code::WrongRef,
+            format!(
+                "the state is split into a ref per goal: goals, agents, todos, gates and quota live on {GOALS}<goal>, not on {state_ref}"
+            ),
+        )
+        .with_hint(
+            "point this clone at a goal's ref: `git config loopx.ref refs/loopx/goals/GOAL` (or LOOPX_REF=…); nothing was written",
+        ));
+    }
+    Ok(())
+}
+
+/// Whether a state holds no goal part (a split state's shared ref).
+pub fn goal_parts_empty(s: &State) -> bool {
+    s.goals.is_empty()
+        && s.agents.is_empty()
+        && s.todos.is_empty()
+        && s.gates.is_empty()
+        && s.quota.is_empty()
+}
+
+/// What `verify` requires of a tick's pin, given its parent (None: the
+/// first tick) and its op: the pin to apply it against (None where a tick
+/// pins nothing), or why the tick is not valid.
+pub fn for_check(
+    store: &Store,
+    parent: Option<(&Tip, &State)>,
+    op: &Op,
+    message: &str,
+) -> Result<std::result::Result<Option<Pin>, String>> {
+    let pinned = crate::trailer::value(message, TRAILER);
+    let splitting_off = matches!(op.change, Change::GoalSplit { goal: Some(_) });
+    let on_goal_ref = parent.is_some_and(|(_, s)| is_goal_state(s));
+    let needs = splitting_off || on_goal_ref;
+    let Some(pinned) = pinned else {
+        return Ok(if needs {
+            Err(format!(
+                "it is a tick on a goal ref and names no shared tip ({TRAILER})"
+            ))
+        } else {
+            Ok(None)
+        });
+    };
+    if !needs {
+        return Ok(Err(format!(
+            "it pins a shared tip ({TRAILER}) but is not a tick on a goal ref"
+        )));
+    }
+    let Ok(commit) = store.oid(pinned.trim()) else {
+        return Ok(Err(format!("its {TRAILER} {pinned:?} is not a commit id")));
+    };
+    let shared = match shared_at(store, commit)? {
+        Ok(s) => s,
+        Err(why) => return Ok(Err(why)),
+    };
+    // On the shared ref's chain as this repository knows it (its own or a
+    // remote's copy, as fetched).
+    let mut tips: Vec<Oid> = store
+        .resolve(SHARED)?
+        .map(|t| t.commit)
+        .into_iter()
+        .collect();
+    tips.extend(
+        store
+            .refs_under("refs/loopx/remotes/")?
+            .into_iter()
+            .filter(|(n, _)| n.ends_with("/state"))
+            .map(|(_, id)| id),
+    );
+    let mut on_chain = false;
+    for t in tips {
+        if t == commit || store.is_ancestor(commit, t)? {
+            on_chain = true;
+            break;
+        }
+    }
+    if !on_chain {
+        return Ok(Err(format!(
+            "its pinned shared tip {} is not on the shared ref {SHARED}",
+            commit.short(8)
+        )));
+    }
+    if let Some((p, _)) = parent {
+        if splitting_off {
+            // Both sides of the split start from the same single-ref tick.
+            let first = store.first_parent(commit)?;
+            if first != Some(p.commit) {
+                return Ok(Err(format!(
+                    "it splits a goal off, but its pinned shared tip {} is not the split of the same tick",
+                    commit.short(8)
+                )));
+            }
+        } else if let Some(before) = pin_of(store, &store.message(p.commit)?)
+            && before != commit
+            && !store.is_ancestor(before, commit)?
+        {
+            return Ok(Err(format!(
+                "its pinned shared tip {} is older than its parent's ({}): pins never move back",
+                commit.short(8),
+                before.short(8)
+            )));
+        }
+    }
+    Ok(Ok(Some(Pin { commit, shared })))
+}
+
+/// Every goal ref here, with its goal's name.
+pub fn goal_refs(store: &Store) -> Result<Vec<(String, Oid)>> {
+    store.refs_under(GOALS)
+}
