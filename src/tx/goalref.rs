@@ -127,12 +127,18 @@ pub fn for_write(store: &Store, parent: Option<&Tip>, before: &State) -> Result<
     if !is_goal_ref(store.state_ref()) || !is_goal_state(before) {
         return Ok(None);
     }
-    let commit = match store.resolve(SHARED)? {
-        Some(t) => t.commit,
-        None => match parent.and_then(|p| store.message(p.commit).ok()) {
-            Some(m) => pin_of(store, &m).ok_or_else(|| no_shared(store))?,
-            None => return Err(no_shared(store)),
-        },
+    // The newer of this clone's shared tip and the parent's pin: pins
+    // never move back, even onto a parent a sync took from a clone that
+    // had seen a newer shared tip than this one.
+    let local = store.resolve(SHARED)?.map(|t| t.commit);
+    let before = parent
+        .and_then(|p| store.message(p.commit).ok())
+        .and_then(|m| pin_of(store, &m));
+    let commit = match (local, before) {
+        (Some(l), Some(p)) if l != p && !store.is_ancestor(p, l)? => p,
+        (Some(l), _) => l,
+        (None, Some(p)) => p,
+        (None, None) => return Err(no_shared(store)),
     };
     match shared_at(store, commit)? {
         Ok(shared) => Ok(Some(Pin { commit, shared })),
