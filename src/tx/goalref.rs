@@ -292,3 +292,108 @@ pub fn for_check(
 pub fn goal_refs(store: &Store) -> Result<Vec<(String, Oid)>> {
     store.refs_under(GOALS)
 }
+
+/// What a reader of the shared ref shows of a split state: the shared
+/// parts with every goal ref's goals, todos, gates, agents and quota as
+/// this clone last wrote or fetched them. An agent (or quota ledger) on
+/// more than one goal ref shows its record with the latest turn. Any other
+/// state is returned as it is.
+pub fn union(store: &Store, mut state: State) -> Result<State> {
+    if !is_shared_state(&state) || store.state_ref() != SHARED {
+        return Ok(state);
+    }
+    for (_, tip) in goal_refs(store)? {
+        let g = super::snapshot(store, store.tip_at(tip)?)?.state;
+        for (k, v) in g.goals.iter() {
+            state.goals.insert(k.clone(), v.clone());
+        }
+        for (k, v) in g.todos.iter() {
+            state.todos.insert(k.clone(), v.clone());
+        }
+        for (k, v) in g.gates.iter() {
+            state.gates.insert(k.clone(), v.clone());
+        }
+        for (k, v) in g.agents.iter() {
+            let newer = state.agents.get(k).is_none_or(|a| {
+                a.last_turn.as_ref().map(|t| t.at) < v.last_turn.as_ref().map(|t| t.at)
+            });
+            if newer {
+                state.agents.insert(k.clone(), v.clone());
+            }
+        }
+        for (k, v) in g.quota.iter() {
+            if !state.quota.contains_key(k) {
+                state.quota.insert(k.clone(), v.clone());
+            }
+        }
+    }
+    Ok(state)
+}
+
+/// The tips a reader of `start` walks: `start` alone, or on the shared ref
+/// with goal refs here, `start` and every goal ref's tip.
+pub fn view_tips(store: &Store, start: Oid) -> Result<Vec<Oid>> {
+    let mut tips = vec![start];
+    if store.state_ref() != SHARED {
+        return Ok(tips);
+    }
+    let goals = goal_refs(store)?;
+    // Only a split state's (goal refs made for states of their own, with
+    // git config loopx.ref, stay apart).
+    let split = !goals.is_empty()
+        && store
+            .read_file(store.tip_at(start)?.tree, files::META)?
+            .is_some_and(|b| {
+                String::from_utf8_lossy(&b)
+                    .lines()
+                    .any(|l| l.trim() == "goal_refs = true")
+            });
+    if split {
+        tips.extend(goals.into_iter().map(|(_, id)| id));
+    }
+    Ok(tips)
+}
+
+/// The first-parent chains of several tips merged newest first (by commit
+/// time), each commit once: the ticks before a split are on every chain.
+pub struct Merged<'s> {
+    heads: Vec<(Option<crate::store::Entry>, crate::store::FirstParents<'s>)>,
+    seen: std::collections::HashSet<Oid>,
+}
+
+impl Iterator for Merged<'_> {
+    type Item = Result<crate::store::Entry>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            for (head, rest) in &mut self.heads {
+                if head.is_none() {
+                    match rest.next() {
+                        Some(Ok(e)) => *head = Some(e),
+                        Some(Err(e)) => return Some(Err(e)),
+                        None => {}
+                    }
+                }
+            }
+            let newest = self
+                .heads
+                .iter()
+                .enumerate()
+                .filter_map(|(i, (h, _))| h.as_ref().map(|e| (e.time, i)))
+                .max_by_key(|(t, i)| (*t, std::cmp::Reverse(*i)))?
+                .1;
+            let e = self.heads[newest].0.take().expect("a head");
+            if self.seen.insert(e.commit) {
+                return Some(Ok(e));
+            }
+        }
+    }
+}
+
+/// [`Merged`] over `tips`.
+pub fn walk<'s>(store: &'s Store, tips: &[Oid]) -> Merged<'s> {
+    Merged {
+        heads: tips.iter().map(|t| (None, store.history(*t))).collect(),
+        seen: Default::default(),
+    }
+}

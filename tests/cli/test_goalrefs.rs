@@ -151,6 +151,33 @@ fn one_command_splits_the_state_and_every_ref_verifies() {
     assert!(listed.contains(&web) && !listed.contains(&api), "{listed}");
     let v = on(&m, MAIN, None, &["--json", "verify"]).ok().json();
     assert_eq!(v["ok"], true, "{v}");
+    // Readers of the shared ref read across refs: status, log, verify, digest.
+    let status = env.loopx(&["status"]).ok().stdout;
+    assert!(
+        status.contains("goal main") && status.contains("goal web"),
+        "{status}"
+    );
+    let log = env.loopx(&["log"]).ok().stdout;
+    assert!(log.contains(&format!("done {api}")), "{log}");
+    assert!(log.contains("split goal web onto its own ref"), "{log}");
+    assert_eq!(
+        log.matches("todo.add").count(),
+        2,
+        "the ticks before the split once: {log}"
+    );
+    let v = env.loopx(&["--json", "verify"]).ok().json();
+    let checked: Vec<&str> = v["refs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["ref"].as_str().unwrap())
+        .collect();
+    assert_eq!(checked, [MAIN, WEB], "{v}");
+    let digest = env
+        .loopx(&["--json", "digest", "--since", "1d"])
+        .ok()
+        .json();
+    assert!(digest.to_string().contains(&api), "{digest}");
     // `--list` names the goal refs.
     let v = env
         .loopx(&["--json", "goal", "split", "--list"])
