@@ -27,8 +27,9 @@ pub(super) const ALLOWED: &[(&str, &[&str])] = &[
     ("notify", &["model", "repo", "store", "time"]),
     ("history", &["diff", "error", "model", "op", "repo", "store", "time", "tx"]),
     ("verify", &["error", "model", "op", "repo", "store", "time", "trust", "tx"]),
+    // tx → trailer: a goal ref's tick pins its shared tip in a trailer (tx/goalref.rs).
     ("tx", &["cache", "config", "error", "fast", "git", "model", "op", "queue", "redact", "store", "time",
-             "trust"]),
+             "trailer", "trust"]),
     ("trust", &["error", "hook", "model", "op", "repo", "store", "time", "trailer"]),
     ("repo", &["config", "store", "time"]),
     ("cache", &["model", "store"]),

@@ -1,5 +1,5 @@
 //! `goal.split` (format 6): the one op of the migration to a ref per goal
-//! (docs/scale.md, "A ref per goal"). `loopx goal split` writes it once on
+//! (docs/scale.md, "A ref per goal"). The command `goal split` writes it once on
 //! the shared ref (`goal` is None: the goals leave, the shared parts stay)
 //! and once on each goal's new ref (`goal` is Some: only that goal stays),
 //! every one on top of the same single-ref tick, so each ref's history
@@ -26,8 +26,7 @@ pub(super) fn split(state: &mut State, op: &Op, goal: Option<&GoalId>) -> Result
         return Err(Refusal::rule(
             Code::AlreadySplit,
             "the state is already split into a ref per goal",
-        )
-        .with_hint("nothing to do; `loopx goal split --list` names the refs"));
+        ));
     }
     state.meta.format = crate::model::FORMAT;
     state.meta.goal_refs = true;

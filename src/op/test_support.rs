@@ -541,6 +541,7 @@ pub(super) fn every_change() -> Vec<Change> {
         Change::MachineRevoke {
             machine: crate::model::MachineName::new("m1").unwrap(),
         },
+        Change::GoalSplit { goal: None },
         Change::Settle {
             turn: "turn-2".to_owned(),
             steps: vec![
@@ -555,6 +556,7 @@ pub(super) fn every_change() -> Vec<Change> {
             Change::Init { .. }
             | Change::GoalAdd { .. }
             | Change::GoalSet { .. }
+            | Change::GoalSplit { .. }
             | Change::AgentRegister { .. }
             | Change::TodoAdd { .. }
             | Change::TodoClaim { .. }
