@@ -28,6 +28,14 @@ pub(super) fn split(state: &mut State, op: &Op, goal: Option<&GoalId>) -> Result
             "the state is already split into a ref per goal",
         ));
     }
+    if let Some(g) = goal
+        && !state.goals.contains_key(g)
+    {
+        return Err(Refusal::rule(
+            Code::UnknownGoal,
+            format!("there is no goal {g} to split off"),
+        ));
+    }
     state.meta.format = crate::model::FORMAT;
     state.meta.goal_refs = true;
     let subject = match goal {
@@ -40,12 +48,6 @@ pub(super) fn split(state: &mut State, op: &Op, goal: Option<&GoalId>) -> Result
             "split the goals onto their own refs".to_owned()
         }
         Some(g) => {
-            if !state.goals.contains_key(g) {
-                return Err(Refusal::rule(
-                    Code::UnknownGoal,
-                    format!("there is no goal {g} to split off"),
-                ));
-            }
             let others: Vec<GoalId> = state.goals.keys().filter(|k| *k != g).cloned().collect();
             for o in &others {
                 state.goals.remove(o);
@@ -80,3 +82,6 @@ pub(super) fn split(state: &mut State, op: &Op, goal: Option<&GoalId>) -> Result
         archived: Default::default(),
     })
 }
+
+#[cfg(test)]
+mod tests;

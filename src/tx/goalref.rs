@@ -397,3 +397,78 @@ pub fn walk<'s>(store: &'s Store, tips: &[Oid]) -> Merged<'s> {
         seen: Default::default(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Goal, Signer, SignerName};
+
+    fn split_state(goal: Option<&str>) -> State {
+        let mut s = State::default();
+        s.meta.format = crate::model::FORMAT;
+        s.meta.goal_refs = true;
+        if let Some(g) = goal {
+            let id = GoalId::new(g).unwrap();
+            let goal: Goal = toml::from_str(&format!(
+                "id = \"{g}\"\nobjective = \"x\"\nstatus = \"active\"\ncreated_at = \"2026-01-01T09:00:00Z\"\ncreated_by = \"human:Ada <ada@example.com>\"\nupdated_at = \"2026-01-01T09:00:00Z\"\n[quota]\nslots = 1\nwindow = \"1d\"\n"
+            ))
+            .unwrap();
+            s.goals.insert(id, goal);
+        }
+        s
+    }
+
+    fn signer(s: &mut State, name: &str) {
+        let signer: Signer = toml::from_str(&format!(
+            "name = \"{name}\"\nkey = \"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIDq1\"\nannounced_by = \"human:Ada <ada@example.com>\"\nannounced_at = \"2026-01-01T09:00:00Z\"\n"
+        ))
+        .unwrap();
+        s.signers.insert(SignerName::new(name).unwrap(), signer);
+    }
+
+    #[test]
+    fn names_and_kinds_of_refs_and_states() {
+        assert!(is_goal_ref("refs/loopx/goals/api"));
+        assert!(!is_goal_ref("refs/loopx/goals/"));
+        assert!(!is_goal_ref(SHARED));
+        assert!(is_goal_state(&split_state(Some("api"))));
+        assert!(is_shared_state(&split_state(None)));
+        assert!(!is_shared_state(&State::default()));
+    }
+
+    #[test]
+    fn an_overlay_writes_the_shared_files_only_when_the_pin_moved() {
+        let mut goal = split_state(Some("api"));
+        let mut shared = split_state(None);
+        let same = Pin {
+            commit: Oid::from_hex_for_tests(1),
+            shared: shared.clone(),
+        };
+        assert!(overlay(&mut goal, &same).is_empty());
+        signer(&mut shared, "ada");
+        let moved = Pin {
+            commit: Oid::from_hex_for_tests(2),
+            shared,
+        };
+        let refresh = overlay(&mut goal, &moved);
+        let paths: Vec<&str> = refresh.iter().map(|(p, _)| p.as_str()).collect();
+        assert_eq!(paths, ["signers/ada.toml"]);
+        assert!(goal.same_shared(&moved.shared));
+        assert_eq!(goal.goals.len(), 1, "the goal's parts stay");
+    }
+
+    #[test]
+    fn a_goal_ref_writes_no_shared_part_and_the_shared_ref_no_goal_part() {
+        let before = split_state(Some("api"));
+        let mut after = before.clone();
+        signer(&mut after, "ada");
+        let r = check_write("refs/loopx/goals/api", &before, &after).unwrap_err();
+        assert_eq!(r.code.as_str(), "wrong-ref");
+        assert!(check_write(SHARED, &split_state(None), &after).is_err());
+        let mut shared_after = split_state(None);
+        signer(&mut shared_after, "ada");
+        assert!(check_write(SHARED, &split_state(None), &shared_after).is_ok());
+        // A state that is not split is not judged.
+        assert!(check_write(SHARED, &State::default(), &after).is_ok());
+    }
+}
