@@ -123,9 +123,18 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     // `loopx sync`: a goal ref's ticks pin the shared ref's, so the shared
     // ref goes first; the shared ref's sync takes every local goal ref too.
     let one = std::env::var_os(ONE_REF).is_some();
+    let split = || crate::tx::load(ctx).is_ok_and(|s| s.state.meta.goal_refs);
+    let on_goal = !one && goalref::is_goal_ref(ctx.state_ref());
     let mut others = Vec::new();
-    if !one && goalref::is_goal_ref(ctx.state_ref()) {
+    if on_goal && split() {
         others.push(sync_other(ctx, args, goalref::SHARED)?);
+    } else if on_goal && crate::tx::tip(ctx).ok().flatten().is_none() {
+        // A clone's first sync of a goal ref: the shared ref its ticks pin
+        // comes first, when the hub has one (a goal ref of its own, never
+        // split, has none).
+        if let Ok(o) = sync_other(ctx, args, goalref::SHARED) {
+            others.push(o);
+        }
     }
     let report = sync::run(
         ctx.repo()?,
@@ -135,10 +144,11 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         },
         &|what, done, total| ctx.out.progress(what, done, total),
     )?;
-    if !one
-        && ctx.state_ref() == goalref::SHARED
-        && crate::tx::load(ctx).is_ok_and(|s| s.state.meta.goal_refs)
-    {
+    // A clone's first sync of a goal ref: the shared ref its ticks pin.
+    if on_goal && others.is_empty() && split() {
+        others.push(sync_other(ctx, args, goalref::SHARED)?);
+    }
+    if !one && ctx.state_ref() == goalref::SHARED && split() {
         for (name, _) in goalref::goal_refs(ctx.store()?)? {
             others.push(sync_other(ctx, args, &name)?);
         }
