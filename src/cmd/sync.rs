@@ -126,15 +126,14 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let split = || crate::tx::load(ctx).is_ok_and(|s| s.state.meta.goal_refs);
     let on_goal = !one && goalref::is_goal_ref(ctx.state_ref());
     let mut others = Vec::new();
+    // A clone's first sync of a goal ref: the shared ref its ticks would
+    // pin comes first, when the hub has one; reported only if the goal ref
+    // turns out to be a split state's (a state of its own says nothing).
+    let mut first = None;
     if on_goal && split() {
         others.push(sync_other(ctx, args, goalref::SHARED)?);
     } else if on_goal && crate::tx::tip(ctx).ok().flatten().is_none() {
-        // A clone's first sync of a goal ref: the shared ref its ticks pin
-        // comes first, when the hub has one (a goal ref of its own, never
-        // split, has none).
-        if let Ok(o) = sync_other(ctx, args, goalref::SHARED) {
-            others.push(o);
-        }
+        first = sync_other(ctx, args, goalref::SHARED).ok();
     }
     let report = sync::run(
         ctx.repo()?,
@@ -144,9 +143,11 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         },
         &|what, done, total| ctx.out.progress(what, done, total),
     )?;
-    // A clone's first sync of a goal ref: the shared ref its ticks pin.
     if on_goal && others.is_empty() && split() {
-        others.push(sync_other(ctx, args, goalref::SHARED)?);
+        others.push(match first {
+            Some(o) => o,
+            None => sync_other(ctx, args, goalref::SHARED)?,
+        });
     }
     if !one && ctx.state_ref() == goalref::SHARED && split() {
         for (name, _) in goalref::goal_refs(ctx.store()?)? {
