@@ -81,6 +81,7 @@ codes! {
     AgentsOnly => "agents-only",
     AlreadyAnnounced => "already-announced",
     AlreadyInitialized => "already-initialized",
+    AlreadySplit => "already-split",
     AlreadyVoided => "already-voided",
     AmbiguousCommit => "ambiguous-commit",
     AmbiguousGoal => "ambiguous-goal",
@@ -214,6 +215,7 @@ codes! {
     ValidationMissing => "validation-missing",
     Waiting => "waiting",
     WrongGoal => "wrong-goal",
+    WrongRef => "wrong-ref",
 }
 
 impl fmt::Display for Code {

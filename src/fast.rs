@@ -99,7 +99,10 @@ impl Fast {
     /// file is missing or stale. `vars` are the keyed variables
     /// ([`keyed_var`]) of the environment.
     pub fn open(cwd: &Path, vars: &[(&str, &str)]) -> Option<Fast> {
-        if vars.iter().any(|(k, _)| STAND_ASIDE.contains(k)) {
+        // `LOOPX_REF` names another state ref (a goal's) than the config.
+        if vars.iter().any(|(k, _)| STAND_ASIDE.contains(k))
+            || std::env::var_os(crate::store::REF_VAR).is_some()
+        {
             return None;
         }
         let layout = discover(cwd)?;
@@ -296,7 +299,9 @@ fn unkeyable(text: &[u8]) -> bool {
 /// removes a settings file it cannot replace, so a stale one is never left
 /// to match by accident.
 pub fn remember(cwd: &Path, vars: &[(&str, &str)], store: &Store, config: &Config) {
-    if vars.iter().any(|(k, _)| STAND_ASIDE.contains(k)) {
+    if vars.iter().any(|(k, _)| STAND_ASIDE.contains(k))
+        || std::env::var_os(crate::store::REF_VAR).is_some()
+    {
         return;
     }
     let Some(layout) = discover(cwd) else { return };

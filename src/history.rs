@@ -166,6 +166,14 @@ pub fn walk(repo: &Repo, start: Oid) -> Result<crate::store::FirstParents<'_>> {
     Ok(repo.store().history(start))
 }
 
+/// The history a reader of the state shows from `start`: its first-parent
+/// chain, or, on the shared ref of a state split into a ref per goal
+/// (format 6), every ref's chain merged newest first (`tx::goalref`).
+pub fn walk_view(repo: &Repo, start: Oid) -> Result<crate::tx::goalref::Merged<'_>> {
+    let tips = crate::tx::goalref::view_tips(repo.store(), start)?;
+    Ok(crate::tx::goalref::walk(repo.store(), &tips))
+}
+
 /// One commit of the history.
 pub fn entry(repo: &Repo, commit: Oid) -> Result<Entry> {
     repo.store().entry(commit)

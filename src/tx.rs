@@ -248,7 +248,7 @@ fn run(
                 crate::queue::PATIENCE,
             ));
         }
-        let (tip, before, mut op) = match sealed.take() {
+        let (tip, mut before, mut op) = match sealed.take() {
             Some(s) if repo.store().tip_id()? == s.0.as_ref().map(|t| t.commit) => s,
             // The state moved since the signature: sign again, outside.
             _ if signs && started.elapsed() < RETRY_FOR => {
@@ -273,20 +273,30 @@ fn run(
             // this todo, written here, runs here without further trust.
             crate::trust::validation::remember(repo, &op)?;
         }
+        // On a goal ref of a split state the op applies to the shared
+        // parts of the shared tip it pins (`goalref`).
+        let pin = goalref::for_write(repo.store(), tip.as_ref(), &before)?;
+        let refresh = match &pin {
+            Some(p) => goalref::overlay(&mut before, p),
+            None => Vec::new(),
+        };
+        let extra: Vec<(&str, String)> = pin.iter().map(goalref::Pin::trailer).collect();
         let Written {
             tip: new,
             effect,
             state: after,
-        } = write_tick(
+        } = write_tick_with(
             repo.store(),
             tip.as_ref(),
             &before,
             &op,
-            &[],
+            &extra,
+            &refresh,
             &committer,
             Empty::Skip,
         )
         .map_err(|e| unwritten(repo, e))??;
+        goalref::check_write(repo.state_ref(), &before, &after)?;
         let Some(new) = new else {
             // The op changes nothing (an identical registration, a spend of
             // a turn already spent): no tick, as if it had landed before.
@@ -311,7 +321,12 @@ fn run(
                 // touched, so the cache can be updated in place.
                 let touched = files::touched(&before, &after);
                 drop(before);
-                cache::update(repo.store(), tip.as_ref(), &new, &after, &touched);
+                if refresh.is_empty() {
+                    cache::update(repo.store(), tip.as_ref(), &new, &after, &touched);
+                } else {
+                    // The pin moved: the shared parts changed under the op.
+                    cache::write(repo.store(), &new, &after);
+                }
                 drop(turn);
                 auto_pack(repo, new.tick);
                 return Ok(Committed {
@@ -460,10 +475,27 @@ pub fn write_tick(
     committer: &Person,
     empty: Empty,
 ) -> Result<Result<Written, Refusal>> {
-    let planned = match plan_tick(parent, before, op, crate::model::FORMAT, extra) {
+    write_tick_with(store, parent, before, op, extra, &[], committer, empty)
+}
+
+/// [`write_tick`], also writing `refresh`: the shared files a goal tick's
+/// moved pin changes in its parent's tree ([`goalref::overlay`]).
+#[allow(clippy::too_many_arguments)]
+pub fn write_tick_with(
+    store: &Store,
+    parent: Option<&Tip>,
+    before: &State,
+    op: &Op,
+    extra: &[(&str, String)],
+    refresh: &[files::Change],
+    committer: &Person,
+    empty: Empty,
+) -> Result<Result<Written, Refusal>> {
+    let mut planned = match plan_tick(parent, before, op, crate::model::WRITES, extra) {
         Ok(p) => p,
         Err(refusal) => return Ok(Err(refusal)),
     };
+    planned.changes.extend(refresh.iter().cloned());
     if parent.is_some() && planned.changes.is_empty() && empty == Empty::Skip {
         return Ok(Ok(Written {
             tip: None,
@@ -560,6 +592,8 @@ pub fn stale_lock(lock: &std::path::Path, age: Option<Duration>) -> Refusal {
         lock.display()
     ))
 }
+
+pub mod goalref;
 
 #[cfg(test)]
 mod tests;

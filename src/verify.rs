@@ -74,6 +74,10 @@ pub enum Rule {
     OpIdReused,
     /// A `Loopx-Format` lower than an earlier tick's (format 4 on).
     FormatDown,
+    /// Format 6: a goal ref's tick without a valid `Loopx-Shared` pin (or
+    /// one that changes the shared parts), or a shared ref's tick that
+    /// changes a goal's (`tx::goalref`).
+    Pin,
 }
 
 impl Rule {
@@ -94,6 +98,7 @@ impl Rule {
             Rule::Signature => "signature",
             Rule::OpIdReused => "op-id-reused",
             Rule::FormatDown => "format-down",
+            Rule::Pin => "pin",
         }
     }
 

@@ -120,7 +120,9 @@ struct Quiet {
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let now = ctx.now;
     let since = args.since.back_from(now);
-    let snap = tx::load(ctx)?;
+    let mut snap = tx::load(ctx)?;
+    // The shared ref of a split state reads every goal ref too.
+    snap.state = tx::goalref::union(ctx.store()?, snap.state)?;
     let state = &snap.state;
     let goal = match &args.goal {
         None => None,
@@ -147,7 +149,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     // gate) is found by these.
     let mut window: Vec<(Timestamp, String, u64)> = Vec::new();
     let mut older = 0;
-    for e in history::walk(ctx.repo()?, snap.tip.commit)? {
+    for e in history::walk_view(ctx.repo()?, snap.tip.commit)? {
         let t = Tick::read(e?);
         let at = t.time();
         if at < since {

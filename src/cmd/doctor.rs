@@ -13,7 +13,7 @@ use crate::cmd::tx;
 use crate::cmd::tx::STALE_LOCK;
 use crate::ctx::Ctx;
 use crate::error::{Code, Exit};
-use crate::model::{AgentStatus, FORMAT, State, Todo, TodoId, TodoStatus, files};
+use crate::model::{AgentStatus, State, Todo, TodoId, TodoStatus, files};
 use crate::op::message;
 
 /// Check the state: every file parses, references resolve, no stale locks
@@ -435,13 +435,16 @@ fn check_files(all: &[(String, Vec<u8>)], problems: &mut Vec<Problem>) {
 }
 
 fn check_references(state: &State, archive: &BTreeMap<TodoId, Todo>, problems: &mut Vec<Problem>) {
-    if state.meta.format < FORMAT {
+    // A state on one ref is written in format 5 (`model::WRITES`); only a
+    // split into a ref per goal makes it 6.
+    if state.meta.format < crate::model::WRITES {
         problems.push(Problem {
             severity: "warning",
             path: Some(files::META.to_owned()),
             message: format!(
-                "format {} is older than this loopx's {FORMAT}",
-                state.meta.format
+                "format {} is older than this loopx's {}",
+                state.meta.format,
+                crate::model::WRITES
             ),
             fix: None,
         });

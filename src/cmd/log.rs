@@ -114,7 +114,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let mut stream = ctx.out.stream();
     let mut shown = 0usize;
     let mut older = 0usize;
-    for entry in history::walk(ctx.repo()?, tip.commit)? {
+    for entry in history::walk_view(ctx.repo()?, tip.commit)? {
         let tick = Tick::read(entry?);
         if let Some(since) = since
             && tick.time() < since

@@ -172,7 +172,7 @@ const EXIT_STATUS: [(u8, &str); 5] = [
 ];
 
 /// The ENVIRONMENT section: every variable loopx reads.
-const ENVIRONMENT: [(&str, &str); 10] = [
+const ENVIRONMENT: [(&str, &str); 11] = [
     (
         "LOOPX_AGENT",
         "The registered agent loopx acts as when --agent is not given.",
@@ -182,6 +182,10 @@ const ENVIRONMENT: [(&str, &str); 10] = [
         "A fixed clock (an RFC 3339 time), for reproducible scripts and tests.",
     ),
     ("LOOPX_SEED", "Makes generated ids deterministic."),
+    (
+        "LOOPX_REF",
+        "The state ref for this command, over git config loopx.ref: on a state split into a ref per goal, refs/loopx/state (the shared ref) or refs/loopx/goals/GOAL.",
+    ),
     (
         "LOOPX_NO_FAST",
         "Set to anything: reads always open the repository instead of answering a cache hit from the state cache's files alone (for comparison).",

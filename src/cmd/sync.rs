@@ -8,6 +8,53 @@ use serde::Serialize;
 use crate::ctx::Ctx;
 use crate::error::{Code, Exit, Refusal};
 use crate::sync;
+use crate::tx::goalref;
+
+/// Set in the `loopx sync` of one ref that a split state's sync starts for
+/// another of its refs: that one syncs only its own.
+const ONE_REF: &str = "LOOPX_SYNC_ONE_REF";
+
+/// Syncs another ref of a split state with the same remote, in a child
+/// `loopx sync` on that ref ([`crate::store::REF_VAR`]); its JSON report,
+/// with the ref's name under `ref`.
+fn sync_other(ctx: &Ctx, args: &Args, name: &str) -> Result<serde_json::Value> {
+    let exe = std::env::current_exe()?;
+    let mut cmd = std::process::Command::new(exe);
+    cmd.current_dir(ctx.store()?.root())
+        .env(crate::store::REF_VAR, name)
+        .env(ONE_REF, "1")
+        .args(["--format", "json", "sync"]);
+    if let Some(r) = &args.remote {
+        cmd.arg(r);
+    }
+    if args.adopt_remote {
+        cmd.arg("--adopt-remote");
+    }
+    let out = cmd.output()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let doc: serde_json::Value = text
+        .lines()
+        .rev()
+        .find_map(|l| serde_json::from_str(l).ok())
+        .unwrap_or(serde_json::Value::Null);
+    if !out.status.success() || doc.get("error").is_some() || doc.is_null() {
+        let message = doc["error"]["message"]
+            .as_str()
+            .map(str::to_owned)
+            .unwrap_or_else(|| String::from_utf8_lossy(&out.stderr).trim().to_owned());
+        return Err(Refusal::conflict(
+            Code::PushFailed,
+            format!("syncing {name}, a ref of this split state: {message}"),
+        )
+        .with_hint(format!(
+            "`LOOPX_REF={name} loopx sync` syncs that ref alone and says more"
+        ))
+        .into());
+    }
+    let mut doc = doc;
+    doc["ref"] = serde_json::Value::String(name.to_owned());
+    Ok(doc)
+}
 
 /// Sync the state with a git remote: fetch, replay local ticks, push
 ///
@@ -72,6 +119,22 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     if args.redate {
         return redate(ctx);
     }
+    // A state split into a ref per goal (format 6) syncs each ref in one
+    // `loopx sync`: a goal ref's ticks pin the shared ref's, so the shared
+    // ref goes first; the shared ref's sync takes every local goal ref too.
+    let one = std::env::var_os(ONE_REF).is_some();
+    let split = || crate::cmd::tx::load(ctx).is_ok_and(|s| s.state.meta.goal_refs);
+    let on_goal = !one && goalref::is_goal_ref(ctx.state_ref());
+    let mut others = Vec::new();
+    // A clone's first sync of a goal ref: the shared ref its ticks would
+    // pin comes first, when the hub has one; reported only if the goal ref
+    // turns out to be a split state's (a state of its own says nothing).
+    let mut first = None;
+    if on_goal && split() {
+        others.push(sync_other(ctx, args, goalref::SHARED)?);
+    } else if on_goal && crate::cmd::tx::tip(ctx).ok().flatten().is_none() {
+        first = sync_other(ctx, args, goalref::SHARED).ok();
+    }
     let report = sync::run(
         ctx.repo()?,
         &sync::Options {
@@ -83,7 +146,37 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             terminal: ctx.out.shows_progress(),
         },
     )?;
-    ctx.out.emit(&report, || human(&report))?;
+    if on_goal && others.is_empty() && split() {
+        others.push(match first {
+            Some(o) => o,
+            None => sync_other(ctx, args, goalref::SHARED)?,
+        });
+    }
+    if !one && ctx.state_ref() == goalref::SHARED && split() {
+        for (name, _) in goalref::goal_refs(ctx.store()?)? {
+            others.push(sync_other(ctx, args, &name)?);
+        }
+    }
+    if others.is_empty() {
+        ctx.out.emit(&report, || human(&report))?;
+    } else {
+        let mut doc = serde_json::to_value(&report)?;
+        doc["refs"] = serde_json::Value::Array(others.clone());
+        ctx.out.emit(&doc, || {
+            let mut text = human(&report);
+            for o in &others {
+                text.push_str(&format!(
+                    "\n{}: {} (pulled {}, pushed {}, tick {})",
+                    o["ref"].as_str().unwrap_or_default(),
+                    o["outcome"].as_str().unwrap_or_default(),
+                    o["pulled"],
+                    o["pushed"],
+                    o["tick"]
+                ));
+            }
+            text
+        })?;
+    }
     if report.rejected.is_empty() {
         return Ok(Exit::Ok);
     }

@@ -48,6 +48,55 @@ struct Wire<'a> {
     /// Valid ticks worth a warning: agent ticks no allowed machine signed,
     /// before the signing policy required it.
     unsigned_agent_ticks: &'a [u64],
+    /// Format 6: on the shared ref of a split state, each goal ref's check.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    refs: Vec<GoalRefWire>,
+}
+
+/// One goal ref's check, when `verify` on the shared ref checks them all.
+#[derive(Serialize)]
+struct GoalRefWire {
+    #[serde(rename = "ref")]
+    name: String,
+    ok: bool,
+    tick: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    finding: Option<Finding>,
+}
+
+/// On the shared ref of a split state (format 6), with no range given:
+/// checks every goal ref's whole chain too (`tx::goalref`).
+fn goal_refs(ctx: &Ctx, args: &Args) -> Result<Vec<GoalRefWire>> {
+    use crate::tx::goalref;
+    if args.from.is_some()
+        || args.to.is_some()
+        || ctx.state_ref() != goalref::SHARED
+        || !crate::cmd::tx::load(ctx).is_ok_and(|s| s.state.meta.goal_refs)
+    {
+        return Ok(Vec::new());
+    }
+    let mut out = Vec::new();
+    for (name, tip) in goalref::goal_refs(ctx.store()?)? {
+        let mut progress = |done: usize, total: usize| {
+            ctx.out.progress(&format!("Verifying {name}"), done, total);
+        };
+        let (checked, _) = verify::chain_of_noting(ctx.repo()?, None, tip, &mut progress)?;
+        out.push(match checked {
+            Ok(v) => GoalRefWire {
+                name,
+                ok: true,
+                tick: v.tip.tick,
+                finding: None,
+            },
+            Err(f) => GoalRefWire {
+                name,
+                ok: false,
+                tick: f.tick.saturating_sub(1),
+                finding: Some(f),
+            },
+        });
+    }
+    Ok(out)
 }
 
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
@@ -96,24 +145,43 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     }
     match checked {
         Ok(v) => {
+            let refs = goal_refs(ctx, args)?;
+            let bad = refs
+                .iter()
+                .find_map(|r| r.finding.clone().map(|f| (r.name.clone(), f)));
+            if let Some((name, f)) = bad
+                && !ctx.out.is_json()
+            {
+                let mut r = f.refusal(format!(
+                    "the ticks of {name} from this commit on are not trusted; `LOOPX_REF={name} loopx verify` says more"
+                ));
+                r.message = format!("{name}: {}", r.message);
+                return Err(r.into());
+            }
+            let all_ok = refs.iter().all(|r| r.ok);
             let wire = Wire {
-                ok: true,
+                ok: all_ok,
                 verified,
                 from: from_tick,
                 tick: v.tip.tick,
                 commit: Some(v.tip.commit.to_string()),
                 findings: &[],
                 unsigned_agent_ticks: unsigned,
+                refs,
             };
             ctx.out.emit(&wire, || {
-                format!(
+                let mut text = format!(
                     "Verified {verified} tick{} (tick {} to {}): each one re-applies to exactly its tree.",
                     if verified == 1 { "" } else { "s" },
                     from_tick + u64::from(verified > 0),
                     v.tip.tick
-                )
+                );
+                for r in &wire.refs {
+                    text.push_str(&format!("\nVerified {} to tick {}.", r.name, r.tick));
+                }
+                text
             })?;
-            Ok(Exit::Ok)
+            Ok(if all_ok { Exit::Ok } else { Exit::Refused })
         }
         Err(finding) => {
             let refusal = finding.refusal(format!(
@@ -131,6 +199,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                     commit: None,
                     findings: std::slice::from_ref(&finding),
                     unsigned_agent_ticks: unsigned,
+                    refs: Vec::new(),
                 };
                 ctx.out.emit(&wire, String::new)?;
                 return Ok(Exit::Refused);

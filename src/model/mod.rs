@@ -85,7 +85,20 @@ use crate::time::Span;
 ///   `machine.propose`, `machine.admit` and `machine.revoke`, an agent's op
 ///   carrying a `signature` (its machine's, `trust::machine`), and the
 ///   signing policy's value `all` (`signer.require --machines`).
-pub const FORMAT: u32 = 5;
+/// - 6 (unreleased): a ref per goal (docs/scale.md). `loopx.toml`'s
+///   `goal_refs`, the op `goal.split`, and the `Loopx-Shared` trailer of a
+///   tick on a goal ref (`refs/loopx/goals/<goal>`) naming the shared tip
+///   (`refs/loopx/state`) it was applied against. Only a split state's
+///   `loopx.toml` says 6: ticks keep recording [`WRITES`], so a team that
+///   never splits writes exactly what format 5 wrote, and a format-5 binary
+///   refuses a split state by its `loopx.toml` (`format-too-new`) and a
+///   `goal.split` tick by its kind (`unknown-op`).
+pub const FORMAT: u32 = 6;
+
+/// The format this binary records in every tick's `Loopx-Format` and in a
+/// new state's `loopx.toml`; only `goal.split` writes [`FORMAT`] (6) into
+/// `loopx.toml`.
+pub const WRITES: u32 = 5;
 
 /// The whole state at one tick. Serde only for the local cache
 /// (`crate::cache`): the stored form is [`files`], one TOML file an entity.
@@ -111,6 +124,11 @@ pub struct State {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Meta {
     pub format: u32,
+    /// Format 6: the state is split into a ref per goal (`goal.split`):
+    /// `refs/loopx/state` holds the shared parts (this file, signers,
+    /// machines) and each goal's ref its goal ([`State::shared_from`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub goal_refs: bool,
     #[serde(default)]
     pub settings: Settings,
 }
@@ -118,7 +136,8 @@ pub struct Meta {
 impl Default for Meta {
     fn default() -> Self {
         Meta {
-            format: FORMAT,
+            format: WRITES,
+            goal_refs: false,
             settings: Settings::default(),
         }
     }
@@ -191,6 +210,22 @@ impl Default for Settings {
 }
 
 impl State {
+    /// Takes the shared parts of a split state (`loopx.toml`, signers and
+    /// machines: what `refs/loopx/state` holds after `goal.split`) from
+    /// `shared`, keeping this state's goals, agents, todos, gates and quota:
+    /// a goal tick is applied to its goal's state with the shared parts of
+    /// the shared tip it pins (docs/scale.md).
+    pub fn shared_from(&mut self, shared: &State) {
+        self.meta = shared.meta.clone();
+        self.signers = shared.signers.clone();
+        self.machines = shared.machines.clone();
+    }
+
+    /// Whether `other` has the same shared parts as this state.
+    pub fn same_shared(&self, other: &State) -> bool {
+        self.meta == other.meta && self.signers == other.signers && self.machines == other.machines
+    }
+
     /// The goal a command means when it names none: the only active goal,
     /// or the only goal.
     pub fn default_goal(&self) -> Result<&Goal, Refusal> {

@@ -63,6 +63,7 @@ changes! {
     "init" => Init, since 1;
     "goal.add" => GoalAdd, since 1;
     "goal.set" => GoalSet, since 1;
+    "goal.split" => GoalSplit, since 1;
     "agent.register" => AgentRegister, since 1;
     "todo.add" => TodoAdd, since 1;
     "todo.claim" => TodoClaim, since 1;
@@ -107,6 +108,14 @@ pub struct Init {
 pub struct GoalAdd {
     pub goal: GoalId,
     pub objective: String,
+}
+
+/// Format 6: the migration to a ref per goal (`op::split`): on the shared
+/// ref without a goal, on a goal's new ref with it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GoalSplit {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goal: Option<GoalId>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

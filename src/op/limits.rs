@@ -125,6 +125,7 @@ pub fn check(change: &Change) -> Result<(), Refusal> {
         | Change::TodoReopen(_)
         | Change::TodoArchive(_)
         | Change::AgentRetire(_)
+        | Change::GoalSplit(_)
         | Change::GateWithdraw(_)
         | Change::GateNotified(_)
         | Change::QuotaSpend(_)

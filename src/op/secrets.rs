@@ -102,6 +102,7 @@ fn walk(change: &mut Change, hit: &mut Vec<&'static str>) -> Result<(), Refusal>
         | Change::TodoReopen(_)
         | Change::TodoArchive(_)
         | Change::AgentRetire(_)
+        | Change::GoalSplit(_)
         | Change::GateWithdraw(_)
         | Change::GateNotified(_)
         | Change::QuotaSpend(_)

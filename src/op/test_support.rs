@@ -525,6 +525,7 @@ pub(super) fn every_change() -> Vec<Change> {
         Change::MachineRevoke(MachineRevoke {
             machine: crate::model::MachineName::new("m1").unwrap(),
         }),
+        Change::GoalSplit(GoalSplit { goal: None }),
         Change::Settle(Settle {
             turn: "turn-2".to_owned(),
             steps: vec![
@@ -557,6 +558,7 @@ pub(super) fn every_change() -> Vec<Change> {
             | Change::MachineRevoke(_)
             | Change::TodoArchive(_)
             | Change::AgentRetire(_)
+            | Change::GoalSplit(_)
             | Change::GateOpen(_)
             | Change::GateAnswer(_)
             | Change::GateWithdraw(_)

@@ -18,6 +18,7 @@ mod config;
 mod history;
 mod lock;
 mod read;
+mod refs;
 mod scratch;
 mod write;
 
@@ -32,8 +33,14 @@ fn is_own_ref(name: &str) -> bool {
         .any(|own| name.starts_with(&format!("refs/loopx/{own}/")))
 }
 
-/// The default state ref; git config `loopx.ref` overrides it.
+/// The default state ref; git config `loopx.ref` overrides it, and the
+/// environment's [`REF_VAR`] both.
 pub const DEFAULT_REF: &str = "refs/loopx/state";
+
+/// The variable that names the state ref for one command, over git config
+/// `loopx.ref`: a clone on a goal ref (`refs/loopx/goals/<goal>`) runs a
+/// shared act with `LOOPX_REF=refs/loopx/state` (docs/scale.md).
+pub const REF_VAR: &str = "LOOPX_REF";
 
 /// The memory the delta-base cache of packed reads may use.
 const PACK_CACHE_BYTES: usize = 1024 * 1024;
@@ -151,15 +158,22 @@ impl Store {
                 "run loopx inside a git repository (`git init` makes one), or pass -C PATH",
             )
         })?;
-        let state_ref = match repo.config_snapshot().string("loopx.ref") {
+        let from_env = std::env::var(REF_VAR).ok().filter(|v| !v.is_empty());
+        let configured = from_env.or_else(|| {
+            repo.config_snapshot()
+                .string("loopx.ref")
+                .map(|n| n.to_str_lossy().into_owned())
+        });
+        let state_ref = match configured {
             Some(name) => {
-                let name = name.to_str_lossy().into_owned();
                 if !name.starts_with("refs/")
                     || gix::refs::FullName::try_from(name.as_str()).is_err()
                 {
                     return Err(Refusal::usage(
                         Code::BadConfig,
-                        format!("git config loopx.ref = {name:?} is not a full ref name"),
+                        format!(
+                            "{REF_VAR} or git config loopx.ref = {name:?} is not a full ref name"
+                        ),
                     )
                     .with_hint("use a name such as refs/loopx/state, or unset it")
                     .into());
@@ -170,7 +184,7 @@ impl Store {
                     return Err(Refusal::usage(
                         Code::BadConfig,
                         format!(
-                            "git config loopx.ref = {name:?} is not under refs/loopx/, or is one of loopx's own refs"
+                            "{REF_VAR} or git config loopx.ref = {name:?} is not under refs/loopx/, or is one of loopx's own refs"
                         ),
                     )
                     .with_hint("the state lives under refs/loopx/, such as refs/loopx/state or refs/loopx/goals/api; fix or unset it")

@@ -207,23 +207,35 @@ pub(super) fn write_replay(
     let mut replays = Vec::new();
     let mut written = 0;
     for step in steps {
-        let extra: Vec<(&str, String)> = step
+        // On a goal ref a replayed tick pins the shared tip it is written
+        // against now, not the one it first pinned (`tx::goalref`).
+        let pin = tx::goalref::for_write(repo.store(), Some(&tip), &state)?;
+        let mut extra: Vec<(&str, String)> = step
             .extra
             .iter()
+            .filter(|(k, _)| pin.is_none() || k != tx::goalref::TRAILER)
             .map(|(k, v)| (k.as_str(), v.clone()))
             .collect();
+        let refresh = match &pin {
+            Some(p) => {
+                extra.push(p.trailer());
+                tx::goalref::overlay(&mut state, p)
+            }
+            None => Vec::new(),
+        };
         // A record of a lost op is new, made here in its agent's name:
         // signed with this clone's machine key (replayed ops keep theirs).
         let mut op = step.op;
         if step.replayed_from.is_none() {
             crate::trust::machine::sign_record(repo.store(), &tip, &state, &mut op)?;
         }
-        let w = tx::write_tick(
+        let w = tx::write_tick_with(
             repo.store(),
             Some(&tip),
             &state,
             &op,
             &extra,
+            &refresh,
             repo.committer(),
             tx::Empty::Write,
         )

@@ -70,7 +70,7 @@ impl Binding {
     /// The binding of a new tick, written in this binary's format.
     pub fn live(state: Option<String>) -> Self {
         Binding {
-            format: crate::model::FORMAT,
+            format: crate::model::WRITES,
             state,
         }
     }

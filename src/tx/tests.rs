@@ -281,7 +281,7 @@ fn every_incremental_tick_writes_what_a_cold_full_rewrite_writes() {
             tip.as_ref(),
             &unshared(&state),
             &op,
-            crate::model::FORMAT,
+            crate::model::WRITES,
             &[],
         );
         let written =
@@ -319,7 +319,7 @@ fn every_incremental_tick_writes_what_a_cold_full_rewrite_writes() {
             continue;
         };
         landed += 1;
-        let changes = plan_tick(tip.as_ref(), &state, &op, crate::model::FORMAT, &[])
+        let changes = plan_tick(tip.as_ref(), &state, &op, crate::model::WRITES, &[])
             .expect("planned once already")
             .changes;
         assert_eq!(changes, full_changes, "tick {n}: the files written");

@@ -150,6 +150,31 @@ pub(super) fn check_head(
         Some(p) => (&p.state, Some(&p.tip)),
         None => (&empty, None),
     };
+    // A goal ref's tick applies to the shared parts it pins (format 6).
+    let pin = match tx::goalref::for_check(
+        store,
+        parent.map(|p| (&p.tip, &p.state)),
+        op,
+        &entry.message,
+    )? {
+        Ok(p) => p,
+        Err(why) => return fail(Rule::Pin, why),
+    };
+    let splitting_off = matches!(
+        op.change,
+        Change::GoalSplit(crate::op::GoalSplit { goal: Some(_) })
+    );
+    let overlaid;
+    let mut refresh = Vec::new();
+    let before = match &pin {
+        Some(p) if !splitting_off => {
+            let mut s = before.clone();
+            refresh = tx::goalref::overlay(&mut s, p);
+            overlaid = s;
+            &overlaid
+        }
+        _ => before,
+    };
     let skew = before.meta.settings.clock_skew;
     if op.at > now.plus(skew) {
         return fail(
@@ -203,7 +228,7 @@ pub(super) fn check_head(
             }
         }
     }
-    let planned = match planned {
+    let mut planned = match planned {
         Ok(p) => p,
         Err(refusal) => {
             let mut f = Finding::new(
@@ -221,6 +246,23 @@ pub(super) fn check_head(
             return Ok(Err(f));
         }
     };
+    if let Some(p) = &pin
+        && !planned.state.same_shared(&p.shared)
+    {
+        return fail(
+            Rule::Pin,
+            "it changes settings, signers or machines on a goal ref (they live on the shared ref), or its shared parts are not its pinned tip's".to_owned(),
+        );
+    }
+    if parent.is_some_and(|p| tx::goalref::is_shared_state(&p.state))
+        && !tx::goalref::goal_parts_empty(&planned.state)
+    {
+        return fail(
+            Rule::Pin,
+            "it writes a goal's part on the shared ref of a split state (goals, agents, todos, gates and quota live on the goal refs)".to_owned(),
+        );
+    }
+    planned.changes.extend(refresh);
     if planned.message != entry.message {
         return fail(
             Rule::Message,

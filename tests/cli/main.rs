@@ -18,6 +18,7 @@ mod test_fetch_progress;
 mod test_gate;
 mod test_gc;
 mod test_goal;
+mod test_goalrefs;
 mod test_guard_bypass;
 mod test_harden;
 mod test_harden3;

@@ -4,6 +4,7 @@ pub mod add;
 pub mod list;
 pub mod set;
 pub mod show;
+pub mod split;
 
 use anyhow::Result;
 
@@ -16,6 +17,7 @@ pub enum Command {
     List(list::Args),
     Show(show::Args),
     Set(set::Args),
+    Split(split::Args),
 }
 
 pub fn run(ctx: &Ctx, c: &Command) -> Result<Exit> {
@@ -24,5 +26,6 @@ pub fn run(ctx: &Ctx, c: &Command) -> Result<Exit> {
         Command::List(a) => list::run(ctx, a),
         Command::Show(a) => show::run(ctx, a),
         Command::Set(a) => set::run(ctx, a),
+        Command::Split(a) => split::run(ctx, a),
     }
 }

@@ -164,7 +164,12 @@ impl View {
     /// Reads the state (at `at`, or the tip) and its last `recent` ticks.
     pub fn read(ctx: &Ctx, at: Option<&Rev>, recent: usize, hours: bool) -> Result<View> {
         let (snap, now, tip_tick) = match at {
-            None => (tx::load(ctx)?, ctx.now, None),
+            None => {
+                // The shared ref of a split state shows every goal ref too.
+                let mut snap = tx::load(ctx)?;
+                snap.state = tx::goalref::union(ctx.store()?, snap.state)?;
+                (snap, ctx.now, None)
+            }
             Some(rev) => {
                 let tip = history::tip(ctx.repo()?)?;
                 let entry = history::resolve(ctx.repo()?, rev)?;
@@ -179,7 +184,12 @@ impl View {
         let mut ticks = Vec::new();
         let mut day = Vec::new();
         let since = now.minus(Span::hours(24)).unix();
-        for e in history::walk(ctx.repo()?, snap.tip.commit)? {
+        let walked: Box<dyn Iterator<Item = Result<crate::store::Entry>>> = if at.is_none() {
+            Box::new(history::walk_view(ctx.repo()?, snap.tip.commit)?)
+        } else {
+            Box::new(history::walk(ctx.repo()?, snap.tip.commit)?)
+        };
+        for e in walked {
             let e = e?;
             if ticks.len() < recent {
                 ticks.push(tick_line(e, &signers));

@@ -218,6 +218,7 @@ fn full_state() -> State {
     State {
         meta: Meta {
             format: FORMAT,
+            goal_refs: false,
             settings: Settings {
                 lease: Span::hours(2),
                 clock_skew: Span::seconds(5),

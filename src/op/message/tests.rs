@@ -302,6 +302,7 @@ signer.require 4
 machine.propose 5
 machine.admit 5
 machine.revoke 5
+goal.split 1
 turn.settle 1
 ";
     assert_eq!(got, want);

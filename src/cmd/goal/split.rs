@@ -1,0 +1,213 @@
+//! `loopx goal split`: the one-command migration of a single-ref state to a
+//! ref per goal (format 6, docs/scale.md "A ref per goal"). On top of the
+//! current tip it writes a `goal.split` tick on `refs/loopx/state` (the
+//! shared parts stay) and one on `refs/loopx/goals/<goal>` for every goal
+//! (that goal stays), pinning the first; the goal refs are created before
+//! the shared ref moves, by compare-and-swap, so a state is never seen
+//! split without its goal refs.
+
+use anyhow::Result;
+use serde::Serialize;
+
+use crate::cmd::tx::{self, Empty, goalref};
+use crate::ctx::Ctx;
+use crate::error::{Code, Exit, Refusal};
+use crate::model::GoalId;
+use crate::op::Change;
+use crate::store::{CasError, Oid};
+
+/// Move each goal onto its own ref, the shared parts staying on
+/// refs/loopx/state (humans only; format 6)
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Change nothing: list the goal refs of a split state
+    #[arg(long)]
+    list: bool,
+}
+
+#[derive(Serialize, Clone)]
+struct Moved {
+    goal: Option<GoalId>,
+    #[serde(rename = "ref")]
+    name: String,
+    commit: String,
+}
+
+#[derive(Serialize)]
+struct Wire {
+    split: bool,
+    refs: Vec<Moved>,
+}
+
+pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
+    let store = ctx.store()?;
+    if args.list {
+        let refs: Vec<Moved> = goalref::goal_refs(store)?
+            .into_iter()
+            .map(|(name, id)| Moved {
+                goal: name
+                    .strip_prefix(goalref::GOALS)
+                    .and_then(|g| GoalId::new(g).ok()),
+                name,
+                commit: id.to_string(),
+            })
+            .collect();
+        return emit(ctx, false, refs);
+    }
+    if ctx.state_ref() != goalref::SHARED {
+        return Err(Refusal::usage(
+            Code::WrongRef,
+            format!(
+                "`goal split` moves the goals off {}, and this clone's state ref is {}",
+                goalref::SHARED,
+                ctx.state_ref()
+            ),
+        )
+        .with_hint("run it without git config loopx.ref (or LOOPX_REF) set")
+        .into());
+    }
+    let snap = tx::load(ctx)?;
+    if snap.state.meta.goal_refs {
+        return Err(Refusal::rule(
+            Code::AlreadySplit,
+            "the state is already split into a ref per goal",
+        )
+        .with_hint("`loopx goal split --list` names the goal refs")
+        .into());
+    }
+    let goals: Vec<GoalId> = snap.state.goals.keys().cloned().collect();
+    if goals.is_empty() {
+        return Err(Refusal::rule(Code::NoGoal, "there is no goal to split off")
+            .with_hint("add one with `loopx goal add`")
+            .into());
+    }
+    for g in &goals {
+        let name = goalref::goal_ref(g);
+        if store.resolve(&name)?.is_some() {
+            return Err(Refusal::rule(
+                Code::AlreadySplit,
+                format!("{name} exists already, from another state or an earlier split"),
+            )
+            .with_hint(format!(
+                "look at it with `git log {name}`; remove it with `git update-ref -d {name}` if it is not wanted, then run this again"
+            ))
+            .into());
+        }
+    }
+    let committer = ctx.committer();
+    let mut seal = crate::trust::Seal::default();
+    let _turn = crate::queue::wait(store.common_dir(), crate::queue::PATIENCE);
+    let mut write = |goal: Option<&GoalId>, extra: &[(&str, String)]| -> Result<Oid> {
+        let mut op = tx::op(
+            ctx,
+            Change::GoalSplit(crate::op::GoalSplit {
+                goal: goal.cloned(),
+            }),
+        )?;
+        seal.seal(
+            ctx.repo()?,
+            &ctx.caller(),
+            Some(snap.tip.commit),
+            &snap.state,
+            &mut op,
+        )?;
+        let written = tx::write_tick(
+            store,
+            Some(&snap.tip),
+            &snap.state,
+            &op,
+            extra,
+            &committer,
+            Empty::Write,
+        )??;
+        Ok(written.tip.expect("an empty tick is written").commit)
+    };
+    let shared = write(None, &[])?;
+    let mut moved = Vec::new();
+    for g in &goals {
+        let commit = write(Some(g), &[(goalref::TRAILER, shared.to_string())])?;
+        moved.push((g.clone(), commit));
+    }
+    let mut created = Vec::new();
+    for (g, commit) in &moved {
+        let name = goalref::goal_ref(g);
+        let reflog = format!("loopx: split goal {g} onto its own ref");
+        match store.cas_ref(&name, *commit, None, &reflog, &committer) {
+            Ok(()) => created.push(name),
+            Err(e) => {
+                undo(store, &created);
+                return Err(cas_failed(&name, e));
+            }
+        }
+    }
+    let reflog = "loopx: split the goals onto their own refs";
+    if let Err(e) = store.cas(shared, Some(snap.tip.commit), reflog, &committer) {
+        undo(store, &created);
+        return Err(cas_failed(goalref::SHARED, e));
+    }
+    let mut refs = vec![Moved {
+        goal: None,
+        name: goalref::SHARED.to_owned(),
+        commit: shared.to_string(),
+    }];
+    refs.extend(moved.into_iter().map(|(g, c)| Moved {
+        name: goalref::goal_ref(&g),
+        goal: Some(g),
+        commit: c.to_string(),
+    }));
+    emit(ctx, true, refs)
+}
+
+/// Removes the goal refs a split that did not land created.
+fn undo(store: &crate::store::Store, created: &[String]) {
+    for name in created {
+        let _ = store.delete_ref(name);
+    }
+}
+
+fn cas_failed(name: &str, e: CasError) -> anyhow::Error {
+    match e {
+        CasError::Moved | CasError::Locked { .. } => Refusal::conflict(
+            Code::RetriesExhausted,
+            format!("{name} moved while the state was being split; nothing was split"),
+        )
+        .with_hint("run `loopx goal split` again")
+        .into(),
+        CasError::Other(e) => e,
+    }
+}
+
+fn emit(ctx: &Ctx, split: bool, refs: Vec<Moved>) -> Result<Exit> {
+    let text = || {
+        let mut out = String::new();
+        if split {
+            out.push_str("Split the state into a ref per goal (format 6):\n");
+        }
+        for r in &refs {
+            out.push_str(&format!(
+                "  {}  {}{}\n",
+                r.name,
+                &r.commit[..8.min(r.commit.len())],
+                r.goal
+                    .as_ref()
+                    .map_or(" (shared: settings, signers, machines)".to_owned(), |g| {
+                        format!(" (goal {g})")
+                    })
+            ));
+        }
+        if split {
+            out.push_str("Point each clone at its goal: `git config loopx.ref refs/loopx/goals/GOAL`; `loopx sync` pushes every ref.");
+        } else if refs.is_empty() {
+            out.push_str("No goal refs: the state is on one ref.");
+        }
+        out.trim_end().to_owned()
+    };
+    ctx.out.emit(
+        &Wire {
+            split,
+            refs: refs.clone(),
+        },
+        text,
+    )?;
+    Ok(Exit::Ok)
+}

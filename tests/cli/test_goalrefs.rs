@@ -1,0 +1,502 @@
+//! A ref per goal (issue 28 item 2, format 6): `loopx goal split` moves each
+//! goal onto `refs/loopx/goals/<goal>` and keeps the shared parts on
+//! `refs/loopx/state`; every goal tick pins the shared tip it was applied
+//! against. The race and property tests of test_sync and test_verify, run
+//! over goal refs.
+
+use std::process::Output as StdOutput;
+
+use crate::common::*;
+
+const SHARED: &str = "refs/loopx/state";
+const MAIN: &str = "refs/loopx/goals/main";
+const WEB: &str = "refs/loopx/goals/web";
+
+/// `loopx ARGS` on a machine, on the state ref `state_ref`.
+fn on(m: &Machine, state_ref: &str, agent: Option<&str>, args: &[&str]) -> Output {
+    let mut c = m.command();
+    c.env("LOOPX_REF", state_ref);
+    if let Some(a) = agent {
+        c.env("LOOPX_AGENT", a);
+    }
+    run(c.args(args))
+}
+
+/// A ref's tree on a machine.
+fn tree_of(m: &Machine, name: &str) -> Option<String> {
+    m.rev(&format!("{name}^{{tree}}"))
+}
+
+/// The file names of a ref's tree.
+fn names(m: &Machine, name: &str) -> Vec<String> {
+    m.git(&["ls-tree", "-r", "--name-only", name])
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// A board with goals `main` and `web`, a todo on each, synced to `hub`
+/// (guarded by `loopx hub install`), then split and synced again.
+fn split_team() -> (TestEnv, String, String, String) {
+    let env = TestEnv::with_board();
+    let hub = env.hub("hub.git");
+    env.loopx(&["-C", &hub, "hub", "install"]).ok();
+    env.git(&["remote", "add", "origin", &hub]);
+    env.loopx(&["goal", "add", "web", "--objective", "The site"])
+        .ok();
+    let api = env.add("Parse the input", &["--goal", "main"]);
+    let web = env.add("Draw the page", &["--goal", "web"]);
+    env.loopx(&["sync"]).ok();
+    env.loopx(&["goal", "split"]).ok();
+    let out = env.loopx(&["sync"]).ok();
+    assert!(
+        out.stdout.contains(MAIN) && out.stdout.contains(WEB),
+        "{}",
+        out.stdout
+    );
+    (env, hub, api, web)
+}
+
+/// A clone of `hub` whose state ref is `goal_ref`.
+fn goal_clone<'e>(env: &'e TestEnv, name: &str, hub: &str, goal_ref: &str) -> Machine<'e> {
+    let m = env.clone_machine(name, hub);
+    m.git(&["config", "loopx.ref", goal_ref]);
+    m.loopx(&["sync"]).ok();
+    m
+}
+
+#[test]
+fn one_command_splits_the_state_and_every_ref_verifies() {
+    let env = TestEnv::with_board();
+    env.loopx(&["goal", "add", "web", "--objective", "The site"])
+        .ok();
+    let api = env.add("Parse the input", &["--goal", "main"]);
+    let web = env.add("Draw the page", &["--goal", "web"]);
+    let m = env.machine();
+    // A state that never splits is written as before: format 5.
+    let meta = String::from_utf8(crate::common::forge::file(&m, SHARED, "loopx.toml")).unwrap();
+    assert!(meta.starts_with("format = 5\n"), "{meta}");
+    assert!(!meta.contains("goal_refs"), "{meta}");
+    let before = env.tip().unwrap();
+    let out = env.loopx(&["--json", "goal", "split"]).ok().json();
+    assert_eq!(out["split"], true);
+    let refs: Vec<&str> = out["refs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["ref"].as_str().unwrap())
+        .collect();
+    assert_eq!(refs, [SHARED, MAIN, WEB]);
+    for r in [SHARED, MAIN, WEB] {
+        // Every ref keeps the history before the split.
+        assert_eq!(
+            m.rev(&format!("{r}^")).as_deref(),
+            Some(before.as_str()),
+            "{r}"
+        );
+        let v = on(&m, r, None, &["--json", "verify"]).ok().json();
+        assert_eq!(v["ok"], true, "{r}: {v}");
+        let meta = String::from_utf8(crate::common::forge::file(&m, r, "loopx.toml")).unwrap();
+        assert!(
+            meta.starts_with("format = 6\ngoal_refs = true\n"),
+            "{r}: {meta}"
+        );
+    }
+    // The shared ref holds the shared parts only; each goal ref its goal.
+    assert!(
+        names(&m, SHARED)
+            .iter()
+            .all(|n| n == "loopx.toml" || n.starts_with("signers/") || n.starts_with("machines/")),
+        "{:?}",
+        names(&m, SHARED)
+    );
+    let main_files = names(&m, MAIN);
+    assert!(main_files.contains(&"goals/main.toml".to_owned()));
+    assert!(!main_files.contains(&"goals/web.toml".to_owned()));
+    assert!(
+        main_files
+            .iter()
+            .any(|n| n.ends_with(&format!("{api}.toml")))
+    );
+    assert!(
+        !main_files
+            .iter()
+            .any(|n| n.ends_with(&format!("{web}.toml")))
+    );
+    assert!(main_files.contains(&"agents/agent-a.toml".to_owned()));
+    // Each goal tick names the shared tip it pins.
+    let shared = m.rev(SHARED).unwrap();
+    for r in [MAIN, WEB] {
+        let msg = m.git(&["log", "-1", "--format=%B", r]);
+        assert!(msg.contains(&format!("Loopx-Shared: {shared}")), "{msg}");
+    }
+    // Splitting again changes nothing.
+    let again = env.loopx(&["--json", "goal", "split"]).code(3);
+    assert_eq!(again.error_code(), "already-split", "{}", again.stdout);
+    // Goal parts are refused on the shared ref, and shared parts on a goal ref.
+    let out = env
+        .loopx(&["--json", "goal", "add", "docs", "--objective", "Docs"])
+        .code(3);
+    assert_eq!(out.error_code(), "wrong-ref", "{}", out.stdout);
+    assert!(
+        out.stdout.contains("git config loopx.ref"),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(m.rev(SHARED).as_deref(), Some(shared.as_str()));
+    // A goal ref works as a whole state: claims, dones, status.
+    on(&m, MAIN, Some("agent-a"), &["todo", "claim", &api]).ok();
+    on(&m, MAIN, Some("agent-a"), &["todo", "done", &api]).ok();
+    let listed = on(&m, WEB, None, &["todo", "list"]).ok().stdout;
+    assert!(listed.contains(&web) && !listed.contains(&api), "{listed}");
+    let v = on(&m, MAIN, None, &["--json", "verify"]).ok().json();
+    assert_eq!(v["ok"], true, "{v}");
+    // Readers of the shared ref read across refs: status, log, verify, digest.
+    let status = env.loopx(&["status"]).ok().stdout;
+    assert!(
+        status.contains("goal main") && status.contains("goal web"),
+        "{status}"
+    );
+    let log = env.loopx(&["log"]).ok().stdout;
+    assert!(log.contains(&format!("done {api}")), "{log}");
+    assert!(log.contains("split goal web onto its own ref"), "{log}");
+    assert_eq!(
+        log.matches("todo.add").count(),
+        2,
+        "the ticks before the split once: {log}"
+    );
+    let v = env.loopx(&["--json", "verify"]).ok().json();
+    let checked: Vec<&str> = v["refs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["ref"].as_str().unwrap())
+        .collect();
+    assert_eq!(checked, [MAIN, WEB], "{v}");
+    let digest = env
+        .loopx(&["--json", "digest", "--since", "1d"])
+        .ok()
+        .json();
+    assert!(digest.to_string().contains(&api), "{digest}");
+    // `--list` names the goal refs.
+    let v = env
+        .loopx(&["--json", "goal", "split", "--list"])
+        .ok()
+        .json();
+    assert_eq!(v["refs"].as_array().unwrap().len(), 2, "{v}");
+}
+
+#[test]
+fn a_moved_shared_tip_is_pinned_by_the_next_goal_tick_and_verifies() {
+    if !crate::common::keys::have_openssh() {
+        return;
+    }
+    let env = TestEnv::with_board();
+    let t = env.add("Parse the input", &[]);
+    env.loopx(&["goal", "split"]).ok();
+    let m = env.machine();
+    let old = m.rev(SHARED).unwrap();
+    let key = crate::common::keys::keygen(&env, "ada");
+    // A shared act on a goal ref is refused, and lands on the shared ref.
+    let out = on(
+        &m,
+        MAIN,
+        None,
+        &[
+            "--json",
+            "signer",
+            "announce",
+            "ada",
+            "--key",
+            &key.to_string_lossy(),
+        ],
+    )
+    .code(3);
+    assert_eq!(out.error_code(), "wrong-ref", "{}", out.stdout);
+    assert!(
+        out.stdout.contains("LOOPX_REF=refs/loopx/state"),
+        "{}",
+        out.stdout
+    );
+    crate::common::keys::announce(&m, "ada", &key);
+    let new = m.rev(SHARED).unwrap();
+    assert_ne!(old, new);
+    on(&m, MAIN, Some("agent-a"), &["todo", "claim", &t]).ok();
+    let msg = m.git(&["log", "-1", "--format=%B", MAIN]);
+    assert!(msg.contains(&format!("Loopx-Shared: {new}")), "{msg}");
+    assert!(names(&m, MAIN).contains(&"signers/ada.toml".to_owned()));
+    let v = on(&m, MAIN, None, &["--json", "verify"]).ok().json();
+    assert_eq!(v["ok"], true, "{v}");
+}
+
+/// Forged goal ticks: without a pin, pinning a commit that is not the
+/// shared ref's, and pinning a shared tip older than the parent's. The
+/// guarded hub and `verify` refuse each with the rule `pin`.
+#[test]
+fn the_hub_and_verify_refuse_goal_ticks_with_a_missing_or_forged_pin() {
+    let (env, hub, api, _) = split_team();
+    let a = goal_clone(&env, "a", &hub, MAIN);
+    a.agent("agent-a", &["todo", "claim", &api]).ok();
+    let honest = a.rev(MAIN).unwrap();
+    let goal_parent = a.rev(&format!("{MAIN}^")).unwrap();
+    let shared = a.rev(SHARED).unwrap();
+    let forgeries = [
+        ("no pin", format!("Loopx-Shared: {shared}\n"), String::new()),
+        (
+            "a goal commit as the pin",
+            format!("Loopx-Shared: {shared}"),
+            format!("Loopx-Shared: {goal_parent}"),
+        ),
+    ];
+    for (what, from, to) in forgeries {
+        let mut p = crate::common::forge::read(&a, MAIN);
+        assert!(p.message.contains(&from), "{what}: {}", p.message);
+        p.message = p.message.replace(&from, &to);
+        let forged = crate::common::forge::write(&a, &p);
+        a.git(&["update-ref", MAIN, &forged]);
+        let (ok, err) = crate::common::forge::push(&a, "origin", &format!("{MAIN}:{MAIN}"));
+        assert!(!ok && err.contains("[pin]"), "{what}: {err}");
+        let out = a.loopx(&["verify"]).code(3);
+        assert!(
+            out.stderr.contains("[pin]") || out.stdout.contains("pin"),
+            "{what}: {}{}",
+            out.stdout,
+            out.stderr
+        );
+        a.git(&["update-ref", MAIN, &honest]);
+    }
+    let (ok, err) = crate::common::forge::push(&a, "origin", &format!("{MAIN}:{MAIN}"));
+    assert!(ok, "{err}");
+}
+
+/// Claims on two goal refs at once, two clones on each: one winner per
+/// goal, the loser told who won, every clone converges, and `verify`
+/// passes on every ref, here and on the guarded hub.
+#[test]
+fn claim_races_on_goal_refs_have_one_winner_each_and_everything_verifies() {
+    let (env, hub, _, _) = split_team();
+    let clones = [
+        (goal_clone(&env, "a1", &hub, MAIN), MAIN, "agent-a"),
+        (goal_clone(&env, "a2", &hub, MAIN), MAIN, "agent-b"),
+        (goal_clone(&env, "w1", &hub, WEB), WEB, "agent-a"),
+        (goal_clone(&env, "w2", &hub, WEB), WEB, "agent-b"),
+    ];
+    for round in 0..3 {
+        let tm = clones[0].0.add(&format!("contested main {round}"));
+        let tw = clones[2].0.add(&format!("contested web {round}"));
+        for (m, _, _) in &clones {
+            m.loopx(&["sync"]).ok();
+        }
+        let outs: Vec<(&str, &str, StdOutput)> = std::thread::scope(|s| {
+            let hs: Vec<_> = clones
+                .iter()
+                .map(|(m, r, agent)| {
+                    let t = if *r == MAIN { tm.clone() } else { tw.clone() };
+                    let sp = m.spawner();
+                    let now = m.now();
+                    s.spawn(move || {
+                        let out = sp
+                            .command()
+                            .env("LOOPX_NOW", now)
+                            .env("LOOPX_AGENT", agent)
+                            .args(["todo", "claim", &t, "--sync"])
+                            .output()
+                            .expect("loopx runs");
+                        (*r, *agent, out)
+                    })
+                })
+                .collect();
+            hs.into_iter().map(|h| h.join().expect("thread")).collect()
+        });
+        for r in [MAIN, WEB] {
+            let mine: Vec<_> = outs.iter().filter(|(x, _, _)| *x == r).collect();
+            let winners: Vec<&str> = mine
+                .iter()
+                .filter(|(_, _, o)| o.status.success())
+                .map(|(_, a, _)| *a)
+                .collect();
+            assert_eq!(winners.len(), 1, "round {round}, {r}: {mine:#?}");
+            for (_, agent, o) in &mine {
+                if *agent != winners[0] {
+                    assert_eq!(
+                        o.status.code(),
+                        Some(4),
+                        "round {round}, {r}, {agent}: {o:#?}"
+                    );
+                    let err = String::from_utf8_lossy(&o.stderr);
+                    assert!(err.contains(&format!("{} holds it", winners[0])), "{err}");
+                }
+            }
+        }
+        for (m, _, _) in &clones {
+            m.loopx(&["sync"]).ok();
+        }
+        for (m, _, _) in &clones {
+            m.loopx(&["sync"]).ok();
+        }
+        assert_eq!(
+            tree_of(&clones[0].0, MAIN),
+            tree_of(&clones[1].0, MAIN),
+            "round {round}"
+        );
+        assert_eq!(
+            tree_of(&clones[2].0, WEB),
+            tree_of(&clones[3].0, WEB),
+            "round {round}"
+        );
+        for (t, m) in [(&tm, &clones[0].0), (&tw, &clones[2].0)] {
+            let v = m.loopx(&["todo", "show", t, "--json"]).ok().json();
+            assert_eq!(v["epoch"], 1, "round {round}: one claim counted");
+        }
+    }
+    for (m, _, _) in &clones {
+        let v = m.loopx(&["--json", "verify"]).ok().json();
+        assert_eq!(v["ok"], true, "{v}");
+    }
+    let hub_m = env.machine_in(std::path::PathBuf::from(&hub));
+    for r in [SHARED, MAIN, WEB] {
+        let v = on(&hub_m, r, None, &["--json", "verify"]).ok().json();
+        assert_eq!(v["ok"], true, "hub {r}: {v}");
+    }
+}
+
+/// A tiny xorshift generator: the test's choices, repeatable by seed.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 % n as u64) as usize
+    }
+}
+
+/// test_verify's three-clone property test over goal refs: random honest
+/// ops from clones on two goal refs (and, with OpenSSH, shared acts that
+/// move every goal's pin), with forged pins injected: each forgery is
+/// refused by the guarded hub and the forger's own sync, and every honest
+/// tick lands; at the end every clone of a goal holds the same tree and
+/// `verify` passes on every ref, on every clone and on the hub.
+#[test]
+fn random_honest_ops_over_goal_refs_all_verify_everywhere() {
+    let (env, hub, _, _) = split_team();
+    let lead = env.machine();
+    let machines = [
+        (goal_clone(&env, "b", &hub, MAIN), MAIN),
+        (goal_clone(&env, "c", &hub, MAIN), MAIN),
+        (goal_clone(&env, "d", &hub, WEB), WEB),
+    ];
+    let ssh = crate::common::keys::have_openssh();
+    let mut rng = Rng(0x0ae1_5eed_2828);
+    let mut todos: Vec<(String, &str)> = Vec::new();
+    let mut forgeries = 0;
+    let mut shared_acts = 0;
+    for step in 0..40 {
+        let (m, r) = &machines[rng.below(machines.len())];
+        let agent = ["agent-a", "agent-b"][rng.below(2)];
+        let mine: Vec<String> = todos
+            .iter()
+            .filter(|(_, g)| g == r)
+            .map(|(t, _)| t.clone())
+            .collect();
+        let pick = |rng: &mut Rng| mine.get(rng.below(mine.len().max(1))).cloned();
+        match rng.below(11) {
+            0 | 1 => {
+                let out = m.loopx(&["todo", "add", &format!("Task {step}")]);
+                if out.code == 0 {
+                    todos.push((out.stdout.trim().to_owned(), r));
+                }
+            }
+            2 | 3 => {
+                if let Some(t) = pick(&mut rng) {
+                    let _ = m.agent(agent, &["todo", "claim", &t, "--sync"]);
+                }
+            }
+            4 => {
+                if let Some(t) = pick(&mut rng) {
+                    let _ = m.agent(agent, &["todo", "update", &t, "--note", "progress"]);
+                }
+            }
+            5 => {
+                if let Some(t) = pick(&mut rng) {
+                    let _ = m.agent(agent, &["todo", "done", &t]);
+                }
+            }
+            6 => {
+                let _ = m.agent(agent, &["evidence", "add", "--summary", "checked"]);
+            }
+            7 if ssh => {
+                // A shared act: every goal's next tick pins it.
+                let name = format!("s{step}");
+                let key = crate::common::keys::keygen(&env, &name);
+                lead.loopx(&["sync"]).ok();
+                lead.loopx(&["signer", "announce", &name, "--key", &key.to_string_lossy()])
+                    .ok();
+                lead.loopx(&["sync"]).ok();
+                shared_acts += 1;
+            }
+            8 => {
+                // A forged pin on an honest tick of this clone.
+                m.loopx(&["sync"]).ok();
+                let before = m.rev(r).unwrap();
+                m.agent(agent, &["evidence", "add", "--summary", "checked"])
+                    .ok();
+                let mut p = crate::common::forge::read(m, r);
+                let line = p
+                    .message
+                    .lines()
+                    .find(|l| l.starts_with("Loopx-Shared: "))
+                    .expect("a goal tick pins")
+                    .to_owned();
+                p.message = if rng.below(2) == 0 {
+                    p.message.replace(&format!("{line}\n"), "")
+                } else {
+                    p.message.replace(&line, &format!("Loopx-Shared: {before}"))
+                };
+                let forged = crate::common::forge::write(m, &p);
+                m.git(&["update-ref", r, &forged]);
+                forgeries += 1;
+                let (ok, err) = crate::common::forge::push(m, "origin", &format!("{r}:{r}"));
+                assert!(!ok && err.contains("[pin]"), "step {step}: {err}");
+                let out = m.loopx(&["sync"]);
+                assert_eq!(
+                    out.code, 3,
+                    "step {step}: sync pushed a forgery: {}",
+                    out.stderr
+                );
+                m.git(&["update-ref", r, &before]);
+            }
+            _ => {
+                let _ = m.agent(agent, &["sync"]);
+            }
+        }
+    }
+    assert!(forgeries > 0, "the seed injects forgeries");
+    assert!(!ssh || shared_acts > 0, "the seed moves the shared tip");
+    for _ in 0..2 {
+        lead.loopx(&["sync"]).ok();
+        for (m, _) in &machines {
+            m.loopx(&["sync"]).ok();
+        }
+    }
+    assert_eq!(tree_of(&machines[0].0, MAIN), tree_of(&machines[1].0, MAIN));
+    assert_eq!(tree_of(&lead, MAIN), tree_of(&machines[0].0, MAIN));
+    assert_eq!(tree_of(&lead, WEB), tree_of(&machines[2].0, WEB));
+    for (m, r) in &machines {
+        for x in [SHARED, *r] {
+            let v = on(m, x, None, &["--json", "verify"]).ok().json();
+            assert_eq!(v["ok"], true, "{x}: {v}");
+        }
+    }
+    let hub_m = env.machine_in(std::path::PathBuf::from(&hub));
+    for r in [SHARED, MAIN, WEB] {
+        let v = on(&hub_m, r, None, &["--json", "verify"]).ok().json();
+        assert_eq!(v["ok"], true, "hub {r}: {v}");
+        assert_eq!(
+            hub_m.rev(r),
+            lead.rev(r),
+            "the hub holds every honest tick of {r}"
+        );
+    }
+}
