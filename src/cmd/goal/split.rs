@@ -106,7 +106,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         )?;
         seal.seal(
             ctx.repo()?,
-            &ctx.caller(),
+            ctx.caller(),
             Some(snap.tip.commit),
             &snap.state,
             &mut op,
