@@ -240,8 +240,13 @@ pub fn for_check(
         Ok(s) => s,
         Err(why) => return Ok(Err(why)),
     };
-    // On the shared ref's chain as this repository knows it (its own or a
-    // remote's copy, as fetched).
+    // On the shared ref's chain as this repository verified it: its own
+    // `refs/loopx/state` (moved only by its writer and by verified syncs)
+    // or the shared ref as verified from a remote
+    // (`refs/loopx/verified/<remote>`). Never a remote-tracking copy: a
+    // fetch moves it before anything is verified, so a forged shared state
+    // (another signing policy, a machine admitted by nobody) could be
+    // pinned through it.
     let mut tips: Vec<Oid> = store
         .resolve(SHARED)?
         .map(|t| t.commit)
@@ -249,9 +254,9 @@ pub fn for_check(
         .collect();
     tips.extend(
         store
-            .refs_under("refs/loopx/remotes/")?
+            .refs_under("refs/loopx/verified/")?
             .into_iter()
-            .filter(|(n, _)| n.ends_with("/state"))
+            .filter(|(n, _)| !n.contains('@'))
             .map(|(_, id)| id),
     );
     let mut on_chain = false;

@@ -265,6 +265,30 @@ fn the_hub_and_verify_refuse_goal_ticks_with_a_missing_or_forged_pin() {
         );
         a.git(&["update-ref", MAIN, &honest]);
     }
+    // A shared commit that only a fetch brought (the remote-tracking copy,
+    // moved before anything is verified) is no pin: here a commit of the
+    // shared tree that is no tick, put where a hostile hub's fetch puts it.
+    let tree = a.rev(&format!("{SHARED}^{{tree}}")).unwrap();
+    let planted = a.git(&["commit-tree", &tree, "-p", &shared, "-m", "not a tick"]);
+    let planted = planted.trim();
+    a.git(&["update-ref", "refs/loopx/remotes/origin/state", planted]);
+    let mut p = crate::common::forge::read(&a, MAIN);
+    p.message = p.message.replace(
+        &format!("Loopx-Shared: {shared}"),
+        &format!("Loopx-Shared: {planted}"),
+    );
+    let forged = crate::common::forge::write(&a, &p);
+    a.git(&["update-ref", MAIN, &forged]);
+    let out = a.loopx(&["verify"]).code(3);
+    assert!(
+        out.stderr.contains("not on the shared ref")
+            || out.stdout.contains("not on the shared ref"),
+        "a pin on an unverified fetched copy: {}{}",
+        out.stdout,
+        out.stderr
+    );
+    a.git(&["update-ref", MAIN, &honest]);
+    a.git(&["update-ref", "-d", "refs/loopx/remotes/origin/state"]);
     let (ok, err) = crate::common::forge::push(&a, "origin", &format!("{MAIN}:{MAIN}"));
     assert!(ok, "{err}");
 }
