@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 
 mod config;
+mod protocol;
 mod remote;
 mod ssh;
 

@@ -1,5 +1,6 @@
 //! The network: fetch and push through the system git (with [`super::IN_SYNC`]
-//! set, ssh connections shared), and how their failures are told apart.
+//! set, ssh connections shared, the wire protocol [`super::protocol`]
+//! chooses), and how their failures are told apart.
 
 use std::io::Write;
 
@@ -20,6 +21,9 @@ fn network(
     let mut c = git();
     if let Some(ssh) = ssh::shared(git_dir, url) {
         c.env("GIT_SSH_COMMAND", ssh);
+    }
+    if let Some(v) = protocol::version(git_dir, url) {
+        c.arg("-c").arg(format!("protocol.version={v}"));
     }
     let mut child = c
         .arg("--git-dir")

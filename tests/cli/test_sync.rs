@@ -8,7 +8,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use crate::common::daemon::{Daemon, free_port};
-use crate::common::{Machine, Output, TestEnv, assert_text, isolate, run};
+use crate::common::{Machine, Output, TestEnv, assert_text, isolate, run, run_stdin};
 
 /// A board (goal `main`, agents `agent-a` and `agent-b`) pushed to a fresh
 /// hub as remote `origin`.
@@ -1381,4 +1381,60 @@ fn a_branch_named_loopx_state_never_breaks_a_plain_fetch() {
         c.rev("refs/loopx/remotes/origin/state"),
         env.machine().tip()
     );
+}
+
+/// The wire protocol loopx's fetches speak (issue 28), read from git's own
+/// packet trace of one `loopx sync` over `git daemon`: v0 by default (the
+/// server lists its refs right after the request, no `ls-refs` round
+/// trip), v2 with `loopx.protocol=2`, and v2 in auto once the clone knows
+/// more branches and tags than a v0 listing should carry.
+#[test]
+fn sync_speaks_v0_to_a_small_hub_and_v2_when_asked_or_the_hub_is_big() {
+    let env = TestEnv::with_board();
+    env.hub("hub.git");
+    let daemon = Daemon::start(&env);
+    let url = daemon.url("hub.git");
+    env.git(&["remote", "add", "origin", &url]);
+    env.loopx(&["sync"]).ok();
+    let trace = env.root().join("packets.trace");
+    // Which protocol one sync that fetches (the hub moved) used.
+    let sync_speaks = || -> &'static str {
+        // Another tick pushed straight to the hub: this clone's sync must
+        // fetch it.
+        env.add("moved", &[]);
+        let tip = env.tip().expect("a tip");
+        env.git(&["push", "-q", &url, "refs/loopx/state:refs/loopx/state"]);
+        env.git(&["update-ref", "refs/loopx/state", &format!("{tip}~1")]);
+        let _ = std::fs::remove_file(&trace);
+        run(env.command().env("GIT_TRACE_PACKET", &trace).args(["sync"])).ok();
+        assert_eq!(env.tip().as_deref(), Some(tip.as_str()), "the sync fetched");
+        let text = std::fs::read_to_string(&trace).expect("git wrote its packet trace");
+        let v2 = text.contains("fetch< version 2") && text.contains("fetch> command=ls-refs");
+        // v0: the refs come in the first answer, with its capabilities.
+        let v0 = !text.contains("version 2") && text.contains("refs/loopx/state\\0");
+        match (v0, v2) {
+            (true, false) => "v0",
+            (false, true) => "v2",
+            _ => panic!("neither protocol recognised in:\n{text}"),
+        }
+    };
+    assert_eq!(sync_speaks(), "v0", "auto, a hub of loopx refs only");
+    env.git(&["config", "loopx.protocol", "2"]);
+    assert_eq!(sync_speaks(), "v2", "loopx.protocol=2");
+    env.git(&["config", "loopx.protocol", "0"]);
+    assert_eq!(sync_speaks(), "v0", "loopx.protocol=0");
+    // Auto again, with more tags than FEW_REFS (200) in this clone.
+    env.git(&["config", "--unset", "loopx.protocol"]);
+    let tip = env.tip().expect("a tip");
+    let tags: String = (0..201)
+        .map(|i| format!("create refs/tags/t{i} {tip}\n"))
+        .collect();
+    let mut c = Command::new("git");
+    isolate(&mut c, env.root());
+    run_stdin(
+        c.current_dir(&env.repo).args(["update-ref", "--stdin"]),
+        tags.as_bytes(),
+    )
+    .ok();
+    assert_eq!(sync_speaks(), "v2", "auto, a clone that knows 201 tags");
 }
