@@ -9,6 +9,13 @@ is timed as a fresh process, several times; a step's round trips are its
 median wall time over RTT (the issue's measure), next to the same step
 without the relay (the local cost, in round trips too).
 
+loopx's fetches speak git's protocol v0 to a hub with few refs (no
+`ls-refs` round trip; `loopx.protocol`, docs/sync.md *Round trips*); the
+row "no-op sync, v2" is the same sync with `loopx.protocol=2`, side by
+side. sshd here accepts `GIT_PROTOCOL` (as GitHub's does; Debian's default
+`AcceptEnv LANG LC_*` does not, and then ssh speaks v0 whatever is set).
+`git ls-remote` is git's own, with git's default (v2).
+
 ssh: loopx shares one connection between its own git calls unless the user
 configured ssh (docs/sync.md, *Round trips*). This bench must point ssh at
 its own keys, which is such a configuration (`GIT_SSH_COMMAND=ssh -F …`), so
@@ -42,6 +49,9 @@ class Relay:
     def __init__(self, upstream: tuple[str, int], rtt: float):
         self.upstream = upstream
         self.rtt = rtt
+        # When a list: (monotonic time, "up"/"down", bytes) of every read,
+        # as the relay receives it (for where the round trips go).
+        self.log: list | None = None
         self.sock = socket.socket()
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind(("127.0.0.1", 0))
@@ -88,10 +98,10 @@ class Relay:
 
         # The server's first bytes reach the client once the handshake's
         # last packet reached the server (accept returns there).
-        self._pipe(client, upstream, ready, finish)
-        self._pipe(upstream, client, accepted + 1.5 * self.rtt, finish)
+        self._pipe(client, upstream, ready, finish, "up")
+        self._pipe(upstream, client, accepted + 1.5 * self.rtt, finish, "down")
 
-    def _pipe(self, src: socket.socket, dst: socket.socket, not_before: float, finish) -> None:
+    def _pipe(self, src: socket.socket, dst: socket.socket, not_before: float, finish, way: str) -> None:
         q: deque = deque()
         cv = threading.Condition()
         half = self.rtt / 2
@@ -103,7 +113,10 @@ class Relay:
                     data = src.recv(65536)
                 except OSError:
                     data = b""
-                due = max(time.monotonic(), not_before) + half
+                now = time.monotonic()
+                if self.log is not None and data:
+                    self.log.append((now, way, len(data)))
+                due = max(now, not_before) + half
                 due = max(due, last)
                 last = due
                 with cv:
@@ -199,7 +212,10 @@ class Servers:
         wait_port(port, "git daemon")
         return port
 
-    def http(self) -> int | None:
+    def http(self) -> tuple[int, dict[str, int]] | None:
+        """nginx + fcgiwrap + git http-backend; returns the plain HTTP port
+        and, when openssl is installed, an HTTPS port per TLS version (a
+        self-signed certificate): what TLS adds, measured."""
         nginx, fcgiwrap = program("nginx"), program("fcgiwrap")
         if not (nginx and fcgiwrap):
             return None
@@ -212,19 +228,7 @@ class Servers:
             if time.time() - t0 > 10:
                 raise RuntimeError("fcgiwrap did not start")
             time.sleep(0.05)
-        port = free_port()
-        user = "user root;\n" if os.geteuid() == 0 else ""
-        (d / "nginx.conf").write_text(f"""{user}worker_processes 2;
-pid {d}/nginx.pid;
-error_log {d}/error.log;
-events {{ worker_connections 64; }}
-http {{
-  access_log off;
-  client_body_temp_path {d}/body; fastcgi_temp_path {d}/fastcgi; proxy_temp_path {d}/proxy;
-  uwsgi_temp_path {d}/uwsgi; scgi_temp_path {d}/scgi;
-  server {{
-    listen 127.0.0.1:{port};
-    location ~ (/.*) {{
+        location = f"""location ~ (/.*) {{
       client_max_body_size 0;
       include /etc/nginx/fastcgi_params;
       fastcgi_param SCRIPT_FILENAME /usr/lib/git-core/git-http-backend;
@@ -236,14 +240,38 @@ http {{
       fastcgi_param PATH /usr/local/bin:/usr/bin:/bin;
       fastcgi_param GIT_CONFIG_NOSYSTEM 1;
       fastcgi_pass unix:{sock};
-    }}
-  }}
+    }}"""
+        port = free_port()
+        servers = [f"server {{\n    listen 127.0.0.1:{port};\n    {location}\n  }}"]
+        tls: dict[str, int] = {}
+        if shutil.which("openssl"):
+            subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+                            "-nodes", "-keyout", str(d / "key.pem"), "-out", str(d / "cert.pem"), "-days", "2",
+                            "-subj", "/CN=127.0.0.1"], check=True, capture_output=True)
+            for version in ("1.3", "1.2"):
+                tls[version] = free_port()
+                servers.append(f"server {{\n    listen 127.0.0.1:{tls[version]} ssl;\n"
+                               f"    ssl_certificate {d}/cert.pem;\n    ssl_certificate_key {d}/key.pem;\n"
+                               f"    ssl_protocols TLSv{version};\n    {location}\n  }}")
+        user = "user root;\n" if os.geteuid() == 0 else ""
+        body = "\n  ".join(servers)
+        (d / "nginx.conf").write_text(f"""{user}worker_processes 2;
+pid {d}/nginx.pid;
+error_log {d}/error.log;
+events {{ worker_connections 64; }}
+http {{
+  access_log off;
+  client_body_temp_path {d}/body; fastcgi_temp_path {d}/fastcgi; proxy_temp_path {d}/proxy;
+  uwsgi_temp_path {d}/uwsgi; scgi_temp_path {d}/scgi;
+  {body}
 }}
 """)
         self.start([nginx, "-e", str(d / "error.log"), "-p", str(d), "-c", str(d / "nginx.conf"),
                     "-g", "daemon off;"], env={})
         wait_port(port, "nginx")
-        return port
+        for p in tls.values():
+            wait_port(p, "nginx (TLS)")
+        return port, tls
 
     def ssh(self) -> tuple[int, Path] | None:
         """sshd on loopback with keys of its own; returns its port and the
@@ -270,6 +298,7 @@ StrictModes no
 UsePAM no
 PermitRootLogin prohibit-password
 PasswordAuthentication no
+AcceptEnv GIT_PROTOCOL
 """)
         Path("/run/sshd").mkdir(exist_ok=True)
         self.start([sshd, "-D", "-e", "-f", str(d / "sshd_config")],
@@ -293,6 +322,23 @@ def timed(argv: list[str], env: dict, cwd: Path | None = None) -> float:
     if p.returncode != 0:
         raise RuntimeError(f"{' '.join(argv)} exited {p.returncode}: {p.stderr.decode(errors='replace')}")
     return ms
+
+
+def timeline(relay: Relay, argv: list[str], env: dict) -> dict:
+    """Runs `argv` once through `relay`, logging what crosses it: the
+    reads as the relay got them (ms from the start, "up" to the server or
+    "down", bytes) and the exchanges, each a burst up answered by one down
+    (a round trip the client waited for, or the server's last words)."""
+    relay.log = []
+    t0 = time.monotonic()
+    p = subprocess.run(argv, env=env, capture_output=True)
+    ms = (time.monotonic() - t0) * 1000
+    log, relay.log = relay.log, None
+    if p.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)} exited {p.returncode}: {p.stderr.decode(errors='replace')}")
+    packets = [[round((t - t0) * 1000, 1), way, n] for t, way, n in log]
+    exchanges = sum(1 for a, b in zip(packets, packets[1:]) if a[1] == "up" and b[1] == "down")
+    return {"ms": round(ms, 1), "exchanges": exchanges, "packets": packets}
 
 
 def steps(loopx: str, repo: Path, url: str, env: dict, runs: int, before=None) -> dict[str, float]:
@@ -320,6 +366,12 @@ def steps(loopx: str, repo: Path, url: str, env: dict, runs: int, before=None) -
     out = {}
     out["ls-remote"] = each(lambda i: None, ["git", "-C", str(repo), "ls-remote", url, "refs/loopx/state"])
     out["no-op sync"] = each(lambda i: None, lx + ["sync"])
+    # The same with git's protocol v2 (git's default), side by side.
+    run(["git", "-C", str(repo), "config", "loopx.protocol", "2"])
+    try:
+        out["no-op sync, v2"] = each(lambda i: None, lx + ["sync"])
+    finally:
+        run(["git", "-C", str(repo), "config", "--unset", "loopx.protocol"])
     out["sync pushing one tick"] = each(lambda i: run(lx + ["todo", "add", f"tick {time.time()}"]), lx + ["sync"])
     held: list[str] = []
 
@@ -348,7 +400,7 @@ def steps(loopx: str, repo: Path, url: str, env: dict, runs: int, before=None) -
     return out
 
 
-ROWS = ["ls-remote", "no-op sync", "sync pushing one tick", "lone claim"]
+ROWS = ["ls-remote", "no-op sync", "no-op sync, v2", "sync pushing one tick", "lone claim"]
 
 # The issue's table (before this work), round trips at 100 ms.
 ISSUE = {
@@ -389,9 +441,14 @@ def scenario(b, runs: int, say) -> dict:
         transports: list[tuple[str, str, str, dict, object]] = []
         port = servers.daemon()
         transports.append(("git daemon", "git://127.0.0.1:{}/hub.git", port, env, None))
-        port = servers.http()
-        if port:
+        got = servers.http()
+        if got:
+            port, tls_ports = got
             transports.append(("smart HTTP", "http://127.0.0.1:{}/hub.git", port, env, None))
+            for version, tls_port in tls_ports.items():
+                # The bench's own certificate: git is told not to check it.
+                transports.append((f"HTTPS, TLS {version}", "https://127.0.0.1:{}/hub.git", tls_port,
+                                   {**env, "GIT_SSL_NO_VERIFY": "1"}, None))
         else:
             results["transports"]["smart HTTP"] = "skipped: nginx and fcgiwrap are not installed"
         got = servers.ssh()
@@ -432,11 +489,28 @@ def scenario(b, runs: int, say) -> dict:
                 subprocess.run([loopx, "-C", str(clone), "sync"], env=tenv, check=True, capture_output=True)
                 try:
                     row[label] = steps(loopx, clone, url, tenv, runs, before)
+                    if relay:
+                        # Where one no-op sync's and one push's round trips go.
+                        lx = [loopx, "-C", str(clone)]
+                        if before:
+                            before()
+                        row["no-op sync timeline"] = timeline(relay, lx + ["sync"], tenv)
+                        subprocess.run(lx + ["todo", "add", f"timeline {time.time()}"], env=tenv, check=True,
+                                       capture_output=True)
+                        if before:
+                            before()
+                        row["push timeline"] = timeline(relay, lx + ["sync"], tenv)
                 finally:
                     if relay:
                         relay.close()
             results["transports"][name] = row
             say(f"  {name}: " + ", ".join(f"{k} {row['relay'][k] / (RTT * 1000):.1f}" for k in ROWS))
+            for what in ("no-op sync timeline", "push timeline"):
+                t = row.get(what)
+                if t:
+                    say(f"    {what}: {t['exchanges']} exchanges, {t['ms'] / (RTT * 1000):.1f} round trips: "
+                        + " ".join(f"{ms / (RTT * 1000):.2f}{'>' if way == 'up' else '<'}{n}"
+                                   for ms, way, n in t["packets"]))
     finally:
         close_masters(work / "ssh")
         servers.stop()
@@ -459,4 +533,12 @@ def table(results: dict) -> tuple[list[str], list[list[str]]]:
             was = ISSUE.get(n, {}).get(step)
             cells.append(f"{r:.1f} (local {local:.1f}" + (f"; was {was}" if was else "") + ")")
         rows.append(cells)
+    # Load-independent: what one run's relay log shows (a new connection's
+    # TCP handshake, emulated by the relay, is one round trip more).
+    cells = ["exchanges seen by the relay: no-op sync / push"]
+    for n in names:
+        v = results["transports"][n]
+        ex = [v.get(k, {}).get("exchanges") for k in ("no-op sync timeline", "push timeline")]
+        cells.append(" / ".join("?" if e is None else str(e) for e in ex))
+    rows.append(cells)
     return headers, rows
