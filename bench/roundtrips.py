@@ -114,8 +114,9 @@ class Relay:
                 except OSError:
                     data = b""
                 now = time.monotonic()
-                if self.log is not None and data:
-                    self.log.append((now, way, len(data)))
+                log = self.log  # once: timeline() may unset it meanwhile
+                if log is not None and data:
+                    log.append((now, way, len(data)))
                 due = max(now, not_before) + half
                 due = max(due, last)
                 last = due
