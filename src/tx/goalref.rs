@@ -89,6 +89,21 @@ thread_local! {
     static LAST: RefCell<Option<(Oid, State)>> = const { RefCell::new(None) };
 }
 
+thread_local! {
+    /// Shared tips a hub's guard accepted in the push it is checking.
+    static PUSHED_SHARED: RefCell<Vec<Oid>> = const { RefCell::new(Vec::new()) };
+}
+
+/// For the hub's guard, which sees every ref update of one push at once:
+/// the update of the shared ref to `commit` was checked and accepted, so
+/// goal ticks of the same push may pin `commit` (or any tick before it)
+/// although the hub's own shared ref is not there yet. Git takes the push
+/// whole or not at all when the guard refuses any of it; a pin on
+/// anything else is still refused.
+pub fn accept_pushed_shared(commit: Oid) {
+    PUSHED_SHARED.with(|p| p.borrow_mut().push(commit));
+}
+
 /// The shared state at `commit`, which must be a split state's shared tip.
 fn shared_at(store: &Store, commit: Oid) -> Result<std::result::Result<State, String>> {
     if let Some(s) = LAST.with(|l| {
@@ -259,6 +274,9 @@ pub fn for_check(
             .filter(|(n, _)| !n.contains('@'))
             .map(|(_, id)| id),
     );
+    // And a shared tip the same push brings, once the hub's guard has
+    // accepted that update ([`accept_pushed_shared`]).
+    tips.extend(PUSHED_SHARED.with(|p| p.borrow().clone()));
     let mut on_chain = false;
     for t in tips {
         if t == commit || store.is_ancestor(commit, t)? {
