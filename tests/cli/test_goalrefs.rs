@@ -160,6 +160,18 @@ fn one_command_splits_the_state_and_every_ref_verifies() {
     let log = env.loopx(&["log"]).ok().stdout;
     assert!(log.contains(&format!("done {api}")), "{log}");
     assert!(log.contains("split goal web onto its own ref"), "{log}");
+    // Its filters name goals and agents that live on the goal refs.
+    let f = env.loopx(&["log", "--goal", "web"]).ok().stdout;
+    assert!(f.contains("Draw the page"), "{f}");
+    assert!(!f.contains(&format!("done {api}")), "{f}");
+    let f = env.loopx(&["log", "--goal", "main"]).ok().stdout;
+    assert!(f.contains(&format!("done {api}")), "{f}");
+    assert!(!f.contains("Draw the page"), "{f}");
+    let f = env.loopx(&["--agent", "agent-a", "log"]).ok().stdout;
+    assert!(f.contains(&format!("claim {api}")), "{f}");
+    assert!(f.lines().all(|l| l.contains("agent-a")), "{f}");
+    let out = env.loopx(&["--json", "log", "--goal", "nope"]).code(1);
+    assert_eq!(out.error_code(), "unknown-goal", "{}", out.stdout);
     assert_eq!(
         log.matches("todo.add").count(),
         2,
