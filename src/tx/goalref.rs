@@ -218,6 +218,17 @@ pub fn goal_parts_empty(s: &State) -> bool {
         && s.quota.is_empty()
 }
 
+/// Whether `op` is a goal ref's first tick at the first split: a
+/// `goal.split` keeping one goal, on a parent that is not a goal ref's
+/// (a goal moved off a split state's goal ref later is an ordinary goal
+/// tick: it pins the shared tip of its time, and applies against it).
+pub fn first_split_off(op: &Op, parent: Option<&State>) -> bool {
+    matches!(
+        op.change,
+        Change::GoalSplit(crate::op::GoalSplit { goal: Some(_), .. })
+    ) && !parent.is_some_and(is_goal_state)
+}
+
 /// What `verify` requires of a tick's pin, given its parent (None: the
 /// first tick) and its op: the pin to apply it against (None where a tick
 /// pins nothing), or why the tick is not valid.
@@ -228,10 +239,7 @@ pub fn for_check(
     message: &str,
 ) -> Result<std::result::Result<Option<Pin>, String>> {
     let pinned = crate::trailer::value(message, TRAILER);
-    let splitting_off = matches!(
-        op.change,
-        Change::GoalSplit(crate::op::GoalSplit { goal: Some(_) })
-    );
+    let splitting_off = first_split_off(op, parent.map(|(_, s)| s));
     let on_goal_ref = parent.is_some_and(|(_, s)| is_goal_state(s));
     let needs = splitting_off || on_goal_ref;
     let Some(pinned) = pinned else {

@@ -771,3 +771,118 @@ fn the_hub_takes_a_shared_and_a_goal_update_in_one_push_only_with_the_pin_on_the
     let v = a.loopx(&["--json", "verify"]).ok().json();
     assert_eq!(v["ok"], true, "{v}");
 }
+
+/// A goal added after the split lands on an existing goal ref; `goal split
+/// GOAL` moves it, with its todos, onto a ref of its own: the ref it
+/// leaves drops it, every ref verifies here and on the guarded hub after a
+/// sync, and a goal alone on its ref is not moved again.
+#[test]
+fn a_goal_added_after_the_split_moves_onto_its_own_ref() {
+    let (env, hub, api, _) = split_team();
+    const DOCS: &str = "refs/loopx/goals/docs";
+    let m = env.machine();
+    on(
+        &m,
+        MAIN,
+        None,
+        &["goal", "add", "docs", "--objective", "The manual"],
+    )
+    .ok();
+    let doc = on(
+        &m,
+        MAIN,
+        None,
+        &["todo", "add", "Write the manual", "--goal", "docs"],
+    )
+    .ok()
+    .stdout
+    .trim()
+    .to_owned();
+    let parent = m.rev(MAIN).unwrap();
+    let out = env.loopx(&["--json", "goal", "split", "docs"]).ok().json();
+    let refs: Vec<&str> = out["refs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["ref"].as_str().unwrap())
+        .collect();
+    assert_eq!(refs, [MAIN, DOCS], "{out}");
+    // Both new ticks sit on the ref's tip before the move.
+    assert_eq!(m.rev(&format!("{DOCS}^")).as_deref(), Some(parent.as_str()));
+    assert_eq!(m.rev(&format!("{MAIN}^")).as_deref(), Some(parent.as_str()));
+    let docs_files = names(&m, DOCS);
+    assert!(docs_files.contains(&"goals/docs.toml".to_owned()));
+    assert!(!docs_files.contains(&"goals/main.toml".to_owned()));
+    assert!(
+        docs_files
+            .iter()
+            .any(|n| n.ends_with(&format!("{doc}.toml")))
+    );
+    assert!(
+        !docs_files
+            .iter()
+            .any(|n| n.ends_with(&format!("{api}.toml")))
+    );
+    let main_files = names(&m, MAIN);
+    assert!(!main_files.contains(&"goals/docs.toml".to_owned()));
+    assert!(
+        !main_files
+            .iter()
+            .any(|n| n.ends_with(&format!("{doc}.toml")))
+    );
+    assert!(
+        main_files
+            .iter()
+            .any(|n| n.ends_with(&format!("{api}.toml")))
+    );
+    let shared = m.rev(SHARED).unwrap();
+    for r in [MAIN, DOCS] {
+        let msg = m.git(&["log", "-1", "--format=%B", r]);
+        assert!(
+            msg.contains(&format!("Loopx-Shared: {shared}")),
+            "{r}: {msg}"
+        );
+    }
+    // The goal works on its own ref.
+    on(&m, DOCS, Some("agent-a"), &["todo", "claim", &doc]).ok();
+    let out = on(
+        &m,
+        MAIN,
+        Some("agent-a"),
+        &["--json", "todo", "claim", &doc],
+    )
+    .code(1);
+    assert_eq!(out.error_code(), "unknown-id", "{}", out.stdout);
+    for r in [SHARED, MAIN, DOCS, WEB] {
+        let v = on(&m, r, None, &["--json", "verify"]).ok().json();
+        assert_eq!(v["ok"], true, "{r}: {v}");
+    }
+    // Not twice, and not a goal alone on its ref.
+    let again = env.loopx(&["--json", "goal", "split", "docs"]).code(3);
+    assert_eq!(again.error_code(), "already-split", "{}", again.stdout);
+    let alone = env.loopx(&["--json", "goal", "split", "main"]).code(3);
+    assert_eq!(alone.error_code(), "already-split", "{}", alone.stdout);
+    let none = env.loopx(&["--json", "goal", "split", "nope"]).code(3);
+    assert_eq!(none.error_code(), "unknown-goal", "{}", none.stdout);
+    // The shared clone's sync takes the new ref to the guarded hub.
+    let out = env.loopx(&["--json", "sync"]).ok().json();
+    assert!(out.to_string().contains(DOCS), "{out}");
+    let hub_m = env.machine_in(std::path::PathBuf::from(&hub));
+    for r in [SHARED, MAIN, DOCS, WEB] {
+        assert_eq!(hub_m.rev(r), m.rev(r), "{r}");
+        let v = on(&hub_m, r, None, &["--json", "verify"]).ok().json();
+        assert_eq!(v["ok"], true, "hub {r}: {v}");
+    }
+    // A fresh clone of the new ref works from the hub.
+    let d = goal_clone(&env, "d", &hub, DOCS);
+    let listed = d.loopx(&["todo", "list"]).ok().stdout;
+    assert!(listed.contains(&doc), "{listed}");
+}
+
+/// On a state that is not split, a goal has no ref to leave.
+#[test]
+fn moving_a_goal_needs_a_split_state() {
+    let env = TestEnv::with_board();
+    let out = env.loopx(&["--json", "goal", "split", "main"]).code(3);
+    assert_eq!(out.error_code(), "not-split", "{}", out.stdout);
+}
