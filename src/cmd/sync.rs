@@ -10,8 +10,8 @@ use crate::error::{Code, Exit, Refusal};
 use crate::sync;
 use crate::tx::goalref;
 
-/// Set in the `loopx sync` of one ref that a split state's sync starts for
-/// another of its refs: that one syncs only its own.
+/// Set for a `loopx sync` of a split state's ref that should sync only its
+/// own ref (`bench/sync-capacity` measures a goal ref's own capacity so).
 const ONE_REF: &str = "LOOPX_SYNC_ONE_REF";
 
 /// A report of another ref of a split state, with the ref's name under
