@@ -886,3 +886,39 @@ fn moving_a_goal_needs_a_split_state() {
     let out = env.loopx(&["--json", "goal", "split", "main"]).code(3);
     assert_eq!(out.error_code(), "not-split", "{}", out.stdout);
 }
+
+/// A hub that offers no atomic push (`receive.advertiseAtomic false`)
+/// gets the shared ref alone first, then the goal ref whose tick pins it.
+#[test]
+fn without_atomic_pushes_the_shared_ref_goes_first() {
+    if !crate::common::keys::have_openssh() {
+        return;
+    }
+    let (env, hub, api, _) = split_team();
+    crate::common::git_in(
+        std::path::Path::new(&hub),
+        &["config", "receive.advertiseAtomic", "false"],
+    );
+    let (path, log) = counting_git(&env, "counting");
+    let a = goal_clone(&env, "a", &hub, MAIN);
+    let key = crate::common::keys::keygen(&env, "ada");
+    on(
+        &a,
+        SHARED,
+        None,
+        &["signer", "announce", "ada", "--key", &key.to_string_lossy()],
+    )
+    .ok();
+    a.agent("agent-a", &["todo", "claim", &api, "--no-sync"])
+        .ok();
+    let _ = calls(&log);
+    let out = counted(&a, &path, &["--json", "sync"]).ok().json();
+    // The atomic push, refused by git before anything is sent, then one
+    // push per ref.
+    assert_eq!(calls(&log), ["push", "push", "push"], "{out}");
+    assert_eq!(out["outcome"], "pushed", "{out}");
+    assert_eq!(out["refs"][0]["outcome"], "pushed", "{out}");
+    let hub_m = env.machine_in(std::path::PathBuf::from(&hub));
+    assert_eq!(hub_m.rev(SHARED), a.rev(SHARED));
+    assert_eq!(hub_m.rev(MAIN), a.rev(MAIN));
+}
