@@ -46,14 +46,15 @@ pub(super) fn fetch(
     Ok(fetch_all(&[(repo, names)], progress)?.map(|mut tips| tips.pop().expect("one tip per ref")))
 }
 
+/// The tips of a fetch of several refs, in order; `Err(why)` when another
+/// fetch here got in the way.
+pub(super) type Tips = Result<Vec<Option<Tip>>, String>;
+
 /// [`fetch`] of several state refs from one remote in one `git fetch`
 /// (a split state's shared ref and goal refs: `repo` and `names` of each),
 /// their tips in the same order. `Ok(Err(why))` when another fetch here
 /// got in the way of any of them.
-pub(super) fn fetch_all(
-    sides: &[(&Repo, &Names)],
-    progress: bool,
-) -> Result<Result<Vec<Option<Tip>>, String>> {
+pub(super) fn fetch_all(sides: &[(&Repo, &Names)], progress: bool) -> Result<Tips> {
     fetch_all_while(sides, progress, || ()).0
 }
 
@@ -64,7 +65,7 @@ pub(super) fn fetch_all_while<R>(
     sides: &[(&Repo, &Names)],
     progress: bool,
     meanwhile: impl FnOnce() -> R,
-) -> (Result<Result<Vec<Option<Tip>>, String>>, R) {
+) -> (Result<Tips>, R) {
     let Some((first, first_names)) = sides.first() else {
         return (Ok(Ok(Vec::new())), meanwhile());
     };
@@ -109,7 +110,7 @@ fn resolve(
     sides: &[(&Repo, &Names)],
     fetching: &[String],
     found: Result<Vec<Fetched>>,
-) -> Result<Result<Vec<Option<Tip>>, String>> {
+) -> Result<Tips> {
     let names = sides.first().map(|(_, n)| *n).expect("a side");
     let found = found.map_err(|e| match e.downcast_ref::<NetworkError>() {
         Some(n) => Refusal::error(
