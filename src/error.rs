@@ -157,6 +157,7 @@ codes! {
     NotClaimed => "not-claimed",
     NotClosed => "not-closed",
     NotConfirmed => "not-confirmed",
+    NotSplit => "not-split",
     NotOpen => "not-open",
     NotParked => "not-parked",
     NotRegistered => "not-registered",

@@ -18,7 +18,10 @@ mod remote;
 mod ssh;
 
 pub use config::{PushConfig, config_matching, config_values, push_config};
-pub use remote::{Fetched, NetworkError, Pushed, fetch, push_expecting, push_lease};
+pub use remote::{
+    Fetched, NO_ATOMIC, NetworkError, Push, Pushed, fetch, fetch_refs, push_expecting, push_lease,
+    push_refs,
+};
 
 /// Every git process loopx starts begins here: no stdin, and never a
 /// password prompt on a terminal (`GIT_TERMINAL_PROMPT=0`), so a hub that

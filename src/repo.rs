@@ -77,6 +77,19 @@ impl Repo {
         }
     }
 
+    /// A handle on the same repository whose state ref is `name` (another
+    /// ref of a split state), with the same settings, home and clock.
+    pub fn for_ref(&self, name: &str) -> Repo {
+        Repo {
+            store: self.store.for_ref(name),
+            config: self.config.clone(),
+            committer: self.committer.clone(),
+            home: self.home.clone(),
+            clock: self.clock,
+            signing: OnceCell::new(),
+        }
+    }
+
     pub fn store(&self) -> &Store {
         &self.store
     }

@@ -91,15 +91,25 @@ struct Filter {
 
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let tip = history::tip(ctx.repo()?)?;
+    // Where a named goal or agent is looked up: the tip's tree, and on a
+    // split state's shared ref every goal ref's too (the walk reads them
+    // all).
+    let trees = {
+        let store = ctx.store()?;
+        crate::tx::goalref::view_tips(store, tip.commit)?
+            .into_iter()
+            .map(|c| Ok(store.tip_at(c)?.tree))
+            .collect::<Result<Vec<_>>>()?
+    };
     let filter = Filter {
         goal: args
             .goal
             .as_deref()
-            .map(|g| existing_goal(ctx, tip.tree, g))
+            .map(|g| existing_goal(ctx, &trees, g))
             .transpose()?,
         agent: ctx
             .agent_flag()
-            .map(|a| existing_agent(ctx, tip.tree, a))
+            .map(|a| existing_agent(ctx, &trees, a))
             .transpose()?,
         todo: args.todo.as_deref().map(|t| todo_id(ctx, t)).transpose()?,
         op: args.op.as_deref().map(op_kind).transpose()?,
@@ -312,16 +322,26 @@ fn goal_of(
     Ok(goal)
 }
 
-fn existing_goal(ctx: &Ctx, tree: crate::store::Oid, typed: &str) -> Result<GoalId> {
+/// Whether any of `trees` holds the file at `path`.
+fn in_any(ctx: &Ctx, trees: &[crate::store::Oid], path: &str) -> Result<bool> {
+    for tree in trees {
+        if history::file_at(ctx.repo()?, *tree, path)?.is_some() {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+fn existing_goal(ctx: &Ctx, trees: &[crate::store::Oid], typed: &str) -> Result<GoalId> {
     let id = GoalId::new(typed).map_err(|e| Refusal::usage(Code::BadId, e))?;
-    if history::file_at(ctx.repo()?, tree, &files::goal_path(&id))?.is_none() {
+    if !in_any(ctx, trees, &files::goal_path(&id))? {
         return Err(crate::model::unknown_goal(&id).into());
     }
     Ok(id)
 }
 
-fn existing_agent(ctx: &Ctx, tree: crate::store::Oid, id: &AgentId) -> Result<AgentId> {
-    if history::file_at(ctx.repo()?, tree, &files::agent_path(id))?.is_none() {
+fn existing_agent(ctx: &Ctx, trees: &[crate::store::Oid], id: &AgentId) -> Result<AgentId> {
+    if !in_any(ctx, trees, &files::agent_path(id))? {
         return Err(
             Refusal::error(Code::UnknownAgent, format!("there is no agent {id}"))
                 .with_hint("`loopx agent list` shows the registered agents")

@@ -10,48 +10,14 @@ use crate::error::{Code, Exit, Refusal};
 use crate::sync;
 use crate::tx::goalref;
 
-/// Set in the `loopx sync` of one ref that a split state's sync starts for
-/// another of its refs: that one syncs only its own.
+/// Set for a `loopx sync` of a split state's ref that should sync only its
+/// own ref (`bench/sync-capacity` measures a goal ref's own capacity so).
 const ONE_REF: &str = "LOOPX_SYNC_ONE_REF";
 
-/// Syncs another ref of a split state with the same remote, in a child
-/// `loopx sync` on that ref ([`crate::store::REF_VAR`]); its JSON report,
-/// with the ref's name under `ref`.
-fn sync_other(ctx: &Ctx, args: &Args, name: &str) -> Result<serde_json::Value> {
-    let exe = std::env::current_exe()?;
-    let mut cmd = std::process::Command::new(exe);
-    cmd.current_dir(ctx.store()?.root())
-        .env(crate::store::REF_VAR, name)
-        .env(ONE_REF, "1")
-        .args(["--format", "json", "sync"]);
-    if let Some(r) = &args.remote {
-        cmd.arg(r);
-    }
-    if args.adopt_remote {
-        cmd.arg("--adopt-remote");
-    }
-    let out = cmd.output()?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    let doc: serde_json::Value = text
-        .lines()
-        .rev()
-        .find_map(|l| serde_json::from_str(l).ok())
-        .unwrap_or(serde_json::Value::Null);
-    if !out.status.success() || doc.get("error").is_some() || doc.is_null() {
-        let message = doc["error"]["message"]
-            .as_str()
-            .map(str::to_owned)
-            .unwrap_or_else(|| String::from_utf8_lossy(&out.stderr).trim().to_owned());
-        return Err(Refusal::conflict(
-            Code::PushFailed,
-            format!("syncing {name}, a ref of this split state: {message}"),
-        )
-        .with_hint(format!(
-            "`LOOPX_REF={name} loopx sync` syncs that ref alone and says more"
-        ))
-        .into());
-    }
-    let mut doc = doc;
+/// A report of another ref of a split state, with the ref's name under
+/// `ref`.
+fn other_report(name: &str, report: &sync::Report) -> Result<serde_json::Value> {
+    let mut doc = serde_json::to_value(report)?;
     doc["ref"] = serde_json::Value::String(name.to_owned());
     Ok(doc)
 }
@@ -119,44 +85,67 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     if args.redate {
         return redate(ctx);
     }
-    // A state split into a ref per goal (format 6) syncs each ref in one
-    // `loopx sync`: a goal ref's ticks pin the shared ref's, so the shared
-    // ref goes first; the shared ref's sync takes every local goal ref too.
+    // A state split into a ref per goal (format 6) syncs its refs in one
+    // `loopx sync`, with one fetch and one push for all of them: a goal
+    // ref's ticks pin the shared ref's, so the shared ref comes first; the
+    // shared ref's sync takes every local goal ref too.
     let one = std::env::var_os(ONE_REF).is_some();
     let split = || crate::cmd::tx::load(ctx).is_ok_and(|s| s.state.meta.goal_refs);
     let on_goal = !one && goalref::is_goal_ref(ctx.state_ref());
-    let mut others = Vec::new();
-    // A clone's first sync of a goal ref: the shared ref its ticks would
-    // pin comes first, when the hub has one; reported only if the goal ref
-    // turns out to be a split state's (a state of its own says nothing).
-    let mut first = None;
+    let repo = ctx.repo()?;
+    let opts = sync::Options {
+        remote: args.remote.clone(),
+        adopt_remote: args.adopt_remote,
+    };
+    let progress = sync::Progress {
+        ticks: &|what, done, total| ctx.out.progress(what, done, total),
+        terminal: ctx.out.shows_progress(),
+    };
+    // The refs this sync takes besides its own, each with whether its
+    // failure fails the sync. A clone's first sync of a goal ref takes the
+    // shared ref its ticks would pin too (in the same fetch), reported
+    // only if the goal ref turns out to be a split state's (a state of its
+    // own says nothing).
+    let mut extra: Vec<(String, bool)> = Vec::new();
+    let mut fresh_goal = false;
     if on_goal && split() {
-        others.push(sync_other(ctx, args, goalref::SHARED)?);
+        extra.push((goalref::SHARED.to_owned(), true));
     } else if on_goal && crate::cmd::tx::tip(ctx).ok().flatten().is_none() {
-        first = sync_other(ctx, args, goalref::SHARED).ok();
+        extra.push((goalref::SHARED.to_owned(), false));
+        fresh_goal = true;
     }
-    let report = sync::run(
-        ctx.repo()?,
-        &sync::Options {
-            remote: args.remote.clone(),
-            adopt_remote: args.adopt_remote,
-        },
-        sync::Progress {
-            ticks: &|what, done, total| ctx.out.progress(what, done, total),
-            terminal: ctx.out.shows_progress(),
-        },
-    )?;
-    if on_goal && others.is_empty() && split() {
-        others.push(match first {
-            Some(o) => o,
-            None => sync_other(ctx, args, goalref::SHARED)?,
-        });
-    }
-    if !one && ctx.state_ref() == goalref::SHARED && split() {
+    let shared_split = !one && ctx.state_ref() == goalref::SHARED && split();
+    if shared_split {
         for (name, _) in goalref::goal_refs(ctx.store()?)? {
-            others.push(sync_other(ctx, args, &name)?);
+            extra.push((name, true));
         }
     }
+    let (report, mut others) = sync::run_with(repo, &extra, &opts, progress)?;
+    if fresh_goal && !split() {
+        others.clear();
+    }
+    // A state that turned out split only with what this sync pulled: its
+    // other refs now.
+    if on_goal && others.is_empty() && split() {
+        let (shared, _) = sync::run_with(&repo.for_ref(goalref::SHARED), &[], &opts, progress)?;
+        others.push((goalref::SHARED.to_owned(), shared));
+    }
+    if !one && !shared_split && ctx.state_ref() == goalref::SHARED && split() {
+        for (name, _) in goalref::goal_refs(ctx.store()?)? {
+            let (r, _) = sync::run_with(&repo.for_ref(&name), &[], &opts, progress)?;
+            others.push((name, r));
+        }
+    }
+    let rejected_ours = match ctx.actor() {
+        Ok(actor) => {
+            report.rejected_any_of(&actor) || others.iter().any(|(_, r)| r.rejected_any_of(&actor))
+        }
+        Err(_) => false,
+    };
+    let others: Vec<serde_json::Value> = others
+        .iter()
+        .map(|(name, r)| other_report(name, r))
+        .collect::<Result<_>>()?;
     if others.is_empty() {
         ctx.out.emit(&report, || human(&report))?;
     } else {
@@ -177,13 +166,11 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             text
         })?;
     }
-    if report.rejected.is_empty() {
-        return Ok(Exit::Ok);
-    }
     // Whose ops count as "ours": the acting agent's, or the human's.
-    Ok(match ctx.actor() {
-        Ok(actor) if report.rejected_any_of(&actor) => Exit::Conflict,
-        _ => Exit::Ok,
+    Ok(if rejected_ours {
+        Exit::Conflict
+    } else {
+        Exit::Ok
     })
 }
 

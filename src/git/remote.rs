@@ -197,55 +197,99 @@ pub fn fetch(
     limit: Duration,
     progress: bool,
 ) -> Result<Fetched> {
-    let refspec = format!("+{src}:{dst}");
+    let mut found = fetch_refs(git_dir, remote, &[(src, dst)], limit, progress)?;
+    Ok(found.pop().expect("one answer per ref"))
+}
+
+/// [`fetch`] of several refs in one `git fetch` (one connection, one
+/// negotiation): each `(src, dst)` pair is a refspec `+src:dst`, and the
+/// answers come in the same order. When the fetch fails, one `ls-remote`
+/// of every `src` tells the refs the remote lacks ([`Fetched::NoState`])
+/// from the others; those others are fetched again in one more call when
+/// some were missing (a remote without a ref fails the whole fetch), else
+/// they are [`Fetched::Busy`].
+pub fn fetch_refs(
+    git_dir: &Path,
+    remote: &str,
+    refs: &[(&str, &str)],
+    limit: Duration,
+    progress: bool,
+) -> Result<Vec<Fetched>> {
     // Where `remote` points, with git's `insteadOf` rules applied (no
     // network): what decides whether ssh shares a connection.
     let url = output(git_dir, &["ls-remote", "--get-url", remote])
         .map(|u| u.trim().to_owned())
         .unwrap_or_default();
-    let out = network(
-        git_dir,
-        &url,
-        &[
-            "fetch",
-            // Without the summary of updated refs (this sync's own
-            // scratch ref), with git's meters when asked.
-            "--quiet",
-            if progress {
-                "--progress"
-            } else {
-                "--no-progress"
-            },
-            "--no-tags",
-            "--no-write-fetch-head",
-            "--no-recurse-submodules",
-            // Only the refspec given here: a configured one that maps
-            // refs/loopx/* onto itself (a mirror) would overwrite the
-            // local state and drop unsynced ticks.
-            "--refmap=",
-            remote,
-            &refspec,
-        ],
-        limit,
-        progress,
-    )?;
+    let out = fetch_once(git_dir, &url, remote, refs, limit, progress)?;
     if out.status.success() {
-        return Ok(Fetched::State);
+        return Ok(refs.iter().map(|_| Fetched::State).collect());
     }
     let failed = network_error(&out);
-    let probe = network(git_dir, &url, &["ls-remote", remote, src], limit, false)?;
+    let mut args = vec!["ls-remote", remote];
+    args.extend(refs.iter().map(|(src, _)| *src));
+    let probe = network(git_dir, &url, &args, limit, false)?;
     if !probe.status.success() {
         return Err(failed.into());
     }
     let listed = String::from_utf8_lossy(&probe.stdout);
-    if listed
-        .lines()
-        .any(|l| l.split_whitespace().nth(1) == Some(src))
-    {
-        Ok(Fetched::Busy(failed.stderr))
+    let has = |src: &str| {
+        listed
+            .lines()
+            .any(|l| l.split_whitespace().nth(1) == Some(src))
+    };
+    let present: Vec<(&str, &str)> = refs.iter().copied().filter(|(s, _)| has(s)).collect();
+    let again = if present.is_empty() || present.len() == refs.len() {
+        None
     } else {
-        Ok(Fetched::NoState)
-    }
+        Some(fetch_once(
+            git_dir, &url, remote, &present, limit, progress,
+        )?)
+    };
+    Ok(refs
+        .iter()
+        .map(|(src, _)| match &again {
+            _ if !has(src) => Fetched::NoState,
+            Some(o) if o.status.success() => Fetched::State,
+            Some(o) => Fetched::Busy(network_error(o).stderr),
+            None => Fetched::Busy(failed.stderr.clone()),
+        })
+        .collect())
+}
+
+/// One `git fetch` of `refs` (`+src:dst` each).
+fn fetch_once(
+    git_dir: &Path,
+    url: &str,
+    remote: &str,
+    refs: &[(&str, &str)],
+    limit: Duration,
+    progress: bool,
+) -> Result<std::process::Output> {
+    let refspecs: Vec<String> = refs
+        .iter()
+        .map(|(src, dst)| format!("+{src}:{dst}"))
+        .collect();
+    let mut args = vec![
+        "fetch",
+        // Without the summary of updated refs (this sync's own
+        // scratch refs), with git's meters when asked.
+        "--quiet",
+        if progress {
+            "--progress"
+        } else {
+            "--no-progress"
+        },
+        "--no-tags",
+        "--no-write-fetch-head",
+        "--no-recurse-submodules",
+        // Only the refspecs given here: a configured one that maps
+        // refs/loopx/* onto itself (a mirror) would overwrite the
+        // local state and drop unsynced ticks.
+        "--refmap=",
+        remote,
+    ];
+    args.extend(refspecs.iter().map(String::as_str));
+    network(git_dir, url, &args, limit, progress)
 }
 
 /// What the remote said to a push.
@@ -326,9 +370,55 @@ fn push_with(
     lease: Option<&str>,
     limit: Duration,
 ) -> Result<Pushed> {
-    let refspec = format!("{commit}:{dst}");
-    debug_assert!(!refspec.starts_with('+'), "sync never force-pushes");
-    let lease = lease.map(|old| format!("--force-with-lease={dst}:{old}"));
+    let one = Push {
+        commit: commit.to_owned(),
+        dst: dst.to_owned(),
+        expected: lease.map(str::to_owned),
+    };
+    let mut answers = push_refs(git_dir, remote, std::slice::from_ref(&one), false, limit)?;
+    answers.pop().expect("one answer per ref")
+}
+
+/// One ref update of [`push_refs`]: `commit` to the remote's `dst`,
+/// expecting it at `expected` (`Some("")`: no such ref yet; None: no
+/// lease, never used by sync).
+#[derive(Clone, Debug)]
+pub struct Push {
+    pub commit: String,
+    pub dst: String,
+    pub expected: Option<String>,
+}
+
+/// Pushes several refs in one `git push` (one connection, one pack), each
+/// a compare-and-swap as in [`push_expecting`]. With `atomic`
+/// (`--atomic`), the remote takes all of them or none: a ref that lost its
+/// race makes every other one [`Pushed::Behind`] too. The answers come in
+/// the order of `refs`. The whole call fails (a [`NetworkError`]) when the
+/// remote was not reached, or when it does not offer atomic pushes
+/// ([`NO_ATOMIC`] in the error: push them one at a time instead).
+pub fn push_refs(
+    git_dir: &Path,
+    remote: &str,
+    refs: &[Push],
+    atomic: bool,
+    limit: Duration,
+) -> Result<Vec<Result<Pushed>>> {
+    let refspecs: Vec<String> = refs
+        .iter()
+        .map(|p| format!("{}:{}", p.commit, p.dst))
+        .collect();
+    debug_assert!(
+        refspecs.iter().all(|r| !r.starts_with('+')),
+        "sync never force-pushes"
+    );
+    let leases: Vec<String> = refs
+        .iter()
+        .filter_map(|p| {
+            p.expected
+                .as_ref()
+                .map(|old| format!("--force-with-lease={}:{old}", p.dst))
+        })
+        .collect();
     // To the remote's push URL rather than its name: a push to a named
     // remote also moves the local refs its fetch refspecs map the pushed
     // ref to, and a mirror clone's (+refs/*:refs/*) is the local state ref
@@ -340,43 +430,75 @@ fn push_with(
         .filter(|u| !u.is_empty())
         .unwrap_or_else(|| remote.to_owned());
     let mut args = vec!["push", "--porcelain", "--no-verify"];
-    args.extend(lease.as_deref());
-    args.extend([url.as_str(), refspec.as_str()]);
+    if atomic {
+        args.push("--atomic");
+    }
+    args.extend(leases.iter().map(String::as_str));
+    args.push(url.as_str());
+    args.extend(refspecs.iter().map(String::as_str));
     let out = network(git_dir, &url, &args, limit, false)?;
     let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if atomic && stderr.contains(NO_ATOMIC) {
+        return Err(NetworkError {
+            stderr: format!("{NO_ATOMIC} push"),
+            answered: true,
+        }
+        .into());
+    }
     // Porcelain lines: <flag> TAB <from>:<to> TAB <summary>
-    let line = stdout
+    let lines: Vec<(String, String, String)> = stdout
         .lines()
         .filter_map(|l| {
             let mut parts = l.splitn(3, '\t');
             let flag = parts.next()?;
             let refs = parts.next()?;
             let summary = parts.next().unwrap_or("");
-            refs.ends_with(&format!(":{dst}"))
-                .then_some((flag.to_owned(), summary.to_owned()))
+            Some((flag.to_owned(), refs.to_owned(), summary.to_owned()))
         })
-        .next();
-    match line {
-        Some((flag, _)) if out.status.success() && flag == "=" => Ok(Pushed::UpToDate),
-        Some((flag, _)) if out.status.success() && matches!(flag.as_str(), " " | "*" | "+") => {
-            Ok(Pushed::Accepted)
-        }
-        Some((flag, summary))
-            if flag == "!"
-                && (lost_race(&summary)
-                    || String::from_utf8_lossy(&out.stderr)
-                        .contains("unable to migrate objects")) =>
-        {
-            Ok(Pushed::Behind(summary))
-        }
-        Some((_, summary)) if !summary.is_empty() => Err(NetworkError {
-            stderr: format!("{summary}; {}", network_error(&out)),
-            answered: true,
-        }
-        .into()),
-        _ => Err(network_error(&out).into()),
+        .collect();
+    if !refs.iter().any(|p| {
+        lines
+            .iter()
+            .any(|(_, r, _)| r.ends_with(&format!(":{}", p.dst)))
+    }) {
+        return Err(network_error(&out).into());
     }
+    Ok(refs
+        .iter()
+        .map(|p| {
+            let line = lines
+                .iter()
+                .find(|(_, r, _)| r.ends_with(&format!(":{}", p.dst)));
+            // The whole push succeeded only when git exited 0; a ref git
+            // marked taken in a push that failed elsewhere was still taken.
+            let taken = out.status.success() || !atomic;
+            match line {
+                Some((flag, _, _)) if taken && flag == "=" => Ok(Pushed::UpToDate),
+                Some((flag, _, _)) if taken && matches!(flag.as_str(), " " | "*" | "+") => {
+                    Ok(Pushed::Accepted)
+                }
+                Some((flag, _, summary))
+                    if flag == "!"
+                        && (lost_race(summary)
+                            || (atomic && summary.contains("atomic"))
+                            || stderr.contains("unable to migrate objects")) =>
+                {
+                    Ok(Pushed::Behind(summary.clone()))
+                }
+                Some((_, _, summary)) if !summary.is_empty() => Err(NetworkError {
+                    stderr: format!("{summary}; {}", network_error(&out)),
+                    answered: true,
+                }
+                .into()),
+                _ => Err(network_error(&out).into()),
+            }
+        })
+        .collect())
 }
+
+/// What git says when the remote offers no atomic push (`--atomic`).
+pub const NO_ATOMIC: &str = "does not support --atomic";
 
 #[cfg(test)]
 mod tests {

@@ -111,11 +111,15 @@ pub struct GoalAdd {
 }
 
 /// Format 6: the migration to a ref per goal (`op::split`): on the shared
-/// ref without a goal, on a goal's new ref with it.
+/// ref without a goal, on a goal's new ref with it. On a state already
+/// split, a goal that shares a goal ref moves onto its own: `goal` on its
+/// new ref, `moved` on the ref it leaves.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct GoalSplit {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub goal: Option<GoalId>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub moved: Option<GoalId>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -100,7 +100,7 @@ fn dispatch(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         Change::Init(c) => goal::init(state, op, c),
         Change::GoalAdd(c) => goal::add(state, op, c),
         Change::GoalSet(c) => goal::set(state, op, c),
-        Change::GoalSplit(c) => split::split(state, op, c.goal.as_ref()),
+        Change::GoalSplit(c) => split::split(state, op, c.goal.as_ref(), c.moved.as_ref()),
         Change::AgentRegister(c) => agent::register(state, op, c),
         Change::AgentRetire(c) => agent::retire(state, op, c),
         Change::TodoAdd(c) => todo::add(state, op, c),

@@ -15,20 +15,54 @@ use crate::model::Actor;
 /// every agent and quota ledger (an agent's turn records are written on
 /// the ref it works on from now on). Evidence and the archive stay where
 /// they are on every side: they only grow, and git shares their objects.
-pub(super) fn split(state: &mut State, op: &Op, goal: Option<&GoalId>) -> Result<Effect, Refusal> {
+///
+/// On a goal ref of a state already split that holds more than one goal
+/// (a goal added there after the split), `goal` keeps only that goal (its
+/// own new ref's first tick) and `moved` drops that goal with its todos
+/// and gates (the tick of the ref it leaves); agents, quota and evidence
+/// stay on both, as at the first split.
+pub(super) fn split(
+    state: &mut State,
+    op: &Op,
+    goal: Option<&GoalId>,
+    moved: Option<&GoalId>,
+) -> Result<Effect, Refusal> {
     if !matches!(op.actor, Actor::Human { .. }) {
         return Err(Refusal::rule(
             Code::HumansOnly,
             "only a human splits a state into a ref per goal",
         ));
     }
-    if state.meta.goal_refs {
-        return Err(Refusal::rule(
-            Code::AlreadySplit,
-            "the state is already split into a ref per goal",
-        ));
+    match (state.meta.goal_refs, goal, moved) {
+        (false, _, None) => {}
+        (true, Some(g), None) | (true, None, Some(g)) => {
+            if state.goals.contains_key(g) && state.goals.len() < 2 {
+                return Err(Refusal::rule(
+                    Code::AlreadySplit,
+                    format!("goal {g} is the only goal on its ref: it has a ref of its own"),
+                ));
+            }
+        }
+        (true, None, None) => {
+            return Err(Refusal::rule(
+                Code::AlreadySplit,
+                "the state is already split into a ref per goal",
+            ));
+        }
+        (false, _, Some(_)) => {
+            return Err(Refusal::rule(
+                Code::NotSplit,
+                "a goal moves off a goal ref only once the state is split",
+            ));
+        }
+        (true, Some(_), Some(_)) => {
+            return Err(Refusal::rule(
+                Code::AlreadySplit,
+                "a goal moves onto its own ref with one tick on each side, one goal at a time",
+            ));
+        }
     }
-    if let Some(g) = goal
+    if let Some(g) = goal.or(moved)
         && !state.goals.contains_key(g)
     {
         return Err(Refusal::rule(
@@ -38,8 +72,13 @@ pub(super) fn split(state: &mut State, op: &Op, goal: Option<&GoalId>) -> Result
     }
     state.meta.format = crate::model::FORMAT;
     state.meta.goal_refs = true;
-    let subject = match goal {
-        None => {
+    let subject = match (goal, moved) {
+        (None, Some(g)) => {
+            state.goals.remove(g);
+            drop_goal_parts(state, |x| x == g);
+            format!("moved goal {g} onto its own ref")
+        }
+        (None, None) => {
             state.goals.clear();
             state.agents.clear();
             state.todos.clear();
@@ -47,29 +86,12 @@ pub(super) fn split(state: &mut State, op: &Op, goal: Option<&GoalId>) -> Result
             state.quota.clear();
             "split the goals onto their own refs".to_owned()
         }
-        Some(g) => {
+        (Some(g), _) => {
             let others: Vec<GoalId> = state.goals.keys().filter(|k| *k != g).cloned().collect();
             for o in &others {
                 state.goals.remove(o);
             }
-            let todos: Vec<_> = state
-                .todos
-                .values()
-                .filter(|t| &t.goal != g)
-                .map(|t| t.id.clone())
-                .collect();
-            for t in &todos {
-                state.todos.remove(t);
-            }
-            let gates: Vec<_> = state
-                .gates
-                .values()
-                .filter(|x| &x.goal != g)
-                .map(|x| x.id.clone())
-                .collect();
-            for x in &gates {
-                state.gates.remove(x);
-            }
+            drop_goal_parts(state, |x| x != g);
             format!("split goal {g} onto its own ref")
         }
     };
@@ -81,6 +103,28 @@ pub(super) fn split(state: &mut State, op: &Op, goal: Option<&GoalId>) -> Result
         evidence: Vec::new(),
         archived: Default::default(),
     })
+}
+
+/// Drops the todos and gates of the goals `gone` names.
+fn drop_goal_parts(state: &mut State, gone: impl Fn(&GoalId) -> bool) {
+    let todos: Vec<_> = state
+        .todos
+        .values()
+        .filter(|t| gone(&t.goal))
+        .map(|t| t.id.clone())
+        .collect();
+    for t in &todos {
+        state.todos.remove(t);
+    }
+    let gates: Vec<_> = state
+        .gates
+        .values()
+        .filter(|x| gone(&x.goal))
+        .map(|x| x.id.clone())
+        .collect();
+    for x in &gates {
+        state.gates.remove(x);
+    }
 }
 
 #[cfg(test)]

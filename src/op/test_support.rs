@@ -525,7 +525,10 @@ pub(super) fn every_change() -> Vec<Change> {
         Change::MachineRevoke(MachineRevoke {
             machine: crate::model::MachineName::new("m1").unwrap(),
         }),
-        Change::GoalSplit(GoalSplit { goal: None }),
+        Change::GoalSplit(GoalSplit {
+            goal: None,
+            moved: None,
+        }),
         Change::Settle(Settle {
             turn: "turn-2".to_owned(),
             steps: vec![

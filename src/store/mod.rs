@@ -204,6 +204,17 @@ impl Store {
         Ok(Store { repo, state_ref })
     }
 
+    /// The same repository with another state ref (a split state's other
+    /// refs, synced in one fetch and one push): `name` must be a ref the
+    /// caller read from this repository's own listing, or one of loopx's
+    /// known state refs.
+    pub fn for_ref(&self, name: &str) -> Store {
+        Store {
+            repo: self.repo.clone(),
+            state_ref: name.to_owned(),
+        }
+    }
+
     /// The ref that holds the state.
     pub fn state_ref(&self) -> &str {
         &self.state_ref

@@ -49,6 +49,34 @@ pub(super) enum Step {
     Refused(String),
 }
 
+/// A round's push, ready to go: `tip` to the remote, expecting it at
+/// `expected`; once taken, the local ref moves from `local` (None: it is
+/// at `tip` already).
+pub(super) struct Outgoing {
+    tip: Tip,
+    expected: Option<Oid>,
+    local: Option<Oid>,
+    counts: Counts,
+    outcome: Outcome,
+}
+
+impl Outgoing {
+    /// Whether the local ref moves once the push is taken (a replay): a
+    /// goal ref's tick written meanwhile would pin a shared tip that is
+    /// about to be replaced.
+    pub(super) fn moves_local(&self) -> bool {
+        self.local.is_some_and(|l| l != self.tip.commit)
+    }
+}
+
+/// What [`prepare`] left to do.
+pub(super) enum Ready {
+    /// The round ended without a push.
+    Step(Step),
+    /// The round ends with this push ([`push_all`], then [`land`]).
+    Push(Outgoing),
+}
+
 /// Carries out `plan`; `verified` is the remote tip whose every commit was
 /// just verified.
 pub(super) fn execute(
@@ -57,22 +85,50 @@ pub(super) fn execute(
     plan: Plan,
     verified: Option<Oid>,
 ) -> Result<Step> {
+    match prepare(repo, names, plan, verified)? {
+        Ready::Step(step) => Ok(step),
+        Ready::Push(out) => {
+            let sent = git::push_expecting(
+                repo.store().common_dir(),
+                &names.remote,
+                &out.tip.commit.to_string(),
+                repo.state_ref(),
+                out.expected.map(|e| e.to_string()).as_deref(),
+                repo.config().sync_timeout,
+            )
+            .map_err(|e| push_failed(names, e))?;
+            land(repo, names, out, sent)
+        }
+    }
+}
+
+/// Carries out `plan` up to its push (a replay's ticks are written, no ref
+/// moves before the push is taken); a plan without a push is done.
+pub(super) fn prepare(
+    repo: &Repo,
+    names: &Names,
+    plan: Plan,
+    verified: Option<Oid>,
+) -> Result<Ready> {
+    let step = |s: Result<Step>| s.map(Ready::Step);
     if let Some(v) = verified {
         advance_ref(repo, &names.verified, v, true, "loopx: sync")?;
     }
     let outcome = outcome(&plan);
     match plan {
-        Plan::Refetch => Ok(Step::Refetch),
-        Plan::UpToDate { tip } => done(repo, names, Outcome::UpToDate, tip, Counts::default()),
+        Plan::Refetch => step(Ok(Step::Refetch)),
+        Plan::UpToDate { tip } => {
+            step(done(repo, names, Outcome::UpToDate, tip, Counts::default()))
+        }
         Plan::Pull { from, to, pulled } => {
             if !move_state(repo, to.commit, from, "loopx: sync")? {
-                return Ok(Step::Again);
+                return step(Ok(Step::Again));
             }
             let counts = Counts {
                 pulled,
                 ..Counts::default()
             };
-            done(repo, names, Outcome::Pulled, to, counts)
+            step(done(repo, names, Outcome::Pulled, to, counts))
         }
         Plan::Adopt { from, to, pulled } => {
             let backup = format!(
@@ -91,7 +147,7 @@ pub(super) fn execute(
                 Ok(()) => {}
                 Err(CasError::Moved)
                     if repo.store().resolve(&backup)?.map(|t| t.commit) == Some(from.commit) => {}
-                Err(CasError::Moved | CasError::Locked { .. }) => return Ok(Step::Again),
+                Err(CasError::Moved | CasError::Locked { .. }) => return step(Ok(Step::Again)),
                 Err(CasError::Other(e)) => return Err(e),
             }
             if !move_state(
@@ -100,14 +156,14 @@ pub(super) fn execute(
                 Some(from.commit),
                 "loopx: sync --adopt-remote",
             )? {
-                return Ok(Step::Again);
+                return step(Ok(Step::Again));
             }
             let counts = Counts {
                 pulled,
                 backup: Some(backup),
                 ..Counts::default()
             };
-            done(repo, names, Outcome::Adopted, to, counts)
+            step(done(repo, names, Outcome::Adopted, to, counts))
         }
         Plan::Push {
             tip,
@@ -118,7 +174,13 @@ pub(super) fn execute(
                 pushed: count,
                 ..Counts::default()
             };
-            push(repo, names, tip, expected, None, counts, Outcome::Pushed)
+            Ok(Ready::Push(Outgoing {
+                tip,
+                expected,
+                local: None,
+                counts,
+                outcome: Outcome::Pushed,
+            }))
         }
         Plan::Replay {
             onto,
@@ -136,15 +198,13 @@ pub(super) fn execute(
                 rejected,
                 backup: None,
             };
-            push(
-                repo,
-                names,
+            Ok(Ready::Push(Outgoing {
                 tip,
                 expected,
-                Some(local),
+                local: Some(local),
                 counts,
-                outcome.unwrap_or(Outcome::Replayed),
-            )
+                outcome: outcome.unwrap_or(Outcome::Replayed),
+            }))
         }
     }
 }
@@ -159,26 +219,16 @@ fn done(repo: &Repo, names: &Names, outcome: Outcome, tip: Tip, counts: Counts) 
     })
 }
 
-/// Pushes `tip` expecting the remote at `expected`, then moves the local
-/// ref from `local` (None: it is at `tip` already).
-fn push(
-    repo: &Repo,
-    names: &Names,
-    tip: Tip,
-    expected: Option<Oid>,
-    local: Option<Oid>,
-    counts: Counts,
-    outcome: Outcome,
-) -> Result<Step> {
-    let sent = git::push_expecting(
-        repo.store().common_dir(),
-        &names.remote,
-        &tip.commit.to_string(),
-        repo.state_ref(),
-        expected.map(|e| e.to_string()).as_deref(),
-        repo.config().sync_timeout,
-    )
-    .map_err(|e| push_failed(names, e))?;
+/// After the remote answered `sent` to `out`: on a lost race, try again;
+/// taken, the tracking ref and then the local ref move.
+pub(super) fn land(repo: &Repo, names: &Names, out: Outgoing, sent: Pushed) -> Result<Step> {
+    let Outgoing {
+        tip,
+        local,
+        counts,
+        outcome,
+        ..
+    } = out;
     if let Pushed::Behind(why) = sent {
         return Ok(Step::Refused(why));
     }
@@ -193,6 +243,82 @@ fn push(
         return Ok(Step::Moved(counts));
     }
     done(repo, names, outcome, tip, counts)
+}
+
+/// The pushes of several refs of one split state, to one remote, in one
+/// `git push`, and where each landed (in the same order). When the shared
+/// ref is one of them the push is atomic (`--atomic`): a goal tick may pin
+/// the shared tip pushed with it, so the hub takes both or neither. A
+/// remote without atomic pushes gets the shared ref alone first, then the
+/// rest (refused for this round if the shared ref's push lost its race).
+pub(super) fn push_all(sides: Vec<(&Repo, &Names, Outgoing)>) -> Result<Vec<Step>> {
+    let Some((first, names, _)) = sides.first() else {
+        return Ok(Vec::new());
+    };
+    let (dir, remote, limit) = (
+        first.store().common_dir().to_owned(),
+        names.remote.clone(),
+        first.config().sync_timeout,
+    );
+    let wire = |(repo, _, out): &(&Repo, &Names, Outgoing)| git::Push {
+        commit: out.tip.commit.to_string(),
+        dst: repo.state_ref().to_owned(),
+        expected: Some(out.expected.map(|e| e.to_string()).unwrap_or_default()),
+    };
+    let shared = sides
+        .iter()
+        .position(|(r, _, _)| r.state_ref() == crate::tx::goalref::SHARED);
+    let atomic = shared.is_some() && sides.len() > 1;
+    let all: Vec<git::Push> = sides.iter().map(wire).collect();
+    let answers = match git::push_refs(&dir, &remote, &all, atomic, limit) {
+        Ok(a) => a,
+        Err(e)
+            if atomic
+                && e.downcast_ref::<NetworkError>()
+                    .is_some_and(|n| n.stderr.contains(git::NO_ATOMIC)) =>
+        {
+            let s = shared.expect("atomic only with the shared ref");
+            let shared_answer = git::push_refs(&dir, &remote, &all[s..=s], false, limit)?
+                .pop()
+                .expect("one answer per ref");
+            let rest: Vec<git::Push> = all
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| *i != s)
+                .map(|(_, p)| p.clone())
+                .collect();
+            let mut rest_answers =
+                if matches!(shared_answer, Ok(Pushed::Accepted | Pushed::UpToDate)) {
+                    git::push_refs(&dir, &remote, &rest, false, limit)?
+                } else {
+                    rest.iter()
+                        .map(|_| {
+                            Ok(Pushed::Behind(
+                                "the shared ref, pushed first, was not taken".to_owned(),
+                            ))
+                        })
+                        .collect()
+                }
+                .into_iter();
+            let mut shared_answer = Some(shared_answer);
+            (0..all.len())
+                .map(|i| {
+                    if i == s {
+                        shared_answer.take().expect("the shared ref once")
+                    } else {
+                        rest_answers.next().expect("one answer per ref")
+                    }
+                })
+                .collect()
+        }
+        Err(e) => return Err(push_failed(names, e)),
+    };
+    let mut steps = Vec::with_capacity(sides.len());
+    for ((repo, names, out), sent) in sides.into_iter().zip(answers) {
+        let sent = sent.map_err(|e| push_failed(names, e))?;
+        steps.push(land(repo, names, out, sent)?);
+    }
+    Ok(steps)
 }
 
 /// Writes the replay's steps on top of the remote's state with the one

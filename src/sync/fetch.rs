@@ -43,26 +43,76 @@ pub(super) fn fetch(
     names: &Names,
     progress: bool,
 ) -> Result<Result<Option<Tip>, String>> {
-    // Into a ref of this sync's own, then read from there: two syncs on one
-    // clone each see the tip their own fetch brought, never an older one
-    // that a slower fetch wrote into the tracking ref afterwards.
+    Ok(fetch_all(&[(repo, names)], progress)?.map(|mut tips| tips.pop().expect("one tip per ref")))
+}
+
+/// The tips of a fetch of several refs, in order; `Err(why)` when another
+/// fetch here got in the way.
+pub(super) type Tips = Result<Vec<Option<Tip>>, String>;
+
+/// [`fetch`] of several state refs from one remote in one `git fetch`
+/// (a split state's shared ref and goal refs: `repo` and `names` of each),
+/// their tips in the same order. `Ok(Err(why))` when another fetch here
+/// got in the way of any of them.
+pub(super) fn fetch_all(sides: &[(&Repo, &Names)], progress: bool) -> Result<Tips> {
+    fetch_all_while(sides, progress, || ()).0
+}
+
+/// [`fetch_all`], its `git fetch` running while `meanwhile` runs here
+/// (the push of the refs that had something to push, so a sync's one
+/// fetch and one push take the time of one).
+pub(super) fn fetch_all_while<R>(
+    sides: &[(&Repo, &Names)],
+    progress: bool,
+    meanwhile: impl FnOnce() -> R,
+) -> (Result<Tips>, R) {
+    let Some((first, first_names)) = sides.first() else {
+        return (Ok(Ok(Vec::new())), meanwhile());
+    };
+    // Into refs of this sync's own, then read from there: two syncs on one
+    // clone each see the tips their own fetch brought, never older ones
+    // that a slower fetch wrote into the tracking refs afterwards.
     let mut b = [0u8; 4];
     let _ = getrandom::fill(&mut b);
-    let fetching = format!(
-        "refs/loopx/fetching/{}-{}-{:08x}",
-        names.remote.replace('/', "-"),
-        std::process::id(),
-        u32::from_le_bytes(b)
+    let scratch = |i: usize| {
+        format!(
+            "refs/loopx/fetching/{}-{}-{:08x}-{i}",
+            first_names.remote.replace('/', "-"),
+            std::process::id(),
+            u32::from_le_bytes(b)
+        )
+    };
+    let fetching: Vec<String> = (0..sides.len()).map(scratch).collect();
+    let refs: Vec<(&str, &str)> = sides
+        .iter()
+        .zip(&fetching)
+        .map(|((repo, _), dst)| (repo.state_ref(), dst.as_str()))
+        .collect();
+    let (dir, remote, limit) = (
+        first.store().common_dir(),
+        first_names.remote.as_str(),
+        first.config().sync_timeout,
     );
-    let found = git::fetch(
-        repo.store().common_dir(),
-        &names.remote,
-        repo.state_ref(),
-        &fetching,
-        repo.config().sync_timeout,
-        progress,
-    )
-    .map_err(|e| match e.downcast_ref::<NetworkError>() {
+    let (found, during) = std::thread::scope(|s| {
+        let git = s.spawn(|| git::fetch_refs(dir, remote, &refs, limit, progress));
+        let during = meanwhile();
+        let found = git
+            .join()
+            .unwrap_or_else(|_| Err(anyhow::anyhow!("the fetch's thread panicked")));
+        (found, during)
+    });
+    (resolve(sides, &fetching, found), during)
+}
+
+/// Reads the tips a fetch brought into `fetching` (one per side) and
+/// mirrors them into the tracking refs.
+fn resolve(
+    sides: &[(&Repo, &Names)],
+    fetching: &[String],
+    found: Result<Vec<Fetched>>,
+) -> Result<Tips> {
+    let names = sides.first().map(|(_, n)| *n).expect("a side");
+    let found = found.map_err(|e| match e.downcast_ref::<NetworkError>() {
         Some(n) => Refusal::error(
             Code::RemoteUnreachable,
             format!(
@@ -77,20 +127,32 @@ pub(super) fn fetch(
         .into(),
         None => e,
     })?;
-    match found {
-        Fetched::NoState => Ok(Ok(None)),
-        Fetched::Busy(why) => Ok(Err(why)),
-        Fetched::State => {
-            let tip = repo.store().resolve(&fetching);
-            let _ = repo.store().delete_ref(&fetching);
-            let tip = tip
-                .map_err(|e| anyhow::Error::from(remote_corrupt(names, None, &format!("{e:#}"))))?;
-            if let Some(t) = &tip {
-                advance_ref(repo, &names.tracking, t.commit, false, "loopx: sync fetch")?;
+    let mut tips = Vec::with_capacity(sides.len());
+    let mut busy = None;
+    for (((repo, names), fetching), found) in sides.iter().zip(fetching).zip(found) {
+        match found {
+            Fetched::NoState => tips.push(None),
+            Fetched::Busy(why) => {
+                busy = Some(why);
+                tips.push(None);
             }
-            Ok(Ok(tip))
+            Fetched::State => {
+                let tip = repo.store().resolve(fetching);
+                let _ = repo.store().delete_ref(fetching);
+                let tip = tip.map_err(|e| {
+                    anyhow::Error::from(remote_corrupt(names, None, &format!("{e:#}")))
+                })?;
+                if let Some(t) = &tip {
+                    advance_ref(repo, &names.tracking, t.commit, false, "loopx: sync fetch")?;
+                }
+                tips.push(tip);
+            }
         }
     }
+    Ok(match busy {
+        Some(why) => Err(why),
+        None => Ok(tips),
+    })
 }
 
 /// A remote state that cannot be read.

@@ -258,7 +258,12 @@ pub fn run(repo: &Repo, opts: &Options, progress: Progress) -> Result<Report> {
     } else {
         format!("the last attempt got: {last_refusal}")
     };
-    Err(Refusal::conflict(
+    Err(exhausted(&names, &last))
+}
+
+/// A sync that gave up after [`MAX_ROUNDS`].
+fn exhausted(names: &Names, last: &str) -> anyhow::Error {
+    Refusal::conflict(
         Code::SyncRetriesExhausted,
         format!(
             "{} kept moving: gave up after {MAX_ROUNDS} rounds of fetch and push ({last})",
@@ -268,7 +273,7 @@ pub fn run(repo: &Repo, opts: &Options, progress: Progress) -> Result<Report> {
     .with_hint(
         "other machines are pushing very often; nothing was lost here, run `loopx sync` again",
     )
-    .into())
+    .into()
 }
 
 /// The claim protocol (DESIGN §5), for every sync: when the local tip
@@ -297,6 +302,321 @@ fn push_first(repo: &Repo, names: &Names, progress: Progress) -> Result<Option<R
         }
         _ => Ok(None),
     }
+}
+
+/// One ref of [`run_refs`]: its handle, whether its failure fails the
+/// sync (`required`; else it is left out of the reports), and how far it
+/// got.
+struct Side<'r> {
+    repo: &'r Repo,
+    names: Names,
+    required: bool,
+    tally: Tally,
+    /// The tip the last fetch brought, not yet decided on.
+    fetched: Option<Option<Tip>>,
+    refetched: bool,
+    last_refusal: String,
+    report: Option<Report>,
+    dropped: bool,
+}
+
+impl Side<'_> {
+    fn open(&self) -> bool {
+        self.report.is_none() && !self.dropped
+    }
+
+    /// Stops an optional ref's sync (its error is not the sync's), or
+    /// fails the sync.
+    fn fail(&mut self, e: anyhow::Error) -> Result<()> {
+        if self.required {
+            return Err(e);
+        }
+        self.dropped = true;
+        Ok(())
+    }
+
+    /// Takes how this ref's round ended (as [`run`] does); true when the
+    /// remote refused its push (the round then backs off).
+    fn take(&mut self, step: execute::Step, remote_tip: Option<Tip>) -> bool {
+        match step {
+            execute::Step::Refetch => self.refetched = true,
+            execute::Step::Again => self.fetched = Some(remote_tip),
+            execute::Step::Refused(why) => {
+                self.last_refusal = why;
+                return true;
+            }
+            execute::Step::Moved(counts) => self.tally.add(counts),
+            execute::Step::Done {
+                outcome,
+                tip,
+                counts,
+            } => {
+                self.tally.add(counts);
+                let tally = std::mem::take(&mut self.tally);
+                self.report = Some(tally.report(&self.names, outcome, &tip));
+            }
+        }
+        false
+    }
+}
+
+/// Syncs several state refs of this repository with one remote at once
+/// (a split state's shared ref and its goal refs): the rounds of [`run`],
+/// with one `git fetch` for every ref that needs one and one `git push`
+/// for every ref with something to push (atomic when the shared ref is
+/// among them, since goal ticks may pin what it pushes). Each ref is
+/// observed, decided and executed on its own, in the order given: put the
+/// shared ref first, so a goal ref's replay pins the shared tip this round
+/// pulled (and when the shared ref replays, the goal refs wait for the
+/// next round, on the tips fetched now). `required[i]` false: a failure of
+/// that ref leaves it out (a fresh clone's shared ref, when its goal ref
+/// may be a state of its own). The reports come in the order of `repos`,
+/// None for a ref left out.
+pub fn run_refs(
+    repos: &[&Repo],
+    required: &[bool],
+    opts: &Options,
+    progress: Progress,
+) -> Result<Vec<Option<Report>>> {
+    let mut sides = Vec::with_capacity(repos.len());
+    for (repo, required) in repos.iter().zip(required) {
+        let names = names(repo, opts.remote.as_deref())?;
+        remote::migrate(repo, &names)?;
+        sides.push(Side {
+            repo,
+            names,
+            required: *required,
+            tally: Tally::default(),
+            fetched: None,
+            refetched: false,
+            last_refusal: String::new(),
+            report: None,
+            dropped: false,
+        });
+    }
+    if !opts.adopt_remote {
+        push_first_all(&mut sides, progress)?;
+    }
+    let mut backoff = FIRST_BACKOFF;
+    let first = progress.terminal
+        && sides.iter().any(|s| {
+            s.repo
+                .store()
+                .resolve(&s.names.synced)
+                .ok()
+                .flatten()
+                .is_none()
+        });
+    for round in 1..=MAX_ROUNDS {
+        let open: Vec<usize> = (0..sides.len()).filter(|i| sides[*i].open()).collect();
+        if open.is_empty() {
+            break;
+        }
+        let need: Vec<usize> = open
+            .iter()
+            .copied()
+            .filter(|i| sides[*i].fetched.is_none())
+            .collect();
+        if !need.is_empty() {
+            let asked: Vec<(&Repo, &Names)> = need
+                .iter()
+                .map(|i| (sides[*i].repo, &sides[*i].names))
+                .collect();
+            match fetch::fetch_all(&asked, first)? {
+                Ok(tips) => {
+                    for (i, tip) in need.iter().zip(tips) {
+                        sides[*i].fetched = Some(tip);
+                    }
+                }
+                Err(busy) => {
+                    for i in &open {
+                        sides[*i].tally.rounds = round;
+                        sides[*i].last_refusal.clone_from(&busy);
+                    }
+                    pause(backoff);
+                    backoff = (backoff * 2).min(MAX_BACKOFF);
+                    continue;
+                }
+            }
+        }
+        let mut ids = Vec::new();
+        let mut outs = Vec::new();
+        let mut tips = Vec::new();
+        let mut refused = false;
+        let mut hold = false;
+        for &i in &open {
+            let side = &mut sides[i];
+            if hold {
+                // The shared ref replays this round: a goal ref decides
+                // once its new shared tip is in place (next round, on the
+                // tip fetched now).
+                continue;
+            }
+            side.tally.rounds = round;
+            let remote_tip = side.fetched.take().expect("fetched above");
+            let ready = (|| {
+                let seen = observe::observe(
+                    side.repo,
+                    &side.names,
+                    remote_tip.clone(),
+                    opts,
+                    side.refetched,
+                    progress,
+                )?;
+                let (plan, verified) = decide::decide(seen, opts, side.repo.signers()?)
+                    .map_err(|stop| decide::refusal(side.repo, &side.names, *stop))?;
+                execute::prepare(side.repo, &side.names, plan, verified)
+            })();
+            match ready {
+                Err(e) => side.fail(e)?,
+                Ok(execute::Ready::Step(step)) => refused |= side.take(step, remote_tip),
+                Ok(execute::Ready::Push(out)) => {
+                    hold = side.repo.state_ref() == crate::tx::goalref::SHARED && out.moves_local();
+                    ids.push(i);
+                    outs.push(out);
+                    tips.push(remote_tip);
+                }
+            }
+        }
+        if !ids.is_empty() {
+            let batch = ids
+                .iter()
+                .zip(outs)
+                .map(|(i, o)| (sides[*i].repo, &sides[*i].names, o))
+                .collect();
+            let steps = execute::push_all(batch)?;
+            for ((i, step), tip) in ids.iter().zip(steps).zip(tips) {
+                refused |= sides[*i].take(step, tip);
+            }
+        }
+        if refused {
+            pause(backoff);
+            backoff = (backoff * 2).min(MAX_BACKOFF);
+        }
+    }
+    let mut reports = Vec::with_capacity(sides.len());
+    for side in sides {
+        if side.open() && side.required {
+            let last = if side.last_refusal.is_empty() {
+                format!("{} kept moving", side.repo.state_ref())
+            } else {
+                format!("the last attempt got: {}", side.last_refusal)
+            };
+            return Err(exhausted(&side.names, &last));
+        }
+        reports.push(side.report);
+    }
+    Ok(reports)
+}
+
+/// Syncs `repo`'s state ref and the `extra` refs (name, required) with
+/// one remote in one fetch and one push ([`run_refs`]; the extra refs
+/// first, the shared ref before goal refs): the report of `repo`'s own
+/// ref, and those of the extra refs that were synced.
+pub fn run_with(
+    repo: &Repo,
+    extra: &[(String, bool)],
+    opts: &Options,
+    progress: Progress,
+) -> Result<(Report, Vec<(String, Report)>)> {
+    if extra.is_empty() {
+        return Ok((run(repo, opts, progress)?, Vec::new()));
+    }
+    let handles: Vec<Repo> = extra.iter().map(|(n, _)| repo.for_ref(n)).collect();
+    // The shared ref first (it is first in `extra` when it is there), the
+    // command's own ref where it belongs: after the shared ref, before the
+    // goal refs a shared clone takes.
+    let own_first = repo.state_ref() == crate::tx::goalref::SHARED;
+    let mut order: Vec<&Repo> = Vec::new();
+    let mut required = Vec::new();
+    if own_first {
+        order.push(repo);
+        required.push(true);
+    }
+    for (h, (_, req)) in handles.iter().zip(extra) {
+        order.push(h);
+        required.push(*req);
+    }
+    if !own_first {
+        order.push(repo);
+        required.push(true);
+    }
+    let mut reports = run_refs(&order, &required, opts, progress)?;
+    let own = if own_first {
+        reports.remove(0)
+    } else {
+        reports.pop().expect("the command's own ref")
+    }
+    .expect("a required ref has a report");
+    let others = extra
+        .iter()
+        .zip(reports)
+        .filter_map(|((name, _), r)| r.map(|r| (name.clone(), r)))
+        .collect();
+    Ok((own, others))
+}
+
+/// [`push_first`] for every ref of [`run_refs`], in one push.
+fn push_first_all(sides: &mut [Side], progress: Progress) -> Result<()> {
+    let mut ids = Vec::new();
+    let mut outs = Vec::new();
+    for (i, side) in sides.iter_mut().enumerate() {
+        let Some(seen) = observe::ahead_of_synced(side.repo, &side.names, progress)? else {
+            continue;
+        };
+        let (plan, _) = match decide::decide(seen, &Options::default(), side.repo.signers()?) {
+            Ok(p) => p,
+            Err(stop) => {
+                side.fail(decide::refusal(side.repo, &side.names, *stop))?;
+                continue;
+            }
+        };
+        match execute::prepare(side.repo, &side.names, plan, None)? {
+            execute::Ready::Push(out) => {
+                ids.push(i);
+                outs.push(out);
+            }
+            execute::Ready::Step(step) => {
+                side.tally.rounds = 1;
+                side.take(step, None);
+            }
+        }
+    }
+    if ids.is_empty() {
+        return Ok(());
+    }
+    // The refs with nothing to push are fetched while the others push.
+    let idle: Vec<usize> = (0..sides.len())
+        .filter(|i| sides[*i].open() && !ids.contains(i))
+        .collect();
+    let (fetched, steps) = {
+        let asked: Vec<(&Repo, &Names)> = idle
+            .iter()
+            .map(|i| (sides[*i].repo, &sides[*i].names))
+            .collect();
+        let batch = ids
+            .iter()
+            .zip(outs)
+            .map(|(i, o)| (sides[*i].repo, &sides[*i].names, o))
+            .collect();
+        fetch::fetch_all_while(&asked, false, || execute::push_all(batch))
+    };
+    let steps = steps?;
+    // A busy fetch is left to the rounds.
+    if let Ok(tips) = fetched? {
+        for (i, tip) in idle.iter().zip(tips) {
+            sides[*i].fetched = Some(tip);
+        }
+    }
+    for (i, step) in ids.into_iter().zip(steps) {
+        // Only a push taken as it was ends a ref here; anything else goes
+        // through a full round.
+        if let execute::Step::Done { .. } = step {
+            sides[i].tally.rounds = 1;
+            sides[i].take(step, None);
+        }
+    }
+    Ok(())
 }
 
 /// The remote tip this clone last synced with (None: never synced with

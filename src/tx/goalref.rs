@@ -89,6 +89,21 @@ thread_local! {
     static LAST: RefCell<Option<(Oid, State)>> = const { RefCell::new(None) };
 }
 
+thread_local! {
+    /// Shared tips a hub's guard accepted in the push it is checking.
+    static PUSHED_SHARED: RefCell<Vec<Oid>> = const { RefCell::new(Vec::new()) };
+}
+
+/// For the hub's guard, which sees every ref update of one push at once:
+/// the update of the shared ref to `commit` was checked and accepted, so
+/// goal ticks of the same push may pin `commit` (or any tick before it)
+/// although the hub's own shared ref is not there yet. Git takes the push
+/// whole or not at all when the guard refuses any of it; a pin on
+/// anything else is still refused.
+pub fn accept_pushed_shared(commit: Oid) {
+    PUSHED_SHARED.with(|p| p.borrow_mut().push(commit));
+}
+
 /// The shared state at `commit`, which must be a split state's shared tip.
 fn shared_at(store: &Store, commit: Oid) -> Result<std::result::Result<State, String>> {
     if let Some(s) = LAST.with(|l| {
@@ -203,6 +218,17 @@ pub fn goal_parts_empty(s: &State) -> bool {
         && s.quota.is_empty()
 }
 
+/// Whether `op` is a goal ref's first tick at the first split: a
+/// `goal.split` keeping one goal, on a parent that is not a goal ref's
+/// (a goal moved off a split state's goal ref later is an ordinary goal
+/// tick: it pins the shared tip of its time, and applies against it).
+pub fn first_split_off(op: &Op, parent: Option<&State>) -> bool {
+    matches!(
+        op.change,
+        Change::GoalSplit(crate::op::GoalSplit { goal: Some(_), .. })
+    ) && !parent.is_some_and(is_goal_state)
+}
+
 /// What `verify` requires of a tick's pin, given its parent (None: the
 /// first tick) and its op: the pin to apply it against (None where a tick
 /// pins nothing), or why the tick is not valid.
@@ -213,10 +239,7 @@ pub fn for_check(
     message: &str,
 ) -> Result<std::result::Result<Option<Pin>, String>> {
     let pinned = crate::trailer::value(message, TRAILER);
-    let splitting_off = matches!(
-        op.change,
-        Change::GoalSplit(crate::op::GoalSplit { goal: Some(_) })
-    );
+    let splitting_off = first_split_off(op, parent.map(|(_, s)| s));
     let on_goal_ref = parent.is_some_and(|(_, s)| is_goal_state(s));
     let needs = splitting_off || on_goal_ref;
     let Some(pinned) = pinned else {
@@ -259,6 +282,9 @@ pub fn for_check(
             .filter(|(n, _)| !n.contains('@'))
             .map(|(_, id)| id),
     );
+    // And a shared tip the same push brings, once the hub's guard has
+    // accepted that update ([`accept_pushed_shared`]).
+    tips.extend(PUSHED_SHARED.with(|p| p.borrow().clone()));
     let mut on_chain = false;
     for t in tips {
         if t == commit || store.is_ancestor(commit, t)? {

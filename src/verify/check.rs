@@ -160,10 +160,7 @@ pub(super) fn check_head(
         Ok(p) => p,
         Err(why) => return fail(Rule::Pin, why),
     };
-    let splitting_off = matches!(
-        op.change,
-        Change::GoalSplit(crate::op::GoalSplit { goal: Some(_) })
-    );
+    let splitting_off = tx::goalref::first_split_off(op, parent.map(|p| &p.state));
     let overlaid;
     let mut refresh = Vec::new();
     let before = match &pin {

@@ -160,6 +160,18 @@ fn one_command_splits_the_state_and_every_ref_verifies() {
     let log = env.loopx(&["log"]).ok().stdout;
     assert!(log.contains(&format!("done {api}")), "{log}");
     assert!(log.contains("split goal web onto its own ref"), "{log}");
+    // Its filters name goals and agents that live on the goal refs.
+    let f = env.loopx(&["log", "--goal", "web"]).ok().stdout;
+    assert!(f.contains("Draw the page"), "{f}");
+    assert!(!f.contains(&format!("done {api}")), "{f}");
+    let f = env.loopx(&["log", "--goal", "main"]).ok().stdout;
+    assert!(f.contains(&format!("done {api}")), "{f}");
+    assert!(!f.contains("Draw the page"), "{f}");
+    let f = env.loopx(&["--agent", "agent-a", "log"]).ok().stdout;
+    assert!(f.contains(&format!("claim {api}")), "{f}");
+    assert!(f.lines().all(|l| l.contains("agent-a")), "{f}");
+    let out = env.loopx(&["--json", "log", "--goal", "nope"]).code(1);
+    assert_eq!(out.error_code(), "unknown-goal", "{}", out.stdout);
     assert_eq!(
         log.matches("todo.add").count(),
         2,
@@ -523,4 +535,390 @@ fn random_honest_ops_over_goal_refs_all_verify_everywhere() {
             "the hub holds every honest tick of {r}"
         );
     }
+}
+
+/// A `git` first on PATH that appends the name of each network command it
+/// runs (`fetch`, `push`, `ls-remote` but for `--get-url`, which asks
+/// nobody) to `<root>/<dir>.log`, then runs
+/// the real git. Returns the PATH and the log.
+fn counting_git(env: &TestEnv, dir: &str) -> (String, std::path::PathBuf) {
+    let real = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+        .map(|p| p.join("git"))
+        .find(|p| p.is_file())
+        .expect("git on PATH");
+    let bin = env.root().join(dir);
+    std::fs::create_dir_all(&bin).expect("mkdir");
+    let log = env.root().join(format!("{dir}.log"));
+    std::fs::write(
+        bin.join("git"),
+        format!(
+            "#!/bin/sh\ncase \" $* \" in *\" --get-url \"*) ;; *)\nfor a in \"$@\"; do case \"$a\" in fetch|push|ls-remote) echo \"$a\" >> '{}'; break;; esac; done;;\nesac\nexec '{}' \"$@\"\n",
+            log.display(),
+            real.display()
+        ),
+    )
+    .expect("write wrapper");
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(bin.join("git"), std::fs::Permissions::from_mode(0o755))
+            .expect("chmod");
+    }
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    (path, log)
+}
+
+/// The network commands logged since the last call, sorted (a fetch may
+/// run while a push does), emptying the log.
+fn calls(log: &std::path::Path) -> Vec<String> {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let _ = std::fs::remove_file(log);
+    let mut calls: Vec<String> = text.lines().map(str::to_owned).collect();
+    calls.sort();
+    calls
+}
+
+/// `loopx ARGS` on `m` with the counting git first on PATH.
+fn counted(m: &Machine, path: &str, args: &[&str]) -> Output {
+    run(m.command().env("PATH", path).args(args))
+}
+
+/// A split state's refs sync in one fetch and one push: a fresh goal
+/// clone's first sync brings the shared ref and its goal ref in one fetch;
+/// a shared tick and a goal tick pinning it leave in one (atomic) push,
+/// which the guarded hub takes although its shared ref is not at the pin
+/// yet; behind on both refs, one fetch brings both; and a clone on the
+/// shared ref syncs every goal ref in one fetch.
+#[test]
+fn a_split_state_syncs_all_its_refs_in_one_fetch_and_one_push() {
+    if !crate::common::keys::have_openssh() {
+        return;
+    }
+    let (env, hub, api, web) = split_team();
+    let (path, log) = counting_git(&env, "counting");
+    // A fresh clone of a goal ref: one fetch for both refs.
+    let a = env.clone_machine("a", &hub);
+    a.git(&["config", "loopx.ref", MAIN]);
+    let _ = calls(&log);
+    let out = counted(&a, &path, &["--json", "sync"]).ok().json();
+    assert_eq!(calls(&log), ["fetch"], "{out}");
+    assert_eq!(out["outcome"], "pulled", "{out}");
+    assert_eq!(out["refs"][0]["ref"], SHARED, "{out}");
+    assert_eq!(a.rev(SHARED), env.machine().rev(SHARED));
+    // A shared tick and a goal tick that pins it: one push of both.
+    let key = crate::common::keys::keygen(&env, "ada");
+    on(
+        &a,
+        SHARED,
+        None,
+        &["signer", "announce", "ada", "--key", &key.to_string_lossy()],
+    )
+    .ok();
+    a.agent("agent-a", &["todo", "claim", &api, "--no-sync"])
+        .ok();
+    let pinned = a.rev(SHARED).unwrap();
+    let msg = a.git(&["log", "-1", "--format=%B", MAIN]);
+    assert!(msg.contains(&format!("Loopx-Shared: {pinned}")), "{msg}");
+    let out = counted(&a, &path, &["--json", "sync"]).ok().json();
+    assert_eq!(calls(&log), ["push"], "{out}");
+    assert_eq!(out["outcome"], "pushed", "{out}");
+    assert_eq!(out["refs"][0]["outcome"], "pushed", "{out}");
+    let hub_m = env.machine_in(std::path::PathBuf::from(&hub));
+    assert_eq!(hub_m.rev(SHARED).as_deref(), Some(pinned.as_str()));
+    assert_eq!(hub_m.rev(MAIN), a.rev(MAIN));
+    // Another clone moves both refs; `a`, with a tick of its own, pushes
+    // first (refused), then fetches both refs once, replays, pushes once.
+    let b = goal_clone(&env, "b", &hub, MAIN);
+    let bob = crate::common::keys::keygen(&env, "bob");
+    on(
+        &b,
+        SHARED,
+        None,
+        &["signer", "announce", "bob", "--key", &bob.to_string_lossy()],
+    )
+    .ok();
+    b.add("Another");
+    b.loopx(&["sync"]).ok();
+    a.agent("agent-a", &["todo", "done", &api, "--no-sync"])
+        .ok();
+    let out = counted(&a, &path, &["--json", "sync"]).ok().json();
+    // The push of MAIN (refused) and the fetch of the shared ref at once,
+    // then MAIN's fetch and the replay's push.
+    assert_eq!(calls(&log), ["fetch", "fetch", "push", "push"], "{out}");
+    assert_eq!(out["outcome"], "replayed", "{out}");
+    assert_eq!(out["refs"][0]["outcome"], "pulled", "{out}");
+    assert_eq!(a.rev(SHARED), hub_m.rev(SHARED));
+    assert_eq!(a.rev(MAIN), hub_m.rev(MAIN));
+    // The clone on the shared ref: every goal ref in one fetch.
+    let w = env.clone_machine("w", &hub);
+    w.loopx(&["sync"]).ok();
+    w.git(&[
+        "fetch",
+        "origin",
+        &format!("{MAIN}:{MAIN}"),
+        &format!("{WEB}:{WEB}"),
+    ]);
+    let _ = calls(&log);
+    counted(&w, &path, &["sync"]).ok();
+    assert_eq!(calls(&log), ["fetch"]);
+    on(
+        &w,
+        WEB,
+        Some("agent-b"),
+        &["todo", "claim", &web, "--no-sync"],
+    )
+    .ok();
+    let out = counted(&w, &path, &["--json", "sync"]).ok().json();
+    // WEB's push, and the fetch of the other two refs at once.
+    assert_eq!(calls(&log), ["fetch", "push"], "{out}");
+    let refs: Vec<&str> = out["refs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["ref"].as_str().unwrap())
+        .collect();
+    assert_eq!(refs, [MAIN, WEB], "{out}");
+    let out = counted(&w, &path, &["--json", "sync"]).ok().json();
+    assert_eq!(calls(&log), ["fetch"], "{out}");
+    assert_eq!(w.rev(MAIN), hub_m.rev(MAIN));
+    assert_eq!(w.rev(WEB), hub_m.rev(WEB));
+    for (m, refs) in [(&a, &[SHARED, MAIN][..]), (&w, &[SHARED, MAIN, WEB][..])] {
+        for r in refs {
+            let v = on(m, r, None, &["--json", "verify"]).ok().json();
+            assert_eq!(v["ok"], true, "{r}: {v}");
+        }
+    }
+    for r in [SHARED, MAIN, WEB] {
+        let v = on(&hub_m, r, None, &["--json", "verify"]).ok().json();
+        assert_eq!(v["ok"], true, "hub {r}: {v}");
+    }
+}
+
+/// One plain `git push` of the shared ref and a goal ref whose tick pins
+/// the shared tip that push brings: the guarded hub takes it (it sees every
+/// update of the push, the shared one first). A pin on a shared tick that
+/// is not on the chain the push brings (nor on the hub's) is refused, as
+/// before, and nothing moves.
+#[test]
+fn the_hub_takes_a_shared_and_a_goal_update_in_one_push_only_with_the_pin_on_the_pushed_chain() {
+    if !crate::common::keys::have_openssh() {
+        return;
+    }
+    let (env, hub, api, _) = split_team();
+    let a = goal_clone(&env, "a", &hub, MAIN);
+    let hub_m = env.machine_in(std::path::PathBuf::from(&hub));
+    let before = (hub_m.rev(SHARED), hub_m.rev(MAIN));
+    let announce = |name: &str| {
+        let key = crate::common::keys::keygen(&env, name);
+        on(
+            &a,
+            SHARED,
+            None,
+            &["signer", "announce", name, "--key", &key.to_string_lossy()],
+        )
+        .ok();
+    };
+    // A shared tick, and a goal tick pinning it; then the shared ref put
+    // back and moved elsewhere: the goal tick's pin is on no chain the
+    // push brings.
+    announce("ada");
+    let pinned = a.rev(SHARED).unwrap();
+    a.agent("agent-a", &["todo", "claim", &api, "--no-sync"])
+        .ok();
+    let goal_tip = a.rev(MAIN).unwrap();
+    let msg = a.git(&["log", "-1", "--format=%B", MAIN]);
+    assert!(msg.contains(&format!("Loopx-Shared: {pinned}")), "{msg}");
+    a.git(&["update-ref", SHARED, &format!("{pinned}^")]);
+    announce("bob");
+    let elsewhere = a.rev(SHARED).unwrap();
+    // The pinned commit travels too, under a branch the guard lets
+    // through: on the hub, but on no shared chain.
+    let (ok, err) = crate::common::forge::push_all(
+        &a,
+        "origin",
+        &[
+            &format!("{SHARED}:{SHARED}"),
+            &format!("{MAIN}:{MAIN}"),
+            &format!("{pinned}:refs/heads/smuggled"),
+        ],
+    );
+    assert!(!ok && err.contains("[pin]"), "{err}");
+    assert!(err.contains("is not on the shared ref"), "{err}");
+    assert_eq!((hub_m.rev(SHARED), hub_m.rev(MAIN)), before);
+    // The goal ref alone is refused too: the hub has no such shared tip.
+    let (ok, err) = crate::common::forge::push(&a, "origin", &format!("{MAIN}:{MAIN}"));
+    assert!(!ok && err.contains("[pin]"), "{err}");
+    // With the shared chain that holds the pin, one push takes both.
+    a.git(&["update-ref", SHARED, &pinned]);
+    let (ok, err) = crate::common::forge::push_all(
+        &a,
+        "origin",
+        &[&format!("{MAIN}:{MAIN}"), &format!("{SHARED}:{SHARED}")],
+    );
+    assert!(ok, "{err}");
+    assert_eq!(hub_m.rev(SHARED).as_deref(), Some(pinned.as_str()));
+    assert_eq!(hub_m.rev(MAIN).as_deref(), Some(goal_tip.as_str()));
+    assert_ne!(elsewhere, pinned);
+    for r in [SHARED, MAIN] {
+        let v = on(&hub_m, r, None, &["--json", "verify"]).ok().json();
+        assert_eq!(v["ok"], true, "hub {r}: {v}");
+    }
+    // `loopx sync` on the clone agrees with the hub.
+    a.loopx(&["sync"]).ok();
+    let v = a.loopx(&["--json", "verify"]).ok().json();
+    assert_eq!(v["ok"], true, "{v}");
+}
+
+/// A goal added after the split lands on an existing goal ref; `goal split
+/// GOAL` moves it, with its todos, onto a ref of its own: the ref it
+/// leaves drops it, every ref verifies here and on the guarded hub after a
+/// sync, and a goal alone on its ref is not moved again.
+#[test]
+fn a_goal_added_after_the_split_moves_onto_its_own_ref() {
+    let (env, hub, api, _) = split_team();
+    const DOCS: &str = "refs/loopx/goals/docs";
+    let m = env.machine();
+    on(
+        &m,
+        MAIN,
+        None,
+        &["goal", "add", "docs", "--objective", "The manual"],
+    )
+    .ok();
+    let doc = on(
+        &m,
+        MAIN,
+        None,
+        &["todo", "add", "Write the manual", "--goal", "docs"],
+    )
+    .ok()
+    .stdout
+    .trim()
+    .to_owned();
+    let parent = m.rev(MAIN).unwrap();
+    let out = env.loopx(&["--json", "goal", "split", "docs"]).ok().json();
+    let refs: Vec<&str> = out["refs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["ref"].as_str().unwrap())
+        .collect();
+    assert_eq!(refs, [MAIN, DOCS], "{out}");
+    // Both new ticks sit on the ref's tip before the move.
+    assert_eq!(m.rev(&format!("{DOCS}^")).as_deref(), Some(parent.as_str()));
+    assert_eq!(m.rev(&format!("{MAIN}^")).as_deref(), Some(parent.as_str()));
+    let docs_files = names(&m, DOCS);
+    assert!(docs_files.contains(&"goals/docs.toml".to_owned()));
+    assert!(!docs_files.contains(&"goals/main.toml".to_owned()));
+    assert!(
+        docs_files
+            .iter()
+            .any(|n| n.ends_with(&format!("{doc}.toml")))
+    );
+    assert!(
+        !docs_files
+            .iter()
+            .any(|n| n.ends_with(&format!("{api}.toml")))
+    );
+    let main_files = names(&m, MAIN);
+    assert!(!main_files.contains(&"goals/docs.toml".to_owned()));
+    assert!(
+        !main_files
+            .iter()
+            .any(|n| n.ends_with(&format!("{doc}.toml")))
+    );
+    assert!(
+        main_files
+            .iter()
+            .any(|n| n.ends_with(&format!("{api}.toml")))
+    );
+    let shared = m.rev(SHARED).unwrap();
+    for r in [MAIN, DOCS] {
+        let msg = m.git(&["log", "-1", "--format=%B", r]);
+        assert!(
+            msg.contains(&format!("Loopx-Shared: {shared}")),
+            "{r}: {msg}"
+        );
+    }
+    // The goal works on its own ref.
+    on(&m, DOCS, Some("agent-a"), &["todo", "claim", &doc]).ok();
+    let out = on(
+        &m,
+        MAIN,
+        Some("agent-a"),
+        &["--json", "todo", "claim", &doc],
+    )
+    .code(1);
+    assert_eq!(out.error_code(), "unknown-id", "{}", out.stdout);
+    for r in [SHARED, MAIN, DOCS, WEB] {
+        let v = on(&m, r, None, &["--json", "verify"]).ok().json();
+        assert_eq!(v["ok"], true, "{r}: {v}");
+    }
+    // Not twice, and not a goal alone on its ref.
+    let again = env.loopx(&["--json", "goal", "split", "docs"]).code(3);
+    assert_eq!(again.error_code(), "already-split", "{}", again.stdout);
+    let alone = env.loopx(&["--json", "goal", "split", "main"]).code(3);
+    assert_eq!(alone.error_code(), "already-split", "{}", alone.stdout);
+    let none = env.loopx(&["--json", "goal", "split", "nope"]).code(3);
+    assert_eq!(none.error_code(), "unknown-goal", "{}", none.stdout);
+    // The shared clone's sync takes the new ref to the guarded hub.
+    let out = env.loopx(&["--json", "sync"]).ok().json();
+    assert!(out.to_string().contains(DOCS), "{out}");
+    let hub_m = env.machine_in(std::path::PathBuf::from(&hub));
+    for r in [SHARED, MAIN, DOCS, WEB] {
+        assert_eq!(hub_m.rev(r), m.rev(r), "{r}");
+        let v = on(&hub_m, r, None, &["--json", "verify"]).ok().json();
+        assert_eq!(v["ok"], true, "hub {r}: {v}");
+    }
+    // A fresh clone of the new ref works from the hub.
+    let d = goal_clone(&env, "d", &hub, DOCS);
+    let listed = d.loopx(&["todo", "list"]).ok().stdout;
+    assert!(listed.contains(&doc), "{listed}");
+}
+
+/// On a state that is not split, a goal has no ref to leave.
+#[test]
+fn moving_a_goal_needs_a_split_state() {
+    let env = TestEnv::with_board();
+    let out = env.loopx(&["--json", "goal", "split", "main"]).code(3);
+    assert_eq!(out.error_code(), "not-split", "{}", out.stdout);
+}
+
+/// A hub that offers no atomic push (`receive.advertiseAtomic false`)
+/// gets the shared ref alone first, then the goal ref whose tick pins it.
+#[test]
+fn without_atomic_pushes_the_shared_ref_goes_first() {
+    if !crate::common::keys::have_openssh() {
+        return;
+    }
+    let (env, hub, api, _) = split_team();
+    crate::common::git_in(
+        std::path::Path::new(&hub),
+        &["config", "receive.advertiseAtomic", "false"],
+    );
+    let (path, log) = counting_git(&env, "counting");
+    let a = goal_clone(&env, "a", &hub, MAIN);
+    let key = crate::common::keys::keygen(&env, "ada");
+    on(
+        &a,
+        SHARED,
+        None,
+        &["signer", "announce", "ada", "--key", &key.to_string_lossy()],
+    )
+    .ok();
+    a.agent("agent-a", &["todo", "claim", &api, "--no-sync"])
+        .ok();
+    let _ = calls(&log);
+    let out = counted(&a, &path, &["--json", "sync"]).ok().json();
+    // The atomic push, refused by git before anything is sent, then one
+    // push per ref.
+    assert_eq!(calls(&log), ["push", "push", "push"], "{out}");
+    assert_eq!(out["outcome"], "pushed", "{out}");
+    assert_eq!(out["refs"][0]["outcome"], "pushed", "{out}");
+    let hub_m = env.machine_in(std::path::PathBuf::from(&hub));
+    assert_eq!(hub_m.rev(SHARED), a.rev(SHARED));
+    assert_eq!(hub_m.rev(MAIN), a.rev(MAIN));
 }

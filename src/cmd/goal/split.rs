@@ -20,6 +20,10 @@ use crate::store::{CasError, Oid};
 /// refs/loopx/state (humans only; format 6)
 #[derive(clap::Args, Debug)]
 pub struct Args {
+    /// On a state already split: move this goal, added later to another
+    /// goal's ref, onto a ref of its own (its todos and gates go with it)
+    #[arg(conflicts_with = "list")]
+    goal: Option<String>,
     /// Change nothing: list the goal refs of a split state
     #[arg(long)]
     list: bool,
@@ -53,6 +57,10 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             })
             .collect();
         return emit(ctx, false, refs);
+    }
+    if let Some(goal) = &args.goal {
+        let goal = GoalId::new(goal).map_err(|e| Refusal::usage(Code::BadId, e))?;
+        return move_goal(ctx, &goal);
     }
     if ctx.state_ref() != goalref::SHARED {
         return Err(Refusal::usage(
@@ -102,6 +110,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             ctx,
             Change::GoalSplit(crate::op::GoalSplit {
                 goal: goal.cloned(),
+                moved: None,
             }),
         )?;
         seal.seal(
@@ -155,6 +164,125 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         goal: Some(g),
         commit: c.to_string(),
     }));
+    emit(ctx, true, refs)
+}
+
+/// `goal split GOAL` on a split state: the goal ref that holds `goal` with
+/// other goals gets a `goal.split` tick dropping it (`moved`), and the new
+/// `refs/loopx/goals/<goal>` a first tick keeping only it, both on top of
+/// that ref's tip and pinning the shared tip of now. The new ref is created
+/// first, then the old one moves by compare-and-swap; if it moved
+/// meanwhile the new ref is removed and nothing moved.
+fn move_goal(ctx: &Ctx, goal: &GoalId) -> Result<Exit> {
+    let store = ctx.store()?;
+    let name = goalref::goal_ref(goal);
+    let shared = store.for_ref(goalref::SHARED);
+    let split = match shared.tip()? {
+        Some(t) => tx::snapshot(&shared, t)?.state.meta.goal_refs,
+        None => false,
+    };
+    if !split {
+        return Err(Refusal::rule(
+            Code::NotSplit,
+            format!(
+                "the state is not split into a ref per goal, so goal {goal} has no ref to leave"
+            ),
+        )
+        .with_hint("`loopx goal split` (without a goal) splits every goal onto its own ref")
+        .into());
+    }
+    if store.resolve(&name)?.is_some() {
+        return Err(Refusal::rule(
+            Code::AlreadySplit,
+            format!("{name} exists already: goal {goal} has a ref of its own"),
+        )
+        .with_hint("`loopx goal split --list` names the goal refs")
+        .into());
+    }
+    // The goal ref that holds it.
+    let mut source = None;
+    for (from, commit) in goalref::goal_refs(store)? {
+        let from_store = store.for_ref(&from);
+        let snap = tx::snapshot(&from_store, from_store.tip_at(commit)?)?;
+        if snap.state.goals.contains_key(goal) {
+            source = Some((from, from_store, snap));
+            break;
+        }
+    }
+    let Some((from, from_store, snap)) = source else {
+        return Err(Refusal::rule(
+            Code::UnknownGoal,
+            format!("no goal ref here holds goal {goal}"),
+        )
+        .with_hint("`loopx sync` brings the team's goal refs; `loopx goal split --list` names them")
+        .into());
+    };
+    let committer = ctx.committer();
+    let mut seal = crate::trust::Seal::default();
+    let _turn = crate::queue::wait(store.common_dir(), crate::queue::PATIENCE);
+    // Both ticks pin the shared tip of now, on top of the same parent.
+    let pin = goalref::for_write(&from_store, Some(&snap.tip), &snap.state)?
+        .expect("a split state's goal ref pins");
+    let mut before = snap.state.clone();
+    let refresh = goalref::overlay(&mut before, &pin);
+    let extra = [pin.trailer()];
+    let mut write = |at: &crate::store::Store, change: crate::op::GoalSplit| -> Result<Oid> {
+        let mut op = tx::op(ctx, Change::GoalSplit(change))?;
+        seal.seal(
+            ctx.repo()?,
+            ctx.caller(),
+            Some(snap.tip.commit),
+            &before,
+            &mut op,
+        )?;
+        let written = tx::write_tick_with(
+            at,
+            Some(&snap.tip),
+            &before,
+            &op,
+            &extra,
+            &refresh,
+            &committer,
+            Empty::Write,
+        )??;
+        Ok(written.tip.expect("an empty tick is written").commit)
+    };
+    let new_store = store.for_ref(&name);
+    let own = write(
+        &new_store,
+        crate::op::GoalSplit {
+            goal: Some(goal.clone()),
+            moved: None,
+        },
+    )?;
+    let left = write(
+        &from_store,
+        crate::op::GoalSplit {
+            goal: None,
+            moved: Some(goal.clone()),
+        },
+    )?;
+    let reflog = format!("loopx: split goal {goal} onto its own ref");
+    store
+        .cas_ref(&name, own, None, &reflog, &committer)
+        .map_err(|e| cas_failed(&name, e))?;
+    let reflog = format!("loopx: moved goal {goal} onto its own ref");
+    if let Err(e) = store.cas_ref(&from, left, Some(snap.tip.commit), &reflog, &committer) {
+        undo(store, std::slice::from_ref(&name));
+        return Err(cas_failed(&from, e));
+    }
+    let refs = vec![
+        Moved {
+            goal: None,
+            name: from,
+            commit: left.to_string(),
+        },
+        Moved {
+            goal: Some(goal.clone()),
+            name,
+            commit: own.to_string(),
+        },
+    ];
     emit(ctx, true, refs)
 }
 

@@ -14,6 +14,7 @@ use anyhow::{Context, Result};
 use crate::ctx::Ctx;
 use crate::error::{Code, Exit, Refusal};
 use crate::store::Store;
+use crate::tx::goalref;
 use crate::verify::{self, Update};
 
 /// Check the ref updates of a push (run by the hook `hub install` writes)
@@ -42,11 +43,18 @@ pub fn run(ctx: &Ctx, _args: &Args) -> Result<Exit> {
     } else {
         Some(store.with_object_dirs(&dirs)?)
     };
-    for line in input.lines().filter(|l| !l.trim().is_empty()) {
-        let mut parts = line.split_whitespace();
-        let (Some(old), Some(new), Some(name)) = (parts.next(), parts.next(), parts.next()) else {
-            continue;
-        };
+    let mut updates: Vec<(&str, &str, &str)> = input
+        .lines()
+        .filter_map(|line| {
+            let mut parts = line.split_whitespace();
+            Some((parts.next()?, parts.next()?, parts.next()?))
+        })
+        .collect();
+    // The shared ref first: goal ticks of the same push may pin the shared
+    // tip it brings, once that update is accepted (a split state pushed in
+    // one `git push`, as `loopx sync` does).
+    updates.sort_by_key(|(_, _, name)| *name != goalref::SHARED);
+    for (old, new, name) in updates {
         if name.starts_with("refs/replace/") && new.bytes().any(|b| b != b'0') {
             return Err(replace_ref(name).into());
         }
@@ -54,6 +62,9 @@ pub fn run(ctx: &Ctx, _args: &Args) -> Result<Exit> {
             continue;
         }
         check(ctx, &store, old, new, name)?;
+        if name == goalref::SHARED && store.state_ref() == goalref::SHARED {
+            goalref::accept_pushed_shared(store.oid(new)?);
+        }
     }
     Ok(Exit::Ok)
 }

@@ -5,6 +5,7 @@ use crate::op::test_support::*;
 fn split(goal: Option<&str>) -> Change {
     Change::GoalSplit(GoalSplit {
         goal: goal.map(gid),
+        moved: None,
     })
 }
 
@@ -77,5 +78,77 @@ fn only_a_human_splits_once_and_only_a_known_goal() {
         &op(human(), "2026-01-01T10:01:00Z", split(None)),
         Exit::Refused,
         "already-split",
+    );
+}
+
+#[test]
+fn a_goal_that_shares_a_goal_ref_moves_off_it_and_a_lone_goal_does_not() {
+    // A goal ref of a split state holding `main` and `web`.
+    let mut s = board();
+    ok(
+        &mut s,
+        &op(human(), "2026-01-01T09:01:00Z", split(Some("main"))),
+    );
+    ok(
+        &mut s,
+        &op(human(), "2026-01-01T09:02:00Z", goal_add("web", "The site")),
+    );
+    let mut t = add("00000b02", "Draw the page");
+    if let Change::TodoAdd(TodoAdd { goal, .. }) = &mut t {
+        *goal = gid("web");
+    }
+    ok(&mut s, &op(human(), "2026-01-01T09:03:00Z", t));
+    let moved = |g: &str| {
+        Change::GoalSplit(GoalSplit {
+            goal: None,
+            moved: Some(gid(g)),
+        })
+    };
+    // Its new ref keeps it alone, with its todo and every agent.
+    let mut own = s.clone();
+    let subject = ok(
+        &mut own,
+        &op(human(), "2026-01-01T10:00:00Z", split(Some("web"))),
+    );
+    assert_eq!(subject, "split goal web onto its own ref");
+    assert_eq!(own.goals.keys().collect::<Vec<_>>(), [&gid("web")]);
+    assert_eq!(own.todos.keys().collect::<Vec<_>>(), [&tid("00000b02")]);
+    assert_eq!(own.agents.len(), s.agents.len());
+    // The ref it leaves drops it and its todo, and keeps the rest.
+    let mut left = s.clone();
+    let subject = ok(
+        &mut left,
+        &op(human(), "2026-01-01T10:00:00Z", moved("web")),
+    );
+    assert_eq!(subject, "moved goal web onto its own ref");
+    assert_eq!(left.goals.keys().collect::<Vec<_>>(), [&gid("main")]);
+    assert!(!left.todos.contains_key(&tid("00000b02")));
+    assert_eq!(left.todos.len(), s.todos.len() - 1);
+    assert_eq!(left.agents.len(), s.agents.len());
+    // A goal alone on its ref has nowhere to go; agents never split.
+    refuse(
+        &mut left,
+        &op(human(), "2026-01-01T10:01:00Z", moved("main")),
+        Exit::Refused,
+        "already-split",
+    );
+    refuse(
+        &mut own,
+        &op(human(), "2026-01-01T10:01:00Z", split(Some("web"))),
+        Exit::Refused,
+        "already-split",
+    );
+    refuse(
+        &mut s,
+        &op(agent("agent-a"), "2026-01-01T10:01:00Z", moved("web")),
+        Exit::Refused,
+        "humans-only",
+    );
+    // Not on a state that is not split.
+    refuse(
+        &mut board(),
+        &op(human(), "2026-01-01T10:01:00Z", moved("main")),
+        Exit::Refused,
+        "not-split",
     );
 }

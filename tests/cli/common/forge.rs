@@ -186,6 +186,11 @@ pub fn reversed_tree(m: &Machine, tree: &str) -> String {
 /// Runs `git push` and returns whether it was accepted, with its stderr.
 /// A hub's hook sees the machine's clock (`LOOPX_NOW`).
 pub fn push(m: &Machine, remote: &str, refspec: &str) -> (bool, String) {
+    push_all(m, remote, &[refspec])
+}
+
+/// [`push`] of several refspecs in one `git push`.
+pub fn push_all(m: &Machine, remote: &str, refspecs: &[&str]) -> (bool, String) {
     let mut c = Command::new("git");
     isolate(
         &mut c,
@@ -193,7 +198,8 @@ pub fn push(m: &Machine, remote: &str, refspec: &str) -> (bool, String) {
     );
     let out = c
         .env("LOOPX_NOW", m.now())
-        .args(["push", remote, refspec])
+        .args(["push", remote])
+        .args(refspecs)
         .current_dir(&m.repo)
         .output()
         .expect("git runs");
