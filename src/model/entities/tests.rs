@@ -168,7 +168,11 @@ fn settling_after_the_parent_is_dropped_folds_the_overlay_and_changes_nothing_se
         // Shared: nothing moves.
         let over = next.over.len();
         next.settle();
-        assert_eq!(next.over.len(), over, "step {step}: a shared base is not written");
+        assert_eq!(
+            next.over.len(),
+            over,
+            "step {step}: a shared base is not written"
+        );
         assert!(next.changed(&current).len() <= wrote.len());
         drop(current);
         next.settle();
