@@ -353,7 +353,13 @@ fn serial(
             signing,
             lineage,
         )? {
-            Ok(v) => current = Some(v),
+            Ok(v) => {
+                // The parent's state is dropped here: the new one's writes
+                // fold into the base they shared, so the next tick clones
+                // no overlay (`State::settle`).
+                let v = current.insert(v);
+                v.state.settle();
+            }
             Err(f) => return Ok(Err(f)),
         }
         progress(i + 1, total);

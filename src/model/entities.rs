@@ -225,6 +225,31 @@ impl<K: Ord + Clone, V: Clone> Entities<K, V> {
     pub fn clear(&mut self) {
         *self = Self::default();
     }
+
+    /// Folds the overlay into the base when nothing else shares the base
+    /// any more (the state a tick was applied to has been dropped), so the
+    /// next clone copies no overlay and [`Entities::changed`] visits only
+    /// what the next tick writes. Costs the size of the overlay; reads see
+    /// the same entries before and after. A chain walk (`verify`) calls it
+    /// once per tick on the state it carries forward.
+    pub fn settle(&mut self) {
+        if self.over.is_empty() {
+            return;
+        }
+        let Some(base) = Arc::get_mut(&mut self.base) else {
+            return;
+        };
+        for (k, v) in std::mem::take(&mut self.over) {
+            match v {
+                Some(v) => {
+                    base.insert(k, Box::new(v));
+                }
+                None => {
+                    base.remove(&k);
+                }
+            }
+        }
+    }
 }
 
 /// The entries of an [`Entities`] in key order: the overlay over the base.

@@ -210,6 +210,18 @@ impl Default for Settings {
 }
 
 impl State {
+    /// [`Entities::settle`] on every map: after the state it was cloned
+    /// from is dropped, its own writes move into its base.
+    pub fn settle(&mut self) {
+        self.goals.settle();
+        self.agents.settle();
+        self.todos.settle();
+        self.gates.settle();
+        self.quota.settle();
+        self.signers.settle();
+        self.machines.settle();
+    }
+
     /// Takes the shared parts of a split state (`loopx.toml`, signers and
     /// machines: what `refs/loopx/state` holds after `goal.split`) from
     /// `shared`, keeping this state's goals, agents, todos, gates and quota:

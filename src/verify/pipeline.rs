@@ -144,7 +144,12 @@ pub(super) fn run(
             let parent_tree = current.as_ref().map(|p| p.tip.tree);
             let changes = std::mem::take(&mut head.planned.changes);
             let tick = head.tick;
+            // The parent's state is dropped here; its successor's writes
+            // fold into the base they shared (`State::settle`).
             current = Some(head.accept(&entry, lineage));
+            if let Some(c) = current.as_mut() {
+                c.state.settle();
+            }
             let job = Job {
                 index,
                 entry,

@@ -141,3 +141,43 @@ fn a_clone_of_a_large_overlay_folds_it_into_a_fresh_base() {
     assert_eq!(folded, map);
     assert_eq!(folded.len(), 1000);
 }
+
+/// A chain of ticks as `verify` walks it: clone, write, drop the parent,
+/// settle. Every step reads as the plain map, a settled map holds no
+/// overlay (the next clone's `changed` names only its own writes), and a
+/// map whose base is still shared is left as it is.
+#[test]
+fn settling_after_the_parent_is_dropped_folds_the_overlay_and_changes_nothing_seen() {
+    let mut rng = Rng(7);
+    let mut want: BTreeMap<String, Vec<u32>> = BTreeMap::new();
+    let mut current = Map::new();
+    for step in 0..300u32 {
+        let mut next = current.clone();
+        let mut wrote = std::collections::BTreeSet::new();
+        for _ in 0..rng.below(4) + 1 {
+            let k = key(rng.below(40));
+            if rng.below(3) == 0 {
+                next.remove(&k);
+                want.remove(&k);
+            } else {
+                next.insert(k.clone(), vec![step]);
+                want.insert(k.clone(), vec![step]);
+            }
+            wrote.insert(k);
+        }
+        // Shared: nothing moves.
+        let over = next.over.len();
+        next.settle();
+        assert_eq!(
+            next.over.len(),
+            over,
+            "step {step}: a shared base is not written"
+        );
+        assert!(next.changed(&current).len() <= wrote.len());
+        drop(current);
+        next.settle();
+        assert!(next.over.is_empty(), "step {step}: the overlay folded");
+        same(&next, &want);
+        current = next;
+    }
+}
