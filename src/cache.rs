@@ -17,8 +17,9 @@
 //! The layout. A `head` file holds the tip (commit, tree, tick) and the
 //! state as `serde_json` of [`State`] itself (so a field added to the model
 //! flows through without a change here). Below [`SHARD_FROM`] live todos
-//! that is all. From there the todos are left out of the head and kept in
-//! shards, `todos-00`, `todos-01`, … (about [`PER_SHARD`] todos each, by
+//! that is all. From there the head keeps only the todos that have a claim
+//! (live or expired: what `should-run` reads first, [`read_claims_in`]),
+//! and every todo is kept in shards, `todos-00`, `todos-01`, … (about [`PER_SHARD`] todos each, by
 //! the first byte of the id, so the shards in order are the todos in id
 //! order). Every file's header names the commit it was written at; the
 //! head lists, for each shard, that commit and the shard's checksum. A tick
@@ -48,7 +49,7 @@ use crate::model::{Entities, FORMAT, State, Todo, TodoId};
 use crate::store::{Oid, Store, Tip};
 
 /// Bumped when the layout of the cache files changes.
-const LAYOUT: u32 = 2;
+const LAYOUT: u32 = 3;
 /// The first line of a head file.
 const MAGIC: &str = "loopx-cache";
 /// The first line of a shard of todos.
@@ -181,9 +182,24 @@ pub fn read(store: &Store, commit: Oid) -> Option<(Tip, State)> {
     read_in(store.common_dir(), store.state_ref(), commit)
 }
 
-/// [`read`] for the state ref `state_ref` of the repository whose git
-/// common dir is `common_dir`, without opening it (`crate::fast`).
-pub fn read_in(common_dir: &Path, state_ref: &str, commit: Oid) -> Option<(Tip, State)> {
+/// What the head alone holds: the state with, once sharded, only its
+/// claimed todos (see [`read_claims_in`]).
+pub struct Claims {
+    pub tip: Tip,
+    /// The state; while `complete` is false its todos are only those with
+    /// a claim (live or expired), every other entity whole.
+    pub state: State,
+    /// Whether `state` holds every live todo (an unsharded cache).
+    pub complete: bool,
+}
+
+/// The head of the cache at `commit`: its tip, the shards' table and the
+/// state it holds (every todo when unsharded, else the claimed ones).
+fn read_head(
+    common_dir: &Path,
+    state_ref: &str,
+    commit: Oid,
+) -> Option<(PathBuf, Tip, Vec<ShardRef>, State)> {
     let key = build_key()?;
     let folder = folder_in(common_dir, state_ref);
     let bytes = read_regular(&head_path(&folder))?;
@@ -191,19 +207,41 @@ pub fn read_in(common_dir: &Path, state_ref: &str, commit: Oid) -> Option<(Tip, 
     if tip.commit != commit {
         return None;
     }
-    let mut state: State = serde_json::from_slice(body).ok()?;
-    drop(bytes);
+    let state: State = serde_json::from_slice(body).ok()?;
+    // A sharded head holds exactly the claimed todos; an unsharded one
+    // every todo.
+    if !shards.is_empty() && state.todos.values().any(|t| t.claim.is_none()) {
+        return None;
+    }
+    Some((folder, tip, shards, state))
+}
+
+/// The state at `commit` from the cache's head alone, without a shard:
+/// what `should-run` reads first (`crate::op::turn::decide_from_claims`
+/// answers from the claimed todos, which are most often all it needs).
+/// None on any miss, like [`read_in`].
+pub fn read_claims_in(common_dir: &Path, state_ref: &str, commit: Oid) -> Option<Claims> {
+    let (_, tip, shards, state) = read_head(common_dir, state_ref, commit)?;
+    Some(Claims {
+        tip,
+        state,
+        complete: shards.is_empty(),
+    })
+}
+
+/// [`read`] for the state ref `state_ref` of the repository whose git
+/// common dir is `common_dir`, without opening it (`crate::fast`).
+pub fn read_in(common_dir: &Path, state_ref: &str, commit: Oid) -> Option<(Tip, State)> {
+    let key = build_key()?;
+    let (folder, tip, shards, mut state) = read_head(common_dir, state_ref, commit)?;
     if shards.is_empty() {
         return Some((tip, state));
-    }
-    if !state.todos.is_empty() {
-        return None;
     }
     let n = shards.len();
     let one = |i: usize| read_shard(&folder, key, i, &shards);
     // Two cores parse the shards of a large state in half the time: the
     // odd ones on a second thread.
-    let parts: Vec<Option<Vec<Todo>>> =
+    let parts: Vec<Option<Vec<Box<Todo>>>> =
         if n >= 2 && std::thread::available_parallelism().is_ok_and(|p| p.get() >= 2) {
             std::thread::scope(|s| {
                 let odd = s.spawn(|| (1..n).step_by(2).map(one).collect::<Vec<_>>());
@@ -223,13 +261,20 @@ pub fn read_in(common_dir: &Path, state_ref: &str, commit: Oid) -> Option<(Tip, 
     if parts.len() != n {
         return None;
     }
-    // The shards in order hold the todos in id order (see `shard_of`).
+    // The shards in order hold the todos in id order (see `shard_of`); each
+    // todo is parsed straight into its box, so no second copy is made.
     let total = parts.iter().flatten().map(Vec::len).sum();
     let mut todos: Vec<(TodoId, Box<Todo>)> = Vec::with_capacity(total);
     for part in parts {
-        todos.extend(part?.into_iter().map(|t| (t.id.clone(), Box::new(t))));
+        todos.extend(part?.into_iter().map(|t| (t.id.clone(), t)));
     }
+    // Built from sorted entries in bulk: full nodes.
     let todos: BTreeMap<TodoId, Box<Todo>> = todos.into_iter().collect();
+    // The head's claimed todos are the shards' ones, the same.
+    let claimed = todos.values().filter(|t| t.claim.is_some());
+    if !claimed.map(|t| &**t).eq(state.todos.values()) {
+        return None;
+    }
     state.todos = Entities::from_boxed(todos);
     Some((tip, state))
 }
@@ -237,11 +282,11 @@ pub fn read_in(common_dir: &Path, state_ref: &str, commit: Oid) -> Option<(Tip, 
 /// The todos of shard `i` of the head's table `shards`, when its file is
 /// whole, is the one the head names, and holds only todos of that shard
 /// in strictly increasing id order (so none is misplaced or counted twice).
-fn read_shard(folder: &Path, key: &str, i: usize, shards: &[ShardRef]) -> Option<Vec<Todo>> {
+fn read_shard(folder: &Path, key: &str, i: usize, shards: &[ShardRef]) -> Option<Vec<Box<Todo>>> {
     let n = shards.len();
     let bytes = read_regular(&shard_path(folder, i))?;
     let body = parse_shard(key, &bytes, i, n, &shards[i])?;
-    let part: Vec<Todo> = serde_json::from_slice(body).ok()?;
+    let part: Vec<Box<Todo>> = serde_json::from_slice(body).ok()?;
     let placed =
         part.iter().all(|t| shard_of(&t.id, n) == i) && part.windows(2).all(|w| w[0].id < w[1].id);
     placed.then_some(part)
@@ -483,9 +528,15 @@ fn write_head(
     let body = if shards.is_empty() {
         serde_json::to_vec(state)
     } else {
-        // A copy without the todos: it shares every other entity.
+        // A copy with only the claimed todos (what `should-run` reads
+        // first, `read_claims_in`): it shares every other entity.
         let mut rest = state.clone();
-        rest.todos = Entities::new();
+        rest.todos = state
+            .todos
+            .iter()
+            .filter(|(_, t)| t.claim.is_some())
+            .map(|(k, t)| (k.clone(), t.clone()))
+            .collect();
         serde_json::to_vec(&rest)
     }
     .map_err(std::io::Error::other)?;
