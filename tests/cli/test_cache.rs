@@ -628,3 +628,77 @@ fn race(shard_from: Option<&str>) {
         assert_eq!(t["status"], "done", "{t}");
     }
 }
+
+/// should-run for an agent with a claim to work on reads the cache's head
+/// alone (it holds the claimed todos): with every shard gone it answers as
+/// a cold read does and leaves them gone; an agent without a claim needs
+/// the shards (the best ready todo), finds them missing and rebuilds them.
+/// A damaged head (a flipped bit in its claimed todo, truncated, empty,
+/// missing) is a miss for both, never a wrong answer (an older tick's head:
+/// `a_tick_rewrites_one_shard_and_a_torn_update_is_never_read`).
+#[test]
+fn should_run_on_an_own_claim_reads_the_head_alone() {
+    let (env, todos) = sharded_board();
+    let cold = || {
+        let _ = std::fs::remove_dir_all(folder(&env));
+    };
+    let ask = |agent: &str| {
+        let mut c: Command = env.spawner().command();
+        c.env("LOOPX_NOW", "2026-12-01T12:00:00Z")
+            .env("LOOPX_SEED", "cache")
+            .env(loopx::cache::SHARD_VAR, SHARD_FROM)
+            .env("LOOPX_AGENT", agent);
+        let out = run(c.args(["quota", "should-run", "--json"]));
+        assert!(!out.stderr.contains("cache"), "{}", out.stderr);
+        (out.code, out.stdout)
+    };
+    cold();
+    let want_a = ask("agent-a");
+    assert!(
+        want_a.1.contains(&todos[0]),
+        "agent-a's own claim: {}",
+        want_a.1
+    );
+    cold();
+    let want_b = ask("agent-b");
+    assert!(!want_b.1.contains(&todos[0]), "{}", want_b.1);
+    sharded(&env, None, &["status"]).ok();
+    let good = files(&env);
+    let head_only: BTreeMap<String, Vec<u8>> = good
+        .iter()
+        .filter(|(k, _)| *k == "head")
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    restore(&env, &head_only);
+    assert_eq!(ask("agent-a"), want_a, "from the head alone");
+    assert!(files(&env) == head_only, "no shard read, none rebuilt");
+    assert_eq!(ask("agent-b"), want_b, "the shards were missing: a miss");
+    assert!(files(&env) == good, "rebuilt whole");
+    // The head holds agent-a's claimed todo: damage it.
+    let head = &good["head"];
+    let body_at = head.windows(2).position(|w| w == b"\n\n").unwrap() + 2;
+    let at = body_at
+        + head[body_at..]
+            .windows(todos[0].len())
+            .position(|w| w == todos[0].as_bytes())
+            .expect("the claimed todo is in the head");
+    let mut flipped = head.clone();
+    flipped[at + 3] ^= 0x01;
+    for (what, content) in [
+        ("a flipped bit in the claimed todo", Some(flipped)),
+        ("truncated", Some(head[..head.len() - 1].to_vec())),
+        ("zero-length", Some(Vec::new())),
+        ("missing", None),
+    ] {
+        for (agent, want) in [("agent-a", &want_a), ("agent-b", &want_b)] {
+            restore(&env, &good);
+            let path = folder(&env).join("head");
+            match &content {
+                Some(c) => std::fs::write(&path, c).unwrap(),
+                None => std::fs::remove_file(&path).unwrap(),
+            }
+            assert_eq!(&ask(agent), want, "{agent}, the head {what}");
+            assert!(files(&env) == good, "{agent}, the head {what}: rebuilt");
+        }
+    }
+}
