@@ -46,7 +46,9 @@ use std::sync::OnceLock;
 
 use crate::model::files::Touched;
 use crate::model::{Entities, FORMAT, State, Todo, TodoId};
+use crate::op::board::{self, Counts};
 use crate::store::{Oid, Store, Tip};
+use crate::time::Timestamp;
 
 /// Bumped when the layout of the cache files changes.
 const LAYOUT: u32 = 3;
@@ -191,6 +193,60 @@ pub struct Claims {
     pub state: State,
     /// Whether `state` holds every live todo (an unsharded cache).
     pub complete: bool,
+    /// The board's counts of every live todo (a sharded head keeps them),
+    /// exact at any time when each claim is as live as it was at
+    /// [`CountsAt::at`] ([`Claims::counts_at`]).
+    counts: Option<CountsAt>,
+}
+
+impl Claims {
+    /// The whole state (read from the tree, or an unsharded cache).
+    pub fn whole(tip: Tip, state: State) -> Claims {
+        Claims {
+            tip,
+            state,
+            complete: true,
+            counts: None,
+        }
+    }
+
+    /// The board's counts of every live todo at `now`, when the head holds
+    /// counts that hold then: every claim (the head holds them all) is
+    /// live at `now` exactly when it was at the time they were counted, so
+    /// every todo stands where it stood (readiness moves with time only
+    /// through a lease's end).
+    pub fn counts_at(&self, now: Timestamp) -> Option<Counts> {
+        let c = self.counts.as_ref()?;
+        let then = Timestamp::from_unix(c.at);
+        let skew = self.state.meta.settings.clock_skew;
+        self.state
+            .todos
+            .values()
+            .all(|t| t.live_claim(now, skew).is_some() == t.live_claim(then, skew).is_some())
+            .then(|| c.counts.clone())
+    }
+}
+
+/// A sharded head's counts, and when (unix seconds) they were counted.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+struct CountsAt {
+    at: i64,
+    counts: Counts,
+}
+
+/// A sharded head's body: the state with its claimed todos, and the
+/// board's counts of every todo.
+#[derive(serde::Deserialize)]
+struct HeadBody {
+    state: State,
+    counts: CountsAt,
+}
+
+/// [`HeadBody`] to write, borrowing the state.
+#[derive(serde::Serialize)]
+struct HeadBodyRef<'a> {
+    state: &'a State,
+    counts: &'a CountsAt,
 }
 
 /// The head of the cache at `commit`: its tip, the shards' table and the
@@ -199,7 +255,7 @@ fn read_head(
     common_dir: &Path,
     state_ref: &str,
     commit: Oid,
-) -> Option<(PathBuf, Tip, Vec<ShardRef>, State)> {
+) -> Option<(PathBuf, Tip, Vec<ShardRef>, State, Option<CountsAt>)> {
     let key = build_key()?;
     let folder = folder_in(common_dir, state_ref);
     let bytes = read_regular(&head_path(&folder))?;
@@ -207,13 +263,23 @@ fn read_head(
     if tip.commit != commit {
         return None;
     }
-    let state: State = serde_json::from_slice(body).ok()?;
+    let (state, counts) = if shards.is_empty() {
+        (serde_json::from_slice(body).ok()?, None)
+    } else {
+        let b: HeadBody = serde_json::from_slice(body).ok()?;
+        (b.state, Some(b.counts))
+    };
     // A sharded head holds exactly the claimed todos; an unsharded one
     // every todo.
     if !shards.is_empty() && state.todos.values().any(|t| t.claim.is_none()) {
         return None;
     }
-    Some((folder, tip, shards, state))
+    Some((folder, tip, shards, state, counts))
+}
+
+/// [`read_claims_in`] of `store`'s state ref.
+pub fn read_claims(store: &Store, commit: Oid) -> Option<Claims> {
+    read_claims_in(store.common_dir(), store.state_ref(), commit)
 }
 
 /// The state at `commit` from the cache's head alone, without a shard:
@@ -221,11 +287,12 @@ fn read_head(
 /// answers from the claimed todos, which are most often all it needs).
 /// None on any miss, like [`read_in`].
 pub fn read_claims_in(common_dir: &Path, state_ref: &str, commit: Oid) -> Option<Claims> {
-    let (_, tip, shards, state) = read_head(common_dir, state_ref, commit)?;
+    let (_, tip, shards, state, counts) = read_head(common_dir, state_ref, commit)?;
     Some(Claims {
         tip,
         state,
         complete: shards.is_empty(),
+        counts,
     })
 }
 
@@ -233,7 +300,7 @@ pub fn read_claims_in(common_dir: &Path, state_ref: &str, commit: Oid) -> Option
 /// common dir is `common_dir`, without opening it (`crate::fast`).
 pub fn read_in(common_dir: &Path, state_ref: &str, commit: Oid) -> Option<(Tip, State)> {
     let key = build_key()?;
-    let (folder, tip, shards, mut state) = read_head(common_dir, state_ref, commit)?;
+    let (folder, tip, shards, mut state, _) = read_head(common_dir, state_ref, commit)?;
     if shards.is_empty() {
         return Some((tip, state));
     }
@@ -537,7 +604,18 @@ fn write_head(
             .filter(|(_, t)| t.claim.is_some())
             .map(|(k, t)| (k.clone(), t.clone()))
             .collect();
-        serde_json::to_vec(&rest)
+        // The board's counts, as of now (`Claims::counts_at`).
+        let at = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64);
+        let counts = CountsAt {
+            at,
+            counts: board::counts(state, Timestamp::from_unix(at)),
+        };
+        serde_json::to_vec(&HeadBodyRef {
+            state: &rest,
+            counts: &counts,
+        })
     }
     .map_err(std::io::Error::other)?;
     let mut header = format!(

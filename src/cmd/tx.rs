@@ -56,18 +56,12 @@ pub fn load(ctx: &Ctx) -> Result<Snapshot> {
 
 /// The state with at least every claimed todo (`should-run`'s first
 /// read): the cache's head alone when the fast start-up path holds the tip
-/// ([`crate::cache::read_claims_in`]), else the whole state as [`load`]
-/// reads it (then `complete`).
-pub fn load_claims(ctx: &Ctx) -> Result<crate::cache::Claims> {
+/// ([`crate::fast::Fast::cached_claims`]), else [`crate::tx::load_claims`].
+pub fn load_claims(ctx: &Ctx) -> Result<Claims> {
     if let Some(claims) = ctx.fast().and_then(crate::fast::Fast::cached_claims) {
         return Ok(claims);
     }
-    let Snapshot { tip, state } = load(ctx)?;
-    Ok(crate::cache::Claims {
-        tip,
-        state,
-        complete: true,
-    })
+    crate::tx::load_claims(ctx.repo()?)
 }
 
 /// Reads the state at a commit.

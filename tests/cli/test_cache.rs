@@ -702,3 +702,88 @@ fn should_run_on_an_own_claim_reads_the_head_alone() {
         }
     }
 }
+
+/// `status` shows the counts a sharded head keeps, from the head alone,
+/// when every claim is as live now as when they were counted; at a time
+/// when a lease has ended since, or on a head without them, it reads
+/// every todo. Either way it answers as a cold read at that time does.
+#[test]
+fn status_counts_from_the_head_hold_at_any_time() {
+    let (env, todos) = sharded_board();
+    // agent-b's claim beside agent-a's.
+    sharded(&env, Some("agent-b"), &["todo", "claim", &todos[1]]).ok();
+    let wall = String::from_utf8(
+        Command::new("date")
+            .args(["-u", "+%Y-%m-%dT%H:%M:%SZ"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let wall = wall.trim();
+    let status = |now: &str| {
+        let mut c: Command = env.spawner().command();
+        c.env("LOOPX_NOW", now)
+            .env(loopx::cache::SHARD_VAR, SHARD_FROM);
+        let out = run(c.args(["status", "--json"]));
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        out.stdout
+    };
+    let cold = || {
+        let _ = std::fs::remove_dir_all(folder(&env));
+    };
+    sharded(&env, None, &["todo", "list"]).ok();
+    let good = files(&env);
+    let head_only: BTreeMap<String, Vec<u8>> = good
+        .iter()
+        .filter(|(k, _)| *k == "head")
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    // Which claims are live at a time, from a cold status at that time.
+    let expired = |json: &str| -> Vec<bool> {
+        let v: serde_json::Value = serde_json::from_str(json).unwrap();
+        v["claims"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["expired"].as_bool().unwrap())
+            .collect()
+    };
+    cold();
+    let at_wall = status(wall);
+    let lease_end = {
+        let v: serde_json::Value = serde_json::from_str(&at_wall).unwrap();
+        v["claims"][0]["lease_until"].as_str().unwrap().to_owned()
+    };
+    // The counts were counted when the head was written (about now): they
+    // hold at a time when each claim is as live as then, and only then.
+    let (mut heads, mut misses) = (0, 0);
+    for now in [
+        wall.to_owned(),
+        lease_end.replace('Z', "").get(..16).unwrap().to_owned() + ":00Z",
+        "2020-01-01T00:00:00Z".to_owned(),
+        "2099-01-01T00:00:00Z".to_owned(),
+    ] {
+        cold();
+        let want = status(&now);
+        restore(&env, &head_only);
+        assert_eq!(status(&now), want, "at {now}");
+        let from_head = expired(&want) == expired(&at_wall);
+        assert_eq!(
+            files(&env) == head_only,
+            from_head,
+            "at {now}: from the head alone: {from_head}"
+        );
+        if from_head {
+            heads += 1;
+        } else {
+            misses += 1;
+        }
+    }
+    assert!(
+        heads >= 2 && misses >= 1,
+        "{heads} from the head, {misses} not"
+    );
+    let v: serde_json::Value = serde_json::from_str(&status(wall)).unwrap();
+    assert_eq!(v["counts"]["claimed"], 2, "{v}");
+}

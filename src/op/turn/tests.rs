@@ -605,6 +605,11 @@ fn deciding_from_the_claims_answers_as_the_whole_state_does() {
             for later in [0, 5, 11, 30] {
                 let now = t(&at).plus(Span::minutes(later));
                 let want = turn::decide(&s, &aid(who), goal, now);
+                assert_eq!(
+                    crate::op::board::counts(&s, now),
+                    crate::op::board::derive(&s, now, &[]).counts,
+                    "the counts alone, step {step}"
+                );
                 no_change += usize::from(
                     want.skip == Some(turn::Reason::NoChange)
                         && want.todo.as_ref().is_some_and(|(_, own)| *own),
