@@ -604,13 +604,19 @@ fn write_head(
             .filter(|(_, t)| t.claim.is_some())
             .map(|(k, t)| (k.clone(), t.clone()))
             .collect();
-        // The board's counts, as of now (`Claims::counts_at`).
-        let at = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs() as i64);
+        // The board's counts (`Claims::counts_at`) as of the newest
+        // claim's start: every claim live at a later time was live then,
+        // and the same bytes from the same state, whenever written.
+        let at = rest
+            .todos
+            .values()
+            .filter_map(|t| t.claim.as_ref())
+            .map(|c| c.since)
+            .max()
+            .unwrap_or(Timestamp::from_unix(0));
         let counts = CountsAt {
-            at,
-            counts: board::counts(state, Timestamp::from_unix(at)),
+            at: at.unix(),
+            counts: board::counts(state, at),
         };
         serde_json::to_vec(&HeadBodyRef {
             state: &rest,
