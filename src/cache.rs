@@ -249,13 +249,19 @@ struct HeadBodyRef<'a> {
     counts: &'a CountsAt,
 }
 
-/// The head of the cache at `commit`: its tip, the shards' table and the
-/// state it holds (every todo when unsharded, else the claimed ones).
-fn read_head(
-    common_dir: &Path,
-    state_ref: &str,
-    commit: Oid,
-) -> Option<(PathBuf, Tip, Vec<ShardRef>, State, Option<CountsAt>)> {
+/// A head file read: its folder, tip, the shards' table, the state it
+/// holds (every todo when unsharded, else the claimed ones) and, when
+/// sharded, the board's counts.
+struct Head {
+    folder: PathBuf,
+    tip: Tip,
+    shards: Vec<ShardRef>,
+    state: State,
+    counts: Option<CountsAt>,
+}
+
+/// The head of the cache at `commit`.
+fn read_head(common_dir: &Path, state_ref: &str, commit: Oid) -> Option<Head> {
     let key = build_key()?;
     let folder = folder_in(common_dir, state_ref);
     let bytes = read_regular(&head_path(&folder))?;
@@ -274,7 +280,13 @@ fn read_head(
     if !shards.is_empty() && state.todos.values().any(|t| t.claim.is_none()) {
         return None;
     }
-    Some((folder, tip, shards, state, counts))
+    Some(Head {
+        folder,
+        tip,
+        shards,
+        state,
+        counts,
+    })
 }
 
 /// [`read_claims_in`] of `store`'s state ref.
@@ -287,12 +299,12 @@ pub fn read_claims(store: &Store, commit: Oid) -> Option<Claims> {
 /// answers from the claimed todos, which are most often all it needs).
 /// None on any miss, like [`read_in`].
 pub fn read_claims_in(common_dir: &Path, state_ref: &str, commit: Oid) -> Option<Claims> {
-    let (_, tip, shards, state, counts) = read_head(common_dir, state_ref, commit)?;
+    let head = read_head(common_dir, state_ref, commit)?;
     Some(Claims {
-        tip,
-        state,
-        complete: shards.is_empty(),
-        counts,
+        tip: head.tip,
+        state: head.state,
+        complete: head.shards.is_empty(),
+        counts: head.counts,
     })
 }
 
@@ -300,7 +312,13 @@ pub fn read_claims_in(common_dir: &Path, state_ref: &str, commit: Oid) -> Option
 /// common dir is `common_dir`, without opening it (`crate::fast`).
 pub fn read_in(common_dir: &Path, state_ref: &str, commit: Oid) -> Option<(Tip, State)> {
     let key = build_key()?;
-    let (folder, tip, shards, mut state, _) = read_head(common_dir, state_ref, commit)?;
+    let Head {
+        folder,
+        tip,
+        shards,
+        mut state,
+        ..
+    } = read_head(common_dir, state_ref, commit)?;
     if shards.is_empty() {
         return Some((tip, state));
     }
@@ -308,7 +326,7 @@ pub fn read_in(common_dir: &Path, state_ref: &str, commit: Oid) -> Option<(Tip, 
     let one = |i: usize| read_shard(&folder, key, i, &shards);
     // Two cores parse the shards of a large state in half the time: the
     // odd ones on a second thread.
-    let parts: Vec<Option<Vec<Box<Todo>>>> =
+    let parts: Vec<Option<Part>> =
         if n >= 2 && std::thread::available_parallelism().is_ok_and(|p| p.get() >= 2) {
             std::thread::scope(|s| {
                 let odd = s.spawn(|| (1..n).step_by(2).map(one).collect::<Vec<_>>());
@@ -328,12 +346,11 @@ pub fn read_in(common_dir: &Path, state_ref: &str, commit: Oid) -> Option<(Tip, 
     if parts.len() != n {
         return None;
     }
-    // The shards in order hold the todos in id order (see `shard_of`); each
-    // todo is parsed straight into its box, so no second copy is made.
+    // The shards in order hold the todos in id order (see `shard_of`).
     let total = parts.iter().flatten().map(Vec::len).sum();
     let mut todos: Vec<(TodoId, Box<Todo>)> = Vec::with_capacity(total);
     for part in parts {
-        todos.extend(part?.into_iter().map(|t| (t.id.clone(), t)));
+        todos.extend(part?);
     }
     // Built from sorted entries in bulk: full nodes.
     let todos: BTreeMap<TodoId, Box<Todo>> = todos.into_iter().collect();
@@ -346,17 +363,26 @@ pub fn read_in(common_dir: &Path, state_ref: &str, commit: Oid) -> Option<(Tip, 
     Some((tip, state))
 }
 
+/// One shard's todos, boxed as the state's map holds them.
+type Part = Vec<(TodoId, Box<Todo>)>;
+
 /// The todos of shard `i` of the head's table `shards`, when its file is
 /// whole, is the one the head names, and holds only todos of that shard
 /// in strictly increasing id order (so none is misplaced or counted twice).
-fn read_shard(folder: &Path, key: &str, i: usize, shards: &[ShardRef]) -> Option<Vec<Box<Todo>>> {
+fn read_shard(folder: &Path, key: &str, i: usize, shards: &[ShardRef]) -> Option<Part> {
     let n = shards.len();
     let bytes = read_regular(&shard_path(folder, i))?;
     let body = parse_shard(key, &bytes, i, n, &shards[i])?;
-    let part: Vec<Box<Todo>> = serde_json::from_slice(body).ok()?;
+    let part: Vec<Todo> = serde_json::from_slice(body).ok()?;
+    drop(bytes);
     let placed =
         part.iter().all(|t| shard_of(&t.id, n) == i) && part.windows(2).all(|w| w[0].id < w[1].id);
-    placed.then_some(part)
+    // Boxed shard by shard, so only one shard's todos are ever held twice.
+    placed.then(|| {
+        part.into_iter()
+            .map(|t| (t.id.clone(), Box::new(t)))
+            .collect()
+    })
 }
 
 /// A regular file's bytes (never a FIFO's, which would block a read).

@@ -141,8 +141,14 @@ pub struct Pending {
 
 impl Pending {
     /// The rest of [`decide`] on the whole state (every live todo).
-    pub fn finish(self, state: &State, agent: &AgentId, goal: &Goal, now: Timestamp) -> Decision {
-        let Pending { mut d, own, gated } = self;
+    pub fn finish(
+        self: Box<Self>,
+        state: &State,
+        agent: &AgentId,
+        goal: &Goal,
+        now: Timestamp,
+    ) -> Decision {
+        let Pending { mut d, own, gated } = *self;
         let Some(a) = state.agents.get(agent) else {
             d.skip = Some(Reason::NotRegistered);
             return d;
@@ -188,7 +194,7 @@ pub fn decide_from_claims(
     agent: &AgentId,
     goal: &Goal,
     now: Timestamp,
-) -> Result<Decision, Pending> {
+) -> Result<Decision, Box<Pending>> {
     let mut d = Decision {
         skip: None,
         todo: None,
@@ -278,7 +284,7 @@ pub fn decide_from_claims(
             d.todo = Some((t, true));
             Ok(d)
         }
-        own => Err(Pending { d, own, gated }),
+        own => Err(Box::new(Pending { d, own, gated })),
     }
 }
 
