@@ -17,8 +17,9 @@
 //! The layout. A `head` file holds the tip (commit, tree, tick) and the
 //! state as `serde_json` of [`State`] itself (so a field added to the model
 //! flows through without a change here). Below [`SHARD_FROM`] live todos
-//! that is all. From there the todos are left out of the head and kept in
-//! shards, `todos-00`, `todos-01`, … (about [`PER_SHARD`] todos each, by
+//! that is all. From there the head keeps only the todos that have a claim
+//! (live or expired: what `should-run` reads first, [`read_claims_in`]),
+//! and every todo is kept in shards, `todos-00`, `todos-01`, … (about [`PER_SHARD`] todos each, by
 //! the first byte of the id, so the shards in order are the todos in id
 //! order). Every file's header names the commit it was written at; the
 //! head lists, for each shard, that commit and the shard's checksum. A tick
@@ -45,10 +46,12 @@ use std::sync::OnceLock;
 
 use crate::model::files::Touched;
 use crate::model::{Entities, FORMAT, State, Todo, TodoId};
+use crate::op::board::{self, Counts};
 use crate::store::{Oid, Store, Tip};
+use crate::time::Timestamp;
 
 /// Bumped when the layout of the cache files changes.
-const LAYOUT: u32 = 2;
+const LAYOUT: u32 = 3;
 /// The first line of a head file.
 const MAGIC: &str = "loopx-cache";
 /// The first line of a shard of todos.
@@ -181,9 +184,84 @@ pub fn read(store: &Store, commit: Oid) -> Option<(Tip, State)> {
     read_in(store.common_dir(), store.state_ref(), commit)
 }
 
-/// [`read`] for the state ref `state_ref` of the repository whose git
-/// common dir is `common_dir`, without opening it (`crate::fast`).
-pub fn read_in(common_dir: &Path, state_ref: &str, commit: Oid) -> Option<(Tip, State)> {
+/// What the head alone holds: the state with, once sharded, only its
+/// claimed todos (see [`read_claims_in`]).
+pub struct Claims {
+    pub tip: Tip,
+    /// The state; while `complete` is false its todos are only those with
+    /// a claim (live or expired), every other entity whole.
+    pub state: State,
+    /// Whether `state` holds every live todo (an unsharded cache).
+    pub complete: bool,
+    /// The board's counts of every live todo (a sharded head keeps them),
+    /// exact at any time when each claim is as live as it was at
+    /// [`CountsAt::at`] ([`Claims::counts_at`]).
+    counts: Option<CountsAt>,
+}
+
+impl Claims {
+    /// The whole state (read from the tree, or an unsharded cache).
+    pub fn whole(tip: Tip, state: State) -> Claims {
+        Claims {
+            tip,
+            state,
+            complete: true,
+            counts: None,
+        }
+    }
+
+    /// The board's counts of every live todo at `now`, when the head holds
+    /// counts that hold then: every claim (the head holds them all) is
+    /// live at `now` exactly when it was at the time they were counted, so
+    /// every todo stands where it stood (readiness moves with time only
+    /// through a lease's end).
+    pub fn counts_at(&self, now: Timestamp) -> Option<Counts> {
+        let c = self.counts.as_ref()?;
+        let then = Timestamp::from_unix(c.at);
+        let skew = self.state.meta.settings.clock_skew;
+        self.state
+            .todos
+            .values()
+            .all(|t| t.live_claim(now, skew).is_some() == t.live_claim(then, skew).is_some())
+            .then(|| c.counts.clone())
+    }
+}
+
+/// A sharded head's counts, and when (unix seconds) they were counted.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+struct CountsAt {
+    at: i64,
+    counts: Counts,
+}
+
+/// A sharded head's body: the state with its claimed todos, and the
+/// board's counts of every todo.
+#[derive(serde::Deserialize)]
+struct HeadBody {
+    state: State,
+    counts: CountsAt,
+}
+
+/// [`HeadBody`] to write, borrowing the state.
+#[derive(serde::Serialize)]
+struct HeadBodyRef<'a> {
+    state: &'a State,
+    counts: &'a CountsAt,
+}
+
+/// A head file read: its folder, tip, the shards' table, the state it
+/// holds (every todo when unsharded, else the claimed ones) and, when
+/// sharded, the board's counts.
+struct Head {
+    folder: PathBuf,
+    tip: Tip,
+    shards: Vec<ShardRef>,
+    state: State,
+    counts: Option<CountsAt>,
+}
+
+/// The head of the cache at `commit`.
+fn read_head(common_dir: &Path, state_ref: &str, commit: Oid) -> Option<Head> {
     let key = build_key()?;
     let folder = folder_in(common_dir, state_ref);
     let bytes = read_regular(&head_path(&folder))?;
@@ -191,19 +269,64 @@ pub fn read_in(common_dir: &Path, state_ref: &str, commit: Oid) -> Option<(Tip, 
     if tip.commit != commit {
         return None;
     }
-    let mut state: State = serde_json::from_slice(body).ok()?;
-    drop(bytes);
+    let (state, counts) = if shards.is_empty() {
+        (serde_json::from_slice(body).ok()?, None)
+    } else {
+        let b: HeadBody = serde_json::from_slice(body).ok()?;
+        (b.state, Some(b.counts))
+    };
+    // A sharded head holds exactly the claimed todos; an unsharded one
+    // every todo.
+    if !shards.is_empty() && state.todos.values().any(|t| t.claim.is_none()) {
+        return None;
+    }
+    Some(Head {
+        folder,
+        tip,
+        shards,
+        state,
+        counts,
+    })
+}
+
+/// [`read_claims_in`] of `store`'s state ref.
+pub fn read_claims(store: &Store, commit: Oid) -> Option<Claims> {
+    read_claims_in(store.common_dir(), store.state_ref(), commit)
+}
+
+/// The state at `commit` from the cache's head alone, without a shard:
+/// what `should-run` reads first (`crate::op::turn::decide_from_claims`
+/// answers from the claimed todos, which are most often all it needs).
+/// None on any miss, like [`read_in`].
+pub fn read_claims_in(common_dir: &Path, state_ref: &str, commit: Oid) -> Option<Claims> {
+    let head = read_head(common_dir, state_ref, commit)?;
+    Some(Claims {
+        tip: head.tip,
+        state: head.state,
+        complete: head.shards.is_empty(),
+        counts: head.counts,
+    })
+}
+
+/// [`read`] for the state ref `state_ref` of the repository whose git
+/// common dir is `common_dir`, without opening it (`crate::fast`).
+pub fn read_in(common_dir: &Path, state_ref: &str, commit: Oid) -> Option<(Tip, State)> {
+    let key = build_key()?;
+    let Head {
+        folder,
+        tip,
+        shards,
+        mut state,
+        ..
+    } = read_head(common_dir, state_ref, commit)?;
     if shards.is_empty() {
         return Some((tip, state));
-    }
-    if !state.todos.is_empty() {
-        return None;
     }
     let n = shards.len();
     let one = |i: usize| read_shard(&folder, key, i, &shards);
     // Two cores parse the shards of a large state in half the time: the
     // odd ones on a second thread.
-    let parts: Vec<Option<Vec<Todo>>> =
+    let parts: Vec<Option<Part>> =
         if n >= 2 && std::thread::available_parallelism().is_ok_and(|p| p.get() >= 2) {
             std::thread::scope(|s| {
                 let odd = s.spawn(|| (1..n).step_by(2).map(one).collect::<Vec<_>>());
@@ -227,24 +350,39 @@ pub fn read_in(common_dir: &Path, state_ref: &str, commit: Oid) -> Option<(Tip, 
     let total = parts.iter().flatten().map(Vec::len).sum();
     let mut todos: Vec<(TodoId, Box<Todo>)> = Vec::with_capacity(total);
     for part in parts {
-        todos.extend(part?.into_iter().map(|t| (t.id.clone(), Box::new(t))));
+        todos.extend(part?);
     }
+    // Built from sorted entries in bulk: full nodes.
     let todos: BTreeMap<TodoId, Box<Todo>> = todos.into_iter().collect();
+    // The head's claimed todos are the shards' ones, the same.
+    let claimed = todos.values().filter(|t| t.claim.is_some());
+    if !claimed.map(|t| &**t).eq(state.todos.values()) {
+        return None;
+    }
     state.todos = Entities::from_boxed(todos);
     Some((tip, state))
 }
 
+/// One shard's todos, boxed as the state's map holds them.
+type Part = Vec<(TodoId, Box<Todo>)>;
+
 /// The todos of shard `i` of the head's table `shards`, when its file is
 /// whole, is the one the head names, and holds only todos of that shard
 /// in strictly increasing id order (so none is misplaced or counted twice).
-fn read_shard(folder: &Path, key: &str, i: usize, shards: &[ShardRef]) -> Option<Vec<Todo>> {
+fn read_shard(folder: &Path, key: &str, i: usize, shards: &[ShardRef]) -> Option<Part> {
     let n = shards.len();
     let bytes = read_regular(&shard_path(folder, i))?;
     let body = parse_shard(key, &bytes, i, n, &shards[i])?;
     let part: Vec<Todo> = serde_json::from_slice(body).ok()?;
+    drop(bytes);
     let placed =
         part.iter().all(|t| shard_of(&t.id, n) == i) && part.windows(2).all(|w| w[0].id < w[1].id);
-    placed.then_some(part)
+    // Boxed shard by shard, so only one shard's todos are ever held twice.
+    placed.then(|| {
+        part.into_iter()
+            .map(|t| (t.id.clone(), Box::new(t)))
+            .collect()
+    })
 }
 
 /// A regular file's bytes (never a FIFO's, which would block a read).
@@ -483,10 +621,33 @@ fn write_head(
     let body = if shards.is_empty() {
         serde_json::to_vec(state)
     } else {
-        // A copy without the todos: it shares every other entity.
+        // A copy with only the claimed todos (what `should-run` reads
+        // first, `read_claims_in`): it shares every other entity.
         let mut rest = state.clone();
-        rest.todos = Entities::new();
-        serde_json::to_vec(&rest)
+        rest.todos = state
+            .todos
+            .iter()
+            .filter(|(_, t)| t.claim.is_some())
+            .map(|(k, t)| (k.clone(), t.clone()))
+            .collect();
+        // The board's counts (`Claims::counts_at`) as of the newest
+        // claim's start: every claim live at a later time was live then,
+        // and the same bytes from the same state, whenever written.
+        let at = rest
+            .todos
+            .values()
+            .filter_map(|t| t.claim.as_ref())
+            .map(|c| c.since)
+            .max()
+            .unwrap_or(Timestamp::from_unix(0));
+        let counts = CountsAt {
+            at: at.unix(),
+            counts: board::counts(state, at),
+        };
+        serde_json::to_vec(&HeadBodyRef {
+            state: &rest,
+            counts: &counts,
+        })
     }
     .map_err(std::io::Error::other)?;
     let mut header = format!(

@@ -165,6 +165,12 @@ impl Fast {
     pub fn cached(&self) -> Option<(Tip, State)> {
         crate::cache::read_in(&self.git_dir, &self.state_ref, self.tip()?)
     }
+
+    /// The cache's head at the state ref's commit (the state with only its
+    /// claimed todos once the cache is sharded), on a hit.
+    pub fn cached_claims(&self) -> Option<crate::cache::Claims> {
+        crate::cache::read_claims_in(&self.git_dir, &self.state_ref, self.tip()?)
+    }
 }
 
 /// Only full hex ids (SHA-1 or SHA-256), lowercase as git writes them.

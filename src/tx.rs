@@ -151,6 +151,22 @@ pub fn load(repo: &Repo) -> Result<Snapshot> {
     Ok(snap)
 }
 
+/// What [`load_claims`] reads: the state with at least its claimed todos.
+pub use crate::cache::Claims;
+
+/// [`load`] for a reader that needs only the claimed todos first
+/// (`should-run`, `status`): the cache's head alone when it holds the tip
+/// ([`cache::read_claims`]), else the whole state as [`load`] reads it.
+pub fn load_claims(repo: &Repo) -> Result<cache::Claims> {
+    if let Some(id) = repo.store().tip_id()?
+        && let Some(claims) = cache::read_claims(repo.store(), id)
+    {
+        return Ok(claims);
+    }
+    let Snapshot { tip, state } = load(repo)?;
+    Ok(cache::Claims::whole(tip, state))
+}
+
 /// The state ref names a commit that cannot be read: says how to put back
 /// the last good one.
 fn unreadable_tip(repo: &Repo, e: anyhow::Error) -> anyhow::Error {

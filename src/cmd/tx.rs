@@ -54,6 +54,16 @@ pub fn load(ctx: &Ctx) -> Result<Snapshot> {
     crate::tx::load(ctx.repo()?)
 }
 
+/// The state with at least every claimed todo (`should-run`'s first
+/// read): the cache's head alone when the fast start-up path holds the tip
+/// ([`crate::fast::Fast::cached_claims`]), else [`crate::tx::load_claims`].
+pub fn load_claims(ctx: &Ctx) -> Result<Claims> {
+    if let Some(claims) = ctx.fast().and_then(crate::fast::Fast::cached_claims) {
+        return Ok(claims);
+    }
+    crate::tx::load_claims(ctx.repo()?)
+}
+
 /// Reads the state at a commit.
 pub fn load_at(ctx: &Ctx, tip: Tip) -> Result<Snapshot> {
     crate::tx::load_at(ctx.repo()?, tip)

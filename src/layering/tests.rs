@@ -40,7 +40,8 @@ pub(super) const ALLOWED: &[(&str, &[&str])] = &[
     // The allowed signers and the signing exemption, as data (read from
     // the settings and the allowed-signers file).
     ("signing", &["config", "error", "op", "store", "time"]),
-    ("cache", &["model", "store"]),
+    // The board's counts kept in a sharded head (`op::board::counts`).
+    ("cache", &["model", "op", "store", "time"]),
     // The start-up path that reads the state ref and the cache as files.
     ("fast", &["cache", "config", "model", "store"]),
     ("run", &["model", "queue", "redact", "time"]),

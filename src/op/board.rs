@@ -132,7 +132,7 @@ pub struct GoalBoard<'s> {
 
 /// How many todos stand where. `ready` overlaps the others (a ready todo
 /// is also counted as open).
-#[derive(Debug, Default, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Default, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Counts {
     pub ready: usize,
     pub open: usize,
@@ -241,6 +241,54 @@ pub fn failed_check(change: &Change) -> bool {
     }
 }
 
+/// A todo's column and whether some active agent may take it now.
+fn place(
+    state: &State,
+    t: &Todo,
+    active: &[&Agent],
+    now: Timestamp,
+    scoped: &rules::Scoped,
+) -> (Column, bool) {
+    let ready = active
+        .iter()
+        .any(|a| rules::ready_with(state, t, a, now, scoped).is_ok());
+    let pending = || {
+        t.after
+            .iter()
+            .filter_map(|a| state.todos.get(a))
+            .any(|x| x.status != TodoStatus::Done)
+    };
+    let column = match t.status {
+        // An `after` no longer in the live set was archived: done.
+        TodoStatus::Open if pending() => Column::Waiting,
+        TodoStatus::Open if ready => Column::Ready,
+        TodoStatus::Open => Column::Open,
+        TodoStatus::Claimed => Column::Claimed,
+        TodoStatus::Blocked => Column::Blocked,
+        TodoStatus::Deferred => Column::Deferred,
+        TodoStatus::Done => Column::Done,
+    };
+    (column, ready)
+}
+
+/// The board's [`Counts`] of every live todo at `now` (`derive`'s
+/// `counts`), without the cards: what the state cache keeps beside its
+/// head, so `status` shows them without reading every todo.
+pub fn counts(state: &State, now: Timestamp) -> Counts {
+    let active: Vec<&Agent> = state
+        .agents
+        .values()
+        .filter(|a| a.status == AgentStatus::Active)
+        .collect();
+    let scoped = rules::Scoped::of(state);
+    let mut c = Counts::default();
+    for t in state.todos.values() {
+        let (column, ready) = place(state, t, &active, now, &scoped);
+        tally(&mut c, column, ready);
+    }
+    c
+}
+
 /// The board of `state` at `now`, with `ticks` (newest first) for the
 /// timeline and each agent's last tick.
 pub fn derive<'s>(state: &'s State, now: Timestamp, ticks: &'s [TickLine]) -> Board<'s> {
@@ -268,19 +316,7 @@ pub fn derive<'s>(state: &'s State, now: Timestamp, ticks: &'s [TickLine]) -> Bo
             .filter_map(|a| state.todos.get(a))
             .filter(|x| x.status != TodoStatus::Done)
             .collect();
-        let ready = active
-            .iter()
-            .any(|a| rules::ready_with(state, t, a, now, &scoped).is_ok());
-        let column = match t.status {
-            // An `after` no longer in the live set was archived: done.
-            TodoStatus::Open if !pending.is_empty() => Column::Waiting,
-            TodoStatus::Open if ready => Column::Ready,
-            TodoStatus::Open => Column::Open,
-            TodoStatus::Claimed => Column::Claimed,
-            TodoStatus::Blocked => Column::Blocked,
-            TodoStatus::Deferred => Column::Deferred,
-            TodoStatus::Done => Column::Done,
-        };
+        let (column, ready) = place(state, t, &active, now, &scoped);
         let gates: Vec<&Gate> = state
             .gates
             .values()
@@ -419,7 +455,11 @@ pub fn derive<'s>(state: &'s State, now: Timestamp, ticks: &'s [TickLine]) -> Bo
 }
 
 fn count(c: &mut Counts, card: &Card) {
-    match card.column {
+    tally(c, card.column, card.ready);
+}
+
+fn tally(c: &mut Counts, column: Column, ready: bool) {
+    match column {
         Column::Ready | Column::Open => c.open += 1,
         Column::Waiting => c.waiting += 1,
         Column::Claimed => c.claimed += 1,
@@ -427,7 +467,7 @@ fn count(c: &mut Counts, card: &Card) {
         Column::Deferred => c.deferred += 1,
         Column::Done => c.done += 1,
     }
-    if card.ready {
+    if ready {
         c.ready += 1;
     }
 }

@@ -121,6 +121,80 @@ pub struct Decision {
 /// todo (own claim first, else the best ready one), the gates that concern
 /// the agent and the slots left.
 pub fn decide(state: &State, agent: &AgentId, goal: &Goal, now: Timestamp) -> Decision {
+    match decide_from_claims(state, agent, goal, now) {
+        Ok(d) => d,
+        Err(pending) => pending.finish(state, agent, goal, now),
+    }
+}
+
+/// A [`decide`] that needs more than the claimed todos: the best ready
+/// todo (no own claim the agent may work on), or the digest of a
+/// no-change check. [`Pending::finish`] completes it on the whole state.
+#[derive(Clone, Debug)]
+pub struct Pending {
+    d: Decision,
+    /// The own claim to work on, when there is one.
+    own: Option<TodoId>,
+    /// The open gate on the agent's first gated claim.
+    gated: Option<(GateId, String)>,
+}
+
+impl Pending {
+    /// The rest of [`decide`] on the whole state (every live todo).
+    pub fn finish(
+        self: Box<Self>,
+        state: &State,
+        agent: &AgentId,
+        goal: &Goal,
+        now: Timestamp,
+    ) -> Decision {
+        let Pending { mut d, own, gated } = *self;
+        let Some(a) = state.agents.get(agent) else {
+            d.skip = Some(Reason::NotRegistered);
+            return d;
+        };
+        d.todo = match own {
+            Some(t) => Some((t, true)),
+            None => match rules::best_ready(state, a, Some(&goal.id), now) {
+                Ok(t) => Some((t.id.clone(), false)),
+                Err(r) => {
+                    d.skip = Some(match gated {
+                        Some((gate, question)) => Reason::GateOpen { gate, question },
+                        None => Reason::NothingReady { detail: r.message },
+                    });
+                    return d;
+                }
+            },
+        };
+        if no_change_check(state, agent, goal)
+            .is_some_and(|last| last == digest(state, agent, &goal.id, now))
+        {
+            d.skip = Some(Reason::NoChange);
+        }
+        d
+    }
+}
+
+/// The digest of the agent's last turn, when it ended unchanged on `goal`
+/// (then [`decide`] compares it with the [`digest`] of now).
+fn no_change_check<'s>(state: &'s State, agent: &AgentId, goal: &Goal) -> Option<&'s str> {
+    let last = state.agents.get(agent)?.last_turn.as_ref()?;
+    (last.outcome == Outcome::Unchanged && last.goal == goal.id).then_some(last.digest.as_str())
+}
+
+/// [`decide`] as far as it goes without reading any todo that has no
+/// claim: Ok with the whole answer, else what is decided so far. A state
+/// whose todos are only the claimed ones (the state cache's head,
+/// `crate::cache::read_claims_in`) gives the same answer as the whole
+/// state: every todo read here has a claim (the agent's own claims, the
+/// todo of a gate that blocks one, which is absent or unclaimed alike for
+/// [`rules::gate_concerns`]).
+pub fn decide_from_claims(
+    state: &State,
+    agent: &AgentId,
+    goal: &Goal,
+    now: Timestamp,
+) -> Result<Decision, Box<Pending>> {
     let mut d = Decision {
         skip: None,
         todo: None,
@@ -136,7 +210,7 @@ pub fn decide(state: &State, agent: &AgentId, goal: &Goal, now: Timestamp) -> De
         .filter(|a| a.status == AgentStatus::Active)
     else {
         d.skip = Some(Reason::NotRegistered);
-        return d;
+        return Ok(d);
     };
     match goal.status {
         GoalStatus::Paused => d.skip = Some(Reason::GoalPaused),
@@ -147,19 +221,19 @@ pub fn decide(state: &State, agent: &AgentId, goal: &Goal, now: Timestamp) -> De
         }
     }
     if d.skip.is_some() {
-        return d;
+        return Ok(d);
     }
     match super::park::standing(state, a, goal, now) {
         super::park::Standing::Free => {}
         super::park::Standing::Waiting { until, reason } => {
             d.skip = Some(Reason::WaitUntil { until, reason });
-            return d;
+            return Ok(d);
         }
         // An open gate asks for the go: the gate-open answer below says so.
         super::park::Standing::NeedsGo { gate: Some(g), .. } if state.gates[&g].is_open() => {}
         super::park::Standing::NeedsGo { until, gate } => {
             d.skip = Some(Reason::AwaitingGo { until, gate });
-            return d;
+            return Ok(d);
         }
     }
     if let Some(g) = state.gates.values().find(|g| {
@@ -174,11 +248,11 @@ pub fn decide(state: &State, agent: &AgentId, goal: &Goal, now: Timestamp) -> De
             gate: g.id.clone(),
             question: g.question.clone(),
         });
-        return d;
+        return Ok(d);
     }
     if let Some((gate, todo)) = super::progress::stalled(state, agent, &goal.id) {
         d.skip = Some(Reason::Stalled { gate, todo });
-        return d;
+        return Ok(d);
     }
     let s = slots(state, agent, goal, now);
     d.slots = Some(s);
@@ -186,7 +260,7 @@ pub fn decide(state: &State, agent: &AgentId, goal: &Goal, now: Timestamp) -> De
         d.skip = Some(Reason::QuotaExhausted {
             frees_at: s.frees_at.unwrap_or(now),
         });
-        return d;
+        return Ok(d);
     }
     // Own claims first; one covered by an open gate waits for its answer.
     let mut own: Vec<&crate::model::Todo> = state
@@ -197,31 +271,21 @@ pub fn decide(state: &State, agent: &AgentId, goal: &Goal, now: Timestamp) -> De
         })
         .collect();
     own.sort_by(|x, y| rules::pick_order(x, y));
-    let gated = own.iter().find_map(|t| rules::gate_on(state, t, a));
-    d.todo = match own.iter().find(|t| rules::gate_on(state, t, a).is_none()) {
-        Some(t) => Some((t.id.clone(), true)),
-        None => match rules::best_ready(state, a, Some(&goal.id), now) {
-            Ok(t) => Some((t.id.clone(), false)),
-            Err(r) => {
-                d.skip = Some(match gated {
-                    Some(g) => Reason::GateOpen {
-                        gate: g.id.clone(),
-                        question: g.question.clone(),
-                    },
-                    None => Reason::NothingReady { detail: r.message },
-                });
-                return d;
-            }
-        },
-    };
-    if let Some(last) = &a.last_turn
-        && last.outcome == Outcome::Unchanged
-        && last.goal == goal.id
-        && last.digest == digest(state, agent, &goal.id, now)
-    {
-        d.skip = Some(Reason::NoChange);
+    let gated = own
+        .iter()
+        .find_map(|t| rules::gate_on(state, t, a))
+        .map(|g| (g.id.clone(), g.question.clone()));
+    let own = own
+        .iter()
+        .find(|t| rules::gate_on(state, t, a).is_none())
+        .map(|t| t.id.clone());
+    match own {
+        Some(t) if no_change_check(state, agent, goal).is_none() => {
+            d.todo = Some((t, true));
+            Ok(d)
+        }
+        own => Err(Box::new(Pending { d, own, gated })),
     }
-    d
 }
 
 /// A hash of what concerns an agent on a goal: its claims, the todos it

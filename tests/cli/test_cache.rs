@@ -628,3 +628,163 @@ fn race(shard_from: Option<&str>) {
         assert_eq!(t["status"], "done", "{t}");
     }
 }
+
+/// should-run for an agent with a claim to work on reads the cache's head
+/// alone (it holds the claimed todos): with every shard gone it answers as
+/// a cold read does and leaves them gone; an agent without a claim needs
+/// the shards (the best ready todo), finds them missing and rebuilds them.
+/// A damaged head (a flipped bit in its claimed todo, truncated, empty,
+/// missing) is a miss for both, never a wrong answer (an older tick's head:
+/// `a_tick_rewrites_one_shard_and_a_torn_update_is_never_read`).
+#[test]
+fn should_run_on_an_own_claim_reads_the_head_alone() {
+    let (env, todos) = sharded_board();
+    let cold = || {
+        let _ = std::fs::remove_dir_all(folder(&env));
+    };
+    let ask = |agent: &str| {
+        let mut c: Command = env.spawner().command();
+        c.env("LOOPX_NOW", "2026-12-01T12:00:00Z")
+            .env("LOOPX_SEED", "cache")
+            .env(loopx::cache::SHARD_VAR, SHARD_FROM)
+            .env("LOOPX_AGENT", agent);
+        let out = run(c.args(["quota", "should-run", "--json"]));
+        assert!(!out.stderr.contains("cache"), "{}", out.stderr);
+        (out.code, out.stdout)
+    };
+    cold();
+    let want_a = ask("agent-a");
+    assert!(
+        want_a.1.contains(&todos[0]),
+        "agent-a's own claim: {}",
+        want_a.1
+    );
+    cold();
+    let want_b = ask("agent-b");
+    assert!(!want_b.1.contains(&todos[0]), "{}", want_b.1);
+    sharded(&env, None, &["status"]).ok();
+    let good = files(&env);
+    let head_only: BTreeMap<String, Vec<u8>> = good
+        .iter()
+        .filter(|(k, _)| *k == "head")
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    restore(&env, &head_only);
+    assert_eq!(ask("agent-a"), want_a, "from the head alone");
+    assert!(files(&env) == head_only, "no shard read, none rebuilt");
+    assert_eq!(ask("agent-b"), want_b, "the shards were missing: a miss");
+    assert!(files(&env) == good, "rebuilt whole");
+    // The head holds agent-a's claimed todo: damage it.
+    let head = &good["head"];
+    let body_at = head.windows(2).position(|w| w == b"\n\n").unwrap() + 2;
+    let at = body_at
+        + head[body_at..]
+            .windows(todos[0].len())
+            .position(|w| w == todos[0].as_bytes())
+            .expect("the claimed todo is in the head");
+    let mut flipped = head.clone();
+    flipped[at + 3] ^= 0x01;
+    for (what, content) in [
+        ("a flipped bit in the claimed todo", Some(flipped)),
+        ("truncated", Some(head[..head.len() - 1].to_vec())),
+        ("zero-length", Some(Vec::new())),
+        ("missing", None),
+    ] {
+        for (agent, want) in [("agent-a", &want_a), ("agent-b", &want_b)] {
+            restore(&env, &good);
+            let path = folder(&env).join("head");
+            match &content {
+                Some(c) => std::fs::write(&path, c).unwrap(),
+                None => std::fs::remove_file(&path).unwrap(),
+            }
+            assert_eq!(&ask(agent), want, "{agent}, the head {what}");
+            assert!(files(&env) == good, "{agent}, the head {what}: rebuilt");
+        }
+    }
+}
+
+/// `status` shows the counts a sharded head keeps, from the head alone,
+/// when every claim is as live now as when they were counted (the newest
+/// claim's start); at a time when a lease has ended since, it reads every
+/// todo. Either way it answers as a cold read at that time does.
+#[test]
+fn status_counts_from_the_head_hold_at_any_time() {
+    let (env, todos) = sharded_board();
+    // agent-b's claim beside agent-a's.
+    sharded(&env, Some("agent-b"), &["todo", "claim", &todos[1]]).ok();
+    let wall = String::from_utf8(
+        Command::new("date")
+            .args(["-u", "+%Y-%m-%dT%H:%M:%SZ"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let wall = wall.trim();
+    let status = |now: &str| {
+        let mut c: Command = env.spawner().command();
+        c.env("LOOPX_NOW", now)
+            .env(loopx::cache::SHARD_VAR, SHARD_FROM);
+        let out = run(c.args(["status", "--json"]));
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        out.stdout
+    };
+    let cold = || {
+        let _ = std::fs::remove_dir_all(folder(&env));
+    };
+    sharded(&env, None, &["todo", "list"]).ok();
+    let good = files(&env);
+    let head_only: BTreeMap<String, Vec<u8>> = good
+        .iter()
+        .filter(|(k, _)| *k == "head")
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    // Which claims are live at a time, from a cold status at that time.
+    let expired = |json: &str| -> Vec<bool> {
+        let v: serde_json::Value = serde_json::from_str(json).unwrap();
+        v["claims"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["expired"].as_bool().unwrap())
+            .collect()
+    };
+    cold();
+    let at_wall = status(wall);
+    let lease_end = {
+        let v: serde_json::Value = serde_json::from_str(&at_wall).unwrap();
+        v["claims"][0]["lease_until"].as_str().unwrap().to_owned()
+    };
+    // The counts were counted as of the newest claim's start, when both
+    // claims (agent-b's minutes after agent-a's) were live: they hold at a
+    // time when both still are, and only then.
+    let (mut heads, mut misses) = (0, 0);
+    for now in [
+        wall.to_owned(),
+        lease_end.replace('Z', "").get(..16).unwrap().to_owned() + ":00Z",
+        "2020-01-01T00:00:00Z".to_owned(),
+        "2099-01-01T00:00:00Z".to_owned(),
+    ] {
+        cold();
+        let want = status(&now);
+        restore(&env, &head_only);
+        assert_eq!(status(&now), want, "at {now}");
+        let from_head = expired(&want).iter().all(|e| !e);
+        assert_eq!(
+            files(&env) == head_only,
+            from_head,
+            "at {now}: from the head alone: {from_head}"
+        );
+        if from_head {
+            heads += 1;
+        } else {
+            misses += 1;
+        }
+    }
+    assert!(
+        heads >= 2 && misses >= 1,
+        "{heads} from the head, {misses} not"
+    );
+    let v: serde_json::Value = serde_json::from_str(&status(wall)).unwrap();
+    assert_eq!(v["counts"]["claimed"], 2, "{v}");
+}

@@ -119,10 +119,39 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         let report = crate::cmd::sync_remote(ctx, None)?;
         ctx.out.status(&crate::cmd::wire::human(&report));
     }
-    let snap = tx::load(ctx)?;
+    // The cache's head first: its claimed todos most often answer (an
+    // own claim to work on); else the whole state, read at the tip again
+    // and decided from the start, so no answer mixes two states.
+    let claims = tx::load_claims(ctx)?;
+    let first = {
+        let state = &claims.state;
+        let goal = state.goal(pick_goal(ctx, state, args.goal.as_deref())?.as_str())?;
+        turn::decide_from_claims(state, agent, goal, ctx.now)
+    };
+    let (snap, d) = match first {
+        Ok(d) => (
+            tx::Snapshot {
+                tip: claims.tip,
+                state: claims.state,
+            },
+            Some(d),
+        ),
+        Err(pending) if claims.complete => {
+            let snap = tx::Snapshot {
+                tip: claims.tip,
+                state: claims.state,
+            };
+            let goal = snap
+                .state
+                .goal(pick_goal(ctx, &snap.state, args.goal.as_deref())?.as_str())?;
+            let d = pending.finish(&snap.state, agent, goal, ctx.now);
+            (snap, Some(d))
+        }
+        Err(_) => (tx::load(ctx)?, None),
+    };
     let state = &snap.state;
     let goal = state.goal(pick_goal(ctx, state, args.goal.as_deref())?.as_str())?;
-    let d = turn::decide(state, agent, goal, ctx.now);
+    let d = d.unwrap_or_else(|| turn::decide(state, agent, goal, ctx.now));
     let reason = d.skip.as_ref().map(|r| {
         let mut w = ReasonWire {
             code: r.code(),

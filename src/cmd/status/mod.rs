@@ -133,7 +133,10 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     if let Some(file) = &args.html {
         return html::run(ctx, args, file);
     }
-    let view = View::read(ctx, args.at.as_ref(), RECENT, false)?;
+    let view = match &args.at {
+        None => View::read_counts(ctx, RECENT)?,
+        Some(at) => View::read(ctx, Some(at), RECENT, false)?,
+    };
     if !view.signers.enforced() {
         unsigned_hint_once(ctx);
     }
@@ -155,12 +158,36 @@ pub(crate) struct View {
     /// [`DAY_CAP`] beyond the recent ones).
     pub day: Vec<Timestamp>,
     pub signers: AllowedSigners,
+    /// The board's counts of every live todo, when `snap` holds only the
+    /// claimed todos (the state cache's head, [`View::read_counts`]).
+    counts: Option<Counts>,
 }
 
 /// How many ticks of the last day the hourly chart reads at most.
 pub(crate) const DAY_CAP: usize = 20_000;
 
 impl View {
+    /// [`View::read`] of the tip for the default `status`, which shows the
+    /// board's counts, its claims, gates, agents and quota but no card:
+    /// from the state cache's head alone when it holds counts that hold
+    /// now ([`crate::cache::Claims::counts_at`]), else every todo.
+    pub fn read_counts(ctx: &Ctx, recent: usize) -> Result<View> {
+        let claims = tx::load_claims(ctx)?;
+        let counts = (!claims.complete && !tx::goalref::is_shared_state(&claims.state))
+            .then(|| claims.counts_at(ctx.now))
+            .flatten();
+        let Some(counts) = counts else {
+            return View::read(ctx, None, recent, false);
+        };
+        let snap = tx::Snapshot {
+            tip: claims.tip,
+            state: claims.state,
+        };
+        let mut view = View::walk(ctx, snap, ctx.now, None, None, recent, false)?;
+        view.counts = Some(counts);
+        Ok(view)
+    }
+
     /// Reads the state (at `at`, or the tip) and its last `recent` ticks.
     pub fn read(ctx: &Ctx, at: Option<&Rev>, recent: usize, hours: bool) -> Result<View> {
         let (snap, now, tip_tick) = match at {
@@ -180,6 +207,19 @@ impl View {
                 (history::load(ctx.repo()?, &entry)?, at, Some(tip.tick))
             }
         };
+        View::walk(ctx, snap, now, tip_tick, at, recent, hours)
+    }
+
+    /// The view of `snap` at `now`, with its last ticks read.
+    fn walk(
+        ctx: &Ctx,
+        snap: tx::Snapshot,
+        now: Timestamp,
+        tip_tick: Option<u64>,
+        at: Option<&Rev>,
+        recent: usize,
+        hours: bool,
+    ) -> Result<View> {
         let signers = AllowedSigners::load(ctx.repo()?)?;
         let mut ticks = Vec::new();
         let mut day = Vec::new();
@@ -208,11 +248,19 @@ impl View {
             ticks,
             day,
             signers,
+            counts: None,
         })
     }
 
     pub fn board(&self) -> Board<'_> {
-        board::derive(&self.snap.state, self.now, &self.ticks)
+        let mut b = board::derive(&self.snap.state, self.now, &self.ticks);
+        if let Some(c) = &self.counts {
+            // Only the claimed todos were read: the counts are the head's,
+            // and no goal's cards are shown rather than some.
+            b.counts = c.clone();
+            b.goals.clear();
+        }
+        b
     }
 }
 

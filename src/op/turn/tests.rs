@@ -495,3 +495,147 @@ fn settle_refuses_nothing_to_record_and_a_nested_settle() {
         "nested-settle",
     );
 }
+
+// ------------------------------------------------------------ should-run from the claims
+
+/// `decide_from_claims` on a state that holds only the claimed todos (the
+/// state cache's head), finished on the whole state when it must be, gives
+/// exactly `decide`'s answer on the whole state: over a few thousand
+/// states that a random run of claims, releases, dones, adds (with
+/// `after` and scopes), gates and unchanged or advanced turns reaches,
+/// each asked by both agents at times before and after the leases end.
+#[test]
+fn deciding_from_the_claims_answers_as_the_whole_state_does() {
+    let mut s = board();
+    let mut seed: u64 = 29;
+    let mut next = move || {
+        seed = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = seed;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    };
+    let mut ids: Vec<String> = vec![T1.to_owned()];
+    let (mut head_only, mut finished, mut no_change, mut own) = (0, 0, 0, 0);
+    let mut minute = 2i64;
+    for step in 0..1500 {
+        minute += (next() % 4) as i64;
+        let at = t("2026-01-01T09:00:00Z")
+            .plus(Span::minutes(minute))
+            .to_string();
+        let who = if next() % 2 == 0 {
+            "agent-a"
+        } else {
+            "agent-b"
+        };
+        let pick = ids[(next() % ids.len() as u64) as usize].clone();
+        let epoch = s.todos.get(&tid(&pick)).map_or(0, |t| t.epoch);
+        let (actor, change) = match next() % 9 {
+            0 | 1 => (agent(who), claim(&pick, epoch, LEASE)),
+            2 => (agent(who), release(&pick, epoch)),
+            3 => (agent(who), done(&pick, epoch, None)),
+            4 => {
+                let hex = format!("{:08x}", next() as u32);
+                let after: Vec<&str> = if next() % 3 == 0 {
+                    vec![pick.as_str()]
+                } else {
+                    vec![]
+                };
+                let scope: &[&str] = if next() % 3 == 0 { &["src/**"] } else { &[] };
+                let mut c = add_with(&after, &[], scope, None);
+                if let Change::TodoAdd(a) = &mut c {
+                    a.todo = tid(&hex);
+                    a.title = format!("job {step}");
+                }
+                ids.push(hex);
+                (human(), c)
+            }
+            5 => {
+                let blocks = match next() % 3 {
+                    0 => Blocks::Todo(tid(&pick)),
+                    1 => Blocks::Agent(aid(who)),
+                    _ => Blocks::Goal,
+                };
+                let c = Change::GateOpen(crate::op::GateOpen {
+                    gate: GateId::from_hex(&format!("{:08x}", next() as u32)),
+                    goal: gid("main"),
+                    question: "Go on?".to_owned(),
+                    options: strings(&["yes", "no"]),
+                    kind: GateKind::Decision,
+                    blocks,
+                });
+                (human(), c)
+            }
+            6 => {
+                let open: Vec<GateId> = s
+                    .gates
+                    .values()
+                    .filter(|g| g.is_open())
+                    .map(|g| g.id.clone())
+                    .collect();
+                let Some(g) = open.first() else { continue };
+                let c = Change::GateAnswer(crate::op::GateAnswer {
+                    gate: g.clone(),
+                    choice: "yes".to_owned(),
+                    note: None,
+                });
+                (human(), c)
+            }
+            _ => {
+                let outcome = if next() % 2 == 0 {
+                    Outcome::Unchanged
+                } else {
+                    Outcome::Advanced
+                };
+                (agent(who), refresh(outcome, None, None))
+            }
+        };
+        let _ = apply(&mut s, &op(actor, &at, change));
+        let claimed: State = State {
+            todos: s
+                .todos
+                .iter()
+                .filter(|(_, t)| t.claim.is_some())
+                .map(|(k, t)| (k.clone(), t.clone()))
+                .collect(),
+            ..s.clone()
+        };
+        let goal = &s.goals[&gid("main")];
+        for who in ["agent-a", "agent-b"] {
+            for later in [0, 5, 11, 30] {
+                let now = t(&at).plus(Span::minutes(later));
+                let want = turn::decide(&s, &aid(who), goal, now);
+                assert_eq!(
+                    crate::op::board::counts(&s, now),
+                    crate::op::board::derive(&s, now, &[]).counts,
+                    "the counts alone, step {step}"
+                );
+                no_change += usize::from(
+                    want.skip == Some(turn::Reason::NoChange)
+                        && want.todo.as_ref().is_some_and(|(_, own)| *own),
+                );
+                own += usize::from(want.todo.as_ref().is_some_and(|(_, own)| *own));
+                let got = match turn::decide_from_claims(&claimed, &aid(who), goal, now) {
+                    Ok(d) => {
+                        head_only += 1;
+                        d
+                    }
+                    Err(p) => {
+                        finished += 1;
+                        p.finish(&s, &aid(who), goal, now)
+                    }
+                };
+                assert_eq!(
+                    format!("{got:?}"),
+                    format!("{want:?}"),
+                    "step {step}, {who} at +{later}m"
+                );
+            }
+        }
+    }
+    // Both ways are taken often.
+    assert!(
+        head_only > 1000 && finished > 1000 && no_change > 100 && own > 1000,
+        "{head_only} from the claims, {finished} finished, {no_change} no-change on an own claim, {own} own"
+    );
+}
