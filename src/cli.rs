@@ -42,6 +42,27 @@ pub struct Cli {
     pub command: Command,
 }
 
+impl Cli {
+    /// [`Parser::try_parse_from`] without dropping the command tree clap
+    /// built to parse: a command line is parsed once or twice per process
+    /// (`mcp --exec` parses its tool call's), and freeing every command's
+    /// arguments one by one cost about as much as building the chosen
+    /// command's (the process's exit returns the memory at once).
+    pub fn parse_once(args: &[std::ffi::OsString]) -> Result<Cli, clap::Error> {
+        use clap::{CommandFactory, FromArgMatches};
+        let mut command = Cli::command();
+        let parsed = command
+            .try_get_matches_from_mut(args)
+            .and_then(|mut matches| {
+                // As clap's own derive: its conversion errors say which
+                // command they are about.
+                Cli::from_arg_matches_mut(&mut matches).map_err(|e| e.format(&mut Cli::command()))
+            });
+        std::mem::forget(command);
+        parsed
+    }
+}
+
 /// How output meets the terminal: colour and the pager. Read by `lib` before
 /// the command runs (colour through anstream, as clap's own output).
 #[derive(clap::Args, Debug, Clone)]
@@ -147,27 +168,37 @@ mod tests {
     }
 
     /// `defer` leaves a command's own definition unbuilt until it is
-    /// entered, so `loopx --help` shows the variant's `///` line: it must
-    /// be there, and say what the command's own help says first.
+    /// entered, so `loopx --help` (and `loopx todo --help`) show the
+    /// variant's `///` line: it must be there, at every level, and say what
+    /// the command's own help says first.
     #[test]
     fn every_command_has_its_summary_before_it_is_built() {
+        fn check(unbuilt: &clap::Command, built: &clap::Command, path: &str) -> usize {
+            let mut checked = 0;
+            for sub in unbuilt.get_subcommands() {
+                let name = format!("{path} {}", sub.get_name());
+                let Some(about) = sub.get_about() else {
+                    panic!("{name} has no `///` line on its variant");
+                };
+                let full = built.find_subcommand(sub.get_name()).expect("built");
+                assert_eq!(
+                    about.to_string(),
+                    full.get_about()
+                        .map(ToString::to_string)
+                        .unwrap_or_default(),
+                    "{name}: the variant's summary differs from the command's own"
+                );
+                let mut full = full.clone();
+                full.build();
+                checked += 1 + check(sub, &full, &name);
+            }
+            checked
+        }
         let root = super::Cli::command();
         let mut built = root.clone();
         built.build();
-        for sub in root.get_subcommands() {
-            let name = sub.get_name();
-            let Some(about) = sub.get_about() else {
-                panic!("{name} has no `///` line on its variant in cmd::Command");
-            };
-            let full = built.find_subcommand(name).expect("built");
-            assert_eq!(
-                about.to_string(),
-                full.get_about()
-                    .map(ToString::to_string)
-                    .unwrap_or_default(),
-                "{name}: the variant's summary differs from the command's own"
-            );
-        }
+        // The top level's commands and the ones under them (todo claim, …).
+        assert!(check(&root, &built, "loopx") > 60);
     }
 
     #[test]

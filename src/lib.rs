@@ -52,8 +52,6 @@ pub mod verify;
 
 use std::process::ExitCode;
 
-use clap::Parser;
-
 use crate::error::{Exit, exit_of};
 use crate::output::{Out, is_broken_pipe};
 
@@ -85,7 +83,7 @@ pub fn main_from(args: impl IntoIterator<Item = std::ffi::OsString>) -> ExitCode
     if let Some(when) = cli::ColorWhen::scan(&args) {
         when.choice().write_global();
     }
-    let cli = match cli::Cli::try_parse_from(&args) {
+    let cli = match cli::Cli::parse_once(&args) {
         Ok(cli) => cli,
         Err(e) if e.use_stderr() && cli::is_hook_call(args.iter().cloned()) => {
             let first = e.to_string();

@@ -11,10 +11,15 @@ use crate::ctx::Ctx;
 use crate::error::Exit;
 
 #[derive(clap::Subcommand, Debug)]
+#[command(defer = true)]
 pub enum Command {
+    /// Register an agent so it may claim todos
     Register(register::Args),
+    /// List the registered agents and what they hold
     List(list::Args),
+    /// Show one agent and the claims it holds
     Show(show::Args),
+    /// Retire an agent: it may no longer act, and its claims are released
     Retire(retire::Args),
 }
 

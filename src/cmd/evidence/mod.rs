@@ -13,9 +13,13 @@ use crate::error::Exit;
 use crate::model::{GoalId, State, TodoId, evidence::Code};
 
 #[derive(clap::Subcommand, Debug)]
+#[command(defer = true)]
 pub enum Command {
+    /// Record evidence: what was checked, reviewed or produced
     Add(add::Args),
+    /// Run a command (no shell) and record it as evidence; exit 0 if it passed, 3 if not
     Run(run::Args),
+    /// List evidence, newest first
     List(list::Args),
 }
 

@@ -14,11 +14,17 @@ use crate::ctx::Ctx;
 use crate::error::Exit;
 
 #[derive(clap::Subcommand, Debug)]
+#[command(defer = true)]
 pub enum Command {
+    /// Open a gate: a question that blocks a scope until it is answered; prints its id
     Open(open::Args),
+    /// Answer a gate with one of its options
     Answer(answer::Args),
+    /// Withdraw a gate that is no longer needed; its scope is unblocked
     Withdraw(withdraw::Args),
+    /// List gates: open ones waiting on a human first
     List(list::Args),
+    /// Show one gate with its answer
     Show(show::Args),
 }
 

@@ -12,11 +12,18 @@ use crate::ctx::Ctx;
 use crate::error::Exit;
 
 #[derive(clap::Subcommand, Debug)]
+#[command(defer = true)]
 pub enum Command {
+    /// Add a goal (humans only)
     Add(add::Args),
+    /// List the goals
     List(list::Args),
+    /// Show one goal
     Show(show::Args),
+    /// Change a goal's objective, status, scope, guards, quota, resume policy, stall limit or budget (humans only)
     Set(set::Args),
+    /// Move each goal onto its own ref, the shared parts staying on
+    /// refs/loopx/state (humans only; format 6)
     Split(split::Args),
 }
 

@@ -27,9 +27,13 @@ use crate::hook::Runtime;
 pub use crate::hook::installer::*;
 
 #[derive(clap::Subcommand, Debug)]
+#[command(defer = true)]
 pub enum Command {
+    /// Wire agent runtimes (and git) to loopx: merge its hooks into their settings
     Install(install::Args),
+    /// Take loopx's hooks out of the runtimes' settings and git's hooks directory
     Uninstall(uninstall::Args),
+    /// Check the hooks: the loopx they run exists, files parse, known events, timeouts
     Doctor(doctor::Args),
 }
 

@@ -10,8 +10,11 @@ use crate::ctx::Ctx;
 use crate::error::Exit;
 
 #[derive(clap::Subcommand, Debug)]
+#[command(defer = true)]
 pub enum Command {
+    /// Guard this bare repository: refuse pushes to refs/loopx/* that forge or rewrite the state
     Install(install::Args),
+    /// Check the ref updates of a push (run by the hook `hub install` writes)
     #[command(hide = true)]
     PreReceive(pre_receive::Args),
 }

@@ -13,10 +13,15 @@ use crate::ctx::Ctx;
 use crate::error::Exit;
 
 #[derive(clap::Subcommand, Debug)]
+#[command(defer = true)]
 pub enum Command {
+    /// Make this clone's machine key and propose it in the state
     Setup(setup::Args),
+    /// List the machines, whom each may act for, and agents no machine covers
     List(list::Args),
+    /// Admit a proposed machine to act for some agents (a signed human act)
     Admit(admit::Args),
+    /// Revoke a machine: its later ticks are refused (a signed human act)
     Revoke(revoke::Args),
 }
 

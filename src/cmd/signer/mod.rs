@@ -14,11 +14,17 @@ use crate::ctx::Ctx;
 use crate::error::Exit;
 
 #[derive(clap::Subcommand, Debug)]
+#[command(defer = true)]
 pub enum Command {
+    /// Announce a signer's SSH public key in the state (a human act)
     Announce(announce::Args),
+    /// List announced signers and which keys this machine trusts
     List(list::Args),
+    /// Require every human act to be signed, on every machine (a signed human act)
     Require(require::Args),
+    /// Set up your signing key here and trust your teammates' keys (once per clone)
     Setup(setup::Args),
+    /// Trust an announced signer's key on this machine
     Trust(trust::Args),
 }
 

@@ -26,19 +26,33 @@ use crate::model::{State, Todo, TodoId};
 use crate::op::Change;
 
 #[derive(clap::Subcommand, Debug)]
+#[command(defer = true)]
 pub enum Command {
+    /// Add a todo and print its id
     Add(add::Args),
+    /// List todos, most urgent first
     List(list::Args),
+    /// Show one todo with its claim and notes
     Show(show::Args),
+    /// Claim a todo for the acting agent (registered agents only)
     Claim(claim::Args),
+    /// Extend your lease on a todo you hold
     Renew(renew::Args),
+    /// Hand a claimed todo to another agent, with a note it will see
     Handoff(handoff::Args),
+    /// Release your claim on a todo, so others may take it
     Release(release::Args),
+    /// Add a note to a todo or change its status
     Update(update::Args),
+    /// Change a todo's title, priority, `after` list or validation, or add a note
     Edit(edit::Args),
+    /// Mark a todo done (its owner, or anyone if it is unclaimed)
     Done(done::Args),
+    /// Open a done, blocked or deferred todo again
     Reopen(reopen::Args),
+    /// Move done todos to the archive, keeping the live state small
     Archive(archive::Args),
+    /// Trust a todo's validation command to run (a signed human act)
     Trust(trust::Args),
 }
 
