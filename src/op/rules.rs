@@ -339,6 +339,8 @@ pub fn best_ready<'s>(
             continue;
         }
         match ready_with(state, t, agent, now, &scoped) {
+            // A less urgent todo can never be better: not ranked (a hash).
+            Ok(()) if best.is_some_and(|(b, _)| t.priority > b.priority) => {}
             Ok(()) => {
                 let rank = spread_rank(&agent.id, &t.id);
                 let better = match best {
