@@ -134,7 +134,10 @@ fn first_in_pick_order(todos: &mut Vec<&Todo>, agent: &AgentId, n: usize) {
         .iter()
         .filter(|t| t.priority <= cut)
         .map(|t| {
-            let key = (t.priority, std::cmp::Reverse(rules::spread_rank(agent, &t.id)));
+            let key = (
+                t.priority,
+                std::cmp::Reverse(rules::spread_rank(agent, &t.id)),
+            );
             (key, *t)
         })
         .collect();
@@ -301,6 +304,7 @@ impl Brief {
 #[cfg(test)]
 mod tests {
     use super::super::test_support::*;
+    use super::{READY, build};
     use crate::op::TodoAdd;
 
     /// The order `todo claim --next` picks in, by a full sort: what the
@@ -330,10 +334,16 @@ mod tests {
             // T1 is claimed by agent-b: never ready for agent-a.
             ok(
                 &mut s,
-                &op(agent("agent-b"), "2026-01-01T09:30:00Z", claim(T1, 0, Span::hours(2))),
+                &op(
+                    agent("agent-b"),
+                    "2026-01-01T09:30:00Z",
+                    claim(T1, 0, Span::hours(2)),
+                ),
             );
             for i in 0..size {
-                let priority: Priority = format!("P{}", (i * 7) % 3 + usize::from(size > 5)).parse().unwrap();
+                let priority: Priority = format!("P{}", (i * 7) % 3 + usize::from(size > 5))
+                    .parse()
+                    .unwrap();
                 let change = Change::TodoAdd(TodoAdd::new(
                     tid(&format!("{:08x}", 0x1000 + i * 37)),
                     gid("main"),
@@ -350,7 +360,11 @@ mod tests {
                 let first: Vec<TodoId> = want.iter().take(READY).map(|t| t.id.clone()).collect();
                 assert_eq!(got, first, "{size} todos, {who}");
                 let picked = rules::best_ready(&s, &s.agents[&id], None, now).ok();
-                assert_eq!(picked.map(|t| &t.id), want.first().map(|t| &t.id), "{size} todos, {who}");
+                assert_eq!(
+                    picked.map(|t| &t.id),
+                    want.first().map(|t| &t.id),
+                    "{size} todos, {who}"
+                );
             }
         }
     }
