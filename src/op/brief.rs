@@ -176,7 +176,8 @@ pub fn build(
         .collect();
     let mut claims: Vec<_> = state
         .todos
-        .values()
+        .iter()
+        .map(|(_, t)| t)
         .filter(|t| {
             t.goal == goal.id && t.status == TodoStatus::Claimed && t.owner() == Some(agent)
         })
@@ -203,7 +204,8 @@ pub fn build(
         Some(a) => {
             let mut r: Vec<_> = state
                 .todos
-                .values()
+                .iter()
+                .map(|(_, t)| t)
                 .filter(|t| {
                     t.goal == goal.id && rules::ready_with(state, t, a, now, &scoped).is_ok()
                 })
@@ -223,7 +225,8 @@ pub fn build(
     };
     let evidence = state
         .todos
-        .values()
+        .iter()
+        .map(|(_, t)| t)
         .filter(|t| t.goal == goal.id && t.owner() == Some(agent))
         .filter_map(|t| {
             let e = t.last_evidence.as_ref()?;

@@ -158,9 +158,12 @@ pub struct Scoped<'s>(Vec<&'s Todo>);
 impl<'s> Scoped<'s> {
     pub fn of(state: &'s State) -> Self {
         Scoped(
+            // `iter`, not `values`: a state after a tick has an overlay,
+            // which `values` would first collect (10,000 entries).
             state
                 .todos
-                .values()
+                .iter()
+                .map(|(_, t)| t)
                 .filter(|t| t.claim.is_some() && !t.scope.is_empty())
                 .collect(),
         )
@@ -334,7 +337,7 @@ pub fn best_ready<'s>(
     let mut why: BTreeMap<&'static str, usize> = BTreeMap::new();
     let mut best: Option<(&Todo, u64)> = None;
     let scoped = Scoped::of(state);
-    for t in state.todos.values() {
+    for (_, t) in state.todos.iter() {
         if goal.is_some_and(|g| &t.goal != g) || t.status == TodoStatus::Done {
             continue;
         }

@@ -229,12 +229,15 @@ pub fn decide(state: &State, agent: &AgentId, goal: &Goal, now: Timestamp) -> De
 /// shows), and others' evidence on its todos. Equal digests mean nothing
 /// that concerns the agent changed.
 pub fn digest(state: &State, agent: &AgentId, goal: &GoalId, now: Timestamp) -> String {
-    let mut h = Hashing(Sha256::new());
+    let mut h = Hashing(Sha256::new(), String::with_capacity(64));
     let scoped = rules::Scoped::of(state);
     let a = state.agents.get(agent);
     for (_, t) in state.todos.iter().filter(|(_, t)| &t.goal == goal) {
         if t.owner() == Some(agent) {
-            line(&mut h, format_args!("claim {} {} {}\n", t.id, t.epoch, t.status));
+            line(
+                &mut h,
+                format_args!("claim {} {} {}\n", t.id, t.epoch, t.status),
+            );
             if let Some(e) = t
                 .last_evidence
                 .as_ref()
@@ -248,26 +251,24 @@ pub fn digest(state: &State, agent: &AgentId, goal: &GoalId, now: Timestamp) -> 
     }
     for g in state.gates.values() {
         if &g.goal == goal && rules::gate_concerns(state, g, agent, Some(goal)) {
-            line(&mut h, format_args!("gate {} {}\n", g.id, g.status.as_str()));
+            line(
+                &mut h,
+                format_args!("gate {} {}\n", g.id, g.status.as_str()),
+            );
         }
     }
     crate::model::id::hex(&h.0.finalize()[..8])
 }
 
-/// A hash fed as text is written, without a `String` per line (the
-/// digest writes a line for each of up to 10,000 todos): the same bytes as
-/// hashing each line's `format!`.
-struct Hashing(Sha256);
-
-impl std::fmt::Write for Hashing {
-    fn write_str(&mut self, s: &str) -> std::fmt::Result {
-        self.0.update(s.as_bytes());
-        Ok(())
-    }
-}
+/// A hash fed line by line through one reused buffer, not a `String` per
+/// line (the digest writes a line for each of up to 10,000 todos): the
+/// same bytes as hashing each line's `format!`.
+struct Hashing(Sha256, String);
 
 fn line(h: &mut Hashing, args: std::fmt::Arguments<'_>) {
-    std::fmt::Write::write_fmt(h, args).expect("hashing never fails");
+    h.1.clear();
+    std::fmt::Write::write_fmt(&mut h.1, args).expect("a String takes any text");
+    h.0.update(h.1.as_bytes());
 }
 
 /// A new turn token: a stable turn id from the agent, the goal, the state's

@@ -505,7 +505,11 @@ fn the_digest_hashes_the_same_lines_as_ever() {
     let mut s = worked_board();
     ok(
         &mut s,
-        &op(human(), "2026-01-01T09:12:00Z", add_with(&[], &[], &[], None)),
+        &op(
+            human(),
+            "2026-01-01T09:12:00Z",
+            add_with(&[], &[], &[], None),
+        ),
     );
     let now = t("2026-01-01T09:13:00Z");
     let t1 = &s.todos[&tid(T1)];
