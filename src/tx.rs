@@ -194,10 +194,27 @@ pub fn no_state_at(state_ref: &str) -> Refusal {
 pub fn commit(
     repo: &Repo,
     caller: &Caller,
+    build: impl FnMut(&State) -> Result<Op>,
+) -> Result<Committed> {
+    commit_from(repo, caller, None, build)
+}
+
+/// [`commit`], starting from `read`: the state the caller already read to
+/// decide what to do, so a command that reads before its tick reads the
+/// state once, not twice (at 10,000 todos each read parses every todo).
+/// Its first attempt uses `read` while the state ref still names its
+/// commit; a moved ref or a retry reads again.
+pub fn commit_from(
+    repo: &Repo,
+    caller: &Caller,
+    mut read: Option<Snapshot>,
     mut build: impl FnMut(&State) -> Result<Op>,
 ) -> Result<Committed> {
     run(repo, caller, |repo| {
-        let snap = load(repo)?;
+        let snap = match read.take() {
+            Some(s) if repo.store().tip_id()? == Some(s.tip.commit) => s,
+            _ => load(repo)?,
+        };
         // The cached state of a commit that is gone (pruned under a tick)
         // must not become the parent of a new tick. Checked here, where
         // the object database is open anyway, not on every read.

@@ -23,6 +23,16 @@ pub fn commit(ctx: &Ctx, build: impl FnMut(&State) -> Result<Op>) -> Result<Comm
     crate::tx::commit(ctx.repo()?, ctx.caller(), build)
 }
 
+/// [`commit`] from a state the command already read
+/// ([`crate::tx::commit_from`]): used while the state ref still names it.
+pub fn commit_from(
+    ctx: &Ctx,
+    read: Snapshot,
+    build: impl FnMut(&State) -> Result<Op>,
+) -> Result<Committed> {
+    crate::tx::commit_from(ctx.repo()?, ctx.caller(), Some(read), build)
+}
+
 /// The first tick ([`crate::tx::init`]).
 pub fn init(ctx: &Ctx, op: Op) -> Result<Committed> {
     crate::tx::init(ctx.repo()?, ctx.caller(), op)

@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use super::{rules, short, turn};
 use crate::model::usage::{Usd, human_count};
-use crate::model::{AgentId, GateId, Goal, State, TodoId, TodoStatus};
+use crate::model::{AgentId, GateId, Goal, State, Todo, TodoId, TodoStatus};
 use crate::time::Timestamp;
 
 const CLAIMS: usize = 5;
@@ -117,6 +117,35 @@ pub struct EvidenceLine {
     pub passed: bool,
 }
 
+/// Keeps the first `n` of `todos` in the order `todo claim --next` picks
+/// for `agent` (priority, then the agent's spread rank, then id). Only todos as urgent as the `n`-th most
+/// urgent are ranked, each hashed once: at 10,000 ready todos a full sort
+/// by a hashed key hashed some 280,000 times.
+fn first_in_pick_order(todos: &mut Vec<&Todo>, agent: &AgentId, n: usize) {
+    if n == 0 || todos.is_empty() {
+        todos.clear();
+        return;
+    }
+    let mut priorities: Vec<_> = todos.iter().map(|t| t.priority).collect();
+    let last = n.min(priorities.len()) - 1;
+    let (_, cut, _) = priorities.select_nth_unstable(last);
+    let cut = *cut;
+    let mut keyed: Vec<_> = todos
+        .iter()
+        .filter(|t| t.priority <= cut)
+        .map(|t| {
+            let key = (
+                t.priority,
+                std::cmp::Reverse(rules::spread_rank(agent, &t.id)),
+            );
+            (key, *t)
+        })
+        .collect();
+    keyed.sort_unstable_by(|(a, x), (b, y)| (a, &x.id).cmp(&(b, &y.id)));
+    keyed.truncate(n);
+    *todos = keyed.into_iter().map(|(_, t)| t).collect();
+}
+
 /// Builds the brief; `since` is the end of the agent's previous turn.
 pub fn build(
     state: &State,
@@ -147,7 +176,8 @@ pub fn build(
         .collect();
     let mut claims: Vec<_> = state
         .todos
-        .values()
+        .iter()
+        .map(|(_, t)| t)
         .filter(|t| {
             t.goal == goal.id && t.status == TodoStatus::Claimed && t.owner() == Some(agent)
         })
@@ -174,19 +204,13 @@ pub fn build(
         Some(a) => {
             let mut r: Vec<_> = state
                 .todos
-                .values()
+                .iter()
+                .map(|(_, t)| t)
                 .filter(|t| {
                     t.goal == goal.id && rules::ready_with(state, t, a, now, &scoped).is_ok()
                 })
                 .collect();
-            // In the order `todo claim --next` picks for this agent.
-            r.sort_by_key(|t| {
-                (
-                    t.priority,
-                    std::cmp::Reverse(rules::spread_rank(agent, &t.id)),
-                    t.id.clone(),
-                )
-            });
+            first_in_pick_order(&mut r, agent, READY);
             r.into_iter()
                 .take(READY)
                 .map(|t| TodoLine {
@@ -201,7 +225,8 @@ pub fn build(
     };
     let evidence = state
         .todos
-        .values()
+        .iter()
+        .map(|(_, t)| t)
         .filter(|t| t.goal == goal.id && t.owner() == Some(agent))
         .filter_map(|t| {
             let e = t.last_evidence.as_ref()?;
@@ -276,5 +301,74 @@ impl Brief {
             s.push_str(&format!("budget {}\n", b.human()));
         }
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::*;
+    use super::{READY, build};
+    use crate::op::TodoAdd;
+
+    /// The order `todo claim --next` picks in, by a full sort: what the
+    /// brief's ready list and `best_ready` must agree with.
+    fn naive<'s>(state: &'s State, agent: &AgentId, now: Timestamp) -> Vec<&'s Todo> {
+        let a = &state.agents[agent];
+        let mut r: Vec<&Todo> = state
+            .todos
+            .values()
+            .filter(|t| rules::ready(state, t, a, now).is_ok())
+            .collect();
+        r.sort_by_key(|t| {
+            (
+                t.priority,
+                std::cmp::Reverse(rules::spread_rank(agent, &t.id)),
+                t.id.clone(),
+            )
+        });
+        r
+    }
+
+    #[test]
+    fn the_ready_list_and_claim_next_pick_in_the_full_sort_order() {
+        let now = t("2026-01-01T10:00:00Z");
+        for size in [0usize, 1, 2, 3, 4, 7, 40] {
+            let mut s = board();
+            // T1 is claimed by agent-b: never ready for agent-a.
+            ok(
+                &mut s,
+                &op(
+                    agent("agent-b"),
+                    "2026-01-01T09:30:00Z",
+                    claim(T1, 0, Span::hours(2)),
+                ),
+            );
+            for i in 0..size {
+                let priority: Priority = format!("P{}", (i * 7) % 3 + usize::from(size > 5))
+                    .parse()
+                    .unwrap();
+                let change = Change::TodoAdd(TodoAdd::new(
+                    tid(&format!("{:08x}", 0x1000 + i * 37)),
+                    gid("main"),
+                    format!("todo {i}"),
+                    priority,
+                ));
+                ok(&mut s, &op(human(), "2026-01-01T09:40:00Z", change));
+            }
+            for who in ["agent-a", "agent-b"] {
+                let id = aid(who);
+                let want = naive(&s, &id, now);
+                let brief = build(&s, &id, &s.goals[&gid("main")], now, None);
+                let got: Vec<TodoId> = brief.ready.iter().map(|l| l.id.clone()).collect();
+                let first: Vec<TodoId> = want.iter().take(READY).map(|t| t.id.clone()).collect();
+                assert_eq!(got, first, "{size} todos, {who}");
+                let picked = rules::best_ready(&s, &s.agents[&id], None, now).ok();
+                assert_eq!(
+                    picked.map(|t| &t.id),
+                    want.first().map(|t| &t.id),
+                    "{size} todos, {who}"
+                );
+            }
+        }
     }
 }

@@ -158,9 +158,12 @@ pub struct Scoped<'s>(Vec<&'s Todo>);
 impl<'s> Scoped<'s> {
     pub fn of(state: &'s State) -> Self {
         Scoped(
+            // `iter`, not `values`: a state after a tick has an overlay,
+            // which `values` would first collect (10,000 entries).
             state
                 .todos
-                .values()
+                .iter()
+                .map(|(_, t)| t)
                 .filter(|t| t.claim.is_some() && !t.scope.is_empty())
                 .collect(),
         )
@@ -334,11 +337,13 @@ pub fn best_ready<'s>(
     let mut why: BTreeMap<&'static str, usize> = BTreeMap::new();
     let mut best: Option<(&Todo, u64)> = None;
     let scoped = Scoped::of(state);
-    for t in state.todos.values() {
+    for (_, t) in state.todos.iter() {
         if goal.is_some_and(|g| &t.goal != g) || t.status == TodoStatus::Done {
             continue;
         }
         match ready_with(state, t, agent, now, &scoped) {
+            // A less urgent todo can never be better: not ranked (a hash).
+            Ok(()) if best.is_some_and(|(b, _)| t.priority > b.priority) => {}
             Ok(()) => {
                 let rank = spread_rank(&agent.id, &t.id);
                 let better = match best {

@@ -486,3 +486,74 @@ fn a_tick_lands_through_the_repository_handle_alone() {
         "{toml}"
     );
 }
+
+/// `commit_from` builds the tick from the state the caller read while the
+/// state ref still names its commit, and reads again once the ref moved:
+/// a stale read never becomes the parent of a tick.
+#[test]
+fn a_tick_from_a_read_state_uses_it_only_while_the_ref_names_it() {
+    use crate::ids::IdGen;
+    use crate::model::Caller;
+    use crate::repo::{Clock, Repo};
+    let dir = tempfile::tempdir().unwrap();
+    crate::git::stdout_of(crate::git::command_in(dir.path(), &["init", "-q"]), &[]).unwrap();
+    let at = Timestamp::parse("2026-01-01T09:00:00Z").unwrap();
+    let repo = Repo::open(dir.path(), None, Clock::Fixed(at)).unwrap();
+    let ids = IdGen::new(Some("seed".to_owned()), 1);
+    let change = |stored: &str| -> Change { toml::from_str(stored).unwrap() };
+    let agent = |n: &str| -> Change {
+        change(&format!(
+            "op = \"agent.register\"\nagent = \"{n}\"\nruntime = \"codex\"\n"
+        ))
+    };
+    let first = op(
+        human(),
+        at,
+        &ids,
+        change("op = \"init\"\ngoal = \"main\"\nobjective = \"Ship\"\n"),
+    )
+    .unwrap();
+    init(&repo, &Caller::Human, first.op).unwrap();
+
+    // Read now, and the ref does not move: the tick starts from what was
+    // read (marked here, so using it shows; the build then stops, so the
+    // mark is never written).
+    let mut read = load(&repo).unwrap();
+    read.state.meta.settings.lease = Span::minutes(7);
+    let mut seen = Vec::new();
+    let stopped = commit_from(&repo, &Caller::Human, Some(read), |state| {
+        seen.push(state.meta.settings.lease);
+        anyhow::bail!("stop here")
+    });
+    assert!(stopped.is_err());
+    assert_eq!(seen, [Span::minutes(7)], "the read state, once");
+    let done = commit_from(&repo, &Caller::Human, Some(load(&repo).unwrap()), |_| {
+        Ok(op(human(), at, &ids, agent("agent-a"))?.op)
+    })
+    .unwrap();
+    assert_eq!(done.tip.tick, 2);
+
+    // Read, then another tick lands: the stale read is dropped and the
+    // tick is built from, and lands on, the new tip.
+    let stale = load(&repo).unwrap();
+    let moved = commit(&repo, &Caller::Human, |_| {
+        Ok(op(human(), at, &ids, agent("agent-b"))?.op)
+    })
+    .unwrap();
+    assert_eq!(moved.tip.tick, 3);
+    let mut parents = Vec::new();
+    let last = commit_from(&repo, &Caller::Human, Some(stale), |state| {
+        parents.push(state.agents.len());
+        Ok(op(human(), at, &ids, agent("agent-c"))?.op)
+    })
+    .unwrap();
+    assert_eq!(
+        parents,
+        [2],
+        "built from the moved tip (agent-a and agent-b)"
+    );
+    assert_eq!(last.tip.tick, 4);
+    assert_eq!(last.state.agents.len(), 3);
+    let back = snapshot(repo.store(), last.tip.clone()).unwrap();
+    assert_eq!(back.state, last.state, "the tree holds every tick");
+}

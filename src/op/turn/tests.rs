@@ -639,3 +639,28 @@ fn deciding_from_the_claims_answers_as_the_whole_state_does() {
         "{head_only} from the claims, {finished} finished, {no_change} no-change on an own claim, {own} own"
     );
 }
+
+/// The digest's bytes are pinned: a hash of these lines, as written
+/// before the digest fed its hash without a `String` per line (a
+/// `last_turn.digest` in a state must never change meaning).
+#[test]
+fn the_digest_hashes_the_same_lines_as_ever() {
+    use sha2::{Digest, Sha256};
+    let mut s = worked_board();
+    ok(
+        &mut s,
+        &op(
+            human(),
+            "2026-01-01T09:12:00Z",
+            add_with(&[], &[], &[], None),
+        ),
+    );
+    let now = t("2026-01-01T09:13:00Z");
+    let t1 = &s.todos[&tid(T1)];
+    let t2 = &s.todos[&tid(T2)];
+    let mut h = Sha256::new();
+    h.update(format!("claim {} {} {}\n", t1.id, t1.epoch, t1.status));
+    h.update(format!("ready {} {}\n", t2.id, t2.updated_at));
+    let want = crate::model::id::hex(&h.finalize()[..8]);
+    assert_eq!(turn::digest(&s, &aid("agent-a"), &gid("main"), now), want);
+}
