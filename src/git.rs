@@ -19,8 +19,7 @@ mod ssh;
 
 pub use config::{PushConfig, config_matching, config_values, push_config};
 pub use remote::{
-    Fetched, NO_ATOMIC, NetworkError, Push, Pushed, fetch, fetch_refs, push_expecting, push_lease,
-    push_refs,
+    Fetched, NetworkError, Push, Pushed, fetch, fetch_refs, push_expecting, push_lease, push_refs,
 };
 
 /// Every git process loopx starts begins here: no stdin, and never a

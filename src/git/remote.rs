@@ -375,7 +375,7 @@ fn push_with(
         dst: dst.to_owned(),
         expected: lease.map(str::to_owned),
     };
-    let mut answers = push_refs(git_dir, remote, std::slice::from_ref(&one), false, limit)?;
+    let mut answers = push_refs(git_dir, remote, std::slice::from_ref(&one), limit)?;
     answers.pop().expect("one answer per ref")
 }
 
@@ -390,17 +390,13 @@ pub struct Push {
 }
 
 /// Pushes several refs in one `git push` (one connection, one pack), each
-/// a compare-and-swap as in [`push_expecting`]. With `atomic`
-/// (`--atomic`), the remote takes all of them or none: a ref that lost its
-/// race makes every other one [`Pushed::Behind`] too. The answers come in
-/// the order of `refs`. The whole call fails (a [`NetworkError`]) when the
-/// remote was not reached, or when it does not offer atomic pushes
-/// ([`NO_ATOMIC`] in the error: push them one at a time instead).
+/// a compare-and-swap as in [`push_expecting`], each taken or refused on
+/// its own. The answers come in the order of `refs`. The whole call fails
+/// (a [`NetworkError`]) when the remote was not reached.
 pub fn push_refs(
     git_dir: &Path,
     remote: &str,
     refs: &[Push],
-    atomic: bool,
     limit: Duration,
 ) -> Result<Vec<Result<Pushed>>> {
     let refspecs: Vec<String> = refs
@@ -430,22 +426,12 @@ pub fn push_refs(
         .filter(|u| !u.is_empty())
         .unwrap_or_else(|| remote.to_owned());
     let mut args = vec!["push", "--porcelain", "--no-verify"];
-    if atomic {
-        args.push("--atomic");
-    }
     args.extend(leases.iter().map(String::as_str));
     args.push(url.as_str());
     args.extend(refspecs.iter().map(String::as_str));
     let out = network(git_dir, &url, &args, limit, false)?;
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    if atomic && stderr.contains(NO_ATOMIC) {
-        return Err(NetworkError {
-            stderr: format!("{NO_ATOMIC} push"),
-            answered: true,
-        }
-        .into());
-    }
     // Porcelain lines: <flag> TAB <from>:<to> TAB <summary>
     let lines: Vec<(String, String, String)> = stdout
         .lines()
@@ -470,19 +456,16 @@ pub fn push_refs(
             let line = lines
                 .iter()
                 .find(|(_, r, _)| r.ends_with(&format!(":{}", p.dst)));
-            // The whole push succeeded only when git exited 0; a ref git
-            // marked taken in a push that failed elsewhere was still taken.
-            let taken = out.status.success() || !atomic;
+            // A ref git marked taken in a push that failed elsewhere was
+            // still taken.
             match line {
-                Some((flag, _, _)) if taken && flag == "=" => Ok(Pushed::UpToDate),
-                Some((flag, _, _)) if taken && matches!(flag.as_str(), " " | "*" | "+") => {
+                Some((flag, _, _)) if flag == "=" => Ok(Pushed::UpToDate),
+                Some((flag, _, _)) if matches!(flag.as_str(), " " | "*" | "+") => {
                     Ok(Pushed::Accepted)
                 }
                 Some((flag, _, summary))
                     if flag == "!"
-                        && (lost_race(summary)
-                            || (atomic && summary.contains("atomic"))
-                            || stderr.contains("unable to migrate objects")) =>
+                        && (lost_race(summary) || stderr.contains("unable to migrate objects")) =>
                 {
                     Ok(Pushed::Behind(summary.clone()))
                 }
@@ -496,9 +479,6 @@ pub fn push_refs(
         })
         .collect())
 }
-
-/// What git says when the remote offers no atomic push (`--atomic`).
-pub const NO_ATOMIC: &str = "does not support --atomic";
 
 #[cfg(test)]
 mod tests {

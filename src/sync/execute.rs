@@ -245,12 +245,16 @@ pub(super) fn land(repo: &Repo, names: &Names, out: Outgoing, sent: Pushed) -> R
     done(repo, names, outcome, tip, counts)
 }
 
-/// The pushes of several refs of one split state, to one remote, in one
-/// `git push`, and where each landed (in the same order). When the shared
-/// ref is one of them the push is atomic (`--atomic`): a goal tick may pin
-/// the shared tip pushed with it, so the hub takes both or neither. A
-/// remote without atomic pushes gets the shared ref alone first, then the
-/// rest (refused for this round if the shared ref's push lost its race).
+/// The pushes of several refs of one split state, to one remote, and
+/// where each landed (in the same order). Goal refs alone go in one
+/// `git push`, each taken or refused on its own. With the shared ref among
+/// them it goes first, alone, and the goal refs follow in a second push
+/// only once it was taken (else they are behind for this round): a goal
+/// tick may pin the shared tip pushed with it, and a hub's guard accepts a
+/// pin only on its own shared ref. (One `--atomic` push of both would
+/// save the round trip, but a guard cannot tell an atomic push from a
+/// plain one, in which the goal ref could land while the shared ref loses
+/// its race: a pin on nothing the hub has.)
 pub(super) fn push_all(sides: Vec<(&Repo, &Names, Outgoing)>) -> Result<Vec<Step>> {
     let Some((first, names, _)) = sides.first() else {
         return Ok(Vec::new());
@@ -265,20 +269,14 @@ pub(super) fn push_all(sides: Vec<(&Repo, &Names, Outgoing)>) -> Result<Vec<Step
         dst: repo.state_ref().to_owned(),
         expected: Some(out.expected.map(|e| e.to_string()).unwrap_or_default()),
     };
+    let all: Vec<git::Push> = sides.iter().map(wire).collect();
     let shared = sides
         .iter()
         .position(|(r, _, _)| r.state_ref() == crate::tx::goalref::SHARED);
-    let atomic = shared.is_some() && sides.len() > 1;
-    let all: Vec<git::Push> = sides.iter().map(wire).collect();
-    let answers = match git::push_refs(&dir, &remote, &all, atomic, limit) {
-        Ok(a) => a,
-        Err(e)
-            if atomic
-                && e.downcast_ref::<NetworkError>()
-                    .is_some_and(|n| n.stderr.contains(git::NO_ATOMIC)) =>
-        {
-            let s = shared.expect("atomic only with the shared ref");
-            let shared_answer = git::push_refs(&dir, &remote, &all[s..=s], false, limit)?
+    let answers = match shared {
+        Some(s) if sides.len() > 1 => {
+            let shared_answer = git::push_refs(&dir, &remote, &all[s..=s], limit)
+                .map_err(|e| push_failed(names, e))?
                 .pop()
                 .expect("one answer per ref");
             let rest: Vec<git::Push> = all
@@ -289,7 +287,8 @@ pub(super) fn push_all(sides: Vec<(&Repo, &Names, Outgoing)>) -> Result<Vec<Step
                 .collect();
             let mut rest_answers =
                 if matches!(shared_answer, Ok(Pushed::Accepted | Pushed::UpToDate)) {
-                    git::push_refs(&dir, &remote, &rest, false, limit)?
+                    git::push_refs(&dir, &remote, &rest, limit)
+                        .map_err(|e| push_failed(names, e))?
                 } else {
                     rest.iter()
                         .map(|_| {
@@ -311,14 +310,25 @@ pub(super) fn push_all(sides: Vec<(&Repo, &Names, Outgoing)>) -> Result<Vec<Step
                 })
                 .collect()
         }
-        Err(e) => return Err(push_failed(names, e)),
+        _ => git::push_refs(&dir, &remote, &all, limit).map_err(|e| push_failed(names, e))?,
     };
+    // Every ref the remote took lands before a refusal of another is
+    // reported: its tracking ref and local ref must say what the remote
+    // now holds.
     let mut steps = Vec::with_capacity(sides.len());
+    let mut failed = None;
     for ((repo, names, out), sent) in sides.into_iter().zip(answers) {
-        let sent = sent.map_err(|e| push_failed(names, e))?;
-        steps.push(land(repo, names, out, sent)?);
+        match sent {
+            Ok(sent) => steps.push(land(repo, names, out, sent)?),
+            Err(e) => {
+                failed.get_or_insert_with(|| push_failed(names, e));
+            }
+        }
     }
-    Ok(steps)
+    match failed {
+        Some(e) => Err(e),
+        None => Ok(steps),
+    }
 }
 
 /// Writes the replay's steps on top of the remote's state with the one

@@ -8,7 +8,7 @@
 //! apply a goal tick to (its parent's goal state, the pinned shared parts)
 //! through [`overlay`], so the one definition of a valid tick still holds.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 
 use anyhow::Result;
 
@@ -90,18 +90,21 @@ thread_local! {
 }
 
 thread_local! {
-    /// Shared tips a hub's guard accepted in the push it is checking.
-    static PUSHED_SHARED: RefCell<Vec<Oid>> = const { RefCell::new(Vec::new()) };
+    /// Set by a hub's guard for the push it checks: pins count only on the
+    /// hub's own shared ref ([`hub_guard`]).
+    static HUB_GUARD: Cell<bool> = const { Cell::new(false) };
 }
 
-/// For the hub's guard, which sees every ref update of one push at once:
-/// the update of the shared ref to `commit` was checked and accepted, so
-/// goal ticks of the same push may pin `commit` (or any tick before it)
-/// although the hub's own shared ref is not there yet. Git takes the push
-/// whole or not at all when the guard refuses any of it; a pin on
-/// anything else is still refused.
-pub fn accept_pushed_shared(commit: Oid) {
-    PUSHED_SHARED.with(|p| p.borrow_mut().push(commit));
+/// For the hub's guard: from now on in this thread a pin counts only on
+/// this repository's own `refs/loopx/state`. On a hub anyone who may push
+/// can write any `refs/loopx/*` ref that is a valid chain, a
+/// `refs/loopx/verified/<name>` too, so such a ref proves nothing about
+/// the shared chain; and a shared tip the same push brings is not there
+/// yet either (git may take the goal ref of a plain push and refuse its
+/// shared ref, which lost a race after the guard said yes). The shared ref
+/// is pushed first, alone (`loopx sync` does).
+pub fn hub_guard() {
+    HUB_GUARD.with(|g| g.set(true));
 }
 
 /// The shared state at `commit`, which must be a split state's shared tip.
@@ -275,16 +278,15 @@ pub fn for_check(
         .map(|t| t.commit)
         .into_iter()
         .collect();
-    tips.extend(
-        store
-            .refs_under("refs/loopx/verified/")?
-            .into_iter()
-            .filter(|(n, _)| !n.contains('@'))
-            .map(|(_, id)| id),
-    );
-    // And a shared tip the same push brings, once the hub's guard has
-    // accepted that update ([`accept_pushed_shared`]).
-    tips.extend(PUSHED_SHARED.with(|p| p.borrow().clone()));
+    if !HUB_GUARD.with(Cell::get) {
+        tips.extend(
+            store
+                .refs_under("refs/loopx/verified/")?
+                .into_iter()
+                .filter(|(n, _)| !n.contains('@'))
+                .map(|(_, id)| id),
+        );
+    }
     let mut on_chain = false;
     for t in tips {
         if t == commit || store.is_ancestor(commit, t)? {

@@ -365,6 +365,17 @@ fn another_build_rewrites_the_settings_and_answers_the_same() {
     // A copy of the binary is another build to the key (its size and time).
     let other = env.root().join("loopx-other");
     std::fs::copy(env!("CARGO_BIN_EXE_loopx"), &other).unwrap();
+    // Another test thread forking meanwhile holds the copy's write
+    // descriptor until its child execs, and an exec of a file open for
+    // writing fails (ETXTBSY): wait until the copy runs.
+    for _ in 0..200 {
+        match Command::new(&other).arg("--version").output() {
+            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy => {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            _ => break,
+        }
+    }
     let mut c = Command::new(&other);
     crate::common::isolate(&mut c, env.root());
     let out = run(c

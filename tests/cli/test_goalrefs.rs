@@ -608,7 +608,9 @@ fn a_split_state_syncs_all_its_refs_in_one_fetch_and_one_push() {
     assert_eq!(out["outcome"], "pulled", "{out}");
     assert_eq!(out["refs"][0]["ref"], SHARED, "{out}");
     assert_eq!(a.rev(SHARED), env.machine().rev(SHARED));
-    // A shared tick and a goal tick that pins it: one push of both.
+    // A shared tick and a goal tick that pins it: the shared ref alone
+    // first, then the goal ref (a guard takes a pin only on its own shared
+    // ref).
     let key = crate::common::keys::keygen(&env, "ada");
     on(
         &a,
@@ -623,7 +625,7 @@ fn a_split_state_syncs_all_its_refs_in_one_fetch_and_one_push() {
     let msg = a.git(&["log", "-1", "--format=%B", MAIN]);
     assert!(msg.contains(&format!("Loopx-Shared: {pinned}")), "{msg}");
     let out = counted(&a, &path, &["--json", "sync"]).ok().json();
-    assert_eq!(calls(&log), ["push"], "{out}");
+    assert_eq!(calls(&log), ["push", "push"], "{out}");
     assert_eq!(out["outcome"], "pushed", "{out}");
     assert_eq!(out["refs"][0]["outcome"], "pushed", "{out}");
     let hub_m = env.machine_in(std::path::PathBuf::from(&hub));
@@ -697,13 +699,14 @@ fn a_split_state_syncs_all_its_refs_in_one_fetch_and_one_push() {
     }
 }
 
-/// One plain `git push` of the shared ref and a goal ref whose tick pins
-/// the shared tip that push brings: the guarded hub takes it (it sees every
-/// update of the push, the shared one first). A pin on a shared tick that
-/// is not on the chain the push brings (nor on the hub's) is refused, as
-/// before, and nothing moves.
+/// A guarded hub takes a goal tick's pin only on its own shared ref: not
+/// on a shared tip the same push brings (git may take the goal ref of a
+/// plain push and refuse its shared ref, which lost a race after the guard
+/// said yes), not on a commit smuggled in under a branch, not on a
+/// `refs/loopx/verified/*` ref a pusher wrote. Pushed in order, shared ref
+/// first, both are taken.
 #[test]
-fn the_hub_takes_a_shared_and_a_goal_update_in_one_push_only_with_the_pin_on_the_pushed_chain() {
+fn the_hub_takes_a_goal_pin_only_on_its_own_shared_ref() {
     if !crate::common::keys::have_openssh() {
         return;
     }
@@ -751,13 +754,28 @@ fn the_hub_takes_a_shared_and_a_goal_update_in_one_push_only_with_the_pin_on_the
     // The goal ref alone is refused too: the hub has no such shared tip.
     let (ok, err) = crate::common::forge::push(&a, "origin", &format!("{MAIN}:{MAIN}"));
     assert!(!ok && err.contains("[pin]"), "{err}");
-    // With the shared chain that holds the pin, one push takes both.
+    // A fork of the shared chain pushed as a `verified` ref (a valid chain,
+    // so the guard lets the ref through) anchors no pin on the hub.
+    let (ok, err) =
+        crate::common::forge::push(&a, "origin", &format!("{pinned}:refs/loopx/verified/x"));
+    assert!(ok, "{err}");
+    let (ok, err) = crate::common::forge::push(&a, "origin", &format!("{MAIN}:{MAIN}"));
+    assert!(!ok && err.contains("[pin]"), "{err}");
+    assert_eq!((hub_m.rev(SHARED), hub_m.rev(MAIN)), before);
+    // With the shared chain that holds the pin, even in one push: refused,
+    // the pin is not on the hub's shared ref yet.
     a.git(&["update-ref", SHARED, &pinned]);
     let (ok, err) = crate::common::forge::push_all(
         &a,
         "origin",
         &[&format!("{MAIN}:{MAIN}"), &format!("{SHARED}:{SHARED}")],
     );
+    assert!(!ok && err.contains("[pin]"), "{err}");
+    assert_eq!((hub_m.rev(SHARED), hub_m.rev(MAIN)), before);
+    // The shared ref first, then the goal ref: both taken.
+    let (ok, err) = crate::common::forge::push(&a, "origin", &format!("{SHARED}:{SHARED}"));
+    assert!(ok, "{err}");
+    let (ok, err) = crate::common::forge::push(&a, "origin", &format!("{MAIN}:{MAIN}"));
     assert!(ok, "{err}");
     assert_eq!(hub_m.rev(SHARED).as_deref(), Some(pinned.as_str()));
     assert_eq!(hub_m.rev(MAIN).as_deref(), Some(goal_tip.as_str()));
@@ -888,7 +906,8 @@ fn moving_a_goal_needs_a_split_state() {
 }
 
 /// A hub that offers no atomic push (`receive.advertiseAtomic false`)
-/// gets the shared ref alone first, then the goal ref whose tick pins it.
+/// syncs the same way: the shared ref alone first, then the goal ref whose
+/// tick pins it (sync never asks for an atomic push).
 #[test]
 fn without_atomic_pushes_the_shared_ref_goes_first() {
     if !crate::common::keys::have_openssh() {
@@ -913,9 +932,8 @@ fn without_atomic_pushes_the_shared_ref_goes_first() {
         .ok();
     let _ = calls(&log);
     let out = counted(&a, &path, &["--json", "sync"]).ok().json();
-    // The atomic push, refused by git before anything is sent, then one
-    // push per ref.
-    assert_eq!(calls(&log), ["push", "push", "push"], "{out}");
+    // One push per ref.
+    assert_eq!(calls(&log), ["push", "push"], "{out}");
     assert_eq!(out["outcome"], "pushed", "{out}");
     assert_eq!(out["refs"][0]["outcome"], "pushed", "{out}");
     let hub_m = env.machine_in(std::path::PathBuf::from(&hub));

@@ -43,17 +43,17 @@ pub fn run(ctx: &Ctx, _args: &Args) -> Result<Exit> {
     } else {
         Some(store.with_object_dirs(&dirs)?)
     };
-    let mut updates: Vec<(&str, &str, &str)> = input
+    let updates: Vec<(&str, &str, &str)> = input
         .lines()
         .filter_map(|line| {
             let mut parts = line.split_whitespace();
             Some((parts.next()?, parts.next()?, parts.next()?))
         })
         .collect();
-    // The shared ref first: goal ticks of the same push may pin the shared
-    // tip it brings, once that update is accepted (a split state pushed in
-    // one `git push`, as `loopx sync` does).
-    updates.sort_by_key(|(_, _, name)| *name != goalref::SHARED);
+    // Pins count only on this hub's own shared ref: not on a shared tip
+    // this push brings (git may take a goal ref of a plain push and still
+    // refuse its shared ref), nor on any other ref a pusher may write.
+    goalref::hub_guard();
     for (old, new, name) in updates {
         if name.starts_with("refs/replace/") && new.bytes().any(|b| b != b'0') {
             return Err(replace_ref(name).into());
@@ -62,9 +62,6 @@ pub fn run(ctx: &Ctx, _args: &Args) -> Result<Exit> {
             continue;
         }
         check(ctx, &store, old, new, name)?;
-        if name == goalref::SHARED && store.state_ref() == goalref::SHARED {
-            goalref::accept_pushed_shared(store.oid(new)?);
-        }
     }
     Ok(Exit::Ok)
 }
