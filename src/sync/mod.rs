@@ -363,8 +363,8 @@ impl Side<'_> {
 /// Syncs several state refs of this repository with one remote at once
 /// (a split state's shared ref and its goal refs): the rounds of [`run`],
 /// with one `git fetch` for every ref that needs one and one `git push`
-/// for every ref with something to push (atomic when the shared ref is
-/// among them, since goal ticks may pin what it pushes). Each ref is
+/// for every ref with something to push (the shared ref alone before the
+/// others, since goal ticks may pin what it pushes). Each ref is
 /// observed, decided and executed on its own, in the order given: put the
 /// shared ref first, so a goal ref's replay pins the shared tip this round
 /// pulled (and when the shared ref replays, the goal refs wait for the
