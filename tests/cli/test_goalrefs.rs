@@ -999,3 +999,70 @@ fn a_goal_tick_pinning_a_replayed_shared_tick_is_replayed_onto_the_new_shared_ti
         assert_eq!(v["ok"], true, "hub {r}: {v}");
     }
 }
+
+/// The same, with the sync cut off between the two refs: the shared tick
+/// was replayed by a sync that did not take the goal ref along; the next
+/// sync of the goal ref, finding its tick's pin replaced, replays it onto
+/// the new shared tip instead of pushing it (no round state needed).
+#[test]
+fn a_goal_tick_pinning_a_shared_tick_replayed_by_an_earlier_sync_is_replayed() {
+    if !crate::common::keys::have_openssh() {
+        return;
+    }
+    let (env, hub, api, _) = split_team();
+    let a = goal_clone(&env, "a", &hub, MAIN);
+    let b = goal_clone(&env, "b", &hub, MAIN);
+    let ada = crate::common::keys::keygen(&env, "ada");
+    on(
+        &a,
+        SHARED,
+        None,
+        &["signer", "announce", "ada", "--key", &ada.to_string_lossy()],
+    )
+    .ok();
+    a.agent("agent-a", &["todo", "claim", &api, "--no-sync"])
+        .ok();
+    let old_pin = a.rev(SHARED).unwrap();
+    let bob = crate::common::keys::keygen(&env, "bob");
+    on(
+        &b,
+        SHARED,
+        None,
+        &["signer", "announce", "bob", "--key", &bob.to_string_lossy()],
+    )
+    .ok();
+    b.loopx(&["sync"]).ok();
+    // A sync of the shared ref alone (the goal ref put aside meanwhile).
+    let claim = a.rev(MAIN).unwrap();
+    a.git(&["update-ref", "refs/keep/main", &claim]);
+    a.git(&["update-ref", "-d", MAIN]);
+    a.git(&["config", "loopx.ref", SHARED]);
+    let out = a.loopx(&["--json", "sync"]).ok().json();
+    assert_eq!(out["outcome"], "replayed", "{out}");
+    a.git(&["update-ref", MAIN, &claim]);
+    a.git(&["update-ref", "-d", "refs/keep/main"]);
+    a.git(&["config", "loopx.ref", MAIN]);
+    let hub_m = env.machine_in(std::path::PathBuf::from(&hub));
+    let shared = hub_m.rev(SHARED).unwrap();
+    assert_ne!(shared, old_pin);
+    assert_eq!(a.rev(SHARED).as_deref(), Some(shared.as_str()));
+    // The goal ref's sync replays the claim onto the new shared tip.
+    let out = a.loopx(&["--json", "sync"]).ok().json();
+    assert_eq!(out["outcome"], "replayed", "{out}");
+    assert_eq!(a.rev(MAIN), hub_m.rev(MAIN));
+    let msg = hub_m.git(&["log", "-1", "--format=%B", MAIN]);
+    assert!(msg.contains(&format!("Loopx-Shared: {shared}")), "{msg}");
+    b.loopx(&["sync"]).ok();
+    let shown = b.loopx(&["--json", "todo", "show", &api]).ok().json();
+    assert_eq!(shown["claim"]["owner"], "agent-a", "{shown}");
+    for m in [&a, &b] {
+        for r in [SHARED, MAIN] {
+            let v = on(m, r, None, &["--json", "verify"]).ok().json();
+            assert_eq!(v["ok"], true, "{r}: {v}");
+        }
+    }
+    for r in [SHARED, MAIN] {
+        let v = on(&hub_m, r, None, &["--json", "verify"]).ok().json();
+        assert_eq!(v["ok"], true, "hub {r}: {v}");
+    }
+}
