@@ -94,6 +94,7 @@ fn decide_plan(
         base,
         remote_side,
         local_side,
+        repin,
     } = seen;
     match shape {
         Shape::Empty => Err(Box::new(Stop::NoState)),
@@ -142,7 +143,7 @@ fn decide_plan(
                 pulled: side.commits,
             })
         }
-        Shape::Ahead => {
+        Shape::Ahead if !repin => {
             let side = mine(local_side)?;
             Ok(Plan::Push {
                 tip: local.expect("a local tip"),
@@ -150,7 +151,9 @@ fn decide_plan(
                 count: side.ticks.len(),
             })
         }
-        Shape::Diverged => {
+        // Diverged, or ahead with goal ticks to pin the shared tip of now
+        // (replayed onto the remote tip, which they descend from).
+        Shape::Diverged | Shape::Ahead => {
             let ours = mine(local_side)?;
             let remote_side = theirs(remote_side)?;
             let local = local.expect("a local tip");
@@ -344,6 +347,7 @@ mod tests {
             base: Some(Oid::from_hex_for_tests(1)),
             remote_side: None,
             local_side: None,
+            repin: false,
         }
     }
 
@@ -450,6 +454,29 @@ mod tests {
             plan(s, false),
             Ok(Plan::Push { expected: None, .. })
         ));
+    }
+
+    #[test]
+    fn goal_ticks_pinning_replaced_shared_ticks_are_replayed_not_pushed() {
+        let mut s = seen(Shape::Ahead);
+        s.remote = Some(tip(1, 1));
+        s.local_side = Some(Ok(LocalSide {
+            ticks: vec![local_op("00000000000000aa")],
+        }));
+        s.remote_side = Some(Ok(theirs_verified(&[])));
+        s.repin = true;
+        let Ok(Plan::Replay {
+            local,
+            steps,
+            rejected,
+            ..
+        }) = plan(s, false)
+        else {
+            panic!("a replay");
+        };
+        assert_eq!(local, Oid::from_hex_for_tests(2));
+        assert_eq!(steps.len(), 1);
+        assert!(rejected.is_empty());
     }
 
     #[test]

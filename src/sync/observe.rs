@@ -14,6 +14,7 @@ use anyhow::Result;
 use crate::op::message;
 use crate::repo::Repo;
 use crate::store::{Oid, Tip};
+use crate::tx::goalref;
 use crate::verify::{self, Finding, Verified};
 
 use super::{Names, Options, Progress};
@@ -76,6 +77,10 @@ pub(super) struct Observed {
     pub(super) remote_side: Option<std::result::Result<RemoteSide, Finding>>,
     /// Present when the local ticks are to be pushed or replayed.
     pub(super) local_side: Option<std::result::Result<LocalSide, Finding>>,
+    /// A goal ref's local ticks pin shared ticks a sync replayed
+    /// ([`goalref::replaced_pin`]): they are replayed too, even when the
+    /// remote has nothing new, so that they pin the shared tip of now.
+    pub(super) repin: bool,
 }
 
 /// Reads the tips, relates them, and verifies what the round may take or
@@ -101,6 +106,7 @@ pub(super) fn observe(
         base: None,
         remote_side: None,
         local_side: None,
+        repin: false,
     };
     let (local, remote) = match (&seen.local, &seen.remote) {
         (None, None) => return Ok(seen),
@@ -151,12 +157,22 @@ pub(super) fn observe(
             seen.remote_side = Some(remote_side(repo, names, seen.base, &remote, progress)?);
         }
         Shape::Ahead => {
-            seen.local_side = Some(local_side(repo, seen.base, &local, progress)?);
+            let replaced = replaced_pins(repo, seen.base, &local)?;
+            seen.local_side = Some(goalref::accepting(&replaced, || {
+                local_side(repo, seen.base, &local, progress)
+            })?);
+            if !replaced.is_empty() && matches!(seen.local_side, Some(Ok(_))) {
+                seen.repin = true;
+                seen.remote_side = Some(remote_side(repo, names, seen.base, &remote, progress)?);
+            }
         }
         Shape::Diverged => {
             // The local ticks first, so a commit loopx did not write is
             // named the same way wherever it is.
-            seen.local_side = Some(local_side(repo, seen.base, &local, progress)?);
+            let replaced = replaced_pins(repo, seen.base, &local)?;
+            seen.local_side = Some(goalref::accepting(&replaced, || {
+                local_side(repo, seen.base, &local, progress)
+            })?);
             if matches!(seen.local_side, Some(Ok(_))) {
                 seen.remote_side = Some(remote_side(repo, names, seen.base, &remote, progress)?);
             }
@@ -185,6 +201,11 @@ pub(super) fn ahead_of_synced(
     if local.commit == synced.commit || !store.is_ancestor(synced.commit, local.commit)? {
         return Ok(None);
     }
+    // Goal ticks pinning replaced shared ticks go through a round, which
+    // replays them.
+    if !replaced_pins(repo, Some(synced.commit), &local)?.is_empty() {
+        return Ok(None);
+    }
     let local_side = local_side(repo, Some(synced.commit), &local, progress)?;
     Ok(Some(Observed {
         shape: Shape::Ahead,
@@ -194,6 +215,7 @@ pub(super) fn ahead_of_synced(
         synced: Some(synced),
         remote_side: None,
         local_side: Some(local_side),
+        repin: false,
     }))
 }
 
@@ -242,6 +264,27 @@ fn remote_side(
         commits: usize::try_from(remote.tick.saturating_sub(base_tick)).unwrap_or(usize::MAX),
         ops,
     }))
+}
+
+/// On a goal ref, the pins of the local ticks after `base` up to `local`
+/// that name shared ticks a sync replayed ([`goalref::replaced_pin`]):
+/// verified as pins on the shared chain, then replayed, not pushed as
+/// they are (the hub and every other clone would refuse them).
+fn replaced_pins(repo: &Repo, base: Option<Oid>, local: &Tip) -> Result<Vec<Oid>> {
+    let store = repo.store();
+    let mut out = Vec::new();
+    if !goalref::is_goal_ref(repo.state_ref()) {
+        return Ok(out);
+    }
+    for e in store.chain_since(local.commit, base)? {
+        if let Some(pin) = goalref::pin_of(store, &e.message)
+            && !out.contains(&pin)
+            && goalref::replaced_pin(store, pin)?
+        {
+            out.push(pin);
+        }
+    }
+    Ok(out)
 }
 
 /// Verifies the local commits after `base` up to `local` and parses their

@@ -107,6 +107,54 @@ pub fn hub_guard() {
     HUB_GUARD.with(|g| g.set(true));
 }
 
+/// Runs `f` with pins on `commits` (or on any tick before them) taken as
+/// on the shared chain, as [`accept_pushed_shared`] does, and only for the
+/// time of `f`: a sync verifying its own goal ticks whose pins
+/// [`replaced_pin`] names, before it replays them.
+pub fn accepting<T>(commits: &[Oid], f: impl FnOnce() -> T) -> T {
+    let before = PUSHED_SHARED.with(|p| {
+        let mut p = p.borrow_mut();
+        let n = p.len();
+        p.extend_from_slice(commits);
+        n
+    });
+    let out = f();
+    PUSHED_SHARED.with(|p| p.borrow_mut().truncate(before));
+    out
+}
+
+/// Whether a goal tick's pin `pin` is a shared tick that a sync replayed:
+/// not on this clone's shared ref any more, but every op of it since the
+/// two chains parted is on that ref (the same op ids, written again on top
+/// of another clone's shared ticks). A goal tick pinning it is replayed
+/// too, which pins the shared tip of now (docs/sync.md).
+pub fn replaced_pin(store: &Store, pin: Oid) -> Result<bool> {
+    let Some(tip) = store.resolve(SHARED)?.map(|t| t.commit) else {
+        return Ok(false);
+    };
+    if pin == tip || !store.has_object(pin) || store.is_ancestor(pin, tip)? {
+        return Ok(false);
+    }
+    let Some(base) = store.merge_base(pin, tip)? else {
+        return Ok(false);
+    };
+    let ops = |c: Oid| -> Result<Vec<Option<String>>> {
+        Ok(store
+            .chain_since(c, Some(base))?
+            .iter()
+            .map(|e| {
+                crate::op::message::parse(&e.message)
+                    .ok()
+                    .map(|p| p.op.id.to_string())
+            })
+            .collect())
+    };
+    let now: std::collections::HashSet<String> = ops(tip)?.into_iter().flatten().collect();
+    Ok(ops(pin)?
+        .iter()
+        .all(|id| id.as_ref().is_some_and(|id| now.contains(id))))
+}
+
 /// The shared state at `commit`, which must be a split state's shared tip.
 fn shared_at(store: &Store, commit: Oid) -> Result<std::result::Result<State, String>> {
     if let Some(s) = LAST.with(|l| {

@@ -940,3 +940,147 @@ fn without_atomic_pushes_the_shared_ref_goes_first() {
     assert_eq!(hub_m.rev(SHARED), a.rev(SHARED));
     assert_eq!(hub_m.rev(MAIN), a.rev(MAIN));
 }
+
+/// A clone with a shared tick and a goal tick pinning it, both unpushed,
+/// while another clone pushed a shared tick first: the sync replays the
+/// shared tick onto the hub's, so the goal tick's pin is no longer on the
+/// shared chain; the goal tick is replayed too (pinning the new shared
+/// tip), the guarded hub takes both, nothing is lost and every ref
+/// verifies everywhere.
+#[test]
+fn a_goal_tick_pinning_a_replayed_shared_tick_is_replayed_onto_the_new_shared_tip() {
+    if !crate::common::keys::have_openssh() {
+        return;
+    }
+    let (env, hub, api, _) = split_team();
+    let a = goal_clone(&env, "a", &hub, MAIN);
+    let b = goal_clone(&env, "b", &hub, MAIN);
+    let ada = crate::common::keys::keygen(&env, "ada");
+    on(
+        &a,
+        SHARED,
+        None,
+        &["signer", "announce", "ada", "--key", &ada.to_string_lossy()],
+    )
+    .ok();
+    a.agent("agent-a", &["todo", "claim", &api, "--no-sync"])
+        .ok();
+    let old_pin = a.rev(SHARED).unwrap();
+    let claim = a.rev(MAIN).unwrap();
+    let msg = a.git(&["log", "-1", "--format=%B", MAIN]);
+    assert!(msg.contains(&format!("Loopx-Shared: {old_pin}")), "{msg}");
+    // Another clone's shared tick reaches the hub first.
+    let bob = crate::common::keys::keygen(&env, "bob");
+    on(
+        &b,
+        SHARED,
+        None,
+        &["signer", "announce", "bob", "--key", &bob.to_string_lossy()],
+    )
+    .ok();
+    b.loopx(&["sync"]).ok();
+    let hub_m = env.machine_in(std::path::PathBuf::from(&hub));
+    let theirs = hub_m.rev(SHARED).unwrap();
+    let out = a.loopx(&["--json", "sync"]).ok().json();
+    assert_eq!(out["outcome"], "replayed", "{out}");
+    assert_eq!(out["refs"][0]["ref"], SHARED, "{out}");
+    assert_eq!(out["refs"][0]["outcome"], "replayed", "{out}");
+    // Both refs on the hub, the shared tick on top of the other clone's,
+    // the goal tick written again, pinning the new shared tip.
+    let shared = hub_m.rev(SHARED).unwrap();
+    assert_eq!(a.rev(SHARED).as_deref(), Some(shared.as_str()));
+    assert_eq!(
+        hub_m.rev(&format!("{SHARED}^")).as_deref(),
+        Some(theirs.as_str())
+    );
+    assert_eq!(a.rev(MAIN), hub_m.rev(MAIN));
+    assert_ne!(hub_m.rev(MAIN).as_deref(), Some(claim.as_str()));
+    let msg = hub_m.git(&["log", "-1", "--format=%B", MAIN]);
+    assert!(msg.contains(&format!("Loopx-Shared: {shared}")), "{msg}");
+    assert!(!msg.contains(&old_pin), "{msg}");
+    // No op lost: both signers, and the claim.
+    let shared_files = names(&hub_m, SHARED);
+    for s in ["signers/ada.toml", "signers/bob.toml"] {
+        assert!(shared_files.contains(&s.to_owned()), "{shared_files:?}");
+    }
+    b.loopx(&["sync"]).ok();
+    let shown = b.loopx(&["--json", "todo", "show", &api]).ok().json();
+    assert_eq!(shown["claim"]["owner"], "agent-a", "{shown}");
+    for m in [&a, &b] {
+        for r in [SHARED, MAIN] {
+            let v = on(m, r, None, &["--json", "verify"]).ok().json();
+            assert_eq!(v["ok"], true, "{r}: {v}");
+        }
+    }
+    for r in [SHARED, MAIN] {
+        let v = on(&hub_m, r, None, &["--json", "verify"]).ok().json();
+        assert_eq!(v["ok"], true, "hub {r}: {v}");
+    }
+}
+
+/// The same, with the sync cut off between the two refs: the shared tick
+/// was replayed by a sync that did not take the goal ref along; the next
+/// sync of the goal ref, finding its tick's pin replaced, replays it onto
+/// the new shared tip instead of pushing it (no round state needed).
+#[test]
+fn a_goal_tick_pinning_a_shared_tick_replayed_by_an_earlier_sync_is_replayed() {
+    if !crate::common::keys::have_openssh() {
+        return;
+    }
+    let (env, hub, api, _) = split_team();
+    let a = goal_clone(&env, "a", &hub, MAIN);
+    let b = goal_clone(&env, "b", &hub, MAIN);
+    let ada = crate::common::keys::keygen(&env, "ada");
+    on(
+        &a,
+        SHARED,
+        None,
+        &["signer", "announce", "ada", "--key", &ada.to_string_lossy()],
+    )
+    .ok();
+    a.agent("agent-a", &["todo", "claim", &api, "--no-sync"])
+        .ok();
+    let old_pin = a.rev(SHARED).unwrap();
+    let bob = crate::common::keys::keygen(&env, "bob");
+    on(
+        &b,
+        SHARED,
+        None,
+        &["signer", "announce", "bob", "--key", &bob.to_string_lossy()],
+    )
+    .ok();
+    b.loopx(&["sync"]).ok();
+    // A sync of the shared ref alone (the goal ref put aside meanwhile).
+    let claim = a.rev(MAIN).unwrap();
+    a.git(&["update-ref", "refs/keep/main", &claim]);
+    a.git(&["update-ref", "-d", MAIN]);
+    a.git(&["config", "loopx.ref", SHARED]);
+    let out = a.loopx(&["--json", "sync"]).ok().json();
+    assert_eq!(out["outcome"], "replayed", "{out}");
+    a.git(&["update-ref", MAIN, &claim]);
+    a.git(&["update-ref", "-d", "refs/keep/main"]);
+    a.git(&["config", "loopx.ref", MAIN]);
+    let hub_m = env.machine_in(std::path::PathBuf::from(&hub));
+    let shared = hub_m.rev(SHARED).unwrap();
+    assert_ne!(shared, old_pin);
+    assert_eq!(a.rev(SHARED).as_deref(), Some(shared.as_str()));
+    // The goal ref's sync replays the claim onto the new shared tip.
+    let out = a.loopx(&["--json", "sync"]).ok().json();
+    assert_eq!(out["outcome"], "replayed", "{out}");
+    assert_eq!(a.rev(MAIN), hub_m.rev(MAIN));
+    let msg = hub_m.git(&["log", "-1", "--format=%B", MAIN]);
+    assert!(msg.contains(&format!("Loopx-Shared: {shared}")), "{msg}");
+    b.loopx(&["sync"]).ok();
+    let shown = b.loopx(&["--json", "todo", "show", &api]).ok().json();
+    assert_eq!(shown["claim"]["owner"], "agent-a", "{shown}");
+    for m in [&a, &b] {
+        for r in [SHARED, MAIN] {
+            let v = on(m, r, None, &["--json", "verify"]).ok().json();
+            assert_eq!(v["ok"], true, "{r}: {v}");
+        }
+    }
+    for r in [SHARED, MAIN] {
+        let v = on(&hub_m, r, None, &["--json", "verify"]).ok().json();
+        assert_eq!(v["ok"], true, "hub {r}: {v}");
+    }
+}
