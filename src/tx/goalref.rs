@@ -107,19 +107,25 @@ pub fn hub_guard() {
     HUB_GUARD.with(|g| g.set(true));
 }
 
+thread_local! {
+    /// Shared ticks a sync replayed that its own goal ticks still pin
+    /// ([`accepting`]).
+    static REPLACED: RefCell<Vec<Oid>> = const { RefCell::new(Vec::new()) };
+}
+
 /// Runs `f` with pins on `commits` (or on any tick before them) taken as
-/// on the shared chain, as [`accept_pushed_shared`] does, and only for the
-/// time of `f`: a sync verifying its own goal ticks whose pins
-/// [`replaced_pin`] names, before it replays them.
+/// on the shared chain, and only for the time of `f`: a sync verifying its
+/// own goal ticks whose pins [`replaced_pin`] names, before it replays
+/// them. Never used by the hub's guard.
 pub fn accepting<T>(commits: &[Oid], f: impl FnOnce() -> T) -> T {
-    let before = PUSHED_SHARED.with(|p| {
+    let before = REPLACED.with(|p| {
         let mut p = p.borrow_mut();
         let n = p.len();
         p.extend_from_slice(commits);
         n
     });
     let out = f();
-    PUSHED_SHARED.with(|p| p.borrow_mut().truncate(before));
+    REPLACED.with(|p| p.borrow_mut().truncate(before));
     out
 }
 
@@ -335,6 +341,9 @@ pub fn for_check(
                 .map(|(_, id)| id),
         );
     }
+    // And a shared tick this clone's sync replayed, while it verifies its
+    // own goal ticks that pin it, before replaying them ([`accepting`]).
+    tips.extend(REPLACED.with(|p| p.borrow().clone()));
     let mut on_chain = false;
     for t in tips {
         if t == commit || store.is_ancestor(commit, t)? {
