@@ -271,15 +271,20 @@ fn place(
     (column, ready)
 }
 
+/// The agents a todo's readiness is judged against.
+fn active_agents(state: &State) -> Vec<&Agent> {
+    state
+        .agents
+        .values()
+        .filter(|a| a.status == AgentStatus::Active)
+        .collect()
+}
+
 /// The board's [`Counts`] of every live todo at `now` (`derive`'s
 /// `counts`), without the cards: what the state cache keeps beside its
 /// head, so `status` shows them without reading every todo.
 pub fn counts(state: &State, now: Timestamp) -> Counts {
-    let active: Vec<&Agent> = state
-        .agents
-        .values()
-        .filter(|a| a.status == AgentStatus::Active)
-        .collect();
+    let active = active_agents(state);
     let scoped = rules::Scoped::of(state);
     let mut c = Counts::default();
     for t in state.todos.values() {
@@ -293,11 +298,7 @@ pub fn counts(state: &State, now: Timestamp) -> Counts {
 /// timeline and each agent's last tick.
 pub fn derive<'s>(state: &'s State, now: Timestamp, ticks: &'s [TickLine]) -> Board<'s> {
     let skew = state.meta.settings.clock_skew;
-    let active: Vec<&Agent> = state
-        .agents
-        .values()
-        .filter(|a| a.status == AgentStatus::Active)
-        .collect();
+    let active = active_agents(state);
     let scoped = rules::Scoped::of(state);
     let mut counts = Counts::default();
     let mut goals: Vec<GoalBoard> = state

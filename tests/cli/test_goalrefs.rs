@@ -57,6 +57,19 @@ fn split_team() -> (TestEnv, String, String, String) {
     (env, hub, api, web)
 }
 
+/// Announces a new signer `name` (a fresh ssh key) on `m`'s shared ref:
+/// a shared tick, unpushed.
+fn announce(env: &TestEnv, m: &Machine, name: &str) {
+    let key = crate::common::keys::keygen(env, name);
+    on(
+        m,
+        SHARED,
+        None,
+        &["signer", "announce", name, "--key", &key.to_string_lossy()],
+    )
+    .ok();
+}
+
 /// A clone of `hub` whose state ref is `goal_ref`.
 fn goal_clone<'e>(env: &'e TestEnv, name: &str, hub: &str, goal_ref: &str) -> Machine<'e> {
     let m = env.clone_machine(name, hub);
@@ -611,14 +624,7 @@ fn a_split_state_syncs_all_its_refs_in_one_fetch_and_one_push() {
     // A shared tick and a goal tick that pins it: the shared ref alone
     // first, then the goal ref (a guard takes a pin only on its own shared
     // ref).
-    let key = crate::common::keys::keygen(&env, "ada");
-    on(
-        &a,
-        SHARED,
-        None,
-        &["signer", "announce", "ada", "--key", &key.to_string_lossy()],
-    )
-    .ok();
+    announce(&env, &a, "ada");
     a.agent("agent-a", &["todo", "claim", &api, "--no-sync"])
         .ok();
     let pinned = a.rev(SHARED).unwrap();
@@ -634,14 +640,7 @@ fn a_split_state_syncs_all_its_refs_in_one_fetch_and_one_push() {
     // Another clone moves both refs; `a`, with a tick of its own, pushes
     // first (refused), then fetches both refs once, replays, pushes once.
     let b = goal_clone(&env, "b", &hub, MAIN);
-    let bob = crate::common::keys::keygen(&env, "bob");
-    on(
-        &b,
-        SHARED,
-        None,
-        &["signer", "announce", "bob", "--key", &bob.to_string_lossy()],
-    )
-    .ok();
+    announce(&env, &b, "bob");
     b.add("Another");
     b.loopx(&["sync"]).ok();
     a.agent("agent-a", &["todo", "done", &api, "--no-sync"])
@@ -714,16 +713,7 @@ fn the_hub_takes_a_goal_pin_only_on_its_own_shared_ref() {
     let a = goal_clone(&env, "a", &hub, MAIN);
     let hub_m = env.machine_in(std::path::PathBuf::from(&hub));
     let before = (hub_m.rev(SHARED), hub_m.rev(MAIN));
-    let announce = |name: &str| {
-        let key = crate::common::keys::keygen(&env, name);
-        on(
-            &a,
-            SHARED,
-            None,
-            &["signer", "announce", name, "--key", &key.to_string_lossy()],
-        )
-        .ok();
-    };
+    let announce = |name: &str| announce(&env, &a, name);
     // A shared tick, and a goal tick pinning it; then the shared ref put
     // back and moved elsewhere: the goal tick's pin is on no chain the
     // push brings.
@@ -920,14 +910,7 @@ fn without_atomic_pushes_the_shared_ref_goes_first() {
     );
     let (path, log) = counting_git(&env, "counting");
     let a = goal_clone(&env, "a", &hub, MAIN);
-    let key = crate::common::keys::keygen(&env, "ada");
-    on(
-        &a,
-        SHARED,
-        None,
-        &["signer", "announce", "ada", "--key", &key.to_string_lossy()],
-    )
-    .ok();
+    announce(&env, &a, "ada");
     a.agent("agent-a", &["todo", "claim", &api, "--no-sync"])
         .ok();
     let _ = calls(&log);
@@ -955,14 +938,7 @@ fn a_goal_tick_pinning_a_replayed_shared_tick_is_replayed_onto_the_new_shared_ti
     let (env, hub, api, _) = split_team();
     let a = goal_clone(&env, "a", &hub, MAIN);
     let b = goal_clone(&env, "b", &hub, MAIN);
-    let ada = crate::common::keys::keygen(&env, "ada");
-    on(
-        &a,
-        SHARED,
-        None,
-        &["signer", "announce", "ada", "--key", &ada.to_string_lossy()],
-    )
-    .ok();
+    announce(&env, &a, "ada");
     a.agent("agent-a", &["todo", "claim", &api, "--no-sync"])
         .ok();
     let old_pin = a.rev(SHARED).unwrap();
@@ -970,14 +946,7 @@ fn a_goal_tick_pinning_a_replayed_shared_tick_is_replayed_onto_the_new_shared_ti
     let msg = a.git(&["log", "-1", "--format=%B", MAIN]);
     assert!(msg.contains(&format!("Loopx-Shared: {old_pin}")), "{msg}");
     // Another clone's shared tick reaches the hub first.
-    let bob = crate::common::keys::keygen(&env, "bob");
-    on(
-        &b,
-        SHARED,
-        None,
-        &["signer", "announce", "bob", "--key", &bob.to_string_lossy()],
-    )
-    .ok();
+    announce(&env, &b, "bob");
     b.loopx(&["sync"]).ok();
     let hub_m = env.machine_in(std::path::PathBuf::from(&hub));
     let theirs = hub_m.rev(SHARED).unwrap();
@@ -1030,25 +999,11 @@ fn a_goal_tick_pinning_a_shared_tick_replayed_by_an_earlier_sync_is_replayed() {
     let (env, hub, api, _) = split_team();
     let a = goal_clone(&env, "a", &hub, MAIN);
     let b = goal_clone(&env, "b", &hub, MAIN);
-    let ada = crate::common::keys::keygen(&env, "ada");
-    on(
-        &a,
-        SHARED,
-        None,
-        &["signer", "announce", "ada", "--key", &ada.to_string_lossy()],
-    )
-    .ok();
+    announce(&env, &a, "ada");
     a.agent("agent-a", &["todo", "claim", &api, "--no-sync"])
         .ok();
     let old_pin = a.rev(SHARED).unwrap();
-    let bob = crate::common::keys::keygen(&env, "bob");
-    on(
-        &b,
-        SHARED,
-        None,
-        &["signer", "announce", "bob", "--key", &bob.to_string_lossy()],
-    )
-    .ok();
+    announce(&env, &b, "bob");
     b.loopx(&["sync"]).ok();
     // A sync of the shared ref alone (the goal ref put aside meanwhile).
     let claim = a.rev(MAIN).unwrap();
