@@ -329,8 +329,10 @@ impl Agent {
             .stderr(Stdio::null())
             .spawn()
             .expect("ssh-agent runs");
+        // ssh-agent binds the socket before it listens: the file can exist
+        // while a connection is still refused, so wait for one to succeed.
         let started = Instant::now();
-        while !sock.exists() {
+        while std::os::unix::net::UnixStream::connect(&sock).is_err() {
             assert!(
                 started.elapsed() < Duration::from_secs(10),
                 "ssh-agent did not start"
