@@ -1308,3 +1308,42 @@ fn a_goal_clone_that_moves_a_goal_pushes_the_new_ref_too() {
     let listed = d.loopx(&["todo", "list"]).ok().stdout;
     assert!(listed.contains(&doc), "{listed}");
 }
+
+/// The first split, while another clone pushed a tick to the single ref
+/// first: the shared ref's split is replayed onto that tick, and every new
+/// goal ref is written again on top of it too (its first tick pinning the
+/// replayed split), so the other clone's todo lands on its goal's ref.
+#[test]
+fn a_first_split_that_lost_its_race_writes_its_goal_refs_again() {
+    let env = TestEnv::with_board();
+    let hub = env.hub("hub.git");
+    env.loopx(&["-C", &hub, "hub", "install"]).ok();
+    env.git(&["remote", "add", "origin", &hub]);
+    env.loopx(&["goal", "add", "web", "--objective", "The site"])
+        .ok();
+    env.loopx(&["sync"]).ok();
+    let c = env.clone_machine("c", &hub);
+    c.loopx(&["sync"]).ok();
+    env.loopx(&["goal", "split"]).ok();
+    let late = c
+        .loopx(&["todo", "add", "Draw the logo", "--goal", "web"])
+        .ok()
+        .stdout
+        .trim()
+        .to_owned();
+    c.loopx(&["sync"]).ok();
+    let out = env.loopx(&["--json", "sync"]).ok().json();
+    assert!(out.to_string().contains(WEB), "{out}");
+    let hub_m = env.machine_in(std::path::PathBuf::from(&hub));
+    let m = env.machine();
+    for r in [SHARED, MAIN, WEB] {
+        assert_eq!(hub_m.rev(r), m.rev(r), "{r}");
+    }
+    assert!(
+        names(&hub_m, WEB)
+            .iter()
+            .any(|n| n.ends_with(&format!("{late}.toml"))),
+        "the todo pushed before the split is on its goal's ref"
+    );
+    all_verify(&env, &hub, &[(&m, &[SHARED, MAIN, WEB][..])]);
+}
