@@ -537,6 +537,51 @@ mod tests {
     }
 
     #[test]
+    fn a_new_goal_ref_waits_for_its_split_half_or_is_written_again_onto_it() {
+        let mut s = seen(Shape::LocalOnly);
+        s.synced = None;
+        s.remote = None;
+        s.fresh = Some(Fresh::Wait("the other half first".to_owned()));
+        assert!(matches!(plan(s, false), Ok(Plan::Wait(w)) if w == "the other half first"));
+        let mut s = seen(Shape::LocalOnly);
+        s.synced = None;
+        s.remote = None;
+        s.fresh = Some(Fresh::Rebuild {
+            onto: Box::new(Snapshot {
+                tip: tip(4, 1),
+                state: State::default(),
+            }),
+            state_id: None,
+            side: Ok(LocalSide {
+                ticks: vec![local_op("00000000000000ab")],
+            }),
+            first_pin: Some(Oid::from_hex_for_tests(5)),
+        });
+        let Ok(Plan::Replay {
+            expected,
+            onto,
+            steps,
+            pulled,
+            ..
+        }) = plan(s, false)
+        else {
+            panic!("a replay");
+        };
+        // Pushed as the ref's first state, on the other half's parent.
+        assert_eq!(expected, None);
+        assert_eq!(onto.tip.commit, Oid::from_hex_for_tests(4));
+        assert_eq!(pulled, 0);
+        assert_eq!(steps.len(), 1);
+        let pins: Vec<&str> = steps[0]
+            .extra
+            .iter()
+            .filter(|(k, _)| k == crate::tx::goalref::TRAILER)
+            .map(|(_, v)| v.as_str())
+            .collect();
+        assert_eq!(pins, [Oid::from_hex_for_tests(5).to_string()]);
+    }
+
+    #[test]
     fn a_rewrite_is_refused_unless_adopted() {
         assert!(matches!(
             stop(seen(Shape::Rewritten)),
