@@ -110,6 +110,17 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let mut fresh_goal = false;
     if on_goal && split() {
         extra.push((goalref::SHARED.to_owned(), true));
+        // And every other goal ref this clone wrote and has not synced
+        // (a goal moved onto a ref of its own here: the ref it left and
+        // its new ref travel together, docs/scale.md).
+        for (name, tip) in goalref::goal_refs(ctx.store()?)? {
+            if name != ctx.state_ref()
+                && sync::synced_tip(&repo.for_ref(&name), args.remote.as_deref())?
+                    .is_none_or(|t| t.commit != tip)
+            {
+                extra.push((name, true));
+            }
+        }
     } else if on_goal && crate::cmd::tx::tip(ctx).ok().flatten().is_none() {
         extra.push((goalref::SHARED.to_owned(), false));
         fresh_goal = true;

@@ -9,7 +9,7 @@ use crate::trust::AllowedSigners;
 use crate::tx::Snapshot;
 use crate::verify::{Finding, Rule};
 
-use super::observe::{LocalSide, Observed, RemoteSide, Shape};
+use super::observe::{Fresh, LocalSide, Observed, RemoteSide, Shape};
 use super::replay::{Step, plan_replay};
 use super::{Names, Options, Outcome, Rejected};
 
@@ -35,9 +35,14 @@ pub(super) enum Plan {
         expected: Option<Oid>,
         count: usize,
     },
-    /// Write `steps` on top of the remote's state, push them expecting the
-    /// remote at its tip, then move the local ref from `local`.
+    /// Push nothing this round, and go again (a new goal ref waiting for
+    /// the other half of its split to land: [`super::observe::Fresh`]).
+    Wait(String),
+    /// Write `steps` on top of `onto`, push them expecting the remote at
+    /// `expected` (its tip; None for a ref it does not have), then move the
+    /// local ref from `local`.
     Replay {
+        expected: Option<Oid>,
         /// Boxed: a state is much larger than the other variants.
         onto: Box<Snapshot>,
         local: Oid,
@@ -95,6 +100,7 @@ fn decide_plan(
         remote_side,
         local_side,
         repin,
+        fresh,
     } = seen;
     match shape {
         Shape::Empty => Err(Box::new(Stop::NoState)),
@@ -106,6 +112,16 @@ fn decide_plan(
             let local = local.expect("a local tip");
             if let Some(synced) = synced {
                 return Err(Box::new(Stop::RemoteGone { synced }));
+            }
+            match fresh {
+                Some(Fresh::Wait(why)) => return Ok(Plan::Wait(why)),
+                Some(Fresh::Rebuild {
+                    onto,
+                    state_id,
+                    side,
+                    first_pin,
+                }) => return rebuild(*onto, state_id, side, first_pin, local.commit, signers),
+                None => {}
             }
             mine(local_side)?;
             Ok(Plan::Push {
@@ -177,6 +193,7 @@ fn decide_plan(
                 });
             }
             Ok(Plan::Replay {
+                expected: Some(remote.commit),
                 onto: Box::new(Snapshot {
                     tip: remote_side.verified.tip,
                     state: remote_side.verified.state,
@@ -188,6 +205,45 @@ fn decide_plan(
             })
         }
     }
+}
+
+/// A new goal ref's ticks written again on top of `onto`, for its first
+/// push ([`Fresh::Rebuild`]): the same replay as a diverged ref's, onto a
+/// state the remote holds on another ref, with nothing of this ref there.
+fn rebuild(
+    onto: Snapshot,
+    state_id: Option<String>,
+    side: Result<LocalSide, Finding>,
+    first_pin: Option<Oid>,
+    local: Oid,
+    signers: &AllowedSigners,
+) -> Result<Plan, Box<Stop>> {
+    let ours = side.map_err(|f| Box::new(Stop::LocalInvalid(f)))?;
+    let mut planned = plan_replay(
+        &onto.state,
+        &ours.ticks,
+        &std::collections::HashMap::new(),
+        signers,
+        &crate::trust::Binding::live(state_id),
+    )
+    .map_err(|r| Box::new(Stop::Refused(r)))?;
+    if let (Some(pin), Some(first)) = (first_pin, planned.steps.first_mut()) {
+        // A first split's goal tick pins the shared split of its parent.
+        first
+            .extra
+            .retain(|(k, _)| k != crate::tx::goalref::TRAILER);
+        first
+            .extra
+            .push((crate::tx::goalref::TRAILER.to_owned(), pin.to_string()));
+    }
+    Ok(Plan::Replay {
+        expected: None,
+        onto: Box::new(onto),
+        local,
+        steps: planned.steps,
+        rejected: planned.rejected,
+        pulled: 0,
+    })
 }
 
 /// The remote's side, as observed for a shape that takes it.
@@ -214,7 +270,7 @@ pub(super) fn outcome(plan: &Plan) -> Option<Outcome> {
         Plan::Adopt { .. } => Some(Outcome::Adopted),
         Plan::Push { .. } => Some(Outcome::Pushed),
         Plan::Replay { .. } => Some(Outcome::Replayed),
-        Plan::Refetch => None,
+        Plan::Refetch | Plan::Wait(_) => None,
     }
 }
 
@@ -348,6 +404,7 @@ mod tests {
             remote_side: None,
             local_side: None,
             repin: false,
+            fresh: None,
         }
     }
 
@@ -477,6 +534,51 @@ mod tests {
         assert_eq!(local, Oid::from_hex_for_tests(2));
         assert_eq!(steps.len(), 1);
         assert!(rejected.is_empty());
+    }
+
+    #[test]
+    fn a_new_goal_ref_waits_for_its_split_half_or_is_written_again_onto_it() {
+        let mut s = seen(Shape::LocalOnly);
+        s.synced = None;
+        s.remote = None;
+        s.fresh = Some(Fresh::Wait("the other half first".to_owned()));
+        assert!(matches!(plan(s, false), Ok(Plan::Wait(w)) if w == "the other half first"));
+        let mut s = seen(Shape::LocalOnly);
+        s.synced = None;
+        s.remote = None;
+        s.fresh = Some(Fresh::Rebuild {
+            onto: Box::new(Snapshot {
+                tip: tip(4, 1),
+                state: State::default(),
+            }),
+            state_id: None,
+            side: Ok(LocalSide {
+                ticks: vec![local_op("00000000000000ab")],
+            }),
+            first_pin: Some(Oid::from_hex_for_tests(5)),
+        });
+        let Ok(Plan::Replay {
+            expected,
+            onto,
+            steps,
+            pulled,
+            ..
+        }) = plan(s, false)
+        else {
+            panic!("a replay");
+        };
+        // Pushed as the ref's first state, on the other half's parent.
+        assert_eq!(expected, None);
+        assert_eq!(onto.tip.commit, Oid::from_hex_for_tests(4));
+        assert_eq!(pulled, 0);
+        assert_eq!(steps.len(), 1);
+        let pins: Vec<&str> = steps[0]
+            .extra
+            .iter()
+            .filter(|(k, _)| k == crate::tx::goalref::TRAILER)
+            .map(|(_, v)| v.as_str())
+            .collect();
+        assert_eq!(pins, [Oid::from_hex_for_tests(5).to_string()]);
     }
 
     #[test]

@@ -117,6 +117,7 @@ pub(super) fn prepare(
     let outcome = outcome(&plan);
     match plan {
         Plan::Refetch => step(Ok(Step::Refetch)),
+        Plan::Wait(why) => step(Ok(Step::Refused(why))),
         Plan::UpToDate { tip } => {
             step(done(repo, names, Outcome::UpToDate, tip, Counts::default()))
         }
@@ -183,13 +184,13 @@ pub(super) fn prepare(
             }))
         }
         Plan::Replay {
+            expected,
             onto,
             local,
             steps,
             rejected,
             pulled,
         } => {
-            let expected = Some(onto.tip.commit);
             let (tip, replays, written) = write_replay(repo, *onto, steps)?;
             let counts = Counts {
                 pushed: written,

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 
 use anyhow::Result;
 
-use crate::op::message;
+use crate::op::{Change, GoalSplit, message};
 use crate::repo::Repo;
 use crate::store::{Oid, Tip};
 use crate::tx::goalref;
@@ -81,6 +81,36 @@ pub(super) struct Observed {
     /// ([`goalref::replaced_pin`]): they are replayed too, even when the
     /// remote has nothing new, so that they pin the shared tip of now.
     pub(super) repin: bool,
+    /// A goal ref the remote has never had, made by `goal split` here:
+    /// what its first push needs ([`fresh_goal_ref`]).
+    pub(super) fresh: Option<Fresh>,
+}
+
+/// How a goal ref the remote has never had goes there. `goal split`
+/// writes two halves, on top of one tick: the new goal ref's first tick
+/// (keeping the goal) and the other half, on the ref it leaves (a tick
+/// dropping it, `moved`) or at the first split on the shared ref. The
+/// other half goes first: until it is on the remote, the goal is still on
+/// the ref it leaves there, and the new ref would put it on two refs at
+/// once (two clones could claim one todo on both). Pushed in that order,
+/// a sync cut off between the two leaves the goal on neither ref of the
+/// remote, with nothing lost here, and the next sync pushes the new ref.
+pub(super) enum Fresh {
+    /// The other half is not on the remote yet: push nothing this round.
+    Wait(String),
+    /// The other half landed on another parent (a sync replayed it onto
+    /// ticks it did not know), or the new ref's ticks pin shared ticks a
+    /// sync replayed or refused: write the new ref's ticks again, from its
+    /// first, on top of `onto` (the other half's parent on the remote), and
+    /// push that as the ref's first state.
+    Rebuild {
+        onto: Box<crate::tx::Snapshot>,
+        state_id: Option<String>,
+        side: std::result::Result<LocalSide, Finding>,
+        /// At the first split, the pin of the new first tick: the shared
+        /// ref's split tick, whose parent is `onto` (`verify`'s rule).
+        first_pin: Option<Oid>,
+    },
 }
 
 /// Reads the tips, relates them, and verifies what the round may take or
@@ -107,13 +137,17 @@ pub(super) fn observe(
         remote_side: None,
         local_side: None,
         repin: false,
+        fresh: None,
     };
     let (local, remote) = match (&seen.local, &seen.remote) {
         (None, None) => return Ok(seen),
         (Some(l), None) => {
             seen.shape = Shape::LocalOnly;
             if seen.synced.is_none() {
-                seen.local_side = Some(local_side(repo, None, l, progress)?);
+                seen.fresh = fresh_goal_ref(repo, opts, l, progress)?;
+                if seen.fresh.is_none() {
+                    seen.local_side = Some(local_side(repo, None, l, progress)?);
+                }
             }
             return Ok(seen);
         }
@@ -216,6 +250,108 @@ pub(super) fn ahead_of_synced(
         remote_side: None,
         local_side: Some(local_side),
         repin: false,
+        fresh: None,
+    }))
+}
+
+/// How far back [`fresh_goal_ref`] looks for a split's ticks.
+const SPLIT_WALK: usize = 256;
+
+/// For a goal ref the remote has never had ([`Fresh`]): None to push it as
+/// it is (its split's other half is on the remote, on the same parent, and
+/// no tick of it pins a replaced shared tick; or it was not made by a
+/// split here).
+fn fresh_goal_ref(
+    repo: &Repo,
+    opts: &Options,
+    local: &Tip,
+    progress: Progress,
+) -> Result<Option<Fresh>> {
+    let store = repo.store();
+    let name = repo.state_ref().to_owned();
+    let Some(goal) = name.strip_prefix(goalref::GOALS) else {
+        return Ok(None);
+    };
+    let is_split = |e: &crate::store::Entry, keep: Option<&str>, moved: Option<&str>| {
+        message::parse(&e.message).is_ok_and(|p| {
+            matches!(&p.op.change, Change::GoalSplit(GoalSplit { goal: g, moved: m })
+                if g.as_ref().map(|g| g.as_str()) == keep && m.as_ref().map(|m| m.as_str()) == moved)
+        })
+    };
+    // This ref's first tick: the split keeping its goal.
+    let Some(split) = store
+        .first_parents(local.commit, SPLIT_WALK)?
+        .into_iter()
+        .find(|e| is_split(e, Some(goal), None))
+    else {
+        return Ok(None);
+    };
+    let Some(parent) = split.parent else {
+        return Ok(None);
+    };
+    let first = !goalref::is_goal_state(&crate::tx::snapshot(store, store.tip_at(parent)?)?.state);
+    // The other half: the shared ref's split, or the tick that moved the
+    // goal off another goal ref.
+    let candidates: Vec<String> = if first {
+        vec![goalref::SHARED.to_owned()]
+    } else {
+        goalref::goal_refs(store)?
+            .into_iter()
+            .map(|(n, _)| n)
+            .filter(|n| *n != name)
+            .collect()
+    };
+    let mut other = None;
+    for r in candidates {
+        let Some(tip) = store.resolve(&r)? else {
+            continue;
+        };
+        let found = store
+            .first_parents(tip.commit, SPLIT_WALK)?
+            .into_iter()
+            .find(|e| {
+                if first {
+                    is_split(e, None, None)
+                } else {
+                    is_split(e, None, Some(goal))
+                }
+            });
+        if let Some(e) = found {
+            other = Some((r, e));
+            break;
+        }
+    }
+    let Some((other_ref, half)) = other else {
+        return Ok(None);
+    };
+    let other_names = super::names(&repo.for_ref(&other_ref), opts.remote.as_deref())?;
+    let landed = match store.resolve(&other_names.synced)? {
+        Some(t) => t.commit == half.commit || store.is_ancestor(half.commit, t.commit)?,
+        None => false,
+    };
+    if !landed {
+        return Ok(Some(Fresh::Wait(format!(
+            "{other_ref} carries the other half of goal {goal}'s split ({}), which {} does not hold yet; {name} goes after it",
+            half.commit.short(8),
+            other_names.remote
+        ))));
+    }
+    let Some(onto) = half.parent else {
+        return Ok(None);
+    };
+    let replaced = replaced_pins(repo, Some(parent), local)?;
+    if onto == parent && replaced.is_empty() {
+        return Ok(None);
+    }
+    let side = goalref::accepting(&replaced, || {
+        local_side(repo, Some(parent), local, progress)
+    })?;
+    let snap = crate::tx::snapshot(store, store.tip_at(onto)?)?;
+    Ok(Some(Fresh::Rebuild {
+        state_id: crate::trust::lineage::state_id(store, Some(onto))?,
+        onto: Box::new(snap),
+        side,
+        first_pin: first.then_some(half.commit),
     }))
 }
 

@@ -129,11 +129,17 @@ pub fn accepting<T>(commits: &[Oid], f: impl FnOnce() -> T) -> T {
     out
 }
 
-/// Whether a goal tick's pin `pin` is a shared tick that a sync replayed:
-/// not on this clone's shared ref any more, but every op of it since the
-/// two chains parted is on that ref (the same op ids, written again on top
-/// of another clone's shared ticks). A goal tick pinning it is replayed
-/// too, which pins the shared tip of now (docs/sync.md).
+/// Whether a goal tick's pin `pin` is a shared tick that a sync replayed
+/// or refused: a commit of the shared ref's chain (it shares history with
+/// this clone's shared ref) that is not on it any more. The hub only moves
+/// its shared ref forward, so the ticks from where the two chains parted
+/// up to the pin were never on the hub: this clone's own shared ticks,
+/// which its sync wrote again on top of another clone's (the same op ids)
+/// or refused. A goal tick pinning one is replayed (docs/sync.md), which
+/// applies and checks its op again on the shared parts of now and pins
+/// them: an op that needed what was refused (a key, a setting) becomes a
+/// rejection record, never a tick on a pin the hub lacks. Verification
+/// still requires the pin to be a shared state ([`for_check`]).
 pub fn replaced_pin(store: &Store, pin: Oid) -> Result<bool> {
     let Some(tip) = store.resolve(SHARED)?.map(|t| t.commit) else {
         return Ok(false);
@@ -141,24 +147,7 @@ pub fn replaced_pin(store: &Store, pin: Oid) -> Result<bool> {
     if pin == tip || !store.has_object(pin) || store.is_ancestor(pin, tip)? {
         return Ok(false);
     }
-    let Some(base) = store.merge_base(pin, tip)? else {
-        return Ok(false);
-    };
-    let ops = |c: Oid| -> Result<Vec<Option<String>>> {
-        Ok(store
-            .chain_since(c, Some(base))?
-            .iter()
-            .map(|e| {
-                crate::op::message::parse(&e.message)
-                    .ok()
-                    .map(|p| p.op.id.to_string())
-            })
-            .collect())
-    };
-    let now: std::collections::HashSet<String> = ops(tip)?.into_iter().flatten().collect();
-    Ok(ops(pin)?
-        .iter()
-        .all(|id| id.as_ref().is_some_and(|id| now.contains(id))))
+    Ok(store.merge_base(pin, tip)?.is_some())
 }
 
 /// The shared state at `commit`, which must be a split state's shared tip.

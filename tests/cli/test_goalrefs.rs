@@ -1039,3 +1039,311 @@ fn a_goal_tick_pinning_a_shared_tick_replayed_by_an_earlier_sync_is_replayed() {
         assert_eq!(v["ok"], true, "hub {r}: {v}");
     }
 }
+
+/// A hub `update` hook (it runs per ref, after the guard) that refuses
+/// the refs listed in the hub's file `refuse`, one a line: a push cut off
+/// between two refs, on a real hub.
+fn refuse_on(hub: &str, refs: &[&str]) {
+    let hooks = std::path::Path::new(hub).join("hooks");
+    let hook = hooks.join("update");
+    if !hook.exists() {
+        std::fs::write(
+            &hook,
+            "#!/bin/sh\nif [ -f refuse ] && grep -qx \"$1\" refuse; then\n  echo \"refusing $1 (test)\" >&2\n  exit 1\nfi\n",
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let list: String = refs.iter().map(|r| format!("{r}\n")).collect();
+    std::fs::write(std::path::Path::new(hub).join("refuse"), list).unwrap();
+}
+
+/// Every ref verifies on every machine given and on the hub.
+fn all_verify(env: &TestEnv, hub: &str, machines: &[(&Machine, &[&str])]) {
+    for (m, refs) in machines {
+        for r in *refs {
+            let v = on(m, r, None, &["--json", "verify"]).ok().json();
+            assert_eq!(v["ok"], true, "{r}: {v}");
+        }
+    }
+    let env_hub = env.machine_in(std::path::PathBuf::from(hub));
+    for r in [SHARED, MAIN, WEB, DOCS] {
+        if env_hub.rev(r).is_some() {
+            let v = on(&env_hub, r, None, &["--json", "verify"]).ok().json();
+            assert_eq!(v["ok"], true, "hub {r}: {v}");
+        }
+    }
+}
+
+const DOCS: &str = "refs/loopx/goals/docs";
+
+/// A goal `docs` added on MAIN with one todo, synced to the hub.
+fn docs_on_main(env: &TestEnv) -> String {
+    let m = env.machine();
+    on(
+        &m,
+        MAIN,
+        None,
+        &["goal", "add", "docs", "--objective", "The manual"],
+    )
+    .ok();
+    let doc = on(
+        &m,
+        MAIN,
+        None,
+        &["todo", "add", "Write the manual", "--goal", "docs"],
+    )
+    .ok()
+    .stdout
+    .trim()
+    .to_owned();
+    env.loopx(&["sync"]).ok();
+    doc
+}
+
+/// A goal moved onto a ref of its own on a clone with an unpushed shared
+/// tick, while another clone pushed a shared tick first: the new ref was
+/// never pushed, and its first tick pins the shared tick the sync replays.
+/// The sync writes the new ref's ticks again on the new shared tip (it
+/// stopped with `invalid-tick` [pin] before), the guarded hub takes every
+/// ref, and each verifies everywhere.
+#[test]
+fn a_never_pushed_goal_ref_pinning_a_replayed_shared_tick_is_written_again() {
+    if !crate::common::keys::have_openssh() {
+        return;
+    }
+    let (env, hub, _, _) = split_team();
+    let doc = docs_on_main(&env);
+    let m = env.machine();
+    announce(&env, &m, "ada");
+    let old_pin = m.rev(SHARED).unwrap();
+    env.loopx(&["goal", "split", "docs"]).ok();
+    let msg = m.git(&["log", "-1", "--format=%B", DOCS]);
+    assert!(msg.contains(&format!("Loopx-Shared: {old_pin}")), "{msg}");
+    let b = goal_clone(&env, "b", &hub, MAIN);
+    announce(&env, &b, "bob");
+    b.loopx(&["sync"]).ok();
+    let out = env.loopx(&["--json", "sync"]).ok().json();
+    assert_eq!(out["outcome"], "replayed", "{out}");
+    let hub_m = env.machine_in(std::path::PathBuf::from(&hub));
+    let shared = hub_m.rev(SHARED).unwrap();
+    assert_eq!(m.rev(SHARED).as_deref(), Some(shared.as_str()));
+    for r in [MAIN, DOCS] {
+        assert_eq!(hub_m.rev(r), m.rev(r), "{r}");
+        let msg = hub_m.git(&["log", "-1", "--format=%B", r]);
+        assert!(
+            msg.contains(&format!("Loopx-Shared: {shared}")),
+            "{r}: {msg}"
+        );
+    }
+    // The goal and its todo live on the new ref only.
+    let d = goal_clone(&env, "d", &hub, DOCS);
+    let listed = d.loopx(&["todo", "list"]).ok().stdout;
+    assert!(listed.contains(&doc), "{listed}");
+    b.loopx(&["sync"]).ok();
+    let out = b.loopx(&["--json", "todo", "show", &doc]).code(1);
+    assert_eq!(out.error_code(), "unknown-id", "{}", out.stdout);
+    all_verify(
+        &env,
+        &hub,
+        &[(&m, &[SHARED, MAIN, DOCS][..]), (&b, &[SHARED, MAIN][..])],
+    );
+}
+
+/// A goal tick pinning a shared tick whose op the replay refused (another
+/// clone announced the same signer name first, with another key): the
+/// goal tick is applied and checked again on the shared parts the hub
+/// holds, and pins them; no ref pins a commit the hub lacks.
+#[test]
+fn a_goal_tick_pinning_a_refused_shared_op_is_replayed_onto_the_hub_shared_tip() {
+    if !crate::common::keys::have_openssh() {
+        return;
+    }
+    let (env, hub, api, _) = split_team();
+    let a = goal_clone(&env, "a", &hub, MAIN);
+    let b = goal_clone(&env, "b", &hub, MAIN);
+    announce(&env, &a, "ada");
+    a.agent("agent-a", &["todo", "claim", &api, "--no-sync"])
+        .ok();
+    let old_pin = a.rev(SHARED).unwrap();
+    // The same signer name with another key reaches the hub first: a's
+    // announcement no longer applies there.
+    let other = crate::common::keys::keygen(&env, "ada-elsewhere");
+    on(
+        &b,
+        SHARED,
+        None,
+        &[
+            "signer",
+            "announce",
+            "ada",
+            "--key",
+            &other.to_string_lossy(),
+        ],
+    )
+    .ok();
+    b.loopx(&["sync"]).ok();
+    let hub_m = env.machine_in(std::path::PathBuf::from(&hub));
+    let theirs = hub_m.rev(SHARED).unwrap();
+    let out = a.loopx(&["--json", "sync"]);
+    let hub_shared = hub_m.rev(SHARED).unwrap();
+    assert_eq!(
+        hub_shared, theirs,
+        "a's refused announcement is not on the hub"
+    );
+    assert_eq!(
+        a.rev(SHARED).as_deref(),
+        Some(theirs.as_str()),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(a.rev(MAIN), hub_m.rev(MAIN), "{}{}", out.stdout, out.stderr);
+    let msg = hub_m.git(&["log", "-1", "--format=%B", MAIN]);
+    assert!(msg.contains(&format!("Loopx-Shared: {theirs}")), "{msg}");
+    assert!(!msg.contains(&old_pin), "{msg}");
+    b.loopx(&["sync"]).ok();
+    let shown = b.loopx(&["--json", "todo", "show", &api]).ok().json();
+    assert_eq!(shown["claim"]["owner"], "agent-a", "{shown}");
+    all_verify(
+        &env,
+        &hub,
+        &[(&a, &[SHARED, MAIN][..]), (&b, &[SHARED, MAIN][..])],
+    );
+}
+
+/// `goal split GOAL`'s two refs reach the hub in order, the ref it leaves
+/// first: cut off between them (the hub refuses one), the goal is on one
+/// ref of the hub or the other's old place, never on two; the next sync
+/// heals it. And when another clone wrote to the goal on the ref it
+/// leaves meanwhile, the new ref is written again on top of that, so
+/// nothing written there is lost.
+#[test]
+fn a_goal_split_cut_off_between_its_two_refs_heals_on_the_next_sync() {
+    let (env, hub, _, _) = split_team();
+    let doc = docs_on_main(&env);
+    let m = env.machine();
+    let hub_m = env.machine_in(std::path::PathBuf::from(&hub));
+    let on_hub = |r: &str, todo: &str| {
+        hub_m.rev(r).is_some()
+            && names(&hub_m, r)
+                .iter()
+                .any(|n| n.ends_with(&format!("{todo}.toml")))
+    };
+    // The hub refuses the ref the goal leaves: the new ref stays here.
+    env.loopx(&["goal", "split", "docs"]).ok();
+    refuse_on(&hub, &[MAIN]);
+    let out = env.loopx(&["--json", "sync"]);
+    assert_ne!(out.code, 0, "{}", out.stdout);
+    assert!(hub_m.rev(DOCS).is_none(), "the new ref waits for the move");
+    assert!(on_hub(MAIN, &doc));
+    // The hub refuses the new ref: the move lands, the goal is on neither
+    // ref of the hub, and nothing is lost here.
+    refuse_on(&hub, &[DOCS]);
+    let out = env.loopx(&["--json", "sync"]);
+    assert_ne!(out.code, 0, "{}", out.stdout);
+    assert_eq!(hub_m.rev(MAIN), m.rev(MAIN));
+    assert!(!on_hub(MAIN, &doc));
+    assert!(hub_m.rev(DOCS).is_none());
+    // Healed by the next sync.
+    refuse_on(&hub, &[]);
+    env.loopx(&["sync"]).ok();
+    assert_eq!(hub_m.rev(DOCS), m.rev(DOCS));
+    assert!(on_hub(DOCS, &doc));
+    all_verify(&env, &hub, &[(&m, &[SHARED, MAIN, DOCS, WEB][..])]);
+
+    // A second move, while another clone adds a todo to the goal on the
+    // ref it leaves and pushes first: the move is replayed onto that, and
+    // the new ref is written again on top of it, with the todo.
+    let b = goal_clone(&env, "b", &hub, MAIN);
+    on(
+        &m,
+        MAIN,
+        None,
+        &["goal", "add", "guide", "--objective", "The guide"],
+    )
+    .ok();
+    on(
+        &m,
+        MAIN,
+        None,
+        &["todo", "add", "Outline the guide", "--goal", "guide"],
+    )
+    .ok();
+    env.loopx(&["sync"]).ok();
+    b.loopx(&["sync"]).ok();
+    const GUIDE: &str = "refs/loopx/goals/guide";
+    env.loopx(&["goal", "split", "guide"]).ok();
+    let late = b
+        .loopx(&["todo", "add", "Index the guide", "--goal", "guide"])
+        .ok()
+        .stdout
+        .trim()
+        .to_owned();
+    b.loopx(&["sync"]).ok();
+    env.loopx(&["sync"]).ok();
+    assert_eq!(hub_m.rev(GUIDE), m.rev(GUIDE));
+    assert!(on_hub(GUIDE, &late), "the todo added meanwhile moved too");
+    assert!(!on_hub(MAIN, &late));
+    for r in [SHARED, MAIN, GUIDE] {
+        let v = on(&hub_m, r, None, &["--json", "verify"]).ok().json();
+        assert_eq!(v["ok"], true, "hub {r}: {v}");
+    }
+}
+
+/// A clone working on one goal ref that moves a goal off it pushes the
+/// new ref with its own (a goal clone's sync takes every goal ref it
+/// wrote and has not synced).
+#[test]
+fn a_goal_clone_that_moves_a_goal_pushes_the_new_ref_too() {
+    let (env, hub, _, _) = split_team();
+    let doc = docs_on_main(&env);
+    let a = goal_clone(&env, "a", &hub, MAIN);
+    a.loopx(&["goal", "split", "docs"]).ok();
+    a.loopx(&["sync"]).ok();
+    let hub_m = env.machine_in(std::path::PathBuf::from(&hub));
+    assert_eq!(hub_m.rev(MAIN), a.rev(MAIN));
+    assert_eq!(hub_m.rev(DOCS), a.rev(DOCS));
+    let d = goal_clone(&env, "d", &hub, DOCS);
+    let listed = d.loopx(&["todo", "list"]).ok().stdout;
+    assert!(listed.contains(&doc), "{listed}");
+}
+
+/// The first split, while another clone pushed a tick to the single ref
+/// first: the shared ref's split is replayed onto that tick, and every new
+/// goal ref is written again on top of it too (its first tick pinning the
+/// replayed split), so the other clone's todo lands on its goal's ref.
+#[test]
+fn a_first_split_that_lost_its_race_writes_its_goal_refs_again() {
+    let env = TestEnv::with_board();
+    let hub = env.hub("hub.git");
+    env.loopx(&["-C", &hub, "hub", "install"]).ok();
+    env.git(&["remote", "add", "origin", &hub]);
+    env.loopx(&["goal", "add", "web", "--objective", "The site"])
+        .ok();
+    env.loopx(&["sync"]).ok();
+    let c = env.clone_machine("c", &hub);
+    c.loopx(&["sync"]).ok();
+    env.loopx(&["goal", "split"]).ok();
+    let late = c
+        .loopx(&["todo", "add", "Draw the logo", "--goal", "web"])
+        .ok()
+        .stdout
+        .trim()
+        .to_owned();
+    c.loopx(&["sync"]).ok();
+    let out = env.loopx(&["--json", "sync"]).ok().json();
+    assert!(out.to_string().contains(WEB), "{out}");
+    let hub_m = env.machine_in(std::path::PathBuf::from(&hub));
+    let m = env.machine();
+    for r in [SHARED, MAIN, WEB] {
+        assert_eq!(hub_m.rev(r), m.rev(r), "{r}");
+    }
+    assert!(
+        names(&hub_m, WEB)
+            .iter()
+            .any(|n| n.ends_with(&format!("{late}.toml"))),
+        "the todo pushed before the split is on its goal's ref"
+    );
+    all_verify(&env, &hub, &[(&m, &[SHARED, MAIN, WEB][..])]);
+}
