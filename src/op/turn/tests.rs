@@ -567,7 +567,11 @@ impl Run {
                 } else {
                     vec![]
                 };
-                let scope: &[&str] = if self.next() % 3 == 0 { &["src/**"] } else { &[] };
+                let scope: &[&str] = if self.next() % 3 == 0 {
+                    &["src/**"]
+                } else {
+                    &[]
+                };
                 let caps: &[&str] = if self.rich && self.next() % 4 == 0 {
                     &["rust"]
                 } else {
@@ -618,7 +622,10 @@ impl Run {
                 });
                 (human(), c)
             }
-            10 => (human(), update(&pick, epoch, Some(TodoStatus::Blocked), None)),
+            10 => (
+                human(),
+                update(&pick, epoch, Some(TodoStatus::Blocked), None),
+            ),
             11 => (human(), update(&pick, epoch, Some(TodoStatus::Open), None)),
             _ => {
                 let outcome = if self.next() % 2 == 0 {
@@ -765,7 +772,8 @@ fn the_ready_index_answers_as_the_whole_state_does() {
                 let want = turn::decide(s, &aid(who), goal, now);
                 let got = match turn::decide_from_claims(&claimed, &aid(who), goal, now) {
                     Ok(d) => d,
-                    Err(p) => match p.finish_from_ready(&claimed, &aid(who), goal, now, Some(list)) {
+                    Err(p) => match p.finish_from_ready(&claimed, &aid(who), goal, now, Some(list))
+                    {
                         Ok(d) => {
                             answered += 1;
                             d
