@@ -227,13 +227,7 @@ impl Claims {
     /// head names; only that agent's part of it is parsed.
     pub fn ready_list(&self, agent: &AgentId, goal: &GoalId) -> Option<ReadyList> {
         let (folder, want) = self.ready.as_ref()?;
-        let key = build_key()?;
-        let bytes = read_regular(&ready_path(folder))?;
-        let (table, body) = parse_ready(key, &bytes, want)?;
-        let (at, len) = table.get(agent.as_str())?;
-        let part = body.get(*at..at.checked_add(*len)?)?;
-        let mut lists: AgentReady = serde_json::from_slice(part).ok()?;
-        lists.goals.remove(goal)
+        read_ready_list(folder, build_key()?, want, agent, goal)
     }
 
     /// The board's counts of every live todo at `now`, when the head holds
@@ -571,6 +565,37 @@ fn parse_ready<'a>(
         table.insert(agent, (at.parse().ok()?, len.parse().ok()?));
     }
     (rest.next() == Some("")).then_some((table, body))
+}
+
+/// `agent`'s ready list on `goal` from the ready index the head names
+/// (`want`): only that agent's part of the file is parsed.
+fn read_ready_list(
+    folder: &Path,
+    key: &str,
+    want: &ShardRef,
+    agent: &AgentId,
+    goal: &GoalId,
+) -> Option<ReadyList> {
+    let bytes = read_regular(&ready_path(folder))?;
+    let (table, body) = parse_ready(key, &bytes, want)?;
+    let (at, len) = table.get(agent.as_str())?;
+    let part = body.get(*at..at.checked_add(*len)?)?;
+    let mut lists: AgentReady = serde_json::from_slice(part).ok()?;
+    lists.goals.remove(goal)
+}
+
+/// `agent`'s ready list on `goal` at `commit` from the cache (what a tick
+/// just wrote), reading the head's header but not its body; None on any
+/// miss.
+pub fn ready_list(store: &Store, commit: Oid, agent: &AgentId, goal: &GoalId) -> Option<ReadyList> {
+    let key = build_key()?;
+    let folder = folder(store);
+    let bytes = read_regular(&head_path(&folder))?;
+    let (tip, _, ready, _) = parse_head(key, &bytes)?;
+    if tip.commit != commit {
+        return None;
+    }
+    read_ready_list(&folder, key, &ready?, agent, goal)
 }
 
 /// The whole ready index, when its file is the one the head names.

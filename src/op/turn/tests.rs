@@ -791,7 +791,7 @@ fn the_ready_index_answers_as_the_whole_state_does() {
                 );
                 if let Some(first) = ready::first_ready(&claimed, list, a, now, 3) {
                     briefs += 1;
-                    let whole = brief::build(s, &aid(who), goal, now, None);
+                    let whole = brief::build(s, &aid(who), goal, now, None, None);
                     let want: Vec<&TodoId> = whole.ready.iter().map(|l| &l.id).collect();
                     let got: Vec<&TodoId> = first.iter().map(|t| &t.id).collect();
                     assert_eq!(got, want, "the brief, step {step}, {who} at +{later}m");
