@@ -547,7 +547,7 @@ impl Run {
         let at = t("2026-01-01T09:00:00Z")
             .plus(Span::minutes(self.minute))
             .to_string();
-        let who = if self.next() % 2 == 0 {
+        let who = if self.next().is_multiple_of(2) {
             "agent-a"
         } else {
             "agent-b"
@@ -562,17 +562,17 @@ impl Run {
             3 => (agent(who), done(&pick, epoch, None)),
             4 | 9 => {
                 let hex = format!("{:08x}", self.next() as u32);
-                let after: Vec<&str> = if self.next() % 3 == 0 {
+                let after: Vec<&str> = if self.next().is_multiple_of(3) {
                     vec![pick.as_str()]
                 } else {
                     vec![]
                 };
-                let scope: &[&str] = if self.next() % 3 == 0 {
+                let scope: &[&str] = if self.next().is_multiple_of(3) {
                     &["src/**"]
                 } else {
                     &[]
                 };
-                let caps: &[&str] = if self.rich && self.next() % 4 == 0 {
+                let caps: &[&str] = if self.rich && self.next().is_multiple_of(4) {
                     &["rust"]
                 } else {
                     &[]
@@ -628,7 +628,7 @@ impl Run {
             ),
             11 => (human(), update(&pick, epoch, Some(TodoStatus::Open), None)),
             _ => {
-                let outcome = if self.next() % 2 == 0 {
+                let outcome = if self.next().is_multiple_of(2) {
                     Outcome::Unchanged
                 } else {
                     Outcome::Advanced
