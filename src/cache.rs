@@ -45,17 +45,20 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use crate::model::files::Touched;
-use crate::model::{Entities, FORMAT, State, Todo, TodoId};
+use crate::model::{AgentId, Entities, FORMAT, GoalId, State, Todo, TodoId};
 use crate::op::board::{self, Counts};
+use crate::op::turn::ready::{self, AgentReady, ReadyList};
 use crate::store::{Oid, Store, Tip};
 use crate::time::Timestamp;
 
 /// Bumped when the layout of the cache files changes.
-const LAYOUT: u32 = 3;
+const LAYOUT: u32 = 4;
 /// The first line of a head file.
 const MAGIC: &str = "loopx-cache";
 /// The first line of a shard of todos.
 const SHARD_MAGIC: &str = "loopx-cache-todos";
+/// The first line of the ready index (`crate::op::turn::ready`).
+const READY_MAGIC: &str = "loopx-cache-ready";
 /// Below this many live todos the head holds them all (no shards: one file
 /// to read at the sizes where opening files is most of the cost).
 pub const SHARD_FROM: usize = 1024;
@@ -114,6 +117,11 @@ fn ref_name(state_ref: &str) -> String {
 /// The head file in a cache folder.
 pub fn head_path(folder: &Path) -> PathBuf {
     folder.join("head")
+}
+
+/// The ready index's file in a cache folder.
+pub fn ready_path(folder: &Path) -> PathBuf {
+    folder.join("ready")
 }
 
 /// Shard `i`'s file in a cache folder.
@@ -197,6 +205,9 @@ pub struct Claims {
     /// exact at any time when each claim is as live as it was at
     /// [`CountsAt::at`] ([`Claims::counts_at`]).
     counts: Option<CountsAt>,
+    /// Where the ready index of a sharded head is, and what the head says
+    /// of it.
+    ready: Option<(PathBuf, ShardRef)>,
 }
 
 impl Claims {
@@ -207,7 +218,16 @@ impl Claims {
             state,
             complete: true,
             counts: None,
+            ready: None,
         }
+    }
+
+    /// `agent`'s ready list on `goal` from the index beside a sharded head
+    /// (`crate::op::turn::ready`), when its file is whole and the one the
+    /// head names; only that agent's part of it is parsed.
+    pub fn ready_list(&self, agent: &AgentId, goal: &GoalId) -> Option<ReadyList> {
+        let (folder, want) = self.ready.as_ref()?;
+        read_ready_list(folder, build_key()?, want, agent, goal)
     }
 
     /// The board's counts of every live todo at `now`, when the head holds
@@ -256,6 +276,7 @@ struct Head {
     folder: PathBuf,
     tip: Tip,
     shards: Vec<ShardRef>,
+    ready: Option<ShardRef>,
     state: State,
     counts: Option<CountsAt>,
 }
@@ -265,7 +286,7 @@ fn read_head(common_dir: &Path, state_ref: &str, commit: Oid) -> Option<Head> {
     let key = build_key()?;
     let folder = folder_in(common_dir, state_ref);
     let bytes = read_regular(&head_path(&folder))?;
-    let (tip, shards, body) = parse_head(key, &bytes)?;
+    let (tip, shards, ready, body) = parse_head(key, &bytes)?;
     if tip.commit != commit {
         return None;
     }
@@ -284,6 +305,7 @@ fn read_head(common_dir: &Path, state_ref: &str, commit: Oid) -> Option<Head> {
         folder,
         tip,
         shards,
+        ready,
         state,
         counts,
     })
@@ -305,6 +327,7 @@ pub fn read_claims_in(common_dir: &Path, state_ref: &str, commit: Oid) -> Option
         state: head.state,
         complete: head.shards.is_empty(),
         counts: head.counts,
+        ready: head.ready.map(|r| (head.folder, r)),
     })
 }
 
@@ -443,8 +466,20 @@ fn check_body(header: &mut Header<'_>, body: &[u8]) -> Option<u64> {
     (body.len() == len && checksum(body) == sum).then_some(sum)
 }
 
-/// A head file: the tip, the shards' table and the body, when whole.
-fn parse_head<'a>(key: &str, bytes: &'a [u8]) -> Option<(Tip, Vec<ShardRef>, &'a [u8])> {
+/// What a head file holds: the tip, the shards' table, the ready index's
+/// line (sharded heads only) and the body.
+type HeadParts<'a> = (Tip, Vec<ShardRef>, Option<ShardRef>, &'a [u8]);
+
+/// A `name <commit> <sum>` line of a head's header.
+fn file_ref(line: Option<&str>, name: &str) -> Option<ShardRef> {
+    let mut words = line?.strip_prefix(name)?.strip_prefix(' ')?.split(' ');
+    let commit = Oid::from_hex(words.next()?)?;
+    let sum = sum_field(words.next()?)?;
+    words.next().is_none().then_some(ShardRef { commit, sum })
+}
+
+/// A head file's parts, when whole.
+fn parse_head<'a>(key: &str, bytes: &'a [u8]) -> Option<HeadParts<'a>> {
     let (mut header, body) = Header::read(bytes, MAGIC, key)?;
     let commit = Oid::from_hex(header.field("commit")?)?;
     let tree = Oid::from_hex(header.field("tree")?)?;
@@ -469,10 +504,15 @@ fn parse_head<'a>(key: &str, bytes: &'a [u8]) -> Option<(Tip, Vec<ShardRef>, &'a
         }
         shards.push(ShardRef { commit, sum });
     }
+    let ready = if n > 0 {
+        Some(file_ref(rest.next(), "ready")?)
+    } else {
+        None
+    };
     if rest.next() != Some("") {
         return None;
     }
-    Some((Tip { commit, tree, tick }, shards, body))
+    Some((Tip { commit, tree, tick }, shards, ready, body))
 }
 
 /// The body of shard `i` of `n`, when its file is whole and is the one the
@@ -493,6 +533,108 @@ fn parse_shard<'a>(
     }
     let sum = check_body(&mut header, body)?;
     (sum == want.sum && header.rest().next() == Some("")).then_some(body)
+}
+
+/// Where each agent's part of the ready index is in its body: byte offset
+/// and length.
+type ReadyTable<'a> = BTreeMap<&'a str, (usize, usize)>;
+
+/// The ready index's table and body, when its file is whole and is the one
+/// the head names (`want`).
+fn parse_ready<'a>(
+    key: &str,
+    bytes: &'a [u8],
+    want: &ShardRef,
+) -> Option<(ReadyTable<'a>, &'a [u8])> {
+    let (mut header, body) = Header::read(bytes, READY_MAGIC, key)?;
+    if Oid::from_hex(header.field("commit")?)? != want.commit {
+        return None;
+    }
+    if check_body(&mut header, body)? != want.sum {
+        return None;
+    }
+    let n: usize = header.field("agents")?.parse().ok()?;
+    let mut rest = header.rest();
+    let mut table = ReadyTable::new();
+    for _ in 0..n {
+        let mut words = rest.next()?.strip_prefix("agent ")?.split(' ');
+        let (agent, at, len) = (words.next()?, words.next()?, words.next()?);
+        if words.next().is_some() {
+            return None;
+        }
+        table.insert(agent, (at.parse().ok()?, len.parse().ok()?));
+    }
+    (rest.next() == Some("")).then_some((table, body))
+}
+
+/// `agent`'s ready list on `goal` from the ready index the head names
+/// (`want`): only that agent's part of the file is parsed.
+fn read_ready_list(
+    folder: &Path,
+    key: &str,
+    want: &ShardRef,
+    agent: &AgentId,
+    goal: &GoalId,
+) -> Option<ReadyList> {
+    let bytes = read_regular(&ready_path(folder))?;
+    let (table, body) = parse_ready(key, &bytes, want)?;
+    let (at, len) = table.get(agent.as_str())?;
+    let part = body.get(*at..at.checked_add(*len)?)?;
+    let mut lists: AgentReady = serde_json::from_slice(part).ok()?;
+    lists.goals.remove(goal)
+}
+
+/// `agent`'s ready list on `goal` at `commit` from the cache (what a tick
+/// just wrote), reading the head's header but not its body; None on any
+/// miss.
+pub fn ready_list(store: &Store, commit: Oid, agent: &AgentId, goal: &GoalId) -> Option<ReadyList> {
+    let key = build_key()?;
+    let folder = folder(store);
+    let bytes = read_regular(&head_path(&folder))?;
+    let (tip, _, ready, _) = parse_head(key, &bytes)?;
+    if tip.commit != commit {
+        return None;
+    }
+    read_ready_list(&folder, key, &ready?, agent, goal)
+}
+
+/// The whole ready index, when its file is the one the head names.
+fn read_ready(folder: &Path, key: &str, want: &ShardRef) -> Option<ready::Index> {
+    let bytes = read_regular(&ready_path(folder))?;
+    let (table, body) = parse_ready(key, &bytes, want)?;
+    let mut index = ready::Index::new();
+    for (agent, (at, len)) in table {
+        let part = body.get(at..at.checked_add(len)?)?;
+        index.insert(
+            AgentId::new(agent).ok()?,
+            serde_json::from_slice(part).ok()?,
+        );
+    }
+    Some(index)
+}
+
+/// Writes the ready index `index`, written at `commit`.
+fn write_ready(
+    folder: &Path,
+    key: &str,
+    commit: Oid,
+    index: &ready::Index,
+) -> std::io::Result<ShardRef> {
+    let mut body = Vec::with_capacity(16 * 1024);
+    let mut table = String::new();
+    for (agent, lists) in index {
+        let at = body.len();
+        serde_json::to_writer(&mut body, lists).map_err(std::io::Error::other)?;
+        table.push_str(&format!("agent {agent} {at} {}\n", body.len() - at));
+    }
+    let sum = checksum(&body);
+    let header = format!(
+        "{READY_MAGIC}\nkey {key}\ncommit {commit}\nbytes {}\nsum {sum:016x}\nagents {}\n{table}\n",
+        body.len(),
+        index.len()
+    );
+    write_file(&ready_path(folder), &header, &body)?;
+    Ok(ShardRef { commit, sum })
 }
 
 /// A fast checksum of the body (not a cryptographic one: it catches a
@@ -544,10 +686,10 @@ pub fn update(store: &Store, parent: Option<&Tip>, tip: &Tip, state: &State, tou
     let n = shards_for(state.todos.len());
     let table = parent.filter(|_| n > 0).and_then(|p| {
         let bytes = read_regular(&head_path(&folder))?;
-        let (at, shards, _) = parse_head(key, &bytes)?;
-        (at.commit == p.commit && shards.len() == n).then_some(shards)
+        let (at, shards, ready, _) = parse_head(key, &bytes)?;
+        (at.commit == p.commit && shards.len() == n).then_some((shards, ready))
     });
-    let Some(mut table) = table else {
+    let Some((mut table, ready)) = table else {
         let _ = write_all(&folder, key, tip, state);
         return;
     };
@@ -560,7 +702,13 @@ pub fn update(store: &Store, parent: Option<&Tip>, tip: &Tip, state: &State, tou
             Err(_) => return,
         }
     }
-    let _ = write_head(&folder, key, tip, state, &table);
+    // The parent's index, kept by what the tick touched.
+    let old = ready.and_then(|r| read_ready(&folder, key, &r));
+    let index = ready::update_all(old, state, touched, ready::SIZES);
+    let Ok(ready) = write_ready(&folder, key, tip.commit, &index) else {
+        return;
+    };
+    let _ = write_head(&folder, key, tip, state, &table, Some(&ready));
 }
 
 /// Every file of the cache of `state` at `tip`: the shards, then the head.
@@ -570,7 +718,13 @@ fn write_all(folder: &Path, key: &str, tip: &Tip, state: &State) -> std::io::Res
     for i in 0..n {
         table.push(write_shard(folder, key, i, n, tip.commit, state)?);
     }
-    write_head(folder, key, tip, state, &table)?;
+    let ready = if n > 0 {
+        let index = ready::build_all(state, ready::SIZES);
+        Some(write_ready(folder, key, tip.commit, &index)?)
+    } else {
+        None
+    };
+    write_head(folder, key, tip, state, &table, ready.as_ref())?;
     // Shards of a larger count before: never read, so only tidied.
     for i in n..MAX_SHARDS {
         let path = shard_path(folder, i);
@@ -617,6 +771,7 @@ fn write_head(
     tip: &Tip,
     state: &State,
     shards: &[ShardRef],
+    ready: Option<&ShardRef>,
 ) -> std::io::Result<()> {
     let body = if shards.is_empty() {
         serde_json::to_vec(state)
@@ -661,6 +816,9 @@ fn write_head(
     );
     for (i, r) in shards.iter().enumerate() {
         header.push_str(&format!("shard {i:02x} {} {:016x}\n", r.commit, r.sum));
+    }
+    if let Some(r) = ready {
+        header.push_str(&format!("ready {} {:016x}\n", r.commit, r.sum));
     }
     header.push('\n');
     write_file(&head_path(folder), &header, &body)

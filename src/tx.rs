@@ -167,6 +167,18 @@ pub fn load_claims(repo: &Repo) -> Result<cache::Claims> {
     Ok(cache::Claims::whole(tip, state))
 }
 
+/// `agent`'s ready list on `goal` from the cache's ready index at `tip`
+/// (`crate::op::turn::ready`), on a hit: what a tick just wrote, for the
+/// brief it prints.
+pub fn ready_list(
+    repo: &Repo,
+    tip: &Tip,
+    agent: &crate::model::AgentId,
+    goal: &crate::model::GoalId,
+) -> Option<crate::op::turn::ready::ReadyList> {
+    cache::ready_list(repo.store(), tip.commit, agent, goal)
+}
+
 /// The state ref names a commit that cannot be read: says how to put back
 /// the last good one.
 fn unreadable_tip(repo: &Repo, e: anyhow::Error) -> anyhow::Error {

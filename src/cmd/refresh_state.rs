@@ -122,19 +122,28 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         .get(&agent)
         .and_then(|a| a.last_turn.as_ref())
         .map(|t| t.at);
-    let (state, tick) = if args.dry_run {
+    let (state, tick, tip) = if args.dry_run {
         let mut after = snap.state.clone();
         op::apply(&mut after, &tx::op(ctx, build(&snap.state)?)?)?;
-        (after, None)
+        (after, None, None)
     } else {
         let done = tx::commit(ctx, |state| Ok(tx::op(ctx, build(state)?)?))?;
         let tick = TickWire::of(&done);
-        (done.state, Some(tick))
+        (done.state, Some(tick), Some(done.tip))
     };
     let Some(crate::model::LastTurn { goal, .. }) = state.agents[&agent].last_turn.clone() else {
         unreachable!("refresh sets the last turn")
     };
-    let brief = brief::build(&state, &agent, &state.goals[&goal], ctx.now, since);
+    // The ready index the tick just wrote.
+    let list = tip.and_then(|tip| tx::ready_list(ctx, &tip, &agent, &goal));
+    let brief = brief::build(
+        &state,
+        &agent,
+        &state.goals[&goal],
+        ctx.now,
+        since,
+        list.as_ref(),
+    );
     let wire = Wire {
         outcome: args.outcome.as_str(),
         dry_run: args.dry_run,

@@ -280,12 +280,14 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         )?)
     })?;
     let brief = (!failed).then(|| {
+        let list = tx::ready_list(ctx, &done.tip, &token.agent, &goal);
         brief::build(
             &done.state,
             &token.agent,
             &done.state.goals[&goal],
             ctx.now,
             since,
+            list.as_ref(),
         )
     });
     let wire = Wire {

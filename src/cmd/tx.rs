@@ -74,6 +74,17 @@ pub fn load_claims(ctx: &Ctx) -> Result<Claims> {
     crate::tx::load_claims(ctx.repo()?)
 }
 
+/// `agent`'s ready list on `goal` from the cache's ready index at `tip`
+/// (what the tick to `tip` just wrote), on a hit.
+pub fn ready_list(
+    ctx: &Ctx,
+    tip: &Tip,
+    agent: &crate::model::AgentId,
+    goal: &crate::model::GoalId,
+) -> Option<crate::op::turn::ready::ReadyList> {
+    crate::tx::ready_list(ctx.repo().ok()?, tip, agent, goal)
+}
+
 /// Reads the state at a commit.
 pub fn load_at(ctx: &Ctx, tip: Tip) -> Result<Snapshot> {
     crate::tx::load_at(ctx.repo()?, tip)

@@ -103,7 +103,7 @@ pub fn brief(state: &State, st: &Start) -> String {
     if st.continued && d.skip == Some(turn::Reason::NoChange) {
         d.skip = None;
     }
-    let b = brief::build(state, agent, goal, st.now, since);
+    let b = brief::build(state, agent, goal, st.now, since, None);
     let mut text = format!("loopx: you are agent {agent}.\n");
     if let Some(why) = st.offline {
         text.push_str(&format!("{why}\n"));

@@ -147,12 +147,15 @@ fn first_in_pick_order(todos: &mut Vec<&Todo>, agent: &AgentId, n: usize) {
 }
 
 /// Builds the brief; `since` is the end of the agent's previous turn.
+/// `ready`, the agent's list on the goal from the ready index at this
+/// state (`turn::ready`), spares ranking every todo when it shows enough.
 pub fn build(
     state: &State,
     agent: &AgentId,
     goal: &Goal,
     now: Timestamp,
     since: Option<Timestamp>,
+    ready: Option<&turn::ready::ReadyList>,
 ) -> Brief {
     // Open gates that concern the agent, and those answered since its last
     // turn.
@@ -200,29 +203,36 @@ pub fn build(
         })
         .collect();
     let scoped = rules::Scoped::of(state);
-    let ready = match state.agents.get(agent) {
-        Some(a) => {
-            let mut r: Vec<_> = state
-                .todos
-                .iter()
-                .map(|(_, t)| t)
-                .filter(|t| {
-                    t.goal == goal.id && rules::ready_with(state, t, a, now, &scoped).is_ok()
-                })
-                .collect();
-            first_in_pick_order(&mut r, agent, READY);
-            r.into_iter()
-                .take(READY)
-                .map(|t| TodoLine {
-                    id: t.id.clone(),
-                    title: short(&t.title),
-                    priority: t.priority.to_string(),
-                    lease_left: None,
-                })
-                .collect()
-        }
+    // The first ready todos: from the agent's ready list when it shows
+    // enough, else ranked from every todo.
+    let shown: Vec<&Todo> = match state.agents.get(agent) {
+        Some(a) => match ready.and_then(|l| turn::ready::first_ready(state, l, a, now, READY)) {
+            Some(r) => r,
+            None => {
+                let mut r: Vec<_> = state
+                    .todos
+                    .iter()
+                    .map(|(_, t)| t)
+                    .filter(|t| {
+                        t.goal == goal.id && rules::ready_with(state, t, a, now, &scoped).is_ok()
+                    })
+                    .collect();
+                first_in_pick_order(&mut r, agent, READY);
+                r
+            }
+        },
         None => Vec::new(),
     };
+    let ready = shown
+        .into_iter()
+        .take(READY)
+        .map(|t| TodoLine {
+            id: t.id.clone(),
+            title: short(&t.title),
+            priority: t.priority.to_string(),
+            lease_left: None,
+        })
+        .collect();
     let evidence = state
         .todos
         .iter()
@@ -358,7 +368,7 @@ mod tests {
             for who in ["agent-a", "agent-b"] {
                 let id = aid(who);
                 let want = naive(&s, &id, now);
-                let brief = build(&s, &id, &s.goals[&gid("main")], now, None);
+                let brief = build(&s, &id, &s.goals[&gid("main")], now, None, None);
                 let got: Vec<TodoId> = brief.ready.iter().map(|l| l.id.clone()).collect();
                 let first: Vec<TodoId> = want.iter().take(READY).map(|t| t.id.clone()).collect();
                 assert_eq!(got, first, "{size} todos, {who}");

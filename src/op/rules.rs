@@ -191,7 +191,45 @@ pub fn ready_with(
         TodoStatus::Done => return Err(NotReady::Done),
         s => return Err(NotReady::Status(s)),
     }
-    fits_with(state, todo, agent, now, scoped)
+    fits_with(state, todo, agent, now, scoped, true)
+}
+
+/// [`ready_with`] without the `after` check, for a todo already known to
+/// wait for nothing: what the ready index (`turn::ready`) asks of a state
+/// that holds only the claimed todos, where an `after` todo may be absent
+/// without having been archived.
+pub fn ready_unless_waiting(
+    state: &State,
+    todo: &Todo,
+    agent: &Agent,
+    now: Timestamp,
+    scoped: &Scoped,
+) -> Result<(), NotReady> {
+    match todo.status {
+        TodoStatus::Open => {}
+        TodoStatus::Claimed => {
+            if let Some(c) = todo.live_claim(now, state.meta.settings.clock_skew) {
+                return Err(NotReady::ClaimedBy {
+                    owner: c.owner.clone(),
+                    until: c.lease_until,
+                });
+            }
+        }
+        TodoStatus::Done => return Err(NotReady::Done),
+        s => return Err(NotReady::Status(s)),
+    }
+    fits_with(state, todo, agent, now, scoped, false)
+}
+
+/// Whether every `after` todo of `todo` is done (an id no longer in the
+/// live set was archived, which only happens to done todos).
+pub fn waits_for_nothing(state: &State, todo: &Todo) -> bool {
+    todo.after.iter().all(|id| {
+        state
+            .todos
+            .get(id)
+            .is_none_or(|t| t.status == TodoStatus::Done)
+    })
 }
 
 /// Whether the agent could hold the todo, whatever its claim: the goal is
@@ -199,7 +237,7 @@ pub fn ready_with(
 /// archived, which only happens to done todos), the agent has the required
 /// capabilities, and no other agent's live claim writes an overlapping path.
 pub fn fits(state: &State, todo: &Todo, agent: &Agent, now: Timestamp) -> Result<(), NotReady> {
-    fits_with(state, todo, agent, now, &Scoped::of(state))
+    fits_with(state, todo, agent, now, &Scoped::of(state), true)
 }
 
 fn fits_with(
@@ -208,6 +246,7 @@ fn fits_with(
     agent: &Agent,
     now: Timestamp,
     scoped: &Scoped,
+    after: bool,
 ) -> Result<(), NotReady> {
     if let Some(g) = gate_on(state, todo, agent) {
         return Err(NotReady::Gated {
@@ -223,6 +262,7 @@ fn fits_with(
     let waiting: Vec<TodoId> = todo
         .after
         .iter()
+        .filter(|_| after)
         .filter(|id| {
             state
                 .todos

@@ -20,6 +20,7 @@ use crate::time::{Span, Timestamp};
 
 mod close;
 pub(super) use close::{refresh, settle, spend, void};
+pub mod ready;
 
 /// Why `should-run` says skip.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -172,6 +173,47 @@ impl Pending {
             d.skip = Some(Reason::NoChange);
         }
         d
+    }
+}
+
+impl Pending {
+    /// The rest of [`decide`] from the cache's head (`state`: every
+    /// claimed todo, every other entity whole) and the agent's ready list
+    /// on the goal ([`ready`]): Ok with [`Pending::finish`]'s answer on the
+    /// whole state, or the pending decision back when they cannot prove it
+    /// (an own claim or a last unchanged turn, which need the digest of
+    /// every todo; no list; a list too short to tell; nothing ready, whose
+    /// reason counts every todo).
+    pub fn finish_from_ready(
+        self: Box<Self>,
+        state: &State,
+        agent: &AgentId,
+        goal: &Goal,
+        now: Timestamp,
+        list: Option<&ready::ReadyList>,
+    ) -> Result<Decision, Box<Self>> {
+        let (Some(a), Some(list)) = (state.agents.get(agent), list) else {
+            return Err(self);
+        };
+        if self.own.is_some() || no_change_check(state, agent, goal).is_some() {
+            return Err(self);
+        }
+        let Some(first) = ready::first_ready(state, list, a, now, 1) else {
+            return Err(self);
+        };
+        let Pending { mut d, gated, .. } = *self;
+        match (first.first(), gated) {
+            (Some(t), _) => d.todo = Some((t.id.clone(), false)),
+            (None, Some((gate, question))) => d.skip = Some(Reason::GateOpen { gate, question }),
+            (None, None) => {
+                return Err(Box::new(Pending {
+                    d,
+                    own: None,
+                    gated: None,
+                }));
+            }
+        }
+        Ok(d)
     }
 }
 

@@ -387,7 +387,12 @@ fn a_damaged_or_missing_shard_is_a_miss_and_no_answer_changes() {
     let want = sharded_answers(&env, &cold);
     sharded(&env, None, &["status"]).ok();
     let good = files(&env);
-    assert_eq!(good.len(), 9, "a head and eight shards: {:?}", good.keys());
+    assert_eq!(
+        good.len(),
+        10,
+        "a head, the ready index and eight shards: {:?}",
+        good.keys()
+    );
     assert_eq!(
         sharded_answers(&env, &|| {}),
         want,
@@ -469,9 +474,17 @@ fn a_tick_rewrites_one_shard_and_a_torn_update_is_never_read() {
         .keys()
         .filter(|k| before.get(*k) != after.get(*k))
         .collect();
-    assert_eq!(changed.len(), 2, "the head and one shard: {changed:?}");
+    assert_eq!(
+        changed.len(),
+        3,
+        "the head, the ready index and one shard: {changed:?}"
+    );
     assert!(changed.iter().any(|k| *k == "head"), "{changed:?}");
-    let shard = *changed.iter().find(|k| **k != "head").unwrap();
+    assert!(changed.iter().any(|k| *k == "ready"), "{changed:?}");
+    let shard = *changed
+        .iter()
+        .find(|k| **k != "head" && **k != "ready")
+        .unwrap();
     let head = String::from_utf8(after["head"].clone()).unwrap();
     assert!(head.contains(&format!("commit {tip_b}\n")), "{head:.800}");
     assert!(
@@ -494,6 +507,14 @@ fn a_tick_rewrites_one_shard_and_a_torn_update_is_never_read() {
         ("the new shard, the old head", mixed(&before, &after, shard)),
         ("the new head, the old shard", mixed(&after, &before, shard)),
         ("the old tip's whole cache", before.clone()),
+        (
+            "the new head, the old ready index",
+            mixed(&after, &before, "ready"),
+        ),
+        (
+            "the new ready index, the old head",
+            mixed(&before, &after, "ready"),
+        ),
         (
             "the new head alone",
             mixed(&BTreeMap::new(), &after, "head"),
@@ -787,4 +808,93 @@ fn status_counts_from_the_head_hold_at_any_time() {
     );
     let v: serde_json::Value = serde_json::from_str(&status(wall)).unwrap();
     assert_eq!(v["counts"]["claimed"], 2, "{v}");
+}
+
+/// `should-run` for an agent with no claim of its own answers from the
+/// sharded head and the ready index beside it, no shard read: at a time
+/// when a claimed todo's lease is live and at one when it has ended (the
+/// answer changes with the time, the index does not), and after a tick
+/// that kept the index. Whatever is wrong with the index file (a flipped
+/// bit, truncated, empty, missing, the index of the commit before), the
+/// answer is a cold read's.
+#[test]
+fn should_run_without_a_claim_reads_the_head_and_the_ready_index() {
+    let (env, _) = sharded_board();
+    let add = |title: &str| {
+        let out = sharded(&env, None, &["todo", "add", title, "--priority", "P0"]);
+        out.ok().stdout.trim().to_owned()
+    };
+    let ask = |now: &str| {
+        let mut c: Command = env.spawner().command();
+        c.env("LOOPX_NOW", now)
+            .env("LOOPX_SEED", "cache")
+            .env(loopx::cache::SHARD_VAR, SHARD_FROM)
+            .env("LOOPX_AGENT", "agent-b");
+        let out = run(c.args(["quota", "should-run", "--json"]));
+        assert!(!out.stderr.contains("cache"), "{}", out.stderr);
+        (out.code, out.stdout)
+    };
+    let cold = || {
+        let _ = std::fs::remove_dir_all(folder(&env));
+    };
+    // Only the head and the index.
+    let lean = |all: &BTreeMap<String, Vec<u8>>| -> BTreeMap<String, Vec<u8>> {
+        all.iter()
+            .filter(|(k, _)| *k == "head" || *k == "ready")
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    };
+    // agent-a claims the todo agent-b would take.
+    let first = ask(&env.now()).1;
+    let best = first.split('"').skip_while(|w| *w != "id").nth(2).unwrap();
+    let best = best.to_owned();
+    sharded(&env, Some("agent-a"), &["todo", "claim", &best]).ok();
+    let live = env.now();
+    let (live, ended) = (live.as_str(), "2099-01-01T00:00:00Z");
+    let mut wants = Vec::new();
+    for now in [live, ended] {
+        cold();
+        let want = ask(now);
+        assert_eq!(want.0, 0, "{}", want.1);
+        let good = files(&env);
+        assert!(good.contains_key("ready"), "the cold read wrote the index");
+        restore(&env, &lean(&good));
+        assert_eq!(ask(now), want, "from the head and the index at {now}");
+        assert!(files(&env) == lean(&good), "no shard read at {now}");
+        wants.push(want);
+    }
+    assert!(
+        !wants[0].1.contains(&best) && wants[1].1.contains(&best),
+        "agent-a's lease on {best} decides: {wants:?}"
+    );
+    // A tick keeps the index: a more urgent todo is the answer.
+    let before = files(&env);
+    let hotfix = add("Ship the hotfix");
+    let good = files(&env);
+    restore(&env, &lean(&good));
+    let after = ask(live);
+    assert!(after.1.contains(&hotfix), "{}", after.1);
+    assert!(files(&env) == lean(&good), "no shard read after the tick");
+    cold();
+    assert_eq!(ask(live), after, "the cold answer after the tick");
+    // Whatever is wrong with the index, the cold answer.
+    let ready = &good["ready"];
+    let body_at = ready.windows(2).position(|w| w == b"\n\n").unwrap() + 2;
+    let mut flipped = ready.clone();
+    flipped[body_at + 10] ^= 0x01;
+    for (what, content) in [
+        ("a flipped bit", Some(flipped)),
+        ("truncated", Some(ready[..ready.len() - 1].to_vec())),
+        ("zero-length", Some(Vec::new())),
+        ("missing", None),
+        ("of the commit before", Some(before["ready"].clone())),
+    ] {
+        restore(&env, &good);
+        let path = folder(&env).join("ready");
+        match &content {
+            Some(c) => std::fs::write(&path, c).unwrap(),
+            None => std::fs::remove_file(&path).unwrap(),
+        }
+        assert_eq!(ask(live), after, "the index {what}");
+    }
 }

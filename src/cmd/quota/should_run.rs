@@ -120,13 +120,35 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         ctx.out.status(&crate::cmd::wire::human(&report));
     }
     // The cache's head first: its claimed todos most often answer (an
-    // own claim to work on); else the whole state, read at the tip again
-    // and decided from the start, so no answer mixes two states.
-    let claims = tx::load_claims(ctx)?;
+    // own claim to work on), else the head with the agent's ready list
+    // beside it (the best ready todo); else the whole state, read at the
+    // tip again and decided from the start, so no answer mixes two states.
+    let mut claims = tx::load_claims(ctx)?;
     let first = {
         let state = &claims.state;
         let goal = state.goal(pick_goal(ctx, state, args.goal.as_deref())?.as_str())?;
-        turn::decide_from_claims(state, agent, goal, ctx.now)
+        match turn::decide_from_claims(state, agent, goal, ctx.now) {
+            Err(pending) if claims.complete => Ok(pending.finish(state, agent, goal, ctx.now)),
+            Err(pending) => {
+                let list = claims.ready_list(agent, &goal.id);
+                match pending.finish_from_ready(state, agent, goal, ctx.now, list.as_ref()) {
+                    Ok(d) => {
+                        // The todo it names (unclaimed: not in the head),
+                        // for its title.
+                        let shown = d
+                            .todo
+                            .as_ref()
+                            .and_then(|(id, _)| list?.todos.into_iter().find(|t| &t.id == id));
+                        if let Some(t) = shown {
+                            claims.state.todos.insert(t.id.clone(), t);
+                        }
+                        Ok(d)
+                    }
+                    Err(_) => Err(()),
+                }
+            }
+            Ok(d) => Ok(d),
+        }
     };
     let (snap, d) = match first {
         Ok(d) => (
@@ -136,18 +158,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             },
             Some(d),
         ),
-        Err(pending) if claims.complete => {
-            let snap = tx::Snapshot {
-                tip: claims.tip,
-                state: claims.state,
-            };
-            let goal = snap
-                .state
-                .goal(pick_goal(ctx, &snap.state, args.goal.as_deref())?.as_str())?;
-            let d = pending.finish(&snap.state, agent, goal, ctx.now);
-            (snap, Some(d))
-        }
-        Err(_) => (tx::load(ctx)?, None),
+        Err(()) => (tx::load(ctx)?, None),
     };
     let state = &snap.state;
     let goal = state.goal(pick_goal(ctx, state, args.goal.as_deref())?.as_str())?;

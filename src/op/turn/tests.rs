@@ -504,60 +504,98 @@ fn settle_refuses_nothing_to_record_and_a_nested_settle() {
 /// states that a random run of claims, releases, dones, adds (with
 /// `after` and scopes), gates and unchanged or advanced turns reaches,
 /// each asked by both agents at times before and after the leases end.
-#[test]
-fn deciding_from_the_claims_answers_as_the_whole_state_does() {
-    let mut s = board();
-    let mut seed: u64 = 29;
-    let mut next = move || {
-        seed = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = seed;
+/// A random run of claims, releases, dones, adds (with `after` and
+/// scopes), gates, their answers and unchanged or advanced turns; with
+/// `rich`, also adds with other priorities and capabilities, and todos
+/// blocked and opened again.
+struct Run {
+    s: State,
+    seed: u64,
+    ids: Vec<String>,
+    minute: i64,
+    rich: bool,
+}
+
+impl Run {
+    fn new(seed: u64, rich: bool) -> Run {
+        let mut s = board();
+        if rich {
+            // An agent that never claims: it always asks for a ready todo.
+            let c = register("agent-c", Runtime::Codex, &["rust"]);
+            ok(&mut s, &op(human(), "2026-01-01T09:00:00Z", c));
+        }
+        Run {
+            s,
+            seed,
+            ids: vec![T1.to_owned()],
+            minute: 2,
+            rich,
+        }
+    }
+
+    fn next(&mut self) -> u64 {
+        self.seed = self.seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.seed;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
         z ^ (z >> 31)
-    };
-    let mut ids: Vec<String> = vec![T1.to_owned()];
-    let (mut head_only, mut finished, mut no_change, mut own) = (0, 0, 0, 0);
-    let mut minute = 2i64;
-    for step in 0..1500 {
-        minute += (next() % 4) as i64;
+    }
+
+    /// Applies one random op (refused or not); its time.
+    fn step(&mut self, step: usize) -> String {
+        self.minute += (self.next() % 4) as i64;
         let at = t("2026-01-01T09:00:00Z")
-            .plus(Span::minutes(minute))
+            .plus(Span::minutes(self.minute))
             .to_string();
-        let who = if next() % 2 == 0 {
+        let who = if self.next().is_multiple_of(2) {
             "agent-a"
         } else {
             "agent-b"
         };
-        let pick = ids[(next() % ids.len() as u64) as usize].clone();
-        let epoch = s.todos.get(&tid(&pick)).map_or(0, |t| t.epoch);
-        let (actor, change) = match next() % 9 {
+        let r = self.next();
+        let pick = self.ids[(r % self.ids.len() as u64) as usize].clone();
+        let epoch = self.s.todos.get(&tid(&pick)).map_or(0, |t| t.epoch);
+        let kinds = if self.rich { 12 } else { 9 };
+        let (actor, change) = match self.next() % kinds {
             0 | 1 => (agent(who), claim(&pick, epoch, LEASE)),
             2 => (agent(who), release(&pick, epoch)),
             3 => (agent(who), done(&pick, epoch, None)),
-            4 => {
-                let hex = format!("{:08x}", next() as u32);
-                let after: Vec<&str> = if next() % 3 == 0 {
+            4 | 9 => {
+                let hex = format!("{:08x}", self.next() as u32);
+                let after: Vec<&str> = if self.next().is_multiple_of(3) {
                     vec![pick.as_str()]
                 } else {
                     vec![]
                 };
-                let scope: &[&str] = if next() % 3 == 0 { &["src/**"] } else { &[] };
-                let mut c = add_with(&after, &[], scope, None);
+                let scope: &[&str] = if self.next().is_multiple_of(3) {
+                    &["src/**"]
+                } else {
+                    &[]
+                };
+                let caps: &[&str] = if self.rich && self.next().is_multiple_of(4) {
+                    &["rust"]
+                } else {
+                    &[]
+                };
+                let mut c = add_with(&after, caps, scope, None);
                 if let Change::TodoAdd(a) = &mut c {
                     a.todo = tid(&hex);
                     a.title = format!("job {step}");
+                    if self.rich {
+                        a.priority = format!("P{}", self.next() % 3).parse().unwrap();
+                    }
                 }
-                ids.push(hex);
+                self.ids.push(hex);
                 (human(), c)
             }
             5 => {
-                let blocks = match next() % 3 {
+                let blocks = match self.next() % 3 {
                     0 => Blocks::Todo(tid(&pick)),
                     1 => Blocks::Agent(aid(who)),
                     _ => Blocks::Goal,
                 };
                 let c = Change::GateOpen(crate::op::GateOpen {
-                    gate: GateId::from_hex(&format!("{:08x}", next() as u32)),
+                    gate: GateId::from_hex(&format!("{:08x}", self.next() as u32)),
                     goal: gid("main"),
                     question: "Go on?".to_owned(),
                     options: strings(&["yes", "no"]),
@@ -567,13 +605,16 @@ fn deciding_from_the_claims_answers_as_the_whole_state_does() {
                 (human(), c)
             }
             6 => {
-                let open: Vec<GateId> = s
+                let open: Vec<GateId> = self
+                    .s
                     .gates
                     .values()
                     .filter(|g| g.is_open())
                     .map(|g| g.id.clone())
                     .collect();
-                let Some(g) = open.first() else { continue };
+                let Some(g) = open.first() else {
+                    return at;
+                };
                 let c = Change::GateAnswer(crate::op::GateAnswer {
                     gate: g.clone(),
                     choice: "yes".to_owned(),
@@ -581,8 +622,13 @@ fn deciding_from_the_claims_answers_as_the_whole_state_does() {
                 });
                 (human(), c)
             }
+            10 => (
+                human(),
+                update(&pick, epoch, Some(TodoStatus::Blocked), None),
+            ),
+            11 => (human(), update(&pick, epoch, Some(TodoStatus::Open), None)),
             _ => {
-                let outcome = if next() % 2 == 0 {
+                let outcome = if self.next().is_multiple_of(2) {
                     Outcome::Unchanged
                 } else {
                     Outcome::Advanced
@@ -590,24 +636,41 @@ fn deciding_from_the_claims_answers_as_the_whole_state_does() {
                 (agent(who), refresh(outcome, None, None))
             }
         };
-        let _ = apply(&mut s, &op(actor, &at, change));
-        let claimed: State = State {
-            todos: s
-                .todos
-                .iter()
-                .filter(|(_, t)| t.claim.is_some())
-                .map(|(k, t)| (k.clone(), t.clone()))
-                .collect(),
-            ..s.clone()
-        };
+        let _ = apply(&mut self.s, &op(actor, &at, change));
+        at
+    }
+}
+
+/// The state with only its claimed todos, as the cache's head holds it.
+fn claimed_only(s: &State) -> State {
+    State {
+        todos: s
+            .todos
+            .iter()
+            .filter(|(_, t)| t.claim.is_some())
+            .map(|(k, t)| (k.clone(), t.clone()))
+            .collect(),
+        ..s.clone()
+    }
+}
+
+#[test]
+fn deciding_from_the_claims_answers_as_the_whole_state_does() {
+    let mut run = Run::new(29, false);
+    let (mut head_only, mut finished, mut no_change, mut own) = (0, 0, 0, 0);
+    for step in 0..1500 {
+        let at = run.step(step);
+        let s = &run.s;
+
+        let claimed = claimed_only(s);
         let goal = &s.goals[&gid("main")];
         for who in ["agent-a", "agent-b"] {
             for later in [0, 5, 11, 30] {
                 let now = t(&at).plus(Span::minutes(later));
-                let want = turn::decide(&s, &aid(who), goal, now);
+                let want = turn::decide(s, &aid(who), goal, now);
                 assert_eq!(
-                    crate::op::board::counts(&s, now),
-                    crate::op::board::derive(&s, now, &[]).counts,
+                    crate::op::board::counts(s, now),
+                    crate::op::board::derive(s, now, &[]).counts,
                     "the counts alone, step {step}"
                 );
                 no_change += usize::from(
@@ -622,7 +685,7 @@ fn deciding_from_the_claims_answers_as_the_whole_state_does() {
                     }
                     Err(p) => {
                         finished += 1;
-                        p.finish(&s, &aid(who), goal, now)
+                        p.finish(s, &aid(who), goal, now)
                     }
                 };
                 assert_eq!(
@@ -663,4 +726,81 @@ fn the_digest_hashes_the_same_lines_as_ever() {
     h.update(format!("ready {} {}\n", t2.id, t2.updated_at));
     let want = crate::model::id::hex(&h.finalize()[..8]);
     assert_eq!(turn::digest(&s, &aid("agent-a"), &gid("main"), now), want);
+}
+
+// ------------------------------------------------------------ the ready index
+
+/// The ready index kept by ticks (`ready::update_all` after every op of a
+/// random run with priorities, capabilities, `after`, scopes, blocked
+/// todos and gates, its lists cut short so that they drain and are ranked
+/// again often) is always exactly the first candidates in each agent's
+/// pick order; and should-run and the brief's ready todos answered from
+/// the claimed todos and the index are the whole state's answers, at times
+/// before and after the leases end, whenever the index answers at all.
+#[test]
+fn the_ready_index_answers_as_the_whole_state_does() {
+    use crate::op::brief;
+    use crate::op::turn::ready;
+    let sizes = ready::Sizes { cap: 4, low: 2 };
+    let every = ready::Sizes {
+        cap: usize::MAX,
+        low: 0,
+    };
+    let mut run = Run::new(2929, true);
+    let mut index = ready::build_all(&run.s, sizes);
+    let (mut answered, mut fell_back, mut briefs) = (0, 0, 0);
+    for step in 0..3000 {
+        let before = run.s.clone();
+        let at = run.step(step);
+        let s = &run.s;
+        let touched = crate::model::files::touched(&before, s);
+        index = ready::update_all(Some(index), s, &touched, sizes);
+        let main = gid("main");
+        let goal = &s.goals[&main];
+        let claimed = claimed_only(s);
+        for who in ["agent-a", "agent-b", "agent-c"] {
+            let a = &s.agents[&aid(who)];
+            let list = &index[&aid(who)].goals[&main];
+            let all = ready::build(s, a, &main, every);
+            assert!(
+                all.todos.starts_with(&list.todos)
+                    && (!list.complete || all.todos.len() == list.todos.len()),
+                "step {step}, {who}: the list is not the first candidates"
+            );
+            for later in [0, 5, 11, 30] {
+                let now = t(&at).plus(Span::minutes(later));
+                let want = turn::decide(s, &aid(who), goal, now);
+                let got = match turn::decide_from_claims(&claimed, &aid(who), goal, now) {
+                    Ok(d) => d,
+                    Err(p) => match p.finish_from_ready(&claimed, &aid(who), goal, now, Some(list))
+                    {
+                        Ok(d) => {
+                            answered += 1;
+                            d
+                        }
+                        Err(p) => {
+                            fell_back += 1;
+                            p.finish(s, &aid(who), goal, now)
+                        }
+                    },
+                };
+                assert_eq!(
+                    format!("{got:?}"),
+                    format!("{want:?}"),
+                    "step {step}, {who} at +{later}m"
+                );
+                if let Some(first) = ready::first_ready(&claimed, list, a, now, 3) {
+                    briefs += 1;
+                    let whole = brief::build(s, &aid(who), goal, now, None, None);
+                    let want: Vec<&TodoId> = whole.ready.iter().map(|l| &l.id).collect();
+                    let got: Vec<&TodoId> = first.iter().map(|t| &t.id).collect();
+                    assert_eq!(got, want, "the brief, step {step}, {who} at +{later}m");
+                }
+            }
+        }
+    }
+    assert!(
+        answered > 1000 && fell_back > 300 && briefs > 1500,
+        "{answered} answered from the index, {fell_back} fell back, {briefs} briefs"
+    );
 }

@@ -1,0 +1,267 @@
+//! The ready index: for each active agent and each active goal, the first
+//! todos that could be ready for the agent, in the order `todo claim
+//! --next` picks for it (priority, then the agent's spread rank, then id).
+//! The state cache keeps it beside a sharded head (`crate::cache`), so
+//! `should-run` for an agent without a claim of its own reads the head and
+//! one agent's lists instead of every live todo.
+//!
+//! A *candidate* of an agent on a goal is a todo of the goal that is open
+//! or claimed (live or expired), waits for no `after` todo that is not
+//! done, and asks for no capability the agent lacks. Whether a candidate
+//! is ready at a given time depends only on what the head holds whole: the
+//! claims (every claimed todo is in the head), the gates, the goal's status
+//! and the other claims' scopes. So a list holds no answer that ages: at
+//! any `now`, the first ready todos are the first candidates of the list
+//! that [`rules::ready_unless_waiting`] accepts on the head, as long as
+//! the list holds them ([`first_ready`] says None when it cannot tell).
+//!
+//! A list is exactly the first candidates in the agent's pick order, up to
+//! the [`Sizes::cap`]-th open one (all of them when `complete`). A tick
+//! keeps it so ([`update`]): every changed todo, and every todo that waits
+//! on one (its `after` may have become done), leaves the list and goes in
+//! again where it ranks, when it ranks before the list's last entry (or
+//! the list is complete); a list left with fewer than [`Sizes::low`] open
+//! todos is ranked again from the whole board.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::files::Touched;
+use crate::model::{
+    Agent, AgentId, AgentStatus, GoalId, GoalStatus, Priority, State, Todo, TodoId, TodoStatus,
+};
+use crate::op::rules;
+use crate::time::Timestamp;
+
+/// How long a list is: cut after its `cap`-th open todo, ranked again from
+/// the whole board once fewer than `low` open todos are left in it.
+#[derive(Clone, Copy, Debug)]
+pub struct Sizes {
+    pub cap: usize,
+    pub low: usize,
+}
+
+/// The sizes the cache uses: a brief shows 3 ready todos, and an agent's
+/// own claims take its first ones one by one, so a list lasts for about
+/// `cap - low` of them before the tick ranks the board again.
+pub const SIZES: Sizes = Sizes { cap: 32, low: 6 };
+
+/// One agent's list on one goal.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ReadyList {
+    /// The first candidates, in the agent's pick order.
+    pub todos: Vec<Todo>,
+    /// Whether `todos` holds every candidate.
+    pub complete: bool,
+}
+
+/// One agent's lists: the capabilities they were ranked for, and a list
+/// for each active goal.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AgentReady {
+    pub capabilities: Vec<String>,
+    pub goals: BTreeMap<GoalId, ReadyList>,
+}
+
+/// The whole index: every active agent's lists.
+pub type Index = BTreeMap<AgentId, AgentReady>;
+
+/// The pick order's key of `t` for `agent`.
+type Key = (Priority, Reverse<u64>, TodoId);
+
+fn key(agent: &AgentId, t: &Todo) -> Key {
+    (
+        t.priority,
+        Reverse(rules::spread_rank(agent, &t.id)),
+        t.id.clone(),
+    )
+}
+
+/// Whether `t` is a candidate of `agent` on `goal` (see the module docs).
+pub fn candidate(state: &State, t: &Todo, agent: &Agent, goal: &GoalId) -> bool {
+    &t.goal == goal
+        && matches!(t.status, TodoStatus::Open | TodoStatus::Claimed)
+        && t.capabilities
+            .iter()
+            .all(|c| agent.capabilities.contains(c))
+        && rules::waits_for_nothing(state, t)
+}
+
+/// Cuts `list` after its `cap`-th open todo.
+fn cap(list: &mut ReadyList, sizes: Sizes) {
+    let mut open = 0;
+    let cut = list.todos.iter().position(|t| {
+        open += usize::from(t.status == TodoStatus::Open);
+        open == sizes.cap
+    });
+    if let Some(i) = cut
+        && i + 1 < list.todos.len()
+    {
+        list.todos.truncate(i + 1);
+        list.complete = false;
+    }
+}
+
+fn open_count(list: &ReadyList) -> usize {
+    list.todos
+        .iter()
+        .filter(|t| t.status == TodoStatus::Open)
+        .count()
+}
+
+/// `agent`'s list on `goal`, ranked from the whole board. Only the
+/// priorities up to that of the `cap`-th open candidate are ranked (a hash
+/// each).
+pub fn build(state: &State, agent: &Agent, goal: &GoalId, sizes: Sizes) -> ReadyList {
+    let cands: Vec<&Todo> = state
+        .todos
+        .iter()
+        .map(|(_, t)| t)
+        .filter(|t| candidate(state, t, agent, goal))
+        .collect();
+    let mut open: Vec<Priority> = cands
+        .iter()
+        .filter(|t| t.status == TodoStatus::Open)
+        .map(|t| t.priority)
+        .collect();
+    let cut = (sizes.cap > 0 && open.len() > sizes.cap).then(|| {
+        let (_, p, _) = open.select_nth_unstable(sizes.cap - 1);
+        *p
+    });
+    let mut keyed: Vec<(Key, &Todo)> = cands
+        .into_iter()
+        .filter(|t| cut.is_none_or(|c| t.priority <= c))
+        .map(|t| (key(&agent.id, t), t))
+        .collect();
+    keyed.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    let mut list = ReadyList {
+        todos: keyed.into_iter().map(|(_, t)| t.clone()).collect(),
+        complete: cut.is_none(),
+    };
+    cap(&mut list, sizes);
+    list
+}
+
+/// `list` after a tick that changed the todos `changed` (with every todo
+/// that waits on one of them), `state` being the state after it.
+pub fn update(
+    list: &mut ReadyList,
+    state: &State,
+    agent: &Agent,
+    goal: &GoalId,
+    changed: &BTreeSet<&TodoId>,
+    sizes: Sizes,
+) {
+    list.todos.retain(|t| !changed.contains(&t.id));
+    let came: Vec<&Todo> = changed
+        .iter()
+        .filter_map(|id| state.todos.get(*id))
+        .filter(|t| candidate(state, t, agent, goal))
+        .collect();
+    if !came.is_empty() {
+        if !list.complete && list.todos.is_empty() {
+            // Nothing left to say where the list ends.
+            *list = build(state, agent, goal, sizes);
+            return;
+        }
+        let mut keys: Vec<Key> = list.todos.iter().map(|t| key(&agent.id, t)).collect();
+        let last = keys.last().cloned();
+        for t in came {
+            let k = key(&agent.id, t);
+            if !list.complete && last.as_ref().is_some_and(|l| &k > l) {
+                continue;
+            }
+            let at = keys.partition_point(|x| x < &k);
+            keys.insert(at, k);
+            list.todos.insert(at, t.clone());
+        }
+        cap(list, sizes);
+    }
+    if !list.complete && open_count(list) < sizes.low {
+        *list = build(state, agent, goal, sizes);
+    }
+}
+
+/// The whole index of `state`, ranked from the board.
+pub fn build_all(state: &State, sizes: Sizes) -> Index {
+    update_all(None, state, &Touched::default(), sizes)
+}
+
+/// The index after a tick that changed `touched`, from the index before it
+/// (`old`; None: rank everything), `state` being the state after it.
+pub fn update_all(old: Option<Index>, state: &State, touched: &Touched, sizes: Sizes) -> Index {
+    let mut old = old.unwrap_or_default();
+    // The changed todos and every todo that waits on one of them.
+    let mut changed: BTreeSet<&TodoId> = touched.todos.iter().collect();
+    if !touched.todos.is_empty() {
+        let set: BTreeSet<&TodoId> = touched.todos.iter().collect();
+        for (id, t) in state.todos.iter() {
+            if t.after.iter().any(|a| set.contains(a)) {
+                changed.insert(id);
+            }
+        }
+    }
+    let goals: Vec<&GoalId> = state
+        .goals
+        .values()
+        .filter(|g| g.status == GoalStatus::Active)
+        .map(|g| &g.id)
+        .collect();
+    let mut index = Index::new();
+    for a in state
+        .agents
+        .values()
+        .filter(|a| a.status == AgentStatus::Active)
+    {
+        let mut lists = old
+            .remove(&a.id)
+            .filter(|r| r.capabilities == a.capabilities)
+            .map(|r| r.goals)
+            .unwrap_or_default();
+        let mut goals_of = BTreeMap::new();
+        for g in &goals {
+            let list = match lists.remove(*g) {
+                Some(mut l) if !touched.goals.contains(g) => {
+                    update(&mut l, state, a, g, &changed, sizes);
+                    l
+                }
+                _ => build(state, a, g, sizes),
+            };
+            goals_of.insert((*g).clone(), list);
+        }
+        index.insert(
+            a.id.clone(),
+            AgentReady {
+                capabilities: a.capabilities.clone(),
+                goals: goals_of,
+            },
+        );
+    }
+    index
+}
+
+/// The first `n` todos of `list` ready for `agent` at `now`, asked of
+/// `state`, which holds at least every claimed todo and every other entity
+/// whole (the cache's head); None when the list ends before `n` of them
+/// and does not hold every candidate.
+pub fn first_ready<'l>(
+    state: &State,
+    list: &'l ReadyList,
+    agent: &Agent,
+    now: Timestamp,
+    n: usize,
+) -> Option<Vec<&'l Todo>> {
+    let scoped = rules::Scoped::of(state);
+    let mut out = Vec::with_capacity(n);
+    for t in &list.todos {
+        if out.len() == n {
+            break;
+        }
+        if rules::ready_unless_waiting(state, t, agent, now, &scoped).is_ok() {
+            out.push(t);
+        }
+    }
+    (out.len() == n || list.complete).then_some(out)
+}
