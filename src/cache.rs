@@ -778,7 +778,11 @@ fn carried_counts(
     again.extend(cb.iter().chain(ca.iter()));
     again.sort();
     again.dedup();
-    let was = board::counts_of(before, again.iter().filter_map(|k| before.todos.get(*k)), t0);
+    let was = board::counts_of(
+        before,
+        again.iter().filter_map(|k| before.todos.get(*k)),
+        t0,
+    );
     let now = board::counts_of(after, again.iter().filter_map(|k| after.todos.get(*k)), t1);
     if before.todos.fell_short_of_whole() || after.todos.fell_short_of_whole() {
         return None;

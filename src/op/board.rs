@@ -296,7 +296,11 @@ pub fn counts(state: &State, now: Timestamp) -> Counts {
 
 /// The board's [`Counts`] of only `todos` of `state` at `now`: the part of
 /// [`counts`] they make up.
-pub fn counts_of<'a>(state: &State, todos: impl Iterator<Item = &'a Todo>, now: Timestamp) -> Counts {
+pub fn counts_of<'a>(
+    state: &State,
+    todos: impl Iterator<Item = &'a Todo>,
+    now: Timestamp,
+) -> Counts {
     let active = active_agents(state);
     let scoped = rules::Scoped::of(state);
     let mut c = Counts::default();

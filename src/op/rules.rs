@@ -174,7 +174,11 @@ impl<'s> Scoped<'s> {
     /// The scoped claims live at `now`: (todo, its scope, the owner), in
     /// todo order. Every unclaimed todo's readiness depends on claims only
     /// through these.
-    pub fn live_at(&self, skew: crate::time::Span, now: Timestamp) -> Vec<(&'s TodoId, &'s [String], &'s AgentId)> {
+    pub fn live_at(
+        &self,
+        skew: crate::time::Span,
+        now: Timestamp,
+    ) -> Vec<(&'s TodoId, &'s [String], &'s AgentId)> {
         self.0
             .iter()
             .filter_map(|t| {

@@ -670,7 +670,11 @@ fn a_tick_from_a_partial_read_writes_what_a_cold_full_read_writes() {
         let part = part.filter(|(_, s)| s.todos.is_partial());
         let mut from_part = None;
         if let Some((at_tip, before)) = &part {
-            assert_eq!(Some(at_tip), tip.as_ref(), "tick {n}: the partial read's tip");
+            assert_eq!(
+                Some(at_tip),
+                tip.as_ref(),
+                "tick {n}: the partial read's tip"
+            );
             let planned = plan_tick(tip.as_ref(), before, &op, crate::model::WRITES, &[]);
             if before.todos.fell_short_of_whole() {
                 fell_short += 1;
@@ -678,11 +682,14 @@ fn a_tick_from_a_partial_read_writes_what_a_cold_full_read_writes() {
                 partial += 1;
                 match (&planned, &full) {
                     (Ok(p), Ok(f)) => {
-                        assert_eq!(p.changes, f.changes, "tick {n}: the files a partial tick writes");
+                        assert_eq!(
+                            p.changes, f.changes,
+                            "tick {n}: the files a partial tick writes"
+                        );
                         assert_eq!(p.message, f.message, "tick {n}: the message");
                     }
                     (Err(a), Err(b)) => {
-                                assert_eq!(a.code, b.code, "tick {n}: both refuse alike");
+                        assert_eq!(a.code, b.code, "tick {n}: both refuse alike");
                         refused += 1;
                     }
                     (p, f) => panic!(
@@ -740,11 +747,26 @@ fn a_tick_from_a_partial_read_writes_what_a_cold_full_read_writes() {
         tip = Some(new);
         state = cold.state;
     }
-    assert!(partial > 200, "only {partial} ticks decided from a partial read");
-    assert!(carried > 100, "only {carried} partial ticks carried the head's counts");
-    assert!(completed > 20, "only {completed} partial ticks completed the state from the parent's shards");
-    assert!(fell_short > 20, "only {fell_short} partial reads fell short");
-    assert!(refused > 20, "only {refused} partial ticks were refused alike");
+    assert!(
+        partial > 200,
+        "only {partial} ticks decided from a partial read"
+    );
+    assert!(
+        carried > 100,
+        "only {carried} partial ticks carried the head's counts"
+    );
+    assert!(
+        completed > 20,
+        "only {completed} partial ticks completed the state from the parent's shards"
+    );
+    assert!(
+        fell_short > 20,
+        "only {fell_short} partial reads fell short"
+    );
+    assert!(
+        refused > 20,
+        "only {refused} partial ticks were refused alike"
+    );
 }
 
 /// A random op for the partial tick's test: mostly one on a todo (a claim

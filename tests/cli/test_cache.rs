@@ -804,15 +804,16 @@ fn a_tick_on_a_named_todo_reads_and_writes_only_its_shard() {
     let shard_of = |files: &BTreeMap<String, Vec<u8>>| {
         files
             .iter()
-            .find(|(k, v)| {
-                k.starts_with("todos-") && v.windows(x.len()).any(|w| w == x.as_bytes())
-            })
+            .find(|(k, v)| k.starts_with("todos-") && v.windows(x.len()).any(|w| w == x.as_bytes()))
             .map(|(k, _)| k.clone())
             .expect("a shard holds the todo")
     };
     for (agent, args) in [
         ("agent-b", vec!["todo", "claim", x.as_str()]),
-        ("agent-b", vec!["todo", "update", x.as_str(), "--note", "halfway"]),
+        (
+            "agent-b",
+            vec!["todo", "update", x.as_str(), "--note", "halfway"],
+        ),
         ("agent-b", vec!["todo", "release", &x[..5]]),
     ] {
         sharded(&env, None, &["status"]).ok();
