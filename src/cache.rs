@@ -633,7 +633,7 @@ pub fn update(store: &Store, parent: Option<&Tip>, tip: &Tip, state: &State, tou
 
 /// [`update`], also given the state the tick was applied to: needed when
 /// the states are partial ([`read_part_in`]), whose head's counts are
-/// carried over ([`carried_counts`]) rather than counted again.
+/// carried over (`carried_counts`) rather than counted again.
 pub fn update_from(
     store: &Store,
     parent: Option<&Tip>,

@@ -121,7 +121,7 @@ impl<K: Ord, V> Entities<K, V> {
     /// all (the state cache's head and a few of its shards, for a tick
     /// that touches a few todos, `crate::cache::read_part`). Every read
     /// that could need an entry it lacks (a walk of every entry, a key not
-    /// found) marks it [`Entities::fell_short`]; the caller then reads the
+    /// found) marks it ([`Entities::fell_short_of_whole`]); the caller then reads the
     /// whole state and does it again. `holds_prefix` says whether every
     /// key whose hex part starts with a prefix is held (then resolving
     /// that prefix needs no other entry).
