@@ -147,11 +147,14 @@ pub fn shards_for(todos: usize) -> usize {
 /// The shard of `n` that holds a todo: by the first byte of its id, so
 /// shard order is id order.
 pub fn shard_of(id: &TodoId, n: usize) -> usize {
-    let first = id
-        .hex()
-        .get(..2)
-        .and_then(|h| u8::from_str_radix(h, 16).ok());
-    usize::from(first.unwrap_or(0)) * n / 256
+    shard_of_hex(id.hex(), n).unwrap_or(0)
+}
+
+/// The shard of `n` that holds every todo whose hex part starts with
+/// `hex`, when it has the two digits that decide it.
+fn shard_of_hex(hex: &str, n: usize) -> Option<usize> {
+    let first = u8::from_str_radix(hex.get(..2)?, 16).ok()?;
+    Some(usize::from(first) * n / 256)
 }
 
 /// What a cache must have been written by: this binary, this format, this
@@ -383,6 +386,93 @@ pub fn read_in(common_dir: &Path, state_ref: &str, commit: Oid) -> Option<(Tip, 
         return None;
     }
     state.todos = Entities::from_boxed(todos);
+    Some((tip, state))
+}
+
+/// [`read_part_in`] of `store`'s state ref.
+pub fn read_part(store: &Store, commit: Oid, typed: &[&str]) -> Option<(Tip, State)> {
+    read_part_in(store.common_dir(), store.state_ref(), commit, typed)
+}
+
+/// The state at `commit` for a tick on the todos the user typed (ids or
+/// prefixes): the head, and only the shards that hold those todos and the
+/// todos they wait for (`after`). Its todo map is partial
+/// ([`Entities::partial`]): it holds every claimed todo (the head's) and
+/// every todo of the shards read, and marks any read that could need
+/// another; the tick then reads the whole state (`crate::tx`). An
+/// unsharded head is the whole state. None on any miss, like [`read_in`],
+/// and when a typed prefix is too short to name its shard.
+pub fn read_part_in(
+    common_dir: &Path,
+    state_ref: &str,
+    commit: Oid,
+    typed: &[&str],
+) -> Option<(Tip, State)> {
+    let key = build_key()?;
+    let Head {
+        folder,
+        tip,
+        shards,
+        mut state,
+        counts,
+        ..
+    } = read_head(common_dir, state_ref, commit)?;
+    if shards.is_empty() {
+        return Some((tip, state));
+    }
+    let n = shards.len();
+    let c = &counts.as_ref()?.counts;
+    let total = c.open + c.waiting + c.claimed + c.blocked + c.deferred + c.done;
+    let mut prefixes = Vec::with_capacity(typed.len());
+    for t in typed {
+        prefixes.push(crate::model::id::prefix_of(TodoId::PREFIX, TodoId::KIND, t).ok()?);
+    }
+    let mut want: Vec<usize> = Vec::new();
+    for p in &prefixes {
+        want.push(shard_of_hex(p, n)?);
+    }
+    let mut loaded: Vec<usize> = Vec::new();
+    let mut todos: BTreeMap<TodoId, Box<Todo>> = BTreeMap::new();
+    // Two rounds: the named todos' shards, then those of what they wait for.
+    for round in 0..2 {
+        want.sort_unstable();
+        want.dedup();
+        for &i in &want {
+            if !loaded.contains(&i) {
+                todos.extend(read_shard(&folder, key, i, &shards)?);
+                loaded.push(i);
+            }
+        }
+        if round == 0 {
+            let named = todos
+                .values()
+                .filter(|t| prefixes.iter().any(|p| t.id.hex().starts_with(p.as_str())));
+            want.extend(named.flat_map(|t| t.after.iter().map(|a| shard_of(a, n))));
+        }
+    }
+    // The shards read and the head agree on the claimed todos.
+    let claimed = state.todos.iter_held();
+    for (id, t) in claimed {
+        if loaded.contains(&shard_of(id, n)) && todos.get(id).map(|b| &**b) != Some(t) {
+            return None;
+        }
+    }
+    for (id, t) in &todos {
+        if t.claim.is_some() && state.todos.get(id) != Some(&**t) {
+            return None;
+        }
+    }
+    for (id, t) in state.todos.iter_held() {
+        todos
+            .entry(id.clone())
+            .or_insert_with(|| Box::new(t.clone()));
+    }
+    if todos.len() > total {
+        return None;
+    }
+    state.todos = Entities::partial(todos, total, move |prefix| {
+        shard_of_hex(prefix, n).is_some_and(|i| loaded.contains(&i))
+    });
     Some((tip, state))
 }
 
@@ -681,8 +771,29 @@ pub fn write(store: &Store, tip: &Tip, state: &State) {
 /// shards of the touched todos and the head are written; else the whole
 /// cache. Best effort, like [`write()`].
 pub fn update(store: &Store, parent: Option<&Tip>, tip: &Tip, state: &State, touched: &Touched) {
+    update_from(store, parent, None, tip, state, touched)
+}
+
+/// [`update`], also given the state the tick was applied to: needed when
+/// the states are partial ([`read_part_in`]), whose head's counts are
+/// carried over (`carried_counts`) rather than counted again.
+pub fn update_from(
+    store: &Store,
+    parent: Option<&Tip>,
+    before: Option<&State>,
+    tip: &Tip,
+    state: &State,
+    touched: &Touched,
+) {
     let Some(key) = build_key() else { return };
     let folder = folder(store);
+    if state.todos.is_partial() {
+        if update_part(&folder, key, parent, before, tip, state, touched).is_none() {
+            // Never a head that names the new commit with stale parts.
+            let _ = std::fs::remove_file(head_path(&folder));
+        }
+        return;
+    }
     let n = shards_for(state.todos.len());
     let table = parent.filter(|_| n > 0).and_then(|p| {
         let bytes = read_regular(&head_path(&folder))?;
@@ -709,6 +820,176 @@ pub fn update(store: &Store, parent: Option<&Tip>, tip: &Tip, state: &State, tou
         return;
     };
     let _ = write_head(&folder, key, tip, state, &table, Some(&ready));
+}
+
+/// [`update_from`] for a partial state: the touched shards (each one the
+/// state holds whole) and the head, with the head's counts carried over
+/// when the tick cannot have moved an untouched todo, else the whole state
+/// made from the parent's shards and written in full. None when neither
+/// can be done (the caller removes the head: the next read misses).
+fn update_part(
+    folder: &Path,
+    key: &str,
+    parent: Option<&Tip>,
+    before: Option<&State>,
+    tip: &Tip,
+    state: &State,
+    touched: &Touched,
+) -> Option<()> {
+    let (parent, before) = (parent?, before?);
+    let bytes = read_regular(&head_path(folder))?;
+    let (at, mut table, ready, body) = parse_head(key, &bytes)?;
+    if at.commit != parent.commit {
+        return None;
+    }
+    let n = table.len();
+    let held = |id: &TodoId| state.todos.holds_prefix(&id.hex()[..2.min(id.hex().len())]);
+    let carried = (n > 0 && shards_for(state.todos.len()) == n && touched.todos.iter().all(held))
+        .then(|| {
+            let old: HeadCounts = serde_json::from_slice(body).ok()?;
+            let counts = carried_counts(before, state, touched, &old.counts)?;
+            // The parent's ready index kept by the touched todos alone:
+            // no todo became or stopped being done (`carried_counts`), so
+            // no other todo's place in it moved. A list ranked again, or
+            // any read of a todo the state lacks, marks the state short.
+            let old = read_ready(folder, key, &ready?)?;
+            let index = ready::update_touched(old, state, touched, ready::SIZES);
+            (!state.todos.fell_short_of_whole()).then_some((counts, index))
+        })
+        .flatten();
+    let Some((counts, index)) = carried else {
+        let whole = complete(folder, key, &table, state, touched)?;
+        return write_all(folder, key, tip, &whole).ok();
+    };
+    let mut dirty: Vec<usize> = touched.todos.iter().map(|id| shard_of(id, n)).collect();
+    dirty.sort_unstable();
+    dirty.dedup();
+    for i in dirty {
+        let todos = state
+            .todos
+            .iter_held()
+            .map(|(_, t)| t)
+            .filter(|t| shard_of(&t.id, n) == i);
+        table[i] = write_shard_of(folder, key, i, n, tip.commit, todos).ok()?;
+    }
+    let ready = write_ready(folder, key, tip.commit, &index).ok()?;
+    write_head_with(folder, key, tip, state, &table, Some(&ready), Some(counts)).ok()
+}
+
+/// A sharded head's counts only (the claimed todos skipped unbuilt).
+#[derive(serde::Deserialize)]
+struct HeadCounts {
+    counts: CountsAt,
+}
+
+/// The board's counts after a tick from `before` to `after` (partial
+/// states), from the parent head's `old` counts: only the touched and the
+/// claimed todos are placed again (each at its own side's count time),
+/// when nothing an untouched todo's place depends on can have moved: no
+/// goal, gate or settings changed, no agent's status or capabilities, no
+/// todo became or stopped being done (another may wait for it), and the
+/// live scoped claims are the same. None otherwise, or when placing one of
+/// them needed a todo the states lack.
+fn carried_counts(
+    before: &State,
+    after: &State,
+    touched: &Touched,
+    old: &CountsAt,
+) -> Option<CountsAt> {
+    if touched.meta || !touched.goals.is_empty() || !touched.gates.is_empty() {
+        return None;
+    }
+    for id in &touched.agents {
+        let (a, b) = (before.agents.get(id), after.agents.get(id));
+        let key = |x: Option<&crate::model::Agent>| x.map(|x| (x.status, x.capabilities.clone()));
+        if key(a) != key(b) {
+            return None;
+        }
+    }
+    for id in &touched.todos {
+        let done = |s: &State| {
+            s.todos
+                .get(id)
+                .map(|t| t.status == crate::model::TodoStatus::Done)
+        };
+        match (done(before), done(after)) {
+            (Some(a), Some(b)) if a == b => {}
+            _ => return None,
+        }
+    }
+    let t0 = Timestamp::from_unix(old.at);
+    let t1 = counted_at(after);
+    if board::live_scoped(before, t0) != board::live_scoped(after, t1) {
+        return None;
+    }
+    // The todos placed again: every touched and every claimed one.
+    let mut again: Vec<&TodoId> = touched.todos.iter().collect();
+    let claimed = |s: &'_ State| {
+        s.todos
+            .iter_held()
+            .filter(|(_, t)| t.claim.is_some())
+            .map(|(k, _)| k.clone())
+            .collect::<Vec<_>>()
+    };
+    let (cb, ca) = (claimed(before), claimed(after));
+    again.extend(cb.iter().chain(ca.iter()));
+    again.sort();
+    again.dedup();
+    let was = board::counts_of(
+        before,
+        again.iter().filter_map(|k| before.todos.get(*k)),
+        t0,
+    );
+    let now = board::counts_of(after, again.iter().filter_map(|k| after.todos.get(*k)), t1);
+    if before.todos.fell_short_of_whole() || after.todos.fell_short_of_whole() {
+        return None;
+    }
+    Some(CountsAt {
+        at: t1.unix(),
+        counts: board::carry(&old.counts, &was, &now)?,
+    })
+}
+
+/// When a sharded head's counts are taken: the newest claim's start
+/// (every claim live at a later time was live then), or the epoch.
+fn counted_at(state: &State) -> Timestamp {
+    state
+        .todos
+        .iter_held()
+        .filter_map(|(_, t)| t.claim.as_ref())
+        .map(|c| c.since)
+        .max()
+        .unwrap_or(Timestamp::from_unix(0))
+}
+
+/// The whole state after a tick on a partial `state`: every shard of the
+/// parent's cache it does not hold read, with the tick's touched todos as
+/// `state` has them. None when a shard cannot be read.
+fn complete(
+    folder: &Path,
+    key: &str,
+    table: &[ShardRef],
+    state: &State,
+    touched: &Touched,
+) -> Option<State> {
+    let n = table.len();
+    let mut todos: BTreeMap<TodoId, Box<Todo>> = BTreeMap::new();
+    for i in 0..n {
+        let part = read_shard(folder, key, i, table)?;
+        todos.extend(part);
+    }
+    for id in &touched.todos {
+        match state.todos.iter_held().find(|(k, _)| *k == id) {
+            Some((_, t)) => todos.insert(id.clone(), Box::new(t.clone())),
+            None => todos.remove(id),
+        };
+    }
+    if todos.len() != state.todos.len() {
+        return None;
+    }
+    let mut whole = state.clone();
+    whole.todos = Entities::from_boxed(todos);
+    Some(whole)
 }
 
 /// Every file of the cache of `state` at `tip`: the shards, then the head.
@@ -745,9 +1026,23 @@ fn write_shard(
     commit: Oid,
     state: &State,
 ) -> std::io::Result<ShardRef> {
+    let todos = state.todos.values().filter(|t| shard_of(&t.id, n) == i);
+    write_shard_of(folder, key, i, n, commit, todos)
+}
+
+/// Writes shard `i` of `n` holding `todos` (in id order), written at
+/// `commit`.
+fn write_shard_of<'a>(
+    folder: &Path,
+    key: &str,
+    i: usize,
+    n: usize,
+    commit: Oid,
+    todos: impl Iterator<Item = &'a Todo>,
+) -> std::io::Result<ShardRef> {
     let mut body = Vec::with_capacity(64 * 1024);
     body.push(b'[');
-    for t in state.todos.values().filter(|t| shard_of(&t.id, n) == i) {
+    for t in todos {
         if body.len() > 1 {
             body.push(b',');
         }
@@ -773,6 +1068,20 @@ fn write_head(
     shards: &[ShardRef],
     ready: Option<&ShardRef>,
 ) -> std::io::Result<()> {
+    write_head_with(folder, key, tip, state, shards, ready, None)
+}
+
+/// [`write_head`], with the counts of a sharded head when already known
+/// (else counted from `state`, which must then be whole).
+fn write_head_with(
+    folder: &Path,
+    key: &str,
+    tip: &Tip,
+    state: &State,
+    shards: &[ShardRef],
+    ready: Option<&ShardRef>,
+    counts: Option<CountsAt>,
+) -> std::io::Result<()> {
     let body = if shards.is_empty() {
         serde_json::to_vec(state)
     } else {
@@ -781,24 +1090,20 @@ fn write_head(
         let mut rest = state.clone();
         rest.todos = state
             .todos
-            .iter()
+            .iter_held()
             .filter(|(_, t)| t.claim.is_some())
             .map(|(k, t)| (k.clone(), t.clone()))
             .collect();
         // The board's counts (`Claims::counts_at`) as of the newest
         // claim's start: every claim live at a later time was live then,
         // and the same bytes from the same state, whenever written.
-        let at = rest
-            .todos
-            .values()
-            .filter_map(|t| t.claim.as_ref())
-            .map(|c| c.since)
-            .max()
-            .unwrap_or(Timestamp::from_unix(0));
-        let counts = CountsAt {
-            at: at.unix(),
-            counts: board::counts(state, at),
-        };
+        let counts = counts.unwrap_or_else(|| {
+            let at = counted_at(state);
+            CountsAt {
+                at: at.unix(),
+                counts: board::counts(state, at),
+            }
+        });
         serde_json::to_vec(&HeadBodyRef {
             state: &rest,
             counts: &counts,

@@ -241,6 +241,51 @@ pub fn commit_from(
     })
 }
 
+/// [`commit`] for an op on the todos the user typed (ids or prefixes,
+/// `typed`): its first attempt reads only the cache's head and the shards
+/// that hold them ([`cache::read_part`]), so at 10,000 todos a tick on one
+/// todo parses a few hundred. Whatever reads of that partial state could
+/// have needed a todo it lacks (a walk of every todo, a todo not found:
+/// [`crate::model::Entities::fell_short_of_whole`]), in `build` or in the
+/// op's apply, is decided again from the whole state, so the answer is
+/// always the whole state's.
+pub fn commit_touching(
+    repo: &Repo,
+    caller: &Caller,
+    typed: &[&str],
+    mut build: impl FnMut(&State) -> Result<Op>,
+) -> Result<Committed> {
+    let whole = std::cell::Cell::new(goalref::is_goal_ref(repo.state_ref()));
+    run_with(repo, caller, &whole, |repo| {
+        let store = repo.store();
+        let part = if whole.get() {
+            None
+        } else {
+            store
+                .tip_id()?
+                .and_then(|id| cache::read_part(store, id, typed))
+        };
+        let snap = match part {
+            Some((tip, state)) => Snapshot { tip, state },
+            None => load(repo)?,
+        };
+        if !store.has_object(snap.tip.commit) {
+            return Err(unreadable_tip(
+                repo,
+                anyhow::anyhow!("commit {} is missing", snap.tip.commit),
+            ));
+        }
+        let built = build(&snap.state);
+        if snap.state.todos.fell_short_of_whole() {
+            whole.set(true);
+            let snap = load(repo)?;
+            let op = build(&snap.state)?;
+            return Ok((Some(snap.tip), snap.state, op));
+        }
+        Ok((Some(snap.tip), snap.state, built?))
+    })
+}
+
 /// The first tick: creates the ref, which must not exist yet.
 pub fn init(repo: &Repo, caller: &Caller, op: Op) -> Result<Committed> {
     run(repo, caller, |repo| {
@@ -263,6 +308,19 @@ pub fn init(repo: &Repo, caller: &Caller, op: Op) -> Result<Committed> {
 fn run(
     repo: &Repo,
     caller: &Caller,
+    attempt: impl FnMut(&Repo) -> Result<(Option<Tip>, State, Op)>,
+) -> Result<Committed> {
+    run_with(repo, caller, &std::cell::Cell::new(true), attempt)
+}
+
+/// [`run`], where `attempt` may return a partial state
+/// ([`commit_touching`]): when the op's apply read past what it holds,
+/// `whole` is set and the attempt made again (it then reads the whole
+/// state).
+fn run_with(
+    repo: &Repo,
+    caller: &Caller,
+    whole: &std::cell::Cell<bool>,
     mut attempt: impl FnMut(&Repo) -> Result<(Option<Tip>, State, Op)>,
 ) -> Result<Committed> {
     let started = Instant::now();
@@ -326,16 +384,25 @@ fn run(
             None => Vec::new(),
         };
         let extra: Vec<(&str, String)> = pin.iter().map(goalref::Pin::trailer).collect();
+        let planned = plan_tick(tip.as_ref(), &before, &op, crate::model::WRITES, &extra);
+        if before.todos.fell_short_of_whole() {
+            // The op read past a partial state: decide it on the whole one.
+            whole.set(true);
+            sealed = None;
+            if signs {
+                turn = None;
+            }
+            continue;
+        }
         let Written {
             tip: new,
             effect,
             state: after,
-        } = write_tick_with(
+        } = write_planned(
             repo.store(),
             tip.as_ref(),
-            &before,
+            planned,
             &op,
-            &extra,
             &refresh,
             &committer,
             Empty::Skip,
@@ -365,9 +432,16 @@ fn run(
                 // writer finds the new tip cached; with what the tick
                 // touched, so the cache can be updated in place.
                 let touched = files::touched(&before, &after);
-                drop(before);
                 if refresh.is_empty() {
-                    cache::update(repo.store(), tip.as_ref(), &new, &after, &touched);
+                    cache::update_from(
+                        repo.store(),
+                        tip.as_ref(),
+                        Some(&before),
+                        &new,
+                        &after,
+                        &touched,
+                    );
+                    drop(before);
                 } else {
                     // The pin moved: the shared parts changed under the op.
                     cache::write(repo.store(), &new, &after);
@@ -536,7 +610,22 @@ pub fn write_tick_with(
     committer: &Person,
     empty: Empty,
 ) -> Result<Result<Written, Refusal>> {
-    let mut planned = match plan_tick(parent, before, op, crate::model::WRITES, extra) {
+    let planned = plan_tick(parent, before, op, crate::model::WRITES, extra);
+    write_planned(store, parent, planned, op, refresh, committer, empty)
+}
+
+/// The second half of [`write_tick_with`]: writes a planned tick (or
+/// passes on apply's refusal).
+fn write_planned(
+    store: &Store,
+    parent: Option<&Tip>,
+    planned: Result<Planned, Refusal>,
+    op: &Op,
+    refresh: &[files::Change],
+    committer: &Person,
+    empty: Empty,
+) -> Result<Result<Written, Refusal>> {
+    let mut planned = match planned {
         Ok(p) => p,
         Err(refusal) => return Ok(Err(refusal)),
     };

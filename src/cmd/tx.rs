@@ -23,6 +23,16 @@ pub fn commit(ctx: &Ctx, build: impl FnMut(&State) -> Result<Op>) -> Result<Comm
     crate::tx::commit(ctx.repo()?, ctx.caller(), build)
 }
 
+/// [`commit`] for an op on the todos the user typed, from a partial read
+/// of the state ([`crate::tx::commit_touching`]).
+pub fn commit_touching(
+    ctx: &Ctx,
+    typed: &[&str],
+    build: impl FnMut(&State) -> Result<Op>,
+) -> Result<Committed> {
+    crate::tx::commit_touching(ctx.repo()?, ctx.caller(), typed, build)
+}
+
 /// [`commit`] from a state the command already read
 /// ([`crate::tx::commit_from`]): used while the state ref still names it.
 pub fn commit_from(

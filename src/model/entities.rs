@@ -24,6 +24,7 @@ use std::collections::{BTreeMap, btree_map};
 use std::fmt;
 use std::iter::Peekable;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
@@ -41,6 +42,18 @@ pub struct Entities<K, V> {
     /// for a removal. Never holds a removal of a key the base lacks.
     over: BTreeMap<K, Option<V>>,
     len: usize,
+    /// Set when the map holds only part of its entries ([`Entities::partial`]).
+    part: Option<Arc<Part>>,
+}
+
+/// What a partial map ([`Entities::partial`]) knows of the entries it
+/// lacks, and whether a read could have needed one.
+pub struct Part {
+    /// Whether every key whose hex part starts with this prefix is held.
+    holds_prefix: Box<dyn Fn(&str) -> bool + Send + Sync>,
+    /// Set by any read that could have needed an entry the map lacks: a
+    /// walk of every entry, or a key not found.
+    short: AtomicBool,
 }
 
 impl<K, V> Default for Entities<K, V> {
@@ -49,19 +62,21 @@ impl<K, V> Default for Entities<K, V> {
             base: Arc::new(BTreeMap::new()),
             over: BTreeMap::new(),
             len: 0,
+            part: None,
         }
     }
 }
 
 impl<K: Ord + Clone, V: Clone> Clone for Entities<K, V> {
     fn clone(&self) -> Self {
-        if self.over.len() > FOLD_AT {
+        if self.over.len() > FOLD_AT && self.part.is_none() {
             return self.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
         }
         Entities {
             base: Arc::clone(&self.base),
             over: self.over.clone(),
             len: self.len,
+            part: self.part.clone(),
         }
     }
 }
@@ -84,10 +99,79 @@ impl<K: Ord, V> Entities<K, V> {
         K: Borrow<Q>,
         Q: Ord + ?Sized,
     {
-        match self.over.get(key) {
+        let got = match self.over.get(key) {
             Some(v) => v.as_ref(),
             None => self.base.get(key).map(|v| &**v),
+        };
+        if got.is_none() {
+            // A partial map may lack the entry, not the state.
+            self.fell_short();
         }
+        got
+    }
+
+    /// Marks a partial map's reads as untrustworthy (see [`Part`]).
+    fn fell_short(&self) {
+        if let Some(p) = &self.part {
+            p.short.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// A map that holds only some of the state's entries, `len` of them in
+    /// all (the state cache's head and a few of its shards, for a tick
+    /// that touches a few todos, `crate::cache::read_part`). Every read
+    /// that could need an entry it lacks (a walk of every entry, a key not
+    /// found) marks it ([`Entities::fell_short_of_whole`]); the caller then reads the
+    /// whole state and does it again. `holds_prefix` says whether every
+    /// key whose hex part starts with a prefix is held (then resolving
+    /// that prefix needs no other entry).
+    pub fn partial(
+        base: BTreeMap<K, Box<V>>,
+        len: usize,
+        holds_prefix: impl Fn(&str) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        Entities {
+            base: Arc::new(base),
+            over: BTreeMap::new(),
+            len,
+            part: Some(Arc::new(Part {
+                holds_prefix: Box::new(holds_prefix),
+                short: AtomicBool::new(false),
+            })),
+        }
+    }
+
+    /// Whether this map holds only some of the entries.
+    pub fn is_partial(&self) -> bool {
+        self.part.is_some()
+    }
+
+    /// Whether a read of this partial map (or of any clone of it) could
+    /// have needed an entry it lacks: then whatever was decided from it
+    /// must be decided again from the whole state.
+    pub fn fell_short_of_whole(&self) -> bool {
+        self.part
+            .as_ref()
+            .is_some_and(|p| p.short.load(Ordering::Relaxed))
+    }
+
+    /// Whether every key whose hex part starts with `prefix` is held: always
+    /// for a whole map.
+    pub fn holds_prefix(&self, prefix: &str) -> bool {
+        self.part.as_ref().is_none_or(|p| (p.holds_prefix)(prefix))
+    }
+
+    /// The entries held, in key order, without marking a partial map: for
+    /// a caller that needs only entries it knows are held (a partial todo
+    /// map holds every claimed todo, `crate::cache`), or only a prefix
+    /// [`Entities::holds_prefix`] said is held.
+    pub fn iter_held(&self) -> impl Iterator<Item = (&K, &V)> + '_ {
+        let mut all = Iter {
+            base: self.base.iter().peekable(),
+            over: self.over.iter().peekable(),
+            left: usize::MAX,
+        };
+        std::iter::from_fn(move || all.next())
     }
 
     pub fn contains_key<Q>(&self, key: &Q) -> bool
@@ -100,6 +184,7 @@ impl<K: Ord, V> Entities<K, V> {
 
     /// Every entry, in key order.
     pub fn iter(&self) -> Iter<'_, K, V> {
+        self.fell_short();
         Iter {
             base: self.base.iter().peekable(),
             over: self.over.iter().peekable(),
@@ -118,6 +203,7 @@ impl<K: Ord, V> Entities<K, V> {
     /// [`Entities::iter`] as a double-ended iterator: straight from the
     /// base when there is no overlay (the common case), else collected.
     fn ordered(&self) -> Ordered<'_, K, V> {
+        self.fell_short();
         if self.over.is_empty() {
             Ordered::Base(self.base.iter())
         } else {
@@ -136,6 +222,8 @@ impl<K: Ord, V> Entities<K, V> {
             keys.dedup();
             keys
         } else {
+            self.fell_short();
+            other.fell_short();
             let mut keys: Vec<&K> = self.keys().chain(other.keys()).collect();
             keys.sort();
             keys.dedup();
@@ -161,6 +249,8 @@ impl<K: Ord + Clone, V: Clone> Entities<K, V> {
             },
         };
         if old.is_none() {
+            // A partial map may lack the entry replaced.
+            self.fell_short();
             self.len += 1;
         }
         old
@@ -186,8 +276,9 @@ impl<K: Ord + Clone, V: Clone> Entities<K, V> {
             self.over.insert(k, None);
             Some(v)
         };
-        if old.is_some() {
-            self.len -= 1;
+        match old {
+            Some(_) => self.len -= 1,
+            None => self.fell_short(),
         }
         old
     }
@@ -201,16 +292,32 @@ impl<K: Ord + Clone, V: Clone> Entities<K, V> {
     {
         if !self.over.contains_key(key) {
             if Arc::get_mut(&mut self.base).is_some() {
-                return Arc::get_mut(&mut self.base)
+                let part = self.part.clone();
+                let got = Arc::get_mut(&mut self.base)
                     .expect("checked above")
                     .get_mut(key)
                     .map(|v| &mut **v);
+                if got.is_none()
+                    && let Some(p) = part
+                {
+                    p.short.store(true, Ordering::Relaxed);
+                }
+                return got;
             }
-            let (k, v) = self.base.get_key_value(key)?;
+            let Some((k, v)) = self.base.get_key_value(key) else {
+                self.fell_short();
+                return None;
+            };
             let (k, v) = (k.clone(), V::clone(v));
             self.over.insert(k, Some(v));
         }
-        self.over.get_mut(key).and_then(Option::as_mut)
+        let got = self.over.get_mut(key).and_then(Option::as_mut);
+        if got.is_none()
+            && let Some(p) = &self.part
+        {
+            p.short.store(true, Ordering::Relaxed);
+        }
+        got
     }
 
     /// The entry of `key`, inserted from `make` when there is none (the
@@ -223,7 +330,11 @@ impl<K: Ord + Clone, V: Clone> Entities<K, V> {
     }
 
     pub fn clear(&mut self) {
-        *self = Self::default();
+        self.fell_short();
+        *self = Entities {
+            part: self.part.take(),
+            ..Self::default()
+        };
     }
 
     /// Folds the overlay into the base when nothing else shares the base
@@ -256,6 +367,8 @@ impl<K: Ord + Clone, V: Clone> Entities<K, V> {
 pub struct Iter<'a, K, V> {
     base: Peekable<btree_map::Iter<'a, K, Box<V>>>,
     over: Peekable<btree_map::Iter<'a, K, Option<V>>>,
+    /// Entries left (at most: [`Entities::iter_held`] starts from the
+    /// largest count).
     left: usize,
 }
 
@@ -281,11 +394,11 @@ impl<'a, K: Ord, V> Iterator for Iter<'a, K, V> {
             if from_over {
                 let (k, v) = self.over.next().expect("peeked");
                 if let Some(v) = v {
-                    self.left -= 1;
+                    self.left = self.left.saturating_sub(1);
                     return Some((k, v));
                 }
             } else {
-                self.left -= 1;
+                self.left = self.left.saturating_sub(1);
                 return self.base.next().map(|(k, v)| (k, &**v));
             }
         }
@@ -363,6 +476,7 @@ impl<K: Ord, V> From<BTreeMap<K, V>> for Entities<K, V> {
             len: map.len(),
             base: Arc::new(map.into_iter().map(|(k, v)| (k, Box::new(v))).collect()),
             over: BTreeMap::new(),
+            part: None,
         }
     }
 }
@@ -375,6 +489,7 @@ impl<K: Ord, V> Entities<K, V> {
             len: base.len(),
             base: Arc::new(base),
             over: BTreeMap::new(),
+            part: None,
         }
     }
 }
@@ -425,6 +540,7 @@ impl<'de, K: Ord + Deserialize<'de>, V: Deserialize<'de>> Deserialize<'de> for E
             len: base.len(),
             base: Arc::new(base),
             over: BTreeMap::new(),
+            part: None,
         })
     }
 }

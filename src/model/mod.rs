@@ -295,6 +295,21 @@ impl State {
 
     /// Resolves what a user typed (a full id or a unique prefix) to a todo.
     pub fn resolve_todo(&self, typed: &str) -> Result<TodoId, Refusal> {
+        // A partial map (`crate::cache::read_part`) resolves a prefix among
+        // the todos it holds when it holds every todo with that prefix.
+        if self.todos.is_partial()
+            && let Ok(want) = id::prefix_of(TodoId::PREFIX, TodoId::KIND, typed)
+            && self.todos.holds_prefix(&want)
+        {
+            let held: Vec<&TodoId> = self.todos.iter_held().map(|(k, _)| k).collect();
+            return resolve(
+                held.iter().copied(),
+                TodoId::PREFIX,
+                TodoId::KIND,
+                typed,
+                |id| id.hex(),
+            );
+        }
         resolve(
             self.todos.keys(),
             TodoId::PREFIX,

@@ -294,6 +294,51 @@ pub fn counts(state: &State, now: Timestamp) -> Counts {
     c
 }
 
+/// The board's [`Counts`] of only `todos` of `state` at `now`: the part of
+/// [`counts`] they make up.
+pub fn counts_of<'a>(
+    state: &State,
+    todos: impl Iterator<Item = &'a Todo>,
+    now: Timestamp,
+) -> Counts {
+    let active = active_agents(state);
+    let scoped = rules::Scoped::of(state);
+    let mut c = Counts::default();
+    for t in todos {
+        let (column, ready) = place(state, t, &active, now, &scoped);
+        tally(&mut c, column, ready);
+    }
+    c
+}
+
+/// `total` with the part `was` taken out and `now` put in; None when `was`
+/// is not part of `total`.
+pub fn carry(total: &Counts, was: &Counts, now: &Counts) -> Option<Counts> {
+    let f = |t: usize, w: usize, n: usize| t.checked_sub(w).map(|x| x + n);
+    Some(Counts {
+        ready: f(total.ready, was.ready, now.ready)?,
+        open: f(total.open, was.open, now.open)?,
+        waiting: f(total.waiting, was.waiting, now.waiting)?,
+        claimed: f(total.claimed, was.claimed, now.claimed)?,
+        blocked: f(total.blocked, was.blocked, now.blocked)?,
+        deferred: f(total.deferred, was.deferred, now.deferred)?,
+        done: f(total.done, was.done, now.done)?,
+    })
+}
+
+/// The scoped claims live in `state` at `now` (owned), which every
+/// unclaimed todo's readiness depends on (`rules::Scoped::live_at`).
+pub fn live_scoped(
+    state: &State,
+    now: Timestamp,
+) -> Vec<(crate::model::TodoId, Vec<String>, AgentId)> {
+    rules::Scoped::of(state)
+        .live_at(state.meta.settings.clock_skew, now)
+        .into_iter()
+        .map(|(t, s, o)| (t.clone(), s.to_vec(), o.clone()))
+        .collect()
+}
+
 /// The board of `state` at `now`, with `ticks` (newest first) for the
 /// timeline and each agent's last tick.
 pub fn derive<'s>(state: &'s State, now: Timestamp, ticks: &'s [TickLine]) -> Board<'s> {

@@ -160,13 +160,32 @@ impl<'s> Scoped<'s> {
         Scoped(
             // `iter`, not `values`: a state after a tick has an overlay,
             // which `values` would first collect (10,000 entries).
+            // `iter_held`: every claimed todo is held even by a partial
+            // map (`crate::cache::read_part`).
             state
                 .todos
-                .iter()
+                .iter_held()
                 .map(|(_, t)| t)
                 .filter(|t| t.claim.is_some() && !t.scope.is_empty())
                 .collect(),
         )
+    }
+
+    /// The scoped claims live at `now`: (todo, its scope, the owner), in
+    /// todo order. Every unclaimed todo's readiness depends on claims only
+    /// through these.
+    pub fn live_at(
+        &self,
+        skew: crate::time::Span,
+        now: Timestamp,
+    ) -> Vec<(&'s TodoId, &'s [String], &'s AgentId)> {
+        self.0
+            .iter()
+            .filter_map(|t| {
+                let c = t.live_claim(now, skew)?;
+                Some((&t.id, t.scope.as_slice(), &c.owner))
+            })
+            .collect()
     }
 }
 

@@ -557,3 +557,324 @@ fn a_tick_from_a_read_state_uses_it_only_while_the_ref_names_it() {
     let back = snapshot(repo.store(), last.tip.clone()).unwrap();
     assert_eq!(back.state, last.state, "the tree holds every tick");
 }
+
+/// The body of the cache's head file (after its header, whose shard table
+/// names the commit each shard was written at).
+fn head_body(store: &Store) -> Vec<u8> {
+    let files = cache_files(store);
+    let head = &files.iter().find(|(n, _)| n == "head").unwrap().1;
+    let end = head.windows(2).position(|w| w == b"\n\n").unwrap() + 2;
+    head[end..].to_vec()
+}
+
+#[test]
+fn a_tick_from_a_partial_read_writes_what_a_cold_full_read_writes() {
+    // Sharded from 16 todos (4 a shard): most ticks' todos sit in a shard
+    // of their own, beside shards the tick never reads.
+    cache::SHARD_FROM_TEST.with(|c| c.set(Some(16)));
+    let dir = tempfile::tempdir().unwrap();
+    crate::git::stdout_of(crate::git::command_in(dir.path(), &["init", "-q"]), &[]).unwrap();
+    let store = Store::discover(dir.path()).unwrap();
+    let who = Person {
+        name: "Ada".to_owned(),
+        email: "ada@example.com".to_owned(),
+    };
+    let mut at = Timestamp::parse("2026-01-01T09:00:00Z").unwrap();
+    let mut rng = Rng(2929);
+    let mut tip: Option<Tip> = None;
+    let mut state = State::default();
+    let (mut partial, mut fell_short, mut carried, mut completed, mut refused) = (0, 0, 0, 0, 0);
+    let mut setup: Vec<Change> = std::iter::once(Change::Init(Init {
+        goal: Some(main_goal()),
+        objective: Some("Ship".to_owned()),
+    }))
+    .chain(AGENTS.iter().map(|a| {
+        Change::AgentRegister(AgentRegister {
+            agent: AgentId::new(a).unwrap(),
+            runtime: Runtime::Codex,
+            // Only agent-a can take a todo that needs rust: its readiness
+            // then hangs on the other agents' scoped claims.
+            capabilities: if *a == "agent-a" {
+                vec!["rust".to_owned()]
+            } else {
+                Vec::new()
+            },
+        })
+    }))
+    .collect();
+    setup.reverse();
+    for n in 1..=400u64 {
+        at = at.plus(Span::minutes(1 + rng.below(7) as i64));
+        let mut op = match setup.pop() {
+            Some(change) => Op {
+                id: crate::model::OpId::from_hex(&format!("{n:016x}")),
+                at,
+                actor: match &change {
+                    Change::AgentRegister(AgentRegister { agent, .. }) => {
+                        Actor::Agent(agent.clone())
+                    }
+                    _ => human(),
+                },
+                signature: None,
+                change,
+            },
+            None => todo_op(&mut rng, &state, n, at),
+        };
+        // Todos that wait for others, need a capability or hold a scope,
+        // so the head's counts depend on more than the todo itself.
+        if let Change::TodoAdd(add) = &mut op.change {
+            let ids: Vec<TodoId> = state.todos.keys().cloned().collect();
+            if let Some(a) = rng.pick(&ids)
+                && rng.below(3) == 0
+            {
+                add.after.push(a.clone());
+            }
+            if rng.below(4) == 0 {
+                add.scope.push(format!("src/{}/**", rng.below(3)));
+            }
+            if rng.below(2) == 0 {
+                add.capabilities.push("rust".to_owned());
+            }
+        }
+        // The first 40 ticks fill the board, only adds and claims after.
+        if n < 40 && !matches!(op.change, Change::TodoAdd(_)) && tip.is_some() && n > 4 {
+            let add = TodoAdd::new(
+                TodoId::from_hex(&format!("{:08x}", rng.next() as u32)),
+                main_goal(),
+                format!("Todo {n}"),
+                Priority::DEFAULT,
+            );
+            op = Op {
+                actor: human(),
+                change: Change::TodoAdd(add),
+                ..op
+            };
+        }
+        let full = plan_tick(
+            tip.as_ref(),
+            &unshared(&state),
+            &op,
+            crate::model::WRITES,
+            &[],
+        );
+        // The partial read of the todo the op names (as typed: the whole
+        // id or a prefix of it), from the cache at the parent.
+        let part = match (&tip, op.change.todo()) {
+            (Some(t), Some(id)) => {
+                let hex = id.hex();
+                let typed = &hex[..2 + rng.below(hex.len() - 1)];
+                cache::read_part(&store, t.commit, &[typed])
+            }
+            _ => None,
+        };
+        let part = part.filter(|(_, s)| s.todos.is_partial());
+        let mut from_part = None;
+        if let Some((at_tip, before)) = &part {
+            assert_eq!(
+                Some(at_tip),
+                tip.as_ref(),
+                "tick {n}: the partial read's tip"
+            );
+            let planned = plan_tick(tip.as_ref(), before, &op, crate::model::WRITES, &[]);
+            if before.todos.fell_short_of_whole() {
+                fell_short += 1;
+            } else {
+                partial += 1;
+                match (&planned, &full) {
+                    (Ok(p), Ok(f)) => {
+                        assert_eq!(
+                            p.changes, f.changes,
+                            "tick {n}: the files a partial tick writes"
+                        );
+                        assert_eq!(p.message, f.message, "tick {n}: the message");
+                    }
+                    (Err(a), Err(b)) => {
+                        assert_eq!(a.code, b.code, "tick {n}: both refuse alike");
+                        refused += 1;
+                    }
+                    (p, f) => panic!(
+                        "tick {n}: partial {:?}, full {:?}",
+                        p.as_ref().err().map(|r| &r.message),
+                        f.as_ref().err().map(|r| &r.message)
+                    ),
+                }
+                from_part = planned.ok().map(|p| (before.clone(), p.state));
+            }
+        }
+        let written =
+            write_tick(&store, tip.as_ref(), &state, &op, &[], &who, Empty::Skip).unwrap();
+        let Ok(written) = written else { continue };
+        let Some(new) = written.tip else { continue };
+        let cold = snapshot(&store, new.clone()).unwrap();
+        match &from_part {
+            Some((before, after)) => {
+                let t = files::touched(before, after);
+                cache::update_from(&store, tip.as_ref(), Some(before), &new, after, &t);
+                if let Ok(bytes) = std::fs::read(cache::head_path(&cache::folder(&store)))
+                    && String::from_utf8_lossy(&bytes)
+                        .lines()
+                        .any(|l| l.starts_with("shard ") && !l.contains(&new.commit.to_string()))
+                {
+                    carried += 1;
+                } else {
+                    completed += 1;
+                }
+            }
+            None => {
+                let t = files::touched(&state, &written.state);
+                cache::update(&store, tip.as_ref(), &new, &written.state, &t);
+            }
+        }
+        // Whatever path wrote it, the cache reads back as the cold state,
+        // and its head's body (the claimed todos and the board's counts)
+        // is byte for byte a cold write's.
+        if std::fs::symlink_metadata(cache::head_path(&cache::folder(&store))).is_ok() {
+            let (_, from_cache) = cache::read(&store, new.commit).expect("the updated cache reads");
+            assert_eq!(from_cache, cold.state, "tick {n}: the updated cache");
+            ready_lists_start_the_pick_order(&store, &new, &cold.state, n);
+            let body = head_body(&store);
+            cache::write(&store, &new, &cold.state);
+            assert_eq!(
+                String::from_utf8_lossy(&body),
+                String::from_utf8_lossy(&head_body(&store)),
+                "tick {n}: the head"
+            );
+        } else {
+            cache::write(&store, &new, &cold.state);
+        }
+        store
+            .cas(new.commit, tip.as_ref().map(|t| t.commit), "test", &who)
+            .unwrap();
+        tip = Some(new);
+        state = cold.state;
+    }
+    assert!(
+        partial > 200,
+        "only {partial} ticks decided from a partial read"
+    );
+    assert!(
+        carried > 100,
+        "only {carried} partial ticks carried the head's counts"
+    );
+    assert!(
+        completed > 20,
+        "only {completed} partial ticks completed the state from the parent's shards"
+    );
+    assert!(
+        fell_short > 20,
+        "only {fell_short} partial reads fell short"
+    );
+    assert!(
+        refused > 20,
+        "only {refused} partial ticks were refused alike"
+    );
+}
+
+/// Every list of the ready index the cache at `tip` holds is the start of
+/// its agent's whole pick order on `state` (all of it when complete):
+/// whichever path kept the index, a partial tick's included.
+fn ready_lists_start_the_pick_order(store: &Store, tip: &Tip, state: &State, n: u64) {
+    use crate::op::turn::ready;
+    let all = ready::Sizes {
+        cap: usize::MAX,
+        low: 0,
+    };
+    for agent in state.agents.values() {
+        for goal in state.goals.keys() {
+            let Some(list) = cache::ready_list(store, tip.commit, &agent.id, goal) else {
+                continue;
+            };
+            let whole = ready::build(state, agent, goal, all).todos;
+            let want = if list.complete {
+                &whole[..]
+            } else {
+                &whole[..list.todos.len().min(whole.len())]
+            };
+            assert_eq!(
+                list.todos, want,
+                "tick {n}: {}'s ready list on {goal}",
+                agent.id
+            );
+        }
+    }
+}
+
+/// A random op for the partial tick's test: mostly one on a todo (a claim
+/// of a todo nobody holds, or the owner's update, release or done), an
+/// open gate answered, else any of [`random_op`]'s.
+fn todo_op(rng: &mut Rng, state: &State, n: u64, at: Timestamp) -> Op {
+    let todos: Vec<&crate::model::Todo> = state.todos.values().collect();
+    let claimed: Vec<&&crate::model::Todo> = todos.iter().filter(|t| t.claim.is_some()).collect();
+    let free: Vec<&&crate::model::Todo> = todos
+        .iter()
+        .filter(|t| t.claim.is_none() && t.status == TodoStatus::Open)
+        .collect();
+    let agent = AgentId::new(AGENTS[rng.below(AGENTS.len())]).unwrap();
+    let op = |actor, change| Op {
+        id: crate::model::OpId::from_hex(&format!("{n:016x}")),
+        at,
+        actor,
+        signature: None,
+        change,
+    };
+    if let Some(g) = state.gates.values().find(|g| g.is_open())
+        && rng.below(2) == 0
+    {
+        let change = Change::GateAnswer(GateAnswer {
+            gate: g.id.clone(),
+            choice: g.options[0].clone(),
+            note: None,
+        });
+        return op(human(), change);
+    }
+    let owner = |t: &crate::model::Todo| Actor::Agent(t.claim.as_ref().unwrap().owner.clone());
+    match rng.below(8) {
+        0..=2 => match rng.pick(&free) {
+            Some(t) => op(
+                Actor::Agent(agent),
+                Change::TodoClaim(TodoClaim {
+                    todo: t.id.clone(),
+                    epoch: t.epoch,
+                    lease: Span::minutes(5 + rng.below(20) as i64),
+                }),
+            ),
+            None => random_op(rng, state, n, at),
+        },
+        3 | 4 => match rng.pick(&claimed) {
+            Some(t) => op(
+                owner(t),
+                Change::TodoUpdate(TodoUpdate {
+                    todo: t.id.clone(),
+                    epoch: t.epoch,
+                    status: [None, None, Some(TodoStatus::Blocked)][rng.below(3)],
+                    note: Some(format!("progress {n}")),
+                }),
+            ),
+            None => random_op(rng, state, n, at),
+        },
+        5 => match rng.pick(&claimed) {
+            Some(t) => op(
+                owner(t),
+                Change::TodoRelease(TodoRelease {
+                    todo: t.id.clone(),
+                    epoch: t.epoch,
+                    force: false,
+                }),
+            ),
+            None => random_op(rng, state, n, at),
+        },
+        6 => match rng.pick(&claimed) {
+            Some(t) => op(
+                owner(t),
+                Change::TodoDone(TodoDone {
+                    todo: t.id.clone(),
+                    epoch: t.epoch,
+                    note: None,
+                    validation: None,
+                }),
+            ),
+            None => random_op(rng, state, n, at),
+        },
+        _ => random_op(rng, state, n, at),
+    }
+}

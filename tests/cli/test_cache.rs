@@ -898,3 +898,72 @@ fn should_run_without_a_claim_reads_the_head_and_the_ready_index() {
         assert_eq!(ask(live), after, "the index {what}");
     }
 }
+
+/// A tick on a named todo (`todo claim ID`, `todo update ID`) reads the
+/// head, the ready index and that todo's shard only, writes them, and
+/// every answer from the cache it leaves is a cold read's. With the named
+/// todo's shard missing it reads the whole state (from the tree) and the
+/// cache is whole again.
+#[test]
+fn a_tick_on_a_named_todo_reads_and_writes_only_its_shard() {
+    let (env, todos) = sharded_board();
+    let cold = || {
+        let _ = std::fs::remove_dir_all(folder(&env));
+    };
+    let x = &todos[1];
+    let shard_of = |files: &BTreeMap<String, Vec<u8>>| {
+        files
+            .iter()
+            .find(|(k, v)| k.starts_with("todos-") && v.windows(x.len()).any(|w| w == x.as_bytes()))
+            .map(|(k, _)| k.clone())
+            .expect("a shard holds the todo")
+    };
+    for (agent, args) in [
+        ("agent-b", vec!["todo", "claim", x.as_str()]),
+        (
+            "agent-b",
+            vec!["todo", "update", x.as_str(), "--note", "halfway"],
+        ),
+        ("agent-b", vec!["todo", "release", &x[..5]]),
+    ] {
+        sharded(&env, None, &["status"]).ok();
+        let good = files(&env);
+        let mine = shard_of(&good);
+        // Only the head, the ready index and the todo's shard: the other
+        // shards stay gone (the tick keeps the index from the todo alone).
+        let part: BTreeMap<String, Vec<u8>> = good
+            .iter()
+            .filter(|(k, _)| *k == "head" || *k == "ready" || **k == mine)
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        restore(&env, &part);
+        sharded(&env, Some(agent), &args).ok();
+        let left = files(&env);
+        assert_eq!(
+            left.keys().collect::<Vec<_>>(),
+            part.keys().collect::<Vec<_>>(),
+            "{args:?}: only the head, the ready index and the todo's shard"
+        );
+        assert_ne!(left[&mine], good[&mine], "{args:?}: the shard rewritten");
+        assert_eq!(
+            sharded_answers(&env, &|| restore(&env, &left)),
+            sharded_answers(&env, &cold),
+            "{args:?}: the cache left answers as a cold read"
+        );
+    }
+    // The named todo's shard missing: the whole state is read.
+    sharded(&env, None, &["status"]).ok();
+    let good = files(&env);
+    let mine = shard_of(&good);
+    let mut lacking = good.clone();
+    lacking.remove(&mine);
+    restore(&env, &lacking);
+    sharded(&env, Some("agent-b"), &["todo", "claim", x]).ok();
+    assert_eq!(files(&env).len(), good.len(), "rebuilt whole");
+    let left = files(&env);
+    assert_eq!(
+        sharded_answers(&env, &|| restore(&env, &left)),
+        sharded_answers(&env, &cold),
+        "after a full read"
+    );
+}

@@ -150,7 +150,7 @@ fn warn_rejected(ctx: &Ctx, r: &Report, skip: Option<&crate::model::OpId>) {
 }
 
 fn claim_once(ctx: &Ctx, args: &Args, synced: bool) -> Result<Attempt> {
-    let decided = tx::commit(ctx, |state| {
+    let build = |state: &crate::model::State| {
         let todo = match &args.id {
             Some(id) => state.resolve_todo(id)?,
             None => {
@@ -174,7 +174,12 @@ fn claim_once(ctx: &Ctx, args: &Args, synced: bool) -> Result<Attempt> {
                 lease: args.ttl.unwrap_or(state.meta.settings.lease),
             }),
         )?)
-    });
+    };
+    // A named todo: only its shard of the state is read (`commit_touching`).
+    let decided = match &args.id {
+        Some(id) => tx::commit_touching(ctx, &[id.as_str()], build),
+        None => tx::commit(ctx, build),
+    };
     let done = match decided {
         Ok(done) => done,
         Err(e) if crate::error::refusal_of(&e).is_some() => return Ok(Attempt::Refused(e)),

@@ -192,7 +192,6 @@ pub fn build_all(state: &State, sizes: Sizes) -> Index {
 /// The index after a tick that changed `touched`, from the index before it
 /// (`old`; None: rank everything), `state` being the state after it.
 pub fn update_all(old: Option<Index>, state: &State, touched: &Touched, sizes: Sizes) -> Index {
-    let mut old = old.unwrap_or_default();
     // The changed todos and every todo that waits on one of them.
     let mut changed: BTreeSet<&TodoId> = touched.todos.iter().collect();
     if !touched.todos.is_empty() {
@@ -203,6 +202,27 @@ pub fn update_all(old: Option<Index>, state: &State, touched: &Touched, sizes: S
             }
         }
     }
+    update_changed(old.unwrap_or_default(), state, touched, &changed, sizes)
+}
+
+/// [`update_all`] after a tick in which no todo became or stopped being
+/// done, none was added or removed: then no todo that waits on a touched
+/// one changed whether it is a candidate, so only the touched todos move
+/// and the board is not walked to find their waiters (a partial state,
+/// `crate::cache`'s tick on named todos, need not hold them).
+pub fn update_touched(old: Index, state: &State, touched: &Touched, sizes: Sizes) -> Index {
+    let changed: BTreeSet<&TodoId> = touched.todos.iter().collect();
+    update_changed(old, state, touched, &changed, sizes)
+}
+
+/// The index after a tick that changed the todos `changed`.
+fn update_changed(
+    mut old: Index,
+    state: &State,
+    touched: &Touched,
+    changed: &BTreeSet<&TodoId>,
+    sizes: Sizes,
+) -> Index {
     let goals: Vec<&GoalId> = state
         .goals
         .values()
@@ -224,7 +244,7 @@ pub fn update_all(old: Option<Index>, state: &State, touched: &Touched, sizes: S
         for g in &goals {
             let list = match lists.remove(*g) {
                 Some(mut l) if !touched.goals.contains(g) => {
-                    update(&mut l, state, a, g, &changed, sizes);
+                    update(&mut l, state, a, g, changed, sizes);
                     l
                 }
                 _ => build(state, a, g, sizes),
