@@ -126,25 +126,21 @@ impl Cli {
             }
         }
         (words == 2).then_some(())?;
-        let format = match format.as_deref() {
-            None | Some("human") => crate::output::Format::Human,
-            Some("json") => crate::output::Format::Json,
-            Some(_) => return None,
-        };
-        let color = match color.as_deref() {
-            None | Some("auto") => ColorWhen::Auto,
-            Some("always") => ColorWhen::Always,
-            Some("never") => ColorWhen::Never,
-            Some(_) => return None,
-        };
+        // The values as clap reads them (case-sensitive), with its defaults.
+        fn choice<T: clap::ValueEnum>(v: Option<String>, default: &str) -> Option<T> {
+            T::from_str(v.as_deref().unwrap_or(default), false).ok()
+        }
         Some(Cli {
             global: Global {
                 dir: dir.map(Into::into),
-                format,
+                format: choice(format, "human")?,
                 json,
                 agent,
             },
-            terminal: Terminal { color, no_pager },
+            terminal: Terminal {
+                color: choice(color, "auto")?,
+                no_pager,
+            },
             command: Command::Quota(crate::cmd::quota::Command::ShouldRun(
                 crate::cmd::quota::should_run::Args::new(goal, sync),
             )),
