@@ -63,6 +63,91 @@ impl Cli {
     }
 }
 
+impl Cli {
+    /// `quota should-run`'s command line parsed by hand, without clap: the
+    /// most frequent command (an agent's poll before every turn) should not
+    /// pay for building clap's command tree, about a quarter of its
+    /// instructions. Only the exact forms clap accepts are taken here:
+    /// `quota` and `should-run` as the first two words, the global options
+    /// (`-C PATH`, `--format F`, `--json`, `--agent ID`, `--color WHEN`,
+    /// `--no-pager`, with `=` or a separate value) anywhere, and
+    /// should-run's own (`--goal G`, `--sync`) after `should-run`, each at
+    /// most once. Anything else (help, `--`, an unknown or repeated flag,
+    /// a value that is empty, starts with `-` or is not UTF-8, abbreviations)
+    /// is None, and clap parses it as before, so its help and errors are
+    /// unchanged. A test holds the answers equal to clap's.
+    pub fn should_run(args: &[std::ffi::OsString]) -> Option<Cli> {
+        let mut dir = None;
+        let mut format = None;
+        let mut json = false;
+        let mut agent = None;
+        let mut color = None;
+        let mut no_pager = false;
+        let mut goal = None;
+        let mut sync = false;
+        let mut words = 0;
+        let mut it = args.iter().skip(1);
+        while let Some(arg) = it.next() {
+            let arg = arg.to_str()?;
+            if !arg.starts_with('-') {
+                // The two words, in order; any other word is clap's.
+                let want = ["quota", "should-run"].get(words)?;
+                (arg == *want).then_some(())?;
+                words += 1;
+                continue;
+            }
+            let (name, inline) = match arg.split_once('=') {
+                Some((name, value)) if name.starts_with("--") => (name, Some(value)),
+                _ => (arg, None),
+            };
+            let flag = |seen: &mut bool| -> Option<()> {
+                (inline.is_none() && !*seen).then_some(())?;
+                *seen = true;
+                Some(())
+            };
+            let mut value = |slot: &Option<String>| -> Option<String> {
+                slot.is_none().then_some(())?;
+                let v = match inline {
+                    Some(v) => v,
+                    None => it.next()?.to_str()?,
+                };
+                (!v.is_empty() && !v.starts_with('-')).then(|| v.to_owned())
+            };
+            match name {
+                "-C" => dir = Some(value(&dir)?),
+                "--format" => format = Some(value(&format)?),
+                "--agent" => agent = Some(value(&agent)?),
+                "--color" => color = Some(value(&color)?),
+                "--goal" if words == 2 => goal = Some(value(&goal)?),
+                "--json" => flag(&mut json)?,
+                "--no-pager" => flag(&mut no_pager)?,
+                "--sync" if words == 2 => flag(&mut sync)?,
+                _ => return None,
+            }
+        }
+        (words == 2).then_some(())?;
+        // The values as clap reads them (case-sensitive), with its defaults.
+        fn choice<T: clap::ValueEnum>(v: Option<String>, default: &str) -> Option<T> {
+            T::from_str(v.as_deref().unwrap_or(default), false).ok()
+        }
+        Some(Cli {
+            global: Global {
+                dir: dir.map(Into::into),
+                format: choice(format, "human")?,
+                json,
+                agent,
+            },
+            terminal: Terminal {
+                color: choice(color, "auto")?,
+                no_pager,
+            },
+            command: Command::Quota(crate::cmd::quota::Command::ShouldRun(
+                crate::cmd::quota::should_run::Args::new(goal, sync),
+            )),
+        })
+    }
+}
+
 /// How output meets the terminal: colour and the pager. Read by `lib` before
 /// the command runs (colour through anstream, as clap's own output).
 #[derive(clap::Args, Debug, Clone)]
@@ -199,6 +284,148 @@ mod tests {
         built.build();
         // The top level's commands and the ones under them (todo claim, …).
         assert!(check(&root, &built, "loopx") > 60);
+    }
+
+    /// The hand-written should-run parser answers exactly as clap does for
+    /// every form it takes, and takes every should-run form made of the
+    /// options it knows; anything else is clap's.
+    #[test]
+    fn should_run_by_hand_is_what_clap_parses() {
+        use clap::Parser;
+        use std::ffi::OsString;
+        let run = |words: &[&str]| {
+            let args: Vec<OsString> = std::iter::once("loopx")
+                .chain(words.iter().copied())
+                .map(OsString::from)
+                .collect();
+            let hand = super::Cli::should_run(&args).map(|c| format!("{c:?}"));
+            let clap = super::Cli::try_parse_from(&args).map(|c| format!("{c:?}"));
+            (hand, clap)
+        };
+        // A small deterministic generator (no dependency for it).
+        let seed = std::cell::Cell::new(0x9e37_79b9_7f4a_7c15_u64);
+        let next = |n: usize| {
+            let mut x = seed.get();
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            seed.set(x);
+            (x % n as u64) as usize
+        };
+        // Each option in its spellings; clap takes each once, anywhere for
+        // the global ones, after `should-run` for its own. The parser must
+        // take every arrangement of them, as clap does.
+        let global: &[&[&[&str]]] = &[
+            &[&["-C", "/r"], &["-C", "quota"]],
+            &[
+                &["--format", "json"],
+                &["--format=human"],
+                &["--format=json"],
+            ],
+            &[&["--json"]],
+            &[&["--agent", "a1"], &["--agent=a2"]],
+            &[
+                &["--color", "never"],
+                &["--color=always"],
+                &["--color", "auto"],
+            ],
+            &[&["--no-pager"]],
+        ];
+        let own: &[&[&[&str]]] = &[&[&["--goal", "g"], &["--goal=h"]], &[&["--sync"]]];
+        let mut taken = 0;
+        for _ in 0..1500 {
+            // Where each option goes: before `quota`, between the two
+            // words, after `should-run`, or nowhere.
+            let mut places: [Vec<&[&str]>; 3] = Default::default();
+            for (options, global) in [(global, true), (own, false)] {
+                for spellings in options {
+                    let place = if global { next(4) } else { 2 + next(2) };
+                    if let Some(options) = places.get_mut(place) {
+                        let at = next(options.len() + 1);
+                        options.insert(at, spellings[next(spellings.len())]);
+                    }
+                }
+            }
+            let [before, between, after] = places.map(|p| p.concat());
+            let words: Vec<&str> =
+                [before, vec!["quota"], between, vec!["should-run"], after].concat();
+            let (hand, clap) = run(&words);
+            let clap = clap.unwrap_or_else(|e| panic!("{words:?}: clap says {e}"));
+            let hand = hand.unwrap_or_else(|| panic!("{words:?}: not taken by hand"));
+            assert_eq!(hand, clap, "{words:?}");
+            taken += 1;
+        }
+        assert!(taken > 500, "only {taken} forms taken");
+        // Anything else falls to clap, whatever clap makes of it.
+        let vocabulary = [
+            "quota",
+            "should-run",
+            "status",
+            "-C",
+            "/r",
+            "--format",
+            "json",
+            "xml",
+            "--format=json",
+            "--format=",
+            "--json",
+            "--json=1",
+            "--agent",
+            "a1",
+            "--agent=",
+            "--agent=-x",
+            "-x",
+            "--color",
+            "sometimes",
+            "--color=never",
+            "--no-pager",
+            "--goal",
+            "--goal=g",
+            "--sync",
+            "--sync=yes",
+            "--",
+            "-h",
+            "--help",
+            "help",
+            "--bogus",
+            "",
+            "--ag",
+            "-Cdir",
+            "-V",
+            "--version",
+            "spend-slot",
+            "should",
+        ];
+        for _ in 0..4000 {
+            let len = 1 + next(7);
+            let words: Vec<&str> = (0..len)
+                .map(|_| vocabulary[next(vocabulary.len())])
+                .collect();
+            let (hand, clap) = run(&words);
+            if let Some(hand) = hand {
+                let clap =
+                    clap.unwrap_or_else(|e| panic!("{words:?}: taken by hand, clap says {e}"));
+                assert_eq!(hand, clap, "{words:?}");
+            }
+        }
+        for words in [
+            &["quota", "should-run", "--bogus"][..],
+            &["quota", "should-run", "--help"],
+            &["quota", "should-run", "--goal"],
+            &["quota", "should-run", "--goal", "--sync"],
+            &["quota", "should-run", "--sync", "--sync"],
+            &["quota", "should-run", "--json", "--json"],
+            &["quota", "should-run", "--agent", "a", "--agent=b"],
+            &["quota", "--goal", "g", "should-run"],
+            &["quota", "should-run", "extra"],
+            &["quota", "should-run", "--", "--json"],
+            &["quota", "should-run", "--format", "JSON"],
+            &["quota"],
+            &["should-run"],
+            &["help", "quota", "should-run"],
+        ] {
+            assert_eq!(run(words).0, None, "{words:?}");
+        }
     }
 
     #[test]

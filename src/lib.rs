@@ -83,7 +83,8 @@ pub fn main_from(args: impl IntoIterator<Item = std::ffi::OsString>) -> ExitCode
     if let Some(when) = cli::ColorWhen::scan(&args) {
         when.choice().write_global();
     }
-    let cli = match cli::Cli::parse_once(&args) {
+    let parsed = cli::Cli::should_run(&args).map_or_else(|| cli::Cli::parse_once(&args), Ok);
+    let cli = match parsed {
         Ok(cli) => cli,
         Err(e) if e.use_stderr() && cli::is_hook_call(args.iter().cloned()) => {
             let first = e.to_string();

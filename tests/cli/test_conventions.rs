@@ -67,6 +67,49 @@ fn usage_errors_under_json_are_json() {
     assert!(plain.stderr.contains("unexpected argument '--bogus'"));
 }
 
+/// should-run's command line is parsed by hand (`Cli::should_run`) when it
+/// is a form clap would take; anything else still meets clap: its errors,
+/// as text or JSON, and its help.
+#[test]
+fn should_run_outside_the_hand_parsed_forms_is_clap_s() {
+    let env = TestEnv::with_board();
+    let plain = env.loopx(&["quota", "should-run", "--bogus"]).code(2);
+    assert!(plain.stdout.is_empty(), "{}", plain.stdout);
+    assert!(
+        plain.stderr.contains("unexpected argument '--bogus'"),
+        "{}",
+        plain.stderr
+    );
+    for args in [
+        &["--json", "quota", "should-run", "--bogus"][..],
+        &["quota", "should-run", "--json", "--json"],
+        &["quota", "should-run", "--format", "JSON", "--json"],
+        &["quota", "--goal", "g", "should-run", "--json"],
+        &["quota", "should-run", "--json", "--goal"],
+    ] {
+        let doc = env.loopx(args).code(2).json();
+        assert_eq!(doc["error"]["code"], "bad-usage", "{args:?}: {doc}");
+    }
+    let help = env.loopx(&["quota", "should-run", "--help"]).ok();
+    assert!(
+        help.stdout.contains("Usage: loopx quota should-run"),
+        "{}",
+        help.stdout
+    );
+    // The forms taken by hand answer as before.
+    let taken = env
+        .loopx(&[
+            "--agent=agent-a",
+            "quota",
+            "--format=json",
+            "should-run",
+            "--no-pager",
+        ])
+        .stdout;
+    let doc: serde_json::Value = serde_json::from_str(&taken).expect("json");
+    assert!(doc["decision"].is_string(), "{doc}");
+}
+
 /// `log --since 2h` reads a duration as `digest --since 12h` does; a bad
 /// value says what is accepted.
 #[test]

@@ -38,6 +38,12 @@ pub struct Args {
 }
 
 impl Args {
+    /// The arguments as clap would parse them: `crate::cli`'s hand-written
+    /// parser for should-run's command line builds them.
+    pub fn new(goal: Option<String>, sync: bool) -> Self {
+        Args { goal, sync }
+    }
+
     /// Whether it syncs first (and so may move the state ref).
     pub fn syncs(&self) -> bool {
         self.sync
