@@ -222,6 +222,9 @@ pub fn fetch_refs(
         .unwrap_or_default();
     let out = fetch_once(git_dir, &url, remote, refs, limit, progress)?;
     if out.status.success() {
+        // Over ssh, a session kept for the next sync's question
+        // ([`kept_tips`]), beside the connection this fetch left open.
+        keep::ensure(git_dir, &url);
         return Ok(refs.iter().map(|_| Fetched::State).collect());
     }
     let failed = network_error(&out);
@@ -254,6 +257,21 @@ pub fn fetch_refs(
             None => Fetched::Busy(failed.stderr.clone()),
         })
         .collect())
+}
+
+/// The tips `remote` holds for `srcs` (full ref names, each None when it
+/// has no such ref), asked without a git process through the ssh session
+/// a keeper holds open for it ([`keep`]); None when there is none to ask
+/// (not ssh, none started yet, `loopx.sshKeep false`) or it did not
+/// answer within `limit` (or [`keep::ASK_LIMIT`]): then fetch with git.
+pub fn kept_tips(
+    git_dir: &Path,
+    remote: &str,
+    srcs: &[&str],
+    limit: Duration,
+) -> Option<Vec<Option<String>>> {
+    let url = output(git_dir, &["ls-remote", "--get-url", remote]).ok()?;
+    keep::tips(git_dir, url.trim(), srcs, limit)
 }
 
 /// One `git fetch` of `refs` (`+src:dst` each).

@@ -69,6 +69,9 @@ pub(super) fn fetch_all_while<R>(
     let Some((first, first_names)) = sides.first() else {
         return (Ok(Ok(Vec::new())), meanwhile());
     };
+    if let Some(tips) = unchanged(sides) {
+        return (Ok(Ok(tips)), meanwhile());
+    }
     // Into refs of this sync's own, then read from there: two syncs on one
     // clone each see the tips their own fetch brought, never older ones
     // that a slower fetch wrote into the tracking refs afterwards.
@@ -102,6 +105,25 @@ pub(super) fn fetch_all_while<R>(
         (found, during)
     });
     (resolve(sides, &fetching, found), during)
+}
+
+/// The tips of the remote-tracking refs, when a kept ssh session
+/// (`git::kept_tips`) says the remote holds exactly those: what a fetch
+/// would bring, without one. None (fetch) when there is nothing to ask,
+/// no answer, or any ref differs or is missing on either side.
+fn unchanged(sides: &[(&Repo, &Names)]) -> Option<Vec<Option<Tip>>> {
+    let (first, names) = sides.first()?;
+    let srcs: Vec<&str> = sides.iter().map(|(repo, _)| repo.state_ref()).collect();
+    let (dir, limit) = (first.store().common_dir(), first.config().sync_timeout);
+    let found = git::kept_tips(dir, &names.remote, &srcs, limit)?;
+    sides
+        .iter()
+        .zip(found)
+        .map(|((repo, names), hub)| {
+            let tip = repo.store().resolve(&names.tracking).ok()??;
+            (Some(tip.commit.to_string()) == hub).then_some(Some(tip))
+        })
+        .collect()
 }
 
 /// Reads the tips a fetch brought into `fetching` (one per side) and
