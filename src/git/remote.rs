@@ -448,6 +448,14 @@ pub fn push_refs(
     args.push(url.as_str());
     args.extend(refspecs.iter().map(String::as_str));
     let out = network(git_dir, &url, &args, limit, false)?;
+    if out.status.success()
+        && ssh::Target::of(&url).is_some()
+        && let Ok(fetch_url) = output(git_dir, &["ls-remote", "--get-url", remote])
+    {
+        // A push-first claim syncs without fetching: the keeper for the
+        // next sync's question starts here too.
+        keep::ensure(git_dir, fetch_url.trim());
+    }
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     // Porcelain lines: <flag> TAB <from>:<to> TAB <summary>
