@@ -69,7 +69,13 @@ pub(super) fn fetch_all_while<R>(
     let Some((first, first_names)) = sides.first() else {
         return (Ok(Ok(Vec::new())), meanwhile());
     };
-    if let Some(tips) = unchanged(sides) {
+    let (dir, remote, limit) = (
+        first.store().common_dir(),
+        first_names.remote.as_str(),
+        first.config().sync_timeout,
+    );
+    let url = git::fetch_url(dir, remote);
+    if let Some(tips) = unchanged(sides, &url) {
         return (Ok(Ok(tips)), meanwhile());
     }
     // Into refs of this sync's own, then read from there: two syncs on one
@@ -91,13 +97,8 @@ pub(super) fn fetch_all_while<R>(
         .zip(&fetching)
         .map(|((repo, _), dst)| (repo.state_ref(), dst.as_str()))
         .collect();
-    let (dir, remote, limit) = (
-        first.store().common_dir(),
-        first_names.remote.as_str(),
-        first.config().sync_timeout,
-    );
     let (found, during) = std::thread::scope(|s| {
-        let git = s.spawn(|| git::fetch_refs(dir, remote, &refs, limit, progress));
+        let git = s.spawn(|| git::fetch_refs_from(dir, &url, remote, &refs, limit, progress));
         let during = meanwhile();
         let found = git
             .join()
@@ -111,11 +112,11 @@ pub(super) fn fetch_all_while<R>(
 /// (`git::kept_tips`) says the remote holds exactly those: what a fetch
 /// would bring, without one. None (fetch) when there is nothing to ask,
 /// no answer, or any ref differs or is missing on either side.
-fn unchanged(sides: &[(&Repo, &Names)]) -> Option<Vec<Option<Tip>>> {
-    let (first, names) = sides.first()?;
+fn unchanged(sides: &[(&Repo, &Names)], url: &str) -> Option<Vec<Option<Tip>>> {
+    let (first, _) = sides.first()?;
     let srcs: Vec<&str> = sides.iter().map(|(repo, _)| repo.state_ref()).collect();
     let (dir, limit) = (first.store().common_dir(), first.config().sync_timeout);
-    let found = git::kept_tips(dir, &names.remote, &srcs, limit)?;
+    let found = git::kept_tips(dir, url, &srcs, limit)?;
     sides
         .iter()
         .zip(found)
