@@ -9,16 +9,19 @@
 //!
 //! After loopx's first fetch from an ssh hub, a *keeper* starts beside the
 //! shared connection: `loopx ssh-keep` (hidden), detached, in the same
-//! private socket directory. It holds `git-upload-pack` open on the hub
-//! in git's protocol v2 (`GIT_PROTOCOL=version=2`, sent with `SendEnv`)
-//! and listens on a unix socket there. A sync asks it for the tips of its
-//! state refs ([`tips`]): one `ls-refs` request on the open session, one
-//! exchange. When every tip equals the remote-tracking ref, there is
-//! nothing to fetch and no git process runs; otherwise the normal `git
-//! fetch` runs, unchanged.
+//! private socket directory. It holds a `git-upload-pack` session open on
+//! the hub in git's protocol v2 (`GIT_PROTOCOL=version=2`, sent with
+//! `SendEnv`) and listens on a unix socket there. A sync asks it for the
+//! tips of its state refs ([`tips`]): one `ls-refs` request on the open
+//! session, one exchange. When every tip equals the remote-tracking ref,
+//! there is nothing to fetch and no git process runs; otherwise the
+//! normal `git fetch` runs, unchanged (the question is then one exchange
+//! more than before).
 //!
-//! The keeper never answers from memory: every question is a fresh
-//! `ls-refs` on the hub. Anything else falls back to git's own processes,
+//! The keeper never answers from memory: every question is an `ls-refs`
+//! on a session that has not read the refs yet (upload-pack keeps what it
+//! read for its life, so each session answers one question and the keeper
+//! opens the next one after answering). Anything else falls back to git's own processes,
 //! silently and never with a different answer: no keeper, a stale
 //! socket, a keeper for another URL, no answer within [`ASK_LIMIT`], a
 //! hub that does not speak v2 over ssh (its sshd does not accept

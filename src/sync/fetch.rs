@@ -114,16 +114,18 @@ pub(super) fn fetch_all_while<R>(
 /// no answer, or any ref differs or is missing on either side.
 fn unchanged(sides: &[(&Repo, &Names)], url: &str) -> Option<Vec<Option<Tip>>> {
     let (first, _) = sides.first()?;
+    // Only when every ref was fetched before (a first sync fetches).
+    let tracked: Vec<Tip> = sides
+        .iter()
+        .map(|(repo, names)| repo.store().resolve(&names.tracking).ok()?)
+        .collect::<Option<_>>()?;
     let srcs: Vec<&str> = sides.iter().map(|(repo, _)| repo.state_ref()).collect();
     let (dir, limit) = (first.store().common_dir(), first.config().sync_timeout);
     let found = git::kept_tips(dir, url, &srcs, limit)?;
-    sides
-        .iter()
+    tracked
+        .into_iter()
         .zip(found)
-        .map(|((repo, names), hub)| {
-            let tip = repo.store().resolve(&names.tracking).ok()??;
-            (Some(tip.commit.to_string()) == hub).then_some(Some(tip))
-        })
+        .map(|(tip, hub)| (Some(tip.commit.to_string()) == hub).then_some(Some(tip)))
         .collect()
 }
 
