@@ -492,8 +492,10 @@ def scenario(b, runs: int, say) -> dict:
             transports.append(("ssh, kept", url, port, kept, lambda: time.sleep(1.0)))
         else:
             results["transports"]["ssh"] = "skipped: sshd (openssh-server) is not installed"
-        # LOOPX_BENCH_TRANSPORTS=ssh (a comma list of name prefixes) keeps some.
-        keep = [k for k in os.environ.get("LOOPX_BENCH_TRANSPORTS", "").split(",") if k]
+        # LOOPX_BENCH_TRANSPORTS=ssh (a comma list of name prefixes) keeps some;
+        # with a `;` in it, a `;` list ("ssh, warm;ssh, kept": names with commas).
+        want = os.environ.get("LOOPX_BENCH_TRANSPORTS", "")
+        keep = [k for k in want.split(";" if ";" in want else ",") if k]
         for name, template, port, tenv, before in transports:
             if keep and not any(name.startswith(k) for k in keep):
                 continue
