@@ -1,7 +1,7 @@
 //! A kept ssh session per hub (issue 28): a no-op sync over ssh in one
 //! exchange on the wire.
 //!
-//! Even through a warm shared connection ([`super::ssh`]), every git
+//! Even through a warm shared connection (`git/ssh.rs`), every git
 //! process costs three exchanges: open a channel and wait for its
 //! confirmation (RFC 4254 §5.1), exec and wait for the server's first
 //! answer, send the end and wait for the exit status. So a sync that finds
