@@ -16,6 +16,11 @@ side. sshd here accepts `GIT_PROTOCOL` (as GitHub's does; Debian's default
 `AcceptEnv LANG LC_*` does not, and then ssh speaks v0 whatever is set).
 `git ls-remote` is git's own, with git's default (v2).
 
+"ssh, kept": loopx's own sharing and its kept protocol-v2 session
+(`git::keep`, docs/sync.md *Round trips*): the bench's keys reach ssh through
+a wrapper named `ssh` first on PATH, so loopx sees ssh unconfigured; each run
+waits a second first (the keeper opens its next session after each answer).
+
 ssh: loopx shares one connection between its own git calls unless the user
 configured ssh (docs/sync.md, *Round trips*). This bench must point ssh at
 its own keys, which is such a configuration (`GIT_SSH_COMMAND=ssh -F …`), so
@@ -412,8 +417,12 @@ ISSUE = {
 
 
 def close_masters(d: Path) -> None:
-    """Closes every shared ssh connection whose socket is in `d`."""
-    for sock in d.glob("cm-*"):
+    """Closes every shared ssh connection whose socket is in `d`, and
+    those loopx opened itself in the clones under `d`'s parent (their
+    keepers exit with them)."""
+    socks = list(d.glob("cm-*")) + [p for p in d.parent.glob("clone-*/.git/loopx-ssh/*")
+                                    if not p.name.startswith("k")]
+    for sock in socks:
         subprocess.run(["ssh", "-o", f"ControlPath={sock}", "-O", "exit", "127.0.0.1"], capture_output=True)
 
 
@@ -468,10 +477,25 @@ def scenario(b, runs: int, say) -> dict:
             transports.append(("ssh, cold", url, port, warm, close_master))
             transports.append(("ssh, warm", url, port, warm, None))
             transports.append(("ssh, no sharing", url, port, cold, None))
+            # loopx's own sharing and its kept session (git::keep): no
+            # GIT_SSH_COMMAND, the bench's keys through an `ssh` wrapper first
+            # on PATH, which loopx does not see as a configuration. After an
+            # answer the keeper opens the next session (3 exchanges); an
+            # agent's commands are seconds apart, so each run waits a second
+            # first, and the back-to-back cost is its own row in the notes.
+            wrapper = work / "ssh-kept-bin"
+            wrapper.mkdir(exist_ok=True)
+            (wrapper / "ssh").write_text(f"#!/bin/sh\nexec {shutil.which('ssh')} -F {cfg} \"$@\"\n")
+            os.chmod(wrapper / "ssh", 0o755)
+            kept = {**env, "PATH": f"{wrapper}:{env.get('PATH', os.environ.get('PATH', ''))}"}
+            kept.pop("GIT_SSH_COMMAND", None)
+            transports.append(("ssh, kept", url, port, kept, lambda: time.sleep(1.0)))
         else:
             results["transports"]["ssh"] = "skipped: sshd (openssh-server) is not installed"
-        # LOOPX_BENCH_TRANSPORTS=ssh (a comma list of name prefixes) keeps some.
-        keep = [k for k in os.environ.get("LOOPX_BENCH_TRANSPORTS", "").split(",") if k]
+        # LOOPX_BENCH_TRANSPORTS=ssh (a comma list of name prefixes) keeps some;
+        # with a `;` in it, a `;` list ("ssh, warm;ssh, kept": names with commas).
+        want = os.environ.get("LOOPX_BENCH_TRANSPORTS", "")
+        keep = [k for k in want.split(";" if ";" in want else ",") if k]
         for name, template, port, tenv, before in transports:
             if keep and not any(name.startswith(k) for k in keep):
                 continue

@@ -118,6 +118,7 @@ pub fn main_from(args: impl IntoIterator<Item = std::ffi::OsString>) -> ExitCode
     };
     match &cli.command {
         cmd::Command::Hook(args) => return cmd::hook::main(&cli.global, args),
+        cmd::Command::SshKeep(args) => return cmd::ssh_keep::main(args),
         cmd::Command::Mcp(args) if args.exec => {
             return cmd::mcp::exec().map_or_else(|code| code, main_from);
         }

@@ -26,6 +26,7 @@ pub mod refresh_state;
 pub mod settle;
 pub mod show;
 pub mod signer;
+pub mod ssh_keep;
 pub mod status;
 pub mod sync;
 pub mod todo;
@@ -122,6 +123,9 @@ pub enum Command {
     /// Send the notifications that are due (started by loopx itself)
     #[command(hide = true, name = "notify-run")]
     NotifyRun(notify_run::Args),
+    /// Keep an ssh session to a hub open for sync (started by loopx itself)
+    #[command(hide = true, name = "ssh-keep")]
+    SshKeep(ssh_keep::Args),
 }
 
 /// Parses a whole command line (`loopx [global flags] COMMAND …`) with the
@@ -155,7 +159,11 @@ pub fn sync_remote(ctx: &Ctx, remote: Option<&str>) -> Result<crate::sync::Repor
 /// afterwards ([`crate::notify`]).
 pub fn run(ctx: &Ctx, command: &Command) -> Result<Exit> {
     let before = match command {
-        Command::Demo(_) | Command::Init(_) | Command::Mcp(_) | Command::NotifyRun(_) => None,
+        Command::Demo(_)
+        | Command::Init(_)
+        | Command::Mcp(_)
+        | Command::NotifyRun(_)
+        | Command::SshKeep(_) => None,
         // Moves no ref, so it has nothing to notify about, and answers
         // without opening the repository (`crate::fast`): `loopx.notify`
         // decides trust and is never read from a cache.
@@ -207,6 +215,9 @@ fn dispatch(ctx: &Ctx, command: &Command) -> Result<Exit> {
         )),
         Command::Hook(_) => Err(anyhow::anyhow!(
             "loopx hook runs through hook::main, which always exits 0"
+        )),
+        Command::SshKeep(_) => Err(anyhow::anyhow!(
+            "loopx ssh-keep runs through ssh_keep::main, before a context is made"
         )),
     }
 }

@@ -215,19 +215,39 @@ pub fn fetch_refs(
     limit: Duration,
     progress: bool,
 ) -> Result<Vec<Fetched>> {
-    // Where `remote` points, with git's `insteadOf` rules applied (no
-    // network): what decides whether ssh shares a connection.
-    let url = output(git_dir, &["ls-remote", "--get-url", remote])
+    let url = fetch_url(git_dir, remote);
+    fetch_refs_from(git_dir, &url, remote, refs, limit, progress)
+}
+
+/// Where `remote` fetches from, with git's `insteadOf` rules applied (no
+/// network; empty when git cannot tell): what decides whether ssh shares
+/// a connection and which kept session answers for it.
+pub fn fetch_url(git_dir: &Path, remote: &str) -> String {
+    output(git_dir, &["ls-remote", "--get-url", remote])
         .map(|u| u.trim().to_owned())
-        .unwrap_or_default();
-    let out = fetch_once(git_dir, &url, remote, refs, limit, progress)?;
+        .unwrap_or_default()
+}
+
+/// [`fetch_refs`] with `remote`'s [`fetch_url`] already known.
+pub fn fetch_refs_from(
+    git_dir: &Path,
+    url: &str,
+    remote: &str,
+    refs: &[(&str, &str)],
+    limit: Duration,
+    progress: bool,
+) -> Result<Vec<Fetched>> {
+    let out = fetch_once(git_dir, url, remote, refs, limit, progress)?;
     if out.status.success() {
+        // Over ssh, a session kept for the next sync's question
+        // ([`kept_tips`]), beside the connection this fetch left open.
+        keep::ensure(git_dir, url);
         return Ok(refs.iter().map(|_| Fetched::State).collect());
     }
     let failed = network_error(&out);
     let mut args = vec!["ls-remote", remote];
     args.extend(refs.iter().map(|(src, _)| *src));
-    let probe = network(git_dir, &url, &args, limit, false)?;
+    let probe = network(git_dir, url, &args, limit, false)?;
     if !probe.status.success() {
         return Err(failed.into());
     }
@@ -241,9 +261,7 @@ pub fn fetch_refs(
     let again = if present.is_empty() || present.len() == refs.len() {
         None
     } else {
-        Some(fetch_once(
-            git_dir, &url, remote, &present, limit, progress,
-        )?)
+        Some(fetch_once(git_dir, url, remote, &present, limit, progress)?)
     };
     Ok(refs
         .iter()
@@ -254,6 +272,21 @@ pub fn fetch_refs(
             None => Fetched::Busy(failed.stderr.clone()),
         })
         .collect())
+}
+
+/// The tips the remote at `url` (its [`fetch_url`]) holds for `srcs`
+/// (full ref names, each None when it has no such ref), asked without a
+/// git process through the ssh session a keeper holds open for it
+/// ([`keep`]); None when there is none to ask (not ssh, none started yet,
+/// `loopx.sshKeep false`) or it did not answer within `limit` (or
+/// [`keep::ASK_LIMIT`]): then fetch with git.
+pub fn kept_tips(
+    git_dir: &Path,
+    url: &str,
+    srcs: &[&str],
+    limit: Duration,
+) -> Option<Vec<Option<String>>> {
+    keep::tips(git_dir, url, srcs, limit)
 }
 
 /// One `git fetch` of `refs` (`+src:dst` each).
@@ -430,6 +463,14 @@ pub fn push_refs(
     args.push(url.as_str());
     args.extend(refspecs.iter().map(String::as_str));
     let out = network(git_dir, &url, &args, limit, false)?;
+    if out.status.success()
+        && ssh::Target::of(&url).is_some()
+        && let Ok(fetch_url) = output(git_dir, &["ls-remote", "--get-url", remote])
+    {
+        // A push-first claim syncs without fetching: the keeper for the
+        // next sync's question starts here too.
+        keep::ensure(git_dir, fetch_url.trim());
+    }
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     // Porcelain lines: <flag> TAB <from>:<to> TAB <summary>

@@ -72,15 +72,19 @@ fn compute(git_dir: &Path, url: &str) -> Option<String> {
 }
 
 /// The ssh command line: ssh itself, sharing through the socket at `path`.
+/// The master passes `GIT_PROTOCOL` on for every session through it (a
+/// session's own `SendEnv` counts only when the master's allows it too),
+/// so a kept session ([`super::keep`]) can ask for protocol v2 even when
+/// the git that opened the connection spoke v0.
 pub(super) fn command(path: &Path) -> String {
     format!(
-        "ssh -o ControlMaster=auto -o ControlPersist={PERSIST} -o {}",
+        "ssh -o ControlMaster=auto -o ControlPersist={PERSIST} -o SendEnv=GIT_PROTOCOL -o {}",
         quote(&format!("ControlPath={}", path.display()))
     )
 }
 
 /// Single-quotes `s` for the shell git runs `GIT_SSH_COMMAND` through.
-fn quote(s: &str) -> String {
+pub(super) fn quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
 }
 
@@ -205,7 +209,7 @@ fn user_multiplexes(t: &Target) -> Option<bool> {
 /// `$XDG_RUNTIME_DIR/loopx-ssh`, whichever keeps a socket's path short
 /// enough, created 0700; a directory that exists must be this user's and
 /// 0700 (else None: no sharing through a place others can reach).
-fn socket_dir(git_dir: &Path) -> Option<PathBuf> {
+pub(super) fn socket_dir(git_dir: &Path) -> Option<PathBuf> {
     let mut places = vec![std::path::absolute(git_dir).ok()?.join("loopx-ssh")];
     if let Some(run) = std::env::var_os("XDG_RUNTIME_DIR").filter(|v| !v.is_empty()) {
         places.push(PathBuf::from(run).join("loopx-ssh"));
@@ -272,7 +276,7 @@ mod tests {
         let c = command(Path::new("/tmp/it's here/loopx-ssh/0123"));
         assert_eq!(
             c,
-            "ssh -o ControlMaster=auto -o ControlPersist=300 -o 'ControlPath=/tmp/it'\\''s here/loopx-ssh/0123'"
+            "ssh -o ControlMaster=auto -o ControlPersist=300 -o SendEnv=GIT_PROTOCOL -o 'ControlPath=/tmp/it'\\''s here/loopx-ssh/0123'"
         );
     }
 

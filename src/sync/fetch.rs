@@ -69,6 +69,15 @@ pub(super) fn fetch_all_while<R>(
     let Some((first, first_names)) = sides.first() else {
         return (Ok(Ok(Vec::new())), meanwhile());
     };
+    let (dir, remote, limit) = (
+        first.store().common_dir(),
+        first_names.remote.as_str(),
+        first.config().sync_timeout,
+    );
+    let url = git::fetch_url(dir, remote);
+    if let Some(tips) = unchanged(sides, &url) {
+        return (Ok(Ok(tips)), meanwhile());
+    }
     // Into refs of this sync's own, then read from there: two syncs on one
     // clone each see the tips their own fetch brought, never older ones
     // that a slower fetch wrote into the tracking refs afterwards.
@@ -88,13 +97,8 @@ pub(super) fn fetch_all_while<R>(
         .zip(&fetching)
         .map(|((repo, _), dst)| (repo.state_ref(), dst.as_str()))
         .collect();
-    let (dir, remote, limit) = (
-        first.store().common_dir(),
-        first_names.remote.as_str(),
-        first.config().sync_timeout,
-    );
     let (found, during) = std::thread::scope(|s| {
-        let git = s.spawn(|| git::fetch_refs(dir, remote, &refs, limit, progress));
+        let git = s.spawn(|| git::fetch_refs_from(dir, &url, remote, &refs, limit, progress));
         let during = meanwhile();
         let found = git
             .join()
@@ -102,6 +106,27 @@ pub(super) fn fetch_all_while<R>(
         (found, during)
     });
     (resolve(sides, &fetching, found), during)
+}
+
+/// The tips of the remote-tracking refs, when a kept ssh session
+/// (`git::kept_tips`) says the remote holds exactly those: what a fetch
+/// would bring, without one. None (fetch) when there is nothing to ask,
+/// no answer, or any ref differs or is missing on either side.
+fn unchanged(sides: &[(&Repo, &Names)], url: &str) -> Option<Vec<Option<Tip>>> {
+    let (first, _) = sides.first()?;
+    // Only when every ref was fetched before (a first sync fetches).
+    let tracked: Vec<Tip> = sides
+        .iter()
+        .map(|(repo, names)| repo.store().resolve(&names.tracking).ok()?)
+        .collect::<Option<_>>()?;
+    let srcs: Vec<&str> = sides.iter().map(|(repo, _)| repo.state_ref()).collect();
+    let (dir, limit) = (first.store().common_dir(), first.config().sync_timeout);
+    let found = git::kept_tips(dir, url, &srcs, limit)?;
+    tracked
+        .into_iter()
+        .zip(found)
+        .map(|(tip, hub)| (Some(tip.commit.to_string()) == hub).then_some(Some(tip)))
+        .collect()
 }
 
 /// Reads the tips a fetch brought into `fetching` (one per side) and

@@ -49,6 +49,7 @@ mod test_sessions;
 mod test_shell;
 mod test_show;
 mod test_sign;
+mod test_ssh_keep;
 mod test_stall;
 mod test_status;
 mod test_status_html;

@@ -14,6 +14,7 @@ pub mod forge;
 pub mod hubs;
 pub mod keys;
 pub mod nginx;
+pub mod sshd;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
