@@ -15,7 +15,7 @@ use held::{Edit, Held};
 /// for `verify`. Nothing it writes reaches the object database, so checking
 /// a long history leaves no loose objects behind.
 ///
-/// It holds the last tree it made decoded ([`held`]), so a chain's next
+/// It holds the last tree it made decoded (`held.rs`), so a chain's next
 /// tick edits that tree in place and hashes only the trees its files pass
 /// through; a case that path does not handle goes to gix's tree editor
 /// over an object memory.
