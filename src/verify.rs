@@ -205,7 +205,6 @@ pub fn check_tick(
     let parent_tree = parent.map(|p| p.tip.tree);
     if let Some(f) = check_files(
         scratch,
-        store,
         parent_tree,
         entry,
         head.tick,
@@ -464,3 +463,6 @@ pub fn update(
         },
     )
 }
+
+#[cfg(test)]
+mod tests;

@@ -8,13 +8,22 @@ use anyhow::{Context, Result};
 
 use super::{Oid, PACK_CACHE_BYTES, Store, edit_tree};
 
+mod held;
+use held::{Edit, Held};
+
 /// Builds trees in memory: what a tick's changes make of its parent's tree,
 /// for `verify`. Nothing it writes reaches the object database, so checking
 /// a long history leaves no loose objects behind.
+///
+/// It holds the last tree it made decoded (`held.rs`), so a chain's next
+/// tick edits that tree in place and hashes only the trees its files pass
+/// through; a case that path does not handle goes to gix's tree editor
+/// over an object memory.
 pub struct Scratch {
     repo: gix::Repository,
     /// Trees built since the memory was last emptied.
     built: std::cell::Cell<usize>,
+    held: std::cell::RefCell<Held>,
 }
 
 /// The memory keeps the objects of this many trees: a chain's next tick
@@ -27,6 +36,18 @@ impl Scratch {
     /// The id of the tree that `changes` make of tree `base` (None: the
     /// empty tree).
     pub fn tree(&self, base: Option<Oid>, changes: &[(String, Option<Vec<u8>>)]) -> Result<Oid> {
+        let start = base.map_or_else(
+            || gix::ObjectId::empty_tree(self.repo.object_hash()),
+            |b| b.0,
+        );
+        if let Edit::Done(id) = self.held.borrow_mut().edit(&self.repo, start, changes)? {
+            return Ok(Oid(id));
+        }
+        self.edited(base, changes)
+    }
+
+    /// [`Scratch::tree`] by gix's tree editor alone.
+    fn edited(&self, base: Option<Oid>, changes: &[(String, Option<Vec<u8>>)]) -> Result<Oid> {
         if self.built.get() >= KEEP_TREES {
             self.repo.objects.reset_object_memory();
             self.built.set(0);
@@ -34,6 +55,23 @@ impl Scratch {
         let tree = edit_tree(&self.repo, base, changes);
         self.built.set(self.built.get() + 1);
         tree.map(Oid)
+    }
+
+    /// Whether tree `tree` has a file (a blob) at `path`: what
+    /// [`Store::read_file`] finds, without reading the blob, and from the
+    /// held tree when it is that one.
+    pub fn has_file(&self, tree: Oid, path: &str) -> Result<bool> {
+        if let Some(found) = self.held.borrow_mut().has_file(&self.repo, tree.0, path)? {
+            return Ok(found);
+        }
+        let tree_obj = self
+            .repo
+            .find_tree(tree.0)
+            .with_context(|| format!("reading the state tree {tree}"))?;
+        Ok(tree_obj
+            .lookup_entry(path.split('/').map(str::as_bytes))
+            .with_context(|| format!("looking up {path} in {tree}"))?
+            .is_some_and(|e| e.mode().is_blob()))
     }
 }
 
@@ -43,6 +81,7 @@ impl Store {
         Scratch {
             repo: self.repo.clone().with_object_memory(),
             built: std::cell::Cell::new(0),
+            held: Default::default(),
         }
     }
 
@@ -83,3 +122,6 @@ impl Store {
         Ok(tmp)
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -282,7 +282,6 @@ pub(super) fn check_head(
 /// re-applied.
 pub(super) fn check_files(
     scratch: &Scratch,
-    store: &Store,
     parent_tree: Option<Oid>,
     entry: &Entry,
     tick: u64,
@@ -290,10 +289,15 @@ pub(super) fn check_files(
 ) -> Result<Option<Finding>> {
     let fail = |rule, msg: String| Ok(Some(Finding::new(entry, tick, rule, msg)));
     if let Some(parent_tree) = parent_tree {
+        let under = |path: &str, folder: &str| {
+            path.strip_prefix(folder)
+                .is_some_and(|rest| rest.starts_with('/'))
+        };
         for (path, _) in changes {
-            let grows_only = path.starts_with(&format!("{}/", files::EVIDENCE))
-                || path.starts_with(&format!("{}/", files::ARCHIVE));
-            if grows_only && store.read_file(parent_tree, path)?.is_some() {
+            let grows_only = under(path, files::EVIDENCE) || under(path, files::ARCHIVE);
+            // The parent's tree is the one the scratch made last (held
+            // decoded), so this reads nothing from the pack.
+            if grows_only && scratch.has_file(parent_tree, path)? {
                 return fail(
                     Rule::AppendOnly,
                     format!("it replaces {path}, and evidence and the archive only grow"),

@@ -67,7 +67,6 @@ pub(super) fn run(
             for job in job_rx {
                 let checked = check_files(
                     &scratch,
-                    &store,
                     job.parent_tree,
                     &job.entry,
                     job.tick,
