@@ -967,3 +967,103 @@ fn a_tick_on_a_named_todo_reads_and_writes_only_its_shard() {
         "after a full read"
     );
 }
+
+/// `todo claim --next` on a sharded cache picks from the ready index
+/// beside the head: the todo a cold read picks (in a copy of the
+/// repository without a cache), with only the head, the index and that todo's shard on
+/// disk, and the other shards stay absent (no full read). With the index
+/// gone it picks the same from the whole state.
+#[test]
+fn claim_next_picks_from_the_ready_index_and_reads_one_shard() {
+    let (env, _) = sharded_board();
+    let cold = || {
+        let _ = std::fs::remove_dir_all(folder(&env));
+    };
+    let json = |out: Output| out.ok().json();
+    // What a cold read picks: `claim --next` in a copy of the repository
+    // with no cache at all.
+    let pick = || {
+        let copy = env.root().join("copy");
+        let _ = std::fs::remove_dir_all(&copy);
+        let ok = std::process::Command::new("cp")
+            .arg("-a")
+            .arg(&env.repo)
+            .arg(&copy)
+            .status()
+            .unwrap();
+        assert!(ok.success());
+        let _ = std::fs::remove_dir_all(copy.join(".git/loopx/cache"));
+        let c = copy.to_str().unwrap();
+        let v = json(sharded(
+            &env,
+            Some("agent-b"),
+            &["-C", c, "todo", "claim", "--next", "--json"],
+        ));
+        v["todo"]["id"]
+            .as_str()
+            .expect("a todo claimed")
+            .to_string()
+    };
+    // Twice: each claim leaves the next best todo for the next one.
+    for round in 0..2 {
+        let want = pick();
+        sharded(&env, None, &["status"]).ok();
+        let good = files(&env);
+        let mine = good
+            .iter()
+            .find(|(k, v)| {
+                k.starts_with("todos-") && v.windows(want.len()).any(|w| w == want.as_bytes())
+            })
+            .map(|(k, _)| k.clone())
+            .expect("a shard holds the todo");
+        let part: BTreeMap<String, Vec<u8>> = good
+            .iter()
+            .filter(|(k, _)| *k == "head" || *k == "ready" || **k == mine)
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        restore(&env, &part);
+        let v = json(sharded(
+            &env,
+            Some("agent-b"),
+            &["todo", "claim", "--next", "--json"],
+        ));
+        assert_eq!(v["todo"]["id"], want.as_str(), "round {round}: {v}");
+        assert_eq!(
+            files(&env).keys().collect::<Vec<_>>(),
+            part.keys().collect::<Vec<_>>(),
+            "round {round}: only the head, the index and the picked todo's shard"
+        );
+        let left = files(&env);
+        assert_eq!(
+            sharded_answers(&env, &|| restore(&env, &left)),
+            sharded_answers(&env, &cold),
+            "round {round}: the cache left answers as a cold read"
+        );
+        // Released again for the next round, except the last claim.
+        if round == 0 {
+            json(sharded(
+                &env,
+                Some("agent-b"),
+                &["todo", "release", &want, "--json"],
+            ));
+            // A release leaves it first again: claim it for good.
+            json(sharded(
+                &env,
+                Some("agent-b"),
+                &["todo", "claim", &want, "--json"],
+            ));
+        }
+    }
+    // No index: the same pick from the whole state.
+    let want = pick();
+    sharded(&env, None, &["status"]).ok();
+    let mut lacking = files(&env);
+    lacking.remove("ready");
+    restore(&env, &lacking);
+    let v = json(sharded(
+        &env,
+        Some("agent-b"),
+        &["todo", "claim", "--next", "--json"],
+    ));
+    assert_eq!(v["todo"]["id"], want.as_str(), "{v}");
+}

@@ -137,6 +137,52 @@ enum Attempt {
     Refused(anyhow::Error),
 }
 
+/// `claim --next`'s pick from the cache's head and the acting agent's
+/// ready lists on the goals it may pick from (`--goal`'s, else every
+/// active one): `ready::best_of`, what [`rules::best_ready`] picks on the
+/// whole state. None when the head holds every todo (the whole state
+/// is as cheap), or any list cannot prove its answer, or nothing is ready:
+/// the pick is then made on the whole state.
+fn pick_from_index(ctx: &Ctx, args: &Args) -> Option<TodoId> {
+    use crate::model::GoalStatus;
+    use crate::op::turn::ready;
+    let claims = tx::load_claims(ctx).ok()?;
+    if claims.complete {
+        return None;
+    }
+    let state = &claims.state;
+    let actor = ctx.actor().ok()?;
+    let agent = rules::acting_agent(state, &actor, "claim a todo").ok()?;
+    let goals: Vec<crate::model::GoalId> = match &args.goal {
+        Some(g) => vec![pick_goal(ctx, state, Some(g)).ok()?],
+        None => state
+            .goals
+            .values()
+            .filter(|g| g.status == GoalStatus::Active)
+            .map(|g| g.id.clone())
+            .collect(),
+    };
+    let lists = goals
+        .iter()
+        .map(|g| claims.ready_list(&agent.id, g))
+        .collect::<Option<Vec<_>>>()?;
+    ready::best_of(state, &lists, agent, ctx.now).map(|t| t.id.clone())
+}
+
+/// Whether the todo `claim --next` picked from the index is still ready
+/// for the acting agent on `state` (the tick's: the ref may have moved
+/// since the pick); else the pick is made again on it.
+fn still_ready(ctx: &Ctx, state: &crate::model::State, id: &TodoId) -> bool {
+    let Ok(actor) = ctx.actor() else { return false };
+    let Ok(agent) = rules::acting_agent(state, &actor, "claim a todo") else {
+        return false;
+    };
+    state
+        .todos
+        .get(id)
+        .is_some_and(|t| rules::ready(state, t, agent, ctx.now).is_ok())
+}
+
 /// Warns of the ops of this clone the sync rejected, other than `skip`.
 fn warn_rejected(ctx: &Ctx, r: &Report, skip: Option<&crate::model::OpId>) {
     for rej in r.rejected.iter().filter(|x| Some(&x.op) != skip) {
@@ -150,10 +196,18 @@ fn warn_rejected(ctx: &Ctx, r: &Report, skip: Option<&crate::model::OpId>) {
 }
 
 fn claim_once(ctx: &Ctx, args: &Args, synced: bool) -> Result<Attempt> {
+    // `--next` on a sharded cache: the pick from the ready index beside the
+    // head, when the lists prove it; the tick then reads that todo's shard
+    // alone (and takes it only while it is still ready there).
+    let picked = match args.id {
+        None => pick_from_index(ctx, args),
+        Some(_) => None,
+    };
     let build = |state: &crate::model::State| {
-        let todo = match &args.id {
-            Some(id) => state.resolve_todo(id)?,
-            None => {
+        let todo = match (&args.id, &picked) {
+            (Some(id), _) => state.resolve_todo(id)?,
+            (None, Some(id)) if still_ready(ctx, state, id) => id.clone(),
+            (None, _) => {
                 let actor = ctx.actor()?;
                 let agent = rules::acting_agent(state, &actor, "claim a todo")?;
                 let goal = match &args.goal {
@@ -175,10 +229,12 @@ fn claim_once(ctx: &Ctx, args: &Args, synced: bool) -> Result<Attempt> {
             }),
         )?)
     };
-    // A named todo: only its shard of the state is read (`commit_touching`).
-    let decided = match &args.id {
-        Some(id) => tx::commit_touching(ctx, &[id.as_str()], build),
-        None => tx::commit(ctx, build),
+    // A named or picked todo: only its shard of the state is read
+    // (`commit_touching`).
+    let decided = match (&args.id, &picked) {
+        (Some(id), _) => tx::commit_touching(ctx, &[id.as_str()], build),
+        (None, Some(id)) => tx::commit_touching(ctx, &[id.as_str()], build),
+        (None, None) => tx::commit(ctx, build),
     };
     let done = match decided {
         Ok(done) => done,

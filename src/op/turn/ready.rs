@@ -285,3 +285,28 @@ pub fn first_ready<'l>(
     }
     (out.len() == n || list.complete).then_some(out)
 }
+
+/// `todo claim --next`'s pick for `agent` at `now` from its lists on the
+/// goals it may pick from: the first ready todo of each list, and of
+/// those the first in the agent's pick order, which is what
+/// [`rules::best_ready`] picks on the whole state. `state` holds at least
+/// every claimed todo and every other entity whole (the cache's head).
+/// None when a list cannot tell or nothing is ready (the whole state then
+/// says why).
+pub fn best_of<'l>(
+    state: &State,
+    lists: &'l [ReadyList],
+    agent: &Agent,
+    now: Timestamp,
+) -> Option<&'l Todo> {
+    let mut best: Option<(Key, &Todo)> = None;
+    for list in lists {
+        if let Some(t) = first_ready(state, list, agent, now, 1)?.first() {
+            let k = key(&agent.id, t);
+            if best.as_ref().is_none_or(|(b, _)| &k < b) {
+                best = Some((k, t));
+            }
+        }
+    }
+    best.map(|(_, t)| t)
+}

@@ -748,7 +748,7 @@ fn the_ready_index_answers_as_the_whole_state_does() {
     };
     let mut run = Run::new(2929, true);
     let mut index = ready::build_all(&run.s, sizes);
-    let (mut answered, mut fell_back, mut briefs) = (0, 0, 0);
+    let (mut answered, mut fell_back, mut briefs, mut picks) = (0, 0, 0, 0);
     for step in 0..3000 {
         let before = run.s.clone();
         let at = run.step(step);
@@ -789,6 +789,16 @@ fn the_ready_index_answers_as_the_whole_state_does() {
                     format!("{want:?}"),
                     "step {step}, {who} at +{later}m"
                 );
+                // claim --next's pick from the index is the whole state's.
+                if let Some(t) = ready::best_of(&claimed, std::slice::from_ref(list), a, now) {
+                    picks += 1;
+                    let whole = rules::best_ready(s, a, Some(&main), now).map(|b| &b.id);
+                    assert_eq!(
+                        Ok(&t.id),
+                        whole,
+                        "claim --next, step {step}, {who} at +{later}m"
+                    );
+                }
                 if let Some(first) = ready::first_ready(&claimed, list, a, now, 3) {
                     briefs += 1;
                     let whole = brief::build(s, &aid(who), goal, now, None, None);
@@ -800,7 +810,7 @@ fn the_ready_index_answers_as_the_whole_state_does() {
         }
     }
     assert!(
-        answered > 1000 && fell_back > 300 && briefs > 1500,
-        "{answered} answered from the index, {fell_back} fell back, {briefs} briefs"
+        answered > 1000 && fell_back > 300 && briefs > 1500 && picks > 1000,
+        "{answered} answered from the index, {fell_back} fell back, {briefs} briefs, {picks} picks"
     );
 }
