@@ -253,6 +253,20 @@ pub fn commit_touching(
     repo: &Repo,
     caller: &Caller,
     typed: &[&str],
+    build: impl FnMut(&State) -> Result<Op>,
+) -> Result<Committed> {
+    commit_touching_at(repo, caller, typed, None, build)
+}
+
+/// [`commit_touching`], reading the partial state only while the ref
+/// names `at` (when given): a command that chose the todos from the cache
+/// at `at` (`todo claim --next`'s pick) gets the whole state to choose
+/// again from once the ref has moved.
+pub fn commit_touching_at(
+    repo: &Repo,
+    caller: &Caller,
+    typed: &[&str],
+    at: Option<crate::store::Oid>,
     mut build: impl FnMut(&State) -> Result<Op>,
 ) -> Result<Committed> {
     let whole = std::cell::Cell::new(goalref::is_goal_ref(repo.state_ref()));
@@ -263,6 +277,7 @@ pub fn commit_touching(
         } else {
             store
                 .tip_id()?
+                .filter(|id| at.is_none_or(|a| a == *id))
                 .and_then(|id| cache::read_part(store, id, typed))
         };
         let snap = match part {

@@ -118,7 +118,9 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                 && sync::synced_tip(&repo.for_ref(&name), args.remote.as_deref())?
                     .is_none_or(|t| t.commit != tip)
             {
-                extra.push((name, true));
+                // Optional: another goal's trouble does not fail this
+                // goal's sync (that ref's own `loopx sync` reports it).
+                extra.push((name, false));
             }
         }
     } else if on_goal && crate::cmd::tx::tip(ctx).ok().flatten().is_none() {

@@ -33,6 +33,17 @@ pub fn commit_touching(
     crate::tx::commit_touching(ctx.repo()?, ctx.caller(), typed, build)
 }
 
+/// [`commit_touching`] reading the partial state only while the ref names
+/// `at` ([`crate::tx::commit_touching_at`]).
+pub fn commit_touching_at(
+    ctx: &Ctx,
+    typed: &[&str],
+    at: crate::store::Oid,
+    build: impl FnMut(&State) -> Result<Op>,
+) -> Result<Committed> {
+    crate::tx::commit_touching_at(ctx.repo()?, ctx.caller(), typed, Some(at), build)
+}
+
 /// [`commit`] from a state the command already read
 /// ([`crate::tx::commit_from`]): used while the state ref still names it.
 pub fn commit_from(

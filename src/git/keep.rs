@@ -162,13 +162,17 @@ fn remote_command(url: &str) -> Option<Vec<String>> {
         }
         None => url.split_once(':').map(|(_, p)| p)?,
     };
-    if path.is_empty() {
+    // git percent-decodes an `ssh://` path; no keeper rather than ask the
+    // hub about another path than git's fetch does.
+    if path.is_empty() || path.contains('%') {
         return None;
     }
     let mut args = vec!["-o".to_owned(), "SendEnv=GIT_PROTOCOL".to_owned()];
     if let Some(p) = &t.port {
         args.extend(["-p".to_owned(), p.clone()]);
     }
+    // Nothing after this is an option to ssh.
+    args.push("--".to_owned());
     args.push(match &t.user {
         Some(u) => format!("{u}@{}", t.host),
         None => t.host.clone(),
@@ -576,6 +580,7 @@ mod tests {
                 "SendEnv=GIT_PROTOCOL",
                 "-p",
                 "2222",
+                "--",
                 "git@hub.example",
                 "git-upload-pack '/srv/team.git'"
             ]
@@ -585,6 +590,7 @@ mod tests {
             [
                 "-o",
                 "SendEnv=GIT_PROTOCOL",
+                "--",
                 "hub",
                 "git-upload-pack '~me/team.git'"
             ]
@@ -594,12 +600,14 @@ mod tests {
             [
                 "-o",
                 "SendEnv=GIT_PROTOCOL",
+                "--",
                 "git@github.com",
                 r"git-upload-pack 'team/it'\''s.git'"
             ]
         );
         assert_eq!(remote_command("https://hub.example/team.git"), None);
         assert_eq!(remote_command("ssh://hub"), None);
+        assert_eq!(remote_command("ssh://hub/team%20x.git"), None);
     }
 
     #[test]

@@ -123,7 +123,11 @@ impl Target {
             Some((u, h)) => (Some(u.to_owned()), h.to_owned()),
             None => (None, userhost),
         };
-        (!host.is_empty() && !host.starts_with('-')).then_some(Target { user, host, port })
+        // A user or host that ssh would read as an option is refused, as
+        // git refuses it.
+        let option = |s: &str| s.starts_with('-');
+        (!host.is_empty() && !option(&host) && !user.as_deref().is_some_and(option))
+            .then_some(Target { user, host, port })
     }
 
     /// A short socket name for this destination (the path must stay under
@@ -266,6 +270,8 @@ mod tests {
             "dir/a:b",
             "../hub.git",
             "ssh://-oProxyCommand=x/y",
+            "ssh://-oProxyCommand=x@hub/y",
+            "-oProxyCommand=x@hub:y",
         ] {
             assert_eq!(Target::of(not_ssh), None, "{not_ssh}");
         }

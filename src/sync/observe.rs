@@ -254,9 +254,6 @@ pub(super) fn ahead_of_synced(
     }))
 }
 
-/// How far back [`fresh_goal_ref`] looks for a split's ticks.
-const SPLIT_WALK: usize = 256;
-
 /// For a goal ref the remote has never had ([`Fresh`]): None to push it as
 /// it is (its split's other half is on the remote, on the same parent, and
 /// no tick of it pins a replaced shared tick; or it was not made by a
@@ -278,12 +275,18 @@ fn fresh_goal_ref(
                 if g.as_ref().map(|g| g.as_str()) == keep && m.as_ref().map(|m| m.as_str()) == moved)
         })
     };
-    // This ref's first tick: the split keeping its goal.
-    let Some(split) = store
-        .first_parents(local.commit, SPLIT_WALK)?
-        .into_iter()
-        .find(|e| is_split(e, Some(goal), None))
-    else {
+    // This ref's first tick: the split keeping its goal. The ref was never
+    // synced, so its whole history is walked (once it has landed, never
+    // again), however many ticks it carries.
+    let mut split = None;
+    for e in store.history(local.commit) {
+        let e = e?;
+        if is_split(&e, Some(goal), None) {
+            split = Some(e);
+            break;
+        }
+    }
+    let Some(split) = split else {
         return Ok(None);
     };
     let Some(parent) = split.parent else {
@@ -306,23 +309,36 @@ fn fresh_goal_ref(
         let Some(tip) = store.resolve(&r)? else {
             continue;
         };
-        let found = store
-            .first_parents(tip.commit, SPLIT_WALK)?
-            .into_iter()
-            .find(|e| {
-                if first {
-                    is_split(e, None, None)
-                } else {
-                    is_split(e, None, Some(goal))
-                }
-            });
-        if let Some(e) = found {
-            other = Some((r, e));
+        // The half is a child of the split's parent, or its replay on top
+        // of ticks after it: walked back to that parent, whatever the
+        // number of ticks since.
+        for e in store.history(tip.commit) {
+            let e = e?;
+            if e.commit == parent {
+                break;
+            }
+            let half = if first {
+                is_split(&e, None, None)
+            } else {
+                is_split(&e, None, Some(goal))
+            };
+            if half {
+                other = Some((r.clone(), e));
+                break;
+            }
+        }
+        if other.is_some() {
             break;
         }
     }
+    // Made by a split, and the other half is nowhere here: never pushed as
+    // it is (the hub could hold its goal on two refs, or lose a todo the
+    // other half would have carried).
     let Some((other_ref, half)) = other else {
-        return Ok(None);
+        return Ok(Some(Fresh::Wait(format!(
+            "{name} was made by a split ({}) whose other half is on no ref of this clone; it is not pushed until it is",
+            split.commit.short(8)
+        ))));
     };
     let other_names = super::names(&repo.for_ref(&other_ref), opts.remote.as_deref())?;
     let landed = match store.resolve(&other_names.synced)? {

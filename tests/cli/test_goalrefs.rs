@@ -1347,3 +1347,117 @@ fn a_first_split_that_lost_its_race_writes_its_goal_refs_again() {
     );
     all_verify(&env, &hub, &[(&m, &[SHARED, MAIN, WEB][..])]);
 }
+
+/// A goal split, then 260 ticks on the ref it left before the first sync
+/// (more than any fixed look-back): the split's other half is still found,
+/// so a todo another clone added to the goal meanwhile moves with it to
+/// the new ref, not lost on neither ref of the hub.
+#[test]
+fn a_goal_split_260_ticks_before_its_first_sync_still_carries_a_todo_added_meanwhile() {
+    let (env, hub, _, _) = split_team();
+    let m = env.machine();
+    let hub_m = env.machine_in(std::path::PathBuf::from(&hub));
+    let on_hub = |r: &str, todo: &str| {
+        hub_m.rev(r).is_some()
+            && names(&hub_m, r)
+                .iter()
+                .any(|n| n.ends_with(&format!("{todo}.toml")))
+    };
+    let b = goal_clone(&env, "b", &hub, MAIN);
+    on(
+        &m,
+        MAIN,
+        None,
+        &["goal", "add", "guide", "--objective", "The guide"],
+    )
+    .ok();
+    on(
+        &m,
+        MAIN,
+        None,
+        &["todo", "add", "Outline the guide", "--goal", "guide"],
+    )
+    .ok();
+    env.loopx(&["sync"]).ok();
+    b.loopx(&["sync"]).ok();
+    const GUIDE: &str = "refs/loopx/goals/guide";
+    env.loopx(&["goal", "split", "guide"]).ok();
+    for i in 0..260 {
+        on(
+            &m,
+            MAIN,
+            None,
+            &["todo", "add", &format!("Filler {i}"), "--goal", "main"],
+        )
+        .ok();
+    }
+    let late = b
+        .loopx(&["todo", "add", "Index the guide", "--goal", "guide"])
+        .ok()
+        .stdout
+        .trim()
+        .to_owned();
+    b.loopx(&["sync"]).ok();
+    let _ = env.loopx(&["sync"]);
+    let _ = env.loopx(&["sync"]);
+    assert!(
+        on_hub(MAIN, &late) || on_hub(GUIDE, &late),
+        "the todo added meanwhile is on neither ref of the hub"
+    );
+}
+
+/// A goal split, then 260 ticks on the ref it left, and the hub refusing
+/// that ref at the first sync: the new ref waits for the other half, so
+/// the hub never holds the goal on two refs.
+#[test]
+fn a_goal_split_260_ticks_before_its_first_sync_never_lands_its_goal_on_two_refs() {
+    let (env, hub, _, _) = split_team();
+    let m = env.machine();
+    let hub_m = env.machine_in(std::path::PathBuf::from(&hub));
+    let b = goal_clone(&env, "b", &hub, MAIN);
+    on(
+        &m,
+        MAIN,
+        None,
+        &["goal", "add", "guide", "--objective", "The guide"],
+    )
+    .ok();
+    let first = on(
+        &m,
+        MAIN,
+        None,
+        &["todo", "add", "Outline the guide", "--goal", "guide"],
+    )
+    .ok()
+    .stdout
+    .trim()
+    .to_owned();
+    env.loopx(&["sync"]).ok();
+    b.loopx(&["sync"]).ok();
+    const GUIDE: &str = "refs/loopx/goals/guide";
+    env.loopx(&["goal", "split", "guide"]).ok();
+    for i in 0..260 {
+        on(
+            &m,
+            MAIN,
+            None,
+            &["todo", "add", &format!("Filler {i}"), "--goal", "main"],
+        )
+        .ok();
+    }
+    b.loopx(&["todo", "add", "Something on main", "--goal", "main"])
+        .ok();
+    b.loopx(&["sync"]).ok();
+    refuse_on(&hub, &[MAIN]);
+    let _ = env.loopx(&["sync"]);
+    let on_hub = |r: &str, todo: &str| {
+        hub_m.rev(r).is_some()
+            && names(&hub_m, r)
+                .iter()
+                .any(|n| n.ends_with(&format!("{todo}.toml")))
+    };
+    assert!(
+        !(on_hub(MAIN, &first) && on_hub(GUIDE, &first)),
+        "goal guide on two refs of the hub"
+    );
+}

@@ -143,7 +143,7 @@ enum Attempt {
 /// whole state. None when the head holds every todo (the whole state
 /// is as cheap), or any list cannot prove its answer, or nothing is ready:
 /// the pick is then made on the whole state.
-fn pick_from_index(ctx: &Ctx, args: &Args) -> Option<TodoId> {
+fn pick_from_index(ctx: &Ctx, args: &Args) -> Option<(crate::store::Oid, TodoId)> {
     use crate::model::GoalStatus;
     use crate::op::turn::ready;
     let claims = tx::load_claims(ctx).ok()?;
@@ -166,12 +166,13 @@ fn pick_from_index(ctx: &Ctx, args: &Args) -> Option<TodoId> {
         .iter()
         .map(|g| claims.ready_list(&agent.id, g))
         .collect::<Option<Vec<_>>>()?;
-    ready::best_of(state, &lists, agent, ctx.now).map(|t| t.id.clone())
+    let t = ready::best_of(state, &lists, agent, ctx.now)?;
+    Some((claims.tip.commit, t.id.clone()))
 }
 
 /// Whether the todo `claim --next` picked from the index is still ready
-/// for the acting agent on `state` (the tick's: the ref may have moved
-/// since the pick); else the pick is made again on it.
+/// for the acting agent on `state` (the tick's, at the tip of the pick);
+/// else the pick is made again on it.
 fn still_ready(ctx: &Ctx, state: &crate::model::State, id: &TodoId) -> bool {
     let Ok(actor) = ctx.actor() else { return false };
     let Ok(agent) = rules::acting_agent(state, &actor, "claim a todo") else {
@@ -197,8 +198,10 @@ fn warn_rejected(ctx: &Ctx, r: &Report, skip: Option<&crate::model::OpId>) {
 
 fn claim_once(ctx: &Ctx, args: &Args, synced: bool) -> Result<Attempt> {
     // `--next` on a sharded cache: the pick from the ready index beside the
-    // head, when the lists prove it; the tick then reads that todo's shard
-    // alone (and takes it only while it is still ready there).
+    // head at the tip it was read at, when the lists prove it; the tick
+    // then reads that todo's shard alone, and takes it only on that tip's
+    // partial state while it is still ready there. Once the ref has moved,
+    // the tick reads the whole state and picks again.
     let picked = match args.id {
         None => pick_from_index(ctx, args),
         Some(_) => None,
@@ -206,7 +209,9 @@ fn claim_once(ctx: &Ctx, args: &Args, synced: bool) -> Result<Attempt> {
     let build = |state: &crate::model::State| {
         let todo = match (&args.id, &picked) {
             (Some(id), _) => state.resolve_todo(id)?,
-            (None, Some(id)) if still_ready(ctx, state, id) => id.clone(),
+            (None, Some((_, id))) if state.todos.is_partial() && still_ready(ctx, state, id) => {
+                id.clone()
+            }
             (None, _) => {
                 let actor = ctx.actor()?;
                 let agent = rules::acting_agent(state, &actor, "claim a todo")?;
@@ -233,7 +238,7 @@ fn claim_once(ctx: &Ctx, args: &Args, synced: bool) -> Result<Attempt> {
     // (`commit_touching`).
     let decided = match (&args.id, &picked) {
         (Some(id), _) => tx::commit_touching(ctx, &[id.as_str()], build),
-        (None, Some(id)) => tx::commit_touching(ctx, &[id.as_str()], build),
+        (None, Some((at, id))) => tx::commit_touching_at(ctx, &[id.as_str()], *at, build),
         (None, None) => tx::commit(ctx, build),
     };
     let done = match decided {
