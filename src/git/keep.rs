@@ -324,7 +324,17 @@ struct Keeper {
 impl Keeper {
     fn exit(&self, code: i32) -> ! {
         leave(&self.socket, &self.mine);
-        // ssh goes with the keeper: its stdin closes.
+        // The waiting session's ssh is killed and reaped, not only left to
+        // its stdin closing: after a hung hub it might not read it.
+        let waiting = self
+            .waiting
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(Session { mut child, .. }) = waiting {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
         std::process::exit(code)
     }
 }
