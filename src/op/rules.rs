@@ -197,20 +197,24 @@ pub fn ready_with(
     now: Timestamp,
     scoped: &Scoped,
 ) -> Result<(), NotReady> {
-    match todo.status {
-        TodoStatus::Open => {}
-        TodoStatus::Claimed => {
-            if let Some(c) = todo.live_claim(now, state.meta.settings.clock_skew) {
-                return Err(NotReady::ClaimedBy {
-                    owner: c.owner.clone(),
-                    until: c.lease_until,
-                });
-            }
-        }
-        TodoStatus::Done => return Err(NotReady::Done),
-        s => return Err(NotReady::Status(s)),
-    }
+    free_now(state, todo, now)?;
     fits_with(state, todo, agent, now, scoped, true)
+}
+
+/// Whether `todo` is open, or claimed with no live claim, at `now`.
+fn free_now(state: &State, todo: &Todo, now: Timestamp) -> Result<(), NotReady> {
+    match todo.status {
+        TodoStatus::Open => Ok(()),
+        TodoStatus::Claimed => match todo.live_claim(now, state.meta.settings.clock_skew) {
+            Some(c) => Err(NotReady::ClaimedBy {
+                owner: c.owner.clone(),
+                until: c.lease_until,
+            }),
+            None => Ok(()),
+        },
+        TodoStatus::Done => Err(NotReady::Done),
+        s => Err(NotReady::Status(s)),
+    }
 }
 
 /// [`ready_with`] without the `after` check, for a todo already known to
@@ -224,19 +228,7 @@ pub fn ready_unless_waiting(
     now: Timestamp,
     scoped: &Scoped,
 ) -> Result<(), NotReady> {
-    match todo.status {
-        TodoStatus::Open => {}
-        TodoStatus::Claimed => {
-            if let Some(c) = todo.live_claim(now, state.meta.settings.clock_skew) {
-                return Err(NotReady::ClaimedBy {
-                    owner: c.owner.clone(),
-                    until: c.lease_until,
-                });
-            }
-        }
-        TodoStatus::Done => return Err(NotReady::Done),
-        s => return Err(NotReady::Status(s)),
-    }
+    free_now(state, todo, now)?;
     fits_with(state, todo, agent, now, scoped, false)
 }
 

@@ -1224,56 +1224,32 @@ fn a_goal_split_cut_off_between_its_two_refs_heals_on_the_next_sync() {
     let doc = docs_on_main(&env);
     let m = env.machine();
     let hub_m = env.machine_in(std::path::PathBuf::from(&hub));
-    let on_hub = |r: &str, todo: &str| {
-        hub_m.rev(r).is_some()
-            && names(&hub_m, r)
-                .iter()
-                .any(|n| n.ends_with(&format!("{todo}.toml")))
-    };
     // The hub refuses the ref the goal leaves: the new ref stays here.
     env.loopx(&["goal", "split", "docs"]).ok();
     refuse_on(&hub, &[MAIN]);
     let out = env.loopx(&["--json", "sync"]);
     assert_ne!(out.code, 0, "{}", out.stdout);
     assert!(hub_m.rev(DOCS).is_none(), "the new ref waits for the move");
-    assert!(on_hub(MAIN, &doc));
+    assert!(on_hub(&hub_m, MAIN, &doc));
     // The hub refuses the new ref: the move lands, the goal is on neither
     // ref of the hub, and nothing is lost here.
     refuse_on(&hub, &[DOCS]);
     let out = env.loopx(&["--json", "sync"]);
     assert_ne!(out.code, 0, "{}", out.stdout);
     assert_eq!(hub_m.rev(MAIN), m.rev(MAIN));
-    assert!(!on_hub(MAIN, &doc));
+    assert!(!on_hub(&hub_m, MAIN, &doc));
     assert!(hub_m.rev(DOCS).is_none());
     // Healed by the next sync.
     refuse_on(&hub, &[]);
     env.loopx(&["sync"]).ok();
     assert_eq!(hub_m.rev(DOCS), m.rev(DOCS));
-    assert!(on_hub(DOCS, &doc));
+    assert!(on_hub(&hub_m, DOCS, &doc));
     all_verify(&env, &hub, &[(&m, &[SHARED, MAIN, DOCS, WEB][..])]);
 
     // A second move, while another clone adds a todo to the goal on the
     // ref it leaves and pushes first: the move is replayed onto that, and
     // the new ref is written again on top of it, with the todo.
-    let b = goal_clone(&env, "b", &hub, MAIN);
-    on(
-        &m,
-        MAIN,
-        None,
-        &["goal", "add", "guide", "--objective", "The guide"],
-    )
-    .ok();
-    on(
-        &m,
-        MAIN,
-        None,
-        &["todo", "add", "Outline the guide", "--goal", "guide"],
-    )
-    .ok();
-    env.loopx(&["sync"]).ok();
-    b.loopx(&["sync"]).ok();
-    const GUIDE: &str = "refs/loopx/goals/guide";
-    env.loopx(&["goal", "split", "guide"]).ok();
+    let (b, _) = guide_moved(&env, &m, &hub);
     let late = b
         .loopx(&["todo", "add", "Index the guide", "--goal", "guide"])
         .ok()
@@ -1283,8 +1259,11 @@ fn a_goal_split_cut_off_between_its_two_refs_heals_on_the_next_sync() {
     b.loopx(&["sync"]).ok();
     env.loopx(&["sync"]).ok();
     assert_eq!(hub_m.rev(GUIDE), m.rev(GUIDE));
-    assert!(on_hub(GUIDE, &late), "the todo added meanwhile moved too");
-    assert!(!on_hub(MAIN, &late));
+    assert!(
+        on_hub(&hub_m, GUIDE, &late),
+        "the todo added meanwhile moved too"
+    );
+    assert!(!on_hub(&hub_m, MAIN, &late));
     for r in [SHARED, MAIN, GUIDE] {
         let v = on(&hub_m, r, None, &["--json", "verify"]).ok().json();
         assert_eq!(v["ok"], true, "hub {r}: {v}");
@@ -1357,40 +1336,8 @@ fn a_goal_split_260_ticks_before_its_first_sync_still_carries_a_todo_added_meanw
     let (env, hub, _, _) = split_team();
     let m = env.machine();
     let hub_m = env.machine_in(std::path::PathBuf::from(&hub));
-    let on_hub = |r: &str, todo: &str| {
-        hub_m.rev(r).is_some()
-            && names(&hub_m, r)
-                .iter()
-                .any(|n| n.ends_with(&format!("{todo}.toml")))
-    };
-    let b = goal_clone(&env, "b", &hub, MAIN);
-    on(
-        &m,
-        MAIN,
-        None,
-        &["goal", "add", "guide", "--objective", "The guide"],
-    )
-    .ok();
-    on(
-        &m,
-        MAIN,
-        None,
-        &["todo", "add", "Outline the guide", "--goal", "guide"],
-    )
-    .ok();
-    env.loopx(&["sync"]).ok();
-    b.loopx(&["sync"]).ok();
-    const GUIDE: &str = "refs/loopx/goals/guide";
-    env.loopx(&["goal", "split", "guide"]).ok();
-    for i in 0..260 {
-        on(
-            &m,
-            MAIN,
-            None,
-            &["todo", "add", &format!("Filler {i}"), "--goal", "main"],
-        )
-        .ok();
-    }
+    let (b, _) = guide_moved(&env, &m, &hub);
+    fill_main(&m, 260);
     let late = b
         .loopx(&["todo", "add", "Index the guide", "--goal", "guide"])
         .ok()
@@ -1401,7 +1348,7 @@ fn a_goal_split_260_ticks_before_its_first_sync_still_carries_a_todo_added_meanw
     let _ = env.loopx(&["sync"]);
     let _ = env.loopx(&["sync"]);
     assert!(
-        on_hub(MAIN, &late) || on_hub(GUIDE, &late),
+        on_hub(&hub_m, MAIN, &late) || on_hub(&hub_m, GUIDE, &late),
         "the todo added meanwhile is on neither ref of the hub"
     );
 }
@@ -1414,16 +1361,33 @@ fn a_goal_split_260_ticks_before_its_first_sync_never_lands_its_goal_on_two_refs
     let (env, hub, _, _) = split_team();
     let m = env.machine();
     let hub_m = env.machine_in(std::path::PathBuf::from(&hub));
-    let b = goal_clone(&env, "b", &hub, MAIN);
+    let (b, first) = guide_moved(&env, &m, &hub);
+    fill_main(&m, 260);
+    b.loopx(&["todo", "add", "Something on main", "--goal", "main"])
+        .ok();
+    b.loopx(&["sync"]).ok();
+    refuse_on(&hub, &[MAIN]);
+    let _ = env.loopx(&["sync"]);
+    assert!(
+        !(on_hub(&hub_m, MAIN, &first) && on_hub(&hub_m, GUIDE, &first)),
+        "goal guide on two refs of the hub"
+    );
+}
+
+/// Goal `guide`, with one todo, added on `main` by `m` and synced to the
+/// hub and to a second goal clone `b` of `main`; then `m` moves it onto a
+/// ref of its own (not synced yet). Returns `b` and the todo's id.
+fn guide_moved<'e>(env: &'e TestEnv, m: &Machine, hub: &str) -> (Machine<'e>, String) {
+    let b = goal_clone(env, "b", hub, MAIN);
     on(
-        &m,
+        m,
         MAIN,
         None,
         &["goal", "add", "guide", "--objective", "The guide"],
     )
     .ok();
     let first = on(
-        &m,
+        m,
         MAIN,
         None,
         &["todo", "add", "Outline the guide", "--goal", "guide"],
@@ -1434,30 +1398,30 @@ fn a_goal_split_260_ticks_before_its_first_sync_never_lands_its_goal_on_two_refs
     .to_owned();
     env.loopx(&["sync"]).ok();
     b.loopx(&["sync"]).ok();
-    const GUIDE: &str = "refs/loopx/goals/guide";
     env.loopx(&["goal", "split", "guide"]).ok();
-    for i in 0..260 {
+    (b, first)
+}
+
+/// `n` todos added to goal `main` on its ref by `m`, one tick each.
+fn fill_main(m: &Machine, n: usize) {
+    for i in 0..n {
         on(
-            &m,
+            m,
             MAIN,
             None,
             &["todo", "add", &format!("Filler {i}"), "--goal", "main"],
         )
         .ok();
     }
-    b.loopx(&["todo", "add", "Something on main", "--goal", "main"])
-        .ok();
-    b.loopx(&["sync"]).ok();
-    refuse_on(&hub, &[MAIN]);
-    let _ = env.loopx(&["sync"]);
-    let on_hub = |r: &str, todo: &str| {
-        hub_m.rev(r).is_some()
-            && names(&hub_m, r)
-                .iter()
-                .any(|n| n.ends_with(&format!("{todo}.toml")))
-    };
-    assert!(
-        !(on_hub(MAIN, &first) && on_hub(GUIDE, &first)),
-        "goal guide on two refs of the hub"
-    );
+}
+
+/// Where goal `guide` lives once moved off `main`.
+const GUIDE: &str = "refs/loopx/goals/guide";
+
+/// Whether the hub's `r` holds the todo `todo`.
+fn on_hub(hub_m: &Machine, r: &str, todo: &str) -> bool {
+    hub_m.rev(r).is_some()
+        && names(hub_m, r)
+            .iter()
+            .any(|n| n.ends_with(&format!("{todo}.toml")))
 }
