@@ -1067,3 +1067,37 @@ fn claim_next_picks_from_the_ready_index_and_reads_one_shard() {
     ));
     assert_eq!(v["todo"]["id"], want.as_str(), "{v}");
 }
+
+/// A tick on a named todo that claims a scope: another open todo writing
+/// the same paths stops being ready for every agent that could take it, so the partial tick
+/// counts the board again rather than carry the head's counts (status
+/// from the head after it equals a cold read's).
+#[test]
+fn a_claim_that_takes_a_scope_counts_the_board_again() {
+    let (env, _) = sharded_board();
+    // A todo writing the parser that only agent-a can take (a capability
+    // agent-b lacks): ready until agent-b claims another one writing it.
+    env.loopx(&["agent", "register", "agent-a", "--capability", "rust"])
+        .ok();
+    let x = env.add("Edit the parser", &["--scope", "src/parser/**"]);
+    env.add(
+        "Rename the parser",
+        &["--scope", "src/parser/**", "--capability", "rust"],
+    );
+    let counts =
+        |env: &TestEnv| sharded(env, None, &["status", "--json"]).ok().json()["counts"].clone();
+    // A sharded cache at the tip, so the claim's tick is a partial one.
+    let _ = std::fs::remove_dir_all(folder(&env));
+    let before = counts(&env);
+    assert!(files(&env).contains_key("todos-00"), "sharded");
+    sharded(&env, Some("agent-b"), &["todo", "claim", &x]).ok();
+    let warm = counts(&env);
+    let _ = std::fs::remove_dir_all(folder(&env));
+    let cold = counts(&env);
+    assert_eq!(warm, cold, "the head's counts after the claim");
+    assert_eq!(
+        before["ready"].as_u64().unwrap() - 2,
+        cold["ready"].as_u64().unwrap(),
+        "the claimed todo and the one sharing its scope are no longer ready: {before} {cold}"
+    );
+}
