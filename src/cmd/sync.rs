@@ -133,10 +133,23 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             extra.push((name, true));
         }
     }
-    let (report, mut others) = sync::run_with(repo, &extra, &opts, progress)?;
-    if fresh_goal && !split() {
-        others.clear();
-    }
+    let (report, others) = sync::run_with(repo, &extra, &opts, progress)?;
+    let mut others: Vec<(String, sync::Report)> = if fresh_goal && !split() {
+        Vec::new()
+    } else {
+        others
+            .into_iter()
+            .filter_map(|(name, r)| {
+                r.map_err(|why| {
+                    ctx.out.warn(&format!(
+                        "{name} was not synced: {why} (a sync with git config `loopx.ref {name}` says more)"
+                    ));
+                })
+                .ok()
+                .map(|r| (name, r))
+            })
+            .collect()
+    };
     // A state that turned out split only with what this sync pulled: its
     // other refs now.
     if on_goal && others.is_empty() && split() {

@@ -256,7 +256,7 @@ pub(super) fn land(repo: &Repo, names: &Names, out: Outgoing, sent: Pushed) -> R
 /// save the round trip, but a guard cannot tell an atomic push from a
 /// plain one, in which the goal ref could land while the shared ref loses
 /// its race: a pin on nothing the hub has.)
-pub(super) fn push_all(sides: Vec<(&Repo, &Names, Outgoing)>) -> Result<Vec<Step>> {
+pub(super) fn push_all(sides: Vec<(&Repo, &Names, Outgoing)>) -> Result<Vec<Result<Step>>> {
     let Some((first, names, _)) = sides.first() else {
         return Ok(Vec::new());
     };
@@ -317,19 +317,13 @@ pub(super) fn push_all(sides: Vec<(&Repo, &Names, Outgoing)>) -> Result<Vec<Step
     // reported: its tracking ref and local ref must say what the remote
     // now holds.
     let mut steps = Vec::with_capacity(sides.len());
-    let mut failed = None;
     for ((repo, names, out), sent) in sides.into_iter().zip(answers) {
-        match sent {
-            Ok(sent) => steps.push(land(repo, names, out, sent)?),
-            Err(e) => {
-                failed.get_or_insert_with(|| push_failed(names, e));
-            }
-        }
+        steps.push(match sent {
+            Ok(sent) => Ok(land(repo, names, out, sent)?),
+            Err(e) => Err(push_failed(names, e)),
+        });
     }
-    match failed {
-        Some(e) => Err(e),
-        None => Ok(steps),
-    }
+    Ok(steps)
 }
 
 /// Writes the replay's steps on top of the remote's state with the one

@@ -317,12 +317,13 @@ struct Side<'r> {
     refetched: bool,
     last_refusal: String,
     report: Option<Report>,
-    dropped: bool,
+    /// Why an optional ref's sync stopped (its error, said as a warning).
+    dropped: Option<String>,
 }
 
 impl Side<'_> {
     fn open(&self) -> bool {
-        self.report.is_none() && !self.dropped
+        self.report.is_none() && self.dropped.is_none()
     }
 
     /// Stops an optional ref's sync (its error is not the sync's), or
@@ -331,7 +332,7 @@ impl Side<'_> {
         if self.required {
             return Err(e);
         }
-        self.dropped = true;
+        self.dropped = Some(format!("{e:#}"));
         Ok(())
     }
 
@@ -371,13 +372,13 @@ impl Side<'_> {
 /// next round, on the tips fetched now). `required[i]` false: a failure of
 /// that ref leaves it out (a fresh clone's shared ref, when its goal ref
 /// may be a state of its own). The reports come in the order of `repos`,
-/// None for a ref left out.
+/// for a ref left out why it was.
 pub fn run_refs(
     repos: &[&Repo],
     required: &[bool],
     opts: &Options,
     progress: Progress,
-) -> Result<Vec<Option<Report>>> {
+) -> Result<Vec<std::result::Result<Report, String>>> {
     let mut sides = Vec::with_capacity(repos.len());
     for (repo, required) in repos.iter().zip(required) {
         let names = names(repo, opts.remote.as_deref())?;
@@ -391,7 +392,7 @@ pub fn run_refs(
             refetched: false,
             last_refusal: String::new(),
             report: None,
-            dropped: false,
+            dropped: None,
         });
     }
     if !opts.adopt_remote {
@@ -486,7 +487,10 @@ pub fn run_refs(
                 .collect();
             let steps = execute::push_all(batch)?;
             for ((i, step), tip) in ids.iter().zip(steps).zip(tips) {
-                refused |= sides[*i].take(step, tip);
+                match step {
+                    Ok(step) => refused |= sides[*i].take(step, tip),
+                    Err(e) => sides[*i].fail(e)?,
+                }
             }
         }
         if refused {
@@ -496,15 +500,21 @@ pub fn run_refs(
     }
     let mut reports = Vec::with_capacity(sides.len());
     for side in sides {
-        if side.open() && side.required {
-            let last = if side.last_refusal.is_empty() {
+        let last = || {
+            if side.last_refusal.is_empty() {
                 format!("{} kept moving", side.repo.state_ref())
             } else {
                 format!("the last attempt got: {}", side.last_refusal)
-            };
-            return Err(exhausted(&side.names, &last));
+            }
+        };
+        if side.open() && side.required {
+            return Err(exhausted(&side.names, &last()));
         }
-        reports.push(side.report);
+        reports.push(match (side.report, side.dropped) {
+            (Some(report), _) => Ok(report),
+            (None, Some(why)) => Err(why),
+            (None, None) => Err(format!("{:#}", exhausted(&side.names, &last()))),
+        });
     }
     Ok(reports)
 }
@@ -512,13 +522,13 @@ pub fn run_refs(
 /// Syncs `repo`'s state ref and the `extra` refs (name, required) with
 /// one remote in one fetch and one push ([`run_refs`]; the extra refs
 /// first, the shared ref before goal refs): the report of `repo`'s own
-/// ref, and those of the extra refs that were synced.
+/// ref, and for each extra ref its report or why it was left out.
 pub fn run_with(
     repo: &Repo,
     extra: &[(String, bool)],
     opts: &Options,
     progress: Progress,
-) -> Result<(Report, Vec<(String, Report)>)> {
+) -> Result<(Report, Vec<(String, std::result::Result<Report, String>)>)> {
     if extra.is_empty() {
         return Ok((run(repo, opts, progress)?, Vec::new()));
     }
@@ -551,7 +561,7 @@ pub fn run_with(
     let others = extra
         .iter()
         .zip(reports)
-        .filter_map(|((name, _), r)| r.map(|r| (name.clone(), r)))
+        .map(|((name, _), r)| (name.clone(), r))
         .collect();
     Ok((own, others))
 }
@@ -611,9 +621,13 @@ fn push_first_all(sides: &mut [Side], progress: Progress) -> Result<()> {
     for (i, step) in ids.into_iter().zip(steps) {
         // Only a push taken as it was ends a ref here; anything else goes
         // through a full round.
-        if let execute::Step::Done { .. } = step {
-            sides[i].tally.rounds = 1;
-            sides[i].take(step, None);
+        match step {
+            Ok(step @ execute::Step::Done { .. }) => {
+                sides[i].tally.rounds = 1;
+                sides[i].take(step, None);
+            }
+            Ok(_) => {}
+            Err(e) => sides[i].fail(e)?,
         }
     }
     Ok(())

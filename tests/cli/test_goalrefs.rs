@@ -1288,6 +1288,33 @@ fn a_goal_clone_that_moves_a_goal_pushes_the_new_ref_too() {
     assert!(listed.contains(&doc), "{listed}");
 }
 
+/// A goal clone's sync takes the other goal refs it wrote as optional:
+/// the hub refusing one of them does not fail this goal's sync, and the
+/// user is told which ref was left and why.
+#[test]
+fn a_goal_clone_sync_says_which_other_goal_ref_it_left_and_why() {
+    let (env, hub, _, _) = split_team();
+    docs_on_main(&env);
+    let a = goal_clone(&env, "a", &hub, MAIN);
+    a.loopx(&["goal", "split", "docs"]).ok();
+    refuse_on(&hub, &[DOCS]);
+    let out = a.loopx(&["sync"]).ok();
+    let hub_m = env.machine_in(std::path::PathBuf::from(&hub));
+    assert_eq!(hub_m.rev(MAIN), a.rev(MAIN), "this goal's ref synced");
+    assert!(hub_m.rev(DOCS).is_none());
+    assert!(
+        out.stderr
+            .contains(&format!("warning: {DOCS} was not synced:"))
+            && out.stderr.contains("refusing"),
+        "{}",
+        out.stderr
+    );
+    refuse_on(&hub, &[]);
+    let out = a.loopx(&["sync"]).ok();
+    assert!(!out.stderr.contains("was not synced"), "{}", out.stderr);
+    assert_eq!(hub_m.rev(DOCS), a.rev(DOCS));
+}
+
 /// The first split, while another clone pushed a tick to the single ref
 /// first: the shared ref's split is replayed onto that tick, and every new
 /// goal ref is written again on top of it too (its first tick pinning the
