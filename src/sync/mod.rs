@@ -304,6 +304,10 @@ fn push_first(repo: &Repo, names: &Names, progress: Progress) -> Result<Option<R
     }
 }
 
+/// How one ref of [`run_refs`] ended: its report, or why an optional ref
+/// was left out.
+pub type RefReport = std::result::Result<Report, String>;
+
 /// One ref of [`run_refs`]: its handle, whether its failure fails the
 /// sync (`required`; else it is left out of the reports), and how far it
 /// got.
@@ -378,7 +382,7 @@ pub fn run_refs(
     required: &[bool],
     opts: &Options,
     progress: Progress,
-) -> Result<Vec<std::result::Result<Report, String>>> {
+) -> Result<Vec<RefReport>> {
     let mut sides = Vec::with_capacity(repos.len());
     for (repo, required) in repos.iter().zip(required) {
         let names = names(repo, opts.remote.as_deref())?;
@@ -528,7 +532,7 @@ pub fn run_with(
     extra: &[(String, bool)],
     opts: &Options,
     progress: Progress,
-) -> Result<(Report, Vec<(String, std::result::Result<Report, String>)>)> {
+) -> Result<(Report, Vec<(String, RefReport)>)> {
     if extra.is_empty() {
         return Ok((run(repo, opts, progress)?, Vec::new()));
     }
