@@ -18,6 +18,27 @@ fn ledger(env: &TestEnv, agent: &str) -> String {
     env.git(&["show", &format!("refs/loopx/state:quota/{agent}.toml")])
 }
 
+/// `settle --outcome advanced --usage USAGE` for the turn `turn` on `todo`,
+/// run by `agent` (an agent's command on a test machine).
+fn settle_advanced(
+    agent: impl Fn(&[&str]) -> Output,
+    turn: &str,
+    todo: &str,
+    usage: &str,
+) -> Output {
+    agent(&[
+        "settle",
+        "--turn",
+        turn,
+        "--todo",
+        todo,
+        "--outcome",
+        "advanced",
+        "--usage",
+        usage,
+    ])
+}
+
 fn usage_of(out: &Output) -> serde_json::Value {
     out.json()["quota"][0]["usage"].clone()
 }
@@ -88,13 +109,7 @@ fn tokens_without_dollars_are_priced_once_and_stored_in_the_op() {
     let t = env.add("Write the parser", &[]);
     env.agent("agent-a", &["todo", "claim", &t]).ok();
     let turn = token(&env, "agent-a");
-    env.agent(
-        "agent-a",
-        &[
-            "settle", "--turn", &turn, "--todo", &t, "--outcome", "advanced", "--usage",
-            r#"{"input_tokens": 1000000, "cached_input_tokens": 600000, "output_tokens": 100000, "model": "claude-sonnet-4-5-20250929", "runtime": "claude-code"}"#,
-        ],
-    )
+    settle_advanced(|a| env.agent("agent-a", a), &turn, &t, r#"{"input_tokens": 1000000, "cached_input_tokens": 600000, "output_tokens": 100000, "model": "claude-sonnet-4-5-20250929", "runtime": "claude-code"}"#)
     .ok();
     // 0.4M × $3 + 0.6M × $0.30 + 0.1M × $15 per million.
     let body = env.git(&["log", "-1", "--format=%B", "refs/loopx/state"]);
@@ -179,21 +194,7 @@ fn one_turn_counts_once_and_a_larger_report_adds_the_difference() {
     env.agent("agent-a", &["todo", "claim", &t]).ok();
     let turn = token(&env, "agent-a");
     let report = r#"{"input_tokens": 5000, "output_tokens": 700, "cost_usd": 0.05}"#;
-    env.agent(
-        "agent-a",
-        &[
-            "settle",
-            "--turn",
-            &turn,
-            "--todo",
-            &t,
-            "--outcome",
-            "advanced",
-            "--usage",
-            report,
-        ],
-    )
-    .ok();
+    settle_advanced(|a| env.agent("agent-a", a), &turn, &t, report).ok();
     let ticks = env.ticks();
     // The same report again: no tick.
     let v = env
@@ -346,38 +347,21 @@ fn the_tick_that_reaches_a_budget_opens_a_spend_gate_and_should_run_skips() {
         .code(3);
     env.agent("agent-a", &["todo", "claim", &t]).ok();
     let turn = token(&env, "agent-a");
-    env.agent(
-        "agent-a",
-        &[
-            "settle",
-            "--turn",
-            &turn,
-            "--todo",
-            &t,
-            "--outcome",
-            "advanced",
-            "--usage",
-            r#"{"input_tokens": 1000, "cost_usd": 0.6}"#,
-        ],
+    settle_advanced(
+        |a| env.agent("agent-a", a),
+        &turn,
+        &t,
+        r#"{"input_tokens": 1000, "cost_usd": 0.6}"#,
     )
     .ok();
     let turn = token(&env, "agent-a");
-    let out = env
-        .agent(
-            "agent-a",
-            &[
-                "settle",
-                "--turn",
-                &turn,
-                "--todo",
-                &t,
-                "--outcome",
-                "advanced",
-                "--usage",
-                r#"{"input_tokens": 1000, "cost_usd": 0.4}"#,
-            ],
-        )
-        .ok();
+    let out = settle_advanced(
+        |a| env.agent("agent-a", a),
+        &turn,
+        &t,
+        r#"{"input_tokens": 1000, "cost_usd": 0.4}"#,
+    )
+    .ok();
     let subject = env.git(&["log", "-1", "--format=%s", "refs/loopx/state"]);
     assert!(
         subject.contains("budget reached: gate g-"),
@@ -413,22 +397,13 @@ fn the_tick_that_reaches_a_budget_opens_a_spend_gate_and_should_run_skips() {
     // Continue once: one more turn, until its usage lands.
     env.loopx(&["gate", "answer", &gate, "continue-once"]).ok();
     let turn = token(&env, "agent-a");
-    let out = env
-        .agent(
-            "agent-a",
-            &[
-                "settle",
-                "--turn",
-                &turn,
-                "--todo",
-                &t,
-                "--outcome",
-                "advanced",
-                "--usage",
-                r#"{"input_tokens": 10, "cost_usd": 0.01}"#,
-            ],
-        )
-        .ok();
+    let out = settle_advanced(
+        |a| env.agent("agent-a", a),
+        &turn,
+        &t,
+        r#"{"input_tokens": 10, "cost_usd": 0.01}"#,
+    )
+    .ok();
     assert!(
         out.stdout.contains("budget goal: $0.00 of $1.00"),
         "{}",
@@ -474,19 +449,11 @@ fn an_agent_budget_blocks_only_that_agent() {
         .code(2);
     env.agent("agent-a", &["todo", "claim", &t]).ok();
     let turn = token(&env, "agent-a");
-    env.agent(
-        "agent-a",
-        &[
-            "settle",
-            "--turn",
-            &turn,
-            "--todo",
-            &t,
-            "--outcome",
-            "advanced",
-            "--usage",
-            r#"{"input_tokens": 900, "output_tokens": 100}"#,
-        ],
+    settle_advanced(
+        |a| env.agent("agent-a", a),
+        &turn,
+        &t,
+        r#"{"input_tokens": 900, "output_tokens": 100}"#,
     )
     .ok();
     let v = env
@@ -535,19 +502,11 @@ fn usage_totals_agree_across_machines_after_sync_without_double_counting() {
     // turn's usage, then a larger report of it, before any sync.
     env.agent("agent-a", &["todo", "claim", &t]).ok();
     let ta = token(&env, "agent-a");
-    env.agent(
-        "agent-a",
-        &[
-            "settle",
-            "--turn",
-            &ta,
-            "--todo",
-            &t,
-            "--outcome",
-            "advanced",
-            "--usage",
-            r#"{"input_tokens": 1000, "cost_usd": 1.5}"#,
-        ],
+    settle_advanced(
+        |a| env.agent("agent-a", a),
+        &ta,
+        &t,
+        r#"{"input_tokens": 1000, "cost_usd": 1.5}"#,
     )
     .ok();
     env.agent(
@@ -570,19 +529,11 @@ fn usage_totals_agree_across_machines_after_sync_without_double_counting() {
         .as_str()
         .unwrap()
         .to_owned();
-    b.agent(
-        "agent-b",
-        &[
-            "settle",
-            "--turn",
-            &tb,
-            "--todo",
-            &u,
-            "--outcome",
-            "advanced",
-            "--usage",
-            r#"{"input_tokens": 500, "cost_usd": 0.25}"#,
-        ],
+    settle_advanced(
+        |a| b.agent("agent-b", a),
+        &tb,
+        &u,
+        r#"{"input_tokens": 500, "cost_usd": 0.25}"#,
     )
     .ok();
     // b replays its ticks onto the first machine's; both sync twice.
@@ -757,19 +708,11 @@ fn budgets_and_their_gates_are_signed_human_acts() {
     // opens takes a signed answer.
     env.agent("agent-a", &["todo", "claim", &t]).ok();
     let turn = token(&env, "agent-a");
-    env.agent(
-        "agent-a",
-        &[
-            "settle",
-            "--turn",
-            &turn,
-            "--todo",
-            &t,
-            "--outcome",
-            "advanced",
-            "--usage",
-            r#"{"input_tokens": 10, "cost_usd": 1.25}"#,
-        ],
+    settle_advanced(
+        |a| env.agent("agent-a", a),
+        &turn,
+        &t,
+        r#"{"input_tokens": 10, "cost_usd": 1.25}"#,
     )
     .ok();
     let v = env
