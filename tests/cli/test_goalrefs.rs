@@ -686,16 +686,11 @@ fn a_split_state_syncs_all_its_refs_in_one_fetch_and_one_push() {
     assert_eq!(calls(&log), ["fetch"], "{out}");
     assert_eq!(w.rev(MAIN), hub_m.rev(MAIN));
     assert_eq!(w.rev(WEB), hub_m.rev(WEB));
-    for (m, refs) in [(&a, &[SHARED, MAIN][..]), (&w, &[SHARED, MAIN, WEB][..])] {
-        for r in refs {
-            let v = on(m, r, None, &["--json", "verify"]).ok().json();
-            assert_eq!(v["ok"], true, "{r}: {v}");
-        }
-    }
-    for r in [SHARED, MAIN, WEB] {
-        let v = on(&hub_m, r, None, &["--json", "verify"]).ok().json();
-        assert_eq!(v["ok"], true, "hub {r}: {v}");
-    }
+    all_verify(
+        &env,
+        &hub,
+        &[(&a, &[SHARED, MAIN][..]), (&w, &[SHARED, MAIN, WEB][..])],
+    );
 }
 
 /// A guarded hub takes a goal tick's pin only on its own shared ref: not
@@ -787,25 +782,8 @@ fn the_hub_takes_a_goal_pin_only_on_its_own_shared_ref() {
 #[test]
 fn a_goal_added_after_the_split_moves_onto_its_own_ref() {
     let (env, hub, api, _) = split_team();
-    const DOCS: &str = "refs/loopx/goals/docs";
     let m = env.machine();
-    on(
-        &m,
-        MAIN,
-        None,
-        &["goal", "add", "docs", "--objective", "The manual"],
-    )
-    .ok();
-    let doc = on(
-        &m,
-        MAIN,
-        None,
-        &["todo", "add", "Write the manual", "--goal", "docs"],
-    )
-    .ok()
-    .stdout
-    .trim()
-    .to_owned();
+    let doc = add_docs_on_main(&env);
     let parent = m.rev(MAIN).unwrap();
     let out = env.loopx(&["--json", "goal", "split", "docs"]).ok().json();
     let refs: Vec<&str> = out["refs"]
@@ -975,16 +953,11 @@ fn a_goal_tick_pinning_a_replayed_shared_tick_is_replayed_onto_the_new_shared_ti
     b.loopx(&["sync"]).ok();
     let shown = b.loopx(&["--json", "todo", "show", &api]).ok().json();
     assert_eq!(shown["claim"]["owner"], "agent-a", "{shown}");
-    for m in [&a, &b] {
-        for r in [SHARED, MAIN] {
-            let v = on(m, r, None, &["--json", "verify"]).ok().json();
-            assert_eq!(v["ok"], true, "{r}: {v}");
-        }
-    }
-    for r in [SHARED, MAIN] {
-        let v = on(&hub_m, r, None, &["--json", "verify"]).ok().json();
-        assert_eq!(v["ok"], true, "hub {r}: {v}");
-    }
+    all_verify(
+        &env,
+        &hub,
+        &[(&a, &[SHARED, MAIN][..]), (&b, &[SHARED, MAIN][..])],
+    );
 }
 
 /// The same, with the sync cut off between the two refs: the shared tick
@@ -1028,16 +1001,11 @@ fn a_goal_tick_pinning_a_shared_tick_replayed_by_an_earlier_sync_is_replayed() {
     b.loopx(&["sync"]).ok();
     let shown = b.loopx(&["--json", "todo", "show", &api]).ok().json();
     assert_eq!(shown["claim"]["owner"], "agent-a", "{shown}");
-    for m in [&a, &b] {
-        for r in [SHARED, MAIN] {
-            let v = on(m, r, None, &["--json", "verify"]).ok().json();
-            assert_eq!(v["ok"], true, "{r}: {v}");
-        }
-    }
-    for r in [SHARED, MAIN] {
-        let v = on(&hub_m, r, None, &["--json", "verify"]).ok().json();
-        assert_eq!(v["ok"], true, "hub {r}: {v}");
-    }
+    all_verify(
+        &env,
+        &hub,
+        &[(&a, &[SHARED, MAIN][..]), (&b, &[SHARED, MAIN][..])],
+    );
 }
 
 /// A hub `update` hook (it runs per ref, after the guard) that refuses
@@ -1059,7 +1027,7 @@ fn refuse_on(hub: &str, refs: &[&str]) {
     std::fs::write(std::path::Path::new(hub).join("refuse"), list).unwrap();
 }
 
-/// Every ref verifies on every machine given and on the hub.
+/// Every ref given verifies on its machine, and every state ref on the hub.
 fn all_verify(env: &TestEnv, hub: &str, machines: &[(&Machine, &[&str])]) {
     for (m, refs) in machines {
         for r in *refs {
@@ -1067,12 +1035,17 @@ fn all_verify(env: &TestEnv, hub: &str, machines: &[(&Machine, &[&str])]) {
             assert_eq!(v["ok"], true, "{r}: {v}");
         }
     }
+    // Every state ref on the hub: the shared ref and each goal ref.
     let env_hub = env.machine_in(std::path::PathBuf::from(hub));
-    for r in [SHARED, MAIN, WEB, DOCS] {
-        if env_hub.rev(r).is_some() {
-            let v = on(&env_hub, r, None, &["--json", "verify"]).ok().json();
-            assert_eq!(v["ok"], true, "hub {r}: {v}");
-        }
+    let listed = env_hub.git(&[
+        "for-each-ref",
+        "--format=%(refname)",
+        SHARED,
+        "refs/loopx/goals/",
+    ]);
+    for r in listed.lines() {
+        let v = on(&env_hub, r, None, &["--json", "verify"]).ok().json();
+        assert_eq!(v["ok"], true, "hub {r}: {v}");
     }
 }
 
@@ -1080,6 +1053,13 @@ const DOCS: &str = "refs/loopx/goals/docs";
 
 /// A goal `docs` added on MAIN with one todo, synced to the hub.
 fn docs_on_main(env: &TestEnv) -> String {
+    let doc = add_docs_on_main(env);
+    env.loopx(&["sync"]).ok();
+    doc
+}
+
+/// A goal `docs` added on MAIN with one todo (its id), not synced.
+fn add_docs_on_main(env: &TestEnv) -> String {
     let m = env.machine();
     on(
         &m,
@@ -1088,7 +1068,7 @@ fn docs_on_main(env: &TestEnv) -> String {
         &["goal", "add", "docs", "--objective", "The manual"],
     )
     .ok();
-    let doc = on(
+    on(
         &m,
         MAIN,
         None,
@@ -1097,9 +1077,7 @@ fn docs_on_main(env: &TestEnv) -> String {
     .ok()
     .stdout
     .trim()
-    .to_owned();
-    env.loopx(&["sync"]).ok();
-    doc
+    .to_owned()
 }
 
 /// A goal moved onto a ref of its own on a clone with an unpushed shared
@@ -1264,10 +1242,7 @@ fn a_goal_split_cut_off_between_its_two_refs_heals_on_the_next_sync() {
         "the todo added meanwhile moved too"
     );
     assert!(!on_hub(&hub_m, MAIN, &late));
-    for r in [SHARED, MAIN, GUIDE] {
-        let v = on(&hub_m, r, None, &["--json", "verify"]).ok().json();
-        assert_eq!(v["ok"], true, "hub {r}: {v}");
-    }
+    all_verify(&env, &hub, &[]);
 }
 
 /// A clone working on one goal ref that moves a goal off it pushes the
