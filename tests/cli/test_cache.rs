@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::Command;
 
-use crate::common::{Output, TestEnv, run};
+use crate::common::{Output, TestEnv, run, settle};
 
 /// The head file of the cache of the default state ref (below
 /// `loopx::cache::SHARD_FROM` todos, the whole cache).
@@ -260,19 +260,11 @@ fn every_tick_caches_what_its_tree_holds() {
     env.agent("agent-b", &["todo", "claim", &t2]).ok();
     env.agent(
         "agent-b",
-        &[
-            "settle",
-            "--turn",
+        &settle(
             &tok,
-            "--todo",
             &t2,
-            "--outcome",
-            "advanced",
-            "--note",
-            "started",
-            "--",
-            "true",
-        ],
+            &["--outcome", "advanced", "--note", "started", "--", "true"],
+        ),
     )
     .ok();
     check("settle");

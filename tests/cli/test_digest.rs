@@ -1,7 +1,7 @@
 //! `loopx digest`: a scripted day of ticks against golden files, the
 //! 40-line cap, and the JSON.
 
-use crate::common::{TestEnv, assert_text};
+use crate::common::{TestEnv, assert_text, settle};
 
 fn golden(name: &str, text: &str) {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -107,13 +107,7 @@ fn scripted_day() -> TestEnv {
     let tune = env.add("Tune the lexer", &["--goal", "main"]);
     env.agent("agent-a", &["todo", "claim", &tune]).ok();
     let tok = token(&env, "agent-a", "main");
-    env.agent(
-        "agent-a",
-        &[
-            "settle", "--turn", &tok, "--todo", &tune, "--outcome", "advanced", "--usage",
-            r#"{"input_tokens": 800000, "output_tokens": 40000, "cost_usd": 6.2, "model": "claude-sonnet-4-5", "runtime": "claude-code"}"#,
-        ],
-    )
+    env.agent("agent-a", &settle(&tok, &tune, &["--outcome", "advanced", "--usage", r#"{"input_tokens": 800000, "output_tokens": 40000, "cost_usd": 6.2, "model": "claude-sonnet-4-5", "runtime": "claude-code"}"#]))
     .ok();
     env
 }

@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use crate::common::TestEnv;
+use crate::common::{TestEnv, settle};
 
 const AGENT: &str = "agent-a";
 
@@ -156,19 +156,18 @@ fn a_frozen_twenty_turn_replay_is_stopped_at_the_third_turn_and_spends_nothing_a
     let out = env
         .agent(
             AGENT,
-            &[
-                "settle",
-                "--turn",
+            &settle(
                 &spare,
-                "--todo",
                 &t,
-                "--outcome",
-                "advanced",
-                "--",
-                "sh",
-                "-c",
-                "echo ran > ran.txt",
-            ],
+                &[
+                    "--outcome",
+                    "advanced",
+                    "--",
+                    "sh",
+                    "-c",
+                    "echo ran > ran.txt",
+                ],
+            ),
         )
         .code(3);
     assert!(out.stderr.contains("stalled"), "{}", out.stderr);

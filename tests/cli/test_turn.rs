@@ -1,7 +1,7 @@
 //! The agent turn: should-run → claim → work → writeback → refresh-state →
 //! spend-slot, and the same through settle.
 
-use crate::common::{TestEnv, assert_text};
+use crate::common::{TestEnv, assert_text, settle};
 
 fn token(env: &TestEnv, agent: &str) -> String {
     let v = env
@@ -87,22 +87,21 @@ fn the_turn_through_settle() {
     let out = env
         .agent(
             "agent-a",
-            &[
-                "settle",
-                "--turn",
+            &settle(
                 &tok,
-                "--todo",
                 &t,
-                "--outcome",
-                "advanced",
-                "--done",
-                "--note",
-                "merged",
-                "--",
-                "sh",
-                "-c",
-                "echo 3 passed",
-            ],
+                &[
+                    "--outcome",
+                    "advanced",
+                    "--done",
+                    "--note",
+                    "merged",
+                    "--",
+                    "sh",
+                    "-c",
+                    "echo 3 passed",
+                ],
+            ),
         )
         .ok();
     assert_eq!(env.ticks(), before + 1, "one tick for the whole turn");
@@ -140,20 +139,19 @@ fn a_failing_check_or_validation_in_settle_records_only_evidence() {
     let out = env
         .agent(
             "agent-a",
-            &[
-                "settle",
-                "--turn",
+            &settle(
                 &tok,
-                "--todo",
                 &t,
-                "--outcome",
-                "advanced",
-                "--done",
-                "--",
-                "sh",
-                "-c",
-                "echo boom; exit 4",
-            ],
+                &[
+                    "--outcome",
+                    "advanced",
+                    "--done",
+                    "--",
+                    "sh",
+                    "-c",
+                    "echo boom; exit 4",
+                ],
+            ),
         )
         .code(3);
     assert!(out.stdout.contains("check FAILED: `sh -c echo boom; exit 4` (exit 4)\n  boom\nNot settled: the evidence is recorded"), "{}", out.stdout);
@@ -161,16 +159,7 @@ fn a_failing_check_or_validation_in_settle_records_only_evidence() {
     let out = env
         .agent(
             "agent-a",
-            &[
-                "settle",
-                "--turn",
-                &tok,
-                "--todo",
-                &t,
-                "--outcome",
-                "advanced",
-                "--done",
-            ],
+            &settle(&tok, &t, &["--outcome", "advanced", "--done"]),
         )
         .code(3);
     assert!(
@@ -190,16 +179,7 @@ fn a_failing_check_or_validation_in_settle_records_only_evidence() {
     std::fs::write(env.repo.join("made.txt"), "x").unwrap();
     env.agent(
         "agent-a",
-        &[
-            "settle",
-            "--turn",
-            &tok,
-            "--todo",
-            &t,
-            "--outcome",
-            "advanced",
-            "--done",
-        ],
+        &settle(&tok, &t, &["--outcome", "advanced", "--done"]),
     )
     .ok();
 }
@@ -520,16 +500,7 @@ fn diff_and_log_tell_the_turn() {
     env.agent("agent-a", &["todo", "claim", &t]).ok();
     env.agent(
         "agent-a",
-        &[
-            "settle",
-            "--turn",
-            &tok,
-            "--todo",
-            &t,
-            "--outcome",
-            "advanced",
-            "--done",
-        ],
+        &settle(&tok, &t, &["--outcome", "advanced", "--done"]),
     )
     .ok();
     let out = env.loopx(&["diff", &start]).ok().stdout;
@@ -579,16 +550,7 @@ fn review_fixes_hold() {
     // A settle after the token was spent is not wiped out: the spend is a no-op.
     env.agent(
         "agent-a",
-        &[
-            "settle",
-            "--turn",
-            &tok,
-            "--todo",
-            &t,
-            "--outcome",
-            "advanced",
-            "--done",
-        ],
+        &settle(&tok, &t, &["--outcome", "advanced", "--done"]),
     )
     .ok();
     let v = env
@@ -616,18 +578,7 @@ fn a_quiet_settle_records_the_outcome_and_spends_nothing() {
     let tok = token(&env, "agent-a");
     env.agent("agent-a", &["todo", "claim", &t]).ok();
     let out = env
-        .agent(
-            "agent-a",
-            &[
-                "settle",
-                "--turn",
-                &tok,
-                "--todo",
-                &t,
-                "--outcome",
-                "unchanged",
-            ],
-        )
+        .agent("agent-a", &settle(&tok, &t, &["--outcome", "unchanged"]))
         .ok();
     assert!(out.stdout.contains("\"A\": unchanged."), "{}", out.stdout);
     let v = env

@@ -3,7 +3,7 @@
 //! set by `goal set`, the spend gate the record that reaches one opens, the
 //! `budget-exhausted` answer, and totals that agree across machines.
 
-use crate::common::{Output, TestEnv};
+use crate::common::{Output, TestEnv, settle};
 
 fn token(env: &TestEnv, agent: &str) -> String {
     env.agent(agent, &["quota", "should-run", "--json"])
@@ -26,17 +26,11 @@ fn settle_advanced(
     todo: &str,
     usage: &str,
 ) -> Output {
-    agent(&[
-        "settle",
-        "--turn",
+    agent(&settle(
         turn,
-        "--todo",
         todo,
-        "--outcome",
-        "advanced",
-        "--usage",
-        usage,
-    ])
+        &["--outcome", "advanced", "--usage", usage],
+    ))
 }
 
 fn usage_of(out: &Output) -> serde_json::Value {

@@ -565,3 +565,12 @@ impl Machine<'_> {
         self.env.now()
     }
 }
+
+/// The arguments of `loopx settle --turn TURN --todo TODO REST…`, for an
+/// agent's command (`env.agent("agent-a", &settle(&tok, &t, &["--outcome",
+/// "advanced"]))`).
+pub fn settle<'a>(turn: &'a str, todo: &'a str, rest: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["settle", "--turn", turn, "--todo", todo];
+    args.extend_from_slice(rest);
+    args
+}
