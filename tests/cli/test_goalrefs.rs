@@ -950,14 +950,7 @@ fn a_goal_tick_pinning_a_replayed_shared_tick_is_replayed_onto_the_new_shared_ti
     for s in ["signers/ada.toml", "signers/bob.toml"] {
         assert!(shared_files.contains(&s.to_owned()), "{shared_files:?}");
     }
-    b.loopx(&["sync"]).ok();
-    let shown = b.loopx(&["--json", "todo", "show", &api]).ok().json();
-    assert_eq!(shown["claim"]["owner"], "agent-a", "{shown}");
-    all_verify(
-        &env,
-        &hub,
-        &[(&a, &[SHARED, MAIN][..]), (&b, &[SHARED, MAIN][..])],
-    );
+    agent_a_claim_reaches_b(&env, &hub, &a, &b, &api);
 }
 
 /// The same, with the sync cut off between the two refs: the shared tick
@@ -998,14 +991,7 @@ fn a_goal_tick_pinning_a_shared_tick_replayed_by_an_earlier_sync_is_replayed() {
     assert_eq!(a.rev(MAIN), hub_m.rev(MAIN));
     let msg = hub_m.git(&["log", "-1", "--format=%B", MAIN]);
     assert!(msg.contains(&format!("Loopx-Shared: {shared}")), "{msg}");
-    b.loopx(&["sync"]).ok();
-    let shown = b.loopx(&["--json", "todo", "show", &api]).ok().json();
-    assert_eq!(shown["claim"]["owner"], "agent-a", "{shown}");
-    all_verify(
-        &env,
-        &hub,
-        &[(&a, &[SHARED, MAIN][..]), (&b, &[SHARED, MAIN][..])],
-    );
+    agent_a_claim_reaches_b(&env, &hub, &a, &b, &api);
 }
 
 /// A hub `update` hook (it runs per ref, after the guard) that refuses
@@ -1025,6 +1011,19 @@ fn refuse_on(hub: &str, refs: &[&str]) {
     }
     let list: String = refs.iter().map(|r| format!("{r}\n")).collect();
     std::fs::write(std::path::Path::new(hub).join("refuse"), list).unwrap();
+}
+
+/// After `b` syncs, it sees agent-a's claim of `todo` (made on `a`), and
+/// both clones' shared and main refs verify, as every ref on the hub.
+fn agent_a_claim_reaches_b(env: &TestEnv, hub: &str, a: &Machine, b: &Machine, todo: &str) {
+    b.loopx(&["sync"]).ok();
+    let shown = b.loopx(&["--json", "todo", "show", todo]).ok().json();
+    assert_eq!(shown["claim"]["owner"], "agent-a", "{shown}");
+    all_verify(
+        env,
+        hub,
+        &[(a, &[SHARED, MAIN][..]), (b, &[SHARED, MAIN][..])],
+    );
 }
 
 /// Every ref given verifies on its machine, and every state ref on the hub.
@@ -1180,14 +1179,7 @@ fn a_goal_tick_pinning_a_refused_shared_op_is_replayed_onto_the_hub_shared_tip()
     let msg = hub_m.git(&["log", "-1", "--format=%B", MAIN]);
     assert!(msg.contains(&format!("Loopx-Shared: {theirs}")), "{msg}");
     assert!(!msg.contains(&old_pin), "{msg}");
-    b.loopx(&["sync"]).ok();
-    let shown = b.loopx(&["--json", "todo", "show", &api]).ok().json();
-    assert_eq!(shown["claim"]["owner"], "agent-a", "{shown}");
-    all_verify(
-        &env,
-        &hub,
-        &[(&a, &[SHARED, MAIN][..]), (&b, &[SHARED, MAIN][..])],
-    );
+    agent_a_claim_reaches_b(&env, &hub, &a, &b, &api);
 }
 
 /// `goal split GOAL`'s two refs reach the hub in order, the ref it leaves
