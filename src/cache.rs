@@ -68,9 +68,14 @@ const READY_MAGIC: &str = "loopx-cache-ready";
 /// should-run's instructions (docs/performance.md, "Sixth session:
 /// static29").
 pub const SHARD_FROM: usize = 1;
-/// About this many todos a shard, when a full write picks the number (so a
-/// full read of up to this many is the head and one shard).
-pub const PER_SHARD: usize = 256;
+/// About this many todos a shard, when a full write picks the number (up
+/// to 64 shards: from about 1,000 todos there are 64). Small, so a tick on
+/// a named todo parses and writes a few todos whatever the size: at 100
+/// todos (8 shards) a tick costs what it did when the head held every
+/// todo, where 256 (one shard) cost 20 % more; a full read opens more
+/// files for it (`todo list` +4.5 % instructions at 100 todos, +1.5 % at
+/// 1,000). Measured in docs/performance.md, "Sixth session: static29".
+pub const PER_SHARD: usize = 16;
 /// Tests' override of [`SHARD_FROM`] (with a quarter of it a shard), so a
 /// small board is sharded: the variable of the CLI tests, a thread's
 /// setting in unit tests.
@@ -1183,9 +1188,10 @@ mod tests {
         assert_eq!(shards_for(0), 0);
         assert_eq!(shards_for(SHARD_FROM - 1), 0);
         assert_eq!(shards_for(SHARD_FROM), 1);
-        assert_eq!(shards_for(100), 1);
         assert_eq!(shards_for(PER_SHARD), 1);
         assert_eq!(shards_for(PER_SHARD + 1), 2);
+        assert_eq!(shards_for(100), 8);
+        assert_eq!(shards_for(1_000), 64);
         assert_eq!(shards_for(10_000), 64);
         assert_eq!(shards_for(1_000_000), MAX_SHARDS);
     }
