@@ -17,7 +17,8 @@
 //! The layout. A `head` file holds the tip (commit, tree, tick) and the
 //! state as `serde_json` of [`State`] itself (so a field added to the model
 //! flows through without a change here). Below [`SHARD_FROM`] live todos
-//! that is all. From there the head keeps only the todos that have a claim
+//! (an empty board) that is all. From there the head keeps only the todos
+//! that have a claim
 //! (live or expired: what `should-run` reads first, [`read_claims_in`]),
 //! and every todo is kept in shards, `todos-00`, `todos-01`, … (about [`PER_SHARD`] todos each, by
 //! the first byte of the id, so the shards in order are the todos in id
@@ -59,11 +60,22 @@ const MAGIC: &str = "loopx-cache";
 const SHARD_MAGIC: &str = "loopx-cache-todos";
 /// The first line of the ready index (`crate::op::turn::ready`).
 const READY_MAGIC: &str = "loopx-cache-ready";
-/// Below this many live todos the head holds them all (no shards: one file
-/// to read at the sizes where opening files is most of the cost).
-pub const SHARD_FROM: usize = 1024;
-/// About this many todos a shard, when a full write picks the number.
-pub const PER_SHARD: usize = 256;
+/// Below this many live todos the head holds them all (no shards). Only
+/// an empty board: from one todo on, every todo is in a shard and the head
+/// keeps only the claimed ones, so `should-run` parses the head alone (or
+/// with its agent's ready list) at any size. Until the sixth session this
+/// was 1,024, and at 100 todos parsing the whole head was 60 % of
+/// should-run's instructions (docs/performance.md, "Sixth session:
+/// static29").
+pub const SHARD_FROM: usize = 1;
+/// About this many todos a shard, when a full write picks the number (up
+/// to 64 shards: from about 1,000 todos there are 64). Small, so a tick on
+/// a named todo parses and writes a few todos whatever the size: at 100
+/// todos (8 shards) a tick costs what it did when the head held every
+/// todo, where 256 (one shard) cost 20 % more; a full read opens more
+/// files for it (`todo list` +4.5 % instructions at 100 todos, +1.5 % at
+/// 1,000). Measured in docs/performance.md, "Sixth session: static29".
+pub const PER_SHARD: usize = 16;
 /// Tests' override of [`SHARD_FROM`] (with a quarter of it a shard), so a
 /// small board is sharded: the variable of the CLI tests, a thread's
 /// setting in unit tests.
@@ -81,11 +93,20 @@ fn thresholds() -> (usize, usize) {
     if let Some(from) = SHARD_FROM_TEST.with(|c| c.get()) {
         return (from, (from / 4).max(1));
     }
-    static SET: OnceLock<Option<usize>> = OnceLock::new();
-    let set = SET.get_or_init(|| std::env::var(SHARD_VAR).ok()?.parse().ok());
-    match set {
-        Some(from) => (*from, (from / 4).max(1)),
-        None => (SHARD_FROM, PER_SHARD),
+    static SET: OnceLock<Option<(usize, usize)>> = OnceLock::new();
+    let set = SET.get_or_init(|| parse_override(&std::env::var(SHARD_VAR).ok()?));
+    set.unwrap_or((SHARD_FROM, PER_SHARD))
+}
+
+/// [`SHARD_VAR`]'s value: `FROM` (a quarter of it a shard) or `FROM:PER`
+/// (a shard of about `PER` todos, for measuring other sizes).
+fn parse_override(value: &str) -> Option<(usize, usize)> {
+    match value.split_once(':') {
+        Some((from, per)) => Some((from.parse().ok()?, per.parse::<usize>().ok()?.max(1))),
+        None => {
+            let from: usize = value.parse().ok()?;
+            Some((from, (from / 4).max(1)))
+        }
     }
 }
 /// At most this many shards (each is a file a full read opens).
@@ -1163,11 +1184,25 @@ mod tests {
     }
 
     #[test]
-    fn small_states_are_one_file_and_large_ones_sharded() {
+    fn only_an_empty_board_is_one_file() {
         assert_eq!(shards_for(0), 0);
         assert_eq!(shards_for(SHARD_FROM - 1), 0);
-        assert_eq!(shards_for(SHARD_FROM), 4);
+        assert_eq!(shards_for(SHARD_FROM), 1);
+        assert_eq!(shards_for(PER_SHARD), 1);
+        assert_eq!(shards_for(PER_SHARD + 1), 2);
+        assert_eq!(shards_for(100), 8);
+        assert_eq!(shards_for(1_000), 64);
         assert_eq!(shards_for(10_000), 64);
         assert_eq!(shards_for(1_000_000), MAX_SHARDS);
+    }
+
+    #[test]
+    fn the_override_takes_a_threshold_and_a_shard_size() {
+        assert_eq!(parse_override("8"), Some((8, 2)));
+        assert_eq!(parse_override("1"), Some((1, 1)));
+        assert_eq!(parse_override("1:32"), Some((1, 32)));
+        assert_eq!(parse_override("4:0"), Some((4, 1)));
+        assert_eq!(parse_override("x"), None);
+        assert_eq!(parse_override("4:x"), None);
     }
 }

@@ -8,8 +8,8 @@ use std::process::Command;
 
 use crate::common::{Output, TestEnv, run, settle};
 
-/// The head file of the cache of the default state ref (below
-/// `loopx::cache::SHARD_FROM` todos, the whole cache).
+/// The head file of the cache of the default state ref (the whole cache
+/// in the one-file layout of [`board`]).
 fn cache_file(env: &TestEnv) -> PathBuf {
     env.repo.join(".git/loopx/cache/refs_loopx_state/head")
 }
@@ -52,8 +52,23 @@ fn answers_after(env: &TestEnv, before: &dyn Fn()) -> Vec<(i32, String)> {
     .collect()
 }
 
+/// Below this many todos the cache is one file (`loopx::cache::SHARD_VAR`):
+/// the layout of every board here before `loopx::cache::SHARD_FROM` was
+/// lowered to 1 (now only an empty board's), kept for the tests that
+/// damage, forge and age that one file. The default layout (every todo in
+/// a shard, the claimed ones in the head too) is every other test's.
+const ONE_FILE: &str = "1000000";
+
+/// A board with goal `main`, agents `agent-a` and `agent-b`, three todos
+/// (one claimed by agent-a) and maybe a gate, its cache one file
+/// ([`ONE_FILE`]).
 fn board(gate: bool) -> (TestEnv, String) {
-    let env = TestEnv::with_board();
+    let mut env = TestEnv::new();
+    env.set_env(loopx::cache::SHARD_VAR, ONE_FILE);
+    env.loopx(&["init", "--goal", "main", "--objective", "Ship the parser"])
+        .ok();
+    env.loopx(&["agent", "register", "agent-a"]).ok();
+    env.loopx(&["agent", "register", "agent-b"]).ok();
     let t = env.add("Write the parser", &["--priority", "P1"]);
     env.add("Write the docs", &[]);
     env.add("Review the API", &["--priority", "P0"]);
@@ -534,23 +549,24 @@ fn a_tick_rewrites_one_shard_and_a_torn_update_is_never_read() {
 }
 
 /// Readers racing writers: every reader answers, with a state that some
-/// tick of the history held, whatever cache files it found mid-write.
+/// tick of the history held, whatever cache files it found mid-write; the
+/// cache one file ([`ONE_FILE`]).
 #[test]
 fn readers_racing_ticks_always_answer_a_real_state() {
-    race(None);
+    race(ONE_FILE);
 }
 
 /// [`readers_racing_ticks_always_answer_a_real_state`] with the cache in
 /// shards, each tick rewriting the head and one shard in place.
 #[test]
 fn readers_racing_ticks_on_a_sharded_cache_always_answer_a_real_state() {
-    race(Some(SHARD_FROM));
+    race(SHARD_FROM);
 }
 
 /// Readers racing writers (see the tests above): each file is renamed into
 /// place, a torn file fails its checksum, and a shard of another commit
 /// than its head names is a miss.
-fn race(shard_from: Option<&str>) {
+fn race(shard_from: &str) {
     let env = TestEnv::with_board();
     let todos: Vec<String> = (0..6).map(|i| env.add(&format!("job {i}"), &[])).collect();
     let spawner = env.spawner();
@@ -563,9 +579,7 @@ fn race(shard_from: Option<&str>) {
                 let mut outs = Vec::new();
                 for args in [&["todo", "claim", &t][..], &["todo", "done", &t][..]] {
                     let mut c = sp.command();
-                    if let Some(n) = shard_from {
-                        c.env(loopx::cache::SHARD_VAR, n);
-                    }
+                    c.env(loopx::cache::SHARD_VAR, shard_from);
                     outs.push(run(c.env("LOOPX_AGENT", agent).args(args)));
                 }
                 outs
@@ -577,9 +591,7 @@ fn race(shard_from: Option<&str>) {
                 (0..8)
                     .map(|_| {
                         let mut c = sp.command();
-                        if let Some(n) = shard_from {
-                            c.env(loopx::cache::SHARD_VAR, n);
-                        }
+                        c.env(loopx::cache::SHARD_VAR, shard_from);
                         run(c.args(["todo", "list", "--all", "--json"]))
                     })
                     .collect()
@@ -1092,4 +1104,59 @@ fn a_claim_that_takes_a_scope_counts_the_board_again() {
         cold["ready"].as_u64().unwrap(),
         "the claimed todo and the one sharing its scope are no longer ready: {before} {cold}"
     );
+}
+
+/// The default layout (`loopx::cache::SHARD_FROM`, no override): an empty
+/// board's cache is one file; from one live todo on every todo is in a
+/// shard and the head holds only the claimed ones, so `should-run` on an
+/// own claim reads the head alone even on a small board, and answers as a
+/// cold read does. `status` and `todo list` from the default layout equal
+/// a cold read's too.
+#[test]
+fn a_small_board_is_sharded_and_should_run_on_a_claim_reads_the_head_alone() {
+    let env = TestEnv::with_board();
+    env.loopx(&["status"]).ok();
+    let head = String::from_utf8(files(&env)["head"].clone()).unwrap();
+    assert!(head.contains("\nshards 0\n"), "an empty board: {head:.400}");
+    assert_eq!(files(&env).len(), 1, "one file");
+    let t = env.add("Write the parser", &["--priority", "P1"]);
+    env.add("Write the docs", &[]);
+    env.agent("agent-a", &["todo", "claim", &t]).ok();
+    let good = files(&env);
+    let names: Vec<&String> = good.keys().collect();
+    assert_eq!(
+        names,
+        ["head", "ready", "todos-00"],
+        "one shard and the index"
+    );
+    let head = String::from_utf8(good["head"].clone()).unwrap();
+    assert!(head.contains("\nshards 1\n"), "{head:.400}");
+    let body = head.split_once("\n\n").unwrap().1;
+    assert!(
+        body.contains("Write the parser"),
+        "the claimed todo: {body:.400}"
+    );
+    assert!(
+        !body.contains("Write the docs"),
+        "only the claimed todo: {body:.400}"
+    );
+    let warm = answers(&env);
+    let _ = std::fs::remove_dir_all(folder(&env));
+    assert_eq!(
+        answers(&env),
+        warm,
+        "the default layout answers as a cold read"
+    );
+    // should-run on agent-a's claim with only the head on disk.
+    let head_only: BTreeMap<String, Vec<u8>> = files(&env)
+        .into_iter()
+        .filter(|(k, _)| k == "head")
+        .collect();
+    let ask = || at_fixed_time(&env, Some("agent-a"), &["quota", "should-run", "--json"]);
+    let want = ask();
+    assert!(want.stdout.contains(&t), "{}", want.stdout);
+    restore(&env, &head_only);
+    let got = ask();
+    assert_eq!((got.code, got.stdout), (want.code, want.stdout));
+    assert!(files(&env) == head_only, "no shard read, none rebuilt");
 }

@@ -32,6 +32,8 @@ pub struct TestEnv {
     pub repo: PathBuf,
     clock: Arc<AtomicI64>,
     pub seed: String,
+    /// Variables every command of this environment gets ([`TestEnv::set_env`]).
+    vars: Vec<(String, String)>,
 }
 
 impl TestEnv {
@@ -58,7 +60,14 @@ impl TestEnv {
             repo,
             clock: Arc::new(AtomicI64::new(START)),
             seed: "test".to_owned(),
+            vars: Vec::new(),
         }
+    }
+
+    /// Gives every later command of this environment (and its spawners'
+    /// commands) the variable `name`.
+    pub fn set_env(&mut self, name: &str, value: &str) {
+        self.vars.push((name.to_owned(), value.to_owned()));
     }
 
     /// A repository with a state, goal `main`, and agents `agent-a`, `agent-b`.
@@ -102,6 +111,7 @@ impl TestEnv {
             root: self.tmp.path().to_path_buf(),
             repo: self.repo.clone(),
             clock: Arc::clone(&self.clock),
+            vars: self.vars.clone(),
         }
     }
 
@@ -251,12 +261,14 @@ pub struct Spawner {
     root: PathBuf,
     repo: PathBuf,
     clock: Arc<AtomicI64>,
+    vars: Vec<(String, String)>,
 }
 
 impl Spawner {
     pub fn command(&self) -> Command {
         let mut c = Command::new(env!("CARGO_BIN_EXE_loopx"));
         isolate(&mut c, &self.root);
+        c.envs(self.vars.iter().map(|(k, v)| (k, v)));
         c.current_dir(&self.repo)
             .env("LOOPX_NOW", rfc3339(self.clock.load(Ordering::SeqCst)));
         c
@@ -495,6 +507,7 @@ impl TestEnv {
             root: self.tmp.path().to_path_buf(),
             repo: repo.to_path_buf(),
             clock: Arc::clone(&self.clock),
+            vars: self.vars.clone(),
         }
     }
 }
