@@ -884,7 +884,7 @@ fn update_part(
             // no other todo's place in it moved. A list ranked again, or
             // any read of a todo the state lacks, marks the state short.
             let old = read_ready(folder, key, &ready?)?;
-            let index = ready::update_touched(old, state, touched, ready::SIZES);
+            let index = ready::update_touched(old, before, state, touched, ready::SIZES);
             (!state.todos.fell_short_of_whole()).then_some((counts, index))
         })
         .flatten();

@@ -167,8 +167,8 @@ fn brief_of(
             reason_message(r, agent, &goal.id)
         )),
         (None, Some((id, own))) => {
-            let listed = list.and_then(|l| l.todos.iter().find(|t| &t.id == id));
-            let todo = listed.or_else(|| state.todos.get(id));
+            let listed = || list.and_then(|l| l.todos.iter().find(|t| &t.id == id));
+            let todo = state.todos.get(id).or_else(listed);
             let title = short(&todo.expect("the decision names a todo of the state").title);
             let token = new_token(agent, &goal.id, st.tip, st.now);
             if *own {
