@@ -195,9 +195,15 @@ impl Pending {
         let (Some(a), Some(list)) = (state.agents.get(agent), list) else {
             return Err(self);
         };
-        let todo = match &self.own {
-            Some(t) => Some((t.clone(), true)),
-            None => {
+        // Nothing ready, proven by the list's count of every todo.
+        let nothing = list
+            .nothing
+            .as_ref()
+            .filter(|n| n.holds_at(state, a, &goal.id, now));
+        let todo = match (&self.own, nothing) {
+            (Some(t), _) => Some((t.clone(), true)),
+            (None, Some(_)) => None,
+            (None, None) => {
                 let Some(first) = ready::first_ready(state, list, a, now, 1) else {
                     return Err(self);
                 };
@@ -205,15 +211,25 @@ impl Pending {
             }
         };
         let Some(todo) = todo else {
-            // Nothing ready: the open gate on a claim says why, else only
-            // the whole state can (its reason counts every todo).
+            // Nothing ready: the open gate on a claim says why, else the
+            // reasons counted on every todo, when the list holds them.
             let Pending { mut d, own, gated } = *self;
-            return match gated {
-                Some((gate, question)) => {
+            return match (gated, nothing) {
+                (Some((gate, question)), _) => {
                     d.skip = Some(Reason::GateOpen { gate, question });
                     Ok(d)
                 }
-                None => Err(Box::new(Pending { d, own, gated })),
+                (None, Some(n)) => {
+                    d.skip = Some(Reason::NothingReady {
+                        detail: rules::nothing_ready(agent, &n.why),
+                    });
+                    Ok(d)
+                }
+                (None, None) => Err(Box::new(Pending {
+                    d,
+                    own,
+                    gated: None,
+                })),
             };
         };
         let same = match no_change_check(state, agent, goal) {

@@ -774,7 +774,7 @@ fn a_tick_from_a_partial_read_writes_what_a_cold_full_read_writes() {
     );
     assert!(
         digests_after_part > 50,
-        "only {digests_after_part} unchanged agents' digests checked after a partial tick"
+        "only {digests_after_part} unchanged agents' digests and nothing-ready lists checked after a partial tick"
     );
 }
 
@@ -818,6 +818,18 @@ fn ready_lists_start_the_pick_order(store: &Store, tip: &Tip, state: &State, n: 
                     u.digest,
                     crate::op::turn::digest(state, &agent.id, goal, at),
                     "tick {n}: {}'s digest on {goal}",
+                    agent.id
+                );
+                digests += 1;
+            }
+            // Nothing ready, with the whole state's reasons, at its time.
+            if let Some(nothing) = &list.nothing {
+                let at = Timestamp::from_unix(nothing.at);
+                let whole = crate::op::rules::best_ready(state, agent, Some(goal), at);
+                assert_eq!(
+                    whole.err().map(|r| r.message),
+                    Some(crate::op::rules::nothing_ready(&agent.id, &nothing.why)),
+                    "tick {n}: nothing ready for {} on {goal}",
                     agent.id
                 );
                 digests += 1;

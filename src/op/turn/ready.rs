@@ -59,6 +59,77 @@ pub struct ReadyList {
     /// unchanged: the agent's no-change digest there (None: not known).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unchanged: Option<Unchanged>,
+    /// When nothing on the goal was ready for the agent at a time: why
+    /// (None: something was ready, or not known).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nothing: Option<Nothing>,
+}
+
+/// Nothing on a goal ready for an agent at `at` (unix seconds), and why:
+/// how many of the goal's todos that are not done each reason
+/// (`rules::NotReady::kind`) held back, as `rules::best_ready` counts
+/// them. `should-run` says nothing-ready from it, at any time when every
+/// todo provably stands where it stood at `at` ([`Nothing::holds_at`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Nothing {
+    pub at: i64,
+    pub why: BTreeMap<String, usize>,
+}
+
+/// Where todo `t` stands for `agent` at `now` in `best_ready`'s count:
+/// None for a done todo or one of another goal, else ready (`Ok`) or the
+/// reason's kind.
+fn stands(
+    state: &State,
+    t: &Todo,
+    agent: &Agent,
+    goal: &GoalId,
+    now: Timestamp,
+    scoped: &rules::Scoped,
+) -> Option<Result<(), &'static str>> {
+    if &t.goal != goal || t.status == TodoStatus::Done {
+        return None;
+    }
+    Some(rules::ready_with(state, t, agent, now, scoped).map_err(|n| n.kind()))
+}
+
+impl Nothing {
+    /// From the whole `state`: Some when nothing on `goal` is ready for
+    /// `agent` at `at`, with why.
+    fn of(state: &State, agent: &Agent, goal: &GoalId, at: Timestamp) -> Option<Nothing> {
+        let scoped = rules::Scoped::of(state);
+        let mut why: BTreeMap<String, usize> = BTreeMap::new();
+        for (_, t) in state.todos.iter() {
+            match stands(state, t, agent, goal, at, &scoped) {
+                None => {}
+                Some(Ok(())) => return None,
+                Some(Err(k)) => *why.entry(k.to_owned()).or_default() += 1,
+            }
+        }
+        Some(Nothing { at: at.unix(), why })
+    }
+
+    /// Whether nothing is ready at `now` too, asked of `state`, which
+    /// holds every claimed todo and every other entity whole (the cache's
+    /// head): the live scoped claims are the same at both times (an
+    /// unclaimed todo moves with time only through them) and every claimed
+    /// todo of the goal stands where it stood at `at`.
+    pub fn holds_at(&self, state: &State, agent: &Agent, goal: &GoalId, now: Timestamp) -> bool {
+        let then = Timestamp::from_unix(self.at);
+        if crate::op::board::live_scoped(state, now) != crate::op::board::live_scoped(state, then) {
+            return false;
+        }
+        let scoped = rules::Scoped::of(state);
+        state
+            .todos
+            .iter_held()
+            .map(|(_, t)| t)
+            .filter(|t| t.claim.is_some())
+            .all(|t| {
+                stands(state, t, agent, goal, now, &scoped)
+                    == stands(state, t, agent, goal, then, &scoped)
+            })
+    }
 }
 
 /// The no-change digest (`turn::digest`) of an agent on the goal of its
@@ -218,6 +289,7 @@ pub fn build(state: &State, agent: &Agent, goal: &GoalId, sizes: Sizes) -> Ready
         todos: keyed.into_iter().map(|(_, t)| t.clone()).collect(),
         complete: cut.is_none(),
         unchanged: None,
+        nothing: None,
     };
     cap(&mut list, sizes);
     list
@@ -273,9 +345,23 @@ pub fn build_all(state: &State, sizes: Sizes) -> Index {
 pub fn update_all(old: Option<Index>, state: &State, touched: &Touched, sizes: Sizes) -> Index {
     let mut index = update_lists(old, state, touched, sizes);
     // Each unchanged agent's digest, from the whole state; no other.
+    // Where the list shows no todo ready, whether nothing is.
     for r in index.values_mut() {
         for l in r.goals.values_mut() {
             l.unchanged = None;
+            l.nothing = None;
+        }
+    }
+    for a in state.agents.values() {
+        let at = digest_time(state, a);
+        let Some(r) = index.get_mut(&a.id) else {
+            continue;
+        };
+        for (g, l) in r.goals.iter_mut() {
+            let shown = first_ready(state, l, a, at, 1);
+            if shown.is_none_or(|s| s.is_empty()) {
+                l.nothing = Nothing::of(state, a, g, at);
+            }
         }
     }
     for a in state.agents.values() {
@@ -332,10 +418,25 @@ pub fn update_touched(
                 .then(|| (id.clone(), goal.clone(), u))
         })
         .collect();
+    let nothing: Vec<(AgentId, GoalId, Nothing)> = old
+        .iter()
+        .flat_map(|(id, r)| r.goals.iter().map(move |(g, l)| (id, g, l)))
+        .filter_map(|(id, g, l)| {
+            let n = l.nothing.clone()?;
+            let (a, b) = (before.agents.get(id)?, state.agents.get(id)?);
+            nothing_kept(before, state, a, b, g, &changed, &n).then(|| (id.clone(), g.clone(), n))
+        })
+        .collect();
     let mut index = update_changed(old, state, touched, &changed, sizes);
     for r in index.values_mut() {
         for l in r.goals.values_mut() {
             l.unchanged = None;
+            l.nothing = None;
+        }
+    }
+    for (id, goal, n) in nothing {
+        if let Some(l) = index.get_mut(&id).and_then(|r| r.goals.get_mut(&goal)) {
+            l.nothing = Some(n);
         }
     }
     for (id, goal, u) in digests {
@@ -344,6 +445,53 @@ pub fn update_touched(
         }
     }
     index
+}
+
+/// Whether nothing on `goal` is still ready for the agent (`a` before,
+/// `b` after) at `n.at` after a tick from `before` to `after` (partial
+/// states) that changed the todos `changed`: every changed and every
+/// claimed todo stands where it stood, and the live scoped claims at that
+/// time are the same (the caller's other conditions hold, as for
+/// [`digest_kept`]).
+fn nothing_kept(
+    before: &State,
+    after: &State,
+    a: &Agent,
+    b: &Agent,
+    goal: &GoalId,
+    changed: &BTreeSet<&TodoId>,
+    n: &Nothing,
+) -> bool {
+    let at = Timestamp::from_unix(n.at);
+    if a.capabilities != b.capabilities
+        || crate::op::board::live_scoped(before, at) != crate::op::board::live_scoped(after, at)
+    {
+        return false;
+    }
+    let (sb, sa) = (rules::Scoped::of(before), rules::Scoped::of(after));
+    let claimed = |s: &State| -> Vec<TodoId> {
+        s.todos
+            .iter_held()
+            .filter(|(_, t)| t.claim.is_some())
+            .map(|(k, _)| k.clone())
+            .collect()
+    };
+    let (cb, ca) = (claimed(before), claimed(after));
+    let ids = changed.iter().copied().chain(cb.iter()).chain(ca.iter());
+    for id in ids {
+        let x = before
+            .todos
+            .get(id)
+            .and_then(|t| stands(before, t, a, goal, at, &sb));
+        let y = after
+            .todos
+            .get(id)
+            .and_then(|t| stands(after, t, b, goal, at, &sa));
+        if x != y {
+            return false;
+        }
+    }
+    !before.todos.fell_short_of_whole() && !after.todos.fell_short_of_whole()
 }
 
 /// Whether `agent`'s digest on `goal` at `u.at` is the same after a tick
