@@ -1195,3 +1195,45 @@ fn a_claim_that_takes_a_scope_counts_the_board_again() {
         "the claimed todo and the one sharing its scope are no longer ready: {before} {cold}"
     );
 }
+
+/// should-run after the agent's turn ended unchanged (the no-change
+/// digest) and when nothing is ready (the reasons' counts) answers from the
+/// head and the agent's ready list alone, as a cold read does.
+#[test]
+fn should_run_after_an_unchanged_turn_or_with_nothing_ready_reads_the_head_and_the_index() {
+    let (env, _) = sharded_board();
+    let ask = || {
+        let mut c: Command = env.spawner().command();
+        c.env("LOOPX_NOW", env.now())
+            .env("LOOPX_SEED", "cache")
+            .env(loopx::cache::SHARD_VAR, SHARD_FROM)
+            .env("LOOPX_AGENT", "agent-b");
+        let out = run(c.args(["quota", "should-run", "--json"]));
+        assert!(!out.stderr.contains("cache"), "{}", out.stderr);
+        (out.code, out.stdout)
+    };
+    let lean = |all: &BTreeMap<String, Vec<u8>>| -> BTreeMap<String, Vec<u8>> {
+        all.iter()
+            .filter(|(k, _)| *k == "head" || *k == "ready")
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    };
+    let from_the_index = |code: &str| {
+        let _ = std::fs::remove_dir_all(folder(&env));
+        let want = ask();
+        assert!(want.1.contains(code), "{}", want.1);
+        let good = files(&env);
+        restore(&env, &lean(&good));
+        assert_eq!(ask(), want, "{code} from the head and the index");
+        assert!(files(&env) == lean(&good), "{code}: no shard read");
+    };
+    sharded(&env, Some("agent-b"), &["refresh-state", "--outcome", "unchanged"]).ok();
+    from_the_index("no-change");
+    // agent-a claims every other todo: nothing is ready for agent-b.
+    for _ in 0..10 {
+        if sharded(&env, Some("agent-a"), &["todo", "claim", "--next"]).code != 0 {
+            break;
+        }
+    }
+    from_the_index("nothing-ready");
+}
