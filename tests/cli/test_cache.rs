@@ -1227,7 +1227,12 @@ fn should_run_after_an_unchanged_turn_or_with_nothing_ready_reads_the_head_and_t
         assert_eq!(ask(), want, "{code} from the head and the index");
         assert!(files(&env) == lean(&good), "{code}: no shard read");
     };
-    sharded(&env, Some("agent-b"), &["refresh-state", "--outcome", "unchanged"]).ok();
+    sharded(
+        &env,
+        Some("agent-b"),
+        &["refresh-state", "--outcome", "unchanged"],
+    )
+    .ok();
     from_the_index("no-change");
     // agent-a claims every other todo: nothing is ready for agent-b.
     for _ in 0..10 {

@@ -116,7 +116,7 @@ impl Nothing {
     /// todo of the goal stands where it stood at `at`.
     pub fn holds_at(&self, state: &State, agent: &Agent, goal: &GoalId, now: Timestamp) -> bool {
         let then = Timestamp::from_unix(self.at);
-        if crate::op::board::live_scoped(state, now) != crate::op::board::live_scoped(state, then) {
+        if live_scoped(state, now) != live_scoped(state, then) {
             return false;
         }
         let scoped = rules::Scoped::of(state);
@@ -166,7 +166,7 @@ impl Unchanged {
         now: Timestamp,
     ) -> Option<&str> {
         let then = Timestamp::from_unix(self.at);
-        if crate::op::board::live_scoped(state, now) != crate::op::board::live_scoped(state, then) {
+        if live_scoped(state, now) != live_scoped(state, then) {
             return None;
         }
         let scoped = rules::Scoped::of(state);
@@ -181,6 +181,12 @@ impl Unchanged {
             });
         same.then_some(self.digest.as_str())
     }
+}
+
+/// The scoped claims live in `state` at `at`: every unclaimed todo's
+/// readiness moves with time only through them.
+fn live_scoped(state: &State, at: Timestamp) -> Vec<(&TodoId, &[String], &AgentId)> {
+    rules::Scoped::of(state).live_at(state.meta.settings.clock_skew, at)
 }
 
 /// The goal of `agent`'s last turn when it ended unchanged.
@@ -463,9 +469,7 @@ fn nothing_kept(
     n: &Nothing,
 ) -> bool {
     let at = Timestamp::from_unix(n.at);
-    if a.capabilities != b.capabilities
-        || crate::op::board::live_scoped(before, at) != crate::op::board::live_scoped(after, at)
-    {
+    if a.capabilities != b.capabilities || live_scoped(before, at) != live_scoped(after, at) {
         return false;
     }
     let (sb, sa) = (rules::Scoped::of(before), rules::Scoped::of(after));
@@ -509,7 +513,7 @@ fn digest_kept(
     u: &Unchanged,
 ) -> bool {
     let at = Timestamp::from_unix(u.at);
-    if crate::op::board::live_scoped(before, at) != crate::op::board::live_scoped(after, at) {
+    if live_scoped(before, at) != live_scoped(after, at) {
         return false;
     }
     let (sb, sa) = (rules::Scoped::of(before), rules::Scoped::of(after));
