@@ -709,6 +709,37 @@ pub fn ready_list(store: &Store, commit: Oid, agent: &AgentId, goal: &GoalId) ->
     read_ready_list(&folder, key, &ready?, agent, goal)
 }
 
+/// Repairs the cache's ready index after a reader fell back to the whole
+/// read: when the head on disk names `tip`, is sharded and its ready
+/// index is missing or damaged, the index is ranked again from the whole
+/// `state` at `tip` and the head written again naming it (its body as it
+/// was), so the next reader answers from the head again. Silent and best
+/// effort, like [`write()`]; a racing writer of another commit at worst
+/// leaves a head or an index that names another commit: a miss, never a
+/// wrong answer.
+pub fn repair_ready(store: &Store, tip: &Tip, state: &State) {
+    let Some(key) = build_key() else { return };
+    let _ = repair_ready_in(&folder(store), key, tip, state);
+}
+
+fn repair_ready_in(folder: &Path, key: &str, tip: &Tip, state: &State) -> Option<()> {
+    if state.todos.is_partial() {
+        return None;
+    }
+    let bytes = read_regular(&head_path(folder))?;
+    let (at, shards, ready, body) = parse_head(key, &bytes)?;
+    if at.commit != tip.commit || shards.is_empty() || at.tree != tip.tree {
+        return None;
+    }
+    if ready.is_some_and(|r| read_ready(folder, key, &r).is_some()) {
+        return None;
+    }
+    let index = ready::build_all(state, ready::SIZES);
+    let new = write_ready(folder, key, tip.commit, &index).ok()?;
+    let header = head_header(key, &at, body, &shards, Some(&new));
+    write_file(&head_path(folder), &header, body).ok()
+}
+
 /// The whole ready index, when its file is the one the head names.
 fn read_ready(folder: &Path, key: &str, want: &ShardRef) -> Option<ready::Index> {
     let bytes = read_regular(&ready_path(folder))?;
@@ -874,7 +905,7 @@ fn update_part(
             // no other todo's place in it moved. A list ranked again, or
             // any read of a todo the state lacks, marks the state short.
             let old = read_ready(folder, key, &ready?)?;
-            let index = ready::update_touched(old, state, touched, ready::SIZES);
+            let index = ready::update_touched(old, before, state, touched, ready::SIZES);
             (!state.todos.fell_short_of_whole()).then_some((counts, index))
         })
         .flatten();
@@ -1131,13 +1162,25 @@ fn write_head_with(
         })
     }
     .map_err(std::io::Error::other)?;
+    let header = head_header(key, tip, &body, shards, ready);
+    write_file(&head_path(folder), &header, &body)
+}
+
+/// The header of a head file whose body is `body`.
+fn head_header(
+    key: &str,
+    tip: &Tip,
+    body: &[u8],
+    shards: &[ShardRef],
+    ready: Option<&ShardRef>,
+) -> String {
     let mut header = format!(
         "{MAGIC}\nkey {key}\ncommit {}\ntree {}\ntick {}\nbytes {}\nsum {:016x}\nshards {}\n",
         tip.commit,
         tip.tree,
         tip.tick,
         body.len(),
-        checksum(&body),
+        checksum(body),
         shards.len()
     );
     for (i, r) in shards.iter().enumerate() {
@@ -1147,7 +1190,7 @@ fn write_head_with(
         header.push_str(&format!("ready {} {:016x}\n", r.commit, r.sum));
     }
     header.push('\n');
-    write_file(&head_path(folder), &header, &body)
+    header
 }
 
 /// Writes `header` and `body` to `path` through a temporary file renamed

@@ -179,6 +179,14 @@ pub fn ready_list(
     cache::ready_list(repo.store(), tip.commit, agent, goal)
 }
 
+/// After a reader of the cache's head fell back to the whole state `snap`
+/// (the ready index could not answer), writes the index again when it was
+/// missing or damaged ([`cache::repair_ready`]), so the next reader is
+/// fast again. Silent, as every cache write.
+pub fn repair_ready(repo: &Repo, snap: &Snapshot) {
+    cache::repair_ready(repo.store(), &snap.tip, &snap.state);
+}
+
 /// The state ref names a commit that cannot be read: says how to put back
 /// the last good one.
 fn unreadable_tip(repo: &Repo, e: anyhow::Error) -> anyhow::Error {

@@ -106,6 +106,14 @@ pub fn ready_list(
     crate::tx::ready_list(ctx.repo().ok()?, tip, agent, goal)
 }
 
+/// Repairs a missing or damaged ready index from the whole state a
+/// reader fell back to ([`crate::tx::repair_ready`]); silent.
+pub fn repair_ready(ctx: &Ctx, snap: &Snapshot) {
+    if let Ok(repo) = ctx.repo() {
+        crate::tx::repair_ready(repo, snap);
+    }
+}
+
 /// Reads the state at a commit.
 pub fn load_at(ctx: &Ctx, tip: Tip) -> Result<Snapshot> {
     crate::tx::load_at(ctx.repo()?, tip)

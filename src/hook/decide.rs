@@ -7,6 +7,7 @@
 use super::session::{Seen, Session};
 use super::{Answer, Event, Input, view};
 use crate::model::{AgentId, AgentStatus, Goal, GoalId, Outcome, State, Todo, TodoStatus};
+use crate::op::turn::ready::ReadyList;
 use crate::op::turn::{self, new_token, reason_message};
 use crate::op::{Change, RefreshState, brief, rules, short};
 use crate::time::Timestamp;
@@ -91,19 +92,58 @@ pub struct Start<'a> {
 /// concerns it, and the next step (the claim to go on with, the todo to
 /// claim, or a stand-down with the reason).
 pub fn brief(state: &State, st: &Start) -> String {
-    let (agent, goal, lx) = (st.agent, st.goal, st.lx);
-    let since = state
+    let d = turn::decide(state, st.agent, st.goal, st.now);
+    let b = brief::build(
+        state,
+        st.agent,
+        st.goal,
+        st.now,
+        since(state, st.agent),
+        None,
+    );
+    brief_of(state, st, d, &b, None)
+}
+
+/// [`brief`] from the state cache's head (`state`: every claimed todo,
+/// every other entity whole) and the agent's ready list on the goal
+/// (`crate::op::turn::ready`), as `should-run` answers: None when they
+/// cannot prove the whole state's brief (then the caller reads it whole).
+pub fn brief_from_ready(state: &State, st: &Start, list: &ReadyList) -> Option<String> {
+    let (agent, goal, now) = (st.agent, st.goal, st.now);
+    let d = match turn::decide_from_claims(state, agent, goal, now) {
+        Ok(d) => d,
+        Err(p) => p
+            .finish_from_ready(state, agent, goal, now, Some(list))
+            .ok()?,
+    };
+    let b = brief::from_ready(state, agent, goal, now, since(state, agent), list)?;
+    Some(brief_of(state, st, d, &b, Some(list)))
+}
+
+/// When the agent's previous turn ended.
+fn since(state: &State, agent: &AgentId) -> Option<Timestamp> {
+    state
         .agents
         .get(agent)
         .and_then(|a| a.last_turn.as_ref())
-        .map(|t| t.at);
-    let mut d = turn::decide(state, agent, goal, st.now);
+        .map(|t| t.at)
+}
+
+/// The brief's text from the decision `d` and the brief `b`; the todo it
+/// names is looked up in `state`, else in `list`.
+fn brief_of(
+    state: &State,
+    st: &Start,
+    mut d: turn::Decision,
+    b: &brief::Brief,
+    list: Option<&ReadyList>,
+) -> String {
+    let (agent, goal, lx) = (st.agent, st.goal, st.lx);
     // The earlier session's end recorded an unchanged turn; this session
     // is what its "resume" asked for, not a retry of the same turn.
     if st.continued && d.skip == Some(turn::Reason::NoChange) {
         d.skip = None;
     }
-    let b = brief::build(state, agent, goal, st.now, since, None);
     let mut text = format!("loopx: you are agent {agent}.\n");
     if let Some(why) = st.offline {
         text.push_str(&format!("{why}\n"));
@@ -127,7 +167,9 @@ pub fn brief(state: &State, st: &Start) -> String {
             reason_message(r, agent, &goal.id)
         )),
         (None, Some((id, own))) => {
-            let title = short(&state.todos[id].title);
+            let listed = || list.and_then(|l| l.todos.iter().find(|t| &t.id == id));
+            let todo = state.todos.get(id).or_else(listed);
+            let title = short(&todo.expect("the decision names a todo of the state").title);
             let token = new_token(agent, &goal.id, st.tip, st.now);
             if *own {
                 text.push_str(&format!("Next: go on with your claim {id} \"{title}\".\n"));

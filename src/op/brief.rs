@@ -274,6 +274,24 @@ pub fn build(
     }
 }
 
+/// [`build`] from the state cache's head (`state`: every claimed todo,
+/// every other entity whole) and the agent's ready list on the goal: None
+/// when the list cannot show the first ready todos (then only the whole
+/// state can).
+pub fn from_ready(
+    state: &State,
+    agent: &AgentId,
+    goal: &Goal,
+    now: Timestamp,
+    since: Option<Timestamp>,
+    list: &turn::ready::ReadyList,
+) -> Option<Brief> {
+    if let Some(a) = state.agents.get(agent) {
+        turn::ready::first_ready(state, list, a, now, READY)?;
+    }
+    Some(build(state, agent, goal, now, since, Some(list)))
+}
+
 impl Brief {
     pub fn human(&self) -> String {
         let mut s = format!("goal {}: {}\n", self.goal.id, self.goal.objective);

@@ -413,23 +413,25 @@ pub fn best_ready<'s>(
         }
     }
     best.map(|(t, _)| t).ok_or_else(|| {
-        let detail = if why.is_empty() {
-            "there are no open todos".to_owned()
-        } else {
-            why.iter()
-                .map(|(k, n)| format!("{n} {k}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        Refusal::rule(
-            Code::NothingReady,
-            format!("no todo is ready for {}: {detail}", agent.id),
-        )
-        .with_hint(Hint::new(
+        Refusal::rule(Code::NothingReady, nothing_ready(&agent.id, &why)).with_hint(Hint::new(
             format!("add work with {N}, or look with {N}"),
             [Next::AddTodo, Next::Todos],
         ))
     })
+}
+
+/// [`best_ready`]'s sentence when nothing is ready for `agent`, from how
+/// many todos each reason (`NotReady::kind`) holds back.
+pub fn nothing_ready<K: AsRef<str>>(agent: &AgentId, why: &BTreeMap<K, usize>) -> String {
+    let detail = if why.is_empty() {
+        "there are no open todos".to_owned()
+    } else {
+        why.iter()
+            .map(|(k, n)| format!("{n} {}", k.as_ref()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    format!("no todo is ready for {agent}: {detail}")
 }
 
 /// The registered, active agent behind an actor, or why there is none.

@@ -181,9 +181,9 @@ impl Pending {
     /// claimed todo, every other entity whole) and the agent's ready list
     /// on the goal ([`ready`]): Ok with [`Pending::finish`]'s answer on the
     /// whole state, or the pending decision back when they cannot prove it
-    /// (an own claim or a last unchanged turn, which need the digest of
-    /// every todo; no list; a list too short to tell; nothing ready, whose
-    /// reason counts every todo).
+    /// (no list; a list too short to tell; nothing ready, whose reason
+    /// counts every todo; a last unchanged turn whose digest the list does
+    /// not hold for `now`, [`ready::Unchanged::holds_at`]).
     pub fn finish_from_ready(
         self: Box<Self>,
         state: &State,
@@ -195,23 +195,58 @@ impl Pending {
         let (Some(a), Some(list)) = (state.agents.get(agent), list) else {
             return Err(self);
         };
-        if self.own.is_some() || no_change_check(state, agent, goal).is_some() {
-            return Err(self);
-        }
-        let Some(first) = ready::first_ready(state, list, a, now, 1) else {
-            return Err(self);
-        };
-        let Pending { mut d, gated, .. } = *self;
-        match (first.first(), gated) {
-            (Some(t), _) => d.todo = Some((t.id.clone(), false)),
-            (None, Some((gate, question))) => d.skip = Some(Reason::GateOpen { gate, question }),
+        // Nothing ready, proven by the list's count of every todo.
+        let nothing = list
+            .nothing
+            .as_ref()
+            .filter(|n| n.holds_at(state, a, &goal.id, now));
+        let todo = match (&self.own, nothing) {
+            (Some(t), _) => Some((t.clone(), true)),
+            (None, Some(_)) => None,
             (None, None) => {
-                return Err(Box::new(Pending {
-                    d,
-                    own: None,
-                    gated: None,
-                }));
+                let Some(first) = ready::first_ready(state, list, a, now, 1) else {
+                    return Err(self);
+                };
+                first.first().map(|t| (t.id.clone(), false))
             }
+        };
+        let Some(todo) = todo else {
+            // Nothing ready: the open gate on a claim says why, else the
+            // reasons counted on every todo, when the list holds them.
+            let Pending { mut d, own, gated } = *self;
+            return match (gated, nothing) {
+                (Some((gate, question)), _) => {
+                    d.skip = Some(Reason::GateOpen { gate, question });
+                    Ok(d)
+                }
+                (None, Some(n)) => {
+                    d.skip = Some(Reason::NothingReady {
+                        detail: rules::nothing_ready(agent, &n.why),
+                    });
+                    Ok(d)
+                }
+                (None, None) => Err(Box::new(Pending {
+                    d,
+                    own,
+                    gated: None,
+                })),
+            };
+        };
+        let same = match no_change_check(state, agent, goal) {
+            None => false,
+            Some(last) => match list
+                .unchanged
+                .as_ref()
+                .and_then(|u| u.holds_at(state, agent, &goal.id, now))
+            {
+                Some(digest) => digest == last,
+                None => return Err(self),
+            },
+        };
+        let mut d = self.d;
+        d.todo = Some(todo);
+        if same {
+            d.skip = Some(Reason::NoChange);
         }
         Ok(d)
     }
@@ -339,21 +374,9 @@ pub fn digest(state: &State, agent: &AgentId, goal: &GoalId, now: Timestamp) -> 
     let scoped = rules::Scoped::of(state);
     let a = state.agents.get(agent);
     for (_, t) in state.todos.iter().filter(|(_, t)| &t.goal == goal) {
-        if t.owner() == Some(agent) {
-            line(
-                &mut h,
-                format_args!("claim {} {} {}\n", t.id, t.epoch, t.status),
-            );
-            if let Some(e) = t
-                .last_evidence
-                .as_ref()
-                .filter(|e| e.by.agent() != Some(agent))
-            {
-                line(&mut h, format_args!("evidence {} {}\n", t.id, e.id));
-            }
-        } else if a.is_some_and(|a| rules::ready_with(state, t, a, now, &scoped).is_ok()) {
-            line(&mut h, format_args!("ready {} {}\n", t.id, t.updated_at));
-        }
+        h.1.clear();
+        todo_lines(&mut h.1, state, agent, a, t, now, &scoped);
+        h.0.update(h.1.as_bytes());
     }
     for g in state.gates.values() {
         if &g.goal == goal && rules::gate_concerns(state, g, agent, Some(goal)) {
@@ -364,6 +387,57 @@ pub fn digest(state: &State, agent: &AgentId, goal: &GoalId, now: Timestamp) -> 
         }
     }
     crate::model::id::hex(&h.0.finalize()[..8])
+}
+
+/// The lines todo `t` (of the digest's goal) adds to `agent`'s [`digest`]
+/// at `now`, appended to `out`: none, or its claim (and others' evidence
+/// on it) when the agent holds it, or its ready line when it is ready for
+/// the agent. The digest hashes them todo by todo, in id order.
+fn todo_lines(
+    out: &mut String,
+    state: &State,
+    agent: &AgentId,
+    a: Option<&crate::model::Agent>,
+    t: &crate::model::Todo,
+    now: Timestamp,
+    scoped: &rules::Scoped,
+) {
+    use std::fmt::Write;
+    if t.owner() == Some(agent) {
+        let _ = writeln!(out, "claim {} {} {}", t.id, t.epoch, t.status);
+        if let Some(e) = t
+            .last_evidence
+            .as_ref()
+            .filter(|e| e.by.agent() != Some(agent))
+        {
+            let _ = writeln!(out, "evidence {} {}", t.id, e.id);
+        }
+    } else if a.is_some_and(|a| rules::ready_with(state, t, a, now, scoped).is_ok()) {
+        let _ = writeln!(out, "ready {} {}", t.id, t.updated_at);
+    }
+}
+
+/// [`todo_lines`] of one todo as a string: what a tick or a reader of the
+/// ready index compares to tell that the todo's part of the digest did
+/// not move (`ready::Unchanged`).
+pub fn digest_part(
+    state: &State,
+    agent: &AgentId,
+    t: &crate::model::Todo,
+    now: Timestamp,
+    scoped: &rules::Scoped,
+) -> String {
+    let mut out = String::new();
+    todo_lines(
+        &mut out,
+        state,
+        agent,
+        state.agents.get(agent),
+        t,
+        now,
+        scoped,
+    );
+    out
 }
 
 /// A hash fed line by line through one reused buffer, not a `String` per

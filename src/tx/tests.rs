@@ -584,6 +584,7 @@ fn a_tick_from_a_partial_read_writes_what_a_cold_full_read_writes() {
     let mut tip: Option<Tip> = None;
     let mut state = State::default();
     let (mut partial, mut fell_short, mut carried, mut completed, mut refused) = (0, 0, 0, 0, 0);
+    let mut digests_after_part = 0;
     let mut setup: Vec<Change> = std::iter::once(Change::Init(Init {
         goal: Some(main_goal()),
         objective: Some("Ship".to_owned()),
@@ -731,7 +732,10 @@ fn a_tick_from_a_partial_read_writes_what_a_cold_full_read_writes() {
         if std::fs::symlink_metadata(cache::head_path(&cache::folder(&store))).is_ok() {
             let (_, from_cache) = cache::read(&store, new.commit).expect("the updated cache reads");
             assert_eq!(from_cache, cold.state, "tick {n}: the updated cache");
-            ready_lists_start_the_pick_order(&store, &new, &cold.state, n);
+            let d = ready_lists_start_the_pick_order(&store, &new, &cold.state, n);
+            if from_part.is_some() {
+                digests_after_part += d;
+            }
             let body = head_body(&store);
             cache::write(&store, &new, &cold.state);
             assert_eq!(
@@ -768,13 +772,18 @@ fn a_tick_from_a_partial_read_writes_what_a_cold_full_read_writes() {
         refused > 20,
         "only {refused} partial ticks were refused alike"
     );
+    assert!(
+        digests_after_part > 50,
+        "only {digests_after_part} unchanged agents' digests and nothing-ready lists checked after a partial tick"
+    );
 }
 
 /// Every list of the ready index the cache at `tip` holds is the start of
 /// its agent's whole pick order on `state` (all of it when complete):
 /// whichever path kept the index, a partial tick's included.
-fn ready_lists_start_the_pick_order(store: &Store, tip: &Tip, state: &State, n: u64) {
+fn ready_lists_start_the_pick_order(store: &Store, tip: &Tip, state: &State, n: u64) -> usize {
     use crate::op::turn::ready;
+    let mut digests = 0;
     let all = ready::Sizes {
         cap: usize::MAX,
         low: 0,
@@ -795,8 +804,39 @@ fn ready_lists_start_the_pick_order(store: &Store, tip: &Tip, state: &State, n: 
                 "tick {n}: {}'s ready list on {goal}",
                 agent.id
             );
+            // An unchanged agent's digest, on its last turn's goal only,
+            // is the whole state's at its time.
+            if let Some(u) = &list.unchanged {
+                let last = agent.last_turn.as_ref().expect("an unchanged last turn");
+                assert!(
+                    last.outcome == Outcome::Unchanged && &last.goal == goal,
+                    "tick {n}: a digest for {} on {goal}",
+                    agent.id
+                );
+                let at = Timestamp::from_unix(u.at);
+                assert_eq!(
+                    u.digest,
+                    crate::op::turn::digest(state, &agent.id, goal, at),
+                    "tick {n}: {}'s digest on {goal}",
+                    agent.id
+                );
+                digests += 1;
+            }
+            // Nothing ready, with the whole state's reasons, at its time.
+            if let Some(nothing) = &list.nothing {
+                let at = Timestamp::from_unix(nothing.at);
+                let whole = crate::op::rules::best_ready(state, agent, Some(goal), at);
+                assert_eq!(
+                    whole.err().map(|r| r.message),
+                    Some(crate::op::rules::nothing_ready(&agent.id, &nothing.why)),
+                    "tick {n}: nothing ready for {} on {goal}",
+                    agent.id
+                );
+                digests += 1;
+            }
         }
     }
+    digests
 }
 
 /// A random op for the partial tick's test: mostly one on a todo (a claim

@@ -900,6 +900,100 @@ fn should_run_without_a_claim_reads_the_head_and_the_ready_index() {
             None => std::fs::remove_file(&path).unwrap(),
         }
         assert_eq!(ask(live), after, "the index {what}");
+        // The reader that fell back wrote the index again: the next one
+        // answers from the head and the index alone.
+        let repaired = files(&env);
+        restore(&env, &lean(&repaired));
+        assert_eq!(ask(live), after, "the index {what}, repaired");
+        assert!(
+            files(&env) == lean(&repaired),
+            "the index {what} was repaired: no shard read after it"
+        );
+    }
+}
+
+/// The brief a runtime's SessionStart hook prints reads, like should-run,
+/// the cache's head and the agent's ready list, not every todo: with only
+/// those two files on disk it prints a cold read's brief and reads no
+/// shard, for an agent on its own claim and one without a claim. A
+/// damaged or missing index gives the cold brief, and the index is
+/// written again.
+#[test]
+fn the_session_start_brief_reads_the_head_and_the_ready_index() {
+    let (env, _) = sharded_board();
+    let start = |agent: &str, session: &str| {
+        let payload = format!(
+            r#"{{"session_id":"{session}","cwd":"{}","hook_event_name":"SessionStart","source":"startup"}}"#,
+            env.repo.display()
+        );
+        let mut c: Command = env.spawner().command();
+        c.env("LOOPX_NOW", env.now())
+            .env("LOOPX_SEED", "cache")
+            .env(loopx::cache::SHARD_VAR, SHARD_FROM)
+            .env("LOOPX_AGENT", agent);
+        let out = crate::common::run_stdin(
+            c.args(["hook", "claude-code", "SessionStart"]),
+            payload.as_bytes(),
+        );
+        assert!(!out.stderr.contains("cache"), "{}", out.stderr);
+        (out.code, out.stdout)
+    };
+    let cold = || {
+        let _ = std::fs::remove_dir_all(folder(&env));
+    };
+    let lean = |all: &BTreeMap<String, Vec<u8>>| -> BTreeMap<String, Vec<u8>> {
+        all.iter()
+            .filter(|(k, _)| *k == "head" || *k == "ready")
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    };
+    // agent-a holds a claim; agent-b has none and is told what to claim.
+    for (agent, session, says) in [
+        (
+            "agent-a",
+            "5e551011-0000-4000-8000-00000000000a",
+            "go on with your claim",
+        ),
+        (
+            "agent-b",
+            "5e551011-0000-4000-8000-00000000000b",
+            "Next: claim",
+        ),
+    ] {
+        cold();
+        let want = start(agent, session);
+        assert_eq!(want.0, 0, "{}", want.1);
+        assert!(want.1.contains(says), "{agent}: {}", want.1);
+        let good = files(&env);
+        restore(&env, &lean(&good));
+        assert_eq!(
+            start(agent, session),
+            want,
+            "{agent} from the head and the index"
+        );
+        assert!(files(&env) == lean(&good), "{agent}: no shard read");
+        // A damaged or missing index: the cold brief, and the index is
+        // whole again after it.
+        for damage in ["missing", "garbage"] {
+            restore(&env, &good);
+            let path = folder(&env).join("ready");
+            match damage {
+                "missing" => std::fs::remove_file(&path).unwrap(),
+                _ => std::fs::write(&path, b"loopx-cache-ready\nnot an index\n\n").unwrap(),
+            }
+            assert_eq!(start(agent, session), want, "{agent}, the index {damage}");
+            let repaired = files(&env);
+            restore(&env, &lean(&repaired));
+            assert_eq!(
+                start(agent, session),
+                want,
+                "{agent}, the index {damage}, repaired"
+            );
+            assert!(
+                files(&env) == lean(&repaired),
+                "{agent}: the index {damage} was repaired"
+            );
+        }
     }
 }
 
@@ -1159,4 +1253,49 @@ fn a_small_board_is_sharded_and_should_run_on_a_claim_reads_the_head_alone() {
     let got = ask();
     assert_eq!((got.code, got.stdout), (want.code, want.stdout));
     assert!(files(&env) == head_only, "no shard read, none rebuilt");
+/// should-run after the agent's turn ended unchanged (the no-change
+/// digest) and when nothing is ready (the reasons' counts) answers from the
+/// head and the agent's ready list alone, as a cold read does.
+#[test]
+fn should_run_after_an_unchanged_turn_or_with_nothing_ready_reads_the_head_and_the_index() {
+    let (env, _) = sharded_board();
+    let ask = || {
+        let mut c: Command = env.spawner().command();
+        c.env("LOOPX_NOW", env.now())
+            .env("LOOPX_SEED", "cache")
+            .env(loopx::cache::SHARD_VAR, SHARD_FROM)
+            .env("LOOPX_AGENT", "agent-b");
+        let out = run(c.args(["quota", "should-run", "--json"]));
+        assert!(!out.stderr.contains("cache"), "{}", out.stderr);
+        (out.code, out.stdout)
+    };
+    let lean = |all: &BTreeMap<String, Vec<u8>>| -> BTreeMap<String, Vec<u8>> {
+        all.iter()
+            .filter(|(k, _)| *k == "head" || *k == "ready")
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    };
+    let from_the_index = |code: &str| {
+        let _ = std::fs::remove_dir_all(folder(&env));
+        let want = ask();
+        assert!(want.1.contains(code), "{}", want.1);
+        let good = files(&env);
+        restore(&env, &lean(&good));
+        assert_eq!(ask(), want, "{code} from the head and the index");
+        assert!(files(&env) == lean(&good), "{code}: no shard read");
+    };
+    sharded(
+        &env,
+        Some("agent-b"),
+        &["refresh-state", "--outcome", "unchanged"],
+    )
+    .ok();
+    from_the_index("no-change");
+    // agent-a claims every other todo: nothing is ready for agent-b.
+    for _ in 0..10 {
+        if sharded(&env, Some("agent-a"), &["todo", "claim", "--next"]).code != 0 {
+            break;
+        }
+    }
+    from_the_index("nothing-ready");
 }

@@ -28,9 +28,11 @@ use crate::hook::decide::{self, Start};
 use crate::hook::session::SessionFile;
 use crate::hook::{self, Answer, Event, Input, Runtime, guard};
 use crate::model::runtime::UsageFrom;
-use crate::model::{AgentId, AgentStatus, TodoStatus};
+use crate::model::{AgentId, AgentStatus, State, TodoStatus};
+use crate::op::turn::ready::ReadyList;
 use crate::op::{AgentRegister, Change, QuotaPark};
 use crate::output::{Format, Out};
+use crate::store::Tip;
 use hub::Synced;
 
 /// Answer an agent runtime's hook: read its JSON on stdin, reply in its own JSON
@@ -279,10 +281,21 @@ fn start(call: &Call, continued: bool) -> Result<Answer> {
         Synced::Alone | Synced::Online => None,
         Synced::Offline(why) => Some(why),
     };
-    let snap = tx::load(ctx)?;
-    let (state, tip) = match snap.state.agents.get(agent) {
+    // The cache's head and the agent's ready list first, as should-run
+    // reads them; the whole state when they cannot prove the brief.
+    let mut claims = tx::load_claims(ctx)?;
+    let (state, tip, head) = match claims.state.agents.get(agent) {
         Some(a) if a.status == AgentStatus::Retired => return Ok(decide::retired(agent)),
-        Some(_) => (snap.state, snap.tip),
+        Some(_) => {
+            let list = match claims.complete {
+                true => None,
+                false => crate::cmd::pick_goal(ctx, &claims.state, None)
+                    .ok()
+                    .and_then(|g| claims.ready_list(agent, &g)),
+            };
+            let state = std::mem::take(&mut claims.state);
+            (state, claims.tip, (!claims.complete).then_some(list))
+        }
         None => {
             let done = tx::commit(ctx, |_| {
                 Ok(tx::op(
@@ -294,8 +307,52 @@ fn start(call: &Call, continued: bool) -> Result<Answer> {
                     }),
                 )?)
             })?;
-            (done.state, done.tip)
+            (done.state, done.tip, None)
         }
+    };
+    let hub = ctx.repo().ok().and_then(crate::sync::hub);
+    let lx = loopx_command(ctx, call.runtime);
+    let text_at = |state: &State, tip: &Tip, list: Option<&ReadyList>| -> Option<String> {
+        let goal = &state.goals[&crate::cmd::pick_goal(ctx, state, None).ok()?];
+        let tip = tip.commit.to_string();
+        let st = Start {
+            agent,
+            goal,
+            tip: &tip,
+            now: ctx.now,
+            runtime: call.runtime.as_str(),
+            continued,
+            offline: offline.as_deref(),
+            hub: hub.as_deref(),
+            lx: &lx,
+        };
+        match list {
+            Some(l) => decide::brief_from_ready(state, &st, l),
+            None => Some(decide::brief(state, &st)),
+        }
+    };
+    let (state, text) = match head {
+        None => {
+            let text = text_at(&state, &tip, None);
+            (state, text)
+        }
+        Some(list) => match list.and_then(|l| text_at(&state, &tip, Some(&l))) {
+            Some(text) => (state, Some(text)),
+            None => {
+                // The whole state, read at the tip again: no brief mixes
+                // two states; a damaged ready index is written again.
+                let snap = tx::load(ctx)?;
+                tx::repair_ready(ctx, &snap);
+                match snap.state.agents.get(agent) {
+                    Some(a) if a.status == AgentStatus::Retired => {
+                        return Ok(decide::retired(agent));
+                    }
+                    _ => {}
+                }
+                let text = text_at(&snap.state, &snap.tip, None);
+                (snap.state, text)
+            }
+        },
     };
     let mut s = call.session.load();
     let process = hook::sessions::runtime_process(call.input.pid);
@@ -312,23 +369,7 @@ fn start(call: &Call, continued: bool) -> Result<Answer> {
     s.view = Some(hook::view::view(&state, agent, Some(goal), ctx.now));
     call.session.save(&s);
     call.session.release();
-    let hub = ctx.repo().ok().and_then(crate::sync::hub);
-    let tip = tip.commit.to_string();
-    let lx = loopx_command(ctx, call.runtime);
-    let text = decide::brief(
-        &state,
-        &Start {
-            agent,
-            goal,
-            tip: &tip,
-            now: ctx.now,
-            runtime: call.runtime.as_str(),
-            continued,
-            offline: offline.as_deref(),
-            hub: hub.as_deref(),
-            lx: &lx,
-        },
-    );
+    let text = text.expect("a goal was picked, so the brief was made");
     Ok(decide::context(agent, text))
 }
 

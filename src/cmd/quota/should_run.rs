@@ -130,6 +130,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     // beside it (the best ready todo); else the whole state, read at the
     // tip again and decided from the start, so no answer mixes two states.
     let mut claims = tx::load_claims(ctx)?;
+    let sharded = !claims.complete;
     let first = {
         let state = &claims.state;
         let goal = state.goal(pick_goal(ctx, state, args.goal.as_deref())?.as_str())?;
@@ -164,7 +165,15 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             },
             Some(d),
         ),
-        Err(()) => (tx::load(ctx)?, None),
+        Err(()) => {
+            let snap = tx::load(ctx)?;
+            if sharded {
+                // A damaged or missing index is written again, so the
+                // next should-run answers from the head.
+                tx::repair_ready(ctx, &snap);
+            }
+            (snap, None)
+        }
     };
     let state = &snap.state;
     let goal = state.goal(pick_goal(ctx, state, args.goal.as_deref())?.as_str())?;

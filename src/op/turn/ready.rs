@@ -55,6 +55,161 @@ pub struct ReadyList {
     pub todos: Vec<Todo>,
     /// Whether `todos` holds every candidate.
     pub complete: bool,
+    /// On the goal of the agent's last turn, when that turn ended
+    /// unchanged: the agent's no-change digest there (None: not known).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unchanged: Option<Unchanged>,
+    /// When nothing on the goal was ready for the agent at a time: why
+    /// (None: something was ready, or not known).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nothing: Option<Nothing>,
+}
+
+/// Nothing on a goal ready for an agent at `at` (unix seconds), and why:
+/// how many of the goal's todos that are not done each reason
+/// (`rules::NotReady::kind`) held back, as `rules::best_ready` counts
+/// them. `should-run` says nothing-ready from it, at any time when every
+/// todo provably stands where it stood at `at` ([`Nothing::holds_at`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Nothing {
+    pub at: i64,
+    pub why: BTreeMap<String, usize>,
+}
+
+/// Where todo `t` stands for `agent` at `now` in `best_ready`'s count:
+/// None for a done todo or one of another goal, else ready (`Ok`) or the
+/// reason's kind.
+fn stands(
+    state: &State,
+    t: &Todo,
+    agent: &Agent,
+    goal: &GoalId,
+    now: Timestamp,
+    scoped: &rules::Scoped,
+) -> Option<Result<(), &'static str>> {
+    if &t.goal != goal || t.status == TodoStatus::Done {
+        return None;
+    }
+    Some(rules::ready_with(state, t, agent, now, scoped).map_err(|n| n.kind()))
+}
+
+impl Nothing {
+    /// From the whole `state`: Some when nothing on `goal` is ready for
+    /// `agent` at `at`, with why.
+    fn of(state: &State, agent: &Agent, goal: &GoalId, at: Timestamp) -> Option<Nothing> {
+        let scoped = rules::Scoped::of(state);
+        let mut why: BTreeMap<String, usize> = BTreeMap::new();
+        for (_, t) in state.todos.iter() {
+            match stands(state, t, agent, goal, at, &scoped) {
+                None => {}
+                Some(Ok(())) => return None,
+                Some(Err(k)) => *why.entry(k.to_owned()).or_default() += 1,
+            }
+        }
+        Some(Nothing { at: at.unix(), why })
+    }
+
+    /// Whether nothing is ready at `now` too, asked of `state`, which
+    /// holds every claimed todo and every other entity whole (the cache's
+    /// head): the live scoped claims are the same at both times (an
+    /// unclaimed todo moves with time only through them) and every claimed
+    /// todo of the goal stands where it stood at `at`.
+    pub fn holds_at(&self, state: &State, agent: &Agent, goal: &GoalId, now: Timestamp) -> bool {
+        let then = Timestamp::from_unix(self.at);
+        if live_scoped(state, now) != live_scoped(state, then) {
+            return false;
+        }
+        let scoped = rules::Scoped::of(state);
+        state
+            .todos
+            .iter_held()
+            .map(|(_, t)| t)
+            .filter(|t| t.claim.is_some())
+            .all(|t| {
+                stands(state, t, agent, goal, now, &scoped)
+                    == stands(state, t, agent, goal, then, &scoped)
+            })
+    }
+}
+
+/// The no-change digest (`turn::digest`) of an agent on the goal of its
+/// last turn, which ended unchanged, at the time `at` (unix seconds):
+/// what `should-run` compares the turn's digest with instead of hashing
+/// every todo, at any time when the digest is provably what it was at
+/// `at` ([`Unchanged::holds_at`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Unchanged {
+    pub at: i64,
+    pub digest: String,
+}
+
+impl Unchanged {
+    /// The digest of `agent` on `goal` at `at`, from the whole `state`.
+    fn of(state: &State, agent: &AgentId, goal: &GoalId, at: Timestamp) -> Unchanged {
+        Unchanged {
+            at: at.unix(),
+            digest: super::digest(state, agent, goal, at),
+        }
+    }
+
+    /// The digest at `now` when it is provably the one at `at`, asked of
+    /// `state`, which holds every claimed todo and every other entity
+    /// whole (the cache's head): the live scoped claims are the same at
+    /// both times (an unclaimed todo's readiness moves with time only
+    /// through them) and every claimed todo of the goal adds the same
+    /// lines at both times. None otherwise.
+    pub fn holds_at(
+        &self,
+        state: &State,
+        agent: &AgentId,
+        goal: &GoalId,
+        now: Timestamp,
+    ) -> Option<&str> {
+        let then = Timestamp::from_unix(self.at);
+        if live_scoped(state, now) != live_scoped(state, then) {
+            return None;
+        }
+        let scoped = rules::Scoped::of(state);
+        let same = state
+            .todos
+            .iter_held()
+            .map(|(_, t)| t)
+            .filter(|t| &t.goal == goal && t.claim.is_some())
+            .all(|t| {
+                super::digest_part(state, agent, t, now, &scoped)
+                    == super::digest_part(state, agent, t, then, &scoped)
+            });
+        same.then_some(self.digest.as_str())
+    }
+}
+
+/// The scoped claims live in `state` at `at`: every unclaimed todo's
+/// readiness moves with time only through them.
+fn live_scoped(state: &State, at: Timestamp) -> Vec<(&TodoId, &[String], &AgentId)> {
+    rules::Scoped::of(state).live_at(state.meta.settings.clock_skew, at)
+}
+
+/// The goal of `agent`'s last turn when it ended unchanged.
+fn unchanged_goal(agent: &Agent) -> Option<&GoalId> {
+    agent
+        .last_turn
+        .as_ref()
+        .filter(|l| l.outcome == crate::model::Outcome::Unchanged)
+        .map(|l| &l.goal)
+}
+
+/// When an index's digests are taken: the newest of the claims' starts
+/// and the agent's last turn (every claim live at a later time was live
+/// then, so readers later than every tick most often find the digest
+/// still holds).
+fn digest_time(state: &State, agent: &Agent) -> Timestamp {
+    let claims = state
+        .todos
+        .iter_held()
+        .filter_map(|(_, t)| t.claim.as_ref())
+        .map(|c| c.since);
+    let turn = agent.last_turn.as_ref().map(|l| l.at);
+    claims.chain(turn).max().unwrap_or(Timestamp::from_unix(0))
 }
 
 /// One agent's lists: the capabilities they were ranked for, and a list
@@ -139,6 +294,8 @@ pub fn build(state: &State, agent: &Agent, goal: &GoalId, sizes: Sizes) -> Ready
     let mut list = ReadyList {
         todos: keyed.into_iter().map(|(_, t)| t.clone()).collect(),
         complete: cut.is_none(),
+        unchanged: None,
+        nothing: None,
     };
     cap(&mut list, sizes);
     list
@@ -192,6 +349,39 @@ pub fn build_all(state: &State, sizes: Sizes) -> Index {
 /// The index after a tick that changed `touched`, from the index before it
 /// (`old`; None: rank everything), `state` being the state after it.
 pub fn update_all(old: Option<Index>, state: &State, touched: &Touched, sizes: Sizes) -> Index {
+    let mut index = update_lists(old, state, touched, sizes);
+    // Each unchanged agent's digest, from the whole state; no other.
+    // Where the list shows no todo ready, whether nothing is.
+    for r in index.values_mut() {
+        for l in r.goals.values_mut() {
+            l.unchanged = None;
+            l.nothing = None;
+        }
+    }
+    for a in state.agents.values() {
+        let at = digest_time(state, a);
+        let Some(r) = index.get_mut(&a.id) else {
+            continue;
+        };
+        for (g, l) in r.goals.iter_mut() {
+            let shown = first_ready(state, l, a, at, 1);
+            if shown.is_none_or(|s| s.is_empty()) {
+                l.nothing = Nothing::of(state, a, g, at);
+            }
+        }
+    }
+    for a in state.agents.values() {
+        if let (Some(g), Some(r)) = (unchanged_goal(a), index.get_mut(&a.id))
+            && let Some(list) = r.goals.get_mut(g)
+        {
+            list.unchanged = Some(Unchanged::of(state, &a.id, g, digest_time(state, a)));
+        }
+    }
+    index
+}
+
+/// [`update_all`]'s lists, without the digests.
+fn update_lists(old: Option<Index>, state: &State, touched: &Touched, sizes: Sizes) -> Index {
     // The changed todos and every todo that waits on one of them.
     let mut changed: BTreeSet<&TodoId> = touched.todos.iter().collect();
     if !touched.todos.is_empty() {
@@ -210,9 +400,145 @@ pub fn update_all(old: Option<Index>, state: &State, touched: &Touched, sizes: S
 /// one changed whether it is a candidate, so only the touched todos move
 /// and the board is not walked to find their waiters (a partial state,
 /// `crate::cache`'s tick on named todos, need not hold them).
-pub fn update_touched(old: Index, state: &State, touched: &Touched, sizes: Sizes) -> Index {
+///
+/// An unchanged agent's digest (`before` being the state before the tick)
+/// is carried when the agent's last turn is the same and every touched or
+/// claimed todo of its goal adds the same lines to it before and after at
+/// the digest's time (then, with nothing else moved, every line is the
+/// same); else it is dropped (not known: `should-run` reads every todo).
+pub fn update_touched(
+    old: Index,
+    before: &State,
+    state: &State,
+    touched: &Touched,
+    sizes: Sizes,
+) -> Index {
     let changed: BTreeSet<&TodoId> = touched.todos.iter().collect();
-    update_changed(old, state, touched, &changed, sizes)
+    let digests: Vec<(AgentId, GoalId, Unchanged)> = old
+        .iter()
+        .filter_map(|(id, r)| {
+            let (a, b) = (before.agents.get(id)?, state.agents.get(id)?);
+            let goal = unchanged_goal(b)?;
+            let u = r.goals.get(goal)?.unchanged.clone()?;
+            (a.last_turn == b.last_turn && digest_kept(before, state, id, goal, &changed, &u))
+                .then(|| (id.clone(), goal.clone(), u))
+        })
+        .collect();
+    let nothing: Vec<(AgentId, GoalId, Nothing)> = old
+        .iter()
+        .flat_map(|(id, r)| r.goals.iter().map(move |(g, l)| (id, g, l)))
+        .filter_map(|(id, g, l)| {
+            let n = l.nothing.clone()?;
+            let (a, b) = (before.agents.get(id)?, state.agents.get(id)?);
+            nothing_kept(before, state, a, b, g, &changed, &n).then(|| (id.clone(), g.clone(), n))
+        })
+        .collect();
+    let mut index = update_changed(old, state, touched, &changed, sizes);
+    for r in index.values_mut() {
+        for l in r.goals.values_mut() {
+            l.unchanged = None;
+            l.nothing = None;
+        }
+    }
+    for (id, goal, n) in nothing {
+        if let Some(l) = index.get_mut(&id).and_then(|r| r.goals.get_mut(&goal)) {
+            l.nothing = Some(n);
+        }
+    }
+    for (id, goal, u) in digests {
+        if let Some(l) = index.get_mut(&id).and_then(|r| r.goals.get_mut(&goal)) {
+            l.unchanged = Some(u);
+        }
+    }
+    index
+}
+
+/// Whether nothing on `goal` is still ready for the agent (`a` before,
+/// `b` after) at `n.at` after a tick from `before` to `after` (partial
+/// states) that changed the todos `changed`: every changed and every
+/// claimed todo stands where it stood, and the live scoped claims at that
+/// time are the same (the caller's other conditions hold, as for
+/// [`digest_kept`]).
+fn nothing_kept(
+    before: &State,
+    after: &State,
+    a: &Agent,
+    b: &Agent,
+    goal: &GoalId,
+    changed: &BTreeSet<&TodoId>,
+    n: &Nothing,
+) -> bool {
+    let at = Timestamp::from_unix(n.at);
+    if a.capabilities != b.capabilities || live_scoped(before, at) != live_scoped(after, at) {
+        return false;
+    }
+    let (sb, sa) = (rules::Scoped::of(before), rules::Scoped::of(after));
+    let claimed = |s: &State| -> Vec<TodoId> {
+        s.todos
+            .iter_held()
+            .filter(|(_, t)| t.claim.is_some())
+            .map(|(k, _)| k.clone())
+            .collect()
+    };
+    let (cb, ca) = (claimed(before), claimed(after));
+    let ids = changed.iter().copied().chain(cb.iter()).chain(ca.iter());
+    for id in ids {
+        let x = before
+            .todos
+            .get(id)
+            .and_then(|t| stands(before, t, a, goal, at, &sb));
+        let y = after
+            .todos
+            .get(id)
+            .and_then(|t| stands(after, t, b, goal, at, &sa));
+        if x != y {
+            return false;
+        }
+    }
+    !before.todos.fell_short_of_whole() && !after.todos.fell_short_of_whole()
+}
+
+/// Whether `agent`'s digest on `goal` at `u.at` is the same after a tick
+/// from `before` to `after` (partial states) that changed the todos
+/// `changed`: every changed and every claimed todo of the goal adds the
+/// same lines on both sides, and the live scoped claims at that time are
+/// the same (the caller's other conditions, `crate::cache`'s carried
+/// counts, hold: no goal, gate, settings or done status moved).
+fn digest_kept(
+    before: &State,
+    after: &State,
+    agent: &AgentId,
+    goal: &GoalId,
+    changed: &BTreeSet<&TodoId>,
+    u: &Unchanged,
+) -> bool {
+    let at = Timestamp::from_unix(u.at);
+    if live_scoped(before, at) != live_scoped(after, at) {
+        return false;
+    }
+    let (sb, sa) = (rules::Scoped::of(before), rules::Scoped::of(after));
+    let claimed = |s: &State| -> Vec<TodoId> {
+        s.todos
+            .iter_held()
+            .filter(|(_, t)| t.claim.is_some())
+            .map(|(k, _)| k.clone())
+            .collect()
+    };
+    let (cb, ca) = (claimed(before), claimed(after));
+    let ids = changed.iter().copied().chain(cb.iter()).chain(ca.iter());
+    for id in ids {
+        let part = |s: &State, sc: &rules::Scoped| {
+            s.todos
+                .get(id)
+                .filter(|t| &t.goal == goal)
+                .map(|t| super::digest_part(s, agent, t, at, sc))
+                .unwrap_or_default()
+        };
+        if part(before, &sb) != part(after, &sa) {
+            return false;
+        }
+    }
+    !before.todos.fell_short_of_whole() && !after.todos.fell_short_of_whole()
 }
 
 /// The index after a tick that changed the todos `changed`.

@@ -749,6 +749,7 @@ fn the_ready_index_answers_as_the_whole_state_does() {
     let mut run = Run::new(2929, true);
     let mut index = ready::build_all(&run.s, sizes);
     let (mut answered, mut fell_back, mut briefs, mut picks) = (0, 0, 0, 0);
+    let (mut whole_briefs, mut digested, mut no_change, mut nothing) = (0, 0, 0, 0);
     for step in 0..3000 {
         let before = run.s.clone();
         let at = run.step(step);
@@ -772,17 +773,27 @@ fn the_ready_index_answers_as_the_whole_state_does() {
                 let want = turn::decide(s, &aid(who), goal, now);
                 let got = match turn::decide_from_claims(&claimed, &aid(who), goal, now) {
                     Ok(d) => d,
-                    Err(p) => match p.finish_from_ready(&claimed, &aid(who), goal, now, Some(list))
-                    {
-                        Ok(d) => {
-                            answered += 1;
-                            d
+                    Err(p) => {
+                        match p.finish_from_ready(&claimed, &aid(who), goal, now, Some(list)) {
+                            Ok(d) => {
+                                answered += 1;
+                                let unchanged = a.last_turn.as_ref().is_some_and(|l| {
+                                    l.outcome == Outcome::Unchanged && l.goal == main
+                                });
+                                digested += usize::from(unchanged);
+                                no_change += usize::from(d.skip == Some(turn::Reason::NoChange));
+                                nothing += usize::from(matches!(
+                                    d.skip,
+                                    Some(turn::Reason::NothingReady { .. })
+                                ));
+                                d
+                            }
+                            Err(p) => {
+                                fell_back += 1;
+                                p.finish(s, &aid(who), goal, now)
+                            }
                         }
-                        Err(p) => {
-                            fell_back += 1;
-                            p.finish(s, &aid(who), goal, now)
-                        }
-                    },
+                    }
                 };
                 assert_eq!(
                     format!("{got:?}"),
@@ -799,6 +810,17 @@ fn the_ready_index_answers_as_the_whole_state_does() {
                         "claim --next, step {step}, {who} at +{later}m"
                     );
                 }
+                // The session-start brief from the head and the list.
+                let since = a.last_turn.as_ref().map(|t| t.at);
+                if let Some(b) = brief::from_ready(&claimed, &aid(who), goal, now, since, list) {
+                    whole_briefs += 1;
+                    let whole = brief::build(s, &aid(who), goal, now, since, None);
+                    assert_eq!(
+                        b.human(),
+                        whole.human(),
+                        "brief::from_ready, step {step}, {who} at +{later}m"
+                    );
+                }
                 if let Some(first) = ready::first_ready(&claimed, list, a, now, 3) {
                     briefs += 1;
                     let whole = brief::build(s, &aid(who), goal, now, None, None);
@@ -810,7 +832,14 @@ fn the_ready_index_answers_as_the_whole_state_does() {
         }
     }
     assert!(
-        answered > 1000 && fell_back > 300 && briefs > 1500 && picks > 1000,
-        "{answered} answered from the index, {fell_back} fell back, {briefs} briefs, {picks} picks"
+        answered > 1000
+            && fell_back > 20
+            && briefs > 1500
+            && picks > 1000
+            && whole_briefs > 1500
+            && digested > 300
+            && no_change > 50
+            && nothing > 20,
+        "{answered} answered from the index, {fell_back} fell back, {briefs} briefs, {picks} picks, {whole_briefs} whole briefs, {digested} with an unchanged last turn, {no_change} no-change, {nothing} nothing ready"
     );
 }
