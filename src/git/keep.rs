@@ -295,6 +295,8 @@ pub fn serve(socket: &Path, url: &str, ssh_command: &str, lead: bool) -> Result<
         receive,
         lead,
         started: AtomicBool::new(false),
+        questions: AtomicU64::new(0),
+        pushes: AtomicU64::new(0),
     });
     watch(&keeper);
     let session = match Session::open(&upload) {
@@ -332,8 +334,30 @@ pub fn serve(socket: &Path, url: &str, ssh_command: &str, lead: bool) -> Result<
         let _ = conn.set_write_timeout(Some(ASK_LIMIT));
         let mut conn = BufReader::new(conn);
         match question(&mut conn, url) {
-            Ok(Question::LsRefs(refs)) => answer_ls_refs(&keeper, conn.get_mut(), url, &refs, &upload),
-            Ok(Question::Push(commands)) => push::serve(&keeper, &mut conn, &commands),
+            Ok(Question::LsRefs(refs)) => {
+                keeper.questions.fetch_add(1, Ordering::SeqCst);
+                answer_ls_refs(&keeper, conn.get_mut(), url, &refs, &upload);
+            }
+            Ok(Question::Push(commands)) => {
+                keeper.pushes.fetch_add(1, Ordering::SeqCst);
+                push::serve(&keeper, &mut conn, &commands);
+            }
+            Ok(Question::Status) => {
+                let ready = keeper
+                    .pushing
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .is_some();
+                let _ = conn.get_mut().write_all(
+                    format!(
+                        "ok ls-refs={} pushes={} push-ready={}\n",
+                        keeper.questions.load(Ordering::SeqCst),
+                        keeper.pushes.load(Ordering::SeqCst),
+                        u8::from(ready)
+                    )
+                    .as_bytes(),
+                );
+            }
             Err(_) => {
                 let _ = conn.get_mut().write_all(b"error\n");
             }
@@ -402,6 +426,9 @@ struct Keeper {
     /// Whether it listens (else its watch never exits the process: a
     /// keeper that could not start returns instead).
     started: AtomicBool,
+    /// How many `ls-refs` and push questions it was asked (`status`).
+    questions: AtomicU64,
+    pushes: AtomicU64,
 }
 
 impl Keeper {
@@ -555,6 +582,9 @@ enum Question {
     LsRefs(Vec<String>),
     /// `push URL`, then `OLD NEW REF` lines, an empty line.
     Push(Vec<(String, String, String)>),
+    /// `status URL`: what it was asked and whether a push session is
+    /// ready (for tests and people looking).
+    Status,
 }
 
 /// Reads one question for this keeper's URL.
@@ -564,6 +594,9 @@ fn question(r: &mut impl BufRead, url: &str) -> Result<Question> {
     let first = first.trim_end_matches('\n');
     if first == format!("push {url}") {
         return Ok(Question::Push(push::commands(r)?));
+    }
+    if first == format!("status {url}") {
+        return Ok(Question::Status);
     }
     if first != format!("ls-refs {url}") {
         bail!("a question for another URL");
