@@ -860,6 +860,58 @@ mod tests {
         assert!(read_pkt(&mut &b"zzzz"[..]).is_err());
     }
 
+    /// Keepers that find the same dead keeper's socket take turns: one
+    /// listens, on the name the socket has, and the others give up (never
+    /// one left listening on a socket another removed).
+    #[test]
+    fn keepers_racing_for_a_stale_socket_leave_one_listening_where_it_is_found() {
+        let tmp = tempfile::tempdir().unwrap();
+        let sock = tmp.path().join("k");
+        for _ in 0..300 {
+            let _ = std::fs::remove_file(&sock);
+            drop(UnixListener::bind(&sock).unwrap());
+            assert!(UnixStream::connect(&sock).is_err(), "a stale socket");
+            let gate = std::sync::Barrier::new(8);
+            let won: Vec<UnixListener> = std::thread::scope(|s| {
+                let hs: Vec<_> = (0..8)
+                    .map(|_| {
+                        s.spawn(|| {
+                            gate.wait();
+                            listen(&sock).ok()
+                        })
+                    })
+                    .collect();
+                hs.into_iter().filter_map(|h| h.join().unwrap()).collect()
+            });
+            assert_eq!(won.len(), 1);
+            let _c = UnixStream::connect(&sock).unwrap();
+            won[0].set_nonblocking(true).unwrap();
+            assert!(won[0].accept().is_ok(), "the one listening is the one found");
+            drop(won);
+        }
+    }
+
+    /// Only a hub that answers in v0 keeps keepers off for a while; a
+    /// failure to reach it (here an ssh that exits at once) does not.
+    #[test]
+    fn only_a_v0_answer_leaves_the_note_that_keeps_keepers_off() {
+        let tmp = tempfile::tempdir().unwrap();
+        let sock = tmp.path().join("k");
+        assert!(serve(&sock, "ssh://h/x", "false", false).is_err());
+        assert!(!refused(&sock).exists());
+        assert!(!refused_lately(&sock));
+        let v0 = String::from_utf8(pkt(&format!(
+            "{} refs/heads/main\0multi_ack\n",
+            "a".repeat(40)
+        )))
+        .unwrap()
+        .replace('\0', "\\0");
+        let ssh = format!("printf '{v0}0000'; :");
+        let e = serve(&sock, "ssh://h/x", &ssh, false).unwrap_err();
+        assert!(e.downcast_ref::<NotV2>().is_some(), "{e:#}");
+        assert!(refused_lately(&sock));
+    }
+
     /// A keeper's socket, served here by a thread that answers like one:
     /// the client reads the answer for its URL only, per ref, and treats a
     /// cut answer, another URL or silence as no answer.

@@ -401,6 +401,40 @@ fn a_claim_pushes_through_the_kept_session_with_no_git_push_and_a_lost_race_retr
     assert_eq!(hub_tip(&hub), a.tip().unwrap());
     c.loopx(&["sync"]).ok();
     assert_eq!(c.tip(), a.tip());
+
+    // A claim that loses its race: a's pick was taken on the hub meanwhile;
+    // the push through the keeper is refused, the claim is replayed and
+    // lost, and `--next` picks again.
+    let first = c
+        .loopx(&["todo", "add", "first", "--priority", "P0"])
+        .ok()
+        .stdout
+        .trim()
+        .to_owned();
+    let second = c
+        .loopx(&["todo", "add", "second", "--priority", "P0"])
+        .ok()
+        .stdout
+        .trim()
+        .to_owned();
+    c.loopx(&["sync"]).ok();
+    a.loopx(&["sync"]).ok();
+    c.agent("agent-b", &["todo", "claim", &first]).ok();
+    c.agent("agent-b", &["todo", "claim", &second]).ok();
+    let third = c
+        .loopx(&["todo", "add", "third", "--priority", "P0"])
+        .ok()
+        .stdout
+        .trim()
+        .to_owned();
+    c.loopx(&["sync"]).ok();
+    push_ready(&a.repo, &url);
+    let (_, pushed, _) = keeper_status(&a.repo, &url);
+    let (out, gits) = traced_agent(&a, &server, "agent-a", &["--json", "todo", "claim", "--next", "--sync"]);
+    assert_eq!(out.code, 0, "{out:#?}");
+    assert_eq!(out.json()["todo"]["id"], third.as_str(), "{out:#?}");
+    assert!(keeper_status(&a.repo, &url).1 > pushed, "{gits:#?}");
+    assert_eq!(hub_tip(&hub), a.tip().unwrap());
     let out = a.loopx(&["verify", "--json"]).ok().json();
     assert_eq!(out["ok"], true, "{out}");
 }
