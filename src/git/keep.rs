@@ -315,10 +315,9 @@ pub fn serve(socket: &Path, url: &str, ssh_command: &str, lead: bool) -> Result<
     };
     *keeper.waiting.lock().unwrap_or_else(|e| e.into_inner()) = Some(session);
     keeper.busy.store(0, Ordering::SeqCst);
-    let listener = match listen(socket) {
-        Ok(l) => l,
-        // Another keeper listens there.
-        Err(_) => keeper.exit(1),
+    // Else another keeper listens there.
+    let Ok(listener) = listen(socket) else {
+        keeper.exit(1)
     };
     keeper.started.store(true, Ordering::SeqCst);
     let _ = std::fs::set_permissions(socket, std::fs::Permissions::from_mode(0o600));
@@ -369,7 +368,13 @@ pub fn serve(socket: &Path, url: &str, ssh_command: &str, lead: bool) -> Result<
 
 /// Answers an `ls-refs` question on the waiting upload-pack session, then
 /// opens the next one.
-fn answer_ls_refs(keeper: &Keeper, conn: &mut UnixStream, url: &str, refs: &[String], upload: &str) {
+fn answer_ls_refs(
+    keeper: &Keeper,
+    conn: &mut UnixStream,
+    url: &str,
+    refs: &[String],
+    upload: &str,
+) {
     let taken = keeper
         .waiting
         .lock()
@@ -528,10 +533,10 @@ fn watch(keeper: &Arc<Keeper>) {
                 k.exit(0);
             }
             let mut pushing = k.pushing.lock().unwrap_or_else(|e| e.into_inner());
-            if pushing.as_mut().is_some_and(|s| !s.alive()) {
-                if let Some(s) = pushing.take() {
-                    s.close();
-                }
+            if pushing.as_mut().is_some_and(|s| !s.alive())
+                && let Some(s) = pushing.take()
+            {
+                s.close();
             }
         }
     });
@@ -886,7 +891,10 @@ mod tests {
             assert_eq!(won.len(), 1);
             let _c = UnixStream::connect(&sock).unwrap();
             won[0].set_nonblocking(true).unwrap();
-            assert!(won[0].accept().is_ok(), "the one listening is the one found");
+            assert!(
+                won[0].accept().is_ok(),
+                "the one listening is the one found"
+            );
             drop(won);
         }
     }

@@ -366,12 +366,24 @@ fn a_claim_pushes_through_the_kept_session_with_no_git_push_and_a_lost_race_retr
     assert_eq!(outcome(&out), "pulled");
     push_ready(&a.repo, &url);
     let (asked, pushed, _) = keeper_status(&a.repo, &url);
-    let (out, gits) = traced_agent(&a, &server, "agent-a", &["todo", "claim", "--next", "--sync"]);
+    let (out, gits) = traced_agent(
+        &a,
+        &server,
+        "agent-a",
+        &["todo", "claim", "--next", "--sync"],
+    );
     assert_eq!(out.code, 0, "{out:#?}");
     assert_eq!(pushes(&gits), 0, "{gits:#?}");
     assert_eq!(fetches(&gits), 0, "{gits:#?}");
-    assert!(gits.iter().any(|g| g.starts_with("pack-objects ")), "{gits:#?}");
-    assert_eq!(keeper_status(&a.repo, &url).0, asked, "no ls-refs before the push");
+    assert!(
+        gits.iter().any(|g| g.starts_with("pack-objects ")),
+        "{gits:#?}"
+    );
+    assert_eq!(
+        keeper_status(&a.repo, &url).0,
+        asked,
+        "no ls-refs before the push"
+    );
     assert_eq!(keeper_status(&a.repo, &url).1, pushed + 1);
     assert_eq!(hub_tip(&hub), a.tip().unwrap());
     c.loopx(&["sync"]).ok();
@@ -430,7 +442,12 @@ fn a_claim_pushes_through_the_kept_session_with_no_git_push_and_a_lost_race_retr
     c.loopx(&["sync"]).ok();
     push_ready(&a.repo, &url);
     let (_, pushed, _) = keeper_status(&a.repo, &url);
-    let (out, gits) = traced_agent(&a, &server, "agent-a", &["--json", "todo", "claim", "--next", "--sync"]);
+    let (out, gits) = traced_agent(
+        &a,
+        &server,
+        "agent-a",
+        &["--json", "todo", "claim", "--next", "--sync"],
+    );
     assert_eq!(out.code, 0, "{out:#?}");
     assert_eq!(out.json()["todo"]["id"], third.as_str(), "{out:#?}");
     assert!(keeper_status(&a.repo, &url).1 > pushed, "{gits:#?}");

@@ -103,7 +103,13 @@ pub fn push(git_dir: &Path, url: &str, pushes: &[Push], limit: Duration) -> Opti
     s.write_all(q.as_bytes()).ok()?;
     let mut r = BufReader::new(s.try_clone().ok()?);
     let (caps, tips) = ready(&mut r).ok()?;
-    let pack = pack(git_dir, &commands, &tips, caps.iter().any(|c| c == "ofs-delta")).ok()?;
+    let pack = pack(
+        git_dir,
+        &commands,
+        &tips,
+        caps.iter().any(|c| c == "ofs-delta"),
+    )
+    .ok()?;
     s.write_all(&pack).ok()?;
     s.shutdown(std::net::Shutdown::Write).ok()?;
     let mut line = String::new();
@@ -253,7 +259,9 @@ fn with_input(git_dir: &Path, args: &[&str], input: Vec<u8>) -> Result<Vec<u8>> 
         .context("no stdout")?
         .read_to_end(&mut out)?;
     let status = child.wait()?;
-    let wrote = writer.join().map_err(|_| anyhow::anyhow!("the writer panicked"))?;
+    let wrote = writer
+        .join()
+        .map_err(|_| anyhow::anyhow!("the writer panicked"))?;
     if !status.success() || wrote.is_err() {
         bail!("git {} failed", args.join(" "));
     }
@@ -366,10 +374,15 @@ fn porcelain(url: &str, commands: &[(String, String, String)], answer: &Answer) 
     for (old, new, dst) in commands {
         let reported = answer.refs.iter().find(|(n, _)| n == dst);
         let (flag, summary) = match reported {
-            Some((_, None)) if old.bytes().all(|b| b == b'0') => ('*', "[new reference]".to_owned()),
+            Some((_, None)) if old.bytes().all(|b| b == b'0') => {
+                ('*', "[new reference]".to_owned())
+            }
             Some((_, None)) => (' ', format!("{}..{}", &old[..7], &new[..7])),
             Some((_, Some(why))) => ('!', format!("[remote rejected] ({why})")),
-            None => ('!', "[remote failure] (remote failed to report status)".to_owned()),
+            None => (
+                '!',
+                "[remote failure] (remote failed to report status)".to_owned(),
+            ),
         };
         failed |= flag == '!';
         stdout.push_str(&format!("{flag}\t{new}:{dst}\t{summary}\n"));
@@ -560,7 +573,11 @@ pub(super) fn serve(
     conn: &mut BufReader<UnixStream>,
     commands: &[(String, String, String)],
 ) {
-    let taken = keeper.pushing.lock().unwrap_or_else(|e| e.into_inner()).take();
+    let taken = keeper
+        .pushing
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .take();
     let Some(mut session) = taken else {
         let _ = conn.get_mut().write_all(b"none\n");
         keeper.open_push();
@@ -648,7 +665,13 @@ mod tests {
         let (caps, tips) = advertised(&mut &bytes[..]).unwrap();
         assert_eq!(
             caps,
-            ["report-status", "side-band-64k", "quiet", "ofs-delta", "agent=git/2.47"]
+            [
+                "report-status",
+                "side-band-64k",
+                "quiet",
+                "ofs-delta",
+                "agent=git/2.47"
+            ]
         );
         assert_eq!(tips, [a.clone(), b.clone()]);
         // An empty repository: no tips, the capabilities still.
