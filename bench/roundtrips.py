@@ -16,10 +16,12 @@ side. sshd here accepts `GIT_PROTOCOL` (as GitHub's does; Debian's default
 `AcceptEnv LANG LC_*` does not, and then ssh speaks v0 whatever is set).
 `git ls-remote` is git's own, with git's default (v2).
 
-"ssh, kept": loopx's own sharing and its kept protocol-v2 session
-(`git::keep`, docs/sync.md *Round trips*): the bench's keys reach ssh through
-a wrapper named `ssh` first on PATH, so loopx sees ssh unconfigured; each run
-waits a second first (the keeper opens its next session after each answer).
+"ssh, kept": loopx's own sharing and its kept sessions (`git::keep`,
+docs/sync.md *Round trips*): a protocol-v2 upload-pack for the no-op sync's
+question and a pre-opened receive-pack for pushes. The bench's keys reach ssh
+through a wrapper named `ssh` first on PATH, so loopx sees ssh unconfigured;
+each run waits a second first (the keeper opens its next session after each
+answer or push). Each transport also logs one lone claim's exchanges.
 
 ssh: loopx shares one connection between its own git calls unless the user
 configured ssh (docs/sync.md, *Round trips*). This bench must point ssh at
