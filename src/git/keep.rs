@@ -920,6 +920,47 @@ mod tests {
         assert!(refused_lately(&sock));
     }
 
+    /// A keeper that stopped accepting (stopped, hung) with its backlog
+    /// full: a question gives up instead of waiting in `connect` forever.
+    #[test]
+    fn a_question_to_a_keeper_whose_backlog_is_full_gives_up() {
+        let somaxconn: usize = std::fs::read_to_string("/proc/sys/net/core/somaxconn")
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(4096);
+        let files = rustix::process::getrlimit(rustix::process::Resource::Nofile).current;
+        if files.is_some_and(|n| n < 2 * somaxconn as u64 + 256) {
+            eprintln!("skipped: too few file descriptors to fill a socket's backlog");
+            return;
+        }
+        let tmp = tempfile::tempdir().unwrap();
+        let sock = tmp.path().join("k");
+        let l = UnixListener::bind(&sock).unwrap();
+        let made = Arc::new(AtomicU64::new(0));
+        let filler = {
+            let (sock, made) = (sock.clone(), Arc::clone(&made));
+            std::thread::spawn(move || {
+                let mut held = Vec::new();
+                // Blocks once the backlog is full; ends when the listener goes.
+                while let Ok(s) = UnixStream::connect(&sock) {
+                    held.push(s);
+                    made.fetch_add(1, Ordering::SeqCst);
+                }
+            })
+        };
+        // Until the filler stops getting through (a bound, not a timing).
+        let mut last = u64::MAX;
+        while made.load(Ordering::SeqCst) != last {
+            last = made.load(Ordering::SeqCst);
+            std::thread::sleep(Duration::from_millis(300));
+        }
+        let refs = ["refs/loopx/state"];
+        assert!(ask(&sock, "ssh://h/x", &refs, Duration::from_millis(500)).is_err());
+        drop(l);
+        let _ = std::fs::remove_file(&sock);
+        filler.join().unwrap();
+    }
+
     /// A keeper's socket, served here by a thread that answers like one:
     /// the client reads the answer for its URL only, per ref, and treats a
     /// cut answer, another URL or silence as no answer.
