@@ -65,6 +65,10 @@ pub const ASK_LIMIT: Duration = Duration::from_secs(3);
 /// answer included) before the keeper gives up and exits.
 const HUB_LIMIT: Duration = Duration::from_secs(30);
 
+/// How long a push relayed through the keeper may take on the hub (its
+/// hooks included) before the keeper gives up and exits.
+const PUSH_LIMIT: Duration = Duration::from_secs(300);
+
 /// The hub's tips of `refs` (full names) through the kept session for
 /// `url`, each None when the hub has no such ref; None when there is no
 /// keeper to ask or it did not answer (then run git). Never starts one.
@@ -297,6 +301,7 @@ pub fn serve(socket: &Path, url: &str, ssh_command: &str, lead: bool) -> Result<
         started: AtomicBool::new(false),
         questions: AtomicU64::new(0),
         pushes: AtomicU64::new(0),
+        relaying: AtomicU64::new(0),
     });
     watch(&keeper);
     let session = match Session::open(&upload) {
@@ -434,6 +439,10 @@ struct Keeper {
     /// How many `ls-refs` and push questions it was asked (`status`).
     questions: AtomicU64,
     pushes: AtomicU64,
+    /// When the push being relayed went to the hub (ms), 0 when none: the
+    /// hub's hooks may take their time (the asker's own limit is
+    /// `loopx.syncTimeout`), so a push hangs only past [`PUSH_LIMIT`].
+    relaying: AtomicU64,
 }
 
 impl Keeper {
@@ -508,7 +517,9 @@ fn watch(keeper: &Arc<Keeper>) {
             std::thread::sleep(Duration::from_millis(200));
             let now = now_ms();
             let b = k.busy.load(Ordering::SeqCst);
-            let hung = b != 0 && now.saturating_sub(b) > HUB_LIMIT.as_millis() as u64;
+            let p = k.relaying.load(Ordering::SeqCst);
+            let hung = (b != 0 && now.saturating_sub(b) > HUB_LIMIT.as_millis() as u64)
+                || (p != 0 && now.saturating_sub(p) > PUSH_LIMIT.as_millis() as u64);
             if !k.started.load(Ordering::SeqCst) {
                 if b == 0 {
                     // It never started (and returned), or is about to.

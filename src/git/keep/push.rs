@@ -605,7 +605,7 @@ pub(super) fn serve(
         *keeper.pushing.lock().unwrap_or_else(|e| e.into_inner()) = Some(session);
         return;
     }
-    keeper.busy.store(now_ms(), Ordering::SeqCst);
+    keeper.relaying.store(now_ms(), Ordering::SeqCst);
     let mut all = req;
     all.extend_from_slice(&pack);
     if session
@@ -618,7 +618,7 @@ pub(super) fn serve(
         // without the whole pack, so git's push may run.
         let _ = conn.get_mut().write_all(b"none\n");
         session.close();
-        keeper.busy.store(0, Ordering::SeqCst);
+        keeper.relaying.store(0, Ordering::SeqCst);
         keeper.open_push();
         return;
     }
@@ -637,7 +637,7 @@ pub(super) fn serve(
         }
     }
     session.close();
-    keeper.busy.store(0, Ordering::SeqCst);
+    keeper.relaying.store(0, Ordering::SeqCst);
     keeper.open_push();
 }
 
