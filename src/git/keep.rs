@@ -941,7 +941,11 @@ mod tests {
             .unwrap_or(4096);
         let files = rustix::process::getrlimit(rustix::process::Resource::Nofile).current;
         if files.is_some_and(|n| n < 2 * somaxconn as u64 + 256) {
-            eprintln!("skipped: too few file descriptors to fill a socket's backlog");
+            // Too few file descriptors here to fill a socket's backlog.
+            #[allow(clippy::print_stderr)]
+            {
+                eprintln!("skipped: too few file descriptors to fill a socket's backlog");
+            }
             return;
         }
         let tmp = tempfile::tempdir().unwrap();

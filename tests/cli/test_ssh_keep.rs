@@ -18,6 +18,16 @@ use crate::common::{Machine, Output, TestEnv, git_in, run};
 /// `loopx ARGS` on `m` through the ssh wrapper, with git's trace in a
 /// file: the output and the git commands it ran.
 fn traced(m: &Machine, server: &Sshd, args: &[&str]) -> (Output, Vec<String>) {
+    traced_with(m, server, None, args)
+}
+
+/// [`traced`], as `agent` when one is given.
+fn traced_with(
+    m: &Machine,
+    server: &Sshd,
+    agent: Option<&str>,
+    args: &[&str],
+) -> (Output, Vec<String>) {
     let trace = m.repo.with_extension(format!(
         "trace-{}",
         std::time::SystemTime::now()
@@ -25,11 +35,12 @@ fn traced(m: &Machine, server: &Sshd, args: &[&str]) -> (Output, Vec<String>) {
             .unwrap()
             .as_nanos()
     ));
-    let out = run(m
-        .command()
-        .env("PATH", server.path())
-        .env("GIT_TRACE", &trace)
-        .args(args));
+    let mut c = m.command();
+    c.env("PATH", server.path()).env("GIT_TRACE", &trace);
+    if let Some(a) = agent {
+        c.env("LOOPX_AGENT", a);
+    }
+    let out = run(c.args(args));
     let text = std::fs::read_to_string(&trace).unwrap_or_default();
     let _ = std::fs::remove_file(&trace);
     let gits = text
@@ -316,29 +327,7 @@ fn hub_tip(hub: &Path) -> String {
 
 /// `loopx ARGS` as `agent` on `m`, traced.
 fn traced_agent(m: &Machine, server: &Sshd, agent: &str, args: &[&str]) -> (Output, Vec<String>) {
-    let trace = m.repo.with_extension(format!(
-        "trace-{}",
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos()
-    ));
-    let out = run(m
-        .command()
-        .env("PATH", server.path())
-        .env("GIT_TRACE", &trace)
-        .env("LOOPX_AGENT", agent)
-        .args(args));
-    let text = std::fs::read_to_string(&trace).unwrap_or_default();
-    let _ = std::fs::remove_file(&trace);
-    let gits = text
-        .lines()
-        .filter_map(|l| {
-            l.split_once("trace: built-in: git ")
-                .map(|(_, c)| c.to_owned())
-        })
-        .collect();
-    (out, gits)
+    traced_with(m, server, Some(agent), args)
 }
 
 #[test]
