@@ -342,10 +342,7 @@ pub fn serve(socket: &Path, url: &str, ssh_command: &str, lead: bool) -> Result<
                 keeper.questions.fetch_add(1, Ordering::SeqCst);
                 answer_ls_refs(&keeper, conn.get_mut(), url, &refs, &upload);
             }
-            Ok(Question::Push(commands)) => {
-                keeper.pushes.fetch_add(1, Ordering::SeqCst);
-                push::serve(&keeper, &mut conn, &commands);
-            }
+            Ok(Question::Push(commands)) => push::serve(&keeper, &mut conn, &commands),
             Ok(Question::Status) => {
                 let ready = keeper
                     .pushing
@@ -436,7 +433,8 @@ struct Keeper {
     /// Whether it listens (else its watch never exits the process: a
     /// keeper that could not start returns instead).
     started: AtomicBool,
-    /// How many `ls-refs` and push questions it was asked (`status`).
+    /// How many `ls-refs` questions it took and pushes it sent to the hub
+    /// (`status`).
     questions: AtomicU64,
     pushes: AtomicU64,
     /// When the push being relayed went to the hub (ms), 0 when none: the

@@ -277,8 +277,8 @@ fn no_keeper_when_turned_off_or_when_the_hub_speaks_only_v0_over_ssh() {
 }
 
 /// The keeper's own account (`status URL` on its socket): how many
-/// `ls-refs` and push questions it was asked, whether a receive-pack
-/// session is ready.
+/// `ls-refs` questions it took, how many pushes it sent to the hub,
+/// whether a receive-pack session is ready.
 fn keeper_status(repo: &Path, url: &str) -> (u64, u64, bool) {
     use std::io::{Read, Write};
     let mut s = std::os::unix::net::UnixStream::connect(keeper_socket(repo).expect("a keeper"))

@@ -622,6 +622,7 @@ pub(super) fn serve(
         keeper.open_push();
         return;
     }
+    keeper.pushes.fetch_add(1, Ordering::SeqCst);
     let mut listening = conn.get_mut().write_all(b"sent\n").is_ok();
     // Relayed to the end of receive-pack's output, even once the asker
     // left, so the hub's hooks never write into a closed pipe.
