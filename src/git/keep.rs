@@ -302,6 +302,7 @@ pub fn serve(socket: &Path, url: &str, ssh_command: &str, lead: bool) -> Result<
         questions: AtomicU64::new(0),
         pushes: AtomicU64::new(0),
         relaying: AtomicU64::new(0),
+        no_push: AtomicBool::new(false),
     });
     watch(&keeper);
     let session = match Session::open(&upload) {
@@ -441,6 +442,9 @@ struct Keeper {
     /// hub's hooks may take their time (the asker's own limit is
     /// `loopx.syncTimeout`), so a push hangs only past [`PUSH_LIMIT`].
     relaying: AtomicU64,
+    /// Set once the hub's receive-pack lacked what a push through the
+    /// keeper needs: pushes go through git from then on.
+    no_push: AtomicBool,
 }
 
 impl Keeper {
@@ -479,7 +483,7 @@ impl Keeper {
     /// Opens the next receive-pack session in the background, unless one
     /// is open or being opened.
     fn open_push(self: &Arc<Self>) {
-        if self.opening.swap(true, Ordering::SeqCst) {
+        if self.no_push.load(Ordering::SeqCst) || self.opening.swap(true, Ordering::SeqCst) {
             return;
         }
         let k = Arc::clone(self);

@@ -584,7 +584,9 @@ pub(super) fn serve(
         return;
     };
     let Some(req) = request(commands, &session.caps) else {
-        // A hub without what this path needs: git's push, always.
+        // A hub without what this path needs: git's push, always (no
+        // session is opened for it again).
+        keeper.no_push.store(true, Ordering::SeqCst);
         let _ = conn.get_mut().write_all(b"none\n");
         session.close();
         return;
