@@ -16,10 +16,12 @@ side. sshd here accepts `GIT_PROTOCOL` (as GitHub's does; Debian's default
 `AcceptEnv LANG LC_*` does not, and then ssh speaks v0 whatever is set).
 `git ls-remote` is git's own, with git's default (v2).
 
-"ssh, kept": loopx's own sharing and its kept protocol-v2 session
-(`git::keep`, docs/sync.md *Round trips*): the bench's keys reach ssh through
-a wrapper named `ssh` first on PATH, so loopx sees ssh unconfigured; each run
-waits a second first (the keeper opens its next session after each answer).
+"ssh, kept": loopx's own sharing and its kept sessions (`git::keep`,
+docs/sync.md *Round trips*): a protocol-v2 upload-pack for the no-op sync's
+question and a pre-opened receive-pack for pushes. The bench's keys reach ssh
+through a wrapper named `ssh` first on PATH, so loopx sees ssh unconfigured;
+each run waits a second first (the keeper opens its next session after each
+answer or push). Each transport also logs one lone claim's exchanges.
 
 ssh: loopx shares one connection between its own git calls unless the user
 configured ssh (docs/sync.md, *Round trips*). This bench must point ssh at
@@ -525,12 +527,20 @@ def scenario(b, runs: int, say) -> dict:
                         if before:
                             before()
                         row["push timeline"] = timeline(relay, lx + ["sync"], tenv)
+                        # A lone claim's (push-first: no fetch, one push).
+                        subprocess.run(lx + ["todo", "add", f"claim timeline {time.time()}", "--priority", "P0"],
+                                       env=tenv, check=True, capture_output=True)
+                        subprocess.run(lx + ["sync"], env=tenv, check=True, capture_output=True)
+                        if before:
+                            before()
+                        row["claim timeline"] = timeline(relay, lx + ["todo", "claim", "--next", "--sync"],
+                                                         {**tenv, "LOOPX_AGENT": "agent-a"})
                 finally:
                     if relay:
                         relay.close()
             results["transports"][name] = row
             say(f"  {name}: " + ", ".join(f"{k} {row['relay'][k] / (RTT * 1000):.1f}" for k in ROWS))
-            for what in ("no-op sync timeline", "push timeline"):
+            for what in ("no-op sync timeline", "push timeline", "claim timeline"):
                 t = row.get(what)
                 if t:
                     say(f"    {what}: {t['exchanges']} exchanges, {t['ms'] / (RTT * 1000):.1f} round trips: "
@@ -560,10 +570,10 @@ def table(results: dict) -> tuple[list[str], list[list[str]]]:
         rows.append(cells)
     # Load-independent: what one run's relay log shows (a new connection's
     # TCP handshake, emulated by the relay, is one round trip more).
-    cells = ["exchanges seen by the relay: no-op sync / push"]
+    cells = ["exchanges seen by the relay: no-op sync / push / lone claim"]
     for n in names:
         v = results["transports"][n]
-        ex = [v.get(k, {}).get("exchanges") for k in ("no-op sync timeline", "push timeline")]
+        ex = [v.get(k, {}).get("exchanges") for k in ("no-op sync timeline", "push timeline", "claim timeline")]
         cells.append(" / ".join("?" if e is None else str(e) for e in ex))
     rows.append(cells)
     return headers, rows

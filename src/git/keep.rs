@@ -40,7 +40,7 @@ use std::os::unix::net::{UnixListener, UnixStream};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -48,6 +48,10 @@ use anyhow::{Context, Result, bail};
 use sha2::Digest;
 
 use super::ssh;
+
+mod push;
+
+pub use push::push;
 
 /// How long a keeper waits for a question before it exits: the shared
 /// connection's own `ControlPersist`.
@@ -60,6 +64,10 @@ pub const ASK_LIMIT: Duration = Duration::from_secs(3);
 /// How long one request to the hub may take inside the keeper (its first
 /// answer included) before the keeper gives up and exits.
 const HUB_LIMIT: Duration = Duration::from_secs(30);
+
+/// How long a push relayed through the keeper may take on the hub (its
+/// hooks included) before the keeper gives up and exits.
+const PUSH_LIMIT: Duration = Duration::from_secs(300);
 
 /// The hub's tips of `refs` (full names) through the kept session for
 /// `url`, each None when the hub has no such ref; None when there is no
@@ -87,20 +95,36 @@ pub fn ensure(git_dir: &Path, url: &str) {
     let (Some(ssh), Ok(exe)) = (ssh::shared(git_dir, url), std::env::current_exe()) else {
         return;
     };
+    // The hub's URL and the ssh command go through stdin, not argv: argv
+    // is anyone's to read in `ps` for as long as the keeper lives.
     let spawned = Command::new(exe)
         .arg("ssh-keep")
         .arg(&socket)
-        .arg(url)
-        .arg(&ssh)
-        .stdin(Stdio::null())
+        .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .process_group(0)
         .spawn();
     if let Ok(mut child) = spawned {
+        if let Some(mut input) = child.stdin.take() {
+            let _ = input.write_all(format!("{url}\n{ssh}\n").as_bytes());
+        }
         // Reaped when it exits, if this process (`loopx mcp`) is still here.
         std::thread::spawn(move || child.wait());
     }
+}
+
+/// What `loopx ssh-keep` reads on its stdin: the hub's URL and the ssh
+/// command, a line each.
+pub fn read_orders(input: &mut impl BufRead) -> Result<(String, String)> {
+    let mut url = String::new();
+    let mut ssh = String::new();
+    input.read_line(&mut url)?;
+    input.read_line(&mut ssh)?;
+    let (Some(url), Some(ssh)) = (url.strip_suffix('\n'), ssh.strip_suffix('\n')) else {
+        bail!("expected the hub's URL and the ssh command on stdin, a line each");
+    };
+    Ok((url.to_owned(), ssh.to_owned()))
 }
 
 /// The file a keeper leaves beside its socket when the hub would not
@@ -123,7 +147,7 @@ fn refused_lately(socket: &Path) -> bool {
 /// connections loopx shares itself, `loopx.sshKeep` not false, a private
 /// socket directory.
 fn socket(git_dir: &Path, url: &str) -> Option<PathBuf> {
-    remote_command(url)?;
+    remote_command(url, UPLOAD)?;
     ssh::shared(git_dir, url)?;
     if !enabled(git_dir) {
         return None;
@@ -146,8 +170,9 @@ fn enabled(git_dir: &Path) -> bool {
 }
 
 /// ssh's arguments for `url` after the ssh command (`-p PORT`, the
-/// destination, the remote command), as git would run `git-upload-pack`.
-fn remote_command(url: &str) -> Option<Vec<String>> {
+/// destination, the remote command), as git would run `program`
+/// (`git-upload-pack`, `git-receive-pack`).
+fn remote_command(url: &str, program: &str) -> Option<Vec<String>> {
     let t = ssh::Target::of(url)?;
     let path = match ["ssh://", "git+ssh://", "ssh+git://"]
         .iter()
@@ -177,7 +202,7 @@ fn remote_command(url: &str) -> Option<Vec<String>> {
         Some(u) => format!("{u}@{}", t.host),
         None => t.host.clone(),
     });
-    args.push(format!("git-upload-pack {}", ssh::quote(path)));
+    args.push(format!("{program} {}", ssh::quote(path)));
     Some(args)
 }
 
@@ -185,7 +210,7 @@ fn remote_command(url: &str) -> Option<Vec<String>> {
 /// then an empty line. Its answer: `ok URL`, a line `OID REF` per ref the
 /// hub has, an empty line.
 fn ask(socket: &Path, url: &str, refs: &[&str], limit: Duration) -> Result<Vec<Option<String>>> {
-    let mut s = UnixStream::connect(socket)?;
+    let mut s = connect(socket, limit)?;
     s.set_read_timeout(Some(limit))?;
     s.set_write_timeout(Some(limit))?;
     let mut q = format!("ls-refs {url}\n");
@@ -223,7 +248,27 @@ fn ask(socket: &Path, url: &str, refs: &[&str], limit: Duration) -> Result<Vec<O
         .collect())
 }
 
-/// `loopx ssh-keep SOCKET URL SSH`: the keeper itself. Returns when it
+/// Connects to the keeper's socket, giving up after `limit`: a connect
+/// to a unix socket whose keeper stopped accepting waits once its backlog
+/// is full, and std has no timeout for it (the waiting thread is left
+/// behind; it ends when the keeper goes).
+fn connect(socket: &Path, limit: Duration) -> Result<UnixStream> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let path = socket.to_path_buf();
+    std::thread::spawn(move || {
+        let _ = tx.send(UnixStream::connect(path));
+    });
+    match rx.recv_timeout(limit) {
+        Ok(s) => Ok(s?),
+        Err(_) => bail!("the keeper did not accept within {limit:?}"),
+    }
+}
+
+/// The programs a keeper's sessions run on the hub.
+const UPLOAD: &str = "git-upload-pack";
+const RECEIVE: &str = "git-receive-pack";
+
+/// `loopx ssh-keep SOCKET` (URL and SSH on its stdin): the keeper itself. Returns when it
 /// could not start (the hub does not speak v2 over ssh, another keeper
 /// listens); else it exits the process when idle, when its waiting
 /// session ends (the shared connection went, the hub closed it), or when
@@ -234,77 +279,134 @@ fn ask(socket: &Path, url: &str, refs: &[&str], limit: Duration) -> Result<Vec<O
 /// memory for its life, so a session asked twice would answer the second
 /// time with the refs as they were at the first. Opening the next session
 /// (3 exchanges) happens after the answer went out, off any sync's way.
-pub fn serve(socket: &Path, url: &str, ssh_command: &str) -> Result<()> {
-    let args = remote_command(url).context("not an ssh URL")?;
-    let line = std::iter::once(ssh_command.to_owned())
-        .chain(args.iter().map(|a| ssh::quote(a)))
-        .collect::<Vec<_>>()
-        .join(" ");
+pub fn serve(socket: &Path, url: &str, ssh_command: &str, lead: bool) -> Result<()> {
+    let line = |program: &str| -> Result<String> {
+        let args = remote_command(url, program).context("not an ssh URL")?;
+        Ok(std::iter::once(ssh_command.to_owned())
+            .chain(args.iter().map(|a| ssh::quote(a)))
+            .collect::<Vec<_>>()
+            .join(" "))
+    };
+    let (upload, receive) = (line(UPLOAD)?, line(RECEIVE)?);
     let keeper = Arc::new(Keeper {
         socket: socket.to_path_buf(),
         busy: AtomicU64::new(now_ms()),
         idle: AtomicU64::new(now_ms()),
         mine: Mutex::new(None),
         waiting: Mutex::new(None),
+        pushing: Mutex::new(None),
+        opening: AtomicBool::new(false),
+        receive,
+        lead,
+        started: AtomicBool::new(false),
+        questions: AtomicU64::new(0),
+        pushes: AtomicU64::new(0),
+        relaying: AtomicU64::new(0),
+        no_push: AtomicBool::new(false),
     });
     watch(&keeper);
-    let session = match Session::open(&line) {
+    let session = match Session::open(&upload) {
         Ok(s) => s,
         Err(e) => {
             // Not v2 (the hub's sshd does not accept GIT_PROTOCOL): no
-            // keeper for a while, rather than one refused every sync.
-            let _ = std::fs::write(refused(socket), format!("{e:#}\n"));
+            // keeper for a while, rather than one refused every sync. Any
+            // other failure (the network, a login) only ends this keeper:
+            // the next fetch starts another.
+            if e.downcast_ref::<NotV2>().is_some() {
+                let _ = std::fs::write(refused(socket), format!("{e:#}\n"));
+            }
+            keeper.busy.store(0, Ordering::SeqCst);
             return Err(e);
         }
     };
     *keeper.waiting.lock().unwrap_or_else(|e| e.into_inner()) = Some(session);
     keeper.busy.store(0, Ordering::SeqCst);
-    let listener = listen(socket)?;
+    // Else another keeper listens there.
+    let Ok(listener) = listen(socket) else {
+        keeper.exit(1)
+    };
+    keeper.started.store(true, Ordering::SeqCst);
     let _ = std::fs::set_permissions(socket, std::fs::Permissions::from_mode(0o600));
     if let Ok(m) = std::fs::symlink_metadata(socket) {
         *keeper.mine.lock().unwrap_or_else(|e| e.into_inner()) = Some((m.dev(), m.ino()));
     }
+    // The push session, off the way of the first question.
+    keeper.open_push();
     for conn in listener.incoming() {
-        let Ok(mut conn) = conn else { continue };
+        let Ok(conn) = conn else { continue };
         keeper.idle.store(now_ms(), Ordering::SeqCst);
         let _ = conn.set_read_timeout(Some(ASK_LIMIT));
         let _ = conn.set_write_timeout(Some(ASK_LIMIT));
-        let Ok(refs) = question(&mut conn, url) else {
-            let _ = conn.write_all(b"error\n");
-            continue;
-        };
-        let taken = keeper
-            .waiting
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
-        let Some(mut session) = taken else {
-            let _ = conn.write_all(b"error\n");
-            keeper.exit(1);
-        };
-        keeper.busy.store(now_ms(), Ordering::SeqCst);
-        let answer = session.ls_refs(&refs);
-        session.close();
-        let Ok(found) = answer else {
-            let _ = conn.write_all(b"error\n");
-            keeper.exit(1);
-        };
-        let mut a = format!("ok {url}\n");
-        for (oid, name) in found {
-            a.push_str(&format!("{oid} {name}\n"));
+        let mut conn = BufReader::new(conn);
+        match question(&mut conn, url) {
+            Ok(Question::LsRefs(refs)) => {
+                keeper.questions.fetch_add(1, Ordering::SeqCst);
+                answer_ls_refs(&keeper, conn.get_mut(), url, &refs, &upload);
+            }
+            Ok(Question::Push(commands)) => push::serve(&keeper, &mut conn, &commands),
+            Ok(Question::Status) => {
+                let ready = keeper
+                    .pushing
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .is_some();
+                let _ = conn.get_mut().write_all(
+                    format!(
+                        "ok ls-refs={} pushes={} push-ready={}\n",
+                        keeper.questions.load(Ordering::SeqCst),
+                        keeper.pushes.load(Ordering::SeqCst),
+                        u8::from(ready)
+                    )
+                    .as_bytes(),
+                );
+            }
+            Err(_) => {
+                let _ = conn.get_mut().write_all(b"error\n");
+            }
         }
-        a.push('\n');
-        let _ = conn.write_all(a.as_bytes());
-        drop(conn);
-        // The next question's session, opened now.
-        match Session::open(&line) {
-            Ok(next) => *keeper.waiting.lock().unwrap_or_else(|e| e.into_inner()) = Some(next),
-            Err(_) => keeper.exit(1),
-        }
-        keeper.busy.store(0, Ordering::SeqCst);
         keeper.idle.store(now_ms(), Ordering::SeqCst);
     }
     Ok(())
+}
+
+/// Answers an `ls-refs` question on the waiting upload-pack session, then
+/// opens the next one.
+fn answer_ls_refs(
+    keeper: &Keeper,
+    conn: &mut UnixStream,
+    url: &str,
+    refs: &[String],
+    upload: &str,
+) {
+    let taken = keeper
+        .waiting
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .take();
+    let Some(mut session) = taken else {
+        let _ = conn.write_all(b"error\n");
+        keeper.exit(1);
+    };
+    keeper.busy.store(now_ms(), Ordering::SeqCst);
+    let answer = session.ls_refs(refs);
+    session.close();
+    let Ok(found) = answer else {
+        let _ = conn.write_all(b"error\n");
+        keeper.exit(1);
+    };
+    let mut a = format!("ok {url}\n");
+    for (oid, name) in found {
+        a.push_str(&format!("{oid} {name}\n"));
+    }
+    a.push('\n');
+    let _ = conn.write_all(a.as_bytes());
+    let _ = conn.shutdown(std::net::Shutdown::Both);
+    // The next question's session, opened now.
+    match Session::open(upload) {
+        Ok(next) => *keeper.waiting.lock().unwrap_or_else(|e| e.into_inner()) = Some(next),
+        Err(_) => keeper.exit(1),
+    }
+    keeper.busy.store(0, Ordering::SeqCst);
 }
 
 /// What the keeper's threads share.
@@ -319,13 +421,38 @@ struct Keeper {
     mine: Mutex<Option<(u64, u64)>>,
     /// The session that answers the next question.
     waiting: Mutex<Option<Session>>,
+    /// The receive-pack session that takes the next push, when one is
+    /// ready.
+    pushing: Mutex<Option<push::Session>>,
+    /// Whether a receive-pack session is being opened.
+    opening: AtomicBool,
+    /// The shell line that opens a receive-pack session.
+    receive: String,
+    /// Whether the keeper leads its own process group (as `loopx ssh-keep`
+    /// started by [`ensure`] does): every ssh it started is then in it.
+    lead: bool,
+    /// Whether it listens (else its watch never exits the process: a
+    /// keeper that could not start returns instead).
+    started: AtomicBool,
+    /// How many `ls-refs` questions it took and pushes it sent to the hub
+    /// (`status`).
+    questions: AtomicU64,
+    pushes: AtomicU64,
+    /// When the push being relayed went to the hub (ms), 0 when none: the
+    /// hub's hooks may take their time (the asker's own limit is
+    /// `loopx.syncTimeout`), so a push hangs only past [`PUSH_LIMIT`].
+    relaying: AtomicU64,
+    /// Set once the hub's receive-pack lacked what a push through the
+    /// keeper needs: pushes go through git from then on.
+    no_push: AtomicBool,
 }
 
 impl Keeper {
     fn exit(&self, code: i32) -> ! {
         leave(&self.socket, &self.mine);
-        // The waiting session's ssh is killed and reaped, not only left to
-        // its stdin closing: after a hung hub it might not read it.
+        // Every ssh it started is killed, not only left to its stdin
+        // closing (after a hung hub it might not read it): the waiting
+        // sessions, one taken out for a request, one being closed.
         let waiting = self
             .waiting
             .lock()
@@ -335,7 +462,42 @@ impl Keeper {
             let _ = child.kill();
             let _ = child.wait();
         }
+        if let Some(s) = self
+            .pushing
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+        {
+            s.kill();
+        }
+        if self.lead {
+            // The whole group, this keeper with it.
+            let _ = rustix::process::kill_process_group(
+                rustix::process::getpid(),
+                rustix::process::Signal::KILL,
+            );
+        }
         std::process::exit(code)
+    }
+
+    /// Opens the next receive-pack session in the background, unless one
+    /// is open or being opened.
+    fn open_push(self: &Arc<Self>) {
+        if self.no_push.load(Ordering::SeqCst) || self.opening.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let k = Arc::clone(self);
+        std::thread::spawn(move || {
+            let ready = k
+                .pushing
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .is_some();
+            if !ready && let Ok(s) = push::Session::open(&k.receive) {
+                *k.pushing.lock().unwrap_or_else(|e| e.into_inner()) = Some(s);
+            }
+            k.opening.store(false, Ordering::SeqCst);
+        });
     }
 }
 
@@ -347,7 +509,9 @@ fn now_ms() -> u64 {
 }
 
 /// Exits the keeper when its waiting session ends, when a request to the
-/// hub hangs past [`HUB_LIMIT`], and when nobody asked for [`IDLE`].
+/// hub hangs past [`HUB_LIMIT`], and when nobody asked for [`IDLE`]. A
+/// receive-pack session that ended (the hub closed it) is dropped; the
+/// next push opens another.
 fn watch(keeper: &Arc<Keeper>) {
     let k = Arc::clone(keeper);
     std::thread::spawn(move || {
@@ -355,7 +519,22 @@ fn watch(keeper: &Arc<Keeper>) {
             std::thread::sleep(Duration::from_millis(200));
             let now = now_ms();
             let b = k.busy.load(Ordering::SeqCst);
-            let hung = b != 0 && now.saturating_sub(b) > HUB_LIMIT.as_millis() as u64;
+            let p = k.relaying.load(Ordering::SeqCst);
+            let hung = (b != 0 && now.saturating_sub(b) > HUB_LIMIT.as_millis() as u64)
+                || (p != 0 && now.saturating_sub(p) > PUSH_LIMIT.as_millis() as u64);
+            if !k.started.load(Ordering::SeqCst) {
+                if b == 0 {
+                    // It never started (and returned), or is about to.
+                    if Arc::strong_count(&k) == 1 {
+                        return;
+                    }
+                    continue;
+                }
+                if hung {
+                    k.exit(1);
+                }
+                continue;
+            }
             let quiet = now.saturating_sub(k.idle.load(Ordering::SeqCst)) > IDLE.as_millis() as u64;
             let ended = k
                 .waiting
@@ -365,6 +544,12 @@ fn watch(keeper: &Arc<Keeper>) {
                 .is_some_and(|s| !matches!(s.child.try_wait(), Ok(None)));
             if hung || quiet || ended {
                 k.exit(0);
+            }
+            let mut pushing = k.pushing.lock().unwrap_or_else(|e| e.into_inner());
+            if pushing.as_mut().is_some_and(|s| !s.alive())
+                && let Some(s) = pushing.take()
+            {
+                s.close();
             }
         }
     });
@@ -383,8 +568,21 @@ fn leave(socket: &Path, mine: &Mutex<Option<(u64, u64)>>) {
 }
 
 /// Binds `socket`, replacing a dead keeper's; an error when a live one
-/// answers there.
+/// answers there. Two keepers that both found the socket dead take turns
+/// under a lock beside it (`SOCKET.lock`): else the second could remove
+/// the socket the first had just bound, and the first would listen on a
+/// name nobody can reach until it idled out.
 fn listen(socket: &Path) -> Result<UnixListener> {
+    let mut name = socket.as_os_str().to_owned();
+    name.push(".lock");
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(PathBuf::from(name))
+        .context("the keeper's lock")?;
+    rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive)
+        .context("locking the keeper's lock")?;
     match UnixListener::bind(socket) {
         Ok(l) => Ok(l),
         Err(_) if UnixStream::connect(socket).is_ok() => bail!("a keeper already listens"),
@@ -395,13 +593,30 @@ fn listen(socket: &Path) -> Result<UnixListener> {
     }
 }
 
-/// Reads one question: `ls-refs URL` for this keeper's URL, ref names,
-/// an empty line.
-fn question(conn: &mut UnixStream, url: &str) -> Result<Vec<String>> {
-    let mut r = BufReader::new(conn);
+/// A question to the keeper.
+#[derive(Debug, PartialEq, Eq)]
+enum Question {
+    /// `ls-refs URL`, then ref names, an empty line.
+    LsRefs(Vec<String>),
+    /// `push URL`, then `OLD NEW REF` lines, an empty line.
+    Push(Vec<(String, String, String)>),
+    /// `status URL`: what it was asked and whether a push session is
+    /// ready (for tests and people looking).
+    Status,
+}
+
+/// Reads one question for this keeper's URL.
+fn question(r: &mut impl BufRead, url: &str) -> Result<Question> {
     let mut first = String::new();
     r.read_line(&mut first)?;
-    if first.trim_end_matches('\n') != format!("ls-refs {url}") {
+    let first = first.trim_end_matches('\n');
+    if first == format!("push {url}") {
+        return Ok(Question::Push(push::commands(r)?));
+    }
+    if first == format!("status {url}") {
+        return Ok(Question::Status);
+    }
+    if first != format!("ls-refs {url}") {
         bail!("a question for another URL");
     }
     let mut refs = Vec::new();
@@ -412,7 +627,7 @@ fn question(conn: &mut UnixStream, url: &str) -> Result<Vec<String>> {
         }
         let l = l.trim_end_matches('\n');
         if l.is_empty() {
-            return Ok(refs);
+            return Ok(Question::LsRefs(refs));
         }
         if !l.starts_with("refs/") || l.contains([' ', '\0']) || refs.len() >= 1000 {
             bail!("not a ref name");
@@ -420,6 +635,56 @@ fn question(conn: &mut UnixStream, url: &str) -> Result<Vec<String>> {
         refs.push(l.to_owned());
     }
 }
+
+/// Runs `line` (ssh and its arguments) through the shell, with
+/// `GIT_PROTOCOL` set to `protocol` (else unset): its pipes.
+fn spawn(line: &str, protocol: Option<&str>) -> Result<(Child, ChildStdin, ChildStdout)> {
+    let mut c = Command::new("sh");
+    c.arg("-c").arg(line);
+    match protocol {
+        Some(p) => c.env("GIT_PROTOCOL", p),
+        None => c.env_remove("GIT_PROTOCOL"),
+    };
+    let mut child = c
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .context("starting ssh")?;
+    let (Some(input), Some(output)) = (child.stdin.take(), child.stdout.take()) else {
+        let _ = child.kill();
+        let _ = child.wait();
+        bail!("no pipes to ssh");
+    };
+    Ok((child, input, output))
+}
+
+/// Reaps a session's ssh in the background (its stdin already closed),
+/// killing it if it outlives [`HUB_LIMIT`].
+fn reap(mut child: Child) {
+    std::thread::spawn(move || {
+        let started = std::time::Instant::now();
+        while matches!(child.try_wait(), Ok(None)) {
+            if started.elapsed() > HUB_LIMIT {
+                let _ = child.kill();
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    });
+}
+
+/// The hub answered, but not in protocol v2 (its sshd does not pass
+/// `GIT_PROTOCOL` on): the one failure that keeps keepers off a while.
+#[derive(Debug)]
+struct NotV2;
+
+impl std::fmt::Display for NotV2 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the hub did not answer in protocol v2")
+    }
+}
+
+impl std::error::Error for NotV2 {}
 
 /// One `git-upload-pack` session on the hub, in protocol v2, for one
 /// question.
@@ -444,20 +709,7 @@ impl Session {
     /// Runs `line` (ssh and its arguments) through the shell with
     /// `GIT_PROTOCOL=version=2` and reads the hub's advertisement.
     fn open(line: &str) -> Result<Session> {
-        let mut child = Command::new("sh")
-            .arg("-c")
-            .arg(line)
-            .env("GIT_PROTOCOL", "version=2")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .context("starting ssh")?;
-        let (Some(input), Some(output)) = (child.stdin.take(), child.stdout.take()) else {
-            let _ = child.kill();
-            let _ = child.wait();
-            bail!("no pipes to ssh");
-        };
+        let (child, input, output) = spawn(line, Some("version=2"))?;
         let mut s = Session {
             child,
             input,
@@ -474,27 +726,17 @@ impl Session {
     /// Ends the session (upload-pack reads the end of its input and exits)
     /// and reaps it in the background.
     fn close(self) {
-        let Session {
-            mut child, input, ..
-        } = self;
+        let Session { child, input, .. } = self;
         drop(input);
-        std::thread::spawn(move || {
-            let started = std::time::Instant::now();
-            while matches!(child.try_wait(), Ok(None)) {
-                if started.elapsed() > HUB_LIMIT {
-                    let _ = child.kill();
-                }
-                std::thread::sleep(Duration::from_millis(50));
-            }
-        });
+        reap(child);
     }
 
     /// Reads the v2 capability advertisement; an error when the hub
-    /// answers anything else (v0's ref list) or lacks `ls-refs`.
+    /// answers anything else (v0's ref list: [`NotV2`]) or lacks `ls-refs`.
     fn advertisement(&mut self) -> Result<()> {
         let first = read_pkt(&mut self.output)?;
         if first != Pkt::Data(b"version 2\n".to_vec()) {
-            bail!("the hub did not answer in protocol v2");
+            return Err(NotV2.into());
         }
         let mut ls_refs = false;
         loop {
@@ -584,7 +826,7 @@ mod tests {
     #[test]
     fn the_remote_command_is_what_git_runs_for_upload_pack() {
         assert_eq!(
-            remote_command("ssh://git@hub.example:2222/srv/team.git").unwrap(),
+            remote_command("ssh://git@hub.example:2222/srv/team.git", UPLOAD).unwrap(),
             [
                 "-o",
                 "SendEnv=GIT_PROTOCOL",
@@ -596,17 +838,17 @@ mod tests {
             ]
         );
         assert_eq!(
-            remote_command("ssh://hub/~me/team.git").unwrap(),
+            remote_command("ssh://hub/~me/team.git", RECEIVE).unwrap(),
             [
                 "-o",
                 "SendEnv=GIT_PROTOCOL",
                 "--",
                 "hub",
-                "git-upload-pack '~me/team.git'"
+                "git-receive-pack '~me/team.git'"
             ]
         );
         assert_eq!(
-            remote_command("git@github.com:team/it's.git").unwrap(),
+            remote_command("git@github.com:team/it's.git", UPLOAD).unwrap(),
             [
                 "-o",
                 "SendEnv=GIT_PROTOCOL",
@@ -615,9 +857,9 @@ mod tests {
                 r"git-upload-pack 'team/it'\''s.git'"
             ]
         );
-        assert_eq!(remote_command("https://hub.example/team.git"), None);
-        assert_eq!(remote_command("ssh://hub"), None);
-        assert_eq!(remote_command("ssh://hub/team%20x.git"), None);
+        assert_eq!(remote_command("https://hub.example/team.git", UPLOAD), None);
+        assert_eq!(remote_command("ssh://hub", UPLOAD), None);
+        assert_eq!(remote_command("ssh://hub/team%20x.git", UPLOAD), None);
     }
 
     #[test]
@@ -634,6 +876,106 @@ mod tests {
         assert_eq!(read_pkt(&mut r).unwrap(), Pkt::End);
         assert!(read_pkt(&mut &b"0003"[..]).is_err());
         assert!(read_pkt(&mut &b"zzzz"[..]).is_err());
+    }
+
+    /// Keepers that find the same dead keeper's socket take turns: one
+    /// listens, on the name the socket has, and the others give up (never
+    /// one left listening on a socket another removed).
+    #[test]
+    fn keepers_racing_for_a_stale_socket_leave_one_listening_where_it_is_found() {
+        let tmp = tempfile::tempdir().unwrap();
+        let sock = tmp.path().join("k");
+        for _ in 0..300 {
+            let _ = std::fs::remove_file(&sock);
+            drop(UnixListener::bind(&sock).unwrap());
+            assert!(UnixStream::connect(&sock).is_err(), "a stale socket");
+            let gate = std::sync::Barrier::new(8);
+            let won: Vec<UnixListener> = std::thread::scope(|s| {
+                let hs: Vec<_> = (0..8)
+                    .map(|_| {
+                        s.spawn(|| {
+                            gate.wait();
+                            listen(&sock).ok()
+                        })
+                    })
+                    .collect();
+                hs.into_iter().filter_map(|h| h.join().unwrap()).collect()
+            });
+            assert_eq!(won.len(), 1);
+            let _c = UnixStream::connect(&sock).unwrap();
+            won[0].set_nonblocking(true).unwrap();
+            assert!(
+                won[0].accept().is_ok(),
+                "the one listening is the one found"
+            );
+            drop(won);
+        }
+    }
+
+    /// Only a hub that answers in v0 keeps keepers off for a while; a
+    /// failure to reach it (here an ssh that exits at once) does not.
+    #[test]
+    fn only_a_v0_answer_leaves_the_note_that_keeps_keepers_off() {
+        let tmp = tempfile::tempdir().unwrap();
+        let sock = tmp.path().join("k");
+        assert!(serve(&sock, "ssh://h/x", "false", false).is_err());
+        assert!(!refused(&sock).exists());
+        assert!(!refused_lately(&sock));
+        let v0 = String::from_utf8(pkt(&format!(
+            "{} refs/heads/main\0multi_ack\n",
+            "a".repeat(40)
+        )))
+        .unwrap()
+        .replace('\0', "\\0");
+        let ssh = format!("printf '{v0}0000'; :");
+        let e = serve(&sock, "ssh://h/x", &ssh, false).unwrap_err();
+        assert!(e.downcast_ref::<NotV2>().is_some(), "{e:#}");
+        assert!(refused_lately(&sock));
+    }
+
+    /// A keeper that stopped accepting (stopped, hung) with its backlog
+    /// full: a question gives up instead of waiting in `connect` forever.
+    #[test]
+    fn a_question_to_a_keeper_whose_backlog_is_full_gives_up() {
+        let somaxconn: usize = std::fs::read_to_string("/proc/sys/net/core/somaxconn")
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(4096);
+        let files = rustix::process::getrlimit(rustix::process::Resource::Nofile).current;
+        if files.is_some_and(|n| n < 2 * somaxconn as u64 + 256) {
+            // Too few file descriptors here to fill a socket's backlog.
+            #[allow(clippy::print_stderr)]
+            {
+                eprintln!("skipped: too few file descriptors to fill a socket's backlog");
+            }
+            return;
+        }
+        let tmp = tempfile::tempdir().unwrap();
+        let sock = tmp.path().join("k");
+        let l = UnixListener::bind(&sock).unwrap();
+        let made = Arc::new(AtomicU64::new(0));
+        let filler = {
+            let (sock, made) = (sock.clone(), Arc::clone(&made));
+            std::thread::spawn(move || {
+                let mut held = Vec::new();
+                // Blocks once the backlog is full; ends when the listener goes.
+                while let Ok(s) = UnixStream::connect(&sock) {
+                    held.push(s);
+                    made.fetch_add(1, Ordering::SeqCst);
+                }
+            })
+        };
+        // Until the filler stops getting through (a bound, not a timing).
+        let mut last = u64::MAX;
+        while made.load(Ordering::SeqCst) != last {
+            last = made.load(Ordering::SeqCst);
+            std::thread::sleep(Duration::from_millis(300));
+        }
+        let refs = ["refs/loopx/state"];
+        assert!(ask(&sock, "ssh://h/x", &refs, Duration::from_millis(500)).is_err());
+        drop(l);
+        let _ = std::fs::remove_file(&sock);
+        filler.join().unwrap();
     }
 
     /// A keeper's socket, served here by a thread that answers like one:
@@ -653,10 +995,12 @@ mod tests {
         ];
         let server = std::thread::spawn(move || {
             for a in answers {
-                let (mut c, _) = l.accept().unwrap();
-                let refs = question(&mut c, "ssh://h/x");
-                assert!(refs.is_ok_and(|r| r == ["refs/loopx/state", "refs/loopx/goal/g"]));
-                c.write_all(a.as_bytes()).unwrap();
+                let (c, _) = l.accept().unwrap();
+                let mut c = BufReader::new(c);
+                let q = question(&mut c, "ssh://h/x").unwrap();
+                let want = ["refs/loopx/state", "refs/loopx/goal/g"].map(str::to_owned);
+                assert_eq!(q, Question::LsRefs(want.to_vec()));
+                c.get_mut().write_all(a.as_bytes()).unwrap();
             }
         });
         let refs = ["refs/loopx/state", "refs/loopx/goal/g"];

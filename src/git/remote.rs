@@ -458,19 +458,28 @@ pub fn push_refs(
         .ok()
         .filter(|u| !u.is_empty())
         .unwrap_or_else(|| remote.to_owned());
-    let mut args = vec!["push", "--porcelain", "--no-verify"];
-    args.extend(leases.iter().map(String::as_str));
-    args.push(url.as_str());
-    args.extend(refspecs.iter().map(String::as_str));
-    let out = network(git_dir, &url, &args, limit, false)?;
-    if out.status.success()
-        && ssh::Target::of(&url).is_some()
-        && let Ok(fetch_url) = output(git_dir, &["ls-remote", "--get-url", remote])
-    {
-        // A push-first claim syncs without fetching: the keeper for the
-        // next sync's question starts here too.
-        keep::ensure(git_dir, fetch_url.trim());
-    }
+    // Over ssh, through the kept session's receive-pack when one is
+    // ready (one exchange instead of git's three; the same lines come
+    // back); else git's own push.
+    let out = match keep::push(git_dir, &url, refs, limit) {
+        Some(out) => out?,
+        None => {
+            let mut args = vec!["push", "--porcelain", "--no-verify"];
+            args.extend(leases.iter().map(String::as_str));
+            args.push(url.as_str());
+            args.extend(refspecs.iter().map(String::as_str));
+            let out = network(git_dir, &url, &args, limit, false)?;
+            if out.status.success()
+                && ssh::Target::of(&url).is_some()
+                && let Ok(fetch_url) = output(git_dir, &["ls-remote", "--get-url", remote])
+            {
+                // A push-first claim syncs without fetching: the keeper for
+                // the next sync's question (and push) starts here too.
+                keep::ensure(git_dir, fetch_url.trim());
+            }
+            out
+        }
+    };
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     // Porcelain lines: <flag> TAB <from>:<to> TAB <summary>

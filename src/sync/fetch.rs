@@ -14,7 +14,7 @@ use super::{FIRST_BACKOFF, MAX_BACKOFF, MAX_ROUNDS, Names, advance_ref, pause};
 pub(super) fn fetch_tip(repo: &Repo, names: &Names) -> Result<Option<Tip>> {
     let mut backoff = FIRST_BACKOFF;
     for _ in 0..MAX_ROUNDS {
-        match fetch(repo, names, false)? {
+        match fetch(repo, names, false, true)? {
             Ok(tip) => return Ok(tip),
             Err(_) => {
                 pause(backoff);
@@ -37,13 +37,18 @@ pub(super) fn fetch_tip(repo: &Repo, names: &Names) -> Result<Option<Tip>> {
 /// ref at it (a mirror of the remote, for people and `git log`; sync
 /// decides on its own fetch). `Ok(Err(why))` when another fetch on this
 /// machine got in the way. With `progress`, git's own progress meters
-/// go to stderr as the fetch runs (a person at a terminal).
+/// go to stderr as the fetch runs (a person at a terminal). With `ask`,
+/// a kept ssh session is asked first whether there is anything to fetch
+/// (not after a refused push: the hub moved, the question would be an
+/// exchange for nothing).
 pub(super) fn fetch(
     repo: &Repo,
     names: &Names,
     progress: bool,
+    ask: bool,
 ) -> Result<Result<Option<Tip>, String>> {
-    Ok(fetch_all(&[(repo, names)], progress)?.map(|mut tips| tips.pop().expect("one tip per ref")))
+    Ok(fetch_all(&[(repo, names)], progress, ask)?
+        .map(|mut tips| tips.pop().expect("one tip per ref")))
 }
 
 /// The tips of a fetch of several refs, in order; `Err(why)` when another
@@ -54,8 +59,8 @@ pub(super) type Tips = Result<Vec<Option<Tip>>, String>;
 /// (a split state's shared ref and goal refs: `repo` and `names` of each),
 /// their tips in the same order. `Ok(Err(why))` when another fetch here
 /// got in the way of any of them.
-pub(super) fn fetch_all(sides: &[(&Repo, &Names)], progress: bool) -> Result<Tips> {
-    fetch_all_while(sides, progress, || ()).0
+pub(super) fn fetch_all(sides: &[(&Repo, &Names)], progress: bool, ask: bool) -> Result<Tips> {
+    fetch_all_while(sides, progress, ask, || ()).0
 }
 
 /// [`fetch_all`], its `git fetch` running while `meanwhile` runs here
@@ -64,6 +69,7 @@ pub(super) fn fetch_all(sides: &[(&Repo, &Names)], progress: bool) -> Result<Tip
 pub(super) fn fetch_all_while<R>(
     sides: &[(&Repo, &Names)],
     progress: bool,
+    ask: bool,
     meanwhile: impl FnOnce() -> R,
 ) -> (Result<Tips>, R) {
     let Some((first, first_names)) = sides.first() else {
@@ -75,7 +81,7 @@ pub(super) fn fetch_all_while<R>(
         first.config().sync_timeout,
     );
     let url = git::fetch_url(dir, remote);
-    if let Some(tips) = unchanged(sides, &url) {
+    if ask && let Some(tips) = unchanged(sides, &url) {
         return (Ok(Ok(tips)), meanwhile());
     }
     // Into refs of this sync's own, then read from there: two syncs on one

@@ -196,10 +196,15 @@ pub struct Progress<'a> {
 pub fn run(repo: &Repo, opts: &Options, progress: Progress) -> Result<Report> {
     let names = names(repo, opts.remote.as_deref())?;
     remote::migrate(repo, &names)?;
-    if !opts.adopt_remote
-        && let Some(report) = push_first(repo, &names, progress)?
-    {
-        return Ok(report);
+    // Whether a push-first went out and was refused: the hub moved, so the
+    // fetch after it asks no kept session first.
+    let mut refused_first = false;
+    if !opts.adopt_remote {
+        match push_first(repo, &names, progress)? {
+            First::Done(report) => return Ok(report),
+            First::Refused => refused_first = true,
+            First::Skipped => {}
+        }
     }
     let mut tally = Tally::default();
     let mut backoff = FIRST_BACKOFF;
@@ -212,7 +217,7 @@ pub fn run(repo: &Repo, opts: &Options, progress: Progress) -> Result<Report> {
         tally.rounds = round;
         let remote_tip = match fetched.take() {
             Some(tip) => tip,
-            None => match fetch::fetch(repo, &names, first)? {
+            None => match fetch::fetch(repo, &names, first, round == 1 && !refused_first)? {
                 Ok(tip) => tip,
                 Err(busy) => {
                     last_refusal = busy;
@@ -281,9 +286,9 @@ fn exhausted(names: &Names, last: &str) -> anyhow::Error {
 /// push) expecting the hub still there, without a fetch. None when that
 /// does not apply or the hub moved (then a full round fetches and
 /// replays).
-fn push_first(repo: &Repo, names: &Names, progress: Progress) -> Result<Option<Report>> {
+fn push_first(repo: &Repo, names: &Names, progress: Progress) -> Result<First> {
     let Some(seen) = observe::ahead_of_synced(repo, names, progress)? else {
-        return Ok(None);
+        return Ok(First::Skipped);
     };
     let (plan, _) = decide::decide(seen, &Options::default(), repo.signers()?)
         .map_err(|stop| decide::refusal(repo, names, *stop))?;
@@ -298,15 +303,26 @@ fn push_first(repo: &Repo, names: &Names, progress: Progress) -> Result<Option<R
                 ..Tally::default()
             };
             tally.add(counts);
-            Ok(Some(tally.report(names, outcome, &tip)))
+            Ok(First::Done(tally.report(names, outcome, &tip)))
         }
-        _ => Ok(None),
+        _ => Ok(First::Refused),
     }
 }
 
 /// How one ref of [`run_refs`] ended: its report, or why an optional ref
 /// was left out.
 pub type RefReport = std::result::Result<Report, String>;
+
+/// What [`push_first`] did.
+enum First {
+    /// The push was taken: the sync is done.
+    Done(Report),
+    /// Nothing to push first (or it does not apply).
+    Skipped,
+    /// It went out and was not taken (or did not need to go out): rounds
+    /// follow, their first fetch without asking a kept session.
+    Refused,
+}
 
 /// One ref of [`run_refs`]: its handle, whether its failure fails the
 /// sync (`required`; else it is left out of the reports), and how far it
@@ -399,9 +415,9 @@ pub fn run_refs(
             dropped: None,
         });
     }
-    if !opts.adopt_remote {
-        push_first_all(&mut sides, progress)?;
-    }
+    // As in `run`: after a push-first that went out, no kept session is
+    // asked before the fetch.
+    let pushed_first = !opts.adopt_remote && push_first_all(&mut sides, progress)?;
     let mut backoff = FIRST_BACKOFF;
     let first = progress.terminal
         && sides.iter().any(|s| {
@@ -427,7 +443,7 @@ pub fn run_refs(
                 .iter()
                 .map(|i| (sides[*i].repo, &sides[*i].names))
                 .collect();
-            match fetch::fetch_all(&asked, first)? {
+            match fetch::fetch_all(&asked, first, round == 1 && !pushed_first)? {
                 Ok(tips) => {
                     for (i, tip) in need.iter().zip(tips) {
                         sides[*i].fetched = Some(tip);
@@ -570,8 +586,9 @@ pub fn run_with(
     Ok((own, others))
 }
 
-/// [`push_first`] for every ref of [`run_refs`], in one push.
-fn push_first_all(sides: &mut [Side], progress: Progress) -> Result<()> {
+/// [`push_first`] for every ref of [`run_refs`], in one push: whether a
+/// push went out and was not taken.
+fn push_first_all(sides: &mut [Side], progress: Progress) -> Result<bool> {
     let mut ids = Vec::new();
     let mut outs = Vec::new();
     for (i, side) in sides.iter_mut().enumerate() {
@@ -597,7 +614,7 @@ fn push_first_all(sides: &mut [Side], progress: Progress) -> Result<()> {
         }
     }
     if ids.is_empty() {
-        return Ok(());
+        return Ok(false);
     }
     // The refs with nothing to push are fetched while the others push.
     let idle: Vec<usize> = (0..sides.len())
@@ -613,7 +630,7 @@ fn push_first_all(sides: &mut [Side], progress: Progress) -> Result<()> {
             .zip(outs)
             .map(|(i, o)| (sides[*i].repo, &sides[*i].names, o))
             .collect();
-        fetch::fetch_all_while(&asked, false, || execute::push_all(batch))
+        fetch::fetch_all_while(&asked, false, true, || execute::push_all(batch))
     };
     let steps = steps?;
     // A busy fetch is left to the rounds.
@@ -622,6 +639,7 @@ fn push_first_all(sides: &mut [Side], progress: Progress) -> Result<()> {
             sides[*i].fetched = Some(tip);
         }
     }
+    let mut refused = false;
     for (i, step) in ids.into_iter().zip(steps) {
         // Only a push taken as it was ends a ref here; anything else goes
         // through a full round.
@@ -630,11 +648,14 @@ fn push_first_all(sides: &mut [Side], progress: Progress) -> Result<()> {
                 sides[i].tally.rounds = 1;
                 sides[i].take(step, None);
             }
-            Ok(_) => {}
-            Err(e) => sides[i].fail(e)?,
+            Ok(_) => refused = true,
+            Err(e) => {
+                sides[i].fail(e)?;
+                refused = true;
+            }
         }
     }
-    Ok(())
+    Ok(refused)
 }
 
 /// The remote tip this clone last synced with (None: never synced with

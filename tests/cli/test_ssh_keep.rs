@@ -18,6 +18,16 @@ use crate::common::{Machine, Output, TestEnv, git_in, run};
 /// `loopx ARGS` on `m` through the ssh wrapper, with git's trace in a
 /// file: the output and the git commands it ran.
 fn traced(m: &Machine, server: &Sshd, args: &[&str]) -> (Output, Vec<String>) {
+    traced_with(m, server, None, args)
+}
+
+/// [`traced`], as `agent` when one is given.
+fn traced_with(
+    m: &Machine,
+    server: &Sshd,
+    agent: Option<&str>,
+    args: &[&str],
+) -> (Output, Vec<String>) {
     let trace = m.repo.with_extension(format!(
         "trace-{}",
         std::time::SystemTime::now()
@@ -25,11 +35,12 @@ fn traced(m: &Machine, server: &Sshd, args: &[&str]) -> (Output, Vec<String>) {
             .unwrap()
             .as_nanos()
     ));
-    let out = run(m
-        .command()
-        .env("PATH", server.path())
-        .env("GIT_TRACE", &trace)
-        .args(args));
+    let mut c = m.command();
+    c.env("PATH", server.path()).env("GIT_TRACE", &trace);
+    if let Some(a) = agent {
+        c.env("LOOPX_AGENT", a);
+    }
+    let out = run(c.args(args));
     let text = std::fs::read_to_string(&trace).unwrap_or_default();
     let _ = std::fs::remove_file(&trace);
     let gits = text
@@ -263,4 +274,243 @@ fn no_keeper_when_turned_off_or_when_the_hub_speaks_only_v0_over_ssh() {
     }
     assert_eq!(a.tip(), c.tip());
     assert_eq!(keeper_pid(&a.repo), None);
+}
+
+/// The keeper's own account (`status URL` on its socket): how many
+/// `ls-refs` questions it took, how many pushes it sent to the hub,
+/// whether a receive-pack session is ready.
+fn keeper_status(repo: &Path, url: &str) -> (u64, u64, bool) {
+    use std::io::{Read, Write};
+    let mut s = std::os::unix::net::UnixStream::connect(keeper_socket(repo).expect("a keeper"))
+        .expect("the keeper answers");
+    s.write_all(format!("status {url}\n").as_bytes()).unwrap();
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).unwrap();
+    let field = |k: &str| -> u64 {
+        answer
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix(k))
+            .unwrap_or_else(|| panic!("{k} in {answer:?}"))
+            .parse()
+            .unwrap()
+    };
+    (
+        field("ls-refs="),
+        field("pushes="),
+        field("push-ready=") == 1,
+    )
+}
+
+/// Waits (a bound, not a measurement) for `repo`'s keeper to hold a
+/// receive-pack session, its advertisement read.
+fn push_ready(repo: &Path, url: &str) {
+    keeper_listening(repo);
+    let started = Instant::now();
+    while !keeper_status(repo, url).2 {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "no receive-pack session ready"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn pushes(gits: &[String]) -> usize {
+    gits.iter().filter(|g| g.starts_with("push ")).count()
+}
+
+fn hub_tip(hub: &Path) -> String {
+    git_in(hub, &["rev-parse", "refs/loopx/state"])
+        .trim()
+        .to_owned()
+}
+
+/// `loopx ARGS` as `agent` on `m`, traced.
+fn traced_agent(m: &Machine, server: &Sshd, agent: &str, args: &[&str]) -> (Output, Vec<String>) {
+    traced_with(m, server, Some(agent), args)
+}
+
+#[test]
+fn a_claim_pushes_through_the_kept_session_with_no_git_push_and_a_lost_race_retries() {
+    if !sshd::enabled("the kept ssh session") {
+        return;
+    }
+    let env = TestEnv::with_board();
+    let server = Sshd::start(&env, true);
+    let (a, c, url) = team(&env, &server);
+    let hub = PathBuf::from(env.hub("hub.git"));
+    let pid = keeper_listening(&a.repo);
+    // The keeper's argv names its socket only: the hub's URL came on its
+    // stdin (argv is anyone's to read in `ps`).
+    let argv = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap();
+    let argv = String::from_utf8_lossy(&argv);
+    assert!(!argv.contains(hub.to_str().unwrap()), "{argv}");
+    assert!(!argv.contains("ssh://"), "{argv}");
+
+    // A lone claim, decided on the last synced state: one push through the
+    // kept receive-pack session, no `git push`, no question first.
+    c.add("claim me");
+    c.loopx(&["sync"]).ok();
+    let (out, _) = traced(&a, &server, &["sync", "--json"]);
+    assert_eq!(outcome(&out), "pulled");
+    push_ready(&a.repo, &url);
+    let (asked, pushed, _) = keeper_status(&a.repo, &url);
+    let (out, gits) = traced_agent(
+        &a,
+        &server,
+        "agent-a",
+        &["todo", "claim", "--next", "--sync"],
+    );
+    assert_eq!(out.code, 0, "{out:#?}");
+    assert_eq!(pushes(&gits), 0, "{gits:#?}");
+    assert_eq!(fetches(&gits), 0, "{gits:#?}");
+    assert!(
+        gits.iter().any(|g| g.starts_with("pack-objects ")),
+        "{gits:#?}"
+    );
+    assert_eq!(
+        keeper_status(&a.repo, &url).0,
+        asked,
+        "no ls-refs before the push"
+    );
+    assert_eq!(keeper_status(&a.repo, &url).1, pushed + 1);
+    assert_eq!(hub_tip(&hub), a.tip().unwrap());
+    c.loopx(&["sync"]).ok();
+    assert_eq!(c.tip(), a.tip());
+
+    // A lost race: another machine moved the hub since a's last sync. The
+    // push through the keeper is refused by the hub's compare-and-swap (the
+    // keeper's older advertisement is never the expected tip), the sync
+    // fetches without asking the keeper first, replays, pushes again.
+    let t = c.add("the next one");
+    c.loopx(&["sync"]).ok();
+    c.agent("agent-b", &["todo", "claim", &t]).ok();
+    c.loopx(&["sync"]).ok();
+    let moved = hub_tip(&hub);
+    a.add("from a, not yet synced");
+    push_ready(&a.repo, &url);
+    let (asked, pushed, _) = keeper_status(&a.repo, &url);
+    let (out, gits) = traced(&a, &server, &["sync", "--json"]);
+    assert_eq!(outcome(&out), "replayed", "{out:#?}");
+    assert_eq!(fetches(&gits), 1, "{gits:#?}");
+    let (asked_after, pushed_after, _) = keeper_status(&a.repo, &url);
+    assert_eq!(asked_after, asked, "no ls-refs after the refused push");
+    // The refused push went through the keeper; the second one through it
+    // or git, whichever was ready.
+    assert_eq!(pushed_after + pushes(&gits) as u64, pushed + 2, "{gits:#?}");
+    assert_ne!(hub_tip(&hub), moved);
+    assert_eq!(hub_tip(&hub), a.tip().unwrap());
+    c.loopx(&["sync"]).ok();
+    assert_eq!(c.tip(), a.tip());
+
+    // A claim that loses its race: a's pick was taken on the hub meanwhile;
+    // the push through the keeper is refused, the claim is replayed and
+    // lost, and `--next` picks again.
+    let first = c
+        .loopx(&["todo", "add", "first", "--priority", "P0"])
+        .ok()
+        .stdout
+        .trim()
+        .to_owned();
+    let second = c
+        .loopx(&["todo", "add", "second", "--priority", "P0"])
+        .ok()
+        .stdout
+        .trim()
+        .to_owned();
+    c.loopx(&["sync"]).ok();
+    a.loopx(&["sync"]).ok();
+    c.agent("agent-b", &["todo", "claim", &first]).ok();
+    c.agent("agent-b", &["todo", "claim", &second]).ok();
+    let third = c
+        .loopx(&["todo", "add", "third", "--priority", "P0"])
+        .ok()
+        .stdout
+        .trim()
+        .to_owned();
+    c.loopx(&["sync"]).ok();
+    push_ready(&a.repo, &url);
+    let (_, pushed, _) = keeper_status(&a.repo, &url);
+    let (out, gits) = traced_agent(
+        &a,
+        &server,
+        "agent-a",
+        &["--json", "todo", "claim", "--next", "--sync"],
+    );
+    assert_eq!(out.code, 0, "{out:#?}");
+    assert_eq!(out.json()["todo"]["id"], third.as_str(), "{out:#?}");
+    assert!(keeper_status(&a.repo, &url).1 > pushed, "{gits:#?}");
+    assert_eq!(hub_tip(&hub), a.tip().unwrap());
+    let out = a.loopx(&["verify", "--json"]).ok().json();
+    assert_eq!(out["ok"], true, "{out}");
+}
+
+#[test]
+fn a_dead_or_hung_keeper_before_the_push_falls_back_to_git_push() {
+    if !sshd::enabled("the kept ssh session") {
+        return;
+    }
+    let env = TestEnv::with_board();
+    let server = Sshd::start(&env, true);
+    let (a, _c, url) = team(&env, &server);
+    let hub = PathBuf::from(env.hub("hub.git"));
+
+    // Hung (stopped) with its receive-pack session's advertisement read:
+    // no answer in time, nothing sent, `git push` does it.
+    push_ready(&a.repo, &url);
+    let pid = keeper_listening(&a.repo);
+    signal(pid, "-STOP");
+    a.add("while the keeper hung");
+    let (out, gits) = traced(&a, &server, &["sync", "--json"]);
+    signal(pid, "-CONT");
+    assert_eq!(outcome(&out), "pushed");
+    assert_eq!(pushes(&gits), 1, "{gits:#?}");
+    assert_eq!(hub_tip(&hub), a.tip().unwrap());
+
+    // Killed between its advertisement and the push: a stale socket.
+    push_ready(&a.repo, &url);
+    let pid = keeper_listening(&a.repo);
+    signal(pid, "-KILL");
+    a.add("after the keeper died");
+    let (out, gits) = traced(&a, &server, &["sync", "--json"]);
+    assert_eq!(outcome(&out), "pushed");
+    assert_eq!(pushes(&gits), 1, "{gits:#?}");
+    assert_eq!(hub_tip(&hub), a.tip().unwrap());
+}
+
+#[test]
+fn the_hub_guard_refuses_through_the_kept_session_in_git_pushs_words() {
+    if !sshd::enabled("the kept ssh session") {
+        return;
+    }
+    let env = TestEnv::with_board();
+    // The hub's clock is years behind the clones': the guard refuses every
+    // new tick as written in its future.
+    let server = Sshd::start_with(&env, true, &[("LOOPX_NOW", "2020-01-01T00:00:00Z")]);
+    let (a, _c, url) = team(&env, &server);
+    let hub = PathBuf::from(env.hub("hub.git"));
+    env.loopx(&["-C", hub.to_str().unwrap(), "hub", "install"])
+        .ok();
+    let before = hub_tip(&hub);
+    a.add("refused by the guard");
+    push_ready(&a.repo, &url);
+    let (_, pushed, _) = keeper_status(&a.repo, &url);
+    let (kept, gits) = traced(&a, &server, &["sync"]);
+    assert_eq!(pushes(&gits), 0, "{gits:#?}");
+    assert_eq!(keeper_status(&a.repo, &url).1, pushed + 1);
+    assert_ne!(kept.code, 0, "{kept:#?}");
+    assert!(
+        kept.stderr.contains("loopx hub: refusing refs/loopx/state")
+            && kept.stderr.contains("[future]"),
+        "{}",
+        kept.stderr
+    );
+    assert_eq!(hub_tip(&hub), before);
+    // The same tick pushed by `git push`: the same words.
+    a.git(&["config", "loopx.sshKeep", "false"]);
+    let (git, gits) = traced(&a, &server, &["sync"]);
+    assert_eq!(pushes(&gits), 1, "{gits:#?}");
+    assert_eq!(git.code, kept.code);
+    assert_eq!(git.stderr, kept.stderr);
+    assert_eq!(hub_tip(&hub), before);
 }

@@ -53,6 +53,12 @@ impl Sshd {
     /// sshd serving the user running the tests, with its key; it accepts
     /// `GIT_PROTOCOL` from clients (protocol v2 over ssh) when `v2`.
     pub fn start(env: &TestEnv, v2: bool) -> Sshd {
+        Sshd::start_with(env, v2, &[])
+    }
+
+    /// [`Sshd::start`] with `set_env` in every session's environment
+    /// (sshd's `SetEnv`: the hub's hooks read them).
+    pub fn start_with(env: &TestEnv, v2: bool, set_env: &[(&str, &str)]) -> Sshd {
         let root = env.root().to_path_buf();
         let d = root.join("sshd");
         std::fs::create_dir_all(&d).unwrap();
@@ -61,7 +67,10 @@ impl Sshd {
         keygen(&d.join("client"));
         std::fs::copy(d.join("client.pub"), d.join("authorized_keys")).unwrap();
         let port = free_port();
-        let accept = if v2 { "AcceptEnv GIT_PROTOCOL\n" } else { "" };
+        let mut accept = if v2 { "AcceptEnv GIT_PROTOCOL\n" } else { "" }.to_owned();
+        for (k, v) in set_env {
+            accept.push_str(&format!("SetEnv {k}={v}\n"));
+        }
         let d_ = d.display();
         std::fs::write(
             d.join("sshd_config"),
