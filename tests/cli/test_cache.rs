@@ -1253,6 +1253,8 @@ fn a_small_board_is_sharded_and_should_run_on_a_claim_reads_the_head_alone() {
     let got = ask();
     assert_eq!((got.code, got.stdout), (want.code, want.stdout));
     assert!(files(&env) == head_only, "no shard read, none rebuilt");
+}
+
 /// should-run after the agent's turn ended unchanged (the no-change
 /// digest) and when nothing is ready (the reasons' counts) answers from the
 /// head and the agent's ready list alone, as a cold read does.
