@@ -711,9 +711,11 @@ pub fn ready_list(store: &Store, commit: Oid, agent: &AgentId, goal: &GoalId) ->
 
 /// Repairs the cache's ready index after a reader fell back to the whole
 /// read: when the head on disk names `tip`, is sharded and its ready
-/// index is missing or damaged, the index is ranked again from the whole
-/// `state` at `tip` and the head written again naming it (its body as it
-/// was), so the next reader answers from the head again. Silent and best
+/// index is missing, damaged, or lacks an answer the whole state gives (a
+/// tick on named todos carries the digests and the nothing-ready entries
+/// but cannot make one), the index is ranked again from the whole `state`
+/// at `tip` and the head written again naming it (its body as it was), so
+/// the next reader answers from the head again. Silent and best
 /// effort, like [`write()`]; a racing writer of another commit at worst
 /// leaves a head or an index that names another commit: a miss, never a
 /// wrong answer.
@@ -731,10 +733,13 @@ fn repair_ready_in(folder: &Path, key: &str, tip: &Tip, state: &State) -> Option
     if at.commit != tip.commit || shards.is_empty() || at.tree != tip.tree {
         return None;
     }
-    if ready.is_some_and(|r| read_ready(folder, key, &r).is_some()) {
+    let index = ready::build_all(state, ready::SIZES);
+    // A whole index that already holds every answer the whole state
+    // gives (the no-change digests, where nothing is ready) stays.
+    let old = ready.and_then(|r| read_ready(folder, key, &r));
+    if old.is_some_and(|old| ready::same_answers(&old, &index)) {
         return None;
     }
-    let index = ready::build_all(state, ready::SIZES);
     let new = write_ready(folder, key, tip.commit, &index).ok()?;
     let header = head_header(key, &at, body, &shards, Some(&new));
     write_file(&head_path(folder), &header, body).ok()

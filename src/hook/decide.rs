@@ -104,7 +104,7 @@ pub fn brief(state: &State, st: &Start) -> String {
     brief_of(state, st, d, &b, None)
 }
 
-/// [`brief`] from the state cache's head (`state`: every claimed todo,
+/// [`brief()`] from the state cache's head (`state`: every claimed todo,
 /// every other entity whole) and the agent's ready list on the goal
 /// (`crate::op::turn::ready`), as `should-run` answers: None when they
 /// cannot prove the whole state's brief (then the caller reads it whole).

@@ -417,9 +417,9 @@ fn todo_lines(
     }
 }
 
-/// [`todo_lines`] of one todo as a string: what a tick or a reader of the
-/// ready index compares to tell that the todo's part of the digest did
-/// not move (`ready::Unchanged`).
+/// The lines one todo adds to the [`digest`], as a string: what a tick
+/// or a reader of the ready index compares to tell that the todo's part
+/// of the digest did not move (`ready::Unchanged`).
 pub fn digest_part(
     state: &State,
     agent: &AgentId,

@@ -1300,4 +1300,33 @@ fn should_run_after_an_unchanged_turn_or_with_nothing_ready_reads_the_head_and_t
         }
     }
     from_the_index("nothing-ready");
+    // A tick on a named todo carries the entry but cannot make one:
+    // agent-a releases one of its todos and claims it again by its id,
+    // each a tick on its shard alone. The first reader reads every todo
+    // and writes the index again; the next answers from the head and the
+    // index.
+    let _ = std::fs::remove_dir_all(folder(&env));
+    let want = ask();
+    let mine = want.1.clone();
+    assert!(mine.contains("nothing-ready"), "{mine}");
+    let listed = sharded(&env, Some("agent-a"), &["todo", "list", "--json"])
+        .ok()
+        .stdout;
+    let id = listed
+        .split('"')
+        .find(|w| w.starts_with("t-"))
+        .expect("a todo")
+        .to_owned();
+    let released = sharded(&env, Some("agent-a"), &["todo", "release", &id]);
+    assert_eq!(released.code, 0, "{}", released.stderr);
+    sharded(&env, Some("agent-a"), &["todo", "claim", &id]).ok();
+    let first = ask();
+    assert!(first.1.contains("nothing-ready"), "{}", first.1);
+    let repaired = files(&env);
+    restore(&env, &lean(&repaired));
+    assert_eq!(ask(), first, "nothing-ready after the repair");
+    assert!(
+        files(&env) == lean(&repaired),
+        "nothing-ready: the reader wrote the index again, no shard read after it"
+    );
 }

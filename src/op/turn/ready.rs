@@ -341,6 +341,18 @@ pub fn update(
     }
 }
 
+/// Whether `old` holds every digest and nothing-ready entry that `new`
+/// (ranked from the whole state) holds: the answers `should-run` takes
+/// from the index without reading every todo.
+pub fn same_answers(old: &Index, new: &Index) -> bool {
+    new.iter().all(|(agent, r)| {
+        r.goals.iter().all(|(goal, l)| {
+            let o = old.get(agent).and_then(|o| o.goals.get(goal));
+            o.is_some_and(|o| o.unchanged == l.unchanged && o.nothing == l.nothing)
+        })
+    })
+}
+
 /// The whole index of `state`, ranked from the board.
 pub fn build_all(state: &State, sizes: Sizes) -> Index {
     update_all(None, state, &Touched::default(), sizes)
