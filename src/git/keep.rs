@@ -89,7 +89,7 @@ pub fn ensure(git_dir: &Path, url: &str) {
     let Some(socket) = socket(git_dir, url) else {
         return;
     };
-    if UnixStream::connect(&socket).is_ok() || refused_lately(&socket) {
+    if held(&socket, ASK_LIMIT) || refused_lately(&socket) {
         return;
     }
     let (Some(ssh), Ok(exe)) = (ssh::shared(git_dir, url), std::env::current_exe()) else {
@@ -261,6 +261,16 @@ fn connect(socket: &Path, limit: Duration) -> Result<UnixStream> {
     match rx.recv_timeout(limit) {
         Ok(s) => Ok(s?),
         Err(_) => bail!("the keeper did not accept within {limit:?}"),
+    }
+}
+
+/// Whether a keeper holds `socket`: it accepts, or it does not accept
+/// within `limit` (its backlog is full: alive but busy, as while it relays
+/// a long push). Only a refused or missing socket is no keeper.
+fn held(socket: &Path, limit: Duration) -> bool {
+    match connect(socket, limit) {
+        Ok(_) => true,
+        Err(e) => e.downcast_ref::<std::io::Error>().is_none(),
     }
 }
 
@@ -542,7 +552,9 @@ fn watch(keeper: &Arc<Keeper>) {
                 .unwrap_or_else(|e| e.into_inner())
                 .as_mut()
                 .is_some_and(|s| !matches!(s.child.try_wait(), Ok(None)));
-            if hung || quiet || ended {
+            // A push being relayed is seen to its end (its answer is the
+            // asker's) before an ended question session stops the keeper.
+            if hung || quiet || (ended && p == 0) {
                 k.exit(0);
             }
             let mut pushing = k.pushing.lock().unwrap_or_else(|e| e.into_inner());
@@ -585,7 +597,7 @@ fn listen(socket: &Path) -> Result<UnixListener> {
         .context("locking the keeper's lock")?;
     match UnixListener::bind(socket) {
         Ok(l) => Ok(l),
-        Err(_) if UnixStream::connect(socket).is_ok() => bail!("a keeper already listens"),
+        Err(_) if held(socket, ASK_LIMIT) => bail!("a keeper already listens"),
         Err(_) => {
             let _ = std::fs::remove_file(socket);
             Ok(UnixListener::bind(socket)?)

@@ -348,6 +348,10 @@ fn lost_race(summary: &str) -> bool {
                 "failed to update ref",
                 "cannot lock ref",
                 "failed to lock",
+                // git ≥ 2.51's receive-pack (batched ref updates): the
+                // old id was not the ref's, or a ref expected absent exists.
+                "incorrect old value provided",
+                "reference already exists",
                 // Two pushes moving the same objects into the hub at once
                 // (`.keep` files that differ): transient.
                 "unable to migrate objects",
@@ -535,6 +539,28 @@ mod tests {
     use std::os::unix::process::ExitStatusExt;
 
     use super::*;
+
+    #[test]
+    fn a_compare_and_swap_the_hub_refused_is_a_lost_race_in_every_git_s_words() {
+        for lost in [
+            "[rejected] (stale info)",
+            "[rejected] (fetch first)",
+            "[remote rejected] (failed to update ref)",
+            "[remote rejected] (cannot lock ref 'refs/loopx/state': is at 1 but expected 2)",
+            // git 2.51's receive-pack, through the kept session.
+            "[remote rejected] (incorrect old value provided)",
+            "[remote rejected] (reference already exists)",
+        ] {
+            assert!(lost_race(lost), "{lost}");
+        }
+        for not in [
+            "[remote rejected] (hook declined)",
+            "[remote rejected] (pre-receive hook declined)",
+            "[remote failure] (remote failed to report status)",
+        ] {
+            assert!(!lost_race(not), "{not}");
+        }
+    }
 
     #[test]
     fn a_failed_fetch_with_progress_reads_as_its_error_without_the_meters() {

@@ -14,9 +14,10 @@
 //! 2. loopx packs what the hub lacks (`git pack-objects --stdout --thin
 //!    --revs`: the new tips, minus the expected old ones and, for a ref new
 //!    on the hub, minus the hub's advertised tips this clone has, as git's
-//!    own push does) and sends it;
-//! 3. the keeper writes the commands and the pack to the hub in one go,
-//!    says `sent`, and relays the hub's answer as it comes (the report
+//!    own push does) and sends it after a line `pack LEN`;
+//! 3. the keeper, once it has the whole pack (a cut one goes nowhere),
+//!    says `sending`, writes the commands and the pack to the hub in one
+//!    go, says `sent`, and relays the hub's answer as it comes (the report
 //!    and the hook's messages, side-band multiplexed);
 //! 4. loopx reads that answer into the lines `git push --porcelain` would
 //!    have printed, so one parser serves both.
@@ -28,15 +29,18 @@
 //! never trusted for the expected tip, only used to leave objects the hub
 //! has out of the pack.
 //!
-//! Never a wrong answer: anything before `sent` (no keeper, a stale
-//! socket, no session ready, a hub that lacks `report-status` or
-//! `side-band-64k`, a failed pack, no answer within [`ASK_LIMIT`]) runs
-//! `git push` instead, as if there were no keeper. After `sent`, the hub
-//! has the commands: a cut or late answer is a [`NetworkError`], as `git
+//! Never a wrong answer, and never two pushes at once: anything before
+//! `sending` (no keeper, a stale socket, no session ready, a hub that
+//! lacks `report-status` or `side-band-64k`, a failed pack, no answer
+//! within [`ASK_LIMIT`]) runs `git push` instead, as if there were no
+//! keeper; so does a `none` after it (the session died before the hub
+//! had the whole pack, and receive-pack updates nothing without it). Once
+//! the keeper says `sending`, loopx waits for it up to the push's own
+//! limit however slowly the pack goes out, and a keeper that stops then,
+//! or a cut or late answer after `sent`, is a [`NetworkError`], as `git
 //! push`'s would be (the ref may or may not have moved; the next sync
-//! finds out). The one window where both could run, a keeper that dies
-//! between writing to the hub and saying `sent`, is safe by the same
-//! compare-and-swap: the second push finds the ref at the new tip (git
+//! finds out). Were a push to land twice anyway, the same
+//! compare-and-swap holds: the second finds the ref at the new tip (git
 //! reports it up to date) or refuses it as stale (a lost race: sync
 //! fetches and finds its own tick there).
 //!
@@ -110,12 +114,36 @@ pub fn push(git_dir: &Path, url: &str, pushes: &[Push], limit: Duration) -> Opti
         caps.iter().any(|c| c == "ofs-delta"),
     )
     .ok()?;
+    // The pack's length first: the keeper sends nothing to the hub
+    // unless the whole pack came (a cut one would leave receive-pack
+    // waiting for the rest).
+    s.write_all(format!("pack {}\n", pack.len()).as_bytes())
+        .ok()?;
     s.write_all(&pack).ok()?;
     s.shutdown(std::net::Shutdown::Write).ok()?;
     let mut line = String::new();
     r.read_line(&mut line).ok()?;
-    if line != "sent\n" {
+    if line != "sending\n" {
         return None;
+    }
+    // The keeper is writing to the hub, at the network's pace: wait for
+    // it as long as the push may take, never run `git push` beside it.
+    let left = (started + limit).saturating_duration_since(Instant::now());
+    s.set_read_timeout(Some(left.max(Duration::from_millis(1))))
+        .ok()?;
+    line.clear();
+    let sent = r.read_line(&mut line);
+    if line == "none\n" {
+        // Its session died before the hub had the whole pack: nothing
+        // can have landed.
+        return None;
+    }
+    if sent.is_err() || line != "sent\n" {
+        return Some(Err(NetworkError {
+            stderr: "the kept ssh session stopped while it sent the push: it may or may not have landed; the next sync finds out".to_owned(),
+            answered: false,
+        }
+        .into()));
     }
     // The hub has the commands: from here on, every failure is the push's.
     let mut timed = Deadline {
@@ -564,6 +592,26 @@ pub(super) fn commands(r: &mut impl BufRead) -> Result<Vec<(String, String, Stri
     Ok(found)
 }
 
+/// The pack an asker sends after `ready`: a line `pack LEN`, then exactly
+/// LEN bytes starting `PACK`. Anything short (an asker killed mid-write)
+/// is refused, so a cut pack never reaches the hub.
+fn whole_pack(conn: &mut impl BufRead) -> Result<Vec<u8>> {
+    let mut line = String::new();
+    conn.read_line(&mut line)?;
+    let len: usize = line
+        .strip_prefix("pack ")
+        .and_then(|n| n.strip_suffix('\n'))
+        .and_then(|n| n.parse().ok())
+        .filter(|n| (32..=1 << 30).contains(n))
+        .context("no pack length")?;
+    let mut pack = vec![0u8; len];
+    conn.read_exact(&mut pack)?;
+    if !pack.starts_with(b"PACK") {
+        bail!("not a pack");
+    }
+    Ok(pack)
+}
+
 /// The keeper's side of a push question: takes the waiting receive-pack
 /// session (or says `none`), offers it, reads the pack, sends the commands
 /// and the pack to the hub, says `sent` and relays the hub's answer. The
@@ -597,13 +645,17 @@ pub(super) fn serve(
         offer.push('\n');
     }
     offer.push('\n');
-    let mut pack = Vec::new();
     let got = conn
         .get_mut()
         .write_all(offer.as_bytes())
-        .and_then(|()| conn.read_to_end(&mut pack));
-    if got.is_err() || !pack.starts_with(b"PACK") {
+        .map_err(anyhow::Error::from)
+        .and_then(|()| whole_pack(conn));
+    let Ok(pack) = got else {
         // Nothing went to the hub: the session waits for the next push.
+        *keeper.pushing.lock().unwrap_or_else(|e| e.into_inner()) = Some(session);
+        return;
+    };
+    if conn.get_mut().write_all(b"sending\n").is_err() {
         *keeper.pushing.lock().unwrap_or_else(|e| e.into_inner()) = Some(session);
         return;
     }
@@ -653,6 +705,29 @@ mod tests {
         v.push(n);
         v.extend_from_slice(data);
         v
+    }
+
+    #[test]
+    fn only_a_whole_pack_of_the_length_announced_is_taken() {
+        let mut pack = b"PACK\0\0\0\x02\0\0\0\0".to_vec();
+        pack.extend_from_slice(&[7u8; 20]);
+        let mut whole = format!("pack {}\n", pack.len()).into_bytes();
+        whole.extend_from_slice(&pack);
+        assert_eq!(whole_pack(&mut &whole[..]).unwrap(), pack);
+        // Cut short (the asker killed mid-write), no length, a length out
+        // of bounds, not a pack.
+        let cut = &whole[..whole.len() - 1];
+        let mut not = format!("pack {}\n", pack.len()).into_bytes();
+        not.extend_from_slice(&[b'X'; 32]);
+        for bad in [
+            cut.to_vec(),
+            pack.clone(),
+            b"pack 4\nPACK".to_vec(),
+            b"pack x\n".to_vec(),
+            not,
+        ] {
+            assert!(whole_pack(&mut &bad[..]).is_err(), "{bad:?}");
+        }
     }
 
     #[test]
