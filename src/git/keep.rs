@@ -632,20 +632,25 @@ fn question(r: &mut impl BufRead, url: &str) -> Result<Question> {
         bail!("a question for another URL");
     }
     let mut refs = Vec::new();
-    loop {
-        let mut l = String::new();
-        if r.read_line(&mut l)? == 0 {
-            bail!("cut short");
-        }
-        let l = l.trim_end_matches('\n');
-        if l.is_empty() {
-            return Ok(Question::LsRefs(refs));
-        }
+    while let Some(l) = block_line(r)? {
         if !l.starts_with("refs/") || l.contains([' ', '\0']) || refs.len() >= 1000 {
             bail!("not a ref name");
         }
-        refs.push(l.to_owned());
+        refs.push(l);
     }
+    Ok(Question::LsRefs(refs))
+}
+
+/// The next line of a block of lines that ends with an empty one (the
+/// socket's questions and answers): None at that empty line, an error when
+/// the stream ends first.
+fn block_line(r: &mut impl BufRead) -> Result<Option<String>> {
+    let mut l = String::new();
+    if r.read_line(&mut l)? == 0 {
+        bail!("cut short");
+    }
+    l.truncate(l.trim_end_matches('\n').len());
+    Ok((!l.is_empty()).then_some(l))
 }
 
 /// Runs `line` (ssh and its arguments) through the shell, with

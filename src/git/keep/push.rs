@@ -59,7 +59,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
-use super::{ASK_LIMIT, Keeper, Pkt, connect, now_ms, pkt, read_pkt, reap, socket, spawn};
+use super::{
+    ASK_LIMIT, Keeper, Pkt, block_line, connect, now_ms, pkt, read_pkt, reap, socket, spawn,
+};
 use crate::git::remote::{NetworkError, Push};
 
 /// The capabilities a push through the keeper needs: the per-ref report
@@ -200,20 +202,13 @@ fn ready(r: &mut impl BufRead) -> Result<(Vec<String>, Vec<String>)> {
     };
     let caps = caps.split_whitespace().map(str::to_owned).collect();
     let mut tips = Vec::new();
-    loop {
-        let mut l = String::new();
-        if r.read_line(&mut l)? == 0 {
-            bail!("cut short");
-        }
-        let l = l.trim_end_matches('\n');
-        if l.is_empty() {
-            return Ok((caps, tips));
-        }
-        if !is_oid(l) || tips.len() > 100_000 {
+    while let Some(l) = block_line(r)? {
+        if !is_oid(&l) || tips.len() > 100_000 {
             bail!("a malformed tip");
         }
-        tips.push(l.to_owned());
+        tips.push(l);
     }
+    Ok((caps, tips))
 }
 
 fn is_oid(s: &str) -> bool {
@@ -561,15 +556,7 @@ fn request(commands: &[(String, String, String)], offered: &[String]) -> Option<
 /// `OLD NEW REF` lines up to an empty line.
 pub(super) fn commands(r: &mut impl BufRead) -> Result<Vec<(String, String, String)>> {
     let mut found = Vec::new();
-    loop {
-        let mut l = String::new();
-        if r.read_line(&mut l)? == 0 {
-            bail!("cut short");
-        }
-        let l = l.trim_end_matches('\n');
-        if l.is_empty() {
-            break;
-        }
+    while let Some(l) = block_line(r)? {
         let mut w = l.split(' ');
         let (Some(old), Some(new), Some(name), None) = (w.next(), w.next(), w.next(), w.next())
         else {
