@@ -485,13 +485,6 @@ fn nothing_kept(
         return false;
     }
     let (sb, sa) = (rules::Scoped::of(before), rules::Scoped::of(after));
-    let claimed = |s: &State| -> Vec<TodoId> {
-        s.todos
-            .iter_held()
-            .filter(|(_, t)| t.claim.is_some())
-            .map(|(k, _)| k.clone())
-            .collect()
-    };
     let (cb, ca) = (claimed(before), claimed(after));
     let ids = changed.iter().copied().chain(cb.iter()).chain(ca.iter());
     for id in ids {
@@ -508,6 +501,15 @@ fn nothing_kept(
         }
     }
     !before.todos.fell_short_of_whole() && !after.todos.fell_short_of_whole()
+}
+
+/// The todos with a claim (live or expired) that `s` holds.
+fn claimed(s: &State) -> Vec<TodoId> {
+    s.todos
+        .iter_held()
+        .filter(|(_, t)| t.claim.is_some())
+        .map(|(k, _)| k.clone())
+        .collect()
 }
 
 /// Whether `agent`'s digest on `goal` at `u.at` is the same after a tick
@@ -529,13 +531,6 @@ fn digest_kept(
         return false;
     }
     let (sb, sa) = (rules::Scoped::of(before), rules::Scoped::of(after));
-    let claimed = |s: &State| -> Vec<TodoId> {
-        s.todos
-            .iter_held()
-            .filter(|(_, t)| t.claim.is_some())
-            .map(|(k, _)| k.clone())
-            .collect()
-    };
     let (cb, ca) = (claimed(before), claimed(after));
     let ids = changed.iter().copied().chain(cb.iter()).chain(ca.iter());
     for id in ids {
