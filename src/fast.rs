@@ -6,9 +6,12 @@
 //! settings a read takes ([`Settings`]), and the commit that ref names. The
 //! first is found as git finds it, for the one layout this path fully
 //! understands: a directory with a `.git` *directory* in it, owned by this
-//! user, on the same filesystem as the starting directory. Anything else
-//! stands aside for the slow path, which opens the repository with gix and
-//! decides: a `.git` file (linked worktrees, submodules), a `commondir` or
+//! user, on the same filesystem as the starting directory. A start whose
+//! own `.git` is that directory and whose path, as given, is the one the
+//! settings name needs no walk and no resolving of links (the settings
+//! were written with the resolved path, and the same directory has one).
+//! Anything else stands aside for the slow path, which opens the
+//! repository with gix and decides: a `.git` file (linked worktrees, submodules), a `commondir` or
 //! `reftable` in the git dir, a bare repository or a start inside a git
 //! dir, a repository owned by another user (git's `safe.directory` check is
 //! the slow path's), a filesystem boundary on the way up, and any variable
@@ -23,9 +26,12 @@
 //! installation files, `$XDG_CONFIG_HOME/git/config` (or
 //! `~/.config/git/config`), `~/.gitconfig` (or `GIT_CONFIG_GLOBAL`), the
 //! repository's `config` and `config.worktree`, and `HEAD`. A file that
-//! appears, disappears or changes by one byte is a miss. Config with an
-//! `[include]` or `[includeIf]` section, or naming a ref storage, is never
-//! cached (an include's target may not exist yet, or depend on the branch):
+//! appears, disappears or changes by one byte is a miss. A file that had
+//! not changed for [`SETTLED`] when the settings were written is also
+//! keyed by its inode, size and times, and while those stay the same its
+//! content is not read again (any change moves its change time, which
+//! cannot be set by hand). Config with an `[include]` or `[includeIf]`
+//! section, or naming a ref storage, is never cached (an include's target may not exist yet, or depend on the branch):
 //! such a repository always takes the slow path.
 //!
 //! The ref is read from its loose file, else from `packed-refs`; a
@@ -38,7 +44,7 @@ use std::io::ErrorKind;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use crate::cache::{Header, read_regular};
+use crate::cache::{Header, read_file, read_regular};
 use crate::config::{Config, Settings};
 use crate::model::State;
 use crate::store::{Oid, Store, Tip};
@@ -105,7 +111,21 @@ impl Fast {
         {
             return None;
         }
-        let layout = discover(cwd)?;
+        // A start at the top of the work tree, named as the settings name
+        // it (an agent in its clone, `-C` with the clone's path), needs no
+        // walk: its `.git` is the one git finds from the resolved path, and
+        // the settings' `workdir` check below is the proof that the path
+        // is the resolved one. Anything else resolves the path and walks up.
+        let quick = match level(cwd) {
+            Level::Found(layout) => Self::with(layout, vars),
+            Level::Aside => return None,
+            Level::Absent => None,
+        };
+        quick.or_else(|| Self::with(discover(cwd)?, vars))
+    }
+
+    /// The fast path in `layout`, when its settings file holds.
+    fn with(layout: Layout, vars: &[(&str, &str)]) -> Option<Fast> {
         let bytes = read_regular(&settings_path(&layout.git_dir))?;
         let body = check(&bytes, &layout, vars)?;
         let body: Body = serde_json::from_slice(body).ok()?;
@@ -140,7 +160,7 @@ impl Fast {
     /// `packed-refs`. None for a symbolic ref, anything unreadable or no
     /// ref at all (the slow path says why).
     pub fn tip(&self) -> Option<Oid> {
-        match std::fs::read(self.git_dir.join(&self.state_ref)) {
+        match read_file(&self.git_dir.join(&self.state_ref)) {
             Ok(bytes) => {
                 let text = std::str::from_utf8(&bytes).ok()?;
                 let hex = text.strip_suffix('\n').unwrap_or(text);
@@ -149,7 +169,7 @@ impl Fast {
             Err(e) if e.kind() == ErrorKind::NotFound => {}
             Err(_) => return None,
         }
-        let packed = std::fs::read(self.git_dir.join("packed-refs")).ok()?;
+        let packed = read_file(&self.git_dir.join("packed-refs")).ok()?;
         let packed = std::str::from_utf8(&packed).ok()?;
         packed
             .lines()
@@ -182,38 +202,62 @@ fn object_id(hex: &str) -> Option<Oid> {
     plain.then(|| Oid::from_hex(hex)).flatten()
 }
 
+/// What a directory's `.git` makes of it.
+enum Level {
+    /// A repository in the one layout the fast path understands.
+    Found(Layout),
+    /// A repository the slow path decides: a `.git` file or link, another
+    /// owner, a linked worktree's or reftable's layout.
+    Aside,
+    /// No `.git` here.
+    Absent,
+}
+
+/// What `dir/.git` is (see the module docs for the layout understood).
+fn level(dir: &Path) -> Level {
+    let dot = dir.join(".git");
+    match std::fs::symlink_metadata(&dot) {
+        Ok(m) if m.is_dir() => {
+            let me = rustix::process::geteuid().as_raw();
+            let owned = m.uid() == me && std::fs::metadata(dir).is_ok_and(|d| d.uid() == me);
+            let is = |f: &str, dir: bool| {
+                std::fs::metadata(dot.join(f)).is_ok_and(|m| m.is_dir() == dir)
+            };
+            let absent = |f: &str| matches!(std::fs::symlink_metadata(dot.join(f)), Err(e) if e.kind() == ErrorKind::NotFound);
+            // What git needs of a git dir, and nothing that makes this one
+            // another layout (a linked worktree's, reftable).
+            let plain = is("objects", true)
+                && is("refs", true)
+                && (absent("packed-refs") || is("packed-refs", false))
+                && absent("commondir")
+                && absent("reftable");
+            if owned && plain {
+                Level::Found(Layout {
+                    workdir: dir.to_path_buf(),
+                    git_dir: dot,
+                })
+            } else {
+                Level::Aside
+            }
+        }
+        // A `.git` file or link: a linked worktree or a submodule.
+        Ok(_) => Level::Aside,
+        Err(e) if e.kind() == ErrorKind::NotFound => Level::Absent,
+        Err(_) => Level::Aside,
+    }
+}
+
 /// The repository at or above `cwd`, found as git finds it, in the one
 /// layout the fast path understands (see the module docs).
 fn discover(cwd: &Path) -> Option<Layout> {
     let start = std::fs::canonicalize(cwd).ok()?;
     let dev = std::fs::metadata(&start).ok()?.dev();
-    let me = rustix::process::geteuid().as_raw();
     let mut dir = start.as_path();
     loop {
-        let dot = dir.join(".git");
-        match std::fs::symlink_metadata(&dot) {
-            Ok(m) if m.is_dir() => {
-                let owned = m.uid() == me && std::fs::metadata(dir).ok()?.uid() == me;
-                let is = |f: &str, dir: bool| {
-                    std::fs::metadata(dot.join(f)).is_ok_and(|m| m.is_dir() == dir)
-                };
-                let absent = |f: &str| matches!(std::fs::symlink_metadata(dot.join(f)), Err(e) if e.kind() == ErrorKind::NotFound);
-                // What git needs of a git dir, and nothing that makes this
-                // one another layout (a linked worktree's, reftable).
-                let plain = is("objects", true)
-                    && is("refs", true)
-                    && (absent("packed-refs") || is("packed-refs", false))
-                    && absent("commondir")
-                    && absent("reftable");
-                return (owned && plain).then(|| Layout {
-                    workdir: dir.to_path_buf(),
-                    git_dir: dot,
-                });
-            }
-            // A `.git` file or link: a linked worktree or a submodule.
-            Ok(_) => return None,
-            Err(e) if e.kind() == ErrorKind::NotFound => {}
-            Err(_) => return None,
+        match level(dir) {
+            Level::Found(layout) => return Some(layout),
+            Level::Aside => return None,
+            Level::Absent => {}
         }
         // Perhaps a git dir itself (a bare repository, or a start inside
         // `.git`): the slow path decides.
@@ -238,7 +282,7 @@ const KEY_LEN: usize = 18;
 /// The key line of one config file: whether it exists and the checksum of
 /// its content. None when it cannot be told (unreadable, a directory).
 fn file_key(path: &Path) -> Option<String> {
-    match std::fs::read(path) {
+    match read_file(path) {
         Ok(bytes) => Some(format!("1 {:016x}", crate::cache::checksum(&bytes))),
         Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => {
             Some("0 0000000000000000".to_owned())
@@ -277,15 +321,66 @@ fn check<'a>(bytes: &'a [u8], layout: &Layout, vars: &[(&str, &str)]) -> Option<
     let mut files = 0;
     for line in header.rest().take_while(|l| !l.is_empty()) {
         let rest = line.strip_prefix("file ")?;
-        // `<exists> <sum> <path>`: the path last, as it may hold spaces.
-        let (key, path) = rest.split_at_checked(KEY_LEN)?;
-        let path = path.strip_prefix(' ')?;
-        if file_key(Path::new(path))? != key {
+        // `<exists> <sum> <stat> <path>`: the path last, as it may hold
+        // spaces.
+        let (key, rest) = rest.split_at_checked(KEY_LEN)?;
+        let (stat, path) = rest.strip_prefix(' ')?.split_once(' ')?;
+        let path = Path::new(path);
+        // A file that had settled when the key was written and still has
+        // the same inode, size and times has the same content: no read.
+        let same = stat != UNSETTLED && std::fs::metadata(path).is_ok_and(|m| stat_key(&m) == stat);
+        if !same && file_key(path)? != key {
             return None;
         }
         files += 1;
     }
     (files > 0).then_some(body)
+}
+
+/// The stat field of a file line whose file is missing or had not settled.
+const UNSETTLED: &str = "-";
+
+/// How long before the settings are written a config file must have last
+/// changed for its stat to stand for its content (git's "racily clean"
+/// problem): a later change gets a later change time, even where the
+/// filesystem's clock ticks coarsely.
+const SETTLED: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// A file's identity and times (device, inode, size, modification and
+/// change time to the nanosecond). The change time cannot be set by hand:
+/// any write or rename to the file sets it to the current time.
+fn stat_key(m: &std::fs::Metadata) -> String {
+    format!(
+        "{:x}.{:x}.{:x}.{}.{}.{}.{}",
+        m.dev(),
+        m.ino(),
+        m.size(),
+        m.mtime(),
+        m.mtime_nsec(),
+        m.ctime(),
+        m.ctime_nsec()
+    )
+}
+
+/// The stat field for `path` as a settings file is written now: its
+/// [`stat_key`] when it last changed [`SETTLED`] ago or earlier, else
+/// [`UNSETTLED`] (so its content is read each time).
+fn settled_stat(path: &Path) -> String {
+    let Ok(m) = std::fs::metadata(path) else {
+        return UNSETTLED.to_owned();
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let changed = std::time::Duration::new(
+        u64::try_from(m.ctime()).unwrap_or(u64::MAX),
+        u32::try_from(m.ctime_nsec()).unwrap_or(0),
+    );
+    if changed + SETTLED <= now {
+        stat_key(&m)
+    } else {
+        UNSETTLED.to_owned()
+    }
 }
 
 /// Whether a config file's text could make the settings depend on more
@@ -366,7 +461,10 @@ fn write(
         {
             return None;
         }
-        head.push_str(&format!("file {} {name}\n", file_key(&file)?));
+        // The stat before the content: a change in between leaves a
+        // stat that no longer matches, so the content is read next time.
+        let stat = settled_stat(&file);
+        head.push_str(&format!("file {} {stat} {name}\n", file_key(&file)?));
     }
     head.push('\n');
     crate::cache::write_file(path, &head, &body).ok()

@@ -396,3 +396,88 @@ fn another_build_rewrites_the_settings_and_answers_the_same() {
         key(&ours)
     );
 }
+
+/// should-run with `-C dir` from the test's root, fast then cold.
+fn answer_with_c(env: &TestEnv, dir: &Path) -> String {
+    let ask = |cold: bool| {
+        let mut c: Command = env.spawner().command();
+        c.current_dir(env.root())
+            .env("LOOPX_NOW", "2026-12-01T12:00:00Z")
+            .env("LOOPX_SEED", "fast")
+            .env("LOOPX_AGENT", "agent-a");
+        if cold {
+            c.env("LOOPX_NO_FAST", "1");
+        }
+        run(c.arg("-C").arg(dir).args(["quota", "should-run", "--json"]))
+    };
+    let fast = ask(false);
+    let cold = ask(true);
+    assert_eq!(
+        (fast.code, &fast.stdout, &fast.stderr),
+        (cold.code, &cold.stdout, &cold.stderr),
+        "{}",
+        dir.display()
+    );
+    fast.stdout
+}
+
+#[test]
+fn a_path_through_a_link_or_to_a_copy_is_checked_by_the_resolved_path() {
+    let env = two_goals();
+    env.git(&["config", "loopx.goal", "docs"]);
+    let good = answer(&env, &[]);
+    // The start's own `.git` is taken at once when the settings name the
+    // path as given; a path through a link, a relative one and one with
+    // `..` are resolved first, and answer the same.
+    let link = env.root().join("link");
+    std::os::unix::fs::symlink(&env.repo, &link).unwrap();
+    assert_eq!(answer_with_c(&env, &link), good);
+    std::fs::create_dir_all(env.repo.join("src")).unwrap();
+    let relative = env.repo.strip_prefix(env.root()).unwrap();
+    assert_eq!(answer_with_c(&env, relative), good);
+    assert_eq!(answer_with_c(&env, &env.repo.join("src/..")), good);
+    assert_eq!(answer_with_c(&env, &env.repo), good);
+    // A copy of the clone holds settings that name the first clone's path
+    // and config files: its own config change is seen on its first, fast,
+    // read, and the first clone's answer stands.
+    let copy = env.root().join("copy");
+    run(Command::new("cp").arg("-a").arg(&env.repo).arg(&copy)).ok();
+    git_in(&copy, &["config", "loopx.goal", "main"]);
+    let first = should_run(&env, &copy, &[], false);
+    assert_eq!(goal_of(&first.stdout), "main", "{}", first.stderr);
+    assert_eq!(goal_of(&answer_in(&env, &copy, &[])), "main");
+    assert_eq!(answer_with_c(&env, &copy), answer_in(&env, &copy, &[]));
+    assert_eq!(answer(&env, &[]), good);
+}
+
+#[test]
+fn a_settled_config_file_is_checked_by_its_stat_and_a_change_is_still_seen() {
+    let env = two_goals();
+    env.git(&["config", "loopx.goal", "docs"]);
+    // A file last changed over 3 s before the settings are written is
+    // keyed by its stat as well: a hit then reads no config file.
+    std::thread::sleep(std::time::Duration::from_millis(3500));
+    std::fs::remove_file(settings_file(&env)).ok();
+    assert_eq!(goal_of(&answer(&env, &[])), "docs");
+    let config = env.repo.join(".git/config");
+    let line = |env: &TestEnv| {
+        std::fs::read_to_string(settings_file(env))
+            .unwrap()
+            .lines()
+            .find(|l| l.ends_with(&format!(" {}", config.display())))
+            .map(str::to_owned)
+            .unwrap_or_default()
+    };
+    let keyed = line(&env);
+    let stat = keyed.split(' ').nth(3).unwrap_or_default();
+    assert!(stat.len() > 1, "{keyed}");
+    // The same size written in place (same inode), then by git (a new
+    // file renamed over it): both seen.
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(&config, text.replace("goal = docs", "goal = main")).unwrap();
+    assert_eq!(goal_of(&answer(&env, &[])), "main");
+    env.git(&["config", "loopx.goal", "docs"]);
+    assert_eq!(goal_of(&answer(&env, &[])), "docs");
+    // Changed moments ago: keyed by its content only, until it settles.
+    assert_eq!(line(&env).split(' ').nth(3), Some("-"), "{}", line(&env));
+}
