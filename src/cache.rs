@@ -522,7 +522,8 @@ fn read_shard(folder: &Path, key: &str, i: usize, shards: &[ShardRef]) -> Option
 
 /// A regular file's bytes (never a FIFO's, which would block a read, nor
 /// a symbolic link's target): opened without following a link and without
-/// blocking, then read as [`read_file`] reads.
+/// blocking, then read as [`read_file`] reads. For the files this module
+/// and `crate::fast` write and check.
 pub fn read_regular(path: &Path) -> Option<Vec<u8>> {
     use std::os::unix::fs::OpenOptionsExt;
     let flags = rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK;
@@ -535,6 +536,8 @@ pub fn read_regular(path: &Path) -> Option<Vec<u8>> {
     if !meta.is_file() {
         return None;
     }
+    // Read to the size fstat gave: a buffer of a guessed size would be
+    // zeroed by the allocator, touching pages a start-up need not.
     read_sized(file, meta.len()).ok()
 }
 

@@ -160,14 +160,16 @@ impl Fast {
     /// `packed-refs`. None for a symbolic ref, anything unreadable or no
     /// ref at all (the slow path says why).
     pub fn tip(&self) -> Option<Oid> {
-        match read_file(&self.git_dir.join(&self.state_ref)) {
-            Ok(bytes) => {
-                let text = std::str::from_utf8(&bytes).ok()?;
-                let hex = text.strip_suffix('\n').unwrap_or(text);
-                return object_id(hex);
-            }
+        let loose = self.git_dir.join(&self.state_ref);
+        if let Some(bytes) = read_regular(&loose) {
+            let text = std::str::from_utf8(&bytes).ok()?;
+            let hex = text.strip_suffix('\n').unwrap_or(text);
+            return object_id(hex);
+        }
+        // Not a plain file (a link: git's old symbolic refs), or none.
+        match std::fs::symlink_metadata(&loose) {
             Err(e) if e.kind() == ErrorKind::NotFound => {}
-            Err(_) => return None,
+            _ => return None,
         }
         let packed = read_file(&self.git_dir.join("packed-refs")).ok()?;
         let packed = std::str::from_utf8(&packed).ok()?;

@@ -56,15 +56,20 @@ impl Out {
     /// The process's stdout and stderr. `no_color`: never colour. Else
     /// colour as clap does (anstream): `--color`, then `NO_COLOR`,
     /// `CLICOLOR_FORCE`, `CLICOLOR=0`, a terminal and `TERM` (not `dumb`).
+    /// JSON is never coloured and draws no progress, so it asks neither
+    /// stream whether it is a terminal (two system calls saved at every
+    /// agent's start).
     pub fn new(format: Format, no_color: bool) -> Self {
+        let human = format == Format::Human;
         let mut out = Out::with_writers(
             format,
-            !no_color
+            human
+                && !no_color
                 && anstream::AutoStream::choice(&io::stdout()) != anstream::ColorChoice::Never,
             Box::new(io::stdout()),
             Box::new(io::stderr()),
         );
-        out.stderr_tty = io::stderr().is_terminal();
+        out.stderr_tty = human && io::stderr().is_terminal();
         out
     }
 
