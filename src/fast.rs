@@ -27,7 +27,7 @@
 //! `~/.config/git/config`), `~/.gitconfig` (or `GIT_CONFIG_GLOBAL`), the
 //! repository's `config` and `config.worktree`, and `HEAD`. A file that
 //! appears, disappears or changes by one byte is a miss. A file that had
-//! not changed for [`SETTLED`] when the settings were written is also
+//! not changed for 3 s (`SETTLED`) when the settings were written is also
 //! keyed by its inode, size and times, and while those stay the same its
 //! content is not read again (any change moves its change time, which
 //! cannot be set by hand). Config with an `[include]` or `[includeIf]`
