@@ -905,7 +905,16 @@ mod tests {
         for _ in 0..300 {
             let _ = std::fs::remove_file(&sock);
             drop(UnixListener::bind(&sock).unwrap());
-            assert!(UnixStream::connect(&sock).is_err(), "a stale socket");
+            // A child another test forks at this moment holds a copy of the
+            // listener until it execs: wait until the socket is stale.
+            let stale = (0..400).any(|_| {
+                let dead = UnixStream::connect(&sock).is_err();
+                if !dead {
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                }
+                dead
+            });
+            assert!(stale, "a stale socket");
             let gate = std::sync::Barrier::new(8);
             let won: Vec<UnixListener> = std::thread::scope(|s| {
                 let hs: Vec<_> = (0..8)
