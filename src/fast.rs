@@ -11,12 +11,12 @@
 //! settings name needs no walk and no resolving of links (the settings
 //! were written with the resolved path, and the same directory has one).
 //! Anything else stands aside for the slow path, which opens the
-//! repository with gix and decides: a `.git` file (linked worktrees, submodules), a `commondir` or
-//! `reftable` in the git dir, a bare repository or a start inside a git
-//! dir, a repository owned by another user (git's `safe.directory` check is
-//! the slow path's), a filesystem boundary on the way up, and any variable
-//! that moves the repository, its refs or its config (`GIT_DIR` and the
-//! others in [`STAND_ASIDE`]).
+//! repository with gix and decides: a `.git` file (linked worktrees,
+//! submodules), a `commondir` or `reftable` in the git dir, a bare
+//! repository or a start inside a git dir, a repository owned by another
+//! user (git's `safe.directory` check is the slow path's), a filesystem
+//! boundary on the way up, and any variable that moves the repository, its
+//! refs or its config (`GIT_DIR` and the others in [`STAND_ASIDE`]).
 //!
 //! The settings come from a file beside the cache (`settings`), written by
 //! the slow path after gix read the config. It is keyed by this binary
@@ -31,8 +31,9 @@
 //! keyed by its inode, size and times, and while those stay the same its
 //! content is not read again (any change moves its change time, which
 //! cannot be set by hand). Config with an `[include]` or `[includeIf]`
-//! section, or naming a ref storage, is never cached (an include's target may not exist yet, or depend on the branch):
-//! such a repository always takes the slow path.
+//! section, or naming a ref storage, is never cached (an include's target
+//! may not exist yet, or depend on the branch): such a repository always
+//! takes the slow path.
 //!
 //! The ref is read from its loose file, else from `packed-refs`; a
 //! symbolic ref, anything but an object id, or no ref at all is a miss. No
