@@ -53,7 +53,7 @@ use crate::store::{Oid, Store, Tip};
 use crate::time::Timestamp;
 
 /// Bumped when the layout of the cache files changes.
-const LAYOUT: u32 = 4;
+const LAYOUT: u32 = 5;
 /// The first line of a head file.
 const MAGIC: &str = "loopx-cache";
 /// The first line of a shard of todos.
@@ -251,8 +251,21 @@ impl Claims {
     /// (`crate::op::turn::ready`), when its file is whole and the one the
     /// head names; only that agent's part of it is parsed.
     pub fn ready_list(&self, agent: &AgentId, goal: &GoalId) -> Option<ReadyList> {
+        self.ready_list_until(agent, goal, |_| false)
+    }
+
+    /// [`Claims::ready_list`] with its todos parsed only up to the first
+    /// that `enough` accepts: a list that stops there reads as incomplete,
+    /// so it answers [`ready::first_ready`] as the whole list does when
+    /// `enough` is the test that takes a todo (`should-run` wants one).
+    pub fn ready_list_until(
+        &self,
+        agent: &AgentId,
+        goal: &GoalId,
+        enough: impl FnMut(&Todo) -> bool,
+    ) -> Option<ReadyList> {
         let (folder, want) = self.ready.as_ref()?;
-        read_ready_list(folder, build_key()?, want, agent, goal)
+        read_ready_list(folder, build_key()?, want, agent, goal, enough)
     }
 
     /// The board's counts of every live todo at `now`, when the head holds
@@ -738,20 +751,143 @@ fn parse_ready<'a>(
 }
 
 /// `agent`'s ready list on `goal` from the ready index the head names
-/// (`want`): only that agent's part of the file is parsed.
+/// (`want`): only that agent's part of the file is parsed, and of its
+/// todos only those up to the first that `enough` accepts (all of them
+/// when it accepts none).
 fn read_ready_list(
     folder: &Path,
     key: &str,
     want: &ShardRef,
     agent: &AgentId,
     goal: &GoalId,
+    enough: impl FnMut(&Todo) -> bool,
 ) -> Option<ReadyList> {
     let bytes = read_regular(&ready_path(folder))?;
     let (table, body) = parse_ready(key, &bytes, want)?;
     let (at, len) = table.get(agent.as_str())?;
     let part = body.get(*at..at.checked_add(*len)?)?;
-    let mut lists: AgentReady = serde_json::from_slice(part).ok()?;
-    lists.goals.remove(goal)
+    part_list(part, goal, enough)
+}
+
+/// An agent's part of the ready index: a line of JSON with its
+/// capabilities and, for each goal in order, its list's flags and how many
+/// todos it holds ([`PartHead`]), then each list's todos, a line of JSON
+/// each (compact JSON holds no newline), so a reader parses the todos it
+/// needs and stops.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct PartHead {
+    capabilities: Vec<String>,
+    goals: BTreeMap<GoalId, ListHead>,
+}
+
+/// A list's flags in a [`PartHead`], and how many todo lines follow.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct ListHead {
+    complete: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    unchanged: Option<ready::Unchanged>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    nothing: Option<ready::Nothing>,
+    todos: usize,
+}
+
+/// Appends `lists`, one agent's part of the ready index, to `body`.
+fn write_part(body: &mut Vec<u8>, lists: &AgentReady) -> serde_json::Result<()> {
+    let head = PartHead {
+        capabilities: lists.capabilities.clone(),
+        goals: lists
+            .goals
+            .iter()
+            .map(|(goal, list)| {
+                let head = ListHead {
+                    complete: list.complete,
+                    unchanged: list.unchanged.clone(),
+                    nothing: list.nothing.clone(),
+                    todos: list.todos.len(),
+                };
+                (goal.clone(), head)
+            })
+            .collect(),
+    };
+    serde_json::to_writer(&mut *body, &head)?;
+    body.push(b'\n');
+    for t in lists.goals.values().flat_map(|l| &l.todos) {
+        serde_json::to_writer(&mut *body, t)?;
+        body.push(b'\n');
+    }
+    Ok(())
+}
+
+/// The todo lines of an agent's part of the ready index, after its head.
+type TodoLines<'a> = std::slice::Split<'a, u8, fn(&u8) -> bool>;
+
+/// An agent's part of the ready index: its head and the todo lines after.
+fn part_head(part: &[u8]) -> Option<(PartHead, TodoLines<'_>)> {
+    let newline: fn(&u8) -> bool = |b| *b == b'\n';
+    let mut lines = part.split(newline);
+    let head: PartHead = serde_json::from_slice(lines.next()?).ok()?;
+    Some((head, lines))
+}
+
+/// One agent's whole part of the ready index.
+fn read_agent_part(part: &[u8]) -> Option<AgentReady> {
+    let (head, mut lines) = part_head(part)?;
+    let mut goals = BTreeMap::new();
+    for (goal, h) in head.goals {
+        let todos = (0..h.todos)
+            .map(|_| serde_json::from_slice(lines.next()?).ok())
+            .collect::<Option<Vec<Todo>>>()?;
+        goals.insert(goal, list_of(h, todos, true));
+    }
+    // The last todo line ends with a newline: one empty piece, then none.
+    (lines.next() == Some(&[][..]) && lines.next().is_none()).then_some(AgentReady {
+        capabilities: head.capabilities,
+        goals,
+    })
+}
+
+/// The list on `goal` in an agent's part of the ready index, its todos
+/// parsed up to the first that `enough` accepts.
+fn part_list(
+    part: &[u8],
+    goal: &GoalId,
+    mut enough: impl FnMut(&Todo) -> bool,
+) -> Option<ReadyList> {
+    let (head, mut lines) = part_head(part)?;
+    let mut h = None;
+    for (g, list) in head.goals {
+        if &g == goal {
+            h = Some(list);
+            break;
+        }
+        for _ in 0..list.todos {
+            lines.next()?;
+        }
+    }
+    let h = h?;
+    let mut todos = Vec::new();
+    for _ in 0..h.todos {
+        let t: Todo = serde_json::from_slice(lines.next()?).ok()?;
+        let stop = enough(&t);
+        todos.push(t);
+        if stop {
+            break;
+        }
+    }
+    let whole = todos.len() == h.todos;
+    Some(list_of(h, todos, whole))
+}
+
+/// A list from its flags and the todos read of it (`whole`: all of them;
+/// else the list reads as incomplete, so it answers only as far as it
+/// goes).
+fn list_of(h: ListHead, todos: Vec<Todo>, whole: bool) -> ReadyList {
+    ReadyList {
+        todos,
+        complete: h.complete && whole,
+        unchanged: h.unchanged,
+        nothing: h.nothing,
+    }
 }
 
 /// `agent`'s ready list on `goal` at `commit` from the cache (what a tick
@@ -765,7 +901,7 @@ pub fn ready_list(store: &Store, commit: Oid, agent: &AgentId, goal: &GoalId) ->
     if tip.commit != commit {
         return None;
     }
-    read_ready_list(&folder, key, &ready?, agent, goal)
+    read_ready_list(&folder, key, &ready?, agent, goal, |_| false)
 }
 
 /// Repairs the cache's ready index after a reader fell back to the whole
@@ -811,10 +947,7 @@ fn read_ready(folder: &Path, key: &str, want: &ShardRef) -> Option<ready::Index>
     let mut index = ready::Index::new();
     for (agent, (at, len)) in table {
         let part = body.get(at..at.checked_add(len)?)?;
-        index.insert(
-            AgentId::new(agent).ok()?,
-            serde_json::from_slice(part).ok()?,
-        );
+        index.insert(AgentId::new(agent).ok()?, read_agent_part(part)?);
     }
     Some(index)
 }
@@ -830,7 +963,7 @@ fn write_ready(
     let mut table = String::new();
     for (agent, lists) in index {
         let at = body.len();
-        serde_json::to_writer(&mut body, lists).map_err(std::io::Error::other)?;
+        write_part(&mut body, lists).map_err(std::io::Error::other)?;
         table.push_str(&format!("agent {agent} {at} {}\n", body.len() - at));
     }
     let sum = checksum(&body);

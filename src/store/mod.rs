@@ -58,14 +58,38 @@ impl Oid {
 
     /// An object id from its full hex digits (SHA-1 or SHA-256), without a
     /// repository: the fast start-up path reads ids from files.
+    ///
+    /// Decoded here, not by gix: its decoder asks the CPU for its vector
+    /// features (`cpuid`) on first use, a trap to the hypervisor in a VM
+    /// that costs more at start-up than the few ids a read decodes.
     pub fn from_hex(hex: &str) -> Option<Oid> {
-        gix::ObjectId::from_hex(hex.as_bytes()).ok().map(Oid)
+        let hex = hex.as_bytes();
+        if !matches!(hex.len(), 40 | 64) {
+            return None;
+        }
+        let mut bytes = [0u8; 32];
+        for (out, pair) in bytes.iter_mut().zip(hex.chunks_exact(2)) {
+            *out = (nibble(pair[0])? << 4) | nibble(pair[1])?;
+        }
+        Some(Oid(gix::ObjectId::from_bytes_or_panic(
+            &bytes[..hex.len() / 2],
+        )))
     }
 
     /// The first `n` hex digits, for display.
     pub fn short(&self, n: usize) -> String {
         let s = self.0.to_string();
         s[..n.min(s.len())].to_owned()
+    }
+}
+
+/// The value of one hex digit, either case (as git reads ids).
+fn nibble(b: u8) -> Option<u8> {
+    match b {
+        b'0'..=b'9' => Some(b - b'0'),
+        b'a'..=b'f' => Some(b - b'a' + 10),
+        b'A'..=b'F' => Some(b - b'A' + 10),
+        _ => None,
     }
 }
 
@@ -334,6 +358,30 @@ pub(crate) fn edit_tree(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ids_from_hex_are_what_gix_reads_and_nothing_else() {
+        let sha1 = "0123456789abcdefABCDEF0123456789abcdef01";
+        let sha256 = "00ff".repeat(16);
+        for hex in [sha1, sha256.as_str()] {
+            let want = gix::ObjectId::from_hex(hex.as_bytes()).unwrap();
+            assert_eq!(Oid::from_hex(hex), Some(Oid(want)), "{hex}");
+            assert_eq!(
+                Oid::from_hex(hex).unwrap().to_string(),
+                hex.to_ascii_lowercase()
+            );
+        }
+        for bad in [
+            "",
+            "0123",
+            &sha1[..39],
+            &format!("{sha1}0"),
+            &sha1.replace('f', "g"),
+            &sha1.replace('0', " "),
+        ] {
+            assert_eq!(Oid::from_hex(bad), None, "{bad:?}");
+        }
+    }
 
     #[test]
     fn a_vanished_object_directory_is_told_apart_from_other_write_errors() {

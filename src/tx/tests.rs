@@ -834,6 +834,40 @@ fn ready_lists_start_the_pick_order(store: &Store, tip: &Tip, state: &State, n: 
                 );
                 digests += 1;
             }
+            // Parsed only up to its first ready todo (what should-run
+            // reads), the list answers as the whole list does: at the
+            // times claims start and end, where readiness moves.
+            let claims = cache::read_claims(store, tip.commit).expect("the cache's head");
+            let times = claims
+                .state
+                .todos
+                .values()
+                .filter_map(|t| t.claim.as_ref())
+                .flat_map(|c| [c.since, c.lease_until, c.lease_until.plus(Span::seconds(1))]);
+            for now in times.chain([Timestamp::from_unix(0)]) {
+                let short = claims
+                    .ready_list_until(&agent.id, goal, ready::takes(&claims.state, agent, now))
+                    .expect("the index's list");
+                assert!(
+                    list.todos.starts_with(&short.todos),
+                    "tick {n}: {}'s shortened list on {goal} starts the list",
+                    agent.id
+                );
+                let firsts = |l| {
+                    ready::first_ready(&claims.state, l, agent, now, 1)
+                        .map(|v| v.into_iter().map(|t| t.id.clone()).collect::<Vec<_>>())
+                };
+                assert_eq!(
+                    firsts(&short),
+                    firsts(&list),
+                    "tick {n}: {}'s first ready todo on {goal} at {now} from the shortened list",
+                    agent.id
+                );
+                assert!(
+                    short.nothing == list.nothing && short.unchanged == list.unchanged,
+                    "tick {n}: the shortened list's flags"
+                );
+            }
         }
     }
     digests

@@ -10,7 +10,7 @@ use crate::cmd::tx;
 use crate::ctx::Ctx;
 use crate::error::{Code, Exit, Refusal};
 use crate::model::{GateId, TodoId};
-use crate::op::turn::{new_token, reason_message};
+use crate::op::turn::{new_token, ready, reason_message};
 use crate::op::{short, turn};
 
 /// Answer run (exit 0) or skip (exit 3) for the acting agent's next turn
@@ -137,7 +137,14 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         match turn::decide_from_claims(state, agent, goal, ctx.now) {
             Err(pending) if claims.complete => Ok(pending.finish(state, agent, goal, ctx.now)),
             Err(pending) => {
-                let list = claims.ready_list(agent, &goal.id);
+                // Parsed up to the first todo ready now: the one it
+                // names.
+                let list = match state.agents.get(agent) {
+                    Some(a) => {
+                        claims.ready_list_until(agent, &goal.id, ready::takes(state, a, ctx.now))
+                    }
+                    None => None,
+                };
                 match pending.finish_from_ready(state, agent, goal, ctx.now, list.as_ref()) {
                     Ok(d) => {
                         // The todo it names (unclaimed: not in the head),

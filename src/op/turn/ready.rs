@@ -606,17 +606,30 @@ pub fn first_ready<'l>(
     now: Timestamp,
     n: usize,
 ) -> Option<Vec<&'l Todo>> {
-    let scoped = rules::Scoped::of(state);
+    let mut take = takes(state, agent, now);
     let mut out = Vec::with_capacity(n);
     for t in &list.todos {
         if out.len() == n {
             break;
         }
-        if rules::ready_unless_waiting(state, t, agent, now, &scoped).is_ok() {
+        if take(t) {
             out.push(t);
         }
     }
     (out.len() == n || list.complete).then_some(out)
+}
+
+/// The test [`first_ready`] takes a todo of a list by, for `agent` at
+/// `now` on `state` (the cache's head): a reader that wants one ready todo
+/// parses a list up to the first this accepts
+/// (`crate::cache::Claims::ready_list_until`).
+pub fn takes<'s>(
+    state: &'s State,
+    agent: &'s Agent,
+    now: Timestamp,
+) -> impl FnMut(&Todo) -> bool + 's {
+    let scoped = rules::Scoped::of(state);
+    move |t| rules::ready_unless_waiting(state, t, agent, now, &scoped).is_ok()
 }
 
 /// `todo claim --next`'s pick for `agent` at `now` from its lists on the
