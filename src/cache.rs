@@ -1436,6 +1436,77 @@ mod tests {
         assert_eq!(shards_for(1_000_000), MAX_SHARDS);
     }
 
+    /// A todo of `goal` whose title holds the line breaks and quotes a
+    /// line of the ready index must survive.
+    fn todo(n: u32, goal: &str) -> Todo {
+        let at = Timestamp::from_unix(1_767_225_600);
+        Todo {
+            id: TodoId::from_hex(&format!("{n:08x}")),
+            goal: GoalId::new(goal).unwrap(),
+            title: format!("todo {n}\nsecond line\r\n\"quoted\" \u{2028}"),
+            priority: "P1".parse().unwrap(),
+            status: crate::model::TodoStatus::Open,
+            after: Vec::new(),
+            capabilities: vec!["rust\n".to_owned()],
+            scope: Vec::new(),
+            validate: None,
+            validate_from: None,
+            epoch: 0,
+            created_at: at,
+            created_by: crate::model::Actor::Agent(AgentId::new("agent-a").unwrap()),
+            updated_at: at,
+            done_at: None,
+            claim: None,
+            notes: Vec::new(),
+            last_evidence: None,
+        }
+    }
+
+    #[test]
+    fn an_agents_ready_lists_read_back_whole_and_short() {
+        let list = |goal: &str, n: u32, complete: bool| ReadyList {
+            todos: (0..n).map(|i| todo(i + 1, goal)).collect(),
+            complete,
+            unchanged: (goal == "api").then(|| ready::Unchanged {
+                at: 5,
+                digest: "d".to_owned(),
+            }),
+            nothing: None,
+        };
+        let lists = AgentReady {
+            capabilities: vec!["rust".to_owned()],
+            goals: [("api", 3, true), ("docs", 0, true), ("main", 4, false)]
+                .into_iter()
+                .map(|(g, n, c)| (GoalId::new(g).unwrap(), list(g, n, c)))
+                .collect(),
+        };
+        let mut body = Vec::new();
+        write_part(&mut body, &lists).unwrap();
+        // One line for the head, one for each todo.
+        assert_eq!(body.iter().filter(|b| **b == b'\n').count(), 1 + 3 + 4);
+        assert_eq!(read_agent_part(&body), Some(lists.clone()));
+        for (goal, whole) in &lists.goals {
+            assert_eq!(
+                part_list(&body, goal, |_| false).as_ref(),
+                Some(whole),
+                "{goal}"
+            );
+            for stop in 0..whole.todos.len() {
+                let short = part_list(&body, goal, |t| t.id == whole.todos[stop].id).unwrap();
+                assert_eq!(short.todos, whole.todos[..=stop], "{goal} to {stop}");
+                let last = stop + 1 == whole.todos.len();
+                assert_eq!(short.complete, whole.complete && last, "{goal} to {stop}");
+                assert_eq!(short.unchanged, whole.unchanged, "{goal}");
+            }
+        }
+        assert!(part_list(&body, &GoalId::new("other").unwrap(), |_| false).is_none());
+        // A part cut short, or with a line more, is not read.
+        assert!(read_agent_part(&body[..body.len() - 1]).is_none());
+        let mut more = body.clone();
+        more.extend_from_slice(b"{}\n");
+        assert!(read_agent_part(&more).is_none());
+    }
+
     #[test]
     fn the_override_takes_a_threshold_and_a_shard_size() {
         assert_eq!(parse_override("8"), Some((8, 2)));

@@ -78,7 +78,7 @@ impl Oid {
 
     /// The first `n` hex digits, for display.
     pub fn short(&self, n: usize) -> String {
-        let s = self.0.to_string();
+        let s = self.to_string();
         s[..n.min(s.len())].to_owned()
     }
 }
@@ -93,9 +93,19 @@ fn nibble(b: u8) -> Option<u8> {
     }
 }
 
+/// Full lowercase hex, as git writes ids (encoded here for the reason
+/// [`Oid::from_hex`] decodes here).
 impl std::fmt::Display for Oid {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.0.fmt(f)
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        let bytes = self.0.as_bytes();
+        let mut hex = [0u8; 64];
+        for (pair, b) in hex.chunks_exact_mut(2).zip(bytes) {
+            pair[0] = DIGITS[usize::from(b >> 4)];
+            pair[1] = DIGITS[usize::from(b & 0xf)];
+        }
+        let hex = std::str::from_utf8(&hex[..bytes.len() * 2]).map_err(|_| std::fmt::Error)?;
+        f.write_str(hex)
     }
 }
 
@@ -370,6 +380,7 @@ mod tests {
                 Oid::from_hex(hex).unwrap().to_string(),
                 hex.to_ascii_lowercase()
             );
+            assert_eq!(Oid(want).to_string(), want.to_string(), "as gix writes it");
         }
         for bad in [
             "",

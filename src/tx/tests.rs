@@ -788,6 +788,7 @@ fn ready_lists_start_the_pick_order(store: &Store, tip: &Tip, state: &State, n: 
         cap: usize::MAX,
         low: 0,
     };
+    let claims = cache::read_claims(store, tip.commit).expect("the cache's head");
     for agent in state.agents.values() {
         for goal in state.goals.keys() {
             let Some(list) = cache::ready_list(store, tip.commit, &agent.id, goal) else {
@@ -837,7 +838,6 @@ fn ready_lists_start_the_pick_order(store: &Store, tip: &Tip, state: &State, n: 
             // Parsed only up to its first ready todo (what should-run
             // reads), the list answers as the whole list does: at the
             // times claims start and end, where readiness moves.
-            let claims = cache::read_claims(store, tip.commit).expect("the cache's head");
             let times = claims
                 .state
                 .todos
@@ -851,6 +851,11 @@ fn ready_lists_start_the_pick_order(store: &Store, tip: &Tip, state: &State, n: 
                 assert!(
                     list.todos.starts_with(&short.todos),
                     "tick {n}: {}'s shortened list on {goal} starts the list",
+                    agent.id
+                );
+                assert!(
+                    !short.complete || (list.complete && short.todos == list.todos),
+                    "tick {n}: {}'s shortened list on {goal} reads as complete only when whole",
                     agent.id
                 );
                 let firsts = |l| {
