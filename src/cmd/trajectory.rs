@@ -3,10 +3,14 @@
 //!
 //! Read from the history (the ticks that concern the goal) and the state
 //! with its archive (titles, dependencies, gates). Nothing from outside the
-//! goal enters it. Every free text goes through `Redactor`: the secret
-//! rules of [`crate::redact`], then names replaced by roles (`agent-1`,
-//! `human-1`), emails, SSH key fingerprints and home or temporary paths
-//! removed; `--keep-names` keeps the names for an internal report.
+//! goal enters it. Every text is built from the ops' full fields (never a
+//! commit subject, which was cut when the tick was written) and goes
+//! through `Redactor` whole, then is shortened: the secret rules of
+//! [`crate::redact`], names replaced by roles (`agent-1`, `human-1`), the
+//! names the person lists removed, and personal data by shape
+//! ([`crate::redact::personal`]). The page and the JSON say what was
+//! removed and what no rule removes; `--keep-names` keeps the names for an
+//! internal report.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -20,28 +24,38 @@ use crate::cmd::wire::esc;
 use crate::ctx::Ctx;
 use crate::error::{Code, Exit, Refusal};
 use crate::history::{self, Tick};
+use crate::model::run::CommandRun;
 use crate::model::usage::Usd;
 use crate::model::{Actor, Blocks, GoalId, Todo, TodoId};
-use crate::op::{Change, EvidenceAdd, Settle, TodoHandoff, UsageRecord};
+use crate::op::{Change, EvidenceAdd, Settle, TodoDone, TodoHandoff, UsageRecord};
 use crate::time::{Timestamp, When};
 
 mod render;
 mod roles;
-use render::render;
+mod what;
+use render::{render, shorten};
 use roles::Redactor;
+use what::what;
+
+/// How long an event's text may be on the page and in the JSON, after
+/// redaction.
+const EVENT_TEXT: usize = 140;
 
 /// Write a goal's decision graph over time as a shareable page and JSON
 ///
 /// Todos and their dependencies, claims and handoffs between agents,
 /// evidence (passing, failing, stale), gates with their questions and
 /// answers, reopened and abandoned work, and spend, from the goal's ticks.
-/// Redacted by default: free text through the secret redactor, agent and
-/// human names replaced by roles, emails, SSH key fingerprints and machine
-/// paths removed, commits by short ids; nothing from outside the goal.
+/// Redacted by default: secrets, emails, phone numbers, IBANs, password-like
+/// values, SSH key fingerprints and machine paths removed, agent and human
+/// names replaced by roles, listed names removed; commits by short ids;
+/// nothing from outside the goal. The page says what was removed and ends
+/// with the review a person still owes before sharing.
 #[derive(clap::Args, Debug)]
 #[command(after_help = "Examples:
   loopx trajectory web                      trajectory-web/trajectory.html and .json
-  loopx trajectory web --since 7d --out /tmp/share")]
+  loopx trajectory web --since 7d --out /tmp/share
+  loopx trajectory web --redact-name \"Maria Gonzalez\" --redact-names names.txt")]
 pub struct Args {
     /// The goal
     #[arg(value_name = "GOAL")]
@@ -57,6 +71,13 @@ pub struct Args {
     /// Keep agent and human names (an internal report; not for sharing)
     #[arg(long)]
     keep_names: bool,
+    /// Also remove this name wherever it stands as whole words, in any case
+    /// (repeatable); each capitalised part of it goes too
+    #[arg(long, value_name = "NAME")]
+    redact_name: Vec<String>,
+    /// Also remove the names in FILE, one a line (`#` starts a comment)
+    #[arg(long, value_name = "FILE")]
+    redact_names: Option<PathBuf>,
 }
 
 #[derive(Serialize)]
@@ -71,6 +92,8 @@ struct Wire {
     gates: Vec<GateNode>,
     events: Vec<Event>,
     spend: Spend,
+    /// What was removed and what was not.
+    redaction: roles::Redaction,
     #[serde(skip_serializing_if = "Option::is_none")]
     html: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -141,7 +164,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let since = args.since.map(|w| w.back_from(ctx.now));
     let archive = tx::load_archive(ctx, &snap)?;
     let find = |t: &TodoId| state.todos.get(t).or_else(|| archive.get(t));
-    let mut red = Redactor::new(!args.keep_names);
+    let mut red = Redactor::new(!args.keep_names, listed_names(args)?);
     // The goal's ticks, oldest first.
     let mut ticks = Vec::new();
     for e in history::walk(ctx.repo()?, snap.tip.commit)? {
@@ -190,6 +213,15 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             Change::Settle(Settle { steps, .. }) => steps.iter().collect(),
             c => vec![c],
         };
+        // A validation `settle` ran is also its evidence in the same tick:
+        // counted once.
+        let recorded: Vec<&CommandRun> = steps
+            .iter()
+            .filter_map(|c| match c {
+                Change::EvidenceAdd(EvidenceAdd { run: Some(r), .. }) => Some(r),
+                _ => None,
+            })
+            .collect();
         for c in &steps {
             let Some(todo) = c.todo() else {
                 if let Change::UsageRecord(UsageRecord { usage, .. }) = c {
@@ -206,19 +238,33 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             let n = nodes
                 .entry(todo.clone())
                 .or_insert_with(|| node(x, &mut red));
+            let ran = match c {
+                Change::EvidenceAdd(EvidenceAdd { run: Some(r), .. }) => Some(r),
+                Change::TodoDone(TodoDone {
+                    validation: Some(r),
+                    ..
+                }) if !recorded.contains(&r) => Some(r),
+                _ => None,
+            };
+            match ran {
+                Some(r) if r.passed() => n.evidence_passed += 1,
+                Some(_) => n.evidence_failed += 1,
+                None => {}
+            }
             match c {
                 Change::TodoClaim(_) => n.holders.push(by.clone()),
                 Change::TodoHandoff(TodoHandoff { to, .. }) => n.holders.push(red.agent(to)),
                 Change::TodoReopen(_) => n.reopened += 1,
                 Change::TodoRelease(_) => n.abandoned = true,
                 Change::TodoDone(_) => n.abandoned = false,
-                Change::EvidenceAdd(EvidenceAdd { run: Some(r), .. }) if r.passed() => {
-                    n.evidence_passed += 1
-                }
-                Change::EvidenceAdd(EvidenceAdd { run: Some(_), .. }) => n.evidence_failed += 1,
                 _ => {}
             }
         }
+        let text = steps
+            .iter()
+            .map(|c| what(c, &find, &mut red))
+            .collect::<Vec<_>>()
+            .join("; ");
         events.push(Event {
             tick: t.number().unwrap_or(0),
             commit: commit[..commit.len().min(10)].to_owned(),
@@ -226,7 +272,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             by,
             kind: op.change.kind(),
             todo: op.change.todo().cloned(),
-            text: red.text(&t.subject()),
+            text: shorten(&red.text(&text), EVENT_TEXT),
         });
     }
     for t in &todos {
@@ -302,6 +348,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         gates,
         events,
         spend,
+        redaction: red.report(),
         html: None,
         json: None,
     };
@@ -352,6 +399,36 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     Ok(Exit::Ok)
 }
 
+/// The names to remove: `--redact-name`s, then `--redact-names FILE`'s
+/// lines (blank lines and `#` comments skipped).
+fn listed_names(args: &Args) -> Result<Vec<String>> {
+    let mut names: Vec<String> = args
+        .redact_name
+        .iter()
+        .map(|n| n.trim().to_owned())
+        .filter(|n| !n.is_empty())
+        .collect();
+    if let Some(f) = &args.redact_names {
+        let text = std::fs::read_to_string(f).map_err(|e| {
+            Refusal::usage(
+                Code::BadPath,
+                format!("cannot read the names to redact from {}: {e}", f.display()),
+            )
+            .with_hint("give a text file with one name a line")
+        })?;
+        names.extend(
+            text.lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty() && !l.starts_with('#'))
+                .map(str::to_owned),
+        );
+    }
+    // Longer names first, so a name is removed whole before its parts.
+    names.sort_by_key(|n| std::cmp::Reverse(n.chars().count()));
+    names.dedup();
+    Ok(names)
+}
+
 fn node(t: &Todo, red: &mut Redactor) -> Node {
     Node {
         id: t.id.clone(),
@@ -375,7 +452,7 @@ mod tests {
 
     #[test]
     fn shared_text_loses_names_emails_fingerprints_and_paths() {
-        let mut r = Redactor::new(true);
+        let mut r = Redactor::new(true, Vec::new());
         let ada = Actor::Human {
             name: "Grace Hopper".into(),
             email: "grace@navy.mil".into(),
@@ -397,7 +474,24 @@ mod tests {
             replace_word("agent-10 agent-1", "agent-1", "R"),
             "agent-10 R"
         );
-        let keep = Redactor::new(false);
+        let mut keep = Redactor::new(false, Vec::new());
         assert_eq!(keep.text("Grace Hopper"), "Grace Hopper");
+    }
+
+    /// Texts that never went through the writer's redaction (an older
+    /// binary's ticks, a hand-made state) still lose every secret shape,
+    /// and the count says how many.
+    #[test]
+    fn every_secret_shape_goes_and_is_counted() {
+        let mut r = Redactor::new(true, vec!["Maria Gonzalez".to_owned()]);
+        let all = crate::redact::samples::every_shape();
+        for (text, secret) in &all {
+            let out = r.text(text);
+            assert!(!out.contains(secret.as_str()), "{text:?} → {out:?}");
+        }
+        assert!(r.secrets >= all.len(), "{} of {}", r.secrets, all.len());
+        let out = r.text("Maria Gonzalez asked maria; Maria's call at +1 555 010 9999");
+        assert_eq!(out, "[name] asked [name]; [name]'s call at [phone]");
+        assert_eq!(r.names, 3);
     }
 }

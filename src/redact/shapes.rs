@@ -312,6 +312,7 @@ pub(super) const RULES: &[Rule] = &[
     r("HashiCorp Vault batch token", "hvb.", Set::Word, 138),
     r("HashiCorp Vault service token", "hvs.", Set::Word, 90),
     r("Google OAuth access token", "ya29.", Set::Word, 20),
+    r("Google OAuth client secret", "GOCSPX-", Set::Word, 28),
     x("Mailgun API key", "key-", Set::Hex, 32),
 ];
 

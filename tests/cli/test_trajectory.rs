@@ -244,3 +244,251 @@ fn a_200_tick_goal_is_a_redacted_graph_with_every_gate_and_todo() {
     );
     assert!(std::fs::read(&shot).unwrap().starts_with(b"\x89PNG"));
 }
+
+/// Where a subject cuts a title (`op::short`): the 60th character becomes
+/// `…`, so a title of more than 60 characters keeps its first 59.
+const CUT: usize = 59;
+
+/// What a shared trajectory must not hold: `(what, planted text, pieces of
+/// it that must not appear anywhere in the output)`. Pieces are short so a
+/// text cut inside the planted one is still caught.
+fn plants() -> Vec<(String, String, Vec<String>)> {
+    let mut v: Vec<(String, String, Vec<String>)> = [
+        (
+            "an email",
+            "maria.gonzalez@acme-corp.com",
+            &["maria.gonzalez", "gonzalez@", "acme-corp.com"][..],
+        ),
+        (
+            "a phone number",
+            "+49 151 1234 5678",
+            &["151 1234", "1234 5678"][..],
+        ),
+        (
+            "an IBAN",
+            "DE89 3704 0044 0532 0130 00",
+            &["3704 0044", "0532 0130"][..],
+        ),
+        (
+            "a listed name",
+            "Maria Gonzalez",
+            &["Maria", "Gonzalez"][..],
+        ),
+        ("a password", "password hunter2", &["hunter2"][..]),
+    ]
+    .into_iter()
+    .map(|(w, p, pieces)| {
+        (
+            w.to_owned(),
+            p.to_owned(),
+            pieces.iter().map(|s| (*s).to_owned()).collect(),
+        )
+    })
+    .collect();
+    for (text, secret) in loopx::redact::samples::every_shape() {
+        // Multi-line samples (a PEM block) stand in notes, not titles.
+        let text = text.replace('\n', " ");
+        let head: String = secret.chars().take(8).collect();
+        v.push((format!("a secret ({text:.24}…)"), text, vec![head]));
+    }
+    v
+}
+
+/// `planted` placed so that a cut at [`CUT`] characters falls after its
+/// `k`-th character: ordinary words before it, more after.
+fn around_cut(planted: &str, k: usize) -> String {
+    let pad = CUT - k;
+    let words = "Review the plan with the team before the release and then ";
+    let mut head: String = words.chars().cycle().take(pad.saturating_sub(1)).collect();
+    head.push(' ');
+    format!("{head}{planted} and carry on")
+}
+
+/// Ordinary text that must come through whole: dates, times, ids, commit
+/// hashes, dollar amounts, versions, counts and words.
+const CONTROL: &str = "Released on 2026-12-07 16:57 after t-3fa9c2d1, commit 526803bf2b7b811fc1a8ed90c67c0eff0789b0e3, $1,234.56 of $12,000.00, v1.18.33, 120 of 5000 steps, ok";
+
+#[test]
+fn nothing_planted_survives_a_cut_and_what_was_removed_is_said() {
+    let env = TestEnv::new();
+    env.loopx(&[
+        "init",
+        "--goal",
+        "main",
+        "--objective",
+        "Ship it with Maria Gonzalez (maria.gonzalez@acme-corp.com, +49 151 1234 5678)",
+    ])
+    .ok();
+    env.loopx(&["agent", "register", "agent-a"]).ok();
+    env.loopx(&["agent", "register", "agent-b"]).ok();
+    let plants = plants();
+    // Every plant in a title at three places around the subject's cut
+    // (after its first character, in its middle, before its last), and in
+    // the todo's note.
+    let mut todos = Vec::new();
+    for (_, planted, _) in &plants {
+        let n = planted.chars().count();
+        let mut ks = vec![1, n / 2, n.saturating_sub(1)];
+        ks.retain(|k| (1..CUT).contains(k));
+        ks.dedup();
+        for k in ks {
+            let title = around_cut(planted, k);
+            todos.push(env.add(&title, &["--note", &title]));
+        }
+    }
+    let control = env.add(CONTROL, &[]);
+    // The personal plants in every other free-text field, each cut too.
+    let personal: Vec<&(String, String, Vec<String>)> = plants.iter().take(5).collect();
+    let validated = env.add("Check the build", &["--", "true"]);
+    for (i, (_, planted, _)) in personal.iter().enumerate() {
+        let text = around_cut(planted, planted.len() / 2);
+        let t = &todos[i];
+        env.agent("agent-a", &["todo", "claim", t]).ok();
+        env.agent("agent-a", &["todo", "update", t, "--note", &text])
+            .ok();
+        env.agent(
+            "agent-a",
+            &[
+                "evidence",
+                "add",
+                "--todo",
+                t,
+                "--kind",
+                "note",
+                "--summary",
+                &text,
+            ],
+        )
+        .ok();
+        env.agent(
+            "agent-a",
+            &["todo", "handoff", t, "--to", "agent-b", "--note", &text],
+        )
+        .ok();
+        let g = env
+            .agent(
+                "agent-b",
+                &[
+                    "gate",
+                    "open",
+                    "--goal",
+                    "main",
+                    "--question",
+                    &text,
+                    "--option",
+                    &format!("ask {planted}"),
+                    "--option",
+                    "skip",
+                    "--json",
+                ],
+            )
+            .ok()
+            .json()["gate"]["id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        env.loopx(&["gate", "answer", &g, "--choice", "skip", "--note", &text])
+            .ok();
+        env.agent("agent-b", &["todo", "done", t, "--note", &text])
+            .ok();
+        env.agent(
+            "agent-b",
+            &[
+                "refresh-state",
+                "--outcome",
+                "advanced",
+                "--next-action",
+                &text,
+            ],
+        )
+        .ok();
+        env.loopx(&[
+            "quota", "park", "--of", "agent-b", "--until", "1h", "--reason", &text,
+        ])
+        .ok();
+        env.loopx(&["quota", "resume", "agent-b"]).ok();
+    }
+    // A validation `todo done` ran counts, once.
+    env.agent("agent-a", &["todo", "claim", &validated]).ok();
+    env.agent("agent-a", &["todo", "done", &validated]).ok();
+
+    let names = env.root().join("names.txt");
+    std::fs::write(&names, "# people to keep out\n\nMaria Gonzalez\n").unwrap();
+    let out = env.root().join("share");
+    env.loopx(&[
+        "trajectory",
+        "main",
+        "--out",
+        out.to_str().unwrap(),
+        "--redact-names",
+        names.to_str().unwrap(),
+    ])
+    .ok();
+    let html = std::fs::read_to_string(out.join("trajectory.html")).unwrap();
+    let json = std::fs::read_to_string(out.join("trajectory.json")).unwrap();
+    for (what, planted, pieces) in &plants {
+        for piece in pieces {
+            for (file, text) in [("trajectory.html", &html), ("trajectory.json", &json)] {
+                let at = text.to_lowercase().find(&piece.to_lowercase());
+                assert!(
+                    at.is_none(),
+                    "{what}: {piece:?} of {planted:?} is in {file}: {:?}",
+                    at.map(|i| text[i.saturating_sub(120)..(i + 60).min(text.len())].to_owned())
+                );
+            }
+        }
+    }
+    let doc: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let node = |id: &str| {
+        doc["todos"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|n| n["id"] == id)
+            .cloned()
+            .unwrap_or_else(|| panic!("{id} in the trajectory"))
+    };
+    // The control text comes through whole, on the page and in the JSON.
+    assert_eq!(node(&control)["title"], CONTROL);
+    assert!(html.contains(CONTROL), "the control text is on the page");
+    // The validation `todo done` ran counts.
+    assert_eq!(
+        node(&validated)["evidence_passed"],
+        1,
+        "{}",
+        node(&validated)
+    );
+    assert_eq!(node(&validated)["evidence_failed"], 0);
+    // What was removed is said, kind by kind, with how many places.
+    let removed = doc["redaction"]["removed"].as_array().unwrap();
+    for mark in ["[email]", "[phone]", "[iban]", "[password]", "[name]"] {
+        let r = removed
+            .iter()
+            .find(|r| r["mark"] == mark)
+            .unwrap_or_else(|| panic!("{mark} in {removed:?}"));
+        assert!(r["found"].as_u64().unwrap() > 0, "{r}");
+        assert!(
+            html.contains(&format!("<code>{mark}</code>")),
+            "{mark} on the page"
+        );
+    }
+    assert!(!doc["redaction"]["kept"].as_array().unwrap().is_empty());
+    assert!(html.contains("Not removed"), "the page says what stays");
+    let checklist = html.find("id=\"checklist\"").expect("a checklist");
+    assert!(checklist > html.find("<h2>Events").unwrap(), "at the end");
+
+    // A names file that cannot be read is a usage error; nothing written.
+    let none = env.root().join("none");
+    let e = env
+        .loopx(&[
+            "trajectory",
+            "main",
+            "--out",
+            none.to_str().unwrap(),
+            "--redact-names",
+            "/nonexistent/names.txt",
+        ])
+        .code(2);
+    assert!(e.stderr.contains("names to redact"), "{}", e.stderr);
+    assert!(!none.exists());
+}

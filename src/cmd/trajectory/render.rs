@@ -14,6 +14,7 @@ svg .failed rect{stroke:var(--bad);stroke-width:2}svg line{stroke:var(--line)}sv
 svg line.gl{stroke:var(--acc);stroke-dasharray:3 3}
 table{border-collapse:collapse;width:100%;font-size:13px}th,td{text-align:left;padding:.2rem .4rem;border-bottom:1px solid var(--line);vertical-align:top}
 td.nw,th{white-space:nowrap}code{font:12px ui-monospace,monospace}
+.redaction{border:1px solid var(--line);background:var(--card);padding:.25rem .75rem;font-size:13px}.redaction ul{margin:.2rem 0 .5rem}
 "#;
 
 /// The page: the graph (todos by dependency depth, gates beside what they
@@ -22,19 +23,15 @@ pub(super) fn render(w: &Wire) -> String {
     let mut h = String::with_capacity(64 * 1024);
     let _ = writeln!(
         h,
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>loopx trajectory: {goal}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<h1>Trajectory of goal {goal}</h1>\n<p>{obj}</p>\n<p class=\"mute\">{ticks} ticks to <time>{until}</time>{red}; spent {usd} ({tokens} tokens).</p>",
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>loopx trajectory: {goal}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<h1>Trajectory of goal {goal}</h1>\n<p>{obj}</p>\n<p class=\"mute\">{ticks} ticks to <time>{until}</time>; spent {usd} ({tokens} tokens).</p>",
         goal = esc(w.goal.as_str()),
         obj = esc(&w.objective),
         ticks = w.ticks,
         until = w.until,
-        red = if w.redacted {
-            ", redacted: names are roles, secrets, emails, key fingerprints and machine paths removed"
-        } else {
-            ", with names (not for sharing)"
-        },
         usd = Usd(w.spend.micros.0),
         tokens = crate::model::usage::human_count(w.spend.tokens),
     );
+    banner(&mut h, w);
     graph(&mut h, w);
     h.push_str("<h2>Gates</h2>\n<table><thead><tr><th>Gate</th><th>Kind</th><th>Holds</th><th>Question</th><th>Answer</th><th>Opened</th></tr></thead><tbody>\n");
     for g in &w.gates {
@@ -80,8 +77,50 @@ pub(super) fn render(w: &Wire) -> String {
             esc(&e.text)
         );
     }
-    h.push_str("</tbody></table>\n</body>\n</html>\n");
+    h.push_str("</tbody></table>\n");
+    checklist(&mut h, w);
+    h.push_str("</body>\n</html>\n");
     h
+}
+
+/// What the redaction removed, kind by kind with how many places, and what
+/// no rule removes.
+fn banner(h: &mut String, w: &Wire) {
+    let r = &w.redaction;
+    let _ = writeln!(
+        h,
+        "<section class=\"redaction\" id=\"redaction\"><p><strong>{}</strong> {}.</p>\n<p>Removed:</p><ul>",
+        if w.redacted {
+            "Redacted for sharing."
+        } else {
+            "Not for sharing."
+        },
+        esc(r.roles)
+    );
+    for x in &r.removed {
+        let _ = writeln!(
+            h,
+            "<li>{} as <code>{}</code>: {} {}</li>",
+            esc(&x.what),
+            esc(x.mark),
+            x.found,
+            if x.found == 1 { "place" } else { "places" }
+        );
+    }
+    h.push_str("</ul>\n<p>Not removed (no rule finds them):</p><ul>");
+    for k in &r.kept {
+        let _ = write!(h, "<li>{}</li>", esc(k));
+    }
+    h.push_str("</ul>\n<p class=\"mute\">Review the page before sharing it: <a href=\"#checklist\">the checklist</a> is at the end.</p></section>\n");
+}
+
+/// The review a person still owes before the page is shared.
+fn checklist(h: &mut String, w: &Wire) {
+    h.push_str("<h2 id=\"checklist\">Before you share this</h2>\n<ol>");
+    for c in &w.redaction.checklist {
+        let _ = write!(h, "<li>{}</li>", esc(c));
+    }
+    h.push_str("</ol>\n");
 }
 
 /// The decision graph as inline SVG: one column per dependency depth, a
