@@ -157,7 +157,8 @@ impl Config {
 /// million tokens) for the reported id, else for the table row it matches;
 /// else the shipped table ([`crate::price`]). A row set in git config needs
 /// `input` and `output`; `cachedInput` defaults to `input`. None for a
-/// model with no price anywhere.
+/// model with no price anywhere. The team's price (`crate::price::team`)
+/// comes before this.
 pub fn price(store: &Store, model: &str) -> Option<crate::price::Price> {
     let shipped = crate::price::lookup(model);
     let configured = |key: &str| {

@@ -224,6 +224,29 @@ impl Global {
     }
 }
 
+/// The clock `LOOPX_NOW` fixes: at or before this machine's clock plus
+/// the default clock-skew margin, never after. A later one is refused
+/// (exit 2) by every command, reads and should-run included: loopx never
+/// writes nor judges from the future, so an agent cannot date a steal
+/// tomorrow. (The state's own margin is not read yet here; a team's wider
+/// one still bounds what other clones take.)
+pub fn fixed_now(s: &str) -> Result<Timestamp, Refusal> {
+    let t =
+        Timestamp::parse(s).map_err(|e| Refusal::usage(Code::BadEnv, format!("LOOPX_NOW: {e}")))?;
+    let now = Timestamp::system_now();
+    let skew = crate::model::Settings::default().clock_skew;
+    if t > now.plus(skew) {
+        return Err(Refusal::usage(
+            Code::BadEnv,
+            format!(
+                "LOOPX_NOW is {t}, after this machine's clock ({now}) plus the clock-skew margin ({skew}): it may fix the clock in the past, never in the future"
+            ),
+        )
+        .with_hint("unset LOOPX_NOW, or give a time at or before now"));
+    }
+    Ok(t)
+}
+
 /// Everything a command needs, resolved once: where it runs, the
 /// environment, the clock, who is calling, ids, output; and the repository
 /// with its `loopx.*` settings, opened on first use, so commands that also
@@ -266,10 +289,7 @@ impl Ctx {
             None => std::env::current_dir().context("reading the current directory")?,
         };
         let clock = match env.get("LOOPX_NOW") {
-            Some(s) => Clock::Fixed(
-                Timestamp::parse(s)
-                    .map_err(|e| Refusal::usage(Code::BadEnv, format!("LOOPX_NOW: {e}")))?,
-            ),
+            Some(s) => Clock::Fixed(fixed_now(s)?),
             None => Clock::System,
         };
         let now = clock.now();

@@ -9,6 +9,7 @@
 //! as published by each vendor in late 2025. A cache write is priced as
 //! plain input.
 
+use crate::model::TeamPrice;
 use crate::model::usage::{Usage, Usd};
 
 /// Dollars per million tokens.
@@ -88,8 +89,57 @@ pub fn fill(u: &mut Usage, price_of: impl Fn(&str) -> Option<Price>) -> Option<O
     }
 }
 
+/// The team's price for `model` (`settings set --price`, in the state): its
+/// own row, or the row of the id it adds a date (`-20250929`) or `-latest`
+/// to. It comes before git config and the shipped table, so every clone
+/// prices a turn alike.
+pub fn team(team: &std::collections::BTreeMap<String, TeamPrice>, model: &str) -> Option<Price> {
+    let row = team.get(model).or_else(|| {
+        team.iter()
+            .filter(|(k, _)| {
+                model.strip_prefix(k.as_str()).is_some_and(|rest| {
+                    rest == "-latest"
+                        || rest.strip_prefix('-').is_some_and(|d| {
+                            d.len() >= 6 && d.bytes().all(|b| b.is_ascii_digit() || b == b'-')
+                        })
+                })
+            })
+            .max_by_key(|(k, _)| k.len())
+            .map(|(_, p)| p)
+    })?;
+    Some(Price {
+        input: row.input,
+        output: row.output,
+        cached_input: row.cached_input.unwrap_or(row.input),
+    })
+}
+
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_team_price_matches_its_id_a_dated_id_and_latest_only() {
+        let rows = std::collections::BTreeMap::from([(
+            "claude-opus-5-5".to_owned(),
+            TeamPrice {
+                input: 5.0,
+                output: 25.0,
+                cached_input: None,
+            },
+        )]);
+        for id in [
+            "claude-opus-5-5",
+            "claude-opus-5-5-20261101",
+            "claude-opus-5-5-latest",
+        ] {
+            let p = team(&rows, id).unwrap_or_else(|| panic!("{id}"));
+            assert_eq!((p.input, p.output, p.cached_input), (5.0, 25.0, 5.0));
+        }
+        for id in ["claude-opus-5", "claude-opus-5-5-fast", "claude-opus-5-5x"] {
+            assert!(team(&rows, id).is_none(), "{id}");
+        }
+    }
+
     use super::*;
 
     #[test]

@@ -262,7 +262,9 @@ pub fn chain_of_noting(
         repo.store(),
         base,
         tip,
-        repo.now(),
+        // "Future" is judged by this machine's own clock, never by
+        // LOOPX_NOW: a fixed clock may only lie in the past.
+        crate::time::Timestamp::system_now(),
         repo.signing()?,
         progress,
     )
@@ -390,7 +392,9 @@ pub fn chain_of(
         repo.store(),
         base,
         tip,
-        repo.now(),
+        // "Future" is judged by this machine's own clock, never by
+        // LOOPX_NOW: a fixed clock may only lie in the past.
+        crate::time::Timestamp::system_now(),
         repo.signing()?,
         progress,
     )

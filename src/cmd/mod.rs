@@ -23,6 +23,7 @@ pub mod mcp;
 pub mod notify_run;
 pub mod quota;
 pub mod refresh_state;
+pub mod settings;
 pub mod settle;
 pub mod show;
 pub mod signer;
@@ -88,6 +89,9 @@ pub enum Command {
     /// Set up, list, admit and revoke the machine keys that sign agent ticks
     #[command(subcommand)]
     Machine(machine::Command),
+    /// Set and show the team's shared settings: lease, clock skew, prices
+    #[command(subcommand)]
+    Settings(settings::Command),
     /// Record and list evidence of what was tried
     #[command(subcommand)]
     Evidence(evidence::Command),
@@ -197,6 +201,7 @@ fn dispatch(ctx: &Ctx, command: &Command) -> Result<Exit> {
         Command::Todo(c) => todo::run(ctx, c),
         Command::Gate(c) => gate::run(ctx, c),
         Command::Signer(c) => signer::run(ctx, c),
+        Command::Settings(c) => settings::run(ctx, c),
         Command::Machine(c) => machine::run(ctx, c),
         Command::Evidence(c) => evidence::run(ctx, c),
         Command::Quota(c) => quota::run(ctx, c),
@@ -297,7 +302,18 @@ pub fn read_usage(
     ctx: &Ctx,
     args: &crate::service::usage::UsageArgs,
 ) -> Result<Option<crate::model::usage::Usage>> {
-    let price_of = |m: &str| ctx.store().ok().and_then(|s| crate::config::price(s, m));
+    // The team's prices are read from the state only when a model needs
+    // pricing.
+    let team = std::cell::OnceCell::new();
+    let price_of = |m: &str| {
+        let team = team.get_or_init(|| {
+            tx::load(ctx)
+                .map(|s| s.state.meta.settings.prices.clone())
+                .unwrap_or_default()
+        });
+        crate::price::team(team, m)
+            .or_else(|| ctx.store().ok().and_then(|s| crate::config::price(s, m)))
+    };
     let read = crate::service::usage::read(&ctx.cwd, &price_of, args)?;
     Ok(read.map(|(usage, notes)| {
         for n in notes {

@@ -93,12 +93,19 @@ use crate::time::Span;
 ///   never splits writes exactly what format 5 wrote, and a format-5 binary
 ///   refuses a split state by its `loopx.toml` (`format-too-new`) and a
 ///   `goal.split` tick by its kind (`unknown-op`).
-pub const FORMAT: u32 = 6;
+/// - 7 (unreleased): round 4, once. Authority is what the op table declares
+///   (`op::authority`): from format 7 a human act is whatever only a human
+///   may write, and under a policy that requires human signatures every
+///   tick whose actor is a human is signed (`trust::AUTHORITY_SINCE`). The
+///   op `settings.set` and `loopx.toml`'s `settings.prices`. Every tick
+///   records 7 and a new state's `loopx.toml` says 7; a state made earlier
+///   keeps the number it was made with (formats never go down along a
+///   chain, so its ticks from now on record 7).
+pub const FORMAT: u32 = 7;
 
 /// The format this binary records in every tick's `Loopx-Format` and in a
-/// new state's `loopx.toml`; only `goal.split` writes [`FORMAT`] (6) into
-/// `loopx.toml`.
-pub const WRITES: u32 = 5;
+/// new state's `loopx.toml` (and `goal.split`, [`FORMAT`]): both 7.
+pub const WRITES: u32 = 7;
 
 /// The whole state at one tick. Serde only for the local cache
 /// (`crate::cache`): the stored form is [`files`], one TOML file an entity.
@@ -154,6 +161,21 @@ pub struct Settings {
     /// signed `signer.require`.
     #[serde(default, skip_serializing_if = "Signatures::is_off")]
     pub signatures: Signatures,
+    /// Format 7: the team's prices by model id, dollars per million tokens,
+    /// set by `settings.set`; they come before git config and the shipped
+    /// table (`config::price`), so every clone prices a turn alike.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub prices: BTreeMap<String, TeamPrice>,
+}
+
+/// A team's price for one model: dollars per million tokens.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TeamPrice {
+    pub input: f64,
+    pub output: f64,
+    /// Input tokens read from a cache; `input` when left out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_input: Option<f64>,
 }
 
 /// The team's signing policy, in `loopx.toml` (format 4). The one signing
@@ -205,6 +227,7 @@ impl Default for Settings {
             lease: Span::minutes(45),
             clock_skew: Span::seconds(30),
             signatures: Signatures::Off,
+            prices: BTreeMap::new(),
         }
     }
 }

@@ -1,8 +1,8 @@
 //! Rules for `agent.register`.
 
 use super::{Effect, Happened, Op, rules};
-use crate::error::{Code, Refusal};
-use crate::model::{Actor, Agent, AgentStatus, State, TodoStatus};
+use crate::error::Refusal;
+use crate::model::{Agent, AgentStatus, State, TodoStatus};
 use crate::op::{AgentRegister, AgentRetire};
 
 pub(super) fn register(state: &mut State, op: &Op, c: &AgentRegister) -> Result<Effect, Refusal> {
@@ -12,15 +12,6 @@ pub(super) fn register(state: &mut State, op: &Op, c: &AgentRegister) -> Result<
         ref capabilities,
     } = c;
     let id = agent;
-    if let Actor::Agent(me) = &op.actor
-        && me != id
-    {
-        return Err(Refusal::rule(
-            Code::RegisterSelfOnly,
-            format!("agent {me} may register only itself, not {id}"),
-        )
-        .with_hint("a human registers other agents"));
-    }
     let caps = normalize(capabilities);
     let verb = match state.agents.get(id) {
         None => "register",
@@ -92,15 +83,6 @@ pub fn normalize(capabilities: &[String]) -> Vec<String> {
 /// each with a note saying why.
 pub(super) fn retire(state: &mut State, op: &Op, c: &AgentRetire) -> Result<Effect, Refusal> {
     let id = &c.agent;
-    if let Actor::Agent(me) = &op.actor
-        && me != id
-    {
-        return Err(Refusal::rule(
-            Code::RetireSelfOnly,
-            format!("agent {me} may retire only itself, not {id}"),
-        )
-        .with_hint("a human retires other agents"));
-    }
     rules::registered(state, id)?;
     let held: Vec<_> = state
         .todos

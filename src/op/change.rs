@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::{
     AgentId, Blocks, EvidenceId, EvidenceKind, GateId, GateKind, GoalId, GoalStatus, Outcome,
-    Priority, Runtime, SignerName, TodoId, TodoStatus, Validation,
+    Priority, Runtime, SignerName, TeamPrice, TodoId, TodoStatus, Validation,
     evidence::{Artifact, Code},
     run::CommandRun,
     usage::Usd,
@@ -19,12 +19,14 @@ use crate::model::{
 use crate::time::{Span, Timestamp};
 
 /// Generates [`Change`] and its name tables from one list of
-/// `"kind" => Struct, since N;` rows: `kind` is the trailer and serde tag,
-/// `Struct` the type the variant wraps (and the variant's name), `N` the
-/// format that introduced the kind (a field or value may raise it:
-/// [`Change::since`]).
+/// `"kind" => Struct, since N, by WHO;` rows: `kind` is the trailer and
+/// serde tag, `Struct` the type the variant wraps (and the variant's name),
+/// `N` the format that introduced the kind (a field or value may raise it:
+/// [`Change::since`]), and `WHO` who may write it
+/// ([`Authority`](super::authority::Authority): `Human("act")`,
+/// `Agent("act")`, `Either`, or `Rule(f)` over the state and the op).
 macro_rules! changes {
-    ($($kind:literal => $variant:ident, since $since:literal;)*) => {
+    ($($kind:literal => $variant:ident, since $since:literal, by $by:expr;)*) => {
         /// What an operation changes. The `op` tag is the `Loopx-Op`
         /// trailer; the other fields are the wrapped struct's.
         #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -55,45 +57,56 @@ macro_rules! changes {
                     $(Change::$variant(_) => $since,)*
                 }
             }
+
+            /// Who may write this kind, as the table declares it
+            /// ([`super::authority::who`] decides).
+            pub fn authority(&self) -> super::authority::Authority {
+                #[allow(unused_imports)]
+                use super::authority::{Authority::*, closes_gate, inits, on_itself, releases, retires, settles};
+                match self {
+                    $(Change::$variant(_) => $by,)*
+                }
+            }
         }
     };
 }
 
 changes! {
-    "init" => Init, since 1;
-    "goal.add" => GoalAdd, since 1;
-    "goal.set" => GoalSet, since 1;
-    "goal.split" => GoalSplit, since 1;
-    "agent.register" => AgentRegister, since 1;
-    "todo.add" => TodoAdd, since 1;
-    "todo.claim" => TodoClaim, since 1;
-    "todo.renew" => TodoRenew, since 1;
-    "todo.handoff" => TodoHandoff, since 1;
-    "todo.release" => TodoRelease, since 1;
-    "todo.update" => TodoUpdate, since 1;
-    "todo.done" => TodoDone, since 1;
-    "todo.edit" => TodoEdit, since 1;
-    "todo.reopen" => TodoReopen, since 1;
-    "todo.trust" => TodoTrust, since 2;
-    "signer.announce" => SignerAnnounce, since 2;
-    "signer.require" => SignerRequire, since 4;
-    "machine.propose" => MachinePropose, since 5;
-    "machine.admit" => MachineAdmit, since 5;
-    "machine.revoke" => MachineRevoke, since 5;
-    "todo.archive" => TodoArchive, since 1;
-    "agent.retire" => AgentRetire, since 1;
-    "gate.open" => GateOpen, since 1;
-    "gate.answer" => GateAnswer, since 1;
-    "gate.withdraw" => GateWithdraw, since 1;
-    "gate.notified" => GateNotified, since 2;
-    "evidence.add" => EvidenceAdd, since 1;
-    "turn.refresh" => RefreshState, since 1;
-    "turn.settle" => Settle, since 1;
-    "quota.spend" => QuotaSpend, since 1;
-    "quota.void" => QuotaVoid, since 1;
-    "usage.record" => UsageRecord, since 3;
-    "quota.park" => QuotaPark, since 3;
-    "quota.resume" => QuotaResume, since 3;
+    "init" => Init, since 1, by Rule(inits);
+    "goal.add" => GoalAdd, since 1, by Human("add a goal");
+    "goal.set" => GoalSet, since 1, by Human("change a goal");
+    "goal.split" => GoalSplit, since 1, by Human("split a state into a ref per goal");
+    "agent.register" => AgentRegister, since 1, by Rule(on_itself);
+    "todo.add" => TodoAdd, since 1, by Either;
+    "todo.claim" => TodoClaim, since 1, by Agent("claim a todo");
+    "todo.renew" => TodoRenew, since 1, by Agent("renew a lease");
+    "todo.handoff" => TodoHandoff, since 1, by Agent("hand a todo off");
+    "todo.release" => TodoRelease, since 1, by Rule(releases);
+    "todo.update" => TodoUpdate, since 1, by Either;
+    "todo.done" => TodoDone, since 1, by Either;
+    "todo.edit" => TodoEdit, since 1, by Either;
+    "todo.reopen" => TodoReopen, since 1, by Either;
+    "todo.trust" => TodoTrust, since 2, by Human("trust a validation");
+    "signer.announce" => SignerAnnounce, since 2, by Human("announce a signer");
+    "signer.require" => SignerRequire, since 4, by Human("set the signing policy");
+    "machine.propose" => MachinePropose, since 5, by Either;
+    "machine.admit" => MachineAdmit, since 5, by Human("admit a machine");
+    "machine.revoke" => MachineRevoke, since 5, by Human("revoke a machine");
+    "todo.archive" => TodoArchive, since 1, by Either;
+    "agent.retire" => AgentRetire, since 1, by Rule(retires);
+    "gate.open" => GateOpen, since 1, by Either;
+    "gate.answer" => GateAnswer, since 1, by Rule(closes_gate);
+    "gate.withdraw" => GateWithdraw, since 1, by Rule(closes_gate);
+    "gate.notified" => GateNotified, since 2, by Either;
+    "evidence.add" => EvidenceAdd, since 1, by Either;
+    "turn.refresh" => RefreshState, since 1, by Agent("refresh its state");
+    "turn.settle" => Settle, since 1, by Rule(settles);
+    "quota.spend" => QuotaSpend, since 1, by Agent("spend a slot");
+    "quota.void" => QuotaVoid, since 1, by Human("void a spent slot");
+    "usage.record" => UsageRecord, since 3, by Agent("record usage");
+    "quota.park" => QuotaPark, since 3, by Rule(on_itself);
+    "quota.resume" => QuotaResume, since 3, by Human("resume a parked agent");
+    "settings.set" => SettingsSet, since 7, by Human("change the team's settings");
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -415,6 +428,23 @@ pub struct QuotaPark {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct QuotaResume {
     pub agent: AgentId,
+}
+
+/// The team's shared settings (format 7): the default lease, the clock-skew
+/// margin and prices by model. Only the fields given change; at least one
+/// is given.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SettingsSet {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease: Option<Span>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock_skew: Option<Span>,
+    /// Prices to set, by model id.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub prices: std::collections::BTreeMap<String, TeamPrice>,
+    /// Model ids whose team price to remove.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unprice: Vec<String>,
 }
 
 /// A whole turn's writeback in one tick: the steps apply in order, all

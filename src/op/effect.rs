@@ -28,6 +28,10 @@ pub struct Effect {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Happened {
     Initialized,
+    /// `settings.set`: what was set, as `key=value` words.
+    SettingsSet {
+        changed: Vec<String>,
+    },
     /// `goal.split`: the shared side (None) or a goal's side.
     Split {
         goal: Option<GoalId>,

@@ -137,7 +137,7 @@ pub(super) fn answer(state: &mut State, op: &Op, c: &GateAnswer) -> Result<Effec
         note,
     } = c;
     let note = note.as_deref();
-    let gate = closable(state, op, id, "answer")?;
+    let gate = closable(state, op, id)?;
     let choice = choice.trim();
     if !gate.options.iter().any(|o| o == choice) {
         return Err(Refusal::usage(
@@ -169,7 +169,7 @@ pub(super) fn answer(state: &mut State, op: &Op, c: &GateAnswer) -> Result<Effec
 
 pub(super) fn withdraw(state: &mut State, op: &Op, c: &GateWithdraw) -> Result<Effect, Refusal> {
     let id = &c.gate;
-    closable(state, op, id, "withdraw")?;
+    closable(state, op, id)?;
     let g = state.gates.get_mut(id).expect("checked by closable");
     g.status = GateStatus::Withdrawn;
     g.withdrawn = Some(Withdrawn {
@@ -208,27 +208,15 @@ pub(super) fn notified(state: &mut State, op: &Op, c: &GateNotified) -> Result<E
     ))
 }
 
-/// The gate exists, is open, and the actor may close it: human-only kinds
-/// refuse every agent, whatever it passes.
-fn closable<'s>(state: &'s State, op: &Op, id: &GateId, verb: &str) -> Result<&'s Gate, Refusal> {
+/// The gate exists, is open, and the actor may close it (an agent must be
+/// registered).
+fn closable<'s>(state: &'s State, op: &Op, id: &GateId) -> Result<&'s Gate, Refusal> {
     let gate = state.gates.get(id).ok_or_else(|| {
         Refusal::error(Code::UnknownGate, format!("there is no gate {id}"))
             .with_hint(Hint::new(format!("{N} shows the gates"), [Next::ListGates]))
     })?;
+    // Human-only kinds refuse every agent before this (`authority`).
     if let Actor::Agent(a) = &op.actor {
-        if gate.kind.human_only() {
-            return Err(Refusal::rule(
-                Code::HumansOnly,
-                format!(
-                    "{id} is a {} gate: only a human may {verb} it, and {a} is an agent",
-                    gate.kind.as_str()
-                ),
-            )
-            .with_hint(Hint::new(
-                format!("ask a human to run {N} from their own shell"),
-                [Next::CloseGate(verb.to_owned(), id.to_string())],
-            )));
-        }
         rules::registered(state, a)?;
     }
     if !gate.is_open() {

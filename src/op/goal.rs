@@ -1,10 +1,6 @@
 //! Rules for `init`, `goal.add` and `goal.set`.
 
-use super::{
-    Effect, Happened, Op,
-    rules::{human_only, non_empty},
-    short,
-};
+use super::{Effect, Happened, Op, rules::non_empty, short};
 use crate::error::{Code, Hint, N, Next, Refusal};
 use crate::model::{Goal, GoalStatus, QuotaPolicy, State};
 use crate::op::{GoalAdd, GoalSet, Init};
@@ -41,7 +37,6 @@ pub(super) fn add(state: &mut State, op: &Op, c: &GoalAdd) -> Result<Effect, Ref
         goal: id,
         objective,
     } = c;
-    human_only(&op.actor, "add a goal")?;
     if state.goals.contains_key(id) {
         return Err(
             Refusal::rule(Code::GoalExists, format!("goal {id} already exists")).with_hint(
@@ -89,7 +84,6 @@ pub(super) fn set(state: &mut State, op: &Op, c: &GoalSet) -> Result<Effect, Ref
         auto_resume,
         stall_after,
     } = c;
-    human_only(&op.actor, "change a goal")?;
     if !state.goals.contains_key(goal) {
         return Err(crate::model::unknown_goal(goal));
     }

@@ -28,6 +28,8 @@ pub const QUESTION: usize = 2_000;
 pub const NOTE: usize = 64 * 1024;
 /// Any file a tick writes: bytes.
 pub const FILE: usize = 256 * 1024;
+/// Prices one `settings.set` may set or remove.
+pub const PRICES: usize = 200;
 
 /// Checks every text field of `change` (and of each step of a settle).
 pub fn check(change: &Change) -> Result<(), Refusal> {
@@ -116,6 +118,18 @@ pub fn check(change: &Change) -> Result<(), Refusal> {
             Ok(())
         }
         Change::Settle(Settle { steps, .. }) => steps.iter().try_for_each(check),
+        Change::SettingsSet(crate::op::SettingsSet {
+            prices, unprice, ..
+        }) => {
+            let n = prices.len() + unprice.len();
+            if n > PRICES {
+                return Err(Refusal::usage(
+                    Code::TooLong,
+                    format!("{n} prices in one settings change; at most {PRICES}"),
+                ));
+            }
+            Ok(())
+        }
         Change::TodoClaim(_)
         | Change::SignerRequire(_)
         | Change::MachineRevoke(_)

@@ -3,7 +3,7 @@
 //! revokes it. Which ticks a machine may sign is checked by
 //! `trust::machine`, on every path that applies ops.
 
-use super::{Effect, Happened, Op, rules};
+use super::{Effect, Happened, Op};
 use crate::error::{Code, Hint, N, Next, Refusal};
 use crate::model::{MachineName, State, machine::Machine};
 use crate::op::{MachineAdmit, MachinePropose, MachineRevoke};
@@ -89,7 +89,6 @@ pub(super) fn admit(state: &mut State, op: &Op, c: &MachineAdmit) -> Result<Effe
         fingerprint,
         agents,
     } = c;
-    rules::human_only(&op.actor, "admit a machine")?;
     for p in agents {
         crate::model::machine::check_pattern(p).map_err(|e| Refusal::usage(Code::BadPattern, e))?;
     }
@@ -142,7 +141,6 @@ pub(super) fn admit(state: &mut State, op: &Op, c: &MachineAdmit) -> Result<Effe
 
 pub(super) fn revoke(state: &mut State, op: &Op, c: &MachineRevoke) -> Result<Effect, Refusal> {
     let name = &c.machine;
-    rules::human_only(&op.actor, "revoke a machine")?;
     let m = state.machines.get_mut(name).ok_or_else(|| unknown(name))?;
     if m.revoked_by.is_some() {
         return Err(Refusal::rule(

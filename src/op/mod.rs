@@ -8,6 +8,7 @@
 //! the same way on every machine. Nothing here knows about git.
 
 pub mod agent;
+pub mod authority;
 pub mod board;
 pub mod brief;
 mod change;
@@ -23,6 +24,7 @@ pub mod park;
 pub mod progress;
 pub mod rules;
 pub mod secrets;
+mod settings;
 pub mod signer;
 mod split;
 pub mod todo;
@@ -94,8 +96,10 @@ impl Op {
 
 /// The rules of each kind of change, without the input limits.
 fn dispatch(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
-    // Every function below takes its own kind's struct and checks all its
-    // preconditions before it mutates.
+    // Who may write it, as the op table declares; then every function
+    // below takes its own kind's struct and checks all its preconditions
+    // before it mutates.
+    authority::check(state, op)?;
     match &op.change {
         Change::Init(c) => goal::init(state, op, c),
         Change::GoalAdd(c) => goal::add(state, op, c),
@@ -131,6 +135,7 @@ fn dispatch(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         Change::QuotaPark(c) => park::park(state, op, c),
         Change::QuotaResume(c) => park::resume(state, op, c),
         Change::Settle(c) => turn::settle(state, op, c),
+        Change::SettingsSet(c) => settings::set(state, op, c),
     }
 }
 
@@ -157,4 +162,4 @@ pub fn short(title: &str) -> String {
 }
 
 #[cfg(test)]
-mod test_support;
+pub(crate) mod test_support;

@@ -476,19 +476,6 @@ pub fn registered<'s>(state: &'s State, id: &AgentId) -> Result<&'s Agent, Refus
     }
 }
 
-/// Human-only actions (DESIGN §4's table) refuse agents with exit 3.
-pub fn human_only(actor: &Actor, action: &str) -> Result<(), Refusal> {
-    match actor {
-        Actor::Human { .. } => Ok(()),
-        Actor::Agent(id) => Err(Refusal::rule(
-            Code::HumansOnly,
-            format!("only a human may {action}; {id} is an agent"),
-        )
-        .with_hint(
-            "ask a human to run it, from a shell with no --agent, LOOPX_AGENT or agent-runtime session",
-        )),
-    }
-}
 /// Trims text a user gave and refuses it when nothing is left.
 pub(crate) fn non_empty(text: &str, what: &str) -> Result<String, Refusal> {
     let t = text.trim();

@@ -90,6 +90,7 @@ fn walk(change: &mut Change, hit: &mut Vec<&'static str>) -> Result<(), Refusal>
             }
         }
         Change::AgentRegister(_)
+        | Change::SettingsSet(_)
         | Change::TodoClaim(_)
         | Change::TodoRenew(_)
         | Change::TodoRelease(_)

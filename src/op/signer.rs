@@ -6,7 +6,7 @@
 use sha2::{Digest, Sha256};
 use ssh_key::{Algorithm, PublicKey};
 
-use super::{Effect, Happened, Op, rules, short, todo::vouch};
+use super::{Effect, Happened, Op, short, todo::vouch};
 use crate::error::{Code, Hint, N, Next, Refusal};
 use crate::model::{State, Validation, signer::Signer};
 use crate::op::{SignerAnnounce, SignerRequire, TodoTrust};
@@ -42,7 +42,6 @@ pub fn normalize_key(key: &str) -> Result<String, String> {
 
 pub(super) fn announce(state: &mut State, op: &Op, c: &SignerAnnounce) -> Result<Effect, Refusal> {
     let SignerAnnounce { name, key } = c;
-    rules::human_only(&op.actor, "announce a signer")?;
     let key = normalize_key(key).map_err(|e| {
         Refusal::usage(Code::BadKey, format!("the key for {name} is not usable: {e}"))
             .with_hint("pass an ed25519 or ECDSA public key (or its sk- FIDO form), e.g. --key ~/.ssh/id_ed25519.pub")
@@ -115,9 +114,8 @@ pub fn same_human(a: &crate::model::Actor, b: &crate::model::Actor) -> bool {
 /// Sets the team's signing policy. Only a signed act may: `trust::check_op`
 /// (on every path that applies ops) refuses it unsigned, and checks the
 /// signature and its binding to the actor.
-pub(super) fn require(state: &mut State, op: &Op, c: &SignerRequire) -> Result<Effect, Refusal> {
+pub(super) fn require(state: &mut State, _op: &Op, c: &SignerRequire) -> Result<Effect, Refusal> {
     let signatures = c.signatures;
-    rules::human_only(&op.actor, "set the signing policy")?;
     if state.meta.settings.signatures == signatures {
         return Err(Refusal::rule(
             Code::NothingToSet,
@@ -183,7 +181,6 @@ fn machines_cover_agents(state: &State) -> Result<(), Refusal> {
 
 pub(super) fn trust_todo(state: &mut State, op: &Op, c: &TodoTrust) -> Result<Effect, Refusal> {
     let TodoTrust { todo: id, digest } = c;
-    rules::human_only(&op.actor, "trust a validation")?;
     let todo = state.todos.get(id).ok_or_else(|| {
         Refusal::error(Code::UnknownTodo, format!("there is no live todo {id}"))
             .with_hint(Hint::new(format!("{N} shows the todos"), [Next::AllTodos]))

@@ -7,7 +7,6 @@
 
 use super::*;
 use crate::error::Code;
-use crate::model::Actor;
 
 /// Applies `goal.split`: `loopx.toml` becomes format 6 with `goal_refs`;
 /// then the shared side drops every goal, agent, todo, gate and quota
@@ -23,16 +22,10 @@ use crate::model::Actor;
 /// stay on both, as at the first split.
 pub(super) fn split(
     state: &mut State,
-    op: &Op,
+    _op: &Op,
     goal: Option<&GoalId>,
     moved: Option<&GoalId>,
 ) -> Result<Effect, Refusal> {
-    if !matches!(op.actor, Actor::Human { .. }) {
-        return Err(Refusal::rule(
-            Code::HumansOnly,
-            "only a human splits a state into a ref per goal",
-        ));
-    }
     match (state.meta.goal_refs, goal, moved) {
         (false, _, None) => {}
         (true, Some(g), None) | (true, None, Some(g)) => {

@@ -24,14 +24,14 @@ pub(super) fn t(s: &str) -> Timestamp {
     Timestamp::parse(s).unwrap()
 }
 
-pub(super) fn human() -> Actor {
+pub(crate) fn human() -> Actor {
     Actor::Human {
         name: "Ada".to_owned(),
         email: "ada@example.com".to_owned(),
     }
 }
 
-pub(super) fn agent(id: &str) -> Actor {
+pub(crate) fn agent(id: &str) -> Actor {
     Actor::Agent(aid(id))
 }
 
@@ -51,7 +51,7 @@ pub(super) fn strings(v: &[&str]) -> Vec<String> {
     v.iter().map(|s| (*s).to_owned()).collect()
 }
 
-pub(super) fn op(actor: Actor, at: &str, change: Change) -> Op {
+pub(crate) fn op(actor: Actor, at: &str, change: Change) -> Op {
     Op {
         id: OpId::from_hex("0000000000000001"),
         at: t(at),
@@ -338,7 +338,7 @@ pub(super) fn void(agent: &str, turn: &str, reason: &str) -> Change {
 /// One change of every kind, with every optional field set, so a round trip
 /// through any format shows a field it drops. The `match` has no wildcard:
 /// a new kind does not compile until it has a sample here.
-pub(super) fn every_change() -> Vec<Change> {
+pub(crate) fn every_change() -> Vec<Change> {
     let run = CommandRun {
         argv: strings(&["cargo", "test", "--", "--quiet"]),
         argv_sha256: Some("cd".repeat(32)),
@@ -529,6 +529,19 @@ pub(super) fn every_change() -> Vec<Change> {
             goal: None,
             moved: None,
         }),
+        Change::SettingsSet(crate::op::SettingsSet {
+            lease: Some(crate::time::Span::minutes(30)),
+            clock_skew: Some(crate::time::Span::minutes(2)),
+            prices: std::collections::BTreeMap::from([(
+                "claude-opus-5-5".to_owned(),
+                crate::model::TeamPrice {
+                    input: 5.0,
+                    output: 25.0,
+                    cached_input: Some(0.5),
+                },
+            )]),
+            unprice: Vec::new(),
+        }),
         Change::Settle(Settle {
             turn: "turn-2".to_owned(),
             steps: vec![
@@ -573,6 +586,7 @@ pub(super) fn every_change() -> Vec<Change> {
             | Change::UsageRecord(_)
             | Change::QuotaPark(_)
             | Change::QuotaResume(_)
+            | Change::SettingsSet(_)
             | Change::Settle(_) => {}
         }
     }

@@ -354,11 +354,12 @@ pub(super) fn write_replay(
             }
             None => Vec::new(),
         };
-        // A record of a lost op is new, made here in its agent's name:
-        // signed with this clone's machine key (replayed ops keep theirs).
+        // A record of a lost op is new, made here in its actor's name:
+        // signed with this clone's machine key, or its human's key
+        // (replayed ops keep theirs).
         let mut op = step.op;
         if step.replayed_from.is_none() {
-            crate::trust::machine::sign_record(repo.store(), &tip, &state, &mut op)?;
+            crate::trust::sign_record(repo, &tip, &state, &mut op)?;
         }
         let w = tx::write_tick_with(
             repo.store(),

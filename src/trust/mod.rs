@@ -102,10 +102,32 @@ impl std::fmt::Display for SignedBy {
     }
 }
 
-/// Whether `op`, applied to `before`, is a human act: one of the who-may
-/// table's human-only rows (DESIGN §4), a signer announcement or a
-/// validation trust.
-pub fn is_human_act(before: &State, op: &Op) -> bool {
+/// The first format whose human acts are what the op table declares
+/// (`op::authority`), and under a state policy that requires human
+/// signatures (`humans` or `all`), every tick whose actor is a human.
+pub const AUTHORITY_SINCE: u32 = 7;
+
+/// Whether `op`, applied to `before` in a tick recorded in `format`, is a
+/// human act that a signature must back where signatures are enforced.
+/// From format 7: the op table says only a human may write it
+/// ([`op::authority::who`]), or its actor is a human and the state's policy
+/// requires human signatures; never the root tick (`init`). Before: the list those formats were written
+/// under, kept as it was so no honest tick is judged again.
+pub fn is_human_act(before: &State, op: &Op, format: u32) -> bool {
+    if format >= AUTHORITY_SINCE {
+        // The root tick (`init`) is nobody's to sign: no key can be
+        // announced for a state that does not exist yet.
+        !matches!(op.change, Change::Init(_))
+            && (op::authority::who(before, op) == op::authority::Who::Human
+                || (op.actor.is_human() && before.meta.settings.signatures.humans()))
+    } else {
+        human_act_before_7(before, op)
+    }
+}
+
+/// The human acts of formats 1 to 6: the who-may table's human-only rows
+/// (DESIGN §4), a signer announcement or a validation trust. Frozen.
+fn human_act_before_7(before: &State, op: &Op) -> bool {
     match &op.change {
         Change::GoalAdd(_)
         | Change::GoalSet(_)
@@ -123,7 +145,7 @@ pub fn is_human_act(before: &State, op: &Op) -> bool {
         Change::TodoRelease(TodoRelease { force, .. }) => *force,
         Change::AgentRetire(AgentRetire { agent }) => op.actor.agent() != Some(agent),
         Change::Settle(Settle { steps, .. }) => steps.iter().any(|step| {
-            is_human_act(
+            human_act_before_7(
                 before,
                 &Op {
                     change: step.clone(),
@@ -135,11 +157,48 @@ pub fn is_human_act(before: &State, op: &Op) -> bool {
     }
 }
 
+/// Signs an op this clone makes outside a live tick (sync's record of a
+/// local op that lost, written in its actor's name), when it is unsigned:
+/// an agent's with the clone's machine key, a human's with the human's
+/// configured key when it is a human act (from format 7, under a policy
+/// requiring human signatures, every human tick). Replayed ops are never
+/// re-signed: they keep the signature they were written with.
+pub fn sign_record(
+    repo: &Repo,
+    tip: &crate::store::Tip,
+    before: &State,
+    op: &mut Op,
+) -> anyhow::Result<()> {
+    if op.signature.is_some() {
+        return Ok(());
+    }
+    if op.actor.agent().is_some() {
+        return machine::sign_record(repo.store(), tip, before, op);
+    }
+    if !wants_signature(before, op) {
+        return Ok(());
+    }
+    let Some(key) = sign::configured(repo) else {
+        return Ok(());
+    };
+    let binding = Binding::live(lineage::state_id(repo.store(), Some(tip.commit))?);
+    let mut after = before.clone();
+    if op::apply(&mut after, op).is_err() {
+        return Ok(());
+    }
+    op.signature = Some(sign::sign(
+        repo,
+        &key,
+        &record(before, &after, op, &binding),
+    )?);
+    Ok(())
+}
+
 /// Whether a human's op should be signed when signing is configured: a
 /// human act, or an op that writes a validation command (which a signature
 /// makes trusted on other machines).
 pub fn wants_signature(before: &State, op: &Op) -> bool {
-    is_human_act(before, op)
+    is_human_act(before, op, crate::model::WRITES)
         || matches!(
             &op.change,
             Change::TodoAdd(TodoAdd {
@@ -224,7 +283,7 @@ pub fn check_op(
     signers: &AllowedSigners,
     binding: &Binding,
 ) -> Result<Option<SignedBy>, Refusal> {
-    if !wanted(before, op, signers) {
+    if !wanted(before, op, signers, binding) {
         return Ok(None);
     }
     let mut after = before.clone();
@@ -234,11 +293,11 @@ pub fn check_op(
 
 /// Whether [`check_op`] has anything to check for `op` on `before`: a
 /// signature it carries, or one this machine or the state asks of it.
-fn wanted(before: &State, op: &Op, signers: &AllowedSigners) -> bool {
+fn wanted(before: &State, op: &Op, signers: &AllowedSigners, binding: &Binding) -> bool {
     op.signature.is_some()
         || must_be_signed(op)
         || machine::required(before, op)
-        || (enforced(before, signers) && is_human_act(before, op))
+        || (enforced(before, signers) && is_human_act(before, op, binding.format))
 }
 
 /// [`check_op`] for a caller that has already applied the op: `after` is
@@ -251,7 +310,7 @@ pub fn check_op_applied(
     signers: &AllowedSigners,
     binding: &Binding,
 ) -> Result<Option<SignedBy>, Refusal> {
-    if !wanted(before, op, signers) {
+    if !wanted(before, op, signers, binding) {
         return Ok(None);
     }
     check_applied(before, after, op, signers, binding)
@@ -281,7 +340,7 @@ pub fn check_applied(
     if machine::applies(before, op, binding) {
         return machine::check(before, after, op, binding);
     }
-    let human = is_human_act(before, op);
+    let human = is_human_act(before, op, binding.format);
     let enforced = enforced(before, signers);
     if human && enforced && signers.listed == 0 {
         return Err(no_trust_root(
@@ -820,5 +879,42 @@ mod tests {
             "check_op: {each:?} per op; signature verification alone: {:?}",
             started.elapsed() / n
         );
+    }
+
+    /// From format 7 a human act is what the op table gives a human, and
+    /// under a policy requiring human signatures every human's tick; ticks
+    /// of older formats keep the list they were written under.
+    #[test]
+    fn from_format_7_the_table_and_the_policy_say_what_a_human_act_is() {
+        use crate::op::test_support::{every_change, human, op};
+        let mut policy = State::default();
+        policy.meta.settings.signatures = crate::model::Signatures::Humans;
+        let open = State::default();
+        for c in every_change().into_iter().filter(|c| c.kind() != "init") {
+            let o = op(human(), "2026-01-01T09:00:00Z", c.clone());
+            assert!(
+                is_human_act(&policy, &o, AUTHORITY_SINCE),
+                "{} by a human under the policy",
+                c.kind()
+            );
+            let table = op::authority::who(&open, &o) == op::authority::Who::Human;
+            assert_eq!(
+                is_human_act(&open, &o, AUTHORITY_SINCE),
+                table,
+                "{}",
+                c.kind()
+            );
+        }
+        // Format 5: a human's `todo.add`, `quota.park` of another agent or
+        // `goal.split` stays what it was, even under the policy.
+        for kind in ["todo.add", "quota.park", "goal.split", "agent.register"] {
+            let c = every_change()
+                .into_iter()
+                .find(|c| c.kind() == kind)
+                .unwrap();
+            let o = op(human(), "2026-01-01T09:00:00Z", c);
+            assert!(!is_human_act(&policy, &o, 5), "{kind} in format 5");
+            assert!(is_human_act(&policy, &o, 7), "{kind} in format 7");
+        }
     }
 }

@@ -30,7 +30,7 @@ impl Seal {
         before: &State,
         op: &mut Op,
     ) -> anyhow::Result<()> {
-        let human = is_human_act(before, op);
+        let human = is_human_act(before, op, crate::model::WRITES);
         // An agent's tick is signed in-process with this clone's machine
         // key, when it has one (`machine`).
         if op.actor.agent().is_some() {

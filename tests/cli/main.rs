@@ -60,6 +60,7 @@ mod test_team_loop;
 mod test_todo;
 mod test_trajectory;
 mod test_trust;
+mod test_trust4;
 mod test_turn;
 mod test_usage;
 mod test_verify;

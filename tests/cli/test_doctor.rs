@@ -47,14 +47,14 @@ fn a_corrupt_file_is_named_with_its_line_and_nothing_is_lost() {
 #[test]
 fn a_newer_format_says_upgrade() {
     let env = TestEnv::with_board();
-    env.commit_file("loopx.toml", b"format = 7\n");
+    env.commit_file("loopx.toml", b"format = 8\n");
     let out = env.loopx(&["status"]).code(1);
     assert_text(
         &out.stderr,
-        "error: the state has format 7 but this loopx understands format 6 at most\nhint: upgrade loopx\n",
+        "error: the state has format 8 but this loopx understands format 7 at most\nhint: upgrade loopx\n",
     );
     let out = env.loopx(&["doctor"]).code(1);
-    assert!(out.stdout.contains("error: loopx.toml: the state has format 7 but this loopx understands format 6 at most\n  fix: upgrade loopx\n"), "{}", out.stdout);
+    assert!(out.stdout.contains("error: loopx.toml: the state has format 8 but this loopx understands format 7 at most\n  fix: upgrade loopx\n"), "{}", out.stdout);
     env.loopx(&["todo", "add", "x"]).code(1);
 }
 

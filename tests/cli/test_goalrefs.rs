@@ -88,7 +88,7 @@ fn one_command_splits_the_state_and_every_ref_verifies() {
     let m = env.machine();
     // A state that never splits is written as before: format 5.
     let meta = String::from_utf8(crate::common::forge::file(&m, SHARED, "loopx.toml")).unwrap();
-    assert!(meta.starts_with("format = 5\n"), "{meta}");
+    assert!(meta.starts_with("format = 7\n"), "{meta}");
     assert!(!meta.contains("goal_refs"), "{meta}");
     let before = env.tip().unwrap();
     let out = env.loopx(&["--json", "goal", "split"]).ok().json();
@@ -111,7 +111,7 @@ fn one_command_splits_the_state_and_every_ref_verifies() {
         assert_eq!(v["ok"], true, "{r}: {v}");
         let meta = String::from_utf8(crate::common::forge::file(&m, r, "loopx.toml")).unwrap();
         assert!(
-            meta.starts_with("format = 6\ngoal_refs = true\n"),
+            meta.starts_with("format = 7\ngoal_refs = true\n"),
             "{r}: {meta}"
         );
     }

@@ -213,7 +213,7 @@ fn claude_code_answers_each_event() {
     assert_session(
         &CLAUDE,
         &[
-            r#"{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"loopx: you are agent claude-code-634098a0.\ngoal main: Ship the parser\nready: t-1dc8e030 P1 \"Write the parser\"\nquota: 48 of 48 slots left per 1d\nNext: claim t-1dc8e030 \"Write the parser\" with `loopx todo claim t-1dc8e030`.\nTurn token: lxt1:main:claude-code-634098a0:bf5b2be764565463:1796029440. End the turn with `loopx settle --turn lxt1:main:claude-code-634098a0:bf5b2be764565463:1796029440 --todo t-1dc8e030 --outcome advanced|blocked|unchanged [--done] [-- CHECK]`."}}
+            r#"{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"loopx: you are agent claude-code-634098a0.\ngoal main: Ship the parser\nready: t-1dc8e030 P1 \"Write the parser\"\nquota: 48 of 48 slots left per 1d\nNext: claim t-1dc8e030 \"Write the parser\" with `loopx todo claim t-1dc8e030`.\nTurn token: lxt1:main:claude-code-634098a0:30d23e2fac7b4df8:1796029440. End the turn with `loopx settle --turn lxt1:main:claude-code-634098a0:30d23e2fac7b4df8:1796029440 --todo t-1dc8e030 --outcome advanced|blocked|unchanged [--done] [-- CHECK]`."}}
 "#,
             r#""#,
             r#"{"hookSpecificOutput":{"hookEventName":"UserPromptSubmit","additionalContext":"loopx: since your last prompt:\n- gate g-f3a5792a is open: \"May I publish 1.0?\""}}
@@ -224,7 +224,7 @@ fn claude_code_answers_each_event() {
             r#""#,
             r#"{"hookSpecificOutput":{"hookEventName":"UserPromptSubmit","additionalContext":"loopx: since your last prompt:\n- gate g-f3a5792a was answered approve by Ada Lovelace: \"May I publish 1.0?\""}}
 "#,
-            r#"{"decision":"block","reason":"loopx: you still hold t-1dc8e030 \"Write the parser\", lease 37m left, and 48 of 48 slots remain: keep working on it. Record each step with `loopx settle --turn lxt1:main:claude-code-634098a0:b43c8ba9bdef6cc0:1796030040 --todo t-1dc8e030 --outcome advanced [--done] [-- CHECK]`. To stop instead, say why with `loopx refresh-state --outcome blocked --todo t-1dc8e030 --next-action TEXT`, or give it up with `loopx todo update t-1dc8e030 --status open`."}
+            r#"{"decision":"block","reason":"loopx: you still hold t-1dc8e030 \"Write the parser\", lease 37m left, and 48 of 48 slots remain: keep working on it. Record each step with `loopx settle --turn lxt1:main:claude-code-634098a0:bf3ea98f64d4980e:1796030040 --todo t-1dc8e030 --outcome advanced [--done] [-- CHECK]`. To stop instead, say why with `loopx refresh-state --outcome blocked --todo t-1dc8e030 --next-action TEXT`, or give it up with `loopx todo update t-1dc8e030 --status open`."}
 "#,
             r#""#,
             r#"loopx: claude-code-634098a0 keeps t-1dc8e030 "Write the parser" until 2026-11-30T09:51:00Z; nothing was released (`loopx todo release t-1dc8e030` gives it up).
@@ -238,7 +238,7 @@ fn codex_answers_each_event() {
     assert_session(
         &CODEX,
         &[
-            r#"{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"loopx: you are agent codex-9c6e7f77.\ngoal main: Ship the parser\nready: t-1dc8e030 P1 \"Write the parser\"\nquota: 48 of 48 slots left per 1d\nNext: claim t-1dc8e030 \"Write the parser\" with `$LOOPX todo claim t-1dc8e030`.\nTurn token: lxt1:main:codex-9c6e7f77:7f58248cc16a1c87:1796029440. End the turn with `$LOOPX settle --turn lxt1:main:codex-9c6e7f77:7f58248cc16a1c87:1796029440 --todo t-1dc8e030 --outcome advanced|blocked|unchanged [--done] [-- CHECK]`."}}
+            r#"{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"loopx: you are agent codex-9c6e7f77.\ngoal main: Ship the parser\nready: t-1dc8e030 P1 \"Write the parser\"\nquota: 48 of 48 slots left per 1d\nNext: claim t-1dc8e030 \"Write the parser\" with `$LOOPX todo claim t-1dc8e030`.\nTurn token: lxt1:main:codex-9c6e7f77:cba049c60aebbfa0:1796029440. End the turn with `$LOOPX settle --turn lxt1:main:codex-9c6e7f77:cba049c60aebbfa0:1796029440 --todo t-1dc8e030 --outcome advanced|blocked|unchanged [--done] [-- CHECK]`."}}
 "#,
             r#""#,
             r#"{"hookSpecificOutput":{"hookEventName":"UserPromptSubmit","additionalContext":"loopx: since your last prompt:\n- gate g-f3a5792a is open: \"May I publish 1.0?\""}}
@@ -249,7 +249,7 @@ fn codex_answers_each_event() {
             r#""#,
             r#"{"hookSpecificOutput":{"hookEventName":"UserPromptSubmit","additionalContext":"loopx: since your last prompt:\n- gate g-f3a5792a was answered approve by Ada Lovelace: \"May I publish 1.0?\""}}
 "#,
-            r#"{"decision":"block","reason":"loopx: you still hold t-1dc8e030 \"Write the parser\", lease 37m left, and 48 of 48 slots remain: keep working on it. Record each step with `$LOOPX settle --turn lxt1:main:codex-9c6e7f77:d7698efa469673a1:1796030040 --todo t-1dc8e030 --outcome advanced [--done] [-- CHECK]`. To stop instead, say why with `$LOOPX refresh-state --outcome blocked --todo t-1dc8e030 --next-action TEXT`, or give it up with `$LOOPX todo update t-1dc8e030 --status open`."}
+            r#"{"decision":"block","reason":"loopx: you still hold t-1dc8e030 \"Write the parser\", lease 37m left, and 48 of 48 slots remain: keep working on it. Record each step with `$LOOPX settle --turn lxt1:main:codex-9c6e7f77:628fc6f1faba5ffc:1796030040 --todo t-1dc8e030 --outcome advanced [--done] [-- CHECK]`. To stop instead, say why with `$LOOPX refresh-state --outcome blocked --todo t-1dc8e030 --next-action TEXT`, or give it up with `$LOOPX todo update t-1dc8e030 --status open`."}
 "#,
             r#""#,
             r#"loopx: codex-9c6e7f77 keeps t-1dc8e030 "Write the parser" until 2026-11-30T09:51:00Z; nothing was released (`loopx todo release t-1dc8e030` gives it up).
@@ -263,7 +263,7 @@ fn cursor_answers_each_event() {
     assert_session(
         &CURSOR,
         &[
-            r#"{"additional_context":"loopx: you are agent cursor-465e33b3.\ngoal main: Ship the parser\nready: t-1dc8e030 P1 \"Write the parser\"\nquota: 48 of 48 slots left per 1d\nNext: claim t-1dc8e030 \"Write the parser\" with `loopx todo claim t-1dc8e030`.\nTurn token: lxt1:main:cursor-465e33b3:d02c94e0e19f4c56:1796029440. End the turn with `loopx settle --turn lxt1:main:cursor-465e33b3:d02c94e0e19f4c56:1796029440 --todo t-1dc8e030 --outcome advanced|blocked|unchanged [--done] [-- CHECK]`.","env":{"LOOPX_AGENT":"cursor-465e33b3"}}
+            r#"{"additional_context":"loopx: you are agent cursor-465e33b3.\ngoal main: Ship the parser\nready: t-1dc8e030 P1 \"Write the parser\"\nquota: 48 of 48 slots left per 1d\nNext: claim t-1dc8e030 \"Write the parser\" with `loopx todo claim t-1dc8e030`.\nTurn token: lxt1:main:cursor-465e33b3:a3454ff9669bcd80:1796029440. End the turn with `loopx settle --turn lxt1:main:cursor-465e33b3:a3454ff9669bcd80:1796029440 --todo t-1dc8e030 --outcome advanced|blocked|unchanged [--done] [-- CHECK]`.","env":{"LOOPX_AGENT":"cursor-465e33b3"}}
 "#,
             r#""#,
             // Cursor drops context at beforeSubmitPrompt: loopx answers nothing.
@@ -274,7 +274,7 @@ fn cursor_answers_each_event() {
             r#""#,
             // Cursor drops context at beforeSubmitPrompt: loopx answers nothing.
             r#""#,
-            r#"{"followup_message":"loopx: you still hold t-1dc8e030 \"Write the parser\", lease 37m left, and 48 of 48 slots remain: keep working on it. Record each step with `loopx settle --turn lxt1:main:cursor-465e33b3:f6fd64db20d35c5d:1796030040 --todo t-1dc8e030 --outcome advanced [--done] [-- CHECK]`. To stop instead, say why with `loopx refresh-state --outcome blocked --todo t-1dc8e030 --next-action TEXT`, or give it up with `loopx todo update t-1dc8e030 --status open`."}
+            r#"{"followup_message":"loopx: you still hold t-1dc8e030 \"Write the parser\", lease 37m left, and 48 of 48 slots remain: keep working on it. Record each step with `loopx settle --turn lxt1:main:cursor-465e33b3:11df538cbf107bcd:1796030040 --todo t-1dc8e030 --outcome advanced [--done] [-- CHECK]`. To stop instead, say why with `loopx refresh-state --outcome blocked --todo t-1dc8e030 --next-action TEXT`, or give it up with `loopx todo update t-1dc8e030 --status open`."}
 "#,
             r#""#,
             r#"loopx: cursor-465e33b3 keeps t-1dc8e030 "Write the parser" until 2026-11-30T09:51:00Z; nothing was released (`loopx todo release t-1dc8e030` gives it up).
@@ -288,7 +288,7 @@ fn gemini_answers_each_event() {
     assert_session(
         &GEMINI,
         &[
-            r#"{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"loopx: you are agent gemini-1ba991ff.\ngoal main: Ship the parser\nready: t-1dc8e030 P1 \"Write the parser\"\nquota: 48 of 48 slots left per 1d\nNext: claim t-1dc8e030 \"Write the parser\" with `LOOPX_AGENT=gemini-1ba991ff loopx todo claim t-1dc8e030`.\nTurn token: lxt1:main:gemini-1ba991ff:561a35535fa47ca6:1796029440. End the turn with `LOOPX_AGENT=gemini-1ba991ff loopx settle --turn lxt1:main:gemini-1ba991ff:561a35535fa47ca6:1796029440 --todo t-1dc8e030 --outcome advanced|blocked|unchanged [--done] [-- CHECK]`.\nGemini CLI's shell does not say which session runs it: run loopx as `LOOPX_AGENT=gemini-1ba991ff loopx …`."}}
+            r#"{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"loopx: you are agent gemini-1ba991ff.\ngoal main: Ship the parser\nready: t-1dc8e030 P1 \"Write the parser\"\nquota: 48 of 48 slots left per 1d\nNext: claim t-1dc8e030 \"Write the parser\" with `LOOPX_AGENT=gemini-1ba991ff loopx todo claim t-1dc8e030`.\nTurn token: lxt1:main:gemini-1ba991ff:a07ee4f7169fc7b7:1796029440. End the turn with `LOOPX_AGENT=gemini-1ba991ff loopx settle --turn lxt1:main:gemini-1ba991ff:a07ee4f7169fc7b7:1796029440 --todo t-1dc8e030 --outcome advanced|blocked|unchanged [--done] [-- CHECK]`.\nGemini CLI's shell does not say which session runs it: run loopx as `LOOPX_AGENT=gemini-1ba991ff loopx …`."}}
 "#,
             r#""#,
             r#"{"hookSpecificOutput":{"hookEventName":"BeforeAgent","additionalContext":"loopx: since your last prompt:\n- gate g-f3a5792a is open: \"May I publish 1.0?\""}}
@@ -299,7 +299,7 @@ fn gemini_answers_each_event() {
             r#""#,
             r#"{"hookSpecificOutput":{"hookEventName":"BeforeAgent","additionalContext":"loopx: since your last prompt:\n- gate g-f3a5792a was answered approve by Ada Lovelace: \"May I publish 1.0?\""}}
 "#,
-            r#"{"decision":"deny","reason":"loopx: you still hold t-1dc8e030 \"Write the parser\", lease 37m left, and 48 of 48 slots remain: keep working on it. Record each step with `LOOPX_AGENT=gemini-1ba991ff loopx settle --turn lxt1:main:gemini-1ba991ff:decaccf612690347:1796030040 --todo t-1dc8e030 --outcome advanced [--done] [-- CHECK]`. To stop instead, say why with `LOOPX_AGENT=gemini-1ba991ff loopx refresh-state --outcome blocked --todo t-1dc8e030 --next-action TEXT`, or give it up with `LOOPX_AGENT=gemini-1ba991ff loopx todo update t-1dc8e030 --status open`."}
+            r#"{"decision":"deny","reason":"loopx: you still hold t-1dc8e030 \"Write the parser\", lease 37m left, and 48 of 48 slots remain: keep working on it. Record each step with `LOOPX_AGENT=gemini-1ba991ff loopx settle --turn lxt1:main:gemini-1ba991ff:2ca3e2bb54178211:1796030040 --todo t-1dc8e030 --outcome advanced [--done] [-- CHECK]`. To stop instead, say why with `LOOPX_AGENT=gemini-1ba991ff loopx refresh-state --outcome blocked --todo t-1dc8e030 --next-action TEXT`, or give it up with `LOOPX_AGENT=gemini-1ba991ff loopx todo update t-1dc8e030 --status open`."}
 "#,
             r#""#,
             r#"loopx: gemini-1ba991ff keeps t-1dc8e030 "Write the parser" until 2026-11-30T09:51:00Z; nothing was released (`loopx todo release t-1dc8e030` gives it up).

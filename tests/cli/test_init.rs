@@ -15,7 +15,7 @@ fn init_creates_the_state_ref_and_nothing_else() {
     );
     assert_text(
         &env.git(&["show", "refs/loopx/state:loopx.toml"]),
-        "format = 5\n\n[settings]\nlease = \"45m\"\nclock_skew = \"30s\"\n",
+        "format = 7\n\n[settings]\nlease = \"45m\"\nclock_skew = \"30s\"\n",
     );
     // HEAD, the index, the worktree and refs/heads are untouched.
     assert_text(
@@ -89,7 +89,7 @@ objective = "Ship it"
 Loopx-Op: init
 Loopx-Human: Ada Lovelace <ada@example.com>
 Loopx-Tick: 1
-Loopx-Format: 5
+Loopx-Format: 7
 
 "#,
     );

@@ -103,7 +103,7 @@ fn log_refuses_what_it_cannot_filter_by() {
     let out = env.loopx(&["log", "--op", "todo.steal"]).code(2);
     assert_text(
         &out.stderr,
-        "error: \"todo.steal\" is not an operation loopx knows\nhint: use a group (init, goal, agent, todo, signer, machine, gate, evidence, turn, quota, usage) or a kind such as todo.claim; `loopx log --help` explains\n",
+        "error: \"todo.steal\" is not an operation loopx knows\nhint: use a group (init, goal, agent, todo, signer, machine, gate, evidence, turn, quota, usage, settings) or a kind such as todo.claim; `loopx log --help` explains\n",
     );
     let out = env.loopx(&["log", "--goal", "nope"]).code(1);
     assert_text(
@@ -179,7 +179,7 @@ fn log_p_adds_each_files_diff() {
 --- /dev/null
 +++ b/loopx.toml
 @@ -0,0 +1,5 @@
-+format = 5
++format = 7
 +
 +[settings]
 +lease = "45m"

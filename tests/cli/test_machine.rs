@@ -22,33 +22,6 @@ fn setup_machine(m: &Machine, name: &str) -> String {
     v["fingerprint"].as_str().expect("a fingerprint").to_owned()
 }
 
-/// The tick `forged` (written on another base) moved onto `onto` with
-/// plumbing: the same files it changed, the same message with the next tick
-/// number, the same author and date. A signature binds the op, the files'
-/// prior contents and the state, not the parent, so it survives the move.
-fn replant(m: &Machine, forged: &str, onto: &str) -> String {
-    let parts = forge::read(m, forged);
-    let changed = m.git(&[
-        "diff-tree",
-        "--no-commit-id",
-        "--name-status",
-        "-r",
-        &format!("{forged}^"),
-        forged,
-    ]);
-    let mut edits: Vec<(String, Option<Vec<u8>>)> = Vec::new();
-    for line in changed.lines() {
-        let (status, path) = line.split_once('\t').expect("status and path");
-        let bytes = (status != "D").then(|| forge::file(m, forged, path));
-        edits.push((path.to_owned(), bytes));
-    }
-    let refs: Vec<(&str, Option<&[u8]>)> = edits
-        .iter()
-        .map(|(p, b)| (p.as_str(), b.as_deref()))
-        .collect();
-    forge::tick_on(m, onto, &parts, &refs)
-}
-
 /// Ada's clone `a` (she signs her acts; machine `ma` admitted for agent-a)
 /// and Bob's clone `b` (machine `mb`, admitted for agent-b only), both
 /// trusting Ada, the guarded hub up to date.
@@ -82,6 +55,19 @@ fn team(env: &TestEnv) -> (Hubs, Machine<'_>, Machine<'_>) {
     a.loopx(&["sync"]).ok();
     let b = clone(env, &h, "bob");
     trust(&b, "ada", &ada);
+    // Bob signs his own acts too: once the state requires signatures
+    // (format 7) every tick a human writes is signed, `machine setup`
+    // included.
+    let bob = keygen(env, "bob");
+    trust(&b, "bob", &bob);
+    trust(&a, "bob", &bob);
+    std::fs::write(
+        &file,
+        format!("ada {key}bob {}", std::fs::read_to_string(&bob).unwrap()),
+    )
+    .unwrap();
+    sign_with(&b, &bob);
+    announce(&b, "bob", &bob);
     let fb = setup_machine(&b, "mb");
     b.loopx(&["sync"]).ok();
     a.loopx(&["sync"]).ok();
@@ -203,8 +189,11 @@ fn a_second_clone_acting_as_agent_a_is_refused_once_machines_are_required() {
 
     // Ada requires machine signatures (a signed act); a clone without the
     // human's key cannot.
+    let key = b.git(&["config", "user.signingKey"]);
+    b.git(&["config", "--unset", "user.signingKey"]);
     let out = b.loopx(&["--json", "signer", "require", "--machines"]);
     assert_eq!(out.code, 3, "{}", out.stderr);
+    b.git(&["config", "user.signingKey", key.trim()]);
     b.git(&["update-ref", "refs/loopx/state", &p]);
     a.loopx(&["signer", "require", "--machines"]).ok();
     let toml = String::from_utf8(forge::file(&a, "refs/loopx/state", "loopx.toml")).unwrap();
@@ -223,7 +212,7 @@ fn a_second_clone_acting_as_agent_a_is_refused_once_machines_are_required() {
     // Each forgery, signed by Bob's machine, moved onto the policy.
     for args in attacks {
         let forged = as_agent_a(&b, &p, args);
-        let replanted = replant(&b, &forged, &s);
+        let replanted = forge::replant(&b, &forged, &s);
         b.git(&["update-ref", "refs/loopx/state", &replanted]);
         refused_everywhere(&h, &b, &a, &s, "signature", Some("machine-not-allowed"));
     }
@@ -237,7 +226,7 @@ fn a_second_clone_acting_as_agent_a_is_refused_once_machines_are_required() {
             !forge::read(&b, &forged).message.contains("signature = "),
             "unsigned"
         );
-        let replanted = replant(&b, &forged, &s);
+        let replanted = forge::replant(&b, &forged, &s);
         b.git(&["update-ref", "refs/loopx/state", &replanted]);
         refused_everywhere(&h, &b, &a, &s, "signature", Some("unsigned"));
     }
@@ -285,7 +274,7 @@ fn a_revoked_machines_later_ticks_are_refused_and_its_earlier_ones_verify() {
     b.git(&["update-ref", "refs/loopx/state", &q]);
     b.agent("agent-b", &["todo", "add", "Late work"]).ok();
     let forged = b.tip().unwrap();
-    let replanted = replant(&b, &forged, &r);
+    let replanted = forge::replant(&b, &forged, &r);
     b.git(&["update-ref", "refs/loopx/state", &replanted]);
     refused_everywhere(&h, &b, &a, &r, "signature", Some("machine-unadmitted"));
     // The ticks mb signed before its revocation still verify, everywhere.

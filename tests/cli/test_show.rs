@@ -16,7 +16,7 @@ trailers:
   Loopx-Op: todo.claim
   Loopx-Agent: agent-a
   Loopx-Tick: 7
-  Loopx-Format: 5
+  Loopx-Format: 7
 
 --- a/todos/19/t-19e5a72f.toml
 +++ b/todos/19/t-19e5a72f.toml
@@ -62,7 +62,7 @@ trailers:
   Loopx-Op: todo.add
   Loopx-Human: Ada Lovelace <ada@example.com>
   Loopx-Tick: 6
-  Loopx-Format: 5
+  Loopx-Format: 7
 
 --- /dev/null
 +++ b/todos/09/t-09f33d6a.toml
@@ -146,7 +146,7 @@ fn show_json_is_one_document() {
     let out = env.loopx(&["show", "8", "--json"]).ok();
     assert_text(
         &env.normalize(&out.stdout),
-        r#"{"tick":8,"commit":"<commit>","parent":"<commit>","time":"2026-11-30T09:07:00Z","actor":"agent:agent-a","op":"todo.update","op_id":"o-854bb70d1590520f","subject":"update t-19e5a72f \"Write the parser\" note","change":{"op":"todo.update","todo":"t-19e5a72f","epoch":1,"note":"lexer done"},"trailers":{"Loopx-Agent":"agent-a","Loopx-Format":"5","Loopx-Op":"todo.update","Loopx-Tick":"8"},"files":[{"path":"agents/agent-a.toml","change":"modified","diff":"--- a/agents/agent-a.toml\n+++ b/agents/agent-a.toml\n@@ -3,3 +3,4 @@\n status = \"active\"\n registered_at = \"2026-11-30T09:01:00Z\"\n registered_by = \"human:Ada Lovelace <ada@example.com>\"\n+last_writeback = \"2026-11-30T09:07:00Z\"\n"},{"path":"todos/19/t-19e5a72f.toml","change":"modified","diff":"--- a/todos/19/t-19e5a72f.toml\n+++ b/todos/19/t-19e5a72f.toml\n@@ -6,9 +6,14 @@\n epoch = 1\n created_at = \"2026-11-30T09:04:00Z\"\n created_by = \"human:Ada Lovelace <ada@example.com>\"\n-updated_at = \"2026-11-30T09:06:00Z\"\n+updated_at = \"2026-11-30T09:07:00Z\"\n \n [claim]\n owner = \"agent-a\"\n since = \"2026-11-30T09:06:00Z\"\n lease_until = \"2026-11-30T09:51:00Z\"\n+\n+[[notes]]\n+at = \"2026-11-30T09:07:00Z\"\n+by = \"agent:agent-a\"\n+text = \"lexer done\"\n"}]}
+        r#"{"tick":8,"commit":"<commit>","parent":"<commit>","time":"2026-11-30T09:07:00Z","actor":"agent:agent-a","op":"todo.update","op_id":"o-854bb70d1590520f","subject":"update t-19e5a72f \"Write the parser\" note","change":{"op":"todo.update","todo":"t-19e5a72f","epoch":1,"note":"lexer done"},"trailers":{"Loopx-Agent":"agent-a","Loopx-Format":"7","Loopx-Op":"todo.update","Loopx-Tick":"8"},"files":[{"path":"agents/agent-a.toml","change":"modified","diff":"--- a/agents/agent-a.toml\n+++ b/agents/agent-a.toml\n@@ -3,3 +3,4 @@\n status = \"active\"\n registered_at = \"2026-11-30T09:01:00Z\"\n registered_by = \"human:Ada Lovelace <ada@example.com>\"\n+last_writeback = \"2026-11-30T09:07:00Z\"\n"},{"path":"todos/19/t-19e5a72f.toml","change":"modified","diff":"--- a/todos/19/t-19e5a72f.toml\n+++ b/todos/19/t-19e5a72f.toml\n@@ -6,9 +6,14 @@\n epoch = 1\n created_at = \"2026-11-30T09:04:00Z\"\n created_by = \"human:Ada Lovelace <ada@example.com>\"\n-updated_at = \"2026-11-30T09:06:00Z\"\n+updated_at = \"2026-11-30T09:07:00Z\"\n \n [claim]\n owner = \"agent-a\"\n since = \"2026-11-30T09:06:00Z\"\n lease_until = \"2026-11-30T09:51:00Z\"\n+\n+[[notes]]\n+at = \"2026-11-30T09:07:00Z\"\n+by = \"agent:agent-a\"\n+text = \"lexer done\"\n"}]}
 "#,
     );
     let v = env.loopx(&["show", "1", "--json"]).ok().json();
@@ -193,7 +193,7 @@ fn a_tick_from_a_newer_loopx_says_to_upgrade() {
     let (env, ids) = history();
     let tree = env.git(&["rev-parse", "refs/loopx/state^{tree}"]);
     let message = format!(
-        "teleport {} \"Write the manual\" — agent-a\n\nid = \"o-00000000000000aa\"\nat = \"2026-11-30T09:13:00Z\"\nactor = \"agent:agent-a\"\n\n[change]\nop = \"todo.teleport\"\ntodo = \"{}\"\nto = \"agent-b\"\n\nLoopx-Op: todo.teleport\nLoopx-Agent: agent-a\nLoopx-Tick: 14\nLoopx-Format: 5\n",
+        "teleport {} \"Write the manual\" — agent-a\n\nid = \"o-00000000000000aa\"\nat = \"2026-11-30T09:13:00Z\"\nactor = \"agent:agent-a\"\n\n[change]\nop = \"todo.teleport\"\ntodo = \"{}\"\nto = \"agent-b\"\n\nLoopx-Op: todo.teleport\nLoopx-Agent: agent-a\nLoopx-Tick: 14\nLoopx-Format: 7\n",
         ids.manual, ids.manual
     );
     let commit = env.git(&[
@@ -235,7 +235,7 @@ message:
   Loopx-Op: todo.teleport
   Loopx-Agent: agent-a
   Loopx-Tick: 14
-  Loopx-Format: 5
+  Loopx-Format: 7
 "#,
     );
     let v = env.loopx(&["log", "--json", "-n", "1"]).ok().json();

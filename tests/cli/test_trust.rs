@@ -520,7 +520,7 @@ fn an_old_format_is_no_way_round_the_limits() {
             assert!(p.message.contains("title = \"Fix typo\""), "{}", p.message);
             p.message = p.message.replace("title = \"Fix typo\"", &toml_title);
             if let Some(f) = format {
-                p.message = p.message.replace("Loopx-Format: 5", f);
+                p.message = p.message.replace("Loopx-Format: 7", f);
             }
             let path = todo_path(&t);
             let file = String::from_utf8(forge::file(m, "refs/loopx/state", &path))
@@ -555,7 +555,7 @@ fn new_runtimes_need_format_4() {
     m.loopx(&["verify"]).ok();
     let start = m.rev("refs/loopx/state~1").unwrap();
     forge::amend_tip(&m, |_, p| {
-        p.message = p.message.replace("Loopx-Format: 5", "Loopx-Format: 3");
+        p.message = p.message.replace("Loopx-Format: 7", "Loopx-Format: 3");
     });
     let v = m.loopx(&["--json", "verify"]).code(3).json();
     assert_eq!(v["findings"][0]["rule"], "message", "{v}");

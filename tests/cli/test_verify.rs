@@ -323,12 +323,22 @@ pub(crate) fn forged_ops(t: &Team) {
         b.git(&["update-ref", "refs/loopx/state", &commit]);
     });
     t.refused("steal dated in the future", "future", |t, b| {
+        // An honest steal once the lease ran out, then moved to 2099 with
+        // plumbing (LOOPX_NOW may not be ahead of the clock).
+        let late = t.claimed_at + 3 * 3600;
         run(b
             .command()
-            .env("LOOPX_NOW", "2099-01-01T00:00:00Z")
+            .env("LOOPX_NOW", rfc3339(late))
             .env("LOOPX_AGENT", "agent-b")
             .args(["todo", "claim", &t.todo]))
         .ok();
+        forge::amend_tip(b, |_, p| {
+            p.message = p.message.replace(
+                &format!("at = \"{}\"", rfc3339(late)),
+                "at = \"2099-01-01T00:00:00Z\"",
+            );
+            p.date = "4070908800 +0000".to_owned();
+        });
     });
     t.refused("backdated steal of a live lease", "refused", |t, b| {
         // An honest steal once the lease ran out, then moved back to a
@@ -413,13 +423,21 @@ fn verify_checks_a_range_and_names_the_first_bad_commit() {
         ),
         (Some(2), Some(2), Some(4))
     );
-    // A tick dated in the future waits until its time has come.
-    let soon = run(env
-        .command()
-        .env("LOOPX_NOW", "2026-12-24T00:00:00Z")
-        .args(["todo", "add", "From the future"]))
-    .ok();
-    assert!(soon.stderr.starts_with("Added "), "{}", soon.stderr);
+    // A tick dated in the future (forged with plumbing: LOOPX_NOW may fix
+    // the clock only in the past) is refused until its time has come, and
+    // a LOOPX_NOW ahead of the clock is no way to make it come sooner.
+    let before = env.tip().unwrap();
+    env.add("From the future", &[]);
+    forge::amend_tip(&m, |_, p| {
+        let at = p
+            .message
+            .lines()
+            .find(|l| l.starts_with("at = \""))
+            .expect("the op's time")
+            .to_owned();
+        p.message = p.message.replace(&at, "at = \"2099-01-01T00:00:00Z\"");
+        p.date = "4070908800 +0000".to_owned();
+    });
     let out = env.loopx(&["verify"]).code(3);
     assert!(out.stderr.contains("[future]"), "{}", out.stderr);
     assert!(
@@ -428,25 +446,28 @@ fn verify_checks_a_range_and_names_the_first_bad_commit() {
     );
     let out = run(env
         .command()
-        .env("LOOPX_NOW", "2026-12-24T00:00:00Z")
+        .env("LOOPX_NOW", "2099-01-01T00:00:00Z")
         .args(["verify"]))
-    .ok();
-    assert!(out.stdout.starts_with("Verified 6 ticks"));
+    .code(2);
+    assert!(
+        out.stderr
+            .contains("LOOPX_NOW is 2099-01-01T00:00:00Z, after this machine's clock"),
+        "{}",
+        out.stderr
+    );
+    m.git(&["update-ref", "refs/loopx/state", &before]);
     // A hand edit, then an honest tick on top: the hand edit is named, and
     // nothing after it counts.
     let hand = env.commit_file("notes.txt", b"hello\n");
-    let late = |args: &[&str]| {
-        run(env
-            .command()
-            .env("LOOPX_NOW", "2026-12-24T00:00:00Z")
-            .args(args))
-    };
-    late(&["todo", "add", "On top"]).ok();
-    let out = late(&["verify", "--from", "2", "--json"]).code(3).json();
+    env.loopx(&["todo", "add", "On top"]).ok();
+    let out = env
+        .loopx(&["verify", "--from", "2", "--json"])
+        .code(3)
+        .json();
     assert_eq!(out["findings"][0]["rule"], "not-a-tick", "{out}");
     assert_eq!(out["findings"][0]["commit"], hand.as_str());
-    assert_eq!(out["findings"][0]["tick"], 7);
-    assert_eq!(out["verified"], 5, "ticks 2 to 6");
+    assert_eq!(out["findings"][0]["tick"], 6);
+    assert_eq!(out["verified"], 4, "ticks 2 to 5");
     assert_eq!(m.rev("refs/loopx/state~1").as_deref(), Some(hand.as_str()));
 }
 
@@ -788,11 +809,11 @@ fn a_history_in_an_older_format_verifies_and_a_newer_op_cannot_claim_it() {
     let mut parent: Option<String> = None;
     for c in commits.lines() {
         let mut p = forge::read(&m, c);
-        assert_eq!(format_of(&p.message), "5");
-        p.message = p.message.replace("Loopx-Format: 5\n", "Loopx-Format: 2\n");
+        assert_eq!(format_of(&p.message), "7");
+        p.message = p.message.replace("Loopx-Format: 7\n", "Loopx-Format: 2\n");
         let toml = String::from_utf8(forge::file(&m, c, "loopx.toml")).unwrap();
         assert!(toml.starts_with(&now), "{toml}");
-        let old = toml.replacen("format = 5\n", "format = 2\n", 1);
+        let old = toml.replacen("format = 7\n", "format = 2\n", 1);
         p.tree = forge::tree_with(&m, &p.tree, &[("loopx.toml", Some(old.as_bytes()))]);
         p.parent = parent.clone();
         parent = Some(forge::write(&m, &p));
@@ -802,11 +823,11 @@ fn a_history_in_an_older_format_verifies_and_a_newer_op_cannot_claim_it() {
     // New ticks on that state carry this binary's format, and verify too.
     env.agent("agent-a", &["quota", "park", "--until", "1h"])
         .ok();
-    assert_eq!(format_of(&forge::read(&m, "refs/loopx/state").message), "5");
+    assert_eq!(format_of(&forge::read(&m, "refs/loopx/state").message), "7");
     env.loopx(&["verify"]).ok();
     // The park claims format 2, which has no such op.
     forge::amend_tip(&m, |_, p| {
-        p.message = p.message.replace("Loopx-Format: 5\n", "Loopx-Format: 2\n");
+        p.message = p.message.replace("Loopx-Format: 7\n", "Loopx-Format: 2\n");
     });
     let v = env.loopx(&["verify", "--json"]).code(3).json();
     let text = v.to_string();

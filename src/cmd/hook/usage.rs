@@ -78,7 +78,10 @@ fn record(call: &Call, sid: &str, s: &mut Session, mut parts: Vec<Usage>) -> Res
     for u in &mut parts {
         // A model nothing prices counts its tokens; the runtime's output
         // is no place to say so.
-        let _ = crate::price::fill(u, |m| crate::config::price(store, m));
+        let team = &snap.state.meta.settings.prices;
+        let _ = crate::price::fill(u, |m| {
+            crate::price::team(team, m).or_else(|| crate::config::price(store, m))
+        });
     }
     let delta = hook::usage::merge(parts);
     if delta.is_empty() {

@@ -126,6 +126,12 @@ chained="$(dirname "$0")/{CHAINED}"
 if [ -x "$chained" ]; then
 	printf '%s\n' "$input" | "$chained" "$@" || exit $?
 fi
+# The pusher's loopx and git config variables never reach the guard (a
+# file-path hub's hook runs in the pusher's environment): it judges with
+# this hub's own config and this machine's clock.
+for v in $(env | sed -n -e 's/^\(LOOPX_[A-Za-z0-9_]*\)=.*/\1/p' -e 's/^\(GIT_CONFIG[A-Za-z0-9_]*\)=.*/\1/p'); do
+	unset "$v"
+done
 printf '%s\n' "$input" | exec {quoted} hub pre-receive
 "#
     );

@@ -81,7 +81,13 @@ fn replace_ref(name: &str) -> Refusal {
 
 /// Refuses one update of a `refs/loopx/*` ref, or lets it through.
 fn check(ctx: &Ctx, store: &Store, old: &str, new: &str, name: &str) -> Result<()> {
-    let refusal = match verify::update(store, old, new, ctx.repo()?.now(), ctx.repo()?.signing()?)? {
+    let refusal = match verify::update(
+        store,
+        old,
+        new,
+        crate::time::Timestamp::system_now(),
+        ctx.repo()?.signing()?,
+    )? {
         Ok(()) => return Ok(()),
         Err(Update::Deletion) => Refusal::rule(
             Code::HubDelete,

@@ -223,6 +223,14 @@ fn full_state() -> State {
                 lease: Span::hours(2),
                 clock_skew: Span::seconds(5),
                 signatures: crate::model::Signatures::Off,
+                prices: BTreeMap::from([(
+                    "claude-opus-5-5".to_owned(),
+                    crate::model::TeamPrice {
+                        input: 5.0,
+                        output: 25.0,
+                        cached_input: None,
+                    },
+                )]),
             },
         },
         goals: BTreeMap::from([(goal.id.clone(), goal)]).into(),

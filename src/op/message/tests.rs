@@ -303,6 +303,7 @@ machine.propose 5
 machine.admit 5
 machine.revoke 5
 goal.split 1
+settings.set 7
 turn.settle 1
 ";
     assert_eq!(got, want);

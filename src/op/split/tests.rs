@@ -25,11 +25,14 @@ fn two_goals() -> State {
 }
 
 #[test]
-fn the_shared_side_keeps_only_the_shared_parts_in_format_6() {
+fn the_shared_side_keeps_only_the_shared_parts_in_the_newest_format() {
     let mut s = two_goals();
     let subject = ok(&mut s, &op(human(), "2026-01-01T10:00:00Z", split(None)));
     assert_eq!(subject, "split the goals onto their own refs");
-    assert_eq!((s.meta.format, s.meta.goal_refs), (6, true));
+    assert_eq!(
+        (s.meta.format, s.meta.goal_refs),
+        (crate::model::FORMAT, true)
+    );
     assert!(s.goals.is_empty() && s.todos.is_empty() && s.agents.is_empty());
     assert!(s.gates.is_empty() && s.quota.is_empty());
 }
@@ -44,7 +47,10 @@ fn a_goals_side_keeps_its_goal_its_todos_and_every_agent() {
     assert_eq!(s.goals.keys().collect::<Vec<_>>(), [&gid("web")]);
     assert_eq!(s.todos.keys().collect::<Vec<_>>(), [&tid("00000b02")]);
     assert_eq!(s.agents.len(), 2);
-    assert_eq!((s.meta.format, s.meta.goal_refs), (6, true));
+    assert_eq!(
+        (s.meta.format, s.meta.goal_refs),
+        (crate::model::FORMAT, true)
+    );
     // Both sides write the same loopx.toml.
     let mut shared = two_goals();
     ok(

@@ -97,9 +97,6 @@ pub(in crate::op) fn release(
     if let Actor::Agent(a) = &op.actor {
         rules::registered(state, a)?;
     }
-    if force {
-        rules::human_only(&op.actor, "force a claim off its owner")?;
-    }
     let todo = get(state, id)?;
     let Some(owner) = todo.owner().cloned() else {
         return Err(Refusal::rule(

@@ -186,7 +186,6 @@ pub(in crate::op) fn void(state: &mut State, op: &Op, c: &QuotaVoid) -> Result<E
         turn,
         reason,
     } = c;
-    rules::human_only(&op.actor, "void a spent slot")?;
     let reason = non_empty(reason, "reason")?;
     let spend = state
         .quota

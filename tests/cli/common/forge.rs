@@ -252,3 +252,30 @@ pub fn tick_on(
         },
     )
 }
+
+/// The tick `forged` (written on another base) moved onto `onto` with
+/// plumbing: the same files it changed, the same message with the next tick
+/// number, the same author and date. A signature binds the op, the files'
+/// prior contents and the state, not the parent, so it survives the move.
+pub fn replant(m: &Machine, forged: &str, onto: &str) -> String {
+    let parts = read(m, forged);
+    let changed = m.git(&[
+        "diff-tree",
+        "--no-commit-id",
+        "--name-status",
+        "-r",
+        &format!("{forged}^"),
+        forged,
+    ]);
+    let mut edits: Vec<(String, Option<Vec<u8>>)> = Vec::new();
+    for line in changed.lines() {
+        let (status, path) = line.split_once('\t').expect("status and path");
+        let bytes = (status != "D").then(|| file(m, forged, path));
+        edits.push((path.to_owned(), bytes));
+    }
+    let refs: Vec<(&str, Option<&[u8]>)> = edits
+        .iter()
+        .map(|(p, b)| (p.as_str(), b.as_deref()))
+        .collect();
+    tick_on(m, onto, &parts, &refs)
+}

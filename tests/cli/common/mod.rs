@@ -89,6 +89,11 @@ impl TestEnv {
         rfc3339(self.clock.load(Ordering::SeqCst))
     }
 
+    /// The time the next command will see, in seconds since the epoch.
+    pub fn now_secs(&self) -> i64 {
+        self.clock.load(Ordering::SeqCst)
+    }
+
     /// Moves the clock forward by `secs` (on top of the minute per command).
     pub fn advance(&self, secs: i64) {
         self.clock.fetch_add(secs, Ordering::SeqCst);
@@ -185,6 +190,9 @@ impl TestEnv {
             String::from_utf8_lossy(&out.stdout).trim().to_owned()
         };
         let index = self.root().join("hand-index");
+        // Dated by the harness's clock, as a command would be, so the next
+        // tick is not older than it.
+        let date = format!("{} +0000", self.clock.fetch_add(60, Ordering::SeqCst));
         let with_index = |args: &[&str]| {
             let mut c = Command::new("git");
             isolate(&mut c, self.root());
@@ -196,6 +204,8 @@ impl TestEnv {
                 .env("GIT_AUTHOR_EMAIL", "hand@example.com")
                 .env("GIT_COMMITTER_NAME", "Hand Editor")
                 .env("GIT_COMMITTER_EMAIL", "hand@example.com")
+                .env("GIT_AUTHOR_DATE", &date)
+                .env("GIT_COMMITTER_DATE", &date)
                 .output()
                 .expect("git runs");
             assert!(

@@ -1,0 +1,60 @@
+//! `loopx settings show`.
+
+use anyhow::Result;
+use serde::Serialize;
+
+use crate::cmd::tx;
+use crate::ctx::Ctx;
+use crate::error::Exit;
+use std::collections::BTreeMap;
+
+use crate::model::TeamPrice;
+use crate::time::Span;
+
+/// Show the team's settings and where each price comes from
+#[derive(clap::Args, Debug)]
+pub struct Args {}
+
+#[derive(Serialize)]
+struct Wire<'a> {
+    lease: Span,
+    clock_skew: Span,
+    /// The signing policy: `off`, `humans` or `all`.
+    signatures: &'static str,
+    /// The team's prices by model (dollars per million tokens).
+    prices: &'a BTreeMap<String, TeamPrice>,
+}
+
+pub fn run(ctx: &Ctx, _args: &Args) -> Result<Exit> {
+    let snap = tx::load(ctx)?;
+    let s = &snap.state.meta.settings;
+    let wire = Wire {
+        lease: s.lease,
+        clock_skew: s.clock_skew,
+        signatures: s.signatures.as_str(),
+        prices: &s.prices,
+    };
+    ctx.out.emit(&wire, || {
+        let mut out = format!(
+            "lease: {}\nclock skew: {}\nsignatures: {}",
+            s.lease,
+            s.clock_skew,
+            s.signatures.as_str()
+        );
+        if s.prices.is_empty() {
+            out.push_str("\nprices: none set by the team (git config `loopx.price.<model>.*`, then the shipped table)");
+        }
+        for (model, p) in &s.prices {
+            out.push_str(&format!(
+                "\nprice of {model}: ${} in, ${} out{} per million tokens (team)",
+                p.input,
+                p.output,
+                p.cached_input
+                    .map(|c| format!(", ${c} cached in"))
+                    .unwrap_or_default()
+            ));
+        }
+        out
+    })?;
+    Ok(Exit::Ok)
+}
