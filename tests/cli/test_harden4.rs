@@ -72,3 +72,76 @@ fn agent_text_cannot_paint_the_terminal_in_log_diff_or_show() {
     let v = env.loopx(&["todo", "show", &t, "--json"]).ok().json();
     assert_eq!(v["title"], PAINTED);
 }
+
+// Agent and goal ids with a token's shape (issue 41 item 6a).
+
+/// Ids that pass the slug rule and are API tokens by their shape.
+fn token_ids() -> [String; 4] {
+    let hex = "0123456789abcdef0123456789abcdef";
+    [
+        "xoxb-1234567890-abcdefghij".to_owned(),
+        format!("npm_{hex}abcd"),
+        format!("shpat_{hex}"),
+        format!("dapi{hex}"),
+    ]
+}
+
+/// Fails with `code` (JSON) and exit 2, saying why.
+#[track_caller]
+fn refused_bad_id(out: Output, id: &str) {
+    let out = out.code(2);
+    assert_eq!(out.error_code(), "bad-id", "{}", out.stdout);
+    assert!(out.stderr.contains("looks like a secret"), "{}", out.stderr);
+    assert!(
+        !out.stderr.contains(id),
+        "the token is echoed: {}",
+        out.stderr
+    );
+}
+
+#[test]
+fn token_shaped_agent_and_goal_ids_are_refused() {
+    let env = TestEnv::with_board();
+    let before = env.tip();
+    for id in token_ids() {
+        refused_bad_id(env.loopx(&["--json", "agent", "register", &id]), &id);
+        refused_bad_id(env.agent(&id, &["--json", "agent", "register", &id]), &id);
+        refused_bad_id(
+            env.loopx(&["--json", "goal", "add", &id, "--objective", "Ship"]),
+            &id,
+        );
+    }
+    // A session whose LOOPX_AGENT is a token registers nothing (a hook
+    // always exits 0).
+    let payload = format!(
+        r#"{{"session_id":"1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d","cwd":"{}","hook_event_name":"SessionStart","source":"startup"}}"#,
+        env.repo.display()
+    );
+    let mut c = env.command();
+    c.env("LOOPX_AGENT", &token_ids()[2])
+        .args(["hook", "claude-code", "SessionStart"]);
+    let out = crate::common::run_stdin(&mut c, payload.as_bytes()).ok();
+    assert!(out.stderr.contains("looks like a secret"), "{}", out.stderr);
+    assert_eq!(env.tip(), before, "nothing was written");
+    // init's goal too: no state is made.
+    let fresh = TestEnv::new();
+    refused_bad_id(
+        fresh.loopx(&[
+            "--json",
+            "init",
+            "--goal",
+            &token_ids()[3],
+            "--objective",
+            "Ship",
+        ]),
+        &token_ids()[3],
+    );
+    assert_eq!(fresh.tip(), None);
+    // Honest ids go on, the token's prefix alone included.
+    env.loopx(&["agent", "register", "npm_builder"]).ok();
+    env.loopx(&["goal", "add", "dapi-docs", "--objective", "Docs"])
+        .ok();
+    fresh
+        .loopx(&["init", "--goal", "main", "--objective", "Ship"])
+        .ok();
+}
