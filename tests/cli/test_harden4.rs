@@ -145,3 +145,73 @@ fn token_shaped_agent_and_goal_ids_are_refused() {
         .loopx(&["init", "--goal", "main", "--objective", "Ship"])
         .ok();
 }
+
+// A FIFO as --usage-file (issue 41 item 6b).
+
+#[test]
+fn a_fifo_as_usage_file_is_refused_without_blocking_and_nothing_runs() {
+    use std::time::Duration;
+    let env = TestEnv::with_board();
+    let t = env.add("Write the parser", &[]);
+    env.agent("agent-a", &["todo", "claim", &t]).ok();
+    let turn = env
+        .agent("agent-a", &["quota", "should-run", "--json"])
+        .ok()
+        .json()["turn_token"]
+        .as_str()
+        .expect("a turn token")
+        .to_owned();
+    let fifo = env.root().join("usage.fifo");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success());
+    let ran = env.root().join("check-ran");
+    let before = env.tip();
+    for path in [fifo.as_path(), env.root()] {
+        let path = path.to_str().unwrap();
+        let touch = format!("touch {}", ran.display());
+        let mut args = vec!["--json", "--agent", "agent-a"];
+        args.extend(crate::common::settle(
+            &turn,
+            &t,
+            &["--outcome", "advanced", "--usage-file", path],
+        ));
+        args.extend(["--", "sh", "-c", &touch]);
+        // Blocked on the FIFO, loopx would still be running at the guard.
+        let g = crate::test_harden::guarded(&env, &args, Duration::from_secs(20));
+        let out = g.out.clone().code(2);
+        assert_eq!(out.error_code(), "bad-usage", "{}", out.stdout);
+        assert!(
+            out.stderr
+                .contains(&format!("the usage file {path} is not a regular file")),
+            "{}",
+            out.stderr
+        );
+        assert_eq!(env.tip(), before, "nothing was written");
+        assert!(!ran.exists(), "the check ran");
+    }
+    // A regular file is read as before.
+    let file = env.root().join("usage.json");
+    std::fs::write(
+        &file,
+        r#"{"input_tokens": 1000, "output_tokens": 100, "model": "gpt-5"}"#,
+    )
+    .unwrap();
+    env.agent(
+        "agent-a",
+        &crate::common::settle(
+            &turn,
+            &t,
+            &[
+                "--outcome",
+                "advanced",
+                "--usage-file",
+                file.to_str().unwrap(),
+            ],
+        ),
+    )
+    .ok();
+    assert_ne!(env.tip(), before);
+}
