@@ -215,3 +215,50 @@ fn a_fifo_as_usage_file_is_refused_without_blocking_and_nothing_runs() {
     .ok();
     assert_ne!(env.tip(), before);
 }
+
+// A symlinked .git/loopx (issue 41 item 6c).
+
+#[test]
+fn a_symlinked_git_loopx_never_holds_or_gives_the_machine_key() {
+    let env = TestEnv::with_board();
+    let own = env.repo.join(".git/loopx");
+    let elsewhere = env.root().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::fs::remove_dir_all(&own).ok();
+    std::os::unix::fs::symlink(&elsewhere, &own).unwrap();
+    let before = env.tip();
+    // Setting up writes no key through the link.
+    let out = env.loopx(&["--json", "machine", "setup", "--name", "laptop"]);
+    let out = out.code(1);
+    assert_eq!(out.error_code(), "no-machine-key", "{}", out.stdout);
+    assert!(
+        out.stderr
+            .contains(&format!("{} is a symbolic link", own.display()))
+            && out.stderr.contains("mkdir"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        !elsewhere.join("machine_ed25519").exists(),
+        "a key was written"
+    );
+    assert_eq!(env.tip(), before, "nothing was proposed");
+    // A key planted where the link points signs nothing.
+    let other = TestEnv::with_board();
+    other.loopx(&["machine", "setup", "--name", "planted"]).ok();
+    std::fs::copy(
+        other.repo.join(".git/loopx/machine_ed25519"),
+        elsewhere.join("machine_ed25519"),
+    )
+    .unwrap();
+    let out = env.agent("agent-a", &["--json", "todo", "add", "Signed by whom?"]);
+    let out = out.code(1);
+    assert_eq!(out.error_code(), "no-machine-key", "{}", out.stdout);
+    assert_eq!(env.tip(), before, "nothing was signed with the planted key");
+    // A folder of its own: the key is made there, and honest work goes on.
+    std::fs::remove_file(&own).unwrap();
+    std::fs::create_dir(&own).unwrap();
+    env.loopx(&["machine", "setup", "--name", "laptop"]).ok();
+    assert!(own.join("machine_ed25519").is_file());
+    env.agent("agent-a", &["todo", "add", "Signed here"]).ok();
+}
