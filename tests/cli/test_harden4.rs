@@ -262,3 +262,54 @@ fn a_symlinked_git_loopx_never_holds_or_gives_the_machine_key() {
     assert!(own.join("machine_ed25519").is_file());
     env.agent("agent-a", &["todo", "add", "Signed here"]).ok();
 }
+
+// The allowed-signers fail-closed mark (issue 41 item 6d).
+
+#[test]
+fn a_fail_closed_mark_that_cannot_be_written_fails_loudly() {
+    use crate::common::keys::{announce, have_openssh, keygen, sign_with, trust};
+    if !have_openssh() {
+        return;
+    }
+    let env = TestEnv::with_board();
+    let a = env.machine();
+    let mark = a.repo.join(".git/loopx/signatures-enforced");
+    std::fs::create_dir_all(mark.parent().unwrap()).unwrap();
+    // A link to nowhere: the mark cannot be written (a full disk, a
+    // read-only git dir, an agent that planted it do the same).
+    std::os::unix::fs::symlink(env.root().join("gone/mark"), &mark).unwrap();
+    let ada = keygen(&env, "ada");
+    trust(&a, "ada", &ada);
+    sign_with(&a, &ada);
+    let before = a.tip();
+    let out = a
+        .loopx(&[
+            "--json",
+            "signer",
+            "announce",
+            "ada",
+            "--key",
+            ada.to_str().unwrap(),
+        ])
+        .code(1);
+    assert_eq!(out.error_code(), "no-trust-root", "{}", out.stdout);
+    assert!(
+        out.stderr.contains(&format!(
+            "cannot keep the mark {} that this clone enforces signatures",
+            mark.display()
+        )),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(a.tip(), before, "nothing moved");
+    // The mark in place: honest work goes on, and the file fails closed.
+    std::fs::remove_file(&mark).unwrap();
+    announce(&a, "ada", &ada);
+    assert!(mark.is_file());
+    let file = a.repo.with_extension("allowed_signers");
+    std::fs::remove_file(&file).unwrap();
+    let out = a
+        .loopx(&["--json", "goal", "set", "main", "--status", "paused"])
+        .code(3);
+    assert_eq!(out.error_code(), "no-trust-root", "{}", out.stderr);
+}
