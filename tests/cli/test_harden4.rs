@@ -313,3 +313,59 @@ fn a_fail_closed_mark_that_cannot_be_written_fails_loudly() {
         .code(3);
     assert_eq!(out.error_code(), "no-trust-root", "{}", out.stderr);
 }
+
+// A relative remote URL under `loopx -C DIR` (issue 41 item 6f).
+
+#[test]
+fn sync_with_dash_c_resolves_a_relative_remote_url_against_the_repository() {
+    let env = TestEnv::with_board();
+    let hub = std::path::PathBuf::from(env.hub("hub.git"));
+    env.git(&["remote", "add", "origin", "../hub.git"]);
+    // `git -C DIR fetch` takes it from DIR's repository: so does loopx,
+    // started anywhere, `-C` naming the repository or a folder inside it.
+    let away = env.root().join("away/deeper");
+    std::fs::create_dir_all(&away).unwrap();
+    std::fs::create_dir_all(env.repo.join("sub")).unwrap();
+    let sync = |dir: &std::path::Path| {
+        let mut c = env.command();
+        c.current_dir(&away)
+            .arg("-C")
+            .arg(dir)
+            .args(["--json", "sync", "origin"]);
+        run(&mut c)
+    };
+    env.add("Pushed from afar", &[]);
+    sync(&env.repo).ok();
+    let hub_tip = || {
+        crate::common::git_in(&hub, &["rev-parse", "refs/loopx/state"])
+            .trim()
+            .to_owned()
+    };
+    assert_eq!(Some(hub_tip()), env.tip());
+    env.add("Pushed from a subfolder", &[]);
+    sync(&env.repo.join("sub")).ok();
+    assert_eq!(Some(hub_tip()), env.tip());
+    // A second clone, its remote relative too, fetches the same way.
+    let b = env.clone_machine("second", &hub.to_string_lossy());
+    b.git(&["remote", "set-url", "origin", "../hub.git"]);
+    let mut c = b.command();
+    c.current_dir(&away)
+        .arg("-C")
+        .arg(&b.repo)
+        .args(["sync", "origin"]);
+    run(&mut c).ok();
+    assert_eq!(b.tip(), env.tip());
+    // The git dir of a bare repository is where git resolves it from.
+    let bare = env.root().join("bare.git");
+    crate::common::git_in(
+        env.root(),
+        &["clone", "-q", "--bare", "hub.git", "bare.git"],
+    );
+    crate::common::git_in(&bare, &["remote", "add", "up", "../hub.git"]);
+    let mut c = env.command();
+    c.current_dir(&away)
+        .arg("-C")
+        .arg(&bare)
+        .args(["sync", "up"]);
+    run(&mut c).ok();
+}
