@@ -132,6 +132,7 @@ codes! {
     HandoffToSelf => "handoff-to-self",
     HookExists => "hook-exists",
     HubDelete => "hub-delete",
+    HubGoalRef => "hub-goal-ref",
     HubNonFastForward => "hub-non-fast-forward",
     HubReplaceRef => "hub-replace-ref",
     HumansOnly => "humans-only",

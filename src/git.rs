@@ -20,8 +20,8 @@ mod ssh;
 
 pub use config::{PushConfig, config_matching, config_values, push_config};
 pub use remote::{
-    Fetched, NetworkError, Push, Pushed, fetch, fetch_refs, fetch_refs_from, fetch_url, kept_tips,
-    push_expecting, push_lease, push_refs,
+    Fetched, Local, NetworkError, Push, Pushed, fetch, fetch_refs, fetch_refs_from, fetch_url,
+    kept_tips, push_expecting, push_lease, push_refs,
 };
 
 /// Every git process loopx starts begins here: no stdin, and never a

@@ -14,7 +14,7 @@ use std::str::FromStr;
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::diff::{self, FileStatus};
+use crate::diff::{self, FileStatus, Tone};
 use crate::error::{Code, Refusal};
 use crate::op::Op;
 use crate::op::message::{self, Parsed};
@@ -320,16 +320,29 @@ pub struct FileDiff {
     pub path: String,
     pub change: FileStatus,
     pub diff: String,
+    /// The diff's lines with their tones, for a renderer to colour.
+    #[serde(skip)]
+    pub lines: Vec<(Tone, String)>,
 }
 
-/// The unified diff of each changed file; coloured only when `color`.
-pub fn file_diffs(changes: &[FileChange], color: bool) -> Vec<FileDiff> {
+/// The unified diff of each changed file (never coloured: a renderer
+/// colours [`FileDiff::lines`] after escaping them).
+pub fn file_diffs(changes: &[FileChange]) -> Vec<FileDiff> {
     changes
         .iter()
-        .map(|c| FileDiff {
-            path: c.path.clone(),
-            change: FileStatus::of(c.old.as_deref(), c.new.as_deref()),
-            diff: diff::unified(&c.path, c.old.as_deref(), c.new.as_deref(), color),
+        .map(|c| {
+            let lines = diff::unified_lines(&c.path, c.old.as_deref(), c.new.as_deref());
+            let mut text = String::new();
+            for (_, l) in &lines {
+                text.push_str(l);
+                text.push('\n');
+            }
+            FileDiff {
+                path: c.path.clone(),
+                change: FileStatus::of(c.old.as_deref(), c.new.as_deref()),
+                diff: text,
+                lines,
+            }
         })
         .collect()
 }

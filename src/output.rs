@@ -187,20 +187,26 @@ impl Out {
 
     /// Writes `data` as JSON, or the human text, to stdout.
     pub fn emit<T: Serialize>(&self, data: &T, human: impl FnOnce() -> String) -> io::Result<()> {
+        self.emit_painted(data, |p| p.push(&human()))
+    }
+
+    /// Writes `data` as JSON, or the human text the renderer paints, to
+    /// stdout: text is escaped as it is added, and loopx's colours (when
+    /// stdout takes colour) are added after ([`term::Painted`]). A newline
+    /// ends it; empty text writes nothing.
+    pub fn emit_painted<T: Serialize>(
+        &self,
+        data: &T,
+        human: impl FnOnce(&mut term::Painted),
+    ) -> io::Result<()> {
         self.clear_progress();
         match self.format {
             Format::Json => self.json_line(data),
             Format::Human => {
-                let text = human();
-                if text.is_empty() {
-                    return Ok(());
-                }
-                let text = self.safe(&text);
+                let mut p = term::Painted::new(self.color);
+                human(&mut p);
                 let mut out = self.stdout.borrow_mut();
-                out.write_all(text.as_bytes())?;
-                if !text.ends_with('\n') {
-                    out.write_all(b"\n")?;
-                }
+                write_human(&mut **out, p.as_str())?;
                 out.flush()
             }
         }
@@ -213,16 +219,6 @@ impl Out {
         serde_json::to_writer(&mut *out, data).map_err(io::Error::from)?;
         out.write_all(b"\n")?;
         out.flush()
-    }
-
-    /// Human text as it may reach the terminal: control characters shown
-    /// as escapes, loopx's own colours kept when colour is on.
-    fn safe<'a>(&self, text: &'a str) -> std::borrow::Cow<'a, str> {
-        if self.color {
-            term::safe_keeping_colour(text)
-        } else {
-            term::safe(text)
-        }
     }
 
     /// A status line on stderr, for people (suppressed in JSON mode).
@@ -350,30 +346,42 @@ impl Stream<'_> {
         data: &T,
         human: impl FnOnce() -> String,
     ) -> io::Result<()> {
+        self.emit_painted(data, |p| p.push(&human()))
+    }
+
+    /// Writes one record: `data` as a JSON line, or the human text the
+    /// renderer paints (as [`Out::emit_painted`]).
+    pub fn emit_painted<T: Serialize>(
+        &mut self,
+        data: &T,
+        human: impl FnOnce(&mut term::Painted),
+    ) -> io::Result<()> {
         if self.json {
             serde_json::to_writer(&mut self.out, data).map_err(io::Error::from)?;
             return self.out.write_all(b"\n");
         }
-        let text = human();
-        if text.is_empty() {
-            return Ok(());
-        }
-        let text = if self.color {
-            term::safe_keeping_colour(&text)
-        } else {
-            term::safe(&text)
-        };
-        self.out.write_all(text.as_bytes())?;
-        if !text.ends_with('\n') {
-            self.out.write_all(b"\n")?;
-        }
-        Ok(())
+        let mut p = term::Painted::new(self.color);
+        human(&mut p);
+        write_human(&mut self.out, p.as_str())
     }
 
     /// Flushes what is buffered; call it once the stream is complete.
     pub fn finish(mut self) -> io::Result<()> {
         self.out.flush()
     }
+}
+
+/// Writes human text that is ready for the terminal, ending it with a
+/// newline; empty text writes nothing.
+fn write_human(out: &mut dyn Write, text: &str) -> io::Result<()> {
+    if text.is_empty() {
+        return Ok(());
+    }
+    out.write_all(text.as_bytes())?;
+    if !text.ends_with('\n') {
+        out.write_all(b"\n")?;
+    }
+    Ok(())
 }
 
 /// The pager's stdin, as stdout; dropping it closes the pipe and waits for
@@ -544,6 +552,27 @@ mod tests {
         s.finish().unwrap();
         assert_eq!(o.text(), "{\"a\":1}\n2\n");
         assert_eq!(e.text(), "");
+    }
+
+    #[test]
+    fn text_never_colours_only_loopx_does() {
+        let o = Capture::default();
+        let out = Out::with_writers(
+            Format::Human,
+            true,
+            Box::new(o.clone()),
+            Box::new(Capture::default()),
+        );
+        out.emit(&1, || "\x1b[32mpassed\x1b[0m".to_owned()).unwrap();
+        out.emit_painted(&1, |p| p.line(Some(term::Colour::Green), "+\x1b[31mx"))
+            .unwrap();
+        let mut s = out.stream();
+        s.emit(&1, || "\x1b[1mbold".to_owned()).unwrap();
+        s.finish().unwrap();
+        assert_eq!(
+            o.text(),
+            "\\e[32mpassed\\e[0m\n\x1b[32m+\\e[31mx\x1b[0m\n\\e[1mbold\n"
+        );
     }
 
     #[test]

@@ -8,29 +8,89 @@
 //! shown as a visible escape instead: C0 controls except newline and tab,
 //! DEL, C1 controls, and Unicode's bidi controls and line separators. JSON
 //! output never goes through here: it keeps the exact text.
+//!
+//! loopx's own colours (a diff's, when stdout takes colour) are added by
+//! [`Painted`] after the text is escaped, so no text, whatever sequences it
+//! carries, ever reaches the terminal as a colour: an agent cannot make a
+//! failed line look green.
 
 use std::borrow::Cow;
 
-/// The colour sequences loopx writes itself (diffs, when stdout is a
-/// terminal and `NO_COLOR` is unset); [`safe_keeping_colour`] lets exactly
-/// these through.
-const OWN_COLOURS: [&str; 5] = ["\x1b[31m", "\x1b[32m", "\x1b[36m", "\x1b[1m", "\x1b[0m"];
+/// The colours loopx writes itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Colour {
+    Red,
+    Green,
+    Cyan,
+    Bold,
+}
+
+impl Colour {
+    fn code(self) -> &'static str {
+        match self {
+            Colour::Red => "\x1b[31m",
+            Colour::Green => "\x1b[32m",
+            Colour::Cyan => "\x1b[36m",
+            Colour::Bold => "\x1b[1m",
+        }
+    }
+}
+
+const RESET: &str = "\x1b[0m";
+
+/// Human text as it reaches the terminal, coloured by loopx alone: every
+/// text is escaped as it is added, and a colour goes around a line only
+/// after its text was escaped (and only when colour is on).
+#[derive(Debug, Default)]
+pub struct Painted {
+    text: String,
+    colour: bool,
+}
+
+impl Painted {
+    /// Empty text; `colour`: whether [`Painted::line`] colours.
+    pub fn new(colour: bool) -> Self {
+        Painted {
+            text: String::new(),
+            colour,
+        }
+    }
+
+    /// Adds `text` as [`safe`] shows it (newlines and tabs kept).
+    pub fn push(&mut self, text: &str) {
+        self.text.push_str(&safe(text));
+    }
+
+    /// Adds one line as [`line`] shows it (a newline in it shown as
+    /// `\n`), in `colour` when colour is on, then a newline.
+    pub fn line(&mut self, colour: Option<Colour>, text: &str) {
+        match colour.filter(|_| self.colour) {
+            Some(c) => {
+                self.text.push_str(c.code());
+                self.text.push_str(&line(text));
+                self.text.push_str(RESET);
+            }
+            None => self.text.push_str(&line(text)),
+        }
+        self.text.push('\n');
+    }
+
+    /// The text, ready for the terminal.
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+}
 
 /// `text` with every control character shown as an escape; newlines and
 /// tabs stay.
 pub fn safe(text: &str) -> Cow<'_, str> {
-    escape(text, true, false)
+    escape(text, true)
 }
 
 /// One line: like [`safe`], and a newline is shown as `\n` too (a title in
 /// a listing must not start a line of its own).
 pub fn line(text: &str) -> Cow<'_, str> {
-    escape(text, false, false)
-}
-
-/// Like [`safe`], but loopx's own diff colours pass.
-pub fn safe_keeping_colour(text: &str) -> Cow<'_, str> {
-    escape(text, true, true)
+    escape(text, false)
 }
 
 fn is_unsafe(c: char) -> bool {
@@ -42,22 +102,13 @@ fn is_unsafe(c: char) -> bool {
         | '\u{2028}' | '\u{2029}')
 }
 
-fn escape(text: &str, keep_newline: bool, keep_colour: bool) -> Cow<'_, str> {
+fn escape(text: &str, keep_newline: bool) -> Cow<'_, str> {
     let needs = |c: char| is_unsafe(c) || (c == '\n' && !keep_newline);
     if !text.chars().any(needs) {
         return Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len() + 16);
-    let mut rest = text;
-    while let Some(c) = rest.chars().next() {
-        if keep_colour
-            && c == '\x1b'
-            && let Some(own) = OWN_COLOURS.iter().find(|s| rest.starts_with(**s))
-        {
-            out.push_str(own);
-            rest = &rest[own.len()..];
-            continue;
-        }
+    for c in text.chars() {
         match c {
             '\n' if !keep_newline => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
@@ -68,7 +119,6 @@ fn escape(text: &str, keep_newline: bool, keep_colour: bool) -> Cow<'_, str> {
             c if is_unsafe(c) => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
             c => out.push(c),
         }
-        rest = &rest[c.len_utf8()..];
     }
     Cow::Owned(out)
 }
@@ -97,9 +147,20 @@ mod tests {
     }
 
     #[test]
-    fn only_loopx_own_colours_pass() {
-        let diff = "\x1b[31m-x\x1b[0m \x1b[2K";
-        assert_eq!(safe_keeping_colour(diff), "\x1b[31m-x\x1b[0m \\e[2K");
-        assert_eq!(safe(diff), "\\e[31m-x\\e[0m \\e[2K");
+    fn only_colours_loopx_adds_reach_the_terminal() {
+        // Text that carries loopx's own colour sequences is escaped like
+        // any other; the colour goes around the escaped line.
+        let forged = "\x1b[32m+ passed\x1b[0m \x1b[2K";
+        let mut p = Painted::new(true);
+        p.line(Some(Colour::Red), forged);
+        p.push("subject \x1b[32mgreen\x1b[0m\n");
+        p.line(None, "a\nb");
+        assert_eq!(
+            p.as_str(),
+            "\x1b[31m\\e[32m+ passed\\e[0m \\e[2K\x1b[0m\nsubject \\e[32mgreen\\e[0m\na\\nb\n"
+        );
+        let mut plain = Painted::new(false);
+        plain.line(Some(Colour::Green), "+x");
+        assert_eq!(plain.as_str(), "+x\n");
     }
 }

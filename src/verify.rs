@@ -36,6 +36,7 @@ use crate::time::Timestamp;
 use crate::trust::lineage::{self, Lineage};
 use crate::tx;
 
+mod birth;
 mod check;
 use check::{check_files, check_head};
 
@@ -429,13 +430,19 @@ pub enum Update {
         new: Oid,
     },
     Invalid(Finding),
+    /// A new goal ref that is not the goal-ref half of a split whose other
+    /// half the hub holds (`birth::stray`): why.
+    StrayGoalRef(String),
 }
 
 /// Checks one pushed update (`old` → `new`, full hex ids, zeros for none)
-/// of a `refs/loopx/*` ref on a hub: never deleted, only fast-forwarded,
-/// and every new commit a valid tick on top of what the hub held.
+/// of the `refs/loopx/*` ref `name` on a hub: never deleted, only
+/// fast-forwarded, every new commit a valid tick on top of what the hub
+/// held, and a new goal ref only the goal-ref half of a split
+/// ([`Update::StrayGoalRef`]).
 pub fn update(
     store: &Store,
+    name: &str,
     old: &str,
     new: &str,
     now: Timestamp,
@@ -458,14 +465,16 @@ pub fn update(
         }
         Some(trusted_at(store, old)?)
     };
+    let created = base.is_none();
     // One thread: a hub's quarantined objects are seen only through this
     // store's own object directories.
-    Ok(
-        match chain_in(store, base, new, now, signing, &mut |_, _| {}, false)?.0 {
-            Ok(_) => Ok(()),
-            Err(f) => Err(Update::Invalid(f)),
-        },
-    )
+    if let Err(f) = chain_in(store, base, new, now, signing, &mut |_, _| {}, false)?.0 {
+        return Ok(Err(Update::Invalid(f)));
+    }
+    if created && let Some(why) = birth::stray(store, name, new)? {
+        return Ok(Err(Update::StrayGoalRef(why)));
+    }
+    Ok(Ok(()))
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 use anyhow::Result;
 use serde::Serialize;
 
+use crate::cmd::wire::paint_diff;
 use crate::ctx::Ctx;
 use crate::diff::{self, Item};
 use crate::error::Exit;
@@ -78,12 +79,12 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     };
     let state_a = history::load(ctx.repo()?, &a)?.state;
     let state_b = history::load(ctx.repo()?, &b)?.state;
-    let color = ctx.out.color() && !ctx.out.is_json();
     let files = if args.patch {
-        Some(history::file_diffs(
-            &history::diff_trees(ctx.repo()?, Some(a.tree), b.tree)?,
-            color,
-        ))
+        Some(history::file_diffs(&history::diff_trees(
+            ctx.repo()?,
+            Some(a.tree),
+            b.tree,
+        )?))
     } else {
         None
     };
@@ -93,7 +94,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         changes: diff::summary(&state_a, &state_b),
         files,
     };
-    ctx.out.emit(&wire, || {
+    ctx.out.emit_painted(&wire, |p| {
         let mut s = format!("{} → {}\n", wire.from.label(), wire.to.label());
         if wire.changes.is_empty() {
             s.push_str("No changes.\n");
@@ -106,10 +107,10 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         if !files.is_empty() {
             s.push('\n');
         }
+        p.push(&s);
         for f in files {
-            s.push_str(&f.diff);
+            paint_diff(p, f);
         }
-        s
     })?;
     Ok(Exit::Ok)
 }

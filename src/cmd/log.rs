@@ -8,6 +8,7 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 use crate::cmd::tx;
+use crate::cmd::wire::paint_diff;
 use crate::ctx::Ctx;
 use crate::error::{Code, Exit, Refusal};
 use crate::history::{self, FileDiff, Tick};
@@ -114,7 +115,6 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         todo: args.todo.as_deref().map(|t| todo_id(ctx, t)).transpose()?,
         op: args.op.as_deref().map(op_kind).transpose()?,
     };
-    let color = ctx.out.color() && !ctx.out.is_json();
     let mut goals: HashMap<TodoId, Option<GoalId>> = HashMap::new();
     if args.max_count == Some(0) {
         return Ok(Exit::Ok);
@@ -140,10 +140,10 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             continue;
         }
         let files = if args.patch {
-            Some(history::file_diffs(
-                &history::changed_files(ctx.repo()?, &tick.entry)?,
-                color,
-            ))
+            Some(history::file_diffs(&history::changed_files(
+                ctx.repo()?,
+                &tick.entry,
+            )?))
         } else {
             None
         };
@@ -162,7 +162,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             files,
         };
         let first = shown == 0;
-        stream.emit(&record, || {
+        stream.emit_painted(&record, |p| {
             let mut s = String::new();
             if args.patch && !first {
                 s.push('\n');
@@ -172,10 +172,10 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                 s.push_str(&format!("  [{note}]"));
             }
             s.push('\n');
+            p.push(&s);
             for f in record.files.iter().flatten() {
-                s.push_str(&f.diff);
+                paint_diff(p, f);
             }
-            s
         })?;
         shown += 1;
         if args.max_count.is_some_and(|n| shown >= n) {

@@ -6,11 +6,13 @@ use std::collections::BTreeMap;
 use anyhow::Result;
 use serde::Serialize;
 
+use crate::cmd::wire::paint_diff;
 use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::history::{self, FileDiff, Rev, Tick};
 use crate::op::message::Parsed;
 use crate::op::{Change, Op};
+use crate::term::Painted;
 use crate::time::Timestamp;
 
 /// Show one tick: its operation, actor, time, trailers and file diffs
@@ -57,8 +59,7 @@ struct Wire<'a> {
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let entry = history::resolve(ctx.repo()?, &args.tick)?;
     let tick = Tick::read(entry);
-    let color = ctx.out.color() && !ctx.out.is_json();
-    let files = history::file_diffs(&history::changed_files(ctx.repo()?, &tick.entry)?, color);
+    let files = history::file_diffs(&history::changed_files(ctx.repo()?, &tick.entry)?);
     let op = tick.op();
     let signers = crate::trust::AllowedSigners::load(ctx.repo()?)?;
     let wire = Wire {
@@ -87,11 +88,11 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         not_a_tick: tick.parsed.as_ref().err().map(String::as_str),
         files,
     };
-    ctx.out.emit(&wire, || human(&tick, &wire))?;
+    ctx.out.emit_painted(&wire, |p| human(&tick, &wire, p))?;
     Ok(Exit::Ok)
 }
 
-fn human(tick: &Tick, w: &Wire) -> String {
+fn human(tick: &Tick, w: &Wire, p: &mut Painted) {
     let mut s = match (&tick.parsed, tick.op()) {
         (Ok(p), Some(op)) => head(p, op, w),
         _ => {
@@ -116,10 +117,10 @@ fn human(tick: &Tick, w: &Wire) -> String {
     if !w.files.is_empty() {
         s.push('\n');
     }
+    p.push(&s);
     for f in &w.files {
-        s.push_str(&f.diff);
+        paint_diff(p, f);
     }
-    s
 }
 
 fn head(p: &Parsed, op: &Op, w: &Wire) -> String {

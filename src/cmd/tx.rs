@@ -8,9 +8,9 @@
 use anyhow::Result;
 
 use crate::ctx::Ctx;
-use crate::error::Refusal;
+use crate::error::{Code, Refusal};
 use crate::model::State;
-use crate::op::{Change, Op};
+use crate::op::{AgentRegister, Change, GoalAdd, Init, Op};
 use crate::store::Tip;
 
 // The rest of the tick's API (types, `snapshot`, `plan_tick` …) as is; the
@@ -61,8 +61,10 @@ pub fn init(ctx: &Ctx, op: Op) -> Result<Committed> {
 
 /// An operation by the current actor, now, with a fresh op id
 /// ([`crate::tx::op`]); the writer is told on stderr when its text was
-/// redacted.
+/// redacted. A new agent or goal id that looks like a secret is refused
+/// ([`secret_id`]).
 pub fn op(ctx: &Ctx, change: Change) -> Result<Op, Refusal> {
+    secret_id(&change)?;
     let Stamped { op, redacted } = crate::tx::op(ctx.actor()?, ctx.now, &ctx.ids, change)?;
     if !redacted.is_empty() {
         ctx.out.warn(&format!(
@@ -73,6 +75,36 @@ pub fn op(ctx: &Ctx, change: Change) -> Result<Op, Refusal> {
         ));
     }
     Ok(op)
+}
+
+/// Refuses a new agent or goal id (`agent register`, a session's first
+/// start, `goal add`, `init --goal`) that has a token's shape
+/// ([`crate::redact::looks_secret`]): an id is never redacted, names
+/// refs, files and every tick of its agent, and the state replicates it to
+/// every clone and the hub. Checked when a command makes its op, never in
+/// `apply`, so older ticks replay as written. The id is not repeated in
+/// the message.
+fn secret_id(change: &Change) -> Result<(), Refusal> {
+    let (kind, id) = match change {
+        Change::AgentRegister(AgentRegister { agent, .. }) => ("agent", agent.as_str()),
+        Change::GoalAdd(GoalAdd { goal, .. })
+        | Change::Init(Init {
+            goal: Some(goal), ..
+        }) => ("goal", goal.as_str()),
+        _ => return Ok(()),
+    };
+    if !crate::redact::looks_secret(id) {
+        return Ok(());
+    }
+    Err(Refusal::usage(
+        Code::BadId,
+        format!(
+            "the {kind} id looks like a secret (it has the shape of an API token): an id is never redacted, and the state would replicate it to every clone and the hub"
+        ),
+    )
+    .with_hint(format!(
+        "choose another {kind} id; if it is a real token, revoke it. Nothing was written"
+    )))
 }
 
 /// Reads the current state: from the fast start-up path's cache when it

@@ -5,8 +5,11 @@
 
 use serde::Serialize;
 
+use crate::diff::Tone;
+use crate::history::FileDiff;
 use crate::model::{AgentId, Gate, GateId, GoalId, TodoId};
 use crate::sync::{self, Outcome, Report};
+use crate::term::{Colour, Painted};
 use crate::time::Timestamp;
 
 /// A todo as the tick commands report it.
@@ -221,4 +224,19 @@ pub fn esc(s: &str) -> String {
         }
     }
     out
+}
+
+/// A file's unified diff as `log -p`, `show` and `diff -p` print it: each
+/// line escaped, then coloured by its tone (when colour is on).
+pub fn paint_diff(p: &mut Painted, file: &FileDiff) {
+    for (tone, line) in &file.lines {
+        let colour = match tone {
+            Tone::Header => Some(Colour::Bold),
+            Tone::Hunk => Some(Colour::Cyan),
+            Tone::Delete => Some(Colour::Red),
+            Tone::Insert => Some(Colour::Green),
+            Tone::Context => None,
+        };
+        p.line(colour, line);
+    }
 }

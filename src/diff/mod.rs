@@ -11,4 +11,4 @@ pub mod summary;
 pub mod text;
 
 pub use summary::{Entity, Item, What, summary};
-pub use text::{FileStatus, unified};
+pub use text::{FileStatus, Tone, unified, unified_lines};

@@ -6,18 +6,30 @@ use std::io::Write;
 
 use super::*;
 
+/// A repository as the network git processes of a sync run for it: its
+/// git dir (`--git-dir`) and the directory git itself runs in for it (the
+/// worktree's top, or the git dir of a bare repository), against which a
+/// relative remote URL (`../hub.git`) is resolved, as `git -C DIR fetch`
+/// resolves it, wherever loopx was started (`loopx -C DIR sync`).
+#[derive(Clone, Copy, Debug)]
+pub struct Local<'a> {
+    pub git_dir: &'a Path,
+    pub work_dir: &'a Path,
+}
+
 /// Runs `git ARGS` for sync (with [`IN_SYNC`] set) and returns whatever it
 /// did, successful or not, for the caller to classify. A step that takes
 /// longer than `limit` is stopped (with what it started, such as ssh) and
 /// is a [`NetworkError`]. With `echo`, git's stderr is also copied to
 /// loopx's own as it comes (its progress meters, for a person watching).
 fn network(
-    git_dir: &Path,
+    local: Local<'_>,
     url: &str,
     args: &[&str],
     limit: Duration,
     echo: bool,
 ) -> Result<std::process::Output> {
+    let git_dir = local.git_dir;
     let mut c = git();
     if let Some(ssh) = ssh::shared(git_dir, url) {
         c.env("GIT_SSH_COMMAND", ssh);
@@ -28,6 +40,7 @@ fn network(
     let mut child = c
         .arg("--git-dir")
         .arg(git_dir)
+        .current_dir(local.work_dir)
         .args(args)
         .env(IN_SYNC, "1")
         .stdin(Stdio::null())
@@ -190,14 +203,14 @@ fn is_progress(line: &str) -> bool {
 /// as the fetch goes (`--progress`; for a person at a terminal), else the
 /// fetch is quiet.
 pub fn fetch(
-    git_dir: &Path,
+    local: Local<'_>,
     remote: &str,
     src: &str,
     dst: &str,
     limit: Duration,
     progress: bool,
 ) -> Result<Fetched> {
-    let mut found = fetch_refs(git_dir, remote, &[(src, dst)], limit, progress)?;
+    let mut found = fetch_refs(local, remote, &[(src, dst)], limit, progress)?;
     Ok(found.pop().expect("one answer per ref"))
 }
 
@@ -209,14 +222,14 @@ pub fn fetch(
 /// some were missing (a remote without a ref fails the whole fetch), else
 /// they are [`Fetched::Busy`].
 pub fn fetch_refs(
-    git_dir: &Path,
+    local: Local<'_>,
     remote: &str,
     refs: &[(&str, &str)],
     limit: Duration,
     progress: bool,
 ) -> Result<Vec<Fetched>> {
-    let url = fetch_url(git_dir, remote);
-    fetch_refs_from(git_dir, &url, remote, refs, limit, progress)
+    let url = fetch_url(local.git_dir, remote);
+    fetch_refs_from(local, &url, remote, refs, limit, progress)
 }
 
 /// Where `remote` fetches from, with git's `insteadOf` rules applied (no
@@ -230,24 +243,24 @@ pub fn fetch_url(git_dir: &Path, remote: &str) -> String {
 
 /// [`fetch_refs`] with `remote`'s [`fetch_url`] already known.
 pub fn fetch_refs_from(
-    git_dir: &Path,
+    local: Local<'_>,
     url: &str,
     remote: &str,
     refs: &[(&str, &str)],
     limit: Duration,
     progress: bool,
 ) -> Result<Vec<Fetched>> {
-    let out = fetch_once(git_dir, url, remote, refs, limit, progress)?;
+    let out = fetch_once(local, url, remote, refs, limit, progress)?;
     if out.status.success() {
         // Over ssh, a session kept for the next sync's question
         // ([`kept_tips`]), beside the connection this fetch left open.
-        keep::ensure(git_dir, url);
+        keep::ensure(local.git_dir, url);
         return Ok(refs.iter().map(|_| Fetched::State).collect());
     }
     let failed = network_error(&out);
     let mut args = vec!["ls-remote", remote];
     args.extend(refs.iter().map(|(src, _)| *src));
-    let probe = network(git_dir, url, &args, limit, false)?;
+    let probe = network(local, url, &args, limit, false)?;
     if !probe.status.success() {
         return Err(failed.into());
     }
@@ -261,7 +274,7 @@ pub fn fetch_refs_from(
     let again = if present.is_empty() || present.len() == refs.len() {
         None
     } else {
-        Some(fetch_once(git_dir, url, remote, &present, limit, progress)?)
+        Some(fetch_once(local, url, remote, &present, limit, progress)?)
     };
     Ok(refs
         .iter()
@@ -291,7 +304,7 @@ pub fn kept_tips(
 
 /// One `git fetch` of `refs` (`+src:dst` each).
 fn fetch_once(
-    git_dir: &Path,
+    local: Local<'_>,
     url: &str,
     remote: &str,
     refs: &[(&str, &str)],
@@ -322,7 +335,7 @@ fn fetch_once(
         remote,
     ];
     args.extend(refspecs.iter().map(String::as_str));
-    network(git_dir, url, &args, limit, progress)
+    network(local, url, &args, limit, progress)
 }
 
 /// What the remote said to a push.
@@ -365,14 +378,14 @@ fn lost_race(summary: &str) -> bool {
 /// never `+`: another push meanwhile makes it fail). For
 /// `sync --repair-remote`, a human act.
 pub fn push_lease(
-    git_dir: &Path,
+    local: Local<'_>,
     remote: &str,
     commit: &str,
     dst: &str,
     expected: &str,
     limit: Duration,
 ) -> Result<Pushed> {
-    push_with(git_dir, remote, commit, dst, Some(expected), limit)
+    push_with(local, remote, commit, dst, Some(expected), limit)
 }
 
 /// Pushes `commit` to `remote`'s ref `dst` naming the tip the remote is
@@ -382,7 +395,7 @@ pub fn push_lease(
 /// its "could not parse commit" while a concurrent fetch here is still
 /// unpacking objects).
 pub fn push_expecting(
-    git_dir: &Path,
+    local: Local<'_>,
     remote: &str,
     commit: &str,
     dst: &str,
@@ -390,7 +403,7 @@ pub fn push_expecting(
     limit: Duration,
 ) -> Result<Pushed> {
     push_with(
-        git_dir,
+        local,
         remote,
         commit,
         dst,
@@ -400,7 +413,7 @@ pub fn push_expecting(
 }
 
 fn push_with(
-    git_dir: &Path,
+    local: Local<'_>,
     remote: &str,
     commit: &str,
     dst: &str,
@@ -412,7 +425,7 @@ fn push_with(
         dst: dst.to_owned(),
         expected: lease.map(str::to_owned),
     };
-    let mut answers = push_refs(git_dir, remote, std::slice::from_ref(&one), limit)?;
+    let mut answers = push_refs(local, remote, std::slice::from_ref(&one), limit)?;
     answers.pop().expect("one answer per ref")
 }
 
@@ -431,11 +444,12 @@ pub struct Push {
 /// its own. The answers come in the order of `refs`. The whole call fails
 /// (a [`NetworkError`]) when the remote was not reached.
 pub fn push_refs(
-    git_dir: &Path,
+    local: Local<'_>,
     remote: &str,
     refs: &[Push],
     limit: Duration,
 ) -> Result<Vec<Result<Pushed>>> {
+    let git_dir = local.git_dir;
     let refspecs: Vec<String> = refs
         .iter()
         .map(|p| format!("{}:{}", p.commit, p.dst))
@@ -472,7 +486,7 @@ pub fn push_refs(
             args.extend(leases.iter().map(String::as_str));
             args.push(url.as_str());
             args.extend(refspecs.iter().map(String::as_str));
-            let out = network(git_dir, &url, &args, limit, false)?;
+            let out = network(local, &url, &args, limit, false)?;
             if out.status.success()
                 && ssh::Target::of(&url).is_some()
                 && let Ok(fetch_url) = output(git_dir, &["ls-remote", "--get-url", remote])

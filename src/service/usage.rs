@@ -72,10 +72,38 @@ pub fn read(
                     path.display()
                 ))
             };
-            // The size is checked before reading, and the read stops at the
-            // limit: a device or a pipe (/dev/zero) has no size to check.
-            let file = std::fs::File::open(&path).map_err(cannot)?;
-            if file.metadata().map_err(cannot)?.len() > FILE_LIMIT {
+            // Only a regular file: a FIFO would block the read until a
+            // writer came (forever, for a turn that ends with it), and a
+            // device may never end. Its kind is taken from a stat, before
+            // anything is opened, and again from the file opened without
+            // blocking (the path may have changed in between). The size is
+            // checked before reading, and the read stops at the limit.
+            let not_regular = || {
+                Refusal::usage(
+                    Code::BadUsage,
+                    format!(
+                        "the usage file {} is not a regular file (a FIFO, a device or a directory): a usage file is read only from a regular file",
+                        path.display()
+                    ),
+                )
+                .with_hint("write the runtime's output to a file first, or pass it with --usage JSON; nothing was written")
+            };
+            if !std::fs::metadata(&path).map_err(cannot)?.is_file() {
+                return Err(not_regular().into());
+            }
+            let file = {
+                use std::os::unix::fs::OpenOptionsExt;
+                std::fs::OpenOptions::new()
+                    .read(true)
+                    .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+                    .open(&path)
+                    .map_err(cannot)?
+            };
+            let meta = file.metadata().map_err(cannot)?;
+            if !meta.is_file() {
+                return Err(not_regular().into());
+            }
+            if meta.len() > FILE_LIMIT {
                 return Err(over().into());
             }
             let mut bytes = Vec::new();

@@ -21,6 +21,7 @@ use ssh_key::PublicKey;
 use ssh_key::public::KeyData;
 
 use crate::config::Config;
+use crate::error::{Code, Refusal};
 use crate::store::Store;
 use crate::time::Timestamp;
 
@@ -92,11 +93,7 @@ impl AllowedSigners {
         if out.enforced() {
             if !mark.exists() {
                 // Remembered, so a file that goes away later fails closed.
-                if let Some(dir) = mark.parent() {
-                    let _ = std::fs::create_dir_all(dir);
-                }
-                // Best effort: a read-only clone still reads its state.
-                let _ = std::fs::write(&mark, format!("{}\n", path.display()));
+                keep_mark(&mark, &path)?;
             }
         } else if mark.exists() || unreadable {
             // A file that cannot be read never switches the check off.
@@ -312,6 +309,31 @@ fn parse_time(v: &str) -> Result<Timestamp, String> {
         part(12, 14)
     );
     Timestamp::parse(&text).map_err(|_| bad())
+}
+
+/// Writes the mark that this clone enforces signatures (`file`, the
+/// allowed-signers file, in it). Without the mark a file that goes away
+/// later would switch the check off, so a mark that cannot be written is
+/// an error, never skipped.
+fn keep_mark(mark: &Path, file: &Path) -> Result<()> {
+    let written = mark
+        .parent()
+        .map_or(Ok(()), std::fs::create_dir_all)
+        .and_then(|()| std::fs::write(mark, format!("{}\n", file.display())));
+    written.map_err(|e| {
+        Refusal::error(
+            Code::NoTrustRoot,
+            format!(
+                "cannot keep the mark {} that this clone enforces signatures ({e}): without it, an allowed-signers file that goes away later would switch the check off",
+                mark.display()
+            ),
+        )
+        .with_hint(format!(
+            "make {} a writable folder of this clone's own (remove what is in the way there), then run the command again",
+            mark.parent().unwrap_or(mark).display()
+        ))
+        .into()
+    })
 }
 
 #[cfg(test)]

@@ -89,7 +89,7 @@ pub(super) fn execute(
         Ready::Step(step) => Ok(step),
         Ready::Push(out) => {
             let sent = git::push_expecting(
-                repo.store().common_dir(),
+                super::local(repo),
                 &names.remote,
                 &out.tip.commit.to_string(),
                 repo.state_ref(),
@@ -261,7 +261,7 @@ pub(super) fn push_all(sides: Vec<(&Repo, &Names, Outgoing)>) -> Result<Vec<Resu
         return Ok(Vec::new());
     };
     let (dir, remote, limit) = (
-        first.store().common_dir().to_owned(),
+        super::local(first),
         names.remote.clone(),
         first.config().sync_timeout,
     );
@@ -276,7 +276,7 @@ pub(super) fn push_all(sides: Vec<(&Repo, &Names, Outgoing)>) -> Result<Vec<Resu
         .position(|(r, _, _)| r.state_ref() == crate::tx::goalref::SHARED);
     let answers = match shared {
         Some(s) if sides.len() > 1 => {
-            let shared_answer = git::push_refs(&dir, &remote, &all[s..=s], limit)
+            let shared_answer = git::push_refs(dir, &remote, &all[s..=s], limit)
                 .map_err(|e| push_failed(names, e))?
                 .pop()
                 .expect("one answer per ref");
@@ -288,8 +288,7 @@ pub(super) fn push_all(sides: Vec<(&Repo, &Names, Outgoing)>) -> Result<Vec<Resu
                 .collect();
             let mut rest_answers =
                 if matches!(shared_answer, Ok(Pushed::Accepted | Pushed::UpToDate)) {
-                    git::push_refs(&dir, &remote, &rest, limit)
-                        .map_err(|e| push_failed(names, e))?
+                    git::push_refs(dir, &remote, &rest, limit).map_err(|e| push_failed(names, e))?
                 } else {
                     rest.iter()
                         .map(|_| {
@@ -311,7 +310,7 @@ pub(super) fn push_all(sides: Vec<(&Repo, &Names, Outgoing)>) -> Result<Vec<Resu
                 })
                 .collect()
         }
-        _ => git::push_refs(&dir, &remote, &all, limit).map_err(|e| push_failed(names, e))?,
+        _ => git::push_refs(dir, &remote, &all, limit).map_err(|e| push_failed(names, e))?,
     };
     // Every ref the remote took lands before a refusal of another is
     // reported: its tracking ref and local ref must say what the remote

@@ -104,7 +104,9 @@ pub(super) fn fetch_all_while<R>(
         .map(|((repo, _), dst)| (repo.state_ref(), dst.as_str()))
         .collect();
     let (found, during) = std::thread::scope(|s| {
-        let git = s.spawn(|| git::fetch_refs_from(dir, &url, remote, &refs, limit, progress));
+        let local = super::local(first);
+        let git =
+            s.spawn(move || git::fetch_refs_from(local, &url, remote, &refs, limit, progress));
         let during = meanwhile();
         let found = git
             .join()

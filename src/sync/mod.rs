@@ -267,6 +267,16 @@ pub fn run(repo: &Repo, opts: &Options, progress: Progress) -> Result<Report> {
 }
 
 /// A sync that gave up after [`MAX_ROUNDS`].
+/// The repository as sync's network git processes run for it: its git
+/// dir, and its own directory (not loopx's), where git resolves a relative
+/// remote URL ([`crate::git::Local`]).
+fn local(repo: &Repo) -> crate::git::Local<'_> {
+    crate::git::Local {
+        git_dir: repo.store().common_dir(),
+        work_dir: repo.store().root(),
+    }
+}
+
 fn exhausted(names: &Names, last: &str) -> anyhow::Error {
     Refusal::conflict(
         Code::SyncRetriesExhausted,

@@ -163,7 +163,7 @@ pub fn apply(repo: &Repo, plan: Plan) -> Result<Repair> {
         return Ok(report);
     };
     let pushed = git::push_lease(
-        repo.store().common_dir(),
+        super::local(repo),
         &names.remote,
         &good.to_string(),
         repo.state_ref(),

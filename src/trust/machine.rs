@@ -20,7 +20,11 @@
 
 use std::path::{Path, PathBuf};
 
+use std::os::fd::OwnedFd;
+
 use anyhow::{Context, Result};
+use rustix::fs::{Mode, OFlags};
+use rustix::io::Errno;
 use ssh_key::{HashAlg, LineEnding, PrivateKey, PublicKey};
 
 use super::{Binding, SignedBy};
@@ -34,17 +38,41 @@ pub const SINCE: u32 = 5;
 
 /// Where a clone keeps its machine key.
 pub fn key_path(common_dir: &Path) -> PathBuf {
-    common_dir.join("loopx").join("machine_ed25519")
+    common_dir.join("loopx").join(KEY_FILE)
 }
 
-/// The clone's machine key, if it has one.
+/// The clone's machine key, if it has one. Never read through a symbolic
+/// link, the folder's (`.git/loopx`) or the file's: a key planted where a
+/// link points would sign this clone's ticks.
 pub fn load(common_dir: &Path) -> Result<Option<PrivateKey>> {
     let path = key_path(common_dir);
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+    let dir = path.parent().expect("a key path has a parent");
+    let dirfd = match open_dir(dir) {
+        Ok(Some(fd)) => fd,
+        Ok(None) => return Ok(None),
+        // A linked folder that holds no key gives nothing to read.
+        Err(_) if std::fs::metadata(&path).is_err() => return Ok(None),
+        Err(e) => return Err(e),
     };
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    let file = match rustix::fs::openat(&dirfd, KEY_FILE, flags, Mode::empty()) {
+        Ok(fd) => std::fs::File::from(fd),
+        Err(Errno::NOENT) => return Ok(None),
+        Err(Errno::LOOP) => return Err(linked_key(&path).into()),
+        Err(e) => {
+            return Err(std::io::Error::from(e))
+                .with_context(|| format!("reading {}", path.display()));
+        }
+    };
+    let mut text = String::new();
+    let meta = file
+        .metadata()
+        .with_context(|| format!("reading {}", path.display()))?;
+    if !meta.is_file() {
+        return Err(linked_key(&path).into());
+    }
+    std::io::Read::read_to_string(&mut &file, &mut text)
+        .with_context(|| format!("reading {}", path.display()))?;
     let key = PrivateKey::from_openssh(text.trim_start()).map_err(|e| {
         Refusal::error(
             Code::NoMachineKey,
@@ -57,8 +85,56 @@ pub fn load(common_dir: &Path) -> Result<Option<PrivateKey>> {
     Ok(Some(key))
 }
 
+/// The key file's name in the clone's `loopx` folder.
+const KEY_FILE: &str = "machine_ed25519";
+
+/// The clone's own `loopx` folder under its git dir, opened without
+/// following a symbolic link (None: there is none): a link there is
+/// refused, since the machine key would be written wherever it points (a
+/// folder others may read or replace) and read back from there.
+fn open_dir(dir: &Path) -> Result<Option<OwnedFd>> {
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    match rustix::fs::open(dir, flags, Mode::empty()) {
+        Ok(fd) => Ok(Some(fd)),
+        Err(Errno::NOENT) => Ok(None),
+        Err(Errno::LOOP | Errno::NOTDIR) => Err(linked_dir(dir).into()),
+        Err(e) => {
+            Err(std::io::Error::from(e)).with_context(|| format!("opening {}", dir.display()))
+        }
+    }
+}
+
+fn linked_dir(dir: &Path) -> Refusal {
+    let to = std::fs::read_link(dir)
+        .map(|t| format!(" (to {})", t.display()))
+        .unwrap_or_default();
+    Refusal::error(
+        Code::NoMachineKey,
+        format!(
+            "{} is a symbolic link{to} or not a folder: loopx keeps the machine key only in the clone's own git dir, never where a link points",
+            dir.display()
+        ),
+    )
+    .with_hint(format!(
+        "replace it with a folder of its own (`rm {0} && mkdir {0}`, moving anything you need from the link's target first), then run `loopx machine setup` again; no key was written",
+        dir.display()
+    ))
+}
+
+fn linked_key(path: &Path) -> Refusal {
+    Refusal::error(
+        Code::NoMachineKey,
+        format!(
+            "the machine key {} is a symbolic link or not a regular file: loopx reads the machine key only from a file of its own",
+            path.display()
+        ),
+    )
+    .with_hint("move it away and run `loopx machine setup` to make a new one (then have it admitted)")
+}
+
 /// Makes the clone's machine key (ed25519, from the OS's random source),
-/// written with mode 0600 and never over an existing one.
+/// written with mode 0600 and never over an existing one, nor through a
+/// symbolic link ([`open_dir`]).
 pub fn create(common_dir: &Path) -> Result<PrivateKey> {
     let mut seed = [0u8; 32];
     getrandom::fill(&mut seed).map_err(|e| anyhow::anyhow!("no random source: {e}"))?;
@@ -69,17 +145,18 @@ pub fn create(common_dir: &Path) -> Result<PrivateKey> {
         .to_openssh(LineEnding::LF)
         .map_err(|e| anyhow::anyhow!("encoding the machine key: {e}"))?;
     let path = key_path(common_dir);
-    std::fs::create_dir_all(path.parent().expect("a key path has a parent"))?;
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
+    let dir = path.parent().expect("a key path has a parent");
+    match std::fs::create_dir(dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(e).with_context(|| format!("creating {}", dir.display())),
     }
-    let mut f = options
-        .open(&path)
+    let dirfd = open_dir(dir)?.with_context(|| format!("{} went away", dir.display()))?;
+    let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let fd = rustix::fs::openat(&dirfd, KEY_FILE, flags, Mode::from_raw_mode(0o600))
+        .map_err(std::io::Error::from)
         .with_context(|| format!("creating {}", path.display()))?;
+    let mut f = std::fs::File::from(fd);
     std::io::Write::write_all(&mut f, text.as_bytes())
         .with_context(|| format!("writing {}", path.display()))?;
     f.sync_all().ok();

@@ -22,6 +22,7 @@ mod test_goalrefs;
 mod test_guard_bypass;
 mod test_harden;
 mod test_harden3;
+mod test_harden4;
 mod test_hook;
 mod test_hooks_install;
 mod test_identity;

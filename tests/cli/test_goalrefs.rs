@@ -1419,3 +1419,83 @@ fn on_hub(hub_m: &Machine, r: &str, todo: &str) -> bool {
             .iter()
             .any(|n| n.ends_with(&format!("{todo}.toml")))
 }
+
+/// A guarded hub takes a new goal ref only as the goal-ref half of a split
+/// whose other half it holds (issue 41 item 6e). Pushed with plain git
+/// over `file://`, each a chain of valid ticks: a copy of a goal's ref
+/// under another name, a copy of the shared ref's chain, the single-ref
+/// state from before the split, a state with its own root, and a goal
+/// moved onto its own ref before the tick dropping it from its old ref.
+/// Each is refused (`hub-goal-ref`, exit 3) and nothing moves; then
+/// `loopx sync` pushes the move in order and the hub takes it.
+#[test]
+fn the_hub_takes_a_new_goal_ref_only_as_the_half_of_a_split() {
+    let (env, hub, _, _) = split_team();
+    let m = env.machine();
+    let hub_m = env.machine_in(std::path::PathBuf::from(&hub));
+    m.git(&["remote", "add", "forge", &format!("file://{hub}")]);
+    let hub_refs = || hub_m.git(&["for-each-ref", "refs/loopx/"]);
+    let before = hub_refs();
+    // A state with its own root, fetched here under a branch.
+    let other = TestEnv::with_board();
+    other.add("Another project", &[]);
+    m.git(&[
+        "fetch",
+        "-q",
+        &other.repo.to_string_lossy(),
+        "refs/loopx/state:refs/heads/other",
+    ]);
+    // A goal moved onto its own ref, here only: both halves written.
+    add_docs_on_main(&env);
+    env.loopx(&["goal", "split", "docs"]).ok();
+    let forged = [
+        (
+            format!("{MAIN}:refs/loopx/goals/copy"),
+            "keeps goal main, not copy",
+        ),
+        (
+            format!("{WEB}:refs/loopx/goals/main2"),
+            "keeps goal web, not main2",
+        ),
+        (
+            format!("{SHARED}:refs/loopx/goals/shared"),
+            "no tick of its history splits a goal off",
+        ),
+        (
+            format!("{SHARED}^:refs/loopx/goals/before"),
+            "no tick of its history splits a goal off",
+        ),
+        (
+            "refs/heads/other:refs/loopx/goals/other".to_owned(),
+            "no tick of its history splits a goal off",
+        ),
+        (
+            format!("{DOCS}:{DOCS}"),
+            "the other half of that split (the tick dropping the goal there) is not on this hub",
+        ),
+    ];
+    for (refspec, why) in &forged {
+        let (ok, err) = crate::common::forge::push(&m, "forge", refspec);
+        assert!(!ok, "{refspec} was taken: {err}");
+        assert!(
+            err.contains("is not the goal-ref half of a split") && err.contains(why),
+            "{refspec}: {err}"
+        );
+        assert_eq!(hub_refs(), before, "{refspec} moved a hub ref");
+    }
+    // The guard's own verdict: exit 3, `hub-goal-ref`.
+    let main_tip = hub_m.rev(MAIN).unwrap();
+    let mut c = env.command();
+    c.args(["-C", &hub, "--json", "hub", "pre-receive"]);
+    let line = format!("{} {main_tip} refs/loopx/goals/copy\n", "0".repeat(40));
+    let out = run_stdin(&mut c, line.as_bytes()).code(3);
+    assert_eq!(out.error_code(), "hub-goal-ref", "{}", out.stdout);
+    // Honest work goes on: `loopx sync` pushes the ref the goal leaves
+    // first, then its new ref, and the hub takes both.
+    env.loopx(&["sync"]).ok();
+    for r in [SHARED, MAIN, WEB, DOCS] {
+        assert_eq!(hub_m.rev(r), m.rev(r), "{r}");
+        let v = on(&hub_m, r, None, &["--json", "verify"]).ok().json();
+        assert_eq!(v["ok"], true, "hub {r}: {v}");
+    }
+}

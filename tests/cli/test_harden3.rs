@@ -692,13 +692,45 @@ fn a_usage_file_of_dev_zero_is_refused_in_bounded_memory_in_every_format() {
         let out = g.out.clone().code(2);
         assert!(
             out.stderr
-                .contains("/dev/zero is over 16 MiB (the limit of a usage file)"),
+                .contains("the usage file /dev/zero is not a regular file"),
             "{format}: {}",
             out.stderr
         );
         // 16 MiB read at most, in a buffer that may double once.
         assert!(g.peak_kib < 128 * 1024, "{format}: peak {} KiB", g.peak_kib);
     }
+    // A regular file over the limit is refused from its size, unread.
+    let big = env.root().join("big.json");
+    std::fs::File::create(&big)
+        .unwrap()
+        .set_len(17 << 20)
+        .unwrap();
+    let turn = env
+        .agent("agent-a", &["quota", "should-run", "--json"])
+        .ok()
+        .json()["turn_token"]
+        .as_str()
+        .expect("a turn token")
+        .to_owned();
+    let out = env
+        .agent(
+            "agent-a",
+            &[
+                "quota",
+                "spend-slot",
+                "--turn",
+                &turn,
+                "--usage-file",
+                big.to_str().unwrap(),
+            ],
+        )
+        .code(2);
+    assert!(
+        out.stderr
+            .contains("is over 16 MiB (the limit of a usage file)"),
+        "{}",
+        out.stderr
+    );
 }
 
 #[test]

@@ -12,8 +12,9 @@ use crate::error::{Code, Exit, Refusal};
 ///
 /// Installs a `pre-receive` hook that refuses, for every pushed update of
 /// refs/loopx/*: a deletion, a non-fast-forward, and any pushed commit that
-/// `loopx verify` rejects (each one is re-applied before the ref moves);
-/// and any creation or update of refs/replace/*. The pushing user sees why. An existing `pre-receive` hook is kept as
+/// `loopx verify` rejects (each one is re-applied before the ref moves),
+/// and a new goal ref that is not the half of a split whose other half
+/// the hub holds; and any creation or update of refs/replace/*. The pushing user sees why. An existing `pre-receive` hook is kept as
 /// `pre-receive.loopx-chained` and runs first. The hook calls this loopx
 /// binary by its absolute path: run `hub install` again after moving or
 /// upgrading it. Run it in the hub: `loopx -C hub.git hub install`.

@@ -2,9 +2,11 @@
 //! Reads git's `<old> <new> <ref>` lines from stdin; refuses (exit 3, with
 //! the reason on stderr, which the pushing user sees) any update of
 //! `refs/loopx/*` that deletes a ref, is not a fast-forward, or brings a
-//! commit that is not a valid tick; and any creation or update of a
-//! replacement ref (`refs/replace/*`). Pushed objects are read from git's
-//! quarantine (`GIT_OBJECT_DIRECTORY`, `GIT_ALTERNATE_OBJECT_DIRECTORIES`).
+//! commit that is not a valid tick; a new goal ref that is not the
+//! goal-ref half of a split whose other half the hub holds; and any
+//! creation or update of a replacement ref (`refs/replace/*`). Pushed
+//! objects are read from git's quarantine (`GIT_OBJECT_DIRECTORY`,
+//! `GIT_ALTERNATE_OBJECT_DIRECTORIES`).
 
 use std::io::Read;
 use std::path::PathBuf;
@@ -83,6 +85,7 @@ fn replace_ref(name: &str) -> Refusal {
 fn check(ctx: &Ctx, store: &Store, old: &str, new: &str, name: &str) -> Result<()> {
     let refusal = match verify::update(
         store,
+        name,
         old,
         new,
         crate::time::Timestamp::system_now(),
@@ -103,6 +106,11 @@ fn check(ctx: &Ctx, store: &Store, old: &str, new: &str, name: &str) -> Result<(
             ),
         )
         .with_hint("run `loopx sync`, which replays local ticks onto the hub's; this hub never takes a rewrite of its history"),
+        Err(Update::StrayGoalRef(why)) => Refusal::rule(
+            Code::HubGoalRef,
+            format!("it is not the goal-ref half of a split: {why}"),
+        )
+        .with_hint("a guarded hub takes a new goal ref only from `loopx goal split`, pushed by `loopx sync` after the split's other half; keep a state of its own on a ref outside refs/loopx/goals/"),
         Err(Update::Invalid(f)) => f.refusal(
             "nothing was changed on the hub. Move your state ref back to the hub's tip (`loopx sync` tells you how) and redo the change with loopx commands",
         ),
