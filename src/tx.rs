@@ -389,13 +389,15 @@ fn run_with(
         if op.at > now.plus(skew) {
             return Err(future_tick(op.at, now, skew).into());
         }
-        // Nor one older than its parent by more than the margin: a clock
-        // set back (or a LOOPX_NOW in the past) would write history out of
-        // order. A writer's rule only: sync's replay keeps an op's time.
+        // Nor on a tick this machine's clock has not reached: a clock set
+        // back (or a LOOPX_NOW in the past) would write history out of
+        // order. An op dated earlier only because its command ran long
+        // (a validation, a check) while the clock went on is written as
+        // it is, as sync's replay keeps an op's time: a writer's rule only.
         if let Some(t) = &tip {
             let parent = crate::time::Timestamp::from_unix(repo.store().entry(t.commit)?.time);
-            if parent > op.at.plus(skew) {
-                return Err(behind_parent(op.at, parent, skew).into());
+            if parent > now.plus(skew) && parent > op.at.plus(skew) {
+                return Err(behind_parent(now, parent, skew).into());
             }
         }
         // A human act is signed (against the state it changes; above,
@@ -744,20 +746,20 @@ pub fn future_tick(
     .with_hint("check this machine's clock (and LOOPX_NOW, which moves it); nothing was written")
 }
 
-/// The refusal of an op dated before its parent tick by more than the
-/// skew margin.
+/// The refusal of a tick on a parent this machine's clock has not reached
+/// (by more than the skew margin).
 pub fn behind_parent(
-    at: crate::time::Timestamp,
+    now: crate::time::Timestamp,
     parent: crate::time::Timestamp,
     skew: crate::time::Span,
 ) -> Refusal {
     Refusal::rule(
         Code::ClockBehind,
         format!(
-            "this op is dated {at}, before the last tick ({parent}) by more than the clock-skew margin ({skew}): this machine's clock (or LOOPX_NOW) is behind the state's history"
+            "this machine's clock ({now}) is behind the last tick ({parent}) by more than the clock-skew margin ({skew}): a tick now would write the state's history out of order"
         ),
     )
-    .with_hint("set this machine's clock right (or LOOPX_NOW to a later time); nothing was written")
+    .with_hint("set this machine's clock right (or LOOPX_NOW to a later time); if that tick is dated in this machine's future, `loopx sync --redate` writes it again at this machine's time; nothing was written")
 }
 
 /// The error for a state ref whose lock is stale (or held too long).

@@ -343,8 +343,13 @@ fn a_stopped_loopx_holding_the_queue_is_passed_at_once() {
     // stopped there, as a debugger or a ^Z would.
     let ref_lock = env.repo.join(".git/refs/loopx/state.lock");
     std::fs::write(&ref_lock, "").unwrap();
+    // Its fixed clock is a few minutes on from the ticks made while it is
+    // stopped, as a real clock would have moved on: a writer whose clock
+    // is behind the history is refused (`clock-behind`).
+    let later = crate::common::rfc3339(env.now_secs() + 600);
     let mut stuck = env
         .command()
+        .env("LOOPX_NOW", &later)
         .args(["todo", "add", "Made by the stopped one"])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

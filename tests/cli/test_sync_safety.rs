@@ -202,19 +202,12 @@ fn repair_remote_never_removes_a_tick_only_this_machine_refuses() {
     let a = env.machine();
     let b = env.clone_machine("b", &hub);
     b.loopx(&["sync"]).ok();
-    // b's clock is ahead: its tick is in a's future.
-    crate::common::run(
-        b.command()
-            .env("LOOPX_NOW", "2099-01-01T00:00:00Z")
-            .args(["todo", "add", "Ahead"]),
-    )
-    .ok();
-    crate::common::run(
-        b.command()
-            .env("LOOPX_NOW", "2099-01-01T00:00:00Z")
-            .args(["sync"]),
-    )
-    .ok();
+    // b's tick is in a's future (dated 2099 with plumbing: LOOPX_NOW may
+    // not be ahead of the clock), pushed to the plain hub.
+    b.loopx(&["todo", "add", "Ahead"]).ok();
+    crate::common::forge::redate_tip(&b, 4_070_908_800);
+    let (ok, err) = crate::common::forge::push(&b, "origin", "refs/loopx/state:refs/loopx/state");
+    assert!(ok, "{err}");
     let hub_tip = || {
         git_in(
             std::path::Path::new(&hub),
@@ -329,16 +322,20 @@ fn a_future_dated_tick_is_redated_and_no_work_is_lost() {
     let (env, hub) = team();
     let a = env.clone_machine("a", &hub);
     a.loopx(&["sync"]).ok();
-    let future = crate::common::run(a.command().env("LOOPX_NOW", "2099-01-01T00:00:00Z").args([
-        "todo",
-        "add",
-        "From the future",
-    ]))
-    .ok()
-    .stdout
-    .trim()
-    .to_owned();
+    // A tick dated 2099 (with plumbing: LOOPX_NOW may not be ahead of the
+    // clock), then honest work on top of it (written before it and moved
+    // after it: this clone's writer refuses to write behind its history).
+    let base = a.tip().unwrap();
     let later = a.add("Later, honest work");
+    let honest = a.tip().unwrap();
+    a.git(&["update-ref", "refs/loopx/state", &base]);
+    let future = a.add("From the future");
+    crate::common::forge::redate_tip(&a, 4_070_908_800);
+    let out = a.loopx(&["--json", "todo", "add", "Behind"]).code(3);
+    assert_eq!(out.error_code(), "clock-behind", "{}", out.stderr);
+    assert!(out.stderr.contains("loopx sync --redate"), "{}", out.stderr);
+    let on_top = crate::common::forge::replant(&a, &honest, &a.tip().unwrap());
+    a.git(&["update-ref", "refs/loopx/state", &on_top]);
     let before = a.tip();
     let out = a.loopx(&["sync"]).code(3);
     assert!(out.stderr.contains("[future]"), "{}", out.stderr);

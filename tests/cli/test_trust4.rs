@@ -6,15 +6,7 @@
 use crate::common::forge;
 use crate::common::hubs::{clone, hubs, push_guarded, refused_everywhere};
 use crate::common::keys::{have_openssh, signer};
-use crate::common::{TestEnv, rfc3339, run};
-
-/// Now by this machine's clock, as seconds since the epoch.
-fn system_now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs() as i64
-}
+use crate::common::{TestEnv, rfc3339, run, system_now};
 
 /// Under `signer require`, a clone with no signing key whose git identity
 /// says "Ada Lovelace" wrote unsigned `quota park --of agent-a`, `gate open
@@ -171,16 +163,8 @@ fn a_guard_ignores_the_pushers_clock_and_config() {
     let a = env.machine();
     let start = a.tip().unwrap();
     a.agent("agent-a", &["todo", "add", "From the future"]).ok();
-    forge::amend_tip(&a, |_, p| {
-        let at = p
-            .message
-            .lines()
-            .find(|l| l.starts_with("at = \""))
-            .expect("the op's time")
-            .to_owned();
-        p.message = p.message.replace(&at, "at = \"2099-01-01T00:00:00Z\"");
-        p.date = "4070908800 +0000".to_owned();
-    });
+    // 2099-01-01T00:00:00Z
+    forge::redate_tip(&a, 4_070_908_800);
     let out = std::process::Command::new("git")
         .current_dir(&a.repo)
         .env("LOOPX_NOW", "2099-01-01T00:00:00Z")

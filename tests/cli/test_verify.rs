@@ -332,13 +332,8 @@ pub(crate) fn forged_ops(t: &Team) {
             .env("LOOPX_AGENT", "agent-b")
             .args(["todo", "claim", &t.todo]))
         .ok();
-        forge::amend_tip(b, |_, p| {
-            p.message = p.message.replace(
-                &format!("at = \"{}\"", rfc3339(late)),
-                "at = \"2099-01-01T00:00:00Z\"",
-            );
-            p.date = "4070908800 +0000".to_owned();
-        });
+        // 2099-01-01T00:00:00Z
+        forge::redate_tip(b, 4_070_908_800);
     });
     t.refused("backdated steal of a live lease", "refused", |t, b| {
         // An honest steal once the lease ran out, then moved back to a
@@ -428,16 +423,8 @@ fn verify_checks_a_range_and_names_the_first_bad_commit() {
     // a LOOPX_NOW ahead of the clock is no way to make it come sooner.
     let before = env.tip().unwrap();
     env.add("From the future", &[]);
-    forge::amend_tip(&m, |_, p| {
-        let at = p
-            .message
-            .lines()
-            .find(|l| l.starts_with("at = \""))
-            .expect("the op's time")
-            .to_owned();
-        p.message = p.message.replace(&at, "at = \"2099-01-01T00:00:00Z\"");
-        p.date = "4070908800 +0000".to_owned();
-    });
+    // 2099-01-01T00:00:00Z
+    forge::redate_tip(&m, 4_070_908_800);
     let out = env.loopx(&["verify"]).code(3);
     assert!(out.stderr.contains("[future]"), "{}", out.stderr);
     assert!(

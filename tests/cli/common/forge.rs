@@ -279,3 +279,21 @@ pub fn replant(m: &Machine, forged: &str, onto: &str) -> String {
         .collect();
     tick_on(m, onto, &parts, &refs)
 }
+
+/// The tip amended with plumbing to say it was made at `secs` (its op's
+/// `at` and its commit dates): a tick from the future, which LOOPX_NOW can
+/// no longer make.
+pub fn redate_tip(m: &Machine, secs: i64) {
+    amend_tip(m, |_, p| {
+        let at = p
+            .message
+            .lines()
+            .find(|l| l.starts_with("at = \""))
+            .expect("the op's time")
+            .to_owned();
+        p.message = p
+            .message
+            .replace(&at, &format!("at = \"{}\"", super::rfc3339(secs)));
+        p.date = format!("{secs} +0000");
+    });
+}

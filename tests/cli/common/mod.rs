@@ -23,6 +23,15 @@ use std::sync::atomic::{AtomicI64, Ordering};
 
 use tempfile::TempDir;
 
+/// This machine's clock, in seconds since the epoch: the latest time a
+/// command may be given (LOOPX_NOW may not be ahead of it).
+pub fn system_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("a clock after 1970")
+        .as_secs() as i64
+}
+
 /// 2026-11-30T09:00:00Z, the first command's clock.
 pub const START: i64 = 1_796_029_200;
 
