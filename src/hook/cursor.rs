@@ -20,13 +20,18 @@ pub fn input(event: Event, v: &Value) -> Input {
         .and_then(Value::as_str)
         .filter(|s| !s.is_empty())
         .map(str::to_owned);
-    let command = text(v, "command");
+    // beforeShellExecution is about a shell command only.
+    let (command, command_error) = match event {
+        Event::Tool => super::split(super::command(v.get("command"))),
+        _ => (None, None),
+    };
     Input {
         session: text(v, "conversation_id").or_else(|| text(v, "session_id")),
         cwd: text(v, "cwd").or(roots),
         prompt: text(v, "prompt"),
-        tool: (event == Event::Tool && command.is_some()).then(|| "shell".to_owned()),
+        tool: (event == Event::Tool).then(|| "shell".to_owned()),
         command,
+        command_error,
         stop_active: false,
         stop_aborted: text(v, "status").is_some_and(|s| s != "completed"),
         source: None,

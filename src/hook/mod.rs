@@ -56,8 +56,14 @@ pub struct Input {
     /// The tool's name as the runtime calls it (`Bash`, `run_shell_command`;
     /// `shell` for Cursor's beforeShellExecution).
     pub tool: Option<String>,
-    /// The shell command about to run, when the tool is a shell.
+    /// The shell command about to run, when the tool is a shell: its
+    /// `command`, a string or (some builds) an argv array, joined as shell
+    /// words.
     pub command: Option<String>,
+    /// Why the tool's input holds a command loopx cannot read (a number,
+    /// an object, a `tool_input` string that is not JSON): the guard
+    /// denies a shell tool's call then.
+    pub command_error: Option<String>,
     /// The runtime's stop-loop guard: Claude's and Codex's and Gemini's
     /// `stop_hook_active`.
     pub stop_active: bool,
@@ -162,16 +168,20 @@ pub fn common_input(v: &Value) -> Input {
     let i: CommonInput = serde_json::from_value(v.clone()).unwrap_or_default();
     let command = match &i.tool_input {
         Value::String(s) => serde_json::from_str::<Value>(s)
-            .ok()
-            .and_then(|o| text(&o, "command")),
-        other => text(other, "command"),
+            .map_err(|_| "its tool_input is a string that is not JSON".to_owned())
+            .and_then(|o| command(o.get("command"))),
+        Value::Object(o) => command(o.get("command")),
+        Value::Null => Ok(None),
+        _ => Err("its tool_input is not an object".to_owned()),
     };
+    let (command, command_error) = split(command);
     Input {
         session: i.session_id,
         cwd: i.cwd,
         prompt: i.prompt,
         tool: i.tool_name,
         command,
+        command_error,
         stop_active: i.stop_hook_active,
         stop_aborted: false,
         source: i.source,
@@ -191,6 +201,32 @@ pub fn common_input(v: &Value) -> Input {
             (!parts.is_empty()).then(|| parts.join(" "))
         },
         pid: i.pid,
+    }
+}
+
+/// A tool's `command` field: absent, a string (empty included), or an argv
+/// array of strings, joined as shell words (`["bash", "-lc", "cargo
+/// publish"]` reads `bash -lc 'cargo publish'`); anything else cannot be
+/// read.
+fn command(field: Option<&Value>) -> Result<Option<String>, String> {
+    match field {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(Value::Array(words)) => words
+            .iter()
+            .map(|w| w.as_str().map(installer::shell_word))
+            .collect::<Option<Vec<_>>>()
+            .map(|w| Some(w.join(" ")))
+            .ok_or_else(|| "its command is a list of more than words".to_owned()),
+        Some(_) => Err("its command is not text".to_owned()),
+    }
+}
+
+/// A command read by [`command`] as the two fields of [`Input`].
+fn split(command: Result<Option<String>, String>) -> (Option<String>, Option<String>) {
+    match command {
+        Ok(c) => (c, None),
+        Err(why) => (None, Some(why)),
     }
 }
 

@@ -1,7 +1,8 @@
-//! A hook's stdin, read with its limits: at most [`LIMIT`] bytes, and only
-//! for [`WAIT`] (a runtime that never closes the pipe must not hang its
-//! hook). The reading runs on its own thread, so a reader that blocks is
-//! left behind when the wait is over.
+//! A hook's stdin, read with its limits: at most [`LIMIT`] bytes
+//! ([`GUARD_LIMIT`] for the tool guard's event), and only for [`WAIT`] (a
+//! runtime that never closes the pipe must not hang its hook). The reading
+//! runs on its own thread, so a reader that blocks is left behind when the
+//! wait is over.
 
 use std::io::Read;
 use std::time::Duration;
@@ -10,9 +11,14 @@ use std::time::Duration;
 pub const LIMIT: u64 = 1 << 20;
 pub const WAIT: Duration = Duration::from_secs(2);
 
-/// Reads the process's stdin within [`LIMIT`] and [`WAIT`].
-pub fn read() -> Result<Vec<u8>, String> {
-    read_from(std::io::stdin(), LIMIT, WAIT)
+/// The most stdin the tool guard's event reads: its payload carries the
+/// agent's own text (a command, a file's content), so its size is the
+/// agent's to choose. What is over it is denied, never allowed.
+pub const GUARD_LIMIT: u64 = 16 << 20;
+
+/// Reads the process's stdin within `limit` and [`WAIT`].
+pub fn read(limit: u64) -> Result<Vec<u8>, String> {
+    read_from(std::io::stdin(), limit, WAIT)
 }
 
 /// Reads `input` to its end: an error past `limit` bytes, or when it has
@@ -39,7 +45,7 @@ pub fn read_from<R: Read + Send + 'static>(
     }
 }
 
-/// `1 MiB`, or a number of bytes.
+/// `16 MiB`, or a number of bytes.
 fn size(n: u64) -> String {
     if n >= 1 << 20 && n.is_multiple_of(1 << 20) {
         format!("{} MiB", n >> 20)
@@ -65,6 +71,16 @@ mod tests {
         assert_eq!(
             read_from(std::io::Cursor::new(big), LIMIT, wait),
             Err("stdin is over 1 MiB".to_owned())
+        );
+        let guard = vec![b' '; (GUARD_LIMIT + 1) as usize];
+        assert_eq!(
+            read_from(std::io::Cursor::new(guard[1..].to_vec()), GUARD_LIMIT, wait)
+                .map(|b| b.len()),
+            Ok(GUARD_LIMIT as usize)
+        );
+        assert_eq!(
+            read_from(std::io::Cursor::new(guard), GUARD_LIMIT, wait),
+            Err("stdin is over 16 MiB".to_owned())
         );
     }
 

@@ -294,6 +294,9 @@ mod tests {
             }
         }
         assert!(Runtime::Custom.events().is_empty());
+        for p in SPECS.iter().filter_map(|s| s.plugin) {
+            assert!(p.wires.iter().any(|(w, _)| *w == p.guard_wire), "{p:?}");
+        }
         let plugin: Vec<&str> = PLUGIN_EVENTS.iter().map(|(name, _)| *name).collect();
         assert_eq!(plugin, PLUGIN_EVENT_NAMES);
     }

@@ -353,8 +353,10 @@ const EVENTS: &[(&str, &[&str])] = &[
     ),
 ];
 
+/// Garbage on stdin: one line on stderr, and nothing on stdout but for the
+/// tool guard's event, which fails closed (denies).
 #[test]
-fn garbage_on_stdin_fails_open_for_every_runtime_and_event() {
+fn garbage_on_stdin_fails_open_for_every_event_but_the_guards() {
     let env = TestEnv::with_board();
     let ticks = env.ticks();
     for (runtime, events) in EVENTS {
@@ -365,7 +367,17 @@ fn garbage_on_stdin_fails_open_for_every_runtime_and_event() {
                     garbage.as_bytes(),
                 )
                 .ok();
-                assert_eq!(out.stdout, "", "{runtime} {event} {garbage:?}");
+                let guard = matches!(*event, "PreToolUse" | "beforeShellExecution" | "BeforeTool");
+                match guard {
+                    true => assert!(
+                        out.stdout
+                            .contains("loopx: the tool guard could not check this call")
+                            && out.stdout.contains("deny"),
+                        "{runtime} {event} {garbage:?}: {}",
+                        out.stdout
+                    ),
+                    false => assert_eq!(out.stdout, "", "{runtime} {event} {garbage:?}"),
+                }
                 assert_eq!(
                     out.stderr.lines().count(),
                     1,

@@ -1,14 +1,19 @@
 //! `loopx hook <runtime> <event>`: the one entry point every runtime's hook
 //! (and git's) calls. The front end: it reads the runtime's JSON on stdin
-//! ([`hook::stdin`], at most 1 MiB, for at most 2 s), normalises it
-//! ([`crate::hook`]), opens the store as the session's agent, loads the
-//! state, lets [`hook::decide`] decide, writes the ticks and the session
-//! file ([`hook::session`]), and answers in the runtime's own JSON.
+//! ([`hook::stdin`], at most 1 MiB, 16 MiB for the tool guard's event, for
+//! at most 2 s), normalises it ([`crate::hook`]), opens the store as the
+//! session's agent, loads the state, lets [`hook::decide`] decide, writes
+//! the ticks and the session file ([`hook::session`]), and answers in the
+//! runtime's own JSON.
 //!
 //! It always exits 0 and never prints anything but the answer on stdout:
 //! anything unexpected fails open with one line on stderr. The one place
-//! that fails closed is the opt-in tool guard, when a command it covers
-//! cannot be checked. Only session start and end write ticks (registering
+//! that fails closed is the opt-in tool guard ([`guard_event`]): inside a
+//! loopx repository it denies a call it cannot check (an input over 16
+//! MiB, not closed within 2 s, not JSON, a shell call without a readable
+//! command, a state it cannot read, a panic, not judged within 3 s),
+//! unless a human set
+//! `LOOPX_GUARD=off`. Only session start and end write ticks (registering
 //! the agent, recording the turn's end); a prompt and a tool call only read.
 //! Per-session counters live in `<git common dir>/loopx/hooks/`, never on
 //! the state ref.
@@ -18,6 +23,7 @@ mod usage;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::{Duration, Instant};
 
 use anyhow::{Result, anyhow};
 
@@ -126,20 +132,14 @@ fn run(global: &Global, args: &Args) -> Result<Reply> {
         reply.answer = hub::git_event(global, &env, event, &args.rest)?;
         return Ok(reply);
     }
-    let stdin = hook::stdin::read().map_err(|e| anyhow!(e))?;
-    let input = hook::parse_input(runtime, event, &stdin).map_err(|e| anyhow!(e))?;
-    let caller = crate::ctx::hook_caller(&env, runtime, input.session.as_deref())?;
-    let dir = global.dir.clone().or_else(|| {
-        input
-            .cwd
-            .as_deref()
-            .map(PathBuf::from)
-            .filter(|p| p.is_dir())
-    });
     if event == Event::Tool {
-        reply.answer = tool(dir, caller.as_ref().map(|(a, _)| a), runtime, &input);
+        reply.answer = guard_event(global, &env, runtime, &mut reply.notes);
         return Ok(reply);
     }
+    let stdin = hook::stdin::read(hook::stdin::LIMIT).map_err(|e| anyhow!(e))?;
+    let input = hook::parse_input(runtime, event, &stdin).map_err(|e| anyhow!(e))?;
+    let caller = crate::ctx::hook_caller(&env, runtime, input.session.as_deref())?;
+    let dir = hook_dir(global, &input);
     let Some((agent, named)) = caller else {
         return Err(anyhow!(
             "the hook's input has no session id, so loopx cannot tell which agent this is; set LOOPX_AGENT"
@@ -194,6 +194,21 @@ fn run(global: &Global, args: &Args) -> Result<Reply> {
         Err(e) => return Err(e),
     }
     Ok(reply)
+}
+
+/// Where the hook acts: `-C`, else the payload's `cwd` ([`hook_cwd`]),
+/// else the current directory (None).
+fn hook_dir(global: &Global, input: &Input) -> Option<PathBuf> {
+    global.dir.clone().or_else(|| hook_cwd(input))
+}
+
+/// The payload's `cwd`, when it is a folder.
+fn hook_cwd(input: &Input) -> Option<PathBuf> {
+    input
+        .cwd
+        .as_deref()
+        .map(PathBuf::from)
+        .filter(|p| p.is_dir())
 }
 
 /// Opens the store as the session's agent: the one its start recorded,
@@ -419,16 +434,107 @@ fn prompt(call: &Call) -> Result<Answer> {
     }))
 }
 
-/// Before a shell command runs (opt-in): deny what an open human-only gate
-/// covers. Fails closed only for a command the guard covers whose gates
-/// cannot be read.
-fn tool(dir: Option<PathBuf>, agent: Option<&AgentId>, runtime: Runtime, input: &Input) -> Answer {
-    let (Some(tool), Some(command)) = (input.tool.as_deref(), input.command.as_deref()) else {
-        return Answer::Nothing;
-    };
-    if !runtime.is_shell(tool) || guard::risks(command).is_empty() {
+/// The tool guard's event (opt-in: PreToolUse, beforeShellExecution,
+/// BeforeTool): deny a shell command an open human-only gate covers. It
+/// fails closed: a call it cannot check, because its input is over
+/// [`hook::stdin::GUARD_LIMIT`], did not close within
+/// [`hook::stdin::WAIT`], is not JSON or holds no command it can read
+/// ([`guard::command_of`]), or because judging it panicked or outlasted
+/// [`guard::DEADLINE`] ([`guard::judged`]), is denied with the reason, inside a loopx
+/// repository; outside one the hook still says nothing. A human switches
+/// the guard off for a broken loopx with `LOOPX_GUARD=off` in the runtime's
+/// launch environment (read from the context's environment, `env`).
+fn guard_event(global: &Global, env: &Env, runtime: Runtime, notes: &mut Vec<String>) -> Answer {
+    let started = Instant::now();
+    let switch = env.get(guard::SWITCH);
+    if guard::is_off(switch) {
+        // Read all the same, so the runtime's write does not fail.
+        let _ = hook::stdin::read(hook::stdin::GUARD_LIMIT);
+        notes.push(format!(
+            "loopx hook: the tool guard is off ({}={}); answering nothing.",
+            guard::SWITCH,
+            guard::OFF
+        ));
         return Answer::Nothing;
     }
+    if let Some(value) = switch.filter(|v| *v != "on") {
+        notes.push(format!(
+            "loopx hook: {}={value:?} is neither `on` nor `off`, so the tool guard stays on.",
+            guard::SWITCH
+        ));
+    }
+    let read = guard::judged(started, guard::DEADLINE, move || read_tool(runtime));
+    let (dir, why) = match read.and_then(|r| r) {
+        Err(why) => (global.dir.clone(), why),
+        Ok(input) => {
+            let dir = hook_dir(global, &input);
+            let (at, owned) = (dir.clone(), env.clone());
+            let checked = guard::judged(started, guard::DEADLINE, move || {
+                check_tool(at, &owned, runtime, &input)
+            });
+            match checked.and_then(|c| c) {
+                Ok(answer) => return answer,
+                Err(why) => (dir, why),
+            }
+        }
+    };
+    // Denied only where loopx is in use (or where that cannot be told).
+    let in_use = guard::judged(Instant::now(), IN_USE_WAIT, move || loopx_in_use(dir));
+    if !in_use.unwrap_or(true) {
+        notes.push(format!("loopx hook: {why}; answering nothing."));
+        return Answer::Nothing;
+    }
+    notes.push(format!(
+        "loopx hook: {why}; the tool call is denied ({}={} in the runtime's launch environment switches the guard off).",
+        guard::SWITCH,
+        guard::OFF
+    ));
+    Answer::Deny(format!(
+        "loopx: the tool guard could not check this call ({why}), so it is refused."
+    ))
+}
+
+/// How long the guard waits to learn whether loopx is in use where a call
+/// it could not check runs; past it, the call is denied.
+const IN_USE_WAIT: Duration = Duration::from_secs(1);
+
+/// The tool call's input, read within the guard's limits.
+fn read_tool(runtime: Runtime) -> Result<Input, String> {
+    let stdin = hook::stdin::read(hook::stdin::GUARD_LIMIT)?;
+    hook::parse_input(runtime, Event::Tool, &stdin)
+}
+
+/// Judges the tool call in `dir`: an error says why it cannot be checked.
+fn check_tool(
+    dir: Option<PathBuf>,
+    env: &Env,
+    runtime: Runtime,
+    input: &Input,
+) -> Result<Answer, String> {
+    let Some(command) = guard::command_of(runtime, input)? else {
+        return Ok(Answer::Nothing);
+    };
+    if guard::risks(command).is_empty() {
+        return Ok(Answer::Nothing);
+    }
+    let caller = crate::ctx::hook_caller(env, runtime, input.session.as_deref())
+        .map_err(|e| format!("{e:#}"))?;
+    Ok(tool(dir, caller.as_ref().map(|(a, _)| a), command))
+}
+
+/// Whether loopx is in use at `dir`: a repository with a state. A failure
+/// to tell counts as in use.
+fn loopx_in_use(dir: Option<PathBuf>) -> bool {
+    let tip = Ctx::with(dir, Format::Json, None).and_then(|ctx| tx::tip(&ctx));
+    match tip {
+        Ok(tip) => tip.is_some(),
+        Err(e) => !quiet(&e),
+    }
+}
+
+/// A shell command the guard's table matches: deny it when an open
+/// human-only gate covers it, or when the gates cannot be read.
+fn tool(dir: Option<PathBuf>, agent: Option<&AgentId>, command: &str) -> Answer {
     let cwd = dir.clone();
     let loaded = Ctx::with(dir, Format::Json, agent.map(AgentId::as_str))
         .and_then(|ctx| tx::load(&ctx).map(|s| s.state));

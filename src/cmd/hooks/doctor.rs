@@ -14,7 +14,7 @@ use super::{
 };
 use crate::ctx::Ctx;
 use crate::error::Exit;
-use crate::hook::Runtime;
+use crate::hook::{Runtime, guard};
 
 /// Check the hooks: the loopx they run exists, files parse, known events, timeouts
 ///
@@ -23,7 +23,9 @@ use crate::hook::Runtime;
 /// that every event is one the runtime knows, that no matcher is empty and
 /// that no timeout is longer than the runtime honours. Also says which trust step each runtime needs before its hooks run
 /// (approving Codex hooks, trusting the Gemini folder, …); loopx never
-/// writes another tool's trust settings. Exits 1 when something is wrong.
+/// writes another tool's trust settings. Says where the tool guard is
+/// wired, and when `LOOPX_GUARD=off` in this environment switches it off.
+/// Exits 1 when something is wrong.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     #[command(flatten)]
@@ -52,6 +54,9 @@ pub(super) struct Check {
     /// Whether a hook runs `loopx` by name (found on PATH at run time).
     #[serde(skip)]
     by_name: bool,
+    /// Whether the tool guard's event is wired.
+    #[serde(skip)]
+    guarded: bool,
 }
 
 impl Check {
@@ -64,6 +69,7 @@ impl Check {
             problems: Vec::new(),
             trust: None,
             by_name: false,
+            guarded: false,
         }
     }
 
@@ -105,7 +111,8 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         ok,
         checks,
     };
-    ctx.out.emit(&wire, || human(&wire, wired))?;
+    let guard_off = guard::is_off(ctx.env.get(guard::SWITCH));
+    ctx.out.emit(&wire, || human(&wire, wired, guard_off))?;
     Ok(if ok { Exit::Ok } else { Exit::Error })
 }
 
@@ -141,7 +148,10 @@ pub(super) fn checks(place: &Place, runtimes: &[Runtime]) -> Vec<Check> {
     checks
 }
 
-fn human(w: &Wire, wired: bool) -> String {
+/// The checks in words, and a line on the tool guard where it is wired
+/// or switched off here (`guard_off`: `LOOPX_GUARD=off` in this
+/// environment).
+fn human(w: &Wire, wired: bool, guard_off: bool) -> String {
     let mut s = match &w.loopx {
         Some(p) => format!("loopx on PATH: {p}\n"),
         None if wired => {
@@ -165,6 +175,27 @@ fn human(w: &Wire, wired: bool) -> String {
         if let Some(t) = c.trust {
             s.push_str(&format!("  trust: {t}\n"));
         }
+    }
+    let guarded: Vec<&str> = w
+        .checks
+        .iter()
+        .filter(|c| c.guarded)
+        .map(|c| c.runtime)
+        .collect();
+    let switch = format!("{}={}", guard::SWITCH, guard::OFF);
+    match (guarded.is_empty(), guard_off) {
+        (true, false) => {}
+        (true, true) => s.push_str(&format!(
+            "tool guard: OFF ({switch} here): a runtime started from this environment checks no shell command\n"
+        )),
+        (false, false) => s.push_str(&format!(
+            "tool guard: on for {}; {switch} in a runtime's launch environment switches it off (for a broken loopx)\n",
+            guarded.join(", ")
+        )),
+        (false, true) => s.push_str(&format!(
+            "tool guard: OFF for {} ({switch} here): a runtime started from this environment checks no shell command; unset it to guard again\n",
+            guarded.join(", ")
+        )),
     }
     s
 }
@@ -231,6 +262,10 @@ fn check_json(runtime: Runtime, path: &Path, base: &Path) -> Check {
                 if !c.events.contains(event) {
                     c.events.push(event.clone());
                 }
+                c.guarded |= runtime
+                    .spec()
+                    .settings
+                    .is_some_and(|s| s.guard_event == event);
             }
         }
     }
@@ -259,6 +294,7 @@ fn check_plugin(runtime: Runtime, plugin: &Plugin, path: &Path, base: &Path) -> 
         .filter(|(_, guarded)| guard || !guarded)
         .map(|(event, _)| (*event).to_owned())
         .collect();
+    c.guarded = c.events.iter().any(|e| e == plugin.guard_wire);
     c.settle()
 }
 

@@ -12,14 +12,19 @@
 //! refspec, `HEAD`) is resolved with git, read-only, in that directory.
 //! This stops an honest agent from running what a pending gate is about;
 //! it is not a sandbox: a script, an alias or a renamed binary walks past
-//! it.
+//! it. It fails closed: a call whose command it cannot read
+//! ([`command_of`]) or whose judging panics or outlasts [`DEADLINE`]
+//! ([`judged`]) is denied by the hook, unless a human switched it off
+//! ([`SWITCH`]).
 
 use std::collections::HashMap;
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 mod push;
 mod shell;
 
+use super::{Input, Runtime};
 use crate::model::{AgentId, Gate, GateKind, State};
 use crate::op::{rules, short};
 use push::*;
@@ -154,6 +159,78 @@ pub fn check_in(
         }
     }
     None
+}
+
+/// The variable that switches the guard off for a broken loopx, set by a
+/// human in the runtime's launch environment: [`OFF`] is the one value
+/// that does.
+pub const SWITCH: &str = "LOOPX_GUARD";
+pub const OFF: &str = "off";
+
+/// Whether [`SWITCH`]'s value switches the guard off.
+pub fn is_off(value: Option<&str>) -> bool {
+    value == Some(OFF)
+}
+
+/// The command a tool event's call is about to run, for [`check_in`]:
+/// None when the tool is not the runtime's shell (a `Write` of any size
+/// is not the guard's), else the command; an error saying why when the
+/// input does not let the guard tell (no tool named, a shell call without
+/// a command it can read). The guard judges on these two fields alone.
+pub fn command_of(runtime: Runtime, input: &Input) -> Result<Option<&str>, String> {
+    let Some(tool) = input.tool.as_deref() else {
+        return Err("the hook's input names no tool".to_owned());
+    };
+    if !runtime.is_shell(tool) {
+        return Ok(None);
+    }
+    if let Some(why) = &input.command_error {
+        return Err(format!("the {tool} call's input cannot be read: {why}"));
+    }
+    match input.command.as_deref() {
+        Some(command) => Ok(Some(command)),
+        None => Err(format!("the {tool} call has no command")),
+    }
+}
+
+/// How long the guard's event may take, reading stdin included, before it
+/// denies: within the 5 s the runtimes' templates give the hook, which
+/// they would read as allow.
+pub const DEADLINE: Duration = Duration::from_secs(3);
+
+/// Runs the guard's judging `f` on its own thread, until `deadline` after
+/// `started` (the start of the guard's event): a panic in it, or a
+/// judging not done by then, becomes the error saying so, for the caller
+/// to deny (the guard fails closed). A thread still judging is left
+/// behind.
+pub fn judged<T: Send + 'static>(
+    started: Instant,
+    deadline: Duration,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, String> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+        let _ = tx.send(r.map_err(|panic| {
+            panic
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a panic".to_owned())
+        }));
+    });
+    let left = deadline.saturating_sub(started.elapsed());
+    match rx.recv_timeout(left) {
+        Ok(Ok(t)) => Ok(t),
+        Ok(Err(what)) => Err(format!("loopx failed while checking it: {what}")),
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => Err(format!(
+            "loopx did not finish checking it within {} s",
+            deadline.as_secs_f64()
+        )),
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+            Err("loopx failed while checking it".to_owned())
+        }
+    }
 }
 
 /// Everything in `command` the table matches, in order.
@@ -702,5 +779,109 @@ mod tests {
             push_destinations(&push("git push deploy HEAD"), &configured),
             ["feature"]
         );
+    }
+
+    #[test]
+    fn the_guard_judges_a_shell_calls_command_and_refuses_one_it_cannot_read() {
+        let parse = |runtime: Runtime, event, json: &str| {
+            crate::hook::parse_input(runtime, event, json.as_bytes()).unwrap()
+        };
+        let claude = |json: &str| parse(Runtime::ClaudeCode, crate::hook::Event::Tool, json);
+        let bash = claude(r#"{"tool_name":"Bash","tool_input":{"command":"cargo publish"}}"#);
+        assert_eq!(
+            command_of(Runtime::ClaudeCode, &bash),
+            Ok(Some("cargo publish"))
+        );
+        // An argv array is read as shell words; its `-lc` script is split.
+        let argv = claude(
+            r#"{"tool_name":"shell","tool_input":{"command":["bash","-lc","cargo publish --dry-run"]}}"#,
+        );
+        let command = command_of(Runtime::Codex, &argv).unwrap().unwrap();
+        assert_eq!(command, "bash -lc 'cargo publish --dry-run'");
+        assert_eq!(what(command), ["cargo publish"]);
+        // The input of a tool that is not the shell is not the guard's.
+        let write = claude(r#"{"tool_name":"Write","tool_input":{"file_path":"a","content":7}}"#);
+        assert_eq!(command_of(Runtime::ClaudeCode, &write), Ok(None));
+        let empty = claude(r#"{"tool_name":"Bash","tool_input":{"command":""}}"#);
+        assert_eq!(command_of(Runtime::ClaudeCode, &empty), Ok(Some("")));
+        for (json, why) in [
+            (
+                r#"{"tool_input":{"command":"ls"}}"#,
+                "the hook's input names no tool",
+            ),
+            (
+                r#"{"tool_name":"Bash","tool_input":{}}"#,
+                "the Bash call has no command",
+            ),
+            (
+                r#"{"tool_name":"Bash","tool_input":{"command":42}}"#,
+                "the Bash call's input cannot be read: its command is not text",
+            ),
+            (
+                r#"{"tool_name":"Bash","tool_input":{"command":["cargo",1]}}"#,
+                "the Bash call's input cannot be read: its command is a list of more than words",
+            ),
+            (
+                r#"{"tool_name":"Bash","tool_input":"cargo publish"}"#,
+                "the Bash call's input cannot be read: its tool_input is a string that is not JSON",
+            ),
+            (
+                r#"{"tool_name":"Bash","tool_input":[1]}"#,
+                "the Bash call's input cannot be read: its tool_input is not an object",
+            ),
+        ] {
+            assert_eq!(
+                command_of(Runtime::ClaudeCode, &claude(json)),
+                Err(why.to_owned()),
+                "{json}"
+            );
+        }
+        // Cursor's event is about a shell command only.
+        let cursor = |json: &str| parse(Runtime::Cursor, crate::hook::Event::Tool, json);
+        assert_eq!(
+            command_of(Runtime::Cursor, &cursor(r#"{"command":"npm publish"}"#)),
+            Ok(Some("npm publish"))
+        );
+        assert_eq!(
+            command_of(Runtime::Cursor, &cursor(r#"{"cwd":"/w"}"#)),
+            Err("the shell call has no command".to_owned())
+        );
+    }
+
+    #[test]
+    fn a_panic_or_a_judging_past_the_deadline_becomes_the_reason_to_deny() {
+        let long = Duration::from_secs(60);
+        let now = Instant::now();
+        assert_eq!(judged(now, long, || 7), Ok(7));
+        let boom: Result<(), String> = judged(now, long, || panic!("boom"));
+        assert_eq!(boom, Err("loopx failed while checking it: boom".to_owned()));
+        let formatted: Result<(), String> = judged(now, long, || panic!("{} words", 2));
+        assert_eq!(
+            formatted,
+            Err("loopx failed while checking it: 2 words".to_owned())
+        );
+        let started = Instant::now();
+        let slow = judged(started, Duration::from_millis(20), || {
+            std::thread::sleep(Duration::from_secs(3600));
+        });
+        assert_eq!(
+            slow,
+            Err("loopx did not finish checking it within 0.02 s".to_owned())
+        );
+        // The deadline counts from the event's start, not the call's.
+        let spent = Instant::now() - Duration::from_secs(5);
+        let late = judged(spent, Duration::from_secs(4), || 7);
+        assert!(
+            late == Ok(7) || late == Err("loopx did not finish checking it within 4 s".to_owned())
+        );
+        assert!(started.elapsed() < Duration::from_secs(10));
+    }
+
+    #[test]
+    fn only_off_switches_the_guard_off() {
+        assert!(is_off(Some("off")));
+        for value in [None, Some("on"), Some("0"), Some("OFF "), Some("false")] {
+            assert!(!is_off(value), "{value:?}");
+        }
     }
 }

@@ -45,6 +45,8 @@ pub struct Plugin {
     /// The runtime's events the file hooks, as `hooks doctor` lists them;
     /// true: only with the guard.
     pub wires: &'static [(&'static str, bool)],
+    /// The one of [`Plugin::wires`] that runs the tool guard.
+    pub guard_wire: &'static str,
     /// An npm package the runtime installs into the plugin's folder at
     /// every start unless it is there (OpenCode's `@opencode-ai/plugin`):
     /// install puts it there once, with the runtime's own version.

@@ -279,6 +279,7 @@ pub const SPECS: [Spec; 8] = [
                 ("tool.execute.before", false),
                 ("session.idle", false),
             ],
+            guard_wire: "tool.execute.before",
             dependency: Some("@opencode-ai/plugin"),
         }),
         trust: Some(Trust::same(
@@ -316,6 +317,7 @@ pub const SPECS: [Spec; 8] = [
                 ("session_shutdown", false),
                 ("session_compact", false),
             ],
+            guard_wire: "tool_call",
             dependency: None,
         }),
         trust: Some(Trust::same(
