@@ -283,3 +283,45 @@ fn the_team_sets_its_lease_and_prices() {
     assert_eq!(usage["usage"]["cost_usd"], 30.0, "{usage}");
     assert_eq!(usage["usage"]["estimated"], true, "{usage}");
 }
+
+/// Hooks keep exiting 0 under a LOOPX_NOW ahead of the clock: the tool
+/// guard's event denies every call, saying why; other events answer
+/// nothing and say why on stderr.
+#[test]
+fn hooks_under_a_clock_ahead_deny_tools_and_answer_nothing_else() {
+    let env = TestEnv::with_board();
+    let tomorrow = rfc3339(system_now() + 86_400);
+    let dir = env.repo.to_str().unwrap().to_owned();
+    let tool = format!(
+        r#"{{"session_id":"s1","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{{"command":"ls"}},"cwd":"{dir}"}}"#
+    );
+    let out = crate::common::run_stdin(
+        env.command()
+            .env("LOOPX_NOW", &tomorrow)
+            .args(["hook", "claude-code", "PreToolUse"]),
+        tool.as_bytes(),
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let v: serde_json::Value = serde_json::from_str(out.stdout.trim()).unwrap();
+    assert_eq!(v["hookSpecificOutput"]["permissionDecision"], "deny", "{v}");
+    assert!(
+        v.to_string().contains("never in the future"),
+        "the reason: {v}"
+    );
+    let start = format!(r#"{{"session_id":"s1","hook_event_name":"SessionStart","cwd":"{dir}"}}"#);
+    let out = crate::common::run_stdin(
+        env.command()
+            .env("LOOPX_NOW", &tomorrow)
+            .args(["hook", "claude-code", "SessionStart"]),
+        start.as_bytes(),
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.stdout, "", "nothing answered");
+    assert!(out.stderr.contains("never in the future"), "{}", out.stderr);
+    // With the clock right, the same call passes.
+    let out = crate::common::run_stdin(
+        env.command().args(["hook", "claude-code", "PreToolUse"]),
+        tool.as_bytes(),
+    );
+    assert_eq!((out.code, out.stdout.as_str()), (0, ""), "{}", out.stderr);
+}

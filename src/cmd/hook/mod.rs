@@ -464,8 +464,18 @@ fn guard_event(global: &Global, env: &Env, runtime: Runtime, notes: &mut Vec<Str
         ));
     }
     let read = guard::judged(started, guard::DEADLINE, move || read_tool(runtime));
+    // A clock fixed ahead of this machine's (LOOPX_NOW) is refused by every
+    // command; here it refuses every call, since nothing can be judged at
+    // a time that has not come.
+    let clock = env
+        .get("LOOPX_NOW")
+        .and_then(|v| crate::ctx::fixed_now(v).err())
+        .map(|r| r.message);
     let (dir, why) = match read.and_then(|r| r) {
         Err(why) => (global.dir.clone(), why),
+        Ok(input) if clock.is_some() => {
+            (hook_dir(global, &input), clock.expect("checked just above"))
+        }
         Ok(input) => {
             let dir = hook_dir(global, &input);
             let (at, owned) = (dir.clone(), env.clone());
