@@ -90,21 +90,25 @@ pub fn fill(u: &mut Usage, price_of: impl Fn(&str) -> Option<Price>) -> Option<O
 }
 
 /// The team's price for `model` (`settings set --price`, in the state): its
-/// own row, or the row of the id it adds a date (`-20250929`) or `-latest`
-/// to. It comes before git config and the shipped table, so every clone
+/// own row, or the row of the id it adds a date (`-20250929`,
+/// `-2025-09-29`) or `-latest` to. It comes before git config and the shipped table, so every clone
 /// prices a turn alike.
 pub fn team(team: &std::collections::BTreeMap<String, TeamPrice>, model: &str) -> Option<Price> {
+    let dated = |rest: &str| {
+        let digits = |d: &str| d.bytes().all(|b| b.is_ascii_digit());
+        let d = rest.strip_prefix('-').unwrap_or_default();
+        rest == "-latest"
+            || (d.len() == 8 && digits(d))
+            || (d.len() == 10
+                && d.as_bytes()[4] == b'-'
+                && d.as_bytes()[7] == b'-'
+                && digits(&d[..4])
+                && digits(&d[5..7])
+                && digits(&d[8..]))
+    };
     let row = team.get(model).or_else(|| {
         team.iter()
-            .filter(|(k, _)| {
-                model.strip_prefix(k.as_str()).is_some_and(|rest| {
-                    rest == "-latest"
-                        || rest.strip_prefix('-').is_some_and(|d| {
-                            d.len() >= 6 && d.bytes().all(|b| b.is_ascii_digit() || b == b'-')
-                        })
-                })
-            })
-            .max_by_key(|(k, _)| k.len())
+            .find(|(k, _)| model.strip_prefix(k.as_str()).is_some_and(dated))
             .map(|(_, p)| p)
     })?;
     Some(Price {
@@ -130,12 +134,29 @@ mod tests {
         for id in [
             "claude-opus-5-5",
             "claude-opus-5-5-20261101",
+            "claude-opus-5-5-2026-11-01",
             "claude-opus-5-5-latest",
         ] {
             let p = team(&rows, id).unwrap_or_else(|| panic!("{id}"));
             assert_eq!((p.input, p.output, p.cached_input), (5.0, 25.0, 5.0));
         }
         for id in ["claude-opus-5", "claude-opus-5-5-fast", "claude-opus-5-5x"] {
+            assert!(team(&rows, id).is_none(), "{id}");
+        }
+        // A version is no date: `claude-opus-5` is not `claude-opus-5-5-…`.
+        let rows = std::collections::BTreeMap::from([(
+            "claude-opus-5".to_owned(),
+            TeamPrice {
+                input: 15.0,
+                output: 75.0,
+                cached_input: None,
+            },
+        )]);
+        for id in [
+            "claude-opus-5-5-20261101",
+            "claude-opus-5-5",
+            "claude-opus-5-123456",
+        ] {
             assert!(team(&rows, id).is_none(), "{id}");
         }
     }

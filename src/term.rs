@@ -61,7 +61,7 @@ impl Painted {
         self.text.push_str(&safe(text));
     }
 
-    /// Adds one line as [`line`] shows it (a newline in it shown as
+    /// Adds one line as [`line()`] shows it (a newline in it shown as
     /// `\n`), in `colour` when colour is on, then a newline.
     pub fn line(&mut self, colour: Option<Colour>, text: &str) {
         match colour.filter(|_| self.colour) {

@@ -62,7 +62,7 @@ pub fn init(ctx: &Ctx, op: Op) -> Result<Committed> {
 /// An operation by the current actor, now, with a fresh op id
 /// ([`crate::tx::op`]); the writer is told on stderr when its text was
 /// redacted. A new agent or goal id that looks like a secret is refused
-/// ([`secret_id`]).
+/// (`secret_id`).
 pub fn op(ctx: &Ctx, change: Change) -> Result<Op, Refusal> {
     secret_id(&change)?;
     let Stamped { op, redacted } = crate::tx::op(ctx.actor()?, ctx.now, &ctx.ids, change)?;

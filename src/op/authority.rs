@@ -1,5 +1,5 @@
 //! Who may write each kind of op: declared beside the kind in the op table
-//! (`change.rs`), decided here, and asked by [`super::dispatch`] for every
+//! (`change.rs`), decided here, and asked by `op::dispatch` for every
 //! op and every step of a `settle`, so the writer, sync's replay, `verify`
 //! and the hub guard judge it alike; the signature rules (`trust`) ask the
 //! same function which acts are a human's. There is no other list.
@@ -99,8 +99,8 @@ pub(super) fn retires(_: &State, op: &Op) -> Who {
     }
 }
 
-/// `turn.settle`: a human's when any step is; otherwise an agent's (it
-/// closes an agent's turn).
+/// `turn.settle`: a human's when any step is; otherwise its steps decide,
+/// each judged as it applies (an agent-only step refuses a human there).
 pub(super) fn settles(state: &State, op: &Op) -> Who {
     let Change::Settle(Settle { steps, .. }) = &op.change else {
         return Who::Either;
@@ -112,7 +112,7 @@ pub(super) fn settles(state: &State, op: &Op) -> Who {
     if steps.iter().any(|c| who(state, &step(c)) == Who::Human) {
         Who::Human
     } else {
-        Who::Agent
+        Who::Either
     }
 }
 
@@ -213,7 +213,7 @@ fn humans_only(state: &State, op: &Op, id: &str) -> Refusal {
 fn agents_only(op: &Op) -> Refusal {
     let act = match op.change.authority() {
         Authority::Agent(act) => act,
-        _ => "settle a turn",
+        _ => op.change.kind(),
     };
     Refusal::rule(
         Code::AgentsOnly,
@@ -279,7 +279,7 @@ machine.admit Human Human
 machine.revoke Human Human
 goal.split Human Human
 settings.set Human Human
-turn.settle Agent Agent
+turn.settle Either Either
 ";
         assert_eq!(got, want);
     }

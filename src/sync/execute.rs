@@ -353,9 +353,9 @@ pub(super) fn write_replay(
             }
             None => Vec::new(),
         };
-        // A record of a lost op is new, made here in its actor's name:
-        // signed with this clone's machine key, or its human's key
-        // (replayed ops keep theirs).
+        // A record of a lost op is new, made here in its actor's name: an
+        // agent's is signed with this clone's machine key (replayed ops
+        // keep theirs).
         let mut op = step.op;
         if step.replayed_from.is_none() {
             crate::trust::sign_record(repo, &tip, &state, &mut op)?;

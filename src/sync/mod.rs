@@ -266,7 +266,6 @@ pub fn run(repo: &Repo, opts: &Options, progress: Progress) -> Result<Report> {
     Err(exhausted(&names, &last))
 }
 
-/// A sync that gave up after [`MAX_ROUNDS`].
 /// The repository as sync's network git processes run for it: its git
 /// dir, and its own directory (not loopx's), where git resolves a relative
 /// remote URL ([`crate::git::Local`]).
@@ -277,6 +276,7 @@ fn local(repo: &Repo) -> crate::git::Local<'_> {
     }
 }
 
+/// A sync that gave up after [`MAX_ROUNDS`].
 fn exhausted(names: &Names, last: &str) -> anyhow::Error {
     Refusal::conflict(
         Code::SyncRetriesExhausted,

@@ -134,7 +134,7 @@ fn linked_key(path: &Path) -> Refusal {
 
 /// Makes the clone's machine key (ed25519, from the OS's random source),
 /// written with mode 0600 and never over an existing one, nor through a
-/// symbolic link ([`open_dir`]).
+/// symbolic link (`open_dir`).
 pub fn create(common_dir: &Path) -> Result<PrivateKey> {
     let mut seed = [0u8; 32];
     getrandom::fill(&mut seed).map_err(|e| anyhow::anyhow!("no random source: {e}"))?;

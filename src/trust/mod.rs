@@ -111,7 +111,8 @@ pub const AUTHORITY_SINCE: u32 = 7;
 /// human act that a signature must back where signatures are enforced.
 /// From format 7: the op table says only a human may write it
 /// ([`op::authority::who`]), or its actor is a human and the state's policy
-/// requires human signatures; never the root tick (`init`). Before: the list those formats were written
+/// requires human signatures (but for the records loopx writes by itself,
+/// `loopx_record`); never the root tick (`init`). Before: the list those formats were written
 /// under, kept as it was so no honest tick is judged again.
 pub fn is_human_act(before: &State, op: &Op, format: u32) -> bool {
     if format >= AUTHORITY_SINCE {
@@ -119,10 +120,28 @@ pub fn is_human_act(before: &State, op: &Op, format: u32) -> bool {
         // announced for a state that does not exist yet.
         !matches!(op.change, Change::Init(_))
             && (op::authority::who(before, op) == op::authority::Who::Human
-                || (op.actor.is_human() && before.meta.settings.signatures.humans()))
+                || (op.actor.is_human()
+                    && before.meta.settings.signatures.humans()
+                    && !loopx_record(op)))
     } else {
         human_act_before_7(before, op)
     }
+}
+
+/// A record loopx writes by itself in an actor's name, holding no authority:
+/// a notification's mark (`gate.notified`, written by the background
+/// runner) and sync's record of a lost op (`sync-rejected` evidence,
+/// written by whichever process synced). Neither is signed by a human, so
+/// neither is held to "every human tick is signed".
+fn loopx_record(op: &Op) -> bool {
+    matches!(
+        op.change,
+        Change::GateNotified(_)
+            | Change::EvidenceAdd(crate::op::EvidenceAdd {
+                kind: crate::model::EvidenceKind::SyncRejected,
+                ..
+            })
+    )
 }
 
 /// The human acts of formats 1 to 6: the who-may table's human-only rows
@@ -158,40 +177,20 @@ fn human_act_before_7(before: &State, op: &Op) -> bool {
 }
 
 /// Signs an op this clone makes outside a live tick (sync's record of a
-/// local op that lost, written in its actor's name), when it is unsigned:
-/// an agent's with the clone's machine key, a human's with the human's
-/// configured key when it is a human act (from format 7, under a policy
-/// requiring human signatures, every human tick). Replayed ops are never
-/// re-signed: they keep the signature they were written with.
+/// local op that lost, written in its actor's name) when it is an agent's:
+/// with the clone's machine key. A human's record stays unsigned (no
+/// agent's process signs with a human's key; it is a `loopx_record`).
+/// Replayed ops are never re-signed: they keep their signature.
 pub fn sign_record(
     repo: &Repo,
     tip: &crate::store::Tip,
     before: &State,
     op: &mut Op,
 ) -> anyhow::Result<()> {
-    if op.signature.is_some() {
+    if op.signature.is_some() || op.actor.agent().is_none() {
         return Ok(());
     }
-    if op.actor.agent().is_some() {
-        return machine::sign_record(repo.store(), tip, before, op);
-    }
-    if !wants_signature(before, op) {
-        return Ok(());
-    }
-    let Some(key) = sign::configured(repo) else {
-        return Ok(());
-    };
-    let binding = Binding::live(lineage::state_id(repo.store(), Some(tip.commit))?);
-    let mut after = before.clone();
-    if op::apply(&mut after, op).is_err() {
-        return Ok(());
-    }
-    op.signature = Some(sign::sign(
-        repo,
-        &key,
-        &record(before, &after, op, &binding),
-    )?);
-    Ok(())
+    machine::sign_record(repo.store(), tip, before, op)
 }
 
 /// Whether a human's op should be signed when signing is configured: a
@@ -890,7 +889,10 @@ mod tests {
         let mut policy = State::default();
         policy.meta.settings.signatures = crate::model::Signatures::Humans;
         let open = State::default();
-        for c in every_change().into_iter().filter(|c| c.kind() != "init") {
+        for c in every_change()
+            .into_iter()
+            .filter(|c| !matches!(c.kind(), "init" | "gate.notified"))
+        {
             let o = op(human(), "2026-01-01T09:00:00Z", c.clone());
             assert!(
                 is_human_act(&policy, &o, AUTHORITY_SINCE),

@@ -8,7 +8,7 @@
 //!
 //! It always exits 0 and never prints anything but the answer on stdout:
 //! anything unexpected fails open with one line on stderr. The one place
-//! that fails closed is the opt-in tool guard ([`guard_event`]): inside a
+//! that fails closed is the opt-in tool guard (`guard_event`): inside a
 //! loopx repository it denies a call it cannot check (an input over 16
 //! MiB, not closed within 2 s, not JSON, a shell call without a readable
 //! command, a state it cannot read, a panic, not judged within 3 s),
