@@ -13,14 +13,10 @@ use crate::common::nginx::{self, Nginx};
 use crate::common::{Machine, Output, TestEnv, run};
 use crate::test_verify;
 
-/// The clock the server's hooks read: a day after the tests' own (their
-/// ticks are then never in the hub's future, whatever this machine's date).
-const HUB_NOW: (&str, &str) = ("LOOPX_NOW", "2026-12-01T00:00:00Z");
-
 /// A board (goal `main`, agents `agent-a`, `agent-b`, `agent-c`) pushed
 /// through nginx to a guarded hub, and two more clones of it.
 fn served_team(env: &TestEnv) -> (Nginx, String) {
-    let server = Nginx::start(env, &[HUB_NOW]);
+    let server = Nginx::start(env, &[]);
     let hub = PathBuf::from(env.hub("hub.git"));
     env.loopx(&["-C", hub.to_str().unwrap(), "hub", "install"])
         .ok();
@@ -142,7 +138,7 @@ fn through_nginx_the_guard_refuses_every_forgery() {
         return;
     }
     let env = TestEnv::with_board();
-    let server = Nginx::start(&env, &[HUB_NOW]);
+    let server = Nginx::start(&env, &[]);
     let t = test_verify::team_with(&env, |guarded| {
         server.serve(guarded);
         server.url("guarded.git")

@@ -484,15 +484,32 @@ fn the_hub_guard_refuses_through_the_kept_session_in_git_pushs_words() {
         return;
     }
     let env = TestEnv::with_board();
-    // The hub's clock is years behind the clones': the guard refuses every
-    // new tick as written in its future.
-    let server = Sshd::start_with(&env, true, &[("LOOPX_NOW", "2020-01-01T00:00:00Z")]);
+    let server = Sshd::start_with(&env, true, &[]);
     let (a, _c, url) = team(&env, &server);
     let hub = PathBuf::from(env.hub("hub.git"));
     env.loopx(&["-C", hub.to_str().unwrap(), "hub", "install"])
         .ok();
     let before = hub_tip(&hub);
-    a.add("refused by the guard");
+    // The hub trusts a signer and the clone does not: the clone writes an
+    // unsigned human act the hub refuses (a hub clock set back no longer
+    // does it: the guard judges "future" by the system clock).
+    let key = crate::common::keys::keygen(&env, "hub-signer");
+    let signers = env.root().join("hub_allowed_signers");
+    std::fs::write(
+        &signers,
+        format!("ada {}", std::fs::read_to_string(&key).unwrap()),
+    )
+    .unwrap();
+    git_in(
+        &hub,
+        &[
+            "config",
+            "loopx.allowedSignersFile",
+            signers.to_str().unwrap(),
+        ],
+    );
+    a.loopx(&["goal", "add", "docs", "--objective", "Refused by the guard"])
+        .ok();
     push_ready(&a.repo, &url);
     let (_, pushed, _) = keeper_status(&a.repo, &url);
     let (kept, gits) = traced(&a, &server, &["sync"]);
@@ -501,7 +518,7 @@ fn the_hub_guard_refuses_through_the_kept_session_in_git_pushs_words() {
     assert_ne!(kept.code, 0, "{kept:#?}");
     assert!(
         kept.stderr.contains("loopx hub: refusing refs/loopx/state")
-            && kept.stderr.contains("[future]"),
+            && kept.stderr.contains("[signature]"),
         "{}",
         kept.stderr
     );
