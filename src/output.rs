@@ -180,11 +180,6 @@ impl Out {
         self.format == Format::Json
     }
 
-    /// Whether stdout takes ANSI colour.
-    pub fn color(&self) -> bool {
-        self.color
-    }
-
     /// Writes `data` as JSON, or the human text, to stdout.
     pub fn emit<T: Serialize>(&self, data: &T, human: impl FnOnce() -> String) -> io::Result<()> {
         self.emit_painted(data, |p| p.push(&human()))
