@@ -94,7 +94,7 @@ fn thresholds() -> (usize, usize) {
         return (from, (from / 4).max(1));
     }
     static SET: OnceLock<Option<(usize, usize)>> = OnceLock::new();
-    let set = SET.get_or_init(|| parse_override(&std::env::var(SHARD_VAR).ok()?));
+    let set = SET.get_or_init(|| parse_override(crate::env::Env::process().get(SHARD_VAR)?));
     set.unwrap_or((SHARD_FROM, PER_SHARD))
 }
 

@@ -3,13 +3,13 @@
 //! at flags or environment variables again.
 
 use std::cell::{OnceCell, RefCell};
-use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use sha2::{Digest, Sha256};
 
 use crate::config::Config;
+pub use crate::env::Env;
 use crate::error::{Code, Refusal};
 pub use crate::ids::IdGen;
 pub use crate::model::Caller;
@@ -23,90 +23,6 @@ use crate::time::Timestamp;
 /// The identity recorded when a human has no git identity.
 pub const FALLBACK_HUMAN: (&str, &str) = ("unknown human", "human@loopx.invalid");
 pub use crate::repo::FALLBACK_COMMITTER;
-
-/// Environment variables loopx reads, captured once.
-#[derive(Clone, Debug, Default)]
-pub struct Env {
-    vars: BTreeMap<String, String>,
-    /// Variables loopx cares about whose values are not valid UTF-8: an
-    /// identity variable among them is an error, never a human.
-    not_utf8: BTreeSet<String>,
-}
-
-impl Env {
-    /// The variables loopx cares about from the process environment.
-    pub fn capture() -> Self {
-        let mut env = Env::default();
-        for (k, v) in std::env::vars_os() {
-            let Ok(k) = k.into_string() else { continue };
-            let wanted = k.starts_with("LOOPX_")
-                || k == "NO_COLOR"
-                || k == "PAGER"
-                || k == "HOME"
-                // What chooses git's config files (`crate::fast` keys its
-                // settings by them).
-                || crate::fast::keyed_var(&k)
-                || k == "PATH"
-                || k.starts_with("CLAUDE")
-                || k.starts_with("CODEX_")
-                || k.starts_with("GEMINI_")
-                || k.starts_with("CURSOR_")
-                || k.starts_with("OPENCODE")
-                // Set by loopx's Pi extension.
-                || k == "PI_SESSION_ID"
-                // Where a pre-receive hook finds the pushed objects.
-                || k == "GIT_OBJECT_DIRECTORY"
-                || k == "GIT_ALTERNATE_OBJECT_DIRECTORIES"
-                || k == "GIT_QUARANTINE_PATH";
-            if !wanted {
-                continue;
-            }
-            match v.into_string() {
-                Ok(v) => env.vars.insert(k, v),
-                Err(_) => {
-                    env.not_utf8.insert(k);
-                    None
-                }
-            };
-        }
-        env
-    }
-
-    /// Refuses (exit 2) when `key` is set but not valid UTF-8.
-    fn utf8(&self, key: &str) -> Result<(), Refusal> {
-        if self.not_utf8.contains(key) {
-            return Err(Refusal::usage(
-                Code::BadEnv,
-                format!("{key} is set but is not valid UTF-8, so loopx cannot tell who is acting"),
-            )
-            .with_hint(format!("unset {key} or set it to a plain id")));
-        }
-        Ok(())
-    }
-
-    /// The variables the fast start-up path keys its settings by
-    /// ([`crate::fast::keyed_var`]), set ones only; None when one of them
-    /// is not valid UTF-8 (then the fast path stands aside).
-    pub fn keyed_vars(&self) -> Option<Vec<(&str, &str)>> {
-        if self.not_utf8.iter().any(|k| crate::fast::keyed_var(k)) {
-            return None;
-        }
-        Some(
-            self.vars
-                .iter()
-                .filter(|(k, _)| crate::fast::keyed_var(k))
-                .map(|(k, v)| (k.as_str(), v.as_str()))
-                .collect(),
-        )
-    }
-
-    pub fn get(&self, key: &str) -> Option<&str> {
-        self.vars
-            .get(key)
-            .map(String::as_str)
-            .filter(|v| !v.is_empty())
-    }
-}
 
 /// Decides who is calling (DESIGN §4 "Who is acting").
 pub fn caller(flag: Option<&str>, env: &Env) -> Result<Caller, Refusal> {
@@ -160,10 +76,8 @@ fn named(flag: Option<&str>, env: &Env) -> Result<Option<AgentId>, Refusal> {
     // runtime that cleared it), never the human: acting as the human is
     // what an agent must not get by accident.
     if flag.is_none()
-        && env
-            .vars
-            .get("LOOPX_AGENT")
-            .is_some_and(|v| v.trim().is_empty())
+        && env.is_set("LOOPX_AGENT")
+        && env.get("LOOPX_AGENT").is_none_or(|v| v.trim().is_empty())
     {
         return Err(Refusal::usage(
             Code::BadEnv,
@@ -282,7 +196,7 @@ impl Ctx {
     /// [`Ctx::new`] from its parts (the hook resolves its directory from
     /// the runtime's payload).
     pub fn with(dir: Option<PathBuf>, format: Format, agent_flag: Option<&str>) -> Result<Ctx> {
-        let env = Env::capture();
+        let env = Env::process().clone();
         let out = Out::new(format, env.get("NO_COLOR").is_some());
         let cwd = match dir {
             Some(d) => d,
@@ -503,13 +417,7 @@ mod tests {
     use super::*;
 
     fn env(pairs: &[(&str, &str)]) -> Env {
-        Env {
-            vars: pairs
-                .iter()
-                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-                .collect(),
-            not_utf8: BTreeSet::new(),
-        }
+        Env::from_pairs(pairs)
     }
 
     #[test]

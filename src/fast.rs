@@ -73,11 +73,7 @@ pub const STAND_ASIDE: &[&str] = &[
     "GIT_NO_REPLACE_OBJECTS",
 ];
 
-/// Whether a variable is part of the settings' key: every `GIT_*`, and the
-/// two that place the global config files.
-pub fn keyed_var(name: &str) -> bool {
-    name.starts_with("GIT_") || name == "HOME" || name == "XDG_CONFIG_HOME"
-}
+pub use crate::env::keyed_var;
 
 /// A repository the fast path understands, with its settings.
 #[derive(Debug)]
@@ -108,7 +104,7 @@ impl Fast {
     pub fn open(cwd: &Path, vars: &[(&str, &str)]) -> Option<Fast> {
         // `LOOPX_REF` names another state ref (a goal's) than the config.
         if vars.iter().any(|(k, _)| STAND_ASIDE.contains(k))
-            || std::env::var_os(crate::store::REF_VAR).is_some()
+            || crate::env::Env::process().is_set(crate::store::REF_VAR)
         {
             return None;
         }
@@ -404,7 +400,7 @@ fn unkeyable(text: &[u8]) -> bool {
 /// to match by accident.
 pub fn remember(cwd: &Path, vars: &[(&str, &str)], store: &Store, config: &Config) {
     if vars.iter().any(|(k, _)| STAND_ASIDE.contains(k))
-        || std::env::var_os(crate::store::REF_VAR).is_some()
+        || crate::env::Env::process().is_set(crate::store::REF_VAR)
     {
         return;
     }

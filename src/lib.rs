@@ -18,6 +18,7 @@ pub mod cmd;
 pub mod config;
 pub mod ctx;
 pub mod diff;
+pub mod env;
 pub mod error;
 pub mod fast;
 #[doc(hidden)]

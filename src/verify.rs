@@ -318,8 +318,8 @@ const PARALLEL_FROM: usize = 64;
 /// more: always more, as the tests that compare both paths ask), else the
 /// machine's cores and the chain's length.
 fn parallel(total: usize) -> bool {
-    match std::env::var("LOOPX_VERIFY_THREADS")
-        .ok()
+    match crate::env::Env::process()
+        .get("LOOPX_VERIFY_THREADS")
         .and_then(|v| v.trim().parse::<usize>().ok())
     {
         Some(n) => n > 1,

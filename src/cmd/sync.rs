@@ -89,7 +89,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     // `loopx sync`, with one fetch and one push for all of them: a goal
     // ref's ticks pin the shared ref's, so the shared ref comes first; the
     // shared ref's sync takes every local goal ref too.
-    let one = std::env::var_os(ONE_REF).is_some();
+    let one = ctx.env.is_set(ONE_REF);
     let split = || crate::cmd::tx::load(ctx).is_ok_and(|s| s.state.meta.goal_refs);
     let on_goal = !one && goalref::is_goal_ref(ctx.state_ref());
     let repo = ctx.repo()?;

@@ -54,7 +54,7 @@ fn compute(git_dir: &Path, url: &str) -> Option<String> {
     let target = Target::of(url)?;
     if ["GIT_SSH_COMMAND", "GIT_SSH"]
         .iter()
-        .any(|k| std::env::var_os(k).is_some_and(|v| !v.is_empty()))
+        .any(|k| crate::env::Env::process().get(k).is_some())
     {
         return None;
     }
@@ -215,7 +215,7 @@ fn user_multiplexes(t: &Target) -> Option<bool> {
 /// 0700 (else None: no sharing through a place others can reach).
 pub(super) fn socket_dir(git_dir: &Path) -> Option<PathBuf> {
     let mut places = vec![std::path::absolute(git_dir).ok()?.join("loopx-ssh")];
-    if let Some(run) = std::env::var_os("XDG_RUNTIME_DIR").filter(|v| !v.is_empty()) {
+    if let Some(run) = crate::env::Env::process().get("XDG_RUNTIME_DIR") {
         places.push(PathBuf::from(run).join("loopx-ssh"));
     }
     places

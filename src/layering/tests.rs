@@ -16,10 +16,10 @@ pub(super) const ALLOWED: &[(&str, &[&str])] = &[
     // The commands, and the context only they (and the front ends) hold.
     // cmd → fast: `cmd::tx::load` tries the start-up path's cache before
     // opening the repository.
-    ("cmd", &["config", "ctx", "diff", "error", "fast", "git", "history", "hook", "mcp", "model",
+    ("cmd", &["config", "ctx", "diff", "env", "error", "fast", "git", "history", "hook", "mcp", "model",
               "notify", "op", "output", "price", "queue", "redact", "run", "service", "store", "sync",
               "term", "time", "trust", "tx", "verify"]),
-    ("ctx", &["config", "error", "fast", "hook", "ids", "model", "output", "repo", "store", "time"]),
+    ("ctx", &["config", "env", "error", "fast", "hook", "ids", "model", "output", "repo", "store", "time"]),
     // The MCP protocol and the runtimes' hook formats (pure).
     ("mcp", &[]),
     ("hook", &["error", "git", "model", "op", "time"]),
@@ -28,7 +28,7 @@ pub(super) const ALLOWED: &[(&str, &[&str])] = &[
     ("sync", &["error", "git", "model", "op", "repo", "store", "trust", "tx", "verify"]),
     ("notify", &["model", "repo", "store", "time"]),
     ("history", &["diff", "error", "model", "op", "repo", "store", "time", "tx"]),
-    ("verify", &["error", "model", "op", "repo", "signing", "store", "time", "trust", "tx"]),
+    ("verify", &["env", "error", "model", "op", "repo", "signing", "store", "time", "trust", "tx"]),
     // tx::commit(repo, caller, build) and tx::op(actor, at, ids, change);
     // tx → trailer: a goal ref's tick pins its shared tip in a trailer (tx/goalref.rs).
     ("tx", &["cache", "config", "error", "git", "ids", "model", "op", "queue", "repo", "store",
@@ -41,9 +41,9 @@ pub(super) const ALLOWED: &[(&str, &[&str])] = &[
     // the settings and the allowed-signers file).
     ("signing", &["config", "error", "op", "store", "time"]),
     // The board's counts kept in a sharded head (`op::board::counts`).
-    ("cache", &["model", "op", "store", "time"]),
+    ("cache", &["env", "model", "op", "store", "time"]),
     // The start-up path that reads the state ref and the cache as files.
-    ("fast", &["cache", "config", "model", "store"]),
+    ("fast", &["cache", "config", "env", "model", "store"]),
     ("run", &["model", "queue", "redact", "time"]),
     // Fresh ids, random or seeded (the context hands the source down).
     ("ids", &["model"]),
@@ -54,7 +54,12 @@ pub(super) const ALLOWED: &[(&str, &[&str])] = &[
     ("price", &["model"]),
     ("model", &["error", "time"]),
     // The store: paths and bytes, through gix.
-    ("store", &["error", "lockfile", "trailer"]),
+    ("store", &["env", "error", "lockfile", "trailer"]),
+    // The system git; its ssh transport reads the snapshot of the
+    // environment.
+    ("git", &["env"]),
+    // The process environment, read once (`Env::process`).
+    ("env", &["error"]),
     ("queue", &["lockfile"]),
     ("output", &["error", "term"]),
     ("error", &["next"]),
@@ -987,6 +992,20 @@ fn a_sync_round_is_fetch_observe_decide_execute() {
 #[test]
 fn gix_only_in_the_store() {
     let bad = offenders(|f| !f.starts_with("store/"), &["gix::", "use gix"], false);
+    assert!(bad.is_empty(), "{bad:#?}");
+}
+
+/// The environment is read once, by `env` (`Env::process`); every other
+/// file takes the captured snapshot (the context's, or `Env::process()`
+/// below the commands). Building a child process's environment
+/// (`Command::env`) is not reading it.
+#[test]
+fn the_environment_is_read_in_one_place() {
+    let bad = offenders(
+        |f| f != "env.rs",
+        &["env::var(", "env::var_os(", "env::vars(", "env::vars_os("],
+        false,
+    );
     assert!(bad.is_empty(), "{bad:#?}");
 }
 

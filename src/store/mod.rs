@@ -192,7 +192,7 @@ impl Store {
                 "run loopx inside a git repository (`git init` makes one), or pass -C PATH",
             )
         })?;
-        let from_env = std::env::var(REF_VAR).ok().filter(|v| !v.is_empty());
+        let from_env = crate::env::Env::process().get(REF_VAR).map(str::to_owned);
         let configured = from_env.or_else(|| {
             repo.config_snapshot()
                 .string("loopx.ref")
@@ -273,7 +273,8 @@ impl Store {
     /// settings by (`crate::fast`).
     pub fn config_files(&self) -> Vec<PathBuf> {
         use gix::config::Source;
-        let mut env = |name: &str| std::env::var_os(name);
+        let vars = crate::env::Env::process();
+        let mut env = |name: &str| vars.get_os(name).map(ToOwned::to_owned);
         let mut out: Vec<PathBuf> = [
             Source::GitInstallation,
             Source::System,

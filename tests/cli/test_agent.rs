@@ -25,11 +25,11 @@ fn register_list_and_show() {
     );
     assert_text(
         &env.git(&["show", "refs/loopx/state:agents/agent-a.toml"]),
-        "id = \"agent-a\"\nruntime = \"claude-code\"\nstatus = \"active\"\ncapabilities = [\"docs\", \"rust\"]\nregistered_at = \"2026-11-30T09:01:00Z\"\nregistered_by = \"human:Ada Lovelace <ada@example.com>\"\n",
+        "id = \"agent-a\"\nruntime = \"claude-code\"\nstatus = \"active\"\ncapabilities = [\"docs\", \"rust\"]\nregistered_at = \"2024-12-02T09:01:00Z\"\nregistered_by = \"human:Ada Lovelace <ada@example.com>\"\n",
     );
     assert_text(
         &env.loopx(&["agent", "show", "agent-a"]).ok().stdout,
-        "agent agent-a  (claude-code, active)\nregistered 2026-11-30T09:01:00Z by Ada Lovelace\ncapabilities: docs, rust\n",
+        "agent agent-a  (claude-code, active)\nregistered 2024-12-02T09:01:00Z by Ada Lovelace\ncapabilities: docs, rust\n",
     );
     let v = env.loopx(&["agent", "list", "--json"]).ok().json();
     assert_eq!(v["agents"][0]["capabilities"][1], "rust");

@@ -17,7 +17,7 @@ fn cache_file(env: &TestEnv) -> PathBuf {
 /// A command at a fixed time, so two runs can be compared whole.
 fn at_fixed_time(env: &TestEnv, agent: Option<&str>, args: &[&str]) -> Output {
     let mut c: Command = env.spawner().command();
-    c.env("LOOPX_NOW", "2026-12-01T12:00:00Z")
+    c.env("LOOPX_NOW", "2024-12-03T12:00:00Z")
         .env("LOOPX_SEED", "cache");
     if let Some(a) = agent {
         c.env("LOOPX_AGENT", a);
@@ -357,7 +357,7 @@ fn sharded_answers(env: &TestEnv, before: &dyn Fn()) -> Vec<(i32, String)> {
     .map(|(agent, args)| {
         before();
         let mut c: Command = env.spawner().command();
-        c.env("LOOPX_NOW", "2026-12-01T12:00:00Z")
+        c.env("LOOPX_NOW", "2024-12-03T12:00:00Z")
             .env("LOOPX_SEED", "cache")
             .env(loopx::cache::SHARD_VAR, SHARD_FROM);
         if let Some(a) = agent {
@@ -669,7 +669,7 @@ fn should_run_on_an_own_claim_reads_the_head_alone() {
     };
     let ask = |agent: &str| {
         let mut c: Command = env.spawner().command();
-        c.env("LOOPX_NOW", "2026-12-01T12:00:00Z")
+        c.env("LOOPX_NOW", "2024-12-03T12:00:00Z")
             .env("LOOPX_SEED", "cache")
             .env(loopx::cache::SHARD_VAR, SHARD_FROM)
             .env("LOOPX_AGENT", agent);

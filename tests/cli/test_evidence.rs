@@ -56,7 +56,7 @@ fn evidence_run_records_passing_and_failing_commands() {
     assert_eq!(sha.len(), 64);
     // The record is a file under evidence/<yyyy-mm>/<xx>/.
     let id = v["evidence"]["id"].as_str().unwrap();
-    let path = format!("evidence/2026-11/{}/{id}.toml", &id[2..4]);
+    let path = format!("evidence/2024-12/{}/{id}.toml", &id[2..4]);
     let file = env.git(&["show", &format!("refs/loopx/state:{path}")]);
     assert!(
         file.contains(

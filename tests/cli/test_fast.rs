@@ -14,7 +14,7 @@ use crate::common::{Output, TestEnv, git_in, run, skipped};
 fn should_run(env: &TestEnv, dir: &Path, vars: &[(&str, Option<&str>)], cold: bool) -> Output {
     let mut c: Command = env.spawner().command();
     c.current_dir(dir)
-        .env("LOOPX_NOW", "2026-12-01T12:00:00Z")
+        .env("LOOPX_NOW", "2024-12-03T12:00:00Z")
         .env("LOOPX_SEED", "fast")
         .env("LOOPX_AGENT", "agent-a");
     if cold {
@@ -380,7 +380,7 @@ fn another_build_rewrites_the_settings_and_answers_the_same() {
     crate::common::isolate(&mut c, env.root());
     let out = run(c
         .current_dir(&env.repo)
-        .env("LOOPX_NOW", "2026-12-01T12:00:00Z")
+        .env("LOOPX_NOW", "2024-12-03T12:00:00Z")
         .env("LOOPX_SEED", "fast")
         .env("LOOPX_AGENT", "agent-a")
         .args(["quota", "should-run", "--json"]));
@@ -402,7 +402,7 @@ fn answer_with_c(env: &TestEnv, dir: &Path) -> String {
     let ask = |cold: bool| {
         let mut c: Command = env.spawner().command();
         c.current_dir(env.root())
-            .env("LOOPX_NOW", "2026-12-01T12:00:00Z")
+            .env("LOOPX_NOW", "2024-12-03T12:00:00Z")
             .env("LOOPX_SEED", "fast")
             .env("LOOPX_AGENT", "agent-a");
         if cold {

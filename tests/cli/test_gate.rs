@@ -161,7 +161,7 @@ fn human_only_gates_refuse_every_agent_identity() {
         v["answer"]["at"]
             .as_str()
             .unwrap()
-            .starts_with("2026-11-30T09:")
+            .starts_with("2024-12-02T09:")
     );
     env.loopx(&["gate", "answer", &g, "--choice", "approve"])
         .code(3);

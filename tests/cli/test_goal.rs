@@ -39,7 +39,7 @@ fn goals_are_added_listed_shown_and_set_by_humans() {
     );
     assert_text(
         &env.loopx(&["goal", "show", "main"]).ok().stdout,
-        "goal main  (paused)\nobjective: Ship the parser\nquota: 10 slots per 12h per agent\ncreated 2026-11-30T09:01:00Z by Ada Lovelace\nscope: src/**\nguard: no force pushes\n",
+        "goal main  (paused)\nobjective: Ship the parser\nquota: 10 slots per 12h per agent\ncreated 2024-12-02T09:01:00Z by Ada Lovelace\nscope: src/**\nguard: no force pushes\n",
     );
     assert_text(
         &env.git(&["show", "refs/loopx/state:goals/main.toml"]),
@@ -48,9 +48,9 @@ objective = "Ship the parser"
 status = "paused"
 scope = ["src/**"]
 guards = ["no force pushes"]
-created_at = "2026-11-30T09:01:00Z"
+created_at = "2024-12-02T09:01:00Z"
 created_by = "human:Ada Lovelace <ada@example.com>"
-updated_at = "2026-11-30T09:04:00Z"
+updated_at = "2024-12-02T09:04:00Z"
 
 [quota]
 slots = 10

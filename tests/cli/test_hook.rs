@@ -106,25 +106,25 @@ const GEMINI: Recorded = Recorded {
     agent: "gemini-1ba991ff",
     start: (
         "SessionStart",
-        r#"{"session_id":"9f8e7d6c-5b4a-3928-1706-f5e4d3c2b1a0","transcript_path":"/home/ada/.gemini/tmp/chats/session.json","cwd":"$REPO","hook_event_name":"SessionStart","timestamp":"2026-11-30T09:04:00.000Z","source":"startup"}"#,
+        r#"{"session_id":"9f8e7d6c-5b4a-3928-1706-f5e4d3c2b1a0","transcript_path":"/home/ada/.gemini/tmp/chats/session.json","cwd":"$REPO","hook_event_name":"SessionStart","timestamp":"2024-12-02T09:04:00.000Z","source":"startup"}"#,
     ),
     prompt: (
         "BeforeAgent",
-        r#"{"session_id":"9f8e7d6c-5b4a-3928-1706-f5e4d3c2b1a0","transcript_path":"/home/ada/.gemini/tmp/chats/session.json","cwd":"$REPO","hook_event_name":"BeforeAgent","timestamp":"2026-11-30T09:05:00.000Z","prompt":"Carry on with the parser"}"#,
+        r#"{"session_id":"9f8e7d6c-5b4a-3928-1706-f5e4d3c2b1a0","transcript_path":"/home/ada/.gemini/tmp/chats/session.json","cwd":"$REPO","hook_event_name":"BeforeAgent","timestamp":"2024-12-02T09:05:00.000Z","prompt":"Carry on with the parser"}"#,
     ),
     tool: (
         "BeforeTool",
-        r#"{"session_id":"9f8e7d6c-5b4a-3928-1706-f5e4d3c2b1a0","cwd":"$REPO","hook_event_name":"BeforeTool","timestamp":"2026-11-30T09:06:00.000Z","tool_name":"run_shell_command","tool_input":{"command":"gh release create v1.0 --notes ok","description":"Release"}}"#,
+        r#"{"session_id":"9f8e7d6c-5b4a-3928-1706-f5e4d3c2b1a0","cwd":"$REPO","hook_event_name":"BeforeTool","timestamp":"2024-12-02T09:06:00.000Z","tool_name":"run_shell_command","tool_input":{"command":"gh release create v1.0 --notes ok","description":"Release"}}"#,
     ),
     harmless_tool: r#"{"session_id":"9f8e7d6c-5b4a-3928-1706-f5e4d3c2b1a0","cwd":"$REPO","hook_event_name":"BeforeTool","tool_name":"run_shell_command","tool_input":{"command":"ls -la"}}"#,
     stop: (
         "AfterAgent",
-        r#"{"session_id":"9f8e7d6c-5b4a-3928-1706-f5e4d3c2b1a0","cwd":"$REPO","hook_event_name":"AfterAgent","timestamp":"2026-11-30T09:07:00.000Z","prompt":"Carry on with the parser","prompt_response":"Half of it is written.","stop_hook_active":false}"#,
+        r#"{"session_id":"9f8e7d6c-5b4a-3928-1706-f5e4d3c2b1a0","cwd":"$REPO","hook_event_name":"AfterAgent","timestamp":"2024-12-02T09:07:00.000Z","prompt":"Carry on with the parser","prompt_response":"Half of it is written.","stop_hook_active":false}"#,
     ),
     stop_guarded: r#"{"session_id":"9f8e7d6c-5b4a-3928-1706-f5e4d3c2b1a0","cwd":"$REPO","hook_event_name":"AfterAgent","prompt":"x","prompt_response":"y","stop_hook_active":true}"#,
     end: (
         "SessionEnd",
-        r#"{"session_id":"9f8e7d6c-5b4a-3928-1706-f5e4d3c2b1a0","cwd":"$REPO","hook_event_name":"SessionEnd","timestamp":"2026-11-30T09:09:00.000Z","reason":"exit"}"#,
+        r#"{"session_id":"9f8e7d6c-5b4a-3928-1706-f5e4d3c2b1a0","cwd":"$REPO","hook_event_name":"SessionEnd","timestamp":"2024-12-02T09:09:00.000Z","reason":"exit"}"#,
     ),
 };
 
@@ -213,21 +213,21 @@ fn claude_code_answers_each_event() {
     assert_session(
         &CLAUDE,
         &[
-            r#"{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"loopx: you are agent claude-code-634098a0.\ngoal main: Ship the parser\nready: t-1dc8e030 P1 \"Write the parser\"\nquota: 48 of 48 slots left per 1d\nNext: claim t-1dc8e030 \"Write the parser\" with `loopx todo claim t-1dc8e030`.\nTurn token: lxt1:main:claude-code-634098a0:30d23e2fac7b4df8:1796029440. End the turn with `loopx settle --turn lxt1:main:claude-code-634098a0:30d23e2fac7b4df8:1796029440 --todo t-1dc8e030 --outcome advanced|blocked|unchanged [--done] [-- CHECK]`."}}
+            r#"{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"loopx: you are agent claude-code-634098a0.\ngoal main: Ship the parser\nready: t-05b96f2f P1 \"Write the parser\"\nquota: 48 of 48 slots left per 1d\nNext: claim t-05b96f2f \"Write the parser\" with `loopx todo claim t-05b96f2f`.\nTurn token: lxt1:main:claude-code-634098a0:1ebb9f85b614cf73:1733130240. End the turn with `loopx settle --turn lxt1:main:claude-code-634098a0:1ebb9f85b614cf73:1733130240 --todo t-05b96f2f --outcome advanced|blocked|unchanged [--done] [-- CHECK]`."}}
 "#,
             r#""#,
-            r#"{"hookSpecificOutput":{"hookEventName":"UserPromptSubmit","additionalContext":"loopx: since your last prompt:\n- gate g-f3a5792a is open: \"May I publish 1.0?\""}}
+            r#"{"hookSpecificOutput":{"hookEventName":"UserPromptSubmit","additionalContext":"loopx: since your last prompt:\n- gate g-1424fe5a is open: \"May I publish 1.0?\""}}
 "#,
-            r#"{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"loopx: `cargo publish` waits on gate g-f3a5792a (publish): \"May I publish 1.0?\". Only a human can answer it; until then do not run this or anything that does the same."}}
-"#,
-            r#""#,
-            r#""#,
-            r#"{"hookSpecificOutput":{"hookEventName":"UserPromptSubmit","additionalContext":"loopx: since your last prompt:\n- gate g-f3a5792a was answered approve by Ada Lovelace: \"May I publish 1.0?\""}}
-"#,
-            r#"{"decision":"block","reason":"loopx: you still hold t-1dc8e030 \"Write the parser\", lease 37m left, and 48 of 48 slots remain: keep working on it. Record each step with `loopx settle --turn lxt1:main:claude-code-634098a0:bf3ea98f64d4980e:1796030040 --todo t-1dc8e030 --outcome advanced [--done] [-- CHECK]`. To stop instead, say why with `loopx refresh-state --outcome blocked --todo t-1dc8e030 --next-action TEXT`, or give it up with `loopx todo update t-1dc8e030 --status open`."}
+            r#"{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"loopx: `cargo publish` waits on gate g-1424fe5a (publish): \"May I publish 1.0?\". Only a human can answer it; until then do not run this or anything that does the same."}}
 "#,
             r#""#,
-            r#"loopx: claude-code-634098a0 keeps t-1dc8e030 "Write the parser" until 2026-11-30T09:51:00Z; nothing was released (`loopx todo release t-1dc8e030` gives it up).
+            r#""#,
+            r#"{"hookSpecificOutput":{"hookEventName":"UserPromptSubmit","additionalContext":"loopx: since your last prompt:\n- gate g-1424fe5a was answered approve by Ada Lovelace: \"May I publish 1.0?\""}}
+"#,
+            r#"{"decision":"block","reason":"loopx: you still hold t-05b96f2f \"Write the parser\", lease 37m left, and 48 of 48 slots remain: keep working on it. Record each step with `loopx settle --turn lxt1:main:claude-code-634098a0:71dc57607c538611:1733130840 --todo t-05b96f2f --outcome advanced [--done] [-- CHECK]`. To stop instead, say why with `loopx refresh-state --outcome blocked --todo t-05b96f2f --next-action TEXT`, or give it up with `loopx todo update t-05b96f2f --status open`."}
+"#,
+            r#""#,
+            r#"loopx: claude-code-634098a0 keeps t-05b96f2f "Write the parser" until 2024-12-02T09:51:00Z; nothing was released (`loopx todo release t-05b96f2f` gives it up).
 "#,
         ],
     );
@@ -238,21 +238,21 @@ fn codex_answers_each_event() {
     assert_session(
         &CODEX,
         &[
-            r#"{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"loopx: you are agent codex-9c6e7f77.\ngoal main: Ship the parser\nready: t-1dc8e030 P1 \"Write the parser\"\nquota: 48 of 48 slots left per 1d\nNext: claim t-1dc8e030 \"Write the parser\" with `$LOOPX todo claim t-1dc8e030`.\nTurn token: lxt1:main:codex-9c6e7f77:cba049c60aebbfa0:1796029440. End the turn with `$LOOPX settle --turn lxt1:main:codex-9c6e7f77:cba049c60aebbfa0:1796029440 --todo t-1dc8e030 --outcome advanced|blocked|unchanged [--done] [-- CHECK]`."}}
+            r#"{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"loopx: you are agent codex-9c6e7f77.\ngoal main: Ship the parser\nready: t-05b96f2f P1 \"Write the parser\"\nquota: 48 of 48 slots left per 1d\nNext: claim t-05b96f2f \"Write the parser\" with `$LOOPX todo claim t-05b96f2f`.\nTurn token: lxt1:main:codex-9c6e7f77:bcccb65aa2511c79:1733130240. End the turn with `$LOOPX settle --turn lxt1:main:codex-9c6e7f77:bcccb65aa2511c79:1733130240 --todo t-05b96f2f --outcome advanced|blocked|unchanged [--done] [-- CHECK]`."}}
 "#,
             r#""#,
-            r#"{"hookSpecificOutput":{"hookEventName":"UserPromptSubmit","additionalContext":"loopx: since your last prompt:\n- gate g-f3a5792a is open: \"May I publish 1.0?\""}}
+            r#"{"hookSpecificOutput":{"hookEventName":"UserPromptSubmit","additionalContext":"loopx: since your last prompt:\n- gate g-1424fe5a is open: \"May I publish 1.0?\""}}
 "#,
-            r#"{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"loopx: `cargo publish` waits on gate g-f3a5792a (publish): \"May I publish 1.0?\". Only a human can answer it; until then do not run this or anything that does the same."}}
-"#,
-            r#""#,
-            r#""#,
-            r#"{"hookSpecificOutput":{"hookEventName":"UserPromptSubmit","additionalContext":"loopx: since your last prompt:\n- gate g-f3a5792a was answered approve by Ada Lovelace: \"May I publish 1.0?\""}}
-"#,
-            r#"{"decision":"block","reason":"loopx: you still hold t-1dc8e030 \"Write the parser\", lease 37m left, and 48 of 48 slots remain: keep working on it. Record each step with `$LOOPX settle --turn lxt1:main:codex-9c6e7f77:628fc6f1faba5ffc:1796030040 --todo t-1dc8e030 --outcome advanced [--done] [-- CHECK]`. To stop instead, say why with `$LOOPX refresh-state --outcome blocked --todo t-1dc8e030 --next-action TEXT`, or give it up with `$LOOPX todo update t-1dc8e030 --status open`."}
+            r#"{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"loopx: `cargo publish` waits on gate g-1424fe5a (publish): \"May I publish 1.0?\". Only a human can answer it; until then do not run this or anything that does the same."}}
 "#,
             r#""#,
-            r#"loopx: codex-9c6e7f77 keeps t-1dc8e030 "Write the parser" until 2026-11-30T09:51:00Z; nothing was released (`loopx todo release t-1dc8e030` gives it up).
+            r#""#,
+            r#"{"hookSpecificOutput":{"hookEventName":"UserPromptSubmit","additionalContext":"loopx: since your last prompt:\n- gate g-1424fe5a was answered approve by Ada Lovelace: \"May I publish 1.0?\""}}
+"#,
+            r#"{"decision":"block","reason":"loopx: you still hold t-05b96f2f \"Write the parser\", lease 37m left, and 48 of 48 slots remain: keep working on it. Record each step with `$LOOPX settle --turn lxt1:main:codex-9c6e7f77:118c0a811e957610:1733130840 --todo t-05b96f2f --outcome advanced [--done] [-- CHECK]`. To stop instead, say why with `$LOOPX refresh-state --outcome blocked --todo t-05b96f2f --next-action TEXT`, or give it up with `$LOOPX todo update t-05b96f2f --status open`."}
+"#,
+            r#""#,
+            r#"loopx: codex-9c6e7f77 keeps t-05b96f2f "Write the parser" until 2024-12-02T09:51:00Z; nothing was released (`loopx todo release t-05b96f2f` gives it up).
 "#,
         ],
     );
@@ -263,21 +263,21 @@ fn cursor_answers_each_event() {
     assert_session(
         &CURSOR,
         &[
-            r#"{"additional_context":"loopx: you are agent cursor-465e33b3.\ngoal main: Ship the parser\nready: t-1dc8e030 P1 \"Write the parser\"\nquota: 48 of 48 slots left per 1d\nNext: claim t-1dc8e030 \"Write the parser\" with `loopx todo claim t-1dc8e030`.\nTurn token: lxt1:main:cursor-465e33b3:a3454ff9669bcd80:1796029440. End the turn with `loopx settle --turn lxt1:main:cursor-465e33b3:a3454ff9669bcd80:1796029440 --todo t-1dc8e030 --outcome advanced|blocked|unchanged [--done] [-- CHECK]`.","env":{"LOOPX_AGENT":"cursor-465e33b3"}}
+            r#"{"additional_context":"loopx: you are agent cursor-465e33b3.\ngoal main: Ship the parser\nready: t-05b96f2f P1 \"Write the parser\"\nquota: 48 of 48 slots left per 1d\nNext: claim t-05b96f2f \"Write the parser\" with `loopx todo claim t-05b96f2f`.\nTurn token: lxt1:main:cursor-465e33b3:86fe121b948be3b6:1733130240. End the turn with `loopx settle --turn lxt1:main:cursor-465e33b3:86fe121b948be3b6:1733130240 --todo t-05b96f2f --outcome advanced|blocked|unchanged [--done] [-- CHECK]`.","env":{"LOOPX_AGENT":"cursor-465e33b3"}}
 "#,
             r#""#,
             // Cursor drops context at beforeSubmitPrompt: loopx answers nothing.
             r#""#,
-            r#"{"permission":"deny","user_message":"loopx: `npm publish` waits on gate g-f3a5792a (publish): \"May I publish 1.0?\". Only a human can answer it; until then do not run this or anything that does the same.","agent_message":"loopx: `npm publish` waits on gate g-f3a5792a (publish): \"May I publish 1.0?\". Only a human can answer it; until then do not run this or anything that does the same."}
+            r#"{"permission":"deny","user_message":"loopx: `npm publish` waits on gate g-1424fe5a (publish): \"May I publish 1.0?\". Only a human can answer it; until then do not run this or anything that does the same.","agent_message":"loopx: `npm publish` waits on gate g-1424fe5a (publish): \"May I publish 1.0?\". Only a human can answer it; until then do not run this or anything that does the same."}
 "#,
             r#""#,
             r#""#,
             // Cursor drops context at beforeSubmitPrompt: loopx answers nothing.
             r#""#,
-            r#"{"followup_message":"loopx: you still hold t-1dc8e030 \"Write the parser\", lease 37m left, and 48 of 48 slots remain: keep working on it. Record each step with `loopx settle --turn lxt1:main:cursor-465e33b3:11df538cbf107bcd:1796030040 --todo t-1dc8e030 --outcome advanced [--done] [-- CHECK]`. To stop instead, say why with `loopx refresh-state --outcome blocked --todo t-1dc8e030 --next-action TEXT`, or give it up with `loopx todo update t-1dc8e030 --status open`."}
+            r#"{"followup_message":"loopx: you still hold t-05b96f2f \"Write the parser\", lease 37m left, and 48 of 48 slots remain: keep working on it. Record each step with `loopx settle --turn lxt1:main:cursor-465e33b3:bb0126d9375d04c9:1733130840 --todo t-05b96f2f --outcome advanced [--done] [-- CHECK]`. To stop instead, say why with `loopx refresh-state --outcome blocked --todo t-05b96f2f --next-action TEXT`, or give it up with `loopx todo update t-05b96f2f --status open`."}
 "#,
             r#""#,
-            r#"loopx: cursor-465e33b3 keeps t-1dc8e030 "Write the parser" until 2026-11-30T09:51:00Z; nothing was released (`loopx todo release t-1dc8e030` gives it up).
+            r#"loopx: cursor-465e33b3 keeps t-05b96f2f "Write the parser" until 2024-12-02T09:51:00Z; nothing was released (`loopx todo release t-05b96f2f` gives it up).
 "#,
         ],
     );
@@ -288,21 +288,21 @@ fn gemini_answers_each_event() {
     assert_session(
         &GEMINI,
         &[
-            r#"{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"loopx: you are agent gemini-1ba991ff.\ngoal main: Ship the parser\nready: t-1dc8e030 P1 \"Write the parser\"\nquota: 48 of 48 slots left per 1d\nNext: claim t-1dc8e030 \"Write the parser\" with `LOOPX_AGENT=gemini-1ba991ff loopx todo claim t-1dc8e030`.\nTurn token: lxt1:main:gemini-1ba991ff:a07ee4f7169fc7b7:1796029440. End the turn with `LOOPX_AGENT=gemini-1ba991ff loopx settle --turn lxt1:main:gemini-1ba991ff:a07ee4f7169fc7b7:1796029440 --todo t-1dc8e030 --outcome advanced|blocked|unchanged [--done] [-- CHECK]`.\nGemini CLI's shell does not say which session runs it: run loopx as `LOOPX_AGENT=gemini-1ba991ff loopx …`."}}
+            r#"{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"loopx: you are agent gemini-1ba991ff.\ngoal main: Ship the parser\nready: t-05b96f2f P1 \"Write the parser\"\nquota: 48 of 48 slots left per 1d\nNext: claim t-05b96f2f \"Write the parser\" with `LOOPX_AGENT=gemini-1ba991ff loopx todo claim t-05b96f2f`.\nTurn token: lxt1:main:gemini-1ba991ff:a002b88dc908d663:1733130240. End the turn with `LOOPX_AGENT=gemini-1ba991ff loopx settle --turn lxt1:main:gemini-1ba991ff:a002b88dc908d663:1733130240 --todo t-05b96f2f --outcome advanced|blocked|unchanged [--done] [-- CHECK]`.\nGemini CLI's shell does not say which session runs it: run loopx as `LOOPX_AGENT=gemini-1ba991ff loopx …`."}}
 "#,
             r#""#,
-            r#"{"hookSpecificOutput":{"hookEventName":"BeforeAgent","additionalContext":"loopx: since your last prompt:\n- gate g-f3a5792a is open: \"May I publish 1.0?\""}}
+            r#"{"hookSpecificOutput":{"hookEventName":"BeforeAgent","additionalContext":"loopx: since your last prompt:\n- gate g-1424fe5a is open: \"May I publish 1.0?\""}}
 "#,
-            r#"{"decision":"deny","reason":"loopx: `gh release create` waits on gate g-f3a5792a (publish): \"May I publish 1.0?\". Only a human can answer it; until then do not run this or anything that does the same."}
-"#,
-            r#""#,
-            r#""#,
-            r#"{"hookSpecificOutput":{"hookEventName":"BeforeAgent","additionalContext":"loopx: since your last prompt:\n- gate g-f3a5792a was answered approve by Ada Lovelace: \"May I publish 1.0?\""}}
-"#,
-            r#"{"decision":"deny","reason":"loopx: you still hold t-1dc8e030 \"Write the parser\", lease 37m left, and 48 of 48 slots remain: keep working on it. Record each step with `LOOPX_AGENT=gemini-1ba991ff loopx settle --turn lxt1:main:gemini-1ba991ff:2ca3e2bb54178211:1796030040 --todo t-1dc8e030 --outcome advanced [--done] [-- CHECK]`. To stop instead, say why with `LOOPX_AGENT=gemini-1ba991ff loopx refresh-state --outcome blocked --todo t-1dc8e030 --next-action TEXT`, or give it up with `LOOPX_AGENT=gemini-1ba991ff loopx todo update t-1dc8e030 --status open`."}
+            r#"{"decision":"deny","reason":"loopx: `gh release create` waits on gate g-1424fe5a (publish): \"May I publish 1.0?\". Only a human can answer it; until then do not run this or anything that does the same."}
 "#,
             r#""#,
-            r#"loopx: gemini-1ba991ff keeps t-1dc8e030 "Write the parser" until 2026-11-30T09:51:00Z; nothing was released (`loopx todo release t-1dc8e030` gives it up).
+            r#""#,
+            r#"{"hookSpecificOutput":{"hookEventName":"BeforeAgent","additionalContext":"loopx: since your last prompt:\n- gate g-1424fe5a was answered approve by Ada Lovelace: \"May I publish 1.0?\""}}
+"#,
+            r#"{"decision":"deny","reason":"loopx: you still hold t-05b96f2f \"Write the parser\", lease 37m left, and 48 of 48 slots remain: keep working on it. Record each step with `LOOPX_AGENT=gemini-1ba991ff loopx settle --turn lxt1:main:gemini-1ba991ff:af20426454337cf7:1733130840 --todo t-05b96f2f --outcome advanced [--done] [-- CHECK]`. To stop instead, say why with `LOOPX_AGENT=gemini-1ba991ff loopx refresh-state --outcome blocked --todo t-05b96f2f --next-action TEXT`, or give it up with `LOOPX_AGENT=gemini-1ba991ff loopx todo update t-05b96f2f --status open`."}
+"#,
+            r#""#,
+            r#"loopx: gemini-1ba991ff keeps t-05b96f2f "Write the parser" until 2024-12-02T09:51:00Z; nothing was released (`loopx todo release t-05b96f2f` gives it up).
 "#,
         ],
     );

@@ -77,8 +77,8 @@ fn the_commit_message_reads_as_a_story_and_carries_the_op() {
         &env.normalize(&msg),
         r#"init with goal main — Ada Lovelace
 
-id = "o-240e3c258fc0fc82"
-at = "2026-11-30T09:00:00Z"
+id = "o-f8568bbd4a5c3439"
+at = "2024-12-02T09:00:00Z"
 actor = "human:Ada Lovelace <ada@example.com>"
 
 [change]
@@ -100,7 +100,7 @@ Loopx-Format: 7
             "--format=%an <%ae>|%cn <%ce>|%aI",
             "refs/loopx/state",
         ]),
-        "Ada Lovelace <ada@example.com>|Ada Lovelace <ada@example.com>|2026-11-30T09:00:00Z\n",
+        "Ada Lovelace <ada@example.com>|Ada Lovelace <ada@example.com>|2024-12-02T09:00:00Z\n",
     );
     // git itself reads the trailers.
     assert_text(

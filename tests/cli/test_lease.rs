@@ -54,7 +54,7 @@ fn renew_keeps_the_epoch_and_extends_the_lease() {
         .ok();
     assert_text(
         &out.stdout.replace(&t, "T"),
-        "Renewed T \"A\" until 2026-11-30T10:05:00Z (epoch 1).\n",
+        "Renewed T \"A\" until 2024-12-02T10:05:00Z (epoch 1).\n",
     );
     env.advance(30 * 60);
     env.agent("agent-b", &["todo", "claim", &t]).code(4);

@@ -4,19 +4,19 @@
 use crate::common::fixtures::{hand_commit, history};
 use crate::common::{TestEnv, assert_text};
 
-const FULL_LOG: &str = r#"  13  2026-11-30T09:12:00Z  agent-a       todo.claim      renew t-09f33d6a "Write the manual"
-  12  2026-11-30T09:11:00Z  agent-a       todo.claim      claim t-09f33d6a "Write the manual"
-  11  2026-11-30T09:10:00Z  agent-a       todo.done       done t-19e5a72f "Write the parser"
-  10  2026-11-30T09:09:00Z  agent-b       todo.release    release t-09f33d6a "Write the manual"
-   9  2026-11-30T09:08:00Z  agent-b       todo.claim      claim t-09f33d6a "Write the manual"
-   8  2026-11-30T09:07:00Z  agent-a       todo.update     update t-19e5a72f "Write the parser" note
-   7  2026-11-30T09:06:00Z  agent-a       todo.claim      claim t-19e5a72f "Write the parser"
-   6  2026-11-30T09:05:00Z  Ada Lovelace  todo.add        add t-09f33d6a "Write the manual"
-   5  2026-11-30T09:04:00Z  Ada Lovelace  todo.add        add t-19e5a72f "Write the parser"
-   4  2026-11-30T09:03:00Z  Ada Lovelace  goal.add        goal add docs "Write the manual"  [unsigned]
-   3  2026-11-30T09:02:00Z  Ada Lovelace  agent.register  register agent agent-b (custom)
-   2  2026-11-30T09:01:00Z  Ada Lovelace  agent.register  register agent agent-a (custom)
-   1  2026-11-30T09:00:00Z  Ada Lovelace  init            init with goal main
+const FULL_LOG: &str = r#"  13  2024-12-02T09:12:00Z  agent-a       todo.claim      renew t-fd6162d1 "Write the manual"
+  12  2024-12-02T09:11:00Z  agent-a       todo.claim      claim t-fd6162d1 "Write the manual"
+  11  2024-12-02T09:10:00Z  agent-a       todo.done       done t-aa735014 "Write the parser"
+  10  2024-12-02T09:09:00Z  agent-b       todo.release    release t-fd6162d1 "Write the manual"
+   9  2024-12-02T09:08:00Z  agent-b       todo.claim      claim t-fd6162d1 "Write the manual"
+   8  2024-12-02T09:07:00Z  agent-a       todo.update     update t-aa735014 "Write the parser" note
+   7  2024-12-02T09:06:00Z  agent-a       todo.claim      claim t-aa735014 "Write the parser"
+   6  2024-12-02T09:05:00Z  Ada Lovelace  todo.add        add t-fd6162d1 "Write the manual"
+   5  2024-12-02T09:04:00Z  Ada Lovelace  todo.add        add t-aa735014 "Write the parser"
+   4  2024-12-02T09:03:00Z  Ada Lovelace  goal.add        goal add docs "Write the manual"  [unsigned]
+   3  2024-12-02T09:02:00Z  Ada Lovelace  agent.register  register agent agent-b (custom)
+   2  2024-12-02T09:01:00Z  Ada Lovelace  agent.register  register agent agent-a (custom)
+   1  2024-12-02T09:00:00Z  Ada Lovelace  init            init with goal main
 "#;
 
 #[test]
@@ -83,7 +83,7 @@ fn log_filters_by_agent_todo_op_goal_and_time() {
         &only(&[11, 8, 7, 5, 1]),
     );
     assert_text(
-        &env.loopx(&["log", "--since", "2026-11-30T09:10:00Z"])
+        &env.loopx(&["log", "--since", "2024-12-02T09:10:00Z"])
             .ok()
             .stdout,
         &only(&[13, 12, 11]),
@@ -133,25 +133,25 @@ fn log_p_adds_each_files_diff() {
     let out = env.loopx(&["log", "-p", "-n", "2"]).ok();
     assert_text(
         &out.stdout,
-        r#"  13  2026-11-30T09:12:00Z  agent-a       todo.claim      renew t-09f33d6a "Write the manual"
---- a/todos/09/t-09f33d6a.toml
-+++ b/todos/09/t-09f33d6a.toml
+        r#"  13  2024-12-02T09:12:00Z  agent-a       todo.claim      renew t-fd6162d1 "Write the manual"
+--- a/todos/fd/t-fd6162d1.toml
++++ b/todos/fd/t-fd6162d1.toml
 @@ -6,9 +6,9 @@
  epoch = 2
- created_at = "2026-11-30T09:05:00Z"
+ created_at = "2024-12-02T09:05:00Z"
  created_by = "human:Ada Lovelace <ada@example.com>"
--updated_at = "2026-11-30T09:11:00Z"
-+updated_at = "2026-11-30T09:12:00Z"
+-updated_at = "2024-12-02T09:11:00Z"
++updated_at = "2024-12-02T09:12:00Z"
  
  [claim]
  owner = "agent-a"
- since = "2026-11-30T09:11:00Z"
--lease_until = "2026-11-30T09:56:00Z"
-+lease_until = "2026-11-30T11:12:00Z"
+ since = "2024-12-02T09:11:00Z"
+-lease_until = "2024-12-02T09:56:00Z"
++lease_until = "2024-12-02T11:12:00Z"
 
-  12  2026-11-30T09:11:00Z  agent-a       todo.claim      claim t-09f33d6a "Write the manual"
---- a/todos/09/t-09f33d6a.toml
-+++ b/todos/09/t-09f33d6a.toml
+  12  2024-12-02T09:11:00Z  agent-a       todo.claim      claim t-fd6162d1 "Write the manual"
+--- a/todos/fd/t-fd6162d1.toml
++++ b/todos/fd/t-fd6162d1.toml
 @@ -2,8 +2,13 @@
  goal = "docs"
  title = "Write the manual"
@@ -160,22 +160,22 @@ fn log_p_adds_each_files_diff() {
 -epoch = 1
 +status = "claimed"
 +epoch = 2
- created_at = "2026-11-30T09:05:00Z"
+ created_at = "2024-12-02T09:05:00Z"
  created_by = "human:Ada Lovelace <ada@example.com>"
--updated_at = "2026-11-30T09:09:00Z"
-+updated_at = "2026-11-30T09:11:00Z"
+-updated_at = "2024-12-02T09:09:00Z"
++updated_at = "2024-12-02T09:11:00Z"
 +
 +[claim]
 +owner = "agent-a"
-+since = "2026-11-30T09:11:00Z"
-+lease_until = "2026-11-30T09:56:00Z"
++since = "2024-12-02T09:11:00Z"
++lease_until = "2024-12-02T09:56:00Z"
 "#,
     );
     // The first tick adds every file.
     let out = env.loopx(&["log", "-p", "--op", "init"]).ok();
     assert_text(
         &out.stdout,
-        r#"   1  2026-11-30T09:00:00Z  Ada Lovelace  init            init with goal main
+        r#"   1  2024-12-02T09:00:00Z  Ada Lovelace  init            init with goal main
 --- /dev/null
 +++ b/loopx.toml
 @@ -0,0 +1,5 @@
@@ -190,9 +190,9 @@ fn log_p_adds_each_files_diff() {
 +id = "main"
 +objective = "Ship the parser"
 +status = "active"
-+created_at = "2026-11-30T09:00:00Z"
++created_at = "2024-12-02T09:00:00Z"
 +created_by = "human:Ada Lovelace <ada@example.com>"
-+updated_at = "2026-11-30T09:00:00Z"
++updated_at = "2024-12-02T09:00:00Z"
 +
 +[quota]
 +slots = 48
@@ -207,8 +207,8 @@ fn log_json_is_one_record_per_line() {
     let out = env.loopx(&["log", "--json", "-n", "2"]).ok();
     assert_text(
         &env.normalize(&out.stdout),
-        r#"{"tick":13,"commit":"<commit>","time":"2026-11-30T09:12:00Z","actor":"agent:agent-a","op":"todo.claim","subject":"renew t-09f33d6a \"Write the manual\""}
-{"tick":12,"commit":"<commit>","time":"2026-11-30T09:11:00Z","actor":"agent:agent-a","op":"todo.claim","subject":"claim t-09f33d6a \"Write the manual\""}
+        r#"{"tick":13,"commit":"<commit>","time":"2024-12-02T09:12:00Z","actor":"agent:agent-a","op":"todo.claim","subject":"renew t-fd6162d1 \"Write the manual\""}
+{"tick":12,"commit":"<commit>","time":"2024-12-02T09:11:00Z","actor":"agent:agent-a","op":"todo.claim","subject":"claim t-fd6162d1 \"Write the manual\""}
 "#,
     );
     let out = env
@@ -216,7 +216,7 @@ fn log_json_is_one_record_per_line() {
         .ok();
     assert_text(
         &env.normalize(&out.stdout),
-        r#"{"tick":10,"commit":"<commit>","time":"2026-11-30T09:09:00Z","actor":"agent:agent-b","op":"todo.release","subject":"release t-09f33d6a \"Write the manual\"","files":[{"path":"todos/09/t-09f33d6a.toml","change":"modified","diff":"--- a/todos/09/t-09f33d6a.toml\n+++ b/todos/09/t-09f33d6a.toml\n@@ -2,13 +2,8 @@\n goal = \"docs\"\n title = \"Write the manual\"\n priority = \"P2\"\n-status = \"claimed\"\n+status = \"open\"\n epoch = 1\n created_at = \"2026-11-30T09:05:00Z\"\n created_by = \"human:Ada Lovelace <ada@example.com>\"\n-updated_at = \"2026-11-30T09:08:00Z\"\n-\n-[claim]\n-owner = \"agent-b\"\n-since = \"2026-11-30T09:08:00Z\"\n-lease_until = \"2026-11-30T09:53:00Z\"\n+updated_at = \"2026-11-30T09:09:00Z\"\n"}]}
+        r#"{"tick":10,"commit":"<commit>","time":"2024-12-02T09:09:00Z","actor":"agent:agent-b","op":"todo.release","subject":"release t-fd6162d1 \"Write the manual\"","files":[{"path":"todos/fd/t-fd6162d1.toml","change":"modified","diff":"--- a/todos/fd/t-fd6162d1.toml\n+++ b/todos/fd/t-fd6162d1.toml\n@@ -2,13 +2,8 @@\n goal = \"docs\"\n title = \"Write the manual\"\n priority = \"P2\"\n-status = \"claimed\"\n+status = \"open\"\n epoch = 1\n created_at = \"2024-12-02T09:05:00Z\"\n created_by = \"human:Ada Lovelace <ada@example.com>\"\n-updated_at = \"2024-12-02T09:08:00Z\"\n-\n-[claim]\n-owner = \"agent-b\"\n-since = \"2024-12-02T09:08:00Z\"\n-lease_until = \"2024-12-02T09:53:00Z\"\n+updated_at = \"2024-12-02T09:09:00Z\"\n"}]}
 "#,
     );
     let all = env.loopx(&["log", "--format", "json"]).ok().stdout;
@@ -234,8 +234,8 @@ fn a_commit_made_by_hand_is_shown_not_fatal() {
     let out = env.loopx(&["log", "-n", "2"]).ok();
     assert_text(
         &out.stdout,
-        r#"   -  2026-11-30T09:00:00Z  Ada Lovelace  (not a loopx tick)  Fix a typo by hand
-  13  2026-11-30T09:12:00Z  agent-a       todo.claim      renew t-09f33d6a "Write the manual"
+        r#"   -  2024-12-02T09:00:00Z  Ada Lovelace  (not a loopx tick)  Fix a typo by hand
+  13  2024-12-02T09:12:00Z  agent-a       todo.claim      renew t-fd6162d1 "Write the manual"
 "#,
     );
     // Filters pass only ticks.
@@ -249,7 +249,7 @@ fn a_commit_made_by_hand_is_shown_not_fatal() {
             .collect::<String>(),
     );
     // Its out-of-order time does not end a --since walk early.
-    let out = env.loopx(&["log", "--since", "2026-11-30T09:10:00Z"]).ok();
+    let out = env.loopx(&["log", "--since", "2024-12-02T09:10:00Z"]).ok();
     assert_text(
         &out.stdout,
         &FULL_LOG
@@ -310,13 +310,13 @@ fn plain_git_recipes_from_the_docs() {
     assert_eq!(subjects.len(), 13);
     assert_eq!(
         subjects[0],
-        "renew t-09f33d6a \"Write the manual\" — agent-a"
+        "renew t-fd6162d1 \"Write the manual\" — agent-a"
     );
     assert_eq!(subjects[12], "init with goal main — Ada Lovelace");
 
     // One todo's whole history: its file's log.
     let out = recipe(
-        "git log -p refs/loopx/state -- todos/19/t-19e5a72f.toml",
+        "git log -p refs/loopx/state -- todos/aa/t-aa735014.toml",
         &["log", "-p", "refs/loopx/state", "--", &path],
     );
     let ticks: Vec<&str> = out
@@ -374,7 +374,7 @@ fn plain_git_recipes_from_the_docs() {
         "git log --format='%h %(trailers:key=Loopx-Op,valueonly,separator=) %s' refs/loopx/state | awk '$2 == \"todo.release\"'",
     );
     assert_eq!(out.lines().count(), 1);
-    assert!(out.contains("release t-09f33d6a"), "{out}");
+    assert!(out.contains("release t-fd6162d1"), "{out}");
     let out = shell(
         "git log --format='%h%x09%(trailers:key=Loopx-Agent,valueonly,separator=)%x09%s' refs/loopx/state | awk -F '\\t' '$2 == \"agent-b\"'",
     );
@@ -391,7 +391,7 @@ fn plain_git_recipes_from_the_docs() {
     assert!(
         subject
             .trim_end()
-            .ends_with("claim t-19e5a72f \"Write the parser\" — agent-a"),
+            .ends_with("claim t-aa735014 \"Write the parser\" — agent-a"),
         "{subject}"
     );
 
@@ -403,7 +403,7 @@ fn plain_git_recipes_from_the_docs() {
     assert!(out.contains("Loopx-Tick: 7\n"), "{out}");
     assert!(out.contains("+owner = \"agent-a\""), "{out}");
     let out = recipe(
-        "git show refs/loopx/state~6:todos/19/t-19e5a72f.toml",
+        "git show refs/loopx/state~6:todos/aa/t-aa735014.toml",
         &["show", &format!("refs/loopx/state~6:{path}")],
     );
     assert!(out.contains("status = \"claimed\"\n"), "{out}");
@@ -418,7 +418,7 @@ fn plain_git_recipes_from_the_docs() {
     );
     assert_text(
         &out,
-        "agents/agent-a.toml\nagents/agent-b.toml\ngoals/docs.toml\ngoals/main.toml\nloopx.toml\ntodos/09/t-09f33d6a.toml\ntodos/19/t-19e5a72f.toml\n",
+        "agents/agent-a.toml\nagents/agent-b.toml\ngoals/docs.toml\ngoals/main.toml\nloopx.toml\ntodos/aa/t-aa735014.toml\ntodos/fd/t-fd6162d1.toml\n",
     );
 
     // Keep the state out of `git log --all`.

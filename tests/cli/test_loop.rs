@@ -85,7 +85,7 @@ fn the_documented_loop_stops_at_a_budget_and_waits_out_a_park() {
         .ok();
     env.agent(
         "agent-a",
-        &["quota", "park", "--until", "2026-12-31T00:00:00Z"],
+        &["quota", "park", "--until", "2025-01-02T00:00:00Z"],
     )
     .ok();
     let out = run_loop(&env, "run_agent_turn() { return 0; }", 1);

@@ -127,7 +127,7 @@ fn auto_resume_and_a_humans_resume() {
         "--of",
         "agent-b",
         "--until",
-        "2026-12-02T00:00:00Z",
+        "2024-12-04T00:00:00Z",
     ])
     .ok();
     assert_eq!(
@@ -262,7 +262,7 @@ fn a_rate_limit_stop_failure_parks_the_agent() {
         .json();
     assert_eq!(v["reason"]["code"], "wait-until", "{v}");
     // The test clock starts at 09:00 UTC: the next 3pm is today's.
-    assert_eq!(v["reason"]["until"], "2026-11-30T15:00:00Z");
+    assert_eq!(v["reason"]["until"], "2024-12-02T15:00:00Z");
     assert!(
         v["reason"]["message"]
             .as_str()
@@ -280,7 +280,7 @@ fn a_rate_limit_stop_failure_parks_the_agent() {
         .code(3)
         .json();
     let until = v["reason"]["until"].as_str().unwrap();
-    assert!(until.starts_with("2026-11-30T10:"), "{v}");
+    assert!(until.starts_with("2024-12-02T10:"), "{v}");
     // A hostile message: a reset far beyond the longest park, control
     // characters and a huge text. The park is capped at 31 days and its
     // reason kept to one line of 300 characters.
@@ -294,7 +294,7 @@ fn a_rate_limit_stop_failure_parks_the_agent() {
         .code(3)
         .json();
     let until = v["reason"]["until"].as_str().unwrap();
-    assert!(until.starts_with("2026-12-31T"), "{v}");
+    assert!(until.starts_with("2025-01-02T"), "{v}");
     let message = v["reason"]["message"].as_str().unwrap();
     assert!(
         !message.contains('\u{1b}') && !message.contains('\n'),

@@ -3,13 +3,13 @@
 use crate::common::assert_text;
 use crate::common::fixtures::{hand_commit, history};
 
-const TICK_7: &str = r#"tick 7: claim t-19e5a72f "Write the parser"
+const TICK_7: &str = r#"tick 7: claim t-aa735014 "Write the parser"
 commit:    <commit>
-time:      2026-11-30T09:06:00Z
+time:      2024-12-02T09:06:00Z
 actor:     agent:agent-a
-op:        todo.claim (o-3139f9d9afe3e7ed)
+op:        todo.claim (o-684957e159566a4d)
 arguments:
-  todo = "t-19e5a72f"
+  todo = "t-aa735014"
   epoch = 0
   lease = "45m"
 trailers:
@@ -18,8 +18,8 @@ trailers:
   Loopx-Tick: 7
   Loopx-Format: 7
 
---- a/todos/19/t-19e5a72f.toml
-+++ b/todos/19/t-19e5a72f.toml
+--- a/todos/aa/t-aa735014.toml
++++ b/todos/aa/t-aa735014.toml
 @@ -2,8 +2,13 @@
  goal = "main"
  title = "Write the parser"
@@ -28,15 +28,15 @@ trailers:
 -epoch = 0
 +status = "claimed"
 +epoch = 1
- created_at = "2026-11-30T09:04:00Z"
+ created_at = "2024-12-02T09:04:00Z"
  created_by = "human:Ada Lovelace <ada@example.com>"
--updated_at = "2026-11-30T09:04:00Z"
-+updated_at = "2026-11-30T09:06:00Z"
+-updated_at = "2024-12-02T09:04:00Z"
++updated_at = "2024-12-02T09:06:00Z"
 +
 +[claim]
 +owner = "agent-a"
-+since = "2026-11-30T09:06:00Z"
-+lease_until = "2026-11-30T09:51:00Z"
++since = "2024-12-02T09:06:00Z"
++lease_until = "2024-12-02T09:51:00Z"
 "#;
 
 #[test]
@@ -48,13 +48,13 @@ fn show_prints_the_op_its_trailers_and_diffs() {
     let out = env.loopx(&["show", "6"]).ok();
     assert_text(
         &env.normalize(&out.stdout),
-        r#"tick 6: add t-09f33d6a "Write the manual"
+        r#"tick 6: add t-fd6162d1 "Write the manual"
 commit:    <commit>
-time:      2026-11-30T09:05:00Z
+time:      2024-12-02T09:05:00Z
 actor:     human:Ada Lovelace <ada@example.com>
-op:        todo.add (o-fa8f9d4b6b0d69e0)
+op:        todo.add (o-d510052f9b40e450)
 arguments:
-  todo = "t-09f33d6a"
+  todo = "t-fd6162d1"
   goal = "docs"
   title = "Write the manual"
   priority = "P2"
@@ -65,17 +65,17 @@ trailers:
   Loopx-Format: 7
 
 --- /dev/null
-+++ b/todos/09/t-09f33d6a.toml
++++ b/todos/fd/t-fd6162d1.toml
 @@ -0,0 +1,9 @@
-+id = "t-09f33d6a"
++id = "t-fd6162d1"
 +goal = "docs"
 +title = "Write the manual"
 +priority = "P2"
 +status = "open"
 +epoch = 0
-+created_at = "2026-11-30T09:05:00Z"
++created_at = "2024-12-02T09:05:00Z"
 +created_by = "human:Ada Lovelace <ada@example.com>"
-+updated_at = "2026-11-30T09:05:00Z"
++updated_at = "2024-12-02T09:05:00Z"
 "#,
     );
 }
@@ -89,9 +89,9 @@ fn a_tick_is_named_by_number_commit_prefix_ref_or_time() {
         &commit.trim()[..8],
         commit.trim(),
         &commit.trim()[..12].to_ascii_uppercase(),
-        "2026-11-30T09:06:00Z",
-        "2026-11-30T09:06:59Z",
-        "2026-11-30T10:06:30+01:00",
+        "2024-12-02T09:06:00Z",
+        "2024-12-02T09:06:59Z",
+        "2024-12-02T10:06:30+01:00",
     ] {
         assert_text(&env.loopx(&["show", name]).ok().stdout, &by_number);
     }
@@ -131,10 +131,10 @@ fn show_says_what_to_do_about_a_missing_tick() {
         &out.stderr,
         "error: there is no ref refs/loopx/nope\nhint: give a full ref name such as refs/loopx/state\n",
     );
-    let out = env.loopx(&["show", "2026-11-30T08:00:00Z"]).code(1);
+    let out = env.loopx(&["show", "2024-12-02T08:00:00Z"]).code(1);
     assert_text(
         &out.stderr,
-        "error: there was no loopx state yet at 2026-11-30T08:00:00Z; the first tick is at 2026-11-30T09:00:00Z\nhint: give a later time, or a tick number\n",
+        "error: there was no loopx state yet at 2024-12-02T08:00:00Z; the first tick is at 2024-12-02T09:00:00Z\nhint: give a later time, or a tick number\n",
     );
     let out = env.loopx(&["show", "999", "--json"]).code(1);
     assert_eq!(out.json()["error"]["code"], "unknown-tick");
@@ -146,7 +146,7 @@ fn show_json_is_one_document() {
     let out = env.loopx(&["show", "8", "--json"]).ok();
     assert_text(
         &env.normalize(&out.stdout),
-        r#"{"tick":8,"commit":"<commit>","parent":"<commit>","time":"2026-11-30T09:07:00Z","actor":"agent:agent-a","op":"todo.update","op_id":"o-854bb70d1590520f","subject":"update t-19e5a72f \"Write the parser\" note","change":{"op":"todo.update","todo":"t-19e5a72f","epoch":1,"note":"lexer done"},"trailers":{"Loopx-Agent":"agent-a","Loopx-Format":"7","Loopx-Op":"todo.update","Loopx-Tick":"8"},"files":[{"path":"agents/agent-a.toml","change":"modified","diff":"--- a/agents/agent-a.toml\n+++ b/agents/agent-a.toml\n@@ -3,3 +3,4 @@\n status = \"active\"\n registered_at = \"2026-11-30T09:01:00Z\"\n registered_by = \"human:Ada Lovelace <ada@example.com>\"\n+last_writeback = \"2026-11-30T09:07:00Z\"\n"},{"path":"todos/19/t-19e5a72f.toml","change":"modified","diff":"--- a/todos/19/t-19e5a72f.toml\n+++ b/todos/19/t-19e5a72f.toml\n@@ -6,9 +6,14 @@\n epoch = 1\n created_at = \"2026-11-30T09:04:00Z\"\n created_by = \"human:Ada Lovelace <ada@example.com>\"\n-updated_at = \"2026-11-30T09:06:00Z\"\n+updated_at = \"2026-11-30T09:07:00Z\"\n \n [claim]\n owner = \"agent-a\"\n since = \"2026-11-30T09:06:00Z\"\n lease_until = \"2026-11-30T09:51:00Z\"\n+\n+[[notes]]\n+at = \"2026-11-30T09:07:00Z\"\n+by = \"agent:agent-a\"\n+text = \"lexer done\"\n"}]}
+        r#"{"tick":8,"commit":"<commit>","parent":"<commit>","time":"2024-12-02T09:07:00Z","actor":"agent:agent-a","op":"todo.update","op_id":"o-f81de3ecd299fea7","subject":"update t-aa735014 \"Write the parser\" note","change":{"op":"todo.update","todo":"t-aa735014","epoch":1,"note":"lexer done"},"trailers":{"Loopx-Agent":"agent-a","Loopx-Format":"7","Loopx-Op":"todo.update","Loopx-Tick":"8"},"files":[{"path":"agents/agent-a.toml","change":"modified","diff":"--- a/agents/agent-a.toml\n+++ b/agents/agent-a.toml\n@@ -3,3 +3,4 @@\n status = \"active\"\n registered_at = \"2024-12-02T09:01:00Z\"\n registered_by = \"human:Ada Lovelace <ada@example.com>\"\n+last_writeback = \"2024-12-02T09:07:00Z\"\n"},{"path":"todos/aa/t-aa735014.toml","change":"modified","diff":"--- a/todos/aa/t-aa735014.toml\n+++ b/todos/aa/t-aa735014.toml\n@@ -6,9 +6,14 @@\n epoch = 1\n created_at = \"2024-12-02T09:04:00Z\"\n created_by = \"human:Ada Lovelace <ada@example.com>\"\n-updated_at = \"2024-12-02T09:06:00Z\"\n+updated_at = \"2024-12-02T09:07:00Z\"\n \n [claim]\n owner = \"agent-a\"\n since = \"2024-12-02T09:06:00Z\"\n lease_until = \"2024-12-02T09:51:00Z\"\n+\n+[[notes]]\n+at = \"2024-12-02T09:07:00Z\"\n+by = \"agent:agent-a\"\n+text = \"lexer done\"\n"}]}
 "#,
     );
     let v = env.loopx(&["show", "1", "--json"]).ok().json();
@@ -169,7 +169,7 @@ fn a_commit_made_by_hand_shows_as_not_a_tick() {
         &env.normalize(&out.stdout),
         "(not a loopx tick): Fix a typo by hand
 commit:    <commit>
-time:      2026-11-30T09:00:00Z
+time:      2024-12-02T09:00:00Z
 author:    Ada Lovelace <ada@example.com>
 why:       the message has no body
 message:
@@ -193,7 +193,7 @@ fn a_tick_from_a_newer_loopx_says_to_upgrade() {
     let (env, ids) = history();
     let tree = env.git(&["rev-parse", "refs/loopx/state^{tree}"]);
     let message = format!(
-        "teleport {} \"Write the manual\" — agent-a\n\nid = \"o-00000000000000aa\"\nat = \"2026-11-30T09:13:00Z\"\nactor = \"agent:agent-a\"\n\n[change]\nop = \"todo.teleport\"\ntodo = \"{}\"\nto = \"agent-b\"\n\nLoopx-Op: todo.teleport\nLoopx-Agent: agent-a\nLoopx-Tick: 14\nLoopx-Format: 7\n",
+        "teleport {} \"Write the manual\" — agent-a\n\nid = \"o-00000000000000aa\"\nat = \"2024-12-02T09:13:00Z\"\nactor = \"agent:agent-a\"\n\n[change]\nop = \"todo.teleport\"\ntodo = \"{}\"\nto = \"agent-b\"\n\nLoopx-Op: todo.teleport\nLoopx-Agent: agent-a\nLoopx-Tick: 14\nLoopx-Format: 7\n",
         ids.manual, ids.manual
     );
     let commit = env.git(&[
@@ -208,28 +208,28 @@ fn a_tick_from_a_newer_loopx_says_to_upgrade() {
     let out = env.loopx(&["log", "-n", "2"]).ok();
     assert_text(
         &out.stdout,
-        r#"  14  2026-11-30T09:00:00Z  Ada Lovelace  (unreadable tick)  teleport t-09f33d6a "Write the manual" — agent-a
-  13  2026-11-30T09:12:00Z  agent-a       todo.claim      renew t-09f33d6a "Write the manual"
+        r#"  14  2024-12-02T09:00:00Z  Ada Lovelace  (unreadable tick)  teleport t-fd6162d1 "Write the manual" — agent-a
+  13  2024-12-02T09:12:00Z  agent-a       todo.claim      renew t-fd6162d1 "Write the manual"
 "#,
     );
     let out = env.loopx(&["show", "14"]).ok();
     assert_text(
         &env.normalize(&out.stdout),
-        r#"tick 14 (unreadable tick): teleport t-09f33d6a "Write the manual" — agent-a
+        r#"tick 14 (unreadable tick): teleport t-fd6162d1 "Write the manual" — agent-a
 commit:    <commit>
-time:      2026-11-30T09:00:00Z
+time:      2024-12-02T09:00:00Z
 author:    Ada Lovelace <ada@example.com>
 why:       the op "todo.teleport" is unknown to this loopx: upgrade loopx
 message:
-  teleport t-09f33d6a "Write the manual" — agent-a
+  teleport t-fd6162d1 "Write the manual" — agent-a
 
   id = "o-00000000000000aa"
-  at = "2026-11-30T09:13:00Z"
+  at = "2024-12-02T09:13:00Z"
   actor = "agent:agent-a"
 
   [change]
   op = "todo.teleport"
-  todo = "t-09f33d6a"
+  todo = "t-fd6162d1"
   to = "agent-b"
 
   Loopx-Op: todo.teleport

@@ -17,11 +17,11 @@ claims:
   agent-a  T  Write the parser  (44m left)
 quota main per 1d: agent-a 0/48, agent-b 0/48
 recent:
-     7  2026-11-30T09:06:00Z  claim T "Write the parser" — agent-a
-     6  2026-11-30T09:05:00Z  add t-9f36c3b9 "Write docs" — Ada Lovelace
-     5  2026-11-30T09:04:00Z  add U "Test the parser" — Ada Lovelace
-     4  2026-11-30T09:03:00Z  add T "Write the parser" — Ada Lovelace
-     3  2026-11-30T09:02:00Z  register agent agent-b (custom) — Ada Lovelace
+     7  2024-12-02T09:06:00Z  claim T "Write the parser" — agent-a
+     6  2024-12-02T09:05:00Z  add t-8ed964ef "Write docs" — Ada Lovelace
+     5  2024-12-02T09:04:00Z  add U "Test the parser" — Ada Lovelace
+     4  2024-12-02T09:03:00Z  add T "Write the parser" — Ada Lovelace
+     3  2024-12-02T09:02:00Z  register agent agent-b (custom) — Ada Lovelace
 "#,
     );
 }
@@ -75,44 +75,44 @@ fn status_at_shows_the_state_as_it_was() {
     let out = env.loopx(&["status", "--at", "9"]).ok();
     assert_text(
         &out.stdout,
-        r#"loopx  refs/loopx/state  tick 9, as of 2026-11-30T09:08:00Z (the tip is tick 13)
+        r#"loopx  refs/loopx/state  tick 9, as of 2024-12-02T09:08:00Z (the tip is tick 13)
 goal docs (active): Write the manual
 goal main (active): Ship the parser
 todos: 0 ready, 0 open, 0 waiting, 2 claimed, 0 blocked, 0 deferred, 0 done; 2 agents
 claims:
-  agent-a  t-19e5a72f  Write the parser  (43m left)
-  agent-b  t-09f33d6a  Write the manual  (45m left)
+  agent-a  t-aa735014  Write the parser  (43m left)
+  agent-b  t-fd6162d1  Write the manual  (45m left)
 quota docs per 1d: agent-a 0/48, agent-b 0/48
 quota main per 1d: agent-a 0/48, agent-b 0/48
 recent:
-     9  2026-11-30T09:08:00Z  claim t-09f33d6a "Write the manual" — agent-b
-     8  2026-11-30T09:07:00Z  update t-19e5a72f "Write the parser" note — agent-a
-     7  2026-11-30T09:06:00Z  claim t-19e5a72f "Write the parser" — agent-a
-     6  2026-11-30T09:05:00Z  add t-09f33d6a "Write the manual" — Ada Lovelace
-     5  2026-11-30T09:04:00Z  add t-19e5a72f "Write the parser" — Ada Lovelace
+     9  2024-12-02T09:08:00Z  claim t-fd6162d1 "Write the manual" — agent-b
+     8  2024-12-02T09:07:00Z  update t-aa735014 "Write the parser" note — agent-a
+     7  2024-12-02T09:06:00Z  claim t-aa735014 "Write the parser" — agent-a
+     6  2024-12-02T09:05:00Z  add t-fd6162d1 "Write the manual" — Ada Lovelace
+     5  2024-12-02T09:04:00Z  add t-aa735014 "Write the parser" — Ada Lovelace
 "#,
     );
     // At a time: the newest tick at or before it, with leases judged then.
-    let out = env.loopx(&["status", "--at", "2026-11-30T09:10:30Z"]).ok();
+    let out = env.loopx(&["status", "--at", "2024-12-02T09:10:30Z"]).ok();
     assert_text(
         &out.stdout,
-        r#"loopx  refs/loopx/state  tick 11, as of 2026-11-30T09:10:30Z (the tip is tick 13)
+        r#"loopx  refs/loopx/state  tick 11, as of 2024-12-02T09:10:30Z (the tip is tick 13)
 goal docs (active): Write the manual
 goal main (active): Ship the parser
 todos: 1 ready, 1 open, 0 waiting, 0 claimed, 0 blocked, 0 deferred, 1 done; 2 agents
 quota docs per 1d: agent-a 0/48, agent-b 0/48
 quota main per 1d: agent-a 0/48, agent-b 0/48
 recent:
-    11  2026-11-30T09:10:00Z  done t-19e5a72f "Write the parser" — agent-a
-    10  2026-11-30T09:09:00Z  release t-09f33d6a "Write the manual" — agent-b
-     9  2026-11-30T09:08:00Z  claim t-09f33d6a "Write the manual" — agent-b
-     8  2026-11-30T09:07:00Z  update t-19e5a72f "Write the parser" note — agent-a
-     7  2026-11-30T09:06:00Z  claim t-19e5a72f "Write the parser" — agent-a
+    11  2024-12-02T09:10:00Z  done t-aa735014 "Write the parser" — agent-a
+    10  2024-12-02T09:09:00Z  release t-fd6162d1 "Write the manual" — agent-b
+     9  2024-12-02T09:08:00Z  claim t-fd6162d1 "Write the manual" — agent-b
+     8  2024-12-02T09:07:00Z  update t-aa735014 "Write the parser" note — agent-a
+     7  2024-12-02T09:06:00Z  claim t-aa735014 "Write the parser" — agent-a
 "#,
     );
     let v = env.loopx(&["status", "--at", "9", "--json"]).ok().json();
     assert_eq!(v["tick"], 9);
-    assert_eq!(v["as_of"], "2026-11-30T09:08:00Z");
+    assert_eq!(v["as_of"], "2024-12-02T09:08:00Z");
     assert_eq!(v["tip_tick"], 13);
     let v = env.loopx(&["status", "--json"]).ok().json();
     assert!(v.get("as_of").is_none() && v.get("tip_tick").is_none());
@@ -126,7 +126,7 @@ fn status_at_refuses_what_is_not_there() {
         &out.stderr,
         "error: there is no tick 14; the newest is 13\nhint: `loopx log` lists the ticks\n",
     );
-    env.loopx(&["status", "--at", "2026-11-30T08:59:59Z"])
+    env.loopx(&["status", "--at", "2024-12-02T08:59:59Z"])
         .code(1);
     let out = env.loopx(&["status", "--at", "yesterday"]).code(2);
     assert!(out.stderr.contains("names no tick"), "{}", out.stderr);

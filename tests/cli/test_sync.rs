@@ -149,7 +149,7 @@ fn tip_op(repo: &Path, root: &Path) -> String {
         .to_owned()
 }
 
-/// `2026-11-30THH:MM:SSZ` plus 45 minutes, the default lease.
+/// `2024-12-02THH:MM:SSZ` plus 45 minutes, the default lease.
 fn plus_45m(t: &str) -> String {
     let h: i64 = t[11..13].parse().unwrap();
     let m: i64 = t[14..16].parse().unwrap();
@@ -243,7 +243,7 @@ fn diverged_ticks_replay_on_the_remote_tip_and_a_lost_claim_is_recorded() {
     assert_text(
         &mask(&out.stdout.replace(&t, "T"), "e"),
         "Pulled 1 tick, pushed 2, replayed 1, rejected 1 (origin, tick 7).\n\
-         Rejected todo.claim T by agent-b: T is not ready: agent-a holds it until 2026-11-30T09:52:00Z (recorded as e-<id>)\n",
+         Rejected todo.claim T by agent-b: T is not ready: agent-a holds it until 2024-12-02T09:52:00Z (recorded as e-<id>)\n",
     );
     // One linear chain: the remote's tick, then the record of the lost
     // claim, then the replayed add, each numbered on.
@@ -288,7 +288,7 @@ fn diverged_ticks_replay_on_the_remote_tip_and_a_lost_claim_is_recorded() {
             "--date=iso-strict",
             "refs/loopx/state",
         ]),
-        "b 2026-11-30T09:10:00Z\n",
+        "b 2024-12-02T09:10:00Z\n",
     );
     let v = b.loopx(&["todo", "show", &t, "--json"]).ok().json();
     assert_eq!(v["claim"]["owner"], "agent-a");
@@ -297,7 +297,7 @@ fn diverged_ticks_replay_on_the_remote_tip_and_a_lost_claim_is_recorded() {
     let rec = &records["evidence"][0];
     assert_eq!(rec["kind"], "sync-rejected", "{}", out.stdout);
     assert_eq!(rec["by"], "agent:agent-b");
-    assert_eq!(rec["at"], "2026-11-30T09:09:00Z");
+    assert_eq!(rec["at"], "2024-12-02T09:09:00Z");
     assert_eq!(rec["passed"], false);
 
     // The other machine pulls both; the trees agree.
@@ -381,7 +381,7 @@ fn claim_sync_counts_only_once_pushed_and_the_loser_is_told_who_won() {
     let out = env.agent("agent-a", &["todo", "claim", &t, "--sync"]).ok();
     assert_text(
         &out.stdout.replace(&t, "T"),
-        "Claimed T \"Contested\" until 2026-11-30T09:52:00Z (epoch 1).\n",
+        "Claimed T \"Contested\" until 2024-12-02T09:52:00Z (epoch 1).\n",
     );
     assert_text(&out.stderr, "Pushed 1 tick (origin, tick 5).\n");
     // b syncs before claiming: it sees agent-a's claim and loses at once.
@@ -823,7 +823,7 @@ fn the_same_divergence_replays_to_the_same_tree_on_two_machines() {
     env.loopx(&["sync"]).ok();
     // The same local ops on both machines, at the same instants, same seed.
     for m in [&a, &b] {
-        let at = |s: &str| format!("2026-11-30T10:{s}Z");
+        let at = |s: &str| format!("2024-12-02T10:{s}Z");
         let step = |now: &str, agent: Option<&str>, args: &[&str]| {
             let mut c = m.command();
             c.env("LOOPX_NOW", at(now));
@@ -1093,7 +1093,7 @@ fn setup_adds_one_glob_fetch_refspec_and_no_push_refspec() {
 
 /// Commits a tick of an op this loopx does not know onto a machine's state.
 fn future_tick(m: &Machine) -> String {
-    let msg = "travel in time — agent-a\n\nid = \"o-00000000000000ff\"\nat = \"2026-11-30T09:30:00Z\"\nactor = \"agent:agent-a\"\n\n[change]\nop = \"from.the.future\"\n\nLoopx-Op: from.the.future\nLoopx-Agent: agent-a\nLoopx-Tick: 99\nLoopx-Format: 1";
+    let msg = "travel in time — agent-a\n\nid = \"o-00000000000000ff\"\nat = \"2024-12-02T09:30:00Z\"\nactor = \"agent:agent-a\"\n\n[change]\nop = \"from.the.future\"\n\nLoopx-Op: from.the.future\nLoopx-Agent: agent-a\nLoopx-Tick: 99\nLoopx-Format: 1";
     let tip = m.tip().unwrap();
     let commit = m
         .git(&[

@@ -32,12 +32,12 @@ title = "Write the parser"
 priority = "P1"
 status = "open"
 epoch = 0
-created_at = "2026-11-30T09:03:00Z"
+created_at = "2024-12-02T09:03:00Z"
 created_by = "human:Ada Lovelace <ada@example.com>"
-updated_at = "2026-11-30T09:03:00Z"
+updated_at = "2024-12-02T09:03:00Z"
 
 [[notes]]
-at = "2026-11-30T09:03:00Z"
+at = "2024-12-02T09:03:00Z"
 by = "human:Ada Lovelace <ada@example.com>"
 text = "start with the lexer"
 "#,
@@ -71,7 +71,7 @@ fn the_whole_lifecycle_of_a_todo() {
     let out = env.agent("agent-a", &["todo", "claim", &t[..5]]).ok();
     assert_text(
         &out.stdout.replace(&t, "T"),
-        "Claimed T \"Write the parser\" until 2026-11-30T09:52:00Z (epoch 1).\n",
+        "Claimed T \"Write the parser\" until 2024-12-02T09:52:00Z (epoch 1).\n",
     );
     let mine = env
         .agent("agent-a", &["todo", "list", "--mine"])
@@ -87,7 +87,7 @@ fn the_whole_lifecycle_of_a_todo() {
         .ok();
     assert_text(
         &out.stdout.replace(&t, "T"),
-        "Renewed T \"Write the parser\" until 2026-11-30T11:09:00Z (epoch 1).\n",
+        "Renewed T \"Write the parser\" until 2024-12-02T11:09:00Z (epoch 1).\n",
     );
     env.agent("agent-a", &["todo", "update", &t, "--note", "lexer done"])
         .ok();
@@ -114,7 +114,7 @@ fn the_whole_lifecycle_of_a_todo() {
     let show = env.loopx(&["todo", "show", &t]).ok().stdout;
     assert_text(
         &show.replace(&t, "T"),
-        "T  P1  done  main\nWrite the parser\ndone at 2026-11-30T09:11:00Z\ncreated 2026-11-30T09:03:00Z by Ada Lovelace\n  2026-11-30T09:10:00Z agent-a: lexer done\n  2026-11-30T09:11:00Z agent-a: all green\n",
+        "T  P1  done  main\nWrite the parser\ndone at 2024-12-02T09:11:00Z\ncreated 2024-12-02T09:03:00Z by Ada Lovelace\n  2024-12-02T09:10:00Z agent-a: lexer done\n  2024-12-02T09:11:00Z agent-a: all green\n",
     );
     let subjects = env.git(&["log", "--format=%s", "refs/loopx/state"]);
     assert_text(
@@ -179,7 +179,7 @@ fn only_the_owner_writes_a_claimed_todo() {
     let out = env.agent("agent-b", &["todo", "claim", &t]).code(4);
     assert_text(
         &out.stderr.replace(&t, "T"),
-        "error: T is not ready: agent-a holds it until 2026-11-30T09:49:00Z\nhint: agent-a won it; pick another with `loopx todo list --ready`\n",
+        "error: T is not ready: agent-a holds it until 2024-12-02T09:49:00Z\nhint: agent-a won it; pick another with `loopx todo list --ready`\n",
     );
     let out = env.agent("agent-b", &["todo", "done", &t]).code(4);
     assert_text(

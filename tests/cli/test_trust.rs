@@ -578,7 +578,7 @@ fn a_guarded_hub_over_git_daemon_refuses_a_reused_op_id() {
     env.loopx(&["-C", hub.to_str().unwrap(), "hub", "install"])
         .ok();
     let daemon =
-        crate::common::daemon::Daemon::start_with(&env, &[("LOOPX_NOW", "2026-12-01T00:00:00Z")]);
+        crate::common::daemon::Daemon::start_with(&env, &[("LOOPX_NOW", "2024-12-03T00:00:00Z")]);
     env.git(&["remote", "add", "origin", &daemon.url("hub.git")]);
     let m = env.machine();
     env.add("First", &[]);

@@ -10,8 +10,9 @@ use crate::common::{TestEnv, rfc3339, run, system_now};
 
 /// Under `signer require`, a clone with no signing key whose git identity
 /// says "Ada Lovelace" wrote unsigned `quota park --of agent-a`, `gate open
-/// --kind publish`, `todo reopen`, `agent register`, `todo add` and
-/// `settings set`: kinds that were no human act before format 7. Its own
+/// --kind publish`, `todo reopen`, `agent register`, `todo add`, `goal
+/// split` and `settings set`: kinds that were no human act before format 7
+/// (or, for `goal split`, a human act no guard checked the signature of). Its own
 /// loopx refuses each, saying how to set up a key; written with loopx before
 /// the policy and moved after it with plumbing, each is refused by the
 /// guarded hub, by Ada's sync and by her verify. Honest work goes on.
@@ -47,7 +48,7 @@ fn every_human_tick_is_signed_once_the_state_requires_it() {
     b.git(&["config", "user.email", "ada@example.com"]);
     crate::common::keys::trust(&b, "ada", &ada);
     let start = b.tip().unwrap();
-    let attacks: [&[&str]; 6] = [
+    let attacks: [&[&str]; 7] = [
         &["quota", "park", "--of", "agent-a", "--until", "31d"],
         &[
             "gate",
@@ -61,13 +62,14 @@ fn every_human_tick_is_signed_once_the_state_requires_it() {
         &["agent", "register", "agent-z"],
         &["todo", "add", "Rogue work"],
         &["settings", "set", "--lease", "1m"],
+        &["goal", "split"],
     ];
     // Before the policy each is an ordinary act: written with loopx, kept
     // as a template, then undone.
     let mut templates = Vec::new();
     for args in attacks {
         b.git(&["update-ref", "refs/loopx/state", &start]);
-        if args[0] == "settings" {
+        if args[0] == "settings" || args[0] == "goal" {
             // A human act by the table: refused unsigned where this
             // machine trusts signers, policy or not.
             let out = b.loopx(&[&["--json"], args].concat()).code(3);
@@ -78,6 +80,25 @@ fn every_human_tick_is_signed_once_the_state_requires_it() {
         templates.push((args, b.tip().unwrap()));
     }
     b.git(&["update-ref", "refs/loopx/state", &start]);
+    // A `goal split` template comes from a clone that trusts no signer
+    // (the split's own goal ref is not pushed: the forgery is the shared
+    // ref's tick).
+    let plain = clone(&env, &h, "plain");
+    plain.git(&["config", "user.name", "Ada Lovelace"]);
+    plain.git(&["config", "user.email", "ada@example.com"]);
+    plain.loopx(&["goal", "split"]).ok();
+    let split = plain.tip().unwrap();
+    b.git(&[
+        "fetch",
+        "-q",
+        plain.repo.to_str().unwrap(),
+        "refs/loopx/state:refs/forge/split",
+    ]);
+    templates.push((&["goal", "split"], split));
+    let goal_refs = |m: &crate::common::Machine| {
+        m.git(&["for-each-ref", "--format=%(refname)", "refs/loopx/goals/"])
+    };
+    assert_eq!(goal_refs(&b), "", "the split's goal ref is gone");
     // Ada requires signatures, signed.
     a.loopx(&["signer", "require"]).ok();
     a.loopx(&["sync"]).ok();
@@ -95,6 +116,7 @@ fn every_human_tick_is_signed_once_the_state_requires_it() {
             out.stderr
         );
         assert_eq!(b.tip().as_deref(), Some(policy.as_str()), "{args:?}");
+        assert_eq!(goal_refs(&b), "", "{args:?} wrote no goal ref");
     }
     // Moved after the policy with plumbing: refused everywhere.
     for (_, template) in &templates {

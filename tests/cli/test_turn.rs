@@ -194,7 +194,7 @@ fn spend_needs_a_validated_writeback_and_is_spent_once() {
     let out = env
         .agent("agent-a", &["quota", "spend-slot", "--turn", &tok])
         .code(3);
-    assert!(out.stderr.starts_with("error: agent-a has made no validated writeback since its turn began at 2026-11-30T09:04:00Z, so no slot is spent\nhint: record the turn first: `loopx todo update` on your claim"), "{}", out.stderr);
+    assert!(out.stderr.starts_with("error: agent-a has made no validated writeback since its turn began at 2024-12-02T09:04:00Z, so no slot is spent\nhint: record the turn first: `loopx todo update` on your claim"), "{}", out.stderr);
     // An unchanged refresh is not a writeback, and a failing command neither.
     env.agent("agent-a", &["refresh-state", "--outcome", "unchanged"])
         .ok();
@@ -272,13 +272,13 @@ fn quota_runs_out_and_the_window_rolls_over() {
     let out = env.agent("agent-a", &["quota", "should-run"]).code(3);
     assert_text(
         &out.stdout,
-        "skip: quota-exhausted — all slots are used; the next frees at 2026-11-30T10:08:00Z\nslots: 0 of 2 left per 1h\n",
+        "skip: quota-exhausted — all slots are used; the next frees at 2024-12-02T10:08:00Z\nslots: 0 of 2 left per 1h\n",
     );
     let v = env
         .agent("agent-a", &["quota", "should-run", "--json"])
         .code(3)
         .json();
-    assert_eq!(v["reason"]["frees_at"], "2026-11-30T10:08:00Z");
+    assert_eq!(v["reason"]["frees_at"], "2024-12-02T10:08:00Z");
     assert!(v.get("turn_token").is_none());
     // agent-b has its own slots.
     env.agent("agent-b", &["quota", "should-run"]).code(3); // nothing ready for it: agent-a holds the only todo

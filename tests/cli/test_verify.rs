@@ -500,7 +500,7 @@ fn the_hub_hook_chains_an_existing_hook_and_guards_over_git_daemon() {
     env.loopx(&["hub", "install"]).code(2);
     // Over the git protocol: honest pushes go through, a rewrite and a
     // deletion of refs/loopx/* do not.
-    let daemon = Daemon::start_with(&env, &[("LOOPX_NOW", "2026-12-01T00:00:00Z")]);
+    let daemon = Daemon::start_with(&env, &[("LOOPX_NOW", "2024-12-03T00:00:00Z")]);
     let url = daemon.url("hub.git");
     env.git(&["remote", "add", "origin", &url]);
     env.loopx(&["sync"]).ok();

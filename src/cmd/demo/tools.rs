@@ -82,8 +82,7 @@ impl Demo {
 
     /// Keeps the user's git config and agent-runtime markers out.
     pub(super) fn isolate(&self, c: &mut Command) {
-        for (k, _) in std::env::vars_os() {
-            let k = k.to_string_lossy().into_owned();
+        for k in crate::env::Env::process().names() {
             if k.starts_with("LOOPX_")
                 || k.starts_with("CLAUDE")
                 || k.starts_with("CODEX_")
@@ -91,7 +90,7 @@ impl Demo {
                 || k.starts_with("CURSOR_")
                 || k.starts_with("GIT_")
             {
-                c.env_remove(&k);
+                c.env_remove(k);
             }
         }
         c.env("GIT_CONFIG_GLOBAL", "/dev/null")

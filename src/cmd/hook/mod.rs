@@ -106,7 +106,7 @@ struct Call<'a> {
 }
 
 fn run(global: &Global, args: &Args) -> Result<Reply> {
-    let env = Env::capture();
+    let env = Env::process().clone();
     let name = args.runtime.as_deref().unwrap_or("");
     let runtime = Runtime::parse(name).ok_or_else(|| {
         anyhow!(

@@ -42,10 +42,10 @@ struct Wire {
     proposed: bool,
 }
 
-fn default_name() -> String {
+fn default_name(env: &crate::ctx::Env) -> String {
     let host = std::fs::read_to_string("/etc/hostname")
         .ok()
-        .or_else(|| std::env::var("HOSTNAME").ok())
+        .or_else(|| env.get("HOSTNAME").map(str::to_owned))
         .unwrap_or_default();
     let slug: String = host
         .trim()
@@ -82,7 +82,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             (m.name.clone(), super::status(&m), false)
         }
         _ => {
-            let raw = args.name.clone().unwrap_or_else(default_name);
+            let raw = args.name.clone().unwrap_or_else(|| default_name(&ctx.env));
             let name = slug("machine", &raw, MachineName::new)?;
             commit_change(
                 ctx,

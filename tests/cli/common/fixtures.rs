@@ -13,7 +13,7 @@ pub struct Ids {
 }
 
 /// A fixed-clock history of 13 ticks, one a minute from 09:00. The seeded
-/// ids are t-19e5a72f (parser) and t-09f33d6a (manual).
+/// ids are t-aa735014 (parser) and t-fd6162d1 (manual).
 pub fn history() -> (TestEnv, Ids) {
     let env = TestEnv::with_board();
     env.loopx(&["goal", "add", "docs", "--objective", "Write the manual"])
@@ -35,7 +35,7 @@ pub fn history() -> (TestEnv, Ids) {
         .ok();
     assert_eq!(
         (parser.as_str(), manual.as_str()),
-        ("t-19e5a72f", "t-09f33d6a")
+        ("t-aa735014", "t-fd6162d1")
     );
     (env, Ids { parser, manual })
 }

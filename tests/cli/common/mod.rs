@@ -32,8 +32,8 @@ pub fn system_now() -> i64 {
         .as_secs() as i64
 }
 
-/// 2026-11-30T09:00:00Z, the first command's clock.
-pub const START: i64 = 1_796_029_200;
+/// 2024-12-02T09:00:00Z, the first command's clock.
+pub const START: i64 = 1_733_130_000;
 
 pub struct TestEnv {
     tmp: TempDir,
@@ -331,8 +331,8 @@ pub fn git_in(dir: &Path, args: &[&str]) -> String {
         .env("HOME", &home)
         .env("GIT_CONFIG_GLOBAL", "/dev/null")
         .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_AUTHOR_DATE", "2026-11-30T09:00:00Z")
-        .env("GIT_COMMITTER_DATE", "2026-11-30T09:00:00Z")
+        .env("GIT_AUTHOR_DATE", "2024-12-02T09:00:00Z")
+        .env("GIT_COMMITTER_DATE", "2024-12-02T09:00:00Z")
         .output()
         .expect("git runs");
     assert!(
