@@ -161,7 +161,7 @@ impl Gen {
         self.repacks += 1;
         // Open the repository again, as the next loopx process would: this
         // long-lived process must not keep using its view of the packs from
-        // before the repack (see docs/performance.md).
+        // before the repack (see bench/results/history.md).
         self.store = Store::discover(&self.dir)?;
         Ok(())
     }

@@ -65,7 +65,7 @@ const READY_MAGIC: &str = "loopx-cache-ready";
 /// keeps only the claimed ones, so `should-run` parses the head alone (or
 /// with its agent's ready list) at any size. Until the sixth session this
 /// was 1,024, and at 100 todos parsing the whole head was 60 % of
-/// should-run's instructions (docs/performance.md, "Sixth session:
+/// should-run's instructions (bench/results/history.md, "Sixth session:
 /// static29").
 pub const SHARD_FROM: usize = 1;
 /// About this many todos a shard, when a full write picks the number (up
@@ -74,7 +74,7 @@ pub const SHARD_FROM: usize = 1;
 /// todos (8 shards) a tick costs what it did when the head held every
 /// todo, where 256 (one shard) cost 20 % more; a full read opens more
 /// files for it (`todo list` +4.5 % instructions at 100 todos, +1.5 % at
-/// 1,000). Measured in docs/performance.md, "Sixth session: static29".
+/// 1,000). Measured in bench/results/history.md, "Sixth session: static29".
 pub const PER_SHARD: usize = 16;
 /// Tests' override of [`SHARD_FROM`] (with a quarter of it a shard), so a
 /// small board is sharded: the variable of the CLI tests, a thread's
