@@ -62,6 +62,12 @@ pub enum Next {
     Doctor,
     /// Trust an announced signer's key on this machine.
     TrustSigner(String),
+    /// Announce one's own key, signed with it: name.
+    AnnounceSigner(String),
+    /// Approve a signer's pending new key (a signed human act).
+    ApproveSigner(String),
+    /// Reclaim a signing key as one's own signer: name.
+    ReclaimSigner(String),
     /// Vouch for a todo's validation (a signed human act).
     TrustTodo(String),
     /// Make and propose this clone's machine key (`Some`: under a new name).
@@ -105,6 +111,11 @@ impl Next {
             Next::List(kind) => format!("loopx {kind} list"),
             Next::Doctor => "loopx doctor".to_owned(),
             Next::TrustSigner(name) => format!("loopx signer trust {name}"),
+            Next::AnnounceSigner(name) => format!("loopx signer announce {name} --key FILE.pub"),
+            Next::ApproveSigner(name) => format!("loopx signer approve {name}"),
+            Next::ReclaimSigner(name) => {
+                format!("loopx signer reclaim {name} --key FILE.pub")
+            }
             Next::TrustTodo(id) => format!("loopx todo trust {id}"),
             Next::SetupMachine(None) => "loopx machine setup".to_owned(),
             Next::SetupMachine(Some(name)) => format!("loopx machine setup --name {name}"),

@@ -56,6 +56,9 @@ pub struct Repo {
     home: Option<PathBuf>,
     clock: Clock,
     signing: OnceCell<Signing>,
+    /// The key this invocation's human acts are signed with instead of the
+    /// configured one: a signer announcement signs with the key it names.
+    act_key: OnceCell<PathBuf>,
 }
 
 impl Repo {
@@ -74,6 +77,7 @@ impl Repo {
             home,
             clock,
             signing: OnceCell::new(),
+            act_key: OnceCell::new(),
         }
     }
 
@@ -87,6 +91,7 @@ impl Repo {
             home: self.home.clone(),
             clock: self.clock,
             signing: OnceCell::new(),
+            act_key: self.act_key.clone(),
         }
     }
 
@@ -118,6 +123,18 @@ impl Repo {
     /// point.
     pub fn home(&self) -> Option<&Path> {
         self.home.as_deref()
+    }
+
+    /// Signs this invocation's human acts with the key file `path` (a
+    /// private key, or a public key whose private half is in ssh-agent)
+    /// instead of the configured one; set once, before the act.
+    pub fn sign_acts_with(&self, path: PathBuf) {
+        let _ = self.act_key.set(path);
+    }
+
+    /// The key file set by [`Repo::sign_acts_with`], if any.
+    pub fn act_key(&self) -> Option<&Path> {
+        self.act_key.get().map(PathBuf::as_path)
     }
 
     /// This machine's clock.

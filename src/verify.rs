@@ -381,6 +381,8 @@ fn serial(
 /// serial answer. The other threads open the repository again (gix's
 /// handles stay on one thread).
 mod pipeline;
+mod vouch;
+pub use vouch::vouched;
 
 /// Like [`chain`], in a repository, with its clock and signing setup.
 pub fn chain_of(

@@ -23,6 +23,20 @@ pub struct Signer {
     /// The SSH signature of the announcing op, when it was signed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signature: Option<String>,
+    /// Format 7: a new key the signer announced (signed by that key), which
+    /// replaces `key` once a `signer.approve` signed by the old key, or by
+    /// another announced human, approves it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending: Option<PendingKey>,
+}
+
+/// A signer's new key waiting for approval (format 7).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingKey {
+    pub key: String,
+    pub announced_at: Timestamp,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<String>,
 }
 
 /// Who wrote (or trusted) a todo's validation: the op, its actor and time,

@@ -279,6 +279,8 @@ machine.admit Human Human
 machine.revoke Human Human
 goal.split Human Human
 settings.set Human Human
+signer.approve Human Human
+signer.reclaim Human Human
 turn.settle Either Either
 ";
         assert_eq!(got, want);

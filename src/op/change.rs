@@ -107,6 +107,8 @@ changes! {
     "quota.park" => QuotaPark, since 3, by Rule(on_itself);
     "quota.resume" => QuotaResume, since 3, by Human("resume a parked agent");
     "settings.set" => SettingsSet, since 7, by Human("change the team's settings");
+    "signer.approve" => SignerApprove, since 7, by Human("approve a signer's new key");
+    "signer.reclaim" => SignerReclaim, since 7, by Human("reclaim a signing key");
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -288,6 +290,24 @@ pub struct TodoTrust {
 /// A human announces a signer's public key in the state (format 2).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SignerAnnounce {
+    pub name: SignerName,
+    pub key: String,
+}
+
+/// Format 7: approves signer `name`'s pending new `key`. Valid only signed
+/// by the signer's current key, or by another human's announced key
+/// (`trust`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SignerApprove {
+    pub name: SignerName,
+    pub key: String,
+}
+
+/// Format 7: the holder of `key` (the op is signed by it, `trust`) binds it
+/// to signer `name` of their own, voiding any other human's announcement
+/// of the key (a squat written before format 7).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SignerReclaim {
     pub name: SignerName,
     pub key: String,
 }

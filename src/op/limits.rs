@@ -14,8 +14,8 @@ use crate::error::{Code, Refusal};
 use crate::model::Validation;
 use crate::op::{
     AgentRegister, EvidenceAdd, GateAnswer, GateOpen, GoalAdd, GoalSet, Init, MachineAdmit,
-    MachinePropose, QuotaPark, QuotaVoid, RefreshState, Settle, SignerAnnounce, TodoAdd, TodoDone,
-    TodoEdit, TodoHandoff, TodoTrust, TodoUpdate,
+    MachinePropose, QuotaPark, QuotaVoid, RefreshState, Settle, SignerAnnounce, SignerApprove,
+    SignerReclaim, TodoAdd, TodoDone, TodoEdit, TodoHandoff, TodoTrust, TodoUpdate,
 };
 
 /// The format that introduced these limits (now held by every tick).
@@ -76,6 +76,8 @@ pub fn check(change: &Change) -> Result<(), Refusal> {
         Change::TodoTrust(TodoTrust { digest, .. }) => title(digest, "digest"),
         // A public key, possibly with its line break: bytes only.
         Change::SignerAnnounce(SignerAnnounce { key, .. })
+        | Change::SignerApprove(SignerApprove { key, .. })
+        | Change::SignerReclaim(SignerReclaim { key, .. })
         | Change::MachinePropose(MachinePropose { key, .. }) => bytes(key.len(), 16 * 1024, "key"),
         Change::MachineAdmit(MachineAdmit {
             fingerprint,

@@ -77,7 +77,7 @@ pub fn apply_as(state: &mut State, op: &Op, format: u32) -> Result<Effect, Refus
     if let Some(sig) = &op.signature {
         limits::signature(sig)?;
     }
-    dispatch(state, op)
+    dispatch(state, op, format)
 }
 
 impl Op {
@@ -94,8 +94,9 @@ impl Op {
     }
 }
 
-/// The rules of each kind of change, without the input limits.
-fn dispatch(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
+/// The rules of each kind of change, without the input limits, under the
+/// rules of `format` (the tick's).
+fn dispatch(state: &mut State, op: &Op, format: u32) -> Result<Effect, Refusal> {
     // Who may write it, as the op table declares; then every function
     // below takes its own kind's struct and checks all its preconditions
     // before it mutates.
@@ -118,7 +119,9 @@ fn dispatch(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         Change::TodoReopen(c) => todo::reopen(state, op, c),
         Change::TodoArchive(c) => todo::archive(state, op, c),
         Change::TodoTrust(c) => signer::trust_todo(state, op, c),
-        Change::SignerAnnounce(c) => signer::announce(state, op, c),
+        Change::SignerAnnounce(c) => signer::announce(state, op, c, format),
+        Change::SignerApprove(c) => signer::approve(state, op, c),
+        Change::SignerReclaim(c) => signer::reclaim(state, op, c),
         Change::SignerRequire(c) => signer::require(state, op, c),
         Change::MachinePropose(c) => machine::propose(state, op, c),
         Change::MachineAdmit(c) => machine::admit(state, op, c),
@@ -134,7 +137,7 @@ fn dispatch(state: &mut State, op: &Op) -> Result<Effect, Refusal> {
         Change::UsageRecord(c) => usage::record(state, op, c),
         Change::QuotaPark(c) => park::park(state, op, c),
         Change::QuotaResume(c) => park::resume(state, op, c),
-        Change::Settle(c) => turn::settle(state, op, c),
+        Change::Settle(c) => turn::settle(state, op, c, format),
         Change::SettingsSet(c) => settings::set(state, op, c),
     }
 }

@@ -96,6 +96,8 @@ fn walk(change: &mut Change, hit: &mut Vec<&'static str>) -> Result<(), Refusal>
         | Change::TodoRelease(_)
         | Change::TodoTrust(_)
         | Change::SignerAnnounce(_)
+        | Change::SignerApprove(_)
+        | Change::SignerReclaim(_)
         | Change::SignerRequire(_)
         | Change::MachineRevoke(_)
         | Change::MachinePropose(_)

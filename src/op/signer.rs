@@ -8,8 +8,16 @@ use ssh_key::{Algorithm, PublicKey};
 
 use super::{Effect, Happened, Op, short, todo::vouch};
 use crate::error::{Code, Hint, N, Next, Refusal};
-use crate::model::{State, Validation, signer::Signer};
-use crate::op::{SignerAnnounce, SignerRequire, TodoTrust};
+use crate::model::{
+    SignerName, State, Validation,
+    signer::{PendingKey, Signer},
+};
+use crate::op::{SignerAnnounce, SignerApprove, SignerReclaim, SignerRequire, TodoTrust};
+
+/// The format from which a key is announced only by its holder (the
+/// announcement signed by the key it announces, `trust`), and a signer's
+/// new key waits for approval.
+pub const POSSESSION_SINCE: u32 = 7;
 
 /// Key types loopx accepts: ed25519, ECDSA, and their FIDO forms.
 pub fn supported(algorithm: &Algorithm) -> bool {
@@ -40,12 +48,22 @@ pub fn normalize_key(key: &str) -> Result<String, String> {
     plain.to_openssh().map_err(|e| format!("{e}"))
 }
 
-pub(super) fn announce(state: &mut State, op: &Op, c: &SignerAnnounce) -> Result<Effect, Refusal> {
-    let SignerAnnounce { name, key } = c;
-    let key = normalize_key(key).map_err(|e| {
+/// `key` normalized, or the refusal that names `name`'s unusable key.
+fn usable(name: &SignerName, key: &str) -> Result<String, Refusal> {
+    normalize_key(key).map_err(|e| {
         Refusal::usage(Code::BadKey, format!("the key for {name} is not usable: {e}"))
             .with_hint("pass an ed25519 or ECDSA public key (or its sk- FIDO form), e.g. --key ~/.ssh/id_ed25519.pub")
-    })?;
+    })
+}
+
+pub(super) fn announce(
+    state: &mut State,
+    op: &Op,
+    c: &SignerAnnounce,
+    format: u32,
+) -> Result<Effect, Refusal> {
+    let SignerAnnounce { name, key } = c;
+    let key = usable(name, key)?;
     // A key names one human, and a signer's name stays with the human who
     // announced it: otherwise Bob could announce his own key as Ada's, or
     // replace hers, and sign acts as her (`trust`: the actor binding).
@@ -86,6 +104,28 @@ pub(super) fn announce(state: &mut State, op: &Op, c: &SignerAnnounce) -> Result
                 [Next::TrustSigner(name.to_string())],
             )));
         }
+        // From format 7 a new key waits: a tick carries one signature, the
+        // new key's, so the old key (or another human) approves it.
+        Some(s) if format >= POSSESSION_SINCE => {
+            if s.pending.as_ref().is_some_and(|p| p.key == key) {
+                return Err(Refusal::rule(
+                    Code::AlreadyAnnounced,
+                    format!("{name}'s new key is announced already and waits for approval"),
+                )
+                .with_hint(approve_hint(name)));
+            }
+            let algo = key.split(' ').next().unwrap_or_default().to_owned();
+            let s = state.signers.get_mut(name).expect("looked up above");
+            s.pending = Some(PendingKey {
+                key,
+                announced_at: op.at,
+                signature: op.signature.clone(),
+            });
+            return Ok(Effect::new(
+                Happened::SignerAnnounced { name: name.clone() },
+                format!("signer announces a new key for {name} ({algo}), waiting for approval"),
+            ));
+        }
         Some(_) => "replaces the key of",
         None => "announces",
     };
@@ -97,12 +137,129 @@ pub(super) fn announce(state: &mut State, op: &Op, c: &SignerAnnounce) -> Result
             announced_by: op.actor.clone(),
             announced_at: op.at,
             signature: op.signature.clone(),
+            pending: None,
         },
     );
     let algo = key.split(' ').next().unwrap_or_default();
     Ok(Effect::new(
         Happened::SignerAnnounced { name: name.clone() },
         format!("signer {verb} {name} ({algo})"),
+    ))
+}
+
+fn approve_hint(name: &SignerName) -> Hint {
+    Hint::new(
+        format!(
+            "approve it with {N}, signed with {name}'s current key or by another announced human"
+        ),
+        [Next::ApproveSigner(name.to_string())],
+    )
+}
+
+/// Format 7: signer `name`'s pending key replaces its key. Who may approve
+/// (the old key, or another human's announced key) is the signature's to
+/// say (`trust`); the rule checks what is approved.
+pub(super) fn approve(state: &mut State, _op: &Op, c: &SignerApprove) -> Result<Effect, Refusal> {
+    let SignerApprove { name, key } = c;
+    let key = usable(name, key)?;
+    let Some(s) = state.signers.get_mut(name) else {
+        return Err(Refusal::error(
+            Code::UnknownSignerName,
+            format!("there is no signer {name} in the state"),
+        )
+        .with_hint(Hint::new(
+            format!("{N} shows them"),
+            [Next::List("signer".to_owned())],
+        )));
+    };
+    match s.pending.take() {
+        Some(p) if p.key == key => {
+            s.key = p.key;
+            s.announced_at = p.announced_at;
+            s.signature = p.signature;
+        }
+        other => {
+            let had = other.is_some();
+            s.pending = other;
+            return Err(Refusal::rule(
+                Code::NothingPending,
+                if had {
+                    format!("{name}'s pending key is another key than the one approved")
+                } else {
+                    format!("{name} has no new key waiting for approval")
+                },
+            )
+            .with_hint(Hint::new(
+                format!("{N} shows each signer's pending key"),
+                [Next::List("signer".to_owned())],
+            )));
+        }
+    }
+    let algo = key.split(' ').next().unwrap_or_default();
+    Ok(Effect::new(
+        Happened::SignerAnnounced { name: name.clone() },
+        format!("signer approves the new key of {name} ({algo})"),
+    ))
+}
+
+/// Format 7: the holder of `key` (the op is signed by it, `trust`) binds it
+/// to their signer `name`; another human's announcement of the key (a
+/// squat written before format 7) is removed from then on.
+pub(super) fn reclaim(state: &mut State, op: &Op, c: &SignerReclaim) -> Result<Effect, Refusal> {
+    let SignerReclaim { name, key } = c;
+    let key = usable(name, key)?;
+    if let Some(s) = state.signers.get(name)
+        && !same_human(&s.announced_by, &op.actor)
+    {
+        return Err(Refusal::rule(
+            Code::SignerTaken,
+            format!(
+                "signer {name} was announced by {}; reclaim your key under a name of your own",
+                s.announced_by
+            ),
+        ));
+    }
+    let squats: Vec<SignerName> = state
+        .signers
+        .values()
+        .filter(|s| s.key == key && !same_human(&s.announced_by, &op.actor))
+        .map(|s| s.name.clone())
+        .collect();
+    if squats.is_empty() && state.signers.get(name).is_some_and(|s| s.key == key) {
+        return Err(Refusal::rule(
+            Code::AlreadyAnnounced,
+            format!("{name} is announced with this key already, and nobody else announces it"),
+        ));
+    }
+    for s in &squats {
+        state.signers.remove(s);
+    }
+    state.signers.insert(
+        name.clone(),
+        Signer {
+            name: name.clone(),
+            key,
+            announced_by: op.actor.clone(),
+            announced_at: op.at,
+            signature: op.signature.clone(),
+            pending: None,
+        },
+    );
+    let voided = if squats.is_empty() {
+        String::new()
+    } else {
+        format!(
+            ", voiding {}",
+            squats
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
+    Ok(Effect::new(
+        Happened::SignerAnnounced { name: name.clone() },
+        format!("signer reclaims its key as {name}{voided}"),
     ))
 }
 

@@ -542,6 +542,16 @@ pub(crate) fn every_change() -> Vec<Change> {
             )]),
             unprice: Vec::new(),
         }),
+        Change::SignerApprove(crate::op::SignerApprove {
+            name: crate::model::SignerName::new("ada").expect("a slug"),
+            key: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJRqOlZ4qkWVuwIN6zT8Rtnu8VP+zkcei4lRZKsBty30"
+                .to_owned(),
+        }),
+        Change::SignerReclaim(crate::op::SignerReclaim {
+            name: crate::model::SignerName::new("ada").expect("a slug"),
+            key: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJRqOlZ4qkWVuwIN6zT8Rtnu8VP+zkcei4lRZKsBty30"
+                .to_owned(),
+        }),
         Change::Settle(Settle {
             turn: "turn-2".to_owned(),
             steps: vec![
@@ -587,6 +597,8 @@ pub(crate) fn every_change() -> Vec<Change> {
             | Change::QuotaPark(_)
             | Change::QuotaResume(_)
             | Change::SettingsSet(_)
+            | Change::SignerApprove(_)
+            | Change::SignerReclaim(_)
             | Change::Settle(_) => {}
         }
     }

@@ -295,6 +295,8 @@ pub fn check_op(
 fn wanted(before: &State, op: &Op, signers: &AllowedSigners, binding: &Binding) -> bool {
     op.signature.is_some()
         || must_be_signed(op)
+        || possession(op, binding).is_some()
+        || approval(op, binding).is_some()
         || machine::required(before, op)
         || (enforced(before, signers) && is_human_act(before, op, binding.format))
 }
@@ -318,6 +320,93 @@ pub fn check_op_applied(
 /// Ops that are valid only signed, on every machine: the signing policy.
 pub fn must_be_signed(op: &Op) -> bool {
     matches!(op.change, Change::SignerRequire(_))
+}
+
+/// The key an op must be signed by, whatever the policy: from format 7 a
+/// key is announced (or reclaimed) only by its holder, so a signer
+/// announcement or reclaim is signed by the key it names.
+fn possession<'o>(op: &'o Op, binding: &Binding) -> Option<&'o str> {
+    if binding.format < crate::op::signer::POSSESSION_SINCE {
+        return None;
+    }
+    match &op.change {
+        Change::SignerAnnounce(crate::op::SignerAnnounce { key, .. })
+        | Change::SignerReclaim(crate::op::SignerReclaim { key, .. }) => Some(key),
+        _ => None,
+    }
+}
+
+/// A signer's new key approved (format 7): valid only signed, by the
+/// signer's current key or another human's announced key.
+fn approval<'o>(op: &'o Op, binding: &Binding) -> Option<&'o crate::op::SignerApprove> {
+    match &op.change {
+        Change::SignerApprove(a) if binding.format >= crate::op::signer::POSSESSION_SINCE => {
+            Some(a)
+        }
+        _ => None,
+    }
+}
+
+/// Whether the signature's key is the OpenSSH public key `key`.
+fn signed_with(sig: &SshSig, key: &str) -> bool {
+    PublicKey::from_openssh(key.trim()).is_ok_and(|k| k.key_data() == sig.public_key())
+}
+
+/// An announcement or reclaim signed by another key than the one it names.
+fn not_own_key(op: &Op, sig: &SshSig) -> Refusal {
+    Refusal::rule(
+        Code::NotOwnKey,
+        format!(
+            "{} by {} names a key it is not signed by (it is signed by {}): a key is announced only by its holder, signing with it",
+            op.change.kind(),
+            op.actor.name(),
+            sig.public_key().fingerprint(HashAlg::Sha256)
+        ),
+    )
+    .with_hint(Hint::new(
+        format!(
+            "announce your own key, signed with it ({N}); if someone announced your key before, reclaim it with {N}; nothing was changed"
+        ),
+        [
+            Next::AnnounceSigner("NAME".to_owned()),
+            Next::ReclaimSigner("NAME".to_owned()),
+        ],
+    ))
+}
+
+/// A signer's new key is approved by the key it replaces, or by another
+/// human's announced key: never by the new key alone.
+fn approved_by(
+    before: &State,
+    op: &Op,
+    a: &crate::op::SignerApprove,
+    sig: &SshSig,
+) -> Result<(), Refusal> {
+    let Some(signer) = before.signers.get(&a.name) else {
+        return Ok(()); // the op's own rule refuses it
+    };
+    let by_old = signed_with(sig, &signer.key);
+    let by_other = before.signers.values().any(|s| {
+        signed_with(sig, &s.key)
+            && !crate::op::signer::same_human(&s.announced_by, &signer.announced_by)
+    });
+    if by_old || by_other {
+        return Ok(());
+    }
+    Err(Refusal::rule(
+        Code::NotOwnKey,
+        format!(
+            "{} of {}'s new key is signed by {}, which is neither {}'s current key nor another human's announced key",
+            op.change.kind(),
+            a.name,
+            sig.public_key().fingerprint(HashAlg::Sha256),
+            a.name
+        ),
+    )
+    .with_hint(format!(
+        "sign the approval with {}'s current key, or ask another announced human to approve it; nothing was changed",
+        a.name
+    )))
 }
 
 /// Whether human acts must be signed here: this machine trusts signers (or
@@ -348,7 +437,20 @@ pub fn check_applied(
             before.meta.settings.signatures.humans(),
         ));
     }
+    let own = possession(op, binding);
+    let approving = approval(op, binding);
     let Some(text) = &op.signature else {
+        if own.is_some() || approving.is_some() {
+            return Err(Refusal::rule(
+                Code::Unsigned,
+                format!(
+                    "{} by {} is not signed: from format 7 a key is announced or reclaimed signed by that key, and a new key is approved signed by the old one",
+                    op.change.kind(),
+                    op.actor.name()
+                ),
+            )
+            .with_hint(SETUP));
+        }
         if must_be_signed(op) {
             return Err(Refusal::rule(
                 Code::Unsigned,
@@ -367,8 +469,17 @@ pub fn check_applied(
     };
     let sig = decode(text).map_err(|e| bad_signature(op, &e))?;
     verify(&sig, &record(before, after, op, binding)).map_err(|e| bad_signature(op, &e))?;
+    if own.is_some_and(|key| !signed_with(&sig, key)) {
+        return Err(not_own_key(op, &sig));
+    }
+    if let Some(a) = approving {
+        approved_by(before, op, a, &sig)?;
+    }
     let by = signed_by(&sig, signers, op);
-    if human && enforced && by.principal.is_none() {
+    // An announcement signed by the key it names grants nothing (each
+    // machine's allowed signers decide what counts): a newcomer's key, or
+    // a new key waiting for approval, is announced before anyone trusts it.
+    if human && enforced && by.principal.is_none() && own.is_none() {
         return Err(Refusal::rule(
             Code::UnknownSigner,
             format!(
@@ -402,7 +513,18 @@ fn bound_to_actor(before: &State, after: &State, op: &Op, sig: &SshSig) -> Resul
         .signers
         .values()
         .chain(after.signers.values())
-        .filter(|s| PublicKey::from_openssh(&s.key).is_ok_and(|k| k.key_data() == key.key_data()))
+        .filter(|s| {
+            // A new key waiting for approval binds only the announcement
+            // that names it.
+            let pending = s
+                .pending
+                .as_ref()
+                .filter(|_| matches!(op.change, Change::SignerAnnounce(_)))
+                .map(|p| &p.key);
+            std::iter::once(&s.key)
+                .chain(pending)
+                .any(|k| PublicKey::from_openssh(k).is_ok_and(|k| k.key_data() == key.key_data()))
+        })
         .collect();
     if announced
         .iter()
@@ -918,5 +1040,162 @@ mod tests {
             assert!(!is_human_act(&policy, &o, 5), "{kind} in format 5");
             assert!(is_human_act(&policy, &o, 7), "{kind} in format 7");
         }
+    }
+
+    /// Format 7 (issue 44): a key is announced only signed by itself (a
+    /// rogue cannot squat Ada's key, Ada cannot announce Bob's), a newcomer
+    /// announces a key nobody trusts yet, a new key waits for the old one
+    /// (or another human) to approve it, and the holder reclaims a key
+    /// squatted before format 7.
+    #[test]
+    fn from_format_7_a_key_is_announced_by_its_holder() {
+        let dirs: Vec<tempfile::TempDir> = (0..4).map(|_| tempfile::tempdir().unwrap()).collect();
+        let Some(ada) = keygen(dirs[0].path()) else {
+            return;
+        };
+        let [ada2, bob, rogue] = [1, 2, 3].map(|i| keygen(dirs[i].path()).unwrap());
+        let public =
+            |k: &std::path::Path| std::fs::read_to_string(k.with_extension("pub")).unwrap();
+        let here = Binding {
+            format: 7,
+            state: Some("1111111111111111111111111111111111111111".into()),
+        };
+        let as_who = |who: &str, mut o: Op| {
+            o.actor = Actor::Human {
+                name: who.into(),
+                email: format!("{}@example.com", who.to_lowercase()),
+            };
+            o
+        };
+        let announce = |who: &str, at: &str, name: &str, key: &std::path::Path| {
+            as_who(
+                who,
+                op(
+                    at,
+                    Change::SignerAnnounce(SignerAnnounce {
+                        name: crate::model::SignerName::new(name).unwrap(),
+                        key: public(key),
+                    }),
+                ),
+            )
+        };
+        let sign = |key: &std::path::Path, state: &State, mut o: Op| {
+            let mut after = state.clone();
+            op::apply(&mut after, &o).unwrap();
+            o.signature = Some(sign_file(key, &record(state, &after, &o, &here)));
+            o
+        };
+        let signers = allowed(&ada);
+        let code = |state: &State, o: &Op| check_op(state, o, &signers, &here).unwrap_err().code;
+        let mut state = board();
+        // Unsigned: refused, whatever the policy.
+        let plain = announce("Ada", "2026-11-30T09:01:00Z", "ada", &ada);
+        assert_eq!(
+            check_op(&state, &plain, &AllowedSigners::none(), &here)
+                .unwrap_err()
+                .code,
+            Code::Unsigned
+        );
+        // A rogue announces Ada's key, signed with its own: refused.
+        let squat = sign(
+            &rogue,
+            &state,
+            announce("Rogue", "2026-11-30T09:02:00Z", "ada", &ada),
+        );
+        assert_eq!(code(&state, &squat), Code::NotOwnKey);
+        // Ada announces her own, signed with it.
+        let own = sign(&ada, &state, plain);
+        check_op(&state, &own, &signers, &here).unwrap();
+        op::apply(&mut state, &own).unwrap();
+        // Ada announces Bob's key, signed with hers: refused (A03).
+        let borrowed = sign(
+            &ada,
+            &state,
+            announce("Ada", "2026-11-30T09:03:00Z", "bob", &bob),
+        );
+        assert_eq!(code(&state, &borrowed), Code::NotOwnKey);
+        // Bob, a newcomer nobody trusts yet, announces his own key.
+        let newcomer = sign(
+            &bob,
+            &state,
+            announce("Bob", "2026-11-30T09:04:00Z", "bob", &bob),
+        );
+        check_op(&state, &newcomer, &signers, &here).unwrap();
+        op::apply(&mut state, &newcomer).unwrap();
+        // Ada's new key announces itself and waits.
+        let rotate = sign(
+            &ada2,
+            &state,
+            announce("Ada", "2026-11-30T09:05:00Z", "ada", &ada2),
+        );
+        check_op(&state, &rotate, &AllowedSigners::none(), &here).unwrap();
+        op::apply(&mut state, &rotate).unwrap();
+        let name = crate::model::SignerName::new("ada").unwrap();
+        let normalized = |k: &std::path::Path| normalize_key(&public(k)).unwrap();
+        assert_eq!(state.signers[&name].key, normalized(&ada));
+        assert_eq!(
+            state.signers[&name].pending.as_ref().map(|p| p.key.clone()),
+            Some(normalized(&ada2))
+        );
+        // Until approved, the new key signs nothing for her.
+        let early = sign(
+            &ada2,
+            &state,
+            pause("2026-11-30T09:06:00Z", crate::model::GoalStatus::Paused),
+        );
+        assert_eq!(
+            check_op(&state, &early, &AllowedSigners::none(), &here)
+                .unwrap_err()
+                .code,
+            Code::NotAnnounced
+        );
+        let approve = |who: &str| {
+            as_who(
+                who,
+                op(
+                    "2026-11-30T09:07:00Z",
+                    Change::SignerApprove(crate::op::SignerApprove {
+                        name: name.clone(),
+                        key: public(&ada2),
+                    }),
+                ),
+            )
+        };
+        // The new key cannot approve itself; the old key can, and so can
+        // another announced human.
+        let by_itself = sign(&ada2, &state, approve("Ada"));
+        assert_eq!(code(&state, &by_itself), Code::NotOwnKey);
+        let by_bob = sign(&bob, &state, approve("Bob"));
+        check_op(&state, &by_bob, &AllowedSigners::none(), &here).unwrap();
+        let by_old = sign(&ada, &state, approve("Ada"));
+        check_op(&state, &by_old, &AllowedSigners::none(), &here).unwrap();
+        op::apply(&mut state, &by_old).unwrap();
+        assert_eq!(state.signers[&name].key, normalized(&ada2));
+        assert_eq!(state.signers[&name].pending, None);
+        // A squat of Ada's first key written before format 7 (unsigned,
+        // by the rogue), then reclaimed by its holder.
+        let old_squat = announce("Rogue", "2026-11-30T09:08:00Z", "rogue", &ada);
+        op::apply_as(&mut state, &old_squat, 6).unwrap();
+        let taken_back = op(
+            "2026-11-30T09:09:00Z",
+            Change::SignerReclaim(crate::op::SignerReclaim {
+                name: crate::model::SignerName::new("ada-old").unwrap(),
+                key: public(&ada),
+            }),
+        );
+        let by_rogue = sign(&rogue, &state, as_who("Ada", taken_back.clone()));
+        assert_eq!(code(&state, &by_rogue), Code::NotOwnKey);
+        let by_holder = sign(&ada, &state, taken_back);
+        check_op(&state, &by_holder, &AllowedSigners::none(), &here).unwrap();
+        op::apply(&mut state, &by_holder).unwrap();
+        let rogue_name = crate::model::SignerName::new("rogue").unwrap();
+        assert!(
+            !state.signers.contains_key(&rogue_name),
+            "the squat is void"
+        );
+        assert_eq!(
+            state.signers[&crate::model::SignerName::new("ada-old").unwrap()].announced_by,
+            own.actor
+        );
     }
 }

@@ -28,9 +28,14 @@ pub enum SigningKey {
     Literal(String),
 }
 
-/// The configured signing key: `loopx.signingKey`, else `user.signingKey`
-/// when `gpg.format = ssh`. None: this human does not sign.
+/// The key a human act is signed with: the act's own
+/// ([`Repo::sign_acts_with`]: a signer announcement's key), else
+/// `loopx.signingKey`, else `user.signingKey` when `gpg.format = ssh`.
+/// None: this human does not sign.
 pub fn configured(repo: &Repo) -> Option<SigningKey> {
+    if let Some(path) = repo.act_key() {
+        return Some(SigningKey::File(path.to_owned()));
+    }
     let raw = repo.config().signing_key.as_deref()?.trim();
     if let Some(key) = raw.strip_prefix("key::") {
         return Some(SigningKey::Literal(key.to_owned()));
@@ -99,6 +104,11 @@ pub fn sign(repo: &Repo, key: &SigningKey, record: &[u8]) -> Result<String> {
     let out = child.wait_with_output().context("waiting for ssh-keygen")?;
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
+        let hint = if repo.act_key().is_some() {
+            "a key is announced signed by itself, so only its holder announces it: the private key must sit beside the .pub file or be loaded with `ssh-add`; announce only your own key; nothing was changed"
+        } else {
+            "check git config user.signingKey (or loopx.signingKey): the key file must exist, or its private half be loaded with `ssh-add`; nothing was changed"
+        };
         return Err(Refusal::rule(
             Code::SigningFailed,
             format!(
@@ -107,7 +117,7 @@ pub fn sign(repo: &Repo, key: &SigningKey, record: &[u8]) -> Result<String> {
                 err.trim()
             ),
         )
-        .with_hint("check git config user.signingKey (or loopx.signingKey): the key file must exist, or its private half be loaded with `ssh-add`; nothing was changed")
+        .with_hint(hint)
         .into());
     }
     let armored = String::from_utf8_lossy(&out.stdout);

@@ -102,6 +102,15 @@ fn written_here(repo: &Repo) -> Result<BTreeSet<String>> {
         .unwrap_or_default())
 }
 
+/// Whether a todo's validation is signed as it stands (`verify::vouched`:
+/// the signature checked over the op that wrote or trusted it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Vouched {
+    Signed(super::SignedBy),
+    /// Not signed as it stands, and why.
+    Not(String),
+}
+
 /// Why a validation may run here.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Trusted {
@@ -122,8 +131,13 @@ impl std::fmt::Display for Trusted {
 
 /// Decides whether `todo`'s validation may run here, or refuses with exit
 /// 3, code `untrusted-validation`.
-pub fn allow(repo: &Repo, state: &State, todo: &Todo) -> Result<Option<Trusted>> {
-    match verdict(repo, state, todo)? {
+pub fn allow(
+    repo: &Repo,
+    state: &State,
+    todo: &Todo,
+    vouched: &dyn Fn(&Todo) -> Result<Vouched>,
+) -> Result<Option<Trusted>> {
+    match verdict(repo, state, todo, vouched)? {
         None => Ok(None),
         Some(Ok(t)) => Ok(Some(t)),
         Some(Err(refusal)) => Err(refusal.into()),
@@ -131,11 +145,14 @@ pub fn allow(repo: &Repo, state: &State, todo: &Todo) -> Result<Option<Trusted>>
 }
 
 /// Whether `todo`'s validation may run here (None: it has none), and if
-/// not, the refusal that says why, for `allow` and `todo show`.
+/// not, the refusal that says why, for `allow` and `todo show`. `vouched`
+/// checks a signature over the op that wrote or trusted the validation
+/// (`verify::vouched`); a key looked up is not enough.
 pub fn verdict(
     repo: &Repo,
     state: &State,
     todo: &Todo,
+    vouched: &dyn Fn(&Todo) -> Result<Vouched>,
 ) -> Result<Option<Result<Trusted, Refusal>>> {
     let Some(v) = &todo.validate else {
         return Ok(None);
@@ -163,10 +180,15 @@ pub fn verdict(
     {
         return Ok(Some(Ok(Trusted::WrittenHere)));
     }
-    if let Some(by) = from.and_then(|f| super::signer_of(f.signature.as_deref(), &signers))
-        && by.principal.is_some()
-    {
-        return Ok(Some(Ok(Trusted::Signed(by))));
+    let mut broken = None;
+    if from.is_some_and(|f| f.signature.is_some()) {
+        match vouched(todo)? {
+            Vouched::Signed(by) if by.principal.is_some() => {
+                return Ok(Some(Ok(Trusted::Signed(by))));
+            }
+            Vouched::Signed(_) => {}
+            Vouched::Not(why) => broken = Some(why),
+        }
     }
     let who = match from {
         Some(f) => format!(
@@ -179,7 +201,12 @@ pub fn verdict(
             },
             f.how,
             f.at,
-            super::describe(f.signature.as_deref(), &signers)
+            match &broken {
+                // The signature does not hold for this validation: its key
+                // says nothing.
+                Some(why) => format!("a signature that does not vouch for it: {why}"),
+                None => super::describe(f.signature.as_deref(), &signers),
+            }
         ),
         None => "it predates signed validations, so who wrote it is not recorded".to_owned(),
     };

@@ -39,6 +39,7 @@ mod test_notify;
 mod test_opencode;
 mod test_park;
 mod test_pi;
+mod test_possession;
 mod test_race;
 mod test_recipes;
 mod test_repo_trust;
@@ -65,6 +66,7 @@ mod test_trust4;
 mod test_turn;
 mod test_usage;
 mod test_verify;
+mod test_vouch;
 
 /// Every `test_*.rs` file in this folder is listed above.
 #[test]

@@ -9,21 +9,8 @@ use std::time::{Duration, Instant};
 
 use crate::common::fixtures::publish_gate;
 use crate::common::forge::renumber;
-use crate::common::keys::{announce, have_openssh, keygen, sign_with, signer, trust};
+use crate::common::keys::{announce, fingerprint, have_openssh, keygen, sign_with, signer, trust};
 use crate::common::{Output, TestEnv, git_in, isolate, run};
-
-fn fingerprint(public: &Path) -> String {
-    let out = Command::new("ssh-keygen")
-        .arg("-lf")
-        .arg(public)
-        .output()
-        .expect("ssh-keygen runs");
-    String::from_utf8_lossy(&out.stdout)
-        .split_whitespace()
-        .nth(1)
-        .expect("a fingerprint")
-        .to_owned()
-}
 
 fn code(out: &Output) -> String {
     out.error_code()
@@ -258,7 +245,9 @@ fn sync_refuses_an_old_signed_act_replayed_an_unsigned_one_and_an_unknown_key() 
     assert_eq!(b.tip(), b_tip);
 
     // A machine that trusts nobody lets Carol sign with a key she
-    // announced herself; Bob's machine, which trusts only Ada, refuses it.
+    // announced herself; Bob's machine, which trusts only Ada, takes her
+    // announcement (signed by the key it names, it grants nothing) and
+    // refuses her answer.
     git_in(
         Path::new(&hub),
         &[
@@ -287,7 +276,7 @@ fn sync_refuses_an_old_signed_act_replayed_an_unsigned_one_and_an_unknown_key() 
     assert_eq!(code(&out), "unknown-signer", "{}", out.stderr);
     assert_eq!(b.tip(), b_tip);
     assert!(
-        out.stderr.contains("signer.announce by carol"),
+        out.stderr.contains("gate.answer by carol"),
         "{}",
         out.stderr
     );

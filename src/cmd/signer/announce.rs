@@ -1,5 +1,7 @@
-//! `loopx signer announce`: put a signer's public key in the state, so
-//! teammates can find it and trust it with `loopx signer trust`.
+//! `loopx signer announce`: put your public key in the state, so teammates
+//! can find it and trust it with `loopx signer trust`. The announcement is
+//! signed with the key it announces (format 7): only its holder announces
+//! a key.
 
 use std::path::PathBuf;
 
@@ -13,11 +15,14 @@ use crate::model::SignerName;
 use crate::op::{Change, SignerAnnounce};
 use crate::trust::{self, AllowedSigners};
 
-/// Announce a signer's SSH public key in the state (a human act)
+/// Announce your SSH public key in the state, signed with it (a human act)
 ///
 /// An announcement only lets teammates find the key: it counts on a
-/// machine once someone there runs `loopx signer trust NAME`. Announcing
-/// again under the same name replaces the key.
+/// machine once someone there runs `loopx signer trust NAME`. It is signed
+/// with the key it announces, so you must hold its private half (beside
+/// the .pub file, or in ssh-agent). Announcing a new key under your
+/// signer's name leaves it pending until `loopx signer approve NAME`,
+/// signed with the old key or by another announced human, approves it.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// The signer's name (a slug, e.g. ada)
@@ -33,6 +38,8 @@ struct Wire<'a> {
     key: &'a str,
     fingerprint: String,
     trusted_here: bool,
+    /// The signer had another key: this one waits for `signer approve`.
+    pending: bool,
     #[serde(flatten)]
     tick: TickWire,
 }
@@ -45,6 +52,9 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         ctx.cwd.join(&args.key)
     };
     let key = read_public(&path)?;
+    let pending = crate::cmd::tx::load(ctx)
+        .is_ok_and(|s| s.state.signers.get(&name).is_some_and(|s| s.key != key));
+    ctx.repo()?.sign_acts_with(private_half(&path));
     let done = commit_change(
         ctx,
         Change::SignerAnnounce(SignerAnnounce {
@@ -61,9 +71,15 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             key: &key,
             fingerprint: fingerprint.clone(),
             trusted_here,
+            pending,
             tick: TickWire::of(&done),
         },
         || {
+            if pending {
+                return format!(
+                    "Announced a new key for signer {name} ({fingerprint}); it waits for approval: `loopx signer approve {name}`, signed with {name}'s current key or by another announced human."
+                );
+            }
             let here = if trusted_here {
                 "it is trusted here".to_owned()
             } else {
@@ -73,6 +89,17 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         },
     )?;
     Ok(Exit::Ok)
+}
+
+/// The key file that signs with the public key `path`: the private key
+/// beside it (`id_ed25519` for `id_ed25519.pub`) when there is one, else
+/// the public key itself, whose private half ssh-agent holds.
+pub(super) fn private_half(path: &std::path::Path) -> PathBuf {
+    path.to_str()
+        .and_then(|p| p.strip_suffix(".pub"))
+        .map(PathBuf::from)
+        .filter(|p| p.is_file())
+        .unwrap_or_else(|| path.to_owned())
 }
 
 /// The public key in `path`, normalized; refuses a private key or a file

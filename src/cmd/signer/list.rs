@@ -40,6 +40,16 @@ struct Row {
     /// The principal the local file names for the key; None: not trusted
     /// here.
     trusted_as: Option<String>,
+    /// A new key the signer announced, waiting for `signer approve`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pending: Option<Pending>,
+}
+
+#[derive(Serialize)]
+struct Pending {
+    key: String,
+    fingerprint: String,
+    announced_at: Timestamp,
 }
 
 #[derive(Serialize)]
@@ -62,6 +72,11 @@ pub fn run(ctx: &Ctx, _args: &Args) -> Result<Exit> {
             announced_by: Some(s.announced_by.clone()),
             announced_at: Some(s.announced_at),
             trusted_as: signers.trusts(&s.key).map(str::to_owned),
+            pending: s.pending.as_ref().map(|p| Pending {
+                key: p.key.clone(),
+                fingerprint: trust::fingerprint(&p.key).unwrap_or_default(),
+                announced_at: p.announced_at,
+            }),
         })
         .collect();
     for e in &signers.entries {
@@ -73,6 +88,7 @@ pub fn run(ctx: &Ctx, _args: &Args) -> Result<Exit> {
                 announced_by: None,
                 announced_at: None,
                 trusted_as: signers.trusts(&e.openssh).map(str::to_owned),
+                pending: None,
             });
         }
     }
@@ -103,6 +119,12 @@ fn human(w: &Wire) -> String {
             None => "not trusted here".to_owned(),
         };
         out.push(format!("{name:<16} {} {algo:<12} {here}", r.fingerprint));
+        if let Some(p) = &r.pending {
+            out.push(format!(
+                "{:<16} new key {} announced {}, waiting for `loopx signer approve {name}`",
+                "", p.fingerprint, p.announced_at
+            ));
+        }
     }
     if out.is_empty() {
         out.push("No signers announced, and none trusted here.".to_owned());

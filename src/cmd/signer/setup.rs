@@ -121,7 +121,11 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         wire.allowed_signers_file = Some(added.path.display().to_string());
         let fresh = Ctx::with(Some(ctx.cwd.clone()), ctx.out.format, None)?;
         let state = tx::load(&fresh)?.state;
-        if state.signers.get(name).is_none_or(|s| s.key != public) {
+        if state
+            .signers
+            .get(name)
+            .is_none_or(|s| s.key != public && s.pending.as_ref().is_none_or(|p| p.key != public))
+        {
             tx::commit(&fresh, |_| {
                 Ok(tx::op(
                     &fresh,

@@ -78,7 +78,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let validation_here = if archived {
         None
     } else {
-        crate::trust::validation::verdict(ctx.repo()?, state, t)?.map(|v| match v {
+        super::trust::verdict(ctx, state, t)?.map(|v| match v {
             Ok(trusted) => Here {
                 runs: true,
                 why: trusted.to_string(),

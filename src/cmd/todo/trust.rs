@@ -130,7 +130,7 @@ fn vouch(ctx: &Ctx, todo: &TodoId, note: Option<&str>) -> Result<Exit> {
     let signers = AllowedSigners::load(ctx.repo()?)?;
     let signature = trust::describe(done.op.signature.as_deref(), &signers);
     let state = tx::load(ctx)?.state;
-    let here = crate::trust::validation::verdict(ctx.repo()?, &state, &state.todos[todo])?;
+    let here = verdict(ctx, &state, &state.todos[todo])?;
     if let Some(Err(_)) = here {
         // Signed, but by a key this machine does not trust: it runs nowhere
         // that does not trust that key either.
@@ -200,13 +200,28 @@ pub fn answer_run(ctx: &Ctx, todo: &TodoId, note: Option<&str>) -> Result<Exit> 
     vouch(ctx, todo, note)
 }
 
+/// Whether `todo`'s validation may run here (`trust::validation::verdict`),
+/// with every signature checked over the op that wrote or trusted the
+/// validation (`verify::vouched`).
+pub fn verdict(
+    ctx: &Ctx,
+    state: &State,
+    todo: &Todo,
+) -> Result<Option<Result<crate::trust::validation::Trusted, Refusal>>> {
+    let repo = ctx.repo()?;
+    let signers = AllowedSigners::load(repo)?;
+    crate::trust::validation::verdict(repo, state, todo, &|t| {
+        crate::verify::vouched(repo, t, &signers)
+    })
+}
+
 /// Lets `todo`'s validation run here, or refuses (exit 3). When an agent
 /// is held by a validation this machine does not trust, one human gate on
 /// the todo asks about it (its id derived from the todo and the
 /// validation's digest, so every clone opens the same one; its text taken
 /// from the todo), and the agent keeps its claim until a human answers.
 pub fn allow_or_hold(ctx: &Ctx, state: &State, todo: &Todo) -> Result<()> {
-    if crate::trust::validation::verdict(ctx.repo()?, state, todo)?.is_none_or(|v| v.is_ok()) {
+    if verdict(ctx, state, todo)?.is_none_or(|v| v.is_ok()) {
         return Ok(());
     }
     // A human may have vouched for it on another machine: take the hub's
@@ -223,7 +238,7 @@ pub fn allow_or_hold(ctx: &Ctx, state: &State, todo: &Todo) -> Result<()> {
         } else {
             (state, todo)
         };
-    let refusal = match crate::trust::validation::verdict(ctx.repo()?, state, todo)? {
+    let refusal = match verdict(ctx, state, todo)? {
         None | Some(Ok(_)) => return Ok(()),
         Some(Err(r)) => r,
     };

@@ -304,6 +304,8 @@ machine.admit 5
 machine.revoke 5
 goal.split 1
 settings.set 7
+signer.approve 7
+signer.reclaim 7
 turn.settle 1
 ";
     assert_eq!(got, want);

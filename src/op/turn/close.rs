@@ -221,7 +221,12 @@ pub(in crate::op) fn void(state: &mut State, op: &Op, c: &QuotaVoid) -> Result<E
 }
 
 /// Several changes in one tick, all or nothing, in order.
-pub(in crate::op) fn settle(state: &mut State, op: &Op, c: &Settle) -> Result<Effect, Refusal> {
+pub(in crate::op) fn settle(
+    state: &mut State,
+    op: &Op,
+    c: &Settle,
+    format: u32,
+) -> Result<Effect, Refusal> {
     let steps = &c.steps;
     if steps.is_empty() {
         return Err(Refusal::usage(
@@ -249,7 +254,7 @@ pub(in crate::op) fn settle(state: &mut State, op: &Op, c: &Settle) -> Result<Ef
             change: step.clone(),
         };
         // The steps' limits were checked with the settle's.
-        let effect = super::super::dispatch(&mut work, &sub)?;
+        let effect = super::super::dispatch(&mut work, &sub, format)?;
         happened.push(effect.what);
         evidence.extend(effect.evidence);
         archived.extend(effect.archived);

@@ -46,6 +46,20 @@ pub fn keygen(env: &TestEnv, name: &str) -> PathBuf {
     dir.join(format!("{name}.pub"))
 }
 
+/// The SHA256 fingerprint of a public key file, as `ssh-keygen -lf` says.
+pub fn fingerprint(public: &Path) -> String {
+    let out = Command::new("ssh-keygen")
+        .arg("-lf")
+        .arg(public)
+        .output()
+        .expect("ssh-keygen runs");
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .nth(1)
+        .expect("a fingerprint")
+        .to_owned()
+}
+
 /// This machine trusts `principal` with `public`, in an allowed-signers file
 /// of its own.
 pub fn trust(m: &Machine, principal: &str, public: &Path) {
