@@ -16,12 +16,12 @@ use crate::time::Timestamp;
 #[derive(Serialize)]
 pub struct StuckRow<'a> {
     pub todo: &'a TodoId,
+    /// The todo's title, for the screen (the JSON names the todo only).
+    #[serde(skip)]
     pub title: &'a str,
     pub owner: &'a AgentId,
     /// `session-ended`, `session-died` (on the holder's clone) or `silent`.
     pub why: &'static str,
-    /// Why, for people.
-    pub reason: String,
     /// The holder's last tick the state shows.
     pub last_heard: Timestamp,
     /// When the lease frees it by itself.
@@ -40,7 +40,6 @@ impl<'a> StuckRow<'a> {
             title: &s.todo.title,
             owner: s.owner,
             why: s.why.code(),
-            reason: s.reason(),
             last_heard: s.last_heard,
             frees_at: s.frees_at,
             free_now: s.free_now(),

@@ -48,6 +48,7 @@ pub struct Args {
 /// bounded however large the board grows.
 const MAX_CLAIMS: usize = 10;
 const RECENT: usize = 5;
+const MAX_STUCK: usize = 5;
 
 #[derive(Serialize)]
 struct Wire<'a> {
@@ -72,8 +73,12 @@ struct Wire<'a> {
     claims: Vec<ClaimRow<'a>>,
     claims_total: usize,
     /// Claims whose lease has not run out but whose holder is gone or
-    /// silent (`op::stuck`), the soonest freed first.
+    /// silent (`op::stuck`), the soonest freed first; at most `MAX_STUCK`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     stuck: Vec<StuckRow<'a>>,
+    /// How many claims are stuck, when more than those listed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stuck_total: Option<usize>,
     recent: Vec<TickRow>,
     /// Slots used per active agent on each active goal.
     quota: Vec<QuotaRow<'a>>,
@@ -346,7 +351,8 @@ impl<'a> Wire<'a> {
             counts: b.counts.clone(),
             claims,
             claims_total,
-            stuck: stuck.iter().map(StuckRow::of).collect(),
+            stuck: stuck.iter().take(MAX_STUCK).map(StuckRow::of).collect(),
+            stuck_total: (stuck.len() > MAX_STUCK).then_some(stuck.len()),
             quota: b
                 .quota
                 .iter()
@@ -463,6 +469,9 @@ fn human(w: &Wire, now: Timestamp) -> String {
                 crate::term::line(r.title),
                 r.line
             ));
+        }
+        if let Some(n) = w.stuck_total {
+            s.push_str(&format!("  … and {} more\n", n - w.stuck.len()));
         }
     }
     let goals: Vec<&GoalId> = {
