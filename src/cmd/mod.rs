@@ -277,16 +277,21 @@ pub fn commit_change(ctx: &Ctx, change: crate::op::Change) -> Result<Committed> 
 /// (`op::stuck`): the agents whose sessions here are all over (the hooks'
 /// session files), and up to when it has seen other clones' ticks: the
 /// end of its last sync with its default remote, else now for a clone
-/// with no hub (None for one that has a hub and never synced with it).
+/// that never synced (None for one whose sync recorded no time).
 pub fn stuck_local(ctx: &Ctx) -> crate::op::stuck::Local {
     let Ok(repo) = ctx.repo() else {
         return crate::op::stuck::Local::default();
     };
     let gone = crate::hook::sessions::gone_agents(repo.store().common_dir());
+    // A clone that synced before it recorded the time judges nothing by
+    // silence until its next sync; one that never synced sees every tick
+    // there is, here.
     let seen_until = match crate::sync::synced_at::last(repo, None) {
         Some(at) => Some(crate::time::Timestamp::from_unix(at)),
-        None if crate::sync::hub(repo).is_none() => Some(ctx.now),
-        None => None,
+        None => match crate::sync::synced_tip(repo, None) {
+            Ok(Some(_)) => None,
+            _ => Some(ctx.now),
+        },
     };
     crate::op::stuck::Local { gone, seen_until }
 }

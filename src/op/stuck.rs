@@ -36,9 +36,9 @@ pub struct Local {
     /// Agents whose sessions on this clone are all over (none still runs
     /// here), and how the latest one ended.
     pub gone: BTreeMap<AgentId, Gone>,
-    /// Up to when this clone has seen the ticks of other clones: now for a
-    /// clone with no hub, the last sync with the hub otherwise. None when
-    /// it never synced: no claim is judged by silence then.
+    /// Up to when this clone has seen the ticks of other clones: the end of
+    /// its last sync, now for a clone that never synced. None when that
+    /// cannot be told: no claim is judged by silence then.
     pub seen_until: Option<Timestamp>,
 }
 
