@@ -1,7 +1,7 @@
 //! Claims that are stuck: held, the lease not run out, but nobody works
 //! on them. Judged from the state and what one clone knows beyond it
 //! ([`Local`]), so `status`, its page and `digest` agree. Pure: the
-//! commands read the session files and the last fetch, this decides.
+//! commands read the session files and the last sync, this decides.
 //!
 //! - On the holder's clone: every session of the holder there ended
 //!   without settling the claim, or the process that ran it is gone
@@ -9,7 +9,7 @@
 //! - Anywhere: no tick by the holder (a claim, a renew, an update, a turn:
 //!   the existing ticks are the heartbeat; there are no others) for the
 //!   team's `stuck_after` (default half the lease), measured up to the
-//!   time this clone last saw the hub's state, not up to now: a clone that
+//!   end of this clone's last sync with its hub, not up to now: a clone that
 //!   last synced hours ago does not call every claim stuck.
 //!
 //! A stuck claim frees itself when its lease runs out (plus the clock
