@@ -6,20 +6,27 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::cmd::tx;
+use crate::cmd::wire::StuckRow;
 use crate::ctx::Ctx;
 use crate::error::{Code, Exit, Refusal};
 use crate::history::{self, Tick};
 use crate::model::usage::Usd;
 use crate::model::{AgentStatus, EvidenceKind, GoalId, TodoId};
-use crate::op::{Change, EvidenceAdd, GateAnswer, GateOpen, Settle, TodoDone, UsageRecord, board};
+use crate::op::{
+    Change, EvidenceAdd, GateAnswer, GateOpen, Settle, TodoClaim, TodoDone, TodoRelease,
+    UsageRecord, board,
+};
 use crate::time::{Span, Timestamp, When};
 
-/// What happened since a time: todos done, gates opened and answered,
-/// failed checks, quiet agents, slots spent, sync rejections
+/// What happened since a time: todos done, claims freed, gates opened and
+/// answered, failed checks, quiet agents, slots spent, sync rejections
 ///
 /// First what needs you now (open gates waiting on a human, with the
-/// commands that answer them) and the leases that ran out; then what
-/// happened, read from the history: gates opened (by `gate open`, or by
+/// commands that answer them), the leases that ran out and the claims
+/// that are stuck (their holder's session gone, or no tick by it for the
+/// team's stuck_after), each with when its lease frees it and the command
+/// that frees it now; then what happened, read from the history: claims
+/// taken over or released by force, gates opened (by `gate open`, or by
 /// `settle` and usage records: stall and budget gates), dollars spent per
 /// agent. At most 40 lines on screen ("and N more" beyond). An agent is
 /// quiet when it is active and has written no tick in the last hour (or
@@ -49,7 +56,7 @@ const MAX_LINES: usize = 40;
 const OLDER_IN_A_ROW: usize = 20;
 
 #[derive(Serialize, Default)]
-struct Wire {
+struct Wire<'a> {
     since: String,
     until: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -59,7 +66,12 @@ struct Wire {
     needs_you: Vec<Waiting>,
     /// Claims whose lease has run out (the state now).
     expired_leases: Vec<Expired>,
+    /// Claims whose lease has not run out but whose holder is gone or
+    /// silent (the state now, as this clone sees it).
+    stuck: Vec<StuckRow<'a>>,
     done: Vec<Item>,
+    /// Claims taken over (an expired lease stolen) or released by force.
+    freed: Vec<Item>,
     gates_opened: Vec<Item>,
     gates_answered: Vec<Item>,
     failed: Vec<Item>,
@@ -188,6 +200,20 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         }
         for c in steps {
             match c {
+                Change::TodoClaim(TodoClaim { todo, .. })
+                | Change::TodoRelease(TodoRelease {
+                    todo, force: true, ..
+                }) => {
+                    let Some(x) = find(todo) else { continue };
+                    let Some(from) = crate::op::todo::lost_by(x, at, &op.actor) else {
+                        continue;
+                    };
+                    let how = match c {
+                        Change::TodoClaim(_) => format!("taken over from {from}"),
+                        _ => format!("released from {from} by force"),
+                    };
+                    w.freed.push(item(format!("{todo} \"{}\" {how}", x.title)));
+                }
                 Change::TodoDone(TodoDone {
                     todo, validation, ..
                 }) => {
@@ -313,6 +339,12 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         });
     }
     w.expired_leases.sort_by_key(|e| e.lease_until);
+    let local = crate::cmd::stuck_local(ctx);
+    w.stuck = crate::op::stuck::claims(state, now, &local)
+        .iter()
+        .filter(|s| goal.as_ref().is_none_or(|g| *g == s.todo.goal))
+        .map(StuckRow::of)
+        .collect();
     let quiet_after = Span::hours(1).min(Span::seconds(now.since(since).as_secs() / 4));
     for a in state.agents.values() {
         if a.status != AgentStatus::Active {
@@ -338,6 +370,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     // Oldest first reads like a story.
     for v in [
         &mut w.done,
+        &mut w.freed,
         &mut w.gates_opened,
         &mut w.gates_answered,
         &mut w.failed,
@@ -352,7 +385,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
 /// The screen (or Markdown): a title, then one block per non-empty section,
 /// at most [`MAX_LINES`] lines in all. Sections share the lines in turn,
 /// one item each, and one that does not fit ends with "and N more".
-fn render(w: &Wire, markdown: bool) -> String {
+fn render(w: &Wire<'_>, markdown: bool) -> String {
     let (h, bullet) = if markdown { ("### ", "- ") } else { ("", "  ") };
     let scope = w
         .goal
@@ -398,7 +431,15 @@ fn render(w: &Wire, markdown: bool) -> String {
                 })
                 .collect(),
         ),
+        (
+            "Stuck claims".into(),
+            w.stuck
+                .iter()
+                .map(|s| format!("{bullet}{} \"{}\"  {}", s.todo, s.title, s.line))
+                .collect(),
+        ),
         ("Done".into(), w.done.iter().map(line).collect()),
+        ("Claims freed".into(), w.freed.iter().map(line).collect()),
         (
             "Gates opened".into(),
             w.gates_opened.iter().map(line).collect(),

@@ -60,8 +60,8 @@ pub enum Command {
     Init(init::Args),
     /// Show goals, who owns what, what is ready, and the last few ticks
     Status(status::Args),
-    /// What happened since a time: todos done, gates opened and answered,
-    /// failed checks, quiet agents, slots spent, sync rejections
+    /// What happened since a time: todos done, claims freed, gates opened and
+    /// answered, failed checks, quiet agents, slots spent, sync rejections
     Digest(digest::Args),
     /// Show the ticks, newest first: who did what, and when
     Log(log::Args),
@@ -89,7 +89,7 @@ pub enum Command {
     /// Set up, list, admit and revoke the machine keys that sign agent ticks
     #[command(subcommand)]
     Machine(machine::Command),
-    /// Set and show the team's shared settings: lease, clock skew, prices
+    /// Set and show the team's shared settings: lease, clock skew, stuck time, prices
     #[command(subcommand)]
     Settings(settings::Command),
     /// Record and list evidence of what was tried
@@ -273,6 +273,29 @@ pub fn commit_change(ctx: &Ctx, change: crate::op::Change) -> Result<Committed> 
 
 /// The goal a command acts on: `--goal`, else git config `loopx.goal`, else
 /// the only active goal.
+/// What this clone knows beyond the state, for judging stuck claims
+/// (`op::stuck`): the agents whose sessions here are all over (the hooks'
+/// session files), and up to when it has seen other clones' ticks: the
+/// end of its last sync with its default remote, else now for a clone
+/// that never synced (None for one whose sync recorded no time).
+pub fn stuck_local(ctx: &Ctx) -> crate::op::stuck::Local {
+    let Ok(repo) = ctx.repo() else {
+        return crate::op::stuck::Local::default();
+    };
+    let gone = crate::hook::sessions::gone_agents(repo.store().common_dir());
+    // A clone that synced before it recorded the time judges nothing by
+    // silence until its next sync; one that never synced sees every tick
+    // there is, here.
+    let seen_until = match crate::sync::synced_at::last(repo, None) {
+        Some(at) => Some(crate::time::Timestamp::from_unix(at)),
+        None => match crate::sync::synced_tip(repo, None) {
+            Ok(Some(_)) => None,
+            _ => Some(ctx.now),
+        },
+    };
+    crate::op::stuck::Local { gone, seen_until }
+}
+
 pub fn pick_goal(ctx: &Ctx, state: &State, flag: Option<&str>) -> Result<GoalId, Refusal> {
     if let Some(g) = flag {
         return state.goal(g).map(|g| g.id.clone());

@@ -1,5 +1,5 @@
 //! What several commands print the same way (not a command): the JSON
-//! shapes of a todo, a gate and a reached budget, a sync's report in
+//! shapes of a todo, a gate, a stuck claim and a reached budget, a sync's report in
 //! words, and HTML escaping. Commands import this module and `cmd/mod.rs`,
 //! never one another.
 
@@ -11,6 +11,42 @@ use crate::model::{AgentId, Gate, GateId, GoalId, TodoId};
 use crate::sync::{self, Outcome, Report};
 use crate::term::{Colour, Painted};
 use crate::time::Timestamp;
+
+/// A stuck claim, as `status --json` and `digest --json` show it.
+#[derive(Serialize)]
+pub struct StuckRow<'a> {
+    pub todo: &'a TodoId,
+    /// The todo's title, for the screen (the JSON names the todo only).
+    #[serde(skip)]
+    pub title: &'a str,
+    pub owner: &'a AgentId,
+    /// `session-ended`, `session-died` (on the holder's clone) or `silent`.
+    pub why: &'static str,
+    /// The holder's last tick the state shows.
+    pub last_heard: Timestamp,
+    /// When the lease frees it by itself.
+    pub frees_at: Timestamp,
+    /// The human command that frees it now.
+    pub free_now: String,
+    /// Why, when the lease frees it and what frees it now, in one line.
+    #[serde(skip)]
+    pub line: String,
+}
+
+impl<'a> StuckRow<'a> {
+    pub fn of(s: &crate::op::stuck::Stuck<'a>) -> StuckRow<'a> {
+        StuckRow {
+            todo: &s.todo.id,
+            title: &s.todo.title,
+            owner: s.owner,
+            why: s.why.code(),
+            last_heard: s.last_heard,
+            frees_at: s.frees_at,
+            free_now: s.free_now(),
+            line: s.line(),
+        }
+    }
+}
 
 /// A todo as the tick commands report it.
 #[derive(Serialize)]

@@ -263,6 +263,12 @@ fn settings(a: &Meta, b: &Meta, out: &mut Vec<Item>) {
         &a.settings.clock_skew,
         &b.settings.clock_skew,
     );
+    let stuck = |m: &Meta| {
+        m.settings
+            .stuck_after
+            .map_or_else(|| "half the lease".to_owned(), |s| s.to_string())
+    };
+    changed(&mut details, "stuck_after", &stuck(a), &stuck(b));
     if !details.is_empty() {
         let mut item = Item::new(Entity::Settings, "loopx.toml", What::Changed);
         item.details = details;
@@ -290,6 +296,11 @@ fn goal(id: &str, a: Option<&Goal>, b: Option<&Goal>, out: &mut Vec<Item>) {
             }
             changed(&mut d, "quota slots", &a.quota.slots, &b.quota.slots);
             changed(&mut d, "quota window", &a.quota.window, &b.quota.window);
+            let lease = |g: &Goal| {
+                g.lease
+                    .map_or_else(|| "the team's".to_owned(), |l| l.to_string())
+            };
+            changed(&mut d, "lease", &lease(a), &lease(b));
             if !d.is_empty() {
                 let mut item = Item::new(Entity::Goal, id, What::Changed).titled(&b.objective);
                 item.details = d;
@@ -698,6 +709,7 @@ mod tests {
             quota: Default::default(),
             budget: Default::default(),
             auto_resume: false,
+            lease: None,
             stall_after: crate::model::goal::STALL_AFTER,
             created_at: at(0),
             created_by: human(),

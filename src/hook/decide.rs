@@ -354,7 +354,7 @@ pub fn kept(agent: &AgentId, claims: &[&Todo]) -> Vec<String> {
         .map(|t| {
             let until = t.lease_until().map(|u| u.to_string()).unwrap_or_default();
             format!(
-                "loopx: {agent} keeps {} \"{}\" until {until}; nothing was released (`loopx todo release {}` gives it up).",
+                "loopx: {agent} keeps {} \"{}\" until {until}; nothing was released, so it shows stuck until a session continues the agent or the lease runs out (`loopx todo release {}` gives it up).",
                 t.id,
                 short(&t.title),
                 t.id

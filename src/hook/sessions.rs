@@ -15,6 +15,7 @@
 //! runtime's session id in their environment names the file
 //! ([`agent_of`], read by [`crate::ctx`]).
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
@@ -111,6 +112,53 @@ pub fn gone(common: &Path, runtime: Runtime, me: &Path) -> Vec<Gone> {
                 agent,
                 modified,
             })
+        })
+        .collect()
+}
+
+/// The agents whose sessions in this clone are all over, of any runtime:
+/// each with how its latest session ended ([`Gone::Ended`] when its end
+/// was seen, else [`Gone::Died`]). An agent with a session that may still
+/// run here (or whose end loopx cannot tell) is not among them. What
+/// `status`, its page and `digest` show as stuck on the holder's clone
+/// (`op::stuck`).
+///
+/// [`Gone::Ended`]: crate::op::stuck::Gone::Ended
+/// [`Gone::Died`]: crate::op::stuck::Gone::Died
+pub fn gone_agents(common: &Path) -> BTreeMap<AgentId, crate::op::stuck::Gone> {
+    use crate::op::stuck::Gone as How;
+    let Ok(entries) = std::fs::read_dir(dir(common)) else {
+        return BTreeMap::new();
+    };
+    // Per agent: whether a session may still run, and the latest gone one.
+    let mut seen: BTreeMap<AgentId, (bool, Option<(std::time::SystemTime, How)>)> = BTreeMap::new();
+    for p in entries.filter_map(Result::ok).map(|e| e.path()) {
+        if p.extension().is_none_or(|x| x != "json") {
+            continue;
+        }
+        let Some(owner) = Owner::read(&p) else {
+            continue;
+        };
+        let Some(agent) = owner.agent.as_deref().and_then(|a| AgentId::new(a).ok()) else {
+            continue;
+        };
+        let entry = seen.entry(agent).or_default();
+        if !owner.gone() {
+            entry.0 = true;
+            continue;
+        }
+        let how = if owner.ended { How::Ended } else { How::Died };
+        let modified = std::fs::metadata(&p)
+            .and_then(|m| m.modified())
+            .unwrap_or(std::time::UNIX_EPOCH);
+        if entry.1.is_none_or(|(at, _)| modified >= at) {
+            entry.1 = Some((modified, how));
+        }
+    }
+    seen.into_iter()
+        .filter_map(|(agent, (live, gone))| match (live, gone) {
+            (false, Some((_, how))) => Some((agent, how)),
+            _ => None,
         })
         .collect()
 }
@@ -262,6 +310,55 @@ mod tests {
         assert!(!take(&for_b[0], &b));
         release(&a);
         assert!(gone(common, Runtime::Codex, &b).is_empty());
+    }
+
+    #[test]
+    fn an_agent_is_gone_here_only_when_every_session_of_it_is() {
+        use crate::op::stuck::Gone as How;
+        let tmp = tempfile::tempdir().unwrap();
+        let common = tmp.path();
+        std::fs::create_dir_all(dir(common)).unwrap();
+        let write = |runtime, session: &str, body: &str| {
+            std::fs::write(path(common, runtime, session).unwrap(), body).unwrap();
+        };
+        let me = std::process::id();
+        let live = start_time(me).unwrap();
+        write(
+            Runtime::Codex,
+            "a",
+            r#"{"agent":"codex-aaaaaaaa","ended":true}"#,
+        );
+        write(
+            Runtime::ClaudeCode,
+            "b",
+            &format!(
+                r#"{{"agent":"claude-code-bbbbbbbb","pid":{me},"pid_start":{}}}"#,
+                live + 1
+            ),
+        );
+        // Two sessions of one agent: one ended, one still running.
+        write(
+            Runtime::Codex,
+            "c1",
+            r#"{"agent":"codex-cccccccc","ended":true}"#,
+        );
+        write(
+            Runtime::Codex,
+            "c2",
+            &format!(r#"{{"agent":"codex-cccccccc","pid":{me},"pid_start":{live}}}"#),
+        );
+        // No process recorded and no end seen: loopx cannot tell.
+        write(Runtime::Pi, "d", r#"{"agent":"pi-dddddddd"}"#);
+        let gone = gone_agents(common);
+        let got: Vec<(&str, How)> = gone.iter().map(|(a, h)| (a.as_str(), *h)).collect();
+        assert_eq!(
+            got,
+            vec![
+                ("claude-code-bbbbbbbb", How::Died),
+                ("codex-aaaaaaaa", How::Ended)
+            ]
+        );
+        assert!(gone_agents(&common.join("nowhere")).is_empty());
     }
 
     #[test]

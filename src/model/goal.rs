@@ -32,6 +32,11 @@ pub struct Goal {
     /// its time passes (format 3); otherwise a human's go is needed.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub auto_resume: bool,
+    /// The lease a claim on this goal gets when no `--ttl` is passed
+    /// (format 7, `goal set --lease`); absent, the team's
+    /// (`settings.lease`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease: Option<Span>,
     pub created_at: Timestamp,
     pub created_by: Actor,
     pub updated_at: Timestamp,

@@ -97,7 +97,9 @@ use crate::time::Span;
 ///   (`op::authority`): from format 7 a human act is whatever only a human
 ///   may write, and under a policy that requires human signatures every
 ///   tick whose actor is a human is signed (`trust::AUTHORITY_SINCE`). The
-///   op `settings.set` and `loopx.toml`'s `settings.prices`. Every tick
+///   op `settings.set` and `loopx.toml`'s `settings.prices` and
+///   `settings.stuck_after`; a goal's `lease` and `goal.set`'s `lease`
+///   (`since 7`). Every tick
 ///   records 7 and a new state's `loopx.toml` says 7; a state made earlier
 ///   keeps the number it was made with (formats never go down along a
 ///   chain, so its ticks from now on record 7).
@@ -166,6 +168,11 @@ pub struct Settings {
     /// table (`config::price`), so every clone prices a turn alike.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub prices: BTreeMap<String, TeamPrice>,
+    /// Format 7: how long a claim's holder may go without a tick (a turn,
+    /// an update, a renew) before the views show the claim stuck, set by
+    /// `settings.set`; absent, half the claim's lease ([`State::stuck_after`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stuck_after: Option<Span>,
 }
 
 /// A team's price for one model: dollars per million tokens.
@@ -228,11 +235,32 @@ impl Default for Settings {
             clock_skew: Span::seconds(30),
             signatures: Signatures::Off,
             prices: BTreeMap::new(),
+            stuck_after: None,
         }
     }
 }
 
 impl State {
+    /// The lease `todo claim`, `renew` and `handoff` give on `goal` when no
+    /// `--ttl` is passed: the goal's own (format 7, `goal set --lease`),
+    /// else the team's (`settings.lease`).
+    pub fn lease_for(&self, goal: &GoalId) -> Span {
+        self.goals
+            .get(goal)
+            .and_then(|g| g.lease)
+            .unwrap_or(self.meta.settings.lease)
+    }
+
+    /// How long the holder of a claim on `goal` may go without a tick
+    /// before the claim shows stuck: the team's `stuck_after`, else half
+    /// the goal's lease ([`State::lease_for`]).
+    pub fn stuck_after(&self, goal: &GoalId) -> Span {
+        self.meta
+            .settings
+            .stuck_after
+            .unwrap_or_else(|| Span::seconds(self.lease_for(goal).as_secs() / 2))
+    }
+
     /// [`Entities::settle`] on every map: after the state it was cloned
     /// from is dropped, its own writes move into its base.
     pub fn settle(&mut self) {

@@ -161,6 +161,10 @@ pub struct GoalSet {
     /// Format 3.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stall_after: Option<u32>,
+    /// Format 7: the lease a claim on the goal gets when no `--ttl` is
+    /// passed; `0s` goes back to the team's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease: Option<Span>,
 }
 
 /// `goal set`'s budget part: `agent` names an agent's budget, else the
@@ -459,6 +463,10 @@ pub struct SettingsSet {
     pub lease: Option<Span>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clock_skew: Option<Span>,
+    /// How long a holder may go without a tick before its claim shows
+    /// stuck; `0s` goes back to half the lease.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stuck_after: Option<Span>,
     /// Prices to set, by model id.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub prices: std::collections::BTreeMap<String, TeamPrice>,
@@ -509,6 +517,7 @@ impl GoalSet {
             budget: None,
             auto_resume: None,
             stall_after: None,
+            lease: None,
         }
     }
 }

@@ -59,6 +59,7 @@ pub(super) fn add(state: &mut State, op: &Op, c: &GoalAdd) -> Result<Effect, Ref
             quota: QuotaPolicy::default(),
             budget: Default::default(),
             auto_resume: false,
+            lease: None,
             stall_after: crate::model::goal::STALL_AFTER,
             created_at: op.at,
             created_by: op.actor.clone(),
@@ -83,6 +84,7 @@ pub(super) fn set(state: &mut State, op: &Op, c: &GoalSet) -> Result<Effect, Ref
         budget,
         auto_resume,
         stall_after,
+        lease,
     } = c;
     if !state.goals.contains_key(goal) {
         return Err(crate::model::unknown_goal(goal));
@@ -109,6 +111,17 @@ pub(super) fn set(state: &mut State, op: &Op, c: &GoalSet) -> Result<Effect, Ref
             format!("--stall-after must be at most {}", super::progress::MAX_RUN),
         )
         .with_hint("0 turns stall detection off"));
+    }
+    if let Some(l) = lease
+        && (l.as_secs() < 0 || *l > crate::time::Span::MAX)
+    {
+        return Err(Refusal::usage(
+            Code::BadTtl,
+            format!(
+                "--lease must be from 0s (the team's lease) to {}",
+                crate::time::Span::MAX
+            ),
+        ));
     }
     // The budget is checked on a copy first: nothing changes on a refusal.
     let (budgeted, budget_words) = match budget {
@@ -169,10 +182,21 @@ pub(super) fn set(state: &mut State, op: &Op, c: &GoalSet) -> Result<Effect, Ref
         g.stall_after = *n;
         what.push(format!("stall-after={n}"));
     }
+    match lease {
+        Some(l) if l.as_secs() == 0 => {
+            g.lease = None;
+            what.push("lease=the team's".to_owned());
+        }
+        Some(l) => {
+            g.lease = Some(*l);
+            what.push(format!("lease={l}"));
+        }
+        None => {}
+    }
     if what.is_empty() {
         return Err(
             Refusal::usage(Code::NothingToSet, "goal set needs something to change").with_hint(
-                "pass --objective, --status, --scope, --guard, --quota-slots, --quota-window, --auto-resume, --stall-after or a budget",
+                "pass --objective, --status, --scope, --guard, --quota-slots, --quota-window, --auto-resume, --stall-after, --lease or a budget",
             ),
         );
     }

@@ -23,6 +23,7 @@ impl Change {
             Change::TodoEdit(TodoEdit {
                 validate: Some(_), ..
             }) => 2,
+            Change::GoalSet(GoalSet { lease: Some(_), .. }) => 7,
             Change::GoalSet(GoalSet {
                 budget,
                 auto_resume,

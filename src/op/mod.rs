@@ -27,6 +27,7 @@ pub mod secrets;
 mod settings;
 pub mod signer;
 mod split;
+pub mod stuck;
 pub mod todo;
 pub mod turn;
 pub mod usage;

@@ -1,6 +1,8 @@
 //! `settings.set`: the team's shared settings (format 7), a human's act:
 //! the default lease `todo claim` gives, the clock-skew margin every
-//! machine allows, and prices by model, so two clones price a turn alike.
+//! machine allows, how long a holder may go without a tick before its
+//! claim shows stuck, and prices by model, so two clones price a turn
+//! alike.
 
 use super::{Effect, Happened, Op, SettingsSet};
 use crate::error::{Code, Refusal};
@@ -15,13 +17,30 @@ pub(super) fn set(state: &mut State, _op: &Op, c: &SettingsSet) -> Result<Effect
     let SettingsSet {
         lease,
         clock_skew,
+        stuck_after,
         prices,
         unprice,
     } = c;
-    if lease.is_none() && clock_skew.is_none() && prices.is_empty() && unprice.is_empty() {
+    if lease.is_none()
+        && clock_skew.is_none()
+        && stuck_after.is_none()
+        && prices.is_empty()
+        && unprice.is_empty()
+    {
         return Err(Refusal::usage(
             Code::NothingToSet,
-            "nothing to set: give --lease, --clock-skew, --price or --unprice",
+            "nothing to set: give --lease, --clock-skew, --stuck-after, --price or --unprice",
+        ));
+    }
+    if let Some(s) = stuck_after
+        && (s.as_secs() < 0 || *s > Span::MAX)
+    {
+        return Err(Refusal::usage(
+            Code::BadTtl,
+            format!(
+                "--stuck-after must be from 0s (half the lease) to {}",
+                Span::MAX
+            ),
         ));
     }
     if let Some(l) = lease
@@ -62,6 +81,17 @@ pub(super) fn set(state: &mut State, _op: &Op, c: &SettingsSet) -> Result<Effect
     if let Some(s) = clock_skew {
         settings.clock_skew = *s;
         changed.push(format!("clock_skew={s}"));
+    }
+    match stuck_after {
+        Some(s) if s.as_secs() == 0 => {
+            settings.stuck_after = None;
+            changed.push("stuck_after=half the lease".to_owned());
+        }
+        Some(s) => {
+            settings.stuck_after = Some(*s);
+            changed.push(format!("stuck_after={s}"));
+        }
+        None => {}
     }
     for model in unprice {
         settings.prices.remove(model);

@@ -532,6 +532,7 @@ pub(crate) fn every_change() -> Vec<Change> {
         Change::SettingsSet(crate::op::SettingsSet {
             lease: Some(crate::time::Span::minutes(30)),
             clock_skew: Some(crate::time::Span::minutes(2)),
+            stuck_after: Some(crate::time::Span::minutes(10)),
             prices: std::collections::BTreeMap::from([(
                 "claude-opus-5-5".to_owned(),
                 crate::model::TeamPrice {

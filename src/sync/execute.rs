@@ -213,6 +213,7 @@ pub(super) fn prepare(
 /// Records the synced tip and ends the sync.
 fn done(repo: &Repo, names: &Names, outcome: Outcome, tip: Tip, counts: Counts) -> Result<Step> {
     advance_ref(repo, &names.synced, tip.commit, true, "loopx: sync")?;
+    super::synced_at::mark(repo, names);
     Ok(Step::Done {
         outcome,
         tip,

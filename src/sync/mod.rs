@@ -44,6 +44,7 @@ pub mod redate;
 mod remote;
 pub mod repair;
 mod replay;
+pub mod synced_at;
 
 pub use remote::{Names, default_remote, hub, names, setup};
 pub use replay::{rejection, rejection_id};

@@ -55,6 +55,7 @@ mod test_ssh_keep;
 mod test_stall;
 mod test_status;
 mod test_status_html;
+mod test_stuck;
 mod test_sync;
 mod test_sync_safety;
 mod test_team;

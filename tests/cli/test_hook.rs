@@ -227,7 +227,7 @@ fn claude_code_answers_each_event() {
             r#"{"decision":"block","reason":"loopx: you still hold t-05b96f2f \"Write the parser\", lease 37m left, and 48 of 48 slots remain: keep working on it. Record each step with `loopx settle --turn lxt1:main:claude-code-634098a0:71dc57607c538611:1733130840 --todo t-05b96f2f --outcome advanced [--done] [-- CHECK]`. To stop instead, say why with `loopx refresh-state --outcome blocked --todo t-05b96f2f --next-action TEXT`, or give it up with `loopx todo update t-05b96f2f --status open`."}
 "#,
             r#""#,
-            r#"loopx: claude-code-634098a0 keeps t-05b96f2f "Write the parser" until 2024-12-02T09:51:00Z; nothing was released (`loopx todo release t-05b96f2f` gives it up).
+            r#"loopx: claude-code-634098a0 keeps t-05b96f2f "Write the parser" until 2024-12-02T09:51:00Z; nothing was released, so it shows stuck until a session continues the agent or the lease runs out (`loopx todo release t-05b96f2f` gives it up).
 "#,
         ],
     );
@@ -252,7 +252,7 @@ fn codex_answers_each_event() {
             r#"{"decision":"block","reason":"loopx: you still hold t-05b96f2f \"Write the parser\", lease 37m left, and 48 of 48 slots remain: keep working on it. Record each step with `$LOOPX settle --turn lxt1:main:codex-9c6e7f77:118c0a811e957610:1733130840 --todo t-05b96f2f --outcome advanced [--done] [-- CHECK]`. To stop instead, say why with `$LOOPX refresh-state --outcome blocked --todo t-05b96f2f --next-action TEXT`, or give it up with `$LOOPX todo update t-05b96f2f --status open`."}
 "#,
             r#""#,
-            r#"loopx: codex-9c6e7f77 keeps t-05b96f2f "Write the parser" until 2024-12-02T09:51:00Z; nothing was released (`loopx todo release t-05b96f2f` gives it up).
+            r#"loopx: codex-9c6e7f77 keeps t-05b96f2f "Write the parser" until 2024-12-02T09:51:00Z; nothing was released, so it shows stuck until a session continues the agent or the lease runs out (`loopx todo release t-05b96f2f` gives it up).
 "#,
         ],
     );
@@ -277,7 +277,7 @@ fn cursor_answers_each_event() {
             r#"{"followup_message":"loopx: you still hold t-05b96f2f \"Write the parser\", lease 37m left, and 48 of 48 slots remain: keep working on it. Record each step with `loopx settle --turn lxt1:main:cursor-465e33b3:bb0126d9375d04c9:1733130840 --todo t-05b96f2f --outcome advanced [--done] [-- CHECK]`. To stop instead, say why with `loopx refresh-state --outcome blocked --todo t-05b96f2f --next-action TEXT`, or give it up with `loopx todo update t-05b96f2f --status open`."}
 "#,
             r#""#,
-            r#"loopx: cursor-465e33b3 keeps t-05b96f2f "Write the parser" until 2024-12-02T09:51:00Z; nothing was released (`loopx todo release t-05b96f2f` gives it up).
+            r#"loopx: cursor-465e33b3 keeps t-05b96f2f "Write the parser" until 2024-12-02T09:51:00Z; nothing was released, so it shows stuck until a session continues the agent or the lease runs out (`loopx todo release t-05b96f2f` gives it up).
 "#,
         ],
     );
@@ -302,7 +302,7 @@ fn gemini_answers_each_event() {
             r#"{"decision":"deny","reason":"loopx: you still hold t-05b96f2f \"Write the parser\", lease 37m left, and 48 of 48 slots remain: keep working on it. Record each step with `LOOPX_AGENT=gemini-1ba991ff loopx settle --turn lxt1:main:gemini-1ba991ff:af20426454337cf7:1733130840 --todo t-05b96f2f --outcome advanced [--done] [-- CHECK]`. To stop instead, say why with `LOOPX_AGENT=gemini-1ba991ff loopx refresh-state --outcome blocked --todo t-05b96f2f --next-action TEXT`, or give it up with `LOOPX_AGENT=gemini-1ba991ff loopx todo update t-05b96f2f --status open`."}
 "#,
             r#""#,
-            r#"loopx: gemini-1ba991ff keeps t-05b96f2f "Write the parser" until 2024-12-02T09:51:00Z; nothing was released (`loopx todo release t-05b96f2f` gives it up).
+            r#"loopx: gemini-1ba991ff keeps t-05b96f2f "Write the parser" until 2024-12-02T09:51:00Z; nothing was released, so it shows stuck until a session continues the agent or the lease runs out (`loopx todo release t-05b96f2f` gives it up).
 "#,
         ],
     );

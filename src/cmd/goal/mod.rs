@@ -20,7 +20,7 @@ pub enum Command {
     List(list::Args),
     /// Show one goal
     Show(show::Args),
-    /// Change a goal's objective, status, scope, guards, quota, resume policy, stall limit or budget (humans only)
+    /// Change a goal's objective, status, scope, guards, quota, resume policy, stall limit, lease or budget (humans only)
     Set(set::Args),
     /// Move each goal onto its own ref, the shared parts staying on
     /// refs/loopx/state (humans only; format 6)

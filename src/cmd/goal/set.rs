@@ -11,7 +11,7 @@ use crate::model::{AgentId, GoalId, GoalStatus, usage};
 use crate::op::{BudgetSet, Change, GoalSet, Happened};
 use crate::time::Span;
 
-/// Change a goal's objective, status, scope, guards, quota, resume policy, stall limit or budget (humans only)
+/// Change a goal's objective, status, scope, guards, quota, resume policy, stall limit, lease or budget (humans only)
 #[derive(clap::Args, Debug)]
 #[command(group = clap::ArgGroup::new("budget").multiple(true).args(["budget_usd", "budget_tokens", "budget_window"]))]
 pub struct Args {
@@ -58,6 +58,10 @@ pub struct Args {
     /// gate opens (default 3; 0 is off)
     #[arg(long, value_name = "N")]
     stall_after: Option<u32>,
+    /// The lease a claim on this goal gets when no --ttl is passed, such as
+    /// 2h (0s goes back to the team's, `loopx settings set --lease`)
+    #[arg(long, value_name = "DURATION")]
+    lease: Option<Span>,
 }
 
 #[derive(Serialize)]
@@ -97,6 +101,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                 budget: budget.clone(),
                 auto_resume: args.auto_resume,
                 stall_after: args.stall_after,
+                lease: args.lease,
             }),
         )?)
     })?;

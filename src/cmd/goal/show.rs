@@ -54,6 +54,9 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                 .collect();
             s.push_str(&format!("\n{who}: {} per {}", limits.join(", "), b.window));
         }
+        if let Some(l) = g.lease {
+            s.push_str(&format!("\nlease: {l} (the goal's own)"));
+        }
         match g.stall_after {
             crate::model::goal::STALL_AFTER => {}
             0 => s.push_str("\nstall detection: off"),

@@ -1,5 +1,6 @@
 //! `loopx settings …`: the team's shared settings in the state (format 7):
-//! the default lease, the clock-skew margin and prices by model.
+//! the default lease, the clock-skew margin, when a silent claim shows
+//! stuck, and prices by model.
 
 pub mod set;
 pub mod show;
@@ -12,7 +13,7 @@ use crate::error::Exit;
 #[derive(clap::Subcommand, Debug)]
 #[command(defer = true)]
 pub enum Command {
-    /// Set the team's default lease, clock-skew margin or model prices (a human act)
+    /// Set the team's default lease, clock-skew margin, stuck time or model prices (a human act)
     Set(set::Args),
     /// Show the team's settings and where each price comes from
     Show(show::Args),

@@ -13,16 +13,19 @@ use crate::model::TeamPrice;
 use crate::op::{Change, SettingsSet};
 use crate::time::Span;
 
-/// Set the team's default lease, clock-skew margin or model prices (a human act)
+/// Set the team's default lease, clock-skew margin, stuck time or model prices (a human act)
 ///
 /// Shared by every clone through the state, so two clones give the same
-/// lease and price a turn alike. A team price comes before git config's
+/// lease, call the same claims stuck and price a turn alike. A goal's own
+/// lease (`loopx goal set G --lease`) comes before the team's, and
+/// `todo claim --ttl` before both. A team price comes before git config's
 /// `loopx.price.<model>.*` and the shipped table. Where signatures are
 /// required, the act is signed like every other human act.
 #[derive(clap::Args, Debug)]
 #[command(after_help = "Examples:
   loopx settings set --lease 30m
   loopx settings set --clock-skew 2m
+  loopx settings set --stuck-after 15m
   loopx settings set --price claude-opus-5-5=5/25 --price gpt-5.2=1.75/14/0.175
   loopx settings set --unprice gpt-5.2")]
 pub struct Args {
@@ -33,6 +36,11 @@ pub struct Args {
     /// tick as from the future (at most 1h)
     #[arg(long, value_name = "DURATION")]
     clock_skew: Option<Span>,
+    /// How long a claim's holder may go without a tick (a turn, an update,
+    /// a renew) before `status`, the page and `digest` show the claim stuck
+    /// [default: half the lease; 0s goes back to it]
+    #[arg(long, value_name = "DURATION")]
+    stuck_after: Option<Span>,
     /// A model's price in dollars per million tokens:
     /// MODEL=INPUT/OUTPUT[/CACHED_INPUT] (repeatable)
     #[arg(long, value_name = "MODEL=IN/OUT[/CACHED]")]
@@ -58,6 +66,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let change = SettingsSet {
         lease: args.lease,
         clock_skew: args.clock_skew,
+        stuck_after: args.stuck_after,
         prices,
         unprice: args.unprice.clone(),
     };

@@ -19,6 +19,9 @@ pub struct Args {}
 struct Wire<'a> {
     lease: Span,
     clock_skew: Span,
+    /// The team's `stuck_after`; absent when it is half the lease.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stuck_after: Option<Span>,
     /// The signing policy: `off`, `humans` or `all`.
     signatures: &'static str,
     /// The team's prices by model (dollars per million tokens).
@@ -31,12 +34,17 @@ pub fn run(ctx: &Ctx, _args: &Args) -> Result<Exit> {
     let wire = Wire {
         lease: s.lease,
         clock_skew: s.clock_skew,
+        stuck_after: s.stuck_after,
         signatures: s.signatures.as_str(),
         prices: &s.prices,
     };
     ctx.out.emit(&wire, || {
+        let stuck = match s.stuck_after {
+            Some(d) => d.to_string(),
+            None => "half the lease".to_owned(),
+        };
         let mut out = format!(
-            "lease: {}\nclock skew: {}\nsignatures: {}",
+            "lease: {}\nclock skew: {}\nstuck after: {stuck}\nsignatures: {}",
             s.lease,
             s.clock_skew,
             s.signatures.as_str()

@@ -19,6 +19,7 @@ use crate::model::usage::{BUDGET_WINDOW, human_count};
 use crate::model::{AgentId, Blocks, Gate, Todo, TodoId};
 use crate::notify::answer_command;
 use crate::op::board::{self, Board, Column, Counts};
+use crate::op::stuck::{self, Stuck};
 use crate::op::usage;
 use crate::time::{Span, Timestamp};
 
@@ -70,7 +71,9 @@ pub fn run(ctx: &Ctx, args: &Args, file: &Path) -> Result<Exit> {
 /// reloading mid-write never reads half a page.
 fn write(ctx: &Ctx, view: &View, file: &Path, watch: bool) -> Result<()> {
     let board = view.board();
-    let page = render(ctx.state_ref(), view, &board, watch);
+    let local = view.local(ctx);
+    let claims = stuck::claims(&view.snap.state, view.now, &local);
+    let page = render(ctx.state_ref(), view, &board, &claims, watch);
     let tmp = file.with_extension("html.tmp");
     std::fs::write(&tmp, page).with_context(|| format!("cannot write {}", tmp.display()))?;
     std::fs::rename(&tmp, file).with_context(|| format!("cannot write {}", file.display()))?;
@@ -125,7 +128,7 @@ tick();setInterval(tick,1000);})();
 "#;
 
 /// The whole page.
-pub fn render(state_ref: &str, view: &View, b: &Board, watch: bool) -> String {
+pub fn render(state_ref: &str, view: &View, b: &Board, claims: &[Stuck], watch: bool) -> String {
     let mut h = String::with_capacity(64 * 1024);
     let tick = view.snap.tip.tick;
     h.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
@@ -165,9 +168,9 @@ pub fn render(state_ref: &str, view: &View, b: &Board, watch: bool) -> String {
     counts(&mut h, "counts", &b.counts, b.agents.len());
     h.push_str("<input id=\"filter\" type=\"search\" placeholder=\"Filter rows and cards…\" aria-label=\"Filter rows and cards\">\n</header>\n<main>\n");
     gates(&mut h, b);
-    stuck(&mut h, b);
+    stuck(&mut h, b, claims);
     money(&mut h, view, b);
-    goals(&mut h, b);
+    goals(&mut h, b, claims);
     agents(&mut h, view, b);
     timeline(&mut h, b, &view.day);
     let _ = writeln!(h, "</main>\n<script>{SCRIPT}</script>\n</body>\n</html>");
@@ -303,12 +306,24 @@ fn gate(h: &mut String, b: &Board, g: &Gate) {
     h.push_str("</article>\n");
 }
 
-/// What is stuck and why: expired leases, blocked todos, todos a gate
-/// holds or nobody may take, quiet agents; each linked to its card, gate
-/// or agent.
-fn stuck(h: &mut String, b: &Board) {
+/// What is stuck and why: claims whose holder is gone or silent (with
+/// when the lease frees them and the command that frees them now),
+/// expired leases, blocked todos, todos a gate holds or nobody may take,
+/// quiet agents; each linked to its card, gate or agent.
+fn stuck(h: &mut String, b: &Board, claims: &[Stuck]) {
     h.push_str("<section id=\"stuck\">\n<h2>Stuck</h2>\n");
     let mut items = Vec::new();
+    for s in claims {
+        items.push(format!(
+            "<li data-stuck=\"claim\" data-why=\"{why}\"><span class=\"tag\">stuck claim</span> {todo} · {owner}: {reason}; its lease frees it at <time datetime=\"{at}\">{at}</time>, or free it now with <code>{cmd}</code></li>",
+            why = s.why.code(),
+            todo = todo_link(s.todo),
+            owner = agent_link(s.owner),
+            reason = esc(&s.reason()),
+            at = s.frees_at,
+            cmd = esc(&s.free_now()),
+        ));
+    }
     for c in b.goals.iter().flat_map(|g| g.cards.iter()) {
         let Some(why) = c.stuck() else { continue };
         let kind = if c.expired {
@@ -371,7 +386,7 @@ fn stuck(h: &mut String, b: &Board) {
     h.push_str("</section>\n");
 }
 
-fn goals(h: &mut String, b: &Board) {
+fn goals(h: &mut String, b: &Board, claims: &[Stuck]) {
     h.push_str("<section id=\"goals\">\n<h2>Goals</h2>\n");
     if b.goals.is_empty() {
         h.push_str("<p class=\"mute\">No goals yet: add one with <code>loopx goal add ID --objective TEXT</code>.</p>\n");
@@ -408,7 +423,8 @@ fn goals(h: &mut String, b: &Board) {
                 n = cards.len()
             );
             for c in cards {
-                card(h, b, c);
+                let held = claims.iter().find(|s| s.todo.id == c.todo.id);
+                card(h, b, c, held);
             }
             h.push_str("</div>\n");
         }
@@ -417,13 +433,17 @@ fn goals(h: &mut String, b: &Board) {
     h.push_str("</section>\n");
 }
 
-fn card(h: &mut String, b: &Board, c: &board::Card) {
+fn card(h: &mut String, b: &Board, c: &board::Card, held: Option<&Stuck>) {
     let t = c.todo;
     let why = c.stuck();
     let _ = write!(
         h,
         "<article class=\"card{}\" id=\"{id}\" data-column=\"{col}\">\n<p><code class=\"id\">{id}</code> <span class=\"mute\">{pri}</span> {title}</p>\n",
-        if why.is_some() { " stuck" } else { "" },
+        if why.is_some() || held.is_some() {
+            " stuck"
+        } else {
+            ""
+        },
         id = esc(t.id.as_str()),
         col = c.column.as_str(),
         pri = t.priority,
@@ -461,6 +481,9 @@ fn card(h: &mut String, b: &Board, c: &board::Card) {
             id = esc(g.id.as_str()),
             q = esc(&g.question)
         );
+    }
+    if let Some(s) = held {
+        let _ = writeln!(h, "<p class=\"bad\">stuck: {}</p>", esc(&s.reason()));
     }
     match (&why, c.column) {
         (Some(w), Column::Blocked | Column::Open) if c.gates.is_empty() => {

@@ -4,12 +4,13 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::cmd::tx;
-use crate::cmd::wire::{BudgetWire, GateRef};
+use crate::cmd::wire::{BudgetWire, GateRef, StuckRow};
 use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::history::{self, Rev};
 use crate::model::{AgentId, GoalId, TodoId};
 use crate::op::board::{self, Board, Counts, TickLine};
+use crate::op::stuck::{self, Stuck};
 use crate::time::{Span, Timestamp};
 use crate::trust::{self, AllowedSigners};
 
@@ -47,6 +48,7 @@ pub struct Args {
 /// bounded however large the board grows.
 const MAX_CLAIMS: usize = 10;
 const RECENT: usize = 5;
+const MAX_STUCK: usize = 5;
 
 #[derive(Serialize)]
 struct Wire<'a> {
@@ -70,6 +72,13 @@ struct Wire<'a> {
     counts: Counts,
     claims: Vec<ClaimRow<'a>>,
     claims_total: usize,
+    /// Claims whose lease has not run out but whose holder is gone or
+    /// silent (`op::stuck`), the soonest freed first; at most `MAX_STUCK`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    stuck: Vec<StuckRow<'a>>,
+    /// How many claims are stuck, when more than those listed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stuck_total: Option<usize>,
     recent: Vec<TickRow>,
     /// Slots used per active agent on each active goal.
     quota: Vec<QuotaRow<'a>>,
@@ -117,6 +126,9 @@ struct ClaimRow<'a> {
     owner: &'a AgentId,
     lease_until: Timestamp,
     expired: bool,
+    /// The claim is stuck (listed under `stuck`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    stuck: bool,
 }
 
 #[derive(Serialize)]
@@ -141,7 +153,9 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         unsigned_hint_once(ctx);
     }
     let board = view.board();
-    let wire = Wire::of(ctx, &view, &board);
+    let local = view.local(ctx);
+    let stuck = stuck::claims(&view.snap.state, view.now, &local);
+    let wire = Wire::of(ctx, &view, &board, &stuck);
     ctx.out.emit(&wire, || human(&wire, board.now))?;
     Ok(Exit::Ok)
 }
@@ -252,6 +266,20 @@ impl View {
         })
     }
 
+    /// What this clone knows beyond the state, to judge stuck claims by:
+    /// the sessions here and the last sync (`cmd::stuck_local`); for a
+    /// past state (`--at`), silence up to that time only.
+    pub fn local(&self, ctx: &Ctx) -> stuck::Local {
+        if self.at {
+            stuck::Local {
+                gone: Default::default(),
+                seen_until: Some(self.now),
+            }
+        } else {
+            crate::cmd::stuck_local(ctx)
+        }
+    }
+
     pub fn board(&self) -> Board<'_> {
         let mut b = board::derive(&self.snap.state, self.now, &self.ticks);
         if let Some(c) = &self.counts {
@@ -281,7 +309,7 @@ pub(crate) fn tick_line(e: crate::store::Entry, signers: &AllowedSigners) -> Tic
 }
 
 impl<'a> Wire<'a> {
-    fn of(ctx: &'a Ctx, view: &'a View, b: &Board<'a>) -> Wire<'a> {
+    fn of(ctx: &'a Ctx, view: &'a View, b: &Board<'a>, stuck: &[Stuck<'a>]) -> Wire<'a> {
         let state = &view.snap.state;
         let mut claims: Vec<ClaimRow> = b
             .claims
@@ -292,6 +320,7 @@ impl<'a> Wire<'a> {
                 owner: c.owner,
                 lease_until: c.lease_until,
                 expired: c.expired,
+                stuck: stuck.iter().any(|s| s.todo.id == c.todo.id),
             })
             .collect();
         let claims_total = claims.len();
@@ -322,6 +351,8 @@ impl<'a> Wire<'a> {
             counts: b.counts.clone(),
             claims,
             claims_total,
+            stuck: stuck.iter().take(MAX_STUCK).map(StuckRow::of).collect(),
+            stuck_total: (stuck.len() > MAX_STUCK).then_some(stuck.len()),
             quota: b
                 .quota
                 .iter()
@@ -409,10 +440,10 @@ fn human(w: &Wire, now: Timestamp) -> String {
     if !w.claims.is_empty() {
         s.push_str("claims:\n");
         for r in &w.claims {
-            let left = if r.expired {
-                "lease expired".to_owned()
-            } else {
-                format!("{} left", r.lease_until.since(now))
+            let left = match (r.expired, r.stuck) {
+                (true, _) => "lease expired".to_owned(),
+                (false, false) => format!("{} left", r.lease_until.since(now)),
+                (false, true) => format!("{} left, stuck", r.lease_until.since(now)),
             };
             s.push_str(&format!(
                 "  {}  {}  {}  ({left})\n",
@@ -426,6 +457,21 @@ fn human(w: &Wire, now: Timestamp) -> String {
                 "  … and {} more\n",
                 w.claims_total - w.claims.len()
             ));
+        }
+    }
+    if !w.stuck.is_empty() {
+        s.push_str("stuck:\n");
+        for r in &w.stuck {
+            s.push_str(&format!(
+                "  {}  {}  {}: {}\n",
+                r.todo,
+                r.owner,
+                crate::term::line(r.title),
+                r.line
+            ));
+        }
+        if let Some(n) = w.stuck_total {
+            s.push_str(&format!("  … and {} more\n", n - w.stuck.len()));
         }
     }
     let goals: Vec<&GoalId> = {

@@ -45,7 +45,7 @@ pub struct Args {
     /// With --next, pick only within this goal
     #[arg(long, value_name = "G", requires = "next")]
     goal: Option<String>,
-    /// How long the lease lasts [default: the state's lease setting, 45m]
+    /// How long the lease lasts [default: the goal's lease, else the team's, 45m]
     #[arg(long, value_name = "DURATION")]
     ttl: Option<Span>,
     /// Count the claim only once the remote accepts it [default: once the clone has a hub]
@@ -225,13 +225,12 @@ fn claim_once(ctx: &Ctx, args: &Args, synced: bool) -> Result<Attempt> {
             }
         };
         let epoch = state.todos[&todo].epoch;
+        let lease = args
+            .ttl
+            .unwrap_or_else(|| state.lease_for(&state.todos[&todo].goal));
         Ok(tx::op(
             ctx,
-            Change::TodoClaim(TodoClaim {
-                todo,
-                epoch,
-                lease: args.ttl.unwrap_or(state.meta.settings.lease),
-            }),
+            Change::TodoClaim(TodoClaim { todo, epoch, lease }),
         )?)
     };
     // A named or picked todo: only its shard of the state is read

@@ -2,7 +2,7 @@
 
 use anyhow::Result;
 
-use super::{report, tick_on};
+use super::{lease_of, report, tick_on};
 use crate::cmd::slug;
 use crate::ctx::Ctx;
 use crate::error::Exit;
@@ -24,7 +24,7 @@ pub struct Args {
     /// What the new owner needs to know
     #[arg(long, value_name = "TEXT")]
     note: String,
-    /// The new owner's lease [default: the state's lease setting, 45m]
+    /// The new owner's lease [default: the goal's lease, else the team's, 45m]
     #[arg(long, value_name = "DURATION")]
     ttl: Option<Span>,
 }
@@ -32,11 +32,12 @@ pub struct Args {
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let to = slug("agent", &args.to, AgentId::new)?;
     let done = tick_on(ctx, &args.held, |state, todo, epoch| {
+        let lease = args.ttl.unwrap_or_else(|| lease_of(state, &todo));
         Change::TodoHandoff(TodoHandoff {
             todo,
             epoch,
             to: to.clone(),
-            lease: args.ttl.unwrap_or(state.meta.settings.lease),
+            lease,
             note: args.note.clone(),
         })
     })?;

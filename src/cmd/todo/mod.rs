@@ -89,6 +89,15 @@ pub fn tick_on(
     })
 }
 
+/// The lease a claim on `todo` gets when no `--ttl` is passed: its goal's,
+/// else the team's ([`State::lease_for`]).
+pub fn lease_of(state: &State, todo: &TodoId) -> crate::time::Span {
+    state
+        .todos
+        .get(todo)
+        .map_or(state.meta.settings.lease, |t| state.lease_for(&t.goal))
+}
+
 /// The todo a command acts on, and the epoch its writer holds.
 #[derive(clap::Args, Debug)]
 pub struct Held {

@@ -2,7 +2,7 @@
 
 use anyhow::Result;
 
-use super::{report, tick_on};
+use super::{lease_of, report, tick_on};
 use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::op::{Change, TodoRenew};
@@ -15,18 +15,15 @@ use crate::time::Span;
 pub struct Args {
     #[command(flatten)]
     held: super::Held,
-    /// The new lease, from now [default: the state's lease setting, 45m]
+    /// The new lease, from now [default: the goal's lease, else the team's, 45m]
     #[arg(long, value_name = "DURATION")]
     ttl: Option<Span>,
 }
 
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let done = tick_on(ctx, &args.held, |state, todo, epoch| {
-        Change::TodoRenew(TodoRenew {
-            todo,
-            epoch,
-            lease: args.ttl.unwrap_or(state.meta.settings.lease),
-        })
+        let lease = args.ttl.unwrap_or_else(|| lease_of(state, &todo));
+        Change::TodoRenew(TodoRenew { todo, epoch, lease })
     })?;
     report(ctx, &done, |t| {
         let until = t.lease_until().map(|u| u.to_string()).unwrap_or_default();

@@ -302,7 +302,7 @@ fn a_session_end_records_the_unrecorded_turn_of_a_claim_holder() {
     assert_eq!(
         lines,
         [
-            "loopx: codex-1 keeps t-000000a1 \"Write the parser\" until 2026-01-01T09:40:00Z; nothing was released (`loopx todo release t-000000a1` gives it up)."
+            "loopx: codex-1 keeps t-000000a1 \"Write the parser\" until 2026-01-01T09:40:00Z; nothing was released, so it shows stuck until a session continues the agent or the lease runs out (`loopx todo release t-000000a1` gives it up)."
         ]
     );
     // No claim and no write-back: nothing to record.

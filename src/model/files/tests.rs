@@ -122,6 +122,7 @@ fn full_state() -> State {
             .into(),
         },
         auto_resume: true,
+        lease: Some(Span::hours(3)),
         stall_after: 5,
         created_at: t("2026-01-01T09:00:00Z"),
         created_by: human(),
@@ -222,6 +223,7 @@ fn full_state() -> State {
             settings: Settings {
                 lease: Span::hours(2),
                 clock_skew: Span::seconds(5),
+                stuck_after: Some(Span::minutes(20)),
                 signatures: crate::model::Signatures::Off,
                 prices: BTreeMap::from([(
                     "claude-opus-5-5".to_owned(),

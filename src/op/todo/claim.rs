@@ -12,6 +12,27 @@ use crate::op::{
 use crate::op::{TodoClaim, TodoHandoff, TodoRelease, TodoRenew};
 use crate::time::Span;
 
+/// The notes a steal and a forced release leave on the todo, which name
+/// the holder that lost it ([`lost_by`]).
+const STOLE: &str = "stole the expired lease of ";
+const FORCED: &str = "released the claim of ";
+const FORCED_END: &str = " by force";
+
+/// The holder a claim taken over (a steal) or a forced release at `at` by
+/// `by` took the todo from, read from the note the op left on it.
+pub fn lost_by<'t>(todo: &'t Todo, at: crate::time::Timestamp, by: &Actor) -> Option<&'t str> {
+    todo.notes
+        .iter()
+        .filter(|n| n.at == at && n.by == *by)
+        .find_map(|n| {
+            n.text.strip_prefix(STOLE).or_else(|| {
+                n.text
+                    .strip_prefix(FORCED)
+                    .and_then(|r| r.strip_suffix(FORCED_END))
+            })
+        })
+}
+
 pub(in crate::op) fn claim(state: &mut State, op: &Op, c: &TodoClaim) -> Result<Effect, Refusal> {
     let &TodoClaim {
         todo: ref id,
@@ -63,11 +84,7 @@ pub(in crate::op) fn claim(state: &mut State, op: &Op, c: &TodoClaim) -> Result<
     t.updated_at = op.at;
     Ok(match previous {
         Some(prev) => {
-            t.add_note(
-                op.at,
-                &op.actor,
-                format!("stole the expired lease of {prev}"),
-            );
+            t.add_note(op.at, &op.actor, format!("{STOLE}{prev}"));
             let subject = format!("steal {id} \"{title}\" from {prev}");
             Effect::new(
                 Happened::Stole {
@@ -126,11 +143,7 @@ pub(in crate::op) fn release(
     t.status = TodoStatus::Open;
     t.updated_at = op.at;
     if force {
-        t.add_note(
-            op.at,
-            &op.actor,
-            format!("released the claim of {owner} by force"),
-        );
+        t.add_note(op.at, &op.actor, format!("{FORCED}{owner}{FORCED_END}"));
         let subject = format!("release {id} \"{title}\" from {owner} by force");
         return Ok(Effect::new(
             Happened::Released {

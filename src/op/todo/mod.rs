@@ -17,6 +17,7 @@ use crate::op::{TodoAdd, TodoArchive, TodoDone, TodoEdit, TodoReopen, TodoUpdate
 mod claim;
 
 use claim::fence;
+pub use claim::lost_by;
 pub(super) use claim::{claim, handoff, release, renew};
 
 pub(super) fn add(state: &mut State, op: &Op, c: &TodoAdd) -> Result<Effect, Refusal> {
