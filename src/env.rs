@@ -19,9 +19,6 @@ pub struct Env {
     /// Variables loopx cares about whose values are not valid UTF-8: an
     /// identity variable among them is an error, never a human.
     not_utf8: BTreeSet<String>,
-    /// The names of every variable set, wanted or not: what the demo
-    /// clears from the processes it starts.
-    names: BTreeSet<String>,
 }
 
 /// Whether a variable keys the start-up path's settings (`crate::fast`):
@@ -66,7 +63,6 @@ impl Env {
         let mut env = Env::default();
         for (k, v) in std::env::vars_os() {
             let Ok(k) = k.into_string() else { continue };
-            env.names.insert(k.clone());
             if !wanted(&k) {
                 continue;
             }
@@ -83,13 +79,11 @@ impl Env {
 
     /// An environment of exactly these variables (tests).
     pub fn from_pairs(pairs: &[(&str, &str)]) -> Env {
-        let vars: BTreeMap<String, String> = pairs
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect();
         Env {
-            names: vars.keys().cloned().collect(),
-            vars,
+            vars: pairs
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
             not_utf8: BTreeSet::new(),
         }
     }
@@ -140,8 +134,13 @@ impl Env {
         self.get(key).map(OsStr::new)
     }
 
-    /// The names of every variable set in the process, wanted or not.
-    pub fn names(&self) -> impl Iterator<Item = &str> {
-        self.names.iter().map(String::as_str)
-    }
+}
+
+/// The names of every variable set in this process, wanted or not (the demo
+/// clears loopx's and the runtimes' from the processes it starts). Read
+/// when asked, not kept: only the demo needs them.
+pub fn names() -> Vec<String> {
+    std::env::vars_os()
+        .filter_map(|(k, _)| k.into_string().ok())
+        .collect()
 }

@@ -82,7 +82,7 @@ impl Demo {
 
     /// Keeps the user's git config and agent-runtime markers out.
     pub(super) fn isolate(&self, c: &mut Command) {
-        for k in crate::env::Env::process().names() {
+        for k in crate::env::names() {
             if k.starts_with("LOOPX_")
                 || k.starts_with("CLAUDE")
                 || k.starts_with("CODEX_")
@@ -90,7 +90,7 @@ impl Demo {
                 || k.starts_with("CURSOR_")
                 || k.starts_with("GIT_")
             {
-                c.env_remove(k);
+                c.env_remove(&k);
             }
         }
         c.env("GIT_CONFIG_GLOBAL", "/dev/null")
