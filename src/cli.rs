@@ -14,7 +14,7 @@ Examples:
   loopx status --html board.html --watch
   loopx digest --since 12h         what happened while you were away
   loopx log --since 2h --goal web  the ticks of the last two hours
-  loopx gate answer GATE --option approve
+  loopx gate answer GATE --choice approve
 
 Global options go before or after the command (loopx --json status). Exit
 statuses: 0 ok, 1 error, 2 usage, 3 refused by a rule or a failed check,
@@ -242,6 +242,9 @@ pub fn is_hook_call(args: impl IntoIterator<Item = std::ffi::OsString>) -> bool 
     }
     false
 }
+
+#[cfg(test)]
+mod printed;
 
 #[cfg(test)]
 mod tests {

@@ -133,7 +133,6 @@ impl Env {
     pub fn get_os(&self, key: &str) -> Option<&OsStr> {
         self.get(key).map(OsStr::new)
     }
-
 }
 
 /// The names of every variable set in this process, wanted or not (the demo

@@ -94,7 +94,7 @@ impl Next {
             Next::AddTodo => "loopx todo add".to_owned(),
             Next::AddTodoWithCheck => "loopx todo add TITLE -- cargo test".to_owned(),
             Next::ShouldRun => "loopx quota should-run".to_owned(),
-            Next::QuotaOf(agent) => format!("loopx quota status --for {agent}"),
+            Next::QuotaOf(agent) => format!("loopx quota status --agent {agent}"),
             Next::RunEvidence => "loopx evidence run".to_owned(),
             Next::AddEvidence => "loopx evidence add".to_owned(),
             Next::RefreshState => "loopx refresh-state --outcome advanced|blocked".to_owned(),
@@ -104,6 +104,9 @@ impl Next {
             Next::ResumeGoal(id) => format!("loopx goal set {id} --status active"),
             Next::ListGates => "loopx gate list".to_owned(),
             Next::ShowGate(id) => format!("loopx gate show {id}"),
+            Next::CloseGate(verb, id) if verb == "answer" => {
+                format!("loopx gate answer {id} --choice CHOICE")
+            }
             Next::CloseGate(verb, id) => format!("loopx gate {verb} {id}"),
             Next::RegisterAgent(None) => "loopx agent register".to_owned(),
             Next::RegisterAgent(Some(id)) => format!("loopx agent register {id}"),
@@ -112,7 +115,9 @@ impl Next {
             Next::Doctor => "loopx doctor".to_owned(),
             Next::TrustSigner(name) => format!("loopx signer trust {name}"),
             Next::AnnounceSigner(name) => format!("loopx signer announce {name} --key FILE.pub"),
-            Next::ApproveSigner(name) => format!("loopx signer approve {name}"),
+            Next::ApproveSigner(name) => {
+                format!("loopx signer approve {name} --fingerprint SHA256:…")
+            }
             Next::ReclaimSigner(name) => {
                 format!("loopx signer reclaim {name} --key FILE.pub")
             }

@@ -27,6 +27,10 @@ use crate::time::Span;
 /// 4. if either fails, writes one tick holding only the evidence and exits 3:
 ///    nothing is spent and the todo is not done.
 #[derive(clap::Args, Debug)]
+#[command(after_help = "Examples:
+  loopx settle --turn \"$TOKEN\" --todo t-3fa9c2d1 --outcome advanced -- cargo test
+  loopx settle --turn \"$TOKEN\" --todo t-3fa9c2d1 --outcome advanced --done
+  loopx settle --turn \"$TOKEN\" --todo t-3fa9c2d1 --outcome blocked --next-action 'needs a key'")]
 pub struct Args {
     /// The turn token from `quota should-run`
     #[arg(long, value_name = "TOKEN")]

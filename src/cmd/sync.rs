@@ -36,6 +36,10 @@ fn other_report(name: &str, report: &sync::Report) -> Result<serde_json::Value> 
 /// left alone; --adopt-remote follows it and keeps the local state under
 /// refs/loopx/backup/REMOTE/…. See docs/sync.md.
 #[derive(clap::Args, Debug)]
+#[command(after_help = "Examples:
+  loopx sync                      with git config loopx.remote, else origin
+  loopx sync hub --setup          name the remote and sync with it
+  loopx sync --dry-run            say what a sync would do")]
 pub struct Args {
     /// The git remote [default: git config loopx.remote, else origin]
     remote: Option<String>,

@@ -219,6 +219,20 @@ pub(super) fn reclaim(state: &mut State, op: &Op, c: &SignerReclaim) -> Result<E
             ),
         ));
     }
+    if let Some(s) = state.signers.get(name)
+        && s.key != key
+    {
+        return Err(Refusal::rule(
+            Code::SignerTaken,
+            format!(
+                "signer {name} has another key: a reclaim takes back a key someone else announced, it does not replace your signer's key"
+            ),
+        )
+        .with_hint(Hint::new(
+            format!("announce the new key with {N}; the old key approves it"),
+            [Next::AnnounceSigner(name.to_string())],
+        )));
+    }
     let squats: Vec<SignerName> = state
         .signers
         .values()

@@ -6,7 +6,8 @@
 //!    hash of the exact validation, its todo id, argv, timeout, environment
 //!    and working directory, so no reused op id makes another command
 //!    trusted);
-//! 2. it was signed by a signer this machine trusts (a signed `todo add` or
+//! 2. it was signed by a signer this machine trusts, the signature checked
+//!    over the op that wrote it (`verify::vouched`; a signed `todo add` or
 //!    `todo edit` by a human, or `loopx todo trust ID` after its last
 //!    change); or
 //! 3. local or global git config says `loopx.runValidations = all`.

@@ -53,6 +53,21 @@ pub fn vouched(repo: &Repo, todo: &Todo, signers: &AllowedSigners) -> Result<Vou
         )));
     };
     let op = parsed.op;
+    // A human's signature, bound to this state (format 4 on): a machine's
+    // signature says which clone wrote a tick, never that a human vouches
+    // for the code; a signature made before format 4 binds no state.
+    if !op.actor.is_human() {
+        return Ok(Vouched::Not(format!(
+            "op {} is an agent's: only a human's signature vouches for a validation",
+            from.op
+        )));
+    }
+    if parsed.format < crate::trust::BOUND_SINCE {
+        return Ok(Vouched::Not(format!(
+            "op {} is recorded in format {}, whose signatures bind no state: trust the validation again",
+            from.op, parsed.format
+        )));
+    }
     if op.signature.as_deref() != Some(signature.as_str()) {
         return Ok(Vouched::Not(format!(
             "its signature is not the one op {} carries",

@@ -123,7 +123,7 @@ fn human_only_gates_refuse_every_agent_identity() {
         .code(3);
     assert_text(
         &out.stderr.replace(&g, "G"),
-        "error: G is a production gate: only a human may answer it, and agent-a is an agent\nhint: ask a human to run `loopx gate answer G` from their own shell\n",
+        "error: G is a production gate: only a human may answer it, and agent-a is an agent\nhint: ask a human to run `loopx gate answer G --choice CHOICE` from their own shell\n",
     );
     env.agent("agent-b", &["gate", "answer", &g, "--choice", "approve"])
         .code(3);

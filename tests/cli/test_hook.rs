@@ -492,7 +492,7 @@ fn the_guard_denies_answering_a_human_only_gate_but_not_a_decision() {
     assert_eq!(
         v["hookSpecificOutput"]["permissionDecisionReason"],
         format!(
-            "loopx: an agent may not answer gate {0} (publish): only a human may. Ask the user to run `loopx gate answer {0}` themselves.",
+            "loopx: an agent may not answer gate {0} (publish): only a human may. Ask the user to run `loopx gate answer {0} --choice CHOICE` themselves.",
             publish.trim()
         )
     );

@@ -395,3 +395,36 @@ fn machines_cannot_be_required_while_an_agent_has_none() {
         assert_eq!(mode & 0o777, 0o600);
     }
 }
+
+/// A machine's signature says which clone wrote a tick, never that a human
+/// vouches for code: an agent's validation, signed by its admitted
+/// machine, does not run on Ada's clone, which trusts only Ada (issue 44;
+/// a regression the first version of the signature check had).
+#[test]
+fn a_machine_signed_validation_does_not_run_where_only_humans_are_trusted() {
+    if !have_openssh() {
+        return;
+    }
+    let env = TestEnv::with_board();
+    let (_h, a, b) = team(&env);
+    let id = b
+        .agent(
+            "agent-b",
+            &["todo", "add", "Deploy", "--", "touch", "PWNED"],
+        )
+        .ok()
+        .stdout
+        .trim()
+        .to_owned();
+    b.loopx(&["sync"]).ok();
+    a.loopx(&["sync"]).ok();
+    let shown = a.loopx(&["--json", "todo", "show", &id]).ok().json();
+    assert_eq!(shown["validation_here"]["runs"], false, "{shown}");
+    a.agent("agent-a", &["todo", "claim", &id]).ok();
+    let out = a.agent("agent-a", &["--json", "todo", "done", &id]).code(3);
+    assert_eq!(out.error_code(), "untrusted-validation", "{}", out.stderr);
+    assert!(
+        !a.repo.join("PWNED").exists(),
+        "an agent's machine-signed validation ran"
+    );
+}

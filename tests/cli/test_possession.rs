@@ -134,13 +134,36 @@ fn only_its_holder_announces_a_key_and_a_new_key_waits_for_the_old() {
     assert_eq!(out.error_code(), "not-announced", "{}", out.stderr);
     assert_eq!(a.tip(), tip);
     // The new key may not approve itself.
-    let out = a.loopx(&["--json", "signer", "approve", "ada"]).code(3);
+    let new_fp = crate::common::keys::fingerprint(&ada2);
+    let approve = [
+        "--json",
+        "signer",
+        "approve",
+        "ada",
+        "--fingerprint",
+        new_fp.as_str(),
+    ];
+    let out = a.loopx(&approve).code(3);
     assert_eq!(out.error_code(), "not-own-key", "{}", out.stderr);
     assert_eq!(a.tip(), tip);
     // The old key approves it; from then on the new key signs.
     sign_with(&a, &ada);
-    a.loopx(&["signer", "approve", "ada"]).ok();
-    let out = a.loopx(&["--json", "signer", "approve", "ada"]).code(3);
+    // Approving is never blind: another fingerprint approves nothing.
+    let wrong = crate::common::keys::fingerprint(&bob);
+    let out = a
+        .loopx(&[
+            "--json",
+            "signer",
+            "approve",
+            "ada",
+            "--fingerprint",
+            &wrong,
+        ])
+        .code(3);
+    assert_eq!(out.error_code(), "fingerprint-mismatch", "{}", out.stderr);
+    assert_eq!(a.tip(), tip);
+    a.loopx(&approve).ok();
+    let out = a.loopx(&approve).code(3);
     assert_eq!(out.error_code(), "nothing-pending", "{}", out.stderr);
     sign_with(&a, &ada2);
     a.loopx(&[

@@ -13,6 +13,10 @@ use crate::op::{Change, GateAnswer};
 /// answer; an agent is refused (exit 3) whatever flags it passes. The answer
 /// records who (git identity), when, and the note.
 #[derive(clap::Args, Debug)]
+#[command(after_help = "Examples:
+  loopx gate answer g-3e91514f --choice approve
+  loopx gate answer g-3e91514f reject --note 'not before Friday'
+  loopx gate list                       the open gates and their options")]
 pub struct Args {
     /// The gate's id or a unique prefix
     id: String,

@@ -13,6 +13,10 @@ use crate::time::Span;
 
 /// Change a goal's objective, status, scope, guards, quota, resume policy, stall limit, lease or budget (humans only)
 #[derive(clap::Args, Debug)]
+#[command(after_help = "Examples:
+  loopx goal set web --status paused
+  loopx goal set web --quota-slots 24 --quota-window 1d --budget-usd 20
+  loopx goal set web --lease 2h")]
 #[command(group = clap::ArgGroup::new("budget").multiple(true).args(["budget_usd", "budget_tokens", "budget_window"]))]
 pub struct Args {
     /// The goal's id

@@ -27,6 +27,10 @@ use crate::model::runtime::Mcp;
 /// and chaining a hook already there); user scope the same files under
 /// $HOME.
 #[derive(clap::Args, Debug)]
+#[command(after_help = "Examples:
+  loopx hooks install                          every runtime, this project
+  loopx hooks install --runtime claude-code --guard
+  loopx hooks install --scope user --dry-run")]
 pub struct Args {
     #[command(flatten)]
     pub target: super::Target,

@@ -17,7 +17,7 @@ use crate::time::Span;
 ///
 /// Shared by every clone through the state, so two clones give the same
 /// lease, call the same claims stuck and price a turn alike. A goal's own
-/// lease (`loopx goal set G --lease`) comes before the team's, and
+/// lease (`loopx goal set G --lease D`) comes before the team's, and
 /// `todo claim --ttl` before both. A team price comes before git config's
 /// `loopx.price.<model>.*` and the shipped table. Where signatures are
 /// required, the act is signed like every other human act.

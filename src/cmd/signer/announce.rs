@@ -21,8 +21,9 @@ use crate::trust::{self, AllowedSigners};
 /// machine once someone there runs `loopx signer trust NAME`. It is signed
 /// with the key it announces, so you must hold its private half (beside
 /// the .pub file, or in ssh-agent). Announcing a new key under your
-/// signer's name leaves it pending until `loopx signer approve NAME`,
-/// signed with the old key or by another announced human, approves it.
+/// signer's name leaves it pending until `loopx signer approve NAME --fingerprint
+/// SHA256:…`, signed with the old key or by another announced human,
+/// approves it.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// The signer's name (a slug, e.g. ada)
@@ -77,7 +78,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         || {
             if pending {
                 return format!(
-                    "Announced a new key for signer {name} ({fingerprint}); it waits for approval: `loopx signer approve {name}`, signed with {name}'s current key or by another announced human."
+                    "Announced a new key for signer {name} ({fingerprint}); it waits for approval: `loopx signer approve {name} --fingerprint {fingerprint}`, signed with {name}'s current key or by another announced human."
                 );
             }
             let here = if trusted_here {

@@ -15,10 +15,16 @@ use crate::trust;
 ///
 /// Sign it with the signer's current key (a rotation), or as another
 /// announced human. The new key then replaces the old one in the state.
+/// `--fingerprint` names the key you approve (read it with `ssh-keygen -lf
+/// NEW.pub`): anyone claiming to be the signer can queue a pending key, so
+/// approving is never blind.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// The signer whose pending key to approve
     name: String,
+    /// The new key's fingerprint, as its holder read it (SHA256:…)
+    #[arg(long, value_name = "SHA256:…")]
+    fingerprint: String,
 }
 
 #[derive(Serialize)]
@@ -52,6 +58,18 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         ))
         .into());
     };
+    let pending = trust::fingerprint(&key).map_err(|e| anyhow::anyhow!(e))?;
+    if args.fingerprint.trim() != pending {
+        return Err(Refusal::rule(
+            Code::FingerprintMismatch,
+            format!(
+                "{name}'s pending key is {pending}, not {}: nothing was approved",
+                args.fingerprint.trim()
+            ),
+        )
+        .with_hint("if you did not announce that key, announce yours again (it replaces the pending one) and approve its fingerprint")
+        .into());
+    }
     let done = commit_change(
         ctx,
         Change::SignerApprove(SignerApprove {

@@ -33,6 +33,10 @@ use crate::trust::{self, AllowedSigners};
 /// that trusts you. With a hub, the state is synced before and after.
 /// `--no-key` skips step 1, for a clone where only agents work.
 #[derive(clap::Args, Debug)]
+#[command(after_help = "Examples:
+  loopx signer setup ada
+  loopx signer setup ada --key ~/.ssh/id_ed25519.pub --trust bob=SHA256:…
+  loopx signer setup --no-key --trust ada=SHA256:…")]
 pub struct Args {
     /// Your signer name (a slug, e.g. ada); needed unless --no-key
     #[arg(required_unless_present = "no_key")]

@@ -17,6 +17,10 @@ use crate::time::Span;
 /// (no shell, in the repository root) and completes the todo only if it
 /// passes.
 #[derive(clap::Args, Debug)]
+#[command(after_help = "Examples:
+  loopx todo add 'Write the parser' --priority P1
+  loopx todo add 'Fix the build' -- cargo test --locked
+  loopx todo add 'Ship the docs' --goal docs --after t-3fa9c2d1")]
 pub struct Args {
     /// What to do, in a line
     title: String,

@@ -148,8 +148,13 @@ pub fn check_in(
                         .find(|g| g.is_open() && g.kind.human_only()),
                 };
                 if let Some(g) = human_only {
+                    let choice = if verb == "answer" {
+                        " --choice CHOICE"
+                    } else {
+                        ""
+                    };
                     return Some(format!(
-                        "loopx: an agent may not {verb} gate {} ({}): only a human may. Ask the user to run `loopx gate {verb} {}` themselves.",
+                        "loopx: an agent may not {verb} gate {} ({}): only a human may. Ask the user to run `loopx gate {verb} {}{choice}` themselves.",
                         g.id,
                         g.kind.as_str(),
                         g.id

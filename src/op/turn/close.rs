@@ -221,6 +221,20 @@ pub(in crate::op) fn void(state: &mut State, op: &Op, c: &QuotaVoid) -> Result<E
 }
 
 /// Several changes in one tick, all or nothing, in order.
+/// Whether `step` is a turn's writeback, the kinds a settle holds from
+/// format 7.
+fn turn_step(step: &Change) -> bool {
+    matches!(
+        step,
+        Change::EvidenceAdd(_)
+            | Change::TodoDone(_)
+            | Change::TodoUpdate(_)
+            | Change::RefreshState(_)
+            | Change::QuotaSpend(_)
+            | Change::UsageRecord(_)
+    )
+}
+
 pub(in crate::op) fn settle(
     state: &mut State,
     op: &Op,
@@ -240,6 +254,18 @@ pub(in crate::op) fn settle(
     let mut evidence = Vec::new();
     let mut archived = std::collections::BTreeMap::new();
     for step in steps {
+        // From format 7 a settle holds a turn's writeback only: no signer,
+        // machine, settings or other act that a signature or a human must
+        // vouch for on its own (`trust` checks those on the op itself).
+        if format >= crate::op::signer::POSSESSION_SINCE && !turn_step(step) {
+            return Err(Refusal::usage(
+                Code::NestedSettle,
+                format!(
+                    "a settle holds a turn's writeback (evidence, the todo's update or done, the refresh, the spend, usage), not {}",
+                    step.kind()
+                ),
+            ));
+        }
         if matches!(step, Change::Settle(_)) {
             return Err(Refusal::usage(
                 Code::NestedSettle,

@@ -496,6 +496,29 @@ fn settle_refuses_nothing_to_record_and_a_nested_settle() {
     );
 }
 
+/// From format 7 a settle holds a turn's writeback only: a signer, machine
+/// or settings act inside one would skip the checks `trust` makes on the
+/// op itself (issue 44's review). Older ticks keep their old rule.
+#[test]
+fn from_format_7_a_settle_holds_only_a_turns_writeback() {
+    let mut s = claimed_board();
+    let at = "2026-01-01T09:15:00Z";
+    let announce = Change::SignerAnnounce(crate::op::SignerAnnounce {
+        name: crate::model::SignerName::new("bob").expect("a slug"),
+        key: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJRqOlZ4qkWVuwIN6zT8Rtnu8VP+zkcei4lRZKsBty30"
+            .to_owned(),
+    });
+    refuse(
+        &mut s,
+        &op(human(), at, settle(vec![announce.clone()])),
+        Exit::Usage,
+        "nested-settle",
+    );
+    let mut old = s.clone();
+    crate::op::apply_as(&mut old, &op(human(), at, settle(vec![announce])), 6)
+        .expect("a format-6 settle kept its old rule");
+}
+
 // ------------------------------------------------------------ should-run from the claims
 
 /// `decide_from_claims` on a state that holds only the claimed todos (the
