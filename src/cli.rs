@@ -244,7 +244,7 @@ pub fn is_hook_call(args: impl IntoIterator<Item = std::ffi::OsString>) -> bool 
 }
 
 #[cfg(test)]
-mod printed;
+mod printed_tests;
 
 #[cfg(test)]
 mod tests {
