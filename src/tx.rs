@@ -454,7 +454,7 @@ fn run_with(
             });
         };
         let reflog = format!("loopx: {}", effect.subject);
-        match repo.store().cas(
+        match repo.store().writer().cas(
             new.commit,
             tip.as_ref().map(|t| t.commit),
             &reflog,
@@ -721,7 +721,7 @@ pub fn jitter() -> f64 {
 /// and the lock was removed (try again at once), false to wait a little,
 /// and the stale-lock refusal when a live process held it too long.
 pub fn recover_lock(store: &Store, lock: &std::path::Path, age: Option<Duration>) -> Result<bool> {
-    if store.recover_lock(lock) {
+    if store.writer().recover_lock(lock) {
         return Ok(true);
     }
     if age.is_some_and(|a| a >= STALE_LOCK) {

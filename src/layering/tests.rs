@@ -893,10 +893,10 @@ fn the_layers_below_the_commands_never_print() {
 ///   decide takes what observe saw, execute the plan decide made);
 /// - incoming ticks are verified once, in observe (`verify::chain_of`);
 /// - observe and decide (with replay's plan) move no ref and write no
-///   commit; fetch moves only the refs a fetch writes (its own fetching
-///   ref and the remote-tracking mirror); execute is the one step that
-///   moves the state, synced and verified refs, writes commits (through the
-///   one tick writer) and pushes.
+///   commit; fetch moves no ref here (git fetches into scratch refs of its
+///   own); execute is the one step that moves the state, synced, verified
+///   and tracking refs, removes the scratch refs, writes commits (through
+///   the one tick writer) and pushes.
 ///
 /// (`sync/redate.rs` and `sync/repair.rs` are commands of their own, not
 /// steps of a round.)
@@ -931,7 +931,9 @@ fn a_sync_round_is_fetch_observe_decide_execute() {
     ];
     let pure = ["sync/observe.rs", "sync/decide.rs", "sync/replay.rs"];
     let mut bad = offenders(|f| pure.contains(&f), &writes, false);
-    // fetch: its own fetching ref and the tracking mirror, nothing else.
+    // fetch: git fetches into scratch refs of its own; reading them,
+    // removing them and mirroring the tracking refs is execute's
+    // (`execute::take_fetched`).
     bad.extend(offenders(
         |f| f == "sync/fetch.rs",
         &[
@@ -939,8 +941,11 @@ fn a_sync_round_is_fetch_observe_decide_execute() {
             "cas_ref(",
             "write_commit(",
             "write_tick(",
+            "delete_ref(",
+            "advance_ref(",
             "move_state(",
             "push_",
+            "writer(",
         ],
         false,
     ));
@@ -956,17 +961,6 @@ fn a_sync_round_is_fetch_observe_decide_execute() {
         ],
         false,
     ));
-    for s in sources().iter().filter(|s| s.rel == "sync/fetch.rs") {
-        let flat: String = s.code.split_whitespace().collect();
-        for (i, _) in flat.match_indices("advance_ref(") {
-            if !flat[i..].starts_with("advance_ref(repo,&names.tracking,") {
-                bad.push(format!(
-                    "src/{}: advance_ref of a ref other than the tracking mirror",
-                    s.rel
-                ));
-            }
-        }
-    }
     assert!(
         bad.is_empty(),
         "a sync step other than execute writes:\n{bad:#?}"
@@ -981,6 +975,52 @@ fn a_sync_round_is_fetch_observe_decide_execute() {
     assert!(
         twice.is_empty(),
         "incoming ticks verified outside observe:\n{twice:#?}"
+    );
+}
+
+/// One door for ref moves: the store's [`crate::store::Writer`] is the
+/// only type with a method that moves a ref (the compiler holds that:
+/// `Store` has none), and it is built by `Store::writer` only in `tx`
+/// and `sync/execute.rs`, and by `Store::repair_writer` only in
+/// `cmd/doctor.rs` (doctor's repairs). Nothing else names the type, and
+/// gix's ref edits are called only in the writer.
+#[test]
+fn refs_move_through_one_door() {
+    let tx_or_execute = |f: &str| f == "tx.rs" || f.starts_with("tx/") || f == "sync/execute.rs";
+    let mut bad = offenders(
+        |f| !tx_or_execute(f) && !f.starts_with("store/"),
+        &[".writer()"],
+        false,
+    );
+    bad.extend(offenders(
+        |f| f != "cmd/doctor.rs" && !f.starts_with("store/"),
+        &["repair_writer("],
+        false,
+    ));
+    // The type by its name (not `BufWriter` and the like).
+    for s in sources() {
+        let f = s.rel.as_str();
+        if tx_or_execute(f) || f == "cmd/doctor.rs" || f.starts_with("store/") {
+            continue;
+        }
+        let named = s.code.match_indices("Writer").any(|(i, _)| {
+            !s.code[..i]
+                .chars()
+                .next_back()
+                .is_some_and(|c| c.is_alphanumeric() || c == '_')
+        });
+        if named {
+            bad.push(format!("src/{f}: names the store's Writer"));
+        }
+    }
+    bad.extend(offenders(
+        |f| f != "store/write.rs",
+        &["edit_reference", "Writer{"],
+        false,
+    ));
+    assert!(
+        bad.is_empty(),
+        "a ref moves outside the one door:\n{bad:#?}"
     );
 }
 

@@ -45,7 +45,7 @@ mod remote;
 pub mod repair;
 mod replay;
 
-pub use remote::{Names, default_remote, hub, names, setup};
+pub use remote::{Names, default_remote, hub, names};
 pub use replay::{rejection, rejection_id};
 
 use std::time::Duration;
@@ -56,7 +56,7 @@ use serde::Serialize;
 use crate::error::{Code, Exit, Refusal};
 use crate::model::{Actor, AgentId, EvidenceId, OpId, TodoId};
 use crate::repo::Repo;
-use crate::store::{CasError, Oid, Tip};
+use crate::store::{Oid, Tip};
 
 /// Rounds (fetch, reconcile, push) before sync gives up with exit 4.
 pub const MAX_ROUNDS: u32 = 12;
@@ -195,7 +195,7 @@ pub struct Progress<'a> {
 /// decide, execute.
 pub fn run(repo: &Repo, opts: &Options, progress: Progress) -> Result<Report> {
     let names = names(repo, opts.remote.as_deref())?;
-    remote::migrate(repo, &names)?;
+    migrate(repo, &names)?;
     // Whether a push-first went out and was refused: the hub moved, so the
     // fetch after it asks no kept session first.
     let mut refused_first = false;
@@ -217,7 +217,7 @@ pub fn run(repo: &Repo, opts: &Options, progress: Progress) -> Result<Report> {
         tally.rounds = round;
         let remote_tip = match fetched.take() {
             Some(tip) => tip,
-            None => match fetch::fetch(repo, &names, first, round == 1 && !refused_first)? {
+            None => match fetch_one(repo, &names, first, round == 1 && !refused_first)? {
                 Ok(tip) => tip,
                 Err(busy) => {
                     last_refusal = busy;
@@ -412,7 +412,7 @@ pub fn run_refs(
     let mut sides = Vec::with_capacity(repos.len());
     for (repo, required) in repos.iter().zip(required) {
         let names = names(repo, opts.remote.as_deref())?;
-        remote::migrate(repo, &names)?;
+        migrate(repo, &names)?;
         sides.push(Side {
             repo,
             names,
@@ -453,7 +453,7 @@ pub fn run_refs(
                 .iter()
                 .map(|i| (sides[*i].repo, &sides[*i].names))
                 .collect();
-            match fetch::fetch_all(&asked, first, round == 1 && !pushed_first)? {
+            match fetch_all(&asked, first, round == 1 && !pushed_first)? {
                 Ok(tips) => {
                     for (i, tip) in need.iter().zip(tips) {
                         sides[*i].fetched = Some(tip);
@@ -640,7 +640,12 @@ fn push_first_all(sides: &mut [Side], progress: Progress) -> Result<bool> {
             .zip(outs)
             .map(|(i, o)| (sides[*i].repo, &sides[*i].names, o))
             .collect();
-        fetch::fetch_all_while(&asked, false, true, || execute::push_all(batch))
+        let (brought, steps) =
+            fetch::fetch_all_while(&asked, false, true, || execute::push_all(batch));
+        (
+            brought.and_then(|b| execute::take_fetched(&asked, b)),
+            steps,
+        )
     };
     let steps = steps?;
     // A busy fetch is left to the rounds.
@@ -714,42 +719,70 @@ impl Tally {
     }
 }
 
-/// Moves a ref loopx owns to `commit` by compare-and-swap, retrying while
-/// another writer here moves it or holds its lock. `forward_only`: leave it
-/// where it is when it already holds `commit` or a descendant (the synced
-/// and verified refs); else it mirrors whatever it is given (the tracking
-/// ref). Gives up quietly, after a few tries, only for a mirror.
-pub(super) fn advance_ref(
-    repo: &Repo,
-    name: &str,
-    commit: Oid,
-    forward_only: bool,
-    reflog: &str,
-) -> Result<()> {
-    for _ in 0..8 {
-        let current = repo.store().resolve(name)?.map(|t| t.commit);
-        if current == Some(commit) {
-            return Ok(());
-        }
-        if forward_only
-            && let Some(c) = current
-            && repo.store().is_ancestor(commit, c)?
-        {
-            return Ok(());
-        }
-        match repo
-            .store()
-            .cas_ref(name, commit, current, reflog, repo.committer())
-        {
-            Ok(()) => return Ok(()),
-            Err(CasError::Moved | CasError::Locked { .. }) => {}
-            Err(CasError::Other(e)) => return Err(e),
-        }
-    }
-    if forward_only {
-        return Err(anyhow::anyhow!("{name} kept moving while sync recorded it"));
+/// A round-1 clone's settings and tracking ref moved to today's names
+/// (`remote::migrate`; the ref through execute's writer).
+fn migrate(repo: &Repo, names: &Names) -> Result<()> {
+    if let Some(legacy) = remote::migrate(repo, names)?.legacy {
+        execute::adopt_legacy_tracking(repo, names, legacy)?;
     }
     Ok(())
+}
+
+/// Adds the glob fetch refspec to the remote, so a plain `git fetch`
+/// brings the state too (`remote::setup`). Returns the refspec and whether
+/// it was added (false: it was there already).
+pub fn setup(repo: &Repo, remote: Option<&str>) -> Result<(Names, String, bool)> {
+    let (names, refspec, added, legacy) = remote::setup(repo, remote)?;
+    if let Some(legacy) = legacy {
+        execute::adopt_legacy_tracking(repo, &names, legacy)?;
+    }
+    Ok((names, refspec, added))
+}
+
+/// Fetches the remote's tip, trying again while another fetch here is in
+/// the way.
+pub(super) fn fetch_tip(repo: &Repo, names: &Names) -> Result<Option<Tip>> {
+    let mut backoff = FIRST_BACKOFF;
+    for _ in 0..MAX_ROUNDS {
+        match fetch_one(repo, names, false, true)? {
+            Ok(tip) => return Ok(tip),
+            Err(_) => {
+                pause(backoff);
+                backoff = (backoff * 2).min(MAX_BACKOFF);
+            }
+        }
+    }
+    Err(Refusal::conflict(
+        Code::SyncRetriesExhausted,
+        format!(
+            "could not fetch from {}: other fetches kept getting in the way",
+            names.remote
+        ),
+    )
+    .with_hint("run it again")
+    .into())
+}
+
+/// Fetches the remote's state (`fetch::fetch_all_while`), resolves it, and
+/// points the remote-tracking ref at it (`execute::take_fetched`: a mirror
+/// of the remote, for people and `git log`; sync decides on its own
+/// fetch). `Ok(Err(why))` when another fetch on this machine got in the
+/// way. With `progress`, git's own progress meters go to stderr as the
+/// fetch runs (a person at a terminal). With `ask`, a kept ssh session is
+/// asked first whether there is anything to fetch (not after a refused
+/// push: the hub moved, the question would be an exchange for nothing).
+fn fetch_one(repo: &Repo, names: &Names, progress: bool, ask: bool) -> Result<fetch::Tips1> {
+    Ok(fetch_all(&[(repo, names)], progress, ask)?
+        .map(|mut tips| tips.pop().expect("one tip per ref")))
+}
+
+/// [`fetch_one`] of several state refs from one remote in one `git fetch`
+/// (a split state's shared ref and goal refs: `repo` and `names` of each),
+/// their tips in the same order. `Ok(Err(why))` when another fetch here
+/// got in the way of any of them.
+fn fetch_all(sides: &[(&Repo, &Names)], progress: bool, ask: bool) -> Result<fetch::Tips> {
+    let (brought, ()) = fetch::fetch_all_while(sides, progress, ask, || ());
+    execute::take_fetched(sides, brought?)
 }
 
 /// Sleeps for about `backoff` (between half and one and a half times it).

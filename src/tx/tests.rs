@@ -395,6 +395,7 @@ fn every_incremental_tick_writes_what_a_cold_full_rewrite_writes() {
             );
         }
         store
+            .writer()
             .cas(new.commit, tip.as_ref().map(|t| t.commit), "test", &who)
             .unwrap();
         tip = Some(new);
@@ -747,6 +748,7 @@ fn a_tick_from_a_partial_read_writes_what_a_cold_full_read_writes() {
             cache::write(&store, &new, &cold.state);
         }
         store
+            .writer()
             .cas(new.commit, tip.as_ref().map(|t| t.commit), "test", &who)
             .unwrap();
         tip = Some(new);
