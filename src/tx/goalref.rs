@@ -472,10 +472,16 @@ pub fn land(
         .collect();
     moves.push(commit_point);
     let writer = store.writer();
-    let error = match writer.transaction(&moves, reflog, committer) {
-        Ok(()) => return Ok(()),
-        Err(CasError::Moved | CasError::Locked { .. }) => return Err(LandError::Moved),
-        Err(CasError::Other(e)) => e,
+    let mut tries = 0;
+    let error = loop {
+        tries += 1;
+        match writer.transaction(&moves, reflog, committer) {
+            Ok(()) => return Ok(()),
+            // A lock whose writer is gone (killed mid-move) is taken back.
+            Err(CasError::Locked { lock, .. }) if tries < 4 && writer.recover_lock(&lock) => {}
+            Err(CasError::Moved | CasError::Locked { .. }) => return Err(LandError::Moved),
+            Err(CasError::Other(e)) => break e,
+        }
     };
     // The commit point moves last: where it moved, every goal ref did.
     if point.1.is_some() && store.resolve(&point.0).ok().flatten().map(|t| t.commit) == point.1 {
