@@ -3,7 +3,8 @@
 //! Every tick goes through the library's own path, as `tx` runs it:
 //! `op::apply` on a copy of the state, `files::changes` for the changed
 //! files, `message::render` for the commit message, `Store::write_commit`
-//! and a compare-and-swap `Store::cas` of the state ref. The one shortcut is
+//! and a compare-and-swap of the state ref through the store's writer
+//! (`Store::writer`, the door `tx` uses). The one shortcut is
 //! that the state stays in memory between ticks instead of being read back
 //! from the tip (it is the same state: the files are canonical). Every
 //! `tx::AUTO_PACK` ticks it runs the same repack a tick starts in the
@@ -133,6 +134,7 @@ impl Gen {
         let tick = new.tick;
         let reflog = format!("loopx: {}", effect.subject);
         self.store
+            .writer()
             .cas(
                 new.commit,
                 self.tip.as_ref().map(|t| t.commit),

@@ -166,7 +166,10 @@ fn decide_plan(shape: Shape, opts: &Options, signers: &AllowedSigners) -> Result
             base,
             sides,
         } => {
-            debug_assert!(base != local.commit, "diverged: local ticks beyond the base");
+            debug_assert!(
+                base != local.commit,
+                "diverged: local ticks beyond the base"
+            );
             let Both { ours, theirs } = sides.map_err(|f| Box::new(Stop::LocalInvalid(f)))?;
             let remote_side = their(theirs)?;
             let planned = plan_replay(

@@ -38,7 +38,10 @@ pub(super) enum Shape {
     /// remote: the remote lost it.
     RemoteGone { synced: Tip },
     /// Only the remote has a state: a first sync.
-    RemoteOnly { remote: Tip, theirs: Side<RemoteSide> },
+    RemoteOnly {
+        remote: Tip,
+        theirs: Side<RemoteSide>,
+    },
     /// The fetched remote tip is older than one this clone already synced
     /// with (another sync here fetched later and finished first).
     StaleFetch,
@@ -268,9 +271,7 @@ pub(super) fn observe(
     // The local ticks first, so a commit loopx did not write is named the
     // same way wherever it is.
     let replaced = replaced_pins(repo, Some(base), &local)?;
-    let ours = goalref::accepting(&replaced, || {
-        local_side(repo, Some(base), &local, progress)
-    })?;
+    let ours = goalref::accepting(&replaced, || local_side(repo, Some(base), &local, progress))?;
     let ahead = base == remote.commit;
     if ahead && (replaced.is_empty() || ours.is_err()) {
         return shape(Shape::Ahead {
