@@ -78,31 +78,6 @@ pub(super) enum Ready {
     Push(Outgoing),
 }
 
-/// Carries out `plan`; `verified` is the remote tip whose every commit was
-/// just verified.
-pub(super) fn execute(
-    repo: &Repo,
-    names: &Names,
-    plan: Plan,
-    verified: Option<Oid>,
-) -> Result<Step> {
-    match prepare(repo, names, plan, verified)? {
-        Ready::Step(step) => Ok(step),
-        Ready::Push(out) => {
-            let sent = git::push_expecting(
-                super::local(repo),
-                &names.remote,
-                &out.tip.commit.to_string(),
-                repo.state_ref(),
-                out.expected.map(|e| e.to_string()).as_deref(),
-                repo.config().sync_timeout,
-            )
-            .map_err(|e| push_failed(names, e))?;
-            land(repo, names, out, sent)
-        }
-    }
-}
-
 /// Carries out `plan` up to its push (a replay's ticks are written, no ref
 /// moves before the push is taken); a plan without a push is done.
 pub(super) fn prepare(

@@ -186,7 +186,9 @@ pub struct Progress<'a> {
 }
 
 /// Syncs with the remote until the remote holds every local tick (replayed
-/// or recorded as rejected) and the local state holds every remote tick.
+/// or recorded as rejected) and the local state holds every remote tick:
+/// [`run_refs`] with this one ref, so a single-ref state and a split
+/// state's shared ref go through the same loop and give the same report.
 ///
 /// When this clone holds ticks beyond the last synced tip, they are all
 /// pushed first, in one push expecting the hub still at that tip (DESIGN
@@ -194,76 +196,15 @@ pub struct Progress<'a> {
 /// to push, the push refused, `--adopt-remote`), rounds of fetch, observe,
 /// decide, execute.
 pub fn run(repo: &Repo, opts: &Options, progress: Progress) -> Result<Report> {
-    let names = names(repo, opts.remote.as_deref())?;
-    migrate(repo, &names)?;
-    // Whether a push-first went out and was refused: the hub moved, so the
-    // fetch after it asks no kept session first.
-    let mut refused_first = false;
-    if !opts.adopt_remote {
-        match push_first(repo, &names, progress)? {
-            First::Done(report) => return Ok(report),
-            First::Refused => refused_first = true,
-            First::Skipped => {}
-        }
+    let mut reports = run_refs(&[repo], &[true], opts, progress)?;
+    match reports.pop() {
+        Some(Ok(report)) if reports.is_empty() => Ok(report),
+        // Never: a required ref reports or fails the sync.
+        other => Err(anyhow::anyhow!(
+            "sync of {} ended without a report ({other:?})",
+            repo.state_ref()
+        )),
     }
-    let mut tally = Tally::default();
-    let mut backoff = FIRST_BACKOFF;
-    let mut fetched: Option<Option<Tip>> = None;
-    let mut last_refusal = String::new();
-    let mut refetched = false;
-    // A first sync may fetch a long history: git's meters show it going.
-    let first = progress.terminal && repo.store().resolve(&names.synced)?.is_none();
-    for round in 1..=MAX_ROUNDS {
-        tally.rounds = round;
-        let remote_tip = match fetched.take() {
-            Some(tip) => tip,
-            None => match fetch_one(repo, &names, first, round == 1 && !refused_first)? {
-                Ok(tip) => tip,
-                Err(busy) => {
-                    last_refusal = busy;
-                    pause(backoff);
-                    backoff = (backoff * 2).min(MAX_BACKOFF);
-                    continue;
-                }
-            },
-        };
-        let seen = observe::observe(repo, &names, remote_tip.clone(), opts, refetched, progress)?;
-        let (plan, verified) = decide::decide(seen, opts, repo.signers()?)
-            .map_err(|stop| decide::refusal(repo, &names, *stop))?;
-        match execute::execute(repo, &names, plan, verified)? {
-            execute::Step::Refetch => refetched = true,
-            execute::Step::Again => {
-                // A local tick landed meanwhile: decide again against the
-                // same remote tip.
-                fetched = Some(remote_tip);
-            }
-            execute::Step::Refused(why) => {
-                last_refusal = why;
-                pause(backoff);
-                backoff = (backoff * 2).min(MAX_BACKOFF);
-            }
-            execute::Step::Moved(counts) => {
-                // The remote has the pushed chain, but a local tick landed
-                // meanwhile: the next round replays that tick (ops already
-                // on the remote are not applied again).
-                tally.add(counts);
-            }
-            execute::Step::Done {
-                outcome,
-                tip,
-                counts,
-            } => {
-                tally.add(counts);
-                return Ok(tally.report(&names, outcome, &tip));
-            }
-        }
-    }
-    let last = if last_refusal.is_empty() {
-        format!("{} kept moving", repo.state_ref())
-    } else {
-        format!("the last attempt got: {last_refusal}")
-    };
-    Err(exhausted(&names, &last))
 }
 
 /// The repository as sync's network git processes run for it: its git
@@ -291,48 +232,9 @@ fn exhausted(names: &Names, last: &str) -> anyhow::Error {
     .into()
 }
 
-/// The claim protocol (DESIGN §5), for every sync: when the local tip
-/// descends from the last synced one, push it (every pending tick in one
-/// push) expecting the hub still there, without a fetch. None when that
-/// does not apply or the hub moved (then a full round fetches and
-/// replays).
-fn push_first(repo: &Repo, names: &Names, progress: Progress) -> Result<First> {
-    let Some(seen) = observe::ahead_of_synced(repo, names, progress)? else {
-        return Ok(First::Skipped);
-    };
-    let (plan, _) = decide::decide(seen, &Options::default(), repo.signers()?)
-        .map_err(|stop| decide::refusal(repo, names, *stop))?;
-    match execute::execute(repo, names, plan, None)? {
-        execute::Step::Done {
-            outcome,
-            tip,
-            counts,
-        } => {
-            let mut tally = Tally {
-                rounds: 1,
-                ..Tally::default()
-            };
-            tally.add(counts);
-            Ok(First::Done(tally.report(names, outcome, &tip)))
-        }
-        _ => Ok(First::Refused),
-    }
-}
-
 /// How one ref of [`run_refs`] ended: its report, or why an optional ref
 /// was left out.
 pub type RefReport = std::result::Result<Report, String>;
-
-/// What [`push_first`] did.
-enum First {
-    /// The push was taken: the sync is done.
-    Done(Report),
-    /// Nothing to push first (or it does not apply).
-    Skipped,
-    /// It went out and was not taken (or did not need to go out): rounds
-    /// follow, their first fetch without asking a kept session.
-    Refused,
-}
 
 /// One ref of [`run_refs`]: its handle, whether its failure fails the
 /// sync (`required`; else it is left out of the reports), and how far it
@@ -366,8 +268,8 @@ impl Side<'_> {
         Ok(())
     }
 
-    /// Takes how this ref's round ended (as [`run`] does); true when the
-    /// remote refused its push (the round then backs off).
+    /// Takes how this ref's round ended; true when the remote refused its
+    /// push (the round then backs off).
     fn take(&mut self, step: execute::Step, remote_tip: Option<Tip>) -> bool {
         match step {
             execute::Step::Refetch => self.refetched = true,
@@ -391,8 +293,8 @@ impl Side<'_> {
     }
 }
 
-/// Syncs several state refs of this repository with one remote at once
-/// (a split state's shared ref and its goal refs): the rounds of [`run`],
+/// The one sync loop: syncs the state refs a clone syncs with one remote
+/// at once (one ref, or a split state's shared ref and its goal refs),
 /// with one `git fetch` for every ref that needs one and one `git push`
 /// for every ref with something to push (the shared ref alone before the
 /// others, since goal ticks may pin what it pushes). Each ref is
@@ -425,8 +327,10 @@ pub fn run_refs(
             dropped: None,
         });
     }
-    // As in `run`: after a push-first that went out, no kept session is
-    // asked before the fetch.
+    // The claim protocol (DESIGN §5), for every sync: each ref whose local
+    // tip descends from its last synced one is pushed first, expecting the
+    // hub still there, without a fetch. After a push-first that went out
+    // (the hub moved), no kept session is asked before the fetch.
     let pushed_first = !opts.adopt_remote && push_first_all(&mut sides, progress)?;
     let mut backoff = FIRST_BACKOFF;
     let first = progress.terminal
@@ -596,8 +500,9 @@ pub fn run_with(
     Ok((own, others))
 }
 
-/// [`push_first`] for every ref of [`run_refs`], in one push: whether a
-/// push went out and was not taken.
+/// The claim protocol's first push for every ref of [`run_refs`] that is
+/// ahead of its last synced tip, in one push: whether a push went out and
+/// was not taken.
 fn push_first_all(sides: &mut [Side], progress: Progress) -> Result<bool> {
     let mut ids = Vec::new();
     let mut outs = Vec::new();
