@@ -116,18 +116,22 @@ impl Gen {
             signature: None,
             change,
         };
-        let written = loopx::tx::write_tick(
+        let written = loopx::tx::Tick::new(
             &self.store,
             self.tip.as_ref(),
             &self.state,
             &op,
-            &[],
             &self.committer,
-            loopx::tx::Empty::Write,
-        )?
-        .map_err(|r| anyhow::anyhow!("{}: {}", r.code, r.message))?;
+        )
+        .write()
+        .map_err(|e| match e {
+            loopx::tx::TickError::Refused(r) => anyhow::anyhow!("{}: {}", r.code, r.message),
+            loopx::tx::TickError::Failed(e) => e,
+        })?;
         let (new, effect, after) = (
-            written.tip.expect("Empty::Write always writes"),
+            written
+                .tip
+                .expect("a tick without skip_empty is always written"),
             written.effect,
             written.state,
         );

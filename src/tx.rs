@@ -432,7 +432,7 @@ fn run_with(
             tip: new,
             effect,
             state: after,
-        } = write_planned(
+        } = match write_planned(
             repo.store(),
             tip.as_ref(),
             planned,
@@ -440,8 +440,11 @@ fn run_with(
             &refresh,
             &committer,
             Empty::Skip,
-        )
-        .map_err(|e| unwritten(repo, e))??;
+        ) {
+            Ok(w) => w,
+            Err(TickError::Refused(r)) => return Err(r.into()),
+            Err(TickError::Failed(e)) => return Err(unwritten(repo, e)),
+        };
         goalref::check_write(repo.state_ref(), &before, &after)?;
         let Some(new) = new else {
             // The op changes nothing (an identical registration, a spend of
@@ -553,7 +556,7 @@ pub enum Empty {
 }
 
 /// A tick as the writer makes it, before anything is written: what
-/// [`write_tick`] writes, and what `verify` requires a commit to be.
+/// [`Tick::write`] writes, and what `verify` requires a commit to be.
 pub struct Planned {
     pub effect: Effect,
     /// The state after the op (without the records it wrote).
@@ -615,41 +618,108 @@ pub fn plan_tick(
     })
 }
 
-/// The one writer of tick commits, used by live ticks, sync's replay and
-/// the benchmark's history generator: plans the tick with [`plan_tick`]
-/// and writes the changed files and a commit whose dates are the op's time.
-/// A refusal by `apply` is the inner error; the ref is never moved here.
-pub fn write_tick(
-    store: &Store,
-    parent: Option<&Tip>,
-    before: &State,
-    op: &Op,
-    extra: &[(&str, String)],
-    committer: &Person,
-    empty: Empty,
-) -> Result<Result<Written, Refusal>> {
-    write_tick_with(store, parent, before, op, extra, &[], committer, empty)
+/// Why a tick was not written: `apply` refused its op (a rule, not a
+/// failure), or writing it failed.
+#[derive(Debug)]
+pub enum TickError {
+    Refused(Refusal),
+    Failed(anyhow::Error),
 }
 
-/// [`write_tick`], also writing `refresh`: the shared files a goal tick's
-/// moved pin changes in its parent's tree ([`goalref::overlay`]).
-#[allow(clippy::too_many_arguments)]
-pub fn write_tick_with(
-    store: &Store,
-    parent: Option<&Tip>,
-    before: &State,
-    op: &Op,
-    extra: &[(&str, String)],
-    refresh: &[files::Change],
-    committer: &Person,
-    empty: Empty,
-) -> Result<Result<Written, Refusal>> {
-    let planned = plan_tick(parent, before, op, crate::model::WRITES, extra);
-    write_planned(store, parent, planned, op, refresh, committer, empty)
+impl From<anyhow::Error> for TickError {
+    fn from(e: anyhow::Error) -> Self {
+        TickError::Failed(e)
+    }
 }
 
-/// The second half of [`write_tick_with`]: writes a planned tick (or
-/// passes on apply's refusal).
+impl From<TickError> for anyhow::Error {
+    fn from(e: TickError) -> Self {
+        match e {
+            TickError::Refused(r) => r.into(),
+            TickError::Failed(e) => e,
+        }
+    }
+}
+
+/// The one writer of tick commits, used by live ticks, sync's replay,
+/// `goal split` and the benchmark's history generator: plans the tick with
+/// [`plan_tick`] and writes the changed files and a commit whose dates are
+/// the op's time; the ref is never moved here. Built with what every tick
+/// needs; `extra` trailers, `refresh` files (a goal tick's moved pin:
+/// [`goalref::overlay`]) and `skip_empty` are optional.
+pub struct Tick<'a> {
+    store: &'a Store,
+    parent: Option<&'a Tip>,
+    before: &'a State,
+    op: &'a Op,
+    committer: &'a Person,
+    extra: &'a [(&'a str, String)],
+    refresh: &'a [files::Change],
+    empty: Empty,
+}
+
+impl<'a> Tick<'a> {
+    /// A tick of `op` on `before` (the state at `parent`), always written.
+    pub fn new(
+        store: &'a Store,
+        parent: Option<&'a Tip>,
+        before: &'a State,
+        op: &'a Op,
+        committer: &'a Person,
+    ) -> Self {
+        Tick {
+            store,
+            parent,
+            before,
+            op,
+            committer,
+            extra: &[],
+            refresh: &[],
+            empty: Empty::Write,
+        }
+    }
+
+    /// Trailers after the op's own.
+    pub fn extra(mut self, extra: &'a [(&'a str, String)]) -> Self {
+        self.extra = extra;
+        self
+    }
+
+    /// Shared files a goal tick's moved pin changes in its parent's tree.
+    pub fn refresh(mut self, refresh: &'a [files::Change]) -> Self {
+        self.refresh = refresh;
+        self
+    }
+
+    /// Writes no commit when the op changes nothing ([`Empty::Skip`]).
+    pub fn skip_empty(mut self) -> Self {
+        self.empty = Empty::Skip;
+        self
+    }
+
+    /// Plans and writes the tick.
+    pub fn write(self) -> Result<Written, TickError> {
+        let planned = plan_tick(
+            self.parent,
+            self.before,
+            self.op,
+            crate::model::WRITES,
+            self.extra,
+        );
+        write_planned(
+            self.store,
+            self.parent,
+            planned,
+            self.op,
+            self.refresh,
+            self.committer,
+            self.empty,
+        )
+    }
+}
+
+/// The second half of [`Tick::write`]: writes a planned tick (or passes
+/// on apply's refusal).
 fn write_planned(
     store: &Store,
     parent: Option<&Tip>,
@@ -658,18 +728,18 @@ fn write_planned(
     refresh: &[files::Change],
     committer: &Person,
     empty: Empty,
-) -> Result<Result<Written, Refusal>> {
+) -> Result<Written, TickError> {
     let mut planned = match planned {
         Ok(p) => p,
-        Err(refusal) => return Ok(Err(refusal)),
+        Err(refusal) => return Err(TickError::Refused(refusal)),
     };
     planned.changes.extend(refresh.iter().cloned());
     if parent.is_some() && planned.changes.is_empty() && empty == Empty::Skip {
-        return Ok(Ok(Written {
+        return Ok(Written {
             tip: None,
             effect: planned.effect,
             state: planned.state,
-        }));
+        });
     }
     // Never write a state this binary cannot read back.
     for (path, bytes) in &planned.changes {
@@ -690,11 +760,11 @@ fn write_planned(
         committer,
         op.at.unix(),
     )?;
-    Ok(Ok(Written {
+    Ok(Written {
         tip: Some(tip),
         effect: planned.effect,
         state: planned.state,
-    }))
+    })
 }
 
 /// Every `loopx.autoPack` ticks (default 200, 0 turns it off), starts a

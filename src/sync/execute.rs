@@ -7,7 +7,7 @@
 //! is a compare-and-swap, never a force, and git skips its client-side
 //! ancestry walk).
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use crate::error::Refusal;
 use crate::git::{self, NetworkError, Pushed};
@@ -326,24 +326,18 @@ pub(super) fn write_replay(
         if step.replayed_from.is_none() {
             crate::trust::sign_record(repo, &tip, &state, &mut op)?;
         }
-        let w = tx::write_tick_with(
-            repo.store(),
-            Some(&tip),
-            &state,
-            &op,
-            &extra,
-            &refresh,
-            repo.committer(),
-            tx::Empty::Write,
-        )
-        .context("writing a replayed tick")?
-        .map_err(|r| {
-            anyhow::anyhow!(
-                "replaying {} failed on the second apply: {}",
-                op.id,
-                r.message
-            )
-        })?;
+        let w = tx::Tick::new(repo.store(), Some(&tip), &state, &op, repo.committer())
+            .extra(&extra)
+            .refresh(&refresh)
+            .write()
+            .map_err(|e| match e {
+                tx::TickError::Refused(r) => anyhow::anyhow!(
+                    "replaying {} failed on the second apply: {}",
+                    op.id,
+                    r.message
+                ),
+                tx::TickError::Failed(e) => e.context("writing a replayed tick"),
+            })?;
         tip = w.tip.expect("a replay writes every op");
         written += 1;
         if let Some(from) = step.replayed_from {
@@ -445,10 +439,10 @@ pub(super) fn advance_ref(
 /// Reads the tips a fetch brought into its scratch refs (one per side),
 /// removes the scratch refs, and points each remote-tracking ref at its
 /// tip (a mirror of the remote, for people and `git log`; sync decides on
-/// its own fetch). `Ok(Err(why))` when another fetch here got in the way.
+/// its own fetch). [`Tips::Busy`] when another fetch here got in the way.
 pub(super) fn take_fetched(sides: &[(&Repo, &Names)], brought: Brought) -> Result<Tips> {
     let (into, busy) = match brought {
-        Brought::Unchanged(tips) => return Ok(Ok(tips)),
+        Brought::Unchanged(tips) => return Ok(Tips::Fetched(tips)),
         Brought::Fetched { into, busy } => (into, busy),
     };
     let mut tips = Vec::with_capacity(sides.len());
@@ -467,8 +461,8 @@ pub(super) fn take_fetched(sides: &[(&Repo, &Names)], brought: Brought) -> Resul
         tips.push(tip);
     }
     Ok(match busy {
-        Some(why) => Err(why),
-        None => Ok(tips),
+        Some(why) => Tips::Busy(why),
+        None => Tips::Fetched(tips),
     })
 }
 

@@ -9,13 +9,12 @@ use crate::store::Tip;
 
 use super::Names;
 
-/// The tips of a fetch of several refs, in order; `Err(why)` when another
-/// fetch here got in the way.
-pub(super) type Tips = Result<Vec<Option<Tip>>, String>;
-
-/// The tip of a fetch of one ref; `Err(why)` when another fetch here got
-/// in the way.
-pub(super) type Tips1 = Result<Option<Tip>, String>;
+/// The tips of a fetch of several refs, in order, or why another fetch
+/// here got in the way.
+pub(super) enum Tips {
+    Fetched(Vec<Option<Tip>>),
+    Busy(String),
+}
 
 /// What a fetch brought, before any ref here moved (the scratch refs
 /// git fetched into are read, removed and mirrored into the tracking refs

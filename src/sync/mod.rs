@@ -358,12 +358,12 @@ pub fn run_refs(
                 .map(|i| (sides[*i].repo, &sides[*i].names))
                 .collect();
             match fetch_all(&asked, first, round == 1 && !pushed_first)? {
-                Ok(tips) => {
+                fetch::Tips::Fetched(tips) => {
                     for (i, tip) in need.iter().zip(tips) {
                         sides[*i].fetched = Some(tip);
                     }
                 }
-                Err(busy) => {
+                fetch::Tips::Busy(busy) => {
                     for i in &open {
                         sides[*i].tally.rounds = round;
                         sides[*i].last_refusal.clone_from(&busy);
@@ -554,7 +554,7 @@ fn push_first_all(sides: &mut [Side], progress: Progress) -> Result<bool> {
     };
     let steps = steps?;
     // A busy fetch is left to the rounds.
-    if let Ok(tips) = fetched? {
+    if let fetch::Tips::Fetched(tips) = fetched? {
         for (i, tip) in idle.iter().zip(tips) {
             sides[*i].fetched = Some(tip);
         }
@@ -649,9 +649,9 @@ pub fn setup(repo: &Repo, remote: Option<&str>) -> Result<(Names, String, bool)>
 pub(super) fn fetch_tip(repo: &Repo, names: &Names) -> Result<Option<Tip>> {
     let mut backoff = FIRST_BACKOFF;
     for _ in 0..MAX_ROUNDS {
-        match fetch_one(repo, names, false, true)? {
-            Ok(tip) => return Ok(tip),
-            Err(_) => {
+        match fetch_all(&[(repo, names)], false, true)? {
+            fetch::Tips::Fetched(mut tips) => return Ok(tips.pop().flatten()),
+            fetch::Tips::Busy(_) => {
                 pause(backoff);
                 backoff = (backoff * 2).min(MAX_BACKOFF);
             }
@@ -668,23 +668,17 @@ pub(super) fn fetch_tip(repo: &Repo, names: &Names) -> Result<Option<Tip>> {
     .into())
 }
 
-/// Fetches the remote's state (`fetch::fetch_all_while`), resolves it, and
-/// points the remote-tracking ref at it (`execute::take_fetched`: a mirror
-/// of the remote, for people and `git log`; sync decides on its own
-/// fetch). `Ok(Err(why))` when another fetch on this machine got in the
-/// way. With `progress`, git's own progress meters go to stderr as the
-/// fetch runs (a person at a terminal). With `ask`, a kept ssh session is
-/// asked first whether there is anything to fetch (not after a refused
-/// push: the hub moved, the question would be an exchange for nothing).
-fn fetch_one(repo: &Repo, names: &Names, progress: bool, ask: bool) -> Result<fetch::Tips1> {
-    Ok(fetch_all(&[(repo, names)], progress, ask)?
-        .map(|mut tips| tips.pop().expect("one tip per ref")))
-}
-
-/// [`fetch_one`] of several state refs from one remote in one `git fetch`
-/// (a split state's shared ref and goal refs: `repo` and `names` of each),
-/// their tips in the same order. `Ok(Err(why))` when another fetch here
-/// got in the way of any of them.
+/// Fetches several state refs from one remote in one `git fetch` (a split
+/// state's shared ref and goal refs: `repo` and `names` of each;
+/// `fetch::fetch_all_while`), resolves them, and points each
+/// remote-tracking ref at its tip (`execute::take_fetched`: a mirror of
+/// the remote, for people and `git log`; sync decides on its own fetch).
+/// The tips come in the same order, or [`fetch::Tips::Busy`] when another
+/// fetch here got in the way of any of them. With `progress`, git's own
+/// progress meters go to stderr as the fetch runs (a person at a
+/// terminal). With `ask`, a kept ssh session is asked first whether there
+/// is anything to fetch (not after a refused push: the hub moved, the
+/// question would be an exchange for nothing).
 fn fetch_all(sides: &[(&Repo, &Names)], progress: bool, ask: bool) -> Result<fetch::Tips> {
     let (brought, ()) = fetch::fetch_all_while(sides, progress, ask, || ());
     execute::take_fetched(sides, brought?)

@@ -284,8 +284,14 @@ fn every_incremental_tick_writes_what_a_cold_full_rewrite_writes() {
             crate::model::WRITES,
             &[],
         );
-        let written =
-            write_tick(&store, tip.as_ref(), &state, &op, &[], &who, Empty::Skip).unwrap();
+        let written = match Tick::new(&store, tip.as_ref(), &state, &op, &who)
+            .skip_empty()
+            .write()
+        {
+            Ok(w) => Ok(w),
+            Err(TickError::Refused(r)) => Err(r),
+            Err(TickError::Failed(e)) => panic!("{e:#}"),
+        };
         let (written, full) = match (written, full) {
             (Ok(w), Ok(f)) => (w, f),
             (Err(a), Err(b)) => {
@@ -703,8 +709,14 @@ fn a_tick_from_a_partial_read_writes_what_a_cold_full_read_writes() {
                 from_part = planned.ok().map(|p| (before.clone(), p.state));
             }
         }
-        let written =
-            write_tick(&store, tip.as_ref(), &state, &op, &[], &who, Empty::Skip).unwrap();
+        let written = match Tick::new(&store, tip.as_ref(), &state, &op, &who)
+            .skip_empty()
+            .write()
+        {
+            Ok(w) => Ok(w),
+            Err(TickError::Refused(r)) => Err(r),
+            Err(TickError::Failed(e)) => panic!("{e:#}"),
+        };
         let Ok(written) = written else { continue };
         let Some(new) = written.tip else { continue };
         let cold = snapshot(&store, new.clone()).unwrap();

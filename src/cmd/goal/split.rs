@@ -12,7 +12,7 @@
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::cmd::tx::{self, Empty, goalref};
+use crate::cmd::tx::{self, goalref};
 use crate::ctx::Ctx;
 use crate::error::{Code, Exit, Refusal};
 use crate::model::GoalId;
@@ -124,15 +124,9 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             &snap.state,
             &mut op,
         )?;
-        let written = tx::write_tick(
-            store,
-            Some(&snap.tip),
-            &snap.state,
-            &op,
-            extra,
-            &committer,
-            Empty::Write,
-        )??;
+        let written = tx::Tick::new(store, Some(&snap.tip), &snap.state, &op, &committer)
+            .extra(extra)
+            .write()?;
         Ok(written.tip.expect("an empty tick is written").commit)
     };
     let shared = write(None, &[])?;
@@ -241,16 +235,10 @@ fn move_goal(ctx: &Ctx, goal: &GoalId) -> Result<Exit> {
             &before,
             &mut op,
         )?;
-        let written = tx::write_tick_with(
-            at,
-            Some(&snap.tip),
-            &before,
-            &op,
-            &extra,
-            &refresh,
-            &committer,
-            Empty::Write,
-        )??;
+        let written = tx::Tick::new(at, Some(&snap.tip), &before, &op, &committer)
+            .extra(&extra)
+            .refresh(&refresh)
+            .write()?;
         Ok(written.tip.expect("an empty tick is written").commit)
     };
     let new_store = store.for_ref(&name);
