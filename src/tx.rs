@@ -208,23 +208,69 @@ pub fn no_state_at(state_ref: &str) -> Refusal {
     .with_hint("create it with `loopx init`, or get a team's state with `loopx sync` (from git config loopx.remote, else origin)")
 }
 
-/// Runs one tick of the op that `build` makes from the current state.
-/// `caller` is who runs the process: only the human signs with their
-/// configured key. Returns what landed; never prints.
-pub fn commit(
-    repo: &Repo,
-    caller: &Caller,
-    build: impl FnMut(&State) -> Result<Op>,
-) -> Result<Committed> {
-    commit_from(repo, caller, None, build)
+/// One tick of the op `build` makes, as `caller`: the one way into the
+/// write path (jj's transaction), as `Commit::new(repo, caller).run(build)`.
+/// Options: the todos the op touches (`touching`: a partial read first,
+/// `at`: only while the ref names that commit), or a state already read
+/// (`from`). Returns what landed; never prints.
+pub struct Commit<'r> {
+    repo: &'r Repo,
+    caller: &'r Caller,
+    touching: Option<&'r [&'r str]>,
+    at: Option<crate::store::Oid>,
+    read: Option<Snapshot>,
 }
 
-/// [`commit`], starting from `read`: the state the caller already read to
+impl<'r> Commit<'r> {
+    pub fn new(repo: &'r Repo, caller: &'r Caller) -> Self {
+        Commit {
+            repo,
+            caller,
+            touching: None,
+            at: None,
+            read: None,
+        }
+    }
+
+    /// The op is on the todos the user typed (ids or prefixes): its first
+    /// attempt reads only the cache's shards that hold them
+    /// (`commit_touching_at`).
+    pub fn touching(mut self, typed: &'r [&'r str]) -> Self {
+        self.touching = Some(typed);
+        self
+    }
+
+    /// With [`Commit::touching`]: the partial read only while the ref
+    /// names `at`.
+    pub fn at(mut self, at: crate::store::Oid) -> Self {
+        self.at = Some(at);
+        self
+    }
+
+    /// Starts from `read`, a state the caller already read, while the ref
+    /// still names it (`commit_from`).
+    pub fn from(mut self, read: Snapshot) -> Self {
+        self.read = Some(read);
+        self
+    }
+
+    /// Builds, applies, writes and lands the tick, retrying as
+    /// every tick does. `caller` is who runs the process: only the human
+    /// signs with their configured key.
+    pub fn run(self, build: impl FnMut(&State) -> Result<Op>) -> Result<Committed> {
+        match self.touching {
+            Some(typed) => commit_touching_at(self.repo, self.caller, typed, self.at, build),
+            None => commit_from(self.repo, self.caller, self.read, build),
+        }
+    }
+}
+
+/// A tick starting from `read` (None: reading the tip): the state the caller already read to
 /// decide what to do, so a command that reads before its tick reads the
 /// state once, not twice (at 10,000 todos each read parses every todo).
 /// Its first attempt uses `read` while the state ref still names its
 /// commit; a moved ref or a retry reads again.
-pub fn commit_from(
+fn commit_from(
     repo: &Repo,
     caller: &Caller,
     mut read: Option<Snapshot>,
@@ -249,28 +295,15 @@ pub fn commit_from(
     })
 }
 
-/// [`commit`] for an op on the todos the user typed (ids or prefixes,
-/// `typed`): its first attempt reads only the cache's head and the shards
-/// that hold them ([`cache::read_part`]), so at 10,000 todos a tick on one
-/// todo parses a few hundred. Whatever reads of that partial state could
-/// have needed a todo it lacks (a walk of every todo, a todo not found:
-/// [`crate::model::Entities::fell_short_of_whole`]), in `build` or in the
-/// op's apply, is decided again from the whole state, so the answer is
-/// always the whole state's.
-pub fn commit_touching(
-    repo: &Repo,
-    caller: &Caller,
-    typed: &[&str],
-    build: impl FnMut(&State) -> Result<Op>,
-) -> Result<Committed> {
-    commit_touching_at(repo, caller, typed, None, build)
-}
-
-/// [`commit_touching`], reading the partial state only while the ref
+/// A tick of an op on the todos the user typed (ids or prefixes, `typed`):
+/// its first attempt reads only the cache's head and the shards that hold
+/// them ([`cache::read_part`]); whatever reads of that partial state could
+/// have needed a todo it lacks is decided again from the whole state. It
+/// reads the partial state only while the ref
 /// names `at` (when given): a command that chose the todos from the cache
 /// at `at` (`todo claim --next`'s pick) gets the whole state to choose
 /// again from once the ref has moved.
-pub fn commit_touching_at(
+fn commit_touching_at(
     repo: &Repo,
     caller: &Caller,
     typed: &[&str],
@@ -337,7 +370,7 @@ fn run(
 }
 
 /// [`run`], where `attempt` may return a partial state
-/// ([`commit_touching`]): when the op's apply read past what it holds,
+/// ([`commit_touching_at`]): when the op's apply read past what it holds,
 /// `whole` is set and the attempt made again (it then reads the whole
 /// state).
 fn run_with(

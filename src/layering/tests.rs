@@ -29,7 +29,7 @@ pub(super) const ALLOWED: &[(&str, &[&str])] = &[
     ("notify", &["model", "repo", "store", "time"]),
     ("history", &["diff", "error", "model", "op", "repo", "store", "time", "tx"]),
     ("verify", &["error", "model", "op", "repo", "signing", "store", "time", "trust", "tx"]),
-    // tx::commit(repo, caller, build) and tx::op(actor, at, ids, change);
+    // tx::Commit::new(repo, caller).run(build) and tx::op(actor, at, ids, change);
     // tx → trailer: a goal ref's tick pins its shared tip in a trailer (tx/goalref.rs).
     ("tx", &["cache", "config", "error", "git", "ids", "model", "op", "queue", "repo", "store",
              "time", "trailer", "trust"]),

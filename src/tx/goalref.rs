@@ -4,7 +4,7 @@
 //! Every tick on a goal ref names the shared tip it was applied against in
 //! a `Loopx-Shared` trailer (its *pin*); its tree carries that tip's shared
 //! files, so each goal ref is a whole state every single-ref reader can
-//! read. The writer (`tx::commit`) and `verify` (`verify::check`) both
+//! read. The writer (`tx::Commit`) and `verify` (`verify::check`) both
 //! apply a goal tick to (its parent's goal state, the pinned shared parts)
 //! through [`overlay`], so the one definition of a valid tick still holds.
 

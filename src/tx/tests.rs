@@ -469,12 +469,14 @@ fn a_tick_lands_through_the_repository_handle_alone() {
     let agent = AgentId::new("agent-a").unwrap();
     let register = "op = \"agent.register\"\nagent = \"agent-a\"\nruntime = \"codex\"\n";
     let mut built = 0;
-    let done = commit(&repo, &Caller::Agent(agent.clone()), |state| {
-        built += 1;
-        assert_eq!(state, &started.state, "built from the tip it lands on");
-        Ok(op(Actor::Agent(agent.clone()), at, &ids, change(register))?.op)
-    })
-    .unwrap();
+    let caller = Caller::Agent(agent.clone());
+    let done = Commit::new(&repo, &caller)
+        .run(|state| {
+            built += 1;
+            assert_eq!(state, &started.state, "built from the tip it lands on");
+            Ok(op(Actor::Agent(agent.clone()), at, &ids, change(register))?.op)
+        })
+        .unwrap();
     assert_eq!((done.tip.tick, built), (2, 1));
     assert_eq!(done.op.actor, Actor::Agent(agent));
     let snap = load(&repo).unwrap();
@@ -543,10 +545,9 @@ fn a_tick_from_a_read_state_uses_it_only_while_the_ref_names_it() {
     // Read, then another tick lands: the stale read is dropped and the
     // tick is built from, and lands on, the new tip.
     let stale = load(&repo).unwrap();
-    let moved = commit(&repo, &Caller::Human, |_| {
-        Ok(op(human(), at, &ids, agent("agent-b"))?.op)
-    })
-    .unwrap();
+    let moved = Commit::new(&repo, &Caller::Human)
+        .run(|_| Ok(op(human(), at, &ids, agent("agent-b"))?.op))
+        .unwrap();
     assert_eq!(moved.tip.tick, 3);
     let mut parents = Vec::new();
     let last = commit_from(&repo, &Caller::Human, Some(stale), |state| {

@@ -122,7 +122,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         let fresh = Ctx::with(Some(ctx.cwd.clone()), ctx.out.format, None)?;
         let state = tx::load(&fresh)?.state;
         if state.signers.get(name).is_none_or(|s| s.key != public) {
-            tx::commit(&fresh, |_| {
+            tx::start(&fresh)?.run(|_| {
                 Ok(tx::op(
                     &fresh,
                     Change::SignerAnnounce(SignerAnnounce {
