@@ -3,7 +3,8 @@
 //! Every tick goes through the library's own path, as `tx` runs it:
 //! `op::apply` on a copy of the state, `files::changes` for the changed
 //! files, `message::render` for the commit message, `Store::write_commit`
-//! and a compare-and-swap `Store::cas` of the state ref. The one shortcut is
+//! and a compare-and-swap of the state ref through the store's writer
+//! (`Store::writer`, the door `tx` uses). The one shortcut is
 //! that the state stays in memory between ticks instead of being read back
 //! from the tip (it is the same state: the files are canonical). Every
 //! `tx::AUTO_PACK` ticks it runs the same repack a tick starts in the
@@ -115,24 +116,29 @@ impl Gen {
             signature: None,
             change,
         };
-        let written = loopx::tx::write_tick(
+        let written = loopx::tx::Tick::new(
             &self.store,
             self.tip.as_ref(),
             &self.state,
             &op,
-            &[],
             &self.committer,
-            loopx::tx::Empty::Write,
-        )?
-        .map_err(|r| anyhow::anyhow!("{}: {}", r.code, r.message))?;
+        )
+        .write()
+        .map_err(|e| match e {
+            loopx::tx::TickError::Refused(r) => anyhow::anyhow!("{}: {}", r.code, r.message),
+            loopx::tx::TickError::Failed(e) => e,
+        })?;
         let (new, effect, after) = (
-            written.tip.expect("Empty::Write always writes"),
+            written
+                .tip
+                .expect("a tick without skip_empty is always written"),
             written.effect,
             written.state,
         );
         let tick = new.tick;
         let reflog = format!("loopx: {}", effect.subject);
         self.store
+            .writer()
             .cas(
                 new.commit,
                 self.tip.as_ref().map(|t| t.commit),

@@ -208,23 +208,69 @@ pub fn no_state_at(state_ref: &str) -> Refusal {
     .with_hint("create it with `loopx init`, or get a team's state with `loopx sync` (from git config loopx.remote, else origin)")
 }
 
-/// Runs one tick of the op that `build` makes from the current state.
-/// `caller` is who runs the process: only the human signs with their
-/// configured key. Returns what landed; never prints.
-pub fn commit(
-    repo: &Repo,
-    caller: &Caller,
-    build: impl FnMut(&State) -> Result<Op>,
-) -> Result<Committed> {
-    commit_from(repo, caller, None, build)
+/// One tick of the op `build` makes, as `caller`: the one way into the
+/// write path (jj's transaction), as `Commit::new(repo, caller).run(build)`.
+/// Options: the todos the op touches (`touching`: a partial read first,
+/// `at`: only while the ref names that commit), or a state already read
+/// (`from`). Returns what landed; never prints.
+pub struct Commit<'r> {
+    repo: &'r Repo,
+    caller: &'r Caller,
+    touching: Option<&'r [&'r str]>,
+    at: Option<crate::store::Oid>,
+    read: Option<Snapshot>,
 }
 
-/// [`commit`], starting from `read`: the state the caller already read to
+impl<'r> Commit<'r> {
+    pub fn new(repo: &'r Repo, caller: &'r Caller) -> Self {
+        Commit {
+            repo,
+            caller,
+            touching: None,
+            at: None,
+            read: None,
+        }
+    }
+
+    /// The op is on the todos the user typed (ids or prefixes): its first
+    /// attempt reads only the cache's shards that hold them
+    /// (`commit_touching_at`).
+    pub fn touching(mut self, typed: &'r [&'r str]) -> Self {
+        self.touching = Some(typed);
+        self
+    }
+
+    /// With [`Commit::touching`]: the partial read only while the ref
+    /// names `at`.
+    pub fn at(mut self, at: crate::store::Oid) -> Self {
+        self.at = Some(at);
+        self
+    }
+
+    /// Starts from `read`, a state the caller already read, while the ref
+    /// still names it (`commit_from`).
+    pub fn from(mut self, read: Snapshot) -> Self {
+        self.read = Some(read);
+        self
+    }
+
+    /// Builds, applies, writes and lands the tick, retrying as
+    /// every tick does. `caller` is who runs the process: only the human
+    /// signs with their configured key.
+    pub fn run(self, build: impl FnMut(&State) -> Result<Op>) -> Result<Committed> {
+        match self.touching {
+            Some(typed) => commit_touching_at(self.repo, self.caller, typed, self.at, build),
+            None => commit_from(self.repo, self.caller, self.read, build),
+        }
+    }
+}
+
+/// A tick starting from `read` (None: reading the tip): the state the caller already read to
 /// decide what to do, so a command that reads before its tick reads the
 /// state once, not twice (at 10,000 todos each read parses every todo).
 /// Its first attempt uses `read` while the state ref still names its
 /// commit; a moved ref or a retry reads again.
-pub fn commit_from(
+fn commit_from(
     repo: &Repo,
     caller: &Caller,
     mut read: Option<Snapshot>,
@@ -249,28 +295,15 @@ pub fn commit_from(
     })
 }
 
-/// [`commit`] for an op on the todos the user typed (ids or prefixes,
-/// `typed`): its first attempt reads only the cache's head and the shards
-/// that hold them ([`cache::read_part`]), so at 10,000 todos a tick on one
-/// todo parses a few hundred. Whatever reads of that partial state could
-/// have needed a todo it lacks (a walk of every todo, a todo not found:
-/// [`crate::model::Entities::fell_short_of_whole`]), in `build` or in the
-/// op's apply, is decided again from the whole state, so the answer is
-/// always the whole state's.
-pub fn commit_touching(
-    repo: &Repo,
-    caller: &Caller,
-    typed: &[&str],
-    build: impl FnMut(&State) -> Result<Op>,
-) -> Result<Committed> {
-    commit_touching_at(repo, caller, typed, None, build)
-}
-
-/// [`commit_touching`], reading the partial state only while the ref
+/// A tick of an op on the todos the user typed (ids or prefixes, `typed`):
+/// its first attempt reads only the cache's head and the shards that hold
+/// them ([`cache::read_part`]); whatever reads of that partial state could
+/// have needed a todo it lacks is decided again from the whole state. It
+/// reads the partial state only while the ref
 /// names `at` (when given): a command that chose the todos from the cache
 /// at `at` (`todo claim --next`'s pick) gets the whole state to choose
 /// again from once the ref has moved.
-pub fn commit_touching_at(
+fn commit_touching_at(
     repo: &Repo,
     caller: &Caller,
     typed: &[&str],
@@ -337,7 +370,7 @@ fn run(
 }
 
 /// [`run`], where `attempt` may return a partial state
-/// ([`commit_touching`]): when the op's apply read past what it holds,
+/// ([`commit_touching_at`]): when the op's apply read past what it holds,
 /// `whole` is set and the attempt made again (it then reads the whole
 /// state).
 fn run_with(
@@ -432,7 +465,7 @@ fn run_with(
             tip: new,
             effect,
             state: after,
-        } = write_planned(
+        } = match write_planned(
             repo.store(),
             tip.as_ref(),
             planned,
@@ -440,8 +473,11 @@ fn run_with(
             &refresh,
             &committer,
             Empty::Skip,
-        )
-        .map_err(|e| unwritten(repo, e))??;
+        ) {
+            Ok(w) => w,
+            Err(TickError::Refused(r)) => return Err(r.into()),
+            Err(TickError::Failed(e)) => return Err(unwritten(repo, e)),
+        };
         goalref::check_write(repo.state_ref(), &before, &after)?;
         let Some(new) = new else {
             // The op changes nothing (an identical registration, a spend of
@@ -454,7 +490,7 @@ fn run_with(
             });
         };
         let reflog = format!("loopx: {}", effect.subject);
-        match repo.store().cas(
+        match repo.store().writer().cas(
             new.commit,
             tip.as_ref().map(|t| t.commit),
             &reflog,
@@ -553,7 +589,7 @@ pub enum Empty {
 }
 
 /// A tick as the writer makes it, before anything is written: what
-/// [`write_tick`] writes, and what `verify` requires a commit to be.
+/// [`Tick::write`] writes, and what `verify` requires a commit to be.
 pub struct Planned {
     pub effect: Effect,
     /// The state after the op (without the records it wrote).
@@ -615,41 +651,108 @@ pub fn plan_tick(
     })
 }
 
-/// The one writer of tick commits, used by live ticks, sync's replay and
-/// the benchmark's history generator: plans the tick with [`plan_tick`]
-/// and writes the changed files and a commit whose dates are the op's time.
-/// A refusal by `apply` is the inner error; the ref is never moved here.
-pub fn write_tick(
-    store: &Store,
-    parent: Option<&Tip>,
-    before: &State,
-    op: &Op,
-    extra: &[(&str, String)],
-    committer: &Person,
-    empty: Empty,
-) -> Result<Result<Written, Refusal>> {
-    write_tick_with(store, parent, before, op, extra, &[], committer, empty)
+/// Why a tick was not written: `apply` refused its op (a rule, not a
+/// failure), or writing it failed.
+#[derive(Debug)]
+pub enum TickError {
+    Refused(Refusal),
+    Failed(anyhow::Error),
 }
 
-/// [`write_tick`], also writing `refresh`: the shared files a goal tick's
-/// moved pin changes in its parent's tree ([`goalref::overlay`]).
-#[allow(clippy::too_many_arguments)]
-pub fn write_tick_with(
-    store: &Store,
-    parent: Option<&Tip>,
-    before: &State,
-    op: &Op,
-    extra: &[(&str, String)],
-    refresh: &[files::Change],
-    committer: &Person,
-    empty: Empty,
-) -> Result<Result<Written, Refusal>> {
-    let planned = plan_tick(parent, before, op, crate::model::WRITES, extra);
-    write_planned(store, parent, planned, op, refresh, committer, empty)
+impl From<anyhow::Error> for TickError {
+    fn from(e: anyhow::Error) -> Self {
+        TickError::Failed(e)
+    }
 }
 
-/// The second half of [`write_tick_with`]: writes a planned tick (or
-/// passes on apply's refusal).
+impl From<TickError> for anyhow::Error {
+    fn from(e: TickError) -> Self {
+        match e {
+            TickError::Refused(r) => r.into(),
+            TickError::Failed(e) => e,
+        }
+    }
+}
+
+/// The one writer of tick commits, used by live ticks, sync's replay,
+/// `goal split` and the benchmark's history generator: plans the tick with
+/// [`plan_tick`] and writes the changed files and a commit whose dates are
+/// the op's time; the ref is never moved here. Built with what every tick
+/// needs; `extra` trailers, `refresh` files (a goal tick's moved pin:
+/// [`goalref::overlay`]) and `skip_empty` are optional.
+pub struct Tick<'a> {
+    store: &'a Store,
+    parent: Option<&'a Tip>,
+    before: &'a State,
+    op: &'a Op,
+    committer: &'a Person,
+    extra: &'a [(&'a str, String)],
+    refresh: &'a [files::Change],
+    empty: Empty,
+}
+
+impl<'a> Tick<'a> {
+    /// A tick of `op` on `before` (the state at `parent`), always written.
+    pub fn new(
+        store: &'a Store,
+        parent: Option<&'a Tip>,
+        before: &'a State,
+        op: &'a Op,
+        committer: &'a Person,
+    ) -> Self {
+        Tick {
+            store,
+            parent,
+            before,
+            op,
+            committer,
+            extra: &[],
+            refresh: &[],
+            empty: Empty::Write,
+        }
+    }
+
+    /// Trailers after the op's own.
+    pub fn extra(mut self, extra: &'a [(&'a str, String)]) -> Self {
+        self.extra = extra;
+        self
+    }
+
+    /// Shared files a goal tick's moved pin changes in its parent's tree.
+    pub fn refresh(mut self, refresh: &'a [files::Change]) -> Self {
+        self.refresh = refresh;
+        self
+    }
+
+    /// Writes no commit when the op changes nothing ([`Empty::Skip`]).
+    pub fn skip_empty(mut self) -> Self {
+        self.empty = Empty::Skip;
+        self
+    }
+
+    /// Plans and writes the tick.
+    pub fn write(self) -> Result<Written, TickError> {
+        let planned = plan_tick(
+            self.parent,
+            self.before,
+            self.op,
+            crate::model::WRITES,
+            self.extra,
+        );
+        write_planned(
+            self.store,
+            self.parent,
+            planned,
+            self.op,
+            self.refresh,
+            self.committer,
+            self.empty,
+        )
+    }
+}
+
+/// The second half of [`Tick::write`]: writes a planned tick (or passes
+/// on apply's refusal).
 fn write_planned(
     store: &Store,
     parent: Option<&Tip>,
@@ -658,18 +761,18 @@ fn write_planned(
     refresh: &[files::Change],
     committer: &Person,
     empty: Empty,
-) -> Result<Result<Written, Refusal>> {
+) -> Result<Written, TickError> {
     let mut planned = match planned {
         Ok(p) => p,
-        Err(refusal) => return Ok(Err(refusal)),
+        Err(refusal) => return Err(TickError::Refused(refusal)),
     };
     planned.changes.extend(refresh.iter().cloned());
     if parent.is_some() && planned.changes.is_empty() && empty == Empty::Skip {
-        return Ok(Ok(Written {
+        return Ok(Written {
             tip: None,
             effect: planned.effect,
             state: planned.state,
-        }));
+        });
     }
     // Never write a state this binary cannot read back.
     for (path, bytes) in &planned.changes {
@@ -690,11 +793,11 @@ fn write_planned(
         committer,
         op.at.unix(),
     )?;
-    Ok(Ok(Written {
+    Ok(Written {
         tip: Some(tip),
         effect: planned.effect,
         state: planned.state,
-    }))
+    })
 }
 
 /// Every `loopx.autoPack` ticks (default 200, 0 turns it off), starts a
@@ -721,7 +824,7 @@ pub fn jitter() -> f64 {
 /// and the lock was removed (try again at once), false to wait a little,
 /// and the stale-lock refusal when a live process held it too long.
 pub fn recover_lock(store: &Store, lock: &std::path::Path, age: Option<Duration>) -> Result<bool> {
-    if store.recover_lock(lock) {
+    if store.writer().recover_lock(lock) {
         return Ok(true);
     }
     if age.is_some_and(|a| a >= STALE_LOCK) {

@@ -1,7 +1,9 @@
 //! `loopx doctor`: check the state and its surroundings, name what is wrong
-//! and how to fix it. `--fix` removes stale lock files, and puts back the
-//! newest readable tip from the state ref's reflog when the tip's commit is
-//! gone (a prune under a running tick); nothing else.
+//! and how to fix it. `--fix` removes stale lock files and the goal refs of
+//! a `goal split` that did not land, and puts back the newest readable tip
+//! from the state ref's reflog when the tip's commit is gone (a prune under
+//! a running tick); nothing else. Its ref moves go through the store's
+//! repair writer (`Store::repair_writer`), built nowhere else.
 
 use std::collections::BTreeMap;
 use std::time::SystemTime;
@@ -20,11 +22,13 @@ use crate::op::message;
 ///
 /// Exits 0 when healthy and 1 naming each file (and line) at fault. --fix
 /// removes lock files older than 10 seconds, left by a writer that died,
-/// puts back the last good tip from the state ref's reflog when the tip's
+/// and goal refs left by a `goal split` that did not land, puts back the
+/// last good tip from the state ref's reflog when the tip's
 /// commit is missing, and changes nothing else.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Remove stale lock files, and put back a missing tip from the reflog
+    /// Remove stale lock files and goal refs of a split that did not land,
+    /// and put back a missing tip from the reflog
     #[arg(long)]
     fix: bool,
 }
@@ -72,6 +76,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     check_locks(ctx, args.fix, &mut problems, &mut fixed);
     check_refspecs(ctx, &mut problems);
     check_queue(ctx, &mut problems);
+    check_orphan_goal_refs(ctx, args.fix, &mut problems, &mut fixed);
     let mut files_seen = 0;
     let (tip, lost) = match tx::tip(ctx) {
         Ok(tip) => (tip, false),
@@ -119,6 +124,50 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     };
     ctx.out.emit(&wire, || human(&wire))?;
     Ok(if healthy { Exit::Ok } else { Exit::Error })
+}
+
+/// Goal refs no reader counts (`tx::goalref::orphans`: left by a `goal
+/// split` that did not land), named, and with `fix` removed (each only
+/// while it still names the tip seen).
+fn check_orphan_goal_refs(
+    ctx: &Ctx,
+    fix: bool,
+    problems: &mut Vec<Problem>,
+    fixed: &mut Vec<String>,
+) {
+    let Ok(store) = ctx.store() else {
+        return;
+    };
+    let Ok(orphans) = tx::goalref::orphans(store) else {
+        return;
+    };
+    for (name, tip) in orphans {
+        let what = format!(
+            "{name} ({}) is left from a `goal split` that did not land: no reader counts it",
+            tip.short(12)
+        );
+        if fix {
+            match store.repair_writer().delete_ref(&name, Some(tip)) {
+                Ok(()) => fixed.push(format!("{name}, left from a split that did not land")),
+                Err(e) => problems.push(Problem {
+                    severity: "error",
+                    path: None,
+                    message: format!("{what}; removing it failed: {e:#}"),
+                    fix: Some(format!("`git update-ref -d {name}`")),
+                }),
+            }
+            continue;
+        }
+        problems.push(Problem {
+            severity: "warning",
+            path: None,
+            message: what,
+            fix: Some(
+                "`loopx doctor --fix` removes it (then `loopx goal split` can run again)"
+                    .to_owned(),
+            ),
+        });
+    }
 }
 
 /// The state ref names a commit that cannot be read (its objects were
@@ -172,7 +221,7 @@ fn restore_tip(
         });
         return Ok(None);
     }
-    let moved = store.cas(
+    let moved = store.repair_writer().cas(
         good.commit,
         Some(missing),
         "loopx: doctor --fix put back the last good tip",

@@ -265,10 +265,10 @@ impl TickWire {
 }
 
 /// Commits one tick that makes `change` (retried on a race, like
-/// [`crate::cmd::tx::commit`]), for the commands whose change does not depend on
+/// [`crate::cmd::tx::start`]), for the commands whose change does not depend on
 /// the state it lands on.
 pub fn commit_change(ctx: &Ctx, change: crate::op::Change) -> Result<Committed> {
-    tx::commit(ctx, |_| Ok(tx::op(ctx, change.clone())?))
+    tx::start(ctx)?.run(|_| Ok(tx::op(ctx, change.clone())?))
 }
 
 /// The goal a command acts on: `--goal`, else git config `loopx.goal`, else

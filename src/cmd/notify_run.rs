@@ -17,13 +17,16 @@ pub fn run(ctx: &Ctx, _args: &Args) -> Result<Exit> {
         load: &|| crate::cmd::tx::load(ctx).ok().map(|s| s.state),
         record: &|id| {
             let gate = id.clone();
-            crate::cmd::tx::commit(ctx, |_| {
-                Ok(crate::cmd::tx::op(
-                    ctx,
-                    Change::GateNotified(GateNotified { gate: gate.clone() }),
-                )?)
-            })
-            .is_ok()
+            crate::cmd::tx::start(ctx)
+                .and_then(|tx| {
+                    tx.run(|_| {
+                        Ok(crate::cmd::tx::op(
+                            ctx,
+                            Change::GateNotified(GateNotified { gate: gate.clone() }),
+                        )?)
+                    })
+                })
+                .is_ok()
         },
     };
     crate::notify::run_pending(ctx.repo()?, ctx.now, &runner)?;

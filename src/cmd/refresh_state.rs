@@ -127,7 +127,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         op::apply(&mut after, &tx::op(ctx, build(&snap.state)?)?)?;
         (after, None, None)
     } else {
-        let done = tx::commit(ctx, |state| Ok(tx::op(ctx, build(state)?)?))?;
+        let done = tx::start(ctx)?.run(|state| Ok(tx::op(ctx, build(state)?)?))?;
         let tick = TickWire::of(&done);
         (done.state, Some(tick), Some(done.tip))
     };

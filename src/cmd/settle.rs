@@ -269,7 +269,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         })
         .flatten();
     // The tick starts from the state read above (read once, not twice).
-    let done = tx::commit_from(ctx, snap, |state| {
+    let done = tx::start(ctx)?.from(snap).run(|state| {
         Ok(tx::op(
             ctx,
             Change::Settle(Settle {

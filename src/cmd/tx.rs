@@ -9,7 +9,6 @@ use anyhow::Result;
 
 use crate::ctx::Ctx;
 use crate::error::{Code, Refusal};
-use crate::model::State;
 use crate::op::{AgentRegister, Change, GoalAdd, Init, Op};
 use crate::store::Tip;
 
@@ -17,41 +16,12 @@ use crate::store::Tip;
 // functions below, which take the context, shadow their namesakes.
 pub use crate::tx::*;
 
-/// Runs one tick of the op that `build` makes from the current state, as
-/// the caller of this invocation ([`crate::tx::commit`]).
-pub fn commit(ctx: &Ctx, build: impl FnMut(&State) -> Result<Op>) -> Result<Committed> {
-    crate::tx::commit(ctx.repo()?, ctx.caller(), build)
-}
-
-/// [`commit`] for an op on the todos the user typed, from a partial read
-/// of the state ([`crate::tx::commit_touching`]).
-pub fn commit_touching(
-    ctx: &Ctx,
-    typed: &[&str],
-    build: impl FnMut(&State) -> Result<Op>,
-) -> Result<Committed> {
-    crate::tx::commit_touching(ctx.repo()?, ctx.caller(), typed, build)
-}
-
-/// [`commit_touching`] reading the partial state only while the ref names
-/// `at` ([`crate::tx::commit_touching_at`]).
-pub fn commit_touching_at(
-    ctx: &Ctx,
-    typed: &[&str],
-    at: crate::store::Oid,
-    build: impl FnMut(&State) -> Result<Op>,
-) -> Result<Committed> {
-    crate::tx::commit_touching_at(ctx.repo()?, ctx.caller(), typed, Some(at), build)
-}
-
-/// [`commit`] from a state the command already read
-/// ([`crate::tx::commit_from`]): used while the state ref still names it.
-pub fn commit_from(
-    ctx: &Ctx,
-    read: Snapshot,
-    build: impl FnMut(&State) -> Result<Op>,
-) -> Result<Committed> {
-    crate::tx::commit_from(ctx.repo()?, ctx.caller(), Some(read), build)
+/// Starts a tick as the caller of this invocation: the command-side
+/// adapter of [`crate::tx::Commit`] (jj's `start_transaction`), used as
+/// `tx::start(ctx)?.run(build)`, `.touching(typed)`, `.at(commit)` or
+/// `.from(snapshot)` first.
+pub fn start(ctx: &Ctx) -> Result<Commit<'_>> {
+    Ok(Commit::new(ctx.repo()?, ctx.caller()))
 }
 
 /// The first tick ([`crate::tx::init`]).

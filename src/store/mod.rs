@@ -24,6 +24,7 @@ mod write;
 
 pub use history::{Entry, FileChange, FirstParents, PrefixMatch};
 pub use scratch::Scratch;
+pub use write::{RefMove, Writer};
 
 /// Whether `name` is one of the refs loopx keeps for itself beside the
 /// state (sync's records and backups), which can never be a state ref.

@@ -9,7 +9,7 @@ use crate::trust::AllowedSigners;
 use crate::tx::Snapshot;
 use crate::verify::{Finding, Rule};
 
-use super::observe::{Fresh, LocalSide, Observed, RemoteSide, Shape};
+use super::observe::{Both, First, Fresh, LocalSide, Observed, RemoteSide, Shape, Side};
 use super::replay::{Step, plan_replay};
 use super::{Names, Options, Outcome, Rejected};
 
@@ -79,102 +79,99 @@ pub(super) fn decide(
     opts: &Options,
     signers: &AllowedSigners,
 ) -> Result<(Plan, Option<Oid>), Box<Stop>> {
-    let verified_to = match &seen.remote_side {
-        Some(Ok(_)) => seen.remote.as_ref().map(|r| r.commit),
-        _ => None,
-    };
-    decide_plan(seen, opts, signers).map(|p| (p, verified_to))
+    let verified_to = seen.shape.verified_remote();
+    decide_plan(seen.shape, opts, signers).map(|p| (p, verified_to))
 }
 
-fn decide_plan(
-    seen: Observed,
-    opts: &Options,
-    signers: &AllowedSigners,
-) -> Result<Plan, Box<Stop>> {
-    let Observed {
-        shape,
-        local,
-        remote,
-        synced,
-        base,
-        remote_side,
-        local_side,
-        repin,
-        fresh,
-    } = seen;
+fn decide_plan(shape: Shape, opts: &Options, signers: &AllowedSigners) -> Result<Plan, Box<Stop>> {
     match shape {
         Shape::Empty => Err(Box::new(Stop::NoState)),
-        Shape::Same => Ok(Plan::UpToDate {
-            tip: remote.expect("both tips"),
-        }),
+        Shape::Same { tip } => Ok(Plan::UpToDate { tip }),
         Shape::StaleFetch => Ok(Plan::Refetch),
-        Shape::LocalOnly => {
-            let local = local.expect("a local tip");
-            if let Some(synced) = synced {
-                return Err(Box::new(Stop::RemoteGone { synced }));
+        Shape::RemoteGone { synced } => Err(Box::new(Stop::RemoteGone { synced })),
+        Shape::LocalOnly { local, first } => match first {
+            First::Fresh(Fresh::Wait(why)) => Ok(Plan::Wait(why)),
+            First::Fresh(Fresh::Rebuild {
+                onto,
+                state_id,
+                side,
+                first_pin,
+            }) => rebuild(*onto, state_id, side, first_pin, local.commit, signers),
+            First::Push(side) => {
+                mine(side)?;
+                Ok(Plan::Push {
+                    count: usize::try_from(local.tick).unwrap_or(usize::MAX),
+                    tip: local,
+                    expected: None,
+                })
             }
-            match fresh {
-                Some(Fresh::Wait(why)) => return Ok(Plan::Wait(why)),
-                Some(Fresh::Rebuild {
-                    onto,
-                    state_id,
-                    side,
-                    first_pin,
-                }) => return rebuild(*onto, state_id, side, first_pin, local.commit, signers),
-                None => {}
-            }
-            mine(local_side)?;
-            Ok(Plan::Push {
-                count: usize::try_from(local.tick).unwrap_or(usize::MAX),
-                tip: local,
-                expected: None,
-            })
-        }
-        Shape::RemoteOnly => {
-            let side = theirs(remote_side)?;
+        },
+        Shape::RemoteOnly { remote, theirs } => {
+            let side = their(theirs)?;
             Ok(Plan::Pull {
                 from: None,
-                to: remote.expect("a remote tip"),
+                to: remote,
                 pulled: side.commits,
             })
         }
-        Shape::Rewritten | Shape::Unrelated if opts.adopt_remote => {
-            let side = theirs(remote_side)?;
+        Shape::Rewritten {
+            local,
+            remote,
+            theirs: Some(theirs),
+            ..
+        }
+        | Shape::Unrelated {
+            local,
+            remote,
+            theirs: Some(theirs),
+        } if opts.adopt_remote => {
+            let side = their(theirs)?;
             Ok(Plan::Adopt {
-                from: local.expect("a local tip"),
-                to: remote.expect("a remote tip"),
+                from: local,
+                to: remote,
                 pulled: side.commits,
             })
         }
-        Shape::Rewritten => Err(Box::new(Stop::Rewritten {
-            synced: synced.expect("a synced tip"),
-            remote: remote.expect("a remote tip"),
-        })),
-        Shape::Unrelated => Err(Box::new(Stop::Unrelated)),
-        Shape::Behind => {
-            let side = theirs(remote_side)?;
+        Shape::Rewritten { synced, remote, .. } => {
+            Err(Box::new(Stop::Rewritten { synced, remote }))
+        }
+        Shape::Unrelated { .. } => Err(Box::new(Stop::Unrelated)),
+        Shape::Behind {
+            local,
+            remote,
+            theirs,
+        } => {
+            let side = their(theirs)?;
             Ok(Plan::Pull {
-                from: local.map(|l| l.commit),
-                to: remote.expect("a remote tip"),
+                from: Some(local.commit),
+                to: remote,
                 pulled: side.commits,
             })
         }
-        Shape::Ahead if !repin => {
-            let side = mine(local_side)?;
+        Shape::Ahead {
+            local,
+            remote,
+            ours,
+        } => {
+            let side = mine(ours)?;
             Ok(Plan::Push {
-                tip: local.expect("a local tip"),
-                expected: remote.map(|r| r.commit),
+                tip: local,
+                expected: Some(remote.commit),
                 count: side.ticks.len(),
             })
         }
-        // Diverged, or ahead with goal ticks to pin the shared tip of now
-        // (replayed onto the remote tip, which they descend from).
-        Shape::Diverged | Shape::Ahead => {
-            let ours = mine(local_side)?;
-            let remote_side = theirs(remote_side)?;
-            let local = local.expect("a local tip");
-            let remote = remote.expect("a remote tip");
-            debug_assert!(base.is_some(), "diverged sides have a merge base");
+        Shape::Diverged {
+            local,
+            remote,
+            base,
+            sides,
+        } => {
+            debug_assert!(
+                base != local.commit,
+                "diverged: local ticks beyond the base"
+            );
+            let Both { ours, theirs } = sides.map_err(|f| Box::new(Stop::LocalInvalid(f)))?;
+            let remote_side = their(theirs)?;
             let planned = plan_replay(
                 &remote_side.verified.state,
                 &ours.ticks,
@@ -247,19 +244,13 @@ fn rebuild(
 }
 
 /// The remote's side, as observed for a shape that takes it.
-fn theirs(side: Option<Result<RemoteSide, Finding>>) -> Result<RemoteSide, Box<Stop>> {
-    match side.expect("observe verifies the remote side of this shape") {
-        Ok(s) => Ok(s),
-        Err(f) => Err(Box::new(Stop::RemoteInvalid(f))),
-    }
+fn their(side: Side<RemoteSide>) -> Result<RemoteSide, Box<Stop>> {
+    side.map_err(|f| Box::new(Stop::RemoteInvalid(f)))
 }
 
 /// The local side, as observed for a shape that sends it.
-fn mine(side: Option<Result<LocalSide, Finding>>) -> Result<LocalSide, Box<Stop>> {
-    match side.expect("observe verifies the local side of this shape") {
-        Ok(s) => Ok(s),
-        Err(f) => Err(Box::new(Stop::LocalInvalid(f))),
-    }
+fn mine(side: Side<LocalSide>) -> Result<LocalSide, Box<Stop>> {
+    side.map_err(|f| Box::new(Stop::LocalInvalid(f)))
 }
 
 /// The outcome a plan reports when it lands.
@@ -395,17 +386,11 @@ mod tests {
     }
 
     fn seen(shape: Shape) -> Observed {
-        Observed {
-            shape,
-            local: Some(tip(2, 2)),
-            remote: Some(tip(3, 2)),
-            synced: Some(tip(1, 1)),
-            base: Some(Oid::from_hex_for_tests(1)),
-            remote_side: None,
-            local_side: None,
-            repin: false,
-            fresh: None,
-        }
+        Observed { shape }
+    }
+
+    fn ours(ticks: Vec<(Oid, message::Parsed)>) -> Side<LocalSide> {
+        Ok(LocalSide { ticks })
     }
 
     fn theirs_verified(ops: &[&Op]) -> RemoteSide {
@@ -477,8 +462,7 @@ mod tests {
 
     #[test]
     fn equal_tips_are_up_to_date_and_a_stale_fetch_fetches_again() {
-        let mut s = seen(Shape::Same);
-        s.remote = s.local.clone();
+        let s = seen(Shape::Same { tip: tip(2, 2) });
         assert!(matches!(plan(s, false), Ok(Plan::UpToDate { tip }) if tip.tick == 2));
         assert!(matches!(
             plan(seen(Shape::StaleFetch), false),
@@ -488,10 +472,11 @@ mod tests {
 
     #[test]
     fn a_push_expects_the_fetched_remote_tip() {
-        let mut s = seen(Shape::Ahead);
-        s.local_side = Some(Ok(LocalSide {
-            ticks: vec![local_op("00000000000000aa")],
-        }));
+        let s = seen(Shape::Ahead {
+            local: tip(2, 2),
+            remote: tip(3, 2),
+            ours: ours(vec![local_op("00000000000000aa")]),
+        });
         let Ok(Plan::Push {
             tip: t,
             expected,
@@ -504,9 +489,10 @@ mod tests {
         assert_eq!(expected, Some(Oid::from_hex_for_tests(3)));
         assert_eq!(count, 1);
         // A first push expects no ref at all.
-        let mut s = seen(Shape::LocalOnly);
-        s.synced = None;
-        s.local_side = Some(Ok(LocalSide { ticks: Vec::new() }));
+        let s = seen(Shape::LocalOnly {
+            local: tip(2, 2),
+            first: First::Push(ours(Vec::new())),
+        });
         assert!(matches!(
             plan(s, false),
             Ok(Plan::Push { expected: None, .. })
@@ -515,13 +501,18 @@ mod tests {
 
     #[test]
     fn goal_ticks_pinning_replaced_shared_ticks_are_replayed_not_pushed() {
-        let mut s = seen(Shape::Ahead);
-        s.remote = Some(tip(1, 1));
-        s.local_side = Some(Ok(LocalSide {
-            ticks: vec![local_op("00000000000000aa")],
-        }));
-        s.remote_side = Some(Ok(theirs_verified(&[])));
-        s.repin = true;
+        // Ahead of the remote, observed as a replay onto it.
+        let s = seen(Shape::Diverged {
+            local: tip(2, 2),
+            remote: tip(1, 1),
+            base: Oid::from_hex_for_tests(1),
+            sides: Ok(Both {
+                ours: LocalSide {
+                    ticks: vec![local_op("00000000000000aa")],
+                },
+                theirs: Ok(theirs_verified(&[])),
+            }),
+        });
         let Ok(Plan::Replay {
             local,
             steps,
@@ -538,24 +529,22 @@ mod tests {
 
     #[test]
     fn a_new_goal_ref_waits_for_its_split_half_or_is_written_again_onto_it() {
-        let mut s = seen(Shape::LocalOnly);
-        s.synced = None;
-        s.remote = None;
-        s.fresh = Some(Fresh::Wait("the other half first".to_owned()));
+        let s = seen(Shape::LocalOnly {
+            local: tip(2, 2),
+            first: First::Fresh(Fresh::Wait("the other half first".to_owned())),
+        });
         assert!(matches!(plan(s, false), Ok(Plan::Wait(w)) if w == "the other half first"));
-        let mut s = seen(Shape::LocalOnly);
-        s.synced = None;
-        s.remote = None;
-        s.fresh = Some(Fresh::Rebuild {
-            onto: Box::new(Snapshot {
-                tip: tip(4, 1),
-                state: State::default(),
+        let s = seen(Shape::LocalOnly {
+            local: tip(2, 2),
+            first: First::Fresh(Fresh::Rebuild {
+                onto: Box::new(Snapshot {
+                    tip: tip(4, 1),
+                    state: State::default(),
+                }),
+                state_id: None,
+                side: ours(vec![local_op("00000000000000ab")]),
+                first_pin: Some(Oid::from_hex_for_tests(5)),
             }),
-            state_id: None,
-            side: Ok(LocalSide {
-                ticks: vec![local_op("00000000000000ab")],
-            }),
-            first_pin: Some(Oid::from_hex_for_tests(5)),
         });
         let Ok(Plan::Replay {
             expected,
@@ -583,30 +572,47 @@ mod tests {
 
     #[test]
     fn a_rewrite_is_refused_unless_adopted() {
+        let rewritten = |theirs| {
+            seen(Shape::Rewritten {
+                local: tip(2, 2),
+                remote: tip(3, 2),
+                synced: tip(1, 1),
+                theirs,
+            })
+        };
         assert!(matches!(
-            stop(seen(Shape::Rewritten)),
+            stop(rewritten(None)),
             Stop::Rewritten { synced, remote } if synced.tick == 1 && remote.tick == 2
         ));
-        let mut s = seen(Shape::Rewritten);
-        s.remote_side = Some(Ok(theirs_verified(&[])));
         assert!(matches!(
-            plan(s, true),
+            plan(rewritten(Some(Ok(theirs_verified(&[])))), true),
             Ok(Plan::Adopt { from, to, pulled: 1 })
                 if from.commit == Oid::from_hex_for_tests(2) && to.commit == Oid::from_hex_for_tests(3)
         ));
-        let mut s = seen(Shape::LocalOnly);
-        s.remote = None;
+        let s = seen(Shape::RemoteGone { synced: tip(1, 1) });
         assert!(matches!(stop(s), Stop::RemoteGone { .. }));
-        assert!(matches!(stop(seen(Shape::Unrelated)), Stop::Unrelated));
+        let s = seen(Shape::Unrelated {
+            local: tip(2, 2),
+            remote: tip(3, 2),
+            theirs: None,
+        });
+        assert!(matches!(stop(s), Stop::Unrelated));
     }
 
     #[test]
     fn invalid_ticks_stop_the_round_on_either_side() {
-        let mut s = seen(Shape::Diverged);
-        s.local_side = Some(Err(finding(Rule::NotATick)));
+        let s = seen(Shape::Diverged {
+            local: tip(2, 2),
+            remote: tip(3, 2),
+            base: Oid::from_hex_for_tests(1),
+            sides: Err(finding(Rule::NotATick)),
+        });
         assert!(matches!(stop(s), Stop::LocalInvalid(f) if f.rule == Rule::NotATick));
-        let mut s = seen(Shape::Behind);
-        s.remote_side = Some(Err(finding(Rule::Future)));
+        let s = seen(Shape::Behind {
+            local: tip(2, 2),
+            remote: tip(3, 2),
+            theirs: Err(finding(Rule::Future)),
+        });
         assert!(matches!(stop(s), Stop::RemoteInvalid(f) if f.rule == Rule::Future));
     }
 
@@ -614,25 +620,28 @@ mod tests {
     fn diverged_sides_replay_unless_the_remote_has_every_local_op() {
         let op = local_op("00000000000000aa");
         let known = op.1.op.clone();
-        let mut s = seen(Shape::Diverged);
-        s.local_side = Some(Ok(LocalSide {
-            ticks: vec![op.clone()],
-        }));
-        s.remote_side = Some(Ok(theirs_verified(&[&known])));
+        let diverged = |ticks, theirs| {
+            seen(Shape::Diverged {
+                local: tip(2, 2),
+                remote: tip(3, 2),
+                base: Oid::from_hex_for_tests(1),
+                sides: Ok(Both {
+                    ours: LocalSide { ticks },
+                    theirs: Ok(theirs),
+                }),
+            })
+        };
         assert!(matches!(
-            plan(s, false),
+            plan(diverged(vec![op.clone()], theirs_verified(&[&known])), false),
             Ok(Plan::Pull { from: Some(_), to, pulled: 0 }) if to.tick == 2
         ));
-        let mut s = seen(Shape::Diverged);
-        s.local_side = Some(Ok(LocalSide { ticks: vec![op] }));
-        s.remote_side = Some(Ok(theirs_verified(&[])));
         let Ok(Plan::Replay {
             onto,
             local,
             steps,
             pulled,
             ..
-        }) = plan(s, false)
+        }) = plan(diverged(vec![op], theirs_verified(&[])), false)
         else {
             panic!("a replay");
         };

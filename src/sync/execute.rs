@@ -7,7 +7,7 @@
 //! is a compare-and-swap, never a force, and git skips its client-side
 //! ancestry walk).
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use crate::error::Refusal;
 use crate::git::{self, NetworkError, Pushed};
@@ -16,8 +16,9 @@ use crate::store::{CasError, Oid, Tip};
 use crate::tx::{self, Snapshot};
 
 use super::decide::{Plan, outcome};
+use super::fetch::{Brought, Tips, remote_corrupt};
 use super::replay::Step as ReplayStep;
-use super::{FIRST_BACKOFF, Names, Outcome, Rejected, Replayed, advance_ref, pause};
+use super::{FIRST_BACKOFF, Names, Outcome, Rejected, Replayed, pause};
 
 /// What a round's execution counted.
 #[derive(Default)]
@@ -77,31 +78,6 @@ pub(super) enum Ready {
     Push(Outgoing),
 }
 
-/// Carries out `plan`; `verified` is the remote tip whose every commit was
-/// just verified.
-pub(super) fn execute(
-    repo: &Repo,
-    names: &Names,
-    plan: Plan,
-    verified: Option<Oid>,
-) -> Result<Step> {
-    match prepare(repo, names, plan, verified)? {
-        Ready::Step(step) => Ok(step),
-        Ready::Push(out) => {
-            let sent = git::push_expecting(
-                super::local(repo),
-                &names.remote,
-                &out.tip.commit.to_string(),
-                repo.state_ref(),
-                out.expected.map(|e| e.to_string()).as_deref(),
-                repo.config().sync_timeout,
-            )
-            .map_err(|e| push_failed(names, e))?;
-            land(repo, names, out, sent)
-        }
-    }
-}
-
 /// Carries out `plan` up to its push (a replay's ticks are written, no ref
 /// moves before the push is taken); a plan without a push is done.
 pub(super) fn prepare(
@@ -138,18 +114,8 @@ pub(super) fn prepare(
                 from.tick,
                 from.commit.short(8)
             );
-            match repo.store().cas_ref(
-                &backup,
-                from.commit,
-                None,
-                "loopx: sync --adopt-remote",
-                repo.committer(),
-            ) {
-                Ok(()) => {}
-                Err(CasError::Moved)
-                    if repo.store().resolve(&backup)?.map(|t| t.commit) == Some(from.commit) => {}
-                Err(CasError::Moved | CasError::Locked { .. }) => return step(Ok(Step::Again)),
-                Err(CasError::Other(e)) => return Err(e),
+            if !keep_backup(repo, &backup, from.commit, "loopx: sync --adopt-remote")? {
+                return step(Ok(Step::Again));
             }
             if !move_state(
                 repo,
@@ -361,24 +327,18 @@ pub(super) fn write_replay(
         if step.replayed_from.is_none() {
             crate::trust::sign_record(repo, &tip, &state, &mut op)?;
         }
-        let w = tx::write_tick_with(
-            repo.store(),
-            Some(&tip),
-            &state,
-            &op,
-            &extra,
-            &refresh,
-            repo.committer(),
-            tx::Empty::Write,
-        )
-        .context("writing a replayed tick")?
-        .map_err(|r| {
-            anyhow::anyhow!(
-                "replaying {} failed on the second apply: {}",
-                op.id,
-                r.message
-            )
-        })?;
+        let w = tx::Tick::new(repo.store(), Some(&tip), &state, &op, repo.committer())
+            .extra(&extra)
+            .refresh(&refresh)
+            .write()
+            .map_err(|e| match e {
+                tx::TickError::Refused(r) => anyhow::anyhow!(
+                    "replaying {} failed on the second apply: {}",
+                    op.id,
+                    r.message
+                ),
+                tx::TickError::Failed(e) => e.context("writing a replayed tick"),
+            })?;
         tip = w.tip.expect("a replay writes every op");
         written += 1;
         if let Some(from) = step.replayed_from {
@@ -394,6 +354,22 @@ pub(super) fn write_replay(
     Ok((tip, replays, written))
 }
 
+/// Creates the backup ref `name` at `commit`: true when it holds it now
+/// (made here, or there already), false when it holds another commit or
+/// its lock is busy.
+pub(super) fn keep_backup(repo: &Repo, name: &str, commit: Oid, reflog: &str) -> Result<bool> {
+    match repo
+        .store()
+        .writer()
+        .cas_ref(name, commit, None, reflog, repo.committer())
+    {
+        Ok(()) => Ok(true),
+        Err(CasError::Moved) => Ok(repo.store().resolve(name)?.map(|t| t.commit) == Some(commit)),
+        Err(CasError::Locked { .. }) => Ok(false),
+        Err(CasError::Other(e)) => Err(e),
+    }
+}
+
 /// Moves the state ref from `expected` to `new` by compare-and-swap;
 /// false when it moved meanwhile (or its lock was busy): decide again. A
 /// lock whose writer is gone is taken back; one held too long stops the
@@ -404,7 +380,11 @@ pub(super) fn move_state(
     expected: Option<Oid>,
     reflog: &str,
 ) -> Result<bool> {
-    match repo.store().cas(new, expected, reflog, repo.committer()) {
+    match repo
+        .store()
+        .writer()
+        .cas(new, expected, reflog, repo.committer())
+    {
         Ok(()) => Ok(true),
         Err(CasError::Moved) => Ok(false),
         Err(CasError::Locked { lock, age }) => {
@@ -416,6 +396,90 @@ pub(super) fn move_state(
         }
         Err(CasError::Other(e)) => Err(e),
     }
+}
+
+/// Moves a ref loopx owns to `commit` by compare-and-swap, retrying while
+/// another writer here moves it or holds its lock. `forward_only`: leave it
+/// where it is when it already holds `commit` or a descendant (the synced
+/// and verified refs); else it mirrors whatever it is given (the tracking
+/// ref). Gives up quietly, after a few tries, only for a mirror.
+pub(super) fn advance_ref(
+    repo: &Repo,
+    name: &str,
+    commit: Oid,
+    forward_only: bool,
+    reflog: &str,
+) -> Result<()> {
+    for _ in 0..8 {
+        let current = repo.store().resolve(name)?.map(|t| t.commit);
+        if current == Some(commit) {
+            return Ok(());
+        }
+        if forward_only
+            && let Some(c) = current
+            && repo.store().is_ancestor(commit, c)?
+        {
+            return Ok(());
+        }
+        match repo
+            .store()
+            .writer()
+            .cas_ref(name, commit, current, reflog, repo.committer())
+        {
+            Ok(()) => return Ok(()),
+            Err(CasError::Moved | CasError::Locked { .. }) => {}
+            Err(CasError::Other(e)) => return Err(e),
+        }
+    }
+    if forward_only {
+        return Err(anyhow::anyhow!("{name} kept moving while sync recorded it"));
+    }
+    Ok(())
+}
+
+/// Reads the tips a fetch brought into its scratch refs (one per side),
+/// removes the scratch refs, and points each remote-tracking ref at its
+/// tip (a mirror of the remote, for people and `git log`; sync decides on
+/// its own fetch). [`Tips::Busy`] when another fetch here got in the way.
+pub(super) fn take_fetched(sides: &[(&Repo, &Names)], brought: Brought) -> Result<Tips> {
+    let (into, busy) = match brought {
+        Brought::Unchanged(tips) => return Ok(Tips::Fetched(tips)),
+        Brought::Fetched { into, busy } => (into, busy),
+    };
+    let mut tips = Vec::with_capacity(sides.len());
+    for ((repo, names), fetching) in sides.iter().zip(into) {
+        let Some(fetching) = fetching else {
+            tips.push(None);
+            continue;
+        };
+        let tip = repo.store().resolve(&fetching);
+        let _ = repo.store().writer().delete_ref(&fetching, None);
+        let tip =
+            tip.map_err(|e| anyhow::Error::from(remote_corrupt(names, None, &format!("{e:#}"))))?;
+        if let Some(t) = &tip {
+            advance_ref(repo, &names.tracking, t.commit, false, "loopx: sync fetch")?;
+        }
+        tips.push(tip);
+    }
+    Ok(match busy {
+        Some(why) => Tips::Busy(why),
+        None => Tips::Fetched(tips),
+    })
+}
+
+/// Moves a round-1 clone's tracking ref (`legacy`, `remote::migrate`
+/// found it) to [`Names::tracking`].
+pub(super) fn adopt_legacy_tracking(repo: &Repo, names: &Names, legacy: Oid) -> Result<()> {
+    advance_ref(
+        repo,
+        &names.tracking,
+        legacy,
+        false,
+        "loopx: sync (tracking ref moved)",
+    )?;
+    repo.store()
+        .writer()
+        .delete_ref(&names.legacy_tracking, Some(legacy))
 }
 
 pub(super) fn push_failed(names: &Names, e: anyhow::Error) -> anyhow::Error {

@@ -7,73 +7,45 @@ use crate::git::{self, Fetched, NetworkError};
 use crate::repo::Repo;
 use crate::store::Tip;
 
-use super::{FIRST_BACKOFF, MAX_BACKOFF, MAX_ROUNDS, Names, advance_ref, pause};
+use super::Names;
 
-/// Fetches the remote's tip, trying again while another fetch here is in
-/// the way.
-pub(super) fn fetch_tip(repo: &Repo, names: &Names) -> Result<Option<Tip>> {
-    let mut backoff = FIRST_BACKOFF;
-    for _ in 0..MAX_ROUNDS {
-        match fetch(repo, names, false, true)? {
-            Ok(tip) => return Ok(tip),
-            Err(_) => {
-                pause(backoff);
-                backoff = (backoff * 2).min(MAX_BACKOFF);
-            }
-        }
-    }
-    Err(Refusal::conflict(
-        Code::SyncRetriesExhausted,
-        format!(
-            "could not fetch from {}: other fetches kept getting in the way",
-            names.remote
-        ),
-    )
-    .with_hint("run it again")
-    .into())
+/// The tips of a fetch of several refs, in order, or why another fetch
+/// here got in the way.
+pub(super) enum Tips {
+    Fetched(Vec<Option<Tip>>),
+    Busy(String),
 }
 
-/// Fetches the remote's state, resolves it, and points the remote-tracking
-/// ref at it (a mirror of the remote, for people and `git log`; sync
-/// decides on its own fetch). `Ok(Err(why))` when another fetch on this
-/// machine got in the way. With `progress`, git's own progress meters
-/// go to stderr as the fetch runs (a person at a terminal). With `ask`,
-/// a kept ssh session is asked first whether there is anything to fetch
-/// (not after a refused push: the hub moved, the question would be an
-/// exchange for nothing).
-pub(super) fn fetch(
-    repo: &Repo,
-    names: &Names,
-    progress: bool,
-    ask: bool,
-) -> Result<Result<Option<Tip>, String>> {
-    Ok(fetch_all(&[(repo, names)], progress, ask)?
-        .map(|mut tips| tips.pop().expect("one tip per ref")))
+/// What a fetch brought, before any ref here moved (the scratch refs
+/// git fetched into are read, removed and mirrored into the tracking refs
+/// by `execute::take_fetched`).
+pub(super) enum Brought {
+    /// Known without a fetch: a kept ssh session said the remote holds
+    /// exactly the tracking refs' tips.
+    Unchanged(Vec<Option<Tip>>),
+    /// Per side, the scratch ref git fetched into (None: the remote has no
+    /// state there, or another fetch got in the way), and why another
+    /// fetch got in the way, if one did.
+    Fetched {
+        into: Vec<Option<String>>,
+        busy: Option<String>,
+    },
 }
 
-/// The tips of a fetch of several refs, in order; `Err(why)` when another
-/// fetch here got in the way.
-pub(super) type Tips = Result<Vec<Option<Tip>>, String>;
-
-/// [`fetch`] of several state refs from one remote in one `git fetch`
-/// (a split state's shared ref and goal refs: `repo` and `names` of each),
-/// their tips in the same order. `Ok(Err(why))` when another fetch here
-/// got in the way of any of them.
-pub(super) fn fetch_all(sides: &[(&Repo, &Names)], progress: bool, ask: bool) -> Result<Tips> {
-    fetch_all_while(sides, progress, ask, || ()).0
-}
-
-/// [`fetch_all`], its `git fetch` running while `meanwhile` runs here
-/// (the push of the refs that had something to push, so a sync's one
-/// fetch and one push take the time of one).
+/// Fetches several state refs from one remote in one `git fetch` (a split
+/// state's shared ref and goal refs: `repo` and `names` of each), into
+/// scratch refs of this sync's own, while `meanwhile` runs here (the push
+/// of the refs that had something to push, so a sync's one fetch and one
+/// push take the time of one). With `progress`, git's own meters go to
+/// stderr; with `ask`, a kept ssh session is asked first.
 pub(super) fn fetch_all_while<R>(
     sides: &[(&Repo, &Names)],
     progress: bool,
     ask: bool,
     meanwhile: impl FnOnce() -> R,
-) -> (Result<Tips>, R) {
+) -> (Result<Brought>, R) {
     let Some((first, first_names)) = sides.first() else {
-        return (Ok(Ok(Vec::new())), meanwhile());
+        return (Ok(Brought::Unchanged(Vec::new())), meanwhile());
     };
     let (dir, remote, limit) = (
         first.store().common_dir(),
@@ -82,7 +54,7 @@ pub(super) fn fetch_all_while<R>(
     );
     let url = git::fetch_url(dir, remote);
     if ask && let Some(tips) = unchanged(sides, &url) {
-        return (Ok(Ok(tips)), meanwhile());
+        return (Ok(Brought::Unchanged(tips)), meanwhile());
     }
     // Into refs of this sync's own, then read from there: two syncs on one
     // clone each see the tips their own fetch brought, never older ones
@@ -113,7 +85,7 @@ pub(super) fn fetch_all_while<R>(
             .unwrap_or_else(|_| Err(anyhow::anyhow!("the fetch's thread panicked")));
         (found, during)
     });
-    (resolve(sides, &fetching, found), during)
+    (brought(sides, fetching, found), during)
 }
 
 /// The tips of the remote-tracking refs, when a kept ssh session
@@ -137,13 +109,13 @@ fn unchanged(sides: &[(&Repo, &Names)], url: &str) -> Option<Vec<Option<Tip>>> {
         .collect()
 }
 
-/// Reads the tips a fetch brought into `fetching` (one per side) and
-/// mirrors them into the tracking refs.
-fn resolve(
+/// Which scratch refs a fetch filled (one per side), its network
+/// failure told as the refusal it is.
+fn brought(
     sides: &[(&Repo, &Names)],
-    fetching: &[String],
+    fetching: Vec<String>,
     found: Result<Vec<Fetched>>,
-) -> Result<Tips> {
+) -> Result<Brought> {
     let names = sides.first().map(|(_, n)| *n).expect("a side");
     let found = found.map_err(|e| match e.downcast_ref::<NetworkError>() {
         Some(n) => Refusal::error(
@@ -160,36 +132,23 @@ fn resolve(
         .into(),
         None => e,
     })?;
-    let mut tips = Vec::with_capacity(sides.len());
+    let mut into = Vec::with_capacity(sides.len());
     let mut busy = None;
-    for (((repo, names), fetching), found) in sides.iter().zip(fetching).zip(found) {
+    for (fetching, found) in fetching.into_iter().zip(found) {
         match found {
-            Fetched::NoState => tips.push(None),
+            Fetched::NoState => into.push(None),
             Fetched::Busy(why) => {
                 busy = Some(why);
-                tips.push(None);
+                into.push(None);
             }
-            Fetched::State => {
-                let tip = repo.store().resolve(fetching);
-                let _ = repo.store().delete_ref(fetching);
-                let tip = tip.map_err(|e| {
-                    anyhow::Error::from(remote_corrupt(names, None, &format!("{e:#}")))
-                })?;
-                if let Some(t) = &tip {
-                    advance_ref(repo, &names.tracking, t.commit, false, "loopx: sync fetch")?;
-                }
-                tips.push(tip);
-            }
+            Fetched::State => into.push(Some(fetching)),
         }
     }
-    Ok(match busy {
-        Some(why) => Err(why),
-        None => Ok(tips),
-    })
+    Ok(Brought::Fetched { into, busy })
 }
 
 /// A remote state that cannot be read.
-fn remote_corrupt(names: &Names, tip: Option<&Tip>, why: &str) -> Refusal {
+pub(super) fn remote_corrupt(names: &Names, tip: Option<&Tip>, why: &str) -> Refusal {
     let at = tip.map_or(String::new(), |t| {
         format!(" (tick {}, {})", t.tick, t.commit.short(8))
     });

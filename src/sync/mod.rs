@@ -46,7 +46,7 @@ pub mod repair;
 mod replay;
 pub mod synced_at;
 
-pub use remote::{Names, default_remote, hub, names, setup};
+pub use remote::{Names, default_remote, hub, names};
 pub use replay::{rejection, rejection_id};
 
 use std::time::Duration;
@@ -57,7 +57,7 @@ use serde::Serialize;
 use crate::error::{Code, Exit, Refusal};
 use crate::model::{Actor, AgentId, EvidenceId, OpId, TodoId};
 use crate::repo::Repo;
-use crate::store::{CasError, Oid, Tip};
+use crate::store::{Oid, Tip};
 
 /// Rounds (fetch, reconcile, push) before sync gives up with exit 4.
 pub const MAX_ROUNDS: u32 = 12;
@@ -187,7 +187,9 @@ pub struct Progress<'a> {
 }
 
 /// Syncs with the remote until the remote holds every local tick (replayed
-/// or recorded as rejected) and the local state holds every remote tick.
+/// or recorded as rejected) and the local state holds every remote tick:
+/// [`run_refs`] with this one ref, so a single-ref state and a split
+/// state's shared ref go through the same loop and give the same report.
 ///
 /// When this clone holds ticks beyond the last synced tip, they are all
 /// pushed first, in one push expecting the hub still at that tip (DESIGN
@@ -195,76 +197,15 @@ pub struct Progress<'a> {
 /// to push, the push refused, `--adopt-remote`), rounds of fetch, observe,
 /// decide, execute.
 pub fn run(repo: &Repo, opts: &Options, progress: Progress) -> Result<Report> {
-    let names = names(repo, opts.remote.as_deref())?;
-    remote::migrate(repo, &names)?;
-    // Whether a push-first went out and was refused: the hub moved, so the
-    // fetch after it asks no kept session first.
-    let mut refused_first = false;
-    if !opts.adopt_remote {
-        match push_first(repo, &names, progress)? {
-            First::Done(report) => return Ok(report),
-            First::Refused => refused_first = true,
-            First::Skipped => {}
-        }
+    let mut reports = run_refs(&[repo], &[true], opts, progress)?;
+    match reports.pop() {
+        Some(Ok(report)) if reports.is_empty() => Ok(report),
+        // Never: a required ref reports or fails the sync.
+        other => Err(anyhow::anyhow!(
+            "sync of {} ended without a report ({other:?})",
+            repo.state_ref()
+        )),
     }
-    let mut tally = Tally::default();
-    let mut backoff = FIRST_BACKOFF;
-    let mut fetched: Option<Option<Tip>> = None;
-    let mut last_refusal = String::new();
-    let mut refetched = false;
-    // A first sync may fetch a long history: git's meters show it going.
-    let first = progress.terminal && repo.store().resolve(&names.synced)?.is_none();
-    for round in 1..=MAX_ROUNDS {
-        tally.rounds = round;
-        let remote_tip = match fetched.take() {
-            Some(tip) => tip,
-            None => match fetch::fetch(repo, &names, first, round == 1 && !refused_first)? {
-                Ok(tip) => tip,
-                Err(busy) => {
-                    last_refusal = busy;
-                    pause(backoff);
-                    backoff = (backoff * 2).min(MAX_BACKOFF);
-                    continue;
-                }
-            },
-        };
-        let seen = observe::observe(repo, &names, remote_tip.clone(), opts, refetched, progress)?;
-        let (plan, verified) = decide::decide(seen, opts, repo.signers()?)
-            .map_err(|stop| decide::refusal(repo, &names, *stop))?;
-        match execute::execute(repo, &names, plan, verified)? {
-            execute::Step::Refetch => refetched = true,
-            execute::Step::Again => {
-                // A local tick landed meanwhile: decide again against the
-                // same remote tip.
-                fetched = Some(remote_tip);
-            }
-            execute::Step::Refused(why) => {
-                last_refusal = why;
-                pause(backoff);
-                backoff = (backoff * 2).min(MAX_BACKOFF);
-            }
-            execute::Step::Moved(counts) => {
-                // The remote has the pushed chain, but a local tick landed
-                // meanwhile: the next round replays that tick (ops already
-                // on the remote are not applied again).
-                tally.add(counts);
-            }
-            execute::Step::Done {
-                outcome,
-                tip,
-                counts,
-            } => {
-                tally.add(counts);
-                return Ok(tally.report(&names, outcome, &tip));
-            }
-        }
-    }
-    let last = if last_refusal.is_empty() {
-        format!("{} kept moving", repo.state_ref())
-    } else {
-        format!("the last attempt got: {last_refusal}")
-    };
-    Err(exhausted(&names, &last))
 }
 
 /// The repository as sync's network git processes run for it: its git
@@ -292,48 +233,9 @@ fn exhausted(names: &Names, last: &str) -> anyhow::Error {
     .into()
 }
 
-/// The claim protocol (DESIGN §5), for every sync: when the local tip
-/// descends from the last synced one, push it (every pending tick in one
-/// push) expecting the hub still there, without a fetch. None when that
-/// does not apply or the hub moved (then a full round fetches and
-/// replays).
-fn push_first(repo: &Repo, names: &Names, progress: Progress) -> Result<First> {
-    let Some(seen) = observe::ahead_of_synced(repo, names, progress)? else {
-        return Ok(First::Skipped);
-    };
-    let (plan, _) = decide::decide(seen, &Options::default(), repo.signers()?)
-        .map_err(|stop| decide::refusal(repo, names, *stop))?;
-    match execute::execute(repo, names, plan, None)? {
-        execute::Step::Done {
-            outcome,
-            tip,
-            counts,
-        } => {
-            let mut tally = Tally {
-                rounds: 1,
-                ..Tally::default()
-            };
-            tally.add(counts);
-            Ok(First::Done(tally.report(names, outcome, &tip)))
-        }
-        _ => Ok(First::Refused),
-    }
-}
-
 /// How one ref of [`run_refs`] ended: its report, or why an optional ref
 /// was left out.
 pub type RefReport = std::result::Result<Report, String>;
-
-/// What [`push_first`] did.
-enum First {
-    /// The push was taken: the sync is done.
-    Done(Report),
-    /// Nothing to push first (or it does not apply).
-    Skipped,
-    /// It went out and was not taken (or did not need to go out): rounds
-    /// follow, their first fetch without asking a kept session.
-    Refused,
-}
 
 /// One ref of [`run_refs`]: its handle, whether its failure fails the
 /// sync (`required`; else it is left out of the reports), and how far it
@@ -367,8 +269,8 @@ impl Side<'_> {
         Ok(())
     }
 
-    /// Takes how this ref's round ended (as [`run`] does); true when the
-    /// remote refused its push (the round then backs off).
+    /// Takes how this ref's round ended; true when the remote refused its
+    /// push (the round then backs off).
     fn take(&mut self, step: execute::Step, remote_tip: Option<Tip>) -> bool {
         match step {
             execute::Step::Refetch => self.refetched = true,
@@ -392,8 +294,8 @@ impl Side<'_> {
     }
 }
 
-/// Syncs several state refs of this repository with one remote at once
-/// (a split state's shared ref and its goal refs): the rounds of [`run`],
+/// The one sync loop: syncs the state refs a clone syncs with one remote
+/// at once (one ref, or a split state's shared ref and its goal refs),
 /// with one `git fetch` for every ref that needs one and one `git push`
 /// for every ref with something to push (the shared ref alone before the
 /// others, since goal ticks may pin what it pushes). Each ref is
@@ -413,7 +315,7 @@ pub fn run_refs(
     let mut sides = Vec::with_capacity(repos.len());
     for (repo, required) in repos.iter().zip(required) {
         let names = names(repo, opts.remote.as_deref())?;
-        remote::migrate(repo, &names)?;
+        migrate(repo, &names)?;
         sides.push(Side {
             repo,
             names,
@@ -426,8 +328,10 @@ pub fn run_refs(
             dropped: None,
         });
     }
-    // As in `run`: after a push-first that went out, no kept session is
-    // asked before the fetch.
+    // The claim protocol (DESIGN §5), for every sync: each ref whose local
+    // tip descends from its last synced one is pushed first, expecting the
+    // hub still there, without a fetch. After a push-first that went out
+    // (the hub moved), no kept session is asked before the fetch.
     let pushed_first = !opts.adopt_remote && push_first_all(&mut sides, progress)?;
     let mut backoff = FIRST_BACKOFF;
     let first = progress.terminal
@@ -454,13 +358,13 @@ pub fn run_refs(
                 .iter()
                 .map(|i| (sides[*i].repo, &sides[*i].names))
                 .collect();
-            match fetch::fetch_all(&asked, first, round == 1 && !pushed_first)? {
-                Ok(tips) => {
+            match fetch_all(&asked, first, round == 1 && !pushed_first)? {
+                fetch::Tips::Fetched(tips) => {
                     for (i, tip) in need.iter().zip(tips) {
                         sides[*i].fetched = Some(tip);
                     }
                 }
-                Err(busy) => {
+                fetch::Tips::Busy(busy) => {
                     for i in &open {
                         sides[*i].tally.rounds = round;
                         sides[*i].last_refusal.clone_from(&busy);
@@ -597,8 +501,9 @@ pub fn run_with(
     Ok((own, others))
 }
 
-/// [`push_first`] for every ref of [`run_refs`], in one push: whether a
-/// push went out and was not taken.
+/// The claim protocol's first push for every ref of [`run_refs`] that is
+/// ahead of its last synced tip, in one push: whether a push went out and
+/// was not taken.
 fn push_first_all(sides: &mut [Side], progress: Progress) -> Result<bool> {
     let mut ids = Vec::new();
     let mut outs = Vec::new();
@@ -641,11 +546,16 @@ fn push_first_all(sides: &mut [Side], progress: Progress) -> Result<bool> {
             .zip(outs)
             .map(|(i, o)| (sides[*i].repo, &sides[*i].names, o))
             .collect();
-        fetch::fetch_all_while(&asked, false, true, || execute::push_all(batch))
+        let (brought, steps) =
+            fetch::fetch_all_while(&asked, false, true, || execute::push_all(batch));
+        (
+            brought.and_then(|b| execute::take_fetched(&asked, b)),
+            steps,
+        )
     };
     let steps = steps?;
     // A busy fetch is left to the rounds.
-    if let Ok(tips) = fetched? {
+    if let fetch::Tips::Fetched(tips) = fetched? {
         for (i, tip) in idle.iter().zip(tips) {
             sides[*i].fetched = Some(tip);
         }
@@ -715,42 +625,64 @@ impl Tally {
     }
 }
 
-/// Moves a ref loopx owns to `commit` by compare-and-swap, retrying while
-/// another writer here moves it or holds its lock. `forward_only`: leave it
-/// where it is when it already holds `commit` or a descendant (the synced
-/// and verified refs); else it mirrors whatever it is given (the tracking
-/// ref). Gives up quietly, after a few tries, only for a mirror.
-pub(super) fn advance_ref(
-    repo: &Repo,
-    name: &str,
-    commit: Oid,
-    forward_only: bool,
-    reflog: &str,
-) -> Result<()> {
-    for _ in 0..8 {
-        let current = repo.store().resolve(name)?.map(|t| t.commit);
-        if current == Some(commit) {
-            return Ok(());
-        }
-        if forward_only
-            && let Some(c) = current
-            && repo.store().is_ancestor(commit, c)?
-        {
-            return Ok(());
-        }
-        match repo
-            .store()
-            .cas_ref(name, commit, current, reflog, repo.committer())
-        {
-            Ok(()) => return Ok(()),
-            Err(CasError::Moved | CasError::Locked { .. }) => {}
-            Err(CasError::Other(e)) => return Err(e),
-        }
-    }
-    if forward_only {
-        return Err(anyhow::anyhow!("{name} kept moving while sync recorded it"));
+/// A round-1 clone's settings and tracking ref moved to today's names
+/// (`remote::migrate`; the ref through execute's writer).
+fn migrate(repo: &Repo, names: &Names) -> Result<()> {
+    if let Some(legacy) = remote::migrate(repo, names)?.legacy {
+        execute::adopt_legacy_tracking(repo, names, legacy)?;
     }
     Ok(())
+}
+
+/// Adds the glob fetch refspec to the remote, so a plain `git fetch`
+/// brings the state too (`remote::setup`). Returns the refspec and whether
+/// it was added (false: it was there already).
+pub fn setup(repo: &Repo, remote: Option<&str>) -> Result<(Names, String, bool)> {
+    let (names, refspec, added, legacy) = remote::setup(repo, remote)?;
+    if let Some(legacy) = legacy {
+        execute::adopt_legacy_tracking(repo, &names, legacy)?;
+    }
+    Ok((names, refspec, added))
+}
+
+/// Fetches the remote's tip, trying again while another fetch here is in
+/// the way.
+pub(super) fn fetch_tip(repo: &Repo, names: &Names) -> Result<Option<Tip>> {
+    let mut backoff = FIRST_BACKOFF;
+    for _ in 0..MAX_ROUNDS {
+        match fetch_all(&[(repo, names)], false, true)? {
+            fetch::Tips::Fetched(mut tips) => return Ok(tips.pop().flatten()),
+            fetch::Tips::Busy(_) => {
+                pause(backoff);
+                backoff = (backoff * 2).min(MAX_BACKOFF);
+            }
+        }
+    }
+    Err(Refusal::conflict(
+        Code::SyncRetriesExhausted,
+        format!(
+            "could not fetch from {}: other fetches kept getting in the way",
+            names.remote
+        ),
+    )
+    .with_hint("run it again")
+    .into())
+}
+
+/// Fetches several state refs from one remote in one `git fetch` (a split
+/// state's shared ref and goal refs: `repo` and `names` of each;
+/// `fetch::fetch_all_while`), resolves them, and points each
+/// remote-tracking ref at its tip (`execute::take_fetched`: a mirror of
+/// the remote, for people and `git log`; sync decides on its own fetch).
+/// The tips come in the same order, or [`fetch::Tips::Busy`] when another
+/// fetch here got in the way of any of them. With `progress`, git's own
+/// progress meters go to stderr as the fetch runs (a person at a
+/// terminal). With `ask`, a kept ssh session is asked first whether there
+/// is anything to fetch (not after a refused push: the hub moved, the
+/// question would be an exchange for nothing).
+fn fetch_all(sides: &[(&Repo, &Names)], progress: bool, ask: bool) -> Result<fetch::Tips> {
+    let (brought, ()) = fetch::fetch_all_while(sides, progress, ask, || ());
+    execute::take_fetched(sides, brought?)
 }
 
 /// Sleeps for about `backoff` (between half and one and a half times it).

@@ -19,30 +19,116 @@ use crate::verify::{self, Finding, Verified};
 
 use super::{Names, Options, Progress};
 
-/// How the local and remote tips relate.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// A side's ticks as verified: or the first commit that is not a valid
+/// tick.
+pub(super) type Side<T> = std::result::Result<T, Finding>;
+
+/// How the local and remote tips relate, each shape with the tips it
+/// relates and the sides observe verified for it (so deciding never
+/// unpacks an optional tip).
 pub(super) enum Shape {
     /// Neither side has a state.
     Empty,
     /// Both hold the same tip.
-    Same,
-    /// Only this clone has a state.
-    LocalOnly,
+    Same { tip: Tip },
+    /// Only this clone has a state, and it never synced: how its first
+    /// push goes.
+    LocalOnly { local: Tip, first: First },
+    /// Only this clone has a state, although it synced `synced` with the
+    /// remote: the remote lost it.
+    RemoteGone { synced: Tip },
     /// Only the remote has a state: a first sync.
-    RemoteOnly,
+    RemoteOnly {
+        remote: Tip,
+        theirs: Side<RemoteSide>,
+    },
     /// The fetched remote tip is older than one this clone already synced
     /// with (another sync here fetched later and finished first).
     StaleFetch,
-    /// The remote no longer contains the tip last synced with it.
-    Rewritten,
-    /// The two states share no history.
-    Unrelated,
+    /// The remote no longer contains the tip last synced with it;
+    /// `theirs` is verified only to adopt it (`--adopt-remote`).
+    Rewritten {
+        local: Tip,
+        remote: Tip,
+        synced: Tip,
+        theirs: Option<Side<RemoteSide>>,
+    },
+    /// The two states share no history; `theirs` as for `Rewritten`.
+    Unrelated {
+        local: Tip,
+        remote: Tip,
+        theirs: Option<Side<RemoteSide>>,
+    },
     /// The local tip is the merge base: fast-forward.
-    Behind,
+    Behind {
+        local: Tip,
+        remote: Tip,
+        theirs: Side<RemoteSide>,
+    },
     /// The remote tip is the merge base: push.
-    Ahead,
-    /// Both have ticks beyond the merge base: replay.
-    Diverged,
+    Ahead {
+        local: Tip,
+        remote: Tip,
+        ours: Side<LocalSide>,
+    },
+    /// Both have ticks beyond the merge base `base`: replay (also a goal
+    /// ref ahead whose ticks pin shared ticks a sync replayed, which are
+    /// replayed to pin the shared tip of now).
+    Diverged {
+        local: Tip,
+        remote: Tip,
+        base: Oid,
+        sides: Side<Both>,
+    },
+}
+
+/// How a never-synced local state goes to the remote.
+pub(super) enum First {
+    /// A goal ref made by `goal split` here ([`Fresh`]).
+    Fresh(Fresh),
+    /// As it is.
+    Push(Side<LocalSide>),
+}
+
+/// Both sides of a replay: the local ticks verified, and then the
+/// remote's.
+pub(super) struct Both {
+    pub(super) ours: LocalSide,
+    pub(super) theirs: Side<RemoteSide>,
+}
+
+impl Shape {
+    /// The remote tip, when this shape verified the remote's ticks up to
+    /// it (sync records it as verified).
+    pub(super) fn verified_remote(&self) -> Option<Oid> {
+        match self {
+            Shape::RemoteOnly {
+                remote,
+                theirs: Ok(_),
+            }
+            | Shape::Behind {
+                remote,
+                theirs: Ok(_),
+                ..
+            }
+            | Shape::Rewritten {
+                remote,
+                theirs: Some(Ok(_)),
+                ..
+            }
+            | Shape::Unrelated {
+                remote,
+                theirs: Some(Ok(_)),
+                ..
+            }
+            | Shape::Diverged {
+                remote,
+                sides: Ok(Both { theirs: Ok(_), .. }),
+                ..
+            } => Some(remote.commit),
+            _ => None,
+        }
+    }
 }
 
 /// The remote's ticks beyond the merge base, verified.
@@ -69,21 +155,6 @@ pub(super) struct LocalSide {
 /// Everything a round decides from.
 pub(super) struct Observed {
     pub(super) shape: Shape,
-    pub(super) local: Option<Tip>,
-    pub(super) remote: Option<Tip>,
-    pub(super) synced: Option<Tip>,
-    pub(super) base: Option<Oid>,
-    /// Present when the remote's ticks may be taken.
-    pub(super) remote_side: Option<std::result::Result<RemoteSide, Finding>>,
-    /// Present when the local ticks are to be pushed or replayed.
-    pub(super) local_side: Option<std::result::Result<LocalSide, Finding>>,
-    /// A goal ref's local ticks pin shared ticks a sync replayed
-    /// ([`goalref::replaced_pin`]): they are replayed too, even when the
-    /// remote has nothing new, so that they pin the shared tip of now.
-    pub(super) repin: bool,
-    /// A goal ref the remote has never had, made by `goal split` here:
-    /// what its first push needs ([`fresh_goal_ref`]).
-    pub(super) fresh: Option<Fresh>,
 }
 
 /// How a goal ref the remote has never had goes there. `goal split`
@@ -128,92 +199,100 @@ pub(super) fn observe(
     // local tip read after it always contains it.
     let synced = store.resolve(&names.synced)?;
     let local = store.tip()?;
-    let mut seen = Observed {
-        shape: Shape::Empty,
-        local,
-        remote,
-        synced,
-        base: None,
-        remote_side: None,
-        local_side: None,
-        repin: false,
-        fresh: None,
-    };
-    let (local, remote) = match (&seen.local, &seen.remote) {
-        (None, None) => return Ok(seen),
-        (Some(l), None) => {
-            seen.shape = Shape::LocalOnly;
-            if seen.synced.is_none() {
-                seen.fresh = fresh_goal_ref(repo, opts, l, progress)?;
-                if seen.fresh.is_none() {
-                    seen.local_side = Some(local_side(repo, None, l, progress)?);
-                }
+    let shape = |shape| Ok(Observed { shape });
+    let (local, remote) = match (local, remote) {
+        (None, None) => return shape(Shape::Empty),
+        (Some(local), None) => {
+            if let Some(synced) = synced {
+                return shape(Shape::RemoteGone { synced });
             }
-            return Ok(seen);
+            let first = match fresh_goal_ref(repo, opts, &local, progress)? {
+                Some(fresh) => First::Fresh(fresh),
+                None => First::Push(local_side(repo, None, &local, progress)?),
+            };
+            return shape(Shape::LocalOnly { local, first });
         }
-        (None, Some(r)) => {
-            seen.shape = Shape::RemoteOnly;
-            seen.remote_side = Some(remote_side(repo, names, None, r, progress)?);
-            return Ok(seen);
+        (None, Some(remote)) => {
+            let theirs = remote_side(repo, names, None, &remote, progress)?;
+            return shape(Shape::RemoteOnly { remote, theirs });
         }
-        (Some(l), Some(r)) => (l.clone(), r.clone()),
+        (Some(l), Some(r)) => (l, r),
     };
     if local.commit == remote.commit {
-        seen.shape = Shape::Same;
-        return Ok(seen);
+        return shape(Shape::Same { tip: remote });
     }
-    seen.base = store.merge_base(local.commit, remote.commit)?;
-    if let Some(s) = &seen.synced
+    let base = store.merge_base(local.commit, remote.commit)?;
+    if let Some(s) = &synced
         && !refetched
         && s.commit != remote.commit
         && store.is_ancestor(remote.commit, s.commit)?
         && store.is_ancestor(s.commit, local.commit)?
     {
-        seen.shape = Shape::StaleFetch;
-        return Ok(seen);
+        return shape(Shape::StaleFetch);
     }
-    let rewritten = match &seen.synced {
+    let rewritten = match &synced {
         Some(s) => !store.is_ancestor(s.commit, remote.commit)?,
         None => false,
     };
-    seen.shape = match seen.base {
-        _ if rewritten => Shape::Rewritten,
-        None => Shape::Unrelated,
-        Some(b) if b == local.commit => Shape::Behind,
-        Some(b) if b == remote.commit => Shape::Ahead,
-        Some(_) => Shape::Diverged,
+    let adopt = |base: Option<Oid>, remote: &Tip| -> Result<Option<Side<RemoteSide>>> {
+        if !opts.adopt_remote {
+            return Ok(None);
+        }
+        Ok(Some(remote_side(repo, names, base, remote, progress)?))
     };
-    match seen.shape {
-        Shape::Rewritten | Shape::Unrelated if opts.adopt_remote => {
-            seen.remote_side = Some(remote_side(repo, names, seen.base, &remote, progress)?);
+    let base = match (base, synced) {
+        (base, Some(synced)) if rewritten => {
+            let theirs = adopt(base, &remote)?;
+            return shape(Shape::Rewritten {
+                local,
+                remote,
+                synced,
+                theirs,
+            });
         }
-        Shape::Behind => {
-            seen.remote_side = Some(remote_side(repo, names, seen.base, &remote, progress)?);
+        (None, _) => {
+            let theirs = adopt(None, &remote)?;
+            return shape(Shape::Unrelated {
+                local,
+                remote,
+                theirs,
+            });
         }
-        Shape::Ahead => {
-            let replaced = replaced_pins(repo, seen.base, &local)?;
-            seen.local_side = Some(goalref::accepting(&replaced, || {
-                local_side(repo, seen.base, &local, progress)
-            })?);
-            if !replaced.is_empty() && matches!(seen.local_side, Some(Ok(_))) {
-                seen.repin = true;
-                seen.remote_side = Some(remote_side(repo, names, seen.base, &remote, progress)?);
-            }
-        }
-        Shape::Diverged => {
-            // The local ticks first, so a commit loopx did not write is
-            // named the same way wherever it is.
-            let replaced = replaced_pins(repo, seen.base, &local)?;
-            seen.local_side = Some(goalref::accepting(&replaced, || {
-                local_side(repo, seen.base, &local, progress)
-            })?);
-            if matches!(seen.local_side, Some(Ok(_))) {
-                seen.remote_side = Some(remote_side(repo, names, seen.base, &remote, progress)?);
-            }
-        }
-        _ => {}
+        (Some(b), _) => b,
+    };
+    if base == local.commit {
+        let theirs = remote_side(repo, names, Some(base), &remote, progress)?;
+        return shape(Shape::Behind {
+            local,
+            remote,
+            theirs,
+        });
     }
-    Ok(seen)
+    // The local ticks first, so a commit loopx did not write is named the
+    // same way wherever it is.
+    let replaced = replaced_pins(repo, Some(base), &local)?;
+    let ours = goalref::accepting(&replaced, || local_side(repo, Some(base), &local, progress))?;
+    let ahead = base == remote.commit;
+    if ahead && (replaced.is_empty() || ours.is_err()) {
+        return shape(Shape::Ahead {
+            local,
+            remote,
+            ours,
+        });
+    }
+    let sides = match ours {
+        Ok(ours) => Ok(Both {
+            ours,
+            theirs: remote_side(repo, names, Some(base), &remote, progress)?,
+        }),
+        Err(f) => Err(f),
+    };
+    shape(Shape::Diverged {
+        local,
+        remote,
+        base,
+        sides,
+    })
 }
 
 /// The local tip as it stands against the last synced one, when it
@@ -240,17 +319,13 @@ pub(super) fn ahead_of_synced(
     if !replaced_pins(repo, Some(synced.commit), &local)?.is_empty() {
         return Ok(None);
     }
-    let local_side = local_side(repo, Some(synced.commit), &local, progress)?;
+    let ours = local_side(repo, Some(synced.commit), &local, progress)?;
     Ok(Some(Observed {
-        shape: Shape::Ahead,
-        base: Some(synced.commit),
-        remote: Some(synced.clone()),
-        local: Some(local),
-        synced: Some(synced),
-        remote_side: None,
-        local_side: Some(local_side),
-        repin: false,
-        fresh: None,
+        shape: Shape::Ahead {
+            local,
+            remote: synced,
+            ours,
+        },
     }))
 }
 

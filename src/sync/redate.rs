@@ -17,10 +17,9 @@ use serde::Serialize;
 use crate::error::{Code, Refusal};
 use crate::op::message;
 use crate::repo::Repo;
-use crate::store::CasError;
 use crate::tx::{self, Snapshot};
 
-use super::execute::{move_state, write_replay};
+use super::execute::{keep_backup, move_state, write_replay};
 use super::replay::plan_replay;
 use super::{Rejected, Replayed};
 
@@ -133,16 +132,8 @@ pub fn run(repo: &Repo) -> Result<Redated> {
         local.tick,
         local.commit.short(8)
     );
-    match store.cas_ref(
-        &backup,
-        local.commit,
-        None,
-        "loopx: sync --redate",
-        repo.committer(),
-    ) {
-        Ok(()) | Err(CasError::Moved) => {}
-        Err(CasError::Locked { .. }) => return Err(moved(repo)),
-        Err(CasError::Other(e)) => return Err(e),
+    if !keep_backup(repo, &backup, local.commit, "loopx: sync --redate")? {
+        return Err(moved(repo));
     }
     if !move_state(repo, tip.commit, Some(local.commit), "loopx: sync --redate")? {
         return Err(moved(repo));

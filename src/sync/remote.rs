@@ -129,7 +129,12 @@ fn legacy_refspec(remote: &str) -> String {
 /// added (false: it was there already). A glob, because a plain refspec
 /// makes `git fetch` fail while the remote has no state yet; no push
 /// refspec, which would change what a bare `git push` does.
-pub fn setup(repo: &Repo, remote: Option<&str>) -> Result<(Names, String, bool)> {
+/// The old tracking ref's tip, when there is one to move, comes last
+/// (`sync::setup` moves it).
+pub fn setup(
+    repo: &Repo,
+    remote: Option<&str>,
+) -> Result<(Names, String, bool, Option<crate::store::Oid>)> {
     let names = names(repo, remote)?;
     let migrated = migrate(repo, &names)?;
     let refspec = refspec(&names.remote);
@@ -141,19 +146,25 @@ pub fn setup(repo: &Repo, remote: Option<&str>) -> Result<(Names, String, bool)>
     if !present {
         git::output(dir, &["config", "--add", &key, &refspec])?;
     }
-    Ok((names, refspec, !present || migrated))
+    Ok((
+        names,
+        refspec,
+        !present || migrated.replaced,
+        migrated.legacy,
+    ))
 }
 
 /// Moves a clone set up by round 1 to the tracking namespace of today: the
 /// old fetch refspec is replaced by [`refspec`], and the old tracking ref
 /// (when it holds a loopx tick and the new one does not exist yet) moves to
-/// [`Names::tracking`]. Cheap when there is nothing to do (the settings and
-/// refs are read in memory). True when the refspec was replaced.
-pub fn migrate(repo: &Repo, names: &Names) -> Result<bool> {
+/// [`Names::tracking`] (this names its tip in `legacy`; `execute` moves
+/// it). Cheap when there is nothing to do (the settings and refs are read
+/// in memory).
+pub fn migrate(repo: &Repo, names: &Names) -> Result<Migrated> {
+    let mut replaced = false;
     let store = repo.store();
     let key = format!("remote.{}.fetch", names.remote);
     let old = legacy_refspec(&names.remote);
-    let mut replaced = false;
     if store.config_values(&key).iter().any(|v| v.trim() == old) {
         let dir = store.common_dir();
         git::output(dir, &["config", "--unset-all", "--fixed-value", &key, &old])?;
@@ -166,18 +177,23 @@ pub fn migrate(repo: &Repo, names: &Names) -> Result<bool> {
         }
         replaced = true;
     }
+    let mut legacy_tip = None;
     if store.resolve(&names.tracking)?.is_none()
         && let Some(legacy) = store.resolve(&names.legacy_tracking)?
         && crate::op::message::kind_of(&store.message(legacy.commit)?).is_some()
     {
-        super::advance_ref(
-            repo,
-            &names.tracking,
-            legacy.commit,
-            false,
-            "loopx: sync (tracking ref moved)",
-        )?;
-        store.delete_ref(&names.legacy_tracking)?;
+        legacy_tip = Some(legacy.commit);
     }
-    Ok(replaced)
+    Ok(Migrated {
+        replaced,
+        legacy: legacy_tip,
+    })
+}
+
+/// What [`migrate`] did and left to do.
+pub struct Migrated {
+    /// The old fetch refspec was replaced.
+    pub replaced: bool,
+    /// The old tracking ref's tip, to move to [`Names::tracking`].
+    pub legacy: Option<crate::store::Oid>,
 }

@@ -24,9 +24,8 @@ use crate::repo::Repo;
 use crate::store::{Oid, Tip};
 use crate::verify::{self, Finding, Rule};
 
-use super::execute::push_failed;
-use super::fetch::fetch_tip;
-use super::{Names, advance_ref, names};
+use super::execute::{advance_ref, push_failed};
+use super::{Names, fetch_tip, names};
 
 /// A commit the repair takes off the remote.
 #[derive(Clone, Debug, Serialize)]

@@ -4,7 +4,7 @@
 //! Every tick on a goal ref names the shared tip it was applied against in
 //! a `Loopx-Shared` trailer (its *pin*); its tree carries that tip's shared
 //! files, so each goal ref is a whole state every single-ref reader can
-//! read. The writer (`tx::commit`) and `verify` (`verify::check`) both
+//! read. The writer (`tx::Commit`) and `verify` (`verify::check`) both
 //! apply a goal tick to (its parent's goal state, the pinned shared parts)
 //! through [`overlay`], so the one definition of a valid tick still holds.
 
@@ -370,9 +370,136 @@ pub fn for_check(
     Ok(Ok(Some(Pin { commit, shared })))
 }
 
-/// Every goal ref here, with its goal's name.
+/// Every goal ref here that counts, with its tip: none unless the shared
+/// ref's state is split. `goal split` moves the shared ref last, as its
+/// one commit point, so the goal refs of a split that did not land (a
+/// crash between its ref moves) are ignored by every reader; `loopx
+/// doctor` names them ([`orphans`]) and `--fix` removes them.
 pub fn goal_refs(store: &Store) -> Result<Vec<(String, Oid)>> {
-    store.refs_under(GOALS)
+    let all = store.refs_under(GOALS)?;
+    if all.is_empty() || !shared_is_split(store)? {
+        return Ok(Vec::new());
+    }
+    Ok(all)
+}
+
+/// Whether `refs/loopx/state` holds a split state (read from its settings
+/// file alone: `goal_refs = true`).
+fn shared_is_split(store: &Store) -> Result<bool> {
+    let Some(tip) = store.resolve(SHARED)? else {
+        return Ok(false);
+    };
+    Ok(store.read_file(tip.tree, files::META)?.is_some_and(|b| {
+        String::from_utf8_lossy(&b)
+            .lines()
+            .any(|l| l.trim() == "goal_refs = true")
+    }))
+}
+
+/// Goal refs no reader counts, left by a split that did not land: every
+/// goal ref while the shared state is not split (a `goal split` stopped
+/// before its shared ref moved), and on a split state a goal ref
+/// `refs/loopx/goals/<g>` while another goal ref still holds goal `g` (a
+/// `goal split <g>` stopped before the ref it leaves moved). With their
+/// tips, in name order.
+pub fn orphans(store: &Store) -> Result<Vec<(String, Oid)>> {
+    let all = store.refs_under(GOALS)?;
+    if all.is_empty() || !shared_is_split(store)? {
+        return Ok(all);
+    }
+    let mut holders: Vec<(String, Vec<GoalId>)> = Vec::with_capacity(all.len());
+    for (name, tip) in &all {
+        let state = super::snapshot(store, store.tip_at(*tip)?)?.state;
+        holders.push((name.clone(), state.goals.keys().cloned().collect()));
+    }
+    Ok(all
+        .into_iter()
+        .filter(|(name, _)| is_moved_half(name, &holders))
+        .collect())
+}
+
+/// Whether goal ref `name` is the new half of a move whose other half did
+/// not land: another goal ref (of `holders`: each ref's goals) still holds
+/// its goal.
+fn is_moved_half(name: &str, holders: &[(String, Vec<GoalId>)]) -> bool {
+    let Some(goal) = name.strip_prefix(GOALS) else {
+        return false;
+    };
+    holders
+        .iter()
+        .any(|(other, goals)| other != name && goals.iter().any(|g| g.as_str() == goal))
+}
+
+/// Why a split's refs did not all move ([`land`]).
+#[derive(Debug)]
+pub enum LandError {
+    /// A ref had moved, or its lock was busy, when the transaction checked:
+    /// nothing moved.
+    Moved,
+    /// The transaction failed while moving; the goal refs it created were
+    /// removed again, except `left` (the commit point did not move, so no
+    /// reader counts them; `loopx doctor --fix` removes them).
+    Failed {
+        error: anyhow::Error,
+        left: Vec<String>,
+    },
+}
+
+/// Lands a split: creates the goal refs `created` (name, first tick) and
+/// moves `commit_point` (the shared ref at the first split; the goal ref a
+/// goal leaves later), in one transaction through the store's writer:
+/// every lock is taken and every expected value checked before any ref
+/// moves, and the commit point moves last. Should the move itself fail
+/// half way, the goal refs it made are removed again (only while they
+/// still name this split's ticks), and whatever could not be removed is
+/// said ([`LandError::Failed`]).
+pub fn land(
+    store: &Store,
+    created: &[(String, Oid)],
+    commit_point: crate::store::RefMove,
+    reflog: &str,
+    committer: &crate::store::Person,
+) -> std::result::Result<(), LandError> {
+    use crate::store::{CasError, RefMove};
+    let point = (commit_point.name.clone(), commit_point.new);
+    let mut moves: Vec<RefMove> = created
+        .iter()
+        .map(|(name, tip)| RefMove {
+            name: name.clone(),
+            new: Some(*tip),
+            expected: None,
+        })
+        .collect();
+    moves.push(commit_point);
+    let writer = store.writer();
+    let mut tries = 0;
+    let error = loop {
+        tries += 1;
+        match writer.transaction(&moves, reflog, committer) {
+            Ok(()) => return Ok(()),
+            // A lock whose writer is gone (killed mid-move) is taken back.
+            Err(CasError::Locked { lock, .. }) if tries < 4 && writer.recover_lock(&lock) => {}
+            Err(CasError::Moved | CasError::Locked { .. }) => return Err(LandError::Moved),
+            Err(CasError::Other(e)) => break e,
+        }
+    };
+    // The commit point moves last: where it moved, every goal ref did.
+    if point.1.is_some() && store.resolve(&point.0).ok().flatten().map(|t| t.commit) == point.1 {
+        return Ok(());
+    }
+    let mut left = Vec::new();
+    for (name, tip) in created {
+        match store.resolve(name) {
+            Ok(Some(t)) if t.commit == *tip => {
+                if writer.delete_ref(name, Some(*tip)).is_err() {
+                    left.push(name.clone());
+                }
+            }
+            Ok(_) => {}
+            Err(_) => left.push(name.clone()),
+        }
+    }
+    Err(LandError::Failed { error, left })
 }
 
 /// What a reader of the shared ref shows of a split state: the shared
@@ -384,8 +511,18 @@ pub fn union(store: &Store, mut state: State) -> Result<State> {
     if !is_shared_state(&state) || store.state_ref() != SHARED {
         return Ok(state);
     }
-    for (_, tip) in goal_refs(store)? {
-        let g = super::snapshot(store, store.tip_at(tip)?)?.state;
+    let mut states = Vec::new();
+    for (name, tip) in goal_refs(store)? {
+        states.push((name, super::snapshot(store, store.tip_at(tip)?)?.state));
+    }
+    // The new half of a `goal split <g>` whose other half did not land
+    // counts for nothing ([`orphans`]).
+    let holders: Vec<(String, Vec<GoalId>)> = states
+        .iter()
+        .map(|(n, g)| (n.clone(), g.goals.keys().cloned().collect()))
+        .collect();
+    states.retain(|(name, _)| !is_moved_half(name, &holders));
+    for (_, g) in states {
         for (k, v) in g.goals.iter() {
             state.goals.insert(k.clone(), v.clone());
         }

@@ -284,8 +284,14 @@ fn every_incremental_tick_writes_what_a_cold_full_rewrite_writes() {
             crate::model::WRITES,
             &[],
         );
-        let written =
-            write_tick(&store, tip.as_ref(), &state, &op, &[], &who, Empty::Skip).unwrap();
+        let written = match Tick::new(&store, tip.as_ref(), &state, &op, &who)
+            .skip_empty()
+            .write()
+        {
+            Ok(w) => Ok(w),
+            Err(TickError::Refused(r)) => Err(r),
+            Err(TickError::Failed(e)) => panic!("{e:#}"),
+        };
         let (written, full) = match (written, full) {
             (Ok(w), Ok(f)) => (w, f),
             (Err(a), Err(b)) => {
@@ -395,6 +401,7 @@ fn every_incremental_tick_writes_what_a_cold_full_rewrite_writes() {
             );
         }
         store
+            .writer()
             .cas(new.commit, tip.as_ref().map(|t| t.commit), "test", &who)
             .unwrap();
         tip = Some(new);
@@ -462,12 +469,14 @@ fn a_tick_lands_through_the_repository_handle_alone() {
     let agent = AgentId::new("agent-a").unwrap();
     let register = "op = \"agent.register\"\nagent = \"agent-a\"\nruntime = \"codex\"\n";
     let mut built = 0;
-    let done = commit(&repo, &Caller::Agent(agent.clone()), |state| {
-        built += 1;
-        assert_eq!(state, &started.state, "built from the tip it lands on");
-        Ok(op(Actor::Agent(agent.clone()), at, &ids, change(register))?.op)
-    })
-    .unwrap();
+    let caller = Caller::Agent(agent.clone());
+    let done = Commit::new(&repo, &caller)
+        .run(|state| {
+            built += 1;
+            assert_eq!(state, &started.state, "built from the tip it lands on");
+            Ok(op(Actor::Agent(agent.clone()), at, &ids, change(register))?.op)
+        })
+        .unwrap();
     assert_eq!((done.tip.tick, built), (2, 1));
     assert_eq!(done.op.actor, Actor::Agent(agent));
     let snap = load(&repo).unwrap();
@@ -536,10 +545,9 @@ fn a_tick_from_a_read_state_uses_it_only_while_the_ref_names_it() {
     // Read, then another tick lands: the stale read is dropped and the
     // tick is built from, and lands on, the new tip.
     let stale = load(&repo).unwrap();
-    let moved = commit(&repo, &Caller::Human, |_| {
-        Ok(op(human(), at, &ids, agent("agent-b"))?.op)
-    })
-    .unwrap();
+    let moved = Commit::new(&repo, &Caller::Human)
+        .run(|_| Ok(op(human(), at, &ids, agent("agent-b"))?.op))
+        .unwrap();
     assert_eq!(moved.tip.tick, 3);
     let mut parents = Vec::new();
     let last = commit_from(&repo, &Caller::Human, Some(stale), |state| {
@@ -702,8 +710,14 @@ fn a_tick_from_a_partial_read_writes_what_a_cold_full_read_writes() {
                 from_part = planned.ok().map(|p| (before.clone(), p.state));
             }
         }
-        let written =
-            write_tick(&store, tip.as_ref(), &state, &op, &[], &who, Empty::Skip).unwrap();
+        let written = match Tick::new(&store, tip.as_ref(), &state, &op, &who)
+            .skip_empty()
+            .write()
+        {
+            Ok(w) => Ok(w),
+            Err(TickError::Refused(r)) => Err(r),
+            Err(TickError::Failed(e)) => panic!("{e:#}"),
+        };
         let Ok(written) = written else { continue };
         let Some(new) = written.tip else { continue };
         let cold = snapshot(&store, new.clone()).unwrap();
@@ -747,6 +761,7 @@ fn a_tick_from_a_partial_read_writes_what_a_cold_full_read_writes() {
             cache::write(&store, &new, &cold.state);
         }
         store
+            .writer()
             .cas(new.commit, tip.as_ref().map(|t| t.commit), "test", &who)
             .unwrap();
         tip = Some(new);

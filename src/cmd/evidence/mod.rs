@@ -62,7 +62,7 @@ pub fn record(
     // clone's history.
     let summary = &*crate::redact::text(summary);
     let id = fresh_id(ctx, summary);
-    crate::cmd::tx::commit(ctx, |state| {
+    crate::cmd::tx::start(ctx)?.run(|state| {
         let (todo, goal) = target(ctx, state, todo, goal)?;
         Ok(crate::cmd::tx::op(
             ctx,

@@ -61,7 +61,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         }
         return crate::cmd::todo::trust::answer_run(ctx, &todo, args.note.as_deref());
     }
-    let done = tx::commit(ctx, |state| {
+    let done = tx::start(ctx)?.run(|state| {
         let gate = state.resolve_gate(&args.id)?;
         Ok(tx::op(
             ctx,

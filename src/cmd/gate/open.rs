@@ -34,7 +34,7 @@ pub struct Args {
 }
 
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
-    let done = tx::commit(ctx, |state| {
+    let done = tx::start(ctx)?.run(|state| {
         let blocks = parse_blocks(state, &args.blocks)?;
         let goal = match (&args.goal, &blocks) {
             (None, Blocks::Todo(t)) => state.todos[t].goal.clone(),

@@ -17,7 +17,7 @@ pub struct Args {
 }
 
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
-    let done = tx::commit(ctx, |state| {
+    let done = tx::start(ctx)?.run(|state| {
         let gate = state.resolve_gate(&args.id)?;
         Ok(tx::op(ctx, Change::GateWithdraw(GateWithdraw { gate }))?)
     })?;

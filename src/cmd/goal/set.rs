@@ -90,7 +90,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                 tokens: args.budget_tokens,
                 window: args.budget_window,
             });
-    let done = tx::commit(ctx, |state| {
+    let done = tx::start(ctx)?.run(|state| {
         let goal = state.goal(&args.id)?.id.clone();
         Ok(tx::op(
             ctx,

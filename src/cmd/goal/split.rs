@@ -2,19 +2,23 @@
 //! ref per goal (format 6, docs/scale.md "A ref per goal"). On top of the
 //! current tip it writes a `goal.split` tick on `refs/loopx/state` (the
 //! shared parts stay) and one on `refs/loopx/goals/<goal>` for every goal
-//! (that goal stays), pinning the first; the goal refs are created before
-//! the shared ref moves, by compare-and-swap, so a state is never seen
-//! split without its goal refs.
+//! (that goal stays), pinning the first. All refs move in one transaction
+//! through the store's writer (`tx::goalref::land`): every lock taken and
+//! every expected value checked before any ref moves, the shared ref's
+//! compare-and-swap last, as the split's one commit point. Goal refs the
+//! shared state does not name as split count for no reader, so a state is
+//! never seen split without its goal refs, nor half split.
 
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::cmd::tx::{self, Empty, goalref};
+use crate::cmd::tx::{self, goalref};
 use crate::ctx::Ctx;
 use crate::error::{Code, Exit, Refusal};
 use crate::model::GoalId;
 use crate::op::Change;
-use crate::store::{CasError, Oid};
+use crate::store::{Oid, RefMove};
+use crate::tx::goalref::LandError;
 
 /// Move each goal onto its own ref, the shared parts staying on
 /// refs/loopx/state (humans only; format 6)
@@ -97,7 +101,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                 format!("{name} exists already, from another state or an earlier split"),
             )
             .with_hint(format!(
-                "look at it with `git log {name}`; remove it with `git update-ref -d {name}` if it is not wanted, then run this again"
+                "a split that did not land leaves such refs: `loopx doctor --fix` removes them; else look at it with `git log {name}` and remove it with `git update-ref -d {name}` if it is not wanted, then run this again"
             ))
             .into());
         }
@@ -120,15 +124,9 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             &snap.state,
             &mut op,
         )?;
-        let written = tx::write_tick(
-            store,
-            Some(&snap.tip),
-            &snap.state,
-            &op,
-            extra,
-            &committer,
-            Empty::Write,
-        )??;
+        let written = tx::Tick::new(store, Some(&snap.tip), &snap.state, &op, &committer)
+            .extra(extra)
+            .write()?;
         Ok(written.tip.expect("an empty tick is written").commit)
     };
     let shared = write(None, &[])?;
@@ -137,23 +135,25 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         let commit = write(Some(g), &[(goalref::TRAILER, shared.to_string())])?;
         moved.push((g.clone(), commit));
     }
-    let mut created = Vec::new();
-    for (g, commit) in &moved {
-        let name = goalref::goal_ref(g);
-        let reflog = format!("loopx: split goal {g} onto its own ref");
-        match store.cas_ref(&name, *commit, None, &reflog, &committer) {
-            Ok(()) => created.push(name),
-            Err(e) => {
-                undo(store, &created);
-                return Err(cas_failed(&name, e));
-            }
-        }
-    }
-    let reflog = "loopx: split the goals onto their own refs";
-    if let Err(e) = store.cas(shared, Some(snap.tip.commit), reflog, &committer) {
-        undo(store, &created);
-        return Err(cas_failed(goalref::SHARED, e));
-    }
+    // One transaction: every goal ref is created and the shared ref moves
+    // last, its compare-and-swap the split's one commit point.
+    let created: Vec<(String, Oid)> = moved
+        .iter()
+        .map(|(g, commit)| (goalref::goal_ref(g), *commit))
+        .collect();
+    let point = RefMove {
+        name: goalref::SHARED.to_owned(),
+        new: Some(shared),
+        expected: Some(snap.tip.commit),
+    };
+    goalref::land(
+        store,
+        &created,
+        point,
+        "loopx: split the goals onto their own refs",
+        &committer,
+    )
+    .map_err(|e| not_landed(goalref::SHARED, e))?;
     let mut refs = vec![Moved {
         goal: None,
         name: goalref::SHARED.to_owned(),
@@ -170,9 +170,9 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
 /// `goal split GOAL` on a split state: the goal ref that holds `goal` with
 /// other goals gets a `goal.split` tick dropping it (`moved`), and the new
 /// `refs/loopx/goals/<goal>` a first tick keeping only it, both on top of
-/// that ref's tip and pinning the shared tip of now. The new ref is created
-/// first, then the old one moves by compare-and-swap; if it moved
-/// meanwhile the new ref is removed and nothing moved.
+/// that ref's tip and pinning the shared tip of now. Both move in one
+/// transaction, the old ref last (the commit point): if it moved
+/// meanwhile, nothing moved.
 fn move_goal(ctx: &Ctx, goal: &GoalId) -> Result<Exit> {
     let store = ctx.store()?;
     let name = goalref::goal_ref(goal);
@@ -196,7 +196,7 @@ fn move_goal(ctx: &Ctx, goal: &GoalId) -> Result<Exit> {
             Code::AlreadySplit,
             format!("{name} exists already: goal {goal} has a ref of its own"),
         )
-        .with_hint("`loopx goal split --list` names the goal refs")
+        .with_hint("`loopx goal split --list` names the goal refs; `loopx doctor --fix` removes one a move that did not land left behind")
         .into());
     }
     // The goal ref that holds it.
@@ -235,16 +235,10 @@ fn move_goal(ctx: &Ctx, goal: &GoalId) -> Result<Exit> {
             &before,
             &mut op,
         )?;
-        let written = tx::write_tick_with(
-            at,
-            Some(&snap.tip),
-            &before,
-            &op,
-            &extra,
-            &refresh,
-            &committer,
-            Empty::Write,
-        )??;
+        let written = tx::Tick::new(at, Some(&snap.tip), &before, &op, &committer)
+            .extra(&extra)
+            .refresh(&refresh)
+            .write()?;
         Ok(written.tip.expect("an empty tick is written").commit)
     };
     let new_store = store.for_ref(&name);
@@ -262,15 +256,21 @@ fn move_goal(ctx: &Ctx, goal: &GoalId) -> Result<Exit> {
             moved: Some(goal.clone()),
         },
     )?;
-    let reflog = format!("loopx: split goal {goal} onto its own ref");
-    store
-        .cas_ref(&name, own, None, &reflog, &committer)
-        .map_err(|e| cas_failed(&name, e))?;
-    let reflog = format!("loopx: moved goal {goal} onto its own ref");
-    if let Err(e) = store.cas_ref(&from, left, Some(snap.tip.commit), &reflog, &committer) {
-        undo(store, std::slice::from_ref(&name));
-        return Err(cas_failed(&from, e));
-    }
+    // One transaction: the new ref is created and the ref the goal leaves
+    // moves last, its compare-and-swap the move's one commit point.
+    let point = RefMove {
+        name: from.clone(),
+        new: Some(left),
+        expected: Some(snap.tip.commit),
+    };
+    goalref::land(
+        store,
+        &[(name.clone(), own)],
+        point,
+        &format!("loopx: moved goal {goal} onto its own ref"),
+        &committer,
+    )
+    .map_err(|e| not_landed(&from, e))?;
     let refs = vec![
         Moved {
             goal: None,
@@ -286,22 +286,23 @@ fn move_goal(ctx: &Ctx, goal: &GoalId) -> Result<Exit> {
     emit(ctx, true, refs)
 }
 
-/// Removes the goal refs a split that did not land created.
-fn undo(store: &crate::store::Store, created: &[String]) {
-    for name in created {
-        let _ = store.delete_ref(name);
-    }
-}
-
-fn cas_failed(name: &str, e: CasError) -> anyhow::Error {
+/// The error of a split whose refs did not all move: nothing moved, or
+/// what the failed move left behind.
+fn not_landed(name: &str, e: LandError) -> anyhow::Error {
     match e {
-        CasError::Moved | CasError::Locked { .. } => Refusal::conflict(
+        LandError::Moved => Refusal::conflict(
             Code::RetriesExhausted,
             format!("{name} moved while the state was being split; nothing was split"),
         )
         .with_hint("run `loopx goal split` again")
         .into(),
-        CasError::Other(e) => e,
+        LandError::Failed { error, left } if left.is_empty() => {
+            error.context(format!("{name} did not move; nothing was split"))
+        }
+        LandError::Failed { error, left } => error.context(format!(
+            "{name} did not move, so nothing was split, but {} could not be removed again (no reader counts it; `loopx doctor --fix` removes it)",
+            left.join(", ")
+        )),
     }
 }
 

@@ -262,7 +262,7 @@ fn limit_reached(call: &Call) -> Result<Answer> {
     };
     // An unregistered agent or no goal: `apply` refuses, and the hook
     // (whose output the runtime ignores) says nothing.
-    let parked = tx::commit(ctx, |state| {
+    let parked = tx::start(ctx)?.run(|state| {
         let goal = crate::cmd::pick_goal(ctx, state, None)?;
         Ok(tx::op(
             ctx,
@@ -312,7 +312,7 @@ fn start(call: &Call, continued: bool) -> Result<Answer> {
             (state, claims.tip, (!claims.complete).then_some(list))
         }
         None => {
-            let done = tx::commit(ctx, |_| {
+            let done = tx::start(ctx)?.run(|_| {
                 Ok(tx::op(
                     ctx,
                     Change::AgentRegister(AgentRegister {
@@ -599,7 +599,7 @@ fn end(call: &Call, notes: Option<&mut Vec<String>>) -> Result<Answer> {
         return Ok(Answer::Nothing);
     };
     if let Some(change) = &ending.record {
-        tx::commit(ctx, |_| Ok(tx::op(ctx, change.clone())?))?;
+        tx::start(ctx)?.run(|_| Ok(tx::op(ctx, change.clone())?))?;
     }
     let Some(notes) = notes else {
         return Ok(Answer::Nothing);

@@ -91,7 +91,7 @@ fn record(call: &Call, sid: &str, s: &mut Session, mut parts: Vec<Usage>) -> Res
     // its total, reported again under the stretch's key, so the ledger
     // stays small and a re-read counts once under the max rule.
     let stretch = hook::transcript::stretch(s, sid, ctx.now, &delta);
-    tx::commit(ctx, |_| {
+    tx::start(ctx)?.run(|_| {
         Ok(tx::op(
             ctx,
             Change::UsageRecord(UsageRecord {

@@ -66,7 +66,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         },
     };
     let mut goal = None;
-    let done = tx::commit(ctx, |state| {
+    let done = tx::start(ctx)?.run(|state| {
         let g = pick_goal(ctx, state, args.goal.as_deref())?;
         goal = Some(g.clone());
         Ok(tx::op(

@@ -70,9 +70,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         prices,
         unprice: args.unprice.clone(),
     };
-    let done = tx::commit(ctx, |_| {
-        Ok(tx::op(ctx, Change::SettingsSet(change.clone()))?)
-    })?;
+    let done = tx::start(ctx)?.run(|_| Ok(tx::op(ctx, Change::SettingsSet(change.clone()))?))?;
     let changed = match &done.effect.what {
         crate::op::Happened::SettingsSet { changed } => changed.clone(),
         _ => Vec::new(),

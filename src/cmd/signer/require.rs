@@ -47,7 +47,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     } else {
         Signatures::Off
     };
-    let done = tx::commit(ctx, |_| {
+    let done = tx::start(ctx)?.run(|_| {
         Ok(tx::op(
             ctx,
             Change::SignerRequire(SignerRequire { signatures }),

@@ -130,7 +130,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             .get(name)
             .is_none_or(|s| s.key != public && s.pending.as_ref().is_none_or(|p| p.key != public))
         {
-            tx::commit(&fresh, |_| {
+            tx::start(&fresh)?.run(|_| {
                 Ok(tx::op(
                     &fresh,
                     Change::SignerAnnounce(SignerAnnounce {

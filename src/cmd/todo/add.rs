@@ -62,7 +62,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         argv: args.validate.clone(),
         timeout: args.validate_timeout,
     });
-    let done = tx::commit(ctx, |state| {
+    let done = tx::start(ctx)?.run(|state| {
         let goal = pick_goal(ctx, state, args.goal.as_deref())?;
         let after = args
             .after

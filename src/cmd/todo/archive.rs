@@ -29,7 +29,7 @@ struct Wire<'a> {
 }
 
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
-    let done = tx::commit(ctx, |state| {
+    let done = tx::start(ctx)?.run(|state| {
         let goal = match &args.goal {
             Some(g) => Some(pick_goal(ctx, state, Some(g))?),
             None => None,

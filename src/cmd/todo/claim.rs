@@ -236,9 +236,9 @@ fn claim_once(ctx: &Ctx, args: &Args, synced: bool) -> Result<Attempt> {
     // A named or picked todo: only its shard of the state is read
     // (`commit_touching`).
     let decided = match (&args.id, &picked) {
-        (Some(id), _) => tx::commit_touching(ctx, &[id.as_str()], build),
-        (None, Some((at, id))) => tx::commit_touching_at(ctx, &[id.as_str()], *at, build),
-        (None, None) => tx::commit(ctx, build),
+        (Some(id), _) => tx::start(ctx)?.touching(&[id.as_str()]).run(build),
+        (None, Some((at, id))) => tx::start(ctx)?.touching(&[id.as_str()]).at(*at).run(build),
+        (None, None) => tx::start(ctx)?.run(build),
     };
     let done = match decided {
         Ok(done) => done,
@@ -363,20 +363,22 @@ fn unclaim(ctx: &Ctx, id: &TodoId, done: &tx::Committed, err: anyhow::Error) -> 
     let Some(me) = done.op.actor.agent().cloned() else {
         return err;
     };
-    let released = tx::commit(ctx, |state| {
-        let t = state
-            .todos
-            .get(id)
-            .filter(|t| t.owner() == Some(&me))
-            .ok_or_else(|| anyhow::anyhow!("{id} is no longer claimed here by {me}"))?;
-        Ok(tx::op(
-            ctx,
-            Change::TodoRelease(TodoRelease {
-                todo: id.clone(),
-                epoch: t.epoch,
-                force: false,
-            }),
-        )?)
+    let released = tx::start(ctx).and_then(|tx| {
+        tx.run(|state| {
+            let t = state
+                .todos
+                .get(id)
+                .filter(|t| t.owner() == Some(&me))
+                .ok_or_else(|| anyhow::anyhow!("{id} is no longer claimed here by {me}"))?;
+            Ok(tx::op(
+                ctx,
+                Change::TodoRelease(TodoRelease {
+                    todo: id.clone(),
+                    epoch: t.epoch,
+                    force: false,
+                }),
+            )?)
+        })
     });
     match released {
         Ok(_) => err.context(format!(

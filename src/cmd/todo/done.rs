@@ -72,7 +72,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     if let Some(run) = validation.as_ref().filter(|r| !r.passed()) {
         // A failed validation is evidence, not a completion.
         let goal = todo.goal.clone();
-        let record = tx::commit(ctx, |_| {
+        let record = tx::start(ctx)?.run(|_| {
             Ok(tx::op(
                 ctx,
                 Change::EvidenceAdd(EvidenceAdd {
@@ -95,7 +95,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         ))
         .into());
     }
-    let done = tx::commit(ctx, |state| {
+    let done = tx::start(ctx)?.run(|state| {
         let todo = state.resolve_todo(id.as_str())?;
         let epoch = args.held.epoch_in(state, &todo);
         Ok(tx::op(

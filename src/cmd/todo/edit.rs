@@ -44,7 +44,7 @@ pub struct Args {
 }
 
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
-    let done = tx::commit(ctx, |state| {
+    let done = tx::start(ctx)?.run(|state| {
         let todo = state.resolve_todo(&args.held.id)?;
         let epoch = args.held.epoch_in(state, &todo);
         let after = if args.no_after {

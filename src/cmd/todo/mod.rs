@@ -82,7 +82,7 @@ pub fn tick_on(
     held: &Held,
     make: impl Fn(&State, TodoId, u64) -> Change,
 ) -> Result<Committed> {
-    tx::commit_touching(ctx, &[&held.id], |state| {
+    tx::start(ctx)?.touching(&[&held.id]).run(|state| {
         let todo = state.resolve_todo(&held.id)?;
         let epoch = held.epoch_in(state, &todo);
         Ok(tx::op(ctx, make(state, todo, epoch))?)

@@ -81,7 +81,7 @@ fn vouch(ctx: &Ctx, todo: &TodoId, note: Option<&str>) -> Result<Exit> {
         )
         .into());
     }
-    let done = tx::commit(ctx, |state| {
+    let done = tx::start(ctx)?.run(|state| {
         let Some(v) = &state.todos.get(todo).and_then(|t| t.validate.as_ref()) else {
             return Err(Refusal::rule(
                 Code::NoValidation,
