@@ -228,6 +228,15 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     if validate.is_some() {
         super::todo::trust::allow_or_hold(ctx, &snap.state, &snap.state.todos[&todo])?;
     }
+    // The claim's own worktree: with --done, all its work committed first.
+    let own = match args.done {
+        true => crate::cmd::claim_worktree(ctx, &snap.state.todos[&todo])?,
+        false => None,
+    };
+    let validate_in = match &own {
+        Some(r) if r.path.is_dir() => r.path.clone(),
+        _ => ctx.store()?.root().to_path_buf(),
+    };
     // The side effects run once, before the tick.
     let check = (!args.command.is_empty())
         .then(|| crate::cmd::run_command(ctx, &args.command, &ctx.cwd, args.timeout));
@@ -238,7 +247,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             Some(crate::cmd::run_command(
                 ctx,
                 &v.argv,
-                ctx.store()?.root(),
+                &validate_in,
                 v.timeout,
             ))
         }
@@ -279,6 +288,17 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             }),
         )?)
     })?;
+    // Done: the worktree goes, its branch stays for review.
+    if !failed
+        && let Some(r) = &own
+        && done
+            .state
+            .todos
+            .get(&todo)
+            .is_none_or(|t| t.status == TodoStatus::Done)
+    {
+        crate::cmd::close_worktree(ctx, r);
+    }
     let brief = (!failed).then(|| {
         let list = tx::ready_list(ctx, &done.tip, &token.agent, &goal);
         brief::build(

@@ -327,6 +327,17 @@ fn start(call: &Call, continued: bool) -> Result<Answer> {
     };
     let hub = ctx.repo().ok().and_then(crate::sync::hub);
     let lx = loopx_command(ctx, call.runtime);
+    let worktrees: Vec<(crate::model::TodoId, PathBuf, String)> = ctx
+        .store()
+        .map(|s| crate::service::worktree::records(s.common_dir()))
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|r| &r.agent == agent && r.path.is_dir())
+        .map(|r| (r.todo, r.path, r.branch))
+        .collect();
+    let worktree_next = ctx
+        .repo()
+        .is_ok_and(|r| crate::service::worktree::decide(r, None, agent).take);
     let text_at = |state: &State, tip: &Tip, list: Option<&ReadyList>| -> Option<String> {
         let goal = &state.goals[&crate::cmd::pick_goal(ctx, state, None).ok()?];
         let tip = tip.commit.to_string();
@@ -340,6 +351,8 @@ fn start(call: &Call, continued: bool) -> Result<Answer> {
             offline: offline.as_deref(),
             hub: hub.as_deref(),
             lx: &lx,
+            worktrees: &worktrees,
+            worktree_next,
         };
         match list {
             Some(l) => decide::brief_from_ready(state, &st, l),
