@@ -204,7 +204,10 @@ fn the_guard_is_installed_only_when_asked_and_a_dry_run_writes_nothing() {
         .ok();
     let v: serde_json::Value =
         serde_json::from_str(&read(&env.repo.join(".claude/settings.json"))).unwrap();
-    assert_eq!(v["hooks"]["PreToolUse"][0]["matcher"], "Bash");
+    assert_eq!(
+        v["hooks"]["PreToolUse"][0]["matcher"],
+        "Bash|Edit|Write|MultiEdit|NotebookEdit"
+    );
     // Installing again without --guard takes the guard out, and only it.
     let out = env
         .loopx(&["hooks", "install", "--runtime", "claude-code", "--json"])

@@ -278,12 +278,21 @@ fn start_ticks(pid: u32) -> Option<u64> {
 #[test]
 fn a_claim_takes_a_worktree_by_itself_while_another_agents_session_is_live() {
     let env = board();
-    let mut other = std::process::Command::new("sleep")
-        .arg("60")
-        .spawn()
-        .expect("sleep runs");
-    let Some(start) = start_ticks(other.id()) else {
-        let _ = other.kill();
+    /// The other session's process, ended however the test ends.
+    struct Session(std::process::Child);
+    impl Drop for Session {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let other = Session(
+        std::process::Command::new("sleep")
+            .arg("60")
+            .spawn()
+            .expect("sleep runs"),
+    );
+    let Some(start) = start_ticks(other.0.id()) else {
         crate::common::skipped(format_args!("no /proc here: the auto mode needs it"));
         return;
     };
@@ -292,7 +301,7 @@ fn a_claim_takes_a_worktree_by_itself_while_another_agents_session_is_live() {
     std::fs::create_dir_all(&hooks).expect("mkdir");
     let session = format!(
         r#"{{"agent":"agent-b","pid":{},"pid_start":{start}}}"#,
-        other.id()
+        other.0.id()
     );
     std::fs::write(hooks.join("claude-code-other.json"), session).expect("write");
     let doctor = env.loopx(&["hooks", "doctor", "--json"]).json();
@@ -302,8 +311,7 @@ fn a_claim_takes_a_worktree_by_itself_while_another_agents_session_is_live() {
     let a = env.add("One", &[]);
     let (path, _, _) = claim(&env, "agent-a", &a, &[]);
     assert!(path.is_dir());
-    let _ = other.kill();
-    let _ = other.wait();
+    drop(other);
     let b = env.add("Two", &[]);
     let v = env
         .agent("agent-a", &["todo", "claim", &b, "--json"])
@@ -338,4 +346,51 @@ fn the_brief_at_a_session_start_names_the_claims_worktree() {
         "{}",
         out.stdout
     );
+}
+
+#[test]
+fn an_edit_tool_may_not_write_the_main_checkout_by_absolute_path() {
+    let env = board();
+    let id = env.add("Write the parser", &[]);
+    let (path, _, _) = claim(&env, "agent-a", &id, &["--worktree"]);
+    let call = |file: &Path| {
+        let payload = serde_json::json!({
+            "session_id": "s-1",
+            "cwd": env.repo.display().to_string(),
+            "hook_event_name": "PreToolUse",
+            "tool_name": "Write",
+            "tool_input": {"file_path": file.display().to_string(), "content": "x"},
+        })
+        .to_string();
+        crate::common::run_stdin(
+            env.command()
+                .env("LOOPX_AGENT", "agent-a")
+                .args(["hook", "claude", "PreToolUse"]),
+            payload.as_bytes(),
+        )
+        .ok()
+        .stdout
+    };
+    let denied = call(&env.repo.join("src/parser.rs"));
+    assert!(denied.contains("deny"), "{denied}");
+    assert!(
+        denied.contains(&path.join("src/parser.rs").display().to_string()),
+        "{denied}"
+    );
+    assert_eq!(call(&path.join("src/parser.rs")), "", "its own worktree");
+    // Another agent, with no worktree of its own, is not held to one.
+    let payload = serde_json::json!({
+        "session_id": "s-2", "cwd": env.repo.display().to_string(),
+        "hook_event_name": "PreToolUse", "tool_name": "Write",
+        "tool_input": {"file_path": env.repo.join("x").display().to_string()},
+    })
+    .to_string();
+    let out = crate::common::run_stdin(
+        env.command()
+            .env("LOOPX_AGENT", "agent-b")
+            .args(["hook", "claude", "PreToolUse"]),
+        payload.as_bytes(),
+    )
+    .ok();
+    assert_eq!(out.stdout, "");
 }
