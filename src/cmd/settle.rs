@@ -21,7 +21,9 @@ use crate::time::Span;
 /// End a turn in one tick: run the check, update the todo, refresh, spend
 ///
 /// 1. runs the command after `--` (recorded as `evidence run`);
-/// 2. with --done, runs the todo's validation;
+/// 2. with --done, runs the todo's validation (in the claim's own worktree
+///    when it has one, which must hold no file not committed: else nothing
+///    runs and this exits 3; once done, the worktree goes, its branch stays);
 /// 3. if both pass, writes one tick holding the todo's update, the evidence,
 ///    the refresh and the spend, and prints the brief;
 /// 4. if either fails, writes one tick holding only the evidence and exits 3:

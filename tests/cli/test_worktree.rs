@@ -394,3 +394,39 @@ fn an_edit_tool_may_not_write_the_main_checkout_by_absolute_path() {
     .ok();
     assert_eq!(out.stdout, "");
 }
+
+#[test]
+fn settle_done_validates_in_the_worktree_and_refuses_until_its_work_is_committed() {
+    let env = board();
+    let id = env.add("Write the parser", &["--", "test", "-f", "parser.rs"]);
+    let tok = env
+        .agent("agent-a", &["quota", "should-run", "--json"])
+        .ok()
+        .json()["turn_token"]
+        .as_str()
+        .expect("a token")
+        .to_owned();
+    let (path, branch, _) = claim(&env, "agent-a", &id, &["--worktree"]);
+    std::fs::write(path.join("parser.rs"), "fn parse() {}\n").expect("write");
+    let settle = |env: &TestEnv| {
+        env.agent(
+            "agent-a",
+            &crate::common::settle(&tok, &id, &["--outcome", "advanced", "--done", "--json"]),
+        )
+    };
+    let out = settle(&env).code(3);
+    assert_eq!(out.error_code(), "uncommitted-work", "{}", out.stdout);
+    assert!(path.join("parser.rs").is_file());
+    commit_all(&path, "parser");
+    let v = settle(&env).ok().json();
+    assert_eq!(
+        v["settled"], true,
+        "the validation found the file in the worktree: {v}"
+    );
+    assert!(!path.exists(), "removed once done");
+    assert!(branch_exists(&env, &branch));
+    assert!(
+        !env.repo.join("parser.rs").exists(),
+        "the main checkout never saw it"
+    );
+}
