@@ -37,8 +37,8 @@ use crate::time::Span;
 /// default.
 ///
 /// With --worktree the claim gets a linked worktree of its own, on a new
-/// branch loopx/<todo> (a suffix when that name is taken), in the folder git
-/// config loopx.worktrees names (default: <main worktree>.loopx-worktrees
+/// branch `loopx/<todo>` (a suffix when that name is taken), in the folder git
+/// config loopx.worktrees names (default: `<main worktree>.loopx-worktrees`
 /// beside the main worktree); work there. A claim that already has one
 /// finds it again. git config loopx.worktree decides without the flag:
 /// always, never, or auto (the default: when another agent's session on
