@@ -88,6 +88,8 @@ fn forget(common: &Path, r: &Record) {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Decision {
     pub take: bool,
+    /// `loopx.worktree = auto` decided (not the flag or a fixed setting).
+    pub auto: bool,
     /// Why, in a few words (`--worktree`, `loopx.worktree = always`, …).
     pub why: String,
 }
@@ -99,6 +101,7 @@ pub struct Decision {
 pub fn decide(repo: &Repo, flag: Option<bool>, agent: &AgentId) -> Decision {
     let d = |take: bool, why: &str| Decision {
         take,
+        auto: false,
         why: why.to_owned(),
     };
     if let Some(f) = flag {
@@ -107,11 +110,16 @@ pub fn decide(repo: &Repo, flag: Option<bool>, agent: &AgentId) -> Decision {
     match repo.config().worktree {
         WorktreeMode::Always => d(true, "loopx.worktree = always"),
         WorktreeMode::Never => d(false, "loopx.worktree = never"),
+        // Nothing to branch from yet: the checkout is the only place.
+        WorktreeMode::Auto if repo.store().head().is_none() => {
+            d(false, "the repository has no commit to branch from")
+        }
         WorktreeMode::Auto => {
             let live = crate::hook::sessions::live_agents(repo.store().common_dir());
             match live.iter().find(|a| *a != agent) {
                 Some(other) => Decision {
                     take: true,
+                    auto: true,
                     why: format!("another session ({other}) is live on this clone"),
                 },
                 None => d(false, "no other live session on this clone"),
@@ -151,7 +159,7 @@ pub struct Opened {
     #[serde(flatten)]
     pub record: Record,
     /// The worktree was made now (else found again).
-    pub made: bool,
+    pub created: bool,
     /// An earlier worktree of this claim, deleted by hand, was pruned.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pruned: Option<PathBuf>,
@@ -169,7 +177,7 @@ pub fn open(repo: &Repo, todo: &TodoId, agent: &AgentId, now: Timestamp) -> Resu
         if r.path.is_dir() {
             return Ok(Opened {
                 record: r,
-                made: false,
+                created: false,
                 pruned: None,
             });
         }
@@ -211,7 +219,7 @@ pub fn open(repo: &Repo, todo: &TodoId, agent: &AgentId, now: Timestamp) -> Resu
         save(common, &record)?;
         return Ok(Opened {
             record,
-            made: true,
+            created: true,
             pruned,
         });
     }

@@ -61,8 +61,10 @@ fn done_refuses_uncommitted_work_then_removes_the_worktree_and_keeps_the_branch(
     let env = board();
     let id = env.add("Parse numbers", &[]);
     let head = env.git(&["rev-parse", "HEAD"]);
-    let (path, branch, _) = claim(&env, "agent-a", &id, &["--worktree"]);
+    let (path, branch, v) = claim(&env, "agent-a", &id, &["--worktree"]);
     assert_eq!(branch, format!("loopx/{id}"));
+    assert_eq!(v["worktree"]["created"], true, "{v}");
+    assert!(v["worktree"]["made"].is_string(), "{v}");
     assert!(path.join("README").is_file(), "the worktree is checked out");
     assert!(
         path.starts_with(env.root().join("repo.loopx-worktrees")),
@@ -71,7 +73,8 @@ fn done_refuses_uncommitted_work_then_removes_the_worktree_and_keeps_the_branch(
     );
 
     // A second session of the same agent finds it again.
-    let (again, same, _) = claim(&env, "agent-a", &id, &[]);
+    let (again, same, v) = claim(&env, "agent-a", &id, &[]);
+    assert_eq!(v["worktree"]["created"], false, "{v}");
     assert_eq!(
         (again.as_path(), same.as_str()),
         (path.as_path(), branch.as_str())

@@ -377,10 +377,24 @@ fn own_worktree(ctx: &Ctx, args: &Args, t: &Todo) -> Result<Option<Opened>> {
         _ => None,
     };
     let has = worktree::of(repo.store().common_dir(), &t.id, me).is_some();
-    if !has && !worktree::decide(repo, flag, me).take {
+    let decided = worktree::decide(repo, flag, me);
+    if !has && !decided.take {
         return Ok(None);
     }
-    worktree::open(repo, &t.id, me, ctx.now)
+    let opened = worktree::open(repo, &t.id, me, ctx.now);
+    // Taken by itself (`auto`): a worktree git cannot make leaves the
+    // claim in this checkout, with a warning.
+    if let Err(e) = &opened
+        && decided.auto
+        && !has
+    {
+        ctx.out.warn(&format!(
+            "{} works in this checkout: {}, but its worktree could not be made ({e:#})",
+            t.id, decided.why
+        ));
+        return Ok(None);
+    }
+    opened
         .map(Some)
         .with_context(|| {
             format!(
@@ -399,7 +413,7 @@ fn say_worktree(ctx: &Ctx, wt: Option<&Opened>) {
             p.display()
         ));
     }
-    let how = if w.made { "made" } else { "found again" };
+    let how = if w.created { "made" } else { "found again" };
     ctx.out.status(&format!(
         "Worktree {how}: {} on branch {}. Work there: `cd {}` before shell tools, and edit files only under it.",
         w.record.path.display(),
