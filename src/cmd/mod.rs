@@ -411,7 +411,7 @@ pub fn claim_worktree(
     let Some(r) = worktree::of(ctx.store()?.common_dir(), &todo.id, &agent) else {
         return Ok(None);
     };
-    let files = worktree::uncommitted(&r)?;
+    let files = worktree::uncommitted(ctx.repo()?, &r)?;
     if files.is_empty() {
         return Ok(Some(r));
     }

@@ -30,6 +30,11 @@ pub struct Record {
     /// Its branch, without `refs/heads/`.
     pub branch: String,
     pub made: Timestamp,
+    /// The runtimes' project-scope hook files loopx copied in from the
+    /// main worktree (not committed there, so not checked out here):
+    /// relative paths, taken out again before the worktree is removed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub installed: Vec<String>,
 }
 
 impl Record {
@@ -209,12 +214,14 @@ pub fn open(repo: &Repo, todo: &TodoId, agent: &AgentId, now: Timestamp) -> Resu
             }
             return Err(e);
         }
+        let installed = install_hooks(&main, &path);
         let record = Record {
             todo: todo.clone(),
             agent: agent.clone(),
             path,
             branch,
             made: now,
+            installed,
         };
         save(common, &record)?;
         return Ok(Opened {
@@ -226,13 +233,59 @@ pub fn open(repo: &Repo, todo: &TodoId, agent: &AgentId, now: Timestamp) -> Resu
     anyhow::bail!("no free branch name for {todo} under {BRANCH_PREFIX}")
 }
 
+/// Every project-scope hook file a runtime reads (settings and plugins),
+/// relative to a worktree's root.
+fn hook_files() -> impl Iterator<Item = &'static str> {
+    crate::model::runtime::SPECS.iter().flat_map(|spec| {
+        spec.settings
+            .map(|s| s.path)
+            .into_iter()
+            .chain(spec.plugin.map(|p| p.project))
+    })
+}
+
+/// Copies into the new worktree `wt` each runtime's project-scope hook
+/// file the main worktree has and `wt` lacks (it was not committed): a
+/// runtime started in the worktree then runs the same hooks and guard.
+/// Returns the files copied. Best effort: a file that cannot be copied is
+/// skipped.
+fn install_hooks(main: &Path, wt: &Path) -> Vec<String> {
+    hook_files()
+        .filter(|rel| {
+            let (from, to) = (main.join(rel), wt.join(rel));
+            from.is_file()
+                && !to.exists()
+                && to
+                    .parent()
+                    .is_some_and(|d| std::fs::create_dir_all(d).is_ok())
+                && std::fs::copy(&from, &to).is_ok()
+        })
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Whether the copied hook file `rel` in the worktree `r` is still what
+/// the main worktree has (so removing it loses nothing).
+fn unchanged_copy(main: &Path, r: &Record, rel: &str) -> bool {
+    match (
+        std::fs::read(main.join(rel)),
+        std::fs::read(r.path.join(rel)),
+    ) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
+}
+
 /// The files not committed in the worktree `r` (none when its folder is
-/// gone).
-pub fn uncommitted(r: &Record) -> Result<Vec<String>> {
+/// gone), but for the hook files loopx copied in and nobody changed.
+pub fn uncommitted(repo: &Repo, r: &Record) -> Result<Vec<String>> {
     if !r.path.is_dir() {
         return Ok(Vec::new());
     }
-    crate::git::worktree::uncommitted(&r.path)
+    let main = main_dir(repo)?;
+    let mut files = crate::git::worktree::uncommitted(&r.path)?;
+    files.retain(|f| !(r.installed.contains(f) && unchanged_copy(&main, r, f)));
+    Ok(files)
 }
 
 /// What [`close`] did.
@@ -257,6 +310,25 @@ pub fn close(repo: &Repo, r: &Record) -> Result<Closed> {
         crate::git::worktree::prune(&main)?;
         forget(common, r);
         return Ok(Closed::Pruned { path, branch });
+    }
+    // loopx's own copies of the hook files go first: those still not
+    // committed and unchanged (git refuses to remove a worktree with any
+    // other file left; a copy the agent committed is the branch's now).
+    let loose = crate::git::worktree::uncommitted(&r.path)?;
+    let copies = r
+        .installed
+        .iter()
+        .filter(|f| loose.contains(f) && unchanged_copy(&main, r, f));
+    for rel in copies {
+        let file = r.path.join(rel);
+        let _ = std::fs::remove_file(&file);
+        let mut dir = file.parent();
+        while let Some(d) = dir.filter(|d| *d != r.path.as_path()) {
+            if std::fs::remove_dir(d).is_err() {
+                break;
+            }
+            dir = d.parent();
+        }
     }
     crate::git::worktree::remove(&main, &r.path)?;
     forget(common, r);

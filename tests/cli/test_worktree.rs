@@ -433,3 +433,49 @@ fn settle_done_validates_in_the_worktree_and_refuses_until_its_work_is_committed
         "the main checkout never saw it"
     );
 }
+
+#[test]
+fn hooks_not_committed_are_installed_in_a_new_worktree_and_taken_out_with_it() {
+    let env = board();
+    env.loopx(&["hooks", "install", "--runtime", "claude-code", "--guard"])
+        .ok();
+    env.loopx(&["hooks", "install", "--runtime", "codex"]).ok();
+    let id = env.add("Write the parser", &[]);
+    let (path, _, v) = claim(&env, "agent-a", &id, &["--worktree"]);
+    for rel in [".claude/settings.json", ".codex/hooks.json"] {
+        assert_eq!(
+            std::fs::read(path.join(rel)).expect("copied"),
+            std::fs::read(env.repo.join(rel)).expect("installed"),
+            "{rel}"
+        );
+    }
+    assert_eq!(
+        v["worktree"]["installed"].as_array().map(Vec::len),
+        Some(2),
+        "{v}"
+    );
+    let doctor = crate::common::run(env.command().current_dir(&path).args([
+        "hooks",
+        "doctor",
+        "--runtime",
+        "claude-code",
+        "--json",
+    ]));
+    let doctor = doctor.json();
+    assert_eq!(doctor["checks"][0]["status"], "wired", "{doctor}");
+    // Only real work counts as not committed; done takes the copies out.
+    std::fs::write(path.join("parser.rs"), "fn parse() {}\n").expect("write");
+    let out = env
+        .agent("agent-a", &["todo", "done", &id, "--json"])
+        .code(3);
+    assert!(out.stdout.contains("parser.rs"), "{}", out.stdout);
+    assert!(!out.stdout.contains("settings.json"), "{}", out.stdout);
+    git_in(&path, &["add", "parser.rs"]);
+    git_in(&path, &["commit", "-q", "-m", "parser"]);
+    env.agent("agent-a", &["todo", "done", &id]).ok();
+    assert!(!path.exists(), "the copies, never committed, went with it");
+    assert!(
+        env.repo.join(".claude/settings.json").is_file(),
+        "the main checkout's stay"
+    );
+}
