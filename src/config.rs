@@ -52,6 +52,47 @@ pub struct Config {
     pub notify: Option<Vec<String>>,
     /// `loopx.notifyTimeout`: how long the notify command may run (10s).
     pub notify_timeout: crate::time::Span,
+    /// `loopx.worktree`: when a claim takes a linked worktree of its own.
+    pub worktree: WorktreeMode,
+    /// `loopx.worktrees`: the folder claims' worktrees are made in (as
+    /// written; relative to the main worktree). None: a folder beside the
+    /// main worktree, `<its name>.loopx-worktrees`.
+    pub worktrees: Option<String>,
+}
+
+/// `loopx.worktree`: when `todo claim` gives the claim a linked worktree on
+/// a branch of its own (`--worktree` and `--no-worktree` decide one claim).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WorktreeMode {
+    /// When another session on this clone is live (where loopx can tell:
+    /// Linux `/proc`, or a runtime that sends its pid).
+    #[default]
+    Auto,
+    /// Every claim.
+    Always,
+    /// No claim (unless `--worktree`).
+    Never,
+}
+
+impl WorktreeMode {
+    /// The setting's value as git config spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WorktreeMode::Auto => "auto",
+            WorktreeMode::Always => "always",
+            WorktreeMode::Never => "never",
+        }
+    }
+
+    fn parse(v: &str) -> Option<WorktreeMode> {
+        match v.to_ascii_lowercase().as_str() {
+            "auto" => Some(WorktreeMode::Auto),
+            "always" | "true" | "yes" | "on" => Some(WorktreeMode::Always),
+            "never" | "false" | "no" | "off" => Some(WorktreeMode::Never),
+            _ => None,
+        }
+    }
 }
 
 /// The settings a read may take from the fast start-up path's cache
@@ -95,6 +136,8 @@ impl Default for Config {
             signatures_from: None,
             notify: None,
             notify_timeout: crate::time::Span::seconds(10),
+            worktree: WorktreeMode::Auto,
+            worktrees: None,
         }
     }
 }
@@ -148,6 +191,10 @@ impl Config {
                 .and_then(|v| crate::time::Span::parse(&v).ok())
                 .filter(|s| s.as_secs() > 0)
                 .unwrap_or(d.notify_timeout),
+            worktree: text("loopx.worktree")
+                .and_then(|v| WorktreeMode::parse(&v))
+                .unwrap_or(d.worktree),
+            worktrees: text("loopx.worktrees"),
         }
     }
 }

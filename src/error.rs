@@ -198,6 +198,7 @@ codes! {
     TooFewOptions => "too-few-options",
     TooLarge => "too-large",
     TooLong => "too-long",
+    UncommittedWork => "uncommitted-work",
     UnknownAfter => "unknown-after",
     UnknownAgent => "unknown-agent",
     UnknownCommit => "unknown-commit",

@@ -1,8 +1,9 @@
 //! The system `git`, for what gix does not do: packing, the network
 //! (fetch and push, so the user's credentials, ssh config and `insteadOf`
 //! rules just work), and the tree of the working tree for stall detection
-//! (through a temporary index). Runs with the repository's own config;
-//! never touches HEAD, the index or the worktree.
+//! (through a temporary index), and the linked worktrees claims own
+//! (`worktree.rs`). Runs with the repository's own config; never touches
+//! HEAD, the index or the worktree of a checkout loopx did not make.
 
 use std::io::Read;
 use std::os::unix::process::CommandExt;
@@ -17,6 +18,7 @@ pub mod keep;
 mod protocol;
 mod remote;
 mod ssh;
+pub mod worktree;
 
 pub use config::{PushConfig, config_matching, config_values, push_config};
 pub use remote::{

@@ -391,3 +391,84 @@ pub fn push_after(
         }
     }
 }
+
+/// The linked worktree the claim of `todo` owns on this clone (its
+/// holder's, else the acting agent's), checked before `todo done` or
+/// `settle --done`: a `uncommitted-work` refusal listing the files not
+/// committed in it, so nothing is marked done while work could be lost.
+pub fn claim_worktree(
+    ctx: &Ctx,
+    todo: &crate::model::Todo,
+) -> Result<Option<crate::service::worktree::Record>> {
+    use crate::service::worktree;
+    let agent = match todo.owner() {
+        Some(a) => a.clone(),
+        None => match ctx.actor().ok().and_then(|a| a.agent().cloned()) {
+            Some(a) => a,
+            None => return Ok(None),
+        },
+    };
+    let Some(r) = worktree::of(ctx.store()?.common_dir(), &todo.id, &agent) else {
+        return Ok(None);
+    };
+    let files = worktree::uncommitted(ctx.repo()?, &r)?;
+    if files.is_empty() {
+        return Ok(Some(r));
+    }
+    const SHOWN: usize = 20;
+    let mut list = files
+        .iter()
+        .take(SHOWN)
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .join(", ");
+    if files.len() > SHOWN {
+        list.push_str(&format!(" and {} more", files.len() - SHOWN));
+    }
+    let path = r.path.display();
+    Err(Refusal::new(
+        Exit::Refused,
+        Code::UncommittedWork,
+        format!(
+            "{} has work not committed in its worktree {path}: {list}",
+            todo.id
+        ),
+    )
+    .with_hint(format!(
+        "nothing was marked done; commit it on branch {} (`git -C {path} add -A && git -C {path} commit`), or move it elsewhere, then run it again",
+        r.branch
+    ))
+    .into())
+}
+
+/// Removes the worktree `r` after its claim was marked done, its branch
+/// kept for review, and says so; a worktree git would not remove (a file
+/// written since the check) is left, with a warning, for `status` to list.
+pub fn close_worktree(
+    ctx: &Ctx,
+    r: &crate::service::worktree::Record,
+) -> Option<crate::service::worktree::Closed> {
+    use crate::service::worktree::{self, Closed};
+    match worktree::close(ctx.repo().ok()?, r) {
+        Ok(c) => {
+            match &c {
+                Closed::Removed { path, branch } => ctx.out.status(&format!(
+                    "Removed the worktree {}; its branch {branch} is kept for review.",
+                    path.display()
+                )),
+                Closed::Pruned { path, branch } => ctx.out.status(&format!(
+                    "The worktree {} was deleted by hand: pruned; its branch {branch} is kept for review.",
+                    path.display()
+                )),
+            }
+            Some(c)
+        }
+        Err(e) => {
+            ctx.out.warn(&format!(
+                "the worktree {} was left in place: {e:#}",
+                r.path.display()
+            ));
+            None
+        }
+    }
+}

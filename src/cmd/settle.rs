@@ -21,7 +21,9 @@ use crate::time::Span;
 /// End a turn in one tick: run the check, update the todo, refresh, spend
 ///
 /// 1. runs the command after `--` (recorded as `evidence run`);
-/// 2. with --done, runs the todo's validation;
+/// 2. with --done, runs the todo's validation (in the claim's own worktree
+///    when it has one, which must hold no file not committed: else nothing
+///    runs and this exits 3; once done, the worktree goes, its branch stays);
 /// 3. if both pass, writes one tick holding the todo's update, the evidence,
 ///    the refresh and the spend, and prints the brief;
 /// 4. if either fails, writes one tick holding only the evidence and exits 3:
@@ -232,6 +234,15 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     if validate.is_some() {
         super::todo::trust::allow_or_hold(ctx, &snap.state, &snap.state.todos[&todo])?;
     }
+    // The claim's own worktree: with --done, all its work committed first.
+    let own = match args.done {
+        true => crate::cmd::claim_worktree(ctx, &snap.state.todos[&todo])?,
+        false => None,
+    };
+    let validate_in = match &own {
+        Some(r) if r.path.is_dir() => r.path.clone(),
+        _ => ctx.store()?.root().to_path_buf(),
+    };
     // The side effects run once, before the tick.
     let check = (!args.command.is_empty())
         .then(|| crate::cmd::run_command(ctx, &args.command, &ctx.cwd, args.timeout));
@@ -242,7 +253,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             Some(crate::cmd::run_command(
                 ctx,
                 &v.argv,
-                ctx.store()?.root(),
+                &validate_in,
                 v.timeout,
             ))
         }
@@ -283,6 +294,17 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             }),
         )?)
     })?;
+    // Done: the worktree goes, its branch stays for review.
+    if !failed
+        && let Some(r) = &own
+        && done
+            .state
+            .todos
+            .get(&todo)
+            .is_none_or(|t| t.status == TodoStatus::Done)
+    {
+        crate::cmd::close_worktree(ctx, r);
+    }
     let brief = (!failed).then(|| {
         let list = tx::ready_list(ctx, &done.tip, &token.agent, &goal);
         brief::build(

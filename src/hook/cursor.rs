@@ -40,6 +40,7 @@ pub fn input(event: Event, v: &Value) -> Input {
         error_type: None,
         error_text: None,
         pid: None,
+        paths: Vec::new(),
     }
 }
 

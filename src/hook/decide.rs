@@ -6,7 +6,7 @@
 
 use super::session::{Seen, Session};
 use super::{Answer, Event, Input, view};
-use crate::model::{AgentId, AgentStatus, Goal, GoalId, Outcome, State, Todo, TodoStatus};
+use crate::model::{AgentId, AgentStatus, Goal, GoalId, Outcome, State, Todo, TodoId, TodoStatus};
 use crate::op::turn::ready::ReadyList;
 use crate::op::turn::{self, new_token, reason_message};
 use crate::op::{Change, RefreshState, brief, rules, short};
@@ -86,6 +86,11 @@ pub struct Start<'a> {
     pub hub: Option<&'a str>,
     /// How the agent's shell calls loopx.
     pub lx: &'a str,
+    /// The worktrees the agent's claims own on this clone: todo, folder,
+    /// branch.
+    pub worktrees: &'a [(TodoId, std::path::PathBuf, String)],
+    /// Whether its next claim takes a worktree (`loopx.worktree`).
+    pub worktree_next: bool,
 }
 
 /// The brief at a session's start: who the agent is, the state that
@@ -177,6 +182,17 @@ fn brief_of(
                 text.push_str(&format!(
                     "Next: claim {id} \"{title}\" with `{lx} todo claim {id}`.\n"
                 ));
+            }
+            match st.worktrees.iter().find(|(t, _, _)| t == id).filter(|_| *own) {
+                Some((_, path, branch)) => text.push_str(&format!(
+                    "Work in its worktree {} (branch {branch}), not in this checkout: `cd {}` before shell tools, and edit files only under it. Commit your work there before `{lx} todo done` or `settle --done`: they refuse while files are not committed.\n",
+                    path.display(),
+                    path.display()
+                )),
+                None if st.worktree_next && !*own => text.push_str(
+                    "Another session works in this checkout: the claim gives you a worktree of your own; work where it says, and commit there before marking the todo done.\n",
+                ),
+                None => {}
             }
             text.push_str(&format!(
                 "Turn token: {token}. End the turn with `{lx} settle --turn {token} --todo {id} --outcome advanced|blocked|unchanged [--done] [-- CHECK]`.\n"

@@ -85,6 +85,10 @@ pub struct Input {
     /// The runtime's own process id, where it says (loopx's OpenCode
     /// plugin sends `pid`): whether the session still runs.
     pub pid: Option<u32>,
+    /// The files an edit or write tool names (`file_path`, `notebook_path`,
+    /// `path`), as given: what the write-scope check compares with the
+    /// claim's worktree.
+    pub paths: Vec<String>,
 }
 
 /// Parses a hook's stdin for `runtime`. An empty stdin is an empty input
@@ -175,6 +179,16 @@ pub fn common_input(v: &Value) -> Input {
         _ => Err("its tool_input is not an object".to_owned()),
     };
     let (command, command_error) = split(command);
+    let fields = match &i.tool_input {
+        Value::String(s) => serde_json::from_str::<Value>(s).unwrap_or_default(),
+        v => v.clone(),
+    };
+    let paths = ["file_path", "notebook_path", "path"]
+        .iter()
+        .filter_map(|k| fields.get(k).and_then(Value::as_str))
+        .filter(|p| !p.is_empty())
+        .map(str::to_owned)
+        .collect();
     Input {
         session: i.session_id,
         cwd: i.cwd,
@@ -201,6 +215,7 @@ pub fn common_input(v: &Value) -> Input {
             (!parts.is_empty()).then(|| parts.join(" "))
         },
         pid: i.pid,
+        paths,
     }
 }
 

@@ -163,6 +163,30 @@ pub fn gone_agents(common: &Path) -> BTreeMap<AgentId, crate::op::stuck::Gone> {
         .collect()
 }
 
+/// The agents of the sessions in this clone known to run now: a process
+/// is recorded for them (`/proc`, or the pid the runtime sent) and it still
+/// runs. A session whose process loopx cannot see is not counted, live or
+/// gone. What `todo claim` asks in `loopx.worktree = auto`.
+pub fn live_agents(common: &Path) -> std::collections::BTreeSet<AgentId> {
+    let Ok(entries) = std::fs::read_dir(dir(common)) else {
+        return Default::default();
+    };
+    entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .filter_map(|p| Owner::read(&p))
+        .filter(|o| o.pid.is_some() && o.pid_start.is_some() && !o.gone())
+        .filter_map(|o| AgentId::new(o.agent.as_deref()?).ok())
+        .collect()
+}
+
+/// Whether this machine can tell a live session's process from a dead
+/// one without the runtime's help (Linux `/proc`).
+pub fn can_see_processes() -> bool {
+    start_time(std::process::id()).is_some()
+}
+
 /// Takes `gone`'s session over for the session whose file is `me`: moves
 /// its file aside, which only one of several sessions starting at once can
 /// do. Returns whether this one did; the caller then writes `me` and drops

@@ -24,7 +24,8 @@ pub(super) const ALLOWED: &[(&str, &[&str])] = &[
     ("mcp", &[]),
     ("hook", &["error", "git", "model", "op", "time"]),
     // Below the commands: they take a `Repo` and explicit values.
-    ("service", &["error", "git", "history", "hook", "model", "op", "price", "repo", "store", "time"]),
+    // service → config: a claim's worktree follows `loopx.worktree`.
+    ("service", &["config", "error", "git", "history", "hook", "model", "op", "price", "repo", "store", "time"]),
     ("sync", &["error", "git", "model", "op", "repo", "store", "trust", "tx", "verify"]),
     ("notify", &["model", "repo", "store", "time"]),
     ("history", &["diff", "error", "model", "op", "repo", "store", "time", "tx"]),

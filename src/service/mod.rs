@@ -7,9 +7,11 @@
 //!
 //! [`progress`] measures a turn for its progress fingerprint, [`usage`]
 //! reads the `--usage` flags, [`evidence`] says what code a record saw,
-//! [`turn`] checks a turn token against its caller.
+//! [`turn`] checks a turn token against its caller, [`worktree`] keeps a
+//! claim's own linked worktree.
 
 pub mod evidence;
 pub mod progress;
 pub mod turn;
 pub mod usage;
+pub mod worktree;

@@ -68,6 +68,7 @@ mod test_turn;
 mod test_usage;
 mod test_verify;
 mod test_vouch;
+mod test_worktree;
 
 /// Every `test_*.rs` file in this folder is listed above.
 #[test]

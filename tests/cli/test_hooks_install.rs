@@ -204,7 +204,10 @@ fn the_guard_is_installed_only_when_asked_and_a_dry_run_writes_nothing() {
         .ok();
     let v: serde_json::Value =
         serde_json::from_str(&read(&env.repo.join(".claude/settings.json"))).unwrap();
-    assert_eq!(v["hooks"]["PreToolUse"][0]["matcher"], "Bash");
+    assert_eq!(
+        v["hooks"]["PreToolUse"][0]["matcher"],
+        "Bash|Edit|Write|MultiEdit|NotebookEdit"
+    );
     // Installing again without --guard takes the guard out, and only it.
     let out = env
         .loopx(&["hooks", "install", "--runtime", "claude-code", "--json"])
@@ -324,6 +327,7 @@ fn doctor_checks_path_events_and_matchers_and_names_trust_steps() {
 loopx on PATH: $BIN/loopx
 gemini       .gemini/settings.json: wired (SessionStart, BeforeAgent, AfterAgent, SessionEnd)
   trust: Gemini CLI ignores .gemini/settings.json in an untrusted folder: trust this folder when it asks; a headless run (gemini -p) needs GEMINI_CLI_TRUST_WORKSPACE=true in its environment (--skip-trust does not load the folder's hooks in 0.61)
+worktrees: a claim takes a worktree of its own when another agent's session on this clone is live (seen through /proc); set git config loopx.worktree to always or never to decide instead
 ",
     );
     let settings = env.repo.join(".gemini/settings.json");
@@ -349,6 +353,7 @@ gemini       .gemini/settings.json: broken (SessionStart, BeforeAgent, AfterAgen
   problem: Stop is not a gemini event (a typo is silently ignored)
   problem: hooks.Stop runs `loopx hook gemini Stop`, which loopx does not answer there
   trust: Gemini CLI ignores .gemini/settings.json in an untrusted folder: trust this folder when it asks; a headless run (gemini -p) needs GEMINI_CLI_TRUST_WORKSPACE=true in its environment (--skip-trust does not load the folder's hooks in 0.61)
+worktrees: a claim takes a worktree of its own when another agent's session on this clone is live (seen through /proc); set git config loopx.worktree to always or never to decide instead
 ",
     );
 }

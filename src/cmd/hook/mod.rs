@@ -327,6 +327,17 @@ fn start(call: &Call, continued: bool) -> Result<Answer> {
     };
     let hub = ctx.repo().ok().and_then(crate::sync::hub);
     let lx = loopx_command(ctx, call.runtime);
+    let worktrees: Vec<(crate::model::TodoId, PathBuf, String)> = ctx
+        .store()
+        .map(|s| crate::service::worktree::records(s.common_dir()))
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|r| &r.agent == agent && r.path.is_dir())
+        .map(|r| (r.todo, r.path, r.branch))
+        .collect();
+    let worktree_next = ctx
+        .repo()
+        .is_ok_and(|r| crate::service::worktree::decide(r, None, agent).take);
     let text_at = |state: &State, tip: &Tip, list: Option<&ReadyList>| -> Option<String> {
         let goal = &state.goals[&crate::cmd::pick_goal(ctx, state, None).ok()?];
         let tip = tip.commit.to_string();
@@ -340,6 +351,8 @@ fn start(call: &Call, continued: bool) -> Result<Answer> {
             offline: offline.as_deref(),
             hub: hub.as_deref(),
             lx: &lx,
+            worktrees: &worktrees,
+            worktree_next,
         };
         match list {
             Some(l) => decide::brief_from_ready(state, &st, l),
@@ -522,7 +535,7 @@ fn check_tool(
     input: &Input,
 ) -> Result<Answer, String> {
     let Some(command) = guard::command_of(runtime, input)? else {
-        return Ok(Answer::Nothing);
+        return Ok(write_scope(dir, env, runtime, input));
     };
     if guard::risks(command).is_empty() {
         return Ok(Answer::Nothing);
@@ -530,6 +543,52 @@ fn check_tool(
     let caller = crate::ctx::hook_caller(env, runtime, input.session.as_deref())
         .map_err(|e| format!("{e:#}"))?;
     Ok(tool(dir, caller.as_ref().map(|(a, _)| a), command))
+}
+
+/// An edit or write tool's call by an agent whose claim owns a linked
+/// worktree on this clone: denied when it names a file in the main
+/// checkout or another claim's worktree ([`guard::scope`]). Anything it
+/// cannot tell (no agent, no repository, no worktree) answers nothing:
+/// the shell guard's fail-closed rule is about gates, not this.
+fn write_scope(dir: Option<PathBuf>, env: &Env, runtime: Runtime, input: &Input) -> Answer {
+    if input.paths.is_empty() {
+        return Answer::Nothing;
+    }
+    let Ok(Some((agent, _))) = crate::ctx::hook_caller(env, runtime, input.session.as_deref())
+    else {
+        return Answer::Nothing;
+    };
+    let cwd = input.cwd.as_deref().map(PathBuf::from).or(dir.clone());
+    let Ok(ctx) = Ctx::with(dir, Format::Json, Some(agent.as_str())) else {
+        return Answer::Nothing;
+    };
+    let Ok(store) = ctx.store() else {
+        return Answer::Nothing;
+    };
+    let (own, others): (Vec<_>, Vec<_>) = crate::service::worktree::records(store.common_dir())
+        .into_iter()
+        .filter(|r| r.path.is_dir())
+        .partition(|r| r.agent == agent);
+    if own.is_empty() {
+        return Answer::Nothing;
+    }
+    let Some(checkout) = store
+        .workdir()
+        .and_then(|w| crate::git::worktree::main_worktree(w).ok())
+    else {
+        return Answer::Nothing;
+    };
+    let paths = |rs: Vec<crate::service::worktree::Record>| -> Vec<PathBuf> {
+        rs.into_iter().map(|r| r.path).collect()
+    };
+    guard::scope::check(
+        &input.paths,
+        cwd.as_deref(),
+        &paths(own),
+        &paths(others),
+        &checkout,
+    )
+    .map_or(Answer::Nothing, Answer::Deny)
 }
 
 /// Whether loopx is in use at `dir`: a repository with a state. A failure

@@ -37,6 +37,40 @@ struct Wire {
     loopx: Option<String>,
     ok: bool,
     checks: Vec<Check>,
+    /// When a claim on this clone takes a worktree of its own.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    worktree: Option<WorktreeRule>,
+}
+
+/// Which rule decides whether a claim takes a worktree here.
+#[derive(Serialize)]
+struct WorktreeRule {
+    /// git config `loopx.worktree`: auto, always or never.
+    mode: &'static str,
+    /// Whether this machine sees a session's process (Linux `/proc`), so
+    /// `auto` can tell another live session without the runtime's pid.
+    sees_processes: bool,
+    /// What applies, in words.
+    applies: String,
+}
+
+impl WorktreeRule {
+    fn of(ctx: &Ctx) -> Option<WorktreeRule> {
+        use crate::config::WorktreeMode;
+        let mode = ctx.repo().ok()?.config().worktree;
+        let sees = crate::hook::sessions::can_see_processes();
+        let applies = match (mode, sees) {
+            (WorktreeMode::Always, _) => "every claim takes a worktree of its own (git config loopx.worktree = always)".to_owned(),
+            (WorktreeMode::Never, _) => "no claim takes a worktree unless `todo claim --worktree` (git config loopx.worktree = never)".to_owned(),
+            (WorktreeMode::Auto, true) => "a claim takes a worktree of its own when another agent's session on this clone is live (seen through /proc); set git config loopx.worktree to always or never to decide instead".to_owned(),
+            (WorktreeMode::Auto, false) => "this machine cannot see sessions' processes (no /proc): only runtimes that send their pid (OpenCode) count as live, so git config decides: set loopx.worktree = always when several sessions share this clone".to_owned(),
+        };
+        Some(WorktreeRule {
+            mode: mode.as_str(),
+            sees_processes: sees,
+            applies,
+        })
+    }
 }
 
 #[derive(Serialize)]
@@ -110,6 +144,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         loopx: loopx.as_ref().map(|p| p.display().to_string()),
         ok,
         checks,
+        worktree: WorktreeRule::of(ctx),
     };
     let guard_off = guard::is_off(ctx.env.get(guard::SWITCH));
     ctx.out.emit(&wire, || human(&wire, wired, guard_off))?;
@@ -182,6 +217,9 @@ fn human(w: &Wire, wired: bool, guard_off: bool) -> String {
         .filter(|c| c.guarded)
         .map(|c| c.runtime)
         .collect();
+    if let Some(w) = &w.worktree {
+        s.push_str(&format!("worktrees: {}\n", w.applies));
+    }
     let switch = format!("{}={}", guard::SWITCH, guard::OFF);
     match (guarded.is_empty(), guard_off) {
         (true, false) => {}

@@ -88,6 +88,11 @@ struct Wire<'a> {
     /// Gates whose `loopx.notify` command failed on this clone.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     notify_failed: Vec<NotifyFailed>,
+    /// Claims' worktrees on this clone left behind: their claim was
+    /// stolen, released or done while work remained, or their folder is
+    /// gone. loopx never removes them by itself.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    left_worktrees: Vec<crate::service::worktree::Left>,
 }
 
 #[derive(Serialize)]
@@ -379,6 +384,12 @@ impl<'a> Wire<'a> {
                 .into_iter()
                 .map(|(gate, reason)| NotifyFailed { gate, reason })
                 .collect(),
+            left_worktrees: match (view.at, ctx.store()) {
+                (false, Ok(store)) => crate::service::worktree::left(store.common_dir(), |t, a| {
+                    state.todos.get(t).and_then(|t| t.owner()) == Some(a)
+                }),
+                _ => Vec::new(),
+            },
             recent: b
                 .ticks
                 .iter()
@@ -411,6 +422,21 @@ fn human(w: &Wire, now: Timestamp) -> String {
         for g in other {
             s.push_str(&format!("  {}\n", g.line()));
         }
+    }
+    for l in &w.left_worktrees {
+        let r = &l.record;
+        let why = if l.missing {
+            "its folder is gone; the next claim or done prunes it"
+        } else {
+            "review or merge it, then `git worktree remove` it"
+        };
+        s.push_str(&format!(
+            "worktree left: {} (branch {}, {} of {}): {why}\n",
+            r.path.display(),
+            r.branch,
+            r.agent,
+            r.todo
+        ));
     }
     for f in &w.notify_failed {
         s.push_str(&format!(

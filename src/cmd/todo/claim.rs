@@ -4,13 +4,14 @@
 use anyhow::{Context, Result};
 use serde::Serialize;
 
-use super::{TodoRef, report};
+use super::TodoRef;
 use crate::cmd::tx;
 use crate::cmd::{TickWire, pick_goal};
 use crate::ctx::Ctx;
 use crate::error::{Code, Exit, Refusal};
 use crate::model::{Todo, TodoId};
 use crate::op::{Change, Happened, TodoClaim, TodoRelease, rules};
+use crate::service::worktree::{self, Opened};
 use crate::sync::{Rejected, Report};
 use crate::time::Span;
 
@@ -34,6 +35,14 @@ use crate::time::Span;
 /// hub fails the claim (nothing is claimed); --no-sync claims here only, for
 /// offline work. git config loopx.claimSync (true or false) overrides the
 /// default.
+///
+/// With --worktree the claim gets a linked worktree of its own, on a new
+/// branch `loopx/<todo>` (a suffix when that name is taken), in the folder git
+/// config loopx.worktrees names (default: `<main worktree>.loopx-worktrees`
+/// beside the main worktree); work there. A claim that already has one
+/// finds it again. git config loopx.worktree decides without the flag:
+/// always, never, or auto (the default: when another agent's session on
+/// this clone is live, where loopx can tell).
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// The todo's id or a unique prefix
@@ -54,6 +63,12 @@ pub struct Args {
     /// Claim here only (offline work), even with a hub
     #[arg(long, overrides_with = "sync")]
     no_sync: bool,
+    /// Give the claim a linked worktree on its own branch [default: git config loopx.worktree]
+    #[arg(long, overrides_with = "no_worktree")]
+    worktree: bool,
+    /// Work in the current checkout, whatever git config loopx.worktree says
+    #[arg(long, overrides_with = "worktree")]
+    no_worktree: bool,
 }
 
 /// `todo claim --sync`'s output: the tick's, and the sync's report.
@@ -62,7 +77,11 @@ struct Wire<'a> {
     todo: TodoRef<'a>,
     #[serde(flatten)]
     tick: TickWire,
-    sync: &'a Report,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sync: Option<&'a Report>,
+    /// The claim's own worktree, when it has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    worktree: Option<&'a Opened>,
 }
 
 /// How many times `--next` picks again when its pick lost on the hub (the
@@ -306,18 +325,32 @@ fn claim_once(ctx: &Ctx, args: &Args, synced: bool) -> Result<Attempt> {
                 ),
             ));
         }
+        let wt = own_worktree(ctx, args, &t)?;
         ctx.out.emit(
             &Wire {
                 todo: TodoRef::of(&t),
                 tick,
-                sync: &r,
+                sync: Some(&r),
+                worktree: wt.as_ref(),
             },
             || human(&t),
         )?;
+        say_worktree(ctx, wt.as_ref());
         (Exit::Ok, t, Some(r))
     } else {
-        let exit = report(ctx, &done, human)?;
-        (exit, done.state.todos[id].clone(), None)
+        let t = done.state.todos[id].clone();
+        let wt = own_worktree(ctx, args, &t)?;
+        ctx.out.emit(
+            &Wire {
+                todo: TodoRef::of(&t),
+                tick: TickWire::of(&done),
+                sync: None,
+                worktree: wt.as_ref(),
+            },
+            || human(&t),
+        )?;
+        say_worktree(ctx, wt.as_ref());
+        (Exit::Ok, t, None)
     };
     if args.next {
         ctx.out.status(&format!(
@@ -329,6 +362,64 @@ fn claim_once(ctx: &Ctx, args: &Args, synced: bool) -> Result<Attempt> {
         ctx.out.status(&crate::cmd::wire::human(r));
     }
     Ok(Attempt::Done(exit))
+}
+
+/// The worktree the claim of `t` owns: found again when it has one,
+/// made when `--worktree` or git config `loopx.worktree` says so. The claim
+/// counts either way; a worktree git cannot make fails the command after
+/// it, saying so.
+fn own_worktree(ctx: &Ctx, args: &Args, t: &Todo) -> Result<Option<Opened>> {
+    let Some(me) = t.owner() else { return Ok(None) };
+    let repo = ctx.repo()?;
+    let flag = match (args.worktree, args.no_worktree) {
+        (true, _) => Some(true),
+        (_, true) => Some(false),
+        _ => None,
+    };
+    let has = worktree::of(repo.store().common_dir(), &t.id, me).is_some();
+    let decided = worktree::decide(repo, flag, me);
+    if !has && !decided.take {
+        return Ok(None);
+    }
+    let opened = worktree::open(repo, &t.id, me, ctx.now);
+    // Taken by itself (`auto`): a worktree git cannot make leaves the
+    // claim in this checkout, with a warning.
+    if let Err(e) = &opened
+        && decided.auto
+        && !has
+    {
+        ctx.out.warn(&format!(
+            "{} works in this checkout: {}, but its worktree could not be made ({e:#})",
+            t.id, decided.why
+        ));
+        return Ok(None);
+    }
+    opened
+        .map(Some)
+        .with_context(|| {
+            format!(
+                "{} is claimed, but its worktree could not be made; run `loopx todo claim {} --worktree` again, or work in this checkout",
+                t.id, t.id
+            )
+        })
+}
+
+/// Tells the agent where to work (stderr: stdout stays the claim's line).
+fn say_worktree(ctx: &Ctx, wt: Option<&Opened>) {
+    let Some(w) = wt else { return };
+    if let Some(p) = &w.pruned {
+        ctx.out.status(&format!(
+            "The worktree at {} was deleted by hand: pruned (its branch is kept).",
+            p.display()
+        ));
+    }
+    let how = if w.created { "made" } else { "found again" };
+    ctx.out.status(&format!(
+        "Worktree {how}: {} on branch {}. Work there: `cd {}` before shell tools, and edit files only under it.",
+        w.record.path.display(),
+        w.record.branch,
+        w.record.path.display()
+    ));
 }
 
 /// An unreachable hub: the refusal also says how to work offline.

@@ -13,6 +13,7 @@ use crate::model::EvidenceKind;
 use crate::model::run::CommandRun;
 use crate::op::{self, Change, EvidenceAdd, TodoDone};
 use crate::service::evidence::code_now;
+use crate::service::worktree::Closed;
 
 /// Mark a todo done (its owner, or anyone if it is unclaimed)
 ///
@@ -20,6 +21,11 @@ use crate::service::evidence::code_now;
 /// tick); if it fails, nothing is marked done and this exits 3. Once the
 /// clone has a hub (`loopx sync --setup`), the completion is pushed right
 /// away; --no-sync keeps it here until the next sync.
+///
+/// When the claim owns a linked worktree (`todo claim --worktree`), the
+/// validation runs there, and every file in it must be committed first:
+/// otherwise nothing is marked done, and the files are listed. Once done,
+/// the worktree is removed and its branch kept for review.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     #[command(flatten)]
@@ -42,6 +48,9 @@ struct Wire<'a> {
     validation: Option<&'a CommandRun>,
     #[serde(flatten)]
     tick: TickWire,
+    /// The claim's worktree, removed (its branch kept).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    worktree: Option<&'a Closed>,
 }
 
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
@@ -62,8 +71,13 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     op::apply(&mut snap.state.clone(), &tx::op(ctx, probe)?)?;
     // Code from the shared state runs only when this machine trusts it.
     super::trust::allow_or_hold(ctx, &snap.state, todo)?;
+    // The claim's own worktree: all its work committed, or nothing is done.
+    let own = crate::cmd::claim_worktree(ctx, todo)?;
     // The validation runs once, before the tick; retries reuse its result.
-    let root = ctx.store()?.root();
+    let root = match &own {
+        Some(r) if r.path.is_dir() => r.path.as_path(),
+        _ => ctx.store()?.root(),
+    };
     let validation = todo.validate.as_ref().map(|v| {
         ctx.out
             .status(&format!("Validating {id}: {}", v.argv.join(" ")));
@@ -109,11 +123,13 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         )?)
     })?;
     let t = &done.state.todos[&id];
+    let closed = own.and_then(|r| crate::cmd::close_worktree(ctx, &r));
     ctx.out.emit(
         &Wire {
             todo: TodoRef::of(t),
             validation: validation.as_ref(),
             tick: TickWire::of(&done),
+            worktree: closed.as_ref(),
         },
         || match &validation {
             Some(v) => format!(

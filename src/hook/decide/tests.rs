@@ -99,6 +99,8 @@ fn start<'a>(state: &'a State, agent: &'a AgentId, continued: bool) -> Start<'a>
         offline: None,
         hub: None,
         lx: "loopx",
+        worktrees: &[],
+        worktree_next: false,
     }
 }
 

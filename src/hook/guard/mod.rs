@@ -22,6 +22,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 mod push;
+pub mod scope;
 mod shell;
 
 use super::{Input, Runtime};
