@@ -14,7 +14,7 @@
 //! live, evidence or archive. Evidence and the archive only grow: a tick
 //! may add files there, never replace one.
 //!
-//! [`chain`] walks a first-parent chain from a trusted commit, checking each
+//! [`walk`] goes along a first-parent chain from a trusted commit, checking each
 //! commit in order and carrying the state forward, so a history of `n`
 //! ticks costs `n` applies and no reads of whole trees after the first.
 //! `verify`, sync (before it trusts a remote's commits, and before it pushes
@@ -171,9 +171,36 @@ pub struct Verified {
     pub state: State,
 }
 
+/// Why a commit or a chain did not verify: a commit breaks a rule (decided
+/// the same way on every machine), or the check itself could not read the
+/// repository (nothing decided).
+#[derive(Debug)]
+pub enum Unverified {
+    /// The first commit that is not a valid tick.
+    Invalid(Finding),
+    /// Reading the repository failed.
+    Failed(anyhow::Error),
+}
+
+impl From<anyhow::Error> for Unverified {
+    fn from(e: anyhow::Error) -> Self {
+        Unverified::Failed(e)
+    }
+}
+
+impl Unverified {
+    /// The finding; a failure to read is passed on as the caller's error.
+    pub fn finding(self) -> Result<Finding> {
+        match self {
+            Unverified::Invalid(f) => Ok(f),
+            Unverified::Failed(e) => Err(e),
+        }
+    }
+}
+
 /// The result of checking one commit or a chain: the trusted tip it reached,
-/// or the first commit that is not a valid tick.
-pub type Checked = std::result::Result<Verified, Finding>;
+/// or why it reached none.
+pub type Checked = std::result::Result<Verified, Unverified>;
 
 /// Which signatures this machine asks of human acts (its data lives below
 /// the repository handle, which caches it).
@@ -181,8 +208,8 @@ pub use crate::signing::Signing;
 
 /// Checks that `entry` is the tick loopx writes for its op on top of
 /// `parent` (None: `entry` is the first tick). `now` is this machine's
-/// clock, for the one rule that reads it. Errors are I/O; a commit that
-/// breaks a rule is `Ok(Err(finding))`.
+/// clock, for the one rule that reads it. A commit that breaks a rule is
+/// [`Unverified::Invalid`]; an I/O error, [`Unverified::Failed`].
 ///
 /// This is the one function that decides what a valid tick is: a further
 /// check (a signature on a human act, say) belongs here, so that `verify`,
@@ -197,12 +224,9 @@ pub fn check_tick(
     now: Timestamp,
     signing: &Signing,
     lineage: &mut Lineage,
-) -> Result<Checked> {
+) -> Checked {
     let parsed = message::parse(&entry.message);
-    let head = match check_head(store, parent, entry, parsed, now, signing, lineage)? {
-        Ok(h) => h,
-        Err(f) => return Ok(Err(f)),
-    };
+    let head = check_head(store, parent, entry, parsed, now, signing, lineage)?;
     let parent_tree = parent.map(|p| p.tip.tree);
     if let Some(f) = check_files(
         scratch,
@@ -211,23 +235,9 @@ pub fn check_tick(
         head.tick,
         &head.planned.changes,
     )? {
-        return Ok(Err(f));
+        return Err(Unverified::Invalid(f));
     }
-    Ok(Ok(head.accept(entry, lineage)))
-}
-
-/// Checks every commit after `base` (None: from the first tick) up to
-/// `tip`, in order, calling `progress(done, total)` as it goes. `base` is
-/// trusted as it is. Returns the verified tip, or the first bad commit.
-pub fn chain(
-    store: &Store,
-    base: Option<Verified>,
-    tip: Oid,
-    now: Timestamp,
-    signing: &Signing,
-    progress: &mut dyn FnMut(usize, usize),
-) -> Result<Checked> {
-    Ok(chain_noting(store, base, tip, now, signing, progress)?.0)
+    Ok(head.accept(entry, lineage))
 }
 
 /// What a chain's check found valid but worth saying (`verify` prints it).
@@ -239,41 +249,13 @@ pub struct Notes {
     pub unsigned_agent_ticks: Vec<u64>,
 }
 
-/// [`chain`], also returning its [`Notes`].
-pub fn chain_noting(
-    store: &Store,
-    base: Option<Verified>,
-    tip: Oid,
-    now: Timestamp,
-    signing: &Signing,
-    progress: &mut dyn FnMut(usize, usize),
-) -> Result<(Checked, Notes)> {
-    chain_in(store, base, tip, now, signing, progress, true)
-}
-
-/// Like [`chain_noting`], in a repository, with its clock and signing
-/// setup.
-pub fn chain_of_noting(
-    repo: &Repo,
-    base: Option<Verified>,
-    tip: Oid,
-    progress: &mut dyn FnMut(usize, usize),
-) -> Result<(Checked, Notes)> {
-    chain_noting(
-        repo.store(),
-        base,
-        tip,
-        // "Future" is judged by this machine's own clock, never by
-        // LOOPX_NOW: a fixed clock may only lie in the past.
-        crate::time::Timestamp::system_now(),
-        repo.signing()?,
-        progress,
-    )
-}
-
-/// [`chain`], on more than one thread when `threads` allows and the
-/// machine and the chain's length make it worth it ([`parallel`]).
-fn chain_in(
+/// Checks every commit after `base` (None: from the first tick) up to
+/// `tip`, in order, calling `progress(done, total)` as it goes, on more
+/// than one thread when `threads` allows and the machine and the chain's
+/// length make it worth it (`parallel`). `base` is trusted as it is.
+/// Returns the verified tip or why there is none, and the chain's
+/// [`Notes`] (of the ticks that passed).
+pub fn walk(
     store: &Store,
     base: Option<Verified>,
     tip: Oid,
@@ -281,32 +263,37 @@ fn chain_in(
     signing: &Signing,
     progress: &mut dyn FnMut(usize, usize),
     threads: bool,
-) -> Result<(Checked, Notes)> {
-    let ids = store.chain_ids_since(tip, base.as_ref().map(|b| b.tip.commit))?;
-    let total = ids.len();
-    // The op ids and identity of the trusted part, from the index beside
-    // the cache (a walk of the messages when it has none that fits).
-    let mut lineage = match &base {
-        Some(b) => lineage::at(store, b.tip.commit)?,
-        None => Lineage::default(),
+) -> (Checked, Notes) {
+    let mut lineage = Lineage::default();
+    let check = || -> Checked {
+        let ids = store.chain_ids_since(tip, base.as_ref().map(|b| b.tip.commit))?;
+        let total = ids.len();
+        // The op ids and identity of the trusted part, from the index
+        // beside the cache (a walk of the messages when it has none that
+        // fits).
+        if let Some(b) = &base {
+            lineage = lineage::at(store, b.tip.commit)?;
+        }
+        let checked = if threads && parallel(total) {
+            pipeline::run(store, base, ids, now, signing, &mut lineage, progress)
+        } else {
+            serial(store, base, ids, now, signing, &mut lineage, progress)
+        };
+        if checked.is_ok() && total > 0 {
+            lineage::save(store, &lineage);
+        }
+        checked
     };
-    let checked = if threads && parallel(total) {
-        pipeline::run(store, base, ids, now, signing, &mut lineage, progress)?
-    } else {
-        serial(store, base, ids, now, signing, &mut lineage, progress)?
-    };
-    if checked.is_ok() && total > 0 {
-        lineage::save(store, &lineage);
-    }
+    let checked = check();
     let mut notes = Notes {
         unsigned_agent_ticks: std::mem::take(&mut lineage.unsigned_agent_ticks),
     };
     // Only ticks that passed count: the pipelined path takes a tick into
     // the lineage before its files are checked.
-    if let Err(f) = &checked {
+    if let Err(Unverified::Invalid(f)) = &checked {
         notes.unsigned_agent_ticks.retain(|t| *t < f.tick);
     }
-    Ok((checked, notes))
+    (checked, notes)
 }
 
 /// Chains at least this long are checked on two threads when the machine
@@ -340,13 +327,13 @@ fn serial(
     signing: &Signing,
     lineage: &mut Lineage,
     progress: &mut dyn FnMut(usize, usize),
-) -> Result<Checked> {
+) -> Checked {
     let scratch = store.scratch();
     let total = ids.len();
     let mut current = base;
     for (i, id) in ids.into_iter().enumerate() {
         let entry = store.entry(id)?;
-        match check_tick(
+        let v = check_tick(
             &scratch,
             store,
             current.as_ref(),
@@ -354,21 +341,15 @@ fn serial(
             now,
             signing,
             lineage,
-        )? {
-            Ok(v) => {
-                // The parent's state is dropped here: the new one's writes
-                // fold into the base they shared, so the next tick clones
-                // no overlay (`State::settle`).
-                let v = current.insert(v);
-                v.state.settle();
-            }
-            Err(f) => return Ok(Err(f)),
-        }
+        )?;
+        // The parent's state is dropped here: the new one's writes fold
+        // into the base they shared, so the next tick clones no overlay
+        // (`State::settle`).
+        let v = current.insert(v);
+        v.state.settle();
         progress(i + 1, total);
     }
-    Ok(Ok(current.expect(
-        "a chain ending at a commit has at least one commit",
-    )))
+    Ok(current.expect("a chain ending at a commit has at least one commit"))
 }
 
 /// The same checks as [`serial`], in three stages on three threads: one
@@ -384,22 +365,28 @@ mod pipeline;
 mod vouch;
 pub use vouch::vouched;
 
-/// Like [`chain`], in a repository, with its clock and signing setup.
-pub fn chain_of(
+/// [`walk`] in a repository, with its clock and signing setup, on as many
+/// threads as are worth it.
+pub fn chain(
     repo: &Repo,
     base: Option<Verified>,
     tip: Oid,
     progress: &mut dyn FnMut(usize, usize),
-) -> Result<Checked> {
-    chain(
+) -> (Checked, Notes) {
+    let signing = match repo.signing() {
+        Ok(s) => s,
+        Err(e) => return (Err(e.into()), Notes::default()),
+    };
+    walk(
         repo.store(),
         base,
         tip,
         // "Future" is judged by this machine's own clock, never by
         // LOOPX_NOW: a fixed clock may only lie in the past.
         crate::time::Timestamp::system_now(),
-        repo.signing()?,
+        signing,
         progress,
+        true,
     )
 }
 
@@ -435,6 +422,23 @@ pub enum Update {
     /// A new goal ref that is not the goal-ref half of a split whose other
     /// half the hub holds (`birth::stray`): why.
     StrayGoalRef(String),
+    /// Reading the hub's repository failed: nothing is decided.
+    Failed(anyhow::Error),
+}
+
+impl From<anyhow::Error> for Update {
+    fn from(e: anyhow::Error) -> Self {
+        Update::Failed(e)
+    }
+}
+
+impl From<Unverified> for Update {
+    fn from(e: Unverified) -> Self {
+        match e {
+            Unverified::Invalid(f) => Update::Invalid(f),
+            Unverified::Failed(e) => Update::Failed(e),
+        }
+    }
 }
 
 /// Checks one pushed update (`old` → `new`, full hex ids, zeros for none)
@@ -449,10 +453,10 @@ pub fn update(
     new: &str,
     now: Timestamp,
     signing: &Signing,
-) -> Result<std::result::Result<(), Update>> {
+) -> std::result::Result<(), Update> {
     let zero = |id: &str| id.bytes().all(|b| b == b'0');
     if zero(new) {
-        return Ok(Err(Update::Deletion));
+        return Err(Update::Deletion);
     }
     let new = store.oid(new)?;
     let base = if zero(old) {
@@ -460,23 +464,21 @@ pub fn update(
     } else {
         let old = store.oid(old)?;
         if old == new {
-            return Ok(Ok(()));
+            return Ok(());
         }
         if !store.is_ancestor(old, new)? {
-            return Ok(Err(Update::Rewrite { old, new }));
+            return Err(Update::Rewrite { old, new });
         }
         Some(trusted_at(store, old)?)
     };
     let created = base.is_none();
     // One thread: a hub's quarantined objects are seen only through this
     // store's own object directories.
-    if let Err(f) = chain_in(store, base, new, now, signing, &mut |_, _| {}, false)?.0 {
-        return Ok(Err(Update::Invalid(f)));
-    }
+    walk(store, base, new, now, signing, &mut |_, _| {}, false).0?;
     if created && let Some(why) = birth::stray(store, name, new)? {
-        return Ok(Err(Update::StrayGoalRef(why)));
+        return Err(Update::StrayGoalRef(why));
     }
-    Ok(Ok(()))
+    Ok(())
 }
 
 #[cfg(test)]

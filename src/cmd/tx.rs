@@ -2,8 +2,9 @@
 //! and explicit values (the caller, the actor, the time, the id source);
 //! this resolves them from the command context, tries the fast start-up
 //! path's cache before opening the repository, and tells the writer what
-//! the redactor took out. Commands name it `tx` (`use crate::cmd::tx`), so
-//! everything else of [`crate::tx`] is reachable under the same name.
+//! the redactor took out. Commands name it `tx` (`use crate::cmd::tx`); it
+//! re-exports the tick's types and nothing of [`crate::tx`] that takes a
+//! repository, so `tx::load(ctx)` never reads like `tx::load(repo)`.
 
 use anyhow::Result;
 
@@ -12,9 +13,11 @@ use crate::error::{Code, Refusal};
 use crate::op::{AgentRegister, Change, GoalAdd, Init, Op};
 use crate::store::Tip;
 
-// The rest of the tick's API (types, `snapshot`, `plan_tick` …) as is; the
-// functions below, which take the context, shadow their namesakes.
-pub use crate::tx::*;
+// The tick's types and the store-level helpers the commands share, as
+// they are; every function here that reads or writes takes the context.
+pub use crate::tx::{
+    Claims, Commit, Committed, STALE_LOCK, Snapshot, Stamped, Tick, goalref, no_state_at, snapshot,
+};
 
 /// Starts a tick as the caller of this invocation: the command-side
 /// adapter of [`crate::tx::Commit`] (jj's `start_transaction`), used as

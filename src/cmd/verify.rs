@@ -8,7 +8,7 @@ use serde::Serialize;
 use crate::ctx::Ctx;
 use crate::error::{Code, Exit, Refusal};
 use crate::history::{self, Rev};
-use crate::verify::{self, Finding};
+use crate::verify::{self, Finding, Unverified};
 
 /// Check that every tick re-applies to exactly its tree
 ///
@@ -80,7 +80,7 @@ fn goal_refs(ctx: &Ctx, args: &Args) -> Result<Vec<GoalRefWire>> {
         let mut progress = |done: usize, total: usize| {
             ctx.out.progress(&format!("Verifying {name}"), done, total);
         };
-        let (checked, _) = verify::chain_of_noting(ctx.repo()?, None, tip, &mut progress)?;
+        let (checked, _) = verify::chain(ctx.repo()?, None, tip, &mut progress);
         out.push(match checked {
             Ok(v) => GoalRefWire {
                 name,
@@ -88,7 +88,8 @@ fn goal_refs(ctx: &Ctx, args: &Args) -> Result<Vec<GoalRefWire>> {
                 tick: v.tip.tick,
                 finding: None,
             },
-            Err(f) => GoalRefWire {
+            Err(Unverified::Failed(e)) => return Err(e),
+            Err(Unverified::Invalid(f)) => GoalRefWire {
                 name,
                 ok: false,
                 tick: f.tick.saturating_sub(1),
@@ -129,7 +130,12 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         verified = done;
         ctx.out.progress("Verifying", done, total);
     };
-    let (checked, notes) = verify::chain_of_noting(ctx.repo()?, base, to.commit, &mut progress)?;
+    let (checked, notes) = verify::chain(ctx.repo()?, base, to.commit, &mut progress);
+    let checked = match checked {
+        Err(Unverified::Failed(e)) => return Err(e),
+        Err(Unverified::Invalid(f)) => Err(f),
+        Ok(v) => Ok(v),
+    };
     let unsigned = &notes.unsigned_agent_ticks;
     if !unsigned.is_empty() && !ctx.out.is_json() {
         let shown: Vec<String> = unsigned.iter().take(5).map(u64::to_string).collect();

@@ -15,13 +15,26 @@ use crate::op::{Change, GoalSplit, message};
 use crate::repo::Repo;
 use crate::store::{Oid, Tip};
 use crate::tx::goalref;
-use crate::verify::{self, Finding, Verified};
+use crate::verify::{self, Finding, Unverified, Verified};
 
 use super::{Names, Options, Progress};
 
 /// A side's ticks as verified: or the first commit that is not a valid
 /// tick.
 pub(super) type Side<T> = std::result::Result<T, Finding>;
+
+/// A side as checked: the verified side or its finding, for `decide`; a
+/// failure to read the repository returns from the enclosing function
+/// (the round stops, as on any I/O error).
+macro_rules! side {
+    ($checked:expr) => {
+        match $checked {
+            Ok(v) => Ok(v),
+            Err(Unverified::Invalid(f)) => Err(f),
+            Err(Unverified::Failed(e)) => return Err(e),
+        }
+    };
+}
 
 /// How the local and remote tips relate, each shape with the tips it
 /// relates and the sides observe verified for it (so deciding never
@@ -208,12 +221,12 @@ pub(super) fn observe(
             }
             let first = match fresh_goal_ref(repo, opts, &local, progress)? {
                 Some(fresh) => First::Fresh(fresh),
-                None => First::Push(local_side(repo, None, &local, progress)?),
+                None => First::Push(side!(local_side(repo, None, &local, progress))),
             };
             return shape(Shape::LocalOnly { local, first });
         }
         (None, Some(remote)) => {
-            let theirs = remote_side(repo, names, None, &remote, progress)?;
+            let theirs = side!(remote_side(repo, names, None, &remote, progress));
             return shape(Shape::RemoteOnly { remote, theirs });
         }
         (Some(l), Some(r)) => (l, r),
@@ -238,7 +251,9 @@ pub(super) fn observe(
         if !opts.adopt_remote {
             return Ok(None);
         }
-        Ok(Some(remote_side(repo, names, base, remote, progress)?))
+        Ok(Some(side!(remote_side(
+            repo, names, base, remote, progress
+        ))))
     };
     let base = match (base, synced) {
         (base, Some(synced)) if rewritten => {
@@ -261,7 +276,7 @@ pub(super) fn observe(
         (Some(b), _) => b,
     };
     if base == local.commit {
-        let theirs = remote_side(repo, names, Some(base), &remote, progress)?;
+        let theirs = side!(remote_side(repo, names, Some(base), &remote, progress));
         return shape(Shape::Behind {
             local,
             remote,
@@ -271,7 +286,9 @@ pub(super) fn observe(
     // The local ticks first, so a commit loopx did not write is named the
     // same way wherever it is.
     let replaced = replaced_pins(repo, Some(base), &local)?;
-    let ours = goalref::accepting(&replaced, || local_side(repo, Some(base), &local, progress))?;
+    let ours = side!(goalref::accepting(&replaced, || {
+        local_side(repo, Some(base), &local, progress)
+    }));
     let ahead = base == remote.commit;
     if ahead && (replaced.is_empty() || ours.is_err()) {
         return shape(Shape::Ahead {
@@ -283,7 +300,7 @@ pub(super) fn observe(
     let sides = match ours {
         Ok(ours) => Ok(Both {
             ours,
-            theirs: remote_side(repo, names, Some(base), &remote, progress)?,
+            theirs: side!(remote_side(repo, names, Some(base), &remote, progress)),
         }),
         Err(f) => Err(f),
     };
@@ -319,7 +336,7 @@ pub(super) fn ahead_of_synced(
     if !replaced_pins(repo, Some(synced.commit), &local)?.is_empty() {
         return Ok(None);
     }
-    let ours = local_side(repo, Some(synced.commit), &local, progress)?;
+    let ours = side!(local_side(repo, Some(synced.commit), &local, progress));
     Ok(Some(Observed {
         shape: Shape::Ahead {
             local,
@@ -434,9 +451,9 @@ fn fresh_goal_ref(
     if onto == parent && replaced.is_empty() {
         return Ok(None);
     }
-    let side = goalref::accepting(&replaced, || {
+    let side = side!(goalref::accepting(&replaced, || {
         local_side(repo, Some(parent), local, progress)
-    })?;
+    }));
     let snap = crate::tx::snapshot(store, store.tip_at(onto)?)?;
     Ok(Some(Fresh::Rebuild {
         state_id: crate::trust::lineage::state_id(store, Some(onto))?,
@@ -455,7 +472,7 @@ fn remote_side(
     base: Option<Oid>,
     remote: &Tip,
     progress: Progress,
-) -> Result<std::result::Result<RemoteSide, Finding>> {
+) -> std::result::Result<RemoteSide, Unverified> {
     let store = repo.store();
     let mut start = base;
     if let Some(v) = store.resolve(&names.verified)?
@@ -468,10 +485,7 @@ fn remote_side(
         start = Some(v.commit);
     }
     let what = format!("{}'s history", names.remote);
-    let verified = match chain(repo, start, remote.commit, &what, progress)? {
-        Ok(v) => v,
-        Err(f) => return Ok(Err(f)),
-    };
+    let verified = chain(repo, start, remote.commit, &what, progress)?;
     let base_tick = match base {
         Some(b) => store.tip_at(b)?.tick,
         None => 0,
@@ -485,12 +499,12 @@ fn remote_side(
         }
     }
     let state_id = crate::trust::lineage::state_id(store, Some(remote.commit))?;
-    Ok(Ok(RemoteSide {
+    Ok(RemoteSide {
         state_id,
         verified,
         commits: usize::try_from(remote.tick.saturating_sub(base_tick)).unwrap_or(usize::MAX),
         ops,
-    }))
+    })
 }
 
 /// On a goal ref, the pins of the local ticks after `base` up to `local`
@@ -521,10 +535,8 @@ fn local_side(
     base: Option<Oid>,
     local: &Tip,
     progress: Progress,
-) -> Result<std::result::Result<LocalSide, Finding>> {
-    if let Err(f) = chain(repo, base, local.commit, "the local history", progress)? {
-        return Ok(Err(f));
-    }
+) -> std::result::Result<LocalSide, Unverified> {
+    chain(repo, base, local.commit, "the local history", progress)?;
     let mut ticks = Vec::new();
     for e in repo.store().chain_since(local.commit, base)? {
         // Verified just now, so every message parses.
@@ -532,7 +544,7 @@ fn local_side(
             .map_err(|why| anyhow::anyhow!("commit {} stopped parsing: {why}", e.commit))?;
         ticks.push((e.commit, parsed));
     }
-    Ok(Ok(LocalSide { ticks }))
+    Ok(LocalSide { ticks })
 }
 
 /// Verifies `start`..`tip`, trusting the state at `start` as it is.
@@ -542,12 +554,12 @@ fn chain(
     tip: Oid,
     what: &str,
     progress: Progress,
-) -> Result<std::result::Result<Verified, Finding>> {
+) -> verify::Checked {
     let base = match start {
         Some(s) => {
             let v = verify::trusted_at(repo.store(), s)?;
             if s == tip {
-                return Ok(Ok(v));
+                return Ok(v);
             }
             Some(v)
         }
@@ -555,5 +567,5 @@ fn chain(
     };
     let what = format!("Verifying {what}");
     let mut report = |done: usize, total: usize| (progress.ticks)(&what, done, total);
-    verify::chain_of(repo, base, tip, &mut report)
+    verify::chain(repo, base, tip, &mut report).0
 }

@@ -105,7 +105,7 @@ pub fn plan(repo: &Repo, actor: &Actor, remote: Option<&str>) -> Result<Plan> {
         Some(s) => Some(verify::trusted_at(repo.store(), s)?),
         None => None,
     };
-    let Err(finding) = verify::chain_of(repo, base, tip.commit, &mut |_, _| {})? else {
+    let Err(unverified) = verify::chain(repo, base, tip.commit, &mut |_, _| {}).0 else {
         advance_ref(repo, &names.verified, tip.commit, true, "loopx: sync")?;
         return Ok(Plan {
             names,
@@ -113,6 +113,7 @@ pub fn plan(repo: &Repo, actor: &Actor, remote: Option<&str>) -> Result<Plan> {
             report,
         });
     };
+    let finding = unverified.finding()?;
     if !structural(finding.rule) {
         return Err(not_removable(&names, &finding).into());
     }

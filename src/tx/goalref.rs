@@ -150,31 +150,47 @@ pub fn replaced_pin(store: &Store, pin: Oid) -> Result<bool> {
     Ok(store.merge_base(pin, tip)?.is_some())
 }
 
+/// Why a tick's pin does not hold ([`for_check`]), or why it could not be
+/// checked.
+#[derive(Debug)]
+pub enum PinError {
+    /// The pin breaks a rule: what is wrong, in words.
+    Invalid(String),
+    /// Reading the repository failed: nothing is decided.
+    Failed(anyhow::Error),
+}
+
+impl From<anyhow::Error> for PinError {
+    fn from(e: anyhow::Error) -> Self {
+        PinError::Failed(e)
+    }
+}
+
 /// The shared state at `commit`, which must be a split state's shared tip.
-fn shared_at(store: &Store, commit: Oid) -> Result<std::result::Result<State, String>> {
+fn shared_at(store: &Store, commit: Oid) -> std::result::Result<State, PinError> {
     if let Some(s) = LAST.with(|l| {
         l.borrow()
             .as_ref()
             .filter(|(c, _)| *c == commit)
             .map(|(_, s)| s.clone())
     }) {
-        return Ok(Ok(s));
+        return Ok(s);
     }
     if !store.has_object(commit) {
-        return Ok(Err(format!(
+        return Err(PinError::Invalid(format!(
             "its pinned shared tip {} is not in this repository (sync the shared ref {SHARED} first)",
             commit.short(8)
         )));
     }
     let state = super::snapshot(store, store.tip_at(commit)?)?.state;
     if !is_shared_state(&state) {
-        return Ok(Err(format!(
+        return Err(PinError::Invalid(format!(
             "its pinned shared tip {} is not the shared state of a split state",
             commit.short(8)
         )));
     }
     LAST.with(|l| *l.borrow_mut() = Some((commit, state.clone())));
-    Ok(Ok(state))
+    Ok(state)
 }
 
 /// The pin of a tick's message, if it has one.
@@ -201,9 +217,10 @@ pub fn for_write(store: &Store, parent: Option<&Tip>, before: &State) -> Result<
         (None, Some(p)) => p,
         (None, None) => return Err(no_shared(store)),
     };
-    match shared_at(store, commit)? {
+    match shared_at(store, commit) {
         Ok(shared) => Ok(Some(Pin { commit, shared })),
-        Err(why) => Err(Refusal::error(
+        Err(PinError::Failed(e)) => Err(e),
+        Err(PinError::Invalid(why)) => Err(Refusal::error(
             Code::CorruptState,
             format!("{SHARED} cannot be pinned: {why}"),
         )
@@ -283,32 +300,31 @@ pub fn for_check(
     parent: Option<(&Tip, &State)>,
     op: &Op,
     message: &str,
-) -> Result<std::result::Result<Option<Pin>, String>> {
+) -> std::result::Result<Option<Pin>, PinError> {
     let pinned = crate::trailer::value(message, TRAILER);
     let splitting_off = first_split_off(op, parent.map(|(_, s)| s));
     let on_goal_ref = parent.is_some_and(|(_, s)| is_goal_state(s));
     let needs = splitting_off || on_goal_ref;
     let Some(pinned) = pinned else {
-        return Ok(if needs {
-            Err(format!(
+        return if needs {
+            Err(PinError::Invalid(format!(
                 "it is a tick on a goal ref and names no shared tip ({TRAILER})"
-            ))
+            )))
         } else {
             Ok(None)
-        });
+        };
     };
     if !needs {
-        return Ok(Err(format!(
+        return Err(PinError::Invalid(format!(
             "it pins a shared tip ({TRAILER}) but is not a tick on a goal ref"
         )));
     }
     let Ok(commit) = store.oid(pinned.trim()) else {
-        return Ok(Err(format!("its {TRAILER} {pinned:?} is not a commit id")));
+        return Err(PinError::Invalid(format!(
+            "its {TRAILER} {pinned:?} is not a commit id"
+        )));
     };
-    let shared = match shared_at(store, commit)? {
-        Ok(s) => s,
-        Err(why) => return Ok(Err(why)),
-    };
+    let shared = shared_at(store, commit)?;
     // On the shared ref's chain as this repository verified it: its own
     // `refs/loopx/state` (moved only by its writer and by verified syncs)
     // or the shared ref as verified from a remote
@@ -341,7 +357,7 @@ pub fn for_check(
         }
     }
     if !on_chain {
-        return Ok(Err(format!(
+        return Err(PinError::Invalid(format!(
             "its pinned shared tip {} is not on the shared ref {SHARED}",
             commit.short(8)
         )));
@@ -351,7 +367,7 @@ pub fn for_check(
             // Both sides of the split start from the same single-ref tick.
             let first = store.first_parent(commit)?;
             if first != Some(p.commit) {
-                return Ok(Err(format!(
+                return Err(PinError::Invalid(format!(
                     "it splits a goal off, but its pinned shared tip {} is not the split of the same tick",
                     commit.short(8)
                 )));
@@ -360,14 +376,14 @@ pub fn for_check(
             && before != commit
             && !store.is_ancestor(before, commit)?
         {
-            return Ok(Err(format!(
+            return Err(PinError::Invalid(format!(
                 "its pinned shared tip {} is older than its parent's ({}): pins never move back",
                 commit.short(8),
                 before.short(8)
             )));
         }
     }
-    Ok(Ok(Some(Pin { commit, shared })))
+    Ok(Some(Pin { commit, shared }))
 }
 
 /// Every goal ref here that counts, with its tip: none unless the shared

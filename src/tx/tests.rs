@@ -4,15 +4,21 @@
 
 use std::collections::BTreeMap;
 
+use super::write::commit_from;
 use super::*;
+use crate::cache;
+use crate::error::{Code, Refusal};
 use crate::model::{
     Actor, AgentId, Blocks, EvidenceId, EvidenceKind, GateId, GateKind, GoalId, Outcome, Priority,
     Runtime, TodoId, TodoStatus,
 };
+use crate::model::{State, files};
 use crate::op::{
     AgentRegister, EvidenceAdd, GateAnswer, GateOpen, Init, RefreshState, TodoAdd, TodoArchive,
     TodoClaim, TodoDone, TodoRelease, TodoUpdate,
 };
+use crate::op::{Change, Op};
+use crate::store::{Person, Store, Tip};
 use crate::time::{Span, Timestamp};
 
 /// splitmix64: a repeatable sequence from a seed (no extra crate).

@@ -45,9 +45,9 @@ pub(super) fn check_head(
     now: Timestamp,
     signing: &Signing,
     lineage: &Lineage,
-) -> Result<std::result::Result<Head, Finding>> {
+) -> std::result::Result<Head, Unverified> {
     let tick = parent.map_or(0, |p| p.tip.tick) + 1;
-    let fail = |rule, msg: String| Ok(Err(Finding::new(entry, tick, rule, msg)));
+    let fail = |rule, msg: String| Err(Unverified::Invalid(Finding::new(entry, tick, rule, msg)));
     let want_parents = usize::from(parent.is_some());
     if entry.parents != want_parents || entry.parent != parent.map(|p| p.tip.commit) {
         return fail(
@@ -123,7 +123,7 @@ pub(super) fn check_head(
             ),
         );
         f.refusal = Some(Code::OpIdReused);
-        return Ok(Err(f));
+        return Err(Unverified::Invalid(f));
     }
     let empty = State::default();
     let (name, email) = (op.actor.name(), op.actor.email());
@@ -156,9 +156,10 @@ pub(super) fn check_head(
         parent.map(|p| (&p.tip, &p.state)),
         op,
         &entry.message,
-    )? {
+    ) {
         Ok(p) => p,
-        Err(why) => return fail(Rule::Pin, why),
+        Err(tx::goalref::PinError::Invalid(why)) => return fail(Rule::Pin, why),
+        Err(tx::goalref::PinError::Failed(e)) => return Err(e.into()),
     };
     let splitting_off = tx::goalref::first_split_off(op, parent.map(|p| &p.state));
     let overlaid;
@@ -214,7 +215,7 @@ pub(super) fn check_head(
             Err(r) => {
                 let mut f = Finding::new(entry, tick, Rule::Signature, r.message);
                 f.refusal = Some(r.code);
-                return Ok(Err(f));
+                return Err(Unverified::Invalid(f));
             }
             // An agent tick no allowed machine signed, before the policy
             // requires it: valid, and reported (`trust::machine`).
@@ -240,7 +241,7 @@ pub(super) fn check_head(
                 ),
             );
             f.refusal = Some(refusal.code);
-            return Ok(Err(f));
+            return Err(Unverified::Invalid(f));
         }
     };
     if let Some(p) = &pin
@@ -266,13 +267,13 @@ pub(super) fn check_head(
             message_difference(&planned.message, &entry.message),
         );
     }
-    Ok(Ok(Head {
+    Ok(Head {
         tick,
         format: parsed.format,
         op_id: op.id.to_string(),
         planned,
         unsigned_agent,
-    }))
+    })
 }
 
 /// The rules of [`check_tick`] on the files a tick's op `changes` on top

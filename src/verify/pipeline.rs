@@ -4,8 +4,12 @@ use std::sync::mpsc;
 
 use super::*;
 
-/// A commit read and its message parsed, by the reader.
-type Read = Result<(Entry, std::result::Result<message::Parsed, String>)>;
+/// A commit read and its message parsed (or why it does not parse), by
+/// the reader.
+struct Read {
+    entry: Entry,
+    parsed: std::result::Result<message::Parsed, String>,
+}
 
 /// A tick for the file checker: the commit, its parent's tree (the
 /// commit's own claim, checked by the tick before), and its files.
@@ -28,11 +32,11 @@ pub(super) fn run(
     signing: &Signing,
     lineage: &mut Lineage,
     progress: &mut dyn FnMut(usize, usize),
-) -> Result<Checked> {
+) -> Checked {
     let dir = store.common_dir().to_path_buf();
     let total = ids.len();
     std::thread::scope(|scope| {
-        let (read_tx, read_rx) = mpsc::sync_channel::<Read>(AHEAD);
+        let (read_tx, read_rx) = mpsc::sync_channel::<Result<Read>>(AHEAD);
         let reader_dir = dir.clone();
         scope.spawn(move || {
             let store = match Store::discover(&reader_dir) {
@@ -43,9 +47,9 @@ pub(super) fn run(
                 }
             };
             for id in ids {
-                let read = store.entry(id).map(|e| {
-                    let parsed = message::parse(&e.message);
-                    (e, parsed)
+                let read = store.entry(id).map(|entry| {
+                    let parsed = message::parse(&entry.message);
+                    Read { entry, parsed }
                 });
                 let failed = read.is_err();
                 if read_tx.send(read).is_err() || failed {
@@ -100,7 +104,7 @@ pub(super) fn run(
         };
         let mut current = base;
         // The first tick this stage refused (or failed to read).
-        let mut head_stop: Option<(usize, Result<Finding>)> = None;
+        let mut head_stop: Option<Unverified> = None;
         let mut sent = 0;
         for (index, read) in read_rx.into_iter().enumerate() {
             while refused.is_none() {
@@ -114,10 +118,10 @@ pub(super) fn run(
             if refused.is_some() {
                 break;
             }
-            let (entry, parsed) = match read {
+            let Read { entry, parsed } = match read {
                 Ok(r) => r,
                 Err(e) => {
-                    head_stop = Some((index, Err(e)));
+                    head_stop = Some(Unverified::Failed(e));
                     break;
                 }
             };
@@ -130,13 +134,9 @@ pub(super) fn run(
                 signing,
                 lineage,
             ) {
-                Ok(Ok(h)) => h,
-                Ok(Err(f)) => {
-                    head_stop = Some((index, Ok(f)));
-                    break;
-                }
-                Err(e) => {
-                    head_stop = Some((index, Err(e)));
+                Ok(h) => h,
+                Err(stop) => {
+                    head_stop = Some(stop);
                     break;
                 }
             };
@@ -173,32 +173,19 @@ pub(super) fn run(
         // The earliest refusal in chain order wins, as in `serial`.
         // (The file checker never gets a tick after the first one the
         // re-applying stage refused, so its refusal is always earlier.)
-        let first = match (refused, head_stop) {
-            (Some((_, r)), _) => Stop::Files(r),
-            (None, Some((_, r))) => Stop::Head(r),
-            (None, None) => Stop::None,
-        };
-        match first {
-            Stop::Files(Ok(Some(f))) => Ok(Err(f)),
-            Stop::Files(Ok(None)) => unreachable!("a passed tick is not a stop"),
-            Stop::Files(Err(e)) | Stop::Head(Err(e)) => Err(e),
-            Stop::Head(Ok(f)) => Ok(Err(f)),
-            Stop::None => {
+        match (refused, head_stop) {
+            (Some((_, Ok(Some(f)))), _) => Err(Unverified::Invalid(f)),
+            (Some((_, Ok(None))), _) => unreachable!("a passed tick is not a stop"),
+            (Some((_, Err(e))), _) => Err(Unverified::Failed(e)),
+            (None, Some(stop)) => Err(stop),
+            (None, None) => {
                 if passed < total {
-                    anyhow::bail!(
+                    return Err(Unverified::Failed(anyhow::anyhow!(
                         "verification stopped after {passed} of {total} ticks: a thread ended early"
-                    );
+                    )));
                 }
-                Ok(Ok(current.expect(
-                    "a chain ending at a commit has at least one commit",
-                )))
+                Ok(current.expect("a chain ending at a commit has at least one commit"))
             }
         }
     })
-}
-
-enum Stop {
-    Files(Result<Option<Finding>>),
-    Head(Result<Finding>),
-    None,
 }

@@ -90,8 +90,9 @@ fn check(ctx: &Ctx, store: &Store, old: &str, new: &str, name: &str) -> Result<(
         new,
         crate::time::Timestamp::system_now(),
         ctx.repo()?.signing()?,
-    )? {
+    ) {
         Ok(()) => return Ok(()),
+        Err(Update::Failed(e)) => return Err(e),
         Err(Update::Deletion) => Refusal::rule(
             Code::HubDelete,
             "loopx state refs are never deleted on this hub",
