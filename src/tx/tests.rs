@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use super::write::commit_from;
+use super::write::on_read;
 use super::*;
 use crate::cache;
 use crate::error::{Code, Refusal};
@@ -502,7 +502,7 @@ fn a_tick_lands_through_the_repository_handle_alone() {
     );
 }
 
-/// `commit_from` builds the tick from the state the caller read while the
+/// `on_read` builds the tick from the state the caller read while the
 /// state ref still names its commit, and reads again once the ref moved:
 /// a stale read never becomes the parent of a tick.
 #[test]
@@ -536,13 +536,13 @@ fn a_tick_from_a_read_state_uses_it_only_while_the_ref_names_it() {
     let mut read = load(&repo).unwrap();
     read.state.meta.settings.lease = Span::minutes(7);
     let mut seen = Vec::new();
-    let stopped = commit_from(&repo, &Caller::Human, Some(read), |state| {
+    let stopped = on_read(&repo, &Caller::Human, Some(read), |state| {
         seen.push(state.meta.settings.lease);
         anyhow::bail!("stop here")
     });
     assert!(stopped.is_err());
     assert_eq!(seen, [Span::minutes(7)], "the read state, once");
-    let done = commit_from(&repo, &Caller::Human, Some(load(&repo).unwrap()), |_| {
+    let done = on_read(&repo, &Caller::Human, Some(load(&repo).unwrap()), |_| {
         Ok(op(human(), at, &ids, agent("agent-a"))?.op)
     })
     .unwrap();
@@ -556,7 +556,7 @@ fn a_tick_from_a_read_state_uses_it_only_while_the_ref_names_it() {
         .unwrap();
     assert_eq!(moved.tip.tick, 3);
     let mut parents = Vec::new();
-    let last = commit_from(&repo, &Caller::Human, Some(stale), |state| {
+    let last = on_read(&repo, &Caller::Human, Some(stale), |state| {
         parents.push(state.agents.len());
         Ok(op(human(), at, &ids, agent("agent-c"))?.op)
     })

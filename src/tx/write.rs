@@ -84,7 +84,7 @@ impl<'r> Commit<'r> {
 
     /// The op is on the todos the user typed (ids or prefixes): its first
     /// attempt reads only the cache's shards that hold them
-    /// (`commit_touching_at`).
+    /// (`on_shards`).
     pub fn touching(mut self, typed: &'r [&'r str]) -> Self {
         self.touching = Some(typed);
         self
@@ -98,7 +98,7 @@ impl<'r> Commit<'r> {
     }
 
     /// Starts from `read`, a state the caller already read, while the ref
-    /// still names it (`commit_from`).
+    /// still names it (`on_read`).
     pub fn from(mut self, read: Snapshot) -> Self {
         self.read = Some(read);
         self
@@ -109,8 +109,8 @@ impl<'r> Commit<'r> {
     /// signs with their configured key.
     pub fn run(self, build: impl FnMut(&State) -> Result<Op>) -> Result<Committed> {
         match self.touching {
-            Some(typed) => commit_touching_at(self.repo, self.caller, typed, self.at, build),
-            None => commit_from(self.repo, self.caller, self.read, build),
+            Some(typed) => on_shards(self.repo, self.caller, typed, self.at, build),
+            None => on_read(self.repo, self.caller, self.read, build),
         }
     }
 }
@@ -120,13 +120,14 @@ impl<'r> Commit<'r> {
 /// state once, not twice (at 10,000 todos each read parses every todo).
 /// Its first attempt uses `read` while the state ref still names its
 /// commit; a moved ref or a retry reads again.
-pub(super) fn commit_from(
+pub(super) fn on_read(
     repo: &Repo,
     caller: &Caller,
     mut read: Option<Snapshot>,
     mut build: impl FnMut(&State) -> Result<Op>,
 ) -> Result<Committed> {
-    run(repo, caller, |repo| {
+    let whole = std::cell::Cell::new(true);
+    retry(repo, caller, &whole, |repo| {
         let snap = match read.take() {
             Some(s) if repo.store().tip_id()? == Some(s.tip.commit) => s,
             _ => load(repo)?,
@@ -153,7 +154,7 @@ pub(super) fn commit_from(
 /// names `at` (when given): a command that chose the todos from the cache
 /// at `at` (`todo claim --next`'s pick) gets the whole state to choose
 /// again from once the ref has moved.
-fn commit_touching_at(
+fn on_shards(
     repo: &Repo,
     caller: &Caller,
     typed: &[&str],
@@ -161,7 +162,7 @@ fn commit_touching_at(
     mut build: impl FnMut(&State) -> Result<Op>,
 ) -> Result<Committed> {
     let whole = std::cell::Cell::new(goalref::is_goal_ref(repo.state_ref()));
-    run_with(repo, caller, &whole, |repo| {
+    retry(repo, caller, &whole, |repo| {
         let store = repo.store();
         let part = if whole.get() {
             None
@@ -194,7 +195,8 @@ fn commit_touching_at(
 
 /// The first tick: creates the ref, which must not exist yet.
 pub fn init(repo: &Repo, caller: &Caller, op: Op) -> Result<Committed> {
-    run(repo, caller, |repo| {
+    let whole = std::cell::Cell::new(true);
+    retry(repo, caller, &whole, |repo| {
         if let Some(tip) = repo.store().tip()? {
             return Err(Refusal::rule(
                 Code::AlreadyInitialized,
@@ -211,19 +213,12 @@ pub fn init(repo: &Repo, caller: &Caller, op: Op) -> Result<Committed> {
     })
 }
 
-fn run(
-    repo: &Repo,
-    caller: &Caller,
-    attempt: impl FnMut(&Repo) -> Result<(Option<Tip>, State, Op)>,
-) -> Result<Committed> {
-    run_with(repo, caller, &std::cell::Cell::new(true), attempt)
-}
-
-/// [`run`], where `attempt` may return a partial state
-/// ([`commit_touching_at`]): when the op's apply read past what it holds,
-/// `whole` is set and the attempt made again (it then reads the whole
-/// state).
-fn run_with(
+/// Makes `attempt` (read, build the op) and lands its tick, retrying on a
+/// moved ref or a busy lock until [`RETRY_FOR`]. `attempt` may return a
+/// partial state ([`on_shards`]): when the op's apply read past what it
+/// holds, `whole` is set and the attempt made again (it then reads the
+/// whole state); a caller that reads whole states passes it set.
+fn retry(
     repo: &Repo,
     caller: &Caller,
     whole: &std::cell::Cell<bool>,
