@@ -217,6 +217,7 @@ codes! {
     UnsafeRepository => "unsafe-repository",
     Unsigned => "unsigned",
     UntrustedValidation => "untrusted-validation",
+    UnverifiedTip => "unverified-tip",
     ValidationChanged => "validation-changed",
     ValidationFailed => "validation-failed",
     ValidationMissing => "validation-missing",

@@ -364,6 +364,8 @@ fn serial(
 mod pipeline;
 mod vouch;
 pub use vouch::vouched;
+mod current;
+pub use current::current;
 
 /// [`walk`] in a repository, with its clock and signing setup, on as many
 /// threads as are worth it.
@@ -373,6 +375,13 @@ pub fn chain(
     tip: Oid,
     progress: &mut dyn FnMut(usize, usize),
 ) -> (Checked, Notes) {
+    // A goal ref's ticks pin the shared ref as verified here: bring its
+    // mark up to its tip first.
+    if tx::goalref::is_goal_ref(repo.state_ref())
+        && let Err(e) = current(&repo.for_ref(tx::goalref::SHARED))
+    {
+        return (Err(e.into()), Notes::default());
+    }
     let signing = match repo.signing() {
         Ok(s) => s,
         Err(e) => return (Err(e.into()), Notes::default()),

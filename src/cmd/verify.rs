@@ -82,12 +82,15 @@ fn goal_refs(ctx: &Ctx, args: &Args) -> Result<Vec<GoalRefWire>> {
         };
         let (checked, _) = verify::chain(ctx.repo()?, None, tip, &mut progress);
         out.push(match checked {
-            Ok(v) => GoalRefWire {
-                name,
-                ok: true,
-                tick: v.tip.tick,
-                finding: None,
-            },
+            Ok(v) => {
+                ctx.store()?.mark_verified(&name, v.tip.commit);
+                GoalRefWire {
+                    name,
+                    ok: true,
+                    tick: v.tip.tick,
+                    finding: None,
+                }
+            }
             Err(Unverified::Failed(e)) => return Err(e),
             Err(Unverified::Invalid(f)) => GoalRefWire {
                 name,
@@ -151,6 +154,12 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     }
     match checked {
         Ok(v) => {
+            // The whole history up to the ref's tip verified: the tip is
+            // this clone's verified mark (`verify::current`).
+            if args.from.is_none() && args.to.is_none() {
+                let store = ctx.store()?;
+                store.mark_verified(store.state_ref(), v.tip.commit);
+            }
             let refs = goal_refs(ctx, args)?;
             let bad = refs
                 .iter()

@@ -17,6 +17,7 @@ use crate::error::{Code, Refusal};
 mod config;
 mod history;
 mod lock;
+pub mod mark;
 mod read;
 mod refs;
 mod scratch;

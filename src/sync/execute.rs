@@ -385,7 +385,12 @@ pub(super) fn move_state(
         .writer()
         .cas(new, expected, reflog, repo.committer())
     {
-        Ok(()) => Ok(true),
+        Ok(()) => {
+            // Every tick a round moves the state to was verified in observe
+            // (or written on verified ones).
+            repo.store().advance_mark(repo.state_ref(), expected, new);
+            Ok(true)
+        }
         Err(CasError::Moved) => Ok(false),
         Err(CasError::Locked { lock, age }) => {
             if tx::recover_lock(repo.store(), &lock, age)? {

@@ -325,19 +325,23 @@ pub fn for_check(
         )));
     };
     let shared = shared_at(store, commit)?;
-    // On the shared ref's chain as this repository verified it: its own
-    // `refs/loopx/state` (moved only by its writer and by verified syncs)
-    // or the shared ref as verified from a remote
-    // (`refs/loopx/verified/<remote>`). Never a remote-tracking copy: a
-    // fetch moves it before anything is verified, so a forged shared state
-    // (another signing policy, a machine admitted by nobody) could be
-    // pinned through it.
-    let mut tips: Vec<Oid> = store
-        .resolve(SHARED)?
-        .map(|t| t.commit)
-        .into_iter()
-        .collect();
-    if !HUB_GUARD.with(Cell::get) {
+    // On the shared ref's chain as this repository verified it: the last
+    // verified tip of its own `refs/loopx/state` (the mark outside `refs/`
+    // that `verify::current` brings up to the tip before a goal ref is
+    // checked; on a hub, its own ref, which only guarded pushes move) or
+    // the shared ref as verified from a remote
+    // (`refs/loopx/verified/<remote>`). Never the ref itself on a clone (a
+    // plain fetch or `update-ref` moves it unverified), nor a
+    // remote-tracking copy: a forged shared state (another signing policy,
+    // a machine admitted by nobody) could be pinned through it.
+    let hub = HUB_GUARD.with(Cell::get);
+    let own = if hub {
+        store.resolve(SHARED)?.map(|t| t.commit)
+    } else {
+        store.verified_mark(SHARED)
+    };
+    let mut tips: Vec<Oid> = own.into_iter().collect();
+    if !hub {
         tips.extend(
             store
                 .refs_under("refs/loopx/verified/")?
@@ -486,13 +490,26 @@ pub fn land(
             expected: None,
         })
         .collect();
+    let point_from = commit_point.expected;
+    let on_verified = point_from.is_none() || store.verified_mark(&point.0) == point_from;
     moves.push(commit_point);
     let writer = store.writer();
     let mut tries = 0;
     let error = loop {
         tries += 1;
         match writer.transaction(&moves, reflog, committer) {
-            Ok(()) => return Ok(()),
+            Ok(()) => {
+                // Ticks loopx wrote on a verified tip: their marks move too.
+                if on_verified {
+                    for (name, tip) in created {
+                        store.mark_verified(name, *tip);
+                    }
+                    if let Some(new) = point.1 {
+                        store.mark_verified(&point.0, new);
+                    }
+                }
+                return Ok(());
+            }
             // A lock whose writer is gone (killed mid-move) is taken back.
             Err(CasError::Locked { lock, .. }) if tries < 4 && writer.recover_lock(&lock) => {}
             Err(CasError::Moved | CasError::Locked { .. }) => return Err(LandError::Moved),

@@ -342,6 +342,13 @@ fn retry(
             &committer,
         ) {
             Ok(()) => {
+                // A tick loopx wrote on a verified tip is verified.
+                let store = repo.store();
+                store.advance_mark(
+                    store.state_ref(),
+                    tip.as_ref().map(|t| t.commit),
+                    new.commit,
+                );
                 // The next read starts from the state in hand, not the tree.
                 // Written before the turn passes on, so the next queued
                 // writer finds the new tip cached; with what the tick

@@ -66,6 +66,7 @@ mod test_trust;
 mod test_trust4;
 mod test_turn;
 mod test_usage;
+mod test_verified_tip;
 mod test_verify;
 mod test_vouch;
 mod test_worktree;

@@ -91,6 +91,7 @@ fn a_validation_written_here_runs_only_as_written() {
         &["evidence", "add", "--summary", "looked around"],
     )
     .ok();
+    let honest = m.tip().unwrap();
     forge::amend_tip(&m, |m, p| {
         let path = todo_path(&t);
         let file = String::from_utf8(forge::file(m, "refs/loopx/state", &path)).unwrap();
@@ -103,9 +104,14 @@ fn a_validation_written_here_runs_only_as_written() {
     });
     m.agent("agent-a", &["todo", "claim", &t]).ok();
     let out = m.agent("agent-a", &["--json", "todo", "done", &t]).code(3);
-    assert_eq!(out.error_code(), "untrusted-validation", "{}", out.stderr);
+    // The hand-made tick is not a valid one: the tip it made is not
+    // verified, so nothing runs on it (issue 44's verified tip); the
+    // record of what was written here would refuse the changed command too.
+    assert_eq!(out.error_code(), "unverified-tip", "{}", out.stderr);
     assert!(!m.repo.join("PWNED").exists(), "the changed command ran");
-    // The one it wrote runs: a fresh todo with its own validation.
+    // Back on the honest tip, the one it wrote runs: a fresh todo with its
+    // own validation.
+    m.git(&["update-ref", "refs/loopx/state", &honest]);
     let own = m.add("Own check");
     m.loopx(&["todo", "edit", &own, "--", "true"]).ok();
     m.agent("agent-b", &["todo", "claim", &own]).ok();

@@ -605,16 +605,33 @@ fn loopx_in_use(dir: Option<PathBuf>) -> bool {
 /// human-only gate covers it, or when the gates cannot be read.
 fn tool(dir: Option<PathBuf>, agent: Option<&AgentId>, command: &str) -> Answer {
     let cwd = dir.clone();
-    let loaded = Ctx::with(dir, Format::Json, agent.map(AgentId::as_str))
-        .and_then(|ctx| tx::load(&ctx).map(|s| s.state));
+    let loaded = Ctx::with(dir, Format::Json, agent.map(AgentId::as_str)).and_then(|ctx| {
+        let snap = tx::load(&ctx)?;
+        let verified = verified_tip(&ctx, &snap.tip);
+        Ok((snap.state, verified))
+    });
     match loaded {
-        Ok(state) => guard::check_in(command, &state, agent, cwd.as_deref())
+        Ok((state, verified)) => guard::check_in(command, &state, agent, cwd.as_deref(), verified)
             .map_or(Answer::Nothing, Answer::Deny),
         Err(e) if quiet(&e) => Answer::Nothing,
         Err(e) => Answer::Deny(format!(
             "loopx could not read its state to check this command against open gates ({e:#}); it is refused until `loopx status` works again."
         )),
     }
+}
+
+/// Whether `tip` is the state ref's verified mark
+/// ([`crate::store::mark`]), read without opening the repository when the
+/// fast start-up path holds it. The hook never verifies inline.
+fn verified_tip(ctx: &Ctx, tip: &crate::store::Tip) -> bool {
+    let dir = match ctx.fast() {
+        Some(f) => f.git_dir().to_path_buf(),
+        None => match ctx.store() {
+            Ok(s) => s.common_dir().to_path_buf(),
+            Err(_) => return false,
+        },
+    };
+    crate::store::mark::read_hex(&dir, ctx.state_ref()).is_some_and(|h| h == tip.commit.to_string())
 }
 
 /// The agent wants to stop: keep it going while it holds a claim, quota

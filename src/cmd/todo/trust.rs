@@ -221,6 +221,10 @@ pub fn verdict(
 /// validation's digest, so every clone opens the same one; its text taken
 /// from the todo), and the agent keeps its claim until a human answers.
 pub fn allow_or_hold(ctx: &Ctx, state: &State, todo: &Todo) -> Result<()> {
+    // Nothing runs on a tip that moved outside loopx until it verifies.
+    if todo.validate.is_some() {
+        crate::verify::current(ctx.repo()?)?;
+    }
     if verdict(ctx, state, todo)?.is_none_or(|v| v.is_ok()) {
         return Ok(());
     }

@@ -78,20 +78,27 @@ const SPEND: &[GateKind] = &[GateKind::Spend, GateKind::Permission];
 /// an agent id every open gate counts. A `git push` git must resolve is
 /// resolved in the current directory.
 pub fn check(command: &str, state: &State, agent: Option<&AgentId>) -> Option<String> {
-    check_in(command, state, agent, None)
+    check_in(command, state, agent, None, true)
 }
 
 /// [`check`], with `git push` resolved in `dir` (the hook's working
-/// directory; None: the current one).
+/// directory; None: the current one). `verified`: the state was read at
+/// the tip this clone last verified; when not (the ref moved outside
+/// loopx), every human-only gate kind is judged open, so what any gate
+/// covers and any agent's gate answer are denied, and other commands pass.
 pub fn check_in(
     command: &str,
     state: &State,
     agent: Option<&AgentId>,
     dir: Option<&Path>,
+    verified: bool,
 ) -> Option<String> {
     let risks = risks(command);
     if risks.is_empty() {
         return None;
+    }
+    if !verified {
+        return unverified(risks, dir);
     }
     let concerning: Vec<&Gate> = match agent {
         Some(a) => rules::gates_for(state, a, None),
@@ -165,6 +172,34 @@ pub fn check_in(
         }
     }
     None
+}
+
+/// [`check_in`] on a state read at a tip this clone has not verified: the
+/// first risk any human-only gate kind covers (a push only where git
+/// resolves it to a protected target), a trust change, a state write or a
+/// gate answer, as if every such gate were open.
+fn unverified(risks: Vec<Risk>, dir: Option<&Path>) -> Option<String> {
+    let why = "this clone's loopx state ref moved outside loopx (a plain `git fetch` onto refs/loopx/*, `git update-ref`, a restored backup) to a tip it has not verified, so every gate a human answers is taken as open";
+    let fix = "Ask the user to run `loopx verify` (or `loopx sync`) in this clone.";
+    let mut resolved = Vec::new();
+    for risk in risks {
+        match risk {
+            Risk::Push(p) => resolved.extend(resolve_push(&p, dir)),
+            r => resolved.push(r),
+        }
+    }
+    resolved.into_iter().find_map(|risk| match risk {
+        Risk::Covered { what, .. } => Some(format!(
+            "loopx: `{what}` is refused: {why}. {fix}"
+        )),
+        Risk::GateAnswer { verb, .. } => Some(format!(
+            "loopx: an agent may not {verb} a gate now: {why}. {fix}"
+        )),
+        Risk::TrustChange { what } | Risk::StateWrite { what } => Some(format!(
+            "loopx: `{what}` is refused: an agent may not change what this machine trusts or move loopx's refs, and {why}. {fix}"
+        )),
+        Risk::Push(_) => None,
+    })
 }
 
 /// The variable that switches the guard off for a broken loopx, set by a
