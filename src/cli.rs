@@ -136,6 +136,7 @@ impl Cli {
                 format: choice(format, "human")?,
                 json,
                 agent,
+                allow_bare: false,
             },
             terminal: Terminal {
                 color: choice(color, "auto")?,

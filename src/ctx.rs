@@ -130,6 +130,9 @@ pub struct Global {
     /// Act as this registered agent [default: $LOOPX_AGENT, or the agent-runtime session]
     #[arg(long, global = true, value_name = "ID")]
     pub agent: Option<String>,
+    /// Write the state even in a bare repository (a hub: write from a clone)
+    #[arg(long, global = true)]
+    pub allow_bare: bool,
 }
 
 impl Global {
@@ -185,12 +188,16 @@ pub struct Ctx {
     repo: OnceCell<Repo>,
     /// The fast start-up path's view of the repository, tried once.
     fast: OnceCell<Option<crate::fast::Fast>>,
+    /// `--allow-bare`: state writes in a bare repository are allowed.
+    pub allow_bare: bool,
 }
 
 impl Ctx {
     /// Resolves the global flags and the environment. Opens no repository.
     pub fn new(global: &Global) -> Result<Ctx> {
-        Ctx::with(global.dir.clone(), global.format(), global.agent.as_deref())
+        let mut ctx = Ctx::with(global.dir.clone(), global.format(), global.agent.as_deref())?;
+        ctx.allow_bare = global.allow_bare;
+        Ok(ctx)
     }
 
     /// [`Ctx::new`] from its parts (the hook resolves its directory from
@@ -261,6 +268,7 @@ impl Ctx {
             actor: RefCell::new(None),
             repo,
             fast,
+            allow_bare: false,
         })
     }
 

@@ -36,7 +36,9 @@ use crate::time::{Span, Timestamp, When};
   loopx digest --since 12h              what happened overnight
   loopx digest --since 1d --goal web --markdown  paste it into a chat")]
 pub struct Args {
-    /// A duration back from now (12h, 1d) or an RFC 3339 time
+    /// Since when: a duration reads as that long ago (12h, 1d); or a date
+    /// (2026-12-07, 2026-12-07 16:57; UTC), an RFC 3339 time or
+    /// @UNIX-SECONDS
     #[arg(long, value_name = "DURATION|TIME")]
     since: When,
     /// Only what concerns this goal

@@ -39,8 +39,9 @@ pub struct Args {
     /// Only this operation (todo.claim), or a group of them (todo)
     #[arg(long = "op", value_name = "KIND")]
     op: Option<String>,
-    /// Only ticks at or after this time: a duration back from now (2h, 1d)
-    /// or an RFC 3339 time
+    /// Only ticks at or after this time: a duration reads as that long ago
+    /// (2h, 3d); or a date (2026-12-07, 2026-12-07 16:57; UTC), an RFC 3339
+    /// time or @UNIX-SECONDS
     #[arg(long, value_name = "DURATION|TIME")]
     since: Option<When>,
     /// Show at most N ticks

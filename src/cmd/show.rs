@@ -18,8 +18,9 @@ use crate::time::Timestamp;
 /// Show one tick: its operation, actor, time, trailers and file diffs
 ///
 /// TICK is a tick number (bare digits), a commit id prefix (at least 4 hex
-/// digits), a full ref name (refs/loopx/state) or an RFC 3339 time (the
-/// newest tick at or before it).
+/// digits), a full ref name (refs/loopx/state) or a time, the newest tick at
+/// or before it: a duration reads as that long ago (2h), or a date
+/// (2026-12-07, 2026-12-07 16:57; UTC), an RFC 3339 time or @UNIX-SECONDS.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// The tick to show
@@ -57,7 +58,7 @@ struct Wire<'a> {
 }
 
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
-    let entry = history::resolve(ctx.repo()?, &args.tick)?;
+    let entry = history::resolve(ctx.repo()?, &args.tick, ctx.now)?;
     let tick = Tick::read(entry);
     let files = history::file_diffs(&history::changed_files(ctx.repo()?, &tick.entry)?);
     let op = tick.op();

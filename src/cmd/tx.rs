@@ -21,12 +21,32 @@ pub use crate::tx::*;
 /// `tx::start(ctx)?.run(build)`, `.touching(typed)`, `.at(commit)` or
 /// `.from(snapshot)` first.
 pub fn start(ctx: &Ctx) -> Result<Commit<'_>> {
+    not_bare(ctx)?;
     Ok(Commit::new(ctx.repo()?, ctx.caller()))
 }
 
 /// The first tick ([`crate::tx::init`]).
 pub fn init(ctx: &Ctx, op: Op) -> Result<Committed> {
+    not_bare(ctx)?;
     crate::tx::init(ctx.repo()?, ctx.caller(), op)
+}
+
+/// Refuses a state write in a bare repository, a hub, unless
+/// `--allow-bare`: a hub takes the state clones push and guards it (`hub
+/// install`), and a human act written there bypasses both the clone's
+/// identity and the guard.
+pub fn not_bare(ctx: &Ctx) -> Result<(), Refusal> {
+    let bare = ctx.store().is_ok_and(crate::store::Store::is_bare);
+    if bare && !ctx.allow_bare {
+        return Err(Refusal::rule(
+            Code::BareRepository,
+            "this is a hub (a bare repository): write from a clone",
+        )
+        .with_hint(
+            "run the command in a clone that syncs with this hub (`git clone HUB`, then `loopx sync`), or pass --allow-bare to write here anyway",
+        ));
+    }
+    Ok(())
 }
 
 /// An operation by the current actor, now, with a fresh op id

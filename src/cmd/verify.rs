@@ -101,13 +101,13 @@ fn goal_refs(ctx: &Ctx, args: &Args) -> Result<Vec<GoalRefWire>> {
 
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let to = match &args.to {
-        Some(rev) => history::resolve(ctx.repo()?, rev)?,
+        Some(rev) => history::resolve(ctx.repo()?, rev, ctx.now)?,
         None => history::tip_entry(ctx.repo()?)?,
     };
     let base = match &args.from {
         None => None,
         Some(rev) => {
-            let from = history::resolve(ctx.repo()?, rev)?;
+            let from = history::resolve(ctx.repo()?, rev, ctx.now)?;
             if !verify::is_ancestor(ctx.repo()?, from.commit, to.commit)? {
                 return Err(Refusal::usage(
                     Code::BadRange,

@@ -24,15 +24,19 @@ mod html;
 #[command(after_help = "Examples:
   loopx status                          gates waiting on you first, then goals and claims
   loopx status --at 120                 the board as it was at tick 120
+  loopx status --at 2h                  the board as it was two hours ago
   loopx status --html board.html        one page to open in a browser
   loopx status --html board.html --watch  keep it current; it reloads itself")]
 pub struct Args {
-    /// Show the state at a tick number, or at an RFC 3339 time (the newest
-    /// tick at or before it); commit id prefixes and ref names work too
+    /// Show the state at a tick number (bare digits), or at a time (the
+    /// newest tick at or before it): a duration reads as that long ago (2h,
+    /// 3d); or a date (2026-12-07, 2026-12-07 16:57; UTC), an RFC 3339 time
+    /// or @UNIX-SECONDS. Commit id prefixes and ref names work too
     #[arg(long, value_name = "TICK|TIME")]
     at: Option<Rev>,
     /// Write the board as one self-contained HTML page to FILE instead
-    /// (no external requests; open it in any browser)
+    /// (no external requests; open it in any browser); `-` writes it to
+    /// stdout
     #[arg(long, value_name = "FILE")]
     html: Option<std::path::PathBuf>,
     /// With --html: keep running and rewrite FILE whenever the state ref
@@ -218,11 +222,10 @@ impl View {
             }
             Some(rev) => {
                 let tip = history::tip(ctx.repo()?)?;
-                let entry = history::resolve(ctx.repo()?, rev)?;
-                let at = match rev {
-                    Rev::Time(t) => *t,
-                    _ => Timestamp::from_unix(entry.time),
-                };
+                let entry = history::resolve(ctx.repo()?, rev, ctx.now)?;
+                let at = rev
+                    .time(ctx.now)
+                    .unwrap_or_else(|| Timestamp::from_unix(entry.time));
                 (history::load(ctx.repo()?, &entry)?, at, Some(tip.tick))
             }
         };
