@@ -144,6 +144,7 @@ codes! {
     MachineUnadmitted => "machine-unadmitted",
     MachinesMissing => "machines-missing",
     MissingCapability => "missing-capability",
+    MissingSubcommand => "missing-subcommand",
     MultiLine => "multi-line",
     NestedSettle => "nested-settle",
     NoActiveGoal => "no-active-goal",

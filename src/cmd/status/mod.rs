@@ -48,6 +48,28 @@ pub struct Args {
     max_updates: Option<u64>,
 }
 
+/// The todo counts as one line, each live todo counted once: open todos
+/// split into those an agent may claim now (`ready`) and the rest (`held
+/// back`); a claimed todo whose lease ran out is said inside `claimed`.
+pub fn counts_line(c: &Counts, agents: usize) -> String {
+    let reclaimable = match c.reclaimable {
+        0 => String::new(),
+        n => format!(" ({n} expired, free to take)"),
+    };
+    format!(
+        "todos: {} ready, {} held back, {} waiting, {} claimed{reclaimable}, {} blocked, {} deferred, {} done; {} agent{}\n",
+        c.ready_open(),
+        c.held,
+        c.waiting,
+        c.claimed,
+        c.blocked,
+        c.deferred,
+        c.done,
+        agents,
+        if agents == 1 { "" } else { "s" }
+    )
+}
+
 /// At most this many claims and ticks are listed, so the output stays
 /// bounded however large the board grows.
 const MAX_CLAIMS: usize = 10;
@@ -145,7 +167,7 @@ struct TickRow {
     tick: u64,
     at: String,
     subject: String,
-    /// "signed by NAME (SHA256:…)" or "unsigned" for a human act.
+    /// "signed by NAME (SHA256:…)", or "unsigned" for a human act that needed a signature.
     #[serde(skip_serializing_if = "Option::is_none")]
     signature: Option<String>,
 }
@@ -254,7 +276,7 @@ impl View {
         for e in walked {
             let e = e?;
             if ticks.len() < recent {
-                ticks.push(tick_line(e, &signers));
+                ticks.push(tick_line(e, &signers, &snap.state));
             } else if hours && e.time >= since && day.len() < DAY_CAP {
                 day.push(Timestamp::from_unix(e.time));
             } else {
@@ -301,7 +323,11 @@ impl View {
 }
 
 /// One history entry as the board shows it.
-pub(crate) fn tick_line(e: crate::store::Entry, signers: &AllowedSigners) -> TickLine {
+pub(crate) fn tick_line(
+    e: crate::store::Entry,
+    signers: &AllowedSigners,
+    state: &crate::model::State,
+) -> TickLine {
     let subject = e.message.lines().next().unwrap_or_default().to_owned();
     let at = Timestamp::from_unix(e.time);
     let t = history::Tick::read(e);
@@ -311,7 +337,9 @@ pub(crate) fn tick_line(e: crate::store::Entry, signers: &AllowedSigners) -> Tic
         actor: t.actor_name().to_owned(),
         kind: t.kind().to_owned(),
         failed: t.op().is_some_and(|op| board::failed_check(&op.change)),
-        signature: t.op().and_then(|op| trust::history_note(op, signers)),
+        signature: t
+            .op()
+            .and_then(|op| trust::history_note(op, signers, state)),
         subject,
     }
 }
@@ -453,19 +481,7 @@ fn human(w: &Wire, now: Timestamp) -> String {
     for g in &w.goals {
         s.push_str(&format!("goal {} ({}): {}\n", g.id, g.status, g.objective));
     }
-    let c = &w.counts;
-    s.push_str(&format!(
-        "todos: {} ready, {} open, {} waiting, {} claimed, {} blocked, {} deferred, {} done; {} agent{}\n",
-        c.ready,
-        c.open,
-        c.waiting,
-        c.claimed,
-        c.blocked,
-        c.deferred,
-        c.done,
-        w.agents,
-        if w.agents == 1 { "" } else { "s" }
-    ));
+    s.push_str(&counts_line(&w.counts, w.agents));
     if !w.claims.is_empty() {
         s.push_str("claims:\n");
         for r in &w.claims {
