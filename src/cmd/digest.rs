@@ -227,8 +227,13 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                         Some(_) => ", validation failed",
                         None => "",
                     };
+                    // The evidence the completion rests on: its own
+                    // validation, else the last record before it. A record
+                    // made later (sync's record of another agent's lost
+                    // claim on the todo, say) says nothing of this done.
                     let ev = find(todo)
                         .and_then(|x| x.last_evidence.as_ref())
+                        .filter(|e| validation.is_none() && e.at <= at)
                         .map(|e| {
                             format!(
                                 ", last evidence {} {}",
