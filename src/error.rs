@@ -150,6 +150,7 @@ codes! {
     NoActiveGoal => "no-active-goal",
     NoGoal => "no-goal",
     NoHome => "no-home",
+    NoIdentity => "no-identity",
     NoMachineKey => "no-machine-key",
     NoRemote => "no-remote",
     NoState => "no-state",

@@ -55,7 +55,11 @@ pub fn not_bare(ctx: &Ctx) -> Result<(), Refusal> {
 /// (`secret_id`).
 pub fn op(ctx: &Ctx, change: Change) -> Result<Op, Refusal> {
     secret_id(&change)?;
-    let Stamped { op, redacted } = crate::tx::op(ctx.actor()?, ctx.now, &ctx.ids, change)?;
+    let actor = ctx.actor()?;
+    if crate::ctx::is_unidentified(&actor) {
+        return Err(crate::ctx::no_identity());
+    }
+    let Stamped { op, redacted } = crate::tx::op(actor, ctx.now, &ctx.ids, change)?;
     if !redacted.is_empty() {
         ctx.out.warn(&format!(
             "the {} looked like {} a secret, which the state would replicate to every clone and the hub: stored with {} in its place (pass secrets through the environment or a file instead)",

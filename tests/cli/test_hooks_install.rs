@@ -617,7 +617,10 @@ fn doctor_checks_the_program_each_hook_runs_and_the_runtime_timeout_limits() {
     // its command line (`codex exec --trust`), which doctor cannot see.
     let untrusted = doctor(&env).ok().json();
     assert_eq!(untrusted["ok"], true, "{untrusted}");
-    assert!(untrusted["checks"][0].get("problems").is_none(), "{untrusted}");
+    assert!(
+        untrusted["checks"][0].get("problems").is_none(),
+        "{untrusted}"
+    );
     let notes = untrusted["checks"][0]["notes"].to_string();
     assert!(
         notes.contains("Codex runs no hooks in a project it does not trust")
