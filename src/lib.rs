@@ -180,7 +180,7 @@ pub fn main_from(args: impl IntoIterator<Item = std::ffi::OsString>) -> ExitCode
             // the state's trouble.
             let message = output::output_failed(&e).unwrap_or_default();
             let failed = error::Refusal::error(error::Code::OutputFailed, message).with_hint(
-                "write the output where there is room (`df -h` shows the disks); a command that only reads changed nothing, and `loopx log -n 1` shows whether one that writes landed its tick",
+                "write the output where there is room (`df -h` shows the disks); a command that only reads changed nothing, and `loopx log -n 1` shows the newest change",
             );
             Out::new(format, true).error(&anyhow::Error::new(failed), Exit::Error);
             ExitCode::from(Exit::Error.code())

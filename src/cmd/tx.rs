@@ -54,6 +54,7 @@ pub fn not_bare(ctx: &Ctx) -> Result<(), Refusal> {
 /// redacted. A new agent or goal id that looks like a secret is refused
 /// (`secret_id`).
 pub fn op(ctx: &Ctx, change: Change) -> Result<Op, Refusal> {
+    not_bare(ctx)?;
     secret_id(&change)?;
     let actor = ctx.actor()?;
     if crate::ctx::is_unidentified(&actor) {
