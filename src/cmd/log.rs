@@ -196,14 +196,14 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
 /// The widths of `log`'s columns, known before the first line is written
 /// (the log streams): the tip's tick number, [`ACTOR`] characters of an
 /// actor, and the longest op kind (or the mark of a commit that is not a
-/// tick). Longer values end in `…`, so the
-/// columns after them never shift.
+/// tick). A longer actor is cut in the middle ([`fit`]), so the columns
+/// after it never shift.
 struct Widths {
     number: usize,
     kind: usize,
 }
 
-/// An actor's column: longer names are cut and end in `…`.
+/// An actor's column: longer names are cut in the middle with `…`.
 const ACTOR: usize = 16;
 
 impl Widths {
@@ -220,13 +220,19 @@ impl Widths {
     }
 }
 
-/// `s` in exactly `width` characters: padded, or cut with `…` at its end.
+/// `s` in exactly `width` characters: padded, or cut in the middle with
+/// `…`, keeping its start and its end (a session's agent id differs in its
+/// last characters: `claude-…634098a0`).
 fn fit(s: &str, width: usize) -> String {
-    if s.chars().count() <= width {
+    let n = s.chars().count();
+    if n <= width {
         return format!("{s:<width$}");
     }
-    let mut cut: String = s.chars().take(width.saturating_sub(1)).collect();
+    let head = width.saturating_sub(1) / 2;
+    let tail = width.saturating_sub(1) - head;
+    let mut cut: String = s.chars().take(head).collect();
     cut.push('…');
+    cut.extend(s.chars().skip(n - tail));
     cut
 }
 
@@ -417,9 +423,9 @@ mod tests {
     fn log_columns_keep_their_width() {
         use super::fit;
         assert_eq!(fit("agent-a", 10), "agent-a   ");
-        assert_eq!(fit("claude-code-session-7f3a", 10), "claude-co…");
+        assert_eq!(fit("claude-code-634098a0", 16), "claude-…634098a0");
         assert_eq!(fit("claude-code-session-7f3a", 10).chars().count(), 10);
-        assert_eq!(fit("Zoë Ångström-Ñuñez", 8), "Zoë Ång…");
+        assert_eq!(fit("Zoë Ångström-Ñuñez", 8), "Zoë…uñez");
         let w = super::Widths::of(12);
         assert_eq!(w.number, 4);
         assert_eq!(super::Widths::of(123_456).number, 6);

@@ -83,7 +83,6 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     if args.setup {
         return setup(ctx, args);
     }
-    crate::cmd::tx::not_bare(ctx)?;
     if args.repair_remote {
         return repair(ctx, args);
     }

@@ -32,18 +32,21 @@ pub fn init(ctx: &Ctx, op: Op) -> Result<Committed> {
 }
 
 /// Refuses a state write in a bare repository, a hub, unless
-/// `--allow-bare`: a hub takes the state clones push and guards it (`hub
-/// install`), and a human act written there bypasses both the clone's
-/// identity and the guard.
+/// `--allow-bare` (or git config `loopx.allowBare = true`, for a bare
+/// repository that is written on purpose, such as a mirror): a hub takes
+/// the state clones push and guards it (`hub install`), and an act written
+/// there bypasses both the clone's identity and the guard.
 pub fn not_bare(ctx: &Ctx) -> Result<(), Refusal> {
-    let bare = ctx.store().is_ok_and(crate::store::Store::is_bare);
-    if bare && !ctx.allow_bare {
+    let Ok(store) = ctx.store() else {
+        return Ok(());
+    };
+    if store.is_bare() && !ctx.allow_bare && store.config_bool("loopx.allowBare") != Some(true) {
         return Err(Refusal::rule(
             Code::BareRepository,
             "this is a hub (a bare repository): write from a clone",
         )
         .with_hint(
-            "run the command in a clone that syncs with this hub (`git clone HUB`, then `loopx sync`), or pass --allow-bare to write here anyway",
+            "run the command in a clone that syncs with this hub (`git clone HUB`, then `loopx sync`), or pass --allow-bare (or set git config loopx.allowBare true) to write here anyway",
         ));
     }
     Ok(())
@@ -57,7 +60,8 @@ pub fn op(ctx: &Ctx, change: Change) -> Result<Op, Refusal> {
     not_bare(ctx)?;
     secret_id(&change)?;
     let actor = ctx.actor()?;
-    if crate::ctx::is_unidentified(&actor) {
+    // (A repository that does not open says so itself, at the write.)
+    if crate::ctx::is_unidentified(&actor) && ctx.store().is_ok() {
         return Err(crate::ctx::no_identity());
     }
     let Stamped { op, redacted } = crate::tx::op(actor, ctx.now, &ctx.ids, change)?;

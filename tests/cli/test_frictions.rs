@@ -259,6 +259,11 @@ fn a_bare_hub_refuses_state_writes_but_guards_pushes() {
     git_in(&h.origin, &["config", "user.email", "ada@example.com"]);
     env.loopx(&["-C", origin, "--allow-bare", "todo", "add", "Here anyway"])
         .ok();
+    env.loopx(&["-C", origin, "todo", "add", "Not here"])
+        .code(3);
+    git_in(&h.origin, &["config", "loopx.allowBare", "true"]);
+    env.loopx(&["-C", origin, "todo", "add", "Here on purpose"])
+        .ok();
 }
 
 #[test]
@@ -337,7 +342,7 @@ fn log_columns_stay_put_with_long_actors() {
             assert_eq!(&chars[gap..gap + 2], &[' ', ' '], "column at {gap}: {l}");
         }
     }
-    assert!(log.contains("release-enginee…  todo.add"), "{log}");
+    assert!(log.contains("release…ent-west  todo.add"), "{log}");
     assert!(log.contains("agent-a           todo.add"), "{log}");
 }
 
