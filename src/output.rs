@@ -558,6 +558,24 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_pager_whose_program_is_missing_is_found_out_before_it_starts() {
+        let path = std::ffi::OsString::from("/nowhere:/bin:/usr/bin");
+        let path = Some(path.as_os_str());
+        assert_eq!(pager_program_found("sh -c cat", path), Ok(()));
+        assert_eq!(pager_program_found("/bin/sh", None), Ok(()));
+        assert_eq!(
+            pager_program_found("no-such-pager-53 -R", path),
+            Err("no-such-pager-53 is not found".to_owned())
+        );
+        assert!(pager_program_found("/nowhere/less", path).is_err());
+        assert!(pager_program_found("less", None).is_err());
+        // Shell syntax is left to sh.
+        for shell in ["LESS=R less", "exec less", "$PAGER", "'less' -R", "~/bin/p"] {
+            assert_eq!(pager_program_found(shell, path), Ok(()), "{shell}");
+        }
+    }
+
+    #[test]
     fn a_failed_write_to_the_output_is_told_apart() {
         struct Failing(io::ErrorKind);
         impl Write for Failing {
