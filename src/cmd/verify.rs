@@ -25,7 +25,9 @@ use crate::verify::{self, Finding};
 /// a clone trusts" in docs/sync.md.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Start at this tick, trusting its parent's state [default: the first tick]
+    /// Start at this tick (a tick number, a commit id prefix, a ref, or a
+    /// time: a duration reads as that long ago), trusting its parent's
+    /// state [default: the first tick]
     #[arg(long, value_name = "REV")]
     from: Option<Rev>,
     /// Stop at this tick [default: the state's tip]
