@@ -136,6 +136,7 @@ impl Cli {
                 format: choice(format, "human")?,
                 json,
                 agent,
+                allow_bare: false,
             },
             terminal: Terminal {
                 color: choice(color, "auto")?,
@@ -225,6 +226,33 @@ pub fn wants_json(args: &[std::ffi::OsString]) -> bool {
         }
     }
     json
+}
+
+/// For a command line that names a command group but none of its
+/// subcommands (`loopx todo`): the group's path (`todo`, `goal trust`) and
+/// its subcommands' names, read from the command line's definition.
+pub fn missing_subcommand(args: &[std::ffi::OsString]) -> Option<(String, Vec<String>)> {
+    let root = <Cli as clap::CommandFactory>::command();
+    let mut cmd = &root;
+    let mut path: Vec<String> = Vec::new();
+    let mut it = args.iter().skip(1).map(|a| a.to_string_lossy());
+    while let Some(a) = it.next() {
+        if matches!(a.as_ref(), "-C" | "--format" | "--agent" | "--color") {
+            it.next();
+            continue;
+        }
+        if a.starts_with('-') {
+            continue;
+        }
+        cmd = cmd.find_subcommand(a.as_ref())?;
+        path.push(cmd.get_name().to_owned());
+    }
+    let subs: Vec<String> = cmd
+        .get_subcommands()
+        .filter(|s| !s.is_hide_set() && s.get_name() != "help")
+        .map(|s| s.get_name().to_owned())
+        .collect();
+    (!path.is_empty() && !subs.is_empty()).then(|| (path.join(" "), subs))
 }
 
 /// Whether the command line calls `loopx hook`, found without clap: a bad

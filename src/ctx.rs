@@ -20,8 +20,27 @@ use crate::repo::{Clock, Repo};
 use crate::store::{Person, Store};
 use crate::time::Timestamp;
 
-/// The identity recorded when a human has no git identity.
+/// The identity a human without a git identity reads as; no act is written
+/// under it ([`no_identity`]).
 pub const FALLBACK_HUMAN: (&str, &str) = ("unknown human", "human@loopx.invalid");
+
+/// Whether `actor` is a human without a git identity.
+pub fn is_unidentified(actor: &Actor) -> bool {
+    matches!(actor, Actor::Human { name, email } if name == FALLBACK_HUMAN.0 && email == FALLBACK_HUMAN.1)
+}
+
+/// A human act refused as git refuses a commit without an identity: every
+/// human act is recorded under its author's git identity, and one written
+/// as "unknown human" would stay that forever.
+pub fn no_identity() -> Refusal {
+    Refusal::error(
+        Code::NoIdentity,
+        "please tell me who you are: git has no identity for you here (user.name and user.email), and loopx records every human act under it",
+    )
+    .with_hint(
+        "run `git config --global user.name \"Your Name\"` and `git config --global user.email you@example.com` (without --global for this repository only), then run the command again",
+    )
+}
 pub use crate::repo::FALLBACK_COMMITTER;
 
 /// Decides who is calling (DESIGN §4 "Who is acting").
@@ -130,6 +149,9 @@ pub struct Global {
     /// Act as this registered agent [default: $LOOPX_AGENT, or the agent-runtime session]
     #[arg(long, global = true, value_name = "ID")]
     pub agent: Option<String>,
+    /// Write the state even in a bare repository (a hub: write from a clone)
+    #[arg(long, global = true)]
+    pub allow_bare: bool,
 }
 
 impl Global {
@@ -185,12 +207,16 @@ pub struct Ctx {
     repo: OnceCell<Repo>,
     /// The fast start-up path's view of the repository, tried once.
     fast: OnceCell<Option<crate::fast::Fast>>,
+    /// `--allow-bare`: state writes in a bare repository are allowed.
+    pub allow_bare: bool,
 }
 
 impl Ctx {
     /// Resolves the global flags and the environment. Opens no repository.
     pub fn new(global: &Global) -> Result<Ctx> {
-        Ctx::with(global.dir.clone(), global.format(), global.agent.as_deref())
+        let mut ctx = Ctx::with(global.dir.clone(), global.format(), global.agent.as_deref())?;
+        ctx.allow_bare = global.allow_bare;
+        Ok(ctx)
     }
 
     /// [`Ctx::new`] from its parts (the hook resolves its directory from
@@ -261,6 +287,7 @@ impl Ctx {
             actor: RefCell::new(None),
             repo,
             fast,
+            allow_bare: false,
         })
     }
 
@@ -352,8 +379,9 @@ impl Ctx {
         self.agent_flag.as_ref()
     }
 
-    /// The acting agent or human. A human without a git identity is recorded
-    /// under the fallback identity and told once how to set one.
+    /// The acting agent or human. A human without a git identity is
+    /// [`FALLBACK_HUMAN`] here; writing an op as it is refused
+    /// (`cmd::tx::op`, [`no_identity`]), so reads still work.
     pub fn actor(&self) -> Result<Actor, Refusal> {
         if let Some(a) = self.actor.borrow().as_ref() {
             return Ok(a.clone());
@@ -374,30 +402,14 @@ impl Ctx {
                     name: p.name,
                     email: p.email,
                 },
-                None => {
-                    self.hint_identity_once();
-                    Actor::Human {
-                        name: FALLBACK_HUMAN.0.to_owned(),
-                        email: FALLBACK_HUMAN.1.to_owned(),
-                    }
-                }
+                None => Actor::Human {
+                    name: FALLBACK_HUMAN.0.to_owned(),
+                    email: FALLBACK_HUMAN.1.to_owned(),
+                },
             },
         };
         *self.actor.borrow_mut() = Some(actor.clone());
         Ok(actor)
-    }
-
-    fn hint_identity_once(&self) {
-        let Ok(store) = self.store() else {
-            return;
-        };
-        if !store.mark_once("identity-hint-shown") {
-            return;
-        }
-        self.out.hint(&format!(
-            "git has no identity for you, so this is recorded as \"{} <{}>\"; set yours with `git config --global user.name \"Your Name\"` and `git config --global user.email you@example.com`",
-            FALLBACK_HUMAN.0, FALLBACK_HUMAN.1
-        ));
     }
 
     /// The committer of ticks: git's configured committer, else loopx's.

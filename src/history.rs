@@ -3,8 +3,9 @@
 //! `status --at` read through here; nothing here writes.
 //!
 //! A tick argument ([`Rev`]) is a tick number (bare digits), a commit id
-//! prefix (at least 4 hex digits), a full ref name (`refs/…`) or an RFC 3339
-//! time (the newest commit at or before it). Tick numbers are found by
+//! prefix (at least 4 hex digits), a full ref name (`refs/…`) or a time as
+//! every time flag takes it ([`When`]: a duration ago, a date, an RFC 3339
+//! time; the newest commit at or before it). Tick numbers are found by
 //! walking first parents from the tip, which stops as soon as the tick is
 //! reached, since tick numbers decrease along the chain.
 
@@ -20,7 +21,7 @@ use crate::op::Op;
 use crate::op::message::{self, Parsed};
 use crate::repo::Repo;
 use crate::store::{Entry, FileChange, Oid, PrefixMatch, Tip};
-use crate::time::Timestamp;
+use crate::time::{Timestamp, When};
 use crate::tx;
 
 /// Shown in place of the operation for a commit that is not a loopx tick.
@@ -34,8 +35,9 @@ pub const UNREADABLE: &str = "(unreadable tick)";
 pub enum Rev {
     /// A tick number, from 1.
     Tick(u64),
-    /// The newest commit at or before this time.
-    Time(Timestamp),
+    /// The newest commit at or before this time (a duration: that long
+    /// before now).
+    Time(When),
     /// A commit id prefix, lowercase hex.
     Commit(String),
     /// A full ref name, `refs/…`.
@@ -59,14 +61,17 @@ impl FromStr for Rev {
         if t.starts_with("refs/") {
             return Ok(Rev::Ref(t.to_owned()));
         }
-        if let Ok(time) = Timestamp::parse(t) {
+        // Before commit prefixes: a duration of days alone (`100d`) is hex
+        // too, and reads as the duration; a commit id takes more digits.
+        if let Ok(time) = t.parse::<When>() {
             return Ok(Rev::Time(time));
         }
         if (4..=64).contains(&t.len()) && t.bytes().all(|b| b.is_ascii_hexdigit()) {
             return Ok(Rev::Commit(t.to_ascii_lowercase()));
         }
         Err(format!(
-            "{s:?} names no tick: give a tick number (7), a commit id prefix of at least 4 hex digits, a full ref name (refs/loopx/state) or an RFC 3339 time (2026-11-30T09:00:00Z)"
+            "{s:?} names no tick: give a tick number (7), a commit id prefix of at least 4 hex digits, a full ref name (refs/loopx/state) or a time: {}",
+            crate::time::WHEN_FORMS
         ))
     }
 }
@@ -75,7 +80,8 @@ impl fmt::Display for Rev {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Rev::Tick(n) => write!(f, "tick {n}"),
-            Rev::Time(t) => write!(f, "{t}"),
+            Rev::Time(When::At(t)) => write!(f, "{t}"),
+            Rev::Time(When::From(span)) => write!(f, "{span} ago"),
             Rev::Commit(hex) => write!(f, "commit {hex}"),
             Rev::Ref(name) => f.write_str(name),
         }
@@ -212,11 +218,23 @@ pub fn tip(repo: &Repo) -> Result<Tip> {
         .ok_or_else(|| tx::no_state_at(repo.state_ref()).into())
 }
 
-/// The commit a tick argument names.
-pub fn resolve(repo: &Repo, rev: &Rev) -> Result<Entry> {
+impl Rev {
+    /// The time a time argument names, a duration counted back from `now`;
+    /// None for the other kinds.
+    pub fn time(&self, now: Timestamp) -> Option<Timestamp> {
+        match self {
+            Rev::Time(w) => Some(w.back_from(now)),
+            _ => None,
+        }
+    }
+}
+
+/// The commit a tick argument names (`now`: what a duration counts back
+/// from).
+pub fn resolve(repo: &Repo, rev: &Rev, now: Timestamp) -> Result<Entry> {
     match rev {
         Rev::Tick(n) => find_tick(repo, &tip(repo)?, *n),
-        Rev::Time(t) => at_time(repo, &tip(repo)?, *t),
+        Rev::Time(w) => at_time(repo, &tip(repo)?, w.back_from(now)),
         Rev::Commit(hex) => match repo.store().commit_by_prefix(hex)? {
             PrefixMatch::One(id) => repo.store().entry(id),
             PrefixMatch::None => Err(Refusal::error(
@@ -360,7 +378,22 @@ mod tests {
         );
         assert_eq!(
             "2026-11-30T09:00:00Z".parse(),
-            Ok(Rev::Time(Timestamp::parse("2026-11-30T09:00:00Z").unwrap()))
+            Ok(Rev::Time(When::At(
+                Timestamp::parse("2026-11-30T09:00:00Z").unwrap()
+            )))
+        );
+        assert_eq!(
+            "2h".parse(),
+            Ok(Rev::Time(When::From(crate::time::Span::hours(2))))
+        );
+        assert_eq!(
+            "2026-11-30".parse::<Rev>().map(|r| r.to_string()),
+            Ok("2026-11-30T00:00:00Z".to_owned())
+        );
+        // A duration of days alone is a duration, not a commit prefix.
+        assert_eq!(
+            "100d".parse(),
+            Ok(Rev::Time(When::From(crate::time::Span::hours(2400))))
         );
         assert_eq!("3FA9c2".parse(), Ok(Rev::Commit("3fa9c2".into())));
         // Bare digits are always a tick number, never a commit prefix.

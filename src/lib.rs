@@ -96,6 +96,24 @@ pub fn main_from(args: impl IntoIterator<Item = std::ffi::OsString>) -> ExitCode
             ));
             return ExitCode::SUCCESS;
         }
+        Err(e)
+            if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+                && cli::wants_json(&args)
+                && let Some((path, subs)) = cli::missing_subcommand(&args) =>
+        {
+            // `loopx --json todo`: which subcommands there are, not the
+            // command's whole help as a message.
+            let refusal = error::Refusal::usage(
+                error::Code::MissingSubcommand,
+                format!("{path} needs a subcommand"),
+            )
+            .with_hint(format!(
+                "one of: {}; `loopx {path} --help` says what each does",
+                subs.join(", ")
+            ));
+            Out::new(output::Format::Json, true).error(&refusal.into(), Exit::Usage);
+            return ExitCode::from(Exit::Usage.code());
+        }
         Err(e) if e.use_stderr() && cli::wants_json(&args) => {
             // A usage error under --json is a JSON document too, like every
             // other error (code `bad-usage`, exit 2).
@@ -130,8 +148,12 @@ pub fn main_from(args: impl IntoIterator<Item = std::ffi::OsString>) -> ExitCode
         cmd::Command::Log(_) | cmd::Command::Show(_) | cmd::Command::Diff(_)
             if !cli.terminal.no_pager =>
         {
-            if let Some(pager) = pager(&ctx) {
-                ctx.out.page(&pager);
+            if let Some(pager) = pager(&ctx)
+                && let Err(why) = ctx.out.page(&pager, ctx.env.get_os("PATH"))
+            {
+                ctx.out.warn(&format!(
+                    "cannot start the pager `{pager}` ({why}): the output follows without one; set LOOPX_PAGER, git config core.pager or PAGER to one that runs, or pass --no-pager"
+                ));
             }
             cmd::run(&ctx, &cli.command)
         }
@@ -152,6 +174,17 @@ pub fn main_from(args: impl IntoIterator<Item = std::ffi::OsString>) -> ExitCode
     match result {
         Ok(exit) => ExitCode::from(exit.code()),
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) if output::output_failed(&e).is_some() => {
+            // The command's own output could not be written (a full disk
+            // under `> file`): said as that, for every command, never as
+            // the state's trouble.
+            let message = output::output_failed(&e).unwrap_or_default();
+            let failed = error::Refusal::error(error::Code::OutputFailed, message).with_hint(
+                "write the output where there is room (`df -h` shows the disks); a command that only reads changed nothing, and `loopx log -n 1` shows the newest change",
+            );
+            Out::new(format, true).error(&anyhow::Error::new(failed), Exit::Error);
+            ExitCode::from(Exit::Error.code())
+        }
         Err(e) if error::is_disk_full(&e) && error::refusal_of(&e).is_none() => {
             // Anywhere else a full disk stops a command: said plainly, with
             // what git's atomic ref update guarantees.

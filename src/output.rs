@@ -66,7 +66,7 @@ impl Out {
             human
                 && !no_color
                 && anstream::AutoStream::choice(&io::stdout()) != anstream::ColorChoice::Never,
-            Box::new(io::stdout()),
+            Box::new(Data(io::stdout())),
             Box::new(io::stderr()),
         );
         out.stderr_tty = human && io::stderr().is_terminal();
@@ -155,25 +155,29 @@ impl Out {
     /// by `sh -c` as git runs its pager, with `LESS=FRX` and `LV=-c` unless
     /// they are set), when the output is for people and stdout is a terminal. The
     /// pager is waited for when this output is dropped. Nothing happens for
-    /// JSON, a pipe or a file, or when the pager cannot start.
-    pub fn page(&self, command: &str) {
+    /// JSON, a pipe or a file. A pager that cannot start (its program is
+    /// not on `path`, the `PATH` given, or `sh` fails) leaves the output
+    /// unpaged and says why (`Err`), so nothing is lost.
+    pub fn page(&self, command: &str, path: Option<&std::ffi::OsStr>) -> Result<(), String> {
         if self.format != Format::Human || !io::stdout().is_terminal() {
-            return;
+            return Ok(());
         }
+        pager_program_found(command, path)?;
         let mut sh = std::process::Command::new("sh");
         sh.arg("-c")
             .arg(format!(
                 "export LESS=\"${{LESS-FRX}}\" LV=\"${{LV--c}}\"; {command}"
             ))
             .stdin(std::process::Stdio::piped());
-        let Ok(mut child) = sh.spawn() else { return };
+        let mut child = sh.spawn().map_err(|e| format!("sh cannot start: {e}"))?;
         let Some(stdin) = child.stdin.take() else {
-            return;
+            return Err("sh took no input".to_owned());
         };
-        *self.stdout.borrow_mut() = Box::new(Pager {
+        *self.stdout.borrow_mut() = Box::new(Data(Pager {
             stdin: Some(stdin),
             child,
-        });
+        }));
+        Ok(())
     }
 
     pub fn is_json(&self) -> bool {
@@ -379,6 +383,33 @@ fn write_human(out: &mut dyn Write, text: &str) -> io::Result<()> {
     Ok(())
 }
 
+/// Whether the program a pager command starts with can run: a path that
+/// is a file, or a name found in one of `path`'s folders. A command that
+/// starts with shell syntax (a variable, a quote, a builtin such as `exec`)
+/// is left to `sh`. `Err` says what is missing.
+fn pager_program_found(command: &str, path: Option<&std::ffi::OsStr>) -> Result<(), String> {
+    let Some(first) = command.split_whitespace().next() else {
+        return Ok(());
+    };
+    let shell = first.contains([
+        '=', '$', '\'', '"', '\\', '(', '|', ';', '&', '<', '>', '`', '~',
+    ]) || ["exec", "command", "eval", "env", "builtin", ":", "{"].contains(&first);
+    if shell {
+        return Ok(());
+    }
+    let runnable = |p: &std::path::Path| p.is_file();
+    let found = if first.contains('/') {
+        runnable(std::path::Path::new(first))
+    } else {
+        path.is_some_and(|path| std::env::split_paths(path).any(|dir| runnable(&dir.join(first))))
+    };
+    if found {
+        Ok(())
+    } else {
+        Err(format!("{first} is not found"))
+    }
+}
+
 /// The pager's stdin, as stdout; dropping it closes the pipe and waits for
 /// the pager, so the shell prompt comes back after the person quits it.
 struct Pager {
@@ -404,6 +435,67 @@ impl Drop for Pager {
         drop(self.stdin.take());
         let _ = self.child.wait();
     }
+}
+
+/// The data writer (stdout, or the pager): an error writing to it is told
+/// apart from every other I/O error as [`OutputFailed`], so a full disk under
+/// `loopx log > file` says "cannot write the output", never speaks of the
+/// state. A closed pipe stays as it is (it ends the command quietly).
+struct Data<W>(W);
+
+impl<W: Write> Write for Data<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.write(buf).map_err(OutputFailed::wrap)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.0.flush().map_err(OutputFailed::wrap)
+    }
+}
+
+/// A write to the command's output (stdout) failed: the one error every
+/// command reports as "cannot write the output: …" ([`output_failed`]).
+#[derive(Debug)]
+pub struct OutputFailed(io::Error);
+
+impl OutputFailed {
+    fn wrap(e: io::Error) -> io::Error {
+        if e.kind() == io::ErrorKind::BrokenPipe {
+            return e;
+        }
+        io::Error::new(e.kind(), OutputFailed(e))
+    }
+}
+
+impl std::fmt::Display for OutputFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "cannot write the output: {}", self.0)
+    }
+}
+
+impl std::error::Error for OutputFailed {}
+
+/// The failed write to the command's output somewhere in `err`'s chain,
+/// looked for as [`is_broken_pipe`] looks: its text ("cannot write the
+/// output: No space left on device (os error 28)").
+pub fn output_failed(err: &anyhow::Error) -> Option<String> {
+    err.chain().find_map(|e| {
+        let mut next: Option<&(dyn std::error::Error + 'static)> = Some(e);
+        while let Some(e) = next {
+            if let Some(failed) = e.downcast_ref::<OutputFailed>() {
+                return Some(failed.to_string());
+            }
+            let io = e.downcast_ref::<io::Error>().or_else(|| {
+                e.downcast_ref::<serde_json::Error>()
+                    .and_then(|j| std::error::Error::source(j))
+                    .and_then(|s| s.downcast_ref::<io::Error>())
+            });
+            next = io
+                .and_then(|io| io.get_ref())
+                .map(|inner| inner as &(dyn std::error::Error + 'static));
+        }
+        None
+    })
 }
 
 /// Writes narration straight to stdout (the demo's running commentary).
@@ -464,6 +556,71 @@ pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_pager_whose_program_is_missing_is_found_out_before_it_starts() {
+        let path = std::ffi::OsString::from("/nowhere:/bin:/usr/bin");
+        let path = Some(path.as_os_str());
+        assert_eq!(pager_program_found("sh -c cat", path), Ok(()));
+        assert_eq!(pager_program_found("/bin/sh", None), Ok(()));
+        assert_eq!(
+            pager_program_found("no-such-pager-53 -R", path),
+            Err("no-such-pager-53 is not found".to_owned())
+        );
+        assert!(pager_program_found("/nowhere/less", path).is_err());
+        assert!(pager_program_found("less", None).is_err());
+        // Shell syntax is left to sh.
+        for shell in ["LESS=R less", "exec less", "$PAGER", "'less' -R", "~/bin/p"] {
+            assert_eq!(pager_program_found(shell, path), Ok(()), "{shell}");
+        }
+    }
+
+    #[test]
+    fn a_failed_write_to_the_output_is_told_apart() {
+        struct Failing(io::ErrorKind);
+        impl Write for Failing {
+            fn write(&mut self, _: &[u8]) -> io::Result<usize> {
+                Err(match self.0 {
+                    io::ErrorKind::StorageFull => io::Error::from_raw_os_error(28),
+                    kind => kind.into(),
+                })
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
+        }
+        for format in [Format::Json, Format::Human] {
+            let out = Out::with_writers(
+                format,
+                false,
+                Box::new(Data(Failing(io::ErrorKind::StorageFull))),
+                Box::new(io::sink()),
+            );
+            let err = anyhow::Error::from(out.emit(&1, || "one".to_owned()).unwrap_err())
+                .context("reading the state");
+            let text = output_failed(&err).expect("an output error");
+            assert!(
+                text.starts_with("cannot write the output: ") && text.contains("os error 28"),
+                "{text}"
+            );
+            let mut stream = out.stream();
+            let streamed = stream
+                .emit(&2, || "two".to_owned())
+                .and_then(|()| stream.finish())
+                .unwrap_err();
+            assert!(output_failed(&streamed.into()).is_some());
+        }
+        // A closed pipe stays a closed pipe; other I/O is not the output's.
+        let out = Out::with_writers(
+            Format::Json,
+            false,
+            Box::new(Data(Failing(io::ErrorKind::BrokenPipe))),
+            Box::new(io::sink()),
+        );
+        let pipe = anyhow::Error::from(out.emit(&1, String::new).unwrap_err());
+        assert!(is_broken_pipe(&pipe) && output_failed(&pipe).is_none());
+        assert!(output_failed(&anyhow::Error::from(io::Error::from_raw_os_error(28))).is_none());
+    }
 
     fn captured(format: Format) -> (Out, Capture, Capture) {
         let (o, e) = (Capture::default(), Capture::default());

@@ -263,14 +263,21 @@ impl FromStr for Span {
     }
 }
 
-/// A time as a flag takes it (`--since`, `--until`): an RFC 3339 time, or
-/// a duration counted from now (`2h`, `1d`, `1h30m`), back for a start and
-/// forward for an end. The one parser every time flag uses.
+/// A time as a flag takes it (`--since`, `--until`, `--at`): what `git log
+/// --since` takes that reads one way only. A duration counted from now
+/// (`2h`, `3d`, `90m`, `1h30m`), back for a start and forward for an end
+/// (each flag's help says which); an RFC 3339 time; a date `YYYY-MM-DD`
+/// (its midnight) or `YYYY-MM-DD HH:MM[:SS]` (a `T` may stand for the
+/// space), both read as UTC; or `@SECONDS` since the Unix epoch. The one
+/// parser every time flag uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum When {
     At(Timestamp),
     From(Span),
 }
+
+/// What a time flag takes, for its error message.
+pub const WHEN_FORMS: &str = "a duration (30m, 12h, 3d), a date (2026-11-30 or 2026-11-30 09:00, UTC), an RFC 3339 time (2026-11-30T09:00:00Z) or @UNIX-SECONDS";
 
 impl When {
     /// The time this names as a start: a duration is that long before `now`.
@@ -290,17 +297,46 @@ impl When {
     }
 }
 
+/// A date or a date and time without a zone, read as UTC: `YYYY-MM-DD`,
+/// `YYYY-MM-DD HH:MM` or `YYYY-MM-DD HH:MM:SS` (or with a `T`).
+fn parse_naive(s: &str) -> Option<Timestamp> {
+    use chrono::{NaiveDate, NaiveDateTime};
+    if let Ok(d) = NaiveDate::parse_from_str(s, "%Y-%m-%d") {
+        return Some(Timestamp(d.and_hms_opt(0, 0, 0)?.and_utc().timestamp()));
+    }
+    for form in [
+        "%Y-%m-%d %H:%M",
+        "%Y-%m-%d %H:%M:%S",
+        "%Y-%m-%dT%H:%M",
+        "%Y-%m-%dT%H:%M:%S",
+    ] {
+        if let Ok(t) = NaiveDateTime::parse_from_str(s, form) {
+            return Some(Timestamp(t.and_utc().timestamp()));
+        }
+    }
+    None
+}
+
 impl FromStr for When {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        if let Ok(span) = Span::parse(s) {
+        let t = s.trim();
+        if let Ok(span) = Span::parse(t) {
             return Ok(When::From(span));
         }
-        Timestamp::parse(s).map(When::At).map_err(|_| {
-            format!(
-                "{s:?} is neither a duration (30m, 12h, 1d) nor an RFC 3339 time (2026-11-30T09:00:00Z)"
-            )
-        })
+        if let Some(secs) = t.strip_prefix('@')
+            && !secs.is_empty()
+            && secs.bytes().all(|b| b.is_ascii_digit())
+            && let Ok(n) = secs.parse::<i64>()
+        {
+            return Ok(When::At(Timestamp(n)));
+        }
+        if let Some(at) = parse_naive(t) {
+            return Ok(When::At(at));
+        }
+        Timestamp::parse(t)
+            .map(When::At)
+            .map_err(|_| format!("{s:?} is not a time: write {WHEN_FORMS}"))
     }
 }
 
@@ -331,9 +367,46 @@ mod tests {
         assert_eq!(at.on_from(now), at.back_from(now));
         let bad = "yesterday".parse::<When>().unwrap_err();
         assert!(
-            bad.contains("neither a duration") && bad.contains("RFC 3339"),
+            bad.contains("not a time") && bad.contains("RFC 3339") && bad.contains("date"),
             "{bad}"
         );
+    }
+
+    #[test]
+    fn a_time_flag_takes_what_git_log_since_takes_unambiguously() {
+        use super::{Span, Timestamp, When};
+        let at = |s: &str| match s.parse::<When>() {
+            Ok(When::At(t)) => t.to_string(),
+            other => panic!("{s}: {other:?}"),
+        };
+        assert_eq!(at("2026-12-07"), "2026-12-07T00:00:00Z");
+        assert_eq!(at("2026-12-07 16:57"), "2026-12-07T16:57:00Z");
+        assert_eq!(at("2026-12-07 16:57:09"), "2026-12-07T16:57:09Z");
+        assert_eq!(at("2026-12-07T16:57"), "2026-12-07T16:57:00Z");
+        assert_eq!(at(" 2026-12-07T16:57:09Z "), "2026-12-07T16:57:09Z");
+        assert_eq!(at("@0"), "1970-01-01T00:00:00Z");
+        assert_eq!(
+            at("@1796000000"),
+            Timestamp::from_unix(1_796_000_000).to_string()
+        );
+        assert_eq!("3d".parse::<When>(), Ok(When::From(Span::hours(72))));
+        assert_eq!("90m".parse::<When>(), Ok(When::From(Span::minutes(90))));
+        for bad in [
+            "",
+            "@",
+            "@-5",
+            "@1.5",
+            "12/07/2026",
+            "07-12-2026",
+            "2026-13-01",
+            "2026-02-30",
+            "2026-12-07 25:00",
+            "yesterday",
+            "2 hours ago",
+            "10",
+        ] {
+            assert!(bad.parse::<When>().is_err(), "{bad:?}");
+        }
     }
 
     use super::*;

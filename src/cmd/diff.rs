@@ -15,7 +15,9 @@ use crate::time::Timestamp;
 /// Summarize what changed between two states
 ///
 /// A and B are tick numbers (bare digits), commit id prefixes, full ref
-/// names or RFC 3339 times; B defaults to the tip. The summary compares the
+/// names or times (a duration reads as that long ago: 2h; a date such as
+/// 2026-12-07 or 2026-12-07 16:57, UTC; RFC 3339; @UNIX-SECONDS); B
+/// defaults to the tip. The summary compares the
 /// two states: todos added, claimed, released, renewed, stolen, done,
 /// reopened or updated; goals added or changed; agents registered.
 #[derive(clap::Args, Debug)]
@@ -72,9 +74,9 @@ impl End {
 }
 
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
-    let a = history::resolve(ctx.repo()?, &args.from)?;
+    let a = history::resolve(ctx.repo()?, &args.from, ctx.now)?;
     let b = match &args.to {
-        Some(rev) => history::resolve(ctx.repo()?, rev)?,
+        Some(rev) => history::resolve(ctx.repo()?, rev, ctx.now)?,
         None => history::tip_entry(ctx.repo()?)?,
     };
     let state_a = history::load(ctx.repo()?, &a)?.state;

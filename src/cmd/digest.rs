@@ -36,7 +36,9 @@ use crate::time::{Span, Timestamp, When};
   loopx digest --since 12h              what happened overnight
   loopx digest --since 1d --goal web --markdown  paste it into a chat")]
 pub struct Args {
-    /// A duration back from now (12h, 1d) or an RFC 3339 time
+    /// Since when: a duration reads as that long ago (12h, 1d); or a date
+    /// (2026-12-07, 2026-12-07 16:57; UTC), an RFC 3339 time or
+    /// @UNIX-SECONDS
     #[arg(long, value_name = "DURATION|TIME")]
     since: When,
     /// Only what concerns this goal
@@ -225,8 +227,13 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                         Some(_) => ", validation failed",
                         None => "",
                     };
+                    // The evidence the completion rests on: its own
+                    // validation, else the last record before it. A record
+                    // made later (sync's record of another agent's lost
+                    // claim on the todo, say) says nothing of this done.
                     let ev = find(todo)
                         .and_then(|x| x.last_evidence.as_ref())
+                        .filter(|e| validation.is_none() && e.at <= at)
                         .map(|e| {
                             format!(
                                 ", last evidence {} {}",

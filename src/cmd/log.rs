@@ -39,8 +39,9 @@ pub struct Args {
     /// Only this operation (todo.claim), or a group of them (todo)
     #[arg(long = "op", value_name = "KIND")]
     op: Option<String>,
-    /// Only ticks at or after this time: a duration back from now (2h, 1d)
-    /// or an RFC 3339 time
+    /// Only ticks at or after this time: a duration reads as that long ago
+    /// (2h, 3d); or a date (2026-12-07, 2026-12-07 16:57; UTC), an RFC 3339
+    /// time or @UNIX-SECONDS
     #[arg(long, value_name = "DURATION|TIME")]
     since: Option<When>,
     /// Show at most N ticks
@@ -75,7 +76,7 @@ struct Record<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     not_a_tick: Option<&'a str>,
     /// "signed by NAME (SHA256:…)", "signed by an untrusted key (…)", or
-    /// "unsigned" for a human act; absent for other ticks.
+    /// "unsigned" for a human act that needed a signature; absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     signature: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -120,7 +121,13 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         return Ok(Exit::Ok);
     }
     let signers = crate::trust::AllowedSigners::load(ctx.repo()?)?;
+    // Whether an unsigned act needed a signature is judged on the tip's
+    // state (its policy, its gates' kinds).
+    let judged = crate::cmd::tx::load(ctx)
+        .map(|s| s.state)
+        .unwrap_or_default();
     let since = args.since.map(|w| w.back_from(ctx.now));
+    let widths = Widths::of(tip.tick);
     let mut stream = ctx.out.stream();
     let mut shown = 0usize;
     let mut older = 0usize;
@@ -158,7 +165,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             not_a_tick: tick.parsed.as_ref().err().map(String::as_str),
             signature: tick
                 .op()
-                .and_then(|op| crate::trust::history_note(op, &signers)),
+                .and_then(|op| crate::trust::history_note(op, &signers, &judged)),
             files,
         };
         let first = shown == 0;
@@ -167,7 +174,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             if args.patch && !first {
                 s.push('\n');
             }
-            s.push_str(&line(&tick));
+            s.push_str(&line(&tick, &widths));
             if let Some(note) = &record.signature {
                 s.push_str(&format!("  [{note}]"));
             }
@@ -186,17 +193,61 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     Ok(Exit::Ok)
 }
 
-/// `  12  2026-11-30T09:06:00Z  agent-a       todo.claim      claim t-… "…"`
-fn line(tick: &Tick) -> String {
+/// The widths of `log`'s columns, known before the first line is written
+/// (the log streams): the tip's tick number, [`ACTOR`] characters of an
+/// actor, and the longest op kind (or the mark of a commit that is not a
+/// tick). A longer actor is cut in the middle ([`fit`]), so the columns
+/// after it never shift.
+struct Widths {
+    number: usize,
+    kind: usize,
+}
+
+/// An actor's column: longer names are cut in the middle with `…`.
+const ACTOR: usize = 16;
+
+impl Widths {
+    fn of(tip_tick: u64) -> Self {
+        Widths {
+            number: tip_tick.to_string().len().max(4),
+            kind: Change::KINDS
+                .iter()
+                .chain(&[history::NOT_A_TICK, history::UNREADABLE])
+                .map(|k| k.chars().count())
+                .max()
+                .unwrap_or(14),
+        }
+    }
+}
+
+/// `s` in exactly `width` characters: padded, or cut in the middle with
+/// `…`, keeping its start and its end (a session's agent id differs in its
+/// last characters: `claude-…634098a0`).
+fn fit(s: &str, width: usize) -> String {
+    let n = s.chars().count();
+    if n <= width {
+        return format!("{s:<width$}");
+    }
+    let head = width.saturating_sub(1) / 2;
+    let tail = width.saturating_sub(1) - head;
+    let mut cut: String = s.chars().take(head).collect();
+    cut.push('…');
+    cut.extend(s.chars().skip(n - tail));
+    cut
+}
+
+/// `  12  2026-11-30T09:06:00Z  agent-a           todo.claim       claim t-… "…"`
+fn line(tick: &Tick, w: &Widths) -> String {
     let number = tick
         .number()
         .map_or_else(|| "-".to_owned(), |n| n.to_string());
     format!(
-        "{number:>4}  {}  {:<12}  {:<14}  {}",
+        "{number:>n$}  {}  {}  {}  {}",
         tick.time(),
-        tick.actor_name(),
-        tick.kind(),
-        tick.subject()
+        fit(tick.actor_name(), ACTOR),
+        fit(tick.kind(), w.kind),
+        tick.subject(),
+        n = w.number,
     )
     .trim_end()
     .to_owned()
@@ -367,6 +418,19 @@ fn todo_id(ctx: &Ctx, typed: &str) -> Result<TodoId> {
 #[cfg(test)]
 mod tests {
     use super::kind_matches;
+
+    #[test]
+    fn log_columns_keep_their_width() {
+        use super::fit;
+        assert_eq!(fit("agent-a", 10), "agent-a   ");
+        assert_eq!(fit("claude-code-634098a0", 16), "claude-…634098a0");
+        assert_eq!(fit("claude-code-session-7f3a", 10).chars().count(), 10);
+        assert_eq!(fit("Zoë Ångström-Ñuñez", 8), "Zoë…uñez");
+        let w = super::Widths::of(12);
+        assert_eq!(w.number, 4);
+        assert_eq!(super::Widths::of(123_456).number, 6);
+        assert!(crate::op::Change::KINDS.iter().all(|k| k.len() <= w.kind));
+    }
 
     #[test]
     fn op_groups_match_their_kinds() {

@@ -18,8 +18,9 @@ use crate::time::Timestamp;
 /// Show one tick: its operation, actor, time, trailers and file diffs
 ///
 /// TICK is a tick number (bare digits), a commit id prefix (at least 4 hex
-/// digits), a full ref name (refs/loopx/state) or an RFC 3339 time (the
-/// newest tick at or before it).
+/// digits), a full ref name (refs/loopx/state) or a time, the newest tick at
+/// or before it: a duration reads as that long ago (2h), or a date
+/// (2026-12-07, 2026-12-07 16:57; UTC), an RFC 3339 time or @UNIX-SECONDS.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// The tick to show
@@ -42,7 +43,7 @@ struct Wire<'a> {
     change: Option<&'a Change>,
     trailers: BTreeMap<&'a str, &'a str>,
     /// "signed by NAME (SHA256:…)", "signed by an untrusted key (…)", or
-    /// "unsigned" for a human act; absent for other ticks.
+    /// "unsigned" for a human act that needed a signature; absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     signature: Option<String>,
     /// For a commit that is not a loopx tick: who made it, its whole
@@ -57,13 +58,18 @@ struct Wire<'a> {
 }
 
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
-    let entry = history::resolve(ctx.repo()?, &args.tick)?;
+    let entry = history::resolve(ctx.repo()?, &args.tick, ctx.now)?;
     let tick = Tick::read(entry);
     let files = history::file_diffs(&history::changed_files(ctx.repo()?, &tick.entry)?);
     let op = tick.op();
     let signers = crate::trust::AllowedSigners::load(ctx.repo()?)?;
+    // Whether an unsigned act needed a signature is judged on the tip's
+    // state (its policy, its gates' kinds).
+    let judged = crate::cmd::tx::load(ctx)
+        .map(|s| s.state)
+        .unwrap_or_default();
     let wire = Wire {
-        signature: op.and_then(|op| crate::trust::history_note(op, &signers)),
+        signature: op.and_then(|op| crate::trust::history_note(op, &signers, &judged)),
         tick: tick.number(),
         commit: tick.entry.commit.to_string(),
         parent: tick.entry.parent.map(|p| p.to_string()),

@@ -258,7 +258,12 @@ fn redate(ctx: &Ctx) -> Result<Exit> {
 
 fn repair(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let repo = ctx.repo()?;
-    let plan = sync::repair::plan(repo, &ctx.actor()?, args.remote.as_deref())?;
+    let actor = ctx.actor()?;
+    // A repair is a human act: never written as "unknown human".
+    if crate::ctx::is_unidentified(&actor) {
+        return Err(crate::ctx::no_identity().into());
+    }
+    let plan = sync::repair::plan(repo, &actor, args.remote.as_deref())?;
     let r = if plan.report.removed.is_empty() || args.dry_run {
         plan.report
     } else {

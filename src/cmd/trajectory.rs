@@ -60,8 +60,9 @@ pub struct Args {
     /// The goal
     #[arg(value_name = "GOAL")]
     goal: String,
-    /// Only ticks at or after this time: a duration back from now (7d) or
-    /// an RFC 3339 time
+    /// Only ticks at or after this time: a duration reads as that long ago
+    /// (7d); or a date (2026-12-07, 2026-12-07 16:57; UTC), an RFC 3339 time
+    /// or @UNIX-SECONDS
     #[arg(long, value_name = "DURATION|TIME")]
     since: Option<When>,
     /// Write trajectory.html and trajectory.json into DIR [default:

@@ -24,12 +24,35 @@ pub use crate::tx::{
 /// `tx::start(ctx)?.run(build)`, `.touching(typed)`, `.at(commit)` or
 /// `.from(snapshot)` first.
 pub fn start(ctx: &Ctx) -> Result<Commit<'_>> {
+    not_bare(ctx)?;
     Ok(Commit::new(ctx.repo()?, ctx.caller()))
 }
 
 /// The first tick ([`crate::tx::init`]).
 pub fn init(ctx: &Ctx, op: Op) -> Result<Committed> {
+    not_bare(ctx)?;
     crate::tx::init(ctx.repo()?, ctx.caller(), op)
+}
+
+/// Refuses a state write in a bare repository, a hub, unless
+/// `--allow-bare` (or git config `loopx.allowBare = true`, for a bare
+/// repository that is written on purpose, such as a mirror): a hub takes
+/// the state clones push and guards it (`hub install`), and an act written
+/// there bypasses both the clone's identity and the guard.
+pub fn not_bare(ctx: &Ctx) -> Result<(), Refusal> {
+    let Ok(store) = ctx.store() else {
+        return Ok(());
+    };
+    if store.is_bare() && !ctx.allow_bare && store.config_bool("loopx.allowBare") != Some(true) {
+        return Err(Refusal::rule(
+            Code::BareRepository,
+            "this is a hub (a bare repository): write from a clone",
+        )
+        .with_hint(
+            "run the command in a clone that syncs with this hub (`git clone HUB`, then `loopx sync`), or pass --allow-bare (or set git config loopx.allowBare true) to write here anyway",
+        ));
+    }
+    Ok(())
 }
 
 /// An operation by the current actor, now, with a fresh op id
@@ -37,8 +60,14 @@ pub fn init(ctx: &Ctx, op: Op) -> Result<Committed> {
 /// redacted. A new agent or goal id that looks like a secret is refused
 /// (`secret_id`).
 pub fn op(ctx: &Ctx, change: Change) -> Result<Op, Refusal> {
+    not_bare(ctx)?;
     secret_id(&change)?;
-    let Stamped { op, redacted } = crate::tx::op(ctx.actor()?, ctx.now, &ctx.ids, change)?;
+    let actor = ctx.actor()?;
+    // (A repository that does not open says so itself, at the write.)
+    if crate::ctx::is_unidentified(&actor) && ctx.store().is_ok() {
+        return Err(crate::ctx::no_identity());
+    }
+    let Stamped { op, redacted } = crate::tx::op(actor, ctx.now, &ctx.ids, change)?;
     if !redacted.is_empty() {
         ctx.out.warn(&format!(
             "the {} looked like {} a secret, which the state would replicate to every clone and the hub: stored with {} in its place (pass secrets through the environment or a file instead)",

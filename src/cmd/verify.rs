@@ -25,7 +25,9 @@ use crate::verify::{self, Finding, Unverified};
 /// a clone trusts" in docs/sync.md.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Start at this tick, trusting its parent's state [default: the first tick]
+    /// Start at this tick (a tick number, a commit id prefix, a ref, or a
+    /// time: a duration reads as that long ago), trusting its parent's
+    /// state [default: the first tick]
     #[arg(long, value_name = "REV")]
     from: Option<Rev>,
     /// Stop at this tick [default: the state's tip]
@@ -105,13 +107,13 @@ fn goal_refs(ctx: &Ctx, args: &Args) -> Result<Vec<GoalRefWire>> {
 
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let to = match &args.to {
-        Some(rev) => history::resolve(ctx.repo()?, rev)?,
+        Some(rev) => history::resolve(ctx.repo()?, rev, ctx.now)?,
         None => history::tip_entry(ctx.repo()?)?,
     };
     let base = match &args.from {
         None => None,
         Some(rev) => {
-            let from = history::resolve(ctx.repo()?, rev)?;
+            let from = history::resolve(ctx.repo()?, rev, ctx.now)?;
             if !verify::is_ancestor(ctx.repo()?, from.commit, to.commit)? {
                 return Err(Refusal::usage(
                     Code::BadRange,

@@ -130,8 +130,11 @@ pub struct GoalBoard<'s> {
     pub counts: Counts,
 }
 
-/// How many todos stand where. `ready` overlaps the others (a ready todo
-/// is also counted as open).
+/// How many todos stand where. `open`, `waiting`, `claimed`, `blocked`,
+/// `deferred` and `done` are disjoint (each live todo once); `ready`
+/// overlaps them (an open todo an agent may claim now, or a claimed one
+/// whose lease ran out: `reclaimable`), and `held` is the part of `open`
+/// that no active agent may claim now. [`Counts::ready_open`] is the rest.
 #[derive(Debug, Default, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Counts {
     pub ready: usize,
@@ -141,6 +144,22 @@ pub struct Counts {
     pub blocked: usize,
     pub deferred: usize,
     pub done: usize,
+    /// Open todos whose `after` todos are done but that no active agent may
+    /// claim now (a gate, a capability, the goal's status); part of `open`.
+    #[serde(default)]
+    pub held: usize,
+    /// Claimed todos whose lease ran out and that an agent may take; part
+    /// of `claimed` and of `ready`.
+    #[serde(default)]
+    pub reclaimable: usize,
+}
+
+impl Counts {
+    /// Open todos an active agent may claim now: `ready` without the
+    /// claims that ran out.
+    pub fn ready_open(&self) -> usize {
+        self.ready.saturating_sub(self.reclaimable)
+    }
 }
 
 /// A claim, live or expired.
@@ -323,6 +342,8 @@ pub fn carry(total: &Counts, was: &Counts, now: &Counts) -> Option<Counts> {
         blocked: f(total.blocked, was.blocked, now.blocked)?,
         deferred: f(total.deferred, was.deferred, now.deferred)?,
         done: f(total.done, was.done, now.done)?,
+        held: f(total.held, was.held, now.held)?,
+        reclaimable: f(total.reclaimable, was.reclaimable, now.reclaimable)?,
     })
 }
 
@@ -506,7 +527,11 @@ fn count(c: &mut Counts, card: &Card) {
 
 fn tally(c: &mut Counts, column: Column, ready: bool) {
     match column {
-        Column::Ready | Column::Open => c.open += 1,
+        Column::Ready => c.open += 1,
+        Column::Open => {
+            c.open += 1;
+            c.held += 1;
+        }
         Column::Waiting => c.waiting += 1,
         Column::Claimed => c.claimed += 1,
         Column::Blocked => c.blocked += 1,
@@ -515,6 +540,9 @@ fn tally(c: &mut Counts, column: Column, ready: bool) {
     }
     if ready {
         c.ready += 1;
+        if column == Column::Claimed {
+            c.reclaimable += 1;
+        }
     }
 }
 

@@ -298,6 +298,11 @@ impl Store {
         out
     }
 
+    /// Whether this is a bare repository (a hub): no worktree.
+    pub fn is_bare(&self) -> bool {
+        self.repo.workdir().is_none()
+    }
+
     /// The worktree root, or the git dir of a bare repository.
     pub fn root(&self) -> &Path {
         self.repo.workdir().unwrap_or_else(|| self.repo.git_dir())

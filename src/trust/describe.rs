@@ -1,7 +1,6 @@
 //! Stored signatures told to people: who signed, in words and as JSON.
 
 use super::*;
-use crate::op::{AgentRetire, TodoRelease};
 
 /// Describes a stored signature (of an op or of a file it produced) for
 /// people: "signed by ada (SHA256:…)", "signed by an untrusted key (…)" or
@@ -19,10 +18,15 @@ pub fn describe(signature: Option<&str>, signers: &AllowedSigners) -> String {
 }
 
 /// What history shows about a tick's signature: "signed by …" for a
-/// signed op, "unsigned" for a human's op of a human-act kind, else None.
-/// (Reading history has no parent state at hand, so a human's answer to a
-/// decision gate also shows "unsigned".)
-pub fn history_note(op: &Op, signers: &AllowedSigners) -> Option<String> {
+/// signed op; "unsigned" for a human's op that needed a signature and has
+/// none; else None. Whether it needed one is judged as the writer judges
+/// it ([`is_human_act`] and [`enforced`]) on `state`, the state at hand
+/// (the tip's, or the one `status --at` shows): this machine trusts a
+/// signer or the state's policy asks for human signatures, and the op is a
+/// human act there (a decision gate's answer is not; a permission gate's
+/// is). An act that needed nothing is not marked, so "unsigned" never sits
+/// beside signed acts as if a signature had failed.
+pub fn history_note(op: &Op, signers: &AllowedSigners, state: &State) -> Option<String> {
     if op.actor.agent().is_some()
         && let Some(Ok(sig)) = op.signature.as_deref().map(decode)
     {
@@ -36,24 +40,10 @@ pub fn history_note(op: &Op, signers: &AllowedSigners) -> Option<String> {
     if op.signature.is_some() {
         return Some(describe(op.signature.as_deref(), signers));
     }
-    let human_kind = match &op.change {
-        Change::TodoRelease(TodoRelease { force, .. }) => *force,
-        Change::AgentRetire(AgentRetire { agent }) => op.actor.agent() != Some(agent),
-        c => matches!(
-            c,
-            Change::GateAnswer(_)
-                | Change::GateWithdraw(_)
-                | Change::GoalAdd(_)
-                | Change::GoalSet(_)
-                | Change::QuotaVoid(_)
-                | Change::SignerAnnounce(_)
-                | Change::SignerRequire(_)
-                | Change::MachineAdmit(_)
-                | Change::MachineRevoke(_)
-                | Change::TodoTrust(_)
-        ),
-    };
-    (op.actor.is_human() && human_kind).then(|| "unsigned".to_owned())
+    let needed = op.actor.is_human()
+        && enforced(state, signers)
+        && is_human_act(state, op, crate::model::WRITES);
+    needed.then(|| "unsigned".to_owned())
 }
 
 /// A stored signature as `--format json` shows it.

@@ -15,6 +15,7 @@ mod test_errors;
 mod test_evidence;
 mod test_fast;
 mod test_fetch_progress;
+mod test_frictions;
 mod test_gate;
 mod test_gc;
 mod test_goal;

@@ -140,7 +140,7 @@ fn every_since_takes_a_duration_or_a_time() {
     for cmd in ["log", "digest"] {
         let bad = env.loopx(&[cmd, "--since", "yesterday"]).code(2);
         assert!(
-            bad.stderr.contains("neither a duration") && bad.stderr.contains("RFC 3339"),
+            bad.stderr.contains("is not a time") && bad.stderr.contains("RFC 3339"),
             "{cmd}: {}",
             bad.stderr
         );

@@ -1,27 +1,45 @@
 use crate::common::{TestEnv, assert_text, run};
 
 #[test]
-fn a_human_without_a_git_identity_is_recorded_under_the_fallback_and_told_once() {
+fn a_human_without_a_git_identity_is_refused_as_git_refuses() {
     let env = TestEnv::new();
     env.git(&["config", "--unset", "user.name"]);
     env.git(&["config", "--unset", "user.email"]);
-    let first = env
-        .loopx(&["init", "--goal", "main", "--objective", "x"])
+    // Every human act is refused, the first and every later one, until an
+    // identity is set: nothing is written as "unknown human".
+    for _ in 0..2 {
+        let out = env
+            .loopx(&["--json", "init", "--goal", "main", "--objective", "x"])
+            .code(1);
+        assert_eq!(out.error_code(), "no-identity", "{}", out.stdout);
+        let hint = out.json()["error"]["hint"].to_string();
+        assert!(
+            hint.contains("git config --global user.name")
+                && hint.contains("git config --global user.email"),
+            "{hint}"
+        );
+        assert!(
+            out.stderr.contains("please tell me who you are"),
+            "{}",
+            out.stderr
+        );
+    }
+    assert!(env.tip().is_none(), "nothing was written");
+    // Reads still work; an agent's acts need no human identity.
+    env.git(&["config", "user.name", "Ada Lovelace"]);
+    env.git(&["config", "user.email", "ada@example.com"]);
+    env.loopx(&["init", "--goal", "main", "--objective", "x"])
         .ok();
-    assert!(
-        first.stderr.contains("hint: git has no identity for you, so this is recorded as \"unknown human <human@loopx.invalid>\""),
-        "{}",
-        first.stderr
-    );
-    let second = env.loopx(&["todo", "add", "A"]).ok();
-    assert!(
-        !second.stderr.contains("hint:"),
-        "told only once: {}",
-        second.stderr
-    );
+    env.loopx(&["agent", "register", "agent-a"]).ok();
+    env.git(&["config", "--unset", "user.name"]);
+    env.git(&["config", "--unset", "user.email"]);
+    env.loopx(&["status"]).ok();
+    let refused = env.loopx(&["--json", "todo", "add", "A"]).code(1);
+    assert_eq!(refused.error_code(), "no-identity");
+    env.agent("agent-a", &["todo", "add", "A"]).ok();
     assert_text(
-        &env.git(&["log", "--format=%an <%ae> / %cn <%ce>", "refs/loopx/state"]),
-        "unknown human <human@loopx.invalid> / loopx <loopx@loopx.invalid>\nunknown human <human@loopx.invalid> / loopx <loopx@loopx.invalid>\n",
+        &env.git(&["log", "-1", "--format=%an <%ae>", "refs/loopx/state"]),
+        "agent-a <agent-a@agents.loopx.invalid>\n",
     );
 }
 

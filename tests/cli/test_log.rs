@@ -4,19 +4,19 @@
 use crate::common::fixtures::{hand_commit, history};
 use crate::common::{TestEnv, assert_text};
 
-const FULL_LOG: &str = r#"  13  2024-12-02T09:12:00Z  agent-a       todo.claim      renew t-fd6162d1 "Write the manual"
-  12  2024-12-02T09:11:00Z  agent-a       todo.claim      claim t-fd6162d1 "Write the manual"
-  11  2024-12-02T09:10:00Z  agent-a       todo.done       done t-aa735014 "Write the parser"
-  10  2024-12-02T09:09:00Z  agent-b       todo.release    release t-fd6162d1 "Write the manual"
-   9  2024-12-02T09:08:00Z  agent-b       todo.claim      claim t-fd6162d1 "Write the manual"
-   8  2024-12-02T09:07:00Z  agent-a       todo.update     update t-aa735014 "Write the parser" note
-   7  2024-12-02T09:06:00Z  agent-a       todo.claim      claim t-aa735014 "Write the parser"
-   6  2024-12-02T09:05:00Z  Ada Lovelace  todo.add        add t-fd6162d1 "Write the manual"
-   5  2024-12-02T09:04:00Z  Ada Lovelace  todo.add        add t-aa735014 "Write the parser"
-   4  2024-12-02T09:03:00Z  Ada Lovelace  goal.add        goal add docs "Write the manual"  [unsigned]
-   3  2024-12-02T09:02:00Z  Ada Lovelace  agent.register  register agent agent-b (custom)
-   2  2024-12-02T09:01:00Z  Ada Lovelace  agent.register  register agent agent-a (custom)
-   1  2024-12-02T09:00:00Z  Ada Lovelace  init            init with goal main
+const FULL_LOG: &str = r#"  13  2024-12-02T09:12:00Z  agent-a           todo.claim          renew t-fd6162d1 "Write the manual"
+  12  2024-12-02T09:11:00Z  agent-a           todo.claim          claim t-fd6162d1 "Write the manual"
+  11  2024-12-02T09:10:00Z  agent-a           todo.done           done t-aa735014 "Write the parser"
+  10  2024-12-02T09:09:00Z  agent-b           todo.release        release t-fd6162d1 "Write the manual"
+   9  2024-12-02T09:08:00Z  agent-b           todo.claim          claim t-fd6162d1 "Write the manual"
+   8  2024-12-02T09:07:00Z  agent-a           todo.update         update t-aa735014 "Write the parser" note
+   7  2024-12-02T09:06:00Z  agent-a           todo.claim          claim t-aa735014 "Write the parser"
+   6  2024-12-02T09:05:00Z  Ada Lovelace      todo.add            add t-fd6162d1 "Write the manual"
+   5  2024-12-02T09:04:00Z  Ada Lovelace      todo.add            add t-aa735014 "Write the parser"
+   4  2024-12-02T09:03:00Z  Ada Lovelace      goal.add            goal add docs "Write the manual"
+   3  2024-12-02T09:02:00Z  Ada Lovelace      agent.register      register agent agent-b (custom)
+   2  2024-12-02T09:01:00Z  Ada Lovelace      agent.register      register agent agent-a (custom)
+   1  2024-12-02T09:00:00Z  Ada Lovelace      init                init with goal main
 "#;
 
 #[test]
@@ -133,7 +133,7 @@ fn log_p_adds_each_files_diff() {
     let out = env.loopx(&["log", "-p", "-n", "2"]).ok();
     assert_text(
         &out.stdout,
-        r#"  13  2024-12-02T09:12:00Z  agent-a       todo.claim      renew t-fd6162d1 "Write the manual"
+        r#"  13  2024-12-02T09:12:00Z  agent-a           todo.claim          renew t-fd6162d1 "Write the manual"
 --- a/todos/fd/t-fd6162d1.toml
 +++ b/todos/fd/t-fd6162d1.toml
 @@ -6,9 +6,9 @@
@@ -149,7 +149,7 @@ fn log_p_adds_each_files_diff() {
 -lease_until = "2024-12-02T09:56:00Z"
 +lease_until = "2024-12-02T11:12:00Z"
 
-  12  2024-12-02T09:11:00Z  agent-a       todo.claim      claim t-fd6162d1 "Write the manual"
+  12  2024-12-02T09:11:00Z  agent-a           todo.claim          claim t-fd6162d1 "Write the manual"
 --- a/todos/fd/t-fd6162d1.toml
 +++ b/todos/fd/t-fd6162d1.toml
 @@ -2,8 +2,13 @@
@@ -175,7 +175,7 @@ fn log_p_adds_each_files_diff() {
     let out = env.loopx(&["log", "-p", "--op", "init"]).ok();
     assert_text(
         &out.stdout,
-        r#"   1  2024-12-02T09:00:00Z  Ada Lovelace  init            init with goal main
+        r#"   1  2024-12-02T09:00:00Z  Ada Lovelace      init                init with goal main
 --- /dev/null
 +++ b/loopx.toml
 @@ -0,0 +1,5 @@
@@ -234,8 +234,8 @@ fn a_commit_made_by_hand_is_shown_not_fatal() {
     let out = env.loopx(&["log", "-n", "2"]).ok();
     assert_text(
         &out.stdout,
-        r#"   -  2024-12-02T09:00:00Z  Ada Lovelace  (not a loopx tick)  Fix a typo by hand
-  13  2024-12-02T09:12:00Z  agent-a       todo.claim      renew t-fd6162d1 "Write the manual"
+        r#"   -  2024-12-02T09:00:00Z  Ada Lovelace      (not a loopx tick)  Fix a typo by hand
+  13  2024-12-02T09:12:00Z  agent-a           todo.claim          renew t-fd6162d1 "Write the manual"
 "#,
     );
     // Filters pass only ticks.

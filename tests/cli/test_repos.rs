@@ -9,12 +9,21 @@ fn a_bare_repository() {
     git_in(&env.repo, &["init", "-q", "--bare", "."]);
     env.git(&["config", "user.name", "Ada Lovelace"]);
     env.git(&["config", "user.email", "ada@example.com"]);
-    env.loopx(&["init", "--goal", "main", "--objective", "x"])
+    // A bare repository is a hub: its state is written from clones, and
+    // here only with --allow-bare.
+    let refused = env
+        .loopx(&["--json", "init", "--goal", "main", "--objective", "x"])
+        .code(3);
+    assert_eq!(refused.error_code(), "bare-repository");
+    env.loopx(&["--allow-bare", "init", "--goal", "main", "--objective", "x"])
         .ok();
-    env.loopx(&["agent", "register", "agent-a"]).ok();
-    let t = env.add("A", &["--", "true"]);
-    env.agent("agent-a", &["todo", "claim", &t]).ok();
-    env.agent("agent-a", &["todo", "done", &t]).ok();
+    env.loopx(&["--allow-bare", "agent", "register", "agent-a"])
+        .ok();
+    let t = env.add("A", &["--allow-bare", "--", "true"]);
+    env.agent("agent-a", &["--allow-bare", "todo", "claim", &t])
+        .ok();
+    env.agent("agent-a", &["--allow-bare", "todo", "done", &t])
+        .ok();
     assert_eq!(env.ticks(), 5);
     // -C from elsewhere works too.
     let mut c = env.command();

@@ -208,8 +208,8 @@ fn a_tick_from_a_newer_loopx_says_to_upgrade() {
     let out = env.loopx(&["log", "-n", "2"]).ok();
     assert_text(
         &out.stdout,
-        r#"  14  2024-12-02T09:00:00Z  Ada Lovelace  (unreadable tick)  teleport t-fd6162d1 "Write the manual" — agent-a
-  13  2024-12-02T09:12:00Z  agent-a       todo.claim      renew t-fd6162d1 "Write the manual"
+        r#"  14  2024-12-02T09:00:00Z  Ada Lovelace      (unreadable tick)   teleport t-fd6162d1 "Write the manual" — agent-a
+  13  2024-12-02T09:12:00Z  agent-a           todo.claim          renew t-fd6162d1 "Write the manual"
 "#,
     );
     let out = env.loopx(&["show", "14"]).ok();

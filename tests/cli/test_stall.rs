@@ -575,6 +575,8 @@ fn a_bare_repository_has_head_alone_as_its_code() {
     crate::common::git_in(&env.repo, &["init", "-q", "--bare", "-b", "main"]);
     env.git(&["config", "user.name", "Ada Lovelace"]);
     env.git(&["config", "user.email", "ada@example.com"]);
+    // Written on purpose (a bare repository refuses state writes otherwise).
+    env.git(&["config", "loopx.allowBare", "true"]);
     env.loopx(&["init", "--goal", "main", "--objective", "Ship"])
         .ok();
     env.loopx(&["agent", "register", AGENT]).ok();

@@ -12,7 +12,7 @@ fn status_fits_one_screen() {
         &out.stdout.replace(&t, "T").replace(&u, "U"),
         r#"loopx  refs/loopx/state  tick 7
 goal main (active): Ship the parser
-todos: 1 ready, 1 open, 1 waiting, 1 claimed, 0 blocked, 0 deferred, 0 done; 2 agents
+todos: 1 ready, 0 held back, 1 waiting, 1 claimed, 0 blocked, 0 deferred, 0 done; 2 agents
 claims:
   agent-a  T  Write the parser  (44m left)
 quota main per 1d: agent-a 0/48, agent-b 0/48
@@ -78,7 +78,7 @@ fn status_at_shows_the_state_as_it_was() {
         r#"loopx  refs/loopx/state  tick 9, as of 2024-12-02T09:08:00Z (the tip is tick 13)
 goal docs (active): Write the manual
 goal main (active): Ship the parser
-todos: 0 ready, 0 open, 0 waiting, 2 claimed, 0 blocked, 0 deferred, 0 done; 2 agents
+todos: 0 ready, 0 held back, 0 waiting, 2 claimed, 0 blocked, 0 deferred, 0 done; 2 agents
 claims:
   agent-a  t-aa735014  Write the parser  (43m left)
   agent-b  t-fd6162d1  Write the manual  (45m left)
@@ -99,7 +99,7 @@ recent:
         r#"loopx  refs/loopx/state  tick 11, as of 2024-12-02T09:10:30Z (the tip is tick 13)
 goal docs (active): Write the manual
 goal main (active): Ship the parser
-todos: 1 ready, 1 open, 0 waiting, 0 claimed, 0 blocked, 0 deferred, 1 done; 2 agents
+todos: 1 ready, 0 held back, 0 waiting, 0 claimed, 0 blocked, 0 deferred, 1 done; 2 agents
 quota docs per 1d: agent-a 0/48, agent-b 0/48
 quota main per 1d: agent-a 0/48, agent-b 0/48
 recent:

@@ -119,10 +119,18 @@ fn status_json_and_html_agree_on_a_random_board() {
         let text = env.loopx(&["status"]).ok().stdout;
         let page = html(&env, &[]);
         let c = &json["counts"];
+        // The text counts each todo once: the open ones split into ready
+        // and held back, the claims that ran out said inside claimed.
+        let n = |k: &str| c[k].as_u64().unwrap();
+        let expired = match n("reclaimable") {
+            0 => String::new(),
+            r => format!(" ({r} expired, free to take)"),
+        };
+        assert_eq!(n("open"), n("ready") - n("reclaimable") + n("held"));
         let line = format!(
-            "todos: {} ready, {} open, {} waiting, {} claimed, {} blocked, {} deferred, {} done; {} agents",
-            c["ready"],
-            c["open"],
+            "todos: {} ready, {} held back, {} waiting, {} claimed{expired}, {} blocked, {} deferred, {} done; {} agents",
+            n("ready") - n("reclaimable"),
+            c["held"],
             c["waiting"],
             c["claimed"],
             c["blocked"],

@@ -24,6 +24,8 @@ fn a_mirror_clone_keeps_its_unsynced_ticks_and_doctor_warns() {
     let m = env.machine_in(env.root().join("mirror.git"));
     m.git(&["config", "user.name", "Mirror"]);
     m.git(&["config", "user.email", "mirror@example.com"]);
+    // A mirror is bare: written here on purpose.
+    m.git(&["config", "loopx.allowBare", "true"]);
     let mine = m.add("Made on the mirror");
     env.add("Moves the hub", &[]);
     env.loopx(&["sync"]).ok();

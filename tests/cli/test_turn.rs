@@ -511,7 +511,7 @@ fn diff_and_log_tell_the_turn() {
     let log = env.loopx(&["log", "-n", "1"]).ok().stdout;
     assert!(
         log.contains(
-            "turn.settle     settle T \"A\": done, advanced, spent 1 of 48"
+            "turn.settle         settle T \"A\": done, advanced, spent 1 of 48"
                 .replace('T', &t)
                 .as_str()
         ),

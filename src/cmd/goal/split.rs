@@ -62,6 +62,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             .collect();
         return emit(ctx, false, refs);
     }
+    crate::cmd::tx::not_bare(ctx)?;
     if let Some(goal) = &args.goal {
         let goal = GoalId::new(goal).map_err(|e| Refusal::usage(Code::BadId, e))?;
         return move_goal(ctx, &goal);

@@ -83,6 +83,11 @@ pub(super) struct Check {
     events: Vec<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub(super) problems: Vec<String>,
+    /// What doctor cannot judge from here and says instead of failing:
+    /// trust a runtime may be given on its command line (`codex exec
+    /// --trust`) where its config does not give it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(super) notes: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     trust: Option<&'static str>,
     /// Whether a hook runs `loopx` by name (found on PATH at run time).
@@ -101,6 +106,7 @@ impl Check {
             status: "absent",
             events: Vec::new(),
             problems: Vec::new(),
+            notes: Vec::new(),
             trust: None,
             by_name: false,
             guarded: false,
@@ -173,9 +179,13 @@ pub(super) fn checks(place: &Place, runtimes: &[Runtime]) -> Vec<Check> {
         };
         if c.status != "absent" {
             c.trust = spec.trust.map(|t| place.scope.pick(t.project, t.user));
+            // The config does not trust the project; a run may still be
+            // trusted on its command line, which doctor cannot see: said,
+            // not failed.
             if let Some(hint) = place.untrusted(runtime) {
-                c.problems.push(hint);
-                c.status = "broken";
+                c.notes.push(format!(
+                    "{hint} (doctor reads only the config: trust given on the command line cannot be seen from here)"
+                ));
             }
         }
         checks.push(c);
@@ -206,6 +216,9 @@ fn human(w: &Wire, wired: bool, guard_off: bool) -> String {
         ));
         for p in &c.problems {
             s.push_str(&format!("  problem: {p}\n"));
+        }
+        for n in &c.notes {
+            s.push_str(&format!("  note: {n}\n"));
         }
         if let Some(t) = c.trust {
             s.push_str(&format!("  trust: {t}\n"));

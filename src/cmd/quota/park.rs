@@ -23,8 +23,9 @@ use crate::time::{Timestamp, When};
 /// again moves the time. A human may park any agent with --of.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Until when: an RFC 3339 time (2026-12-01T09:00:00Z) or a duration
-    /// from now (5h, 1h30m); at most 31 days
+    /// Until when: a duration reads as that long from now (5h, 1h30m); or a
+    /// date (2026-12-07, 2026-12-07 16:57; UTC), an RFC 3339 time or
+    /// @UNIX-SECONDS; at most 31 days
     #[arg(long, value_name = "TIME")]
     until: String,
     /// Why, for the record (the runtime's message)
@@ -93,13 +94,16 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     Ok(Exit::Ok)
 }
 
-/// An RFC 3339 time, or a duration from `now`.
+/// A time, or a duration from `now` (the one time parser, [`When`]).
 fn parse_until(s: &str, now: Timestamp) -> Result<Timestamp, Refusal> {
     s.parse::<When>().map(|w| w.on_from(now)).map_err(|_| {
         Refusal::usage(
             Code::BadTime,
             format!("--until {s:?} is neither a time nor a duration"),
         )
-        .with_hint("write an RFC 3339 time such as 2026-12-01T09:00:00Z, or a duration such as 5h")
+        .with_hint(format!(
+            "write {}; a duration counts from now",
+            crate::time::WHEN_FORMS
+        ))
     })
 }

@@ -32,10 +32,43 @@ const TIMELINE: usize = 100;
 /// How often `--watch` looks at the state ref.
 const POLL: Duration = Duration::from_millis(200);
 
+/// What `--json status --html FILE` prints: what was written, where.
+#[derive(serde::Serialize)]
+struct Written<'a> {
+    html: &'a Path,
+    #[serde(rename = "ref")]
+    state_ref: &'a str,
+    tick: u64,
+    bytes: usize,
+}
+
 pub fn run(ctx: &Ctx, args: &Args, file: &Path) -> Result<Exit> {
+    let stdout = file == Path::new("-");
+    if stdout && (args.watch || ctx.out.is_json()) {
+        return Err(crate::error::Refusal::usage(
+            crate::error::Code::BadUsage,
+            "--html - writes the page to stdout, which --watch and --json cannot share",
+        )
+        .with_hint("give a file: `loopx status --html board.html`")
+        .into());
+    }
     if !args.watch {
         let view = View::read(ctx, args.at.as_ref(), TIMELINE, true)?;
-        write(ctx, &view, file, false)?;
+        if stdout {
+            let page = page(ctx, &view, false);
+            ctx.out.emit(&(), || page)?;
+            return Ok(Exit::Ok);
+        }
+        let bytes = write(ctx, &view, file, false)?;
+        ctx.out.emit(
+            &Written {
+                html: file,
+                state_ref: ctx.state_ref(),
+                tick: view.snap.tip.tick,
+                bytes,
+            },
+            String::new,
+        )?;
         ctx.out.status(&format!("wrote {}", file.display()));
         return Ok(Exit::Ok);
     }
@@ -68,16 +101,21 @@ pub fn run(ctx: &Ctx, args: &Args, file: &Path) -> Result<Exit> {
 }
 
 /// Writes the page through a temporary file and a rename, so a browser
-/// reloading mid-write never reads half a page.
-fn write(ctx: &Ctx, view: &View, file: &Path, watch: bool) -> Result<()> {
+/// reloading mid-write never reads half a page. Returns its size.
+fn write(ctx: &Ctx, view: &View, file: &Path, watch: bool) -> Result<usize> {
+    let page = page(ctx, view, watch);
+    let tmp = file.with_extension("html.tmp");
+    std::fs::write(&tmp, &page).with_context(|| format!("cannot write {}", tmp.display()))?;
+    std::fs::rename(&tmp, file).with_context(|| format!("cannot write {}", file.display()))?;
+    Ok(page.len())
+}
+
+/// The page of `view`.
+fn page(ctx: &Ctx, view: &View, watch: bool) -> String {
     let board = view.board();
     let local = view.local(ctx);
     let claims = stuck::claims(&view.snap.state, view.now, &local);
-    let page = render(ctx.state_ref(), view, &board, &claims, watch);
-    let tmp = file.with_extension("html.tmp");
-    std::fs::write(&tmp, page).with_context(|| format!("cannot write {}", tmp.display()))?;
-    std::fs::rename(&tmp, file).with_context(|| format!("cannot write {}", file.display()))?;
-    Ok(())
+    render(ctx.state_ref(), view, &board, &claims, watch)
 }
 
 const STYLE: &str = r#"

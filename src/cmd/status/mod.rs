@@ -24,15 +24,19 @@ mod html;
 #[command(after_help = "Examples:
   loopx status                          gates waiting on you first, then goals and claims
   loopx status --at 120                 the board as it was at tick 120
+  loopx status --at 2h                  the board as it was two hours ago
   loopx status --html board.html        one page to open in a browser
   loopx status --html board.html --watch  keep it current; it reloads itself")]
 pub struct Args {
-    /// Show the state at a tick number, or at an RFC 3339 time (the newest
-    /// tick at or before it); commit id prefixes and ref names work too
+    /// Show the state at a tick number (bare digits), or at a time (the
+    /// newest tick at or before it): a duration reads as that long ago (2h,
+    /// 3d); or a date (2026-12-07, 2026-12-07 16:57; UTC), an RFC 3339 time
+    /// or @UNIX-SECONDS. Commit id prefixes and ref names work too
     #[arg(long, value_name = "TICK|TIME")]
     at: Option<Rev>,
     /// Write the board as one self-contained HTML page to FILE instead
-    /// (no external requests; open it in any browser)
+    /// (no external requests; open it in any browser); `-` writes it to
+    /// stdout
     #[arg(long, value_name = "FILE")]
     html: Option<std::path::PathBuf>,
     /// With --html: keep running and rewrite FILE whenever the state ref
@@ -42,6 +46,28 @@ pub struct Args {
     /// With --watch: stop after writing the page this many times (for tests)
     #[arg(long, hide = true, requires = "watch", value_name = "N")]
     max_updates: Option<u64>,
+}
+
+/// The todo counts as one line, each live todo counted once: open todos
+/// split into those an agent may claim now (`ready`) and the rest (`held
+/// back`); a claimed todo whose lease ran out is said inside `claimed`.
+pub fn counts_line(c: &Counts, agents: usize) -> String {
+    let reclaimable = match c.reclaimable {
+        0 => String::new(),
+        n => format!(" ({n} expired, free to take)"),
+    };
+    format!(
+        "todos: {} ready, {} held back, {} waiting, {} claimed{reclaimable}, {} blocked, {} deferred, {} done; {} agent{}\n",
+        c.ready_open(),
+        c.held,
+        c.waiting,
+        c.claimed,
+        c.blocked,
+        c.deferred,
+        c.done,
+        agents,
+        if agents == 1 { "" } else { "s" }
+    )
 }
 
 /// At most this many claims and ticks are listed, so the output stays
@@ -141,7 +167,7 @@ struct TickRow {
     tick: u64,
     at: String,
     subject: String,
-    /// "signed by NAME (SHA256:…)" or "unsigned" for a human act.
+    /// "signed by NAME (SHA256:…)", or "unsigned" for a human act that needed a signature.
     #[serde(skip_serializing_if = "Option::is_none")]
     signature: Option<String>,
 }
@@ -218,11 +244,10 @@ impl View {
             }
             Some(rev) => {
                 let tip = history::tip(ctx.repo()?)?;
-                let entry = history::resolve(ctx.repo()?, rev)?;
-                let at = match rev {
-                    Rev::Time(t) => *t,
-                    _ => Timestamp::from_unix(entry.time),
-                };
+                let entry = history::resolve(ctx.repo()?, rev, ctx.now)?;
+                let at = rev
+                    .time(ctx.now)
+                    .unwrap_or_else(|| Timestamp::from_unix(entry.time));
                 (history::load(ctx.repo()?, &entry)?, at, Some(tip.tick))
             }
         };
@@ -251,7 +276,7 @@ impl View {
         for e in walked {
             let e = e?;
             if ticks.len() < recent {
-                ticks.push(tick_line(e, &signers));
+                ticks.push(tick_line(e, &signers, &snap.state));
             } else if hours && e.time >= since && day.len() < DAY_CAP {
                 day.push(Timestamp::from_unix(e.time));
             } else {
@@ -298,7 +323,11 @@ impl View {
 }
 
 /// One history entry as the board shows it.
-pub(crate) fn tick_line(e: crate::store::Entry, signers: &AllowedSigners) -> TickLine {
+pub(crate) fn tick_line(
+    e: crate::store::Entry,
+    signers: &AllowedSigners,
+    state: &crate::model::State,
+) -> TickLine {
     let subject = e.message.lines().next().unwrap_or_default().to_owned();
     let at = Timestamp::from_unix(e.time);
     let t = history::Tick::read(e);
@@ -308,7 +337,9 @@ pub(crate) fn tick_line(e: crate::store::Entry, signers: &AllowedSigners) -> Tic
         actor: t.actor_name().to_owned(),
         kind: t.kind().to_owned(),
         failed: t.op().is_some_and(|op| board::failed_check(&op.change)),
-        signature: t.op().and_then(|op| trust::history_note(op, signers)),
+        signature: t
+            .op()
+            .and_then(|op| trust::history_note(op, signers, state)),
         subject,
     }
 }
@@ -450,19 +481,7 @@ fn human(w: &Wire, now: Timestamp) -> String {
     for g in &w.goals {
         s.push_str(&format!("goal {} ({}): {}\n", g.id, g.status, g.objective));
     }
-    let c = &w.counts;
-    s.push_str(&format!(
-        "todos: {} ready, {} open, {} waiting, {} claimed, {} blocked, {} deferred, {} done; {} agent{}\n",
-        c.ready,
-        c.open,
-        c.waiting,
-        c.claimed,
-        c.blocked,
-        c.deferred,
-        c.done,
-        w.agents,
-        if w.agents == 1 { "" } else { "s" }
-    ));
+    s.push_str(&counts_line(&w.counts, w.agents));
     if !w.claims.is_empty() {
         s.push_str("claims:\n");
         for r in &w.claims {
