@@ -307,6 +307,8 @@ fn no_text_from_the_state_is_markup() {
         "rect",
         "text",
         "figcaption",
+        "details",
+        "summary",
         "script",
     ];
     let mut rest = page.as_str();
@@ -341,9 +343,10 @@ fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
 }
 
 #[test]
-fn watch_rewrites_the_page_when_another_process_ticks() {
+fn watch_writes_the_page_once_and_its_sidecar_when_another_process_ticks() {
     let env = TestEnv::with_board();
     let file = env.root().join("watch.html");
+    let live = env.root().join("watch.html.live.js");
     let mut child = env
         .command()
         .args([
@@ -359,10 +362,16 @@ fn watch_rewrites_the_page_when_another_process_ticks() {
         .spawn()
         .expect("loopx starts");
     wait_for("the first page", || Path::new(&file).exists());
-    let first = std::fs::read_to_string(&file).unwrap();
-    assert!(first.contains("<meta http-equiv=\"refresh\""));
+    let page = std::fs::read_to_string(&file).unwrap();
+    // No reload: the page loads its sidecar again, which holds the frame.
+    assert!(!page.contains("http-equiv=\"refresh\""));
+    assert!(page.contains("data-live=\"watch.html.live.js\""), "{page}");
+    assert!(page.contains("data-key=\"3\""));
+    let first = std::fs::read_to_string(&live).unwrap();
+    assert!(first.starts_with("window.loopxLive&&window.loopxLive({\"key\":\"3\""));
     assert!(!first.contains("Watched todo"));
-    // A second process ticks; the watcher sees the ref move and rewrites.
+    // A second process ticks; the watcher sees the ref move and rewrites
+    // the sidecar only.
     env.add("Watched todo", &[]);
     let mut status = None;
     wait_for("the watcher to stop", || {
@@ -370,9 +379,13 @@ fn watch_rewrites_the_page_when_another_process_ticks() {
         status.is_some()
     });
     assert!(status.unwrap().success());
-    let second = std::fs::read_to_string(&file).unwrap();
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), page);
+    let second = std::fs::read_to_string(&live).unwrap();
     assert!(second.contains("Watched todo"), "{second}");
-    assert!(second.contains("tick 4"));
+    assert!(second.contains("\"key\":\"4\""));
+    assert!(second.contains("\"title\":\"loopx refs/loopx/state tick 4\""));
+    // Nothing half-written is left behind.
+    assert!(!env.root().join("watch.html.live.js.tmp").exists());
 }
 
 #[test]

@@ -331,7 +331,11 @@ impl<'a> Wire<'a> {
         let claims_total = claims.len();
         claims.truncate(MAX_CLAIMS);
         Wire {
-            gates: b.gates.iter().map(|g| GateRef::of(g)).collect(),
+            gates: b
+                .gates
+                .iter()
+                .map(|g| GateRef::with_raise(g, state, view.now))
+                .collect(),
             state_ref: ctx.state_ref(),
             tick: view.snap.tip.tick,
             commit: view.snap.tip.commit.to_string(),
@@ -374,7 +378,7 @@ impl<'a> Wire<'a> {
                 .iter()
                 .map(|(goal, st)| BudgetRow {
                     goal,
-                    spend: BudgetWire::of(st),
+                    spend: BudgetWire::of(goal, st),
                 })
                 .collect(),
             notify_failed: ctx
@@ -411,16 +415,26 @@ fn human(w: &Wire, now: Timestamp) -> String {
     }
     s.push('\n');
     let (human, other): (Vec<&GateRef>, Vec<&GateRef>) = w.gates.iter().partition(|g| g.human_only);
+    let gate = |s: &mut String, g: &GateRef| {
+        s.push_str(&format!("  {}\n", g.line()));
+        match &g.raise {
+            Some(r) if g.raised => {
+                s.push_str(&format!("    the budget was raised: {r}\n"));
+            }
+            Some(r) => s.push_str(&format!("    or raise the budget: {r}\n")),
+            None => {}
+        }
+    };
     if !human.is_empty() {
         s.push_str("waiting on a human:\n");
         for g in human {
-            s.push_str(&format!("  {}\n", g.line()));
+            gate(&mut s, g);
         }
     }
     if !other.is_empty() {
         s.push_str("open decisions:\n");
         for g in other {
-            s.push_str(&format!("  {}\n", g.line()));
+            gate(&mut s, g);
         }
     }
     for l in &w.left_worktrees {
