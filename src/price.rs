@@ -120,11 +120,9 @@ pub fn fill(u: &mut Usage, price_of: impl Fn(&str) -> Option<Price>) -> Option<O
 /// `-2025-09-29`) or `-latest` to ([`matches`]). It comes before git
 /// config and the shipped table, so every clone prices a turn alike.
 pub fn team(team: &std::collections::BTreeMap<String, TeamPrice>, model: &str) -> Option<Price> {
-    let row = team.get(model).or_else(|| {
-        team.iter()
-            .find(|(k, _)| matches(k, model))
-            .map(|(_, p)| p)
-    })?;
+    let row = team
+        .get(model)
+        .or_else(|| team.iter().find(|(k, _)| matches(k, model)).map(|(_, p)| p))?;
     Some(Price {
         input: row.input,
         output: row.output,

@@ -491,11 +491,9 @@ fn render(w: &Wire<'_>, markdown: bool) -> String {
                             s.sum.usd,
                             if s.estimated { " (est.)" } else { "" }
                         ),
-                        (None, _) => format!(
-                            "{}{}",
-                            s.sum.usd,
-                            if s.estimated { " (est.)" } else { "" }
-                        ),
+                        (None, _) => {
+                            format!("{}{}", s.sum.usd, if s.estimated { " (est.)" } else { "" })
+                        }
                     };
                     format!(
                         "{bullet}{a}  {dollars}, {} tokens",

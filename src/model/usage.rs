@@ -351,7 +351,11 @@ impl Spent {
                 "plus {} turn{} unpriced (model{} {})",
                 self.unpriced,
                 if self.unpriced == 1 { "" } else { "s" },
-                if self.unpriced_models.len() == 1 { "" } else { "s" },
+                if self.unpriced_models.len() == 1 {
+                    ""
+                } else {
+                    "s"
+                },
                 self.unpriced_models.join(", ")
             )
         })

@@ -385,9 +385,7 @@ pub fn derive<'s>(state: &'s State, now: Timestamp, ticks: &'s [TickLine]) -> Bo
                     && match &g.blocks {
                         crate::model::Blocks::Todo(id) => *id == t.id,
                         crate::model::Blocks::Goal => g.goal == t.goal,
-                        crate::model::Blocks::Agent(a) => {
-                            g.goal == t.goal && t.owner() == Some(a)
-                        }
+                        crate::model::Blocks::Agent(a) => g.goal == t.goal && t.owner() == Some(a),
                     }
             })
             .collect();

@@ -395,3 +395,110 @@ fn watch_needs_html_and_not_at() {
     env.loopx(&["status", "--html", "x.html", "--watch", "--at", "1"])
         .code(2);
 }
+
+/// A gate on a whole goal (or on one agent) is one banner at the top of
+/// its goal and one stuck row; its question shows once, in "Waiting on
+/// you", whose meta line names the scope as the CLI does. Cards say "held
+/// (goal)" or "held (agent)"; nothing holds a done todo.
+#[test]
+fn a_goal_wide_gate_is_one_banner_and_holds_no_done_todo() {
+    let env = TestEnv::with_board();
+    let done = env.add("Already shipped", &[]);
+    env.agent("agent-a", &["todo", "claim", &done]).ok();
+    env.agent("agent-a", &["todo", "done", &done]).ok();
+    let mut open = Vec::new();
+    for i in 0..4 {
+        open.push(env.add(&format!("Open work {i}"), &[]));
+    }
+    let held = env.add("Held by agent-b's gate", &[]);
+    env.agent("agent-b", &["todo", "claim", &held]).ok();
+    let question =
+        "Spend another 20 dollars on the parser, or stop for today and look at the bill?";
+    env.loopx(&[
+        "gate",
+        "open",
+        "--kind",
+        "spend",
+        "--question",
+        question,
+        "--option",
+        "go",
+        "--option",
+        "stop",
+    ])
+    .ok();
+    env.loopx(&[
+        "gate",
+        "open",
+        "--kind",
+        "permission",
+        "--blocks",
+        "agent:agent-b",
+        "--question",
+        "May agent-b use the network to download the fixture corpus from the vendor site?",
+        "--option",
+        "yes",
+        "--option",
+        "no",
+    ])
+    .ok();
+    let gates = env.loopx(&["gate", "list", "--json"]).ok().json();
+    let id_of = |blocks: &str| {
+        gates
+            .as_array()
+            .or(gates["gates"].as_array())
+            .unwrap()
+            .iter()
+            .find(|g| g["blocks"] == blocks)
+            .unwrap_or_else(|| panic!("{blocks}: {gates}"))["id"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let (goal_gate, agent_gate) = (id_of("goal"), id_of("agent:agent-b"));
+    let page = html(&env, &[]);
+    assert_eq!(page.matches(question).count(), 1, "the question once");
+    assert_eq!(
+        page.matches(
+            "May agent-b use the network to download the fixture corpus from the vendor site?"
+        )
+        .count(),
+        1
+    );
+    assert_eq!(
+        page.matches(&format!("data-banner=\"{goal_gate}\""))
+            .count(),
+        1
+    );
+    assert_eq!(
+        page.matches(&format!("data-banner=\"{agent_gate}\""))
+            .count(),
+        1
+    );
+    assert!(page.contains(&format!(
+        "<code class=\"id\">{goal_gate}</code> · spend on <code class=\"nw\">goal</code> · goal main"
+    )));
+    assert!(page.contains(&format!(
+        "<code class=\"id\">{agent_gate}</code> · permission on <code class=\"nw\">agent:agent-b</code> · goal main"
+    )));
+    let card = |id: &str| {
+        let c = &page[page.find(&format!("id=\"{id}\" data-column=")).expect(id)..];
+        c[..c.find("</article>").unwrap()].to_owned()
+    };
+    for t in &open {
+        assert!(card(t).contains("held (goal) by"), "{}", card(t));
+    }
+    assert!(card(&held).contains("held (agent) by"), "{}", card(&held));
+    assert!(!card(&done).contains("held"), "{}", card(&done));
+    let stuck = &page[page.find("id=\"stuck\"").unwrap()..page.find("id=\"money\"").unwrap()];
+    assert_eq!(
+        stuck.matches(&format!("data-gate=\"{goal_gate}\"")).count(),
+        1,
+        "{stuck}"
+    );
+    assert!(
+        stuck.contains("4 todos of goal main: held (goal) by gate"),
+        "{stuck}"
+    );
+    assert!(!stuck.contains(question));
+}

@@ -326,19 +326,27 @@ fn gate(h: &mut String, b: &Board, g: &Gate, state: &State) {
     }
     // A budget gate's other way out: raise the budget (which answers it
     // `raised`), or, once raised, say so.
+    // Each word kept whole: a browser may break after a hyphen, and
+    // `--budget-agent` must not.
+    let words = |cmd: &str| {
+        cmd.split(' ')
+            .map(|w| format!("<span class=\"nw\">{}</span>", esc(w)))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
     match raise_command(g, state, b.now) {
         Some((true, cmd)) => {
             let _ = writeln!(
                 h,
                 "<p>Or raise the budget (this answers it <code>raised</code>; the figure is a suggestion):</p>\n<pre data-raise=\"1\"><code>{}</code></pre>",
-                esc(&cmd)
+                words(&cmd)
             );
         }
         Some((false, cmd)) => {
             let _ = writeln!(
                 h,
                 "<p>The budget was raised since; close it with:</p>\n<pre data-raise=\"1\"><code>{}</code></pre>",
-                esc(&cmd)
+                words(&cmd)
             );
         }
         None => {}
@@ -364,8 +372,22 @@ fn stuck(h: &mut String, b: &Board, claims: &[Stuck]) {
             cmd = esc(&s.free_now()),
         ));
     }
+    // A gate on a whole goal or an agent is one row however many todos it
+    // holds: (gate, how many).
+    let mut wide: Vec<(&Gate, usize)> = Vec::new();
     for c in b.goals.iter().flat_map(|g| g.cards.iter()) {
         let Some(why) = c.stuck() else { continue };
+        if let Some(g) = c.gates.first()
+            && !c.expired
+            && c.column != Column::Blocked
+            && !matches!(g.blocks, Blocks::Todo(_))
+        {
+            match wide.iter_mut().find(|(x, _)| x.id == g.id) {
+                Some((_, n)) => *n += 1,
+                None => wide.push((g, 1)),
+            }
+            continue;
+        }
         let kind = if c.expired {
             "expired"
         } else if c.column == Column::Blocked {
@@ -376,10 +398,9 @@ fn stuck(h: &mut String, b: &Board, claims: &[Stuck]) {
             "not-ready"
         };
         let gate = match c.gates.first() {
-            Some(g) if kind == "gated" => format!(
-                " <a href=\"#{id}\">answer it</a>",
-                id = esc(g.id.as_str())
-            ),
+            Some(g) if kind == "gated" => {
+                format!(" <a href=\"#{id}\">answer it</a>", id = esc(g.id.as_str()))
+            }
             _ => String::new(),
         };
         let owner = match &c.todo.claim {
@@ -391,6 +412,19 @@ fn stuck(h: &mut String, b: &Board, claims: &[Stuck]) {
             label = kind.replace('-', " "),
             todo = todo_link(c.todo),
             why = esc(&why),
+        ));
+    }
+    for (g, n) in wide {
+        let by = board::held_by(g);
+        let whom = match &g.blocks {
+            Blocks::Agent(a) => format!(" ({})", agent_link(a)),
+            _ => String::new(),
+        };
+        items.push(format!(
+            "<li data-stuck=\"gated\" data-gate=\"{id}\"><span class=\"tag\">gated</span> {n} todo{s} of goal {goal}: held ({by}){whom} by gate <a href=\"#{id}\"><code class=\"id\">{id}</code></a>, <a href=\"#{id}\">answer it</a></li>",
+            id = esc(g.id.as_str()),
+            s = if n == 1 { "" } else { "s" },
+            goal = esc(g.goal.as_str()),
         ));
     }
     // An idle session agent is a session that ended, not work that is

@@ -90,7 +90,7 @@ pub(super) fn money(h: &mut String, view: &View, b: &Board) {
 fn dollars(s: &Spent) -> String {
     let est = if s.estimated { " (est.)" } else { "" };
     match s.unpriced_note() {
-        None => format!("<span class=\"nw\">{}{est}</span>", s.usd),
+        None => format!("{}{est}", s.usd),
         Some(n) if s.usd.0 == 0 => format!(
             "<span class=\"bad\" data-unpriced=\"{}\">{}</span>",
             s.unpriced,
