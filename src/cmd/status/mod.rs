@@ -25,7 +25,7 @@ mod html;
   loopx status                          gates waiting on you first, then goals and claims
   loopx status --at 120                 the board as it was at tick 120
   loopx status --html board.html        one page to open in a browser
-  loopx status --html board.html --watch  keep it current; it reloads itself")]
+  loopx status --html board.html --watch  keep it current in place (board.html.live.js beside it)")]
 pub struct Args {
     /// Show the state at a tick number, or at an RFC 3339 time (the newest
     /// tick at or before it); commit id prefixes and ref names work too
@@ -35,8 +35,10 @@ pub struct Args {
     /// (no external requests; open it in any browser)
     #[arg(long, value_name = "FILE")]
     html: Option<std::path::PathBuf>,
-    /// With --html: keep running and rewrite FILE whenever the state ref
-    /// moves; the page then reloads itself
+    /// With --html: keep running; write FILE once and, whenever the state
+    /// ref moves, FILE.live.js beside it, which the open page loads again
+    /// every second and shows in place (what was typed into its filter,
+    /// its scroll and open sections stay; no server, no reload)
     #[arg(long, requires = "html", conflicts_with = "at")]
     watch: bool,
     /// With --watch: stop after writing the page this many times (for tests)
