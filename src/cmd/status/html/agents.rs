@@ -227,9 +227,9 @@ pub(super) fn timeline(h: &mut String, b: &Board, day: &[Timestamp]) {
         h,
         "<text x=\"1\" y=\"59\">-24h</text><text x=\"218\" y=\"59\">now</text></svg><figcaption class=\"mute\">{total} ticks in the last 24 hours, per hour (at most {max} in an hour)</figcaption></figure>"
     );
-    let _ = write!(
+    let _ = writeln!(
         h,
-        "<details id=\"ticks\" open><summary>The last {} ticks</summary>\n",
+        "<details id=\"ticks\" open><summary>The last {} ticks</summary>",
         b.ticks.len()
     );
     h.push_str("<div class=\"scroll\"><table class=\"stack ticks\">\n<thead><tr><th scope=\"col\">Tick</th><th scope=\"col\">When</th><th scope=\"col\">Who</th><th scope=\"col\">What</th></tr></thead>\n<tbody>\n");
