@@ -10,7 +10,7 @@
 //! are in docs/turn.md). A cache write is priced as plain input.
 //!
 //! A row prices its exact model id, or that id with a date (`-20250929`,
-//! `-2025-09-29`) or `-latest` after it ([`matches`], the one rule the
+//! `-2025-09-29`) or `-latest` after it ([`matches()`], the one rule the
 //! team's prices follow too). Any other id is unpriced: `gpt-5.2` is not
 //! `gpt-5`, and `claude-opus-4-8` is not `claude-opus-4`.
 
@@ -27,7 +27,7 @@ pub struct Price {
 }
 
 /// The shipped table: a model id and its price. A row prices its id and
-/// the id dated or `-latest` ([`matches`]), so `claude-sonnet-4-5-20250929`
+/// the id dated or `-latest` ([`matches()`]), so `claude-sonnet-4-5-20250929`
 /// is priced as `claude-sonnet-4-5`; nothing else.
 pub const TABLE: &[(&str, Price)] = &[
     ("claude-opus-4-5", p(5.0, 25.0, 0.50)),
@@ -73,7 +73,7 @@ pub fn matches(row: &str, model: &str) -> bool {
             && digits(&d[8..]))
 }
 
-/// The table's row for a model id ([`matches`]), with the key it matched;
+/// The table's row for a model id ([`matches()`]), with the key it matched;
 /// None for a model the table does not price.
 pub fn lookup(model: &str) -> Option<(&'static str, Price)> {
     TABLE
@@ -117,7 +117,7 @@ pub fn fill(u: &mut Usage, price_of: impl Fn(&str) -> Option<Price>) -> Option<O
 
 /// The team's price for `model` (`settings set --price`, in the state): its
 /// own row, or the row of the id it adds a date (`-20250929`,
-/// `-2025-09-29`) or `-latest` to ([`matches`]). It comes before git
+/// `-2025-09-29`) or `-latest` to ([`matches()`]). It comes before git
 /// config and the shipped table, so every clone prices a turn alike.
 pub fn team(team: &std::collections::BTreeMap<String, TeamPrice>, model: &str) -> Option<Price> {
     let row = team
