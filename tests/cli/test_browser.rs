@@ -710,7 +710,8 @@ fn gated() -> TestEnv {
 /// another process over about ten seconds, and each new tick shows. A
 /// goal-wide gate is one banner, its question shown once, with the raise
 /// command beside its answers. Screenshots at 1280 and 390 px, light and
-/// dark, go to target/browser (docs/status*.png are copies).
+/// dark, go to target/browser as live-*.png (docs/status.png,
+/// status-390.png, status-dark.png and status-390-dark.png are copies).
 #[test]
 fn chromium_follows_watch_in_place_keeping_the_filter_and_the_scroll() {
     use crate::common::cdp::{Browser, wait_for};
@@ -862,10 +863,10 @@ fn chromium_follows_watch_in_place_keeping_the_filter_and_the_scroll() {
     // Screenshots without the filter, at the top, both widths, both schemes.
     b.eval("var f=document.getElementById('filter');f.value='';f.dispatchEvent(new Event('input'));document.getElementById('ticks').open=true;window.scrollTo(0,0)");
     for (width, height, scheme, name) in [
-        (1280, 1400, "light", "status.png"),
-        (390, 1400, "light", "status-390.png"),
-        (1280, 1400, "dark", "status-dark.png"),
-        (390, 1400, "dark", "status-390-dark.png"),
+        (1280, 1100, "light", "live-1280.png"),
+        (390, 1100, "light", "live-390.png"),
+        (1280, 1100, "dark", "live-1280-dark.png"),
+        (390, 1100, "dark", "live-390-dark.png"),
     ] {
         b.call(
             "Emulation.setDeviceMetricsOverride",

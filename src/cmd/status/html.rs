@@ -131,10 +131,11 @@ window.loopxRefresh=function(){filter();tick();};
 tick();setInterval(tick,1000);})();
 "#;
 
-/// The page around a frame: one self-contained document. `live`: the
-/// page's file and the wall clock of the write, for a page that follows
-/// the state through its sidecar ([`live`]).
-fn page(f: &Frame, live: Option<(&Path, u128)>) -> String {
+/// The page around a frame: one self-contained document (this page's
+/// style, filter and clock). `live`: the page's file and the wall clock of
+/// the write, for a page that follows the state through its sidecar
+/// ([`live::follow`] calls it with both).
+pub fn page(f: &Frame, live: Option<(&Path, u128)>) -> String {
     let mut h = String::with_capacity(f.head.len() + f.main.len() + 8 * 1024);
     h.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
     h.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
