@@ -870,6 +870,22 @@ fn unpriced_turns_show_wherever_money_does() {
         );
     }
     let note = "plus 2 turns unpriced (models claude-opus-4-8, claude-opus-5-5)";
+    // The brief's budget says what it leaves out.
+    let brief = env
+        .agent(
+            "agent-b",
+            &[
+                "refresh-state",
+                "--outcome",
+                "advanced",
+                "--todo",
+                &u,
+                "--json",
+            ],
+        )
+        .ok()
+        .json();
+    assert_eq!(brief["brief"]["budget"][0]["unpriced_turns"], 2, "{brief}");
     let s = env.loopx(&["status"]).ok().stdout;
     assert!(
         s.contains(&format!(
