@@ -74,12 +74,26 @@ pub enum Next {
     SetupMachine(Option<String>),
     /// Admit a machine for agents (a signed human act): name, fingerprint.
     AdmitMachine(String, String),
+    /// Raise a budget of a goal (a human act): the goal, the new dollar
+    /// limit, the new token limit, and the agent whose budget it is.
+    RaiseBudget {
+        goal: String,
+        usd: Option<u64>,
+        tokens: Option<u64>,
+        agent: Option<String>,
+    },
 }
 
 impl Next {
     /// The command line's spelling, in backticks.
     pub fn cli(&self) -> String {
-        let cmd = match self {
+        format!("`{}`", self.command())
+    }
+
+    /// The command line's spelling, bare: what a page or a JSON field
+    /// shows to copy.
+    pub fn command(&self) -> String {
+        match self {
             Next::Todos => "loopx todo list".to_owned(),
             Next::ReadyTodos => "loopx todo list --ready".to_owned(),
             Next::AllTodos => "loopx todo list --all".to_owned(),
@@ -127,8 +141,25 @@ impl Next {
             Next::AdmitMachine(name, fp) => {
                 format!("loopx machine admit {name} --fingerprint {fp} --for PATTERN")
             }
-        };
-        format!("`{cmd}`")
+            Next::RaiseBudget {
+                goal,
+                usd,
+                tokens,
+                agent,
+            } => {
+                let mut cmd = format!("loopx goal set {goal}");
+                if let Some(u) = usd {
+                    cmd.push_str(&format!(" --budget-usd {u}"));
+                }
+                if let Some(t) = tokens {
+                    cmd.push_str(&format!(" --budget-tokens {t}"));
+                }
+                if let Some(a) = agent {
+                    cmd.push_str(&format!(" --budget-agent {a}"));
+                }
+                cmd
+            }
+        }
     }
 }
 

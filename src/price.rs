@@ -6,8 +6,13 @@
 //! (`loopx.price.<model>.input`, `.output`, `.cachedInput`; `config.rs`).
 //!
 //! Prices are list prices for standard (not batch) use, short contexts,
-//! as published by each vendor in late 2025. A cache write is priced as
-//! plain input.
+//! as published by each vendor in late 2025 (each row's source and date
+//! are in docs/turn.md). A cache write is priced as plain input.
+//!
+//! A row prices its exact model id, or that id with a date (`-20250929`,
+//! `-2025-09-29`) or `-latest` after it ([`matches()`], the one rule the
+//! team's prices follow too). Any other id is unpriced: `gpt-5.2` is not
+//! `gpt-5`, and `claude-opus-4-8` is not `claude-opus-4`.
 
 use crate::model::TeamPrice;
 use crate::model::usage::{Usage, Usd};
@@ -21,9 +26,9 @@ pub struct Price {
     pub cached_input: f64,
 }
 
-/// The shipped table: a model id prefix and its price. The longest prefix
-/// that starts the reported model id wins, so `claude-sonnet-4-5-20250929`
-/// is priced as `claude-sonnet-4-5`.
+/// The shipped table: a model id and its price. A row prices its id and
+/// the id dated or `-latest` ([`matches()`]), so `claude-sonnet-4-5-20250929`
+/// is priced as `claude-sonnet-4-5`; nothing else.
 pub const TABLE: &[(&str, Price)] = &[
     ("claude-opus-4-5", p(5.0, 25.0, 0.50)),
     ("claude-opus-4-1", p(15.0, 75.0, 1.50)),
@@ -33,6 +38,7 @@ pub const TABLE: &[(&str, Price)] = &[
     ("claude-haiku-4-5", p(1.0, 5.0, 0.10)),
     ("gpt-5.1", p(1.25, 10.0, 0.125)),
     ("gpt-5-mini", p(0.25, 2.0, 0.025)),
+    ("gpt-5-codex", p(1.25, 10.0, 0.125)),
     ("gpt-5", p(1.25, 10.0, 0.125)),
     ("gemini-2.5-pro", p(1.25, 10.0, 0.125)),
     ("gemini-2.5-flash", p(0.30, 2.50, 0.03)),
@@ -46,13 +52,33 @@ const fn p(input: f64, output: f64, cached_input: f64) -> Price {
     }
 }
 
-/// The table's row for a model id: the longest prefix match, with the key
-/// it matched.
+/// Whether a price row for the id `row` prices `model`: the same id, or
+/// the id followed by only a date (`-20250929`, `-2025-09-29`) or
+/// `-latest`. A version is no date: `claude-opus-4` does not price
+/// `claude-opus-4-8`, nor `gpt-5` price `gpt-5.2`.
+pub fn matches(row: &str, model: &str) -> bool {
+    let Some(rest) = model.strip_prefix(row) else {
+        return false;
+    };
+    let digits = |d: &str| d.bytes().all(|b| b.is_ascii_digit());
+    let d = rest.strip_prefix('-').unwrap_or_default();
+    rest.is_empty()
+        || rest == "-latest"
+        || (d.len() == 8 && digits(d))
+        || (d.len() == 10
+            && d.as_bytes()[4] == b'-'
+            && d.as_bytes()[7] == b'-'
+            && digits(&d[..4])
+            && digits(&d[5..7])
+            && digits(&d[8..]))
+}
+
+/// The table's row for a model id ([`matches()`]), with the key it matched;
+/// None for a model the table does not price.
 pub fn lookup(model: &str) -> Option<(&'static str, Price)> {
     TABLE
         .iter()
-        .filter(|(k, _)| model.starts_with(k))
-        .max_by_key(|(k, _)| k.len())
+        .find(|(k, _)| matches(k, model))
         .map(|(k, p)| (*k, *p))
 }
 
@@ -91,26 +117,12 @@ pub fn fill(u: &mut Usage, price_of: impl Fn(&str) -> Option<Price>) -> Option<O
 
 /// The team's price for `model` (`settings set --price`, in the state): its
 /// own row, or the row of the id it adds a date (`-20250929`,
-/// `-2025-09-29`) or `-latest` to. It comes before git config and the shipped table, so every clone
-/// prices a turn alike.
+/// `-2025-09-29`) or `-latest` to ([`matches()`]). It comes before git
+/// config and the shipped table, so every clone prices a turn alike.
 pub fn team(team: &std::collections::BTreeMap<String, TeamPrice>, model: &str) -> Option<Price> {
-    let dated = |rest: &str| {
-        let digits = |d: &str| d.bytes().all(|b| b.is_ascii_digit());
-        let d = rest.strip_prefix('-').unwrap_or_default();
-        rest == "-latest"
-            || (d.len() == 8 && digits(d))
-            || (d.len() == 10
-                && d.as_bytes()[4] == b'-'
-                && d.as_bytes()[7] == b'-'
-                && digits(&d[..4])
-                && digits(&d[5..7])
-                && digits(&d[8..]))
-    };
-    let row = team.get(model).or_else(|| {
-        team.iter()
-            .find(|(k, _)| model.strip_prefix(k.as_str()).is_some_and(dated))
-            .map(|(_, p)| p)
-    })?;
+    let row = team
+        .get(model)
+        .or_else(|| team.iter().find(|(k, _)| matches(k, model)).map(|(_, p)| p))?;
     Some(Price {
         input: row.input,
         output: row.output,
@@ -188,15 +200,35 @@ mod tests {
     }
 
     #[test]
-    fn the_longest_prefix_prices_a_dated_model_id() {
-        assert_eq!(
-            lookup("claude-sonnet-4-5-20250929").unwrap().0,
-            "claude-sonnet-4-5"
-        );
-        assert_eq!(lookup("claude-opus-4-20250514").unwrap().0, "claude-opus-4");
-        assert_eq!(lookup("gpt-5-mini-2025").unwrap().0, "gpt-5-mini");
-        assert_eq!(lookup("gpt-5-codex").unwrap().0, "gpt-5");
-        assert!(lookup("llama-3").is_none());
+    fn a_shipped_row_prices_its_id_a_dated_id_and_latest_only() {
+        for (id, row) in [
+            ("claude-sonnet-4-5", "claude-sonnet-4-5"),
+            ("claude-sonnet-4-5-20250929", "claude-sonnet-4-5"),
+            ("claude-opus-4-20250514", "claude-opus-4"),
+            ("claude-opus-4-5-latest", "claude-opus-4-5"),
+            ("gpt-5-mini-2025-08-07", "gpt-5-mini"),
+            ("gpt-5-2025-08-07", "gpt-5"),
+            ("gpt-5-codex", "gpt-5-codex"),
+        ] {
+            assert_eq!(lookup(id).map(|(k, _)| k), Some(row), "{id}");
+        }
+        // No family fallback: a newer version, a variant or a short date
+        // is unpriced, not priced as its family.
+        for id in [
+            "gpt-5.2",
+            "claude-opus-4-8",
+            "claude-opus-5-5",
+            "claude-opus-4-5-fast",
+            "gpt-5-mini-2025",
+            "gemini-2.5-pro-exp",
+            "llama-3",
+        ] {
+            assert!(lookup(id).is_none(), "{id} is priced as {:?}", lookup(id));
+        }
+        // Every row's id is priced by its own row, not an earlier one.
+        for (k, _) in TABLE {
+            assert_eq!(lookup(k).map(|(r, _)| r), Some(*k));
+        }
     }
 
     #[test]

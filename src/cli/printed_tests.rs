@@ -60,6 +60,18 @@ fn every_next() -> Vec<Next> {
         Next::SetupMachine(None),
         Next::SetupMachine(Some("laptop".into())),
         Next::AdmitMachine("laptop".into(), "SHA256:abc".into()),
+        Next::RaiseBudget {
+            goal: "main".into(),
+            usd: Some(40),
+            tokens: None,
+            agent: None,
+        },
+        Next::RaiseBudget {
+            goal: "main".into(),
+            usd: Some(12),
+            tokens: Some(2_000_000),
+            agent: Some("agent-a".into()),
+        },
     ];
     for n in &all {
         match n {
@@ -97,7 +109,8 @@ fn every_next() -> Vec<Next> {
             | Next::ReclaimSigner(_)
             | Next::TrustTodo(_)
             | Next::SetupMachine(_)
-            | Next::AdmitMachine(..) => {}
+            | Next::AdmitMachine(..)
+            | Next::RaiseBudget { .. } => {}
         }
     }
     all

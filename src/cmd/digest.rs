@@ -10,7 +10,6 @@ use crate::cmd::wire::StuckRow;
 use crate::ctx::Ctx;
 use crate::error::{Code, Exit, Refusal};
 use crate::history::{self, Tick};
-use crate::model::usage::Usd;
 use crate::model::{AgentStatus, EvidenceKind, GoalId, TodoId};
 use crate::op::{
     Change, EvidenceAdd, GateAnswer, GateOpen, Settle, TodoClaim, TodoDone, TodoRelease,
@@ -110,8 +109,19 @@ struct Spend {
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     estimated: bool,
     tokens: u64,
+    /// Usage records with tokens that nothing could price: `usd` leaves
+    /// them out.
+    #[serde(skip_serializing_if = "is_zero")]
+    unpriced_turns: u64,
+    /// Their models, each once.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    unpriced_models: Vec<String>,
     #[serde(skip)]
-    micros: Usd,
+    sum: crate::model::usage::Spent,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// One event: the tick, its time, who, and the line a person reads.
@@ -263,10 +273,12 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                 Change::QuotaSpend(_) => *w.slots.entry(by.clone()).or_default() += 1,
                 Change::UsageRecord(UsageRecord { usage, .. }) => {
                     let s = w.spent.entry(by.clone()).or_default();
-                    s.micros = s.micros.saturating_add(usage.cost_usd.unwrap_or_default());
-                    s.usd = s.micros.dollars();
-                    s.estimated |= usage.estimated;
-                    s.tokens += usage.input_tokens + usage.output_tokens;
+                    s.sum.add(usage);
+                    s.usd = s.sum.usd.dollars();
+                    s.estimated = s.sum.estimated;
+                    s.tokens = s.sum.tokens;
+                    s.unpriced_turns = s.sum.unpriced;
+                    s.unpriced_models = s.sum.unpriced_models.clone();
                 }
                 Change::EvidenceAdd(EvidenceAdd {
                     kind: EvidenceKind::SyncRejected,
@@ -478,10 +490,20 @@ fn render(w: &Wire<'_>, markdown: bool) -> String {
             w.spent
                 .iter()
                 .map(|(a, s)| {
+                    // Tokens nothing priced are no "$0.00": they say so.
+                    let dollars = match (s.sum.unpriced_note(), s.sum.usd.0) {
+                        (Some(n), 0) => n["plus ".len()..].to_owned(),
+                        (Some(n), _) => format!(
+                            "{}{} {n}",
+                            s.sum.usd,
+                            if s.estimated { " (est.)" } else { "" }
+                        ),
+                        (None, _) => {
+                            format!("{}{}", s.sum.usd, if s.estimated { " (est.)" } else { "" })
+                        }
+                    };
                     format!(
-                        "{bullet}{a}  {}{}, {} tokens",
-                        s.micros,
-                        if s.estimated { " (est.)" } else { "" },
+                        "{bullet}{a}  {dollars}, {} tokens",
                         crate::model::usage::human_count(s.tokens)
                     )
                 })

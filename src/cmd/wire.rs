@@ -88,6 +88,14 @@ pub struct GateRef<'a> {
     pub opened_at: Timestamp,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub choice: Option<&'a str>,
+    /// An open budget gate's other way out: the command that raises the
+    /// budget past the spend (which answers the gate `raised` by itself),
+    /// or, once the budget was raised, `gate answer G raised`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub raise: Option<String>,
+    /// The budget was raised already: `raise` answers the gate `raised`.
+    #[serde(skip)]
+    pub raised: bool,
 }
 
 impl<'a> GateRef<'a> {
@@ -103,6 +111,19 @@ impl<'a> GateRef<'a> {
             options: &g.options,
             opened_at: g.opened_at,
             choice: g.answer.as_ref().map(|a| a.choice.as_str()),
+            raise: None,
+            raised: false,
+        }
+    }
+
+    /// [`GateRef::of`], with an open budget gate's [`GateRef::raise`]
+    /// judged against `state` at `now`.
+    pub fn with_raise(g: &'a Gate, state: &crate::model::State, now: Timestamp) -> Self {
+        let raise = raise_command(g, state, now);
+        GateRef {
+            raised: raise.as_ref().is_some_and(|r| !r.0),
+            raise: raise.map(|r| r.1),
+            ..GateRef::of(g)
         }
     }
 
@@ -125,6 +146,29 @@ impl<'a> GateRef<'a> {
     }
 }
 
+/// The command that lets an open budget gate go: raise the budget (a
+/// suggested figure), or once it was raised, answer `raised`. None for
+/// any other gate. The flag: the budget is still reached (the command
+/// raises it).
+pub fn raise_command(
+    g: &Gate,
+    state: &crate::model::State,
+    now: Timestamp,
+) -> Option<(bool, String)> {
+    if !g.is_open() {
+        return None;
+    }
+    let st = crate::op::usage::gate_standing(state, g, now)?;
+    Some(if st.reached() {
+        (true, crate::op::usage::raise(&g.goal, &st).command())
+    } else {
+        (
+            false,
+            crate::notify::answer_command(g, crate::op::usage::RAISED),
+        )
+    })
+}
+
 /// A reached budget: its scope, limits, what was spent and its window.
 #[derive(Serialize)]
 pub struct BudgetWire {
@@ -139,11 +183,35 @@ pub struct BudgetWire {
     #[serde(skip_serializing_if = "Option::is_none")]
     budget_tokens: Option<u64>,
     window: String,
+    /// Turns in the window whose dollars nothing could price: their tokens
+    /// count, the dollars leave them out.
+    #[serde(skip_serializing_if = "is_zero")]
+    unpriced_turns: u64,
+    /// Their models, each once.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    unpriced_models: Vec<String>,
+    /// With a dollar budget: what a human may run to raise it (the dollar
+    /// figure is a suggestion: twice the budget, or more than spent).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub raise: Option<String>,
+    /// `plus 2 turns unpriced (model …)`, for the screen.
+    #[serde(skip)]
+    unpriced: Option<String>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl BudgetWire {
-    pub fn of(st: &crate::op::usage::Standing) -> Self {
+    pub fn of(goal: &GoalId, st: &crate::op::usage::Standing) -> Self {
         BudgetWire {
+            unpriced_turns: st.spent.unpriced,
+            unpriced_models: st.spent.unpriced_models.clone(),
+            raise: st
+                .reached()
+                .then(|| crate::op::usage::raise(goal, st).command()),
+            unpriced: st.spent.unpriced_note(),
             scope: st.scope.blocks().to_string(),
             spent_usd: st.budget.usd.map(|_| st.spent.usd.dollars()),
             budget_usd: st.budget.usd.map(|u| u.dollars()),
@@ -169,12 +237,16 @@ impl BudgetWire {
                 crate::model::usage::human_count(t)
             ));
         }
-        format!(
+        let mut line = format!(
             "{}: {} spent per {}",
             self.scope,
             parts.join(", "),
             self.window
-        )
+        );
+        if let Some(n) = &self.unpriced {
+            line.push_str(&format!(", {n}"));
+        }
+        line
     }
 }
 

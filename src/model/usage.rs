@@ -309,12 +309,57 @@ impl Budgets {
 }
 
 /// Spent against a budget: the sums inside its window.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Spent {
     pub usd: Usd,
     pub tokens: u64,
     /// Some of the dollars are estimates.
     pub estimated: bool,
+    /// Turns whose tokens count but whose dollars nothing could price (a
+    /// model no price names): the dollars leave them out.
+    pub unpriced: u64,
+    /// The models of those turns, sorted, each once ("unknown" for a turn
+    /// that names none).
+    pub unpriced_models: Vec<String>,
+}
+
+impl Spent {
+    /// Adds one turn's usage.
+    pub fn add(&mut self, u: &Usage) {
+        self.tokens = self.tokens.saturating_add(u.tokens());
+        match u.cost_usd {
+            Some(c) => {
+                self.usd = self.usd.saturating_add(c);
+                self.estimated |= u.estimated;
+            }
+            None if u.tokens() > 0 => {
+                self.unpriced += 1;
+                let m = u.model.as_deref().unwrap_or("unknown");
+                if let Err(at) = self.unpriced_models.binary_search_by(|x| x.as_str().cmp(m)) {
+                    self.unpriced_models.insert(at, m.to_owned());
+                }
+            }
+            None => {}
+        }
+    }
+
+    /// `plus 3 turns unpriced (model claude-opus-5-5)`: what the dollars
+    /// cannot count, or None when they count everything.
+    pub fn unpriced_note(&self) -> Option<String> {
+        (self.unpriced > 0).then(|| {
+            format!(
+                "plus {} turn{} unpriced (model{} {})",
+                self.unpriced,
+                if self.unpriced == 1 { "" } else { "s" },
+                if self.unpriced_models.len() == 1 {
+                    ""
+                } else {
+                    "s"
+                },
+                self.unpriced_models.join(", ")
+            )
+        })
+    }
 }
 
 impl Budget {

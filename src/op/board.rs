@@ -79,8 +79,9 @@ pub struct Card<'s> {
     pub expired: bool,
     /// Dependencies not done yet.
     pub pending: Vec<&'s Todo>,
-    /// The open gates that hold it: on the todo itself, or on its whole
-    /// goal (a gate on an agent holds only that agent).
+    /// The open gates that hold it: on the todo itself, on its whole goal,
+    /// or on the agent that holds its claim (a gate on an agent holds only
+    /// that agent). None for a done todo.
     pub gates: Vec<&'s Gate>,
     /// Why no active agent may claim it, for an open todo that is not
     /// ready: the first active agent's reason (None when there is no
@@ -107,9 +108,10 @@ impl Card<'_> {
                 Some(n) => format!("blocked: {}", n.text),
                 None => "blocked, with no note saying why".to_owned(),
             }),
+            // The gate's question is the gate's to show, once.
             Column::Open | Column::Waiting | Column::Ready if !self.gates.is_empty() => {
                 let g = self.gates[0];
-                Some(format!("held by gate {}: {}", g.id, g.question))
+                Some(format!("held by gate {} ({})", g.id, held_by(g)))
             }
             Column::Open => Some(match &self.why {
                 Some(why) => format!("no agent may take it: {why}"),
@@ -117,6 +119,16 @@ impl Card<'_> {
             }),
             _ => None,
         }
+    }
+}
+
+/// What a gate holds, in a word, as cards and stuck rows say it: `todo`,
+/// `goal` or `agent` (the CLI's `todo:…`, `goal`, `agent:…`).
+pub fn held_by(g: &Gate) -> &'static str {
+    match g.blocks {
+        crate::model::Blocks::Todo(_) => "todo",
+        crate::model::Blocks::Goal => "goal",
+        crate::model::Blocks::Agent(_) => "agent",
     }
 }
 
@@ -384,15 +396,17 @@ pub fn derive<'s>(state: &'s State, now: Timestamp, ticks: &'s [TickLine]) -> Bo
             .filter(|x| x.status != TodoStatus::Done)
             .collect();
         let (column, ready) = place(state, t, &active, now, &scoped);
+        // Nothing holds a done todo.
         let gates: Vec<&Gate> = state
             .gates
             .values()
             .filter(|g| {
                 g.is_open()
+                    && t.status != TodoStatus::Done
                     && match &g.blocks {
                         crate::model::Blocks::Todo(id) => *id == t.id,
                         crate::model::Blocks::Goal => g.goal == t.goal,
-                        crate::model::Blocks::Agent(_) => false,
+                        crate::model::Blocks::Agent(a) => g.goal == t.goal && t.owner() == Some(a),
                     }
             })
             .collect();

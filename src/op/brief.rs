@@ -49,6 +49,17 @@ pub struct BudgetLine {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tokens: Option<u64>,
     pub window: String,
+    /// Turns in the window no price covered: `usd_left` does not count
+    /// them.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub unpriced_turns: u64,
+    /// `plus 2 turns unpriced (model …)`, for the screen.
+    #[serde(skip)]
+    unpriced: Option<String>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl BudgetLine {
@@ -63,6 +74,8 @@ impl BudgetLine {
             tokens_left: b.tokens.map(|t| t.saturating_sub(st.spent.tokens)),
             tokens: b.tokens,
             window: b.window.to_string(),
+            unpriced_turns: st.spent.unpriced,
+            unpriced: st.spent.unpriced_note(),
         }
     }
 
@@ -76,12 +89,16 @@ impl BudgetLine {
         if let (Some(l), Some(t)) = (self.tokens_left, self.tokens) {
             parts.push(format!("{} of {} tokens", human_count(l), human_count(t)));
         }
-        format!(
+        let mut line = format!(
             "{}: {} left per {}",
             self.scope,
             parts.join(", "),
             self.window
-        )
+        );
+        if let Some(n) = &self.unpriced {
+            line.push_str(&format!(", {n}, which it does not count"));
+        }
+        line
     }
 }
 

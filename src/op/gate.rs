@@ -139,7 +139,13 @@ pub(super) fn answer(state: &mut State, op: &Op, c: &GateAnswer) -> Result<Effec
     let note = note.as_deref();
     let gate = closable(state, op, id)?;
     let choice = choice.trim();
-    if !gate.options.iter().any(|o| o == choice) {
+    // A budget gate may also be answered `raised` once its budget was
+    // raised past the spend (a `goal.set` on a clone that did not see the
+    // gate, or a window that moved on); else the refusal says how.
+    let raised = gate.budget && choice == super::usage::RAISED;
+    if raised {
+        super::usage::check_raised(state, gate, op.at)?;
+    } else if !gate.options.iter().any(|o| o == choice) {
         return Err(Refusal::usage(
             Code::BadChoice,
             format!(

@@ -5,7 +5,7 @@
 //! of `should-run` (cheap: it sums only the entries of one goal).
 
 use super::{Effect, Happened, Op, rules};
-use crate::error::{Code, Refusal};
+use crate::error::{Code, Hint, N, Next, Refusal};
 use crate::model::{
     AgentId, Blocks, Gate, GateId, GateKind, GateStatus, Goal, GoalId, GoalStatus, OpId, State,
     gate::Answer,
@@ -60,7 +60,19 @@ impl Standing {
         self.budget.reached(&self.spent)
     }
 
-    /// `$3.20 of $20.00, 1.2M of 5M tokens in 1d`.
+    /// [`Standing::figures`], then what the dollars cannot count: `$3.20
+    /// of $20.00 in 1d, plus 2 turns unpriced (model claude-opus-5-5)`.
+    /// For screens only: a gate's question keeps [`Standing::figures`].
+    pub fn shown(&self) -> String {
+        match self.spent.unpriced_note() {
+            Some(n) if self.budget.usd.is_some() => format!("{}, {n}", self.figures()),
+            _ => self.figures(),
+        }
+    }
+
+    /// `$3.20 of $20.00, 1.2M of 5M tokens in 1d`. Recorded in a budget
+    /// gate's question, so a replay must give the same words: it never
+    /// changes.
     pub fn figures(&self) -> String {
         let mut parts = Vec::new();
         if let Some(u) = self.budget.usd {
@@ -91,11 +103,7 @@ pub fn spent(state: &State, goal: &GoalId, scope: &Scope, window: Span, now: Tim
         .flat_map(|l| &l.usage)
         .filter(|e| &e.goal == goal && e.at > from && e.at <= now)
     {
-        s.tokens = s.tokens.saturating_add(e.usage.tokens());
-        if let Some(c) = e.usage.cost_usd {
-            s.usd = s.usd.saturating_add(c);
-            s.estimated |= e.usage.estimated;
-        }
+        s.add(&e.usage);
     }
     s
 }
@@ -535,6 +543,73 @@ pub(super) fn set_budget(goal: &mut Goal, set: &BudgetSet) -> Result<Vec<String>
     Ok(words)
 }
 
+/// What raises a scope's budget past what it spent: the dollar limit (or,
+/// for a token budget, the token limit) set to what was spent plus the
+/// budget, in whole dollars: twice the budget when the scope stopped at
+/// it, more when it ran past. A suggestion to edit.
+pub fn raise(goal: &GoalId, st: &Standing) -> Next {
+    let usd = st
+        .budget
+        .usd
+        .map(|u| (st.spent.usd.dollars() + u.dollars()).ceil().max(1.0) as u64);
+    let tokens = st
+        .budget
+        .tokens
+        .filter(|t| usd.is_none() || st.spent.tokens >= *t)
+        .map(|t| st.spent.tokens.saturating_add(t));
+    Next::RaiseBudget {
+        goal: goal.to_string(),
+        usd,
+        tokens,
+        agent: match &st.scope {
+            Scope::Goal => None,
+            Scope::Agent(a) => Some(a.to_string()),
+        },
+    }
+}
+
+/// The standing of the budget a budget gate watches, now: None for a gate
+/// no budget opened, or whose budget was removed since.
+pub fn gate_standing(state: &State, gate: &Gate, now: Timestamp) -> Option<Standing> {
+    if !gate.budget {
+        return None;
+    }
+    let scope = match &gate.blocks {
+        Blocks::Goal => Scope::Goal,
+        Blocks::Agent(a) => Scope::Agent(a.clone()),
+        Blocks::Todo(_) => return None,
+    };
+    let goal = state.goals.get(&gate.goal)?;
+    let budget = *scope.budget(goal)?;
+    Some(Standing {
+        spent: spent(state, &goal.id, &scope, budget.window, now),
+        scope,
+        budget,
+    })
+}
+
+/// Whether a budget gate may be answered `raised` at `now`: its budget
+/// was raised past what the scope spent (or removed). Otherwise the
+/// refusal names the command that raises it.
+pub fn check_raised(state: &State, gate: &Gate, now: Timestamp) -> Result<(), Refusal> {
+    match gate_standing(state, gate, now) {
+        Some(st) if st.reached() => Err(Refusal::rule(
+            Code::BadChoice,
+            format!(
+                "{} has not been raised: {} reached its budget ({})",
+                gate.id,
+                scope_name(&gate.goal, &st.scope),
+                st.shown()
+            ),
+        )
+        .with_hint(Hint::new(
+            format!("raise it with {N}, which answers the gate `raised` by itself; or choose continue-once or stop"),
+            [raise(&gate.goal, &st)],
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// The line `should-run` and the hooks say for an exhausted budget.
 pub fn exhausted_message(goal: &GoalId, e: &Exhausted) -> String {
     let st = &e.standing;
@@ -542,11 +617,11 @@ pub fn exhausted_message(goal: &GoalId, e: &Exhausted) -> String {
     match &e.gate {
         Some(g) => format!(
             "{who} reached its budget ({}); gate {g} asks a human to raise it, continue once, or stop",
-            st.figures()
+            st.shown()
         ),
         None => format!(
             "{who} reached its budget ({}); a human must raise it before work goes on",
-            st.figures()
+            st.shown()
         ),
     }
 }

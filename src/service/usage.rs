@@ -150,7 +150,7 @@ pub fn read(
         .into_iter()
         .map(|m| match m {
             Some(m) => format!(
-                "loopx: no price for model {m}: its tokens count, its dollars do not (set git config loopx.price.{m}.input and .output, dollars per million tokens)."
+                "loopx: no price for model {m}: its tokens count, its dollars do not; price it for the team with `loopx settings set --price {m}=IN/OUT` (dollars per million tokens), or on this machine with git config loopx.price.{m}.input and .output."
             ),
             None => "loopx: the usage names no model, so its dollars are unknown: pass --usage-model.".to_owned(),
         })

@@ -170,7 +170,7 @@ fn chromium_renders_the_page_and_runs_nothing_injected() {
 }
 
 /// The turn token `quota should-run` gives `agent`.
-fn turn(env: &TestEnv, agent: &str, goal: &str) -> String {
+pub(crate) fn turn(env: &TestEnv, agent: &str, goal: &str) -> String {
     env.agent(agent, &["quota", "should-run", "--goal", goal, "--json"])
         .ok()
         .json()["turn_token"]
@@ -490,7 +490,8 @@ fn chromium_shows_the_busy_state_at_1280_and_390() {
 /// 1. no cell, card, gate or list item is wider than its box;
 /// 2. numbers, times, ids, agent names, counts and column headers stay on
 ///    one line (no digit or letter-by-letter wrapping);
-/// 3. an answer command breaks only between words.
+/// 3. an answer command breaks only between words (a command whose words
+///    are each one `.nw` span is checked by 2).
 const MEASURE: &str = r#"<script>
 (function(){var bad=[];
 function shown(e){return e.getClientRects().length>0;}
@@ -500,7 +501,7 @@ document.querySelectorAll('td, th, .card, .gate, li, h1, h2, h3, h4, p, dl').for
  if(shown(e)&&e.scrollWidth>e.clientWidth+1)bad.push('overflows: '+name(e)+' '+e.scrollWidth+'>'+e.clientWidth);});
 document.querySelectorAll('time, .id, td.num, thead th, .nw, dd, dt').forEach(function(e){
  if(!shown(e))return;var r=document.createRange();r.selectNodeContents(e);if(lines(r)>1)bad.push('wraps: '+name(e));});
-document.querySelectorAll('pre code').forEach(function(e){var t=e.firstChild;if(!t)return;var i=0;
+document.querySelectorAll('pre code').forEach(function(e){var t=e.firstChild;if(!t||t.nodeType!==3)return;var i=0;
  t.textContent.split(' ').forEach(function(w){if(w){var r=document.createRange();r.setStart(t,i);r.setEnd(t,i+w.length);
  if(lines(r)>1)bad.push('command broken mid-word: '+w);}i+=w.length+1;});});
 var o=document.createElement('pre');o.id='report';o.textContent=JSON.stringify(bad);document.body.appendChild(o);})();
@@ -630,15 +631,11 @@ fn chromium_turns_a_lease_expired_without_a_tick() {
     .ok();
     let html = std::fs::read_to_string(&page).unwrap();
     assert!(html.contains("data-until="), "a live lease");
-    // The page reloads itself every 2 s; headless Chromium's virtual clock
-    // never finishes across reloads, so the copy it loads does not reload
-    // (reloading the unchanged file would count from the same clock).
-    let refresh = "<meta http-equiv=\"refresh\" content=\"2\">\n";
-    assert!(html.contains(refresh));
-    let copy = env.root().join("watch-still.html");
-    std::fs::write(&copy, html.replace(refresh, "")).unwrap();
+    // The page never reloads: it loads its sidecar again, whose frame has
+    // the same key, so nothing is swapped and the clock counts on.
+    assert!(!html.contains("http-equiv=\"refresh\""));
     let home = env.root().join("home");
-    let url = format!("file://{}", copy.display());
+    let url = format!("file://{}", page.display());
     let lease_of = |dom: &str| -> String {
         let card = &dom[dom
             .find(&format!("id=\"{t}\" data-column="))
@@ -671,4 +668,217 @@ fn chromium_turns_a_lease_expired_without_a_tick() {
     .unwrap();
     assert_eq!(lease_of(&later), "expired");
     assert_eq!(std::fs::read_to_string(&page).unwrap(), html);
+}
+
+/// The busy state with a budget gate on a whole goal (the parser's budget
+/// lowered under its spend) and a turn of a model no price names.
+fn gated() -> TestEnv {
+    let env = busy();
+    let claims = env.loopx(&["status", "--json"]).ok().json()["claims"].clone();
+    let held = claims
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["owner"] == "codex-review" && c["expired"] == false)
+        .expect("codex-review holds a todo")["todo"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let tok = turn(&env, "codex-review", "parser");
+    env.agent(
+        "codex-review",
+        &[
+            "settle",
+            "--turn",
+            &tok,
+            "--todo",
+            &held,
+            "--outcome",
+            "advanced",
+            "--usage",
+            r#"{"input_tokens": 300000, "output_tokens": 20000, "model": "claude-opus-5-5"}"#,
+        ],
+    )
+    .ok();
+    env.loopx(&["goal", "set", "parser", "--budget-usd", "15"])
+        .ok();
+    env
+}
+
+/// Under --watch the page follows the state in place: a filter typed, the
+/// page scrolled and the tick table folded stay while ticks land from
+/// another process over about ten seconds, and each new tick shows. A
+/// goal-wide gate is one banner, its question shown once, with the raise
+/// command beside its answers. Screenshots at 1280 and 390 px, light and
+/// dark, go to target/browser as live-*.png (docs/status.png,
+/// status-390.png, status-dark.png and status-390-dark.png are copies).
+#[test]
+fn chromium_follows_watch_in_place_keeping_the_filter_and_the_scroll() {
+    use crate::common::cdp::{Browser, wait_for};
+    let Some(bin) = chromium() else { return };
+    let env = gated();
+    let json = env.loopx(&["status", "--json"]).ok().json();
+    let gate = json["gates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["kind"] == "spend" && g["blocks"] == "goal")
+        .unwrap_or_else(|| panic!("a goal-wide budget gate: {json}"))
+        .clone();
+    let raise = gate["raise"].as_str().expect("a raise command").to_owned();
+    assert!(
+        raise.starts_with("loopx goal set parser --budget-usd "),
+        "{raise}"
+    );
+    let page = env.root().join("live.html");
+    let mut watch = env
+        .command()
+        .args(["status", "--html", page.to_str().unwrap(), "--watch"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("loopx starts");
+    wait_for("the page", || page.exists().then_some(()));
+    let home = env.root().join("home");
+    let url = format!("file://{}", page.display());
+    let mut b = Browser::open(&bin, &home, &url, 1280, 900);
+    wait_for("the page's script", || {
+        (b.eval("var f=document.getElementById('filter');document.readyState==='complete'&&!!f&&f.style.display==='block'") == true).then_some(())
+    });
+    // One banner for the goal's gate; its question once on the page; no
+    // card of the goal repeats it, done cards are not held, stuck rows
+    // name the gate without its question.
+    let question = gate["question"].as_str().unwrap();
+    let id = gate["id"].as_str().unwrap();
+    let text = b
+        .eval("document.body.innerText")
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(text.matches(question).count(), 1, "{text}");
+    assert_eq!(
+        b.eval(&format!(
+            "document.querySelectorAll('[data-banner=\"{id}\"]').length"
+        )),
+        1
+    );
+    assert_eq!(
+        b.eval("document.querySelectorAll('[data-column=\"done\"] [data-held]').length"),
+        0
+    );
+    assert_eq!(
+        b.eval(&format!(
+            "document.querySelectorAll('#stuck [data-gate=\"{id}\"]').length"
+        )),
+        1
+    );
+    let held = b.eval("document.querySelectorAll('#goal-parser [data-held=\"goal\"]').length");
+    assert!(held.as_u64().unwrap() > 3, "cards say held (goal): {held}");
+    // The raise command beside the answers, and the gate's scope named as
+    // the CLI names it.
+    let article = b
+        .eval(&format!("document.getElementById('{id}').innerText"))
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(article.contains(&raise), "{article}");
+    assert!(article.contains("spend on goal"), "{article}");
+    // Money says what it cannot count.
+    let money = b
+        .eval("document.getElementById('money').innerText")
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        money.contains("unpriced (model claude-opus-5-5)"),
+        "{money}"
+    );
+
+    // Type a filter, scroll, fold the tick table.
+    b.eval("document.getElementById('filter').focus()");
+    b.call("Input.insertText", serde_json::json!({"text": "parser"}));
+    b.eval("document.getElementById('ticks').open=false;window.scrollTo(0,600)");
+    let hidden_before = b.eval("document.querySelectorAll('.card[hidden]').length");
+    assert!(
+        hidden_before.as_u64().unwrap() > 10,
+        "the filter hides cards"
+    );
+    let start_tick = json["tick"].as_u64().unwrap();
+    for (i, title) in [
+        "Parser: second pass",
+        "Website footer",
+        "Parser: third pass",
+    ]
+    .iter()
+    .enumerate()
+    {
+        // A tick from another process, every few seconds.
+        std::thread::sleep(std::time::Duration::from_secs(3));
+        env.add(
+            title,
+            &[
+                "--goal",
+                if title.starts_with("Parser") {
+                    "parser"
+                } else {
+                    "website"
+                },
+            ],
+        );
+        let want = format!("tick {}", start_tick + 1 + i as u64);
+        wait_for("the new tick on the page", || {
+            b.eval("document.title")
+                .as_str()?
+                .ends_with(&want)
+                .then_some(())
+        });
+        let state = b.eval(&format!(
+            "JSON.stringify([document.getElementById('filter').value, window.scrollY, document.getElementById('ticks').open, document.querySelector('h1').textContent, Array.prototype.filter.call(document.querySelectorAll('.card'), function(c){{return !c.hidden && c.textContent.indexOf({title:?})>=0;}}).length])"
+        ));
+        let state: serde_json::Value = serde_json::from_str(state.as_str().unwrap()).unwrap();
+        assert_eq!(state[0], "parser", "the filter stays");
+        assert_eq!(state[1], 600, "the scroll stays");
+        assert_eq!(state[2], false, "the folded table stays folded");
+        assert!(state[3].as_str().unwrap().ends_with(&want), "{state}");
+        // A new card shows when it matches the filter, hides when not.
+        let shown = if title.starts_with("Parser") { 1 } else { 0 };
+        assert_eq!(state[4], shown, "{title}: {state}");
+    }
+    // The page itself was never reloaded: only its sidecar.
+    assert!(b.eval("performance.getEntriesByType('navigation').length") == 1);
+    let _ = watch.kill();
+    let _ = watch.wait();
+    // The banner, the raise command and the unpriced note fit at both
+    // widths.
+    for width in [1280, 390] {
+        let problems = layout_problems(&bin, &home, &page, width);
+        assert!(
+            problems.is_empty(),
+            "at {width} px:\n{}",
+            problems.join("\n")
+        );
+    }
+    std::fs::copy(&page, shots().join("live.html")).unwrap();
+
+    // Screenshots without the filter, at the top, both widths, both schemes.
+    b.eval("var f=document.getElementById('filter');f.value='';f.dispatchEvent(new Event('input'));document.getElementById('ticks').open=true;window.scrollTo(0,0)");
+    for (width, height, scheme, name) in [
+        (1280, 1100, "light", "live-1280.png"),
+        (390, 1100, "light", "live-390.png"),
+        (1280, 1100, "dark", "live-1280-dark.png"),
+        (390, 1100, "dark", "live-390-dark.png"),
+    ] {
+        b.call(
+            "Emulation.setDeviceMetricsOverride",
+            serde_json::json!({"width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 600}),
+        );
+        b.call(
+            "Emulation.setEmulatedMedia",
+            serde_json::json!({"features": [{"name": "prefers-color-scheme", "value": scheme}]}),
+        );
+        b.eval("window.scrollTo(0,0)");
+        let png = b.screenshot();
+        assert!(png.starts_with(b"\x89PNG"), "{name} is a PNG");
+        std::fs::write(shots().join(name), png).unwrap();
+    }
 }

@@ -315,6 +315,8 @@ fn no_text_from_the_state_is_markup() {
         "rect",
         "text",
         "figcaption",
+        "details",
+        "summary",
         "script",
     ];
     let mut rest = page.as_str();
@@ -349,9 +351,10 @@ fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
 }
 
 #[test]
-fn watch_rewrites_the_page_when_another_process_ticks() {
+fn watch_writes_the_page_once_and_its_sidecar_when_another_process_ticks() {
     let env = TestEnv::with_board();
     let file = env.root().join("watch.html");
+    let live = env.root().join("watch.html.live.js");
     let mut child = env
         .command()
         .args([
@@ -367,10 +370,16 @@ fn watch_rewrites_the_page_when_another_process_ticks() {
         .spawn()
         .expect("loopx starts");
     wait_for("the first page", || Path::new(&file).exists());
-    let first = std::fs::read_to_string(&file).unwrap();
-    assert!(first.contains("<meta http-equiv=\"refresh\""));
+    let page = std::fs::read_to_string(&file).unwrap();
+    // No reload: the page loads its sidecar again, which holds the frame.
+    assert!(!page.contains("http-equiv=\"refresh\""));
+    assert!(page.contains("data-live=\"watch.html.live.js\""), "{page}");
+    assert!(page.contains("data-key=\"3\""));
+    let first = std::fs::read_to_string(&live).unwrap();
+    assert!(first.starts_with("window.loopxLive&&window.loopxLive({\"key\":\"3\""));
     assert!(!first.contains("Watched todo"));
-    // A second process ticks; the watcher sees the ref move and rewrites.
+    // A second process ticks; the watcher sees the ref move and rewrites
+    // the sidecar only.
     env.add("Watched todo", &[]);
     let mut status = None;
     wait_for("the watcher to stop", || {
@@ -378,9 +387,13 @@ fn watch_rewrites_the_page_when_another_process_ticks() {
         status.is_some()
     });
     assert!(status.unwrap().success());
-    let second = std::fs::read_to_string(&file).unwrap();
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), page);
+    let second = std::fs::read_to_string(&live).unwrap();
     assert!(second.contains("Watched todo"), "{second}");
-    assert!(second.contains("tick 4"));
+    assert!(second.contains("\"key\":\"4\""));
+    assert!(second.contains("\"title\":\"loopx refs/loopx/state tick 4\""));
+    // Nothing half-written is left behind.
+    assert!(!env.root().join("watch.html.live.js.tmp").exists());
 }
 
 #[test]
@@ -389,4 +402,111 @@ fn watch_needs_html_and_not_at() {
     env.loopx(&["status", "--watch"]).code(2);
     env.loopx(&["status", "--html", "x.html", "--watch", "--at", "1"])
         .code(2);
+}
+
+/// A gate on a whole goal (or on one agent) is one banner at the top of
+/// its goal and one stuck row; its question shows once, in "Waiting on
+/// you", whose meta line names the scope as the CLI does. Cards say "held
+/// (goal)" or "held (agent)"; nothing holds a done todo.
+#[test]
+fn a_goal_wide_gate_is_one_banner_and_holds_no_done_todo() {
+    let env = TestEnv::with_board();
+    let done = env.add("Already shipped", &[]);
+    env.agent("agent-a", &["todo", "claim", &done]).ok();
+    env.agent("agent-a", &["todo", "done", &done]).ok();
+    let mut open = Vec::new();
+    for i in 0..4 {
+        open.push(env.add(&format!("Open work {i}"), &[]));
+    }
+    let held = env.add("Held by agent-b's gate", &[]);
+    env.agent("agent-b", &["todo", "claim", &held]).ok();
+    let question =
+        "Spend another 20 dollars on the parser, or stop for today and look at the bill?";
+    env.loopx(&[
+        "gate",
+        "open",
+        "--kind",
+        "spend",
+        "--question",
+        question,
+        "--option",
+        "go",
+        "--option",
+        "stop",
+    ])
+    .ok();
+    env.loopx(&[
+        "gate",
+        "open",
+        "--kind",
+        "permission",
+        "--blocks",
+        "agent:agent-b",
+        "--question",
+        "May agent-b use the network to download the fixture corpus from the vendor site?",
+        "--option",
+        "yes",
+        "--option",
+        "no",
+    ])
+    .ok();
+    let gates = env.loopx(&["gate", "list", "--json"]).ok().json();
+    let id_of = |blocks: &str| {
+        gates
+            .as_array()
+            .or(gates["gates"].as_array())
+            .unwrap()
+            .iter()
+            .find(|g| g["blocks"] == blocks)
+            .unwrap_or_else(|| panic!("{blocks}: {gates}"))["id"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let (goal_gate, agent_gate) = (id_of("goal"), id_of("agent:agent-b"));
+    let page = html(&env, &[]);
+    assert_eq!(page.matches(question).count(), 1, "the question once");
+    assert_eq!(
+        page.matches(
+            "May agent-b use the network to download the fixture corpus from the vendor site?"
+        )
+        .count(),
+        1
+    );
+    assert_eq!(
+        page.matches(&format!("data-banner=\"{goal_gate}\""))
+            .count(),
+        1
+    );
+    assert_eq!(
+        page.matches(&format!("data-banner=\"{agent_gate}\""))
+            .count(),
+        1
+    );
+    assert!(page.contains(&format!(
+        "<code class=\"id\">{goal_gate}</code> · spend on <code class=\"nw\">goal</code> · goal main"
+    )));
+    assert!(page.contains(&format!(
+        "<code class=\"id\">{agent_gate}</code> · permission on <code class=\"nw\">agent:agent-b</code> · goal main"
+    )));
+    let card = |id: &str| {
+        let c = &page[page.find(&format!("id=\"{id}\" data-column=")).expect(id)..];
+        c[..c.find("</article>").unwrap()].to_owned()
+    };
+    for t in &open {
+        assert!(card(t).contains("held (goal) by"), "{}", card(t));
+    }
+    assert!(card(&held).contains("held (agent) by"), "{}", card(&held));
+    assert!(!card(&done).contains("held"), "{}", card(&done));
+    let stuck = &page[page.find("id=\"stuck\"").unwrap()..page.find("id=\"money\"").unwrap()];
+    assert_eq!(
+        stuck.matches(&format!("data-gate=\"{goal_gate}\"")).count(),
+        1,
+        "{stuck}"
+    );
+    assert!(
+        stuck.contains("4 todos of goal main: held (goal) by gate"),
+        "{stuck}"
+    );
+    assert!(!stuck.contains(question));
 }

@@ -721,3 +721,215 @@ fn budgets_and_their_gates_are_signed_human_acts() {
     assert!(g["answer"]["signature"].is_string(), "{g}");
     m.loopx(&["verify"]).ok();
 }
+
+/// The spend gate offers the raise command beside its answers (status on
+/// the screen, in JSON and on the page); `raised` is refused until the
+/// budget is above the spend, with the command as the hint, and taken
+/// once it is.
+#[test]
+fn a_budget_gate_shows_its_raise_command_and_takes_raised_once_raised() {
+    let env = TestEnv::with_board();
+    let t = env.add("Write the parser", &[]);
+    env.loopx(&[
+        "goal",
+        "set",
+        "main",
+        "--budget-usd",
+        "1",
+        "--stall-after",
+        "0",
+    ])
+    .ok();
+    env.agent("agent-a", &["todo", "claim", &t]).ok();
+    let turn = token(&env, "agent-a");
+    settle_advanced(
+        |a| env.agent("agent-a", a),
+        &turn,
+        &t,
+        r#"{"input_tokens": 1000, "cost_usd": 1.2}"#,
+    )
+    .ok();
+    let v = env.loopx(&["status", "--json"]).ok().json();
+    let gate = v["gates"][0]["id"].as_str().unwrap().to_owned();
+    // Spent $1.20 against $1: the spend plus the budget, whole dollars.
+    let raise = "loopx goal set main --budget-usd 3";
+    assert_eq!(v["gates"][0]["raise"], raise, "{v}");
+    assert_eq!(v["budgets"][0]["raise"], raise, "{v}");
+    let s = env.loopx(&["status"]).ok().stdout;
+    assert!(
+        s.contains(&format!("    or raise the budget: {raise}\n")),
+        "{s}"
+    );
+    let page = env.root().join("page.html");
+    env.loopx(&["status", "--html", page.to_str().unwrap()])
+        .ok();
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        html.contains("<pre data-raise=\"1\"><code><span class=\"nw\">loopx</span> <span class=\"nw\">goal</span> <span class=\"nw\">set</span> <span class=\"nw\">main</span> <span class=\"nw\">--budget-usd</span> <span class=\"nw\">3</span></code></pre>"),
+        "{html}"
+    );
+    // Not raised yet: `raised` is refused, and the hint says how.
+    let out = env.loopx(&["gate", "answer", &gate, "raised"]).code(3);
+    assert!(out.stderr.contains("has not been raised"), "{}", out.stderr);
+    assert!(out.stderr.contains(&format!("`{raise}`")), "{}", out.stderr);
+    let out = env
+        .loopx(&["gate", "answer", &gate, "raised", "--json"])
+        .code(3);
+    assert_eq!(out.error_code(), "bad-choice");
+    // The printed command raises it, which answers the gate `raised`.
+    let words: Vec<&str> = raise.split(' ').skip(1).collect();
+    env.loopx(&words).ok();
+    let g = env.loopx(&["gate", "show", &gate, "--json"]).ok().json();
+    assert_eq!(g["answer"]["choice"], "raised", "{g}");
+    // Lowered again, a new gate opens; once the spend has left the window
+    // (the budget is above it again), `raised` closes it by hand.
+    env.loopx(&["goal", "set", "main", "--budget-usd", "1"])
+        .ok();
+    let v = env.loopx(&["status", "--json"]).ok().json();
+    let again = v["gates"][0]["id"].as_str().unwrap().to_owned();
+    assert_ne!(again, gate);
+    env.advance(25 * 3600);
+    let v = env.loopx(&["status", "--json"]).ok().json();
+    let close = format!("loopx gate answer {again} --choice raised");
+    assert_eq!(v["gates"][0]["raise"], close.as_str(), "{v}");
+    let s = env.loopx(&["status"]).ok().stdout;
+    assert!(
+        s.contains(&format!("    the budget was raised: {close}\n")),
+        "{s}"
+    );
+    env.loopx(&["gate", "answer", &again, "--choice", "raised"])
+        .ok();
+    let g = env.loopx(&["gate", "show", &again, "--json"]).ok().json();
+    assert_eq!(g["answer"]["choice"], "raised", "{g}");
+    // Only a budget gate takes it.
+    env.loopx(&[
+        "gate",
+        "open",
+        "--question",
+        "Which parser?",
+        "--option",
+        "pest",
+        "--option",
+        "nom",
+    ])
+    .ok();
+    let other = env.loopx(&["status", "--json"]).ok().json()["gates"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let out = env
+        .loopx(&["gate", "answer", &other, "raised", "--json"])
+        .code(2);
+    assert_eq!(out.error_code(), "bad-choice");
+}
+
+/// Tokens of a model no price names are never "$0.00": status, the
+/// budget, the page and the digest say how many turns they cannot count
+/// and for which model. A newer model of a priced family is unpriced too.
+#[test]
+fn unpriced_turns_show_wherever_money_does() {
+    let env = TestEnv::with_board();
+    let t = env.add("Write the parser", &[]);
+    let u = env.add("Test the parser", &[]);
+    env.loopx(&[
+        "goal",
+        "set",
+        "main",
+        "--budget-usd",
+        "5",
+        "--stall-after",
+        "0",
+    ])
+    .ok();
+    env.agent("agent-a", &["todo", "claim", &t]).ok();
+    env.agent("agent-b", &["todo", "claim", &u]).ok();
+    let turn = token(&env, "agent-a");
+    settle_advanced(
+        |a| env.agent("agent-a", a),
+        &turn,
+        &t,
+        r#"{"input_tokens": 1000, "cost_usd": 1.0}"#,
+    )
+    .ok();
+    for model in ["claude-opus-5-5", "claude-opus-4-8"] {
+        let turn = token(&env, "agent-b");
+        let out = settle_advanced(
+            |a| env.agent("agent-b", a),
+            &turn,
+            &u,
+            &format!(r#"{{"input_tokens": 200000, "output_tokens": 1000, "model": "{model}"}}"#),
+        )
+        .ok();
+        assert!(
+            out.stderr.contains(&format!("no price for model {model}"))
+                && out
+                    .stderr
+                    .contains(&format!("`loopx settings set --price {model}=IN/OUT`")),
+            "{}",
+            out.stderr
+        );
+    }
+    let note = "plus 2 turns unpriced (models claude-opus-4-8, claude-opus-5-5)";
+    // The brief's budget says what it leaves out.
+    let brief = env
+        .agent(
+            "agent-b",
+            &[
+                "refresh-state",
+                "--outcome",
+                "advanced",
+                "--todo",
+                &u,
+                "--json",
+            ],
+        )
+        .ok()
+        .json();
+    assert_eq!(brief["brief"]["budget"][0]["unpriced_turns"], 2, "{brief}");
+    let s = env.loopx(&["status"]).ok().stdout;
+    assert!(
+        s.contains(&format!(
+            "budget main goal: $1.00 of $5.00 spent per 1d, {note}\n"
+        )),
+        "{s}"
+    );
+    let v = env.loopx(&["status", "--json"]).ok().json();
+    assert_eq!(v["budgets"][0]["unpriced_turns"], 2, "{v}");
+    assert_eq!(
+        v["budgets"][0]["unpriced_models"],
+        serde_json::json!(["claude-opus-4-8", "claude-opus-5-5"])
+    );
+    let page = env.root().join("page.html");
+    env.loopx(&["status", "--html", page.to_str().unwrap()])
+        .ok();
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        html.contains(&format!(
+            "<span class=\"bad\" data-unpriced=\"2\">{note}</span>"
+        )),
+        "{html}"
+    );
+    // agent-b spent nothing anyone could price: no "$0.00" beside its
+    // tokens, on the page or in the digest.
+    let agent_b = &html[html.find("<tr id=\"agent-agent-b\"").unwrap()..];
+    let agent_b = &agent_b[..agent_b.find("</tr>").unwrap()];
+    assert!(
+        agent_b.contains("2 turns unpriced (models claude-opus-4-8, claude-opus-5-5)")
+            && !agent_b.contains("$0.00"),
+        "{agent_b}"
+    );
+    let d = env.loopx(&["digest", "--since", "1d"]).ok().stdout;
+    assert!(
+        d.contains(
+            "  agent-b  2 turns unpriced (models claude-opus-4-8, claude-opus-5-5), 402k tokens\n"
+        ),
+        "{d}"
+    );
+    assert!(d.contains("  agent-a  $1.00, 1000 tokens\n"), "{d}");
+    let j = env
+        .loopx(&["digest", "--since", "1d", "--json"])
+        .ok()
+        .json();
+    assert_eq!(j["spent"]["agent-b"]["unpriced_turns"], 2, "{j}");
+    assert_eq!(j["spent"]["agent-b"]["usd"], 0.0, "{j}");
+}

@@ -20,7 +20,9 @@ use crate::op::{Change, GateAnswer};
 pub struct Args {
     /// The gate's id or a unique prefix
     id: String,
-    /// One of the gate's options: `loopx gate answer G approve`
+    /// One of the gate's options: `loopx gate answer G approve`. A budget's
+    /// spend gate also takes `raised` once its budget was raised past the
+    /// spend (`loopx goal set G --budget-usd N` answers it so by itself)
     #[arg(
         value_name = "CHOICE",
         required_unless_present = "choice_flag",

@@ -204,7 +204,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             }
             turn::Reason::BudgetExhausted(e) => {
                 w.gate = e.gate.as_ref();
-                w.budget = Some(BudgetWire::of(&e.standing));
+                w.budget = Some(BudgetWire::of(&goal.id, &e.standing));
             }
             turn::Reason::Stalled { gate, todo } => {
                 w.gate = Some(gate);

@@ -112,7 +112,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             };
             let budget = usage::standings(state, g, Some(&a.id), ctx.now)
                 .iter()
-                .map(BudgetWire::of)
+                .map(|st| BudgetWire::of(&g.id, st))
                 .collect();
             let parked = match park::standing(state, a, g, ctx.now) {
                 park::Standing::Free => None,

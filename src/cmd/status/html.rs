@@ -5,18 +5,18 @@
 //! that comes from the state goes through [`esc`], the one escaping
 //! function, so an agent-written title cannot inject markup.
 
-use crate::cmd::wire::esc;
+use crate::cmd::wire::{esc, raise_command};
 use std::fmt::Write as _;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context as _, Result};
+use anyhow::Result;
 
 use super::{Args, View};
 use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::model::usage::{BUDGET_WINDOW, human_count};
-use crate::model::{AgentId, Blocks, Gate, Todo, TodoId};
+use crate::model::{AgentId, Blocks, Gate, State, Todo, TodoId};
 use crate::notify::answer_command;
 use crate::op::board::{self, Board, Column, Counts};
 use crate::op::stuck::{self, Stuck};
@@ -24,7 +24,9 @@ use crate::op::usage;
 use crate::time::{Span, Timestamp};
 
 mod agents;
+pub mod live;
 use agents::{agents, money, timeline};
+use live::Frame;
 
 /// The timeline shows this many ticks.
 const TIMELINE: usize = 100;
@@ -54,64 +56,57 @@ pub fn run(ctx: &Ctx, args: &Args, file: &Path) -> Result<Exit> {
     }
     if !args.watch {
         let view = View::read(ctx, args.at.as_ref(), TIMELINE, true)?;
+        let html = page(&frame(ctx, &view, false), None);
         if stdout {
-            let page = page(ctx, &view, false);
-            ctx.out.emit(&(), || page)?;
+            ctx.out.emit(&(), || html)?;
             return Ok(Exit::Ok);
         }
-        let bytes = write(ctx, &view, file, false)?;
+        live::write_atomic(file, html.as_bytes())?;
         ctx.out.emit(
             &Written {
                 html: file,
                 state_ref: ctx.state_ref(),
                 tick: view.snap.tip.tick,
-                bytes,
+                bytes: html.len(),
             },
             String::new,
         )?;
         ctx.out.status(&format!("wrote {}", file.display()));
         return Ok(Exit::Ok);
     }
-    // Watch: write now, then whenever the ref moves. The clock runs on
-    // from the context's time, so leases count down between writes.
+    // Watch: the page once, then its sidecar whenever the ref moves. The
+    // clock runs on from the context's time, so leases count down between
+    // writes.
     let start = Instant::now();
-    let mut last = None;
-    let mut written = 0u64;
-    loop {
-        let tip = crate::history::tip(ctx.repo()?)?.commit;
-        if last != Some(tip) {
+    let last = std::cell::Cell::new(None);
+    live::follow(
+        file,
+        POLL,
+        args.max_updates,
+        || Ok(last.get() != Some(crate::history::tip(ctx.repo()?)?.commit)),
+        || {
             let mut view = View::read(ctx, None, TIMELINE, true)?;
             view.now = ctx
                 .now
                 .plus(Span::seconds(start.elapsed().as_secs() as i64));
-            write(ctx, &view, file, true)?;
+            last.set(Some(view.snap.tip.commit));
+            Ok(frame(ctx, &view, true))
+        },
+        |f, at| page(f, Some((file, at))),
+        |f| {
             ctx.out.status(&format!(
                 "wrote {} at tick {}",
-                file.display(),
-                view.snap.tip.tick
+                live::sidecar(file).display(),
+                f.key
             ));
-            last = Some(view.snap.tip.commit);
-            written += 1;
-            if args.max_updates.is_some_and(|n| written >= n) {
-                return Ok(Exit::Ok);
-            }
-        }
-        std::thread::sleep(POLL);
-    }
+        },
+    )?;
+    Ok(Exit::Ok)
 }
 
-/// Writes the page through a temporary file and a rename, so a browser
-/// reloading mid-write never reads half a page. Returns its size.
-fn write(ctx: &Ctx, view: &View, file: &Path, watch: bool) -> Result<usize> {
-    let page = page(ctx, view, watch);
-    let tmp = file.with_extension("html.tmp");
-    std::fs::write(&tmp, &page).with_context(|| format!("cannot write {}", tmp.display()))?;
-    std::fs::rename(&tmp, file).with_context(|| format!("cannot write {}", file.display()))?;
-    Ok(page.len())
-}
-
-/// The page of `view`.
-fn page(ctx: &Ctx, view: &View, watch: bool) -> String {
+/// The board of `view` as a [`Frame`]: the header's figures and the
+/// sections.
+fn frame(ctx: &Ctx, view: &View, watch: bool) -> Frame {
     let board = view.board();
     let local = view.local(ctx);
     let claims = stuck::claims(&view.snap.state, view.now, &local);
@@ -145,74 +140,93 @@ ul.stuck{padding-left:1.1rem;margin:.3rem 0}ul.stuck li{margin:.25rem 0}
 svg{max-width:100%;height:auto}svg rect{fill:var(--acc)}svg text{fill:var(--mute);font-size:9px}
 #filter{display:none;width:100%;max-width:24rem;padding:.3rem;margin:.3rem 0;font:inherit}
 :target{outline:2px solid var(--acc)}
+summary{cursor:pointer;color:var(--mute);margin:.3rem 0}
 "#;
 
 /// Filtering: rows and cards whose text does not contain what was typed
 /// hide. The clock: on a page `--watch` writes, times count on from the
-/// page's own clock between rewrites, so a lease turns "expired" and "5m
-/// ago" grows while nothing ticks. The page is whole without it.
+/// page's own clock between frames, so a lease turns "expired" and "5m
+/// ago" grows while nothing ticks. `loopxRefresh` applies both again after
+/// a followed page swapped its sections in ([`live::SCRIPT`]). The page is
+/// whole without it.
 const SCRIPT: &str = r#"
-(function(){var f=document.getElementById('filter');if(f){f.style.display='block';
-f.addEventListener('input',function(){var q=f.value.toLowerCase();
-document.querySelectorAll('tbody tr, .card').forEach(function(r){r.hidden=q!==''&&r.textContent.toLowerCase().indexOf(q)===-1;});});}
-var b=document.body,now0=+b.getAttribute('data-now'),w=+b.getAttribute('data-written');if(!w)return;
+(function(){var f=document.getElementById('filter'),b=document.body;
+function filter(){if(!f)return;var q=f.value.toLowerCase();
+document.querySelectorAll('tbody tr, .card').forEach(function(r){r.hidden=q!==''&&r.textContent.toLowerCase().indexOf(q)===-1;});}
+if(f){f.style.display='block';f.addEventListener('input',filter);filter();}
 function span(s){s=Math.max(0,Math.floor(s));var d=Math.floor(s/86400),h=Math.floor(s%86400/3600),m=Math.floor(s%3600/60),x=s%60,o='';
 if(d)o+=d+'d';if(h)o+=h+'h';if(m)o+=m+'m';if(x||!o)o+=x+'s';return o;}
-function tick(){var now=now0+(Date.now()-w)/1000;
+function tick(){var w=+b.getAttribute('data-written');if(!w)return;var now=+b.getAttribute('data-now')+(Date.now()-w)/1000;
 document.querySelectorAll('[data-until]').forEach(function(e){var u=+e.getAttribute('data-until');
 if(now>=u){e.textContent='expired';e.className='bad';}else{e.textContent=span(u-now)+' left';}});
 document.querySelectorAll('[data-ago]').forEach(function(e){e.textContent=span(now-e.getAttribute('data-ago'))+' ago';});}
+window.loopxRefresh=function(){filter();tick();};
 tick();setInterval(tick,1000);})();
 "#;
 
-/// The whole page.
-pub fn render(state_ref: &str, view: &View, b: &Board, claims: &[Stuck], watch: bool) -> String {
-    let mut h = String::with_capacity(64 * 1024);
-    let tick = view.snap.tip.tick;
+/// The page around a frame: one self-contained document (this page's
+/// style, filter and clock). `live`: the page's file and the wall clock of
+/// the write, for a page that follows the state through its sidecar
+/// ([`live::follow`] calls it with both).
+pub fn page(f: &Frame, live: Option<(&Path, u128)>) -> String {
+    let mut h = String::with_capacity(f.head.len() + f.main.len() + 8 * 1024);
     h.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
     h.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
-    if watch {
-        h.push_str("<meta http-equiv=\"refresh\" content=\"2\">\n");
+    let _ = writeln!(
+        h,
+        "<title>{}</title>\n<style>{STYLE}</style>\n</head>",
+        esc(&f.title)
+    );
+    // The clock the script counts from: the board's time, and (on a
+    // followed page) the wall clock when it was written.
+    match live {
+        Some((file, at)) => {
+            let _ = writeln!(h, "<body{}>", live::body_attrs(file, f, at));
+        }
+        None => {
+            let _ = writeln!(h, "<body data-now=\"{}\">", f.now);
+        }
     }
     let _ = writeln!(
         h,
-        "<title>loopx {} tick {tick}</title>\n<style>{STYLE}</style>\n</head>",
-        esc(state_ref)
+        "<header>\n<div id=\"live-head\">\n{}</div>\n<input id=\"filter\" type=\"search\" placeholder=\"Filter rows and cards…\" aria-label=\"Filter rows and cards\">\n</header>\n<main id=\"live-main\">\n{}</main>\n<script>{SCRIPT}</script>",
+        f.head, f.main
     );
-    // The clock the script counts from: the board's time, and the wall
-    // clock (milliseconds) when the page was written.
-    if watch {
-        let written = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis());
-        let _ = writeln!(
-            h,
-            "<body data-now=\"{}\" data-written=\"{written}\">",
-            b.now.unix()
-        );
-    } else {
-        let _ = writeln!(h, "<body data-now=\"{}\">", b.now.unix());
+    if live.is_some() {
+        let _ = writeln!(h, "<script>{}</script>", live::SCRIPT);
     }
-    h.push_str("<header>\n");
-    let _ = writeln!(h, "<h1>loopx {} · tick {tick}</h1>", esc(state_ref));
-    let _ = write!(h, "<p class=\"mute\">as of <time>{}</time>", b.now);
+    h.push_str("</body>\n</html>\n");
+    h
+}
+
+/// The board as a frame: the header's figures and every section.
+pub fn render(state_ref: &str, view: &View, b: &Board, claims: &[Stuck], watch: bool) -> Frame {
+    let tick = view.snap.tip.tick;
+    let mut head = String::with_capacity(2 * 1024);
+    let _ = writeln!(head, "<h1>loopx {} · tick {tick}</h1>", esc(state_ref));
+    let _ = write!(head, "<p class=\"mute\">as of <time>{}</time>", b.now);
     if let Some(tip) = view.tip_tick {
-        let _ = write!(h, " (the tip is tick {tip})");
+        let _ = write!(head, " (the tip is tick {tip})");
     }
     if watch {
-        h.push_str(" · follows the state ref; times count on between updates");
+        head.push_str(" · follows the state ref; times count on between updates");
     }
-    h.push_str("</p>\n");
-    counts(&mut h, "counts", &b.counts, b.agents.len());
-    h.push_str("<input id=\"filter\" type=\"search\" placeholder=\"Filter rows and cards…\" aria-label=\"Filter rows and cards\">\n</header>\n<main>\n");
-    gates(&mut h, b);
+    head.push_str("</p>\n");
+    counts(&mut head, "counts", &b.counts, b.agents.len());
+    let mut h = String::with_capacity(64 * 1024);
+    gates(&mut h, b, &view.snap.state);
     stuck(&mut h, b, claims);
     money(&mut h, view, b);
     goals(&mut h, b, claims);
     agents(&mut h, view, b);
     timeline(&mut h, b, &view.day);
-    let _ = writeln!(h, "</main>\n<script>{SCRIPT}</script>\n</body>\n</html>");
-    h
+    Frame {
+        key: tick.to_string(),
+        title: format!("loopx {state_ref} tick {tick}"),
+        now: b.now.unix(),
+        head,
+        main: h,
+    }
 }
 
 /// The counts. `ready` (some active agent may claim it now) overlaps the
@@ -278,7 +292,7 @@ fn ago(at: Timestamp, now: Timestamp) -> String {
     )
 }
 
-fn gates(h: &mut String, b: &Board) {
+fn gates(h: &mut String, b: &Board, state: &State) {
     let (human, other): (Vec<&Gate>, Vec<&Gate>) =
         b.gates.iter().partition(|g| g.kind.human_only());
     h.push_str("<section id=\"gates\">\n<h2>Waiting on you</h2>\n");
@@ -286,12 +300,12 @@ fn gates(h: &mut String, b: &Board) {
         h.push_str("<p class=\"mute\">Nothing waits on a human.</p>\n");
     }
     for g in human {
-        gate(h, b, g);
+        gate(h, b, g, state);
     }
     if !other.is_empty() {
         h.push_str("<h3>Open decisions</h3>\n");
         for g in other {
-            gate(h, b, g);
+            gate(h, b, g, state);
         }
     }
     h.push_str("</section>\n");
@@ -320,17 +334,20 @@ fn find_card<'b, 's>(b: &'b Board<'s>, id: &TodoId) -> Option<&'b board::Card<'s
         .find(|c| &c.todo.id == id)
 }
 
-fn gate(h: &mut String, b: &Board, g: &Gate) {
+fn gate(h: &mut String, b: &Board, g: &Gate, state: &State) {
     let budget = if g.budget {
         " <span class=\"tag\">budget reached</span>"
     } else {
         ""
     };
+    // The meta line names the scope as the CLI does: `goal`,
+    // `agent:<id>`, `todo:<id>`.
     let _ = writeln!(
         h,
-        "<article class=\"gate\" id=\"{id}\" data-kind=\"{kind}\">\n<h3>{q}{budget}</h3>\n<p>Holds {blocks}.</p>\n<p class=\"mute\"><code class=\"id\">{id}</code> · {kind} on goal {goal} · opened by {by} {ago}</p>",
+        "<article class=\"gate\" id=\"{id}\" data-kind=\"{kind}\" data-scope=\"{scope}\">\n<h3>{q}{budget}</h3>\n<p>Holds {blocks}.</p>\n<p class=\"mute\"><code class=\"id\">{id}</code> · {kind} on <code class=\"nw\">{scope}</code> · goal {goal} · opened by {by} {ago}</p>",
         id = esc(g.id.as_str()),
         kind = g.kind.as_str(),
+        scope = esc(&g.blocks.to_string()),
         q = esc(&g.question),
         blocks = blocks(b, g),
         goal = esc(g.goal.as_str()),
@@ -340,6 +357,33 @@ fn gate(h: &mut String, b: &Board, g: &Gate) {
     h.push_str("<p>Answer with one of:</p>\n");
     for o in &g.options {
         let _ = writeln!(h, "<pre><code>{}</code></pre>", esc(&answer_command(g, o)));
+    }
+    // A budget gate's other way out: raise the budget (which answers it
+    // `raised`), or, once raised, say so.
+    // Each word kept whole: a browser may break after a hyphen, and
+    // `--budget-agent` must not.
+    let words = |cmd: &str| {
+        cmd.split(' ')
+            .map(|w| format!("<span class=\"nw\">{}</span>", esc(w)))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    match raise_command(g, state, b.now) {
+        Some((true, cmd)) => {
+            let _ = writeln!(
+                h,
+                "<p>Or raise the budget (this answers it <code>raised</code>; the figure is a suggestion):</p>\n<pre data-raise=\"1\"><code>{}</code></pre>",
+                words(&cmd)
+            );
+        }
+        Some((false, cmd)) => {
+            let _ = writeln!(
+                h,
+                "<p>The budget was raised since; close it with:</p>\n<pre data-raise=\"1\"><code>{}</code></pre>",
+                words(&cmd)
+            );
+        }
+        None => {}
     }
     h.push_str("</article>\n");
 }
@@ -362,8 +406,22 @@ fn stuck(h: &mut String, b: &Board, claims: &[Stuck]) {
             cmd = esc(&s.free_now()),
         ));
     }
+    // A gate on a whole goal or an agent is one row however many todos it
+    // holds: (gate, how many).
+    let mut wide: Vec<(&Gate, usize)> = Vec::new();
     for c in b.goals.iter().flat_map(|g| g.cards.iter()) {
         let Some(why) = c.stuck() else { continue };
+        if let Some(g) = c.gates.first()
+            && !c.expired
+            && c.column != Column::Blocked
+            && !matches!(g.blocks, Blocks::Todo(_))
+        {
+            match wide.iter_mut().find(|(x, _)| x.id == g.id) {
+                Some((_, n)) => *n += 1,
+                None => wide.push((g, 1)),
+            }
+            continue;
+        }
         let kind = if c.expired {
             "expired"
         } else if c.column == Column::Blocked {
@@ -374,10 +432,9 @@ fn stuck(h: &mut String, b: &Board, claims: &[Stuck]) {
             "not-ready"
         };
         let gate = match c.gates.first() {
-            Some(g) if kind == "gated" => format!(
-                " <a href=\"#{id}\">answer gate {id}</a>",
-                id = esc(g.id.as_str())
-            ),
+            Some(g) if kind == "gated" => {
+                format!(" <a href=\"#{id}\">answer it</a>", id = esc(g.id.as_str()))
+            }
             _ => String::new(),
         };
         let owner = match &c.todo.claim {
@@ -389,6 +446,19 @@ fn stuck(h: &mut String, b: &Board, claims: &[Stuck]) {
             label = kind.replace('-', " "),
             todo = todo_link(c.todo),
             why = esc(&why),
+        ));
+    }
+    for (g, n) in wide {
+        let by = board::held_by(g);
+        let whom = match &g.blocks {
+            Blocks::Agent(a) => format!(" ({})", agent_link(a)),
+            _ => String::new(),
+        };
+        items.push(format!(
+            "<li data-stuck=\"gated\" data-gate=\"{id}\"><span class=\"tag\">gated</span> {n} todo{s} of goal {goal}: held ({by}){whom} by gate <a href=\"#{id}\"><code class=\"id\">{id}</code></a>, <a href=\"#{id}\">answer it</a></li>",
+            id = esc(g.id.as_str()),
+            s = if n == 1 { "" } else { "s" },
+            goal = esc(g.goal.as_str()),
         ));
     }
     // An idle session agent is a session that ended, not work that is
@@ -437,6 +507,7 @@ fn goals(h: &mut String, b: &Board, claims: &[Stuck]) {
             status = g.goal.status.as_str(),
             obj = esc(&g.goal.objective),
         );
+        banners(h, b, &g.goal.id);
         counts(
             h,
             &format!("counts-{}", esc(g.goal.id.as_str())),
@@ -469,6 +540,30 @@ fn goals(h: &mut String, b: &Board, claims: &[Stuck]) {
         h.push_str("</div>\n</section>\n");
     }
     h.push_str("</section>\n");
+}
+
+/// One banner per open gate on the whole goal or on one agent of it, at
+/// the top of the goal: what it holds and a link to the gate (its question
+/// and answers are in "Waiting on you", once).
+fn banners(h: &mut String, b: &Board, goal: &crate::model::GoalId) {
+    for g in b
+        .gates
+        .iter()
+        .filter(|g| &g.goal == goal && !matches!(g.blocks, Blocks::Todo(_)))
+    {
+        let what = match &g.blocks {
+            Blocks::Agent(a) => format!("{} on this goal", agent_link(a)),
+            _ => "every todo of this goal".to_owned(),
+        };
+        let _ = writeln!(
+            h,
+            "<p class=\"gate banner\" data-banner=\"{id}\"><span class=\"tag\">held ({by})</span> gate <a href=\"#{id}\"><code class=\"id\">{id}</code></a> ({kind}{budget}) holds {what}: <a href=\"#{id}\">answer it</a></p>",
+            id = esc(g.id.as_str()),
+            by = board::held_by(g),
+            kind = g.kind.as_str(),
+            budget = if g.budget { ", budget reached" } else { "" },
+        );
+    }
 }
 
 fn card(h: &mut String, b: &Board, c: &board::Card, held: Option<&Stuck>) {
@@ -512,13 +607,27 @@ fn card(h: &mut String, b: &Board, c: &board::Card, held: Option<&Stuck>) {
     if !ev.is_empty() {
         let _ = writeln!(h, "<p>{ev}</p>");
     }
+    // A gate on the todo shows its question here; a goal's or an agent's
+    // is one banner at the top of the goal, and the card only says so.
     for g in &c.gates {
-        let _ = writeln!(
-            h,
-            "<p>held by gate <a href=\"#{id}\"><code class=\"id\">{id}</code></a>: {q}</p>",
-            id = esc(g.id.as_str()),
-            q = esc(&g.question)
-        );
+        match g.blocks {
+            Blocks::Todo(_) => {
+                let _ = writeln!(
+                    h,
+                    "<p data-held=\"todo\">held by gate <a href=\"#{id}\"><code class=\"id\">{id}</code></a>: {q}</p>",
+                    id = esc(g.id.as_str()),
+                    q = esc(&g.question)
+                );
+            }
+            _ => {
+                let by = board::held_by(g);
+                let _ = writeln!(
+                    h,
+                    "<p data-held=\"{by}\">held ({by}) by <a href=\"#{id}\"><code class=\"id\">{id}</code></a></p>",
+                    id = esc(g.id.as_str()),
+                );
+            }
+        }
     }
     if let Some(s) = held {
         let _ = writeln!(h, "<p class=\"bad\">stuck: {}</p>", esc(&s.reason()));

@@ -26,7 +26,7 @@ mod html;
   loopx status --at 120                 the board as it was at tick 120
   loopx status --at 2h                  the board as it was two hours ago
   loopx status --html board.html        one page to open in a browser
-  loopx status --html board.html --watch  keep it current; it reloads itself")]
+  loopx status --html board.html --watch  keep it current in place (board.html.live.js beside it)")]
 pub struct Args {
     /// Show the state at a tick number (bare digits), or at a time (the
     /// newest tick at or before it): a duration reads as that long ago (2h,
@@ -39,8 +39,10 @@ pub struct Args {
     /// stdout
     #[arg(long, value_name = "FILE")]
     html: Option<std::path::PathBuf>,
-    /// With --html: keep running and rewrite FILE whenever the state ref
-    /// moves; the page then reloads itself
+    /// With --html: keep running; write FILE once and, whenever the state
+    /// ref moves, FILE.live.js beside it, which the open page loads again
+    /// every second and shows in place (what was typed into its filter,
+    /// its scroll and open sections stay; no server, no reload)
     #[arg(long, requires = "html", conflicts_with = "at")]
     watch: bool,
     /// With --watch: stop after writing the page this many times (for tests)
@@ -362,7 +364,11 @@ impl<'a> Wire<'a> {
         let claims_total = claims.len();
         claims.truncate(MAX_CLAIMS);
         Wire {
-            gates: b.gates.iter().map(|g| GateRef::of(g)).collect(),
+            gates: b
+                .gates
+                .iter()
+                .map(|g| GateRef::with_raise(g, state, view.now))
+                .collect(),
             state_ref: ctx.state_ref(),
             tick: view.snap.tip.tick,
             commit: view.snap.tip.commit.to_string(),
@@ -405,7 +411,7 @@ impl<'a> Wire<'a> {
                 .iter()
                 .map(|(goal, st)| BudgetRow {
                     goal,
-                    spend: BudgetWire::of(st),
+                    spend: BudgetWire::of(goal, st),
                 })
                 .collect(),
             notify_failed: ctx
@@ -442,16 +448,26 @@ fn human(w: &Wire, now: Timestamp) -> String {
     }
     s.push('\n');
     let (human, other): (Vec<&GateRef>, Vec<&GateRef>) = w.gates.iter().partition(|g| g.human_only);
+    let gate = |s: &mut String, g: &GateRef| {
+        s.push_str(&format!("  {}\n", g.line()));
+        match &g.raise {
+            Some(r) if g.raised => {
+                s.push_str(&format!("    the budget was raised: {r}\n"));
+            }
+            Some(r) => s.push_str(&format!("    or raise the budget: {r}\n")),
+            None => {}
+        }
+    };
     if !human.is_empty() {
         s.push_str("waiting on a human:\n");
         for g in human {
-            s.push_str(&format!("  {}\n", g.line()));
+            gate(&mut s, g);
         }
     }
     if !other.is_empty() {
         s.push_str("open decisions:\n");
         for g in other {
-            s.push_str(&format!("  {}\n", g.line()));
+            gate(&mut s, g);
         }
     }
     for l in &w.left_worktrees {

@@ -8,6 +8,7 @@
 
 #![allow(dead_code)]
 
+pub mod cdp;
 pub mod daemon;
 pub mod fixtures;
 pub mod forge;

@@ -2,6 +2,7 @@
 //! budgets), agents, and the timeline of recent ticks.
 
 use super::*;
+use crate::model::usage::Spent;
 
 /// Money: spend against every budget of every active goal (the goal's and
 /// each agent's), the tripped ones marked; and what each goal and agent
@@ -21,17 +22,16 @@ pub(super) fn money(h: &mut String, view: &View, b: &Board) {
             (None, Some(t)) => format!("{} tokens", human_count(t)),
             (None, None) => String::new(),
         };
-        let est = if st.spent.estimated { " (est.)" } else { "" };
         let state_cell = if st.reached() {
             "<span class=\"bad\" data-tripped=\"1\">tripped</span>".to_owned()
         } else {
             "<span class=\"passed\">under</span>".to_owned()
         };
         rows.push(format!(
-            "<tr data-budget=\"{}\"><td>{scope}</td><td class=\"num\" data-label=\"spent\" data-usd=\"{}\">{}{est}</td><td class=\"num\" data-label=\"tokens\">{}</td><td class=\"num\" data-label=\"budget\">{limit}</td><td class=\"nw\" data-label=\"window\">{}</td><td data-label=\"state\">{state_cell}</td></tr>",
+            "<tr data-budget=\"{}\"><td>{scope}</td><td class=\"num\" data-label=\"spent\" data-usd=\"{}\">{}</td><td class=\"num\" data-label=\"tokens\">{}</td><td class=\"num\" data-label=\"budget\">{limit}</td><td class=\"nw\" data-label=\"window\">{}</td><td data-label=\"state\">{state_cell}</td></tr>",
             if st.reached() { "tripped" } else { "ok" },
             st.spent.usd.dollars(),
-            st.spent.usd,
+            dollars(&st.spent),
             human_count(st.spent.tokens),
             st.budget.window,
         ));
@@ -63,11 +63,10 @@ pub(super) fn money(h: &mut String, view: &View, b: &Board) {
                 usage::Scope::Goal => format!("goal {}", esc(g.id.as_str())),
                 usage::Scope::Agent(a) => format!("{} on {}", agent_link(a), esc(g.id.as_str())),
             };
-            let est = if spent.estimated { " (est.)" } else { "" };
             rows.push(format!(
-                "<tr data-budget=\"none\"><td>{who}</td><td class=\"num\" data-label=\"spent\" data-usd=\"{}\">{}{est}</td><td class=\"num\" data-label=\"tokens\">{}</td><td class=\"mute\" data-label=\"budget\">none</td><td class=\"nw\" data-label=\"window\">{BUDGET_WINDOW}</td><td></td></tr>",
+                "<tr data-budget=\"none\"><td>{who}</td><td class=\"num\" data-label=\"spent\" data-usd=\"{}\">{}</td><td class=\"num\" data-label=\"tokens\">{}</td><td class=\"mute\" data-label=\"budget\">none</td><td class=\"nw\" data-label=\"window\">{BUDGET_WINDOW}</td><td></td></tr>",
                 spent.usd.dollars(),
-                spent.usd,
+                dollars(&spent),
                 human_count(spent.tokens),
             ));
         }
@@ -83,6 +82,27 @@ pub(super) fn money(h: &mut String, view: &View, b: &Board) {
         h.push_str("</tbody></table></div>\n");
     }
     h.push_str("</section>\n");
+}
+
+/// Dollars spent, `(est.)` when some were priced from tokens, and what
+/// they cannot count: `$3.20 plus 2 turns unpriced (model …)`, or only
+/// that when nothing was priced (never "$0.00" beside tokens).
+fn dollars(s: &Spent) -> String {
+    let est = if s.estimated { " (est.)" } else { "" };
+    match s.unpriced_note() {
+        None => format!("{}{est}", s.usd),
+        Some(n) if s.usd.0 == 0 => format!(
+            "<span class=\"bad\" data-unpriced=\"{}\">{}</span>",
+            s.unpriced,
+            esc(&n["plus ".len()..])
+        ),
+        Some(n) => format!(
+            "<span class=\"nw\">{}{est}</span> <span class=\"bad\" data-unpriced=\"{}\">{}</span>",
+            s.usd,
+            s.unpriced,
+            esc(&n)
+        ),
+    }
 }
 
 pub(super) fn agents(h: &mut String, view: &View, b: &Board) {
@@ -146,10 +166,9 @@ pub(super) fn agents(h: &mut String, view: &View, b: &Board) {
                 );
                 (s.tokens > 0 || s.usd.dollars() > 0.0).then(|| {
                     format!(
-                        "<span class=\"nw\">{}: {}{}</span>",
+                        "<span class=\"nw\">{}:</span> {}",
                         esc(q.goal.id.as_str()),
-                        s.usd,
-                        if s.estimated { " (est.)" } else { "" }
+                        dollars(&s)
                     )
                 })
             })
@@ -208,6 +227,11 @@ pub(super) fn timeline(h: &mut String, b: &Board, day: &[Timestamp]) {
         h,
         "<text x=\"1\" y=\"59\">-24h</text><text x=\"218\" y=\"59\">now</text></svg><figcaption class=\"mute\">{total} ticks in the last 24 hours, per hour (at most {max} in an hour)</figcaption></figure>"
     );
+    let _ = writeln!(
+        h,
+        "<details id=\"ticks\" open><summary>The last {} ticks</summary>",
+        b.ticks.len()
+    );
     h.push_str("<div class=\"scroll\"><table class=\"stack ticks\">\n<thead><tr><th scope=\"col\">Tick</th><th scope=\"col\">When</th><th scope=\"col\">Who</th><th scope=\"col\">What</th></tr></thead>\n<tbody>\n");
     for t in b.ticks {
         let mark = if t.failed { "✗ failed: " } else { "" };
@@ -225,5 +249,5 @@ pub(super) fn timeline(h: &mut String, b: &Board, day: &[Timestamp]) {
             esc(&t.subject),
         );
     }
-    h.push_str("</tbody></table></div>\n</section>\n");
+    h.push_str("</tbody></table></div>\n</details>\n</section>\n");
 }
