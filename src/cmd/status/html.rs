@@ -16,21 +16,22 @@ use super::{Args, View};
 use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::model::usage::{BUDGET_WINDOW, human_count};
-use crate::model::{AgentId, Blocks, Gate, Todo, TodoId};
-use crate::notify::answer_command;
+use crate::model::{AgentId, Blocks, Gate, GateId, Todo, TodoId};
+use crate::notify::answer_command_in;
 use crate::op::board::{self, Board, Column, Counts};
 use crate::op::stuck::{self, Stuck};
 use crate::op::usage;
 use crate::time::{Span, Timestamp};
 
 mod agents;
+pub(super) use agents::{money_rows, money_table};
 use agents::{agents, money, timeline};
 
 /// The timeline shows this many ticks.
 const TIMELINE: usize = 100;
 
 /// How often `--watch` looks at the state ref.
-const POLL: Duration = Duration::from_millis(200);
+pub(super) const POLL: Duration = Duration::from_millis(200);
 
 pub fn run(ctx: &Ctx, args: &Args, file: &Path) -> Result<Exit> {
     if !args.watch {
@@ -73,7 +74,11 @@ fn write(ctx: &Ctx, view: &View, file: &Path, watch: bool) -> Result<()> {
     let board = view.board();
     let local = view.local(ctx);
     let claims = stuck::claims(&view.snap.state, view.now, &local);
-    let page = render(ctx.state_ref(), view, &board, &claims, watch);
+    publish(file, render(ctx.state_ref(), view, &board, &claims, watch))
+}
+
+/// Writes `page` to `file` through a temporary file and a rename.
+pub(super) fn publish(file: &Path, page: String) -> Result<()> {
     let tmp = file.with_extension("html.tmp");
     std::fs::write(&tmp, page).with_context(|| format!("cannot write {}", tmp.display()))?;
     std::fs::rename(&tmp, file).with_context(|| format!("cannot write {}", file.display()))?;
@@ -131,30 +136,12 @@ tick();setInterval(tick,1000);})();
 pub fn render(state_ref: &str, view: &View, b: &Board, claims: &[Stuck], watch: bool) -> String {
     let mut h = String::with_capacity(64 * 1024);
     let tick = view.snap.tip.tick;
-    h.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
-    h.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
-    if watch {
-        h.push_str("<meta http-equiv=\"refresh\" content=\"2\">\n");
-    }
-    let _ = writeln!(
-        h,
-        "<title>loopx {} tick {tick}</title>\n<style>{STYLE}</style>\n</head>",
-        esc(state_ref)
+    page_start(
+        &mut h,
+        &format!("loopx {} tick {tick}", esc(state_ref)),
+        b.now,
+        watch,
     );
-    // The clock the script counts from: the board's time, and the wall
-    // clock (milliseconds) when the page was written.
-    if watch {
-        let written = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis());
-        let _ = writeln!(
-            h,
-            "<body data-now=\"{}\" data-written=\"{written}\">",
-            b.now.unix()
-        );
-    } else {
-        let _ = writeln!(h, "<body data-now=\"{}\">", b.now.unix());
-    }
     h.push_str("<header>\n");
     let _ = writeln!(h, "<h1>loopx {} · tick {tick}</h1>", esc(state_ref));
     let _ = write!(h, "<p class=\"mute\">as of <time>{}</time>", b.now);
@@ -168,13 +155,64 @@ pub fn render(state_ref: &str, view: &View, b: &Board, claims: &[Stuck], watch: 
     counts(&mut h, "counts", &b.counts, b.agents.len());
     h.push_str("<input id=\"filter\" type=\"search\" placeholder=\"Filter rows and cards…\" aria-label=\"Filter rows and cards\">\n</header>\n<main>\n");
     gates(&mut h, b);
+    notify_failed(&mut h, &view.notify_failed);
     stuck(&mut h, b, claims);
     money(&mut h, view, b);
     goals(&mut h, b, claims);
     agents(&mut h, view, b);
     timeline(&mut h, b, &view.day);
-    let _ = writeln!(h, "</main>\n<script>{SCRIPT}</script>\n</body>\n</html>");
+    page_end(&mut h);
     h
+}
+
+/// The page up to `<body>`: `title` (escaped already), the style, and the
+/// clock the script counts from (the board's time `now` and, on a watched
+/// page, the wall clock in milliseconds when it was written).
+pub(super) fn page_start(h: &mut String, title: &str, now: Timestamp, watch: bool) {
+    h.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
+    h.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
+    if watch {
+        h.push_str("<meta http-equiv=\"refresh\" content=\"2\">\n");
+    }
+    let _ = writeln!(
+        h,
+        "<title>{title}</title>\n<style>{STYLE}</style>\n</head>"
+    );
+    if watch {
+        let written = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis());
+        let _ = writeln!(
+            h,
+            "<body data-now=\"{}\" data-written=\"{written}\">",
+            now.unix()
+        );
+    } else {
+        let _ = writeln!(h, "<body data-now=\"{}\">", now.unix());
+    }
+}
+
+/// The end of the page after `<main>`'s sections: the script.
+pub(super) fn page_end(h: &mut String) {
+    let _ = writeln!(h, "</main>\n<script>{SCRIPT}</script>\n</body>\n</html>");
+}
+
+/// Gates whose `loopx.notify` command failed on this clone, with the
+/// reason (the command's own last words on stderr); nothing when none.
+pub(super) fn notify_failed(h: &mut String, failed: &[(GateId, String)]) {
+    if failed.is_empty() {
+        return;
+    }
+    h.push_str("<section id=\"notify-failed\">\n<h2>Notifications failed</h2>\n<ul class=\"stuck\">\n");
+    for (gate, why) in failed {
+        let _ = writeln!(
+            h,
+            "<li data-notify-failed=\"{id}\"><span class=\"tag\">not sent</span> gate <a href=\"#{id}\"><code class=\"id\">{id}</code></a>: {why} <span class=\"mute\">(retried after the next tick or sync)</span></li>",
+            id = esc(gate.as_str()),
+            why = esc(why),
+        );
+    }
+    h.push_str("</ul>\n</section>\n");
 }
 
 /// The counts. `ready` (some active agent may claim it now) overlaps the
@@ -248,12 +286,12 @@ fn gates(h: &mut String, b: &Board) {
         h.push_str("<p class=\"mute\">Nothing waits on a human.</p>\n");
     }
     for g in human {
-        gate(h, b, g);
+        gate(h, b, g, None);
     }
     if !other.is_empty() {
         h.push_str("<h3>Open decisions</h3>\n");
         for g in other {
-            gate(h, b, g);
+            gate(h, b, g, None);
         }
     }
     h.push_str("</section>\n");
@@ -282,7 +320,9 @@ fn find_card<'b, 's>(b: &'b Board<'s>, id: &TodoId) -> Option<&'b board::Card<'s
         .find(|c| &c.todo.id == id)
 }
 
-fn gate(h: &mut String, b: &Board, g: &Gate) {
+/// One gate and its answer commands (with `-C dir`: they run from
+/// anywhere).
+pub(super) fn gate(h: &mut String, b: &Board, g: &Gate, dir: Option<&Path>) {
     let budget = if g.budget {
         " <span class=\"tag\">budget reached</span>"
     } else {
@@ -301,7 +341,7 @@ fn gate(h: &mut String, b: &Board, g: &Gate) {
     );
     h.push_str("<p>Answer with one of:</p>\n");
     for o in &g.options {
-        let _ = writeln!(h, "<pre><code>{}</code></pre>", esc(&answer_command(g, o)));
+        let _ = writeln!(h, "<pre><code>{}</code></pre>", esc(&answer_command_in(dir, g, o)));
     }
     h.push_str("</article>\n");
 }
@@ -312,6 +352,17 @@ fn gate(h: &mut String, b: &Board, g: &Gate) {
 /// quiet agents; each linked to its card, gate or agent.
 fn stuck(h: &mut String, b: &Board, claims: &[Stuck]) {
     h.push_str("<section id=\"stuck\">\n<h2>Stuck</h2>\n");
+    let items = stuck_items(b, claims);
+    if items.is_empty() {
+        h.push_str("<p class=\"mute\">Nothing is stuck.</p>\n");
+    } else {
+        let _ = writeln!(h, "<ul class=\"stuck\">\n{}\n</ul>", items.join("\n"));
+    }
+    h.push_str("</section>\n");
+}
+
+/// [`stuck`]'s list items.
+pub(super) fn stuck_items(b: &Board, claims: &[Stuck]) -> Vec<String> {
     let mut items = Vec::new();
     for s in claims {
         items.push(format!(
@@ -378,12 +429,7 @@ fn stuck(h: &mut String, b: &Board, claims: &[Stuck]) {
             ago(a.last_seen, b.now)
         ));
     }
-    if items.is_empty() {
-        h.push_str("<p class=\"mute\">Nothing is stuck.</p>\n");
-    } else {
-        let _ = writeln!(h, "<ul class=\"stuck\">\n{}\n</ul>", items.join("\n"));
-    }
-    h.push_str("</section>\n");
+    items
 }
 
 fn goals(h: &mut String, b: &Board, claims: &[Stuck]) {
