@@ -95,10 +95,17 @@ fn a_gate_is_notified_once_across_clones_restarts_and_a_sync() {
     assert_eq!(g["question"], "May I push to main?");
     assert_eq!(g["options"], serde_json::json!(["approve", "reject"]));
     assert_eq!(g["opened_by"], "agent:agent-a");
+    // Where it is, and an answer that runs from anywhere.
+    let path = std::fs::canonicalize(&a.repo).unwrap();
+    let path = path.to_str().unwrap();
     assert_eq!(
         g["answer_commands"][0],
-        format!("loopx gate answer {id} --choice approve")
+        format!("loopx -C {path} gate answer {id} --choice approve")
     );
+    assert_eq!(g["repository"]["path"], path);
+    assert_eq!(g["repository"]["name"], "repo");
+    assert_eq!(g["repository"]["url"], hub.as_str());
+    assert_eq!(g["repository"]["ref"], "refs/loopx/state");
     // The notification is recorded in the state, as a tick of its own.
     let log = a
         .loopx(&["log", "--op", "gate.notified", "--json"])
