@@ -482,7 +482,10 @@ fn said(mut file: std::fs::File) -> String {
     }
     let mut tail: String = tail.chars().filter(|c| !c.is_control()).collect();
     if tail.chars().count() > STDERR_CHARS {
-        tail = tail.chars().skip(tail.chars().count() - STDERR_CHARS).collect();
+        tail = tail
+            .chars()
+            .skip(tail.chars().count() - STDERR_CHARS)
+            .collect();
         tail.insert(0, '…');
     }
     format!(": {tail}")
@@ -496,7 +499,11 @@ mod tests {
     fn a_failure_keeps_the_last_lines_of_stderr_on_one_line() {
         use std::io::Write as _;
         let mut f = tempfile::tempfile().unwrap();
-        write!(f, "  % Total\n\nstep 2\ncurl: (22) The requested URL returned error: 500\n").unwrap();
+        write!(
+            f,
+            "  % Total\n\nstep 2\ncurl: (22) The requested URL returned error: 500\n"
+        )
+        .unwrap();
         assert_eq!(
             said(f),
             ": % Total / step 2 / curl: (22) The requested URL returned error: 500"

@@ -56,8 +56,14 @@ mod tests {
     #[test]
     fn http_loses_its_whole_user_part_and_ssh_keeps_its_user() {
         for (given, shown) in [
-            ("https://user:token@host/org/web.git", "https://host/org/web.git"),
-            ("https://ghp_secret@host/org/web.git", "https://host/org/web.git"),
+            (
+                "https://user:token@host/org/web.git",
+                "https://host/org/web.git",
+            ),
+            (
+                "https://ghp_secret@host/org/web.git",
+                "https://host/org/web.git",
+            ),
             ("http://u:p@host:8080/x?y=1", "http://host:8080/x?y=1"),
             ("https://host/org/web.git", "https://host/org/web.git"),
             ("ssh://git@host/org/web.git", "ssh://git@host/org/web.git"),

@@ -40,11 +40,19 @@ fn the_portfolio_lives_in_the_global_git_config_and_adding_twice_changes_nothing
     let again = env.loopx(&["--json", "portfolio", "add", "../repo"]).ok();
     assert_eq!(again.json()["added"], false, "{}", again.stdout);
     let again = env.loopx(&["portfolio", "add", "."]).ok();
-    assert!(again.stdout.contains("Already following"), "{}", again.stdout);
+    assert!(
+        again.stdout.contains("Already following"),
+        "{}",
+        again.stdout
+    );
     // A folder that is no repository is followed, with a warning.
     std::fs::create_dir_all(env.root().join("plain")).unwrap();
     let plain = env.loopx(&["portfolio", "add", "../plain"]).ok();
-    assert!(plain.stderr.contains("not a git repository"), "{}", plain.stderr);
+    assert!(
+        plain.stderr.contains("not a git repository"),
+        "{}",
+        plain.stderr
+    );
     let text = std::fs::read_to_string(&global).unwrap();
     assert_eq!(
         text.matches("portfolio = ").count(),
@@ -62,9 +70,13 @@ fn the_portfolio_lives_in_the_global_git_config_and_adding_twice_changes_nothing
     // Nothing of it is in the state.
     assert_eq!(env.tip(), tip);
     // A path that does not exist is refused; so is removing one not followed.
-    let missing = env.loopx(&["--json", "portfolio", "add", "../nowhere"]).code(2);
+    let missing = env
+        .loopx(&["--json", "portfolio", "add", "../nowhere"])
+        .code(2);
     assert_eq!(missing.error_code(), "bad-path");
-    let unknown = env.loopx(&["--json", "portfolio", "remove", "../nowhere"]).code(2);
+    let unknown = env
+        .loopx(&["--json", "portfolio", "remove", "../nowhere"])
+        .code(2);
     assert_eq!(unknown.error_code(), "bad-path");
     // A followed folder that is gone is removed by the path list shows.
     std::fs::remove_dir(env.root().join("plain")).unwrap();
@@ -107,7 +119,8 @@ fn gate_id(out: crate::common::Output) -> String {
 fn followed(env: &TestEnv) -> Followed<'_> {
     let t = env.add("Write the parser", &[]);
     env.agent("agent-a", &["todo", "claim", &t]).ok();
-    env.loopx(&["goal", "set", "main", "--budget-usd", "20"]).ok();
+    env.loopx(&["goal", "set", "main", "--budget-usd", "20"])
+        .ok();
     let web_gate = gate_id(
         env.loopx(&[
             "--json",
@@ -174,11 +187,7 @@ fn status_all_shows_every_repository_what_waits_first_and_a_missing_one_as_such(
     let repos = json["repositories"].as_array().unwrap();
     let paths: Vec<&str> = repos.iter().map(|r| r["path"].as_str().unwrap()).collect();
     // Two clones of one hub on one ref show once, naming both.
-    assert_eq!(
-        paths,
-        [&f.web, &f.api, &f.plain, &f.gone],
-        "{json:#}"
-    );
+    assert_eq!(paths, [&f.web, &f.api, &f.plain, &f.gone], "{json:#}");
     assert_eq!(repos[1]["also"][0]["path"], f.api2.as_str());
     assert_eq!(repos[1]["goal"], "main", "a goal's clone shows its goal");
     assert_eq!(repos[1]["ref"], GOAL_MAIN);
@@ -196,7 +205,10 @@ fn status_all_shows_every_repository_what_waits_first_and_a_missing_one_as_such(
     assert_eq!(waiting[0]["repository"], f.web.as_str());
     assert_eq!(
         waiting[1]["answer_commands"][0],
-        format!("loopx -C {} gate answer {} --choice approve", f.api, f.api_gate)
+        format!(
+            "loopx -C {} gate answer {} --choice approve",
+            f.api, f.api_gate
+        )
     );
     // The fleet: agent-a, in the environment's repository.
     let fleet = json["fleet"].as_array().unwrap();
@@ -226,15 +238,13 @@ fn status_all_shows_every_repository_what_waits_first_and_a_missing_one_as_such(
         .skip(1)
         .map(str::to_owned)
         .collect();
-    run(env
-        .spawner()
-        .command()
-        .current_dir(env.root())
-        .args(&words))
-    .ok();
+    run(env.spawner().command().current_dir(env.root()).args(&words)).ok();
     let after = env.loopx(&["--json", "status", "--all"]).ok().json();
     assert_eq!(after["waiting"].as_array().unwrap().len(), 1, "{after:#}");
-    let api_gates = f.api_machine.loopx(&["--json", "gate", "list", "--open"]).ok();
+    let api_gates = f
+        .api_machine
+        .loopx(&["--json", "gate", "list", "--open"])
+        .ok();
     assert_eq!(api_gates.json()["gates"], serde_json::json!([]));
 }
 
@@ -265,7 +275,10 @@ fn another_users_repository_shows_as_such_and_hides_nothing() {
     assert_eq!(repos[0]["problem"], "other-user", "{json:#}");
     assert!(repos[1]["status"]["tick"].as_u64().unwrap() > 0, "{json:#}");
     let text = env.loopx(&["status", "--all"]).ok().stdout;
-    assert!(text.contains(&format!("theirs  {theirs}  another user's")), "{text}");
+    assert!(
+        text.contains(&format!("theirs  {theirs}  another user's")),
+        "{text}"
+    );
 }
 
 fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
@@ -287,7 +300,10 @@ fn the_page_of_every_repository_puts_gates_first_and_watch_follows_each_ref() {
     env.loopx(&["status", "--all", "--html", file.to_str().unwrap()])
         .ok();
     let page = std::fs::read_to_string(&file).unwrap();
-    let pos = |s: &str| page.find(s).unwrap_or_else(|| panic!("{s:?} not on the page"));
+    let pos = |s: &str| {
+        page.find(s)
+            .unwrap_or_else(|| panic!("{s:?} not on the page"))
+    };
     assert!(pos("<section id=\"gates\">") < pos("<section id=\"stuck\">"));
     assert!(pos("<section id=\"stuck\">") < pos("<section id=\"money\">"));
     assert!(pos("<section id=\"money\">") < pos("<section id=\"fleet\">"));
@@ -296,7 +312,10 @@ fn the_page_of_every_repository_puts_gates_first_and_watch_follows_each_ref() {
         "loopx -C {} gate answer {} --choice approve",
         f.api, f.api_gate
     ));
-    pos(&format!("data-repo=\"{}\" data-problem=\"missing\"", f.gone));
+    pos(&format!(
+        "data-repo=\"{}\" data-problem=\"missing\"",
+        f.gone
+    ));
     pos(&format!(
         "data-repo=\"{}\" data-problem=\"not-a-repository\"",
         f.plain
@@ -333,7 +352,10 @@ fn the_page_of_every_repository_puts_gates_first_and_watch_follows_each_ref() {
     assert!(status.unwrap().success());
     let second = std::fs::read_to_string(&watched).unwrap();
     assert_ne!(first, second);
-    assert!(second.contains(&format!("data-repo=\"{}\"", f.api)), "{second}");
+    assert!(
+        second.contains(&format!("data-repo=\"{}\"", f.api)),
+        "{second}"
+    );
 }
 
 /// The page across repositories in a real browser at 1280 and 390 pixels
@@ -351,10 +373,9 @@ fn chromium_renders_the_page_of_every_repository_at_1280_and_390() {
         .ok();
     let url = format!("file://{}", file.display());
     let home = env.root().join("home");
-    let dom = String::from_utf8(
-        crate::test_browser::headless(&bin, &home, &["--dump-dom", &url]).stdout,
-    )
-    .unwrap();
+    let dom =
+        String::from_utf8(crate::test_browser::headless(&bin, &home, &["--dump-dom", &url]).stdout)
+            .unwrap();
     assert!(
         dom.contains("id=\"filter\"") && dom.contains("display: block"),
         "the page's script ran: {dom:.300}"

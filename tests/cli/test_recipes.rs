@@ -101,18 +101,15 @@ pub(crate) fn have(program: &str) -> bool {
 /// Opens a permission gate as agent-a, whose environment has nothing of
 /// the human's shell; returns the gate's id.
 fn open_gate(env: &TestEnv) -> String {
-    let out = run(env
-        .command()
-        .env("LOOPX_AGENT", "agent-a")
-        .args([
-            "gate",
-            "open",
-            "--kind",
-            "permission",
-            "--question",
-            "May I push to main?",
-            "--json",
-        ]))
+    let out = run(env.command().env("LOOPX_AGENT", "agent-a").args([
+        "gate",
+        "open",
+        "--kind",
+        "permission",
+        "--question",
+        "May I push to main?",
+        "--json",
+    ]))
     .ok();
     // Notifications go out from a detached runner: wait for it.
     crate::test_notify::settle(&env.repo);
@@ -263,10 +260,17 @@ fn the_mail_recipe_sends_utf8_text_that_says_where() {
     let mail = env.root().join("mail.txt");
     std::fs::write(
         bin.join("sendmail"),
-        format!("#!/bin/sh\necho \"to: $*\" > '{m}'\ncat >> '{m}'\n", m = mail.display()),
+        format!(
+            "#!/bin/sh\necho \"to: $*\" > '{m}'\ncat >> '{m}'\n",
+            m = mail.display()
+        ),
     )
     .unwrap();
-    Command::new("chmod").arg("+x").arg(bin.join("sendmail")).status().unwrap();
+    Command::new("chmod")
+        .arg("+x")
+        .arg(bin.join("sendmail"))
+        .status()
+        .unwrap();
     let path = std::env::var("PATH").unwrap_or_default();
     env.set_env("PATH", &format!("{}:{path}", bin.display()));
     configure(&env, "mail.sh", &recipe("sendmail"));
@@ -274,13 +278,24 @@ fn the_mail_recipe_sends_utf8_text_that_says_where() {
     let text = std::fs::read_to_string(&mail).expect("the mail was sent");
     let (head, body) = text.split_once("\n\n").expect("headers, then the body");
     assert!(head.starts_with("to: me@example.com\n"), "{text}");
-    assert!(head.contains("\nSubject: loopx: a gate waits on you in repo\n"), "{text}");
-    assert!(head.contains("\nContent-Type: text/plain; charset=UTF-8"), "{text}");
+    assert!(
+        head.contains("\nSubject: loopx: a gate waits on you in repo\n"),
+        "{text}"
+    );
+    assert!(
+        head.contains("\nContent-Type: text/plain; charset=UTF-8"),
+        "{text}"
+    );
     assert!(head.contains("\nMIME-Version: 1.0"), "{text}");
     let repo = repo_path(&env);
-    assert!(body.starts_with(&format!("{repo}\n\nMay I push to main?\n\n")), "{text}");
     assert!(
-        body.contains(&format!("loopx -C {repo} gate answer {id} --choice approve\n")),
+        body.starts_with(&format!("{repo}\n\nMay I push to main?\n\n")),
+        "{text}"
+    );
+    assert!(
+        body.contains(&format!(
+            "loopx -C {repo} gate answer {id} --choice approve\n"
+        )),
         "{text}"
     );
 }

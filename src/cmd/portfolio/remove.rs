@@ -39,7 +39,9 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                 Code::BadPath,
                 format!("you do not follow {}", given.display()),
             )
-            .with_hint("`loopx portfolio list` shows the paths you follow; remove one as it shows it")
+            .with_hint(
+                "`loopx portfolio list` shows the paths you follow; remove one as it shows it",
+            )
         })?;
     let removed = crate::service::portfolio::remove(&path)?;
     let wire = Wire {

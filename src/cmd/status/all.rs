@@ -251,9 +251,9 @@ fn fold(followed: &[Followed], loaded: &[Loaded]) -> Vec<Shown> {
     };
     for i in 0..followed.len() {
         let same = url(i).and_then(|u| {
-            shown.iter_mut().find(|s| {
-                url(s.at) == Some(u) && followed[s.at].state_ref == followed[i].state_ref
-            })
+            shown
+                .iter_mut()
+                .find(|s| url(s.at) == Some(u) && followed[s.at].state_ref == followed[i].state_ref)
         });
         match same {
             Some(s) => s.also.push(i),
@@ -398,8 +398,10 @@ fn path_of(f: &Followed) -> &Path {
 }
 
 fn name_of(path: &Path) -> String {
-    path.file_name()
-        .map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned())
+    path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    )
 }
 
 fn wire<'a>(
@@ -483,22 +485,27 @@ fn wire<'a>(
 /// `loopx todo release …` as one that runs from anywhere.
 fn anywhere(command: &str, path: &str) -> String {
     match command.strip_prefix("loopx ") {
-        Some(rest) => format!(
-            "loopx -C {} {rest}",
-            crate::notify::shell_word(path)
-        ),
+        Some(rest) => format!("loopx -C {} {rest}", crate::notify::shell_word(path)),
         None => command.to_owned(),
     }
 }
 
 fn human(w: &AllWire) -> String {
     let mut s = String::new();
-    let problems = w.repositories.iter().filter(|r| r.problem.is_some()).count();
+    let problems = w
+        .repositories
+        .iter()
+        .filter(|r| r.problem.is_some())
+        .count();
     let _ = write!(
         s,
         "loopx  {} repositor{}",
         w.repositories.len(),
-        if w.repositories.len() == 1 { "y" } else { "ies" }
+        if w.repositories.len() == 1 {
+            "y"
+        } else {
+            "ies"
+        }
     );
     if problems > 0 {
         let _ = write!(s, ", {problems} not shown (below)");
@@ -528,7 +535,11 @@ fn human(w: &AllWire) -> String {
     if w.waiting.iter().all(|g| !g.gate.human_only) {
         s.push_str("Nothing waits on you.\n");
     }
-    let ok = || w.repositories.iter().filter_map(|r| Some((r, r.status.as_ref()?)));
+    let ok = || {
+        w.repositories
+            .iter()
+            .filter_map(|r| Some((r, r.status.as_ref()?)))
+    };
     let mut first = true;
     for (r, st) in ok() {
         for row in &st.stuck {
@@ -784,12 +795,22 @@ fn fleet(h: &mut String, live: &[(&Followed, &Loaded, &Board, &[Stuck])], now: T
                 heard.push_str(" <span class=\"tag\">quiet</span>");
             }
             if let Some(p) = &a.agent.parked {
-                let _ = write!(heard, " <span class=\"mute\">parked until <time>{}</time></span>", p.until);
+                let _ = write!(
+                    heard,
+                    " <span class=\"mute\">parked until <time>{}</time></span>",
+                    p.until
+                );
             }
             let holds: Vec<String> = a
                 .holds
                 .iter()
-                .map(|t| format!("<code class=\"id\">{}</code> {}", esc(t.id.as_str()), esc(&t.title)))
+                .map(|t| {
+                    format!(
+                        "<code class=\"id\">{}</code> {}",
+                        esc(t.id.as_str()),
+                        esc(&t.title)
+                    )
+                })
                 .collect();
             let _ = writeln!(
                 h,

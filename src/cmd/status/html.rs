@@ -24,8 +24,8 @@ use crate::op::usage;
 use crate::time::{Span, Timestamp};
 
 mod agents;
-pub(super) use agents::{money_rows, money_table};
 use agents::{agents, money, timeline};
+pub(super) use agents::{money_rows, money_table};
 
 /// The timeline shows this many ticks.
 const TIMELINE: usize = 100;
@@ -94,6 +94,7 @@ h1{font-size:1.3rem;margin:.2rem 0}h2{font-size:1.15rem;margin:1.4rem 0 .4rem;bo
 a{color:var(--acc)}.mute{color:var(--mute)}code,pre{font:13px/1.4 ui-monospace,monospace}
 pre{background:var(--card);padding:.4rem .5rem;margin:.2rem 0;white-space:pre-wrap;word-break:normal;overflow-wrap:normal;overflow-x:auto}
 .nw,time,.id{white-space:nowrap}
+.gate pre{white-space:pre}
 .scroll{overflow-x:auto}
 table{border-collapse:collapse;width:100%;font-size:14px}
 th,td{text-align:left;padding:.25rem .4rem;border-bottom:1px solid var(--line);vertical-align:top}
@@ -174,10 +175,7 @@ pub(super) fn page_start(h: &mut String, title: &str, now: Timestamp, watch: boo
     if watch {
         h.push_str("<meta http-equiv=\"refresh\" content=\"2\">\n");
     }
-    let _ = writeln!(
-        h,
-        "<title>{title}</title>\n<style>{STYLE}</style>\n</head>"
-    );
+    let _ = writeln!(h, "<title>{title}</title>\n<style>{STYLE}</style>\n</head>");
     if watch {
         let written = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -203,7 +201,9 @@ pub(super) fn notify_failed(h: &mut String, failed: &[(GateId, String)]) {
     if failed.is_empty() {
         return;
     }
-    h.push_str("<section id=\"notify-failed\">\n<h2>Notifications failed</h2>\n<ul class=\"stuck\">\n");
+    h.push_str(
+        "<section id=\"notify-failed\">\n<h2>Notifications failed</h2>\n<ul class=\"stuck\">\n",
+    );
     for (gate, why) in failed {
         let _ = writeln!(
             h,
@@ -341,7 +341,11 @@ pub(super) fn gate(h: &mut String, b: &Board, g: &Gate, dir: Option<&Path>) {
     );
     h.push_str("<p>Answer with one of:</p>\n");
     for o in &g.options {
-        let _ = writeln!(h, "<pre><code>{}</code></pre>", esc(&answer_command_in(dir, g, o)));
+        let _ = writeln!(
+            h,
+            "<pre><code>{}</code></pre>",
+            esc(&answer_command_in(dir, g, o))
+        );
     }
     h.push_str("</article>\n");
 }
