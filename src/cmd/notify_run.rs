@@ -13,7 +13,7 @@ use crate::op::{Change, GateNotified};
 pub struct Args {}
 
 pub fn run(ctx: &Ctx, _args: &Args) -> Result<Exit> {
-    let place = place(ctx.repo()?);
+    let place = place(ctx)?;
     let runner = crate::notify::Runner {
         place: &place,
         load: &|| crate::cmd::tx::load(ctx).ok().map(|s| s.state),
@@ -37,10 +37,11 @@ pub fn run(ctx: &Ctx, _args: &Args) -> Result<Exit> {
 
 /// The repository as a notification names it: its folder, the remote's
 /// URL without credentials (`insteadOf` applied), the state ref.
-pub fn place(repo: &crate::repo::Repo) -> crate::notify::Place {
+fn place(ctx: &Ctx) -> Result<crate::notify::Place> {
+    let repo = ctx.repo()?;
     let store = repo.store();
     let path = store.root().to_path_buf();
-    crate::notify::Place {
+    Ok(crate::notify::Place {
         name: path
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -48,7 +49,7 @@ pub fn place(repo: &crate::repo::Repo) -> crate::notify::Place {
         url: crate::git::remote_url(store.common_dir(), &repo.config().remote),
         state_ref: store.state_ref().to_owned(),
         path,
-    }
+    })
 }
 
 /// Starts the runner detached when [`crate::notify::after`] says a gate is
