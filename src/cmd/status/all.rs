@@ -103,7 +103,7 @@ pub(super) fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         let shown = fold(&followed, &loaded);
         let boards = boards(&followed, &loaded);
         let wire = wire(&followed, &loaded, &shown, &boards);
-        ctx.out.emit(&wire, || human(&wire))?;
+        ctx.out.emit(&wire, || human(&wire, ctx.now))?;
         return Ok(Exit::Ok);
     };
     if !args.watch {
@@ -490,7 +490,7 @@ fn anywhere(command: &str, path: &str) -> String {
     }
 }
 
-fn human(w: &AllWire) -> String {
+fn human(w: &AllWire, now: Timestamp) -> String {
     let mut s = String::new();
     let problems = w
         .repositories
@@ -526,7 +526,13 @@ fn human(w: &AllWire) -> String {
         s.push_str(title);
         s.push('\n');
         for g in list {
-            let _ = writeln!(s, "  {}  {}", name(&g.repository), g.gate.line());
+            let _ = writeln!(
+                s,
+                "  {} · {}  {}",
+                name(&g.repository),
+                g.gate.goal,
+                g.gate.line()
+            );
             for c in &g.answer_commands {
                 let _ = writeln!(s, "      {c}");
             }
@@ -595,11 +601,11 @@ fn human(w: &AllWire) -> String {
             };
             let _ = writeln!(
                 s,
-                "  {}  {}  {}  {tick}last heard {}{flags}{holds}",
+                "  {}  {}  {}  {tick}last heard {} ago{flags}{holds}",
                 a.agent,
                 a.runtime,
                 name(&a.repository),
-                a.last_seen
+                now.since(a.last_seen)
             );
         }
     }
