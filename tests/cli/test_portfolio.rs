@@ -98,6 +98,9 @@ struct Followed<'e> {
     web_gate: String,
     api_gate: String,
     api_machine: Machine<'e>,
+    /// The clone of the same hub's shared ref, which made the split (not
+    /// followed by [`followed`]).
+    shared: Machine<'e>,
 }
 
 /// A clone of `hub` named `name` that works the goal ref `goal_ref`.
@@ -171,6 +174,7 @@ fn followed(env: &TestEnv) -> Followed<'_> {
         web_gate,
         api_gate,
         api_machine: api,
+        shared,
     };
     for p in [&f.web, &f.api, &f.api2, &f.plain, &f.gone] {
         env.loopx(&["portfolio", "add", p]).ok();
@@ -228,7 +232,7 @@ fn status_all_shows_every_repository_what_waits_first_and_a_missing_one_as_such(
     pos(&format!("  plain  {}  not a git repository", f.plain));
     pos(&format!("  gone  {}  missing", f.gone));
     pos(&format!("  api  {}  goal main, tick", f.api));
-    pos(&format!("      also at {} ({GOAL_MAIN})", f.api2));
+    pos(&format!("      also at {} ({GOAL_MAIN}, tick", f.api2));
 
     // The printed answer works from anywhere: here, from the temp dir.
     let words: Vec<String> = waiting[1]["answer_commands"][0]
@@ -246,6 +250,88 @@ fn status_all_shows_every_repository_what_waits_first_and_a_missing_one_as_such(
         .loopx(&["--json", "gate", "list", "--open"])
         .ok();
     assert_eq!(api_gates.json()["gates"], serde_json::json!([]));
+
+    // The clone of the shared ref, followed too: it shows every goal, but
+    // holds goal main's ref behind the goal's clone (whose answer it has
+    // not synced), so the goal's clone still shows apart.
+    let shared = canon(&f.shared.repo);
+    env.loopx(&["portfolio", "add", &shared]).ok();
+    let json = env.loopx(&["--json", "status", "--all"]).ok().json();
+    let paths = |json: &serde_json::Value| -> Vec<String> {
+        json["repositories"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["path"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(
+        paths(&json),
+        [f.web.as_str(), &f.api, &f.plain, &f.gone, &shared],
+        "{json:#}"
+    );
+    // Once both have synced, the goal's clone is at the commit the shared
+    // clone holds for goal main: it folds into it, nothing hidden.
+    f.api_machine.loopx(&["sync"]).ok();
+    f.shared.loopx(&["sync"]).ok();
+    let json = env.loopx(&["--json", "status", "--all"]).ok().json();
+    assert_eq!(
+        paths(&json),
+        [f.web.as_str(), &f.plain, &f.gone, &shared],
+        "{json:#}"
+    );
+    let also: Vec<&str> = json["repositories"][3]["also"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(also, [f.api.as_str(), f.api2.as_str()], "{json:#}");
+    // A gate of goal main, shown through the shared clone: its printed
+    // answer runs in the goal's clone, which writes goal main's ref.
+    let gate = gate_id(
+        f.api_machine
+            .loopx(&[
+                "--json",
+                "gate",
+                "open",
+                "--goal",
+                "main",
+                "--kind",
+                "publish",
+                "--question",
+                "May I publish the API docs?",
+            ])
+            .ok(),
+    );
+    f.api_machine.loopx(&["sync"]).ok();
+    f.shared.loopx(&["sync"]).ok();
+    let json = env.loopx(&["--json", "status", "--all"]).ok().json();
+    assert_eq!(paths(&json), [f.web.as_str(), &f.plain, &f.gone, &shared]);
+    let w = json["waiting"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["id"] == gate.as_str())
+        .expect("the gate waits");
+    assert_eq!(w["repository"], shared.as_str());
+    assert_eq!(
+        w["answer_commands"][0],
+        format!("loopx -C {} gate answer {gate} --choice approve", f.api)
+    );
+    let words: Vec<String> = w["answer_commands"][0]
+        .as_str()
+        .unwrap()
+        .split(' ')
+        .skip(1)
+        .map(str::to_owned)
+        .collect();
+    run(env.spawner().command().current_dir(env.root()).args(&words)).ok();
+    let open = f
+        .api_machine
+        .loopx(&["--json", "gate", "list", "--open"])
+        .ok();
+    assert_eq!(open.json()["gates"], serde_json::json!([]));
 }
 
 /// A repository another user owns shows as such; the others still show.

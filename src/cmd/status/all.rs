@@ -9,9 +9,10 @@
 //! A followed path that is missing, not a git repository, unreadable, of
 //! another user or without a state is listed as such and never hides the
 //! others. Clones of the same hub (the same remote URL, credentials taken
-//! out) on the same state ref show once, naming every path; so does a
-//! goal's clone of a split state when a clone of its shared ref, which
-//! shows every goal, is followed too. A goal's clone shows its goal.
+//! out) on the same state ref show once, the one at the highest tick,
+//! naming every path and its tick ([`fold`]); a goal's clone of a split
+//! state shows its goal, and folds into a followed clone of the shared
+//! ref only when that one holds the goal's ref at the same commit.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -237,18 +238,20 @@ fn load(followed: &[Followed], elapsed: Option<Span>) -> Vec<Loaded> {
         .collect()
 }
 
-/// Which entries show: clones of the same hub on the same ref once (the
-/// first followed), and a goal's clone folded into a followed clone of the
-/// same hub's shared ref that shows its goal (a split state shows every
-/// goal).
+/// Which entries show. Clones of the same hub on the same ref show once:
+/// the one at the highest tick, the others named beside it with their
+/// ticks. A goal's clone of a split state folds into a followed clone of
+/// the same hub's shared ref only when that clone's ref of the goal is at
+/// the very commit the goal's clone is at, so nothing it holds is hidden.
 fn fold(followed: &[Followed], loaded: &[Loaded]) -> Vec<Shown> {
-    let mut shown: Vec<Shown> = Vec::new();
     let url = |i: usize| {
         followed[i]
             .url
             .as_deref()
             .filter(|_| loaded[i].view.is_some())
     };
+    let tick = |i: usize| loaded[i].view.as_ref().map_or(0, |v| v.snap.tip.tick);
+    let mut shown: Vec<Shown> = Vec::new();
     for i in 0..followed.len() {
         let same = url(i).and_then(|u| {
             shown
@@ -256,6 +259,10 @@ fn fold(followed: &[Followed], loaded: &[Loaded]) -> Vec<Shown> {
                 .find(|s| url(s.at) == Some(u) && followed[s.at].state_ref == followed[i].state_ref)
         });
         match same {
+            Some(s) if tick(i) > tick(s.at) => {
+                s.also.push(s.at);
+                s.at = i;
+            }
             Some(s) => s.also.push(i),
             None => shown.push(Shown {
                 at: i,
@@ -263,26 +270,33 @@ fn fold(followed: &[Followed], loaded: &[Loaded]) -> Vec<Shown> {
             }),
         }
     }
-    // A goal's clone, where a clone of the shared ref shows the goal.
-    let covers = |at: usize, goal: &str| {
-        loaded[at].view.as_ref().is_some_and(|v| {
-            crate::tx::goalref::is_shared_state(&v.snap.state)
-                && v.snap.state.goals.keys().any(|g| g.as_str() == goal)
-        })
+    // Where a followed clone of the shared ref holds a goal's ref at the
+    // commit a goal's clone is at.
+    // (`goal_refs` lists them only when its shared state is split.)
+    let holds = |at: usize, goal_ref: &str, commit: crate::store::Oid| {
+        loaded[at].view.is_some()
+            && followed[at]
+                .ctx
+                .as_ref()
+                .and_then(|c| c.store().ok())
+                .and_then(|s| crate::tx::goalref::goal_refs(s).ok())
+                .is_some_and(|refs| refs.iter().any(|(n, c)| n == goal_ref && *c == commit))
     };
     let mut out: Vec<Shown> = Vec::new();
     let mut folded: Vec<(usize, Vec<usize>)> = Vec::new();
     for s in &shown {
         let f = &followed[s.at];
-        let into = f.goal.as_deref().and_then(|goal| {
-            shown.iter().find(|t| {
+        let commit = loaded[s.at].view.as_ref().map(|v| v.snap.tip.commit);
+        let into = match (&f.goal, commit) {
+            (Some(_), Some(commit)) => shown.iter().find(|t| {
                 t.at != s.at
                     && url(t.at).is_some()
                     && url(t.at) == url(s.at)
                     && followed[t.at].goal.is_none()
-                    && covers(t.at, goal)
-            })
-        });
+                    && holds(t.at, &f.state_ref, commit)
+            }),
+            _ => None,
+        };
         match into {
             Some(t) => {
                 let mut moved = vec![s.at];
@@ -362,6 +376,9 @@ struct Also {
     path: String,
     #[serde(rename = "ref")]
     state_ref: String,
+    /// Its tip's tick (left out when it has no state).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tick: Option<u64>,
 }
 
 #[derive(Serialize)]
@@ -397,6 +414,18 @@ fn path_of(f: &Followed) -> &Path {
     }
 }
 
+/// Where a gate of `goal` shown in entry `s` is answered: in the clone of
+/// that goal's ref folded into it (a split state's goal is written on its
+/// own ref, which a clone of the shared ref does not write), else in the
+/// entry's own folder.
+fn answer_dir<'f>(followed: &'f [Followed], s: &Shown, goal: &str) -> &'f Path {
+    std::iter::once(&s.at)
+        .chain(&s.also)
+        .map(|&i| &followed[i])
+        .find(|f| f.goal.as_deref() == Some(goal))
+        .map_or_else(|| path_of(&followed[s.at]), path_of)
+}
+
 fn name_of(path: &Path) -> String {
     path.file_name().map_or_else(
         || path.display().to_string(),
@@ -427,7 +456,10 @@ fn wire<'a>(
                             answer_commands: g
                                 .options
                                 .iter()
-                                .map(|o| crate::notify::answer_command_in(Some(path), g, o))
+                                .map(|o| {
+                                    let dir = answer_dir(followed, s, g.goal.as_str());
+                                    crate::notify::answer_command_in(Some(dir), g, o)
+                                })
                                 .collect(),
                         },
                     ));
@@ -457,6 +489,7 @@ fn wire<'a>(
                 .map(|&i| Also {
                     path: path_of(&followed[i]).display().to_string(),
                     state_ref: followed[i].state_ref.clone(),
+                    tick: loaded[i].view.as_ref().map(|v| v.snap.tip.tick),
                 })
                 .collect(),
             url: f.url.as_deref(),
@@ -625,7 +658,8 @@ fn human(w: &AllWire, now: Timestamp) -> String {
             let _ = writeln!(s, "      {}", crate::term::line(m));
         }
         for a in &r.also {
-            let _ = writeln!(s, "      also at {} ({})", a.path, a.state_ref);
+            let tick = a.tick.map_or(String::new(), |t| format!(", tick {t}"));
+            let _ = writeln!(s, "      also at {} ({}{tick})", a.path, a.state_ref);
         }
     }
     if w.repositories.is_empty() {
@@ -701,9 +735,10 @@ fn page(
     h.push_str("<section id=\"gates\">\n<h2>Waiting on you</h2>\n");
     let mut any = false;
     for human in [true, false] {
-        let with: Vec<_> = live
+        let with: Vec<(&Shown, &Board)> = shown
             .iter()
-            .filter(|(_, _, b, _)| b.gates.iter().any(|g| g.kind.human_only() == human))
+            .filter_map(|s| Some((s, &boards[s.at].as_ref()?.0)))
+            .filter(|(_, b)| b.gates.iter().any(|g| g.kind.human_only() == human))
             .collect();
         if with.is_empty() {
             continue;
@@ -711,10 +746,11 @@ fn page(
         if !human {
             h.push_str("<h3>Open decisions</h3>\n");
         }
-        for (f, _, b, _) in with {
-            heading(&mut h, f);
+        for (s, b) in with {
+            heading(&mut h, &followed[s.at]);
             for g in b.gates.iter().filter(|g| g.kind.human_only() == human) {
-                html::gate(&mut h, b, g, Some(path_of(f)));
+                let dir = answer_dir(followed, s, g.goal.as_str());
+                html::gate(&mut h, b, g, Some(dir));
             }
             any |= human;
         }
@@ -863,9 +899,13 @@ fn repositories(h: &mut String, followed: &[Followed], loaded: &[Loaded], shown:
         for &i in &s.also {
             let _ = write!(
                 paths,
-                "<br><span class=\"mute\">also</span> <code>{}</code> <span class=\"mute\">{}</span>",
+                "<br><span class=\"mute\">also</span> <code>{}</code> <span class=\"mute\">{}{}</span>",
                 esc(&path_of(&followed[i]).display().to_string()),
-                esc(&followed[i].state_ref)
+                esc(&followed[i].state_ref),
+                loaded[i]
+                    .view
+                    .as_ref()
+                    .map_or(String::new(), |v| format!(", tick {}", v.snap.tip.tick))
             );
         }
         let _ = writeln!(
