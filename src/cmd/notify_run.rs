@@ -40,7 +40,15 @@ pub fn run(ctx: &Ctx, _args: &Args) -> Result<Exit> {
 fn place(ctx: &Ctx) -> Result<crate::notify::Place> {
     let repo = ctx.repo()?;
     let store = repo.store();
-    let path = store.root().to_path_buf();
+    // The main worktree, even when the command ticked in a claim's linked
+    // worktree (which goes when its claim is done): `<main>/.git` is the
+    // common git dir of both.
+    let common = std::fs::canonicalize(store.common_dir())
+        .unwrap_or_else(|_| store.common_dir().to_path_buf());
+    let path = match (common.file_name(), common.parent()) {
+        (Some(n), Some(main)) if n == ".git" => main.to_path_buf(),
+        _ => store.root().to_path_buf(),
+    };
     Ok(crate::notify::Place {
         name: path
             .file_name()
