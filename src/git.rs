@@ -18,13 +18,18 @@ pub mod keep;
 mod protocol;
 mod remote;
 mod ssh;
+mod url;
 pub mod worktree;
 
-pub use config::{PushConfig, config_matching, config_values, push_config};
+pub use config::{
+    PushConfig, config_matching, config_values, global_add, global_remove, global_values,
+    push_config,
+};
 pub use remote::{
     Fetched, Local, NetworkError, Push, Pushed, fetch, fetch_refs, fetch_refs_from, fetch_url,
     kept_tips, push_expecting, push_lease, push_refs,
 };
+pub use url::{remote_url, strip_credentials};
 
 /// Every git process loopx starts begins here: no stdin, and never a
 /// password prompt on a terminal (`GIT_TERMINAL_PROMPT=0`), so a hub that

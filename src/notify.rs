@@ -51,11 +51,37 @@ pub fn shell_word(s: &str) -> String {
 
 /// The command that answers `gate` with `option`, ready to paste.
 pub fn answer_command(gate: &Gate, option: &str) -> String {
+    answer_command_in(None, gate, option)
+}
+
+/// [`answer_command`], run in `dir` when one is given (`loopx -C DIR …`):
+/// a command that works from anywhere.
+pub fn answer_command_in(dir: Option<&std::path::Path>, gate: &Gate, option: &str) -> String {
+    let at = dir.map_or(String::new(), |d| {
+        format!("-C {} ", shell_word(&d.to_string_lossy()))
+    });
     format!(
-        "loopx gate answer {} --choice {}",
+        "loopx {at}gate answer {} --choice {}",
         gate.id,
         shell_word(option)
     )
+}
+
+/// Where a notification comes from: the repository, as the payload names
+/// it (the command that starts the runner finds it out).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Place {
+    /// The repository's folder (its main worktree): what `-C` takes.
+    pub path: std::path::PathBuf,
+    /// The folder's name, for a title.
+    pub name: String,
+    /// Where its remote (`loopx.remote`, else `origin`) fetches from, git's
+    /// `insteadOf` rules applied and credentials taken out (`git::url`);
+    /// None without one.
+    pub url: Option<String>,
+    /// The state ref (a goal's own on a clone that works one goal).
+    #[serde(rename = "ref")]
+    pub state_ref: String,
 }
 
 /// What the command reads on stdin.
@@ -69,8 +95,10 @@ struct Payload<'a> {
     options: &'a [String],
     opened_by: String,
     opened_at: String,
-    /// One command per option, ready to paste.
+    /// One command per option, ready to paste anywhere (`loopx -C PATH …`).
     answer_commands: Vec<String>,
+    /// The repository the gate is in.
+    repository: &'a Place,
 }
 
 /// How many notify commands run at once.
@@ -214,6 +242,8 @@ fn backoff(marker: &std::path::Path) -> Option<(u32, i64)> {
 pub struct Runner<'a> {
     pub load: &'a dyn Fn() -> Option<State>,
     pub record: &'a dyn Fn(&GateId) -> bool,
+    /// The repository, as the payload names it.
+    pub place: &'a Place,
 }
 
 /// `loopx notify-run`: sends what is due, one runner per clone at a time.
@@ -258,7 +288,7 @@ fn deliver(repo: &Repo, dirs: &Dirs, now: Timestamp, runner: &Runner) {
     }
     let jobs: Vec<(GateId, Vec<u8>)> = due(dirs, &state, now)
         .into_iter()
-        .filter_map(|g| Some((g.id.clone(), payload(g).ok()?)))
+        .filter_map(|g| Some((g.id.clone(), payload(g, runner.place).ok()?)))
         .collect();
     drop(state);
     let queue = std::sync::Mutex::new(jobs.into_iter());
@@ -332,8 +362,8 @@ pub fn failed(repo: &Repo, state: &State) -> Vec<(GateId, String)> {
     out
 }
 
-/// What the command reads on stdin for gate `g`.
-fn payload(g: &Gate) -> serde_json::Result<Vec<u8>> {
+/// What the command reads on stdin for gate `g` of the repository at `place`.
+fn payload(g: &Gate, place: &Place) -> serde_json::Result<Vec<u8>> {
     let mut json = serde_json::to_vec(&Payload {
         id: &g.id,
         goal: g.goal.as_str(),
@@ -343,7 +373,12 @@ fn payload(g: &Gate) -> serde_json::Result<Vec<u8>> {
         options: &g.options,
         opened_by: g.opened_by.to_string(),
         opened_at: g.opened_at.to_string(),
-        answer_commands: g.options.iter().map(|o| answer_command(g, o)).collect(),
+        answer_commands: g
+            .options
+            .iter()
+            .map(|o| answer_command_in(Some(&place.path), g, o))
+            .collect(),
+        repository: place,
     })?;
     json.push(b'\n');
     Ok(json)
@@ -355,11 +390,17 @@ fn payload(g: &Gate) -> serde_json::Result<Vec<u8>> {
 fn notify(argv: &[String], json: &[u8], limit: Duration) -> Result<(), String> {
     use rustix::process::{Pid, Signal, kill_process_group, test_kill_process_group};
     use std::os::unix::process::CommandExt;
+    // Its stderr goes to a file of its own (never a pipe a process it left
+    // behind could hold open), whose tail a failure keeps.
+    let stderr = tempfile::tempfile().map_err(|e| format!("cannot make a file for stderr: {e}"))?;
+    let err_out = stderr
+        .try_clone()
+        .map_err(|e| format!("cannot make a file for stderr: {e}"))?;
     let mut child = Command::new(&argv[0])
         .args(&argv[1..])
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(err_out)
         .process_group(0)
         .spawn()
         .map_err(|e| format!("cannot start {}: {e}", argv[0]))?;
@@ -392,15 +433,20 @@ fn notify(argv: &[String], json: &[u8], limit: Duration) -> Result<(), String> {
                 return if s.success() {
                     Ok(())
                 } else {
-                    Err(format!("`{}` exited with {s}", argv.join(" ")))
+                    Err(format!(
+                        "`{}` exited with {s}{}",
+                        argv.join(" "),
+                        said(stderr)
+                    ))
                 };
             }
             Ok(None) if start.elapsed() >= limit => {
                 end_group(&mut child);
                 return Err(format!(
-                    "`{}` ran longer than {}s and was stopped",
+                    "`{}` ran longer than {}s and was stopped{}",
                     argv.join(" "),
-                    limit.as_secs()
+                    limit.as_secs(),
+                    said(stderr)
                 ));
             }
             Ok(None) => std::thread::sleep(Duration::from_millis(20)),
@@ -409,9 +455,61 @@ fn notify(argv: &[String], json: &[u8], limit: Duration) -> Result<(), String> {
     }
 }
 
+/// How many of the last lines of a failed command's stderr its reason
+/// keeps, and at most how many characters of them.
+const STDERR_LINES: usize = 3;
+const STDERR_CHARS: usize = 400;
+
+/// The tail of what a failed command wrote on stderr (`file`), as `: LINE
+/// / LINE` (one line, for the failure record), or nothing when it said
+/// nothing: curl's own line (`curl: (22) The requested URL returned
+/// error: 500`), not only its exit status.
+fn said(mut file: std::fs::File) -> String {
+    use std::io::{Read as _, Seek as _, SeekFrom};
+    let len = file.seek(SeekFrom::End(0)).unwrap_or(0);
+    let _ = file.seek(SeekFrom::Start(len.saturating_sub(4096)));
+    let mut bytes = Vec::new();
+    let _ = file.take(4096).read_to_end(&mut bytes);
+    let text = String::from_utf8_lossy(&bytes);
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let tail = lines[lines.len().saturating_sub(STDERR_LINES)..].join(" / ");
+    if tail.is_empty() {
+        return String::new();
+    }
+    let mut tail: String = tail.chars().filter(|c| !c.is_control()).collect();
+    if tail.chars().count() > STDERR_CHARS {
+        tail = tail
+            .chars()
+            .skip(tail.chars().count() - STDERR_CHARS)
+            .collect();
+        tail.insert(0, '…');
+    }
+    format!(": {tail}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failure_keeps_the_last_lines_of_stderr_on_one_line() {
+        use std::io::Write as _;
+        let mut f = tempfile::tempfile().unwrap();
+        write!(
+            f,
+            "  % Total\n\nstep 2\ncurl: (22) The requested URL returned error: 500\n"
+        )
+        .unwrap();
+        assert_eq!(
+            said(f),
+            ": % Total / step 2 / curl: (22) The requested URL returned error: 500"
+        );
+        assert_eq!(said(tempfile::tempfile().unwrap()), "");
+    }
 
     #[test]
     fn shell_words_survive_a_shell() {

@@ -77,6 +77,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     check_refspecs(ctx, &mut problems);
     check_queue(ctx, &mut problems);
     check_orphan_goal_refs(ctx, args.fix, &mut problems, &mut fixed);
+    check_notify(ctx, &mut problems);
     let mut files_seen = 0;
     let (tip, lost) = match tx::tip(ctx) {
         Ok(tip) => (tip, false),
@@ -274,6 +275,26 @@ fn human(w: &Wire) -> String {
         ));
     }
     s
+}
+
+/// Gates whose `loopx.notify` command failed on this clone (a warning
+/// each, with the command's own last words on stderr): a notification
+/// nobody received is easy to miss in `status` alone.
+fn check_notify(ctx: &Ctx, problems: &mut Vec<Problem>) {
+    let (Ok(repo), Ok(snap)) = (ctx.repo(), tx::load(ctx)) else {
+        return;
+    };
+    for (gate, why) in crate::notify::failed(repo, &snap.state) {
+        problems.push(Problem {
+            severity: "warning",
+            path: None,
+            message: format!("the loopx.notify command failed for gate {gate}: {why}"),
+            fix: Some(
+                "fix the command (`git config loopx.notify`); it is retried after the next tick or sync"
+                    .to_owned(),
+            ),
+        });
+    }
 }
 
 /// Fetch refspecs that would write a remote's refs/loopx/* straight into

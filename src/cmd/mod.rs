@@ -21,6 +21,7 @@ pub mod machine;
 pub mod man;
 pub mod mcp;
 pub mod notify_run;
+pub mod portfolio;
 pub mod quota;
 pub mod refresh_state;
 pub mod settings;
@@ -71,6 +72,9 @@ pub enum Command {
     Diff(diff::Args),
     /// Write a goal's decision graph over time as a shareable page and JSON
     Trajectory(trajectory::Args),
+    /// Follow repositories for `status --all`: add, list, remove
+    #[command(subcommand)]
+    Portfolio(portfolio::Command),
     /// Add, list, show and change goals
     #[command(subcommand)]
     Goal(goal::Command),
@@ -165,6 +169,7 @@ pub fn run(ctx: &Ctx, command: &Command) -> Result<Exit> {
     let before = match command {
         Command::Demo(_)
         | Command::Init(_)
+        | Command::Portfolio(_)
         | Command::Mcp(_)
         | Command::NotifyRun(_)
         | Command::SshKeep(_) => None,
@@ -196,6 +201,7 @@ fn dispatch(ctx: &Ctx, command: &Command) -> Result<Exit> {
         Command::Show(args) => show::run(ctx, args),
         Command::Diff(args) => diff::run(ctx, args),
         Command::Trajectory(args) => trajectory::run(ctx, args),
+        Command::Portfolio(c) => portfolio::run(ctx, c),
         Command::Goal(c) => goal::run(ctx, c),
         Command::Agent(c) => agent::run(ctx, c),
         Command::Todo(c) => todo::run(ctx, c),

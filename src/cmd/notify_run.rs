@@ -13,7 +13,9 @@ use crate::op::{Change, GateNotified};
 pub struct Args {}
 
 pub fn run(ctx: &Ctx, _args: &Args) -> Result<Exit> {
+    let place = place(ctx)?;
     let runner = crate::notify::Runner {
+        place: &place,
         load: &|| crate::cmd::tx::load(ctx).ok().map(|s| s.state),
         record: &|id| {
             let gate = id.clone();
@@ -31,6 +33,31 @@ pub fn run(ctx: &Ctx, _args: &Args) -> Result<Exit> {
     };
     crate::notify::run_pending(ctx.repo()?, ctx.now, &runner)?;
     Ok(Exit::Ok)
+}
+
+/// The repository as a notification names it: its folder, the remote's
+/// URL without credentials (`insteadOf` applied), the state ref.
+fn place(ctx: &Ctx) -> Result<crate::notify::Place> {
+    let repo = ctx.repo()?;
+    let store = repo.store();
+    // The main worktree, even when the command ticked in a claim's linked
+    // worktree (which goes when its claim is done): `<main>/.git` is the
+    // common git dir of both.
+    let common = std::fs::canonicalize(store.common_dir())
+        .unwrap_or_else(|_| store.common_dir().to_path_buf());
+    let path = match (common.file_name(), common.parent()) {
+        (Some(n), Some(main)) if n == ".git" => main.to_path_buf(),
+        _ => store.root().to_path_buf(),
+    };
+    Ok(crate::notify::Place {
+        name: path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        url: crate::git::remote_url(store.common_dir(), &repo.config().remote),
+        state_ref: store.state_ref().to_owned(),
+        path,
+    })
 }
 
 /// Starts the runner detached when [`crate::notify::after`] says a gate is

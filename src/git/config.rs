@@ -112,3 +112,61 @@ pub fn push_config(dir: Option<&Path>) -> Result<PushConfig> {
         .filter(|_| out.status.success());
     Ok(PushConfig { branch, config })
 }
+
+/// Every value of a multi-valued key of the user's global git config
+/// (`~/.gitconfig`, or where `GIT_CONFIG_GLOBAL`, `XDG_CONFIG_HOME` and
+/// `HOME` put it, as git decides: the child git reads them), none when it
+/// is unset or there is no such file.
+pub fn global_values(key: &str) -> Result<Vec<String>> {
+    let out = global(&["--get-all", key])?;
+    match out.status.code() {
+        Some(0) => Ok(String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(str::to_owned)
+            .collect()),
+        // 1: the key is not set (or no global file yet).
+        Some(1) => Ok(Vec::new()),
+        _ => bail!(
+            "git config --global --get-all {key} failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ),
+    }
+}
+
+/// Adds `value` to the multi-valued global key `key` (git creates the file).
+pub fn global_add(key: &str, value: &str) -> Result<()> {
+    let out = global(&["--add", key, value])?;
+    if !out.status.success() {
+        bail!(
+            "git config --global --add {key} failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(())
+}
+
+/// Removes every value of the global key `key` equal to `value` (matched
+/// literally, not as a pattern).
+pub fn global_remove(key: &str, value: &str) -> Result<()> {
+    let out = global(&["--fixed-value", "--unset-all", key, value])?;
+    // 5: nothing matched (already gone).
+    if !matches!(out.status.code(), Some(0 | 5)) {
+        bail!(
+            "git config --global --unset-all {key} failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(())
+}
+
+/// `git config --global ARGS`, run from the root directory so no
+/// repository's own config or `safe.directory` question comes into it.
+fn global(args: &[&str]) -> Result<std::process::Output> {
+    git()
+        .current_dir("/")
+        .args(["config", "--global"])
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .with_context(|| format!("running git config --global {}", args.join(" ")))
+}

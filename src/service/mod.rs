@@ -8,9 +8,11 @@
 //! [`progress`] measures a turn for its progress fingerprint, [`usage`]
 //! reads the `--usage` flags, [`evidence`] says what code a record saw,
 //! [`turn`] checks a turn token against its caller, [`worktree`] keeps a
-//! claim's own linked worktree.
+//! claim's own linked worktree, [`portfolio`] the repositories a person
+//! follows (their global git config).
 
 pub mod evidence;
+pub mod portfolio;
 pub mod progress;
 pub mod turn;
 pub mod usage;

@@ -40,6 +40,7 @@ mod test_notify;
 mod test_opencode;
 mod test_park;
 mod test_pi;
+mod test_portfolio;
 mod test_possession;
 mod test_race;
 mod test_recipes;

@@ -509,7 +509,7 @@ var o=document.createElement('pre');o.id='report';o.textContent=JSON.stringify(b
 
 /// The page's layout problems at a window width, as the browser measured
 /// them (see [`MEASURE`]).
-fn layout_problems(bin: &Path, home: &Path, page: &Path, width: u32) -> Vec<String> {
+pub(crate) fn layout_problems(bin: &Path, home: &Path, page: &Path, width: u32) -> Vec<String> {
     let html = std::fs::read_to_string(page).unwrap();
     let copy = page.with_file_name(format!("measure-{width}.html"));
     std::fs::write(&copy, html.replace("</body>", &format!("{MEASURE}</body>"))).unwrap();

@@ -95,10 +95,17 @@ fn a_gate_is_notified_once_across_clones_restarts_and_a_sync() {
     assert_eq!(g["question"], "May I push to main?");
     assert_eq!(g["options"], serde_json::json!(["approve", "reject"]));
     assert_eq!(g["opened_by"], "agent:agent-a");
+    // Where it is, and an answer that runs from anywhere.
+    let path = std::fs::canonicalize(&a.repo).unwrap();
+    let path = path.to_str().unwrap();
     assert_eq!(
         g["answer_commands"][0],
-        format!("loopx gate answer {id} --choice approve")
+        format!("loopx -C {path} gate answer {id} --choice approve")
     );
+    assert_eq!(g["repository"]["path"], path);
+    assert_eq!(g["repository"]["name"], "repo");
+    assert_eq!(g["repository"]["url"], hub.as_str());
+    assert_eq!(g["repository"]["ref"], "refs/loopx/state");
     // The notification is recorded in the state, as a tick of its own.
     let log = a
         .loopx(&["log", "--op", "gate.notified", "--json"])
@@ -267,4 +274,118 @@ fn the_notify_command_is_read_from_local_or_global_config_only() {
     assert!(out.status.success());
     settle(&env.repo);
     assert_eq!(calls(&log).len(), 0);
+}
+
+/// The payload as a fake endpoint on 127.0.0.1 receives it (curl posts
+/// it as it is): the repository's path and its remote's URL without
+/// credentials (HTTPS with a user and token, ssh with a password, and a
+/// URL an `insteadOf` rule rewrites, resolved as git resolves it), and
+/// answer commands that run from anywhere. Then the endpoint answers 500:
+/// curl's own line reaches `status`, the page and `doctor`.
+#[test]
+fn the_payload_says_where_without_credentials_and_curls_own_line_shows_everywhere() {
+    if !crate::test_recipes::have("curl") {
+        return;
+    }
+    let (url, seen) = crate::test_recipes::server();
+    let env = TestEnv::with_board();
+    let notify = |path: &str| {
+        env.git(&[
+            "config",
+            "loopx.notify",
+            &format!("curl -fsS --max-time 8 --data-binary @- {url}{path}"),
+        ]);
+    };
+    notify("/notify");
+    env.git(&[
+        "config",
+        "url.https://ada:tok3n@git.example.com/.insteadOf",
+        "gh:",
+    ]);
+    let path = std::fs::canonicalize(&env.repo).unwrap();
+    let path = path.to_str().unwrap().to_owned();
+    let cases = [
+        (
+            "https://ada:s3cr3t@git.example.com/org/web.git",
+            "https://git.example.com/org/web.git",
+        ),
+        (
+            "ssh://git:hunter2@git.example.com:2222/org/web.git",
+            "ssh://git@git.example.com:2222/org/web.git",
+        ),
+        ("gh:org/web.git", "https://git.example.com/org/web.git"),
+    ];
+    let open = |question: &str| -> String {
+        let out = env
+            .agent(
+                "agent-a",
+                &[
+                    "--json",
+                    "gate",
+                    "open",
+                    "--kind",
+                    "permission",
+                    "--question",
+                    question,
+                ],
+            )
+            .ok();
+        settle(&env.repo);
+        out.json()["gate"]["id"].as_str().unwrap().to_owned()
+    };
+    for (i, (remote, shown)) in cases.iter().enumerate() {
+        if i == 0 {
+            env.git(&["remote", "add", "origin", remote]);
+        } else {
+            env.git(&["remote", "set-url", "origin", remote]);
+        }
+        let id = open(&format!("May I deploy build {i}?"));
+        let got = seen.lock().unwrap().clone();
+        assert_eq!(got.len(), i + 1, "{got:?}");
+        let body = &got[i].body;
+        for secret in ["s3cr3t", "hunter2", "tok3n"] {
+            assert!(!body.contains(secret), "{secret} sent: {body}");
+        }
+        let doc: serde_json::Value = serde_json::from_str(body).expect("the payload");
+        assert_eq!(doc["repository"]["url"], *shown, "{remote}");
+        assert_eq!(doc["repository"]["path"], path.as_str());
+        assert_eq!(
+            doc["answer_commands"][1],
+            format!("loopx -C {path} gate answer {id} --choice reject")
+        );
+    }
+
+    // The endpoint answers 500.
+    notify("/revoked");
+    let id = open("May I drop the old tables?");
+    let line = "curl: (22) The requested URL returned error: 500";
+    let status = env.loopx(&["--json", "status"]).ok().json();
+    let failed = &status["notify_failed"][0];
+    assert_eq!(failed["gate"], id.as_str(), "{status}");
+    assert!(
+        failed["reason"].as_str().unwrap().contains(line),
+        "{status}"
+    );
+    let text = env.loopx(&["status"]).ok().stdout;
+    assert!(text.contains(line), "{text}");
+    let page = env.root().join("status.html");
+    env.loopx(&["status", "--html", page.to_str().unwrap()])
+        .ok();
+    let html = std::fs::read_to_string(&page).unwrap();
+    let section = &html[html
+        .find("<section id=\"notify-failed\">")
+        .expect("the section")..];
+    assert!(
+        section.contains(&format!("data-notify-failed=\"{id}\"")) && section.contains(line),
+        "{section:.600}"
+    );
+    let doctor = env.loopx(&["doctor"]).ok().stdout;
+    assert!(
+        doctor.contains(&format!(
+            "warning: the loopx.notify command failed for gate {id}"
+        )) && doctor.contains(line),
+        "{doctor}"
+    );
+    let doctor = env.loopx(&["--json", "doctor"]).ok().json();
+    assert_eq!(doctor["healthy"], true, "a warning: {doctor}");
 }

@@ -16,8 +16,8 @@ use super::{Args, View};
 use crate::ctx::Ctx;
 use crate::error::Exit;
 use crate::model::usage::{BUDGET_WINDOW, human_count};
-use crate::model::{AgentId, Blocks, Gate, State, Todo, TodoId};
-use crate::notify::answer_command;
+use crate::model::{AgentId, Blocks, Gate, GateId, State, Todo, TodoId};
+use crate::notify::answer_command_in;
 use crate::op::board::{self, Board, Column, Counts};
 use crate::op::stuck::{self, Stuck};
 use crate::op::usage;
@@ -27,12 +27,13 @@ mod agents;
 pub mod live;
 use agents::{agents, money, timeline};
 use live::Frame;
+pub(super) use agents::{money_rows, money_table};
 
 /// The timeline shows this many ticks.
 const TIMELINE: usize = 100;
 
 /// How often `--watch` looks at the state ref.
-const POLL: Duration = Duration::from_millis(200);
+pub(super) const POLL: Duration = Duration::from_millis(200);
 
 /// What `--json status --html FILE` prints: what was written, where.
 #[derive(serde::Serialize)]
@@ -122,6 +123,7 @@ h1{font-size:1.3rem;margin:.2rem 0}h2{font-size:1.15rem;margin:1.4rem 0 .4rem;bo
 a{color:var(--acc)}.mute{color:var(--mute)}code,pre{font:13px/1.4 ui-monospace,monospace}
 pre{background:var(--card);padding:.4rem .5rem;margin:.2rem 0;white-space:pre-wrap;word-break:normal;overflow-wrap:normal;overflow-x:auto}
 .nw,time,.id{white-space:nowrap}
+.gate pre{white-space:pre}
 .scroll{overflow-x:auto}
 table{border-collapse:collapse;width:100%;font-size:14px}
 th,td{text-align:left;padding:.25rem .4rem;border-bottom:1px solid var(--line);vertical-align:top}
@@ -215,6 +217,7 @@ pub fn render(state_ref: &str, view: &View, b: &Board, claims: &[Stuck], watch: 
     counts(&mut head, "counts", &b.counts, b.agents.len());
     let mut h = String::with_capacity(64 * 1024);
     gates(&mut h, b, &view.snap.state);
+    notify_failed(&mut h, &view.notify_failed);
     stuck(&mut h, b, claims);
     money(&mut h, view, b);
     goals(&mut h, b, claims);
@@ -227,6 +230,26 @@ pub fn render(state_ref: &str, view: &View, b: &Board, claims: &[Stuck], watch: 
         head,
         main: h,
     }
+}
+
+/// Gates whose `loopx.notify` command failed on this clone, with the
+/// reason (the command's own last words on stderr); nothing when none.
+pub(super) fn notify_failed(h: &mut String, failed: &[(GateId, String)]) {
+    if failed.is_empty() {
+        return;
+    }
+    h.push_str(
+        "<section id=\"notify-failed\">\n<h2>Notifications failed</h2>\n<ul class=\"stuck\">\n",
+    );
+    for (gate, why) in failed {
+        let _ = writeln!(
+            h,
+            "<li data-notify-failed=\"{id}\"><span class=\"tag\">not sent</span> gate <a href=\"#{id}\"><code class=\"id\">{id}</code></a>: {why} <span class=\"mute\">(retried after the next tick or sync)</span></li>",
+            id = esc(gate.as_str()),
+            why = esc(why),
+        );
+    }
+    h.push_str("</ul>\n</section>\n");
 }
 
 /// The counts. `ready` (some active agent may claim it now) overlaps the
@@ -300,12 +323,12 @@ fn gates(h: &mut String, b: &Board, state: &State) {
         h.push_str("<p class=\"mute\">Nothing waits on a human.</p>\n");
     }
     for g in human {
-        gate(h, b, g, state);
+        gate(h, b, g, state, None);
     }
     if !other.is_empty() {
         h.push_str("<h3>Open decisions</h3>\n");
         for g in other {
-            gate(h, b, g, state);
+            gate(h, b, g, state, None);
         }
     }
     h.push_str("</section>\n");
@@ -334,7 +357,9 @@ fn find_card<'b, 's>(b: &'b Board<'s>, id: &TodoId) -> Option<&'b board::Card<'s
         .find(|c| &c.todo.id == id)
 }
 
-fn gate(h: &mut String, b: &Board, g: &Gate, state: &State) {
+/// One gate and its answer commands (with `-C dir`: they run from
+/// anywhere), and a budget gate's raise command.
+pub(super) fn gate(h: &mut String, b: &Board, g: &Gate, state: &State, dir: Option<&Path>) {
     let budget = if g.budget {
         " <span class=\"tag\">budget reached</span>"
     } else {
@@ -356,7 +381,11 @@ fn gate(h: &mut String, b: &Board, g: &Gate, state: &State) {
     );
     h.push_str("<p>Answer with one of:</p>\n");
     for o in &g.options {
-        let _ = writeln!(h, "<pre><code>{}</code></pre>", esc(&answer_command(g, o)));
+        let _ = writeln!(
+            h,
+            "<pre><code>{}</code></pre>",
+            esc(&answer_command_in(dir, g, o))
+        );
     }
     // A budget gate's other way out: raise the budget (which answers it
     // `raised`), or, once raised, say so.
@@ -394,6 +423,17 @@ fn gate(h: &mut String, b: &Board, g: &Gate, state: &State) {
 /// quiet agents; each linked to its card, gate or agent.
 fn stuck(h: &mut String, b: &Board, claims: &[Stuck]) {
     h.push_str("<section id=\"stuck\">\n<h2>Stuck</h2>\n");
+    let items = stuck_items(b, claims);
+    if items.is_empty() {
+        h.push_str("<p class=\"mute\">Nothing is stuck.</p>\n");
+    } else {
+        let _ = writeln!(h, "<ul class=\"stuck\">\n{}\n</ul>", items.join("\n"));
+    }
+    h.push_str("</section>\n");
+}
+
+/// [`stuck`]'s list items.
+pub(super) fn stuck_items(b: &Board, claims: &[Stuck]) -> Vec<String> {
     let mut items = Vec::new();
     for s in claims {
         items.push(format!(
@@ -486,12 +526,7 @@ fn stuck(h: &mut String, b: &Board, claims: &[Stuck]) {
             ago(a.last_seen, b.now)
         ));
     }
-    if items.is_empty() {
-        h.push_str("<p class=\"mute\">Nothing is stuck.</p>\n");
-    } else {
-        let _ = writeln!(h, "<ul class=\"stuck\">\n{}\n</ul>", items.join("\n"));
-    }
-    h.push_str("</section>\n");
+    items
 }
 
 fn goals(h: &mut String, b: &Board, claims: &[Stuck]) {

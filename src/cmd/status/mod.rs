@@ -14,6 +14,7 @@ use crate::op::stuck::{self, Stuck};
 use crate::time::{Span, Timestamp};
 use crate::trust::{self, AllowedSigners};
 
+mod all;
 mod html;
 
 /// Show goals, who owns what, what is ready, and the last few ticks
@@ -26,7 +27,9 @@ mod html;
   loopx status --at 120                 the board as it was at tick 120
   loopx status --at 2h                  the board as it was two hours ago
   loopx status --html board.html        one page to open in a browser
-  loopx status --html board.html --watch  keep it current in place (board.html.live.js beside it)")]
+  loopx status --html board.html --watch  keep it current in place (board.html.live.js beside it)
+  loopx status --all                    every repository you follow (loopx portfolio add PATH)
+  loopx status --all --html all.html --watch  the same as one page, kept current")]
 pub struct Args {
     /// Show the state at a tick number (bare digits), or at a time (the
     /// newest tick at or before it): a duration reads as that long ago (2h,
@@ -48,6 +51,11 @@ pub struct Args {
     /// With --watch: stop after writing the page this many times (for tests)
     #[arg(long, hide = true, requires = "watch", value_name = "N")]
     max_updates: Option<u64>,
+    /// Every repository you follow (`loopx portfolio add PATH`), gates
+    /// waiting on you first, with answer commands that run from anywhere;
+    /// one that is missing or unreadable is shown as such
+    #[arg(long, conflicts_with = "at")]
+    all: bool,
 }
 
 /// The todo counts as one line, each live todo counted once: open todos
@@ -175,6 +183,9 @@ struct TickRow {
 }
 
 pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
+    if args.all {
+        return all::run(ctx, args);
+    }
     if let Some(file) = &args.html {
         return html::run(ctx, args, file);
     }
@@ -208,6 +219,9 @@ pub(crate) struct View {
     /// The board's counts of every live todo, when `snap` holds only the
     /// claimed todos (the state cache's head, [`View::read_counts`]).
     counts: Option<Counts>,
+    /// Open gates whose `loopx.notify` command failed on this clone, with
+    /// the reason.
+    pub notify_failed: Vec<(crate::model::GateId, String)>,
 }
 
 /// How many ticks of the last day the hourly chart reads at most.
@@ -286,7 +300,12 @@ impl View {
             }
         }
         day.extend(ticks.iter().map(|t| t.at));
+        let notify_failed = ctx
+            .repo()
+            .map(|r| crate::notify::failed(r, &snap.state))
+            .unwrap_or_default();
         Ok(View {
+            notify_failed,
             snap,
             now,
             tip_tick,
@@ -414,12 +433,13 @@ impl<'a> Wire<'a> {
                     spend: BudgetWire::of(goal, st),
                 })
                 .collect(),
-            notify_failed: ctx
-                .repo()
-                .map(|r| crate::notify::failed(r, state))
-                .unwrap_or_default()
-                .into_iter()
-                .map(|(gate, reason)| NotifyFailed { gate, reason })
+            notify_failed: view
+                .notify_failed
+                .iter()
+                .map(|(gate, reason)| NotifyFailed {
+                    gate: gate.clone(),
+                    reason: reason.clone(),
+                })
                 .collect(),
             left_worktrees: match (view.at, ctx.store()) {
                 (false, Ok(store)) => crate::service::worktree::left(store.common_dir(), |t, a| {

@@ -8,8 +8,30 @@ use crate::model::usage::Spent;
 /// each agent's), the tripped ones marked; and what each goal and agent
 /// spent in the last day where no budget watches it.
 pub(super) fn money(h: &mut String, view: &View, b: &Board) {
-    let state = &view.snap.state;
     h.push_str("<section id=\"money\">\n<h2>Money</h2>\n");
+    let rows = money_rows(view, b);
+    if rows.is_empty() {
+        h.push_str("<p class=\"mute\">No spend recorded and no budget set (<code>loopx goal set G --budget-usd 20</code>).</p>\n");
+    } else {
+        money_table(h, &rows);
+    }
+    h.push_str("</section>\n");
+}
+
+/// The money table of `rows` ([`money_rows`]).
+pub(in crate::cmd::status) fn money_table(h: &mut String, rows: &[String]) {
+    h.push_str("<div class=\"scroll\"><table class=\"stack\">\n<thead><tr><th scope=\"col\">Who</th><th scope=\"col\">Spent</th><th scope=\"col\">Tokens</th><th scope=\"col\">Budget</th><th scope=\"col\">Window</th><th scope=\"col\">State</th></tr></thead>\n<tbody>\n");
+    for r in rows {
+        h.push_str(r);
+        h.push('\n');
+    }
+    h.push_str("</tbody></table></div>\n");
+}
+
+/// [`money`]'s rows: each budget, then the spend of the last day where no
+/// budget watches.
+pub(in crate::cmd::status) fn money_rows(view: &View, b: &Board) -> Vec<String> {
+    let state = &view.snap.state;
     let mut rows = Vec::new();
     for (goal, st) in &b.budgets {
         let scope = match &st.scope {
@@ -71,17 +93,7 @@ pub(super) fn money(h: &mut String, view: &View, b: &Board) {
             ));
         }
     }
-    if rows.is_empty() {
-        h.push_str("<p class=\"mute\">No spend recorded and no budget set (<code>loopx goal set G --budget-usd 20</code>).</p>\n");
-    } else {
-        h.push_str("<div class=\"scroll\"><table class=\"stack\">\n<thead><tr><th scope=\"col\">Who</th><th scope=\"col\">Spent</th><th scope=\"col\">Tokens</th><th scope=\"col\">Budget</th><th scope=\"col\">Window</th><th scope=\"col\">State</th></tr></thead>\n<tbody>\n");
-        for r in rows {
-            h.push_str(&r);
-            h.push('\n');
-        }
-        h.push_str("</tbody></table></div>\n");
-    }
-    h.push_str("</section>\n");
+    rows
 }
 
 /// Dollars spent, `(est.)` when some were priced from tokens, and what
