@@ -77,8 +77,12 @@ pub(super) fn releases(_: &State, op: &Op) -> Who {
 
 /// `agent.register` and `quota.park`: an agent registers or parks only
 /// itself; doing so for another agent is a human's (a human registers and
-/// parks any agent, as any other act of theirs).
+/// parks any agent, as any other act of theirs). Naming the goals an
+/// agent may work on (format 7) is a human's act, for itself too.
 pub(super) fn on_itself(_: &State, op: &Op) -> Who {
+    if let Change::AgentRegister(AgentRegister { goals: Some(_), .. }) = &op.change {
+        return Who::Human;
+    }
     let (Change::AgentRegister(AgentRegister { agent: target, .. })
     | Change::QuotaPark(QuotaPark { agent: target, .. })) = &op.change
     else {

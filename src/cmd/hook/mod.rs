@@ -319,6 +319,7 @@ fn start(call: &Call, continued: bool) -> Result<Answer> {
                         agent: agent.clone(),
                         runtime: call.runtime.stored(),
                         capabilities: Vec::new(),
+                        goals: None,
                     }),
                 )?)
             })?;
