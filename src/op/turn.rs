@@ -50,6 +50,13 @@ pub enum Reason {
         detail: String,
     },
     NoChange,
+    /// The agent-wide slot window is used up: the agent spent its slots
+    /// across every goal (format 7, `State::agent_quota`).
+    AgentQuotaExhausted {
+        frees_at: Timestamp,
+        slots: u32,
+        window: Span,
+    },
     BudgetExhausted(super::usage::Exhausted),
     /// Advanced turns made no progress: a stall gate on the todo waits for
     /// a human (`op::progress`).
@@ -71,6 +78,7 @@ impl Reason {
             Reason::AwaitingGo { .. } => "awaiting-go",
             Reason::NothingReady { .. } => "nothing-ready",
             Reason::NoChange => "no-change",
+            Reason::AgentQuotaExhausted { .. } => "agent-quota-exhausted",
             Reason::BudgetExhausted(_) => "budget-exhausted",
             Reason::Stalled { .. } => "stalled",
         }
@@ -105,6 +113,32 @@ pub fn slots(state: &State, agent: &AgentId, goal: &Goal, now: Timestamp) -> Slo
         window: goal.quota.window,
         frees_at: counting.first().map(|s| s.at.plus(goal.quota.window)),
     }
+}
+
+/// The agent-wide slots of `agent` at `now` ([`State::agent_quota`]): its
+/// spends on every goal inside the agent-wide window. None when there is
+/// no agent-wide window (no goal in its scope and none set by the team).
+pub fn agent_slots(state: &State, agent: &AgentId, now: Timestamp) -> Option<Slots> {
+    let q = state.agent_quota(agent)?;
+    let from = now.minus(q.window);
+    let mut counting: Vec<Timestamp> = state
+        .quota
+        .get(agent)
+        .map(|l| {
+            l.spends
+                .iter()
+                .filter(|s| s.void.is_none() && s.at > from && s.at <= now)
+                .map(|s| s.at)
+                .collect()
+        })
+        .unwrap_or_default();
+    counting.sort_unstable();
+    Some(Slots {
+        slots: q.slots,
+        used: counting.len() as u32,
+        window: q.window,
+        frees_at: counting.first().map(|at| at.plus(q.window)),
+    })
 }
 
 /// What `should-run` answers.
@@ -339,6 +373,21 @@ pub fn decide_from_claims(
         });
         return Ok(d);
     }
+    // Beside the goal's window, the agent-wide one: a second goal never
+    // raises what one agent spends.
+    if let Some(all) = agent_slots(state, agent, now) {
+        if all.left() < s.left() {
+            d.slots = Some(all);
+        }
+        if all.left() == 0 {
+            d.skip = Some(Reason::AgentQuotaExhausted {
+                frees_at: all.frees_at.unwrap_or(now),
+                slots: all.slots,
+                window: all.window,
+            });
+            return Ok(d);
+        }
+    }
     // Own claims first; one covered by an open gate waits for its answer.
     let mut own: Vec<&crate::model::Todo> = state
         .todos
@@ -501,6 +550,125 @@ pub fn reason_message(r: &Reason, agent: &AgentId, goal: &GoalId) -> String {
                 .to_owned()
         }
         Reason::Stalled { gate, todo } => super::progress::message(gate, todo),
+        Reason::AgentQuotaExhausted {
+            frees_at,
+            slots,
+            window,
+        } => format!(
+            "all {slots} agent-wide slots per {window} are used, across every goal; the next frees at {frees_at}"
+        ),
+    }
+}
+
+/// [`decide`] over the goals an agent may work on (`goals`, its
+/// [`State::scope`], not empty): the goal of the pick and its decision.
+/// The pick follows `claim --next`: an own claim first (in
+/// [`rules::pick_order`]), else the todo [`rules::best_ready_among`]
+/// picks across the goals where the agent may run; a goal whose answer is
+/// a skip is passed over. When no goal runs, the skip that says most
+/// ([`skip_rank`]) answers, the first goal's among equals.
+pub fn decide_across<'s>(
+    state: &State,
+    agent: &AgentId,
+    goals: &[&'s Goal],
+    now: Timestamp,
+) -> (&'s Goal, Decision) {
+    if let [one] = goals {
+        return (one, decide(state, agent, one, now));
+    }
+    let firsts: Vec<Result<Decision, Box<Pending>>> = goals
+        .iter()
+        .map(|g| decide_from_claims(state, agent, g, now))
+        .collect();
+    let Some(a) = state.agents.get(agent) else {
+        return (goals[0], decide(state, agent, goals[0], now));
+    };
+    // An own claim first, in pick order.
+    let own = |i: usize| -> Option<&crate::model::Todo> {
+        let id = match &firsts[i] {
+            Ok(d) if d.skip.is_none() => d.todo.as_ref().map(|(t, _)| t),
+            Err(p) => p.own.as_ref(),
+            Ok(_) => None,
+        }?;
+        state.todos.get(id)
+    };
+    let mut owners: Vec<usize> = (0..goals.len()).filter(|i| own(*i).is_some()).collect();
+    owners.sort_by(|x, y| {
+        rules::pick_order(own(*x).expect("filtered"), own(*y).expect("filtered"))
+    });
+    let mut skips: Vec<(usize, Decision)> = Vec::new();
+    let mut pending: Vec<(usize, Box<Pending>)> = Vec::new();
+    for (i, r) in firsts.into_iter().enumerate() {
+        match r {
+            Ok(d) if d.skip.is_some() => skips.push((i, d)),
+            Ok(d) if owners.first() == Some(&i) => return (goals[i], d),
+            Ok(d) => skips.push((i, d)),
+            Err(p) => pending.push((i, p)),
+        }
+    }
+    // Pending goals with an own claim, in pick order, then the goal of
+    // the best ready todo among the rest, again while one's answer is a
+    // skip (its last turn ended unchanged).
+    for i in owners {
+        if let Some(k) = pending.iter().position(|(j, _)| *j == i) {
+            let (i, p) = pending.remove(k);
+            let d = p.finish(state, agent, goals[i], now);
+            if d.skip.is_none() {
+                return (goals[i], d);
+            }
+            skips.push((i, d));
+        }
+    }
+    while !pending.is_empty() {
+        let ids: Vec<&GoalId> = pending.iter().map(|(i, _)| &goals[*i].id).collect();
+        let best = match rules::best_ready_among(state, a, Some(&ids), now) {
+            Ok(t) => t.goal.clone(),
+            Err(r) => {
+                // Nothing ready on any of them: one sentence for all.
+                for (i, p) in pending.drain(..) {
+                    let Pending { mut d, gated, .. } = *p;
+                    d.skip = Some(match gated {
+                        Some((gate, question)) => Reason::GateOpen { gate, question },
+                        None => Reason::NothingReady {
+                            detail: r.message.clone(),
+                        },
+                    });
+                    skips.push((i, d));
+                }
+                break;
+            }
+        };
+        let k = pending
+            .iter()
+            .position(|(i, _)| goals[*i].id == best)
+            .expect("the pick is on one of the goals");
+        let (i, p) = pending.remove(k);
+        let d = p.finish(state, agent, goals[i], now);
+        if d.skip.is_none() {
+            return (goals[i], d);
+        }
+        skips.push((i, d));
+    }
+    let (i, d) = skips
+        .into_iter()
+        .min_by_key(|(i, d)| (d.skip.as_ref().map_or(0, skip_rank), *i))
+        .expect("every goal answered");
+    (goals[i], d)
+}
+
+/// Which skip answers when no goal runs: the lowest rank. What stops the
+/// agent everywhere or says when it may run again comes before a goal
+/// with nothing to do.
+pub fn skip_rank(r: &Reason) -> u8 {
+    match r {
+        Reason::NotRegistered => 0,
+        Reason::WaitUntil { .. } | Reason::AwaitingGo { .. } => 1,
+        Reason::AgentQuotaExhausted { .. } => 2,
+        Reason::Stalled { .. } | Reason::GateOpen { .. } | Reason::BudgetExhausted(_) => 3,
+        Reason::QuotaExhausted { .. } => 4,
+        Reason::NoChange => 5,
+        Reason::NothingReady { .. } => 6,
+        Reason::GoalPaused | Reason::GoalDone => 7,
     }
 }
 
