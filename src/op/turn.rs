@@ -656,6 +656,47 @@ pub fn decide_across<'s>(
     (goals[i], d)
 }
 
+/// [`decide_across`] from the cache's head (every claimed todo, every
+/// other entity whole), when it proves the answer: an own claim the agent
+/// works on (and no goal whose own claim waits on a no-change check), or
+/// a skip on every goal. None: decide on the whole state.
+pub fn decide_across_from_claims<'s>(
+    state: &State,
+    agent: &AgentId,
+    goals: &[&'s Goal],
+    now: Timestamp,
+) -> Option<(&'s Goal, Decision)> {
+    let firsts: Vec<Result<Decision, Box<Pending>>> = goals
+        .iter()
+        .map(|g| decide_from_claims(state, agent, g, now))
+        .collect();
+    if firsts
+        .iter()
+        .any(|r| matches!(r, Err(p) if p.own.is_some()))
+    {
+        return None;
+    }
+    let runs = firsts.iter().enumerate().filter_map(|(i, r)| match r {
+        Ok(d) if d.skip.is_none() => {
+            let (t, _) = d.todo.as_ref()?;
+            Some((i, state.todos.get(t)?))
+        }
+        _ => None,
+    });
+    if let Some((i, _)) = runs.min_by(|(_, x), (_, y)| rules::pick_order(x, y)) {
+        let d = firsts.into_iter().nth(i)?.ok()?;
+        return Some((goals[i], d));
+    }
+    let mut skips = Vec::new();
+    for (i, r) in firsts.into_iter().enumerate() {
+        skips.push((i, r.ok()?));
+    }
+    let (i, d) = skips
+        .into_iter()
+        .min_by_key(|(i, d)| (d.skip.as_ref().map_or(0, skip_rank), *i))?;
+    Some((goals[i], d))
+}
+
 /// Which skip answers when no goal runs: the lowest rank. What stops the
 /// agent everywhere or says when it may run again comes before a goal
 /// with nothing to do.
