@@ -86,7 +86,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                     }),
             };
             ctx.repo().ok().and_then(|repo| {
-                progress::measure(repo, snap.tip.commit, (&agent, &todo), since, &[], &|w| {
+                progress::measure(repo, (&snap.state, snap.tip.commit), (&agent, &todo), since, &[], &|w| {
                     ctx.out.status(&w)
                 })
             })
