@@ -307,7 +307,10 @@ pub fn pick_goal(ctx: &Ctx, state: &State, flag: Option<&str>) -> Result<GoalId,
     {
         return agent_goal(state, agent, ctx.now).map(|g| g.id.clone());
     }
-    state.default_goal().map(|g| g.id.clone()).map_err(|r| split_hint(ctx, state, r))
+    state
+        .default_goal()
+        .map(|g| g.id.clone())
+        .map_err(|r| split_hint(ctx, state, r))
 }
 
 /// The goal `--goal` or git config `loopx.goal` names, if either does.
@@ -344,7 +347,9 @@ pub fn agent_goals<'s>(
     if !scope.is_empty() {
         return Ok(scope);
     }
-    fallback_goal(state, agent).map(|g| vec![g]).map_err(|r| split_hint(ctx, state, r))
+    fallback_goal(state, agent)
+        .map(|g| vec![g])
+        .map_err(|r| split_hint(ctx, state, r))
 }
 
 /// The goal an agent works on when it names none: the goal of its
@@ -368,7 +373,11 @@ fn fallback_goal<'s>(
     state: &'s State,
     agent: &crate::model::AgentId,
 ) -> Result<&'s crate::model::Goal, Refusal> {
-    let named = state.agents.get(agent).map(|a| a.goals.as_slice()).unwrap_or_default();
+    let named = state
+        .agents
+        .get(agent)
+        .map(|a| a.goals.as_slice())
+        .unwrap_or_default();
     match named.iter().find_map(|g| state.goals.get(g)) {
         Some(g) => Ok(g),
         None => state.default_goal(),

@@ -86,9 +86,14 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                     }),
             };
             ctx.repo().ok().and_then(|repo| {
-                progress::measure(repo, (&snap.state, snap.tip.commit), (&agent, &todo), since, &[], &|w| {
-                    ctx.out.status(&w)
-                })
+                progress::measure(
+                    repo,
+                    (&snap.state, snap.tip.commit),
+                    (&agent, &todo),
+                    since,
+                    &[],
+                    &|w| ctx.out.status(&w),
+                )
             })
         }
         _ => None,

@@ -156,6 +156,15 @@ fn humans_only(state: &State, op: &Op, id: &str) -> Refusal {
                 [Next::CloseGate(verb.to_owned(), gate.to_string())],
             ))
         }
+        Change::AgentRegister(AgentRegister {
+            agent,
+            goals: Some(_),
+            ..
+        }) => Refusal::rule(
+            Code::HumansOnly,
+            format!("only a human may name the goals agent {agent} works on, and {id} is an agent"),
+        )
+        .with_hint(format!("{ask}; without --goal, {id} may register itself")),
         Change::AgentRegister(AgentRegister { agent, .. }) => Refusal::rule(
             Code::RegisterSelfOnly,
             format!("agent {id} may register only itself, not {agent}"),

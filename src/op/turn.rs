@@ -593,9 +593,8 @@ pub fn decide_across<'s>(
         state.todos.get(id)
     };
     let mut owners: Vec<usize> = (0..goals.len()).filter(|i| own(*i).is_some()).collect();
-    owners.sort_by(|x, y| {
-        rules::pick_order(own(*x).expect("filtered"), own(*y).expect("filtered"))
-    });
+    owners
+        .sort_by(|x, y| rules::pick_order(own(*x).expect("filtered"), own(*y).expect("filtered")));
     let mut skips: Vec<(usize, Decision)> = Vec::new();
     let mut pending: Vec<(usize, Box<Pending>)> = Vec::new();
     for (i, r) in firsts.into_iter().enumerate() {

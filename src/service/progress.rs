@@ -81,10 +81,14 @@ pub fn measure(
 /// write scope, else its goal's: the blobs there, without HEAD, which
 /// other goals' commits move), else HEAD and the whole working tree. A
 /// bare repository has no working tree: the code is HEAD alone.
-fn code(repo: &Repo, state: &State, (agent, todo): (&AgentId, &TodoId)) -> anyhow::Result<CodeState> {
+fn code(
+    repo: &Repo,
+    state: &State,
+    (agent, todo): (&AgentId, &TodoId),
+) -> anyhow::Result<CodeState> {
     let store = repo.store();
-    if let Some(r) = crate::service::worktree::of(store.common_dir(), todo, agent)
-        .filter(|r| r.path.is_dir())
+    if let Some(r) =
+        crate::service::worktree::of(store.common_dir(), todo, agent).filter(|r| r.path.is_dir())
     {
         return Ok(CodeState {
             head: crate::git::head_of(&r.path),
@@ -114,11 +118,7 @@ fn code(repo: &Repo, state: &State, (agent, todo): (&AgentId, &TodoId)) -> anyho
             tree: Some(tree),
         });
     }
-    let keep = |p: &str| {
-        scope
-            .iter()
-            .any(|s| crate::model::glob::overlap(s, p))
-    };
+    let keep = |p: &str| scope.iter().any(|s| crate::model::glob::overlap(s, p));
     let lines = crate::git::tree_lines(dir, &tree, &keep)?;
     use sha2::Digest;
     let mut h = sha2::Sha256::new();

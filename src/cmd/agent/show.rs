@@ -48,6 +48,11 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         if !a.capabilities.is_empty() {
             s.push_str(&format!("\ncapabilities: {}", a.capabilities.join(", ")));
         }
+        let goals: Vec<&str> = a.goals.iter().map(|g| g.as_str()).collect();
+        match goals.as_slice() {
+            [] => s.push_str("\ngoals: every active goal"),
+            g => s.push_str(&format!("\ngoals: {}", g.join(", "))),
+        }
         if !wire.claims.is_empty() {
             s.push_str("\nclaims:");
             for c in &wire.claims {

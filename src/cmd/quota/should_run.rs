@@ -143,15 +143,12 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         match turn::decide_from_claims(state, agent, goal, ctx.now) {
             // Several goals: the head proves an own claim, or a skip on
             // every goal; else the whole state decides.
-            _ if goals.len() > 1 => {
-                turn::decide_across_from_claims(state, agent, &goals, ctx.now)
-                    .map(|(g, d)| (g.id.clone(), d))
-                    .ok_or(())
+            _ if goals.len() > 1 => turn::decide_across_from_claims(state, agent, &goals, ctx.now)
+                .map(|(g, d)| (g.id.clone(), d))
+                .ok_or(()),
+            Err(pending) if claims.complete => {
+                Ok((goal.id.clone(), pending.finish(state, agent, goal, ctx.now)))
             }
-            Err(pending) if claims.complete => Ok((
-                goal.id.clone(),
-                pending.finish(state, agent, goal, ctx.now),
-            )),
             Err(pending) => {
                 // Parsed up to the first todo ready now: the one it
                 // names.
@@ -166,11 +163,10 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                         let d = (goal.id.clone(), d);
                         // The todo it names (unclaimed: not in the head),
                         // for its title.
-                        let shown = d
-                            .1
-                            .todo
-                            .as_ref()
-                            .and_then(|(id, _)| list?.todos.into_iter().find(|t| &t.id == id));
+                        let shown =
+                            d.1.todo
+                                .as_ref()
+                                .and_then(|(id, _)| list?.todos.into_iter().find(|t| &t.id == id));
                         if let Some(t) = shown {
                             claims.state.todos.insert(t.id.clone(), t);
                         }
