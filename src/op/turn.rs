@@ -58,6 +58,9 @@ pub enum Reason {
         window: Span,
     },
     BudgetExhausted(super::usage::Exhausted),
+    /// The agent's budget is reached across goals, though no one goal's
+    /// is (format 7, [`super::usage::agent_exhausted`]).
+    AgentBudgetExhausted(super::usage::Standing),
     /// Advanced turns made no progress: a stall gate on the todo waits for
     /// a human (`op::progress`).
     Stalled {
@@ -79,7 +82,7 @@ impl Reason {
             Reason::NothingReady { .. } => "nothing-ready",
             Reason::NoChange => "no-change",
             Reason::AgentQuotaExhausted { .. } => "agent-quota-exhausted",
-            Reason::BudgetExhausted(_) => "budget-exhausted",
+            Reason::BudgetExhausted(_) | Reason::AgentBudgetExhausted(_) => "budget-exhausted",
             Reason::Stalled { .. } => "stalled",
         }
     }
@@ -328,7 +331,12 @@ pub fn decide_from_claims(
         GoalStatus::Done => d.skip = Some(Reason::GoalDone),
         GoalStatus::Active => {
             // `should-run`'s budget answer for an active goal.
-            d.skip = super::usage::exhausted(state, agent, goal, now).map(Reason::BudgetExhausted)
+            d.skip = super::usage::exhausted(state, agent, goal, now)
+                .map(Reason::BudgetExhausted)
+                .or_else(|| {
+                    super::usage::agent_exhausted(state, agent, now)
+                        .map(Reason::AgentBudgetExhausted)
+                })
         }
     }
     if d.skip.is_some() {
@@ -545,6 +553,7 @@ pub fn reason_message(r: &Reason, agent: &AgentId, goal: &GoalId) -> String {
         ),
         Reason::NothingReady { detail } => detail.clone(),
         Reason::BudgetExhausted(e) => super::usage::exhausted_message(goal, e),
+        Reason::AgentBudgetExhausted(st) => super::usage::agent_exhausted_message(agent, st),
         Reason::NoChange => {
             "your last turn ended unchanged and nothing that concerns you has changed since"
                 .to_owned()
@@ -596,19 +605,23 @@ pub fn decide_across<'s>(
     owners
         .sort_by(|x, y| rules::pick_order(own(*x).expect("filtered"), own(*y).expect("filtered")));
     let mut skips: Vec<(usize, Decision)> = Vec::new();
+    let mut runs: Vec<(usize, Decision)> = Vec::new();
     let mut pending: Vec<(usize, Box<Pending>)> = Vec::new();
     for (i, r) in firsts.into_iter().enumerate() {
         match r {
             Ok(d) if d.skip.is_some() => skips.push((i, d)),
-            Ok(d) if owners.first() == Some(&i) => return (goals[i], d),
-            Ok(d) => skips.push((i, d)),
+            Ok(d) => runs.push((i, d)),
             Err(p) => pending.push((i, p)),
         }
     }
-    // Pending goals with an own claim, in pick order, then the goal of
-    // the best ready todo among the rest, again while one's answer is a
-    // skip (its last turn ended unchanged).
+    // Own claims in pick order (a pending one waits on its no-change
+    // check), then the goal of the best ready todo among the rest, again
+    // while one's answer is a skip (its last turn ended unchanged).
     for i in owners {
+        if let Some(k) = runs.iter().position(|(j, _)| *j == i) {
+            let (i, d) = runs.swap_remove(k);
+            return (goals[i], d);
+        }
         if let Some(k) = pending.iter().position(|(j, _)| *j == i) {
             let (i, p) = pending.remove(k);
             let d = p.finish(state, agent, goals[i], now);
@@ -704,6 +717,7 @@ pub fn skip_rank(r: &Reason) -> u8 {
         Reason::NotRegistered => 0,
         Reason::WaitUntil { .. } | Reason::AwaitingGo { .. } => 1,
         Reason::AgentQuotaExhausted { .. } => 2,
+        Reason::AgentBudgetExhausted(_) => 2,
         Reason::Stalled { .. } | Reason::GateOpen { .. } | Reason::BudgetExhausted(_) => 3,
         Reason::QuotaExhausted { .. } => 4,
         Reason::NoChange => 5,

@@ -349,3 +349,62 @@ fn a_split_states_shared_ref_names_the_fix() {
     env.git(&["config", "loopx.ref", "refs/loopx/goals/main"]);
     env.loopx(&["todo", "add", "X"]).ok();
 }
+
+#[test]
+fn an_agents_budget_caps_its_usage_across_goals() {
+    let env = two_goals();
+    for g in ["main", "docs"] {
+        env.loopx(&[
+            "goal",
+            "set",
+            g,
+            "--budget-tokens",
+            "1k",
+            "--budget-agent",
+            "agent-a",
+        ])
+        .ok();
+        env.add(&format!("Work on {g}"), &["--goal", g]);
+    }
+    let mut goals = Vec::new();
+    for _ in 0..2 {
+        let v = should_run(&env, "agent-a");
+        assert_eq!(v["decision"], "run", "{v}");
+        let todo = v["todo"]["id"].as_str().unwrap().to_owned();
+        goals.push(v["goal"].as_str().unwrap().to_owned());
+        env.agent("agent-a", &["todo", "claim", &todo]).ok();
+        let token = v["turn_token"].as_str().unwrap().to_owned();
+        env.agent(
+            "agent-a",
+            &[
+                "settle",
+                "--turn",
+                &token,
+                "--todo",
+                &todo,
+                "--outcome",
+                "advanced",
+                "--done",
+                "--usage",
+                r#"{"input_tokens": 500, "output_tokens": 100}"#,
+            ],
+        )
+        .ok();
+    }
+    goals.sort();
+    assert_eq!(goals, ["docs", "main"], "one turn on each goal");
+    // 600 tokens on each goal: under each goal's budget, over the agent's.
+    env.add("More on main", &["--goal", "main"]);
+    let v = should_run(&env, "agent-a");
+    assert_eq!(v["reason"]["code"], "budget-exhausted", "{v}");
+    assert_eq!(v["reason"]["budget"]["scope"], "agent:agent-a", "{v}");
+    assert!(
+        v["reason"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("across every goal"),
+        "{v}"
+    );
+    // Another agent is not affected.
+    assert_eq!(should_run(&env, "agent-b")["decision"], "run");
+}
