@@ -30,7 +30,7 @@ pub struct Since {
     pub inclusive: bool,
 }
 
-/// Measures the turn of `agent` on `todo`: the code under it ([`code`]),
+/// Measures the turn of `agent` on `todo`: the code under it (its claim's worktree, else its own files: `code`),
 /// and the checks that passed: `own` (what this command ran) and the
 /// agent's passing `evidence run` records on the todo in the ticks since the
 /// turn began, read back from `tip`. None when git cannot say (the turn then

@@ -165,8 +165,7 @@ fn turns_until_skip(goals: usize, agent_slots: Option<&str>) -> (usize, String) 
     if let Some(n) = agent_slots {
         env.loopx(&["settings", "set", "--agent-slots", n]).ok();
     }
-    let mut turns = 0;
-    for _ in 0..40 {
+    for turns in 0..40 {
         let v = should_run(&env, "agent-a");
         if v["decision"] != "run" {
             return (turns, v["reason"]["code"].as_str().unwrap().to_owned());
@@ -189,7 +188,6 @@ fn turns_until_skip(goals: usize, agent_slots: Option<&str>) -> (usize, String) 
             ],
         )
         .ok();
-        turns += 1;
     }
     panic!("should-run never skipped");
 }
