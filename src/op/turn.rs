@@ -309,6 +309,33 @@ pub fn decide_from_claims(
     goal: &Goal,
     now: Timestamp,
 ) -> Result<Decision, Box<Pending>> {
+    decide_with(state, agent, goal, now, &Wide::of(state, agent, now))
+}
+
+/// What caps an agent on every goal alike, computed once for a decision
+/// across its goals: the agent-wide slots and budget.
+struct Wide {
+    slots: Option<Slots>,
+    budget: Option<super::usage::Standing>,
+}
+
+impl Wide {
+    fn of(state: &State, agent: &AgentId, now: Timestamp) -> Wide {
+        Wide {
+            slots: agent_slots(state, agent, now),
+            budget: super::usage::agent_exhausted(state, agent, now),
+        }
+    }
+}
+
+/// [`decide_from_claims`] with the agent-wide caps given.
+fn decide_with(
+    state: &State,
+    agent: &AgentId,
+    goal: &Goal,
+    now: Timestamp,
+    wide: &Wide,
+) -> Result<Decision, Box<Pending>> {
     let mut d = Decision {
         skip: None,
         todo: None,
@@ -333,10 +360,7 @@ pub fn decide_from_claims(
             // `should-run`'s budget answer for an active goal.
             d.skip = super::usage::exhausted(state, agent, goal, now)
                 .map(Reason::BudgetExhausted)
-                .or_else(|| {
-                    super::usage::agent_exhausted(state, agent, now)
-                        .map(Reason::AgentBudgetExhausted)
-                })
+                .or_else(|| wide.budget.clone().map(Reason::AgentBudgetExhausted))
         }
     }
     if d.skip.is_some() {
@@ -383,7 +407,7 @@ pub fn decide_from_claims(
     }
     // Beside the goal's window, the agent-wide one: a second goal never
     // raises what one agent spends.
-    if let Some(all) = agent_slots(state, agent, now) {
+    if let Some(all) = wide.slots {
         if all.left() < s.left() {
             d.slots = Some(all);
         }
@@ -585,9 +609,10 @@ pub fn decide_across<'s>(
     if let [one] = goals {
         return (one, decide(state, agent, one, now));
     }
+    let wide = Wide::of(state, agent, now);
     let firsts: Vec<Result<Decision, Box<Pending>>> = goals
         .iter()
-        .map(|g| decide_from_claims(state, agent, g, now))
+        .map(|g| decide_with(state, agent, g, now, &wide))
         .collect();
     let Some(a) = state.agents.get(agent) else {
         return (goals[0], decide(state, agent, goals[0], now));
@@ -678,35 +703,147 @@ pub fn decide_across_from_claims<'s>(
     goals: &[&'s Goal],
     now: Timestamp,
 ) -> Option<(&'s Goal, Decision)> {
+    let wide = Wide::of(state, agent, now);
     let firsts: Vec<Result<Decision, Box<Pending>>> = goals
         .iter()
-        .map(|g| decide_from_claims(state, agent, g, now))
+        .map(|g| decide_with(state, agent, g, now, &wide))
         .collect();
+    from_firsts(state, goals, firsts).ok()
+}
+
+/// [`decide_across_from_claims`] from each goal's first decision: the
+/// answer, or the decisions back when they do not prove it.
+type Firsts = Vec<Result<Decision, Box<Pending>>>;
+
+fn from_firsts<'s>(
+    state: &State,
+    goals: &[&'s Goal],
+    firsts: Firsts,
+) -> Result<(&'s Goal, Decision), Firsts> {
     if firsts
         .iter()
         .any(|r| matches!(r, Err(p) if p.own.is_some()))
     {
-        return None;
+        return Err(firsts);
     }
-    let runs = firsts.iter().enumerate().filter_map(|(i, r)| match r {
-        Ok(d) if d.skip.is_none() => {
-            let (t, _) = d.todo.as_ref()?;
-            Some((i, state.todos.get(t)?))
-        }
-        _ => None,
-    });
-    if let Some((i, _)) = runs.min_by(|(_, x), (_, y)| rules::pick_order(x, y)) {
-        let d = firsts.into_iter().nth(i)?.ok()?;
-        return Some((goals[i], d));
+    let run = firsts
+        .iter()
+        .enumerate()
+        .filter_map(|(i, r)| match r {
+            Ok(d) if d.skip.is_none() => {
+                let (t, _) = d.todo.as_ref()?;
+                Some((i, state.todos.get(t)?))
+            }
+            _ => None,
+        })
+        .min_by(|(_, x), (_, y)| rules::pick_order(x, y))
+        .map(|(i, _)| i);
+    if let Some(i) = run {
+        let Some(Ok(d)) = firsts.into_iter().nth(i) else {
+            unreachable!("the run was found among them");
+        };
+        return Ok((goals[i], d));
     }
-    let mut skips = Vec::new();
+    if firsts.iter().any(Result::is_err) {
+        return Err(firsts);
+    }
+    let (i, d) = firsts
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, r)| r.ok().map(|d| (i, d)))
+        .min_by_key(|(i, d)| (d.skip.as_ref().map_or(0, skip_rank), *i))
+        .expect("every goal answered");
+    Ok((goals[i], d))
+}
+
+/// [`decide_across`] from the cache's head and the agent's ready list on
+/// each goal still open after [`decide_across_from_claims`] (`lists_of`,
+/// every list from one read of the index),
+/// as `claim --next` picks from them ([`ready::best_of`]): the goal, the
+/// decision, and the todo it names when the head lacks it (unclaimed: from
+/// its list). None when the lists cannot prove the whole state's answer.
+pub fn decide_across_from_ready<'s>(
+    state: &State,
+    agent: &AgentId,
+    goals: &[&'s Goal],
+    now: Timestamp,
+    lists_of: &dyn Fn(&[&GoalId]) -> Option<std::collections::BTreeMap<GoalId, ready::ReadyList>>,
+) -> Option<(&'s Goal, Decision, Option<crate::model::Todo>)> {
+    let wide = Wide::of(state, agent, now);
+    let firsts: Firsts = goals
+        .iter()
+        .map(|g| decide_with(state, agent, g, now, &wide))
+        .collect();
+    let firsts = match from_firsts(state, goals, firsts) {
+        Ok((g, d)) => return Some((g, d, None)),
+        Err(f) => f,
+    };
+    let a = state.agents.get(agent)?;
+    let mut skips: Vec<(usize, Decision)> = Vec::new();
+    let mut pending: Vec<(usize, Box<Pending>)> = Vec::new();
     for (i, r) in firsts.into_iter().enumerate() {
-        skips.push((i, r.ok()?));
+        match r {
+            Ok(d) if d.skip.is_some() => skips.push((i, d)),
+            // An own claim, or one waiting on its no-change check:
+            // from_firsts answered or could not.
+            Ok(_) => return None,
+            Err(p) if p.own.is_some() => return None,
+            Err(p) => pending.push((i, p)),
+        }
+    }
+    let ids: Vec<&GoalId> = pending.iter().map(|(i, _)| &goals[*i].id).collect();
+    let mut by_goal = lists_of(&ids)?;
+    let mut lists: Vec<ready::ReadyList> = ids
+        .iter()
+        .map(|g| by_goal.remove(*g))
+        .collect::<Option<_>>()?;
+    while !pending.is_empty() {
+        let Some(best) = ready::best_of(state, &lists, a, now) else {
+            break;
+        };
+        let k = pending
+            .iter()
+            .position(|(i, _)| goals[*i].id == best.goal)?;
+        let todo = best.clone();
+        let (i, p) = pending.remove(k);
+        let list = lists.remove(k);
+        let d = p
+            .finish_from_ready(state, agent, goals[i], now, Some(&list))
+            .ok()?;
+        if d.skip.is_none() {
+            let shown = (!state.todos.contains_key(&todo.id)).then_some(todo);
+            return Some((goals[i], d, shown));
+        }
+        skips.push((i, d));
+    }
+    // Nothing ready on the rest: one sentence for all, from the counts
+    // each list holds (what `best_ready_among` counts on the whole state).
+    let mut why: std::collections::BTreeMap<String, usize> = std::collections::BTreeMap::new();
+    let mut rest = Vec::new();
+    for ((i, p), list) in pending.into_iter().zip(&lists) {
+        let n = list
+            .nothing
+            .as_ref()
+            .filter(|n| n.holds_at(state, a, &goals[i].id, now))?;
+        for (k, v) in &n.why {
+            *why.entry(k.clone()).or_default() += v;
+        }
+        rest.push((i, p));
+    }
+    for (i, p) in rest {
+        let Pending { mut d, gated, .. } = *p;
+        d.skip = Some(match gated {
+            Some((gate, question)) => Reason::GateOpen { gate, question },
+            None => Reason::NothingReady {
+                detail: rules::nothing_ready(agent, &why),
+            },
+        });
+        skips.push((i, d));
     }
     let (i, d) = skips
         .into_iter()
         .min_by_key(|(i, d)| (d.skip.as_ref().map_or(0, skip_rank), *i))?;
-    Some((goals[i], d))
+    Some((goals[i], d, None))
 }
 
 /// Which skip answers when no goal runs: the lowest rank. What stops the

@@ -143,9 +143,30 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         match turn::decide_from_claims(state, agent, goal, ctx.now) {
             // Several goals: the head proves an own claim, or a skip on
             // every goal; else the whole state decides.
-            _ if goals.len() > 1 => turn::decide_across_from_claims(state, agent, &goals, ctx.now)
-                .map(|(g, d)| (g.id.clone(), d))
-                .ok_or(()),
+            _ if goals.len() > 1 => {
+                let takes = |g: &[&crate::model::GoalId]| {
+                    let a = state.agents.get(agent)?;
+                    claims.ready_lists_until(agent, g, ready::takes(state, a, ctx.now))
+                };
+                let picked = match claims.complete {
+                    // The head holds every todo: it is the whole state.
+                    true => {
+                        let (g, d) = turn::decide_across(state, agent, &goals, ctx.now);
+                        Some((g, d, None))
+                    }
+                    false => turn::decide_across_from_ready(state, agent, &goals, ctx.now, &takes),
+                };
+                match picked {
+                    Some((g, d, shown)) => {
+                        let g = g.id.clone();
+                        if let Some(t) = shown {
+                            claims.state.todos.insert(t.id.clone(), t);
+                        }
+                        Ok((g, d))
+                    }
+                    None => Err(()),
+                }
+            }
             Err(pending) if claims.complete => {
                 Ok((goal.id.clone(), pending.finish(state, agent, goal, ctx.now)))
             }
