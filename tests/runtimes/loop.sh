@@ -215,8 +215,9 @@ t_work=$(now)
 export HOME="$work/seed-home"
 cd "$work/seed"
 "$loopx" sync > /dev/null 2>&1 || true
-"$loopx" gate open --question "May we publish 1.0?" --kind publish > /dev/null 2>&1
-"$loopx" gate open --question "May we deploy?" --kind production > /dev/null 2>&1
+# A human's command that needs a goal names it: two are active.
+"$loopx" gate open --goal main --question "May we publish 1.0?" --kind publish > /dev/null 2>&1
+"$loopx" gate open --goal main --question "May we deploy?" --kind production > /dev/null 2>&1
 "$loopx" sync > /dev/null
 hub_main=$(git -C "$work/hub.git" rev-parse main)
 if [ "$operator_sync" = 1 ]; then
