@@ -711,10 +711,11 @@ pub fn decide_across_from_claims<'s>(
     from_firsts(state, goals, firsts).ok()
 }
 
-/// [`decide_across_from_claims`] from each goal's first decision: the
-/// answer, or the decisions back when they do not prove it.
+/// Each goal's first decision ([`decide_from_claims`]).
 type Firsts = Vec<Result<Decision, Box<Pending>>>;
 
+/// [`decide_across_from_claims`] from each goal's first decision: the
+/// answer, or the decisions back when they do not prove it.
 fn from_firsts<'s>(
     state: &State,
     goals: &[&'s Goal],
@@ -756,6 +757,11 @@ fn from_firsts<'s>(
     Ok((goals[i], d))
 }
 
+/// The agent's ready lists on some goals, by goal, from one read of the
+/// ready index (None: it cannot give them all).
+pub type ListsOf<'a> =
+    dyn Fn(&[&GoalId]) -> Option<std::collections::BTreeMap<GoalId, ready::ReadyList>> + 'a;
+
 /// [`decide_across`] from the cache's head and the agent's ready list on
 /// each goal still open after [`decide_across_from_claims`] (`lists_of`,
 /// every list from one read of the index),
@@ -767,7 +773,7 @@ pub fn decide_across_from_ready<'s>(
     agent: &AgentId,
     goals: &[&'s Goal],
     now: Timestamp,
-    lists_of: &dyn Fn(&[&GoalId]) -> Option<std::collections::BTreeMap<GoalId, ready::ReadyList>>,
+    lists_of: &ListsOf<'_>,
 ) -> Option<(&'s Goal, Decision, Option<crate::model::Todo>)> {
     let wide = Wide::of(state, agent, now);
     let firsts: Firsts = goals
