@@ -252,6 +252,7 @@ fn run(args: &Args) -> Result<String> {
                 agent: id,
                 runtime: Runtime::Custom,
                 capabilities: Vec::new(),
+                goals: None,
             }),
         )?;
     }

@@ -268,6 +268,51 @@ impl Claims {
         read_ready_list(folder, build_key()?, want, agent, goal, enough)
     }
 
+    /// [`Claims::ready_list_until`] on several goals from one read of the
+    /// index (`should-run` across an agent's goals): the lists by goal,
+    /// each parsed up to the first todo `enough` accepts.
+    pub fn ready_lists_until(
+        &self,
+        agent: &AgentId,
+        goals: &[&GoalId],
+        mut enough: impl FnMut(&Todo) -> bool,
+    ) -> Option<BTreeMap<GoalId, ReadyList>> {
+        let (folder, want) = self.ready.as_ref()?;
+        let bytes = read_regular(&ready_path(folder))?;
+        let (table, body) = parse_ready(build_key()?, &bytes, want)?;
+        let (at, len) = table.get(agent.as_str())?;
+        let part = body.get(*at..at.checked_add(*len)?)?;
+        let (head, mut lines) = part_head(part)?;
+        let mut out = BTreeMap::new();
+        for (g, h) in head.goals {
+            let n = h.todos;
+            if !goals.contains(&&g) {
+                for _ in 0..n {
+                    lines.next()?;
+                }
+                continue;
+            }
+            let mut todos = Vec::new();
+            let mut read = 0;
+            while read < n {
+                let line = lines.next()?;
+                read += 1;
+                let t: Todo = serde_json::from_slice(line).ok()?;
+                let stop = enough(&t);
+                todos.push(t);
+                if stop {
+                    break;
+                }
+            }
+            for _ in read..n {
+                lines.next()?;
+            }
+            let whole = todos.len() == n;
+            out.insert(g, list_of(h, todos, whole));
+        }
+        goals.iter().all(|g| out.contains_key(*g)).then_some(out)
+    }
+
     /// The board's counts of every live todo at `now`, when the head holds
     /// counts that hold then: every claim (the head holds them all) is
     /// live at `now` exactly when it was at the time they were counted, so

@@ -231,6 +231,29 @@ pub fn worktree_tree(workdir: &Path) -> Result<String> {
     Ok(run(&["write-tree"])?.trim().to_owned())
 }
 
+/// The blobs of `tree` (as `git ls-tree -r`: one `mode type oid\tpath`
+/// line each) whose path `keep` keeps, in tree order: a stall
+/// fingerprint of a todo's own files.
+pub fn tree_lines(workdir: &Path, tree: &str, keep: &dyn Fn(&str) -> bool) -> Result<Vec<String>> {
+    let args = ["ls-tree", "-r", "--full-tree", tree];
+    let out = stdout_of(command_in(workdir, &args), &args)?;
+    Ok(out
+        .lines()
+        .filter(|l| l.split_once('\t').is_some_and(|(_, p)| keep(p)))
+        .map(str::to_owned)
+        .collect())
+}
+
+/// The commit HEAD of the working tree at `workdir` names (None on an
+/// unborn branch).
+pub fn head_of(workdir: &Path) -> Option<String> {
+    let args = ["rev-parse", "--verify", "-q", "HEAD"];
+    stdout_of(command_in(workdir, &args), &args)
+        .ok()
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty())
+}
+
 /// Set in the environment of sync's own git calls, so loopx's hook shims
 /// stay quiet while loopx itself fetches and pushes.
 pub const IN_SYNC: &str = "LOOPX_IN_SYNC";

@@ -277,8 +277,6 @@ pub fn commit_change(ctx: &Ctx, change: crate::op::Change) -> Result<Committed> 
     tx::start(ctx)?.run(|_| Ok(tx::op(ctx, change.clone())?))
 }
 
-/// The goal a command acts on: `--goal`, else git config `loopx.goal`, else
-/// the only active goal.
 /// What this clone knows beyond the state, for judging stuck claims
 /// (`op::stuck`): the agents whose sessions here are all over (the hooks'
 /// session files), and up to when it has seen other clones' ticks: the
@@ -302,17 +300,133 @@ pub fn stuck_local(ctx: &Ctx) -> crate::op::stuck::Local {
     crate::op::stuck::Local { gone, seen_until }
 }
 
+/// The goal a command acts on: `--goal`, else git config `loopx.goal`, else
+/// for an agent the goal of its pick across the goals it may work on
+/// ([`agent_goal`]), else the only active goal (`ambiguous-goal` for a
+/// human when several are active).
 pub fn pick_goal(ctx: &Ctx, state: &State, flag: Option<&str>) -> Result<GoalId, Refusal> {
+    if let Some(g) = named_goal(ctx, state, flag)? {
+        return Ok(g);
+    }
+    if let crate::model::Caller::Agent(agent) = ctx.caller()
+        && state.agents.contains_key(agent)
+    {
+        return agent_goal(state, agent, ctx.now).map(|g| g.id.clone());
+    }
+    state
+        .default_goal()
+        .map(|g| g.id.clone())
+        .map_err(|r| split_hint(ctx, state, r))
+}
+
+/// The goal `--goal` or git config `loopx.goal` names, if either does.
+pub fn named_goal(ctx: &Ctx, state: &State, flag: Option<&str>) -> Result<Option<GoalId>, Refusal> {
     if let Some(g) = flag {
-        return state.goal(g).map(|g| g.id.clone());
+        return state
+            .goal(g)
+            .map(|g| Some(g.id.clone()))
+            .map_err(|r| split_hint(ctx, state, r));
     }
     if let Some(g) = ctx.settings().ok().and_then(|c| c.goal) {
         return state
             .goal(&g)
-            .map(|g| g.id.clone())
+            .map(|g| Some(g.id.clone()))
             .map_err(|r| r.with_hint("git config loopx.goal names it; fix or unset that setting"));
     }
-    state.default_goal().map(|g| g.id.clone())
+    Ok(None)
+}
+
+/// The goals an agent's should-run, brief and hooks work over: the one
+/// `--goal` or `loopx.goal` names, else its [`State::scope`], else (none
+/// active in it) the first goal its record names or the only goal, so the
+/// answer can say that it is paused or done.
+pub fn agent_goals<'s>(
+    ctx: &Ctx,
+    state: &'s State,
+    agent: &crate::model::AgentId,
+    flag: Option<&str>,
+) -> Result<Vec<&'s crate::model::Goal>, Refusal> {
+    if let Some(g) = named_goal(ctx, state, flag)? {
+        return Ok(vec![&state.goals[&g]]);
+    }
+    let scope = state.scope(agent);
+    if !scope.is_empty() {
+        return Ok(scope);
+    }
+    fallback_goal(state, agent)
+        .map(|g| vec![g])
+        .map_err(|r| split_hint(ctx, state, r))
+}
+
+/// The goal an agent works on when it names none: the goal of its
+/// should-run pick across its [`State::scope`] (`op::turn::decide_across`,
+/// which follows `claim --next`).
+pub fn agent_goal<'s>(
+    state: &'s State,
+    agent: &crate::model::AgentId,
+    now: crate::time::Timestamp,
+) -> Result<&'s crate::model::Goal, Refusal> {
+    match state.scope(agent).as_slice() {
+        [] => fallback_goal(state, agent),
+        [one] => Ok(one),
+        many => Ok(crate::op::turn::decide_across(state, agent, many, now).0),
+    }
+}
+
+/// An agent's goal when none in its scope is active: the first its record
+/// names, else [`State::default_goal`].
+fn fallback_goal<'s>(
+    state: &'s State,
+    agent: &crate::model::AgentId,
+) -> Result<&'s crate::model::Goal, Refusal> {
+    let named = state
+        .agents
+        .get(agent)
+        .map(|a| a.goals.as_slice())
+        .unwrap_or_default();
+    match named.iter().find_map(|g| state.goals.get(g)) {
+        Some(g) => Ok(g),
+        None => state.default_goal(),
+    }
+}
+
+/// On the shared ref of a split state (`goal split`: no goal lives there,
+/// each has its own ref), a refusal about goals names the fix: point
+/// `loopx.ref` at a goal's ref.
+pub fn split_hint(ctx: &Ctx, state: &State, r: Refusal) -> Refusal {
+    match split_refs(ctx, state) {
+        Some(refs) if !refs.is_empty() => r.with_hint(split_fix(&refs)),
+        _ => r,
+    }
+}
+
+/// The goal refs of a split state, when this clone reads its shared ref
+/// (one holding no goal, whose split names goal refs); None otherwise.
+pub fn split_refs(ctx: &Ctx, state: &State) -> Option<Vec<(GoalId, String)>> {
+    if !tx::goalref::is_shared_state(state) {
+        return None;
+    }
+    let refs = tx::goalref::goal_refs(ctx.store().ok()?).ok()?;
+    let refs: Vec<(GoalId, String)> = refs
+        .into_iter()
+        .filter_map(|(name, _)| {
+            let g = GoalId::new(name.strip_prefix(tx::goalref::GOALS)?).ok()?;
+            Some((g, name))
+        })
+        .collect();
+    (!refs.is_empty()).then_some(refs)
+}
+
+/// The hint that tells a clone on a split state's shared ref how to work
+/// a goal: `git config loopx.ref refs/loopx/goals/<goal>`.
+pub fn split_fix(refs: &[(GoalId, String)]) -> String {
+    let first = &refs[0];
+    let goals: Vec<&str> = refs.iter().map(|(g, _)| g.as_str()).collect();
+    format!(
+        "this clone reads the shared ref of a split state, where no goal lives; each goal ({}) has its own ref: work one with `git config loopx.ref {}`",
+        goals.join(", "),
+        first.1
+    )
 }
 
 /// A fresh evidence id. Records are not loaded with the state, so this

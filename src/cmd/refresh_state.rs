@@ -86,23 +86,30 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                     }),
             };
             ctx.repo().ok().and_then(|repo| {
-                progress::measure(repo, snap.tip.commit, (&agent, &todo), since, &[], &|w| {
-                    ctx.out.status(&w)
-                })
+                progress::measure(
+                    repo,
+                    (&snap.state, snap.tip.commit),
+                    (&agent, &todo),
+                    since,
+                    &[],
+                    &|w| ctx.out.status(&w),
+                )
             })
         }
         _ => None,
     };
     let build = |state: &crate::model::State| -> Result<Change> {
-        let goal = match (&args.goal, &token) {
-            (None, Some(t)) => t.goal.clone(),
-            (g, _) => pick_goal(ctx, state, g.as_deref())?,
-        };
         let todo = args
             .todo
             .as_deref()
             .map(|t| state.resolve_todo(t))
             .transpose()?;
+        // The turn token's goal, else the todo's, else the agent's pick.
+        let goal = match (&args.goal, &token, &todo) {
+            (None, Some(t), _) => t.goal.clone(),
+            (None, None, Some(t)) => state.todos[t].goal.clone(),
+            (g, _, _) => pick_goal(ctx, state, g.as_deref())?,
+        };
         let progress = measured
             .as_ref()
             .zip(todo.as_ref())

@@ -271,7 +271,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
             };
             progress::measure(
                 ctx.repo().ok()?,
-                snap.tip.commit,
+                (&snap.state, snap.tip.commit),
                 (&token.agent, &todo),
                 Some(since),
                 &own,

@@ -726,6 +726,7 @@ mod tests {
             last_turn: None,
             parked: None,
             progress: None,
+            goals: Vec::new(),
         };
         b.goals.insert(goal.id.clone(), goal.clone());
         b.agents.insert(agent.id.clone(), agent.clone());

@@ -52,6 +52,11 @@ pub struct Session {
     pub at_start: Option<Seen>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub at_nudge: Option<Seen>,
+    /// The goal of the last turn token the hooks gave the session (the
+    /// brief's, a stop's): the usage its Stop and SessionEnd record goes
+    /// there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn_goal: Option<crate::model::GoalId>,
 }
 
 impl Session {

@@ -10,7 +10,7 @@ use super::args::{Arg, Prop, TURN_TOKEN, Ty, one_of, prop, req};
 const GOAL: Prop = prop(
     "goal",
     Ty::Str,
-    "Goal id [default: the only active goal]",
+    "Goal id [default: for an agent, the goal of its pick among those it may work on]",
     Arg::Flag("--goal"),
 );
 const TODO_ID: Prop = req(prop(

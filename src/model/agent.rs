@@ -34,6 +34,10 @@ pub struct Agent {
     /// for stall detection (format 3; docs/turn.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub progress: Option<Progress>,
+    /// The goals it may work on (format 7, `agent register --goal`, a
+    /// human's act); empty: every active goal ([`crate::model::State::scope`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub goals: Vec<super::GoalId>,
 }
 
 /// Why and until when an agent parked itself (a runtime's usage limit).

@@ -173,6 +173,12 @@ pub struct Settings {
     /// `settings.set`; absent, half the claim's lease ([`State::stuck_after`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stuck_after: Option<Span>,
+    /// Format 7: the agent-wide slot window, set by `settings.set`: no agent
+    /// spends more than `slots` turns in any rolling `window` across every
+    /// goal it works on; absent, the largest of its goals' own
+    /// ([`State::agent_quota`]), so a second goal adds nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_quota: Option<goal::QuotaPolicy>,
 }
 
 /// A team's price for one model: dollars per million tokens.
@@ -236,6 +242,7 @@ impl Default for Settings {
             signatures: Signatures::Off,
             prices: BTreeMap::new(),
             stuck_after: None,
+            agent_quota: None,
         }
     }
 }
@@ -317,8 +324,64 @@ impl State {
                         .join(", ")
                 ),
             )
-            .with_hint("pass --goal ID, or set git config loopx.goal")),
+            .with_hint(format!(
+                "pass one of {}, or set git config loopx.goal",
+                many.iter()
+                    .map(|g| format!("--goal {}", g.id))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))),
         }
+    }
+
+    /// The goals `agent` may work on, in id order: the active goals its
+    /// record names (`agent register --goal`, format 7), or every active
+    /// goal when it names none. A paused, done or removed goal drops out,
+    /// never an error ([`State::out_of_scope`] lists them).
+    pub fn scope(&self, agent: &AgentId) -> Vec<&Goal> {
+        let named = self
+            .agents
+            .get(agent)
+            .map(|a| a.goals.as_slice())
+            .unwrap_or_default();
+        self.goals
+            .values()
+            .filter(|g| g.status == GoalStatus::Active)
+            .filter(|g| named.is_empty() || named.contains(&g.id))
+            .collect()
+    }
+
+    /// The goals `agent`'s record names that are not in its
+    /// [`State::scope`] (paused, done, or no longer in the state), for
+    /// `status` and `agent show`.
+    pub fn out_of_scope(&self, agent: &AgentId) -> Vec<GoalId> {
+        let Some(a) = self.agents.get(agent) else {
+            return Vec::new();
+        };
+        a.goals
+            .iter()
+            .filter(|g| {
+                self.goals
+                    .get(*g)
+                    .is_none_or(|x| x.status != GoalStatus::Active)
+            })
+            .cloned()
+            .collect()
+    }
+
+    /// The agent-wide slot window of `agent`: the team's
+    /// (`settings.agent_quota`), else the largest slots and the largest
+    /// window of the goals in its scope, so a second goal never raises
+    /// what one agent may spend. None when its scope is empty and the team
+    /// set none.
+    pub fn agent_quota(&self, agent: &AgentId) -> Option<QuotaPolicy> {
+        if let Some(q) = self.meta.settings.agent_quota {
+            return Some(q);
+        }
+        let scope = self.scope(agent);
+        let slots = scope.iter().map(|g| g.quota.slots).max()?;
+        let window = scope.iter().map(|g| g.quota.window).max()?;
+        Some(QuotaPolicy { slots, window })
     }
 
     pub fn goal(&self, id: &str) -> Result<&Goal, Refusal> {

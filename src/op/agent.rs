@@ -10,13 +10,34 @@ pub(super) fn register(state: &mut State, op: &Op, c: &AgentRegister) -> Result<
         ref agent,
         runtime,
         ref capabilities,
+        ref goals,
     } = c;
     let id = agent;
     let caps = normalize(capabilities);
+    if let Some(goals) = goals {
+        for g in goals {
+            if !state.goals.contains_key(g) {
+                return Err(crate::model::unknown_goal(g));
+            }
+        }
+    }
+    let goals = match goals {
+        Some(g) => {
+            let mut g = g.clone();
+            g.sort();
+            g.dedup();
+            g
+        }
+        None => state
+            .agents
+            .get(id)
+            .map(|a| a.goals.clone())
+            .unwrap_or_default(),
+    };
     let verb = match state.agents.get(id) {
         None => "register",
         Some(a) if a.status == AgentStatus::Retired => "re-register",
-        Some(a) if a.runtime == runtime && a.capabilities == caps => {
+        Some(a) if a.runtime == runtime && a.capabilities == caps && a.goals == goals => {
             // Idempotent: two machines registering the same agent the same
             // way must both succeed, also when sync replays one onto the other.
             return Ok(Effect::new(
@@ -55,14 +76,22 @@ pub(super) fn register(state: &mut State, op: &Op, c: &AgentRegister) -> Result<
             last_turn,
             parked,
             progress,
+            goals: goals.clone(),
         },
     );
+    let on = match goals.as_slice() {
+        [] => String::new(),
+        g => format!(
+            " on {}",
+            g.iter().map(|g| g.as_str()).collect::<Vec<_>>().join(", ")
+        ),
+    };
     Ok(Effect::new(
         Happened::Registered {
             agent: id.clone(),
             unchanged: false,
         },
-        format!("{verb} agent {id} ({})", runtime.as_str()),
+        format!("{verb} agent {id} ({}){on}", runtime.as_str()),
     ))
 }
 

@@ -77,8 +77,12 @@ pub(super) fn releases(_: &State, op: &Op) -> Who {
 
 /// `agent.register` and `quota.park`: an agent registers or parks only
 /// itself; doing so for another agent is a human's (a human registers and
-/// parks any agent, as any other act of theirs).
+/// parks any agent, as any other act of theirs). Naming the goals an
+/// agent may work on (format 7) is a human's act, for itself too.
 pub(super) fn on_itself(_: &State, op: &Op) -> Who {
+    if let Change::AgentRegister(AgentRegister { goals: Some(_), .. }) = &op.change {
+        return Who::Human;
+    }
     let (Change::AgentRegister(AgentRegister { agent: target, .. })
     | Change::QuotaPark(QuotaPark { agent: target, .. })) = &op.change
     else {
@@ -152,6 +156,15 @@ fn humans_only(state: &State, op: &Op, id: &str) -> Refusal {
                 [Next::CloseGate(verb.to_owned(), gate.to_string())],
             ))
         }
+        Change::AgentRegister(AgentRegister {
+            agent,
+            goals: Some(_),
+            ..
+        }) => Refusal::rule(
+            Code::HumansOnly,
+            format!("only a human may name the goals agent {agent} works on, and {id} is an agent"),
+        )
+        .with_hint(format!("{ask}; without --goal, {id} may register itself")),
         Change::AgentRegister(AgentRegister { agent, .. }) => Refusal::rule(
             Code::RegisterSelfOnly,
             format!("agent {id} may register only itself, not {agent}"),

@@ -187,6 +187,10 @@ pub struct AgentRegister {
     pub runtime: Runtime,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub capabilities: Vec<String>,
+    /// Format 7: the goals the agent may work on, a human's act: absent
+    /// keeps what the record names, empty names none (every active goal).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goals: Option<Vec<GoalId>>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -473,6 +477,13 @@ pub struct SettingsSet {
     /// Model ids whose team price to remove.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unprice: Vec<String>,
+    /// The agent-wide slots: turns one agent may spend in its agent-wide
+    /// window across every goal; 0 goes back to the largest of its goals'.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_slots: Option<u32>,
+    /// The agent-wide rolling window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_window: Option<Span>,
 }
 
 /// A whole turn's writeback in one tick: the steps apply in order, all

@@ -33,6 +33,7 @@ impl Change {
             Change::RefreshState(RefreshState {
                 progress: Some(_), ..
             }) => 3,
+            Change::AgentRegister(AgentRegister { goals: Some(_), .. }) => 7,
             Change::AgentRegister(AgentRegister { runtime, .. }) => runtime.since(),
             Change::EvidenceAdd(EvidenceAdd { run: Some(r), .. })
             | Change::TodoDone(TodoDone {

@@ -439,6 +439,7 @@ mod tests {
                 agent: AgentId::new("agent-o").unwrap(),
                 runtime,
                 capabilities: vec![],
+                goals: None,
             })
         };
         assert_eq!(register(Runtime::Codex).since(), 1);

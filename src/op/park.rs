@@ -41,11 +41,17 @@ pub enum Standing {
     },
 }
 
-/// Whether `agent` may run on `goal` at `now` as far as parking goes.
+/// Whether `agent` may run on `goal` at `now` as far as parking goes. A
+/// park the agent wrote itself (its runtime's usage limit: the
+/// StopFailure hook) stops it on every goal; a human's stops it on the
+/// goal it names only.
 pub fn standing(state: &State, agent: &Agent, goal: &Goal, now: Timestamp) -> Standing {
     let Some(p) = &agent.parked else {
         return Standing::Free;
     };
+    if !covers(p, agent, &goal.id) {
+        return Standing::Free;
+    }
     if now < p.until {
         return Standing::Waiting {
             until: p.until,
@@ -66,6 +72,12 @@ pub fn standing(state: &State, agent: &Agent, goal: &Goal, now: Timestamp) -> St
             gate: Some(g.id.clone()),
         },
     }
+}
+
+/// Whether park `p` of `agent` stops it on `goal`: a park by the agent
+/// itself covers every goal, a human's (or another's) only its own goal.
+pub fn covers(p: &Parked, agent: &Agent, goal: &GoalId) -> bool {
+    p.by.agent() == Some(&agent.id) || &p.goal == goal
 }
 
 /// The gate an expired park opened: a spend gate on the agent, opened at

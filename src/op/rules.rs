@@ -385,11 +385,23 @@ pub fn best_ready<'s>(
     goal: Option<&crate::model::GoalId>,
     now: Timestamp,
 ) -> Result<&'s Todo, Refusal> {
+    let one = goal.map(|g| [g]);
+    best_ready_among(state, agent, one.as_ref().map(|g| g.as_slice()), now)
+}
+
+/// [`best_ready`] within a set of goals (`None`: every goal): `claim
+/// --next`'s pick across the goals an agent may work on.
+pub fn best_ready_among<'s>(
+    state: &'s State,
+    agent: &Agent,
+    goals: Option<&[&crate::model::GoalId]>,
+    now: Timestamp,
+) -> Result<&'s Todo, Refusal> {
     let mut why: BTreeMap<&'static str, usize> = BTreeMap::new();
     let mut best: Option<(&Todo, u64)> = None;
     let scoped = Scoped::of(state);
     for (_, t) in state.todos.iter() {
-        if goal.is_some_and(|g| &t.goal != g) || t.status == TodoStatus::Done {
+        if goals.is_some_and(|g| !g.contains(&&t.goal)) || t.status == TodoStatus::Done {
             continue;
         }
         match ready_with(state, t, agent, now, &scoped) {

@@ -20,16 +20,37 @@ pub(super) fn set(state: &mut State, _op: &Op, c: &SettingsSet) -> Result<Effect
         stuck_after,
         prices,
         unprice,
+        agent_slots,
+        agent_window,
     } = c;
     if lease.is_none()
         && clock_skew.is_none()
         && stuck_after.is_none()
         && prices.is_empty()
         && unprice.is_empty()
+        && agent_slots.is_none()
+        && agent_window.is_none()
     {
         return Err(Refusal::usage(
             Code::NothingToSet,
-            "nothing to set: give --lease, --clock-skew, --stuck-after, --price or --unprice",
+            "nothing to set: give --lease, --clock-skew, --stuck-after, --price, --unprice, --agent-slots or --agent-window",
+        ));
+    }
+    if let Some(w) = agent_window
+        && (w.as_secs() <= 0 || *w > Span::MAX)
+    {
+        return Err(Refusal::usage(
+            Code::BadTtl,
+            format!(
+                "--agent-window must be longer than 0s and at most {}",
+                Span::MAX
+            ),
+        ));
+    }
+    if *agent_slots == Some(0) && agent_window.is_some() {
+        return Err(Refusal::usage(
+            Code::BadUsage,
+            "--agent-slots 0 removes the agent-wide window, so --agent-window cannot go with it",
         ));
     }
     if let Some(s) = stuck_after
@@ -92,6 +113,22 @@ pub(super) fn set(state: &mut State, _op: &Op, c: &SettingsSet) -> Result<Effect
             changed.push(format!("stuck_after={s}"));
         }
         None => {}
+    }
+    match (agent_slots, agent_window) {
+        (Some(0), _) => {
+            settings.agent_quota = None;
+            changed.push("agent-wide slots=the largest of each agent's goals'".to_owned());
+        }
+        (None, None) => {}
+        (slots, window) => {
+            let old = settings.agent_quota.unwrap_or_default();
+            let q = crate::model::QuotaPolicy {
+                slots: slots.unwrap_or(old.slots),
+                window: window.unwrap_or(old.window),
+            };
+            settings.agent_quota = Some(q);
+            changed.push(format!("agent-wide slots={} per {}", q.slots, q.window));
+        }
     }
     for model in unprice {
         settings.prices.remove(model);

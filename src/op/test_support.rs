@@ -129,6 +129,7 @@ pub(super) fn register(id: &str, runtime: Runtime, caps: &[&str]) -> Change {
         agent: aid(id),
         runtime,
         capabilities: strings(caps),
+        goals: None,
     })
 }
 
@@ -542,6 +543,8 @@ pub(crate) fn every_change() -> Vec<Change> {
                 },
             )]),
             unprice: Vec::new(),
+            agent_slots: None,
+            agent_window: None,
         }),
         Change::SignerApprove(crate::op::SignerApprove {
             name: crate::model::SignerName::new("ada").expect("a slug"),

@@ -50,7 +50,17 @@ pub enum Reason {
         detail: String,
     },
     NoChange,
+    /// The agent-wide slot window is used up: the agent spent its slots
+    /// across every goal (format 7, `State::agent_quota`).
+    AgentQuotaExhausted {
+        frees_at: Timestamp,
+        slots: u32,
+        window: Span,
+    },
     BudgetExhausted(super::usage::Exhausted),
+    /// The agent's budget is reached across goals, though no one goal's
+    /// is (format 7, [`super::usage::agent_exhausted`]).
+    AgentBudgetExhausted(super::usage::Standing),
     /// Advanced turns made no progress: a stall gate on the todo waits for
     /// a human (`op::progress`).
     Stalled {
@@ -71,7 +81,8 @@ impl Reason {
             Reason::AwaitingGo { .. } => "awaiting-go",
             Reason::NothingReady { .. } => "nothing-ready",
             Reason::NoChange => "no-change",
-            Reason::BudgetExhausted(_) => "budget-exhausted",
+            Reason::AgentQuotaExhausted { .. } => "agent-quota-exhausted",
+            Reason::BudgetExhausted(_) | Reason::AgentBudgetExhausted(_) => "budget-exhausted",
             Reason::Stalled { .. } => "stalled",
         }
     }
@@ -105,6 +116,32 @@ pub fn slots(state: &State, agent: &AgentId, goal: &Goal, now: Timestamp) -> Slo
         window: goal.quota.window,
         frees_at: counting.first().map(|s| s.at.plus(goal.quota.window)),
     }
+}
+
+/// The agent-wide slots of `agent` at `now` ([`State::agent_quota`]): its
+/// spends on every goal inside the agent-wide window. None when there is
+/// no agent-wide window (no goal in its scope and none set by the team).
+pub fn agent_slots(state: &State, agent: &AgentId, now: Timestamp) -> Option<Slots> {
+    let q = state.agent_quota(agent)?;
+    let from = now.minus(q.window);
+    let mut counting: Vec<Timestamp> = state
+        .quota
+        .get(agent)
+        .map(|l| {
+            l.spends
+                .iter()
+                .filter(|s| s.void.is_none() && s.at > from && s.at <= now)
+                .map(|s| s.at)
+                .collect()
+        })
+        .unwrap_or_default();
+    counting.sort_unstable();
+    Some(Slots {
+        slots: q.slots,
+        used: counting.len() as u32,
+        window: q.window,
+        frees_at: counting.first().map(|at| at.plus(q.window)),
+    })
 }
 
 /// What `should-run` answers.
@@ -272,6 +309,33 @@ pub fn decide_from_claims(
     goal: &Goal,
     now: Timestamp,
 ) -> Result<Decision, Box<Pending>> {
+    decide_with(state, agent, goal, now, &Wide::of(state, agent, now))
+}
+
+/// What caps an agent on every goal alike, computed once for a decision
+/// across its goals: the agent-wide slots and budget.
+struct Wide {
+    slots: Option<Slots>,
+    budget: Option<super::usage::Standing>,
+}
+
+impl Wide {
+    fn of(state: &State, agent: &AgentId, now: Timestamp) -> Wide {
+        Wide {
+            slots: agent_slots(state, agent, now),
+            budget: super::usage::agent_exhausted(state, agent, now),
+        }
+    }
+}
+
+/// [`decide_from_claims`] with the agent-wide caps given.
+fn decide_with(
+    state: &State,
+    agent: &AgentId,
+    goal: &Goal,
+    now: Timestamp,
+    wide: &Wide,
+) -> Result<Decision, Box<Pending>> {
     let mut d = Decision {
         skip: None,
         todo: None,
@@ -294,7 +358,9 @@ pub fn decide_from_claims(
         GoalStatus::Done => d.skip = Some(Reason::GoalDone),
         GoalStatus::Active => {
             // `should-run`'s budget answer for an active goal.
-            d.skip = super::usage::exhausted(state, agent, goal, now).map(Reason::BudgetExhausted)
+            d.skip = super::usage::exhausted(state, agent, goal, now)
+                .map(Reason::BudgetExhausted)
+                .or_else(|| wide.budget.clone().map(Reason::AgentBudgetExhausted))
         }
     }
     if d.skip.is_some() {
@@ -338,6 +404,21 @@ pub fn decide_from_claims(
             frees_at: s.frees_at.unwrap_or(now),
         });
         return Ok(d);
+    }
+    // Beside the goal's window, the agent-wide one: a second goal never
+    // raises what one agent spends.
+    if let Some(all) = wide.slots {
+        if all.left() < s.left() {
+            d.slots = Some(all);
+        }
+        if all.left() == 0 {
+            d.skip = Some(Reason::AgentQuotaExhausted {
+                frees_at: all.frees_at.unwrap_or(now),
+                slots: all.slots,
+                window: all.window,
+            });
+            return Ok(d);
+        }
     }
     // Own claims first; one covered by an open gate waits for its answer.
     let mut own: Vec<&crate::model::Todo> = state
@@ -496,11 +577,295 @@ pub fn reason_message(r: &Reason, agent: &AgentId, goal: &GoalId) -> String {
         ),
         Reason::NothingReady { detail } => detail.clone(),
         Reason::BudgetExhausted(e) => super::usage::exhausted_message(goal, e),
+        Reason::AgentBudgetExhausted(st) => super::usage::agent_exhausted_message(agent, st),
         Reason::NoChange => {
             "your last turn ended unchanged and nothing that concerns you has changed since"
                 .to_owned()
         }
         Reason::Stalled { gate, todo } => super::progress::message(gate, todo),
+        Reason::AgentQuotaExhausted {
+            frees_at,
+            slots,
+            window,
+        } => format!(
+            "all {slots} agent-wide slots per {window} are used, across every goal; the next frees at {frees_at}"
+        ),
+    }
+}
+
+/// [`decide`] over the goals an agent may work on (`goals`, its
+/// [`State::scope`], not empty): the goal of the pick and its decision.
+/// The pick follows `claim --next`: an own claim first (in
+/// [`rules::pick_order`]), else the todo [`rules::best_ready_among`]
+/// picks across the goals where the agent may run; a goal whose answer is
+/// a skip is passed over. When no goal runs, the skip that says most
+/// ([`skip_rank`]) answers, the first goal's among equals.
+pub fn decide_across<'s>(
+    state: &State,
+    agent: &AgentId,
+    goals: &[&'s Goal],
+    now: Timestamp,
+) -> (&'s Goal, Decision) {
+    if let [one] = goals {
+        return (one, decide(state, agent, one, now));
+    }
+    let wide = Wide::of(state, agent, now);
+    let firsts: Vec<Result<Decision, Box<Pending>>> = goals
+        .iter()
+        .map(|g| decide_with(state, agent, g, now, &wide))
+        .collect();
+    let Some(a) = state.agents.get(agent) else {
+        return (goals[0], decide(state, agent, goals[0], now));
+    };
+    // An own claim first, in pick order.
+    let own = |i: usize| -> Option<&crate::model::Todo> {
+        let id = match &firsts[i] {
+            Ok(d) if d.skip.is_none() => d.todo.as_ref().map(|(t, _)| t),
+            Err(p) => p.own.as_ref(),
+            Ok(_) => None,
+        }?;
+        state.todos.get(id)
+    };
+    let mut owners: Vec<usize> = (0..goals.len()).filter(|i| own(*i).is_some()).collect();
+    owners
+        .sort_by(|x, y| rules::pick_order(own(*x).expect("filtered"), own(*y).expect("filtered")));
+    let mut skips: Vec<(usize, Decision)> = Vec::new();
+    let mut runs: Vec<(usize, Decision)> = Vec::new();
+    let mut pending: Vec<(usize, Box<Pending>)> = Vec::new();
+    for (i, r) in firsts.into_iter().enumerate() {
+        match r {
+            Ok(d) if d.skip.is_some() => skips.push((i, d)),
+            Ok(d) => runs.push((i, d)),
+            Err(p) => pending.push((i, p)),
+        }
+    }
+    // Own claims in pick order (a pending one waits on its no-change
+    // check), then the goal of the best ready todo among the rest, again
+    // while one's answer is a skip (its last turn ended unchanged).
+    for i in owners {
+        if let Some(k) = runs.iter().position(|(j, _)| *j == i) {
+            let (i, d) = runs.swap_remove(k);
+            return (goals[i], d);
+        }
+        if let Some(k) = pending.iter().position(|(j, _)| *j == i) {
+            let (i, p) = pending.remove(k);
+            let d = p.finish(state, agent, goals[i], now);
+            if d.skip.is_none() {
+                return (goals[i], d);
+            }
+            skips.push((i, d));
+        }
+    }
+    while !pending.is_empty() {
+        let ids: Vec<&GoalId> = pending.iter().map(|(i, _)| &goals[*i].id).collect();
+        let best = match rules::best_ready_among(state, a, Some(&ids), now) {
+            Ok(t) => t.goal.clone(),
+            Err(r) => {
+                // Nothing ready on any of them: one sentence for all.
+                for (i, p) in pending.drain(..) {
+                    let Pending { mut d, gated, .. } = *p;
+                    d.skip = Some(match gated {
+                        Some((gate, question)) => Reason::GateOpen { gate, question },
+                        None => Reason::NothingReady {
+                            detail: r.message.clone(),
+                        },
+                    });
+                    skips.push((i, d));
+                }
+                break;
+            }
+        };
+        let k = pending
+            .iter()
+            .position(|(i, _)| goals[*i].id == best)
+            .expect("the pick is on one of the goals");
+        let (i, p) = pending.remove(k);
+        let d = p.finish(state, agent, goals[i], now);
+        if d.skip.is_none() {
+            return (goals[i], d);
+        }
+        skips.push((i, d));
+    }
+    let (i, d) = skips
+        .into_iter()
+        .min_by_key(|(i, d)| (d.skip.as_ref().map_or(0, skip_rank), *i))
+        .expect("every goal answered");
+    (goals[i], d)
+}
+
+/// [`decide_across`] from the cache's head (every claimed todo, every
+/// other entity whole), when it proves the answer: an own claim the agent
+/// works on (and no goal whose own claim waits on a no-change check), or
+/// a skip on every goal. None: decide on the whole state.
+pub fn decide_across_from_claims<'s>(
+    state: &State,
+    agent: &AgentId,
+    goals: &[&'s Goal],
+    now: Timestamp,
+) -> Option<(&'s Goal, Decision)> {
+    let wide = Wide::of(state, agent, now);
+    let firsts: Vec<Result<Decision, Box<Pending>>> = goals
+        .iter()
+        .map(|g| decide_with(state, agent, g, now, &wide))
+        .collect();
+    from_firsts(state, goals, firsts).ok()
+}
+
+/// Each goal's first decision ([`decide_from_claims`]).
+type Firsts = Vec<Result<Decision, Box<Pending>>>;
+
+/// [`decide_across_from_claims`] from each goal's first decision: the
+/// answer, or the decisions back when they do not prove it.
+fn from_firsts<'s>(
+    state: &State,
+    goals: &[&'s Goal],
+    firsts: Firsts,
+) -> Result<(&'s Goal, Decision), Firsts> {
+    if firsts
+        .iter()
+        .any(|r| matches!(r, Err(p) if p.own.is_some()))
+    {
+        return Err(firsts);
+    }
+    let run = firsts
+        .iter()
+        .enumerate()
+        .filter_map(|(i, r)| match r {
+            Ok(d) if d.skip.is_none() => {
+                let (t, _) = d.todo.as_ref()?;
+                Some((i, state.todos.get(t)?))
+            }
+            _ => None,
+        })
+        .min_by(|(_, x), (_, y)| rules::pick_order(x, y))
+        .map(|(i, _)| i);
+    if let Some(i) = run {
+        let Some(Ok(d)) = firsts.into_iter().nth(i) else {
+            unreachable!("the run was found among them");
+        };
+        return Ok((goals[i], d));
+    }
+    if firsts.iter().any(Result::is_err) {
+        return Err(firsts);
+    }
+    let (i, d) = firsts
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, r)| r.ok().map(|d| (i, d)))
+        .min_by_key(|(i, d)| (d.skip.as_ref().map_or(0, skip_rank), *i))
+        .expect("every goal answered");
+    Ok((goals[i], d))
+}
+
+/// The agent's ready lists on some goals, by goal, from one read of the
+/// ready index (None: it cannot give them all).
+pub type ListsOf<'a> =
+    dyn Fn(&[&GoalId]) -> Option<std::collections::BTreeMap<GoalId, ready::ReadyList>> + 'a;
+
+/// [`decide_across`] from the cache's head and the agent's ready list on
+/// each goal still open after [`decide_across_from_claims`] (`lists_of`,
+/// every list from one read of the index),
+/// as `claim --next` picks from them ([`ready::best_of`]): the goal, the
+/// decision, and the todo it names when the head lacks it (unclaimed: from
+/// its list). None when the lists cannot prove the whole state's answer.
+pub fn decide_across_from_ready<'s>(
+    state: &State,
+    agent: &AgentId,
+    goals: &[&'s Goal],
+    now: Timestamp,
+    lists_of: &ListsOf<'_>,
+) -> Option<(&'s Goal, Decision, Option<crate::model::Todo>)> {
+    let wide = Wide::of(state, agent, now);
+    let firsts: Firsts = goals
+        .iter()
+        .map(|g| decide_with(state, agent, g, now, &wide))
+        .collect();
+    let firsts = match from_firsts(state, goals, firsts) {
+        Ok((g, d)) => return Some((g, d, None)),
+        Err(f) => f,
+    };
+    let a = state.agents.get(agent)?;
+    let mut skips: Vec<(usize, Decision)> = Vec::new();
+    let mut pending: Vec<(usize, Box<Pending>)> = Vec::new();
+    for (i, r) in firsts.into_iter().enumerate() {
+        match r {
+            Ok(d) if d.skip.is_some() => skips.push((i, d)),
+            // An own claim, or one waiting on its no-change check:
+            // from_firsts answered or could not.
+            Ok(_) => return None,
+            Err(p) if p.own.is_some() => return None,
+            Err(p) => pending.push((i, p)),
+        }
+    }
+    let ids: Vec<&GoalId> = pending.iter().map(|(i, _)| &goals[*i].id).collect();
+    let mut by_goal = lists_of(&ids)?;
+    let mut lists: Vec<ready::ReadyList> = ids
+        .iter()
+        .map(|g| by_goal.remove(*g))
+        .collect::<Option<_>>()?;
+    while !pending.is_empty() {
+        let Some(best) = ready::best_of(state, &lists, a, now) else {
+            break;
+        };
+        let k = pending
+            .iter()
+            .position(|(i, _)| goals[*i].id == best.goal)?;
+        let todo = best.clone();
+        let (i, p) = pending.remove(k);
+        let list = lists.remove(k);
+        let d = p
+            .finish_from_ready(state, agent, goals[i], now, Some(&list))
+            .ok()?;
+        if d.skip.is_none() {
+            let shown = (!state.todos.contains_key(&todo.id)).then_some(todo);
+            return Some((goals[i], d, shown));
+        }
+        skips.push((i, d));
+    }
+    // Nothing ready on the rest: one sentence for all, from the counts
+    // each list holds (what `best_ready_among` counts on the whole state).
+    let mut why: std::collections::BTreeMap<String, usize> = std::collections::BTreeMap::new();
+    let mut rest = Vec::new();
+    for ((i, p), list) in pending.into_iter().zip(&lists) {
+        let n = list
+            .nothing
+            .as_ref()
+            .filter(|n| n.holds_at(state, a, &goals[i].id, now))?;
+        for (k, v) in &n.why {
+            *why.entry(k.clone()).or_default() += v;
+        }
+        rest.push((i, p));
+    }
+    for (i, p) in rest {
+        let Pending { mut d, gated, .. } = *p;
+        d.skip = Some(match gated {
+            Some((gate, question)) => Reason::GateOpen { gate, question },
+            None => Reason::NothingReady {
+                detail: rules::nothing_ready(agent, &why),
+            },
+        });
+        skips.push((i, d));
+    }
+    let (i, d) = skips
+        .into_iter()
+        .min_by_key(|(i, d)| (d.skip.as_ref().map_or(0, skip_rank), *i))?;
+    Some((goals[i], d, None))
+}
+
+/// Which skip answers when no goal runs: the lowest rank. What stops the
+/// agent everywhere or says when it may run again comes before a goal
+/// with nothing to do.
+pub fn skip_rank(r: &Reason) -> u8 {
+    match r {
+        Reason::NotRegistered => 0,
+        Reason::WaitUntil { .. } | Reason::AwaitingGo { .. } => 1,
+        Reason::AgentQuotaExhausted { .. } => 2,
+        Reason::AgentBudgetExhausted(_) => 2,
+        Reason::Stalled { .. } | Reason::GateOpen { .. } | Reason::BudgetExhausted(_) => 3,
+        Reason::QuotaExhausted { .. } => 4,
+        Reason::NoChange => 5,
+        Reason::NothingReady { .. } => 6,
+        Reason::GoalPaused | Reason::GoalDone => 7,
     }
 }
 

@@ -165,6 +165,69 @@ pub fn exhausted(state: &State, agent: &AgentId, goal: &Goal, now: Timestamp) ->
     None
 }
 
+/// The agent-wide budget of `agent` when it is reached across goals and
+/// no goal's own budget of the agent is: the largest dollar and token
+/// limits and window of its budgets on the goals in its scope
+/// ([`State::scope`]), against what it spent on every goal in that window.
+/// A budget reached on one goal is that goal's answer (its gate, its
+/// `continue-once`); this one stops the spend that only adds up across
+/// goals, so a second goal never raises what one agent may spend.
+pub fn agent_exhausted(state: &State, agent: &AgentId, now: Timestamp) -> Option<Standing> {
+    let scope = state.scope(agent);
+    let budgets: Vec<&Budget> = scope
+        .iter()
+        .filter_map(|g| g.budget.agents.get(agent))
+        .collect();
+    if budgets.is_empty() {
+        return None;
+    }
+    let one = Scope::Agent(agent.clone());
+    if scope.iter().any(|g| {
+        one.budget(g)
+            .is_some_and(|b| b.reached(&spent(state, &g.id, &one, b.window, now)))
+    }) {
+        return None;
+    }
+    let budget = Budget {
+        usd: budgets.iter().filter_map(|b| b.usd).max(),
+        tokens: budgets.iter().filter_map(|b| b.tokens).max(),
+        window: budgets
+            .iter()
+            .map(|b| b.window)
+            .max()
+            .unwrap_or(BUDGET_WINDOW),
+    };
+    let from = now.minus(budget.window);
+    let mut all = Spent::default();
+    for e in state
+        .quota
+        .get(agent)
+        .into_iter()
+        .flat_map(|l| &l.usage)
+        .filter(|e| e.at > from && e.at <= now)
+    {
+        all.tokens = all.tokens.saturating_add(e.usage.tokens());
+        if let Some(c) = e.usage.cost_usd {
+            all.usd = all.usd.saturating_add(c);
+            all.estimated |= e.usage.estimated;
+        }
+    }
+    let st = Standing {
+        scope: one,
+        budget,
+        spent: all,
+    };
+    st.reached().then_some(st)
+}
+
+/// The sentence for [`agent_exhausted`]'s skip.
+pub fn agent_exhausted_message(agent: &AgentId, st: &Standing) -> String {
+    format!(
+        "{agent} reached its budget across every goal ({}); a human raises its budget on a goal (`goal set G --budget-agent {agent}`) before work goes on",
+        st.figures()
+    )
+}
+
 fn budget_gates<'s>(
     state: &'s State,
     goal: &'s GoalId,

@@ -30,37 +30,29 @@ pub struct Since {
     pub inclusive: bool,
 }
 
-/// Measures the turn of `agent` on `todo`: HEAD and the working tree's tree
-/// (git), and the checks that passed: `own` (what this command ran) and the
+/// Measures the turn of `agent` on `todo`: the code under it (its claim's worktree, else its own files: `code`),
+/// and the checks that passed: `own` (what this command ran) and the
 /// agent's passing `evidence run` records on the todo in the ticks since the
 /// turn began, read back from `tip`. None when git cannot say (the turn then
 /// carries no fingerprint: it neither counts towards a stall nor resets one);
 /// `warn` hears why, when git failed.
 pub fn measure(
     repo: &Repo,
-    tip: Oid,
+    (state, tip): (&State, Oid),
     (agent, todo): (&AgentId, &TodoId),
     since: Option<Since>,
     own: &[&CommandRun],
     warn: &dyn Fn(String),
 ) -> Option<Measured> {
     let store = repo.store();
-    let tree = match store.workdir() {
-        // A bare repository has no working tree: the code is HEAD alone.
-        None => None,
-        Some(dir) => match crate::git::worktree_tree(dir) {
-            Ok(t) => Some(t),
-            Err(e) => {
-                warn(format!(
-                    "loopx: no progress fingerprint for this turn: {e:#}"
-                ));
-                return None;
-            }
-        },
-    };
-    let code = CodeState {
-        head: store.head(),
-        tree,
+    let code = match code(repo, state, (agent, todo)) {
+        Ok(c) => c,
+        Err(e) => {
+            warn(format!(
+                "loopx: no progress fingerprint for this turn: {e:#}"
+            ));
+            return None;
+        }
     };
     let mut checks: BTreeSet<Check> = own
         .iter()
@@ -81,6 +73,63 @@ pub fn measure(
         }
     }
     Some(Measured { code, checks })
+}
+
+/// The code under `agent`'s turn on `todo`, so that work on one goal never
+/// reads as progress on another: the worktree its claim owns (HEAD and
+/// tree there), else the todo's own files in the shared working tree (its
+/// write scope, else its goal's: the blobs there, without HEAD, which
+/// other goals' commits move), else HEAD and the whole working tree. A
+/// bare repository has no working tree: the code is HEAD alone.
+fn code(
+    repo: &Repo,
+    state: &State,
+    (agent, todo): (&AgentId, &TodoId),
+) -> anyhow::Result<CodeState> {
+    let store = repo.store();
+    if let Some(r) =
+        crate::service::worktree::of(store.common_dir(), todo, agent).filter(|r| r.path.is_dir())
+    {
+        return Ok(CodeState {
+            head: crate::git::head_of(&r.path),
+            tree: Some(crate::git::worktree_tree(&r.path)?),
+        });
+    }
+    let Some(dir) = store.workdir() else {
+        return Ok(CodeState {
+            head: store.head(),
+            tree: None,
+        });
+    };
+    let t = state.todos.get(todo);
+    let scope: &[String] = match t {
+        Some(t) if !t.scope.is_empty() => &t.scope,
+        Some(t) => state
+            .goals
+            .get(&t.goal)
+            .map(|g| g.scope.as_slice())
+            .unwrap_or_default(),
+        None => &[],
+    };
+    let tree = crate::git::worktree_tree(dir)?;
+    if scope.is_empty() {
+        return Ok(CodeState {
+            head: store.head(),
+            tree: Some(tree),
+        });
+    }
+    let keep = |p: &str| scope.iter().any(|s| crate::model::glob::overlap(s, p));
+    let lines = crate::git::tree_lines(dir, &tree, &keep)?;
+    use sha2::Digest;
+    let mut h = sha2::Sha256::new();
+    for l in &lines {
+        h.update(l.as_bytes());
+        h.update(b"\n");
+    }
+    Ok(CodeState {
+        head: None,
+        tree: Some(format!("scoped {}", crate::model::id::hex(&h.finalize()))),
+    })
 }
 
 /// The passing runs `op` recorded on `todo` when `agent` wrote it.

@@ -497,6 +497,7 @@ mod tests {
                     agent: AgentId::new("agent-a").unwrap(),
                     runtime: crate::model::Runtime::Custom,
                     capabilities: Vec::new(),
+                    goals: None,
                 }),
             ),
             (
@@ -505,6 +506,7 @@ mod tests {
                     agent: AgentId::new("agent-b").unwrap(),
                     runtime: crate::model::Runtime::Custom,
                     capabilities: Vec::new(),
+                    goals: None,
                 }),
             ),
         ] {

@@ -844,6 +844,7 @@ mod tests {
             agent: AgentId::new("agent-a").unwrap(),
             runtime: crate::model::Runtime::Custom,
             capabilities: Vec::new(),
+            goals: None,
         });
         assert_eq!(
             check_op(&state, &agent_op, &signers, &Binding::default()).unwrap(),

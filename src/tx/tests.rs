@@ -260,6 +260,7 @@ fn every_incremental_tick_writes_what_a_cold_full_rewrite_writes() {
             agent: AgentId::new(a).unwrap(),
             runtime: Runtime::Codex,
             capabilities: Vec::new(),
+            goals: None,
         })
     }));
     let mut setup: Vec<Change> = setup.collect();
@@ -614,6 +615,7 @@ fn a_tick_from_a_partial_read_writes_what_a_cold_full_read_writes() {
             } else {
                 Vec::new()
             },
+            goals: None,
         })
     }))
     .collect();

@@ -20,6 +20,7 @@ mod test_gate;
 mod test_gc;
 mod test_goal;
 mod test_goalrefs;
+mod test_goals_agent;
 mod test_guard_bypass;
 mod test_harden;
 mod test_harden3;

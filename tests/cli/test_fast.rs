@@ -55,16 +55,23 @@ fn goal_of(stdout: &str) -> String {
     v["goal"].as_str().unwrap_or_default().to_owned()
 }
 
-/// A board with two active goals, so `loopx.goal` decides which one
-/// should-run answers for (without it, the answer is an error).
-fn two_goals() -> TestEnv {
+/// A board with three active goals, so `loopx.goal` decides which one
+/// should-run answers for; without it, the agent's pick across them: the
+/// most urgent todo, on goal `ops` ([`PICKED`]).
+fn three_goals() -> TestEnv {
     let env = TestEnv::with_board();
     env.loopx(&["goal", "add", "docs", "--objective", "Write the docs"])
         .ok();
+    env.loopx(&["goal", "add", PICKED, "--objective", "Keep it running"])
+        .ok();
     env.add("Write the parser", &["--goal", "main"]);
     env.add("Write the guide", &["--goal", "docs"]);
+    env.add("Fix the outage", &["--goal", PICKED, "--priority", "P0"]);
     env
 }
+
+/// The goal should-run answers for when no `loopx.goal` names one.
+const PICKED: &str = "ops";
 
 fn settings_file(env: &TestEnv) -> PathBuf {
     env.repo.join(".git/loopx/cache/settings")
@@ -72,7 +79,7 @@ fn settings_file(env: &TestEnv) -> PathBuf {
 
 #[test]
 fn should_run_reads_no_object_database_on_a_cache_hit() {
-    let env = two_goals();
+    let env = three_goals();
     env.git(&["config", "loopx.goal", "docs"]);
     assert_eq!(goal_of(&answer(&env, &[])), "docs");
     assert!(settings_file(&env).is_file());
@@ -132,7 +139,7 @@ fn should_run_reads_no_object_database_on_a_cache_hit() {
 
 #[test]
 fn a_change_to_any_config_file_is_seen() {
-    let env = two_goals();
+    let env = three_goals();
     let root = env.root().to_path_buf();
     let home = root.join("home");
     let global = root.join("global.conf");
@@ -147,12 +154,12 @@ fn a_change_to_any_config_file_is_seen() {
     env.git(&["config", "loopx.goal", "main"]);
     assert_eq!(goal_of(&answer(&env, &[])), "main");
     env.git(&["config", "--unset", "loopx.goal"]);
-    assert_eq!(goal_of(&answer(&env, &[])), "");
+    assert_eq!(goal_of(&answer(&env, &[])), PICKED);
 
     // GIT_CONFIG_GLOBAL: named before it exists, then created, changed.
     let g = global.to_str().unwrap();
     let by_global = [("GIT_CONFIG_GLOBAL", Some(g))];
-    assert_eq!(goal_of(&answer(&env, &by_global)), "");
+    assert_eq!(goal_of(&answer(&env, &by_global)), PICKED);
     set(&global, "docs");
     assert_eq!(goal_of(&answer(&env, &by_global)), "docs");
     set(&global, "main");
@@ -161,7 +168,7 @@ fn a_change_to_any_config_file_is_seen() {
     // No GIT_CONFIG_GLOBAL: the XDG file, then ~/.gitconfig over it, then
     // XDG_CONFIG_HOME moving the XDG file.
     let plain = [("GIT_CONFIG_GLOBAL", None)];
-    assert_eq!(goal_of(&answer(&env, &plain)), "");
+    assert_eq!(goal_of(&answer(&env, &plain)), PICKED);
     set(&home.join(".config/git/config"), "docs");
     assert_eq!(goal_of(&answer(&env, &plain)), "docs");
     set(&home.join(".gitconfig"), "main");
@@ -173,7 +180,7 @@ fn a_change_to_any_config_file_is_seen() {
         ("GIT_CONFIG_GLOBAL", None),
         ("XDG_CONFIG_HOME", Some(xdg.to_str().unwrap())),
     ];
-    assert_eq!(goal_of(&answer(&env, &moved)), "");
+    assert_eq!(goal_of(&answer(&env, &moved)), PICKED);
     set(&xdg.join("git/config"), "main");
     assert_eq!(goal_of(&answer(&env, &moved)), "main");
     // HOME itself.
@@ -183,7 +190,7 @@ fn a_change_to_any_config_file_is_seen() {
         ("GIT_CONFIG_GLOBAL", None),
         ("HOME", Some(other_home.to_str().unwrap())),
     ];
-    assert_eq!(goal_of(&answer(&env, &elsewhere)), "");
+    assert_eq!(goal_of(&answer(&env, &elsewhere)), PICKED);
 
     // The system file (GIT_CONFIG_SYSTEM), created after a read.
     let s = system.to_str().unwrap();
@@ -199,7 +206,7 @@ fn a_change_to_any_config_file_is_seen() {
         ("GIT_CONFIG_NOSYSTEM", Some("1")),
         ("GIT_CONFIG_SYSTEM", Some(s)),
     ];
-    assert_eq!(goal_of(&answer(&env, &off)), "");
+    assert_eq!(goal_of(&answer(&env, &off)), PICKED);
 
     // Settings on the command line's environment.
     let counted = [
@@ -208,7 +215,7 @@ fn a_change_to_any_config_file_is_seen() {
         ("GIT_CONFIG_VALUE_0", Some("main")),
     ];
     assert_eq!(goal_of(&answer(&env, &counted)), "main");
-    assert_eq!(goal_of(&answer(&env, &[])), "");
+    assert_eq!(goal_of(&answer(&env, &[])), PICKED);
 
     // An include, and a change in the included file (the fast path stands
     // aside for a config with includes).
@@ -219,13 +226,13 @@ fn a_change_to_any_config_file_is_seen() {
     set(&included, "main");
     assert_eq!(goal_of(&answer(&env, &[])), "main");
     env.git(&["config", "--unset", "include.path"]);
-    assert_eq!(goal_of(&answer(&env, &[])), "");
+    assert_eq!(goal_of(&answer(&env, &[])), PICKED);
 }
 
 #[test]
 fn another_state_ref_is_seen() {
-    let env = two_goals();
-    assert_eq!(goal_of(&answer(&env, &[])), "");
+    let env = three_goals();
+    assert_eq!(goal_of(&answer(&env, &[])), PICKED);
     // `loopx.ref` names a ref with no state yet: the cold read's error.
     env.git(&["config", "loopx.ref", "refs/loopx/goals/other"]);
     let out = should_run(&env, &env.repo, &[], false);
@@ -233,7 +240,7 @@ fn another_state_ref_is_seen() {
     assert_eq!(out.error_code(), "no-state");
     answer(&env, &[]);
     env.git(&["config", "--unset", "loopx.ref"]);
-    assert_eq!(goal_of(&answer(&env, &[])), "");
+    assert_eq!(goal_of(&answer(&env, &[])), PICKED);
 }
 
 /// One way of damaging the settings file.
@@ -241,7 +248,7 @@ type Damage<'a> = Box<dyn Fn() + 'a>;
 
 #[test]
 fn a_damaged_settings_file_or_state_ref_gives_the_cold_answer() {
-    let env = two_goals();
+    let env = three_goals();
     env.git(&["config", "loopx.goal", "docs"]);
     let good = answer(&env, &[]);
     let file = settings_file(&env);
@@ -311,7 +318,7 @@ fn a_damaged_settings_file_or_state_ref_gives_the_cold_answer() {
 
 #[test]
 fn layouts_the_fast_path_does_not_understand_take_the_slow_path() {
-    let env = two_goals();
+    let env = three_goals();
     env.git(&["config", "loopx.goal", "docs"]);
     let good = answer(&env, &[]);
     // A subdirectory, and -C.
@@ -358,7 +365,7 @@ fn layouts_the_fast_path_does_not_understand_take_the_slow_path() {
 
 #[test]
 fn another_build_rewrites_the_settings_and_answers_the_same() {
-    let env = two_goals();
+    let env = three_goals();
     env.git(&["config", "loopx.goal", "docs"]);
     let good = answer(&env, &[]);
     let ours = std::fs::read_to_string(settings_file(&env)).unwrap();
@@ -423,7 +430,7 @@ fn answer_with_c(env: &TestEnv, dir: &Path) -> String {
 
 #[test]
 fn a_path_through_a_link_or_to_a_copy_is_checked_by_the_resolved_path() {
-    let env = two_goals();
+    let env = three_goals();
     env.git(&["config", "loopx.goal", "docs"]);
     let good = answer(&env, &[]);
     // The start's own `.git` is taken at once when the settings name the
@@ -452,7 +459,7 @@ fn a_path_through_a_link_or_to_a_copy_is_checked_by_the_resolved_path() {
 
 #[test]
 fn a_settled_config_file_is_checked_by_its_stat_and_a_change_is_still_seen() {
-    let env = two_goals();
+    let env = three_goals();
     env.git(&["config", "loopx.goal", "docs"]);
     // A file last changed over 3 s before the settings are written is
     // keyed by its stat as well: a hit then reads no config file.

@@ -63,7 +63,7 @@ fn a_parked_agent_waits_without_writing_then_needs_a_go() {
     assert_text(
         &out.stdout,
         &format!(
-            "skip: wait-until — parked until {until}: Claude usage limit reached, resets 3pm\n"
+            "skip: wait-until — parked until {until}: Claude usage limit reached, resets 3pm\ngoal: main\n"
         ),
     );
     let err = env.agent("agent-a", &["todo", "claim", &t]).code(3);

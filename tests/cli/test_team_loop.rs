@@ -1,9 +1,11 @@
 //! The whole team loop with real runtimes (tests/runtimes/loop.sh): a
-//! guarded `file://` hub, a human's goal of six validated todos, and Claude
+//! guarded `file://` hub, a human's two goals of six validated todos in all
+//! (no `loopx.goal` anywhere, so no agent names a goal), and Claude
 //! Code, Codex and OpenCode from npm in three clones, each offline in its
 //! own network namespace against a scripted model that runs exactly what
 //! loopx's brief says, several sessions each at the same time. It passes
-//! when every todo is done exactly once, no completed turn is rejected, the
+//! when every todo of both goals is done exactly once, no brief says the
+//! goal must be named, no completed turn is rejected, the
 //! brief is in every session's first model request, every runtime's hooks
 //! fire, the guard denies `cargo publish` and `git push --force` under open
 //! gates, `loopx verify` passes everywhere and every clone's tip is the

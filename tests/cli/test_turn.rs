@@ -272,7 +272,7 @@ fn quota_runs_out_and_the_window_rolls_over() {
     let out = env.agent("agent-a", &["quota", "should-run"]).code(3);
     assert_text(
         &out.stdout,
-        "skip: quota-exhausted — all slots are used; the next frees at 2024-12-02T10:08:00Z\nslots: 0 of 2 left per 1h\n",
+        "skip: quota-exhausted — all slots are used; the next frees at 2024-12-02T10:08:00Z\ngoal: main\nslots: 0 of 2 left per 1h\n",
     );
     let v = env
         .agent("agent-a", &["quota", "should-run", "--json"])

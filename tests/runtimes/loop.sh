@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole team loop with real runtimes: a `file://` hub guarded by
-# `loopx hub install`, a seed clone where a human adds one goal of six small
-# todos (each with a `grep -qx` validation), and three clones wired with
+# `loopx hub install`, a seed clone where a human adds two goals of six small
+# todos in all (each with a `grep -qx` validation; no `loopx.goal` anywhere), and three clones wired with
 # `hooks install --guard`: Claude Code, Codex and OpenCode, each in its own
 # network namespace (only loopback up) against a scripted model
 # (loop_model.py) that runs exactly what loopx's brief tells it. Several
@@ -138,10 +138,18 @@ if [ "$run_validations" = 0 ]; then
     || fail "signer setup on the seed: $(cat "$work/seed-setup.out")"
   ada_fp=$(ssh-keygen -lf "$work/seed-home/ada_key.pub" | awk '{print $2}')
 fi
-words="alpha bravo charlie delta echo foxtrot"
-for w in $words; do
-  "$loopx" todo add "echo $w > $w.txt" -- grep -qx "$w" "$w.txt" > /dev/null 2>&1
+# Two goals, as a real project has (issue 47): four todos on main, two on
+# docs, and no `loopx.goal` set anywhere, so every agent works across both.
+"$loopx" goal add docs --objective "Write two notes" > /dev/null 2>&1
+main_words="alpha bravo charlie delta" docs_words="echo foxtrot"
+words="$main_words $docs_words"
+for w in $main_words; do
+  "$loopx" todo add "echo $w > $w.txt" --goal main -- grep -qx "$w" "$w.txt" > /dev/null 2>&1
 done
+for w in $docs_words; do
+  "$loopx" todo add "echo $w > $w.txt" --goal docs -- grep -qx "$w" "$w.txt" > /dev/null 2>&1
+done
+git config --get loopx.goal > /dev/null && fail "loopx.goal is set on the seed"
 "$loopx" sync --setup > /dev/null
 "$loopx" sync > /dev/null
 
@@ -154,6 +162,7 @@ for rt in $runtimes; do
   cd "$dir/repo"
   "$loopx" sync --setup > /dev/null
   "$loopx" sync > /dev/null
+  git config --get loopx.goal > /dev/null && fail "$rt: loopx.goal is set"
   [ "$claim_sync" = 1 ] && git config loopx.claimSync true
   if [ "$run_validations" = 1 ]; then
     git config loopx.runValidations all
@@ -206,8 +215,9 @@ t_work=$(now)
 export HOME="$work/seed-home"
 cd "$work/seed"
 "$loopx" sync > /dev/null 2>&1 || true
-"$loopx" gate open --question "May we publish 1.0?" --kind publish > /dev/null 2>&1
-"$loopx" gate open --question "May we deploy?" --kind production > /dev/null 2>&1
+# A human's command that needs a goal names it: two are active.
+"$loopx" gate open --goal main --question "May we publish 1.0?" --kind publish > /dev/null 2>&1
+"$loopx" gate open --goal main --question "May we deploy?" --kind production > /dev/null 2>&1
 "$loopx" sync > /dev/null
 hub_main=$(git -C "$work/hub.git" rev-parse main)
 if [ "$operator_sync" = 1 ]; then
@@ -249,6 +259,8 @@ for rt in runtimes:
             continue
         if e["tools"] and current not in first:
             first[current] = e["brief"]
+        if "must be named" in json.dumps(e["body"]):
+            fail(f"{rt}: a brief or answer in session {current} says the goal must be named")
         if e["command"]:
             commands.append((current, e["command"]))
         body = json.dumps(e["body"])
@@ -295,7 +307,13 @@ left = [t["id"] + " " + t["status"] for t in todos if t["status"] != "done"]
 if len(todos) != 6 or left:
     print(f"FAIL not every todo is done: {left} of {len(todos)}")
     sys.exit(1)
-print("ok all six todos are done")
+goals = {}
+for t in todos:
+    goals[t["goal"]] = goals.get(t["goal"], 0) + 1
+if goals != {"main": 4, "docs": 2}:
+    print(f"FAIL the todos done are not main's four and docs' two: {goals}")
+    sys.exit(1)
+print("ok all six todos are done: both goals finished (main 4, docs 2)")
 PY
 log=$(lx "$work/hub.git" log 2>/dev/null)
 # A lost claim race may be recorded (`sync-rejected … todo.claim lost`);

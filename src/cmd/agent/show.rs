@@ -48,6 +48,11 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         if !a.capabilities.is_empty() {
             s.push_str(&format!("\ncapabilities: {}", a.capabilities.join(", ")));
         }
+        // Named goals only: none named is every active goal.
+        if !a.goals.is_empty() {
+            let goals: Vec<&str> = a.goals.iter().map(|g| g.as_str()).collect();
+            s.push_str(&format!("\ngoals: {}", goals.join(", ")));
+        }
         if !wire.claims.is_empty() {
             s.push_str("\nclaims:");
             for c in &wire.claims {

@@ -23,10 +23,19 @@ struct Row<'a> {
 #[derive(Serialize)]
 struct Wire<'a> {
     goals: Vec<Row<'a>>,
+    /// On the shared ref of a split state: how to work a goal.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    split: Option<String>,
 }
 
 pub fn run(ctx: &Ctx, _args: &Args) -> Result<Exit> {
-    let snap = tx::load(ctx)?;
+    let mut snap = tx::load(ctx)?;
+    // The shared ref of a split state lists every goal ref's goals, and
+    // says how to work one.
+    let split = crate::cmd::split_refs(ctx, &snap.state);
+    if split.is_some() {
+        snap.state = tx::goalref::union(ctx.store()?, snap.state)?;
+    }
     let rows: Vec<Row> = snap
         .state
         .goals
@@ -43,11 +52,19 @@ pub fn run(ctx: &Ctx, _args: &Args) -> Result<Exit> {
                 .count(),
         })
         .collect();
-    let wire = Wire { goals: rows };
+    let wire = Wire {
+        goals: rows,
+        split: split.as_deref().map(crate::cmd::split_fix),
+    };
     ctx.out.emit(&wire, || {
         if wire.goals.is_empty() {
             return "No goals yet. Add one with `loopx goal add ID --objective TEXT`.".to_owned();
         }
+        let note = wire
+            .split
+            .as_ref()
+            .map(|s| format!("\n{s}"))
+            .unwrap_or_default();
         let w = wire
             .goals
             .iter()
@@ -67,6 +84,7 @@ pub fn run(ctx: &Ctx, _args: &Args) -> Result<Exit> {
             })
             .collect::<Vec<_>>()
             .join("\n")
+            + &note
     })?;
     Ok(Exit::Ok)
 }

@@ -302,7 +302,13 @@ fn start(call: &Call, continued: bool) -> Result<Answer> {
     let (state, tip, head) = match claims.state.agents.get(agent) {
         Some(a) if a.status == AgentStatus::Retired => return Ok(decide::retired(agent)),
         Some(_) => {
-            let list = match claims.complete {
+            // Over several goals the pick reads the whole state.
+            let several = crate::cmd::named_goal(ctx, &claims.state, None)
+                .ok()
+                .flatten()
+                .is_none()
+                && claims.state.scope(agent).len() > 1;
+            let list = match claims.complete || several {
                 true => None,
                 false => crate::cmd::pick_goal(ctx, &claims.state, None)
                     .ok()
@@ -319,6 +325,7 @@ fn start(call: &Call, continued: bool) -> Result<Answer> {
                         agent: agent.clone(),
                         runtime: call.runtime.stored(),
                         capabilities: Vec::new(),
+                        goals: None,
                     }),
                 )?)
             })?;
@@ -395,6 +402,7 @@ fn start(call: &Call, continued: bool) -> Result<Answer> {
         }
     };
     s.view = Some(hook::view::view(&state, agent, Some(goal), ctx.now));
+    s.turn_goal = Some(goal.id.clone());
     call.session.save(&s);
     call.session.release();
     let text = text.expect("a goal was picked, so the brief was made");
@@ -653,6 +661,9 @@ fn stop(call: &Call) -> Result<Answer> {
     let Some(text) = decide::stop(&mut s, state, &call.agent, goal, &tip, ctx.now, &lx) else {
         return Ok(Answer::Nothing);
     };
+    if let Some(g) = goal {
+        s.turn_goal = Some(g.id.clone());
+    }
     call.session.save(&s);
     Ok(Answer::Continue(text))
 }

@@ -72,7 +72,13 @@ fn record(call: &Call, sid: &str, s: &mut Session, mut parts: Vec<Usage>) -> Res
     if parts.is_empty() || !active {
         return Ok(active);
     }
-    let goal = decide::usage_goal(&snap.state, &call.agent)
+    // The goal of the open turn token (the last the hooks gave this
+    // session), else of the agent's first claim, else its pick.
+    let goal = s
+        .turn_goal
+        .clone()
+        .filter(|g| snap.state.goals.contains_key(g))
+        .or_else(|| decide::usage_goal(&snap.state, &call.agent))
         .map_or_else(|| crate::cmd::pick_goal(ctx, &snap.state, None), Ok)?;
     let store = ctx.store()?;
     for u in &mut parts {

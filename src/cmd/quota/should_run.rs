@@ -5,7 +5,7 @@ use crate::cmd::wire::BudgetWire;
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::cmd::pick_goal;
+use crate::cmd::agent_goals;
 use crate::cmd::tx;
 use crate::ctx::Ctx;
 use crate::error::{Code, Exit, Refusal};
@@ -15,11 +15,15 @@ use crate::op::{short, turn};
 
 /// Answer run (exit 0) or skip (exit 3) for the acting agent's next turn
 ///
-/// A run names the todo to work on (your own claim first, else the best
-/// ready one), the gates that concern you, the slots left and a turn token
-/// for `spend-slot`. A skip gives the reason: not-registered, goal-paused,
+/// It answers over every goal you may work on (every active goal, or
+/// those `agent register --goal` names), picking as `todo claim --next`
+/// does, and names the goal of its answer. A run names the todo to work
+/// on (your own claim first, else the best ready one), the gates that
+/// concern you, the slots left and a turn token for `spend-slot`. A skip
+/// gives the reason: not-registered, goal-paused,
 /// goal-done, budget-exhausted (a budget of the goal or of the agent is
-/// reached; the figures say which), gate-open, quota-exhausted, wait-until
+/// reached; the figures say which), gate-open, quota-exhausted,
+/// agent-quota-exhausted (the agent-wide slots across goals), wait-until
 /// (parked by `quota park`), awaiting-go (the park ended; a human's go is
 /// needed), stalled (advanced turns made no progress; a human answers the
 /// stall gate),
@@ -28,7 +32,8 @@ use crate::op::{short, turn};
 /// land until a person removes it; the reason says how). Writes nothing.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// The goal [default: the only active goal]
+    /// Only this goal [default: git config loopx.goal, else every goal
+    /// the agent may work on: the pick says which]
     #[arg(long, value_name = "G")]
     goal: Option<String>,
     /// Sync with the remote first (git config loopx.remote, else origin), so
@@ -133,9 +138,38 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
     let sharded = !claims.complete;
     let first = {
         let state = &claims.state;
-        let goal = state.goal(pick_goal(ctx, state, args.goal.as_deref())?.as_str())?;
+        let goals = agent_goals(ctx, state, agent, args.goal.as_deref())?;
+        let goal = goals[0];
         match turn::decide_from_claims(state, agent, goal, ctx.now) {
-            Err(pending) if claims.complete => Ok(pending.finish(state, agent, goal, ctx.now)),
+            // Several goals: the head proves an own claim, or a skip on
+            // every goal; else the whole state decides.
+            _ if goals.len() > 1 => {
+                let takes = |g: &[&crate::model::GoalId]| {
+                    let a = state.agents.get(agent)?;
+                    claims.ready_lists_until(agent, g, ready::takes(state, a, ctx.now))
+                };
+                let picked = match claims.complete {
+                    // The head holds every todo: it is the whole state.
+                    true => {
+                        let (g, d) = turn::decide_across(state, agent, &goals, ctx.now);
+                        Some((g, d, None))
+                    }
+                    false => turn::decide_across_from_ready(state, agent, &goals, ctx.now, &takes),
+                };
+                match picked {
+                    Some((g, d, shown)) => {
+                        let g = g.id.clone();
+                        if let Some(t) = shown {
+                            claims.state.todos.insert(t.id.clone(), t);
+                        }
+                        Ok((g, d))
+                    }
+                    None => Err(()),
+                }
+            }
+            Err(pending) if claims.complete => {
+                Ok((goal.id.clone(), pending.finish(state, agent, goal, ctx.now)))
+            }
             Err(pending) => {
                 // Parsed up to the first todo ready now: the one it
                 // names.
@@ -147,12 +181,13 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                 };
                 match pending.finish_from_ready(state, agent, goal, ctx.now, list.as_ref()) {
                     Ok(d) => {
+                        let d = (goal.id.clone(), d);
                         // The todo it names (unclaimed: not in the head),
                         // for its title.
-                        let shown = d
-                            .todo
-                            .as_ref()
-                            .and_then(|(id, _)| list?.todos.into_iter().find(|t| &t.id == id));
+                        let shown =
+                            d.1.todo
+                                .as_ref()
+                                .and_then(|(id, _)| list?.todos.into_iter().find(|t| &t.id == id));
                         if let Some(t) = shown {
                             claims.state.todos.insert(t.id.clone(), t);
                         }
@@ -161,7 +196,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                     Err(_) => Err(()),
                 }
             }
-            Ok(d) => Ok(d),
+            Ok(d) => Ok((goal.id.clone(), d)),
         }
     };
     let (snap, d) = match first {
@@ -183,8 +218,13 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         }
     };
     let state = &snap.state;
-    let goal = state.goal(pick_goal(ctx, state, args.goal.as_deref())?.as_str())?;
-    let d = d.unwrap_or_else(|| turn::decide(state, agent, goal, ctx.now));
+    let (goal, d) = match d {
+        Some((g, d)) => (&state.goals[&g], d),
+        None => {
+            let goals = agent_goals(ctx, state, agent, args.goal.as_deref())?;
+            turn::decide_across(state, agent, &goals, ctx.now)
+        }
+    };
     let reason = d.skip.as_ref().map(|r| {
         let mut w = ReasonWire {
             code: r.code(),
@@ -196,7 +236,10 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                 w.gate = Some(gate);
                 w.question = Some(question);
             }
-            turn::Reason::QuotaExhausted { frees_at } => w.frees_at = Some(frees_at.to_string()),
+            turn::Reason::QuotaExhausted { frees_at }
+            | turn::Reason::AgentQuotaExhausted { frees_at, .. } => {
+                w.frees_at = Some(frees_at.to_string())
+            }
             turn::Reason::WaitUntil { until, .. } => w.until = Some(until.to_string()),
             turn::Reason::AwaitingGo { until, gate } => {
                 w.until = Some(until.to_string());
@@ -206,6 +249,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                 w.gate = e.gate.as_ref();
                 w.budget = Some(BudgetWire::of(&goal.id, &e.standing));
             }
+            turn::Reason::AgentBudgetExhausted(st) => w.budget = Some(BudgetWire::of(st)),
             turn::Reason::Stalled { gate, todo } => {
                 w.gate = Some(gate);
                 w.question = state.gates.get(gate).map(|g| g.question.as_str());
@@ -289,6 +333,7 @@ fn human(w: &Wire) -> String {
         }
         (None, None) => s.push_str("run\n"),
     }
+    s.push_str(&format!("goal: {}\n", w.goal));
     for g in &w.gates {
         s.push_str(&format!("gate {} ({}): \"{}\"\n", g.id, g.kind, g.question));
     }

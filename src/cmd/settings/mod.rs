@@ -13,7 +13,7 @@ use crate::error::Exit;
 #[derive(clap::Subcommand, Debug)]
 #[command(defer = true)]
 pub enum Command {
-    /// Set the team's default lease, clock-skew margin, stuck time or model prices (a human act)
+    /// Set the team's default lease, clock-skew margin, stuck time, agent-wide slots or model prices (a human act)
     Set(set::Args),
     /// Show the team's settings and where each price comes from
     Show(show::Args),

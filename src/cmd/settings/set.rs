@@ -13,7 +13,7 @@ use crate::model::TeamPrice;
 use crate::op::{Change, SettingsSet};
 use crate::time::Span;
 
-/// Set the team's default lease, clock-skew margin, stuck time or model prices (a human act)
+/// Set the team's default lease, clock-skew margin, stuck time, agent-wide slots or model prices (a human act)
 ///
 /// Shared by every clone through the state, so two clones give the same
 /// lease, call the same claims stuck and price a turn alike. A goal's own
@@ -26,6 +26,7 @@ use crate::time::Span;
   loopx settings set --lease 30m
   loopx settings set --clock-skew 2m
   loopx settings set --stuck-after 15m
+  loopx settings set --agent-slots 48 --agent-window 24h
   loopx settings set --price claude-opus-5-5=5/25 --price gpt-5.2=1.75/14/0.175
   loopx settings set --unprice gpt-5.2")]
 pub struct Args {
@@ -48,6 +49,15 @@ pub struct Args {
     /// Remove the team's price for MODEL (repeatable)
     #[arg(long, value_name = "MODEL")]
     unprice: Vec<String>,
+    /// Turns one agent may spend per agent-wide window across every goal it
+    /// works on, beside each goal's own slots [default: the largest of its
+    /// goals' slots; 0 goes back to it]
+    #[arg(long, value_name = "N")]
+    agent_slots: Option<u32>,
+    /// The agent-wide rolling window, such as 24h [default: the largest of
+    /// its goals' windows]
+    #[arg(long, value_name = "DURATION")]
+    agent_window: Option<Span>,
 }
 
 #[derive(Serialize)]
@@ -69,6 +79,8 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
         stuck_after: args.stuck_after,
         prices,
         unprice: args.unprice.clone(),
+        agent_slots: args.agent_slots,
+        agent_window: args.agent_window,
     };
     let done = tx::start(ctx)?.run(|_| Ok(tx::op(ctx, Change::SettingsSet(change.clone()))?))?;
     let changed = match &done.effect.what {

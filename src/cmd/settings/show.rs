@@ -26,6 +26,10 @@ struct Wire<'a> {
     signatures: &'static str,
     /// The team's prices by model (dollars per million tokens).
     prices: &'a BTreeMap<String, TeamPrice>,
+    /// The agent-wide slot window; absent when it is the largest of each
+    /// agent's goals'.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    agent_quota: Option<crate::model::QuotaPolicy>,
 }
 
 pub fn run(ctx: &Ctx, _args: &Args) -> Result<Exit> {
@@ -37,6 +41,7 @@ pub fn run(ctx: &Ctx, _args: &Args) -> Result<Exit> {
         stuck_after: s.stuck_after,
         signatures: s.signatures.as_str(),
         prices: &s.prices,
+        agent_quota: s.agent_quota,
     };
     ctx.out.emit(&wire, || {
         let stuck = match s.stuck_after {
@@ -49,6 +54,13 @@ pub fn run(ctx: &Ctx, _args: &Args) -> Result<Exit> {
             s.clock_skew,
             s.signatures.as_str()
         );
+        match s.agent_quota {
+            Some(q) => out.push_str(&format!(
+                "\nagent-wide slots: {} per {} across every goal",
+                q.slots, q.window
+            )),
+            None => out.push_str("\nagent-wide slots: the largest of each agent's goals'"),
+        }
         if s.prices.is_empty() {
             out.push_str("\nprices: none set by the team (git config `loopx.price.<model>.*`, then the shipped table)");
         }

@@ -86,6 +86,14 @@ const MAX_CLAIMS: usize = 10;
 const RECENT: usize = 5;
 const MAX_STUCK: usize = 5;
 
+/// A goal an agent names that is out of its scope.
+#[derive(Serialize)]
+struct OutOfScope<'a> {
+    agent: &'a AgentId,
+    goal: GoalId,
+    status: &'static str,
+}
+
 #[derive(Serialize)]
 struct Wire<'a> {
     #[serde(rename = "ref")]
@@ -105,6 +113,10 @@ struct Wire<'a> {
     /// nothing for an hour (ended sessions, most likely), listed apart.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     idle_session_agents: Vec<&'a AgentId>,
+    /// Goals agents name (`agent register --goal`) that dropped out of
+    /// their scope: paused, done or gone.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    out_of_scope: Vec<OutOfScope<'a>>,
     counts: Counts,
     claims: Vec<ClaimRow<'a>>,
     claims_total: usize,
@@ -409,6 +421,17 @@ impl<'a> Wire<'a> {
                 .filter(|a| a.idle_session(b.now))
                 .map(|a| &a.agent.id)
                 .collect(),
+            out_of_scope: state
+                .agents
+                .values()
+                .flat_map(|a| {
+                    state.out_of_scope(&a.id).into_iter().map(|g| OutOfScope {
+                        agent: &a.id,
+                        status: state.goals.get(&g).map_or("gone", |x| x.status.as_str()),
+                        goal: g,
+                    })
+                })
+                .collect(),
             counts: b.counts.clone(),
             claims,
             claims_total,
@@ -597,6 +620,12 @@ fn human(w: &Wire, now: Timestamp) -> String {
         s.push_str(&format!(
             "idle session agents (no claim, nothing for an hour): {}{more}\n",
             shown.join(", ")
+        ));
+    }
+    for o in &w.out_of_scope {
+        s.push_str(&format!(
+            "{}: {} is {}, out of its goals\n",
+            o.agent, o.goal, o.status
         ));
     }
     s.push_str("recent:\n");

@@ -175,8 +175,8 @@ fn pick_from_index(ctx: &Ctx, args: &Args) -> Option<(crate::store::Oid, TodoId)
     let goals: Vec<crate::model::GoalId> = match &args.goal {
         Some(g) => vec![pick_goal(ctx, state, Some(g)).ok()?],
         None => state
-            .goals
-            .values()
+            .scope(&agent.id)
+            .iter()
             .filter(|g| g.status == GoalStatus::Active)
             .map(|g| g.id.clone())
             .collect(),
@@ -234,11 +234,19 @@ fn claim_once(ctx: &Ctx, args: &Args, synced: bool) -> Result<Attempt> {
             (None, _) => {
                 let actor = ctx.actor()?;
                 let agent = rules::acting_agent(state, &actor, "claim a todo")?;
-                let goal = match &args.goal {
-                    Some(g) => Some(pick_goal(ctx, state, Some(g))?),
-                    None => None,
+                // `--goal`'s, else the goals the agent may work on.
+                let goals: Vec<crate::model::GoalId> = match &args.goal {
+                    Some(g) => vec![pick_goal(ctx, state, Some(g))?],
+                    None => state
+                        .scope(&agent.id)
+                        .iter()
+                        .map(|g| g.id.clone())
+                        .collect(),
                 };
-                rules::best_ready(state, agent, goal.as_ref(), ctx.now)?
+                let goals: Vec<&crate::model::GoalId> = goals.iter().collect();
+                // None active: every goal, so the refusal counts why.
+                let among = (!goals.is_empty()).then_some(goals.as_slice());
+                rules::best_ready_among(state, agent, among, ctx.now)?
                     .id
                     .clone()
             }

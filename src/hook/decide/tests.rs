@@ -51,6 +51,7 @@ fn board() -> State {
                 agent: aid("codex-1"),
                 runtime: Runtime::Codex,
                 capabilities: Vec::new(),
+                goals: None,
             }),
         ),
         (

@@ -158,6 +158,7 @@ fn full_state() -> State {
             turns: vec![t("2026-01-01T09:26:00Z"), t("2026-01-01T09:28:00Z")],
             gate: Some(GateId::from_hex("0000c0de")),
         }),
+        goals: vec![main_goal()],
     };
     let gate = Gate {
         id: GateId::from_hex("0000c0de"),
@@ -224,6 +225,10 @@ fn full_state() -> State {
                 lease: Span::hours(2),
                 clock_skew: Span::seconds(5),
                 stuck_after: Some(Span::minutes(20)),
+                agent_quota: Some(crate::model::QuotaPolicy {
+                    slots: 20,
+                    window: Span::hours(12),
+                }),
                 signatures: crate::model::Signatures::Off,
                 prices: BTreeMap::from([(
                     "claude-opus-5-5".to_owned(),

@@ -11,6 +11,8 @@ fn settings(lease: Option<Span>, stuck_after: Option<Span>) -> Change {
         stuck_after,
         prices: Default::default(),
         unprice: Vec::new(),
+        agent_slots: None,
+        agent_window: None,
     })
 }
 

@@ -866,3 +866,124 @@ fn the_ready_index_answers_as_the_whole_state_does() {
         "{answered} answered from the index, {fell_back} fell back, {briefs} briefs, {picks} picks, {whole_briefs} whole briefs, {digested} with an unchanged last turn, {no_change} no-change, {nothing} nothing ready"
     );
 }
+
+// ------------------------------------------------------------ across goals
+
+/// The board with a second goal `docs` holding T2 (more urgent than T1).
+fn two_goal_board() -> State {
+    let mut s = board();
+    ok(
+        &mut s,
+        &op(
+            human(),
+            "2026-01-01T09:02:00Z",
+            goal_add("docs", "Write the guide"),
+        ),
+    );
+    let mut t2 = crate::op::TodoAdd::new(
+        tid(T2),
+        gid("docs"),
+        "Write the guide".to_owned(),
+        crate::model::Priority::DEFAULT,
+    );
+    t2.priority = "P0".parse().unwrap();
+    ok(
+        &mut s,
+        &op(human(), "2026-01-01T09:03:00Z", Change::TodoAdd(t2)),
+    );
+    s
+}
+
+fn across(s: &State, who: &str, at: &str) -> (String, turn::Decision) {
+    let goals = s.scope(&aid(who));
+    let (g, d) = turn::decide_across(s, &aid(who), &goals, t(at));
+    (g.id.to_string(), d)
+}
+
+#[test]
+fn across_goals_the_pick_is_claim_nexts_and_an_own_claim_comes_first() {
+    let mut s = two_goal_board();
+    let (g, d) = across(&s, "agent-a", "2026-01-01T09:05:00Z");
+    assert_eq!(g, "docs");
+    assert_eq!(d.todo, Some((tid(T2), false)));
+    let a = s.agents[&aid("agent-a")].clone();
+    assert_eq!(
+        rules::best_ready(&s, &a, None, t("2026-01-01T09:05:00Z"))
+            .unwrap()
+            .id,
+        tid(T2),
+        "the same pick as claim --next"
+    );
+    // agent-a holds T1 on main: its claim comes first.
+    ok(
+        &mut s,
+        &op(
+            agent("agent-a"),
+            "2026-01-01T09:10:00Z",
+            claim(T1, 0, LEASE),
+        ),
+    );
+    let (g, d) = across(&s, "agent-a", "2026-01-01T09:11:00Z");
+    assert_eq!((g.as_str(), d.todo), ("main", Some((tid(T1), true))));
+}
+
+#[test]
+fn across_goals_a_skip_on_one_goal_passes_to_the_next() {
+    let mut s = two_goal_board();
+    // docs is paused: it drops out of the scope, and main answers.
+    let mut pause = crate::op::GoalSet::new(gid("docs"));
+    pause.status = Some(GoalStatus::Paused);
+    ok(
+        &mut s,
+        &op(human(), "2026-01-01T09:04:00Z", Change::GoalSet(pause)),
+    );
+    let (g, d) = across(&s, "agent-a", "2026-01-01T09:05:00Z");
+    assert_eq!((g.as_str(), d.skip), ("main", None));
+    // Nothing ready anywhere: one skip, which names a goal of the scope.
+    ok(
+        &mut s,
+        &op(
+            agent("agent-b"),
+            "2026-01-01T09:06:00Z",
+            claim(T1, 0, LEASE),
+        ),
+    );
+    let (g, d) = across(&s, "agent-a", "2026-01-01T09:07:00Z");
+    assert_eq!(g, "main");
+    assert_eq!(d.skip.map(|r| r.code()), Some("nothing-ready"));
+}
+
+#[test]
+fn the_agent_wide_window_caps_spend_across_goals() {
+    let mut s = two_goal_board();
+    for (g, n) in [("main", 2), ("docs", 2)] {
+        let mut set = crate::op::GoalSet::new(gid(g));
+        set.quota_slots = Some(n);
+        ok(
+            &mut s,
+            &op(human(), "2026-01-01T09:04:00Z", Change::GoalSet(set)),
+        );
+    }
+    // Two spends on main, none on docs: docs's own window has room, the
+    // agent-wide one (2, the largest of its goals') has none.
+    let ledger = s.quota.get_or_insert_with(aid("agent-a"), || {
+        crate::model::quota::Ledger::new(aid("agent-a"))
+    });
+    for (turn, at) in [
+        ("a1", "2026-01-01T09:05:00Z"),
+        ("a2", "2026-01-01T09:06:00Z"),
+    ] {
+        ledger.spends.push(Spend {
+            turn: turn.to_owned(),
+            goal: gid("main"),
+            at: t(at),
+            void: None,
+        });
+    }
+    let (_, d) = across(&s, "agent-a", "2026-01-01T09:07:00Z");
+    assert_eq!(d.skip.map(|r| r.code()), Some("agent-quota-exhausted"));
+    assert_eq!(
+        turn::agent_slots(&s, &aid("agent-a"), t("2026-01-01T09:07:00Z")).map(|x| x.left()),
+        Some(0)
+    );
+}
