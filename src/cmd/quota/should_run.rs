@@ -249,7 +249,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> Result<Exit> {
                 w.gate = e.gate.as_ref();
                 w.budget = Some(BudgetWire::of(&goal.id, &e.standing));
             }
-            turn::Reason::AgentBudgetExhausted(st) => w.budget = Some(BudgetWire::of(st)),
+            turn::Reason::AgentBudgetExhausted(st) => w.budget = Some(BudgetWire::of(&goal.id, st)),
             turn::Reason::Stalled { gate, todo } => {
                 w.gate = Some(gate);
                 w.question = state.gates.get(gate).map(|g| g.question.as_str());
