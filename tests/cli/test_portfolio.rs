@@ -426,9 +426,11 @@ fn the_page_of_every_repository_puts_gates_first_and_watch_follows_each_ref() {
         .stderr(Stdio::null())
         .spawn()
         .expect("loopx starts");
-    wait_for("the first page", || watched.exists());
-    let first = std::fs::read_to_string(&watched).unwrap();
-    assert!(!first.contains("Watched todo"));
+    // The page is written once; its sidecar follows every ref (issue 52).
+    let sidecar = env.root().join("watch.html.live.js");
+    wait_for("the first page", || watched.exists() && sidecar.exists());
+    let page = std::fs::read_to_string(&watched).unwrap();
+    let first = std::fs::read_to_string(&sidecar).unwrap();
     f.api_machine.add("Watched todo");
     let mut status = None;
     wait_for("the watcher to stop", || {
@@ -436,12 +438,13 @@ fn the_page_of_every_repository_puts_gates_first_and_watch_follows_each_ref() {
         status.is_some()
     });
     assert!(status.unwrap().success());
-    let second = std::fs::read_to_string(&watched).unwrap();
-    assert_ne!(first, second);
-    assert!(
-        second.contains(&format!("data-repo=\"{}\"", f.api)),
-        "{second}"
-    );
+    let second = std::fs::read_to_string(&sidecar).unwrap();
+    assert_ne!(first, second, "the sidecar follows the moved ref");
+    assert_eq!(std::fs::read_to_string(&watched).unwrap(), page);
+    let json = |text: &str| serde_json::to_string(text).unwrap();
+    let repo = format!("data-repo=\"{}\"", f.api);
+    let repo = json(&repo);
+    assert!(second.contains(repo.trim_matches('"')), "{second}");
 }
 
 /// The page across repositories in a real browser at 1280 and 390 pixels

@@ -26,8 +26,8 @@ use crate::time::{Span, Timestamp};
 mod agents;
 pub mod live;
 use agents::{agents, money, timeline};
-use live::Frame;
 pub(super) use agents::{money_rows, money_table};
+use live::Frame;
 
 /// The timeline shows this many ticks.
 const TIMELINE: usize = 100;
