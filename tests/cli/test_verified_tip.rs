@@ -11,18 +11,29 @@ use std::path::Path;
 use crate::common::forge;
 use crate::common::{Machine, TestEnv, git_in, run_stdin};
 
-/// The guard's answer to a Claude Code `Bash` call of `command` in `m`.
-fn guard(m: &Machine, command: &str) -> String {
+/// Claude Code's hook `event` in `m`, with `fields` added to its payload.
+fn hook(m: &Machine, event: &str, fields: &str) -> String {
     let payload = format!(
-        r#"{{"session_id":"1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d","cwd":"{}","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{{"command":"{command}"}},"tool_use_id":"toolu_01"}}"#,
+        r#"{{"session_id":"1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d","cwd":"{}","hook_event_name":"{event}",{fields}}}"#,
         m.repo.display()
     );
     run_stdin(
-        m.command().args(["hook", "claude-code", "PreToolUse"]),
+        m.command().args(["hook", "claude-code", event]),
         payload.as_bytes(),
     )
     .ok()
     .stdout
+}
+
+/// The guard's answer to a Claude Code `Bash` call of `command` in `m`.
+fn guard(m: &Machine, command: &str) -> String {
+    hook(
+        m,
+        "PreToolUse",
+        &format!(
+            r#""tool_name":"Bash","tool_input":{{"command":"{command}"}},"tool_use_id":"toolu_01""#
+        ),
+    )
 }
 
 fn mark(m: &Machine) -> Option<String> {
@@ -72,12 +83,17 @@ fn a_tip_moved_outside_loopx_runs_nothing_until_it_verifies() {
     );
     assert!(guard(&m, "loopx gate answer g-12345678 --choice approve").contains("deny"));
     assert!(!guard(&m, "cargo test").contains("deny"));
+    // The session's brief says so (the hook never verifies inline).
+    let start = hook(&m, "SessionStart", r#""source":"startup""#);
+    assert!(start.contains("moved outside loopx"), "{start}");
     // `loopx verify` refuses it and leaves the mark where it was.
     assert_eq!(env.loopx(&["verify"]).code, 3);
     assert_eq!(mark(&m).as_deref(), Some(honest.as_str()));
 
     // Put back on the verified tip, the honest validation runs.
     m.git(&["update-ref", "refs/loopx/state", &honest]);
+    let start = hook(&m, "SessionStart", r#""source":"startup""#);
+    assert!(!start.contains("moved outside loopx"), "{start}");
     env.agent("agent-a", &["todo", "done", &t]).ok();
     assert!(m.repo.join("RAN").exists(), "the honest validation ran");
     assert_eq!(mark(&m), m.tip());

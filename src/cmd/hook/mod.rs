@@ -405,7 +405,19 @@ fn start(call: &Call, continued: bool) -> Result<Answer> {
     s.turn_goal = Some(goal.id.clone());
     call.session.save(&s);
     call.session.release();
-    let text = text.expect("a goal was picked, so the brief was made");
+    let mut text = text.expect("a goal was picked, so the brief was made");
+    // The hook never verifies inline: it says so, and the guard judges
+    // every human-only gate open meanwhile.
+    if !verified_tip(ctx, &tip) {
+        let why = if marked(ctx) {
+            "this clone's state ref was moved outside loopx (a plain `git fetch` onto refs/loopx/*, `git update-ref`, a restored backup) to a tick it has not verified"
+        } else {
+            "this clone has no verified tip recorded yet (a clone made before loopx kept one, or state that arrived outside loopx)"
+        };
+        text.push_str(&format!(
+            "\n\nloopx: {why}. Until a human runs `loopx verify` (or `loopx sync`) here, every command a human-only gate could cover is denied and a validation verifies the history first; tell the user."
+        ));
+    }
     Ok(decide::context(agent, text))
 }
 
@@ -632,14 +644,21 @@ fn tool(dir: Option<PathBuf>, agent: Option<&AgentId>, command: &str) -> Answer 
 /// ([`crate::store::mark`]), read without opening the repository when the
 /// fast start-up path holds it. The hook never verifies inline.
 fn verified_tip(ctx: &Ctx, tip: &crate::store::Tip) -> bool {
+    mark_of(ctx).is_some_and(|h| h == tip.commit.to_string())
+}
+
+/// Whether this clone records a verified tip for its state ref at all.
+fn marked(ctx: &Ctx) -> bool {
+    mark_of(ctx).is_some()
+}
+
+/// The state ref's verified mark as its file holds it.
+fn mark_of(ctx: &Ctx) -> Option<String> {
     let dir = match ctx.fast() {
         Some(f) => f.git_dir().to_path_buf(),
-        None => match ctx.store() {
-            Ok(s) => s.common_dir().to_path_buf(),
-            Err(_) => return false,
-        },
+        None => ctx.store().ok()?.common_dir().to_path_buf(),
     };
-    crate::store::mark::read_hex(&dir, ctx.state_ref()).is_some_and(|h| h == tip.commit.to_string())
+    crate::store::mark::read_hex(&dir, ctx.state_ref())
 }
 
 /// The agent wants to stop: keep it going while it holds a claim, quota
