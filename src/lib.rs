@@ -85,6 +85,24 @@ pub fn main_from(args: impl IntoIterator<Item = std::ffi::OsString>) -> ExitCode
         when.choice().write_global();
     }
     let parsed = cli::Cli::should_run(&args).map_or_else(|| cli::Cli::parse_once(&args), Ok);
+    // `loopx --json todo`: which subcommands there are, not the command's
+    // whole help as a message.
+    if let Err(e) = &parsed
+        && e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+        && cli::wants_json(&args)
+        && let Some((path, subs)) = cli::missing_subcommand(&args)
+    {
+        let refusal = error::Refusal::usage(
+            error::Code::MissingSubcommand,
+            format!("{path} needs a subcommand"),
+        )
+        .with_hint(format!(
+            "one of: {}; `loopx {path} --help` says what each does",
+            subs.join(", ")
+        ));
+        Out::new(output::Format::Json, true).error(&refusal.into(), Exit::Usage);
+        return ExitCode::from(Exit::Usage.code());
+    }
     let cli = match parsed {
         Ok(cli) => cli,
         Err(e) if e.use_stderr() && cli::is_hook_call(args.iter().cloned()) => {
@@ -95,24 +113,6 @@ pub fn main_from(args: impl IntoIterator<Item = std::ffi::OsString>) -> ExitCode
                 first.trim_start_matches("error: ")
             ));
             return ExitCode::SUCCESS;
-        }
-        Err(e)
-            if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
-                && cli::wants_json(&args)
-                && let Some((path, subs)) = cli::missing_subcommand(&args) =>
-        {
-            // `loopx --json todo`: which subcommands there are, not the
-            // command's whole help as a message.
-            let refusal = error::Refusal::usage(
-                error::Code::MissingSubcommand,
-                format!("{path} needs a subcommand"),
-            )
-            .with_hint(format!(
-                "one of: {}; `loopx {path} --help` says what each does",
-                subs.join(", ")
-            ));
-            Out::new(output::Format::Json, true).error(&refusal.into(), Exit::Usage);
-            return ExitCode::from(Exit::Usage.code());
         }
         Err(e) if e.use_stderr() && cli::wants_json(&args) => {
             // A usage error under --json is a JSON document too, like every
