@@ -36,15 +36,20 @@ pub fn config_values(git_dir: &Path, key: &str) -> Result<Vec<String>> {
         .stdin(Stdio::null())
         .output()
         .with_context(|| format!("running git config --get-all {key}"))?;
+    values_of(&out, &format!("git config --get-all {key}"))
+}
+
+/// The values a `git config --get-all` printed, one per line; none when
+/// it exited 1 (the key is not set, or there is no such file).
+fn values_of(out: &std::process::Output, what: &str) -> Result<Vec<String>> {
     match out.status.code() {
         Some(0) => Ok(String::from_utf8_lossy(&out.stdout)
             .lines()
             .map(str::to_owned)
             .collect()),
-        // 1: the key is not set.
         Some(1) => Ok(Vec::new()),
         _ => bail!(
-            "git config --get-all {key} failed: {}",
+            "{what} failed: {}",
             String::from_utf8_lossy(&out.stderr).trim()
         ),
     }
@@ -119,18 +124,7 @@ pub fn push_config(dir: Option<&Path>) -> Result<PushConfig> {
 /// is unset or there is no such file.
 pub fn global_values(key: &str) -> Result<Vec<String>> {
     let out = global(&["--get-all", key])?;
-    match out.status.code() {
-        Some(0) => Ok(String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .map(str::to_owned)
-            .collect()),
-        // 1: the key is not set (or no global file yet).
-        Some(1) => Ok(Vec::new()),
-        _ => bail!(
-            "git config --global --get-all {key} failed: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        ),
-    }
+    values_of(&out, &format!("git config --global --get-all {key}"))
 }
 
 /// Adds `value` to the multi-valued global key `key` (git creates the file).
